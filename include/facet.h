@@ -1,0 +1,174 @@
+/*
+ * facet.h — the public C API of facet, an LLM inference engine for Hugging Face decoder
+ * checkpoints (a folder with config.json, *.safetensors and tokenizer.json).
+ *
+ * The flow a caller follows:
+ *
+ *   facet_model_load(dir)          facts judged, weights read and converted
+ *   facet_session_create(model)    KV caches for up to n_seq_max sequences
+ *   facet_forward / facet_prefill / facet_decode
+ *                                  append tokens to sequences, get logits
+ *   facet_sample_greedy / facet_top_logprobs
+ *   facet_tokenize / facet_detokenize (facet_tokenizer.h)
+ *   facet_session_free, facet_model_free
+ *
+ * Conventions for every function here:
+ *  - Fallible calls return a facet_status and, when `err` is not NULL, fill it with the
+ *    same status and a one-line message naming the file, field or tensor, the value and
+ *    what was expected. Nothing in the library prints or exits.
+ *  - Token ids are int32_t. Logits are float32, one row of vocab_size per position.
+ *  - Objects are not thread-safe; one thread drives a session at a time (the library
+ *    uses its own worker threads inside a call).
+ */
+#ifndef FACET_H
+#define FACET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "facet_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------
+ * Model: facts + weights.
+ * ------------------------------------------------------------------------------ */
+typedef struct facet_model facet_model;
+
+/* Weight storage format at run time. FACET_WEIGHTS_AUTO lets facet choose. */
+typedef enum facet_weight_format {
+    FACET_WEIGHTS_AUTO = 0,
+    FACET_WEIGHTS_F32 = 1,
+    FACET_WEIGHTS_BF16 = 2,
+    FACET_WEIGHTS_F16 = 3,
+    FACET_WEIGHTS_INT8 = 4,
+} facet_weight_format;
+
+/* Options for facet_model_load. Zero-initialised means defaults. */
+typedef struct facet_load_options {
+    int n_threads;               /* worker threads; 0 = number of online CPUs          */
+    facet_weight_format weights; /* run-time weight format; AUTO = f32 in this build   */
+} facet_load_options;
+
+/* Summary of a loaded model, for callers that do not need the full facts. */
+typedef struct facet_model_info {
+    int vocab_size;              /* rows of the logits (config vocab_size)             */
+    int max_position_embeddings; /* the longest context the model declares             */
+    int hidden_size;
+    int num_hidden_layers;
+    int32_t bos_token_id;        /* -1 when the config names none                      */
+    int n_eos;                   /* number of valid entries in eos_token_ids           */
+    int32_t eos_token_ids[16];   /* from config.json and generation_config.json        */
+    int n_threads;               /* worker threads the model computes with             */
+} facet_model_info;
+
+/*
+ * Load the checkpoint in folder `dir`: config.json (+ generation_config.json) read into
+ * facts, the facts judged by the capability table, then every tensor validated against
+ * the shapes the facts imply and converted to the run-time format. A tokenizer.json in
+ * the folder is loaded too (facet_model_tokenizer). On success *out owns everything and
+ * is released by facet_model_free. Errors: FACET_E_IO (no config.json, unreadable
+ * files), FACET_E_PARSE / FACET_E_FORMAT (bad JSON, bad safetensors), FACET_E_NOT_FOUND
+ * (missing tensor or shard), FACET_E_UNSUPPORTED (refused by the table; the message
+ * lists every refusal), FACET_E_NOMEM.
+ */
+facet_status facet_model_load(const char *dir, const facet_load_options *opts,
+                              facet_model **out, facet_error *err);
+
+/* Release a model and everything it owns. NULL is accepted. Sessions created from the
+ * model must be freed first. */
+void facet_model_free(facet_model *model);
+
+/* Fill *info with the model's summary. */
+void facet_model_get_info(const facet_model *model, facet_model_info *info);
+
+/* ---------------------------------------------------------------------------------
+ * Sessions: KV caches for several sequences that share one sweep over the weights.
+ * ------------------------------------------------------------------------------ */
+typedef struct facet_session facet_session;
+
+/* Options for facet_session_create. Zero-initialised means defaults. */
+typedef struct facet_session_options {
+    int n_seq_max; /* sequences this session can hold at once (ids 0..n_seq_max-1); 0 = 1 */
+    int n_ctx;     /* context cap per sequence in tokens; 0 = max_position_embeddings.
+                      KV memory grows on demand up to this cap, never allocated at the
+                      cap up front.                                                     */
+} facet_session_options;
+
+/* Create a session over `model` (borrowed: it must outlive the session). Errors:
+ * FACET_E_INVALID_ARGUMENT (n_ctx above max_position_embeddings, negative values),
+ * FACET_E_NOMEM. */
+facet_status facet_session_create(facet_model *model, const facet_session_options *opts,
+                                  facet_session **out, facet_error *err);
+
+/* Release a session and its KV caches. NULL is accepted. */
+void facet_session_free(facet_session *session);
+
+/* Forget sequence `seq`'s tokens (its KV memory is kept for reuse). */
+facet_status facet_seq_reset(facet_session *session, int seq, facet_error *err);
+
+/* Number of tokens sequence `seq` holds in its KV cache (its next position); -1 if
+ * `seq` is out of range. */
+int facet_seq_length(const facet_session *session, int seq);
+
+/* Context cap of the session's sequences in tokens. */
+int facet_session_n_ctx(const facet_session *session);
+
+/*
+ * A batch of tokens to run through the model in one sweep over the weights. Entry i
+ * appends tokens[i] to sequence seq_ids[i] at that sequence's next position; entries of
+ * one sequence must appear in order. Any mix is allowed: one sequence's whole prompt
+ * (prefill), one token for each of several sequences (batched decode), or both.
+ */
+typedef struct facet_batch {
+    int n_tokens;                /* entries in the arrays below                         */
+    const int32_t *tokens;       /* [n_tokens] token ids, each in [0, vocab_size)       */
+    const int32_t *seq_ids;      /* [n_tokens] sequence ids, each in [0, n_seq_max)     */
+    const uint8_t *want_logits;  /* [n_tokens] nonzero: write this entry's logits;
+                                    NULL: logits for every entry                        */
+} facet_batch;
+
+/*
+ * Run a batch. `logits` receives one float32 row of vocab_size per entry that wants
+ * logits, in batch order (caller-owned, at least n_wanted * vocab_size floats).
+ * The logits are those of the next token after the entry's position. Errors:
+ * FACET_E_INVALID_ARGUMENT (token id or sequence id out of range), FACET_E_CONTEXT
+ * (a sequence would pass n_ctx; nothing of the batch is applied), FACET_E_NOMEM.
+ */
+facet_status facet_forward(facet_session *session, const facet_batch *batch, float *logits,
+                           facet_error *err);
+
+/* Prefill: append ids[0..n) to sequence `seq`; write the logits after the last one into
+ * `logits_last` (vocab_size floats; may be NULL). Same errors as facet_forward. */
+facet_status facet_prefill(facet_session *session, int seq, const int32_t *ids, size_t n,
+                           float *logits_last, facet_error *err);
+
+/* Batched decode: append tokens[i] to sequence seq_ids[i] for i in [0, n), one sweep
+ * over the weights for all; logits is [n][vocab_size]. Same errors as facet_forward. */
+facet_status facet_decode(facet_session *session, int n, const int32_t *seq_ids,
+                          const int32_t *tokens, float *logits, facet_error *err);
+
+/* ---------------------------------------------------------------------------------
+ * Sampling.
+ * ------------------------------------------------------------------------------ */
+
+/* Greedy choice: the index of the largest logit (the lowest index among equal maxima,
+ * as torch.argmax). n_vocab must be > 0. */
+int32_t facet_sample_greedy(const float *logits, int n_vocab);
+
+/* The k most likely ids and their natural-log probabilities, log_softmax(logits)
+ * computed in double, sorted by descending probability (ties: lower id first).
+ * ids and logprobs are caller-owned arrays of k entries; k is clamped to n_vocab.
+ * Returns the number of entries written. */
+int facet_top_logprobs(const float *logits, int n_vocab, int k, int32_t *ids,
+                       double *logprobs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#include "facet_tokenizer.h"
+
+#endif /* FACET_H */

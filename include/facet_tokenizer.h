@@ -1,0 +1,93 @@
+/*
+ * facet_tokenizer.h — Hugging Face tokenizer.json, natively: encode text to token ids
+ * and decode ids to text exactly as the `tokenizers` library (and transformers' rules on
+ * top of it) does. Included by facet.h; see there for the error conventions.
+ */
+#ifndef FACET_TOKENIZER_H
+#define FACET_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "facet_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct facet_tokenizer facet_tokenizer;
+
+/*
+ * Load the tokenizer of folder `dir`: tokenizer.json plus, when present,
+ * tokenizer_config.json (add_bos_token / add_eos_token, clean_up_tokenization_spaces,
+ * as transformers reads them). On success *out is owned by the caller and released by
+ * facet_tokenizer_free. Errors: FACET_E_IO (no tokenizer.json), FACET_E_PARSE (not
+ * JSON; the message names file, line and column), FACET_E_FORMAT (a field of the wrong
+ * type, naming its JSON path), FACET_E_UNSUPPORTED (a model/normalizer/pre-tokenizer/
+ * decoder type not implemented, named).
+ */
+facet_status facet_tokenizer_load(const char *dir, facet_tokenizer **out, facet_error *err);
+
+/* Release a tokenizer. NULL is accepted. */
+void facet_tokenizer_free(facet_tokenizer *tok);
+
+/*
+ * Encode `len` bytes of UTF-8 `text`. add_special != 0 applies the post-processor's
+ * special tokens (like tokenizer.encode(text) in Hugging Face); 0 is
+ * add_special_tokens=False. *ids is malloc'd (free with free()), *n_ids its length.
+ * Errors: FACET_E_UTF8 (invalid UTF-8; the message names the byte offset),
+ * FACET_E_NOMEM.
+ */
+facet_status facet_tokenize(const facet_tokenizer *tok, const char *text, size_t len, int add_special,
+                   int32_t **ids, size_t *n_ids, facet_error *err);
+
+/*
+ * Decode ids to text as tokenizer.decode(ids, skip_special_tokens=skip_special). *text
+ * is malloc'd and NUL-terminated (free with free()); *len excludes the NUL. Ids outside
+ * the vocabulary are FACET_E_INVALID_ARGUMENT.
+ */
+facet_status facet_detokenize(const facet_tokenizer *tok, const int32_t *ids, size_t n,
+                     int skip_special, char **text, size_t *len, facet_error *err);
+
+/* Number of token ids the tokenizer defines (vocab plus added tokens; the highest id
+ * plus one). */
+int facet_tokenizer_vocab_size(const facet_tokenizer *tok);
+
+/* The id of token string `token` (vocab or added token), or -1. */
+int32_t facet_tokenizer_token_to_id(const facet_tokenizer *tok, const char *token);
+
+/* The token string of `id` as stored in tokenizer.json, or NULL. Owned by `tok`. */
+const char *facet_tokenizer_id_to_token(const facet_tokenizer *tok, int32_t id);
+
+/* Nonzero when `id` is a special added token. */
+int facet_tokenizer_is_special(const facet_tokenizer *tok, int32_t id);
+
+/*
+ * Streaming detokenization: ids arrive one at a time; each push returns the text that
+ * became final (complete UTF-8 characters only, never half a character). The text of
+ * all pushes followed by flush equals facet_detokenize of all the ids.
+ */
+typedef struct facet_detok_stream facet_detok_stream;
+
+/* Create a stream over `tok` (borrowed). */
+facet_status facet_detok_stream_create(const facet_tokenizer *tok, int skip_special,
+                              facet_detok_stream **out, facet_error *err);
+
+/* Push one id. *piece points to the newly final text (NUL-terminated, may be empty),
+ * owned by the stream and valid until the next call on it; *len is its length. */
+facet_status facet_detok_stream_push(facet_detok_stream *s, int32_t id, const char **piece,
+                            size_t *len, facet_error *err);
+
+/* End of stream: *piece is whatever was held back (e.g. an incomplete UTF-8 sequence
+ * rendered as the decoder renders it). */
+facet_status facet_detok_stream_flush(facet_detok_stream *s, const char **piece, size_t *len,
+                             facet_error *err);
+
+/* Release a stream. NULL is accepted. */
+void facet_detok_stream_free(facet_detok_stream *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FACET_TOKENIZER_H */

@@ -1,0 +1,29 @@
+/*
+ * cli.h — the facet command line: one file per subcommand (DESIGN.md, "Command line").
+ * Each subcommand takes argc/argv after the subcommand name and returns the process
+ * exit code; errors are printed as one line on stderr ("facet: ...").
+ */
+#ifndef FACET_CLI_H
+#define FACET_CLI_H
+
+#include "facet.h"
+
+int cmd_run(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_detokenize(int argc, char **argv);
+int cmd_template(int argc, char **argv);
+int cmd_conform(int argc, char **argv);
+int cmd_onboard(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+
+/* Print "facet: MESSAGE" for a failed call and return the exit code for its status:
+ * 2 for FACET_E_UNSUPPORTED (a refusal), 1 for everything else. */
+int cli_fail(const facet_error *err);
+
+/* The bundled model folder (models/stories260k of the source tree, or beside the
+ * executable). */
+const char *cli_bundled_model(void);
+
+#endif

@@ -1,0 +1,63 @@
+/* main.c — subcommand dispatch for the facet CLI. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "util/fs.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+} commands[] = {
+    {"run", cmd_run, "generate text from a checkpoint (the bundled model by default)"},
+    {"tokenize", cmd_tokenize, "text -> JSON array of token ids"},
+    {"detokenize", cmd_detokenize, "token ids -> text"},
+    {"template", cmd_template, "render a chat template"},
+    {"conform", cmd_conform, "judge a checkpoint against the capability table"},
+    {"onboard", cmd_onboard, "support-matrix row for a checkpoint"},
+    {"plan", cmd_plan, "memory and kernel plan for a checkpoint"},
+    {"bench", cmd_bench, "benchmark prefill and decode"},
+    {"serve", cmd_serve, "OpenAI-compatible HTTP server"},
+};
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: facet COMMAND [ARGS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nfacet COMMAND --help shows a command's options.\n");
+}
+
+int cli_fail(const facet_error *err) {
+    fprintf(stderr, "facet: %s\n", err->message[0] ? err->message : facet_status_name(err->status));
+    return err->status == FACET_E_UNSUPPORTED ? 2 : 1;
+}
+
+const char *cli_bundled_model(void) {
+    static char path[4096];
+    if (facet_is_dir(FACET_BUNDLED_MODEL)) return FACET_BUNDLED_MODEL;
+    /* an installed or moved binary: look beside it */
+    char exe[2048];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        snprintf(path, sizeof path, "%s/../models/stories260k", exe);
+        if (facet_is_dir(path)) return path;
+    }
+    return FACET_BUNDLED_MODEL;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 1 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 2, argv + 2);
+    fprintf(stderr, "facet: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 1;
+}

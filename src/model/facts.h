@@ -1,0 +1,136 @@
+/*
+ * facts.h — the normalized fact manifest of a checkpoint (DESIGN.md, "Facts").
+ *
+ * config.json (+ generation_config.json) are read once into this struct; the
+ * capability table judges it; the forward pass reads only these fields, never raw JSON.
+ * Field names follow the Hugging Face config.json names where one exists.
+ *
+ * Weight facts (qkv_bias, o_bias, qk_norm, has_lm_head, ...) come from the safetensors
+ * headers when a probe was run (probed != 0): the tensors are the truth, and where a
+ * config key disagrees the probe wins and the disagreement is recorded in `notes`.
+ */
+#ifndef FACET_MODEL_FACTS_H
+#define FACET_MODEL_FACTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "facet_status.h"
+
+#define FACET_MAX_LAYERS 1024
+#define FACET_MAX_EOS 16
+#define FACET_MAX_ROPE_FACTORS 512 /* longrope short/long factor arrays (head_dim / 2) */
+
+/* rope_scaling / rope_parameters "rope_type" (or its alias "type"). */
+typedef enum facet_rope_type {
+    FACET_ROPE_DEFAULT = 0, /* plain RoPE, theta^(-2i/d)                              */
+    FACET_ROPE_LINEAR,      /* positions divided by factor                            */
+    FACET_ROPE_DYNAMIC,     /* dynamic NTK                                            */
+    FACET_ROPE_LLAMA3,      /* Llama 3.1 frequency bands                              */
+    FACET_ROPE_YARN,
+    FACET_ROPE_LONGROPE,
+    FACET_ROPE_UNKNOWN,     /* a type facet does not know: always refused             */
+} facet_rope_type;
+
+/* Activation of the gated FFN (hidden_act / hidden_activation). */
+typedef enum facet_act {
+    FACET_ACT_SILU = 0,
+    FACET_ACT_GELU_TANH,    /* gelu_pytorch_tanh, gelu_new                            */
+    FACET_ACT_GELU,         /* gelu (erf)                                             */
+    FACET_ACT_UNKNOWN,
+} facet_act;
+
+/* One fact that a probe or a config key disagreement produced, for printing. */
+typedef struct facet_fact_note {
+    char text[200];
+} facet_fact_note;
+
+typedef struct facet_facts {
+    /* identity (never used to branch on; printed and used to pick the table profile) */
+    char model_type[64];
+    char architecture[128];        /* architectures[0], "" when absent                   */
+    int text_config;               /* 1 when the fields came from a nested text_config   */
+
+    /* shape */
+    int64_t hidden_size;
+    int64_t intermediate_size;
+    int64_t num_hidden_layers;
+    int64_t num_attention_heads;
+    int64_t num_key_value_heads;   /* default: num_attention_heads                      */
+    int64_t head_dim;              /* explicit value trusted; else hidden/heads         */
+    int head_dim_explicit;
+    int64_t vocab_size;
+    int64_t max_position_embeddings;
+
+    /* block */
+    double rms_norm_eps;
+    facet_act act;
+    char act_name[48];
+    int norm_weight_offset;        /* 1: RMSNorm scales by (1 + w) (Gemma)              */
+    int post_norms;                /* 1: post-attention / post-FFN norms (Gemma 2/3)    */
+
+    /* attention */
+    double attn_scale;             /* multiplier of q.k: 1/sqrt(head_dim) by default    */
+    double attn_logit_softcap;     /* 0 = none                                          */
+    double final_logit_softcap;    /* 0 = none                                          */
+    int64_t sliding_window;        /* 0 = none                                          */
+    int window_inert;              /* sliding_window >= max_position_embeddings         */
+    uint8_t layer_sliding[FACET_MAX_LAYERS]; /* per layer: 1 = windowed                  */
+
+    /* position */
+    double rope_theta;
+    double rope_local_base_freq;   /* 0 = same as rope_theta                            */
+    facet_rope_type rope_type;
+    char rope_type_name[32];
+    double rope_factor;
+    double rope_low_freq_factor, rope_high_freq_factor;   /* llama3                     */
+    int64_t rope_original_max_position_embeddings;          /* llama3, yarn, longrope   */
+    double rope_beta_fast, rope_beta_slow, rope_attention_factor; /* yarn              */
+    double partial_rotary_factor;  /* 1.0 = rotate all of head_dim                      */
+    int n_rope_short, n_rope_long;
+    double rope_short_factor[FACET_MAX_ROPE_FACTORS];
+    double rope_long_factor[FACET_MAX_ROPE_FACTORS];
+
+    /* multipliers (Granite, Gemma) */
+    double embedding_multiplier;   /* 1.0 = none                                        */
+    double residual_multiplier;    /* 1.0 = none                                        */
+    double logits_scaling;         /* logits divided by this; 1.0 = none                */
+
+    /* biases and norms: config keys, then probed from tensors */
+    int attention_bias;            /* config attention_bias                             */
+    int mlp_bias;                  /* config mlp_bias                                   */
+    int qkv_bias;                  /* probed: q/k/v_proj.bias present                   */
+    int o_bias;                    /* probed: o_proj.bias present                       */
+    int qk_norm;                   /* probed: q_norm/k_norm present                     */
+    int tie_word_embeddings;       /* config (class default when absent)                */
+    int has_lm_head;               /* probed: lm_head.weight present                    */
+    int fused_qkv, fused_gate_up;  /* probed: Phi-3 qkv_proj / gate_up_proj             */
+    int probed;                    /* 1 once weight facts come from tensor headers      */
+
+    /* stop */
+    int32_t bos_token_id;          /* -1 when absent                                    */
+    int n_eos;
+    int32_t eos_token_ids[FACET_MAX_EOS];
+
+    /* weights */
+    uint64_t weight_bytes;         /* sum of tensor bytes (probed)                      */
+    uint32_t dtype_mask;           /* bit per st_dtype present (probed)                 */
+
+    int n_notes;
+    facet_fact_note notes[16];
+} facet_facts;
+
+/*
+ * Read `dir`/config.json and, when present, `dir`/generation_config.json into *f.
+ * `dir` may also name a config.json file directly. Implicit fields are derived
+ * (head_dim, num_key_value_heads, rope defaults). Errors (each naming the file, the key,
+ * the value and what was expected): FACET_E_IO (no config.json), FACET_E_PARSE (not
+ * JSON), FACET_E_FORMAT (a key of the wrong type, a size that is zero, negative or
+ * overflows), FACET_E_NOT_FOUND (a required key missing).
+ */
+facet_status facet_facts_read(const char *dir, facet_facts *f, facet_error *err);
+
+/* Add a note (printed by conform and run -v). Silently drops past 16. */
+void facet_facts_note(facet_facts *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,63 @@
+/* fs.c — whole-file reads and path helpers. */
+#include "util/fs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "util/error.h"
+
+facet_status facet_read_file(const char *path, size_t max_bytes, char **data, size_t *len,
+                             facet_error *err) {
+    *data = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return facet_err(err, FACET_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return facet_err(err, FACET_E_IO, "%s: not a regular file", path);
+    }
+    if ((unsigned long long)st.st_size > max_bytes) {
+        fclose(f);
+        return facet_err(err, FACET_E_LIMIT, "%s: %lld bytes, more than the %zu allowed", path,
+                         (long long)st.st_size, max_bytes);
+    }
+    size_t n = (size_t)st.st_size;
+    char *buf = malloc(n + 1);
+    if (!buf) {
+        fclose(f);
+        return facet_err(err, FACET_E_NOMEM, "%s: cannot allocate %zu bytes", path, n + 1);
+    }
+    size_t got = fread(buf, 1, n, f);
+    int rerr = ferror(f);
+    fclose(f);
+    if (got != n || rerr) {
+        free(buf);
+        return facet_err(err, FACET_E_IO, "%s: short read (%zu of %zu bytes)", path, got, n);
+    }
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return FACET_OK;
+}
+
+char *facet_path_join(char *buf, size_t cap, const char *dir, const char *name) {
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/') dl--;
+    int n = snprintf(buf, cap, "%.*s/%s", (int)dl, dir, name);
+    if (n < 0 || (size_t)n >= cap) return NULL;
+    return buf;
+}
+
+int facet_is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int facet_is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}

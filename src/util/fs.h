@@ -1,0 +1,27 @@
+/*
+ * fs.h — small file-system helpers (whole-file reads, path joins).
+ */
+#ifndef FACET_UTIL_FS_H
+#define FACET_UTIL_FS_H
+
+#include <stddef.h>
+
+#include "facet_status.h"
+
+/* Read the whole file `path` into a malloc'd buffer with a NUL appended (not counted in
+ * *len). Errors: FACET_E_IO naming the path and the system error, FACET_E_LIMIT when
+ * the file is larger than max_bytes, FACET_E_NOMEM. */
+facet_status facet_read_file(const char *path, size_t max_bytes, char **data, size_t *len,
+                             facet_error *err);
+
+/* Join dir and name with one '/' into buf (size cap); returns buf, or NULL if the result
+ * does not fit. */
+char *facet_path_join(char *buf, size_t cap, const char *dir, const char *name);
+
+/* Nonzero when `path` exists and is a regular file. */
+int facet_is_file(const char *path);
+
+/* Nonzero when `path` exists and is a directory. */
+int facet_is_dir(const char *path);
+
+#endif
