@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "facet_status.h"
+#include "facet_tokenizer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,6 +84,10 @@ void facet_model_free(facet_model *model);
 
 /* Fill *info with the model's summary. */
 void facet_model_get_info(const facet_model *model, facet_model_info *info);
+
+/* The tokenizer loaded from the checkpoint folder's tokenizer.json, or NULL when the
+ * folder has none. Owned by the model. */
+facet_tokenizer *facet_model_tokenizer(facet_model *model);
 
 /* ---------------------------------------------------------------------------------
  * Sessions: KV caches for several sequences that share one sweep over the weights.
@@ -168,7 +173,5 @@ int facet_top_logprobs(const float *logits, int n_vocab, int k, int32_t *ids,
 #ifdef __cplusplus
 }
 #endif
-
-#include "facet_tokenizer.h"
 
 #endif /* FACET_H */

@@ -1,0 +1,162 @@
+/* run_opts.c — argument parsing of `facet run`. */
+#include "cli/run_opts.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: facet run [MODEL] [-p TEXT | -f FILE | --prompt-ids 1,2,3] [-n MAX_NEW]\n"
+            "                 [--threads N] [--ctx N] [--weights auto|f32]\n"
+            "                 [--json [--top-logprobs N]] [--ignore-eos] [--dump-logits FILE]\n"
+            "\n"
+            "Greedy generation. MODEL is a Hugging Face checkpoint folder (config.json,\n"
+            "*.safetensors, tokenizer.json); without it the bundled stories260k model runs.\n"
+            "  -p TEXT            prompt text (tokenized with the tokenizer's special tokens)\n"
+            "  -f FILE            prompt read from a UTF-8 file\n"
+            "  --prompt-ids LIST  token ids as given, nothing added\n"
+            "  -n MAX_NEW         new tokens at most (default 256); generation also stops at an\n"
+            "                     eos_token_id (config.json / generation_config.json) or when\n"
+            "                     the context is full\n"
+            "  --threads N        worker threads (default: all cores)\n"
+            "  --ctx N            context cap in tokens (default max_position_embeddings)\n"
+            "  --json             one JSON object: prompt_ids, generated_ids, text,\n"
+            "                     finish_reason, timings (load_s, ttft_ms, prefill_tok_s,\n"
+            "                     decode_tok_s)\n"
+            "  --top-logprobs N   with --json: per generated token the N most likely ids and\n"
+            "                     their natural-log probabilities, [[[id, logprob], ...], ...]\n"
+            "  --ignore-eos       do not stop at eos_token_id\n"
+            "  --dump-logits FILE write float32 little-endian logits, one row of vocab_size\n"
+            "                     per position of prompt + generated[:-1]\n");
+}
+
+static int parse_int(const char *opt, const char *v, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || errno || end == v || *end || x < lo || x > hi) {
+        fprintf(stderr, "facet: %s expects an integer in [%ld, %ld], got '%s'\n", opt, lo, hi,
+                v ? v : "(nothing)");
+        return 0;
+    }
+    *out = (int)x;
+    return 1;
+}
+
+int run_parse_args(int argc, char **argv, run_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->max_new = 256;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VALUE                                                        \
+    if (!v) {                                                             \
+        fprintf(stderr, "facet: run: %s needs a value\n", a);             \
+        return 1;                                                         \
+    }                                                                     \
+    i++
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
+            NEED_VALUE;
+            o->prompt = v;
+        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
+            NEED_VALUE;
+            o->prompt_file = v;
+        } else if (!strcmp(a, "--prompt-ids")) {
+            NEED_VALUE;
+            o->prompt_ids = v;
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--max-new")) {
+            NEED_VALUE;
+            if (!parse_int(a, v, 0, INT_MAX, &o->max_new)) return 1;
+        } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
+            NEED_VALUE;
+            if (!parse_int(a, v, 1, 1024, &o->threads)) return 1;
+        } else if (!strcmp(a, "--ctx")) {
+            NEED_VALUE;
+            if (!parse_int(a, v, 1, INT_MAX, &o->ctx)) return 1;
+        } else if (!strcmp(a, "--weights")) {
+            NEED_VALUE;
+            if (!strcmp(v, "auto")) o->weights = FACET_WEIGHTS_AUTO;
+            else if (!strcmp(v, "f32")) o->weights = FACET_WEIGHTS_F32;
+            else if (!strcmp(v, "bf16")) o->weights = FACET_WEIGHTS_BF16;
+            else if (!strcmp(v, "f16")) o->weights = FACET_WEIGHTS_F16;
+            else if (!strcmp(v, "int8")) o->weights = FACET_WEIGHTS_INT8;
+            else {
+                fprintf(stderr, "facet: --weights expects auto, f32, bf16, f16 or int8, got '%s'\n", v);
+                return 1;
+            }
+        } else if (!strcmp(a, "--json")) {
+            o->json = 1;
+        } else if (!strcmp(a, "--top-logprobs")) {
+            NEED_VALUE;
+            if (!parse_int(a, v, 0, 64, &o->top_logprobs)) return 1;
+        } else if (!strcmp(a, "--ignore-eos")) {
+            o->ignore_eos = 1;
+        } else if (!strcmp(a, "--dump-logits")) {
+            NEED_VALUE;
+            o->dump_logits = v;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "facet: run: unknown option '%s' (facet run --help)\n", a);
+            return 1;
+        } else if (!o->model) {
+            o->model = a;
+        } else {
+            fprintf(stderr, "facet: run: unexpected argument '%s' (one MODEL at most)\n", a);
+            return 1;
+        }
+#undef NEED_VALUE
+    }
+    int sources = !!o->prompt + !!o->prompt_file + !!o->prompt_ids;
+    if (sources > 1) {
+        fprintf(stderr, "facet: run: give the prompt once: -p, -f or --prompt-ids\n");
+        return 1;
+    }
+    if (o->top_logprobs && !o->json) {
+        fprintf(stderr, "facet: run: --top-logprobs needs --json\n");
+        return 1;
+    }
+    return -1;
+}
+
+int run_parse_ids(const char *text, int32_t **ids, size_t *n) {
+    size_t cap = 16, k = 0;
+    int32_t *a = malloc(cap * sizeof *a);
+    if (!a) return 1;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 0 || v > INT32_MAX) {
+            fprintf(stderr, "facet: --prompt-ids: expected comma-separated token ids, bad entry at '%s'\n", p);
+            free(a);
+            return 1;
+        }
+        if (k == cap) {
+            int32_t *b = realloc(a, 2 * cap * sizeof *a);
+            if (!b) {
+                free(a);
+                return 1;
+            }
+            a = b;
+            cap *= 2;
+        }
+        a[k++] = (int32_t)v;
+        p = end;
+        while (*p == ' ') p++;
+        if (*p == ',') p++;
+        else if (*p) {
+            fprintf(stderr, "facet: --prompt-ids: unexpected '%c' in '%s'\n", *p, text);
+            free(a);
+            return 1;
+        }
+    }
+    *ids = a;
+    *n = k;
+    return 0;
+}

@@ -1,0 +1,34 @@
+/*
+ * run_opts.h — options of `facet run` (DESIGN.md, "Command line").
+ */
+#ifndef FACET_CLI_RUN_OPTS_H
+#define FACET_CLI_RUN_OPTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "facet.h"
+
+typedef struct run_opts {
+    const char *model;        /* checkpoint folder; NULL = the bundled model         */
+    const char *prompt;       /* -p TEXT                                             */
+    const char *prompt_file;  /* -f FILE                                             */
+    const char *prompt_ids;   /* --prompt-ids 1,2,3                                  */
+    int max_new;              /* -n, default 256                                     */
+    int threads;              /* --threads, 0 = all cores                            */
+    int ctx;                  /* --ctx, 0 = max_position_embeddings                  */
+    facet_weight_format weights;
+    int json;                 /* --json                                              */
+    int top_logprobs;         /* --top-logprobs N (with --json), 0..64               */
+    int ignore_eos;           /* --ignore-eos: generate exactly -n tokens            */
+    const char *dump_logits;  /* --dump-logits FILE                                  */
+} run_opts;
+
+/* Parse argv into *o. Returns -1 to continue, or an exit code (0 after --help, 1 after
+ * a usage error, which it prints). */
+int run_parse_args(int argc, char **argv, run_opts *o);
+
+/* Parse "1,2,3" into a malloc'd id array. Returns 0, or 1 after printing an error. */
+int run_parse_ids(const char *text, int32_t **ids, size_t *n);
+
+#endif

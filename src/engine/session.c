@@ -1,0 +1,146 @@
+/*
+ * session.c — sessions and per-sequence KV caches.
+ *
+ * A session holds up to n_seq_max sequences. Each sequence's cache grows on demand
+ * (capacity doubling, starting small) up to n_ctx, so memory follows what the caller
+ * actually uses, never max_position_embeddings up front.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/model_internal.h"
+#include "util/error.h"
+
+facet_status facet_session_create(facet_model *model, const facet_session_options *opts,
+                                  facet_session **out, facet_error *err) {
+    *out = NULL;
+    facet_session_options o = {0};
+    if (opts) o = *opts;
+    const facet_facts *f = &model->facts;
+    if (o.n_seq_max < 0 || o.n_ctx < 0)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "session options: n_seq_max=%d n_ctx=%d, expected >= 0", o.n_seq_max,
+                         o.n_ctx);
+    if (o.n_seq_max == 0) o.n_seq_max = 1;
+    if (o.n_ctx == 0) o.n_ctx = (int)f->max_position_embeddings;
+    if (o.n_ctx > f->max_position_embeddings)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "context %d is larger than max_position_embeddings=%lld", o.n_ctx,
+                         (long long)f->max_position_embeddings);
+    facet_session *s = calloc(1, sizeof *s);
+    if (!s) return facet_err(err, FACET_E_NOMEM, "session");
+    s->model = model;
+    s->n_seq_max = o.n_seq_max;
+    s->n_ctx = o.n_ctx;
+    s->seqs = calloc((size_t)o.n_seq_max, sizeof *s->seqs);
+    if (!s->seqs) {
+        free(s);
+        return facet_err(err, FACET_E_NOMEM, "session sequences");
+    }
+    *out = s;
+    return FACET_OK;
+}
+
+static void free_scratch(facet_session *s) {
+    float *bufs[] = {s->x, s->xn, s->q, s->k, s->v, s->att_out, s->gate, s->up, s->scores,
+                     s->rope_cos, s->rope_sin};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(s->pos);
+    s->x = s->xn = s->q = s->k = s->v = s->att_out = s->gate = s->up = s->scores = NULL;
+    s->rope_cos = s->rope_sin = NULL;
+    s->pos = NULL;
+    s->scratch_rows = 0;
+}
+
+void facet_session_free(facet_session *s) {
+    if (!s) return;
+    int L = (int)s->model->facts.num_hidden_layers;
+    for (int i = 0; i < s->n_seq_max; i++) {
+        facet_seq_cache *c = &s->seqs[i];
+        if (c->k)
+            for (int l = 0; l < L; l++) free(c->k[l]);
+        if (c->v)
+            for (int l = 0; l < L; l++) free(c->v[l]);
+        free(c->k);
+        free(c->v);
+    }
+    free(s->seqs);
+    free_scratch(s);
+    free(s);
+}
+
+facet_status facet_seq_reset(facet_session *s, int seq, facet_error *err) {
+    if (seq < 0 || seq >= s->n_seq_max)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "sequence id %d out of range [0, %d)", seq,
+                         s->n_seq_max);
+    s->seqs[seq].len = 0;
+    return FACET_OK;
+}
+
+int facet_seq_length(const facet_session *s, int seq) {
+    if (seq < 0 || seq >= s->n_seq_max) return -1;
+    return s->seqs[seq].len;
+}
+
+int facet_session_n_ctx(const facet_session *s) { return s->n_ctx; }
+
+/* Make room for `need` positions in sequence `seq`'s cache (need <= n_ctx). Used by the
+ * forward pass before it writes K/V. */
+facet_status facet_seq_reserve(facet_session *s, int seq, int need, facet_error *err);
+facet_status facet_seq_reserve(facet_session *s, int seq, int need, facet_error *err) {
+    facet_seq_cache *c = &s->seqs[seq];
+    if (need <= c->cap) return FACET_OK;
+    const facet_facts *f = &s->model->facts;
+    int L = (int)f->num_hidden_layers;
+    size_t kv_dim = (size_t)(f->num_key_value_heads * f->head_dim);
+    int cap = c->cap ? c->cap : 64;
+    while (cap < need) cap *= 2;
+    if (cap > s->n_ctx) cap = s->n_ctx;
+    if (!c->k) {
+        c->k = calloc((size_t)L, sizeof *c->k);
+        c->v = calloc((size_t)L, sizeof *c->v);
+        if (!c->k || !c->v) return facet_err(err, FACET_E_NOMEM, "KV cache tables");
+    }
+    for (int l = 0; l < L; l++) {
+        float *nk = realloc(c->k[l], (size_t)cap * kv_dim * sizeof(float));
+        if (!nk) return facet_err(err, FACET_E_NOMEM, "KV cache: %d positions", cap);
+        c->k[l] = nk;
+        float *nv = realloc(c->v[l], (size_t)cap * kv_dim * sizeof(float));
+        if (!nv) return facet_err(err, FACET_E_NOMEM, "KV cache: %d positions", cap);
+        c->v[l] = nv;
+    }
+    c->cap = cap;
+    return FACET_OK;
+}
+
+/* Grow the per-batch scratch to `rows` entries. */
+facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err);
+facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err) {
+    if (rows <= s->scratch_rows) return FACET_OK;
+    const facet_facts *f = &s->model->facts;
+    free_scratch(s);
+    size_t H = (size_t)f->hidden_size, I = (size_t)f->intermediate_size;
+    size_t qd = (size_t)(f->num_attention_heads * f->head_dim);
+    size_t kvd = (size_t)(f->num_key_value_heads * f->head_dim);
+    size_t r = (size_t)rows;
+    size_t half = (size_t)s->model->rope_dim / 2;
+    s->x = malloc(r * H * sizeof(float));
+    s->xn = malloc(r * H * sizeof(float));
+    s->q = malloc(r * qd * sizeof(float));
+    s->k = malloc(r * kvd * sizeof(float));
+    s->v = malloc(r * kvd * sizeof(float));
+    s->att_out = malloc(r * qd * sizeof(float));
+    s->gate = malloc(r * I * sizeof(float));
+    s->up = malloc(r * I * sizeof(float));
+    s->pos = malloc(r * sizeof(int));
+    s->rope_cos = malloc(r * (half ? half : 1) * sizeof(float));
+    s->rope_sin = malloc(r * (half ? half : 1) * sizeof(float));
+    s->scores = malloc((size_t)facet_pool_size(s->model->pool) * (size_t)s->n_ctx * sizeof(float));
+    if (!s->scores || !s->x || !s->xn || !s->q || !s->k || !s->v || !s->att_out || !s->gate || !s->up ||
+        !s->pos || !s->rope_cos || !s->rope_sin) {
+        free_scratch(s);
+        return facet_err(err, FACET_E_NOMEM, "batch scratch for %d rows", rows);
+    }
+    s->scratch_rows = rows;
+    return FACET_OK;
+}

@@ -1,0 +1,135 @@
+/*
+ * weights.c — read every tensor the facts call for, check its shape, convert to
+ * float32. Tensor names are the Hugging Face ones (model.layers.N.self_attn.q_proj...).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/model_internal.h"
+#include "io/safetensors.h"
+#include "util/error.h"
+
+/* Load tensor `name` that must have shape (d0) or (d0, d1) (d1 = 0 for 1-D). */
+static facet_status load_tensor(const st_checkpoint *ck, const char *name, int64_t d0, int64_t d1,
+                                float **out, facet_error *err) {
+    *out = NULL;
+    const st_tensor *t = st_checkpoint_find(ck, name);
+    if (!t) return facet_err(err, FACET_E_NOT_FOUND, "checkpoint: tensor '%s' is missing", name);
+    int want_ndim = d1 ? 2 : 1;
+    if (t->ndim != want_ndim || t->shape[0] != d0 || (d1 && t->shape[1] != d1)) {
+        char got[128] = "", want[64];
+        size_t off = 0;
+        for (int i = 0; i < t->ndim && off < sizeof got - 24; i++)
+            off += (size_t)snprintf(got + off, sizeof got - off, "%s%lld", i ? ", " : "",
+                                    (long long)t->shape[i]);
+        if (d1)
+            snprintf(want, sizeof want, "[%lld, %lld]", (long long)d0, (long long)d1);
+        else
+            snprintf(want, sizeof want, "[%lld]", (long long)d0);
+        return facet_err(err, FACET_E_FORMAT,
+                         "checkpoint: tensor '%s' has shape [%s], expected %s from config.json",
+                         name, got, want);
+    }
+    size_t n = (size_t)st_tensor_numel(t);
+    float *buf = malloc(n * sizeof(float));
+    if (!buf) return facet_err(err, FACET_E_NOMEM, "cannot allocate %zu floats for '%s'", n, name);
+    facet_status st = st_tensor_to_f32(t, buf, err);
+    if (st != FACET_OK) {
+        free(buf);
+        return st;
+    }
+    *out = buf;
+    return FACET_OK;
+}
+
+#define LOAD(ptr, d0, d1)                                                   \
+    do {                                                                    \
+        facet_status s_ = load_tensor(ck, name, (d0), (d1), &(ptr), err);   \
+        if (s_ != FACET_OK) return s_;                                      \
+    } while (0)
+#define NAME(...) snprintf(name, sizeof name, __VA_ARGS__)
+
+facet_status facet_weights_load(facet_model *m, const st_checkpoint *ck, facet_error *err) {
+    const facet_facts *f = &m->facts;
+    facet_weights *w = &m->w;
+    char name[256];
+    int64_t H = f->hidden_size, I = f->intermediate_size, V = f->vocab_size;
+    int64_t q_dim = f->num_attention_heads * f->head_dim;
+    int64_t kv_dim = f->num_key_value_heads * f->head_dim;
+
+    w->layers = calloc((size_t)f->num_hidden_layers, sizeof *w->layers);
+    if (!w->layers) return facet_err(err, FACET_E_NOMEM, "layer table");
+
+    NAME("model.embed_tokens.weight");
+    LOAD(w->embed_tokens, V, H);
+    for (int64_t l = 0; l < f->num_hidden_layers; l++) {
+        facet_layer_weights *L = &w->layers[l];
+        NAME("model.layers.%lld.input_layernorm.weight", (long long)l);
+        LOAD(L->input_layernorm, H, 0);
+        NAME("model.layers.%lld.self_attn.q_proj.weight", (long long)l);
+        LOAD(L->q_proj, q_dim, H);
+        NAME("model.layers.%lld.self_attn.k_proj.weight", (long long)l);
+        LOAD(L->k_proj, kv_dim, H);
+        NAME("model.layers.%lld.self_attn.v_proj.weight", (long long)l);
+        LOAD(L->v_proj, kv_dim, H);
+        if (f->qkv_bias) {
+            NAME("model.layers.%lld.self_attn.q_proj.bias", (long long)l);
+            LOAD(L->q_bias, q_dim, 0);
+            NAME("model.layers.%lld.self_attn.k_proj.bias", (long long)l);
+            LOAD(L->k_bias, kv_dim, 0);
+            NAME("model.layers.%lld.self_attn.v_proj.bias", (long long)l);
+            LOAD(L->v_bias, kv_dim, 0);
+        }
+        NAME("model.layers.%lld.self_attn.o_proj.weight", (long long)l);
+        LOAD(L->o_proj, H, q_dim);
+        if (f->o_bias) {
+            NAME("model.layers.%lld.self_attn.o_proj.bias", (long long)l);
+            LOAD(L->o_bias, H, 0);
+        }
+        if (f->qk_norm) {
+            NAME("model.layers.%lld.self_attn.q_norm.weight", (long long)l);
+            LOAD(L->q_norm, f->head_dim, 0);
+            NAME("model.layers.%lld.self_attn.k_norm.weight", (long long)l);
+            LOAD(L->k_norm, f->head_dim, 0);
+        }
+        NAME("model.layers.%lld.post_attention_layernorm.weight", (long long)l);
+        LOAD(L->post_attention_layernorm, H, 0);
+        NAME("model.layers.%lld.mlp.gate_proj.weight", (long long)l);
+        LOAD(L->gate_proj, I, H);
+        NAME("model.layers.%lld.mlp.up_proj.weight", (long long)l);
+        LOAD(L->up_proj, I, H);
+        NAME("model.layers.%lld.mlp.down_proj.weight", (long long)l);
+        LOAD(L->down_proj, H, I);
+    }
+    NAME("model.norm.weight");
+    LOAD(w->norm, H, 0);
+    if (f->has_lm_head) {
+        NAME("lm_head.weight");
+        LOAD(w->lm_head, V, H);
+        w->lm_head_tied = 0;
+    } else {
+        w->lm_head = w->embed_tokens;
+        w->lm_head_tied = 1;
+    }
+    return FACET_OK;
+}
+
+void facet_weights_free(facet_model *m) {
+    facet_weights *w = &m->w;
+    if (w->layers) {
+        for (int64_t l = 0; l < m->facts.num_hidden_layers; l++) {
+            facet_layer_weights *L = &w->layers[l];
+            float *ptrs[] = {L->input_layernorm, L->q_proj, L->k_proj, L->v_proj, L->q_bias,
+                             L->k_bias, L->v_bias, L->o_proj, L->o_bias, L->q_norm,
+                             L->k_norm, L->post_attention_layernorm, L->gate_proj,
+                             L->up_proj, L->down_proj};
+            for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) free(ptrs[i]);
+        }
+        free(w->layers);
+    }
+    if (!w->lm_head_tied) free(w->lm_head);
+    free(w->embed_tokens);
+    free(w->norm);
+    memset(w, 0, sizeof *w);
+}

@@ -1,0 +1,53 @@
+/* elementwise.c — norms, rotary embedding, softmax and activations. */
+#include <math.h>
+
+#include "kernels/cpu/kernels.h"
+
+void facet_rmsnorm(float *y, const float *x, const float *w, int n, double eps, float offset) {
+    double ss = 0.0;
+    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float inv = (float)(1.0 / sqrt(ss / n + eps));
+    for (int i = 0; i < n; i++) y[i] = x[i] * inv * (offset + w[i]);
+}
+
+void facet_rope_apply(float *x, int n_heads, int head_dim, int rot, const float *cos,
+                      const float *sin) {
+    int half = rot / 2;
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * head_dim;
+        for (int i = 0; i < half; i++) {
+            float a = v[i], b = v[i + half];
+            v[i] = a * cos[i] - b * sin[i];
+            v[i + half] = b * cos[i] + a * sin[i];
+        }
+    }
+}
+
+void facet_softmax(float *x, int n) {
+    float m = x[0];
+    for (int i = 1; i < n; i++)
+        if (x[i] > m) m = x[i];
+    double s = 0.0;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - m);
+        s += x[i];
+    }
+    float inv = (float)(1.0 / s);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+void facet_gated_act(float *gate, const float *up, int n, int act) {
+    for (int i = 0; i < n; i++) {
+        float g = gate[i], a;
+        switch (act) {
+        case 1: { /* gelu_pytorch_tanh */
+            float c = 0.7978845608028654f; /* sqrt(2/pi) */
+            a = 0.5f * g * (1.0f + tanhf(c * (g + 0.044715f * g * g * g)));
+            break;
+        }
+        case 2: a = 0.5f * g * (1.0f + erff(g * 0.7071067811865476f)); break;
+        default: a = g / (1.0f + expf(-g)); break;
+        }
+        gate[i] = a * up[i];
+    }
+}

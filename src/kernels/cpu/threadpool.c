@@ -1,0 +1,136 @@
+/* threadpool.c — persistent pthread workers with a generation counter. */
+#include "kernels/cpu/threadpool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct facet_pool {
+    int n_threads;
+    pthread_t *workers;
+    pthread_mutex_t mu;
+    pthread_cond_t start_cv, done_cv;
+    unsigned long generation; /* bumped for each run; workers wait for a change      */
+    int stop;
+    int active;               /* workers still inside the current run                 */
+    /* the current run */
+    facet_pool_fn fn;
+    void *ctx;
+    int n_tasks;
+    atomic_int next_task;
+};
+
+typedef struct {
+    facet_pool *pool;
+    int index;
+} worker_arg;
+
+static void run_tasks(facet_pool *p, int thread) {
+    for (;;) {
+        int t = atomic_fetch_add_explicit(&p->next_task, 1, memory_order_relaxed);
+        if (t >= p->n_tasks) break;
+        p->fn(p->ctx, t, thread);
+    }
+}
+
+static void *worker_main(void *arg) {
+    worker_arg *wa = arg;
+    facet_pool *p = wa->pool;
+    int index = wa->index;
+    free(wa);
+    unsigned long seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (!p->stop && p->generation == seen) pthread_cond_wait(&p->start_cv, &p->mu);
+        if (p->stop) {
+            pthread_mutex_unlock(&p->mu);
+            return NULL;
+        }
+        seen = p->generation;
+        pthread_mutex_unlock(&p->mu);
+
+        run_tasks(p, index);
+
+        pthread_mutex_lock(&p->mu);
+        if (--p->active == 0) pthread_cond_signal(&p->done_cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+facet_pool *facet_pool_create(int n_threads) {
+    if (n_threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        n_threads = n > 0 ? (int)n : 1;
+    }
+    facet_pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->n_threads = n_threads;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->start_cv, NULL);
+    pthread_cond_init(&p->done_cv, NULL);
+    atomic_init(&p->next_task, 0);
+    if (n_threads > 1) {
+        p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
+        if (!p->workers) {
+            facet_pool_free(p);
+            return NULL;
+        }
+    }
+    for (int i = 1; i < n_threads; i++) {
+        worker_arg *wa = malloc(sizeof *wa);
+        if (!wa) {
+            p->n_threads = i;
+            facet_pool_free(p);
+            return NULL;
+        }
+        wa->pool = p;
+        wa->index = i;
+        if (pthread_create(&p->workers[i - 1], NULL, worker_main, wa) != 0) {
+            free(wa);
+            p->n_threads = i;
+            facet_pool_free(p);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+void facet_pool_free(facet_pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->start_cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 1; i < p->n_threads; i++) pthread_join(p->workers[i - 1], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->start_cv);
+    pthread_cond_destroy(&p->done_cv);
+    free(p->workers);
+    free(p);
+}
+
+int facet_pool_size(const facet_pool *p) { return p->n_threads; }
+
+void facet_pool_run(facet_pool *p, int n_tasks, facet_pool_fn fn, void *ctx) {
+    if (n_tasks <= 0) return;
+    if (p->n_threads == 1 || n_tasks == 1) {
+        for (int t = 0; t < n_tasks; t++) fn(ctx, t, 0);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->fn = fn;
+    p->ctx = ctx;
+    p->n_tasks = n_tasks;
+    atomic_store(&p->next_task, 0);
+    p->active = p->n_threads - 1;
+    p->generation++;
+    pthread_cond_broadcast(&p->start_cv);
+    pthread_mutex_unlock(&p->mu);
+
+    run_tasks(p, 0);
+
+    pthread_mutex_lock(&p->mu);
+    while (p->active > 0) pthread_cond_wait(&p->done_cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
