@@ -40,6 +40,17 @@ typedef enum facet_act {
     FACET_ACT_UNKNOWN,
 } facet_act;
 
+/* A config.json key the fact reader did not consume (its value rendered as compact
+ * JSON, truncated). The capability table classifies each one: known-inert, or
+ * math-changing (refused), so no key that changes the math is ever silently ignored. */
+typedef struct facet_config_key {
+    char key[64];                  /* "use_alibi", "rope_scaling.mscale", "layer_types[3]" */
+    char value[64];
+    int is_off;                    /* value is null or false (the feature is switched off) */
+} facet_config_key;
+
+#define FACET_MAX_CONFIG_KEYS 96
+
 /* One fact that a probe or a config key disagreement produced, for printing. */
 typedef struct facet_fact_note {
     char text[200];
@@ -50,6 +61,7 @@ typedef struct facet_facts {
     char model_type[64];
     char architecture[128];        /* architectures[0], "" when absent                   */
     int text_config;               /* 1 when the fields came from a nested text_config   */
+    char text_model_type[64];      /* text_config.model_type ("gemma3_text"), else ""    */
 
     /* shape */
     int64_t hidden_size;
@@ -68,14 +80,21 @@ typedef struct facet_facts {
     char act_name[48];
     int norm_weight_offset;        /* 1: RMSNorm scales by (1 + w) (Gemma)              */
     int post_norms;                /* 1: post-attention / post-FFN norms (Gemma 2/3)    */
+    int pre_norms;                 /* 1: input / pre-FFN norms (0: OLMo 2 post-norm only)*/
 
     /* attention */
-    double attn_scale;             /* multiplier of q.k: 1/sqrt(head_dim) by default    */
+    double attn_scale;             /* multiplier of q.k: 1/sqrt(head_dim) by default;
+                                      query_pre_attn_scalar^-1/2 or attention_multiplier
+                                      where the config class says so                    */
+    double query_pre_attn_scalar;  /* 0 = absent                                        */
     double attn_logit_softcap;     /* 0 = none                                          */
     double final_logit_softcap;    /* 0 = none                                          */
-    int64_t sliding_window;        /* 0 = none                                          */
-    int window_inert;              /* sliding_window >= max_position_embeddings         */
-    uint8_t layer_sliding[FACET_MAX_LAYERS]; /* per layer: 1 = windowed                  */
+    int64_t sliding_window;        /* 0 = none; the config's value otherwise            */
+    int window_inert;              /* a window is named but changes nothing: disabled by
+                                      use_sliding_window=false or >= max_position_embeddings */
+    int n_sliding_layers;          /* count of layer_sliding[i] == 1                    */
+    uint8_t layer_sliding[FACET_MAX_LAYERS]; /* per layer: 1 = windowed by sliding_window;
+                                      all 0 when window_inert (no layer is bounded)      */
 
     /* position */
     double rope_theta;
@@ -118,6 +137,14 @@ typedef struct facet_facts {
 
     int n_notes;
     facet_fact_note notes[16];
+
+    /* config keys not consumed above, for the table to classify (inert / math-changing) */
+    int n_config_keys;
+    int config_keys_overflow;      /* more keys than FACET_MAX_CONFIG_KEYS (refused)     */
+    facet_config_key config_keys[FACET_MAX_CONFIG_KEYS];
+    int family_known;              /* 1: the table has a profile for model_type, so shape
+                                      keys were read strictly; 0: shape errors were
+                                      recorded as notes and the verdict refuses anyway  */
 } facet_facts;
 
 /*
@@ -129,6 +156,15 @@ typedef struct facet_facts {
  * overflows), FACET_E_NOT_FOUND (a required key missing).
  */
 facet_status facet_facts_read(const char *dir, facet_facts *f, facet_error *err);
+
+/*
+ * Same as facet_facts_read on a parsed config (`config`, borrowed) and optional
+ * generation config (`gen`, may be NULL); `what` names the config in messages. For the
+ * fuzz target and tests; no I/O.
+ */
+struct json_t;
+facet_status facet_facts_from_json(struct json_t *config, struct json_t *gen, const char *what,
+                                   facet_facts *f, facet_error *err);
 
 /* Add a note (printed by conform and run -v). Silently drops past 16. */
 void facet_facts_note(facet_facts *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

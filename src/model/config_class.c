@@ -1,0 +1,67 @@
+/*
+ * config_class.c — constructor defaults and modeling-implied facts of the transformers
+ * config classes facet reads (see config_class.h). Values follow the class definitions in
+ * transformers (models/<name>/configuration_<name>.py and modeling_<name>.py).
+ */
+#include "model/config_class.h"
+
+#include <string.h>
+
+/* clang-format off */
+static const facet_config_class classes[] = {
+    {.model_type = "llama", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
+     .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1},
+    {.model_type = "mistral", .max_position_embeddings = 131072, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
+     .act_key = "hidden_act", .act_default = "silu",
+     .reads_sliding_window = 1, .sliding_window = 4096,
+     .qkv_bias = 0, .o_bias = 0, .pre_norms = 1},
+    {.model_type = "qwen2", .max_position_embeddings = 32768, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
+     .act_key = "hidden_act", .act_default = "silu",
+     .reads_sliding_window = 1, .sliding_window = 4096, .use_sliding_window_flag = 1,
+     .max_window_layers = 28,
+     .qkv_bias = 1, .o_bias = 0, .pre_norms = 1},
+    {.model_type = "qwen3", .max_position_embeddings = 32768, .tie_word_embeddings = 0, .head_dim = 128, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-6, .act_key = "hidden_act", .act_default = "silu",
+     .reads_sliding_window = 1, .sliding_window = 4096, .use_sliding_window_flag = 1,
+     .max_window_layers = 28,
+     .qkv_bias = -1, .o_bias = -1, .qk_norm = 1, .pre_norms = 1},
+    {.model_type = "gemma", .max_position_embeddings = 8192, .tie_word_embeddings = 1, .head_dim = 256, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-6, .act_key = "hidden_activation", .act_default = "gelu_pytorch_tanh",
+     .qkv_bias = -1, .o_bias = -1, .norm_weight_offset = 1, .pre_norms = 1,
+     .embed_scale_sqrt_hidden = 1},
+    {.model_type = "gemma2", .max_position_embeddings = 8192, .tie_word_embeddings = 1, .head_dim = 256, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-6, .act_key = "hidden_activation", .act_default = "gelu_pytorch_tanh",
+     .reads_sliding_window = 1, .sliding_window = 4096, .sliding_window_pattern = 2,
+     .qkv_bias = -1, .o_bias = -1, .norm_weight_offset = 1, .pre_norms = 1, .post_norms = 1,
+     .attn_logit_softcap = 50.0, .final_logit_softcap = 30.0, .query_pre_attn_scalar = 256,
+     .embed_scale_sqrt_hidden = 1},
+    {.model_type = "gemma3_text", .max_position_embeddings = 131072, .tie_word_embeddings = 1, .head_dim = 256, .rope_theta = 1e6,
+     .rms_norm_eps = 1e-6, .act_key = "hidden_activation", .act_default = "gelu_pytorch_tanh",
+     .reads_sliding_window = 1, .sliding_window = 4096, .sliding_window_pattern = 6,
+     .qkv_bias = -1, .o_bias = -1, .qk_norm = 1, .norm_weight_offset = 1, .pre_norms = 1,
+     .post_norms = 1, .query_pre_attn_scalar = 256, .embed_scale_sqrt_hidden = 1,
+     .rope_local_base_freq = 10000.0},
+    {.model_type = "phi3", .max_position_embeddings = 4096, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-5,
+     .act_key = "hidden_act", .act_default = "silu", .reads_sliding_window = 1,
+     .qkv_bias = 0, .o_bias = 0, .pre_norms = 1},
+    {.model_type = "olmo2", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-5,
+     .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = -1, .qk_norm = 1, .pre_norms = 0, .post_norms = 1},
+    {.model_type = "granite", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
+     .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1, .reads_multipliers = 1},
+};
+/* clang-format on */
+
+/* PretrainedConfig: tie_word_embeddings defaults to true; everything else as Llama. */
+static const facet_config_class generic = {
+    .model_type = "", .tie_word_embeddings = 1, .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
+    .act_key = "hidden_act", .act_default = "silu", .qkv_bias = -1, .o_bias = -1,
+    .pre_norms = 1};
+
+const facet_config_class *facet_config_class_find(const char *model_type) {
+    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
+        if (!strcmp(classes[i].model_type, model_type)) return &classes[i];
+    return &generic;
+}

@@ -1,0 +1,49 @@
+/*
+ * config_class.h — what a Hugging Face config class implies when config.json is silent.
+ *
+ * transformers builds each model from its config class (LlamaConfig, Qwen2Config, ...):
+ * a key absent from config.json takes the class's constructor default, and some facts
+ * are not keys at all but fixed by the modeling code of that class (Qwen2's q/k/v
+ * biases, Gemma's (1 + w) RMSNorm). This table records both, keyed by the config
+ * class's model_type, so the fact reader derives the same values transformers would.
+ * It never decides support: that is the capability table's job (table.c).
+ */
+#ifndef FACET_MODEL_CONFIG_CLASS_H
+#define FACET_MODEL_CONFIG_CLASS_H
+
+#include <stdint.h>
+
+typedef struct facet_config_class {
+    const char *model_type;
+    int tie_word_embeddings;      /* class default when the key is absent              */
+    int64_t head_dim;             /* class default head_dim; 0 = hidden / heads        */
+    double rope_theta;            /* class default rope_theta                          */
+    double rms_norm_eps;          /* class default rms_norm_eps                        */
+    int64_t max_position_embeddings; /* class default; 0 = required in config.json     */
+    const char *act_key;          /* key naming the FFN activation                     */
+    const char *act_default;      /* its class default                                 */
+    int reads_sliding_window;     /* 1: the class reads sliding_window                 */
+    int64_t sliding_window;       /* class default when the key is absent (0 = none)  */
+    int use_sliding_window_flag;  /* 1: Qwen2-style use_sliding_window gate            */
+    int64_t max_window_layers;    /* class default max_window_layers                   */
+    int sliding_window_pattern;   /* class default: layer i windowed iff (i+1) % p;
+                                     0 = every layer windowed when a window is set    */
+    int qkv_bias;                 /* -1: config attention_bias; 0/1 fixed by modeling  */
+    int o_bias;                   /* -1: config attention_bias; 0/1 fixed by modeling  */
+    int qk_norm;                  /* q_norm/k_norm fixed by the modeling code          */
+    int norm_weight_offset;       /* RMSNorm scales by (1 + w)                         */
+    int pre_norms;                /* input/pre-FFN norms (0 for OLMo 2's post-norm)     */
+    int post_norms;               /* post-attention / post-FFN norms                   */
+    double attn_logit_softcap;    /* class default attn_logit_softcapping (0 = none)   */
+    double final_logit_softcap;   /* class default final_logit_softcapping             */
+    double query_pre_attn_scalar; /* class default (0 = scale by head_dim)             */
+    int embed_scale_sqrt_hidden;  /* embeddings multiplied by sqrt(hidden_size)        */
+    double rope_local_base_freq;  /* class default (0 = none)                          */
+    int reads_multipliers;        /* Granite's embedding/attention/residual/logits     */
+} facet_config_class;
+
+/* The class for `model_type`, or the generic PretrainedConfig defaults (model_type "")
+ * when facet does not know the class. Never NULL. */
+const facet_config_class *facet_config_class_find(const char *model_type);
+
+#endif

@@ -1,0 +1,728 @@
+/*
+ * facts.c — config.json (+ generation_config.json) -> the normalized fact manifest.
+ *
+ * Every key is read with a typed check (an integer where an integer belongs, positive
+ * sizes, bounded so later products fit in 64 bits); absent keys take the transformers
+ * config class's default (config_class.c); implicit facts are derived the way the
+ * modeling code derives them. Keys this reader does not consume are kept in
+ * f->config_keys for the capability table to classify, so a math-changing key is never
+ * silently dropped.
+ */
+#include "model/facts.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/config_class.h"
+#include "model/table.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+#define CONFIG_MAX_BYTES (16u << 20)
+#define MAX_CONSUMED 128
+
+/* Upper bounds that keep every product the plan computes inside 64 bits. */
+#define MAX_HIDDEN (1LL << 20)
+#define MAX_HEADS (1LL << 14)
+#define MAX_HEAD_DIM (1LL << 16)
+#define MAX_VOCAB (1LL << 26)
+#define MAX_INTERMEDIATE (1LL << 24)
+#define MAX_POSITIONS (1LL << 40)
+
+typedef struct reader {
+    json_t *obj;            /* object the facts come from (config or its text_config) */
+    const char *what;       /* file name for messages                                 */
+    const char *prefix;     /* "text_config." or ""                                   */
+    const char *consumed[MAX_CONSUMED];
+    int n_consumed;
+    int strict;             /* 0: errors become notes (family outside the table)     */
+    facet_facts *f;
+    facet_error *err;
+} reader;
+
+void facet_facts_note(facet_facts *f, const char *fmt, ...) {
+    if (f->n_notes >= (int)(sizeof f->notes / sizeof f->notes[0])) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->notes[f->n_notes].text, sizeof f->notes[0].text, fmt, ap);
+    va_end(ap);
+    f->n_notes++;
+}
+
+/* Compact JSON of v, truncated with "..." to fit cap. */
+static void render(const json_t *v, char *buf, size_t cap) {
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!s) {
+        snprintf(buf, cap, "?");
+        return;
+    }
+    if (strlen(s) >= cap && cap > 4) {
+        memcpy(buf, s, cap - 4);
+        memcpy(buf + cap - 4, "...", 4);
+    } else {
+        snprintf(buf, cap, "%s", s);
+    }
+    free(s);
+}
+
+static json_t *take(reader *r, const char *key) {
+    if (r->n_consumed < MAX_CONSUMED) r->consumed[r->n_consumed++] = key;
+    return json_object_get(r->obj, key);
+}
+
+static int consumed(const reader *r, const char *key) {
+    for (int i = 0; i < r->n_consumed; i++)
+        if (!strcmp(r->consumed[i], key)) return 1;
+    return 0;
+}
+
+/* A key of the wrong type or out of range. Strict: FACET_E_FORMAT. Otherwise a note. */
+static facet_status bad(reader *r, const char *key, const json_t *v, const char *expected) {
+    char val[64];
+    render(v, val, sizeof val);
+    if (!r->strict) {
+        facet_facts_note(r->f, "%s%s is %s (%s), expected %s", r->prefix, key, val,
+                         facet_json_type_name(v), expected);
+        return FACET_OK;
+    }
+    return facet_err(r->err, FACET_E_FORMAT, "%s: %s%s is %s (%s), expected %s", r->what,
+                     r->prefix, key, val, facet_json_type_name(v), expected);
+}
+
+static facet_status missing(reader *r, const char *key) {
+    if (!r->strict) {
+        facet_facts_note(r->f, "%s%s is missing", r->prefix, key);
+        return FACET_OK;
+    }
+    return facet_err(r->err, FACET_E_NOT_FOUND, "%s: required key %s%s is missing", r->what,
+                     r->prefix, key);
+}
+
+/* Integer key in [min, max]. Absent or null: FACET_E_NOT_FOUND when required, else *out
+ * is left unchanged. Sets *present when given. */
+static facet_status get_int(reader *r, const char *key, int required, int64_t min, int64_t max,
+                            int64_t *out, int *present) {
+    json_t *v = take(r, key);
+    if (present) *present = 0;
+    if (!v || json_is_null(v)) return required ? missing(r, key) : FACET_OK;
+    char expected[80];
+    snprintf(expected, sizeof expected, "%s integer",
+             min >= 1 ? "a positive" : min == 0 ? "a non-negative" : "an");
+    if (!json_is_integer(v)) return bad(r, key, v, expected);
+    json_int_t x = json_integer_value(v);
+    if (x < min) return bad(r, key, v, expected);
+    if (x > max) {
+        snprintf(expected + strlen(expected), sizeof expected - strlen(expected), " <= %lld",
+                 (long long)max);
+        return bad(r, key, v, expected);
+    }
+    *out = (int64_t)x;
+    if (present) *present = 1;
+    return FACET_OK;
+}
+
+/* Number key (integer or real), > 0 when positive is set. */
+static facet_status get_num_from(reader *r, json_t *v, const char *key, int positive,
+                                 double *out) {
+    if (!v || json_is_null(v)) return FACET_OK;
+    const char *expected = positive ? "a positive number" : "a number";
+    if (!json_is_number(v)) return bad(r, key, v, expected);
+    double x = json_number_value(v);
+    if (!isfinite(x) || (positive && !(x > 0))) return bad(r, key, v, expected);
+    *out = x;
+    return FACET_OK;
+}
+
+static facet_status get_num(reader *r, const char *key, int positive, double *out) {
+    return get_num_from(r, take(r, key), key, positive, out);
+}
+
+static facet_status get_bool(reader *r, const char *key, int *out) {
+    json_t *v = take(r, key);
+    if (!v || json_is_null(v)) return FACET_OK;
+    if (!json_is_boolean(v)) return bad(r, key, v, "true or false");
+    *out = json_is_true(v);
+    return FACET_OK;
+}
+
+static facet_status get_str(reader *r, const char *key, char *out, size_t cap, int *present) {
+    json_t *v = take(r, key);
+    if (present) *present = 0;
+    if (!v || json_is_null(v)) return FACET_OK;
+    if (!json_is_string(v)) return bad(r, key, v, "a string");
+    snprintf(out, cap, "%s", json_string_value(v));
+    if (present) *present = 1;
+    return FACET_OK;
+}
+
+/* Keep a key the reader did not consume, for the table to classify. */
+static void keep_key(facet_facts *f, const char *key, const json_t *v) {
+    if (f->n_config_keys >= FACET_MAX_CONFIG_KEYS) {
+        f->config_keys_overflow = 1;
+        return;
+    }
+    facet_config_key *k = &f->config_keys[f->n_config_keys++];
+    snprintf(k->key, sizeof k->key, "%s", key);
+    render(v, k->value, sizeof k->value);
+    k->is_off = json_is_null(v) || json_is_false(v);
+}
+
+static void keep_unconsumed(reader *r) {
+    const char *key;
+    json_t *v;
+    json_object_foreach(r->obj, key, v) {
+        if (!consumed(r, key)) keep_key(r->f, key, v);
+    }
+}
+
+#define TRY(x)                                                                         \
+    do {                                                                               \
+        facet_status st_ = (x);                                                        \
+        if (st_ != FACET_OK) return st_;                                               \
+    } while (0)
+
+/* ---------------------------------------------------------------------------------
+ * Activation
+ * ------------------------------------------------------------------------------ */
+static facet_act act_from_name(const char *s) {
+    if (!strcmp(s, "silu") || !strcmp(s, "swish")) return FACET_ACT_SILU;
+    if (!strcmp(s, "gelu_pytorch_tanh") || !strcmp(s, "gelu_new")) return FACET_ACT_GELU_TANH;
+    if (!strcmp(s, "gelu")) return FACET_ACT_GELU;
+    return FACET_ACT_UNKNOWN;
+}
+
+static facet_status read_act(reader *r, const facet_config_class *cls) {
+    facet_facts *f = r->f;
+    snprintf(f->act_name, sizeof f->act_name, "%s", cls->act_default);
+    TRY(get_str(r, cls->act_key, f->act_name, sizeof f->act_name, NULL));
+    if (strcmp(cls->act_key, "hidden_act")) {
+        /* Gemma: the modeling code reads hidden_activation; hidden_act is ignored. */
+        char ignored[48] = "";
+        int present;
+        TRY(get_str(r, "hidden_act", ignored, sizeof ignored, &present));
+        if (present && strcmp(ignored, f->act_name))
+            facet_facts_note(f, "hidden_act=%s is ignored by the %s config class; activation "
+                                "is %s=%s", ignored, cls->model_type, cls->act_key,
+                             f->act_name);
+    }
+    f->act = act_from_name(f->act_name);
+    return FACET_OK;
+}
+
+/* ---------------------------------------------------------------------------------
+ * RoPE: rope_theta + rope_scaling (v4) or rope_parameters (transformers v5)
+ * ------------------------------------------------------------------------------ */
+static facet_rope_type rope_from_name(const char *s) {
+    if (!strcmp(s, "default")) return FACET_ROPE_DEFAULT;
+    if (!strcmp(s, "linear")) return FACET_ROPE_LINEAR;
+    if (!strcmp(s, "dynamic")) return FACET_ROPE_DYNAMIC;
+    if (!strcmp(s, "llama3")) return FACET_ROPE_LLAMA3;
+    if (!strcmp(s, "yarn")) return FACET_ROPE_YARN;
+    if (!strcmp(s, "longrope") || !strcmp(s, "su")) return FACET_ROPE_LONGROPE;
+    return FACET_ROPE_UNKNOWN;
+}
+
+static facet_status read_factor_array(reader *r, const char *key, json_t *v, double *dst,
+                                      int *n) {
+    if (!v || json_is_null(v)) return FACET_OK;
+    if (!json_is_array(v) || json_array_size(v) > FACET_MAX_ROPE_FACTORS)
+        return bad(r, key, v, "an array of at most 512 positive numbers");
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x) {
+        if (!json_is_number(x) || !(json_number_value(x) > 0) ||
+            !isfinite(json_number_value(x)))
+            return bad(r, key, v, "an array of at most 512 positive numbers");
+        dst[i] = json_number_value(x);
+    }
+    *n = (int)json_array_size(v);
+    return FACET_OK;
+}
+
+/* Read one rope parameter object (rope_scaling, rope_parameters or one of its per-layer
+ * entries). `name` is its key for messages and for kept unknown keys. */
+static facet_status read_rope_object(reader *r, json_t *o, const char *name, int set_theta) {
+    facet_facts *f = r->f;
+    char key[96];
+    const char *k;
+    json_t *v;
+    json_t *type = json_object_get(o, "rope_type");
+    if (!type) type = json_object_get(o, "type");
+    if (type && !json_is_null(type)) {
+        snprintf(key, sizeof key, "%s.rope_type", name);
+        if (!json_is_string(type)) return bad(r, key, type, "a string");
+        snprintf(f->rope_type_name, sizeof f->rope_type_name, "%s", json_string_value(type));
+        f->rope_type = rope_from_name(f->rope_type_name);
+    }
+    json_object_foreach(o, k, v) {
+        snprintf(key, sizeof key, "%s.%s", name, k);
+        if (!strcmp(k, "rope_type") || !strcmp(k, "type")) continue;
+        if (!strcmp(k, "rope_theta")) {
+            double theta = f->rope_theta;
+            TRY(get_num_from(r, v, key, 1, &theta));
+            if (set_theta) f->rope_theta = theta;
+            else f->rope_local_base_freq = theta;
+        } else if (!strcmp(k, "factor")) {
+            TRY(get_num_from(r, v, key, 1, &f->rope_factor));
+        } else if (!strcmp(k, "low_freq_factor")) {
+            TRY(get_num_from(r, v, key, 1, &f->rope_low_freq_factor));
+        } else if (!strcmp(k, "high_freq_factor")) {
+            TRY(get_num_from(r, v, key, 1, &f->rope_high_freq_factor));
+        } else if (!strcmp(k, "original_max_position_embeddings")) {
+            if (!json_is_null(v)) {
+                if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+                    json_integer_value(v) > MAX_POSITIONS)
+                    return bad(r, key, v, "a positive integer");
+                f->rope_original_max_position_embeddings = json_integer_value(v);
+            }
+        } else if (!strcmp(k, "beta_fast")) {
+            TRY(get_num_from(r, v, key, 1, &f->rope_beta_fast));
+        } else if (!strcmp(k, "beta_slow")) {
+            TRY(get_num_from(r, v, key, 1, &f->rope_beta_slow));
+        } else if (!strcmp(k, "attention_factor")) {
+            TRY(get_num_from(r, v, key, 1, &f->rope_attention_factor));
+        } else if (!strcmp(k, "short_factor")) {
+            TRY(read_factor_array(r, key, v, f->rope_short_factor, &f->n_rope_short));
+        } else if (!strcmp(k, "long_factor")) {
+            TRY(read_factor_array(r, key, v, f->rope_long_factor, &f->n_rope_long));
+        } else if (!strcmp(k, "partial_rotary_factor")) {
+            TRY(get_num_from(r, v, key, 1, &f->partial_rotary_factor));
+        } else {
+            keep_key(f, key, v); /* mscale, mrope_section, ...: the table judges them */
+        }
+    }
+    return FACET_OK;
+}
+
+/* The keys each rope type needs (transformers' rope config validation). */
+static facet_status check_rope_required(reader *r, json_t *o, const char *name) {
+    static const char *const llama3[] = {"factor", "low_freq_factor", "high_freq_factor",
+                                         "original_max_position_embeddings", NULL};
+    static const char *const factor_only[] = {"factor", NULL};
+    static const char *const longrope[] = {"short_factor", "long_factor", NULL};
+    const char *const *need = NULL;
+    switch (r->f->rope_type) {
+    case FACET_ROPE_LLAMA3: need = llama3; break;
+    case FACET_ROPE_LINEAR:
+    case FACET_ROPE_DYNAMIC:
+    case FACET_ROPE_YARN: need = factor_only; break;
+    case FACET_ROPE_LONGROPE: need = longrope; break;
+    default: return FACET_OK;
+    }
+    for (int i = 0; need[i]; i++) {
+        json_t *v = json_object_get(o, need[i]);
+        if (!v || json_is_null(v)) {
+            char key[96];
+            snprintf(key, sizeof key, "%s.%s", name, need[i]);
+            if (!r->strict) {
+                facet_facts_note(r->f, "%s%s is missing", r->prefix, key);
+                continue;
+            }
+            return facet_err(r->err, FACET_E_NOT_FOUND,
+                             "%s: %s%s is missing (required by rope_type %s)", r->what,
+                             r->prefix, key, r->f->rope_type_name);
+        }
+    }
+    return FACET_OK;
+}
+
+static facet_status read_rope(reader *r, const facet_config_class *cls) {
+    facet_facts *f = r->f;
+    f->rope_theta = cls->rope_theta;
+    f->rope_local_base_freq = cls->rope_local_base_freq;
+    f->rope_type = FACET_ROPE_DEFAULT;
+    snprintf(f->rope_type_name, sizeof f->rope_type_name, "default");
+    f->rope_factor = 1.0;
+    f->rope_low_freq_factor = 1.0;
+    f->rope_high_freq_factor = 4.0;
+    f->rope_beta_fast = 32.0;
+    f->rope_beta_slow = 1.0;
+    f->rope_attention_factor = 0.0; /* 0: derived from factor as transformers does */
+    f->partial_rotary_factor = 1.0;
+
+    TRY(get_num(r, "rope_theta", 1, &f->rope_theta));
+    TRY(get_num(r, "rope_local_base_freq", 1, &f->rope_local_base_freq));
+    TRY(get_num(r, "partial_rotary_factor", 1, &f->partial_rotary_factor));
+    if (f->partial_rotary_factor > 1.0) {
+        json_t *v = json_object_get(r->obj, "partial_rotary_factor");
+        TRY(bad(r, "partial_rotary_factor", v, "a number in (0, 1]"));
+        f->partial_rotary_factor = 1.0;
+    }
+    int64_t orig = 0;
+    TRY(get_int(r, "original_max_position_embeddings", 0, 1, MAX_POSITIONS, &orig, NULL));
+    f->rope_original_max_position_embeddings = orig;
+
+    json_t *scaling = take(r, "rope_scaling");
+    json_t *params = take(r, "rope_parameters");
+    if (scaling && !json_is_null(scaling) && !json_is_object(scaling))
+        TRY(bad(r, "rope_scaling", scaling, "an object or null"));
+    if (params && !json_is_null(params) && !json_is_object(params))
+        TRY(bad(r, "rope_parameters", params, "an object or null"));
+    json_t *o = NULL;
+    const char *name = NULL;
+    if (json_is_object(params)) {
+        json_t *full = json_object_get(params, "full_attention");
+        if (json_is_object(full)) {
+            /* v5 per-layer-type parameters (Gemma 3): global rope from full_attention,
+             * the local base from sliding_attention */
+            json_t *local = json_object_get(params, "sliding_attention");
+            const char *k;
+            json_t *v;
+            json_object_foreach(params, k, v) {
+                if (strcmp(k, "full_attention") && strcmp(k, "sliding_attention")) {
+                    char key[96];
+                    snprintf(key, sizeof key, "rope_parameters.%s", k);
+                    keep_key(f, key, v);
+                }
+            }
+            if (json_is_object(local)) {
+                json_t *lt = json_object_get(local, "rope_theta");
+                TRY(get_num_from(r, lt, "rope_parameters.sliding_attention.rope_theta", 1,
+                                 &f->rope_local_base_freq));
+                json_t *ltype = json_object_get(local, "rope_type");
+                if (ltype && !(json_is_string(ltype) &&
+                               !strcmp(json_string_value(ltype), "default")))
+                    keep_key(f, "rope_parameters.sliding_attention.rope_type", ltype);
+            }
+            o = full;
+            name = "rope_parameters.full_attention";
+        } else {
+            o = params;
+            name = "rope_parameters";
+        }
+        if (json_is_object(scaling))
+            facet_facts_note(f, "rope_scaling is ignored: rope_parameters is present "
+                                "(transformers v5)");
+    } else if (json_is_object(scaling)) {
+        o = scaling;
+        name = "rope_scaling";
+    }
+    if (o) {
+        TRY(read_rope_object(r, o, name, 1));
+        TRY(check_rope_required(r, o, name));
+    }
+    if (f->rope_type == FACET_ROPE_LONGROPE && f->rope_original_max_position_embeddings == 0)
+        f->rope_original_max_position_embeddings = 4096; /* Phi3Config default */
+    return FACET_OK;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Sliding window and the per-layer pattern
+ * ------------------------------------------------------------------------------ */
+static facet_status read_window(reader *r, const facet_config_class *cls) {
+    facet_facts *f = r->f;
+    int64_t L = f->num_hidden_layers;
+    int64_t window = 0;
+    int named = 0;
+    if (cls->reads_sliding_window) {
+        json_t *v = json_object_get(r->obj, "sliding_window");
+        if (!v) window = cls->sliding_window; /* class default applies */
+        TRY(get_int(r, "sliding_window", 0, 1, MAX_POSITIONS, &window, &named));
+        if (!v && window) named = 1;
+    }
+
+    int use = 1;
+    int64_t max_window_layers = cls->max_window_layers;
+    if (cls->use_sliding_window_flag) {
+        use = 0;
+        TRY(get_bool(r, "use_sliding_window", &use));
+        TRY(get_int(r, "max_window_layers", 0, 0, FACET_MAX_LAYERS, &max_window_layers, NULL));
+    }
+
+    /* layer_types: "full_attention" | "sliding_attention"; anything else is kept for
+     * the table (a chunked or linear-attention layer changes the math). */
+    json_t *types = take(r, "layer_types");
+    int have_types = 0;
+    uint8_t typed[FACET_MAX_LAYERS] = {0};
+    if (types && !json_is_null(types)) {
+        if (!json_is_array(types) || (int64_t)json_array_size(types) != L) {
+            char expected[96];
+            snprintf(expected, sizeof expected,
+                     "an array of num_hidden_layers (%lld) layer type names", (long long)L);
+            TRY(bad(r, "layer_types", types, expected));
+        } else {
+            have_types = 1;
+            size_t i;
+            json_t *t;
+            json_array_foreach(types, i, t) {
+                const char *s = json_is_string(t) ? json_string_value(t) : "";
+                if (!strcmp(s, "sliding_attention")) typed[i] = 1;
+                else if (strcmp(s, "full_attention")) {
+                    char key[64];
+                    snprintf(key, sizeof key, "layer_types[%zu]", i);
+                    keep_key(f, key, t);
+                }
+            }
+        }
+    }
+    int64_t pattern = cls->sliding_window_pattern;
+    TRY(get_int(r, "sliding_window_pattern", 0, 1, FACET_MAX_LAYERS, &pattern, NULL));
+
+    f->sliding_window = window;
+    memset(f->layer_sliding, 0, sizeof f->layer_sliding);
+    f->n_sliding_layers = 0;
+    f->window_inert = 0;
+    if (!window) return FACET_OK;
+    if (cls->use_sliding_window_flag && !use) {
+        /* Qwen2Config: sliding_window = sliding_window if use_sliding_window else None */
+        f->window_inert = 1;
+        facet_facts_note(f, "sliding_window=%lld is inert: use_sliding_window is false",
+                         (long long)window);
+        return FACET_OK;
+    }
+    if (window >= f->max_position_embeddings) {
+        f->window_inert = 1;
+        facet_facts_note(f, "sliding_window=%lld is inert: >= max_position_embeddings=%lld",
+                         (long long)window, (long long)f->max_position_embeddings);
+        return FACET_OK;
+    }
+    for (int64_t i = 0; i < L; i++) {
+        int s;
+        if (have_types) s = typed[i];
+        else if (cls->use_sliding_window_flag) s = i >= max_window_layers;
+        else if (pattern > 0) s = ((i + 1) % pattern) != 0;
+        else s = 1;
+        f->layer_sliding[i] = (uint8_t)s;
+        f->n_sliding_layers += s;
+    }
+    if (!f->n_sliding_layers)
+        facet_facts_note(f, "sliding_window=%lld names no windowed layer", (long long)window);
+    return FACET_OK;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Token ids
+ * ------------------------------------------------------------------------------ */
+static facet_status add_eos(reader *r, const char *what, json_t *v) {
+    facet_facts *f = r->f;
+    if (!v || json_is_null(v)) return FACET_OK;
+    json_t *one = json_is_array(v) ? NULL : v;
+    size_t n = one ? 1 : json_array_size(v);
+    for (size_t i = 0; i < n; i++) {
+        json_t *x = one ? one : json_array_get(v, i);
+        if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+            json_integer_value(x) > INT32_MAX) {
+            if (!r->strict) continue;
+            char val[64];
+            render(v, val, sizeof val);
+            return facet_err(r->err, FACET_E_FORMAT,
+                             "%s: eos_token_id is %s (%s), expected a non-negative integer "
+                             "or a list of them", what, val, facet_json_type_name(v));
+        }
+        int32_t id = (int32_t)json_integer_value(x);
+        int dup = 0;
+        for (int j = 0; j < f->n_eos; j++) dup |= f->eos_token_ids[j] == id;
+        if (dup) continue;
+        if (f->n_eos >= FACET_MAX_EOS) {
+            facet_facts_note(f, "more than %d eos_token_id values; extra ones dropped",
+                             FACET_MAX_EOS);
+            return FACET_OK;
+        }
+        f->eos_token_ids[f->n_eos++] = id;
+    }
+    return FACET_OK;
+}
+
+static facet_status read_bos(reader *r, const char *what, json_t *v) {
+    if (!v || json_is_null(v) || r->f->bos_token_id >= 0) return FACET_OK;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX) {
+        if (!r->strict) return FACET_OK;
+        char val[64];
+        render(v, val, sizeof val);
+        return facet_err(r->err, FACET_E_FORMAT,
+                         "%s: bos_token_id is %s (%s), expected a non-negative integer", what,
+                         val, facet_json_type_name(v));
+    }
+    r->f->bos_token_id = (int32_t)json_integer_value(v);
+    return FACET_OK;
+}
+
+/* ---------------------------------------------------------------------------------
+ * The whole manifest
+ * ------------------------------------------------------------------------------ */
+static facet_status read_shape(reader *r, const facet_config_class *cls) {
+    facet_facts *f = r->f;
+    TRY(get_int(r, "hidden_size", 1, 1, MAX_HIDDEN, &f->hidden_size, NULL));
+    TRY(get_int(r, "num_hidden_layers", 1, 1, FACET_MAX_LAYERS, &f->num_hidden_layers, NULL));
+    TRY(get_int(r, "num_attention_heads", 1, 1, MAX_HEADS, &f->num_attention_heads, NULL));
+    TRY(get_int(r, "vocab_size", 1, 1, MAX_VOCAB, &f->vocab_size, NULL));
+    TRY(get_int(r, "intermediate_size", 1, 1, MAX_INTERMEDIATE, &f->intermediate_size, NULL));
+    f->max_position_embeddings = cls->max_position_embeddings;
+    TRY(get_int(r, "max_position_embeddings", cls->max_position_embeddings == 0, 1,
+                MAX_POSITIONS, &f->max_position_embeddings, NULL));
+
+    f->num_key_value_heads = f->num_attention_heads;
+    TRY(get_int(r, "num_key_value_heads", 0, 1, MAX_HEADS, &f->num_key_value_heads, NULL));
+
+    int explicit_hd = 0;
+    int64_t hd = 0;
+    TRY(get_int(r, "head_dim", 0, 1, MAX_HEAD_DIM, &hd, &explicit_hd));
+    f->head_dim_explicit = explicit_hd;
+    if (explicit_hd) f->head_dim = hd;
+    else if (cls->head_dim) f->head_dim = cls->head_dim;
+    else if (f->num_attention_heads > 0) {
+        f->head_dim = f->hidden_size / f->num_attention_heads;
+        if (f->hidden_size % f->num_attention_heads)
+            facet_facts_note(f, "hidden_size=%lld is not a multiple of num_attention_heads="
+                                "%lld; head_dim=%lld (integer division, as transformers)",
+                             (long long)f->hidden_size, (long long)f->num_attention_heads,
+                             (long long)f->head_dim);
+    }
+    if (f->head_dim <= 0) f->head_dim = 0; /* non-strict read of a broken shape */
+    return FACET_OK;
+}
+
+static facet_status read_block(reader *r, const facet_config_class *cls) {
+    facet_facts *f = r->f;
+    f->rms_norm_eps = cls->rms_norm_eps;
+    TRY(get_num(r, "rms_norm_eps", 1, &f->rms_norm_eps));
+    TRY(read_act(r, cls));
+    f->norm_weight_offset = cls->norm_weight_offset;
+    f->pre_norms = cls->pre_norms;
+    f->post_norms = cls->post_norms;
+
+    /* attention */
+    f->attn_logit_softcap = cls->attn_logit_softcap;
+    f->final_logit_softcap = cls->final_logit_softcap;
+    json_t *v = take(r, "attn_logit_softcapping");
+    if (v && json_is_null(v)) f->attn_logit_softcap = 0;
+    TRY(get_num_from(r, v, "attn_logit_softcapping", 1, &f->attn_logit_softcap));
+    v = take(r, "final_logit_softcapping");
+    if (v && json_is_null(v)) f->final_logit_softcap = 0;
+    TRY(get_num_from(r, v, "final_logit_softcapping", 1, &f->final_logit_softcap));
+    f->query_pre_attn_scalar = cls->query_pre_attn_scalar;
+    TRY(get_num(r, "query_pre_attn_scalar", 1, &f->query_pre_attn_scalar));
+    f->attn_scale = f->query_pre_attn_scalar > 0 ? 1.0 / sqrt(f->query_pre_attn_scalar)
+                    : f->head_dim > 0            ? 1.0 / sqrt((double)f->head_dim)
+                                                 : 0.0;
+
+    /* multipliers */
+    f->embedding_multiplier = cls->embed_scale_sqrt_hidden ? sqrt((double)f->hidden_size) : 1.0;
+    f->residual_multiplier = 1.0;
+    f->logits_scaling = 1.0;
+    if (cls->reads_multipliers) {
+        TRY(get_num(r, "embedding_multiplier", 1, &f->embedding_multiplier));
+        TRY(get_num(r, "residual_multiplier", 1, &f->residual_multiplier));
+        TRY(get_num(r, "logits_scaling", 1, &f->logits_scaling));
+        TRY(get_num(r, "attention_multiplier", 1, &f->attn_scale));
+    }
+
+    /* biases: config keys, or fixed by the modeling code (probe decides later) */
+    TRY(get_bool(r, "attention_bias", &f->attention_bias));
+    TRY(get_bool(r, "mlp_bias", &f->mlp_bias));
+    f->qkv_bias = cls->qkv_bias >= 0 ? cls->qkv_bias : f->attention_bias;
+    f->o_bias = cls->o_bias >= 0 ? cls->o_bias : f->attention_bias;
+    f->qk_norm = cls->qk_norm;
+    return FACET_OK;
+}
+
+facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what,
+                                   facet_facts *f, facet_error *err) {
+    memset(f, 0, sizeof *f);
+    f->bos_token_id = -1;
+    facet_err_clear(err);
+    if (!json_is_object(config))
+        return facet_err(err, FACET_E_FORMAT, "%s: expected a JSON object, found %s", what,
+                         facet_json_type_name(config));
+
+    reader top = {.obj = config, .what = what, .prefix = "", .strict = 1, .f = f, .err = err};
+    int present = 0;
+    TRY(get_str(&top, "model_type", f->model_type, sizeof f->model_type, &present));
+    if (!present)
+        return facet_err(err, FACET_E_NOT_FOUND, "%s: required key model_type is missing", what);
+    json_t *archs = take(&top, "architectures");
+    if (archs && !json_is_null(archs)) {
+        json_t *a0 = json_is_array(archs) ? json_array_get(archs, 0) : NULL;
+        if (!json_is_array(archs) || (json_array_size(archs) && !json_is_string(a0)))
+            return bad(&top, "architectures", archs, "an array of class names");
+        if (a0) snprintf(f->architecture, sizeof f->architecture, "%s", json_string_value(a0));
+        if (json_array_size(archs) > 1)
+            facet_facts_note(f, "architectures lists %zu classes; judged by %s",
+                             json_array_size(archs), f->architecture);
+    }
+    f->family_known = facet_table_has_profile(f->model_type);
+    top.strict = f->family_known;
+
+    /* Multimodal wrappers (Gemma 3): the decoder's facts live in text_config. */
+    json_t *text = take(&top, "text_config");
+    reader r = top;
+    if (text && !json_is_null(text)) {
+        if (!json_is_object(text)) return bad(&top, "text_config", text, "an object");
+        f->text_config = 1;
+        r.obj = text;
+        r.prefix = "text_config.";
+        r.n_consumed = 0;
+        TRY(get_str(&r, "model_type", f->text_model_type, sizeof f->text_model_type, NULL));
+    }
+    const facet_config_class *cls =
+        facet_config_class_find(f->text_model_type[0] ? f->text_model_type : f->model_type);
+
+    TRY(read_shape(&r, cls));
+    TRY(read_block(&r, cls));
+    TRY(read_rope(&r, cls));
+    TRY(read_window(&r, cls));
+
+    f->tie_word_embeddings = cls->tie_word_embeddings;
+    if (f->text_config) TRY(get_bool(&top, "tie_word_embeddings", &f->tie_word_embeddings));
+    TRY(get_bool(&r, "tie_word_embeddings", &f->tie_word_embeddings));
+
+    /* stop ids: config (text object, then the wrapper), then generation_config */
+    TRY(read_bos(&r, what, take(&r, "bos_token_id")));
+    TRY(add_eos(&r, what, take(&r, "eos_token_id")));
+    if (f->text_config) {
+        TRY(read_bos(&top, what, take(&top, "bos_token_id")));
+        TRY(add_eos(&top, what, take(&top, "eos_token_id")));
+    }
+    if (gen) {
+        if (!json_is_object(gen))
+            return facet_err(err, FACET_E_FORMAT, "generation_config.json: expected a JSON "
+                             "object, found %s", facet_json_type_name(gen));
+        reader g = {.obj = gen, .what = "generation_config.json", .prefix = "",
+                    .strict = top.strict, .f = f, .err = err};
+        TRY(read_bos(&g, g.what, json_object_get(gen, "bos_token_id")));
+        TRY(add_eos(&g, g.what, json_object_get(gen, "eos_token_id")));
+    }
+
+    keep_unconsumed(&r);
+    if (f->text_config) keep_unconsumed(&top);
+    return FACET_OK;
+}
+
+facet_status facet_facts_read(const char *dir, facet_facts *f, facet_error *err) {
+    char cfg_path[4096], gen_path[4096];
+    memset(f, 0, sizeof *f);
+    f->bos_token_id = -1;
+    if (facet_is_dir(dir)) {
+        if (!facet_path_join(cfg_path, sizeof cfg_path, dir, "config.json") ||
+            !facet_path_join(gen_path, sizeof gen_path, dir, "generation_config.json"))
+            return facet_err(err, FACET_E_INVALID_ARGUMENT, "%s: path too long", dir);
+    } else {
+        snprintf(cfg_path, sizeof cfg_path, "%s", dir);
+        const char *slash = strrchr(dir, '/');
+        int n = slash ? (int)(slash - dir) : 1;
+        snprintf(gen_path, sizeof gen_path, "%.*s/generation_config.json", n,
+                 slash ? dir : ".");
+    }
+    if (!facet_is_file(cfg_path))
+        return facet_err(err, FACET_E_IO, "%s: no config.json (expected a checkpoint folder "
+                         "or a config.json file)", cfg_path);
+    json_t *config = NULL, *gen = NULL;
+    facet_status st = facet_json_load_file(cfg_path, CONFIG_MAX_BYTES, &config, err);
+    if (st != FACET_OK) return st;
+    if (facet_is_file(gen_path)) {
+        st = facet_json_load_file(gen_path, CONFIG_MAX_BYTES, &gen, err);
+        if (st != FACET_OK) {
+            json_decref(config);
+            return st;
+        }
+    }
+    st = facet_facts_from_json(config, gen, cfg_path, f, err);
+    json_decref(config);
+    json_decref(gen);
+    return st;
+}

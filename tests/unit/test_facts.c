@@ -1,0 +1,329 @@
+/* test_facts.c — config.json -> facts, checked against the values written in the real
+ * configs of tests/data/configs (and their INDEX.md) and the transformers class defaults. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/facts.h"
+
+static facet_facts F; /* large; one static instance */
+
+static void read_ok(const char *model) {
+    char dir[1024];
+    facet_error err;
+    snprintf(dir, sizeof dir, "%s/configs/%s", FACET_TEST_DATA, model);
+    facet_status st = facet_facts_read(dir, &F, &err);
+    if (st != FACET_OK) fprintf(stderr, "%s: %s\n", model, err.message);
+    assert_int_equal(st, FACET_OK);
+}
+
+static facet_status from_text(const char *text, facet_error *err) {
+    json_error_t je;
+    json_t *j = json_loads(text, JSON_DECODE_ANY, &je);
+    assert_non_null(j);
+    facet_status st = facet_facts_from_json(j, NULL, "config.json", &F, err);
+    json_decref(j);
+    return st;
+}
+
+static int has_key(const char *key) {
+    for (int i = 0; i < F.n_config_keys; i++)
+        if (!strcmp(F.config_keys[i].key, key)) return 1;
+    return 0;
+}
+
+static void test_llama32_1b(void **state) {
+    (void)state;
+    read_ok("meta-llama__Llama-3.2-1B-Instruct__resaved");
+    assert_string_equal(F.model_type, "llama");
+    assert_string_equal(F.architecture, "LlamaForCausalLM");
+    assert_int_equal(F.hidden_size, 2048);
+    assert_int_equal(F.num_hidden_layers, 16);
+    assert_int_equal(F.num_attention_heads, 32);
+    assert_int_equal(F.num_key_value_heads, 8);
+    assert_int_equal(F.head_dim, 64);
+    assert_true(F.head_dim_explicit);
+    assert_int_equal(F.vocab_size, 128256);
+    assert_int_equal(F.intermediate_size, 8192);
+    assert_int_equal(F.max_position_embeddings, 131072);
+    assert_int_equal(F.rope_type, FACET_ROPE_LLAMA3);
+    assert_true(F.rope_theta == 500000.0);
+    assert_true(F.rope_factor == 32.0);
+    assert_true(F.rope_low_freq_factor == 1.0);
+    assert_true(F.rope_high_freq_factor == 4.0);
+    assert_int_equal(F.rope_original_max_position_embeddings, 8192);
+    assert_true(F.rms_norm_eps == 1e-5);
+    assert_int_equal(F.act, FACET_ACT_SILU);
+    assert_int_equal(F.tie_word_embeddings, 1);
+    assert_int_equal(F.qkv_bias, 0);
+    assert_int_equal(F.qk_norm, 0);
+    assert_int_equal(F.bos_token_id, 128000);
+    assert_int_equal(F.n_eos, 3);
+    assert_int_equal(F.eos_token_ids[0], 128001);
+    assert_int_equal(F.eos_token_ids[1], 128008);
+    assert_int_equal(F.eos_token_ids[2], 128009);
+    assert_true(fabs(F.attn_scale - 0.125) < 1e-15);
+    assert_true(F.partial_rotary_factor == 1.0);
+    assert_int_equal(F.n_sliding_layers, 0);
+    assert_int_equal(F.sliding_window, 0);
+    assert_true(F.family_known);
+    /* keys kept for the table to classify, none consumed twice */
+    assert_true(has_key("pretraining_tp"));
+    assert_true(has_key("torch_dtype"));
+    assert_false(has_key("hidden_size"));
+    assert_false(has_key("rope_scaling"));
+}
+
+static void test_llama2_defaults(void **state) {
+    (void)state;
+    read_ok("meta-llama__Llama-2-7b-hf"); /* no rope_theta, no num_key_value_heads? */
+    assert_int_equal(F.num_key_value_heads, 32);
+    assert_int_equal(F.head_dim, 128); /* 4096 / 32 */
+    assert_false(F.head_dim_explicit);
+    assert_true(F.rope_theta == 10000.0); /* LlamaConfig default */
+    assert_int_equal(F.rope_type, FACET_ROPE_DEFAULT);
+    assert_int_equal(F.tie_word_embeddings, 0);
+    assert_int_equal(F.bos_token_id, 1);
+    assert_int_equal(F.n_eos, 1);
+    assert_int_equal(F.eos_token_ids[0], 2);
+}
+
+static void test_qwen25_v5_rope_parameters(void **state) {
+    (void)state;
+    read_ok("Qwen__Qwen2.5-1.5B-Instruct__resaved");
+    assert_string_equal(F.model_type, "qwen2");
+    assert_true(F.rope_theta == 1000000.0); /* from rope_parameters */
+    assert_int_equal(F.rope_type, FACET_ROPE_DEFAULT);
+    assert_int_equal(F.head_dim, 128);      /* 1536 / 12 */
+    assert_int_equal(F.num_key_value_heads, 2);
+    assert_int_equal(F.qkv_bias, 1);        /* Qwen2 attention: q/k/v bias, no o bias */
+    assert_int_equal(F.o_bias, 0);
+    assert_int_equal(F.tie_word_embeddings, 1);
+    assert_int_equal(F.sliding_window, 0);  /* null */
+    assert_int_equal(F.n_sliding_layers, 0);
+    /* eos: config 151645 first, then generation_config adds 151643 */
+    assert_int_equal(F.n_eos, 2);
+    assert_int_equal(F.eos_token_ids[0], 151645);
+    assert_int_equal(F.eos_token_ids[1], 151643);
+    assert_false(has_key("rope_parameters"));
+    assert_false(has_key("layer_types"));
+}
+
+static void test_qwen_distill_window_disabled(void **state) {
+    (void)state;
+    read_ok("deepseek-ai__DeepSeek-R1-Distill-Qwen-32B");
+    assert_int_equal(F.sliding_window, 131072);
+    assert_int_equal(F.window_inert, 1); /* use_sliding_window false */
+    assert_int_equal(F.n_sliding_layers, 0);
+    assert_int_equal(F.head_dim, 128);
+    assert_int_equal(F.num_key_value_heads, 8);
+}
+
+static void test_qwen3(void **state) {
+    (void)state;
+    read_ok("Qwen__Qwen3-8B__resaved");
+    assert_int_equal(F.head_dim, 128);
+    assert_int_equal(F.qk_norm, 1);   /* Qwen3 modeling: q_norm/k_norm */
+    assert_int_equal(F.qkv_bias, 0);  /* attention_bias false */
+    assert_int_equal(F.n_sliding_layers, 0);
+    assert_int_equal(F.tie_word_embeddings, 0);
+    assert_true(has_key("dtype"));
+}
+
+static void test_medgemma_text_config(void **state) {
+    (void)state;
+    read_ok("google__medgemma-27b-it");
+    assert_string_equal(F.model_type, "gemma3");
+    assert_string_equal(F.text_model_type, "gemma3_text");
+    assert_int_equal(F.text_config, 1);
+    assert_false(F.family_known);
+    assert_int_equal(F.hidden_size, 5376);
+    assert_int_equal(F.num_hidden_layers, 62);
+    assert_int_equal(F.head_dim, 128);
+    assert_int_equal(F.num_key_value_heads, 16);
+    assert_int_equal(F.sliding_window, 1024);
+    assert_int_equal(F.window_inert, 0);
+    assert_int_equal(F.n_sliding_layers, 52); /* 62 layers, every 6th full: 10 full */
+    assert_int_equal(F.layer_sliding[0], 1);
+    assert_int_equal(F.layer_sliding[5], 0);
+    assert_int_equal(F.layer_sliding[61], 1);
+    assert_int_equal(F.rope_type, FACET_ROPE_LINEAR);
+    assert_true(F.rope_factor == 8.0);
+    assert_true(F.rope_theta == 1000000.0);
+    assert_true(F.rope_local_base_freq == 10000.0);
+    assert_true(fabs(F.attn_scale - 1.0 / sqrt(168.0)) < 1e-15);
+    assert_int_equal(F.act, FACET_ACT_GELU_TANH);
+    assert_int_equal(F.norm_weight_offset, 1);
+    assert_int_equal(F.post_norms, 1);
+    assert_int_equal(F.qk_norm, 1);
+    assert_true(fabs(F.embedding_multiplier - sqrt(5376.0)) < 1e-12);
+    assert_int_equal(F.tie_word_embeddings, 1); /* Gemma3 class default */
+    assert_int_equal(F.bos_token_id, 2);
+    assert_int_equal(F.n_eos, 2);
+    assert_int_equal(F.eos_token_ids[0], 1);
+    assert_int_equal(F.eos_token_ids[1], 106);
+    assert_true(has_key("vision_config"));
+}
+
+static void test_phi35_longrope(void **state) {
+    (void)state;
+    read_ok("microsoft__Phi-3.5-mini-instruct");
+    assert_int_equal(F.rope_type, FACET_ROPE_LONGROPE);
+    assert_string_equal(F.rope_type_name, "longrope");
+    assert_int_equal(F.n_rope_short, 48);
+    assert_int_equal(F.n_rope_long, 48);
+    assert_true(F.rope_short_factor[0] == 1.0);
+    assert_true(F.rope_long_factor[47] == 64.83999633789062);
+    assert_int_equal(F.rope_original_max_position_embeddings, 4096);
+    assert_int_equal(F.head_dim, 96);
+    assert_int_equal(F.window_inert, 1); /* 262144 >= 131072 */
+    assert_int_equal(F.n_eos, 3);        /* 32000, then 32007, 32001 */
+    assert_int_equal(F.eos_token_ids[0], 32000);
+    assert_int_equal(F.eos_token_ids[1], 32007);
+    assert_int_equal(F.eos_token_ids[2], 32001);
+}
+
+static void test_gemma_hidden_activation(void **state) {
+    (void)state;
+    read_ok("google__gemma-2b-it");
+    /* GemmaConfig: hidden_activation (absent -> gelu_pytorch_tanh); hidden_act ignored */
+    assert_int_equal(F.act, FACET_ACT_GELU_TANH);
+    assert_int_equal(F.head_dim, 256);
+    assert_int_equal(F.num_key_value_heads, 1);
+    assert_int_equal(F.tie_word_embeddings, 1);
+}
+
+static void test_outside_families_read_leniently(void **state) {
+    (void)state;
+    read_ok("state-spaces__mamba-2.8b-hf");
+    assert_string_equal(F.model_type, "mamba");
+    assert_false(F.family_known);
+    assert_true(F.n_notes > 0); /* num_attention_heads missing: a note, not an error */
+    read_ok("openai-community__gpt2-xl");
+    assert_string_equal(F.model_type, "gpt2");
+    read_ok("deepseek-ai__DeepSeek-V3");
+    assert_true(has_key("kv_lora_rank"));
+    assert_true(has_key("rope_scaling.mscale"));
+    assert_int_equal(F.rope_type, FACET_ROPE_YARN);
+}
+
+static void test_mistral_class_default_window(void **state) {
+    (void)state;
+    facet_error err;
+    /* MistralConfig: sliding_window defaults to 4096 when absent */
+    assert_int_equal(from_text("{\"model_type\":\"mistral\",\"hidden_size\":4096,"
+                               "\"num_hidden_layers\":32,\"num_attention_heads\":32,"
+                               "\"num_key_value_heads\":8,\"vocab_size\":32000,"
+                               "\"intermediate_size\":14336,\"max_position_embeddings\":32768}",
+                               &err), FACET_OK);
+    assert_int_equal(F.sliding_window, 4096);
+    assert_int_equal(F.n_sliding_layers, 32);
+    assert_int_equal(F.window_inert, 0);
+    /* window >= max_position_embeddings: inert */
+    assert_int_equal(from_text("{\"model_type\":\"mistral\",\"hidden_size\":64,"
+                               "\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+                               "\"vocab_size\":10,\"intermediate_size\":8,"
+                               "\"max_position_embeddings\":4096,\"sliding_window\":4096}",
+                               &err), FACET_OK);
+    assert_int_equal(F.window_inert, 1);
+    assert_int_equal(F.n_sliding_layers, 0);
+    /* Qwen2 use_sliding_window + max_window_layers: layers >= max_window_layers slide */
+    assert_int_equal(from_text("{\"model_type\":\"qwen2\",\"hidden_size\":64,"
+                               "\"num_hidden_layers\":4,\"num_attention_heads\":4,"
+                               "\"vocab_size\":10,\"intermediate_size\":8,"
+                               "\"max_position_embeddings\":4096,\"sliding_window\":16,"
+                               "\"use_sliding_window\":true,\"max_window_layers\":2}",
+                               &err), FACET_OK);
+    assert_int_equal(F.n_sliding_layers, 2);
+    assert_int_equal(F.layer_sliding[1], 0);
+    assert_int_equal(F.layer_sliding[2], 1);
+}
+
+#define BASE "\"model_type\":\"llama\",\"num_hidden_layers\":2,\"num_attention_heads\":4," \
+             "\"vocab_size\":10,\"intermediate_size\":8"
+
+static void expect_error(const char *text, facet_status want, const char *needle) {
+    facet_error err;
+    facet_status st = from_text(text, &err);
+    if (st != want || !strstr(err.message, needle))
+        fprintf(stderr, "got %d '%s' for %s\n", st, err.message, text);
+    assert_int_equal(st, want);
+    assert_non_null(strstr(err.message, needle));
+    assert_null(strchr(err.message, '\n'));
+}
+
+static void test_bad_inputs(void **state) {
+    (void)state;
+    expect_error("{" BASE ",\"hidden_size\":\"64\"}", FACET_E_FORMAT,
+                 "hidden_size is \"64\" (string), expected a positive integer");
+    expect_error("{" BASE ",\"hidden_size\":0}", FACET_E_FORMAT, "hidden_size is 0");
+    expect_error("{" BASE ",\"hidden_size\":-64}", FACET_E_FORMAT, "hidden_size is -64");
+    expect_error("{" BASE ",\"hidden_size\":64.0}", FACET_E_FORMAT, "hidden_size is 64.0");
+    expect_error("{" BASE "}", FACET_E_NOT_FOUND, "required key hidden_size is missing");
+    expect_error("{" BASE ",\"hidden_size\":64,\"num_key_value_heads\":0}", FACET_E_FORMAT,
+                 "num_key_value_heads is 0");
+    expect_error("{" BASE ",\"hidden_size\":64,\"rms_norm_eps\":\"x\"}", FACET_E_FORMAT,
+                 "rms_norm_eps");
+    expect_error("{" BASE ",\"hidden_size\":64,\"tie_word_embeddings\":1}", FACET_E_FORMAT,
+                 "tie_word_embeddings is 1 (integer), expected true or false");
+    expect_error("{" BASE ",\"hidden_size\":64,\"eos_token_id\":\"2\"}", FACET_E_FORMAT,
+                 "eos_token_id");
+    expect_error("{" BASE ",\"hidden_size\":64,\"rope_scaling\":{\"rope_type\":\"llama3\","
+                 "\"factor\":8}}", FACET_E_NOT_FOUND, "rope_scaling.low_freq_factor");
+    expect_error("{" BASE ",\"hidden_size\":64,\"layer_types\":[\"full_attention\"]}",
+                 FACET_E_FORMAT, "layer_types");
+    expect_error("{" BASE ",\"hidden_size\":64,\"num_hidden_layers\":5000}", FACET_E_FORMAT,
+                 "<= 1024");
+    expect_error("[1,2]", FACET_E_FORMAT, "expected a JSON object");
+    expect_error("{\"hidden_size\":64}", FACET_E_NOT_FOUND, "model_type");
+}
+
+static void test_file_errors(void **state) {
+    (void)state;
+    facet_error err;
+    char path[1024];
+    assert_int_equal(facet_facts_read("/nonexistent-dir-xyz", &F, &err), FACET_E_IO);
+    assert_non_null(strstr(err.message, "config.json"));
+    snprintf(path, sizeof path, "%s/configs/INDEX.md", FACET_TEST_DATA); /* not JSON */
+    assert_int_equal(facet_facts_read(path, &F, &err), FACET_E_PARSE);
+    /* a bare config.json file (generation_config.json beside it is read too) */
+    snprintf(path, sizeof path, "%s/configs/Qwen__Qwen2.5-1.5B-Instruct__resaved/config.json",
+             FACET_TEST_DATA);
+    assert_int_equal(facet_facts_read(path, &F, &err), FACET_OK);
+    assert_int_equal(F.n_eos, 2);
+}
+
+static void test_notes(void **state) {
+    (void)state;
+    facet_facts f;
+    memset(&f, 0, sizeof f);
+    for (int i = 0; i < 20; i++) facet_facts_note(&f, "note %d", i);
+    assert_int_equal(f.n_notes, 16);
+    assert_string_equal(f.notes[15].text, "note 15");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_llama32_1b),
+        cmocka_unit_test(test_llama2_defaults),
+        cmocka_unit_test(test_qwen25_v5_rope_parameters),
+        cmocka_unit_test(test_qwen_distill_window_disabled),
+        cmocka_unit_test(test_qwen3),
+        cmocka_unit_test(test_medgemma_text_config),
+        cmocka_unit_test(test_phi35_longrope),
+        cmocka_unit_test(test_gemma_hidden_activation),
+        cmocka_unit_test(test_outside_families_read_leniently),
+        cmocka_unit_test(test_mistral_class_default_window),
+        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_notes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
