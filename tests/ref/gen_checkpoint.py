@@ -1,0 +1,440 @@
+#!/usr/bin/python3
+"""Write a real-format Hugging Face checkpoint folder with seeded random weights.
+
+From any config.json (a path, a folder holding one, or a dict): optionally shrink it
+(fewer layers, smaller heads/head_dim/hidden/intermediate/vocab, every other fact kept),
+then write config.json, generation_config.json and safetensors in F32, BF16 (round to
+nearest even from float32) or F16, as one model.safetensors or N shards
+model-0000i-of-0000N.safetensors with model.safetensors.index.json. No tokenizer is
+written: drive the engine with token ids (facet run --prompt-ids).
+
+Library use (tests/e2e add tests/ref to sys.path; see tests/e2e/conftest.py):
+
+    import gen_checkpoint as gc
+    cfg = gc.load_config("tests/data/ref/configs/Qwen__Qwen3-0.6B__dims")
+    small = gc.shrink_config(cfg, num_hidden_layers=2, head_dim=32)   # facts kept
+    gc.write_checkpoint(small, out_dir, dtype="bf16", shards=2, seed=0)
+
+Weights are a pure function of (seed, tensor name, shape): the F32, BF16 and F16 writes
+of one config hold the same values up to the storage rounding, whatever the sharding.
+
+CLI:
+    tests/ref/gen_checkpoint.py CONFIG OUT [--dtype f32|bf16|f16] [--shards N] [--seed S]
+        [--shrink] [--layers N] [--heads N] [--kv-heads N] [--head-dim N] [--hidden N]
+        [--intermediate N] [--vocab N] [--set KEY=JSON]...
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import zlib
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf_facts  # noqa: E402
+import safetensors_io  # noqa: E402
+
+DTYPES = {"f32": ("F32", "float32"), "bf16": ("BF16", "bfloat16"), "f16": ("F16", "float16")}
+
+
+# ---------------------------------------------------------------------------- config
+
+def load_config(src):
+    """config dict from a dict, a config.json path or a folder holding config.json."""
+    if isinstance(src, dict):
+        return json.loads(json.dumps(src))
+    path = os.path.join(src, "config.json") if os.path.isdir(src) else src
+    with open(path) as f:
+        return json.load(f)
+
+
+def load_generation_config(src):
+    """generation_config.json beside a config path/folder, or None."""
+    if isinstance(src, dict):
+        return None
+    folder = src if os.path.isdir(src) else os.path.dirname(src)
+    path = os.path.join(folder, "generation_config.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    return None
+
+
+def _round_to(x, m):
+    return max(m, int(round(x / m)) * m)
+
+
+def _resample(values, n):
+    """A list of n floats following the shape of values (linear interpolation over the
+    index), for per-frequency lists such as longrope's short_factor/long_factor."""
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) == n:
+        return [float(x) for x in v]
+    xs = np.linspace(0, len(v) - 1, n)
+    return [float(x) for x in np.interp(xs, np.arange(len(v)), v)]
+
+
+TOKEN_ID_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id")
+
+
+def _token_id_map(cfgs, vocab):
+    """Map special token ids >= vocab to distinct ids at the top of the shrunk vocab
+    (largest original -> vocab-1, ...), so eos/bos/pad stay valid and distinct."""
+    ids = set()
+    for c in cfgs:
+        if not c:
+            continue
+        for k in TOKEN_ID_KEYS:
+            v = c.get(k)
+            for x in (v if isinstance(v, list) else [v]):
+                if isinstance(x, int) and x >= vocab:
+                    ids.add(x)
+    return {x: vocab - 1 - i for i, x in enumerate(sorted(ids, reverse=True))}
+
+
+def _remap_ids(c, m):
+    if not c:
+        return c
+    for k in TOKEN_ID_KEYS:
+        v = c.get(k)
+        if isinstance(v, list):
+            c[k] = [m.get(x, x) if isinstance(x, int) else x for x in v]
+        elif isinstance(v, int):
+            c[k] = m.get(v, v)
+    return c
+
+
+def shrink_config(config, num_hidden_layers=2, num_key_value_heads=None,
+                  num_attention_heads=None, head_dim=32, hidden_size=None,
+                  intermediate_size=None, vocab_size=512, max_heads=8,
+                  generation_config=None, **overrides):
+    """A smaller config with the same facts. Returns the new config dict; when
+    generation_config is given, returns (config, generation_config) with its token ids
+    remapped the same way.
+
+    Kept: every key not listed here, and the facts: GQA ratio (heads // kv heads),
+    head_dim written explicitly iff the original writes it, an explicit head_dim with
+    heads x head_dim != hidden_size keeps that inequality (same ratio), the
+    intermediate/hidden ratio, biases, tie, rope type and parameters, windows, softcaps.
+    Changed: num_hidden_layers; num_key_value_heads (default min(kv, max_heads // ratio),
+    at least 1); num_attention_heads (kv x ratio); head_dim (default 32); hidden_size
+    (default heads x head_dim, or the original q-width ratio); intermediate_size
+    (original ratio, multiple of 8); vocab_size (default 512); layer_types, no_rope_layers
+    truncated (if the original mixes sliding and full layers and the prefix does not, the
+    last layer is made full_attention); max_window_layers scaled with the layer count;
+    longrope short/long factors resampled to rotary_dim / 2 entries; special token ids
+    >= vocab_size remapped to the top of the vocab; overrides (KEY=value) set last.
+    Multimodal wrappers (text_config) are shrunk inside text_config."""
+    config = load_config(config)
+    gen = json.loads(json.dumps(generation_config)) if generation_config else None
+    cfg = config["text_config"] if isinstance(config.get("text_config"), dict) else config
+
+    heads = int(cfg["num_attention_heads"])
+    kv = int(cfg.get("num_key_value_heads") or heads)
+    hidden = int(cfg["hidden_size"])
+    old_hd = int(cfg.get("head_dim") or hidden // heads)
+    ratio = max(1, heads // kv)
+    kv_new = num_key_value_heads or max(1, min(kv, max_heads // ratio))
+    heads_new = num_attention_heads or kv_new * ratio
+    hd = int(head_dim)
+    explicit = cfg.get("head_dim") is not None
+    differs = explicit and heads * old_hd != hidden
+    if hidden_size is None:
+        if differs:
+            hidden_new = _round_to(heads_new * hd * hidden / (heads * old_hd), 8)
+            if hidden_new == heads_new * hd:
+                hidden_new += 8
+        else:
+            hidden_new = heads_new * hd
+    else:
+        hidden_new = int(hidden_size)
+    inter = cfg.get("intermediate_size")
+    if intermediate_size is not None:
+        inter_new = int(intermediate_size)
+    elif inter:
+        inter_new = _round_to(hidden_new * inter / hidden, 8)
+    else:
+        inter_new = inter
+
+    old_layers = int(cfg["num_hidden_layers"])
+    cfg["num_hidden_layers"] = int(num_hidden_layers)
+    cfg["num_attention_heads"] = heads_new
+    if "num_key_value_heads" in cfg or kv_new != heads_new:
+        cfg["num_key_value_heads"] = kv_new
+    cfg["hidden_size"] = hidden_new
+    if explicit or hidden_new != heads_new * hd:
+        cfg["head_dim"] = hd
+    if inter_new is not None:
+        cfg["intermediate_size"] = inter_new
+    cfg["vocab_size"] = int(vocab_size)
+
+    n = int(num_hidden_layers)
+    lt = cfg.get("layer_types")
+    if isinstance(lt, list):
+        new = [lt[i % len(lt)] for i in range(n)]
+        if len(set(lt)) > 1 and len(set(new)) == 1 and n > 1:
+            new[-1] = "full_attention" if new[0] != "full_attention" else "sliding_attention"
+        cfg["layer_types"] = new
+    if isinstance(cfg.get("no_rope_layers"), list):
+        nrl = cfg["no_rope_layers"]
+        cfg["no_rope_layers"] = [nrl[i % len(nrl)] for i in range(n)]
+    if cfg.get("max_window_layers") is not None:
+        cfg["max_window_layers"] = int(round(cfg["max_window_layers"] * n / old_layers))
+
+    prf = float(cfg.get("partial_rotary_factor") or 1.0)
+    half = int(hd * prf) // 2
+    for key in ("rope_scaling", "rope_parameters"):
+        rs = cfg.get(key)
+        if not isinstance(rs, dict):
+            continue
+        groups = [v for v in rs.values() if isinstance(v, dict)] or [rs]
+        for g in groups:
+            for fk in ("short_factor", "long_factor"):
+                if isinstance(g.get(fk), list):
+                    g[fk] = _resample(g[fk], half)
+
+    for k, v in overrides.items():
+        cfg[k] = v
+
+    m = _token_id_map([config, cfg, gen], int(vocab_size))
+    _remap_ids(config, m)
+    if cfg is not config:
+        _remap_ids(cfg, m)
+    _remap_ids(gen, m)
+    if generation_config is not None:
+        return config, gen
+    return config
+
+
+# ---------------------------------------------------------------------------- tensors
+
+def tensor_specs(config):
+    """[(name, shape, init)] of the checkpoint a Hugging Face *ForCausalLM of this
+    config loads, in a stable order. init is one of ("embed",), ("linear", fan_in),
+    ("bias",), ("norm",) — see init_tensor."""
+    f = hf_facts.facts(config)
+    H, I, V = f.hidden_size, f.intermediate_size, f.vocab_size
+    nh, kv, hd = f.num_attention_heads, f.num_key_value_heads, f.head_dim
+    specs = [("model.embed_tokens.weight", (V, H), ("embed",))]
+    for i in range(f.num_hidden_layers):
+        p = "model.layers.%d." % i
+        if f.block != "post":
+            specs.append((p + "input_layernorm.weight", (H,), ("norm",)))
+        if f.fused:
+            specs.append((p + "self_attn.qkv_proj.weight", ((nh + 2 * kv) * hd, H), ("linear", H)))
+            if f.qkv_bias:
+                specs.append((p + "self_attn.qkv_proj.bias", ((nh + 2 * kv) * hd,), ("bias",)))
+        else:
+            for name, rows in (("q", nh * hd), ("k", kv * hd), ("v", kv * hd)):
+                specs.append((p + "self_attn.%s_proj.weight" % name, (rows, H), ("linear", H)))
+                if f.qkv_bias:
+                    specs.append((p + "self_attn.%s_proj.bias" % name, (rows,), ("bias",)))
+        if f.qk_norm == "head":
+            specs.append((p + "self_attn.q_norm.weight", (hd,), ("norm",)))
+            specs.append((p + "self_attn.k_norm.weight", (hd,), ("norm",)))
+        elif f.qk_norm == "full":
+            specs.append((p + "self_attn.q_norm.weight", (nh * hd,), ("norm",)))
+            specs.append((p + "self_attn.k_norm.weight", (kv * hd,), ("norm",)))
+        specs.append((p + "self_attn.o_proj.weight", (H, nh * hd), ("linear", nh * hd)))
+        if f.o_bias:
+            specs.append((p + "self_attn.o_proj.bias", (H,), ("bias",)))
+        specs.append((p + "post_attention_layernorm.weight", (H,), ("norm",)))
+        if f.block == "sandwich":
+            specs.append((p + "pre_feedforward_layernorm.weight", (H,), ("norm",)))
+        if f.block in ("sandwich", "post"):
+            specs.append((p + "post_feedforward_layernorm.weight", (H,), ("norm",)))
+        if f.fused:
+            specs.append((p + "mlp.gate_up_proj.weight", (2 * I, H), ("linear", H)))
+        else:
+            specs.append((p + "mlp.gate_proj.weight", (I, H), ("linear", H)))
+            specs.append((p + "mlp.up_proj.weight", (I, H), ("linear", H)))
+            if f.mlp_bias:
+                specs.append((p + "mlp.gate_proj.bias", (I,), ("bias",)))
+                specs.append((p + "mlp.up_proj.bias", (I,), ("bias",)))
+        specs.append((p + "mlp.down_proj.weight", (H, I), ("linear", I)))
+        if f.mlp_bias and not f.fused:
+            specs.append((p + "mlp.down_proj.bias", (H,), ("bias",)))
+    specs.append(("model.norm.weight", (H,), ("norm",)))
+    if not f.tie_word_embeddings:
+        specs.append(("lm_head.weight", (V, H), ("linear", H, "lm_head")))
+    return specs
+
+
+def init_tensor(name, shape, init, seed, facts, logit_std=2.0, bias_std=0.1, norm_noise=0.1):
+    """Seeded float32 values of one tensor (a pure function of seed, name, shape, init).
+
+    linear: N(0, 1/fan_in) so each projection keeps activations O(1) (about 0.02-0.06 at
+    the usual widths); lm_head: N(0, logit_std^2 / hidden) so logits of the normalized
+    final state spread with std ~ logit_std (top-2 margins mostly >> 1e-3);
+    embed: std logit_std / sqrt(hidden) too (it is the lm_head when tied); bias:
+    N(0, bias_std^2); norm weights 1 + N(0, norm_noise^2), or N(0, norm_noise^2) for
+    Gemma's (1 + w) norms so the effective scale is again about 1."""
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(name.encode()) & 0xFFFFFFFF])
+    x = rng.standard_normal(size=shape, dtype=np.float32)
+    kind = init[0]
+    if kind == "embed":
+        x *= np.float32(logit_std / math.sqrt(facts.hidden_size))
+    elif kind == "linear":
+        std = (logit_std if len(init) > 2 and init[2] == "lm_head" else 1.0) / math.sqrt(init[1])
+        x *= np.float32(std)
+    elif kind == "bias":
+        x *= np.float32(bias_std)
+    elif kind == "norm":
+        x *= np.float32(norm_noise)
+        if facts.norm_offset == 0.0:
+            x += np.float32(1.0)
+    else:
+        raise ValueError(init)
+    return x
+
+
+# ---------------------------------------------------------------------------- writing
+
+def _split_shards(specs, shards, elem):
+    """Contiguous groups of specs of about equal bytes; exactly min(shards, len(specs))
+    groups, none empty."""
+    sizes = [int(np.prod(s)) * elem for _, s, _ in specs]
+    total = sum(sizes)
+    shards = max(1, min(int(shards), len(specs)))
+    groups, acc = [[]], 0
+    for k, (spec, sz) in enumerate(zip(specs, sizes)):
+        if groups[-1] and len(groups) < shards and (
+                acc >= total * len(groups) / shards or len(specs) - k <= shards - len(groups)):
+            groups.append([])
+        groups[-1].append(spec)
+        acc += sz
+    return groups
+
+
+def _set_dtype_keys(config, torch_name):
+    for c in (config, config.get("text_config") if isinstance(config.get("text_config"), dict) else None):
+        if not c:
+            continue
+        for k in ("torch_dtype", "dtype"):
+            if k in c:
+                c[k] = torch_name
+
+
+def write_checkpoint(config, out_dir, dtype="f32", shards=1, seed=0, generation_config=None,
+                     logit_std=2.0, bias_std=0.1, norm_noise=0.1, overwrite=True):
+    """Write config.json, generation_config.json and the safetensors of config to out_dir
+    (created). dtype: "f32" | "bf16" | "f16"; shards: 1 -> model.safetensors, N > 1 ->
+    model-0000i-of-0000N.safetensors + model.safetensors.index.json. config may be a
+    dict or a path (its generation_config.json is used when generation_config is None;
+    else one with bos/eos from the config is written). torch_dtype/dtype keys present in
+    the config are set to the storage dtype. Returns out_dir."""
+    if dtype not in DTYPES:
+        raise ValueError("dtype %r: expected one of %s" % (dtype, sorted(DTYPES)))
+    st_dtype, torch_name = DTYPES[dtype]
+    if generation_config is None:
+        generation_config = load_generation_config(config) if not isinstance(config, dict) else None
+    config = load_config(config)
+    _set_dtype_keys(config, torch_name)
+    facts = hf_facts.facts(config)
+    specs = tensor_specs(config)
+
+    os.makedirs(out_dir, exist_ok=True)
+    if overwrite:
+        for fn in os.listdir(out_dir):
+            if fn.endswith(".safetensors") or fn == "model.safetensors.index.json":
+                os.remove(os.path.join(out_dir, fn))
+    with open(os.path.join(out_dir, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
+    if generation_config is None:
+        tc = hf_facts.text_config(config)
+        generation_config = {"_from_model_config": True}
+        for k in ("bos_token_id", "eos_token_id", "pad_token_id"):
+            v = config.get(k, tc.get(k))
+            if v is not None:
+                generation_config[k] = v
+    with open(os.path.join(out_dir, "generation_config.json"), "w") as f:
+        json.dump(generation_config, f, indent=2)
+        f.write("\n")
+
+    by_name = {name: (shape, init) for name, shape, init in specs}
+
+    def make(name):
+        shape, init = by_name[name]
+        return init_tensor(name, shape, init, seed, facts, logit_std, bias_std, norm_noise)
+
+    elem = safetensors_io.DTYPE_SIZE[st_dtype]
+    groups = _split_shards(specs, shards, elem)
+    if len(groups) == 1:
+        safetensors_io.write_file(os.path.join(out_dir, "model.safetensors"),
+                                  [(n, st_dtype, s) for n, s, _ in groups[0]], make)
+        return out_dir
+    weight_map, total = {}, 0
+    for k, g in enumerate(groups):
+        fn = "model-%05d-of-%05d.safetensors" % (k + 1, len(groups))
+        total += safetensors_io.write_file(os.path.join(out_dir, fn),
+                                           [(n, st_dtype, s) for n, s, _ in g], make)
+        for n, _, _ in g:
+            weight_map[n] = fn
+    with open(os.path.join(out_dir, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))},
+                  f, indent=2)
+        f.write("\n")
+    return out_dir
+
+
+def make_checkpoint(source, out_dir, dtype="f32", shards=1, seed=0, shrink=None,
+                    overrides=None, **write_kw):
+    """load (path or dict) + optional shrink_config(**shrink) + write_checkpoint.
+    shrink: None (full size) or a dict of shrink_config keyword arguments ({} = defaults);
+    overrides: config keys set last (in text_config for wrappers). The source folder's
+    generation_config.json is carried over (ids remapped when shrunk)."""
+    cfg = load_config(source)
+    gen = load_generation_config(source)
+    if shrink is not None:
+        if gen is not None:
+            cfg, gen = shrink_config(cfg, generation_config=gen, **shrink)
+        else:
+            cfg = shrink_config(cfg, **shrink)
+    if overrides:
+        target = cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg
+        target.update(overrides)
+    return write_checkpoint(cfg, out_dir, dtype=dtype, shards=shards, seed=seed,
+                            generation_config=gen, **write_kw)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("config", help="config.json or a folder holding one")
+    ap.add_argument("out", help="output checkpoint folder")
+    ap.add_argument("--dtype", default="f32", choices=sorted(DTYPES))
+    ap.add_argument("--shards", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shrink", action="store_true", help="shrink with the defaults below")
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--heads", type=int)
+    ap.add_argument("--kv-heads", type=int)
+    ap.add_argument("--head-dim", type=int)
+    ap.add_argument("--hidden", type=int)
+    ap.add_argument("--intermediate", type=int)
+    ap.add_argument("--vocab", type=int)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
+                    help="set a config key last (value parsed as JSON)")
+    a = ap.parse_args(argv)
+    shrink = None
+    opts = {"num_hidden_layers": a.layers, "num_attention_heads": a.heads,
+            "num_key_value_heads": a.kv_heads, "head_dim": a.head_dim, "hidden_size": a.hidden,
+            "intermediate_size": a.intermediate, "vocab_size": a.vocab}
+    opts = {k: v for k, v in opts.items() if v is not None}
+    overrides = {}
+    for kv in a.set:
+        k, _, v = kv.partition("=")
+        overrides[k] = json.loads(v)
+    if a.shrink or opts:
+        shrink = opts
+    make_checkpoint(a.config, a.out, dtype=a.dtype, shards=a.shards, seed=a.seed, shrink=shrink,
+                    overrides=overrides)
+    print(a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,312 @@
+"""Architecture facts of a Hugging Face config.json, as transformers' config classes
+and modeling files read them (the defaults of each config class when a key is absent).
+
+This is the reference side's own reading of a config, written from the transformers
+sources' semantics (configuration_*.py / modeling_*.py of llama, mistral, qwen2, qwen3,
+gemma, gemma2, gemma3, phi3, olmo2, granite, smollm3), independent of facet's C code.
+Both tests/ref/gen_checkpoint.py (which tensors to write) and tests/ref/reference.py (the
+float64 forward pass) use it.
+
+facts(config_dict) -> Facts; raises NotImplementedError naming the model_type or key for
+anything the reference does not implement (never guesses).
+"""
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+# Per-family conventions and the config-class defaults that apply when a key is absent.
+#   tie:        PretrainedConfig subclass default of tie_word_embeddings
+#   eps:        default rms_norm_eps
+#   theta:      default rope_theta
+#   act_keys:   config keys naming the FFN activation, first present wins; act: default
+#   qkv_bias:   "always" (Qwen2: q/k/v bias=True, o bias=False), "attention_bias"
+#               (q/k/v/o bias = config.attention_bias), or "never"
+#   mlp_bias:   whether config.mlp_bias adds gate/up/down biases
+#   qk_norm:    None, "head" (RMSNorm over head_dim, per head, before RoPE: Qwen3, Gemma3)
+#               or "full" (RMSNorm over the whole q/k projection: OLMo 2)
+#   norm_offset: 1.0 for Gemma's x * (1 + w) RMSNorm, else 0.0
+#   block:      "pre" (Llama: x + attn(norm(x)); x + mlp(norm(x))), "sandwich" (Gemma 2/3:
+#               pre and post norms around attention and FFN), "post" (OLMo 2: x + norm(attn(x)))
+#   fused:      Phi-3's qkv_proj and gate_up_proj
+#   sliding:    how layers get a window: "none", "all" (config.sliding_window on every layer),
+#               "qwen" (use_sliding_window + max_window_layers), "alternate" (Gemma 2: even
+#               layers), "pattern" (Gemma 3: sliding_window_pattern); an explicit layer_types
+#               list in the config always wins
+FAMILIES = {
+    "llama": dict(tie=False, eps=1e-6, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                  qkv_bias="attention_bias", mlp_bias=True, sliding="none"),
+    "mistral": dict(tie=False, eps=1e-6, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                    qkv_bias="never", sliding="all", sliding_default=4096),
+    "qwen2": dict(tie=False, eps=1e-6, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                  qkv_bias="always", sliding="qwen", sliding_default=4096),
+    "qwen3": dict(tie=False, eps=1e-6, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                  qkv_bias="attention_bias", qk_norm="head", sliding="qwen", sliding_default=4096),
+    # Gemma 1: current transformers' GemmaMLP uses ACT2FN[config.hidden_act] (versions
+    # before ~4.40 forced gelu_pytorch_tanh unless hidden_activation was set; this
+    # reference follows the current code).
+    "gemma": dict(tie=True, eps=1e-6, theta=10000.0, act_keys=("hidden_act",),
+                  act="gelu_pytorch_tanh", qkv_bias="attention_bias", norm_offset=1.0,
+                  embed_scale="sqrt_hidden", sliding="none"),
+    "gemma2": dict(tie=True, eps=1e-6, theta=10000.0, act_keys=("hidden_activation",),
+                   act="gelu_pytorch_tanh", qkv_bias="attention_bias", norm_offset=1.0,
+                   embed_scale="sqrt_hidden", block="sandwich", sliding="alternate",
+                   sliding_default=4096, query_pre_attn_scalar=256.0,
+                   attn_logit_softcapping=50.0, final_logit_softcapping=30.0),
+    "gemma3_text": dict(tie=True, eps=1e-6, theta=1000000.0, act_keys=("hidden_activation",),
+                        act="gelu_pytorch_tanh", qkv_bias="attention_bias", qk_norm="head",
+                        norm_offset=1.0, embed_scale="sqrt_hidden", block="sandwich",
+                        sliding="pattern", sliding_default=4096, sliding_pattern=6,
+                        query_pre_attn_scalar=256.0, attn_logit_softcapping=None,
+                        final_logit_softcapping=None, local_theta=10000.0),
+    "phi3": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                 qkv_bias="never", fused=True, sliding="all", sliding_default=None),
+    "olmo2": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                  qkv_bias="attention_bias", qk_norm="full", block="post", sliding="none"),
+    "granite": dict(tie=False, eps=1e-6, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                    qkv_bias="attention_bias", mlp_bias=True, sliding="none", granite=True),
+    "smollm3": dict(tie=True, eps=1e-6, theta=2000000.0, act_keys=("hidden_act",), act="silu",
+                    qkv_bias="attention_bias", mlp_bias=True, sliding="qwen",
+                    sliding_default=None, no_rope=True),
+}
+
+# model_type of a multimodal wrapper -> the model_type of its text_config's family.
+TEXT_WRAPPERS = {"gemma3": "gemma3_text"}
+
+ACTIVATIONS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast", "relu")
+
+ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn", "longrope")
+
+
+@dataclass
+class RopeSpec:
+    """RoPE of one layer kind. theta: base; scaling: the rope_scaling dict with
+    rope_type normalized ('default' when none); rotary_dim: rotated dims of head_dim
+    (int(head_dim * partial_rotary_factor)); max_position_embeddings and
+    original_max_position_embeddings as the rope functions of transformers read them."""
+    theta: float
+    scaling: dict
+    rotary_dim: int
+    max_position_embeddings: int
+    original_max_position_embeddings: Optional[int]
+
+    @property
+    def rope_type(self):
+        return self.scaling.get("rope_type", "default")
+
+
+@dataclass
+class Facts:
+    model_type: str
+    family: dict
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    vocab_size: int
+    max_position_embeddings: int
+    rms_norm_eps: float
+    norm_offset: float
+    hidden_act: str
+    tie_word_embeddings: bool
+    qkv_bias: bool           # config says q/k/v projections carry a bias
+    o_bias: bool             # config says o_proj carries a bias
+    mlp_bias: bool           # config says gate/up/down carry a bias
+    qk_norm: Optional[str]   # None | "head" | "full"
+    block: str               # "pre" | "sandwich" | "post"
+    fused: bool              # Phi-3 fused qkv_proj / gate_up_proj
+    embed_multiplier: Optional[float]   # None, or the factor embeddings are multiplied by
+    embed_multiplier_is_sqrt_hidden: bool
+    attn_scale: float        # softmax scale of q.k
+    attn_logit_softcapping: Optional[float]
+    final_logit_softcapping: Optional[float]
+    residual_multiplier: float
+    logits_scaling: float    # logits are divided by this (Granite)
+    layer_types: list        # per layer "full_attention" | "sliding_attention"
+    sliding_window: Optional[int]
+    rope_global: RopeSpec
+    rope_local: RopeSpec     # rope of sliding layers (== rope_global unless dual base)
+    use_rope: list = field(default_factory=list)  # per layer bool (SmolLM3 NoPE layers)
+
+
+def text_config(config):
+    """The dict holding the decoder's facts: config itself, or its text_config for
+    multimodal wrappers (Gemma 3), with the wrapper's model_type mapped to the text one."""
+    if "text_config" in config and isinstance(config["text_config"], dict):
+        tc = dict(config["text_config"])
+        if "model_type" not in tc:
+            mt = config.get("model_type")
+            if mt not in TEXT_WRAPPERS:
+                raise NotImplementedError("model_type=%s: text_config without a model_type" % mt)
+            tc["model_type"] = TEXT_WRAPPERS[mt]
+        return tc
+    return config
+
+
+def _get(cfg, key, default):
+    """cfg[key] unless absent or null (transformers treats an explicit null like the
+    class default for these keys)."""
+    v = cfg.get(key)
+    return default if v is None else v
+
+
+def _rope_params(cfg, fam, layer_type):
+    """(theta, scaling dict or None) for one layer type, from rope_theta/rope_scaling
+    (transformers 4.x) or rope_parameters (5.x, possibly keyed by layer type)."""
+    rp = cfg.get("rope_parameters")
+    if isinstance(rp, dict) and rp:
+        if layer_type in rp and isinstance(rp[layer_type], dict):
+            rp = rp[layer_type]
+        elif "full_attention" in rp and isinstance(rp["full_attention"], dict):
+            rp = rp["full_attention"]
+        theta = rp.get("rope_theta")
+        scaling = {k: v for k, v in rp.items() if k != "rope_theta"}
+        if theta is None:
+            theta = fam["theta"]
+        return float(theta), scaling
+    if layer_type == "sliding_attention" and fam.get("local_theta") is not None:
+        # Gemma 3: local layers use rope_local_base_freq and no scaling.
+        return float(_get(cfg, "rope_local_base_freq", fam["local_theta"])), None
+    return float(_get(cfg, "rope_theta", fam["theta"])), cfg.get("rope_scaling")
+
+
+def _normalize_scaling(scaling):
+    if not scaling:
+        return {"rope_type": "default"}
+    s = dict(scaling)
+    t = s.get("rope_type", s.get("type"))
+    if t is None:
+        t = "default"
+    if t == "su":  # Phi-3's early name of longrope
+        t = "longrope"
+    if t not in ROPE_TYPES:
+        raise NotImplementedError("rope_scaling rope_type=%r is not implemented by the reference" % t)
+    s["rope_type"] = t
+    s.pop("type", None)
+    return s
+
+
+def _layer_types(cfg, fam, n_layers):
+    lt = cfg.get("layer_types")
+    if isinstance(lt, list):
+        if len(lt) < n_layers:
+            raise ValueError("layer_types has %d entries, num_hidden_layers=%d" % (len(lt), n_layers))
+        for t in lt:
+            if t not in ("full_attention", "sliding_attention"):
+                raise NotImplementedError("layer_types entry %r is not implemented" % t)
+        return list(lt[:n_layers])
+    kind = fam.get("sliding", "none")
+    window = cfg.get("sliding_window", fam.get("sliding_default"))
+    if kind == "none" or window is None:
+        return ["full_attention"] * n_layers
+    if kind == "all":
+        return ["sliding_attention"] * n_layers
+    if kind == "qwen":
+        # Qwen2Config: sliding_window only when use_sliding_window; layers at index
+        # >= max_window_layers slide.
+        if not cfg.get("use_sliding_window", False):
+            return ["full_attention"] * n_layers
+        mwl = _get(cfg, "max_window_layers", 28)
+        return ["sliding_attention" if i >= mwl else "full_attention" for i in range(n_layers)]
+    if kind == "alternate":
+        return ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n_layers)]
+    if kind == "pattern":
+        p = int(_get(cfg, "sliding_window_pattern", fam["sliding_pattern"]))
+        return ["sliding_attention" if (i + 1) % p else "full_attention" for i in range(n_layers)]
+    raise AssertionError(kind)
+
+
+def facts(config):
+    """Facts of a config.json dict (see Facts). Raises NotImplementedError for families
+    and math-changing keys the reference does not implement."""
+    cfg = text_config(config)
+    mt = cfg.get("model_type")
+    if mt not in FAMILIES:
+        raise NotImplementedError("model_type=%r is not implemented by the reference" % mt)
+    fam = FAMILIES[mt]
+    hidden = int(cfg["hidden_size"])
+    heads = int(cfg["num_attention_heads"])
+    kv = int(_get(cfg, "num_key_value_heads", heads))
+    head_dim = int(_get(cfg, "head_dim", hidden // heads))
+    n_layers = int(cfg["num_hidden_layers"])
+    act = None
+    for k in fam["act_keys"]:
+        if cfg.get(k) is not None:
+            act = cfg[k]
+            break
+    if act is None:
+        act = fam["act"]
+    if act not in ACTIVATIONS:
+        raise NotImplementedError("activation %r is not implemented by the reference" % act)
+    attn_bias = bool(_get(cfg, "attention_bias", False))
+    qb = fam.get("qkv_bias", "never")
+    qkv_bias = True if qb == "always" else (attn_bias if qb == "attention_bias" else False)
+    o_bias = attn_bias if qb == "attention_bias" else False
+    mlp_bias = bool(_get(cfg, "mlp_bias", False)) if fam.get("mlp_bias") else False
+    tie = cfg.get("tie_word_embeddings", config.get("tie_word_embeddings"))
+    tie = fam["tie"] if tie is None else bool(tie)
+
+    if fam.get("granite"):
+        embed_mult = float(_get(cfg, "embedding_multiplier", 1.0))
+        attn_scale = float(_get(cfg, "attention_multiplier", 1.0))
+        resid = float(_get(cfg, "residual_multiplier", 1.0))
+        logits_scaling = float(_get(cfg, "logits_scaling", 1.0))
+    else:
+        embed_mult = math.sqrt(hidden) if fam.get("embed_scale") == "sqrt_hidden" else None
+        if "query_pre_attn_scalar" in fam:
+            attn_scale = float(_get(cfg, "query_pre_attn_scalar", fam["query_pre_attn_scalar"])) ** -0.5
+        else:
+            attn_scale = head_dim ** -0.5
+        resid = 1.0
+        logits_scaling = 1.0
+    attn_cap = cfg.get("attn_logit_softcapping", fam.get("attn_logit_softcapping")) \
+        if "attn_logit_softcapping" in fam else None
+    final_cap = cfg.get("final_logit_softcapping", fam.get("final_logit_softcapping")) \
+        if "final_logit_softcapping" in fam else None
+
+    layer_types = _layer_types(cfg, fam, n_layers)
+    window = cfg.get("sliding_window", fam.get("sliding_default"))
+    if "sliding_attention" in layer_types and window is None:
+        raise ValueError("layer_types has sliding layers but sliding_window is null")
+
+    max_pos = int(_get(cfg, "max_position_embeddings", 2048))
+    orig_max = cfg.get("original_max_position_embeddings")  # Phi-3 keeps it top-level
+    prf = float(_get(cfg, "partial_rotary_factor", 1.0))
+    rotary_dim = int(head_dim * prf)
+
+    def rope(layer_type):
+        theta, scaling = _rope_params(cfg, fam, layer_type)
+        return RopeSpec(theta=theta, scaling=_normalize_scaling(scaling), rotary_dim=rotary_dim,
+                        max_position_embeddings=max_pos,
+                        original_max_position_embeddings=None if orig_max is None else int(orig_max))
+
+    if fam.get("no_rope"):
+        nrl = cfg.get("no_rope_layers")
+        if nrl is None:
+            interval = int(_get(cfg, "no_rope_layer_interval", 4))
+            nrl = [int((i + 1) % interval != 0) for i in range(n_layers)]
+        use_rope = [bool(x) for x in nrl[:n_layers]]
+    else:
+        use_rope = [True] * n_layers
+
+    return Facts(
+        model_type=mt, family=fam, hidden_size=hidden,
+        intermediate_size=int(cfg["intermediate_size"]), num_hidden_layers=n_layers,
+        num_attention_heads=heads, num_key_value_heads=kv, head_dim=head_dim,
+        vocab_size=int(cfg["vocab_size"]), max_position_embeddings=max_pos,
+        rms_norm_eps=float(_get(cfg, "rms_norm_eps", fam["eps"])),
+        norm_offset=float(fam.get("norm_offset", 0.0)), hidden_act=act,
+        tie_word_embeddings=tie, qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=mlp_bias,
+        qk_norm=fam.get("qk_norm"), block=fam.get("block", "pre"), fused=bool(fam.get("fused")),
+        embed_multiplier=embed_mult,
+        embed_multiplier_is_sqrt_hidden=fam.get("embed_scale") == "sqrt_hidden",
+        attn_scale=attn_scale,
+        attn_logit_softcapping=None if attn_cap is None else float(attn_cap),
+        final_logit_softcapping=None if final_cap is None else float(final_cap),
+        residual_multiplier=resid, logits_scaling=logits_scaling,
+        layer_types=layer_types, sliding_window=None if window is None else int(window),
+        rope_global=rope("full_attention"), rope_local=rope("sliding_attention"),
+        use_rope=use_rope,
+    )

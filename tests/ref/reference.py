@@ -1,0 +1,442 @@
+#!/usr/bin/python3
+"""Float64 NumPy reference forward pass of Hugging Face decoder checkpoints.
+
+Written from the semantics of transformers' modeling code (modeling_llama, mistral,
+qwen2, qwen3, gemma, gemma2, gemma3, phi3, olmo2, granite, smollm3 and
+modeling_rope_utils), independently of facet's C code. Every computation is float64;
+weights stored as F32/BF16/F16 are widened exactly. The checkpoint's facts are read by
+tests/ref/hf_facts.py; which biases exist is read from the tensors themselves.
+
+Library use (tests/e2e put tests/ref on sys.path; see tests/e2e/conftest.py):
+
+    import reference
+    ref = reference.Reference("path/to/checkpoint")
+    logits = ref.logits([1, 2, 3])                # [3, vocab] float64, one row per position
+    out = ref.generate([1, 2, 3], 32)            # greedy, no stop token
+    out["generated_ids"], out["margins"], out["logits"]
+    # margins[i] = top1 - top2 of the logits that chose generated_ids[i];
+    # logits rows as facet's --dump-logits: n_prompt + n - 1 rows, row i = logits after
+    # feeding token i of prompt_ids + generated_ids[:-1]
+
+Semantics pinned here (each with its transformers source):
+- RMSNorm: x * rsqrt(mean(x^2) + eps) * w (LlamaRMSNorm); Gemma: * (1 + w) (GemmaRMSNorm).
+- RoPE: rotate_half layout, inv_freq = 1 / theta^(arange(0, d, 2) / d) with d = rotary
+  dims (head_dim * partial_rotary_factor, the rest passes through as in Phi-3);
+  rope_scaling linear / dynamic / llama3 / yarn / longrope as modeling_rope_utils'
+  _compute_*_parameters, cos and sin multiplied by the attention factor (yarn, longrope).
+  dynamic and longrope pick their frequencies per forward call from the largest position
+  in the call (as transformers' dynamic_rope_update does with a KV cache).
+- Attention: GQA by repeat_kv (query head h reads kv head h // (heads / kv_heads)),
+  scores * scale (1/sqrt(head_dim), Gemma 2/3 query_pre_attn_scalar^-0.5, Granite
+  attention_multiplier), optional tanh softcap (Gemma 2), causal mask, sliding window
+  admitting key j for query i iff i - window < j <= i (masking_utils'
+  sliding_window_overlay), softmax in float64.
+- q/k norm: per head over head_dim before RoPE (Qwen3, Gemma 3), or over the whole
+  projection (OLMo 2).
+- Blocks: pre-norm (Llama family), sandwich (Gemma 2/3: post-attention and pre/post-FFN
+  norms), post-norm (OLMo 2); Granite residual_multiplier.
+- FFN: down(act(gate(x)) * up(x)); Phi-3 gate_up_proj split as chunk(2): gate first.
+- Embeddings: Gemma multiplies by sqrt(hidden_size) rounded to the compute dtype
+  (embed_scale_dtype, default float32, the engine's compute dtype); Granite by
+  embedding_multiplier.
+- Logits: lm_head (or the tied embedding), / logits_scaling (Granite), tanh final
+  softcap (Gemma 2).
+
+CLI:
+    tests/ref/reference.py MODEL --prompt-ids 1,2,3 [-n 32] [--dump-logits FILE]
+prints {"prompt_ids", "generated_ids", "margins"} as JSON; --dump-logits writes float32
+rows exactly like facet run --dump-logits.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf_facts  # noqa: E402
+import safetensors_io  # noqa: E402
+
+
+# ---------------------------------------------------------------------------- math
+
+def rms_norm(x, w, eps, offset=0.0):
+    """LlamaRMSNorm / GemmaRMSNorm over the last axis, float64."""
+    x = np.asarray(x, dtype=np.float64)
+    y = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+    return y * (offset + w)
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def activation(name, x):
+    """transformers ACT2FN semantics, float64."""
+    if name in ("silu", "swish"):
+        return x / (1.0 + np.exp(-x))
+    if name == "gelu":
+        return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+    if name in ("gelu_pytorch_tanh", "gelu_new", "gelu_fast"):
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    if name == "relu":
+        return np.maximum(x, 0.0)
+    raise NotImplementedError("activation %r" % name)
+
+
+def softcap(x, cap):
+    return x if cap is None else np.tanh(x / cap) * cap
+
+
+def _yarn_get_mscale(scale, mscale=1.0):
+    if scale <= 1:
+        return 1.0
+    return 0.1 * mscale * math.log(scale) + 1.0
+
+
+def rope_inv_freq(spec, seq_len=None):
+    """(inv_freq [rotary_dim // 2] float64, attention_factor) of a hf_facts.RopeSpec, as
+    transformers' modeling_rope_utils computes them; seq_len is the dynamic/longrope
+    sequence length (largest position + 1 of the forward call)."""
+    d = spec.rotary_dim
+    base = spec.theta
+    s = spec.scaling
+    t = spec.rope_type
+    expo = np.arange(0, d, 2, dtype=np.float64) / d
+    if t == "default":
+        return 1.0 / base ** expo, 1.0
+    if t == "linear":
+        return 1.0 / base ** expo / float(s["factor"]), 1.0
+    if t == "dynamic":
+        factor = float(s["factor"])
+        mpe = spec.max_position_embeddings
+        sl = seq_len if seq_len is not None and seq_len > mpe else mpe
+        base = base * ((factor * sl / mpe) - (factor - 1)) ** (d / (d - 2))
+        return 1.0 / base ** expo, 1.0
+    if t == "llama3":
+        inv = 1.0 / base ** expo
+        factor = float(s["factor"])
+        low = float(s["low_freq_factor"])
+        high = float(s["high_freq_factor"])
+        old = float(s["original_max_position_embeddings"])
+        low_wl = old / low
+        high_wl = old / high
+        wavelen = 2 * math.pi / inv
+        inv_l = np.where(wavelen > low_wl, inv / factor, inv)
+        smooth = (old / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * inv_l / factor + smooth * inv_l
+        medium = ~(wavelen < high_wl) & ~(wavelen > low_wl)
+        return np.where(medium, smoothed, inv_l), 1.0
+    if t == "yarn":
+        factor = float(s["factor"])
+        attention_factor = s.get("attention_factor")
+        mscale = s.get("mscale")
+        mscale_all_dim = s.get("mscale_all_dim")
+        if s.get("original_max_position_embeddings") is not None:
+            omax = float(s["original_max_position_embeddings"])
+            factor = spec.max_position_embeddings / omax
+        else:
+            omax = float(spec.max_position_embeddings)
+        if attention_factor is None:
+            if mscale and mscale_all_dim:
+                attention_factor = _yarn_get_mscale(factor, mscale) / _yarn_get_mscale(factor, mscale_all_dim)
+            else:
+                attention_factor = _yarn_get_mscale(factor)
+        beta_fast = s.get("beta_fast") or 32
+        beta_slow = s.get("beta_slow") or 1
+
+        def corr_dim(rot):
+            return (d * math.log(omax / (rot * 2 * math.pi))) / (2 * math.log(base))
+
+        lo, hi = corr_dim(beta_fast), corr_dim(beta_slow)
+        if s.get("truncate", True):
+            lo, hi = math.floor(lo), math.ceil(hi)
+        lo, hi = max(lo, 0), min(hi, d - 1)
+        if lo == hi:
+            hi += 0.001
+        ramp = np.clip((np.arange(d // 2, dtype=np.float64) - lo) / (hi - lo), 0, 1)
+        extra_factor = 1 - ramp
+        pos_freqs = base ** expo
+        inv_extra = 1.0 / pos_freqs
+        inv_inter = 1.0 / (factor * pos_freqs)
+        return inv_inter * (1 - extra_factor) + inv_extra * extra_factor, float(attention_factor)
+    if t == "longrope":
+        attention_factor = s.get("attention_factor")
+        factor = s.get("factor")
+        if spec.original_max_position_embeddings is not None:
+            omax = spec.original_max_position_embeddings
+            factor = spec.max_position_embeddings / omax
+        else:
+            omax = spec.max_position_embeddings
+        if attention_factor is None:
+            if factor is None or factor <= 1.0:
+                attention_factor = 1.0
+            else:
+                attention_factor = math.sqrt(1 + math.log(factor) / math.log(omax))
+        ext = s["long_factor"] if seq_len is not None and seq_len > omax else s["short_factor"]
+        ext = np.asarray(ext, dtype=np.float64)
+        if ext.shape != (d // 2,):
+            raise ValueError("longrope factor list has %d entries, expected %d" % (len(ext), d // 2))
+        return 1.0 / (ext * base ** expo), float(attention_factor)
+    raise NotImplementedError("rope_type %r" % t)
+
+
+def apply_rope(x, positions, inv_freq, attention_factor):
+    """x [T, heads, head_dim]; rotate_half on the first 2*len(inv_freq) dims
+    (apply_rotary_pos_emb; the rest passes through, as Phi-3's partial rotary)."""
+    rd = 2 * len(inv_freq)
+    freqs = np.outer(np.asarray(positions, dtype=np.float64), inv_freq)  # [T, rd/2]
+    emb = np.concatenate([freqs, freqs], axis=-1)
+    cos = (np.cos(emb) * attention_factor)[:, None, :]
+    sin = (np.sin(emb) * attention_factor)[:, None, :]
+    xr, xp = x[..., :rd], x[..., rd:]
+    half = rd // 2
+    rot = np.concatenate([-xr[..., half:], xr[..., :half]], axis=-1)
+    return np.concatenate([xr * cos + rot * sin, xp], axis=-1)
+
+
+def top2_margin(row):
+    """top1 - top2 of a logits row."""
+    part = np.partition(np.asarray(row, dtype=np.float64), -2)[-2:]
+    return float(part[1] - part[0])
+
+
+# ---------------------------------------------------------------------------- model
+
+class Cache:
+    """Per-layer keys (after norm and RoPE) and values of the positions fed so far."""
+
+    def __init__(self, n_layers):
+        self.k = [None] * n_layers
+        self.v = [None] * n_layers
+        self.length = 0
+        self.max_seq_len = {}  # dynamic rope: largest seq_len seen per rope spec id
+
+
+class Reference:
+    """The float64 forward pass of one checkpoint folder (see the module doc)."""
+
+    def __init__(self, folder, embed_scale_dtype="float32"):
+        with open(os.path.join(folder, "config.json")) as f:
+            self.config = json.load(f)
+        self.facts = hf_facts.facts(self.config)
+        self.w = safetensors_io.TensorStore(folder)
+        names = self.w.names()
+        emb = [n for n in names if n.endswith("embed_tokens.weight")]
+        if len(emb) != 1:
+            raise ValueError("%s: expected one *embed_tokens.weight, found %s" % (folder, emb))
+        self.prefix = emb[0][: -len("embed_tokens.weight")]
+        heads = [n for n in names if n.endswith("lm_head.weight")]
+        self.lm_head_name = heads[0] if heads else None
+        self.embed_scale_dtype = embed_scale_dtype
+        f = self.facts
+        if f.num_attention_heads % f.num_key_value_heads:
+            raise ValueError("num_attention_heads %d not a multiple of num_key_value_heads %d"
+                             % (f.num_attention_heads, f.num_key_value_heads))
+
+    # -- weights
+    def _t(self, name):
+        return self.w[self.prefix + name]
+
+    def _opt(self, name):
+        return self.w.get(self.prefix + name)
+
+    def _linear(self, x, name):
+        """x @ W^T + b (nn.Linear), bias when the checkpoint has one."""
+        y = x @ self._t(name + ".weight").T
+        b = self._opt(name + ".bias")
+        return y if b is None else y + b
+
+    def _norm(self, x, name):
+        f = self.facts
+        return rms_norm(x, self._t(name + ".weight"), f.rms_norm_eps, f.norm_offset)
+
+    # -- blocks
+    def _embed(self, ids):
+        f = self.facts
+        h = self._t("embed_tokens.weight")[np.asarray(ids, dtype=np.int64)]
+        if f.embed_multiplier is not None:
+            m = f.embed_multiplier
+            if f.embed_multiplier_is_sqrt_hidden and self.embed_scale_dtype != "float64":
+                if self.embed_scale_dtype == "bfloat16":
+                    m = float(safetensors_io.bf16_bits_to_f32(
+                        safetensors_io.f32_to_bf16_bits(np.float32([m])))[0])
+                else:
+                    m = float(np.float32(m) if self.embed_scale_dtype == "float32" else np.float16(m))
+            h = h * m
+        return h
+
+    def _rope(self, layer, positions, cache):
+        f = self.facts
+        if not f.use_rope[layer]:
+            return None
+        spec = f.rope_local if f.layer_types[layer] == "sliding_attention" else f.rope_global
+        seq_len = int(max(positions)) + 1
+        if spec.rope_type == "dynamic":
+            key = id(spec)
+            seq_len = max(seq_len, cache.max_seq_len.get(key, 0))
+            cache.max_seq_len[key] = seq_len
+        return rope_inv_freq(spec, seq_len)
+
+    def _attention(self, layer, x, positions, cache):
+        f = self.facts
+        p = "layers.%d.self_attn." % layer
+        T = x.shape[0]
+        nh, kv, hd = f.num_attention_heads, f.num_key_value_heads, f.head_dim
+        if f.fused:
+            qkv = self._linear(x, p + "qkv_proj")
+            q = qkv[:, : nh * hd]
+            k = qkv[:, nh * hd: (nh + kv) * hd]
+            v = qkv[:, (nh + kv) * hd:]
+        else:
+            q = self._linear(x, p + "q_proj")
+            k = self._linear(x, p + "k_proj")
+            v = self._linear(x, p + "v_proj")
+        if f.qk_norm == "full":
+            q = self._norm(q, p + "q_norm")
+            k = self._norm(k, p + "k_norm")
+        q = q.reshape(T, nh, hd)
+        k = k.reshape(T, kv, hd)
+        v = v.reshape(T, kv, hd)
+        if f.qk_norm == "head":
+            q = self._norm(q, p + "q_norm")
+            k = self._norm(k, p + "k_norm")
+        rope = self._rope(layer, positions, cache)
+        if rope is not None:
+            q = apply_rope(q, positions, *rope)
+            k = apply_rope(k, positions, *rope)
+        if cache.k[layer] is None:
+            cache.k[layer], cache.v[layer] = k, v
+        else:
+            cache.k[layer] = np.concatenate([cache.k[layer], k], axis=0)
+            cache.v[layer] = np.concatenate([cache.v[layer], v], axis=0)
+        K, V = cache.k[layer], cache.v[layer]  # [S, kv, hd]
+        S = K.shape[0]
+        rep = nh // kv
+        Kh = np.repeat(K.transpose(1, 0, 2), rep, axis=0)  # [nh, S, hd] (repeat_kv)
+        Vh = np.repeat(V.transpose(1, 0, 2), rep, axis=0)
+        scores = np.einsum("thd,hsd->hts", q, Kh) * f.attn_scale
+        scores = softcap(scores, f.attn_logit_softcapping)
+        qpos = np.asarray(positions)[:, None]
+        kpos = np.arange(S)[None, :]
+        allowed = kpos <= qpos
+        if f.layer_types[layer] == "sliding_attention":
+            allowed &= kpos > qpos - f.sliding_window
+        scores = np.where(allowed[None], scores, -np.inf)
+        scores -= scores.max(axis=-1, keepdims=True)
+        probs = np.exp(scores)
+        probs /= probs.sum(axis=-1, keepdims=True)
+        out = np.einsum("hts,hsd->thd", probs, Vh).reshape(T, nh * hd)
+        return self._linear(out, p + "o_proj")
+
+    def _mlp(self, layer, x):
+        f = self.facts
+        p = "layers.%d.mlp." % layer
+        if f.fused:
+            gu = self._linear(x, p + "gate_up_proj")
+            gate, up = gu[:, : f.intermediate_size], gu[:, f.intermediate_size:]
+        else:
+            gate = self._linear(x, p + "gate_proj")
+            up = self._linear(x, p + "up_proj")
+        return self._linear(activation(f.hidden_act, gate) * up, p + "down_proj")
+
+    def _layer(self, layer, h, positions, cache):
+        f = self.facts
+        p = "layers.%d." % layer
+        rm = f.residual_multiplier
+        if f.block == "post":  # OLMo 2
+            h = h + self._norm(self._attention(layer, h, positions, cache), p + "post_attention_layernorm")
+            h = h + self._norm(self._mlp(layer, h), p + "post_feedforward_layernorm")
+            return h
+        if f.block == "sandwich":  # Gemma 2 / 3
+            a = self._attention(layer, self._norm(h, p + "input_layernorm"), positions, cache)
+            h = h + self._norm(a, p + "post_attention_layernorm")
+            m = self._mlp(layer, self._norm(h, p + "pre_feedforward_layernorm"))
+            return h + self._norm(m, p + "post_feedforward_layernorm")
+        a = self._attention(layer, self._norm(h, p + "input_layernorm"), positions, cache)
+        h = h + a * rm if rm != 1.0 else h + a
+        m = self._mlp(layer, self._norm(h, p + "post_attention_layernorm"))
+        return h + m * rm if rm != 1.0 else h + m
+
+    def _head(self, h):
+        f = self.facts
+        h = self._norm(h, "norm")
+        if f.tie_word_embeddings or self.lm_head_name is None:
+            if not f.tie_word_embeddings:
+                raise ValueError("tie_word_embeddings is false but the checkpoint has no lm_head.weight")
+            W = self._t("embed_tokens.weight")
+        else:
+            W = self.w[self.lm_head_name]
+        logits = h @ W.T
+        if f.logits_scaling != 1.0:
+            logits = logits / f.logits_scaling
+        return softcap(logits, f.final_logit_softcapping)
+
+    # -- public
+    def new_cache(self):
+        return Cache(self.facts.num_hidden_layers)
+
+    def forward(self, ids, cache):
+        """Feed ids after the cache's positions; returns their logits [len(ids), vocab]."""
+        ids = list(ids)
+        if not ids:
+            raise ValueError("forward of zero tokens")
+        V = self.facts.vocab_size
+        for t in ids:
+            if not 0 <= int(t) < V:
+                raise ValueError("token id %d outside the vocabulary [0, %d)" % (t, V))
+        positions = np.arange(cache.length, cache.length + len(ids))
+        h = self._embed(ids)
+        for layer in range(self.facts.num_hidden_layers):
+            h = self._layer(layer, h, positions, cache)
+        cache.length += len(ids)
+        return self._head(h)
+
+    def logits(self, ids):
+        """Logits [len(ids), vocab] of every position of ids fed at once from position 0."""
+        return self.forward(ids, self.new_cache())
+
+    def generate(self, prompt_ids, n, stop_ids=()):
+        """Greedy (argmax, lowest id on an exact tie) for n new tokens: the prompt fed at
+        once, then one token per step. Stops early only on an id in stop_ids (default
+        none, like --ignore-eos). Returns {"prompt_ids", "generated_ids", "margins"
+        (top1 - top2 per generated token), "logits" (rows as facet --dump-logits)}."""
+        cache = self.new_cache()
+        rows = [self.forward(prompt_ids, cache)]
+        last = rows[0][-1]
+        gen, margins = [], []
+        for step in range(n):
+            t = int(np.argmax(last))
+            gen.append(t)
+            margins.append(top2_margin(last))
+            if t in stop_ids or step == n - 1:
+                break
+            r = self.forward([t], cache)
+            rows.append(r)
+            last = r[-1]
+        return {"prompt_ids": list(prompt_ids), "generated_ids": gen, "margins": margins,
+                "logits": np.concatenate(rows, axis=0)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="float64 reference greedy generation")
+    ap.add_argument("model")
+    ap.add_argument("--prompt-ids", required=True)
+    ap.add_argument("-n", type=int, default=32)
+    ap.add_argument("--dump-logits")
+    ap.add_argument("--embed-scale-dtype", default="float32",
+                    choices=["float32", "bfloat16", "float16", "float64"])
+    a = ap.parse_args(argv)
+    ids = [int(x) for x in a.prompt_ids.split(",") if x.strip()]
+    ref = Reference(a.model, embed_scale_dtype=a.embed_scale_dtype)
+    out = ref.generate(ids, a.n)
+    if a.dump_logits:
+        out["logits"].astype("<f4").tofile(a.dump_logits)
+    print(json.dumps({k: out[k] for k in ("prompt_ids", "generated_ids", "margins")}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
