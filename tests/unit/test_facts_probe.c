@@ -1,0 +1,183 @@
+/* test_facts_probe.c — weight facts from safetensors headers, on small checkpoints this
+ * test writes itself (header + zero data, the format of the safetensors spec). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/safetensors.h"
+#include "model/facts.h"
+#include "model/probe.h"
+
+typedef struct spec {
+    int qkv_bias, o_bias, qk_norm, lm_head, bias_only_layer0, bad_k_shape, dtype_bf16;
+    int tie_config;
+} spec;
+
+static char dir[256];
+static facet_facts F;
+
+static void add(char *hdr, size_t cap, uint64_t *off, const char *name, int64_t r, int64_t c,
+                const char *dt) {
+    uint64_t n = (uint64_t)r * (uint64_t)(c ? c : 1) * (strcmp(dt, "F32") ? 2 : 4);
+    char shape[64];
+    if (c) snprintf(shape, sizeof shape, "[%lld,%lld]", (long long)r, (long long)c);
+    else snprintf(shape, sizeof shape, "[%lld]", (long long)r);
+    snprintf(hdr + strlen(hdr), cap - strlen(hdr),
+             "%s\"%s\":{\"dtype\":\"%s\",\"shape\":%s,\"data_offsets\":[%llu,%llu]}",
+             hdr[1] ? "," : "", name, dt, shape, (unsigned long long)*off,
+             (unsigned long long)(*off + n));
+    *off += n;
+}
+
+/* hidden 8, 2 heads of 4, 1 kv head, vocab 16, intermediate 12, 2 layers */
+static void write_checkpoint(const spec *s) {
+    snprintf(dir, sizeof dir, "/tmp/facet_probe_XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *fp = fopen(path, "w");
+    fprintf(fp, "{\"model_type\":\"llama\",\"hidden_size\":8,\"num_hidden_layers\":2,"
+                "\"num_attention_heads\":2,\"num_key_value_heads\":1,\"vocab_size\":16,"
+                "\"intermediate_size\":12,\"max_position_embeddings\":64,"
+                "\"tie_word_embeddings\":%s}", s->tie_config ? "true" : "false");
+    fclose(fp);
+    char hdr[8192] = "{";
+    uint64_t off = 0;
+    const char *dt = s->dtype_bf16 ? "BF16" : "F32";
+    add(hdr, sizeof hdr, &off, "model.embed_tokens.weight", 16, 8, dt);
+    add(hdr, sizeof hdr, &off, "model.norm.weight", 8, 0, "F32");
+    if (s->lm_head) add(hdr, sizeof hdr, &off, "lm_head.weight", 16, 8, dt);
+    for (int l = 0; l < 2; l++) {
+        char n[128];
+#define T(suffix, r, c, d)                                                             \
+    snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix);                            \
+    add(hdr, sizeof hdr, &off, n, r, c, d)
+        T("input_layernorm.weight", 8, 0, "F32");
+        T("post_attention_layernorm.weight", 8, 0, "F32");
+        T("self_attn.q_proj.weight", 8, 8, dt);
+        T("self_attn.k_proj.weight", s->bad_k_shape ? 8 : 4, 8, dt);
+        T("self_attn.v_proj.weight", 4, 8, dt);
+        T("self_attn.o_proj.weight", 8, 8, dt);
+        T("mlp.gate_proj.weight", 12, 8, dt);
+        T("mlp.up_proj.weight", 12, 8, dt);
+        T("mlp.down_proj.weight", 8, 12, dt);
+        if (s->qkv_bias && (l == 0 || !s->bias_only_layer0)) {
+            T("self_attn.q_proj.bias", 8, 0, dt);
+            T("self_attn.k_proj.bias", 4, 0, dt);
+            T("self_attn.v_proj.bias", 4, 0, dt);
+        }
+        if (s->o_bias) { T("self_attn.o_proj.bias", 8, 0, dt); }
+        if (s->qk_norm) {
+            T("self_attn.q_norm.weight", 4, 0, "F32");
+            T("self_attn.k_norm.weight", 4, 0, "F32");
+        }
+#undef T
+    }
+    strcat(hdr, "}");
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    fp = fopen(path, "wb");
+    uint64_t n = strlen(hdr);
+    uint8_t le[8];
+    for (int i = 0; i < 8; i++) le[i] = (uint8_t)(n >> (8 * i));
+    fwrite(le, 1, 8, fp);
+    fwrite(hdr, 1, n, fp);
+    for (uint64_t i = 0; i < off; i++) fputc(0, fp);
+    fclose(fp);
+}
+
+static void cleanup(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+static facet_status probe(const spec *s, facet_error *err) {
+    write_checkpoint(s);
+    facet_status st = facet_facts_read(dir, &F, err);
+    assert_int_equal(st, FACET_OK);
+    st_checkpoint ck;
+    st = st_checkpoint_open(dir, &ck, err);
+    assert_int_equal(st, FACET_OK);
+    st = facet_facts_probe(&F, &ck, err);
+    st_checkpoint_close(&ck);
+    cleanup();
+    return st;
+}
+
+static int has_note(const char *needle) {
+    for (int i = 0; i < F.n_notes; i++)
+        if (strstr(F.notes[i].text, needle)) return 1;
+    return 0;
+}
+
+static void test_plain_untied(void **state) {
+    (void)state;
+    facet_error err;
+    spec s = {.lm_head = 1};
+    assert_int_equal(probe(&s, &err), FACET_OK);
+    assert_int_equal(F.probed, 1);
+    assert_int_equal(F.qkv_bias, 0);
+    assert_int_equal(F.o_bias, 0);
+    assert_int_equal(F.qk_norm, 0);
+    assert_int_equal(F.has_lm_head, 1);
+    assert_int_equal(F.tie_word_embeddings, 0);
+    assert_int_equal(F.fused_qkv, 0);
+    assert_int_equal(F.dtype_mask, 1u << ST_F32);
+    /* bytes: embed 128 + lm_head 128 + norm 8 + per layer (8+8 + 64+32+32+64 + 96*3) */
+    uint64_t per_layer = 16 + 64 + 32 + 32 + 64 + 96 * 3;
+    assert_int_equal(F.weight_bytes, 4 * (128 + 128 + 8 + 2 * per_layer));
+    assert_int_equal(F.n_notes, 0);
+}
+
+static void test_biases_norms_tied(void **state) {
+    (void)state;
+    facet_error err;
+    spec s = {.qkv_bias = 1, .o_bias = 1, .qk_norm = 1, .lm_head = 0, .tie_config = 0,
+              .dtype_bf16 = 1};
+    assert_int_equal(probe(&s, &err), FACET_OK);
+    assert_int_equal(F.qkv_bias, 1);
+    assert_int_equal(F.o_bias, 1);
+    assert_int_equal(F.qk_norm, 1);
+    assert_int_equal(F.has_lm_head, 0);
+    assert_int_equal(F.tie_word_embeddings, 1); /* tensors win over tie=false */
+    assert_int_equal(F.dtype_mask, (1u << ST_F32) | (1u << ST_BF16));
+    assert_true(has_note("tie_word_embeddings=false but lm_head.weight is absent"));
+    assert_true(has_note("q/k/v bias: config implies absent, tensors present"));
+    assert_true(has_note("qk-norm"));
+}
+
+static void test_inconsistent_layers(void **state) {
+    (void)state;
+    facet_error err;
+    spec s = {.qkv_bias = 1, .bias_only_layer0 = 1, .lm_head = 1};
+    assert_int_equal(probe(&s, &err), FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "model.layers.1.self_attn.q_proj.bias is absent"));
+}
+
+static void test_shape_mismatch(void **state) {
+    (void)state;
+    facet_error err;
+    spec s = {.bad_k_shape = 1, .lm_head = 1};
+    assert_int_equal(probe(&s, &err), FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "model.layers.0.self_attn.k_proj.weight has shape "
+                                        "[8, 8], expected [4, 8]"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plain_untied),
+        cmocka_unit_test(test_biases_norms_tied),
+        cmocka_unit_test(test_inconsistent_layers),
+        cmocka_unit_test(test_shape_mismatch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
