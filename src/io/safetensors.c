@@ -8,8 +8,11 @@
  *
  * Nothing in the header is trusted: every number is range-checked before use, every
  * size product is checked for 64-bit overflow, and no tensor's bytes may overlap
- * another's. Gaps between tensors are tolerated (the format does not need them, but a
- * gap cannot make a read go out of bounds).
+ * another's. Deliberately tolerated, as none can make a read go out of bounds: gaps
+ * between tensors and unused bytes after the last one; keys other than dtype, shape and
+ * data_offsets inside a tensor entry; a name repeated in the header (jansson keeps the
+ * last occurrence). Tensor data may be unaligned (N need not be a multiple of 8):
+ * read it through st_tensor_to_f32, never through a cast to float *.
  */
 #include "io/safetensors.h"
 

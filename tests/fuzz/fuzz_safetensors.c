@@ -3,6 +3,9 @@
  *
  * Feeds the input bytes to st_parse as a whole file; for every F32/F16/BF16 tensor it
  * accepts, converts the data to float32 so that the offsets it validated are also read.
+ * Seeds (tests/fuzz/seeds/fuzz_safetensors/) are tiny valid files written with Python's
+ * json + struct: F32 with __metadata__, mixed F16/BF16/I8/empty, sub-byte F4/F6 + C64,
+ * and an empty header "{}".
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -380,6 +380,10 @@ static void test_err_not_json(void **state) {
     expect_err("{\"a\": [1, 2", NULL, 0, FACET_E_FORMAT, "x/model.safetensors", "header",
                "JSON", NULL);
     expect_err("{\"a\":{}} junk", NULL, 0, FACET_E_FORMAT, "x/model.safetensors", NULL);
+    /* a NUL inside a tensor name would make two names compare equal as C strings */
+    expect_err("{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", "x",
+               1, FACET_E_FORMAT, "x/model.safetensors", "NUL", NULL);
+    expect_err("", NULL, 0, FACET_E_FORMAT, "header length 0", NULL);
 }
 
 static void test_err_not_object(void **state) {
