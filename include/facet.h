@@ -63,6 +63,8 @@ typedef struct facet_model_info {
     int n_eos;                   /* number of valid entries in eos_token_ids           */
     int32_t eos_token_ids[16];   /* from config.json and generation_config.json        */
     int n_threads;               /* worker threads the model computes with             */
+    uint64_t weight_bytes;       /* bytes of the run-time weights; decode reads all of
+                                    them once per step (the memory-bound ceiling)      */
 } facet_model_info;
 
 /*

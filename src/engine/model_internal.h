@@ -31,6 +31,7 @@ typedef struct facet_weights {
     float *norm;                /* (H)                                                 */
     float *lm_head;             /* (V, H); == embed_tokens when tied                   */
     int lm_head_tied;
+    uint64_t bytes;             /* run-time bytes of all tensors (tied lm_head once)   */
 } facet_weights;
 
 struct facet_model {

@@ -43,10 +43,12 @@ static facet_status load_tensor(const st_checkpoint *ck, const char *name, int64
     return FACET_OK;
 }
 
+/* LOAD also counts the run-time bytes of every tensor into w->bytes */
 #define LOAD(ptr, d0, d1)                                                   \
     do {                                                                    \
         facet_status s_ = load_tensor(ck, name, (d0), (d1), &(ptr), err);   \
         if (s_ != FACET_OK) return s_;                                      \
+        w->bytes += (uint64_t)(d0) * (uint64_t)((d1) ? (d1) : 1) * sizeof(float); \
     } while (0)
 #define NAME(...) snprintf(name, sizeof name, __VA_ARGS__)
 
