@@ -1,0 +1,241 @@
+/* sampler.c — the sampling chain of facet_sampler.h: penalties, logit_bias,
+ * temperature, top-k, min-p, top-p, seeded draw. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/sampler_rng.h"
+#include "facet.h"
+#include "facet_sampler.h"
+#include "util/error.h"
+
+struct facet_sampler {
+    facet_sampler_params p;
+    facet_logit_bias *bias; /* [p.n_logit_bias], owned copy                        */
+    int n_vocab;
+    facet_rng rng;
+    uint8_t *seen;          /* [n_vocab] nonzero: in prompt or output               */
+    int32_t *count;         /* [n_vocab] times generated                            */
+    float *work;            /* [n_vocab] processed logits                           */
+    int32_t *cand;          /* [n_vocab] candidate ids, sorted                      */
+    double *prob;           /* [n_vocab] probabilities of the sorted candidates     */
+};
+
+void facet_sampler_params_default(facet_sampler_params *p) {
+    memset(p, 0, sizeof *p);
+    p->temperature = 1.0f;
+    p->top_p = 1.0f;
+    p->repetition_penalty = 1.0f;
+}
+
+static facet_status bad(facet_error *err, const char *name, double v, const char *expected) {
+    return facet_err(err, FACET_E_INVALID_ARGUMENT, "%s=%g is out of range (expected %s)", name,
+                     v, expected);
+}
+
+facet_status facet_sampler_params_validate(const facet_sampler_params *p, int n_vocab,
+                                           facet_error *err) {
+    if (!isfinite(p->temperature) || p->temperature < 0)
+        return bad(err, "temperature", p->temperature, "a finite value >= 0");
+    if (p->top_k < 0)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "top_k=%d is out of range (expected an integer >= 0; 0 = off)",
+                         p->top_k);
+    if (!isfinite(p->top_p) || p->top_p < 0 || p->top_p > 1)
+        return bad(err, "top_p", p->top_p, "0 <= top_p <= 1");
+    if (!isfinite(p->min_p) || p->min_p < 0 || p->min_p > 1)
+        return bad(err, "min_p", p->min_p, "0 <= min_p <= 1");
+    if (!isfinite(p->repetition_penalty) || p->repetition_penalty <= 0)
+        return bad(err, "repetition_penalty", p->repetition_penalty, "a finite value > 0");
+    if (!isfinite(p->presence_penalty) || fabsf(p->presence_penalty) > 2)
+        return bad(err, "presence_penalty", p->presence_penalty, "-2 <= presence_penalty <= 2");
+    if (!isfinite(p->frequency_penalty) || fabsf(p->frequency_penalty) > 2)
+        return bad(err, "frequency_penalty", p->frequency_penalty,
+                   "-2 <= frequency_penalty <= 2");
+    if (p->n_logit_bias < 0 || (p->n_logit_bias > 0 && !p->logit_bias))
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "n_logit_bias=%d without entries",
+                         p->n_logit_bias);
+    for (int i = 0; i < p->n_logit_bias; i++) {
+        const facet_logit_bias *b = &p->logit_bias[i];
+        if (b->token < 0 || b->token >= n_vocab)
+            return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                             "logit_bias token id %d is out of range (expected 0 <= id < %d)",
+                             (int)b->token, n_vocab);
+        if (!isfinite(b->bias) || b->bias < -100 || b->bias > 100)
+            return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                             "logit_bias[%d]=%g is out of range (expected -100 <= bias <= 100)",
+                             (int)b->token, (double)b->bias);
+    }
+    return FACET_OK;
+}
+
+facet_status facet_sampler_create(const facet_sampler_params *p, int n_vocab,
+                                  facet_sampler **out, facet_error *err) {
+    *out = NULL;
+    if (n_vocab <= 0)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "n_vocab=%d (expected > 0)", n_vocab);
+    facet_status st = facet_sampler_params_validate(p, n_vocab, err);
+    if (st != FACET_OK) return st;
+    facet_sampler *s = calloc(1, sizeof *s);
+    if (!s) return facet_err(err, FACET_E_NOMEM, "sampler");
+    s->p = *p;
+    s->n_vocab = n_vocab;
+    size_t n = (size_t)n_vocab;
+    s->seen = calloc(n, 1);
+    s->count = calloc(n, sizeof *s->count);
+    s->work = malloc(n * sizeof *s->work);
+    s->cand = malloc(n * sizeof *s->cand);
+    s->prob = malloc(n * sizeof *s->prob);
+    if (p->n_logit_bias > 0) {
+        s->bias = malloc((size_t)p->n_logit_bias * sizeof *s->bias);
+        if (s->bias)
+            memcpy(s->bias, p->logit_bias, (size_t)p->n_logit_bias * sizeof *s->bias);
+    }
+    s->p.logit_bias = s->bias;
+    if (!s->seen || !s->count || !s->work || !s->cand || !s->prob ||
+        (p->n_logit_bias > 0 && !s->bias)) {
+        facet_sampler_free(s);
+        return facet_err(err, FACET_E_NOMEM, "sampler buffers for a vocabulary of %d", n_vocab);
+    }
+    facet_rng_seed(&s->rng, p->seed);
+    *out = s;
+    return FACET_OK;
+}
+
+void facet_sampler_free(facet_sampler *s) {
+    if (!s) return;
+    free(s->bias);
+    free(s->seen);
+    free(s->count);
+    free(s->work);
+    free(s->cand);
+    free(s->prob);
+    free(s);
+}
+
+facet_status facet_sampler_accept_prompt(facet_sampler *s, const int32_t *ids, size_t n,
+                                         facet_error *err) {
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= s->n_vocab)
+            return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                             "prompt token %zu is id %d (expected 0 <= id < %d)", i, (int)ids[i],
+                             s->n_vocab);
+    for (size_t i = 0; i < n; i++) s->seen[ids[i]] = 1;
+    return FACET_OK;
+}
+
+void facet_sampler_accept(facet_sampler *s, int32_t id) {
+    if (id < 0 || id >= s->n_vocab) return;
+    s->seen[id] = 1;
+    if (s->count[id] < INT32_MAX) s->count[id]++;
+}
+
+double facet_logprob_of(const float *logits, int n_vocab, int32_t id) {
+    double m = logits[0];
+    for (int i = 1; i < n_vocab; i++)
+        if (logits[i] > m) m = logits[i];
+    double sum = 0;
+    for (int i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - m);
+    return (double)logits[id] - m - log(sum);
+}
+
+/* Steps 1-3: penalties and logit_bias into s->work. */
+static void apply_penalties(facet_sampler *s, const float *logits) {
+    const facet_sampler_params *p = &s->p;
+    memcpy(s->work, logits, (size_t)s->n_vocab * sizeof *s->work);
+    float *w = s->work;
+    int rep = p->repetition_penalty != 1.0f;
+    int pres = p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
+    if (rep || pres) {
+        for (int j = 0; j < s->n_vocab; j++) {
+            if (rep && s->seen[j]) w[j] = w[j] > 0 ? w[j] / p->repetition_penalty
+                                                   : w[j] * p->repetition_penalty;
+            if (pres && s->count[j] > 0)
+                w[j] -= (float)s->count[j] * p->frequency_penalty + p->presence_penalty;
+        }
+    }
+    for (int i = 0; i < p->n_logit_bias; i++) w[p->logit_bias[i].token] += p->logit_bias[i].bias;
+}
+
+/* Candidate order: logit descending, then id ascending. */
+/* qsort has no context argument in C11: the logits being sorted are passed through a
+ * thread-local pointer, so samplers on different threads stay independent. */
+static _Thread_local const float *g_cmp_logits;
+static int cmp_cand(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    float lx = g_cmp_logits[x], ly = g_cmp_logits[y];
+    if (lx > ly) return -1;
+    if (lx < ly) return 1;
+    return (x > y) - (x < y);
+}
+
+static int better(const float *w, int32_t x, int32_t y) {
+    return w[x] > w[y] || (w[x] == w[y] && x < y);
+}
+
+/* Sort the candidates of s->work; with top_k > 0 keep only the k best (partial
+ * insertion selection, O(n k)) for small k. Returns the number kept. */
+static int sort_candidates(facet_sampler *s, int k) {
+    int n = s->n_vocab;
+    const float *w = s->work;
+    if (k > 0 && k < n && k <= 64) {
+        int m = 0;
+        for (int32_t i = 0; i < n; i++) {
+            if (m == k && !better(w, i, s->cand[m - 1])) continue;
+            int j = m < k ? m++ : k - 1;
+            while (j > 0 && better(w, i, s->cand[j - 1])) {
+                s->cand[j] = s->cand[j - 1];
+                j--;
+            }
+            s->cand[j] = i;
+        }
+        return m;
+    }
+    for (int32_t i = 0; i < n; i++) s->cand[i] = i;
+    g_cmp_logits = w;
+    qsort(s->cand, (size_t)n, sizeof *s->cand, cmp_cand);
+    return k > 0 && k < n ? k : n;
+}
+
+int32_t facet_sampler_sample(facet_sampler *s, const float *logits) {
+    const facet_sampler_params *p = &s->p;
+    apply_penalties(s, logits);
+    float *w = s->work;
+    if (p->temperature == 0.0f || p->top_k == 1) return facet_sample_greedy(w, s->n_vocab);
+    for (int j = 0; j < s->n_vocab; j++) w[j] /= p->temperature;
+    int n = sort_candidates(s, p->top_k);
+    /* probabilities of the kept candidates, relative to the best one */
+    double top = w[s->cand[0]];
+    if (!isfinite(top)) return s->cand[0];
+    double total = 0;
+    for (int i = 0; i < n; i++) total += s->prob[i] = exp((double)w[s->cand[i]] - top);
+    /* min-p: p_i >= min_p * p_max, i.e. prob[i] >= min_p (prob[0] == 1) */
+    if (p->min_p > 0) {
+        int m = 1;
+        while (m < n && s->prob[m] >= (double)p->min_p) m++;
+        if (m < n) {
+            n = m;
+            total = 0;
+            for (int i = 0; i < n; i++) total += s->prob[i];
+        }
+    }
+    /* top-p: keep i while the mass before i is below top_p */
+    if (p->top_p < 1.0f) {
+        int m = 1;
+        double before = s->prob[0] / total;
+        while (m < n && before < (double)p->top_p) before += s->prob[m++] / total;
+        if (m < n) {
+            n = m;
+            total = 0;
+            for (int i = 0; i < n; i++) total += s->prob[i];
+        }
+    }
+    if (n == 1) return s->cand[0];
+    double u = facet_rng_uniform(&s->rng) * total;
+    double c = 0;
+    for (int i = 0; i < n; i++) {
+        c += s->prob[i];
+        if (c > u) return s->cand[i];
+    }
+    return s->cand[n - 1];
+}
