@@ -1,0 +1,72 @@
+"""Judging an engine's output against the float64 reference (tests/ref/reference.py).
+
+    import compare
+    errs = compare.relative_errors(got_rows, ref_rows)        # per position ||d|| / ||ref||
+    g = compare.greedy_agreement(got_ids, ref_out, min_margin=1e-3)
+    assert g["mismatch"] is None, compare.describe(g)
+    rows = g["comparable_rows"]   # rows of --dump-logits whose context equals the reference's
+
+Greedy identity is judged only where the reference is decisive: steps are compared in
+order while the reference's top1 - top2 margin exceeds min_margin; at the first step
+whose margin is at or below it the comparison stops (that step may legitimately go
+either way, and after a different token the contexts differ).
+"""
+
+import numpy as np
+
+
+def read_logits(path, vocab_size):
+    """Rows of a facet --dump-logits file: little-endian float32, vocab_size per row."""
+    raw = np.fromfile(path, dtype="<f4")
+    if raw.size % vocab_size:
+        raise ValueError("%s: %d floats is not a multiple of vocab_size %d" % (path, raw.size, vocab_size))
+    return raw.reshape(-1, vocab_size).astype(np.float64)
+
+
+def relative_errors(got, ref):
+    """||got_i - ref_i|| / ||ref_i|| for each row i (float64)."""
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if got.shape != ref.shape:
+        raise ValueError("shape %s vs reference %s" % (got.shape, ref.shape))
+    return np.linalg.norm(got - ref, axis=-1) / np.linalg.norm(ref, axis=-1)
+
+
+def greedy_agreement(got_ids, ref_out, min_margin=1e-3):
+    """Compare generated ids with a Reference.generate() result.
+
+    Returns {"decisive": number of leading reference steps with margin > min_margin,
+    "compared": steps actually compared, "mismatch": None or the first step index where
+    the ids differ (or where got_ids ended early), "got", "want" at the mismatch,
+    "comparable_rows": how many generated-position logits rows share the reference's
+    context (rows n_prompt .. n_prompt + comparable_rows - 1 of --dump-logits)}."""
+    want = list(ref_out["generated_ids"])
+    margins = list(ref_out["margins"])
+    got = [int(x) for x in got_ids]
+    decisive = 0
+    while decisive < len(want) and margins[decisive] > min_margin:
+        decisive += 1
+    mismatch = None
+    for i in range(decisive):
+        if i >= len(got) or got[i] != want[i]:
+            mismatch = i
+            break
+    compared = decisive if mismatch is None else mismatch + 1
+    # Row n_prompt + j is the logits after feeding generated[j]: its context matches
+    # while generated[0..j] all match.
+    same = 0
+    while same < min(len(got), len(want)) and got[same] == want[same]:
+        same += 1
+    comparable = min(same, len(want) - 1, max(len(got) - 1, 0))
+    return {"decisive": decisive, "compared": compared, "mismatch": mismatch,
+            "got": None if mismatch is None or mismatch >= len(got) else got[mismatch],
+            "want": None if mismatch is None else want[mismatch],
+            "margin": None if mismatch is None else margins[mismatch],
+            "comparable_rows": comparable}
+
+
+def describe(g):
+    if g["mismatch"] is None:
+        return "identical for %d decisive steps" % g["decisive"]
+    return ("step %d: engine id %s, reference id %s (reference top-2 margin %.4g); %d decisive steps"
+            % (g["mismatch"], g["got"], g["want"], g["margin"], g["decisive"]))
