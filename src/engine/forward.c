@@ -73,8 +73,7 @@ static void forward_layers(facet_session *s, const int32_t *tokens, const int32_
 
     /* embeddings */
     for (int r = 0; r < n; r++)
-        memcpy(s->x + (size_t)r * H, m->w.embed_tokens + (size_t)tokens[r] * H,
-               sizeof(float) * (size_t)H);
+        facet_wtensor_row(&m->w.embed_tokens, tokens[r], s->x + (size_t)r * H);
     /* rotary tables for each entry's position */
     for (int r = 0; r < n; r++)
         facet_rope_cos_sin(m, s->pos[r], s->rope_cos + (size_t)r * half,
@@ -87,9 +86,9 @@ static void forward_layers(facet_session *s, const int32_t *tokens, const int32_
         for (int r = 0; r < n; r++)
             facet_rmsnorm(s->xn + (size_t)r * H, s->x + (size_t)r * H, L->input_layernorm, H,
                           f->rms_norm_eps, off);
-        facet_matmul_f32(pool, s->q, s->xn, L->q_proj, L->q_bias, n, H, qd);
-        facet_matmul_f32(pool, s->k, s->xn, L->k_proj, L->k_bias, n, H, kvd);
-        facet_matmul_f32(pool, s->v, s->xn, L->v_proj, L->v_bias, n, H, kvd);
+        facet_matmul(pool, s->q, s->xn, &L->q_proj, L->q_bias, n);
+        facet_matmul(pool, s->k, s->xn, &L->k_proj, L->k_bias, n);
+        facet_matmul(pool, s->v, s->xn, &L->v_proj, L->v_bias, n);
         for (int r = 0; r < n; r++) {
             float *q = s->q + (size_t)r * qd, *k = s->k + (size_t)r * kvd;
             if (L->q_norm) { /* Qwen3: RMSNorm over each head, before RoPE */
@@ -108,17 +107,17 @@ static void forward_layers(facet_session *s, const int32_t *tokens, const int32_
         }
         attn_job aj = {s, seq_ids, l};
         facet_pool_run(pool, n * nh, attn_task, &aj);
-        facet_matmul_f32(pool, s->xn, s->att_out, L->o_proj, L->o_bias, n, qd, H);
+        facet_matmul(pool, s->xn, s->att_out, &L->o_proj, L->o_bias, n);
         for (size_t i = 0; i < (size_t)n * H; i++) s->x[i] += s->xn[i];
 
         /* feed-forward block */
         for (int r = 0; r < n; r++)
             facet_rmsnorm(s->xn + (size_t)r * H, s->x + (size_t)r * H,
                           L->post_attention_layernorm, H, f->rms_norm_eps, off);
-        facet_matmul_f32(pool, s->gate, s->xn, L->gate_proj, NULL, n, H, I);
-        facet_matmul_f32(pool, s->up, s->xn, L->up_proj, NULL, n, H, I);
+        facet_matmul(pool, s->gate, s->xn, &L->gate_proj, NULL, n);
+        facet_matmul(pool, s->up, s->xn, &L->up_proj, NULL, n);
         facet_gated_act(s->gate, s->up, n * I, (int)f->act);
-        facet_matmul_f32(pool, s->xn, s->gate, L->down_proj, NULL, n, I, H);
+        facet_matmul(pool, s->xn, s->gate, &L->down_proj, NULL, n);
         for (size_t i = 0; i < (size_t)n * H; i++) s->x[i] += s->xn[i];
     }
 }
@@ -127,7 +126,7 @@ static void forward_layers(facet_session *s, const int32_t *tokens, const int32_
 static void forward_logits(facet_session *s, const uint8_t *want, int n, float *logits) {
     facet_model *m = s->model;
     const facet_facts *f = &m->facts;
-    int H = (int)f->hidden_size, V = (int)f->vocab_size;
+    int H = (int)f->hidden_size;
     int k = 0;
     for (int r = 0; r < n; r++) {
         if (want && !want[r]) continue;
@@ -135,7 +134,7 @@ static void forward_logits(facet_session *s, const uint8_t *want, int n, float *
                       (float)f->norm_weight_offset);
         k++;
     }
-    if (k) facet_matmul_f32(m->pool, logits, s->xn, m->w.lm_head, NULL, k, H, V);
+    if (k) facet_matmul(m->pool, logits, s->xn, &m->w.lm_head, NULL, k);
 }
 
 facet_status facet_forward(facet_session *s, const facet_batch *b, float *logits,

@@ -8,28 +8,30 @@
 #define FACET_ENGINE_MODEL_INTERNAL_H
 
 #include "facet.h"
-#include "kernels/cpu/threadpool.h"
+#include "kernels/cpu/kernels.h"
 #include "model/facts.h"
 
-/* One decoder layer's weights, float32, PyTorch nn.Linear layout [out][in]. Optional
- * tensors are NULL when the checkpoint does not have them (facts say which). */
+/* One decoder layer's weights. Matrices are facet_wtensor in the run-time format,
+ * PyTorch nn.Linear layout (out, in); norms and biases are float32 vectors. Optional
+ * tensors are NULL (vectors) or have data == NULL (matrices) when the facts say the
+ * checkpoint does not have them. */
 typedef struct facet_layer_weights {
     float *input_layernorm;     /* (H)                                                 */
-    float *q_proj, *k_proj, *v_proj; /* (nh*hd, H), (nkv*hd, H), (nkv*hd, H)           */
+    facet_wtensor q_proj, k_proj, v_proj; /* (nh*hd, H), (nkv*hd, H), (nkv*hd, H)      */
     float *q_bias, *k_bias, *v_bias; /* (nh*hd), (nkv*hd), (nkv*hd)  when qkv_bias     */
-    float *o_proj;              /* (H, nh*hd)                                          */
+    facet_wtensor o_proj;       /* (H, nh*hd)                                          */
     float *o_bias;              /* (H)                               when o_bias       */
     float *q_norm, *k_norm;     /* (hd)                              when qk_norm      */
     float *post_attention_layernorm; /* (H)                                            */
-    float *gate_proj, *up_proj; /* (I, H)                                              */
-    float *down_proj;           /* (H, I)                                              */
+    facet_wtensor gate_proj, up_proj; /* (I, H)                                        */
+    facet_wtensor down_proj;    /* (H, I)                                              */
 } facet_layer_weights;
 
 typedef struct facet_weights {
-    float *embed_tokens;        /* (V, H)                                              */
+    facet_wtensor embed_tokens; /* (V, H)                                              */
     facet_layer_weights *layers;/* [L]                                                 */
     float *norm;                /* (H)                                                 */
-    float *lm_head;             /* (V, H); == embed_tokens when tied                   */
+    facet_wtensor lm_head;      /* (V, H); shares embed_tokens' data when tied          */
     int lm_head_tied;
     uint64_t bytes;             /* run-time bytes of all tensors (tied lm_head once)   */
 } facet_weights;

@@ -50,7 +50,27 @@ static facet_status load_tensor(const st_checkpoint *ck, const char *name, int64
         if (s_ != FACET_OK) return s_;                                      \
         w->bytes += (uint64_t)(d0) * (uint64_t)((d1) ? (d1) : 1) * sizeof(float); \
     } while (0)
+/* a weight matrix: float32 now, converted to the run-time format by to_format() */
+#define LOADM(wt, d0, d1)                                                   \
+    do {                                                                    \
+        float *f_;                                                          \
+        facet_status s_ = load_tensor(ck, name, (d0), (d1), &f_, err);      \
+        if (s_ != FACET_OK) return s_;                                      \
+        (wt).format = FACET_WF_F32;                                         \
+        (wt).rows = (int)(d0);                                              \
+        (wt).cols = (int)(d1);                                              \
+        (wt).data = f_;                                                     \
+        (wt).scales = NULL;                                                 \
+        w->bytes += facet_wtensor_bytes(&(wt));                             \
+    } while (0)
 #define NAME(...) snprintf(name, sizeof name, __VA_ARGS__)
+
+static void facet_wtensor_free(facet_wtensor *t) {
+    free(t->data);
+    free(t->scales);
+    t->data = NULL;
+    t->scales = NULL;
+}
 
 facet_status facet_weights_load(facet_model *m, const st_checkpoint *ck, facet_error *err) {
     const facet_facts *f = &m->facts;
@@ -64,17 +84,17 @@ facet_status facet_weights_load(facet_model *m, const st_checkpoint *ck, facet_e
     if (!w->layers) return facet_err(err, FACET_E_NOMEM, "layer table");
 
     NAME("model.embed_tokens.weight");
-    LOAD(w->embed_tokens, V, H);
+    LOADM(w->embed_tokens, V, H);
     for (int64_t l = 0; l < f->num_hidden_layers; l++) {
         facet_layer_weights *L = &w->layers[l];
         NAME("model.layers.%lld.input_layernorm.weight", (long long)l);
         LOAD(L->input_layernorm, H, 0);
         NAME("model.layers.%lld.self_attn.q_proj.weight", (long long)l);
-        LOAD(L->q_proj, q_dim, H);
+        LOADM(L->q_proj, q_dim, H);
         NAME("model.layers.%lld.self_attn.k_proj.weight", (long long)l);
-        LOAD(L->k_proj, kv_dim, H);
+        LOADM(L->k_proj, kv_dim, H);
         NAME("model.layers.%lld.self_attn.v_proj.weight", (long long)l);
-        LOAD(L->v_proj, kv_dim, H);
+        LOADM(L->v_proj, kv_dim, H);
         if (f->qkv_bias) {
             NAME("model.layers.%lld.self_attn.q_proj.bias", (long long)l);
             LOAD(L->q_bias, q_dim, 0);
@@ -84,7 +104,7 @@ facet_status facet_weights_load(facet_model *m, const st_checkpoint *ck, facet_e
             LOAD(L->v_bias, kv_dim, 0);
         }
         NAME("model.layers.%lld.self_attn.o_proj.weight", (long long)l);
-        LOAD(L->o_proj, H, q_dim);
+        LOADM(L->o_proj, H, q_dim);
         if (f->o_bias) {
             NAME("model.layers.%lld.self_attn.o_proj.bias", (long long)l);
             LOAD(L->o_bias, H, 0);
@@ -98,20 +118,20 @@ facet_status facet_weights_load(facet_model *m, const st_checkpoint *ck, facet_e
         NAME("model.layers.%lld.post_attention_layernorm.weight", (long long)l);
         LOAD(L->post_attention_layernorm, H, 0);
         NAME("model.layers.%lld.mlp.gate_proj.weight", (long long)l);
-        LOAD(L->gate_proj, I, H);
+        LOADM(L->gate_proj, I, H);
         NAME("model.layers.%lld.mlp.up_proj.weight", (long long)l);
-        LOAD(L->up_proj, I, H);
+        LOADM(L->up_proj, I, H);
         NAME("model.layers.%lld.mlp.down_proj.weight", (long long)l);
-        LOAD(L->down_proj, H, I);
+        LOADM(L->down_proj, H, I);
     }
     NAME("model.norm.weight");
     LOAD(w->norm, H, 0);
     if (f->has_lm_head) {
         NAME("lm_head.weight");
-        LOAD(w->lm_head, V, H);
+        LOADM(w->lm_head, V, H);
         w->lm_head_tied = 0;
     } else {
-        w->lm_head = w->embed_tokens;
+        w->lm_head = w->embed_tokens; /* same data: freed once */
         w->lm_head_tied = 1;
     }
     return FACET_OK;
@@ -122,16 +142,17 @@ void facet_weights_free(facet_model *m) {
     if (w->layers) {
         for (int64_t l = 0; l < m->facts.num_hidden_layers; l++) {
             facet_layer_weights *L = &w->layers[l];
-            float *ptrs[] = {L->input_layernorm, L->q_proj, L->k_proj, L->v_proj, L->q_bias,
-                             L->k_bias, L->v_bias, L->o_proj, L->o_bias, L->q_norm,
-                             L->k_norm, L->post_attention_layernorm, L->gate_proj,
-                             L->up_proj, L->down_proj};
+            float *ptrs[] = {L->input_layernorm, L->q_bias, L->k_bias, L->v_bias, L->o_bias,
+                             L->q_norm, L->k_norm, L->post_attention_layernorm};
             for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) free(ptrs[i]);
+            facet_wtensor *mats[] = {&L->q_proj, &L->k_proj, &L->v_proj, &L->o_proj,
+                                     &L->gate_proj, &L->up_proj, &L->down_proj};
+            for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) facet_wtensor_free(mats[i]);
         }
         free(w->layers);
     }
-    if (!w->lm_head_tied) free(w->lm_head);
-    free(w->embed_tokens);
+    if (!w->lm_head_tied) facet_wtensor_free(&w->lm_head);
+    facet_wtensor_free(&w->embed_tokens);
     free(w->norm);
     memset(w, 0, sizeof *w);
 }

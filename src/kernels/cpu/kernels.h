@@ -10,6 +10,42 @@
 
 #include "kernels/cpu/threadpool.h"
 
+/* Storage format of a weight matrix at run time. */
+typedef enum facet_wformat {
+    FACET_WF_F32 = 0,  /* float32                                                      */
+    FACET_WF_BF16 = 1, /* bfloat16 (the high half of a float32)                        */
+    FACET_WF_F16 = 2,  /* IEEE half                                                    */
+    FACET_WF_Q8 = 3,   /* int8, one float32 scale per block of 32 along the input dim  */
+} facet_wformat;
+
+/*
+ * A weight matrix [rows][cols] in the PyTorch nn.Linear layout (rows = output
+ * features, cols = input features) in one of the run-time formats. `data` is owned by
+ * whoever made it (the model's weight store); `scales` is used by FACET_WF_Q8 only
+ * ([rows][cols / 32]).
+ */
+typedef struct facet_wtensor {
+    facet_wformat format;
+    int rows, cols;
+    void *data;
+    float *scales;
+} facet_wtensor;
+
+/* Bytes of a weight tensor's data (+ scales). */
+size_t facet_wtensor_bytes(const facet_wtensor *w);
+
+/* Copy row `row` of W into out (cols floats), widened to float32 (embedding lookup). */
+void facet_wtensor_row(const facet_wtensor *w, int row, float *out);
+
+/*
+ * Y[r][o] = sum_i X[r][i] * W[o][i] (+ bias[o]) for any weight format: X is
+ * [n_rows][W->cols] float32, Y is [n_rows][W->rows]. Dispatches to the kernel of W's
+ * format; every row of Y is computed with the same summation order whatever n_rows is,
+ * so a sequence's result does not depend on what else is in the batch.
+ */
+void facet_matmul(facet_pool *pool, float *Y, const float *X, const facet_wtensor *W,
+                  const float *bias, int n_rows);
+
 /*
  * Y[r][o] = sum_i X[r][i] * W[o][i] (+ bias[o] when bias != NULL), for r < n_rows,
  * o < n_out: X is [n_rows][n_in], W is [n_out][n_in] (the PyTorch nn.Linear weight
