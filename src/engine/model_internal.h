@@ -73,9 +73,11 @@ facet_status facet_rope_init(facet_model *m, facet_error *err);
 /* Fill cos/sin (rope_dim/2 each) for absolute position `pos` (rope.c). */
 void facet_rope_cos_sin(const facet_model *m, int pos, float *cos, float *sin);
 
-/* Read, validate and convert every tensor of the checkpoint into m->w (weights.c). */
+/* Read, validate and convert every tensor of the checkpoint into m->w, weight
+ * matrices in `format` (weights.c). */
 struct st_checkpoint;
-facet_status facet_weights_load(facet_model *m, const struct st_checkpoint *ck, facet_error *err);
+facet_status facet_weights_load(facet_model *m, const struct st_checkpoint *ck,
+                                facet_wformat format, facet_error *err);
 
 /* Free m->w (weights.c). */
 void facet_weights_free(facet_model *m);

@@ -61,6 +61,8 @@ static facet_status load_tensor(const st_checkpoint *ck, const char *name, int64
         (wt).cols = (int)(d1);                                              \
         (wt).data = f_;                                                     \
         (wt).scales = NULL;                                                 \
+        s_ = facet_wtensor_convert(&(wt), format, err);                     \
+        if (s_ != FACET_OK) return s_;                                      \
         w->bytes += facet_wtensor_bytes(&(wt));                             \
     } while (0)
 #define NAME(...) snprintf(name, sizeof name, __VA_ARGS__)
@@ -72,7 +74,8 @@ static void facet_wtensor_free(facet_wtensor *t) {
     t->scales = NULL;
 }
 
-facet_status facet_weights_load(facet_model *m, const st_checkpoint *ck, facet_error *err) {
+facet_status facet_weights_load(facet_model *m, const st_checkpoint *ck, facet_wformat format,
+                                facet_error *err) {
     const facet_facts *f = &m->facts;
     facet_weights *w = &m->w;
     char name[256];

@@ -31,6 +31,18 @@ typedef struct facet_wtensor {
     float *scales;
 } facet_wtensor;
 
+/*
+ * Convert a FACET_WF_F32 tensor in place to format `to` (its float32 data is freed and
+ * replaced). Errors: FACET_E_UNSUPPORTED when this build has no kernels for `to`
+ * (naming it), FACET_E_INVALID_ARGUMENT when cols does not fit the format's block size,
+ * FACET_E_NOMEM.
+ */
+#include "facet_status.h"
+facet_status facet_wtensor_convert(facet_wtensor *w, facet_wformat to, facet_error *err);
+
+/* Name of a format: "f32", "bf16", "f16", "int8". */
+const char *facet_wformat_name(facet_wformat f);
+
 /* Bytes of a weight tensor's data (+ scales). */
 size_t facet_wtensor_bytes(const facet_wtensor *w);
 

@@ -3,6 +3,25 @@
 
 #include <string.h>
 
+#include "util/error.h"
+
+const char *facet_wformat_name(facet_wformat f) {
+    switch (f) {
+    case FACET_WF_F32: return "f32";
+    case FACET_WF_BF16: return "bf16";
+    case FACET_WF_F16: return "f16";
+    case FACET_WF_Q8: return "int8";
+    }
+    return "unknown";
+}
+
+facet_status facet_wtensor_convert(facet_wtensor *w, facet_wformat to, facet_error *err) {
+    if (w->format == to) return FACET_OK;
+    return facet_err(err, FACET_E_UNSUPPORTED,
+                     "weights format %s is not built into this version (available: f32)",
+                     facet_wformat_name(to));
+}
+
 size_t facet_wtensor_bytes(const facet_wtensor *w) {
     size_t n = (size_t)w->rows * (size_t)w->cols;
     switch (w->format) {
