@@ -1,0 +1,159 @@
+/*
+ * cmd_tokenize.c — `facet tokenize` and `facet detokenize` (DESIGN.md, "Command line").
+ *
+ *   facet tokenize   MODEL [TEXT | -f FILE] [--no-special]   -> JSON array of ids
+ *   facet detokenize MODEL [--skip-special] ID...            -> text (exactly, no newline)
+ *
+ * MODEL is any folder holding a tokenizer.json. Without TEXT or -f, tokenize reads
+ * standard input. IDs may be separate arguments or comma-separated ("1,2,3", "[1,2]").
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "facet_tokenizer.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+static int read_stdin(char **data, size_t *len) {
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) return -1;
+    for (;;) {
+        if (n == cap) {
+            char *p = realloc(buf, cap *= 2);
+            if (!p) {
+                free(buf);
+                return -1;
+            }
+            buf = p;
+        }
+        size_t got = fread(buf + n, 1, cap - n, stdin);
+        n += got;
+        if (got == 0) break;
+    }
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+int cmd_tokenize(int argc, char **argv) {
+    const char *model = NULL, *text = NULL, *file = NULL;
+    int add_special = 1;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: facet tokenize MODEL [TEXT | -f FILE] [--no-special]\n"
+                   "Prints the token ids of TEXT (or FILE, or standard input) as a JSON array.\n"
+                   "Special tokens are added as the tokenizer's post-processor says;\n"
+                   "--no-special is add_special_tokens=False.\n");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--no-special")) add_special = 0;
+        else if (!strcmp(argv[i], "-f") && i + 1 < argc) file = argv[++i];
+        else if (!model) model = argv[i];
+        else if (!text) text = argv[i];
+        else {
+            fprintf(stderr, "facet: tokenize: unexpected argument '%s'\n", argv[i]);
+            return 1;
+        }
+    }
+    if (!model) {
+        fprintf(stderr, "facet: usage: facet tokenize MODEL [TEXT | -f FILE] [--no-special]\n");
+        return 1;
+    }
+    facet_error err = {0};
+    char *data = NULL;
+    size_t len = 0;
+    if (file) {
+        if (facet_read_file(file, (size_t)1 << 31, &data, &len, &err)) return cli_fail(&err);
+    } else if (text) {
+        len = strlen(text);
+    } else if (read_stdin(&data, &len)) {
+        fprintf(stderr, "facet: tokenize: cannot read standard input\n");
+        return 1;
+    }
+    facet_tokenizer *tok;
+    if (facet_tokenizer_load(model, &tok, &err)) {
+        free(data);
+        return cli_fail(&err);
+    }
+    int32_t *ids;
+    size_t n;
+    facet_status st = facet_tokenize(tok, data ? data : text, len, add_special, &ids, &n, &err);
+    free(data);
+    facet_tokenizer_free(tok);
+    if (st) return cli_fail(&err);
+    putchar('[');
+    for (size_t i = 0; i < n; i++) printf(i ? ",%d" : "%d", (int)ids[i]);
+    printf("]\n");
+    free(ids);
+    return 0;
+}
+
+/* Parse ids from "12", "1,2,3" or "[1, 2]" into *ids. */
+static int parse_ids(const char *arg, int32_t **ids, size_t *n, size_t *cap) {
+    const char *p = arg;
+    while (*p) {
+        while (*p == ',' || *p == '[' || *p == ']' || *p == ' ') p++;
+        if (!*p) break;
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 0 || v > 0x7fffffff) return -1;
+        if (*n == *cap) {
+            *cap = *cap ? *cap * 2 : 64;
+            int32_t *q = realloc(*ids, *cap * sizeof *q);
+            if (!q) return -1;
+            *ids = q;
+        }
+        (*ids)[(*n)++] = (int32_t)v;
+        p = end;
+        if (*p && *p != ',' && *p != ']' && *p != ' ') return -1;
+    }
+    return 0;
+}
+
+int cmd_detokenize(int argc, char **argv) {
+    const char *model = NULL;
+    int skip_special = 0;
+    int32_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: facet detokenize MODEL [--skip-special] ID...\n"
+                   "Prints the text of the token ids exactly (no newline added), as\n"
+                   "tokenizer.decode(ids) does; --skip-special is skip_special_tokens=True.\n");
+            free(ids);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--skip-special")) skip_special = 1;
+        else if (!model) model = argv[i];
+        else if (parse_ids(argv[i], &ids, &n, &cap)) {
+            fprintf(stderr, "facet: detokenize: '%s' is not a token id (expected integers 0..2147483647)\n", argv[i]);
+            free(ids);
+            return 1;
+        }
+    }
+    if (!model) {
+        fprintf(stderr, "facet: usage: facet detokenize MODEL [--skip-special] ID...\n");
+        free(ids);
+        return 1;
+    }
+    facet_error err = {0};
+    facet_tokenizer *tok;
+    if (facet_tokenizer_load(model, &tok, &err)) {
+        free(ids);
+        return cli_fail(&err);
+    }
+    char *text;
+    size_t len;
+    facet_status st = facet_detokenize(tok, ids, n, skip_special, &text, &len, &err);
+    free(ids);
+    facet_tokenizer_free(tok);
+    if (st) return cli_fail(&err);
+    fwrite(text, 1, len, stdout);
+    free(text);
+    return 0;
+}

@@ -1,0 +1,312 @@
+/* tok_json_fast.c — a fast path for the two large values of tokenizer.json,
+ * model.vocab (an object of token -> id) and model.merges (an array). Building a
+ * jansson tree for 150k-500k entries costs hundreds of milliseconds, so they are
+ * located and parsed here in one pass; the rest of the file (small) goes through
+ * jansson with these two values blanked out (tok_load.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/tokenizer_internal.h"
+#include "util/error.h"
+
+typedef struct scan {
+    const char *s;
+    size_t len, i;
+} scan;
+
+static void ws(scan *c) {
+    while (c->i < c->len) {
+        char ch = c->s[c->i];
+        if (ch != ' ' && ch != '\n' && ch != '\r' && ch != '\t') break;
+        c->i++;
+    }
+}
+
+static int hex4(const char *p, unsigned *v) {
+    *v = 0;
+    for (int k = 0; k < 4; k++) {
+        char ch = p[k];
+        unsigned d;
+        if (ch >= '0' && ch <= '9') d = (unsigned)(ch - '0');
+        else if (ch >= 'a' && ch <= 'f') d = (unsigned)(ch - 'a' + 10);
+        else if (ch >= 'A' && ch <= 'F') d = (unsigned)(ch - 'A' + 10);
+        else return -1;
+        *v = *v * 16 + d;
+    }
+    return 0;
+}
+
+/* Parse a JSON string at c->i (which must be '"'). Decoded bytes go to out (cleared
+ * first) unless out is NULL. Returns 0, or -1 on malformed input. */
+static int parse_string(scan *c, tok_buf *out) {
+    if (c->i >= c->len || c->s[c->i] != '"') return -1;
+    c->i++;
+    if (out) out->len = 0;
+    for (;;) {
+        size_t start = c->i;
+        while (c->i < c->len) {
+            unsigned char ch = (unsigned char)c->s[c->i];
+            if (ch == '"' || ch == '\\' || ch < 0x20) break;
+            c->i++;
+        }
+        if (c->i >= c->len) return -1;
+        if (tok_utf8_invalid_at(c->s + start, c->i - start) != c->i - start) return -1;
+        if (out && tok_buf_append(out, c->s + start, c->i - start)) return -1;
+        unsigned char ch = (unsigned char)c->s[c->i];
+        if (ch == '"') {
+            c->i++;
+            if (out && tok_buf_reserve(out, 0)) return -1;
+            if (out) out->data[out->len] = '\0';
+            return 0;
+        }
+        if (ch < 0x20) return -1;
+        /* escape */
+        if (c->i + 1 >= c->len) return -1;
+        char e = c->s[c->i + 1], one;
+        c->i += 2;
+        switch (e) {
+        case '"': one = '"'; break;
+        case '\\': one = '\\'; break;
+        case '/': one = '/'; break;
+        case 'b': one = '\b'; break;
+        case 'f': one = '\f'; break;
+        case 'n': one = '\n'; break;
+        case 'r': one = '\r'; break;
+        case 't': one = '\t'; break;
+        case 'u': {
+            unsigned v, lo;
+            if (c->i + 4 > c->len || hex4(c->s + c->i, &v)) return -1;
+            c->i += 4;
+            if (v >= 0xD800 && v <= 0xDBFF) {
+                if (c->i + 6 > c->len || c->s[c->i] != '\\' || c->s[c->i + 1] != 'u' ||
+                    hex4(c->s + c->i + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+                    return -1;
+                c->i += 6;
+                v = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00);
+            } else if (v >= 0xDC00 && v <= 0xDFFF) {
+                return -1;
+            }
+            char u[4];
+            size_t n = tok_utf8_encode((int32_t)v, u);
+            if (out && tok_buf_append(out, u, n)) return -1;
+            continue;
+        }
+        default: return -1;
+        }
+        if (out && tok_buf_append(out, &one, 1)) return -1;
+    }
+}
+
+/* Skip one JSON value (structure checked loosely; jansson checks the rest). */
+static int skip_value(scan *c) {
+    ws(c);
+    if (c->i >= c->len) return -1;
+    char ch = c->s[c->i];
+    if (ch == '"') return parse_string(c, NULL);
+    if (ch == '{' || ch == '[') {
+        int depth = 0;
+        while (c->i < c->len) {
+            ch = c->s[c->i];
+            if (ch == '"') {
+                if (parse_string(c, NULL)) return -1;
+                continue;
+            }
+            if (ch == '{' || ch == '[') depth++;
+            else if (ch == '}' || ch == ']') {
+                if (--depth == 0) {
+                    c->i++;
+                    return 0;
+                }
+            }
+            c->i++;
+        }
+        return -1;
+    }
+    while (c->i < c->len) {
+        ch = c->s[c->i];
+        if (ch == ',' || ch == '}' || ch == ']' || ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')
+            break;
+        c->i++;
+    }
+    return 0;
+}
+
+facet_status tok_json_find_model_spans(const char *json, size_t len, const char *what,
+                                       tok_json_spans *sp, facet_error *err) {
+    scan c = {json, len, 0};
+    tok_buf key = {0};
+    memset(sp, 0, sizeof *sp);
+    ws(&c);
+    if (c.i >= len || json[c.i] != '{') goto bad;
+    c.i++;
+    ws(&c);
+    if (c.i < len && json[c.i] == '}') goto done;
+    for (;;) {
+        ws(&c);
+        if (parse_string(&c, &key)) goto bad;
+        ws(&c);
+        if (c.i >= len || json[c.i] != ':') goto bad;
+        c.i++;
+        ws(&c);
+        if (key.len == 5 && !memcmp(key.data, "model", 5) && c.i < len && json[c.i] == '{') {
+            c.i++;
+            ws(&c);
+            if (c.i < len && json[c.i] == '}') {
+                c.i++;
+            } else {
+                for (;;) {
+                    ws(&c);
+                    if (parse_string(&c, &key)) goto bad;
+                    ws(&c);
+                    if (c.i >= len || json[c.i] != ':') goto bad;
+                    c.i++;
+                    ws(&c);
+                    size_t start = c.i;
+                    int which = (key.len == 5 && !memcmp(key.data, "vocab", 5))    ? 1
+                                : (key.len == 6 && !memcmp(key.data, "merges", 6)) ? 2
+                                                                                    : 0;
+                    if (skip_value(&c)) goto bad;
+                    if (which == 1) sp->vocab_start = start, sp->vocab_end = c.i;
+                    if (which == 2) sp->merges_start = start, sp->merges_end = c.i;
+                    ws(&c);
+                    if (c.i < len && json[c.i] == ',') { c.i++; continue; }
+                    if (c.i < len && json[c.i] == '}') { c.i++; break; }
+                    goto bad;
+                }
+            }
+        } else if (skip_value(&c)) {
+            goto bad;
+        }
+        ws(&c);
+        if (c.i < len && json[c.i] == ',') { c.i++; continue; }
+        if (c.i < len && json[c.i] == '}') break;
+        goto bad;
+    }
+done:
+    tok_buf_free(&key);
+    return FACET_OK;
+bad:
+    tok_buf_free(&key);
+    return facet_err(err, FACET_E_PARSE, "%s: not valid JSON near byte %zu", what, c.i);
+}
+
+facet_status tok_json_parse_vocab(const char *s, size_t len, const char *what, tok_strmap *vocab,
+                                  int32_t *max_id, facet_error *err) {
+    scan c = {s, len, 0};
+    tok_buf key = {0};
+    facet_status st = FACET_OK;
+    *max_id = -1;
+    ws(&c);
+    if (c.i >= len || s[c.i] != '{') {
+        st = facet_err(err, FACET_E_FORMAT, "%s: model.vocab: expected an object of token -> id", what);
+        goto out;
+    }
+    c.i++;
+    ws(&c);
+    if (c.i < len && s[c.i] == '}') goto out;
+    for (size_t n = 0;; n++) {
+        ws(&c);
+        if (parse_string(&c, &key)) goto bad;
+        ws(&c);
+        if (c.i >= len || s[c.i] != ':') goto bad;
+        c.i++;
+        ws(&c);
+        size_t vstart = c.i;
+        long long v = 0;
+        int digits = 0;
+        while (c.i < len && s[c.i] >= '0' && s[c.i] <= '9' && v < 0x7fffffff) {
+            v = v * 10 + (s[c.i++] - '0');
+            digits++;
+        }
+        if (!digits || v >= 0x7fffffff ||
+            (c.i < len && (s[c.i] == '.' || s[c.i] == 'e' || s[c.i] == 'E' || (s[c.i] >= '0' && s[c.i] <= '9')))) {
+            st = facet_err(err, FACET_E_FORMAT,
+                           "%s: model.vocab[\"%.60s\"]: expected a token id (integer 0..2147483646), got '%.20s'",
+                           what, key.data, s + vstart);
+            goto out;
+        }
+        if (tok_strmap_put(vocab, key.data, key.len, (int32_t)v)) {
+            st = facet_err(err, FACET_E_NOMEM, "%s: out of memory reading model.vocab", what);
+            goto out;
+        }
+        if (v > *max_id) *max_id = (int32_t)v;
+        ws(&c);
+        if (c.i < len && s[c.i] == ',') { c.i++; continue; }
+        if (c.i < len && s[c.i] == '}') break;
+        goto bad;
+    }
+    goto out;
+bad:
+    st = facet_err(err, FACET_E_PARSE, "%s: model.vocab: not valid JSON near byte %zu of the value",
+                   what, c.i);
+out:
+    tok_buf_free(&key);
+    return st;
+}
+
+facet_status tok_json_parse_merges(const char *s, size_t len, const char *what, tok_merge_fn fn,
+                                   void *ctx, facet_error *err) {
+    scan c = {s, len, 0};
+    tok_buf a = {0}, b = {0};
+    facet_status st = FACET_OK;
+    ws(&c);
+    if (c.i >= len || s[c.i] != '[') {
+        st = facet_err(err, FACET_E_FORMAT, "%s: model.merges: expected an array", what);
+        goto out;
+    }
+    c.i++;
+    ws(&c);
+    if (c.i < len && s[c.i] == ']') goto out;
+    size_t rank = 0;
+    for (size_t n = 0;; n++) {
+        ws(&c);
+        if (c.i < len && s[c.i] == '"') {
+            if (parse_string(&c, &a)) goto bad;
+            if (a.len >= 8 && !memcmp(a.data, "#version", 8)) goto next; /* as tokenizers */
+            char *sp = memchr(a.data, ' ', a.len);
+            if (!sp || memchr(sp + 1, ' ', a.len - (size_t)(sp + 1 - a.data))) {
+                st = facet_err(err, FACET_E_FORMAT,
+                               "%s: model.merges[%zu]: expected \"A B\" (two tokens separated by a space), got \"%.60s\"",
+                               what, n, a.data);
+                goto out;
+            }
+            size_t al = (size_t)(sp - a.data);
+            st = fn(ctx, rank++, a.data, al, sp + 1, a.len - al - 1, err);
+        } else if (c.i < len && s[c.i] == '[') {
+            c.i++;
+            ws(&c);
+            if (parse_string(&c, &a)) goto pair;
+            ws(&c);
+            if (c.i >= len || s[c.i] != ',') goto pair;
+            c.i++;
+            ws(&c);
+            if (parse_string(&c, &b)) goto pair;
+            ws(&c);
+            if (c.i >= len || s[c.i] != ']') goto pair;
+            c.i++;
+            st = fn(ctx, rank++, a.data, a.len, b.data, b.len, err);
+        } else {
+            st = facet_err(err, FACET_E_FORMAT, "%s: model.merges[%zu]: expected a string or a pair of strings",
+                           what, n);
+            goto out;
+        }
+        if (st != FACET_OK) goto out;
+    next:
+        ws(&c);
+        if (c.i < len && s[c.i] == ',') { c.i++; continue; }
+        if (c.i < len && s[c.i] == ']') break;
+        goto bad;
+        continue;
+    pair:
+        st = facet_err(err, FACET_E_FORMAT, "%s: model.merges[%zu]: expected a pair of two strings", what, n);
+        goto out;
+    }
+    goto out;
+bad:
+    st = facet_err(err, FACET_E_PARSE, "%s: model.merges: not valid JSON near byte %zu of the value",
+                   what, c.i);
+out:
+    tok_buf_free(&a);
+    tok_buf_free(&b);
+    return st;
+}

@@ -1,0 +1,435 @@
+/* tok_load.c — reading tokenizer.json (+ tokenizer_config.json) into a facet_tokenizer.
+ * Field meanings follow the Hugging Face `tokenizers` serialization (tokenizer.json
+ * "version" 1.0) and transformers' PreTrainedTokenizerFast / LlamaTokenizerFast /
+ * GemmaTokenizerFast constructors for the config rules. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/tokenizer_internal.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+#define TOK_MAX_FILE ((size_t)1 << 30)
+
+typedef struct merge_ctx {
+    facet_tokenizer *tok;
+    const char *what;
+    tok_buf joined;
+} merge_ctx;
+
+static facet_status add_merge(void *vctx, size_t rank, const char *a, size_t alen, const char *b,
+                              size_t blen, facet_error *err) {
+    merge_ctx *c = vctx;
+    tok_bpe *m = &c->tok->bpe;
+    int32_t ia = tok_strmap_get(&m->vocab, a, alen), ib = tok_strmap_get(&m->vocab, b, blen);
+    if (ia < 0 || ib < 0)
+        return facet_err(err, FACET_E_FORMAT, "%s: model.merges[%zu]: token \"%.*s\" is not in model.vocab",
+                         c->what, rank, (int)(ia < 0 ? (alen > 60 ? 60 : alen) : (blen > 60 ? 60 : blen)),
+                         ia < 0 ? a : b);
+    /* the merged token: a + b without b's continuing_subword_prefix length (tokenizers) */
+    size_t skip = m->prefix_len <= blen ? m->prefix_len : blen;
+    c->joined.len = 0;
+    if (tok_buf_append(&c->joined, a, alen) || tok_buf_append(&c->joined, b + skip, blen - skip))
+        return facet_err(err, FACET_E_NOMEM, "out of memory reading merges");
+    int32_t nid = tok_strmap_get(&m->vocab, c->joined.data, c->joined.len);
+    if (nid < 0)
+        return facet_err(err, FACET_E_FORMAT, "%s: model.merges[%zu]: merged token \"%.60s\" is not in model.vocab",
+                         c->what, rank, c->joined.data);
+    if (tok_pairmap_put(&m->merges, ia, ib, (uint32_t)rank, nid))
+        return facet_err(err, FACET_E_NOMEM, "out of memory reading merges");
+    return FACET_OK;
+}
+
+static char *dupn(const char *s, size_t n) {
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+static facet_status parse_added(facet_tokenizer *tok, const json_t *root, const char *what,
+                                facet_error *err) {
+    json_t *arr = json_object_get(root, "added_tokens");
+    if (!arr || json_is_null(arr)) return FACET_OK;
+    if (!json_is_array(arr))
+        return facet_err(err, FACET_E_FORMAT, "%s: added_tokens: expected an array, got %s", what,
+                         facet_json_type_name(arr));
+    size_t n = json_array_size(arr);
+    tok->added = calloc(n ? n : 1, sizeof *tok->added);
+    if (!tok->added) return facet_err(err, FACET_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_array_get(arr, i);
+        char path[128];
+        snprintf(path, sizeof path, "%s: added_tokens[%zu]", what, i);
+        if (!json_is_object(o))
+            return facet_err(err, FACET_E_FORMAT, "%s: expected an object, got %s", path, facet_json_type_name(o));
+        tok_added *a = &tok->added[tok->n_added];
+        long long id;
+        const char *content;
+        size_t clen;
+        int b[5];
+        facet_status st;
+        if ((st = tok_jget_int(o, "id", path, -1, &id, err)) != FACET_OK) return st;
+        if (id < 0 || id >= 0x7fffffff)
+            return facet_err(err, FACET_E_FORMAT, "%s.id: expected a token id 0..2147483646, got %lld", path, id);
+        if ((st = tok_jget_str(o, "content", path, 1, &content, &clen, err)) != FACET_OK) return st;
+        if (!clen) return facet_err(err, FACET_E_FORMAT, "%s.content: empty added token", path);
+        if ((st = tok_jget_bool(o, "special", path, 0, &b[0], err)) ||
+            (st = tok_jget_bool(o, "single_word", path, 0, &b[1], err)) ||
+            (st = tok_jget_bool(o, "lstrip", path, 0, &b[2], err)) ||
+            (st = tok_jget_bool(o, "rstrip", path, 0, &b[3], err)) ||
+            (st = tok_jget_bool(o, "normalized", path, !b[0], &b[4], err)))
+            return st;
+        a->id = (int32_t)id;
+        a->content = dupn(content, clen);
+        if (!a->content) return facet_err(err, FACET_E_NOMEM, "out of memory");
+        a->len = clen;
+        a->special = (uint8_t)b[0], a->single_word = (uint8_t)b[1], a->lstrip = (uint8_t)b[2];
+        a->rstrip = (uint8_t)b[3], a->normalized = (uint8_t)b[4];
+        tok->n_added++;
+        if (tok_strmap_put(&tok->added_map, a->content, a->len, a->id))
+            return facet_err(err, FACET_E_NOMEM, "out of memory");
+    }
+    return FACET_OK;
+}
+
+static facet_status parse_model(facet_tokenizer *tok, const json_t *model, const char *what,
+                                facet_error *err) {
+    char path[128];
+    snprintf(path, sizeof path, "%s: model", what);
+    if (!json_is_object(model))
+        return facet_err(err, FACET_E_FORMAT, "%s: expected an object, got %s", path,
+                         model ? facet_json_type_name(model) : "nothing");
+    const char *type;
+    facet_status st = tok_jget_str(model, "type", path, 0, &type, NULL, err);
+    if (st != FACET_OK) return st;
+    if (!type) type = "BPE"; /* tokenizers accepts an untagged BPE model */
+    if (strcmp(type, "BPE"))
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "%s.type: model type \"%s\" is not supported (supported: BPE)", path, type);
+    tok_bpe *m = &tok->bpe;
+    json_t *dropout = json_object_get(model, "dropout");
+    if (dropout && !json_is_null(dropout) &&
+        !(json_is_number(dropout) && (json_number_value(dropout) == 0.0 || json_number_value(dropout) == 1.0)))
+        return facet_err(err, FACET_E_UNSUPPORTED, "%s.dropout: BPE dropout (random merges) is not supported", path);
+    const char *s;
+    size_t len;
+    if ((st = tok_jget_str(model, "continuing_subword_prefix", path, 0, &s, &len, err))) return st;
+    if (s && len) {
+        if (!(m->prefix = dupn(s, len))) return facet_err(err, FACET_E_NOMEM, "out of memory");
+        m->prefix_len = len;
+    }
+    if ((st = tok_jget_str(model, "end_of_word_suffix", path, 0, &s, &len, err))) return st;
+    if (s && len) {
+        if (!(m->suffix = dupn(s, len))) return facet_err(err, FACET_E_NOMEM, "out of memory");
+        m->suffix_len = len;
+    }
+    if ((st = tok_jget_bool(model, "fuse_unk", path, 0, &m->fuse_unk, err)) ||
+        (st = tok_jget_bool(model, "byte_fallback", path, 0, &m->byte_fallback, err)) ||
+        (st = tok_jget_bool(model, "ignore_merges", path, 0, &m->ignore_merges, err)))
+        return st;
+    m->unk_id = -1;
+    if ((st = tok_jget_str(model, "unk_token", path, 0, &s, &len, err))) return st;
+    if (s) {
+        m->unk_id = tok_strmap_get(&m->vocab, s, len);
+        if (m->unk_id < 0)
+            return facet_err(err, FACET_E_FORMAT, "%s.unk_token: \"%.60s\" is not in model.vocab", path, s);
+    }
+    return FACET_OK;
+}
+
+/* transformers' config rules: tokenizer_class, add_bos/eos_token, clean-up. */
+static facet_status apply_config(facet_tokenizer *tok, const json_t *cfg, facet_error *err) {
+    const char *path = "tokenizer_config.json";
+    if (!json_is_object(cfg))
+        return facet_err(err, FACET_E_FORMAT, "%s: expected an object, got %s", path, facet_json_type_name(cfg));
+    facet_status st;
+    if ((st = tok_jget_bool(cfg, "clean_up_tokenization_spaces", path, 0, &tok->clean_up_spaces, err)))
+        return st;
+    const char *cls;
+    if ((st = tok_jget_str(cfg, "tokenizer_class", path, 0, &cls, NULL, err))) return st;
+    if (!cls) return FACET_OK;
+    /* LlamaTokenizer(Fast) and GemmaTokenizer(Fast) rebuild the post-processor from
+     * add_bos_token (default true) and add_eos_token (default false). */
+    static const char *const rebuild[] = {"LlamaTokenizer", "LlamaTokenizerFast", "GemmaTokenizer",
+                                          "GemmaTokenizerFast"};
+    int match = 0;
+    for (size_t i = 0; i < sizeof rebuild / sizeof *rebuild; i++) match |= !strcmp(cls, rebuild[i]);
+    if (!match) return FACET_OK;
+    int add_bos, add_eos;
+    if ((st = tok_jget_bool(cfg, "add_bos_token", path, 1, &add_bos, err)) ||
+        (st = tok_jget_bool(cfg, "add_eos_token", path, 0, &add_eos, err)))
+        return st;
+    int32_t ids[2];
+    const char *keys[2] = {"bos_token", "eos_token"};
+    int want[2] = {add_bos, add_eos};
+    for (int k = 0; k < 2; k++) {
+        ids[k] = -1;
+        if (!want[k]) continue;
+        json_t *v = json_object_get(cfg, keys[k]);
+        if (json_is_object(v)) v = json_object_get(v, "content");
+        if (!json_is_string(v))
+            return facet_err(err, FACET_E_FORMAT, "%s.%s: add_%s is true but %s is not a token string", path,
+                             keys[k], keys[k], keys[k]);
+        ids[k] = facet_tokenizer_token_to_id(tok, json_string_value(v));
+        if (ids[k] < 0)
+            return facet_err(err, FACET_E_FORMAT, "%s.%s: \"%.60s\" is not a token of tokenizer.json", path,
+                             keys[k], json_string_value(v));
+    }
+    tok_post_free(&tok->post);
+    if (add_bos) {
+        if (!(tok->post.prefix = malloc(sizeof(int32_t)))) return facet_err(err, FACET_E_NOMEM, "out of memory");
+        tok->post.prefix[0] = ids[0];
+        tok->post.n_prefix = 1;
+    }
+    if (add_eos) {
+        if (!(tok->post.suffix = malloc(sizeof(int32_t)))) return facet_err(err, FACET_E_NOMEM, "out of memory");
+        tok->post.suffix[0] = ids[1];
+        tok->post.n_suffix = 1;
+    }
+    return FACET_OK;
+}
+
+static facet_status build_tables(facet_tokenizer *tok, int32_t max_vocab_id, facet_error *err) {
+    int32_t max_id = max_vocab_id;
+    for (size_t i = 0; i < tok->n_added; i++)
+        if (tok->added[i].id > max_id) max_id = tok->added[i].id;
+    if (max_id < 0) return facet_err(err, FACET_E_FORMAT, "tokenizer.json: model.vocab is empty");
+    size_t n = (size_t)max_id + 1;
+    tok->vocab_size = (int)n;
+    tok->id_str = calloc(n, sizeof *tok->id_str);
+    tok->id_len = calloc(n, sizeof *tok->id_len);
+    tok->id_special = calloc(n, 1);
+    tok->id_bytefallback = calloc(n, 1);
+    if (!tok->id_str || !tok->id_len || !tok->id_special || !tok->id_bytefallback)
+        return facet_err(err, FACET_E_NOMEM, "out of memory for %zu token ids", n);
+    tok_strmap *v = &tok->bpe.vocab;
+    for (size_t e = 0; e < v->n; e++) {
+        int32_t id = v->entries[e].value;
+        tok->id_str[id] = v->keys.data + v->entries[e].off;
+        tok->id_len[id] = v->entries[e].len;
+    }
+    for (size_t i = 0; i < tok->n_added; i++) {
+        tok_added *a = &tok->added[i];
+        tok->id_str[a->id] = a->content;
+        tok->id_len[a->id] = (uint32_t)a->len;
+        tok->id_special[a->id] = a->special;
+    }
+    /* byte tables: the ByteLevel character of each byte, and "<0xHH>" fallback tokens */
+    for (int b = 0; b < 256; b++) {
+        char key[8];
+        tok_buf tmp = {0};
+        unsigned char byte = (unsigned char)b;
+        if (tok_bytelevel_map(&tmp, (const char *)&byte, 1)) return facet_err(err, FACET_E_NOMEM, "out of memory");
+        tok->bpe.byte_id[b] = tok_strmap_get(v, tmp.data, tmp.len);
+        tok_buf_free(&tmp);
+        snprintf(key, sizeof key, "<0x%02X>", b);
+        tok->bpe.fallback_id[b] = tok_strmap_get(v, key, 6);
+        if (tok->bpe.fallback_id[b] >= 0) tok->id_bytefallback[tok->bpe.fallback_id[b]] = 1;
+    }
+    return FACET_OK;
+}
+
+static facet_status parse_components(facet_tokenizer *tok, const json_t *root, const char *what,
+                                     facet_error *err) {
+    char path[128];
+    facet_status st;
+    json_t *j = json_object_get(root, "normalizer");
+    snprintf(path, sizeof path, "%s: normalizer", what);
+    if (j && !json_is_null(j) && (st = tok_normalizer_parse(j, path, &tok->normalizer, err))) return st;
+    j = json_object_get(root, "pre_tokenizer");
+    snprintf(path, sizeof path, "%s: pre_tokenizer", what);
+    if (j && !json_is_null(j) && (st = tok_pretok_parse(j, path, &tok->pretok, err))) return st;
+    j = json_object_get(root, "decoder");
+    snprintf(path, sizeof path, "%s: decoder", what);
+    if (j && !json_is_null(j) && (st = tok_decoder_parse(j, path, &tok->decoder, err))) return st;
+    j = json_object_get(root, "post_processor");
+    snprintf(path, sizeof path, "%s: post_processor", what);
+    if (j && !json_is_null(j) && (st = tok_post_parse(j, path, tok, &tok->post, err))) return st;
+    return FACET_OK;
+}
+
+facet_status tok_load_from_memory(const char *json, size_t len, const char *config_json,
+                                  size_t config_len, const char *what, facet_tokenizer **out,
+                                  facet_error *err) {
+    *out = NULL;
+    tok_json_spans sp;
+    json_t *root = NULL, *cfg = NULL;
+    char *blank = NULL;
+    merge_ctx mc = {0};
+    facet_status st = tok_json_find_model_spans(json, len, what, &sp, err);
+    if (st != FACET_OK) {
+        /* let jansson name line and column when it can */
+        json_t *probe = NULL;
+        if (facet_json_parse(json, len, what, &probe, err) == FACET_OK) {
+            json_decref(probe);
+            facet_err(err, FACET_E_FORMAT, "%s: unexpected JSON layout (top level must be an object)", what);
+            return FACET_E_FORMAT;
+        }
+        return err ? err->status : FACET_E_PARSE;
+    }
+    facet_tokenizer *tok = calloc(1, sizeof *tok);
+    if (!tok) return facet_err(err, FACET_E_NOMEM, "out of memory");
+    /* blank the two big values (keeping newlines, so jansson's line/column stay true) */
+    blank = malloc(len + 1);
+    if (!blank) {
+        st = facet_err(err, FACET_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    memcpy(blank, json, len);
+    size_t spans[2][2] = {{sp.vocab_start, sp.vocab_end}, {sp.merges_start, sp.merges_end}};
+    for (int k = 0; k < 2; k++) {
+        if (spans[k][1] <= spans[k][0]) continue;
+        for (size_t i = spans[k][0]; i < spans[k][1]; i++)
+            if (blank[i] != '\n') blank[i] = ' ';
+        blank[spans[k][0]] = json[spans[k][0]] == '[' ? '[' : json[spans[k][0]] == '{' ? '{' : '0';
+        if (blank[spans[k][0]] != '0') blank[spans[k][1] - 1] = blank[spans[k][0]] == '[' ? ']' : '}';
+    }
+    if ((st = facet_json_parse(blank, len, what, &root, err))) goto fail;
+    if (!json_is_object(root)) {
+        st = facet_err(err, FACET_E_FORMAT, "%s: expected a JSON object at the top level, got %s", what,
+                       facet_json_type_name(root));
+        goto fail;
+    }
+    json_t *model = json_object_get(root, "model");
+    if (!json_is_object(model)) {
+        st = facet_err(err, FACET_E_FORMAT, "%s: model: expected an object, got %s", what,
+                       model ? facet_json_type_name(model) : "nothing");
+        goto fail;
+    }
+    {
+        const char *type = NULL;
+        json_t *t = json_object_get(model, "type");
+        if (json_is_string(t)) type = json_string_value(t);
+        if (type && strcmp(type, "BPE")) {
+            st = facet_err(err, FACET_E_UNSUPPORTED,
+                           "%s: model.type: model type \"%s\" is not supported (supported: BPE)", what, type);
+            goto fail;
+        }
+    }
+    if (sp.vocab_end <= sp.vocab_start) {
+        st = facet_err(err, FACET_E_FORMAT, "%s: model.vocab: missing", what);
+        goto fail;
+    }
+    int32_t max_id;
+    if ((st = tok_json_parse_vocab(json + sp.vocab_start, sp.vocab_end - sp.vocab_start, what, &tok->bpe.vocab,
+                                   &max_id, err)))
+        goto fail;
+    if ((st = parse_model(tok, model, what, err))) goto fail;
+    if (sp.merges_end > sp.merges_start) {
+        mc.tok = tok;
+        mc.what = what;
+        if ((st = tok_json_parse_merges(json + sp.merges_start, sp.merges_end - sp.merges_start, what, add_merge,
+                                        &mc, err)))
+            goto fail;
+    }
+    if ((st = parse_added(tok, root, what, err))) goto fail;
+    if ((st = build_tables(tok, max_id, err))) goto fail;
+    if ((st = parse_components(tok, root, what, err))) goto fail;
+    if (config_json) {
+        /* integers as reals: configs carry values like model_max_length = 1e30 that do
+         * not fit 64 bits; no integer of the config is read here */
+        json_error_t je;
+        cfg = json_loadb(config_json, config_len, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &je);
+        if (!cfg) {
+            st = facet_err(err, FACET_E_PARSE, "tokenizer_config.json:%d:%d: not valid JSON: %s", je.line, je.column,
+                           je.text);
+            goto fail;
+        }
+        if ((st = apply_config(tok, cfg, err))) goto fail;
+    }
+    if ((st = tok_trie_build(&tok->trie_raw, tok, 0, err)) || (st = tok_trie_build(&tok->trie_norm, tok, 1, err)))
+        goto fail;
+    tok->cache = calloc(1, sizeof *tok->cache);
+    if (!tok->cache) {
+        st = facet_err(err, FACET_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    pthread_mutex_init(&tok->cache->lock, NULL);
+    tok_buf_free(&mc.joined);
+    json_decref(root);
+    json_decref(cfg);
+    free(blank);
+    *out = tok;
+    return FACET_OK;
+fail:
+    tok_buf_free(&mc.joined);
+    json_decref(root);
+    json_decref(cfg);
+    free(blank);
+    facet_tokenizer_free(tok);
+    return st;
+}
+
+facet_status facet_tokenizer_load(const char *dir, facet_tokenizer **out, facet_error *err) {
+    char path[4096], cpath[4096];
+    char *data = NULL, *cdata = NULL;
+    size_t len = 0, clen = 0;
+    *out = NULL;
+    if (!facet_path_join(path, sizeof path, dir, "tokenizer.json") ||
+        !facet_path_join(cpath, sizeof cpath, dir, "tokenizer_config.json"))
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "path too long: %.200s", dir);
+    if (!facet_is_file(path))
+        return facet_err(err, FACET_E_IO, "%s: no tokenizer.json in this folder", path);
+    facet_status st = facet_read_file(path, TOK_MAX_FILE, &data, &len, err);
+    if (st != FACET_OK) return st;
+    if (facet_is_file(cpath) && (st = facet_read_file(cpath, TOK_MAX_FILE, &cdata, &clen, err))) {
+        free(data);
+        return st;
+    }
+    st = tok_load_from_memory(data, len, cdata, clen, path, out, err);
+    free(data);
+    free(cdata);
+    return st;
+}
+
+void tok_cache_free(tok_cache *c);
+
+void facet_tokenizer_free(facet_tokenizer *tok) {
+    if (!tok) return;
+    tok_strmap_free(&tok->bpe.vocab);
+    tok_pairmap_free(&tok->bpe.merges);
+    free(tok->bpe.prefix);
+    free(tok->bpe.suffix);
+    tok_normalizer_free(tok->normalizer);
+    tok_pretok_free(tok->pretok);
+    tok_decoder_free(tok->decoder);
+    tok_post_free(&tok->post);
+    for (size_t i = 0; i < tok->n_added; i++) free(tok->added[i].content);
+    free(tok->added);
+    tok_strmap_free(&tok->added_map);
+    tok_trie_free(&tok->trie_raw);
+    tok_trie_free(&tok->trie_norm);
+    free(tok->id_str);
+    free(tok->id_len);
+    free(tok->id_special);
+    free(tok->id_bytefallback);
+    if (tok->cache) {
+        tok_cache_free(tok->cache);
+        free(tok->cache);
+    }
+    free(tok);
+}
+
+int facet_tokenizer_vocab_size(const facet_tokenizer *tok) { return tok ? tok->vocab_size : 0; }
+
+int32_t facet_tokenizer_token_to_id(const facet_tokenizer *tok, const char *token) {
+    if (!tok || !token) return -1;
+    size_t n = strlen(token);
+    int32_t id = tok_strmap_get(&tok->added_map, token, n);
+    return id >= 0 ? id : tok_strmap_get(&tok->bpe.vocab, token, n);
+}
+
+const char *facet_tokenizer_id_to_token(const facet_tokenizer *tok, int32_t id) {
+    if (!tok || id < 0 || id >= tok->vocab_size) return NULL;
+    return tok->id_str[id];
+}
+
+int facet_tokenizer_is_special(const facet_tokenizer *tok, int32_t id) {
+    if (!tok || id < 0 || id >= tok->vocab_size) return 0;
+    return tok->id_special[id];
+}

@@ -1,0 +1,253 @@
+/* tok_map.c — the small containers of the tokenizer: byte buffers, open-addressing
+ * hash maps (string -> id, id pair -> merge), id vectors, word and string lists. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/tokenizer_internal.h"
+
+int tok_buf_reserve(tok_buf *b, size_t extra) {
+    if (b->len + extra + 1 <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra + 1) cap *= 2;
+    char *p = realloc(b->data, cap);
+    if (!p) return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+int tok_buf_append(tok_buf *b, const void *p, size_t n) {
+    if (tok_buf_reserve(b, n)) return -1;
+    if (n) memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+void tok_buf_free(tok_buf *b) {
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+/* FNV-1a folded with a final mix; fast on short keys, which vocab keys are. */
+uint32_t tok_hash(const char *s, size_t len) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return (uint32_t)h;
+}
+
+static int strmap_grow(tok_strmap *m) {
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    uint32_t *slots = calloc(cap, sizeof *slots);
+    if (!slots) return -1;
+    for (size_t e = 0; e < m->n; e++) {
+        size_t i = m->entries[e].hash & (cap - 1);
+        while (slots[i]) i = (i + 1) & (cap - 1);
+        slots[i] = (uint32_t)e + 1;
+    }
+    free(m->slots);
+    m->slots = slots;
+    m->cap = cap;
+    return 0;
+}
+
+int tok_strmap_put(tok_strmap *m, const char *key, size_t len, int32_t value) {
+    if (len > UINT32_MAX || m->keys.len + len > UINT32_MAX) return -1;
+    if ((m->n + 1) * 2 > m->cap && strmap_grow(m)) return -1;
+    uint32_t h = tok_hash(key, len);
+    size_t i = h & (m->cap - 1);
+    while (m->slots[i]) {
+        struct tok_strmap_entry *e = &m->entries[m->slots[i] - 1];
+        if (e->hash == h && e->len == len && !memcmp(m->keys.data + e->off, key, len)) {
+            e->value = value;
+            return 0;
+        }
+        i = (i + 1) & (m->cap - 1);
+    }
+    if (m->n == m->entries_cap) {
+        size_t cap = m->entries_cap ? m->entries_cap * 2 : 64;
+        void *p = realloc(m->entries, cap * sizeof *m->entries);
+        if (!p) return -1;
+        m->entries = p;
+        m->entries_cap = cap;
+    }
+    struct tok_strmap_entry *e = &m->entries[m->n];
+    e->off = (uint32_t)m->keys.len;
+    e->len = (uint32_t)len;
+    e->hash = h;
+    e->value = value;
+    /* keys are stored NUL-terminated so callers can hand them out as C strings */
+    if (tok_buf_append(&m->keys, key, len) || tok_buf_append(&m->keys, "", 1)) return -1;
+    m->slots[i] = (uint32_t)++m->n;
+    return 0;
+}
+
+int32_t tok_strmap_get(const tok_strmap *m, const char *key, size_t len) {
+    if (!m->cap) return -1;
+    uint32_t h = tok_hash(key, len);
+    size_t i = h & (m->cap - 1);
+    while (m->slots[i]) {
+        const struct tok_strmap_entry *e = &m->entries[m->slots[i] - 1];
+        if (e->hash == h && e->len == len && !memcmp(m->keys.data + e->off, key, len)) return e->value;
+        i = (i + 1) & (m->cap - 1);
+    }
+    return -1;
+}
+
+void tok_strmap_free(tok_strmap *m) {
+    free(m->slots);
+    free(m->entries);
+    tok_buf_free(&m->keys);
+    memset(m, 0, sizeof *m);
+}
+
+static inline size_t pair_slot(uint64_t k, size_t cap) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return (size_t)k & (cap - 1);
+}
+
+static int pairmap_grow(tok_pairmap *m) {
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    uint64_t *keys = calloc(cap, sizeof *keys);
+    uint32_t *rank = malloc(cap * sizeof *rank);
+    int32_t *nid = malloc(cap * sizeof *nid);
+    if (!keys || !rank || !nid) {
+        free(keys), free(rank), free(nid);
+        return -1;
+    }
+    for (size_t j = 0; j < m->cap; j++) {
+        if (!m->keys[j]) continue;
+        size_t i = pair_slot(m->keys[j], cap);
+        while (keys[i]) i = (i + 1) & (cap - 1);
+        keys[i] = m->keys[j], rank[i] = m->rank[j], nid[i] = m->new_id[j];
+    }
+    free(m->keys), free(m->rank), free(m->new_id);
+    m->keys = keys, m->rank = rank, m->new_id = nid, m->cap = cap;
+    return 0;
+}
+
+int tok_pairmap_put(tok_pairmap *m, int32_t a, int32_t b, uint32_t rank, int32_t new_id) {
+    if ((m->n + 1) * 2 > m->cap && pairmap_grow(m)) return -1;
+    uint64_t k = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
+    size_t i = pair_slot(k, m->cap);
+    while (m->keys[i] && m->keys[i] != k) i = (i + 1) & (m->cap - 1);
+    if (!m->keys[i]) m->n++;
+    m->keys[i] = k, m->rank[i] = rank, m->new_id[i] = new_id;
+    return 0;
+}
+
+int tok_pairmap_get(const tok_pairmap *m, int32_t a, int32_t b, uint32_t *rank, int32_t *new_id) {
+    if (!m->cap) return 0;
+    uint64_t k = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
+    size_t i = pair_slot(k, m->cap);
+    while (m->keys[i]) {
+        if (m->keys[i] == k) {
+            if (rank) *rank = m->rank[i];
+            if (new_id) *new_id = m->new_id[i];
+            return 1;
+        }
+        i = (i + 1) & (m->cap - 1);
+    }
+    return 0;
+}
+
+void tok_pairmap_free(tok_pairmap *m) {
+    free(m->keys), free(m->rank), free(m->new_id);
+    memset(m, 0, sizeof *m);
+}
+
+int tok_ids_push(tok_ids *ids, int32_t id) {
+    if (ids->n == ids->cap) {
+        size_t cap = ids->cap ? ids->cap * 2 : 64;
+        int32_t *p = realloc(ids->v, cap * sizeof *p);
+        if (!p) return -1;
+        ids->v = p;
+        ids->cap = cap;
+    }
+    ids->v[ids->n++] = id;
+    return 0;
+}
+
+int tok_words_push(tok_words *w, const char *s, size_t len, int orig0) {
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 16;
+        tok_span *p = realloc(w->spans, cap * sizeof *p);
+        if (!p) return -1;
+        w->spans = p;
+        w->cap = cap;
+    }
+    if (w->text.len + len > UINT32_MAX) return -1;
+    tok_span *sp = &w->spans[w->n];
+    sp->off = (uint32_t)w->text.len;
+    sp->len = (uint32_t)len;
+    sp->orig0 = (uint8_t)orig0;
+    if (tok_buf_append(&w->text, s, len)) return -1;
+    w->n++;
+    return 0;
+}
+
+void tok_words_clear(tok_words *w) {
+    w->n = 0;
+    w->text.len = 0;
+    w->bytelevel = 0;
+}
+
+void tok_words_free(tok_words *w) {
+    tok_buf_free(&w->text);
+    free(w->spans);
+    memset(w, 0, sizeof *w);
+}
+
+int tok_words_materialize(tok_words *w) {
+    if (!w->bytelevel) return 0;
+    tok_buf nb = {0};
+    for (size_t i = 0; i < w->n; i++) {
+        size_t off = nb.len;
+        if (tok_bytelevel_map(&nb, w->text.data + w->spans[i].off, w->spans[i].len)) {
+            tok_buf_free(&nb);
+            return -1;
+        }
+        w->spans[i].off = (uint32_t)off;
+        w->spans[i].len = (uint32_t)(nb.len - off);
+    }
+    tok_buf_free(&w->text);
+    w->text = nb;
+    w->bytelevel = 0;
+    return 0;
+}
+
+int tok_strlist_push(tok_strlist *l, const char *s, size_t len) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        size_t *o = realloc(l->off, cap * sizeof *o);
+        if (!o) return -1;
+        l->off = o;
+        size_t *n = realloc(l->len, cap * sizeof *n);
+        if (!n) return -1;
+        l->len = n;
+        l->cap = cap;
+    }
+    l->off[l->n] = l->text.len;
+    l->len[l->n] = len;
+    if (tok_buf_append(&l->text, s, len)) return -1;
+    l->n++;
+    return 0;
+}
+
+void tok_strlist_clear(tok_strlist *l) {
+    l->n = 0;
+    l->text.len = 0;
+}
+
+void tok_strlist_free(tok_strlist *l) {
+    tok_buf_free(&l->text);
+    free(l->off);
+    free(l->len);
+    memset(l, 0, sizeof *l);
+}

@@ -1,0 +1,253 @@
+/* tok_normalize.c — tokenizer.json normalizers, as tokenizers/src/normalizers defines
+ * them: Sequence, NFC/NFD/NFKC/NFKD (utf8proc), Lowercase (Rust char::to_lowercase),
+ * Strip, StripAccents (drop combining marks), Replace (literal or regex), Prepend,
+ * BertNormalizer and ByteLevel. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "tokenizer/tokenizer_internal.h"
+#include "util/error.h"
+#include "util/json.h"
+
+void tok_normalizer_free(tok_normalizer *n) {
+    if (!n) return;
+    for (size_t i = 0; i < n->n_children; i++) tok_normalizer_free(n->children[i]);
+    free(n->children);
+    tok_pattern_free(&n->pattern);
+    free(n->content);
+    free(n);
+}
+
+static facet_status set_content(tok_normalizer *n, const json_t *j, const char *key, const char *path,
+                                facet_error *err) {
+    const char *s;
+    size_t len;
+    facet_status st = tok_jget_str(j, key, path, 1, &s, &len, err);
+    if (st) return st;
+    n->content = malloc(len + 1);
+    if (!n->content) return facet_err(err, FACET_E_NOMEM, "out of memory");
+    memcpy(n->content, s, len + 1);
+    n->content_len = len;
+    return FACET_OK;
+}
+
+facet_status tok_normalizer_parse(const json_t *j, const char *path, tok_normalizer **out,
+                                  facet_error *err) {
+    const char *type;
+    facet_status st = tok_jget_type(j, path, &type, err);
+    if (st) return st;
+    tok_normalizer *n = calloc(1, sizeof *n);
+    if (!n) return facet_err(err, FACET_E_NOMEM, "out of memory");
+    *out = n;
+    if (!strcmp(type, "Sequence")) {
+        n->type = TOK_NORM_SEQUENCE;
+        json_t *arr = json_object_get(j, "normalizers");
+        if (!json_is_array(arr))
+            return facet_err(err, FACET_E_FORMAT, "%s.normalizers: expected an array, got %s", path,
+                             arr ? facet_json_type_name(arr) : "nothing");
+        size_t k = json_array_size(arr);
+        n->children = calloc(k ? k : 1, sizeof *n->children);
+        if (!n->children) return facet_err(err, FACET_E_NOMEM, "out of memory");
+        for (size_t i = 0; i < k; i++) {
+            char sub[512];
+            snprintf(sub, sizeof sub, "%s.normalizers[%zu]", path, i);
+            st = tok_normalizer_parse(json_array_get(arr, i), sub, &n->children[i], err);
+            n->n_children = i + 1;
+            if (st) return st;
+        }
+        return FACET_OK;
+    }
+    if (!strcmp(type, "NFC")) { n->type = TOK_NORM_NFC; return FACET_OK; }
+    if (!strcmp(type, "NFD")) { n->type = TOK_NORM_NFD; return FACET_OK; }
+    if (!strcmp(type, "NFKC")) { n->type = TOK_NORM_NFKC; return FACET_OK; }
+    if (!strcmp(type, "NFKD")) { n->type = TOK_NORM_NFKD; return FACET_OK; }
+    if (!strcmp(type, "Lowercase")) { n->type = TOK_NORM_LOWERCASE; return FACET_OK; }
+    if (!strcmp(type, "StripAccents")) { n->type = TOK_NORM_STRIP_ACCENTS; return FACET_OK; }
+    if (!strcmp(type, "ByteLevel")) { n->type = TOK_NORM_BYTELEVEL; return FACET_OK; }
+    if (!strcmp(type, "Strip")) {
+        n->type = TOK_NORM_STRIP;
+        if ((st = tok_jget_bool(j, "strip_left", path, 1, &n->left, err))) return st;
+        return tok_jget_bool(j, "strip_right", path, 1, &n->right, err);
+    }
+    if (!strcmp(type, "Replace")) {
+        n->type = TOK_NORM_REPLACE;
+        if ((st = tok_jget_pattern(j, "pattern", path, &n->pattern, err))) return st;
+        return set_content(n, j, "content", path, err);
+    }
+    if (!strcmp(type, "Prepend")) {
+        n->type = TOK_NORM_PREPEND;
+        return set_content(n, j, "prepend", path, err);
+    }
+    if (!strcmp(type, "BertNormalizer")) {
+        n->type = TOK_NORM_BERT;
+        json_t *sa = json_object_get(j, "strip_accents");
+        if ((st = tok_jget_bool(j, "clean_text", path, 1, &n->clean_text, err)) ||
+            (st = tok_jget_bool(j, "handle_chinese_chars", path, 1, &n->handle_chinese_chars, err)) ||
+            (st = tok_jget_bool(j, "lowercase", path, 1, &n->lowercase, err)))
+            return st;
+        if (!sa || json_is_null(sa)) n->strip_accents = -1;
+        else if ((st = tok_jget_bool(j, "strip_accents", path, 0, &n->strip_accents, err))) return st;
+        return FACET_OK;
+    }
+    return facet_err(err, FACET_E_UNSUPPORTED, "%s.type: normalizer \"%s\" is not supported", path, type);
+}
+
+static int is_mark(int32_t cp) {
+    utf8proc_category_t c = utf8proc_category(cp);
+    return c == UTF8PROC_CATEGORY_MN || c == UTF8PROC_CATEGORY_MC || c == UTF8PROC_CATEGORY_ME;
+}
+
+static int is_chinese(int32_t cp) {
+    return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
+           (cp >= 0x20000 && cp <= 0x2A6DF) || (cp >= 0x2A700 && cp <= 0x2B73F) ||
+           (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B920 && cp <= 0x2CEAF) ||
+           (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
+}
+
+static int append_cp(tok_buf *out, int32_t cp) {
+    char u[4];
+    return tok_buf_append(out, u, tok_utf8_encode(cp, u));
+}
+
+static int lowercase(const char *in, size_t len, tok_buf *out) {
+    for (size_t i = 0, n; i < len; i += n) {
+        int32_t cp = tok_utf8_decode(in, len, i, &n);
+        if (cp == 0x130) { /* the one unconditional multi-character lowercase mapping */
+            if (tok_buf_append(out, "i\xCC\x87", 3)) return -1;
+            continue;
+        }
+        if (append_cp(out, cp < 0x80 ? (cp >= 'A' && cp <= 'Z' ? cp + 32 : cp) : utf8proc_tolower(cp))) return -1;
+    }
+    return 0;
+}
+
+static int unicode_form(const char *in, size_t len, tok_buf *out, utf8proc_option_t opt) {
+    /* ASCII is invariant under every normalization form */
+    size_t i = 0;
+    while (i < len && (unsigned char)in[i] < 0x80) i++;
+    if (i == len) return tok_buf_append(out, in, len);
+    utf8proc_uint8_t *dst = NULL;
+    utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)in, (utf8proc_ssize_t)len, &dst,
+                                      opt | UTF8PROC_STABLE);
+    if (n < 0) return -1;
+    int rc = tok_buf_append(out, dst, (size_t)n);
+    free(dst);
+    return rc;
+}
+
+static int bert(const tok_normalizer *n, const char *in, size_t len, tok_buf *out) {
+    tok_buf a = {0}, b = {0};
+    int rc = -1;
+    for (size_t i = 0, k; i < len; i += k) {
+        int32_t cp = tok_utf8_decode(in, len, i, &k);
+        if (n->clean_text) {
+            utf8proc_category_t c = utf8proc_category(cp);
+            int control = cp != '\t' && cp != '\n' && cp != '\r' &&
+                          (c == UTF8PROC_CATEGORY_CC || c == UTF8PROC_CATEGORY_CF || c == UTF8PROC_CATEGORY_CN ||
+                           c == UTF8PROC_CATEGORY_CO || c == UTF8PROC_CATEGORY_CS);
+            if (cp == 0 || cp == 0xFFFD || control) continue;
+            if (tok_is_whitespace(cp)) cp = ' ';
+        }
+        if (n->handle_chinese_chars && is_chinese(cp)) {
+            if (tok_buf_append(&a, " ", 1) || append_cp(&a, cp) || tok_buf_append(&a, " ", 1)) goto out;
+            continue;
+        }
+        if (append_cp(&a, cp)) goto out;
+    }
+    if (!a.data && tok_buf_append(&a, "", 0)) goto out;
+    int strip = n->strip_accents < 0 ? n->lowercase : n->strip_accents;
+    if (strip) {
+        if (unicode_form(a.data, a.len, &b, UTF8PROC_DECOMPOSE)) goto out;
+        a.len = 0;
+        for (size_t i = 0, k; i < b.len; i += k) {
+            int32_t cp = tok_utf8_decode(b.data, b.len, i, &k);
+            if (utf8proc_category(cp) == UTF8PROC_CATEGORY_MN) continue;
+            if (tok_buf_append(&a, b.data + i, k)) goto out;
+        }
+    }
+    rc = n->lowercase ? lowercase(a.data, a.len, out) : tok_buf_append(out, a.data, a.len);
+out:
+    tok_buf_free(&a);
+    tok_buf_free(&b);
+    return rc;
+}
+
+static facet_status apply_one(const tok_normalizer *n, const char *in, size_t len, tok_buf *out,
+                              facet_error *err) {
+    int rc = 0;
+    switch (n->type) {
+    case TOK_NORM_SEQUENCE: {
+        tok_buf cur = {0}, next = {0};
+        if (tok_buf_append(&cur, in, len)) rc = -1;
+        for (size_t i = 0; !rc && i < n->n_children; i++) {
+            next.len = 0;
+            facet_status st = apply_one(n->children[i], cur.data, cur.len, &next, err);
+            if (st) {
+                tok_buf_free(&cur);
+                tok_buf_free(&next);
+                return st;
+            }
+            tok_buf t = cur;
+            cur = next;
+            next = t;
+        }
+        if (!rc) rc = tok_buf_append(out, cur.data, cur.len);
+        tok_buf_free(&cur);
+        tok_buf_free(&next);
+        break;
+    }
+    case TOK_NORM_NFC: rc = unicode_form(in, len, out, UTF8PROC_COMPOSE); break;
+    case TOK_NORM_NFD: rc = unicode_form(in, len, out, UTF8PROC_DECOMPOSE); break;
+    case TOK_NORM_NFKC: rc = unicode_form(in, len, out, UTF8PROC_COMPOSE | UTF8PROC_COMPAT); break;
+    case TOK_NORM_NFKD: rc = unicode_form(in, len, out, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT); break;
+    case TOK_NORM_LOWERCASE: rc = lowercase(in, len, out); break;
+    case TOK_NORM_STRIP: {
+        size_t s = 0, e = len, k;
+        while (n->left && s < e && tok_is_whitespace(tok_utf8_decode(in, len, s, &k))) s += k;
+        while (n->right && e > s) {
+            size_t p = e - 1;
+            while (p > s && ((unsigned char)in[p] & 0xC0) == 0x80) p--;
+            if (!tok_is_whitespace(tok_utf8_decode(in, len, p, &k))) break;
+            e = p;
+        }
+        rc = tok_buf_append(out, in + s, e - s);
+        break;
+    }
+    case TOK_NORM_STRIP_ACCENTS:
+        for (size_t i = 0, k; !rc && i < len; i += k) {
+            int32_t cp = tok_utf8_decode(in, len, i, &k);
+            if (!is_mark(cp)) rc = tok_buf_append(out, in + i, k);
+        }
+        break;
+    case TOK_NORM_REPLACE: {
+        tok_range *m;
+        size_t nm, prev = 0;
+        facet_status st = tok_pattern_find_all(&n->pattern, in, len, &m, &nm, err);
+        if (st) return st;
+        for (size_t i = 0; !rc && i < nm; i++) {
+            rc = tok_buf_append(out, in + prev, m[i].start - prev) ||
+                 tok_buf_append(out, n->content, n->content_len);
+            prev = m[i].end;
+        }
+        if (!rc) rc = tok_buf_append(out, in + prev, len - prev);
+        free(m);
+        break;
+    }
+    case TOK_NORM_PREPEND:
+        if (len) rc = tok_buf_append(out, n->content, n->content_len);
+        if (!rc) rc = tok_buf_append(out, in, len);
+        break;
+    case TOK_NORM_BERT: rc = bert(n, in, len, out); break;
+    case TOK_NORM_BYTELEVEL: rc = tok_bytelevel_map(out, in, len); break;
+    }
+    if (rc) return facet_err(err, FACET_E_NOMEM, "out of memory while normalizing");
+    return FACET_OK;
+}
+
+facet_status tok_normalize(const tok_normalizer *n, const char *in, size_t len, tok_buf *out,
+                           facet_error *err) {
+    if (tok_buf_reserve(out, len)) return facet_err(err, FACET_E_NOMEM, "out of memory while normalizing");
+    return apply_one(n, in, len, out, err);
+}

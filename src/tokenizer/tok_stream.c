@@ -1,0 +1,122 @@
+/* tok_stream.c — streaming detokenization. The stream keeps the ids it was given and,
+ * on each push, decodes them and emits only the part of the text that no later id can
+ * change: it holds back trailing byte-fallback tokens (a byte group is judged as a
+ * whole), a trailing U+FFFD run (an incomplete UTF-8 sequence that the next bytes may
+ * complete), the last token under BPEDecoder/CTC (they treat the last token or repeats
+ * specially), and, when clean_up_tokenization_spaces is on, a trailing " ", " '", " n"
+ * ... that the next token could turn into " ." -> "." and the like. The emitted text is
+ * checked to be a prefix of each new decode, so the concatenation of all pieces equals
+ * facet_detokenize of all ids by construction. Each push decodes the ids so far: O(n)
+ * per push, a few microseconds per thousand ids. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/tokenizer_internal.h"
+#include "util/error.h"
+
+struct facet_detok_stream {
+    const facet_tokenizer *tok;
+    int skip_special;
+    tok_ids ids;
+    tok_buf text;    /* scratch: the current decode */
+    tok_buf emitted; /* everything emitted so far */
+    tok_buf piece;   /* the last piece returned */
+    int hold_last, has_fallback;
+};
+
+static void scan_decoder(const tok_decoder *d, facet_detok_stream *s) {
+    if (!d) return;
+    if (d->type == TOK_DEC_BYTE_FALLBACK) s->has_fallback = 1;
+    if (d->type == TOK_DEC_BPE || d->type == TOK_DEC_CTC) s->hold_last = 1;
+    for (size_t i = 0; i < d->n_children; i++) scan_decoder(d->children[i], s);
+}
+
+facet_status facet_detok_stream_create(const facet_tokenizer *tok, int skip_special, facet_detok_stream **out,
+                                       facet_error *err) {
+    if (!tok || !out) return facet_err(err, FACET_E_INVALID_ARGUMENT, "facet_detok_stream_create: NULL argument");
+    facet_detok_stream *s = calloc(1, sizeof *s);
+    if (!s) return facet_err(err, FACET_E_NOMEM, "out of memory");
+    s->tok = tok;
+    s->skip_special = skip_special;
+    scan_decoder(tok->decoder, s);
+    *out = s;
+    return FACET_OK;
+}
+
+void facet_detok_stream_free(facet_detok_stream *s) {
+    if (!s) return;
+    free(s->ids.v);
+    tok_buf_free(&s->text);
+    tok_buf_free(&s->emitted);
+    tok_buf_free(&s->piece);
+    free(s);
+}
+
+/* Length of the prefix of raw text that later ids cannot change. */
+static size_t stable_len(const facet_detok_stream *s, const char *t, size_t len) {
+    while (len >= 3 && !memcmp(t + len - 3, "\xEF\xBF\xBD", 3)) len -= 3;
+    if (s->tok->clean_up_spaces) {
+        static const char *const partial[] = {" 'v", " 'r", " n'", " '", " n", " "};
+        for (size_t k = 0; k < sizeof partial / sizeof *partial; k++) {
+            size_t pl = strlen(partial[k]);
+            if (len >= pl && !memcmp(t + len - pl, partial[k], pl)) {
+                len -= pl;
+                break;
+            }
+        }
+    }
+    return len;
+}
+
+/* Decode ids[0..n) (+ clean-up of the first `keep` raw bytes) and emit what is new. */
+static facet_status emit(facet_detok_stream *s, size_t n, int final, const char **piece, size_t *len,
+                         facet_error *err) {
+    s->text.len = 0;
+    s->piece.len = 0;
+    facet_status st = tok_decode_raw(s->tok, s->ids.v, n, s->skip_special, &s->text, err);
+    if (st) return st;
+    if (!final) s->text.len = stable_len(s, s->text.data ? s->text.data : "", s->text.len);
+    if (s->tok->clean_up_spaces) tok_cleanup_spaces(&s->text);
+    if (tok_buf_append(&s->text, "", 0) || tok_buf_append(&s->piece, "", 0))
+        return facet_err(err, FACET_E_NOMEM, "out of memory decoding");
+    if (s->text.len >= s->emitted.len) {
+        if (memcmp(s->text.data, s->emitted.data ? s->emitted.data : "", s->emitted.len))
+            return facet_err(err, FACET_E_INTERNAL, "streaming decode diverged from the text already emitted");
+        size_t add = s->text.len - s->emitted.len;
+        if (tok_buf_append(&s->piece, s->text.data + s->emitted.len, add) ||
+            tok_buf_append(&s->emitted, s->text.data + s->emitted.len, add))
+            return facet_err(err, FACET_E_NOMEM, "out of memory decoding");
+    } else if (final || memcmp(s->text.data, s->emitted.data, s->text.len)) {
+        return facet_err(err, FACET_E_INTERNAL, "streaming decode diverged from the text already emitted");
+    }
+    *piece = s->piece.data;
+    *len = s->piece.len;
+    return FACET_OK;
+}
+
+facet_status facet_detok_stream_push(facet_detok_stream *s, int32_t id, const char **piece, size_t *len,
+                                     facet_error *err) {
+    if (!s || !piece || !len) return facet_err(err, FACET_E_INVALID_ARGUMENT, "facet_detok_stream_push: NULL argument");
+    const facet_tokenizer *tok = s->tok;
+    if (id < 0 || id >= tok->vocab_size || !tok->id_str[id])
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "token id %d is not in the vocabulary (size %d)", (int)id,
+                         tok->vocab_size);
+    if (s->skip_special && tok->id_special[id]) {
+        s->piece.len = 0;
+        if (tok_buf_append(&s->piece, "", 0)) return facet_err(err, FACET_E_NOMEM, "out of memory");
+        *piece = s->piece.data;
+        *len = 0;
+        return FACET_OK;
+    }
+    if (tok_ids_push(&s->ids, id)) return facet_err(err, FACET_E_NOMEM, "out of memory");
+    size_t n = s->ids.n;
+    if (s->has_fallback)
+        while (n > 0 && tok->id_bytefallback[s->ids.v[n - 1]]) n--;
+    if (s->hold_last && n > 0) n--;
+    return emit(s, n, 0, piece, len, err);
+}
+
+facet_status facet_detok_stream_flush(facet_detok_stream *s, const char **piece, size_t *len, facet_error *err) {
+    if (!s || !piece || !len) return facet_err(err, FACET_E_INVALID_ARGUMENT, "facet_detok_stream_flush: NULL argument");
+    return emit(s, s->ids.n, 1, piece, len, err);
+}
