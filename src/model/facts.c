@@ -56,7 +56,7 @@ void facet_facts_note(facet_facts *f, const char *fmt, ...) {
 
 /* Compact JSON of v, truncated with "..." to fit cap. */
 static void render(const json_t *v, char *buf, size_t cap) {
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(10));
     if (!s) {
         snprintf(buf, cap, "?");
         return;

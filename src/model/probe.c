@@ -5,10 +5,12 @@
  */
 #include "model/probe.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "util/error.h"
+#include "util/fs.h"
 
 #define NAME_CAP 512
 
@@ -189,4 +191,18 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
     f->tie_word_embeddings = !f->has_lm_head;
     f->probed = 1;
     return FACET_OK;
+}
+
+int facet_dir_has_weights(const char *dir) {
+    if (!facet_is_dir(dir)) return 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        found = n > 12 && !strcmp(e->d_name + n - 12, ".safetensors");
+    }
+    closedir(d);
+    return found;
 }

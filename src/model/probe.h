@@ -27,4 +27,9 @@
  */
 facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_error *err);
 
+/* Nonzero when `dir` is a folder holding at least one *.safetensors file (weights to
+ * probe). A config-only folder (config.json, perhaps an index without its shards) is not:
+ * its verdict is pending the probe. */
+int facet_dir_has_weights(const char *dir);
+
 #endif

@@ -22,7 +22,7 @@
 #include "model/facts.h"
 
 #define FACET_MAX_REFUSALS 48
-#define FACET_MAX_PENDING 8
+#define FACET_MAX_PENDING 12
 
 typedef enum facet_verdict_status {
     FACET_VERDICT_SUPPORTED = 0,     /* every fact inside the backend's ranges         */
@@ -49,6 +49,8 @@ typedef struct facet_verdict {
     facet_refusal refusals[FACET_MAX_REFUSALS];
     int n_pending;                        /* facts that only the tensor probe decides    */
     const char *pending[FACET_MAX_PENDING]; /* static names: "weight dtypes", ...        */
+    char ignored[512];                    /* unknown config keys judged inert by name,
+                                             comma-separated (printed, never silent)      */
 } facet_verdict;
 
 /*

@@ -1,0 +1,272 @@
+/*
+ * cmd_conform.c — `facet conform` and `facet onboard` (DESIGN.md, "Command line").
+ *
+ *   facet conform PATH [--backend cpu|cuda] [--json FILE]
+ *   facet conform --table
+ *   facet onboard PATH [--ledger FILE.jsonl]
+ *
+ * conform exit codes: 0 supported, 3 supported pending the tensor probe (no weights:
+ * a bare config.json or a folder without *.safetensors), 2 refused, 1 unusable input.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "io/safetensors.h"
+#include "model/facts.h"
+#include "model/plan.h"
+#include "model/probe.h"
+#include "model/report.h"
+#include "model/table.h"
+
+/* Facts of PATH, probed when it has weights. Returns an exit code (0 ok, 1 unusable). */
+static int load_facts(const char *path, facet_facts *f) {
+    facet_error err;
+    if (facet_facts_read(path, f, &err) != FACET_OK) return cli_fail(&err);
+    if (!facet_dir_has_weights(path)) return 0;
+    st_checkpoint ck;
+    if (st_checkpoint_open(path, &ck, &err) != FACET_OK) return cli_fail(&err);
+    facet_status st = facet_facts_probe(f, &ck, &err);
+    st_checkpoint_close(&ck);
+    if (st != FACET_OK) {
+        /* a family outside the table is refused on model_type, whatever its tensors */
+        if (!f->family_known) return 0;
+        return cli_fail(&err);
+    }
+    return 0;
+}
+
+static int verdict_exit(const facet_verdict *v) {
+    switch (v->status) {
+    case FACET_VERDICT_SUPPORTED: return 0;
+    case FACET_VERDICT_PENDING_PROBE: return 3;
+    case FACET_VERDICT_REFUSED: return 2;
+    }
+    return 1;
+}
+
+/* The plan with default options (ctx = max_position_embeddings, batch 1, auto). */
+static int default_plan(const facet_facts *f, facet_plan *p) {
+    facet_plan_opts o = {.ctx = 0, .batch = 1, .weights = FACET_PLAN_AUTO};
+    facet_error err;
+    return facet_plan_make(f, &o, p, &err) == FACET_OK;
+}
+
+static void print_plan_brief(FILE *out, const facet_plan *p) {
+    char w[32], kv[32];
+    facet_bytes_text(p->weight_bytes[p->weights], w, sizeof w);
+    facet_bytes_text(p->kv_bytes_per_token_naive, kv, sizeof kv);
+    fprintf(out, "plan: weights %s %s; KV cache %s/token (f32)", facet_plan_format_name(p->weights),
+            w, kv);
+    if (p->n_sliding_layers)
+        fprintf(out, ", %d windowed layers bounded by %lld", p->n_sliding_layers,
+                (long long)p->window);
+    fprintf(out, "; %s; %s; %s; %s\n", p->matmul_path, p->norm_path, p->rope_path, p->ffn_path);
+    if (p->weights_note[0]) fprintf(out, "plan: %s\n", p->weights_note);
+    for (int i = 0; i < p->n_groups; i++)
+        fprintf(out, "plan: layers %d-%d: %s\n", p->groups[i].first, p->groups[i].last,
+                p->groups[i].attention);
+}
+
+static void print_verdict(FILE *out, const facet_verdict *v) {
+    fprintf(out, "verdict: %s on %s", facet_verdict_status_name(v->status), v->backend);
+    if (v->profile) fprintf(out, " (profile %s)", v->profile);
+    if (v->status == FACET_VERDICT_REFUSED)
+        fprintf(out, ", %d refusal%s", v->n_refusals + v->refusals_dropped,
+                v->n_refusals + v->refusals_dropped == 1 ? "" : "s");
+    fprintf(out, "\n");
+    if (v->status == FACET_VERDICT_PENDING_PROBE) {
+        fprintf(out, "pending the tensor probe (no *.safetensors given):");
+        for (int i = 0; i < v->n_pending; i++) fprintf(out, "%s %s", i ? "," : "", v->pending[i]);
+        fprintf(out, "\n");
+    }
+    if (v->ignored[0]) fprintf(out, "ignored config keys (not math-changing by name): %s\n", v->ignored);
+    static char buf[FACET_MAX_REFUSALS * 420];
+    facet_verdict_format(v, buf, sizeof buf);
+    fputs(buf, out);
+}
+
+static int write_json(const char *file, json_t *o) {
+    int rc = 0;
+    if (!strcmp(file, "-")) {
+        rc = json_dumpf(o, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+    } else {
+        rc = json_dump_file(o, file, JSON_INDENT(2));
+    }
+    if (rc) fprintf(stderr, "facet: cannot write %s\n", file);
+    return rc ? 1 : 0;
+}
+
+static void conform_usage(FILE *out) {
+    fprintf(out, "usage: facet conform PATH [--backend cpu|cuda] [--json FILE]\n"
+                 "       facet conform --table\n"
+                 "PATH: a checkpoint folder or a config.json. Exit: 0 supported, 3 supported\n"
+                 "pending the tensor probe (no weights), 2 refused, 1 unusable input.\n");
+}
+
+static facet_facts g_facts; /* large: keep off the stack */
+
+int cmd_conform(int argc, char **argv) {
+    const char *path = NULL, *backend = "cpu", *json_file = NULL;
+    int table = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--table")) table = 1;
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_file = argv[++i];
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            conform_usage(stdout);
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "facet: conform: unknown or incomplete option '%s'\n", argv[i]);
+            conform_usage(stderr);
+            return 1;
+        } else if (!path) path = argv[i];
+        else {
+            fprintf(stderr, "facet: conform: unexpected argument '%s'\n", argv[i]);
+            return 1;
+        }
+    }
+    if (table) {
+        facet_table_print(stdout);
+        return 0;
+    }
+    if (!path) {
+        conform_usage(stderr);
+        return 1;
+    }
+    facet_facts *f = &g_facts;
+    int rc = load_facts(path, f);
+    if (rc) return rc;
+
+    static facet_verdict v;
+    facet_judge(f, backend, &v);
+    static facet_plan plan;
+    int have_plan = default_plan(f, &plan);
+
+    static char line[4096];
+    facet_facts_line(f, line, sizeof line);
+    printf("facts: %s\n", line);
+    for (int i = 0; i < f->n_notes; i++) printf("note: %s\n", f->notes[i].text);
+    if (have_plan) print_plan_brief(stdout, &plan);
+    else printf("plan: none\n");
+    print_verdict(stdout, &v);
+    rc = verdict_exit(&v);
+
+    if (json_file) {
+        json_t *o = json_object();
+        json_object_set_new(o, "path", json_string(path));
+        json_object_set_new(o, "exit_code", json_integer(rc));
+        json_object_set_new(o, "facts", facet_facts_json(f));
+        json_object_set_new(o, "verdict", facet_verdict_json(&v));
+        json_object_set_new(o, "plan", have_plan ? facet_plan_json(&plan) : json_null());
+        int wrc = write_json(json_file, o);
+        json_decref(o);
+        if (wrc) return 1;
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------
+ * onboard: the support-matrix row and one ledger line
+ * ------------------------------------------------------------------------------ */
+static void onboard_usage(FILE *out) {
+    fprintf(out, "usage: facet onboard PATH [--ledger FILE.jsonl]\n"
+                 "Prints the support-matrix row of a checkpoint (facts of note, verdict and\n"
+                 "plan per backend) and appends it as one JSON line to the ledger.\n");
+}
+
+static const char *short_verdict(const facet_verdict *v, char *buf, size_t cap) {
+    if (v->status != FACET_VERDICT_REFUSED) {
+        snprintf(buf, cap, "%s", facet_verdict_status_name(v->status));
+        return buf;
+    }
+    snprintf(buf, cap, "refused:");
+    for (int i = 0; i < v->n_refusals; i++) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, cap - len, "%s %s=%s", i ? "," : "", v->refusals[i].fact,
+                 v->refusals[i].value);
+    }
+    return buf;
+}
+
+int cmd_onboard(int argc, char **argv) {
+    const char *path = NULL, *ledger = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--ledger") && i + 1 < argc) ledger = argv[++i];
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            onboard_usage(stdout);
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "facet: onboard: unknown or incomplete option '%s'\n", argv[i]);
+            onboard_usage(stderr);
+            return 1;
+        } else if (!path) path = argv[i];
+        else {
+            fprintf(stderr, "facet: onboard: unexpected argument '%s'\n", argv[i]);
+            return 1;
+        }
+    }
+    if (!path) {
+        onboard_usage(stderr);
+        return 1;
+    }
+    facet_facts *f = &g_facts;
+    int rc = load_facts(path, f);
+    if (rc) return rc;
+
+    static facet_verdict cpu, cuda;
+    facet_judge(f, "cpu", &cpu);
+    facet_judge(f, "cuda", &cuda);
+    static facet_plan plan;
+    int have_plan = default_plan(f, &plan);
+
+    /* the row: name | model_type | facts of note | cpu | cuda | plan */
+    char name[512], note[512], vc[1024], vg[1024], w[32], kv[32];
+    snprintf(name, sizeof name, "%s", path);
+    size_t n = strlen(name);
+    while (n > 1 && name[n - 1] == '/') name[--n] = '\0';
+    if (n > 12 && !strcmp(name + n - 12, "/config.json")) name[n - 12] = '\0';
+    const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+    facet_facts_of_note(f, note, sizeof note);
+    short_verdict(&cpu, vc, sizeof vc);
+    short_verdict(&cuda, vg, sizeof vg);
+    printf("| %s | %s | %s | %s | %s |", base, f->model_type, note, vc, vg);
+    if (have_plan) {
+        facet_bytes_text(plan.weight_bytes[plan.weights], w, sizeof w);
+        facet_bytes_text(plan.kv_bytes_per_token_naive, kv, sizeof kv);
+        printf(" %s %s, KV %s/token |\n", facet_plan_format_name(plan.weights), w, kv);
+    } else {
+        printf(" — |\n");
+    }
+
+    if (ledger) {
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(base));
+        json_object_set_new(o, "path", json_string(path));
+        json_object_set_new(o, "model_type", json_string(f->model_type));
+        json_object_set_new(o, "architecture", json_string(f->architecture));
+        json_object_set_new(o, "facts_of_note", json_string(note));
+        json_object_set_new(o, "probed", json_boolean(f->probed));
+        json_t *vs = json_object();
+        json_object_set_new(vs, "cpu", facet_verdict_json(&cpu));
+        json_object_set_new(vs, "cuda", facet_verdict_json(&cuda));
+        json_object_set_new(o, "verdicts", vs);
+        json_object_set_new(o, "plan", have_plan ? facet_plan_json(&plan) : json_null());
+        json_object_set_new(o, "facts", facet_facts_json(f));
+        char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(o);
+        FILE *fp = fopen(ledger, "a");
+        if (!fp || !s || fprintf(fp, "%s\n", s) < 0) {
+            fprintf(stderr, "facet: onboard: cannot append to %s\n", ledger);
+            if (fp) fclose(fp);
+            free(s);
+            return 1;
+        }
+        fclose(fp);
+        free(s);
+    }
+    return 0;
+}

@@ -1,0 +1,159 @@
+/*
+ * cmd_plan.c — `facet plan MODEL [--ctx N] [--batch B] [--weights FMT] [--backend B] [--json]`
+ *
+ * Prints the memory and kernel plan (src/model/plan.h) and the verdict on the backend.
+ * Exit: 0 when the checkpoint is supported (or pending the tensor probe), 2 when it is
+ * refused (the memory plan is still printed: it follows from the facts alone), 1 on
+ * unusable input or bad options.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "io/safetensors.h"
+#include "model/facts.h"
+#include "model/plan.h"
+#include "model/probe.h"
+#include "model/report.h"
+#include "model/table.h"
+
+static void plan_usage(FILE *out) {
+    fprintf(out, "usage: facet plan MODEL [--ctx N] [--batch B] [--weights auto|f32|bf16|f16|int8]\n"
+                 "                  [--backend cpu|cuda] [--json]\n"
+                 "MODEL: a checkpoint folder or a config.json. --ctx defaults to\n"
+                 "max_position_embeddings, --batch to 1, --weights to auto (the checkpoint's\n"
+                 "dtype, degraded to the closest format the backend has a kernel for).\n");
+}
+
+static int parse_count(const char *opt, const char *s, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < 1) {
+        fprintf(stderr, "facet: plan: %s '%s' is not a positive integer\n", opt, s);
+        return 1;
+    }
+    *out = v;
+    return 0;
+}
+
+static facet_facts g_facts;
+
+/* Probe when the folder has weights (as conform does). Returns an exit code. */
+static int probe_if_weights(const char *path, facet_facts *f) {
+    if (!facet_dir_has_weights(path)) return 0;
+    facet_error err;
+    st_checkpoint ck;
+    if (st_checkpoint_open(path, &ck, &err) != FACET_OK) return cli_fail(&err);
+    facet_status st = facet_facts_probe(f, &ck, &err);
+    st_checkpoint_close(&ck);
+    if (st != FACET_OK && f->family_known) return cli_fail(&err);
+    return 0;
+}
+
+int cmd_plan(int argc, char **argv) {
+    const char *path = NULL, *backend = "cpu";
+    facet_plan_opts o = {.ctx = 0, .batch = 1, .weights = FACET_PLAN_AUTO};
+    int json = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--ctx") && i + 1 < argc) {
+            if (parse_count("--ctx", argv[++i], &o.ctx)) return 1;
+        } else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
+            if (parse_count("--batch", argv[++i], &o.batch)) return 1;
+        } else if (!strcmp(argv[i], "--weights") && i + 1 < argc) {
+            if (facet_plan_format_parse(argv[++i], &o.weights)) {
+                fprintf(stderr, "facet: plan: --weights '%s' is not one of auto, f32, bf16, "
+                                "f16, int8\n", argv[i]);
+                return 1;
+            }
+        } else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
+            backend = argv[++i];
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            plan_usage(stdout);
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "facet: plan: unknown or incomplete option '%s'\n", argv[i]);
+            plan_usage(stderr);
+            return 1;
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            fprintf(stderr, "facet: plan: unexpected argument '%s'\n", argv[i]);
+            return 1;
+        }
+    }
+    if (!path) {
+        plan_usage(stderr);
+        return 1;
+    }
+    const char *env_mem = getenv("FACET_MEM_AVAILABLE"); /* tests: a fixed machine size */
+    if (env_mem) o.mem_available = strtoull(env_mem, NULL, 10);
+
+    facet_facts *f = &g_facts;
+    facet_error err;
+    if (facet_facts_read(path, f, &err) != FACET_OK) return cli_fail(&err);
+    int rc = probe_if_weights(path, f);
+    if (rc) return rc;
+
+    static facet_verdict v;
+    facet_judge(f, backend, &v);
+    static facet_plan p;
+    if (facet_plan_make(f, &o, &p, &err) != FACET_OK) {
+        if (f->family_known) return cli_fail(&err);
+        /* outside the table with shape facts missing: the refusals are the answer */
+        static char buf[FACET_MAX_REFUSALS * 420];
+        facet_verdict_format(&v, buf, sizeof buf);
+        fprintf(stderr, "facet: no plan: %s\n", err.message);
+        fputs(buf, stderr);
+        return 2;
+    }
+    rc = v.status == FACET_VERDICT_REFUSED ? 2 : 0;
+
+    if (json) {
+        json_t *out = facet_plan_json(&p);
+        json_object_set_new(out, "verdict", facet_verdict_json(&v));
+        json_dumpf(out, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(out);
+        return rc;
+    }
+    char a[32], b[32], c[32], d[32];
+    printf("weights (matrices in the format, norms and biases f32; int8 = one f32 scale per "
+           "32 inputs):\n");
+    for (int i = 0; i < FACET_PLAN_N_FORMATS; i++) {
+        facet_bytes_text(p.weight_bytes[i], a, sizeof a);
+        printf("  %-5s %15llu bytes (%s)%s\n", facet_plan_format_name(i),
+               (unsigned long long)p.weight_bytes[i], a, i == p.weights ? "   <- chosen" : "");
+    }
+    if (p.weights_note[0]) printf("  note: %s\n", p.weights_note);
+    printf("KV cache: %s\n", p.kv_layout);
+    printf("  per token, naive (layers x kv_heads x head_dim x 2 x 4 B): %llu bytes\n",
+           (unsigned long long)p.kv_bytes_per_token_naive);
+    printf("  per token, actual at ctx %lld: %.1f bytes (%d global, %d windowed layers)\n",
+           (long long)p.ctx, p.kv_bytes_per_token_actual, p.n_global_layers, p.n_sliding_layers);
+    facet_bytes_text(p.kv_bytes_per_sequence, a, sizeof a);
+    facet_bytes_text(p.total_bytes, b, sizeof b);
+    facet_bytes_text(p.mem_available, c, sizeof c);
+    facet_bytes_text(p.weight_bytes[p.weights], d, sizeof d);
+    printf("memory at ctx %lld, batch %lld: weights %s + KV %lld x %s = %llu bytes (%s)\n",
+           (long long)p.ctx, (long long)p.batch, d, (long long)p.batch, a,
+           (unsigned long long)p.total_bytes, b);
+    printf("free RAM (MemAvailable): %s -> %s\n", c, p.fits ? "fits" : "does NOT fit");
+    printf("largest ctx at batch %lld: %lld; largest batch at ctx %lld: %lld\n",
+           (long long)p.batch, (long long)p.max_ctx_at_batch, (long long)p.ctx,
+           (long long)p.max_batch_at_ctx);
+    printf("kernels (%s): %s; %s; %s; %s\n", backend, p.matmul_path, p.norm_path, p.rope_path,
+           p.ffn_path);
+    for (int i = 0; i < p.n_groups; i++)
+        printf("  layers %d-%d: %s\n", p.groups[i].first, p.groups[i].last, p.groups[i].attention);
+    printf("verdict: %s on %s\n", facet_verdict_status_name(v.status), v.backend);
+    static char buf[FACET_MAX_REFUSALS * 420];
+    facet_verdict_format(&v, buf, sizeof buf);
+    fputs(buf, stdout);
+    return rc;
+}

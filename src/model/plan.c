@@ -1,0 +1,279 @@
+/*
+ * plan.c — memory and kernel plan of a checkpoint from its facts (see plan.h).
+ */
+#include "model/plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/safetensors.h"
+#include "util/error.h"
+
+#define MAX_BATCH (1LL << 20)
+
+/* ---------------------------------------------------------------------------------
+ * Declared path capabilities of the CPU backend, closest first. A format whose matmul
+ * kernel is not declared here degrades to the next one in its fallback chain. Add a
+ * format when its kernel lands in src/kernels/cpu (facet_matmul's dispatch).
+ * ------------------------------------------------------------------------------ */
+static const struct {
+    int format;
+    int has_kernel;          /* a facet_matmul kernel exists for this format          */
+    int fallback[3];         /* formats to try next, closest first (-1 ends)          */
+} matmul_paths[FACET_PLAN_N_FORMATS] = {
+    {FACET_PLAN_F32, 1, {-1, -1, -1}},
+    {FACET_PLAN_BF16, 0, {FACET_PLAN_F32, -1, -1}},
+    {FACET_PLAN_F16, 0, {FACET_PLAN_F32, -1, -1}},
+    {FACET_PLAN_INT8, 0, {FACET_PLAN_BF16, FACET_PLAN_F32, -1}},
+};
+
+static const char *const format_names[FACET_PLAN_N_FORMATS] = {"f32", "bf16", "f16", "int8"};
+
+const char *facet_plan_format_name(int fmt) {
+    return fmt >= 0 && fmt < FACET_PLAN_N_FORMATS ? format_names[fmt] : "auto";
+}
+
+int facet_plan_format_parse(const char *s, int *fmt) {
+    if (!strcmp(s, "auto")) {
+        *fmt = FACET_PLAN_AUTO;
+        return 0;
+    }
+    for (int i = 0; i < FACET_PLAN_N_FORMATS; i++)
+        if (!strcmp(s, format_names[i])) {
+            *fmt = i;
+            return 0;
+        }
+    return -1;
+}
+
+/* Saturating arithmetic: a plan of an absurd config prints UINT64_MAX, never wraps. */
+static uint64_t sat_mul(uint64_t a, uint64_t b) {
+    if (a && b > UINT64_MAX / a) return UINT64_MAX;
+    return a * b;
+}
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+static uint64_t u(int64_t x) { return x > 0 ? (uint64_t)x : 0; }
+
+/* Bytes of a [rows][cols] matrix in a format (int8: rows * ceil(cols/32) f32 scales). */
+static uint64_t matrix_bytes(uint64_t rows, uint64_t cols, int fmt) {
+    uint64_t n = sat_mul(rows, cols);
+    switch (fmt) {
+    case FACET_PLAN_F32: return sat_mul(n, 4);
+    case FACET_PLAN_BF16:
+    case FACET_PLAN_F16: return sat_mul(n, 2);
+    default: return sat_add(n, sat_mul(sat_mul(rows, (cols + 31) / 32), 4));
+    }
+}
+
+/* Weight bytes in format fmt: 2-D matrices in fmt, vectors (norms, biases) in f32. */
+static uint64_t weight_bytes(const facet_facts *f, int fmt, uint64_t *n_params,
+                             uint64_t *n_matrix) {
+    uint64_t H = u(f->hidden_size), I = u(f->intermediate_size), V = u(f->vocab_size);
+    uint64_t nh = u(f->num_attention_heads), nkv = u(f->num_key_value_heads), hd = u(f->head_dim);
+    uint64_t L = u(f->num_hidden_layers);
+    uint64_t q = sat_mul(nh, hd), kv = sat_mul(nkv, hd);
+    int untied = f->probed ? f->has_lm_head : !f->tie_word_embeddings;
+
+    /* matrices: [rows, cols] */
+    uint64_t m[][2] = {{q, H}, {kv, H}, {kv, H}, {H, q}, {I, H}, {I, H}, {H, I}};
+    uint64_t bytes = matrix_bytes(V, H, fmt), mat = sat_mul(V, H);
+    if (untied) {
+        bytes = sat_add(bytes, matrix_bytes(V, H, fmt));
+        mat = sat_add(mat, sat_mul(V, H));
+    }
+    uint64_t layer_bytes = 0, layer_mat = 0;
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        layer_bytes = sat_add(layer_bytes, matrix_bytes(m[i][0], m[i][1], fmt));
+        layer_mat = sat_add(layer_mat, sat_mul(m[i][0], m[i][1]));
+    }
+    /* vectors per layer: norms, biases, q/k norms (one head_dim each, per head) */
+    uint64_t vec = sat_mul(H, (uint64_t)(2 * (f->pre_norms ? 1 : 0) + 2 * (f->post_norms ? 1 : 0)));
+    if (f->qkv_bias) vec = sat_add(vec, sat_add(q, sat_mul(kv, 2)));
+    if (f->o_bias) vec = sat_add(vec, H);
+    if (f->mlp_bias) vec = sat_add(vec, sat_add(sat_mul(I, 2), H));
+    if (f->qk_norm) vec = sat_add(vec, sat_mul(hd, 2));
+    layer_bytes = sat_add(layer_bytes, sat_mul(vec, 4));
+
+    bytes = sat_add(bytes, sat_mul(layer_bytes, L));
+    bytes = sat_add(bytes, sat_mul(H, 4)); /* final norm */
+    mat = sat_add(mat, sat_mul(layer_mat, L));
+    if (n_matrix) *n_matrix = mat;
+    if (n_params) *n_params = sat_add(sat_add(mat, sat_mul(vec, L)), H);
+    return bytes;
+}
+
+uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c) {
+    uint64_t k = sat_mul(sat_mul(2, sat_mul(u(f->num_key_value_heads), u(f->head_dim))), 4);
+    uint64_t S = (uint64_t)f->n_sliding_layers;
+    uint64_t G = u(f->num_hidden_layers) - S;
+    uint64_t cg = u(c < f->max_position_embeddings ? c : f->max_position_embeddings);
+    uint64_t cs = u(f->sliding_window && c > f->sliding_window ? f->sliding_window : c);
+    return sat_mul(k, sat_add(sat_mul(G, cg), sat_mul(S, cs)));
+}
+
+static facet_status mem_available(uint64_t *out, facet_error *err) {
+    /* procfs files report size 0, so read line by line */
+    FILE *fp = fopen("/proc/meminfo", "r");
+    if (!fp) return facet_err(err, FACET_E_IO, "/proc/meminfo: cannot open");
+    char line[256];
+    unsigned long long kb = 0;
+    int ok = 0;
+    while (!ok && fgets(line, sizeof line, fp)) ok = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+    fclose(fp);
+    if (!ok) return facet_err(err, FACET_E_IO, "/proc/meminfo: no MemAvailable line");
+    *out = sat_mul(kb, 1024);
+    return FACET_OK;
+}
+
+/* The checkpoint's own format: probed dtypes, else config torch_dtype / dtype. */
+static int native_format(const facet_facts *f) {
+    if (f->probed) {
+        if (f->dtype_mask & (1u << ST_BF16)) return FACET_PLAN_BF16;
+        if (f->dtype_mask & (1u << ST_F16)) return FACET_PLAN_F16;
+        return FACET_PLAN_F32;
+    }
+    for (int i = 0; i < f->n_config_keys; i++) {
+        const facet_config_key *k = &f->config_keys[i];
+        if (strcmp(k->key, "torch_dtype") && strcmp(k->key, "dtype")) continue;
+        if (strstr(k->value, "bfloat16")) return FACET_PLAN_BF16;
+        if (strstr(k->value, "float16")) return FACET_PLAN_F16;
+        if (strstr(k->value, "float32")) return FACET_PLAN_F32;
+    }
+    return FACET_PLAN_F32;
+}
+
+static void choose_format(const facet_facts *f, int requested, facet_plan *p) {
+    int want = requested == FACET_PLAN_AUTO ? native_format(f) : requested;
+    p->requested = requested;
+    p->weights = want;
+    if (matmul_paths[want].has_kernel) return;
+    for (int i = 0; i < 3 && matmul_paths[want].fallback[i] >= 0; i++) {
+        int next = matmul_paths[want].fallback[i];
+        if (matmul_paths[next].has_kernel) {
+            p->weights = next;
+            snprintf(p->weights_note, sizeof p->weights_note,
+                     "%s weights: no %s matmul path on cpu yet; using %s (closest declared "
+                     "path)", format_names[want], format_names[want], format_names[next]);
+            return;
+        }
+    }
+}
+
+static void kernel_paths(const facet_facts *f, facet_plan *p) {
+    snprintf(p->matmul_path, sizeof p->matmul_path, "matmul-%s (facet_matmul)",
+             format_names[p->weights]);
+    snprintf(p->norm_path, sizeof p->norm_path, "rmsnorm%s eps=%g",
+             f->norm_weight_offset ? "(1+w)" : "", f->rms_norm_eps);
+    snprintf(p->rope_path, sizeof p->rope_path, "rope-%.31s rotate_half theta=%g%s",
+             f->rope_type_name[0] ? f->rope_type_name : "default", f->rope_theta,
+             f->partial_rotary_factor < 1.0 ? " partial" : "");
+    snprintf(p->ffn_path, sizeof p->ffn_path, "gated-%.47s",
+             f->act_name[0] ? f->act_name : "silu");
+    p->n_groups = 0;
+    for (int64_t l = 0; l < f->num_hidden_layers; l++) {
+        int s = f->layer_sliding[l];
+        facet_plan_group *g = p->n_groups ? &p->groups[p->n_groups - 1] : NULL;
+        if (g && g->sliding == s && g->last == l - 1) {
+            g->last = (int)l;
+            continue;
+        }
+        if (p->n_groups == (int)(sizeof p->groups / sizeof p->groups[0])) {
+            g->last = (int)l; /* beyond 64 groups the last one absorbs the rest */
+            continue;
+        }
+        g = &p->groups[p->n_groups++];
+        g->first = g->last = (int)l;
+        g->sliding = s;
+        int64_t nh = f->num_attention_heads, nkv = f->num_key_value_heads;
+        char win[48] = "";
+        if (s) snprintf(win, sizeof win, ", window %lld (ring)", (long long)f->sliding_window);
+        snprintf(g->attention, sizeof g->attention, "causal %s %lldq/%lldkv hd=%lld%s%s",
+                 nkv == nh ? "MHA" : nkv == 1 ? "MQA" : "GQA", (long long)nh, (long long)nkv,
+                 (long long)f->head_dim, f->qk_norm ? " qk-norm" : "", win);
+    }
+}
+
+facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, facet_plan *out,
+                             facet_error *err) {
+    memset(out, 0, sizeof *out);
+    const struct {
+        const char *name;
+        int64_t v;
+    } need[] = {{"hidden_size", f->hidden_size}, {"intermediate_size", f->intermediate_size},
+                {"num_hidden_layers", f->num_hidden_layers},
+                {"num_attention_heads", f->num_attention_heads},
+                {"num_key_value_heads", f->num_key_value_heads}, {"head_dim", f->head_dim},
+                {"vocab_size", f->vocab_size},
+                {"max_position_embeddings", f->max_position_embeddings}};
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        if (need[i].v <= 0)
+            return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                             "facts incomplete: %s is missing or not positive", need[i].name);
+    int64_t ctx = opts->ctx ? opts->ctx : f->max_position_embeddings;
+    int64_t batch = opts->batch ? opts->batch : 1;
+    if (ctx < 1 || ctx > f->max_position_embeddings)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "--ctx %lld is outside 1..max_position_embeddings (%lld)",
+                         (long long)ctx, (long long)f->max_position_embeddings);
+    if (batch < 1 || batch > MAX_BATCH)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "--batch %lld is outside 1..%lld",
+                         (long long)batch, (long long)MAX_BATCH);
+    if (opts->weights != FACET_PLAN_AUTO &&
+        (opts->weights < 0 || opts->weights >= FACET_PLAN_N_FORMATS))
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "unknown weight format %d", opts->weights);
+
+    for (int fmt = 0; fmt < FACET_PLAN_N_FORMATS; fmt++)
+        out->weight_bytes[fmt] = weight_bytes(f, fmt, &out->n_params, &out->n_matrix_params);
+    choose_format(f, opts->weights, out);
+
+    out->kv_bytes_per_layer_position =
+        sat_mul(sat_mul(2, sat_mul(u(f->num_key_value_heads), u(f->head_dim))), 4);
+    out->kv_bytes_per_token_naive = sat_mul(out->kv_bytes_per_layer_position,
+                                            u(f->num_hidden_layers));
+    out->n_sliding_layers = f->n_sliding_layers;
+    out->n_global_layers = (int)f->num_hidden_layers - f->n_sliding_layers;
+    out->window = f->n_sliding_layers ? f->sliding_window : 0;
+    if (out->window)
+        snprintf(out->kv_layout, sizeof out->kv_layout,
+                 "per sequence and layer: K and V float32 [position][%lld x %lld]; %d global "
+                 "layers grow to ctx, %d windowed layers hold a ring of min(ctx, %lld)",
+                 (long long)f->num_key_value_heads, (long long)f->head_dim,
+                 out->n_global_layers, out->n_sliding_layers, (long long)out->window);
+    else
+        snprintf(out->kv_layout, sizeof out->kv_layout,
+                 "per sequence and layer: K and V float32 [position][%lld x %lld], grown on "
+                 "demand up to ctx", (long long)f->num_key_value_heads, (long long)f->head_dim);
+
+    out->ctx = ctx;
+    out->batch = batch;
+    out->kv_bytes_per_sequence = facet_plan_kv_bytes(f, ctx);
+    out->kv_bytes_per_token_actual = (double)out->kv_bytes_per_sequence / (double)ctx;
+    uint64_t w = out->weight_bytes[out->weights];
+    out->total_bytes = sat_add(w, sat_mul(out->kv_bytes_per_sequence, (uint64_t)batch));
+
+    out->mem_available = opts->mem_available;
+    if (!out->mem_available) {
+        facet_status st = mem_available(&out->mem_available, err);
+        if (st != FACET_OK) return st;
+    }
+    uint64_t avail = out->mem_available;
+    out->fits = out->total_bytes <= avail;
+
+    /* largest context at this batch: kv bytes grow monotonically with c */
+    int64_t lo = 0, hi = f->max_position_embeddings;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if (sat_add(w, sat_mul(facet_plan_kv_bytes(f, mid), (uint64_t)batch)) <= avail) lo = mid;
+        else hi = mid - 1;
+    }
+    out->max_ctx_at_batch = lo;
+    uint64_t per = out->kv_bytes_per_sequence;
+    if (w > avail) out->max_batch_at_ctx = 0;
+    else if (!per || (avail - w) / per > (uint64_t)INT64_MAX) out->max_batch_at_ctx = INT64_MAX;
+    else out->max_batch_at_ctx = (int64_t)((avail - w) / per);
+
+    kernel_paths(f, out);
+    return FACET_OK;
+}

@@ -1,0 +1,102 @@
+/*
+ * plan.h — the execution and memory plan of a checkpoint (issue 5, `facet plan`).
+ *
+ * From the facts alone: weight bytes in every run-time format, the KV-cache layout and
+ * its bytes, the total at a context and batch, whether that fits this machine's free
+ * RAM, the largest context and batch that fit, and per-layer kernel paths chosen from
+ * declared path capabilities (closest first, degrading, never an error when a fallback
+ * exists).
+ *
+ * Units: bytes. Memory counted: weights in the chosen format + the KV cache of `batch`
+ * sequences at `ctx` positions. Activation scratch (a few rows of hidden/intermediate/
+ * vocab floats per sequence) is not counted.
+ *
+ * KV cache (facet's layout, src/engine): per sequence and layer, K and V rows of
+ * num_key_value_heads * head_dim float32 per position. Per layer and position
+ * k = 2 * num_key_value_heads * head_dim * 4 bytes. Naive bytes per token: L * k.
+ * Actual bytes of one sequence at context c with G global and S windowed layers of
+ * window w: k * (G * min(c, max_position_embeddings) + S * min(c, w)).
+ */
+#ifndef FACET_MODEL_PLAN_H
+#define FACET_MODEL_PLAN_H
+
+#include <stdint.h>
+
+#include "model/facts.h"
+
+typedef enum facet_plan_format {
+    FACET_PLAN_F32 = 0,
+    FACET_PLAN_BF16,
+    FACET_PLAN_F16,
+    FACET_PLAN_INT8, /* int8 matrices, one float32 scale per block of 32 inputs        */
+    FACET_PLAN_N_FORMATS,
+    FACET_PLAN_AUTO = -1,
+} facet_plan_format;
+
+typedef struct facet_plan_opts {
+    int64_t ctx;            /* positions per sequence; 0 = max_position_embeddings  */
+    int64_t batch;          /* concurrent sequences; 0 = 1                           */
+    int weights;            /* facet_plan_format, or FACET_PLAN_AUTO                 */
+    uint64_t mem_available; /* bytes; 0 = read MemAvailable from /proc/meminfo        */
+} facet_plan_opts;
+
+/* Consecutive layers that run the same kernel paths. */
+typedef struct facet_plan_group {
+    int first, last;        /* layer range, inclusive                                */
+    int sliding;            /* 1: windowed attention                                 */
+    char attention[96];     /* "causal GQA 32q/8kv hd=64" / "... window 4096 (ring)"  */
+} facet_plan_group;
+
+typedef struct facet_plan {
+    /* parameters and weights */
+    uint64_t n_params;                          /* all parameters                    */
+    uint64_t n_matrix_params;                   /* of them in 2-D matrices           */
+    uint64_t weight_bytes[FACET_PLAN_N_FORMATS]; /* matrices in the format, vectors f32 */
+    int requested;                              /* facet_plan_format asked for        */
+    int weights;                                /* facet_plan_format chosen           */
+    char weights_note[200];                     /* why it differs from the request    */
+
+    /* KV cache */
+    uint64_t kv_bytes_per_layer_position;       /* k                                  */
+    uint64_t kv_bytes_per_token_naive;          /* L * k                              */
+    int n_global_layers, n_sliding_layers;
+    int64_t window;                             /* 0 when no layer is windowed        */
+    char kv_layout[200];
+
+    /* at (ctx, batch) */
+    int64_t ctx, batch;
+    uint64_t kv_bytes_per_sequence;             /* actual, at ctx                     */
+    double kv_bytes_per_token_actual;           /* kv_bytes_per_sequence / ctx        */
+    uint64_t total_bytes;                       /* weights + batch * kv per sequence  */
+    uint64_t mem_available;
+    int fits;
+    int64_t max_ctx_at_batch;                   /* 0 when even one position does not fit */
+    int64_t max_batch_at_ctx;
+
+    /* kernel paths */
+    char matmul_path[96];
+    char norm_path[96];
+    char rope_path[96];
+    char ffn_path[96];
+    int n_groups;
+    facet_plan_group groups[64];
+} facet_plan;
+
+/* Name of a format: "f32", "bf16", "f16", "int8". */
+const char *facet_plan_format_name(int fmt);
+
+/* Parse "auto|f32|bf16|f16|int8" into *fmt. Returns 0 on success, -1 otherwise. */
+int facet_plan_format_parse(const char *s, int *fmt);
+
+/* Bytes of one sequence's KV cache at context c (the formula above). */
+uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c);
+
+/*
+ * Compute the plan of facts `f` under `opts`. Errors: FACET_E_INVALID_ARGUMENT (a shape
+ * fact missing (a family read leniently), ctx or batch negative, ctx above max_position_embeddings), FACET_E_IO (MemAvailable
+ * unreadable when opts->mem_available is 0).
+ */
+facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, facet_plan *out,
+                             facet_error *err);
+
+#endif
