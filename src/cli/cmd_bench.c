@@ -1,0 +1,197 @@
+/*
+ * cmd_bench.c — `facet bench MODEL`: machine ceilings, load time, prefill and decode
+ * speed, each decode figure also as a fraction of the memory-bandwidth ceiling
+ * (weight bytes read per token over the measured read-only bandwidth).
+ *
+ *   facet bench MODEL [--shapes 160,256,550] [--concurrency 1,4,8,16] [-n N]
+ *                     [--threads N] [--json FILE]
+ *
+ * Prompts are seeded pseudo-random token ids (the speed of a dense model does not
+ * depend on which ids it sees); decode feeds back the greedy choice and ignores EOS.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "kernels/cpu/membw.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int parse_list(const char *s, int *out, int cap) {
+    int n = 0;
+    while (*s && n < cap) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v <= 0 || v > 1 << 20) return -1;
+        out[n++] = (int)v;
+        s = end;
+        if (*s == ',') s++;
+        else if (*s) return -1;
+    }
+    return n;
+}
+
+static uint32_t lcg(uint32_t *state) {
+    *state = *state * 1664525u + 1013904223u;
+    return *state >> 8;
+}
+
+/* Decode `steps` tokens on `conc` sequences that each hold a 16-token prompt; returns
+ * seconds for the decode steps only. */
+static double time_decode(facet_model *model, int vocab, int conc, int steps, facet_error *err) {
+    facet_session *s = NULL;
+    facet_session_options so = {conc, 16 + steps + 1};
+    if (facet_session_create(model, &so, &s, err) != FACET_OK) return -1;
+    float *logits = malloc(sizeof(float) * (size_t)vocab * (size_t)conc);
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)conc), *seq = malloc(sizeof(int32_t) * (size_t)conc);
+    double t = -1;
+    if (!logits || !tok || !seq) goto out;
+    uint32_t rng = 7;
+    for (int q = 0; q < conc; q++) {
+        int32_t prompt[16];
+        for (int i = 0; i < 16; i++) prompt[i] = (int32_t)(lcg(&rng) % (uint32_t)vocab);
+        if (facet_prefill(s, q, prompt, 16, logits + (size_t)q * vocab, err) != FACET_OK) goto out;
+        seq[q] = q;
+    }
+    double t0 = now_s();
+    for (int k = 0; k < steps; k++) {
+        for (int q = 0; q < conc; q++) tok[q] = facet_sample_greedy(logits + (size_t)q * vocab, vocab);
+        if (facet_decode(s, conc, seq, tok, logits, err) != FACET_OK) goto out;
+    }
+    t = now_s() - t0;
+out:
+    free(logits);
+    free(tok);
+    free(seq);
+    facet_session_free(s);
+    return t;
+}
+
+int cmd_bench(int argc, char **argv) {
+    const char *model_dir = NULL, *json_path = NULL;
+    int shapes[16] = {160, 256, 550}, n_shapes = 3;
+    int concs[16] = {1, 4, 8, 16}, n_concs = 4;
+    int steps = 128, threads = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("usage: facet bench MODEL [--shapes 160,256,550] [--concurrency 1,4,8,16] [-n N]\n"
+                   "                   [--threads N] [--json FILE]\n");
+            return 0;
+        } else if (!strcmp(a, "--shapes") && v) {
+            if ((n_shapes = parse_list(v, shapes, 16)) <= 0) goto bad;
+            i++;
+        } else if (!strcmp(a, "--concurrency") && v) {
+            if ((n_concs = parse_list(v, concs, 16)) <= 0) goto bad;
+            i++;
+        } else if (!strcmp(a, "-n") && v) {
+            steps = atoi(v);
+            if (steps <= 0) goto bad;
+            i++;
+        } else if (!strcmp(a, "--threads") && v) {
+            threads = atoi(v);
+            if (threads <= 0) goto bad;
+            i++;
+        } else if (!strcmp(a, "--json") && v) {
+            json_path = v;
+            i++;
+        } else if (a[0] != '-' && !model_dir) {
+            model_dir = a;
+        } else {
+            goto bad;
+        }
+        continue;
+    bad:
+        fprintf(stderr, "facet: bench: bad argument '%s' (facet bench --help)\n", a);
+        return 1;
+    }
+    if (!model_dir) {
+        fprintf(stderr, "facet: bench: MODEL is required\n");
+        return 1;
+    }
+
+    facet_error err = {0};
+    facet_load_options lo = {threads, FACET_WEIGHTS_AUTO};
+    double t_load = now_s();
+    facet_model *model = NULL;
+    if (facet_model_load(model_dir, &lo, &model, &err) != FACET_OK) return cli_fail(&err);
+    t_load = now_s() - t_load;
+    facet_model_info info;
+    facet_model_get_info(model, &info);
+
+    facet_pool *pool = facet_pool_create(info.n_threads);
+    double bw = pool ? facet_measure_read_bandwidth(pool, (size_t)1 << 30, 5) : 0;
+    double triad = pool ? facet_measure_triad_bandwidth(pool, (size_t)256 << 20, 3) : 0;
+    double gflops = pool ? facet_measure_peak_gflops(pool) : 0;
+    facet_pool_free(pool);
+
+    double gb = (double)info.weight_bytes / 1e9;
+    printf("model %s | weights f32 %.3f GB | threads %d\n", model_dir, gb, info.n_threads);
+    printf("read bandwidth %.1f GB/s (triad %.1f GB/s) | peak f32 FMA %.1f GFLOP/s | "
+           "decode ceiling %.1f tok/s\n",
+           bw, triad, gflops, bw / gb);
+    printf("load: cold %.3f s (no weight cache in this build)\n", t_load);
+
+    json_t *jpre = json_array(), *jdec = json_array();
+    int V = info.vocab_size;
+    printf("\n%-10s %10s %12s %12s\n", "prompt", "TTFT ms", "tok/s", "GFLOP/s");
+    for (int k = 0; k < n_shapes; k++) {
+        int L = shapes[k];
+        if (L > info.max_position_embeddings) continue;
+        facet_session *s = NULL;
+        facet_session_options so = {1, L};
+        if (facet_session_create(model, &so, &s, &err) != FACET_OK) break;
+        int32_t *ids = malloc(sizeof(int32_t) * (size_t)L);
+        float *logits = malloc(sizeof(float) * (size_t)V);
+        uint32_t rng = 1234u + (uint32_t)L;
+        for (int i = 0; i < L && ids; i++) ids[i] = (int32_t)(lcg(&rng) % (uint32_t)V);
+        double t0 = now_s();
+        int ok = ids && logits && facet_prefill(s, 0, ids, (size_t)L, logits, &err) == FACET_OK;
+        double t = now_s() - t0;
+        free(ids);
+        free(logits);
+        facet_session_free(s);
+        if (!ok) break;
+        /* 2 flops per weight per token for the matmuls (attention excluded) */
+        double flops = 2.0 * (double)info.weight_bytes / 4.0 * L;
+        printf("%-10d %10.1f %12.1f %12.1f\n", L, t * 1e3, L / t, flops / t / 1e9);
+        json_array_append_new(jpre, json_pack("{s:i, s:f, s:f}", "tokens", L, "ttft_ms", t * 1e3,
+                                              "tok_s", L / t));
+    }
+    printf("\n%-12s %14s %16s %12s\n", "concurrency", "tok/s per seq", "aggregate tok/s",
+           "of ceiling");
+    for (int k = 0; k < n_concs; k++) {
+        int c = concs[k];
+        double t = time_decode(model, V, c, steps, &err);
+        if (t <= 0) break;
+        double agg = (double)c * steps / t;
+        printf("%-12d %14.2f %16.2f %11.0f%%\n", c, agg / c, agg, 100.0 * (agg / c) / (bw / gb));
+        json_array_append_new(jdec, json_pack("{s:i, s:f, s:f}", "concurrency", c, "tok_s_per_seq",
+                                              agg / c, "aggregate_tok_s", agg));
+    }
+    int rc = 0;
+    if (err.status != FACET_OK) rc = cli_fail(&err);
+    if (json_path) {
+        json_t *j = json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:{s:f, s:n}, s:o, s:o}", "model",
+                              model_dir, "weights", "f32", "threads", info.n_threads,
+                              "bandwidth_gb_s", bw, "triad_gb_s", triad, "peak_gflops", gflops,
+                              "load_s", "cold", t_load, "cached", "prefill", jpre, "decode", jdec);
+        if (json_dump_file(j, json_path, JSON_INDENT(2)) != 0) {
+            fprintf(stderr, "facet: bench: cannot write %s\n", json_path);
+            rc = 1;
+        }
+        json_decref(j);
+    } else {
+        json_decref(jpre);
+        json_decref(jdec);
+    }
+    facet_model_free(model);
+    return rc;
+}

@@ -1,0 +1,92 @@
+/*
+ * model.c — loading a checkpoint: facts -> probe -> verdict -> weights.
+ *
+ * The loader judges the checkpoint with the same verdict function as `facet conform`
+ * (src/model/table.c) and refuses before converting any weight.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/model_internal.h"
+#include "io/safetensors.h"
+#include "model/probe.h"
+#include "model/table.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+facet_status facet_model_load(const char *dir, const facet_load_options *opts,
+                              facet_model **out, facet_error *err) {
+    *out = NULL;
+    facet_load_options o = {0};
+    if (opts) o = *opts;
+    /* the run-time format of weight matrices; AUTO is float32 in this build */
+    static const facet_wformat formats[] = {
+        [FACET_WEIGHTS_AUTO] = FACET_WF_F32, [FACET_WEIGHTS_F32] = FACET_WF_F32,
+        [FACET_WEIGHTS_BF16] = FACET_WF_BF16, [FACET_WEIGHTS_F16] = FACET_WF_F16,
+        [FACET_WEIGHTS_INT8] = FACET_WF_Q8};
+    if ((int)o.weights < 0 || (int)o.weights > FACET_WEIGHTS_INT8)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "unknown weights format %d", (int)o.weights);
+    facet_model *m = calloc(1, sizeof *m);
+    if (!m) return facet_err(err, FACET_E_NOMEM, "model");
+    st_checkpoint ck;
+    memset(&ck, 0, sizeof ck);
+    facet_status st = facet_facts_read(dir, &m->facts, err);
+    if (st == FACET_OK) st = st_checkpoint_open(dir, &ck, err);
+    if (st == FACET_OK) st = facet_facts_probe(&m->facts, &ck, err);
+    if (st == FACET_OK) {
+        /* the same verdict as `facet conform`: refuse before converting any weight */
+        facet_verdict *v = malloc(sizeof *v);
+        if (!v) st = facet_err(err, FACET_E_NOMEM, "verdict");
+        else {
+            facet_judge(&m->facts, "cpu", v);
+            st = facet_verdict_error(v, err);
+            free(v);
+        }
+    }
+    if (st == FACET_OK) st = facet_weights_load(m, &ck, formats[o.weights], err);
+    st_checkpoint_close(&ck);
+    if (st == FACET_OK) st = facet_rope_init(m, err);
+    if (st == FACET_OK) {
+        m->pool = facet_pool_create(o.n_threads);
+        if (!m->pool) st = facet_err(err, FACET_E_NOMEM, "cannot start %d worker threads", o.n_threads);
+    }
+    if (st == FACET_OK) {
+        char path[4096];
+        if (facet_path_join(path, sizeof path, dir, "tokenizer.json") && facet_is_file(path))
+            st = facet_tokenizer_load(dir, &m->tokenizer, err);
+    }
+    if (st != FACET_OK) {
+        facet_model_free(m);
+        return st;
+    }
+    *out = m;
+    return FACET_OK;
+}
+
+void facet_model_free(facet_model *m) {
+    if (!m) return;
+    facet_weights_free(m);
+    facet_pool_free(m->pool);
+    facet_tokenizer_free(m->tokenizer);
+    free(m->inv_freq);
+    free(m->inv_freq_long);
+    free(m->inv_freq_local);
+    free(m);
+}
+
+void facet_model_get_info(const facet_model *m, facet_model_info *info) {
+    const facet_facts *f = &m->facts;
+    memset(info, 0, sizeof *info);
+    info->vocab_size = (int)f->vocab_size;
+    info->max_position_embeddings = (int)f->max_position_embeddings;
+    info->hidden_size = (int)f->hidden_size;
+    info->num_hidden_layers = (int)f->num_hidden_layers;
+    info->bos_token_id = f->bos_token_id;
+    info->n_eos = f->n_eos;
+    for (int i = 0; i < f->n_eos && i < 16; i++) info->eos_token_ids[i] = f->eos_token_ids[i];
+    info->n_threads = m->pool ? facet_pool_size(m->pool) : 0;
+    info->weight_bytes = m->w.bytes;
+}
+
+facet_tokenizer *facet_model_tokenizer(facet_model *m) { return m->tokenizer; }

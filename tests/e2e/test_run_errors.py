@@ -1,0 +1,228 @@
+"""Bad input to `facet run`: one test each, each a one-line error on stderr that names the
+file / field / tensor, the value and what was expected, a non-zero exit, and no crash —
+run under the Release binary and, when FACET_ASAN_BIN is set, the ASan+UBSan one.
+
+The broken checkpoints are made from the bundled stories260k model (a real checkpoint)
+by editing one thing each.
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BUNDLED = REPO / "models" / "stories260k"
+
+
+def binaries():
+    out = [os.environ.get("FACET_BIN", str(REPO / "build" / "facet"))]
+    asan = os.environ.get("FACET_ASAN_BIN")
+    if asan and os.access(asan, os.X_OK):
+        out.append(asan)
+    return out
+
+
+@pytest.fixture(params=binaries(), ids=lambda p: "asan" if "asan" in p else "release")
+def facet(request):
+    return request.param
+
+
+def run(facet, args, **kw):
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=99",
+               UBSAN_OPTIONS="halt_on_error=1:exitcode=98")
+    return subprocess.run([facet] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=120, env=env, **kw)
+
+
+def assert_clean_error(p, *needles, code=1):
+    """Non-zero exit with the expected code, no sanitizer report, one error line naming
+    every needle."""
+    assert p.returncode == code, "exit %d (want %d); stderr: %s" % (p.returncode, code, p.stderr)
+    assert "Sanitizer" not in p.stderr and "runtime error" not in p.stderr, p.stderr
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, "want one error line, got: %r" % p.stderr
+    for n in needles:
+        assert n in lines[0], "%r not in %r" % (n, lines[0])
+
+
+def copy_model(tmp_path, name="m"):
+    d = tmp_path / name
+    shutil.copytree(BUNDLED, d)
+    for f in d.iterdir():
+        os.chmod(f, 0o644)
+    return d
+
+
+def read_st(path):
+    data = path.read_bytes()
+    n = struct.unpack("<Q", data[:8])[0]
+    return json.loads(data[8:8 + n]), data[8 + n:]
+
+
+def write_st(path, header, body):
+    h = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(h)) + h + body)
+
+
+def edit_header(d, fn):
+    st = d / "model.safetensors"
+    header, body = read_st(st)
+    fn(header)
+    write_st(st, header, body)
+
+
+def test_no_config(facet, tmp_path):
+    d = copy_model(tmp_path)
+    (d / "config.json").unlink()
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "config.json")
+
+
+def test_config_not_json(facet, tmp_path):
+    d = copy_model(tmp_path)
+    (d / "config.json").write_text('{"hidden_size": 64,, }')
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "config.json", "JSON")
+
+
+def test_required_key_missing(facet, tmp_path):
+    d = copy_model(tmp_path)
+    cfg = json.loads((d / "config.json").read_text())
+    del cfg["hidden_size"]
+    (d / "config.json").write_text(json.dumps(cfg))
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "config.json", "hidden_size")
+
+
+def test_wrong_type(facet, tmp_path):
+    d = copy_model(tmp_path)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["num_hidden_layers"] = "five"
+    (d / "config.json").write_text(json.dumps(cfg))
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "num_hidden_layers", "five")
+
+
+def test_safetensors_truncated(facet, tmp_path):
+    d = copy_model(tmp_path)
+    st = d / "model.safetensors"
+    data = st.read_bytes()
+    st.write_bytes(data[: len(data) - 1000])
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "model.safetensors")
+
+
+def test_header_length_past_eof(facet, tmp_path):
+    d = copy_model(tmp_path)
+    st = d / "model.safetensors"
+    data = st.read_bytes()
+    st.write_bytes(struct.pack("<Q", len(data) * 10) + data[8:])
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "model.safetensors", str(len(data) * 10))
+
+
+def test_overlapping_offsets(facet, tmp_path):
+    d = copy_model(tmp_path)
+
+    def overlap(h):
+        a = h["model.norm.weight"]["data_offsets"]
+        # put model.norm.weight on top of the first 256 bytes of the embeddings
+        e = h["model.embed_tokens.weight"]["data_offsets"]
+        h["model.norm.weight"]["data_offsets"] = [e[0], e[0] + (a[1] - a[0])]
+
+    edit_header(d, overlap)
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "model.safetensors", "overlap")
+
+
+def test_out_of_range_offsets(facet, tmp_path):
+    d = copy_model(tmp_path)
+
+    def oob(h):
+        a = h["model.norm.weight"]["data_offsets"]
+        h["model.norm.weight"]["data_offsets"] = [a[0] + 10**7, a[1] + 10**7]
+
+    edit_header(d, oob)
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "model.safetensors", "model.norm.weight")
+
+
+def test_unknown_dtype(facet, tmp_path):
+    d = copy_model(tmp_path)
+    edit_header(d, lambda h: h["model.norm.weight"].update(dtype="F13"))
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "model.norm.weight", "F13")
+
+
+def test_unreadable_dtype_refused(facet, tmp_path):
+    """A known but non-float dtype (I8 with the same byte span as 64 F32) is refused by name."""
+    d = copy_model(tmp_path)
+    edit_header(d, lambda h: h["model.norm.weight"].update(dtype="I8", shape=[256]))
+    p = run(facet, ["run", d, "-n", "1"])
+    assert p.returncode != 0
+    assert "I8" in p.stderr and "Sanitizer" not in p.stderr, p.stderr
+
+
+def test_shape_byte_size_mismatch(facet, tmp_path):
+    d = copy_model(tmp_path)
+    edit_header(d, lambda h: h["model.norm.weight"].update(shape=[65]))
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "model.norm.weight", "65")
+
+
+def test_index_names_missing_shard(facet, tmp_path):
+    d = copy_model(tmp_path)
+    header, _ = read_st(d / "model.safetensors")
+    wm = {k: "model.safetensors" for k in header if k != "__metadata__"}
+    wm["model.norm.weight"] = "model-00002-of-00002.safetensors"
+    (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": wm}))
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "model-00002-of-00002.safetensors", "model.norm.weight")
+
+
+def test_missing_tensor(facet, tmp_path):
+    d = copy_model(tmp_path)
+    edit_header(d, lambda h: h.pop("model.layers.3.mlp.up_proj.weight"))
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "model.layers.3.mlp.up_proj.weight")
+
+
+def test_tensor_wrong_shape(facet, tmp_path):
+    d = copy_model(tmp_path)
+    # same byte size, transposed shape: only the shape check can catch it
+    edit_header(d, lambda h: h["model.layers.1.mlp.down_proj.weight"].update(shape=[172, 64]))
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "model.layers.1.mlp.down_proj.weight", "172")
+
+
+def test_prompt_longer_than_context(facet):
+    ids = ",".join(["5"] * 600)
+    p = run(facet, ["run", "--prompt-ids", ids, "-n", "1"])
+    assert_clean_error(p, "600", "512")
+
+
+def test_prompt_longer_than_ctx_option(facet):
+    p = run(facet, ["run", "-p", "Once upon a time there was a cat", "--ctx", "4", "-n", "1"])
+    assert_clean_error(p, "context", "4")
+
+
+def test_prompt_file_not_utf8(facet, tmp_path):
+    f = tmp_path / "prompt.txt"
+    f.write_bytes(b"Once upon a \xff time")
+    p = run(facet, ["run", "-f", f, "-n", "1"])
+    assert_clean_error(p, str(f), "UTF-8", "12")
+
+
+def test_prompt_id_out_of_vocab(facet):
+    p = run(facet, ["run", "--prompt-ids", "1,512", "-n", "1"])
+    assert_clean_error(p, "512")
+
+
+def test_unknown_option(facet):
+    p = run(facet, ["run", "--frobnicate"])
+    assert_clean_error(p, "--frobnicate")
