@@ -1,16 +1,26 @@
 /*
  * forward.c — the decoder forward pass over a batch of (sequence, token) entries.
  *
- * Follows transformers' LlamaModel / Qwen2Model / Qwen3Model (modeling_llama.py):
- *   x = embed_tokens[token]
- *   per layer:  h = RMSNorm(x) ; q,k,v = h W^T (+ bias) ; [q_norm, k_norm per head]
- *               RoPE(q, k) at the entry's position ; store k, v in the sequence's cache
- *               attn = softmax(q k^T * scale + causal mask) v   (GQA: kv head = h / group)
- *               x += attn W_o^T (+ bias)
- *               h = RMSNorm(x) ; x += (act(h W_gate^T) * (h W_up^T)) W_down^T
- *   logits = RMSNorm(x) W_lm^T
- * Every branch is on a fact (qkv_bias, o_bias, qk_norm, act, ...), never on a model name.
- * All entries of the batch share one sweep over each weight matrix.
+ * Follows transformers' decoder-only modeling code (modeling_llama.py and the families
+ * that share its skeleton: qwen2, qwen3, mistral, gemma, gemma2, gemma3, phi3, olmo2,
+ * granite). Per layer, with every variation a fact of src/model/facts.h:
+ *
+ *   attention block                          ffn block
+ *   h = RMSNorm_in(x)        [pre_norms]     h = RMSNorm(x)        [pre_norms]
+ *   q,k,v = h W^T (+ bias)   [qkv_bias]      h = down(act(gate h) * up h)
+ *   q,k = RMSNorm per head or over the       h = RMSNorm_post(h)   [post_norms]
+ *         projection         [qk_norm]       x = x + h * residual_multiplier
+ *   RoPE(q, k) at the position (global or local table)
+ *   a = softmax(softcap(q k^T * scale) + causal / window mask) v   (GQA)
+ *   h = a W_o^T (+ bias)     [o_bias]
+ *   h = RMSNorm_post(h)      [post_norms]
+ *   x = x + h * residual_multiplier
+ *
+ *   x0 = embed_tokens[token] * embedding_multiplier;  logits = softcap(RMSNorm(x) W_lm^T
+ *   / logits_scaling).  RMSNorm multiplies by (offset + w), offset = norm_weight_offset.
+ *
+ * No branch tests a model's name. All entries of the batch share one sweep over each
+ * weight matrix (facet_matmul).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -23,17 +33,15 @@
 facet_status facet_seq_reserve(facet_session *s, int seq, int need, facet_error *err);
 facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err);
 
-/* Largest number of entries run through the layers at once; longer batches (long
- * prompts) are processed in chunks of this size, which bounds the scratch memory. */
-#define FORWARD_CHUNK 256
-
 typedef struct {
     facet_session *s;
     const int32_t *seq_ids;
     int layer;
 } attn_job;
 
-/* One (entry, head) of causal attention over the entry's sequence cache. */
+/* One (entry, head) of attention over the entry's sequence cache: positions 0..pos, or
+ * pos-w+1..pos on a sliding layer (transformers' sliding mask admits kv positions j with
+ * pos - j < w). */
 static void attn_task(void *ctx, int task, int thread) {
     const attn_job *j = ctx;
     facet_session *s = j->s;
@@ -43,18 +51,106 @@ static void attn_task(void *ctx, int task, int thread) {
     int kvd = (int)(f->num_key_value_heads * hd);
     int r = task / nh, h = task % nh;
     int pos = s->pos[r];
+    int first = 0;
+    if (f->layer_sliding[j->layer] && f->sliding_window > 0 && pos - f->sliding_window + 1 > 0)
+        first = (int)(pos - f->sliding_window + 1);
     const facet_seq_cache *c = &s->seqs[j->seq_ids[r]];
     const float *q = s->q + (size_t)r * nh * hd + (size_t)h * hd;
     const float *K = c->k[j->layer] + (size_t)(h / group) * hd;
     const float *V = c->v[j->layer] + (size_t)(h / group) * hd;
     float *scores = s->scores + (size_t)thread * s->n_ctx;
     float scale = (float)f->attn_scale;
-    int n = pos + 1; /* causal: positions 0..pos */
-    for (int t = 0; t < n; t++) scores[t] = facet_dot_f32(q, K + (size_t)t * kvd, hd) * scale;
+    float cap = (float)f->attn_logit_softcap;
+    int n = pos + 1 - first;
+    for (int t = 0; t < n; t++) {
+        float sc = facet_dot_f32(q, K + facet_kv_row(s, j->layer, first + t) * kvd, hd) * scale;
+        if (cap > 0) sc = tanhf(sc / cap) * cap;
+        scores[t] = sc;
+    }
     facet_softmax(scores, n);
     float *out = s->att_out + (size_t)r * nh * hd + (size_t)h * hd;
     memset(out, 0, sizeof(float) * (size_t)hd);
-    for (int t = 0; t < n; t++) facet_axpy_f32(out, scores[t], V + (size_t)t * kvd, hd);
+    for (int t = 0; t < n; t++)
+        facet_axpy_f32(out, scores[t], V + facet_kv_row(s, j->layer, first + t) * kvd, hd);
+}
+
+/* x[r] += h[r] * mult for every entry. */
+static void residual_add(float *x, const float *h, size_t n, float mult) {
+    if (mult == 1.0f)
+        for (size_t i = 0; i < n; i++) x[i] += h[i];
+    else
+        for (size_t i = 0; i < n; i++) x[i] += h[i] * mult;
+}
+
+/* RMSNorm of n rows of H in place (w == NULL: copy through). */
+static void norm_rows(const facet_facts *f, float *y, const float *x, const float *w, int n, int H) {
+    for (int r = 0; r < n; r++) {
+        if (w)
+            facet_rmsnorm(y + (size_t)r * H, x + (size_t)r * H, w, H, f->rms_norm_eps,
+                          (float)f->norm_weight_offset);
+        else if (y != x)
+            memcpy(y + (size_t)r * H, x + (size_t)r * H, sizeof(float) * (size_t)H);
+    }
+}
+
+/* Attention block of layer l for entries [0, n): reads s->x, adds into s->x. */
+static void attention_block(facet_session *s, const int32_t *seq_ids, int n, int l) {
+    facet_model *m = s->model;
+    const facet_facts *f = &m->facts;
+    const facet_layer_weights *L = &m->w.layers[l];
+    int H = (int)f->hidden_size, nh = (int)f->num_attention_heads;
+    int nkv = (int)f->num_key_value_heads, hd = (int)f->head_dim;
+    int qd = nh * hd, kvd = nkv * hd, half = m->rope_dim / 2;
+    float off = (float)f->norm_weight_offset;
+    int local = m->inv_freq_local && f->layer_sliding[l];
+
+    norm_rows(f, s->xn, s->x, L->input_layernorm, n, H);
+    facet_matmul(m->pool, s->q, s->xn, &L->q_proj, L->q_bias, n);
+    facet_matmul(m->pool, s->k, s->xn, &L->k_proj, L->k_bias, n);
+    facet_matmul(m->pool, s->v, s->xn, &L->v_proj, L->v_bias, n);
+    for (int r = 0; r < n; r++) {
+        float *q = s->q + (size_t)r * qd, *k = s->k + (size_t)r * kvd;
+        if (L->q_norm && L->qk_norm_full) { /* OLMo 2: over the whole projection */
+            facet_rmsnorm(q, q, L->q_norm, qd, f->rms_norm_eps, off);
+            facet_rmsnorm(k, k, L->k_norm, kvd, f->rms_norm_eps, off);
+        } else if (L->q_norm) { /* Qwen 3, Gemma 3: over each head */
+            for (int h = 0; h < nh; h++)
+                facet_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, f->rms_norm_eps, off);
+            for (int h = 0; h < nkv; h++)
+                facet_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, f->rms_norm_eps, off);
+        }
+        const float *cs = (local ? s->rope_cos_local : s->rope_cos) + (size_t)r * half;
+        const float *sn = (local ? s->rope_sin_local : s->rope_sin) + (size_t)r * half;
+        facet_rope_apply(q, nh, hd, m->rope_dim, cs, sn);
+        facet_rope_apply(k, nkv, hd, m->rope_dim, cs, sn);
+        facet_seq_cache *c = &s->seqs[seq_ids[r]];
+        size_t row = facet_kv_row(s, l, s->pos[r]);
+        memcpy(c->k[l] + row * kvd, k, sizeof(float) * (size_t)kvd);
+        memcpy(c->v[l] + row * kvd, s->v + (size_t)r * kvd, sizeof(float) * (size_t)kvd);
+    }
+    attn_job aj = {s, seq_ids, l};
+    facet_pool_run(m->pool, n * nh, attn_task, &aj);
+    facet_matmul(m->pool, s->xn, s->att_out, &L->o_proj, L->o_bias, n);
+    if (f->post_norms) norm_rows(f, s->xn, s->xn, L->post_attention_layernorm, n, H);
+    residual_add(s->x, s->xn, (size_t)n * H, (float)f->residual_multiplier);
+}
+
+/* Feed-forward block of layer l for entries [0, n): reads s->x, adds into s->x. */
+static void ffn_block(facet_session *s, int n, int l) {
+    facet_model *m = s->model;
+    const facet_facts *f = &m->facts;
+    const facet_layer_weights *L = &m->w.layers[l];
+    int H = (int)f->hidden_size, I = (int)f->intermediate_size;
+    /* the norm before the FFN: pre_feedforward_layernorm in sandwich-norm families,
+     * post_attention_layernorm in pre-norm ones, none in OLMo 2 */
+    const float *pre = f->post_norms ? L->pre_feedforward_layernorm : L->post_attention_layernorm;
+    norm_rows(f, s->xn, s->x, f->pre_norms ? pre : NULL, n, H);
+    facet_matmul(m->pool, s->gate, s->xn, &L->gate_proj, NULL, n);
+    facet_matmul(m->pool, s->up, s->xn, &L->up_proj, NULL, n);
+    facet_gated_act(s->gate, s->up, n * I, (int)f->act);
+    facet_matmul(m->pool, s->xn, s->gate, &L->down_proj, NULL, n);
+    if (f->post_norms) norm_rows(f, s->xn, s->xn, L->post_feedforward_layernorm, n, H);
+    residual_add(s->x, s->xn, (size_t)n * H, (float)f->residual_multiplier);
 }
 
 /* Run entries [0, n) (already validated; positions assigned in s->pos). Writes the
@@ -63,70 +159,39 @@ static void forward_layers(facet_session *s, const int32_t *tokens, const int32_
                            int n) {
     facet_model *m = s->model;
     const facet_facts *f = &m->facts;
-    facet_pool *pool = m->pool;
-    int H = (int)f->hidden_size, I = (int)f->intermediate_size;
-    int nh = (int)f->num_attention_heads, nkv = (int)f->num_key_value_heads;
-    int hd = (int)f->head_dim;
-    int qd = nh * hd, kvd = nkv * hd;
-    int half = m->rope_dim / 2;
-    float off = (float)f->norm_weight_offset;
+    int H = (int)f->hidden_size, half = m->rope_dim / 2;
 
-    /* embeddings */
-    for (int r = 0; r < n; r++)
-        facet_wtensor_row(&m->w.embed_tokens, tokens[r], s->x + (size_t)r * H);
+    /* embeddings (Gemma: times sqrt(hidden_size) rounded to float32; Granite:
+     * embedding_multiplier) */
+    float emb_mult = (float)f->embedding_multiplier;
+    for (int r = 0; r < n; r++) {
+        float *x = s->x + (size_t)r * H;
+        facet_wtensor_row(&m->w.embed_tokens, tokens[r], x);
+        if (emb_mult != 1.0f)
+            for (int i = 0; i < H; i++) x[i] *= emb_mult;
+    }
     /* rotary tables for each entry's position */
-    for (int r = 0; r < n; r++)
-        facet_rope_cos_sin(m, s->pos[r], s->rope_cos + (size_t)r * half,
-                           s->rope_sin + (size_t)r * half);
-
+    for (int r = 0; r < n; r++) {
+        const float *inv = s->rope_long[seq_ids[r]] ? m->inv_freq_long : m->inv_freq;
+        facet_rope_cos_sin(m, inv, m->rope_attention_scale, s->pos[r],
+                           s->rope_cos + (size_t)r * half, s->rope_sin + (size_t)r * half);
+        if (m->inv_freq_local)
+            facet_rope_cos_sin(m, m->inv_freq_local, 1.0f, s->pos[r],
+                               s->rope_cos_local + (size_t)r * half,
+                               s->rope_sin_local + (size_t)r * half);
+    }
     for (int l = 0; l < f->num_hidden_layers; l++) {
-        const facet_layer_weights *L = &m->w.layers[l];
-
-        /* attention block */
-        for (int r = 0; r < n; r++)
-            facet_rmsnorm(s->xn + (size_t)r * H, s->x + (size_t)r * H, L->input_layernorm, H,
-                          f->rms_norm_eps, off);
-        facet_matmul(pool, s->q, s->xn, &L->q_proj, L->q_bias, n);
-        facet_matmul(pool, s->k, s->xn, &L->k_proj, L->k_bias, n);
-        facet_matmul(pool, s->v, s->xn, &L->v_proj, L->v_bias, n);
-        for (int r = 0; r < n; r++) {
-            float *q = s->q + (size_t)r * qd, *k = s->k + (size_t)r * kvd;
-            if (L->q_norm) { /* Qwen3: RMSNorm over each head, before RoPE */
-                for (int h = 0; h < nh; h++)
-                    facet_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, f->rms_norm_eps, off);
-                for (int h = 0; h < nkv; h++)
-                    facet_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, f->rms_norm_eps, off);
-            }
-            const float *cs = s->rope_cos + (size_t)r * half, *sn = s->rope_sin + (size_t)r * half;
-            facet_rope_apply(q, nh, hd, m->rope_dim, cs, sn);
-            facet_rope_apply(k, nkv, hd, m->rope_dim, cs, sn);
-            facet_seq_cache *c = &s->seqs[seq_ids[r]];
-            memcpy(c->k[l] + (size_t)s->pos[r] * kvd, k, sizeof(float) * (size_t)kvd);
-            memcpy(c->v[l] + (size_t)s->pos[r] * kvd, s->v + (size_t)r * kvd,
-                   sizeof(float) * (size_t)kvd);
-        }
-        attn_job aj = {s, seq_ids, l};
-        facet_pool_run(pool, n * nh, attn_task, &aj);
-        facet_matmul(pool, s->xn, s->att_out, &L->o_proj, L->o_bias, n);
-        for (size_t i = 0; i < (size_t)n * H; i++) s->x[i] += s->xn[i];
-
-        /* feed-forward block */
-        for (int r = 0; r < n; r++)
-            facet_rmsnorm(s->xn + (size_t)r * H, s->x + (size_t)r * H,
-                          L->post_attention_layernorm, H, f->rms_norm_eps, off);
-        facet_matmul(pool, s->gate, s->xn, &L->gate_proj, NULL, n);
-        facet_matmul(pool, s->up, s->xn, &L->up_proj, NULL, n);
-        facet_gated_act(s->gate, s->up, n * I, (int)f->act);
-        facet_matmul(pool, s->xn, s->gate, &L->down_proj, NULL, n);
-        for (size_t i = 0; i < (size_t)n * H; i++) s->x[i] += s->xn[i];
+        attention_block(s, seq_ids, n, l);
+        ffn_block(s, n, l);
     }
 }
 
-/* Final norm and lm_head for the entries that want logits. */
+/* Final norm, lm_head, logits scaling and softcap for the entries that want logits. */
 static void forward_logits(facet_session *s, const uint8_t *want, int n, float *logits) {
     facet_model *m = s->model;
     const facet_facts *f = &m->facts;
     int H = (int)f->hidden_size;
+    size_t V = (size_t)f->vocab_size;
     int k = 0;
     for (int r = 0; r < n; r++) {
         if (want && !want[r]) continue;
@@ -134,12 +199,21 @@ static void forward_logits(facet_session *s, const uint8_t *want, int n, float *
                       (float)f->norm_weight_offset);
         k++;
     }
-    if (k) facet_matmul(m->pool, logits, s->xn, &m->w.lm_head, NULL, k);
+    if (!k) return;
+    facet_matmul(m->pool, logits, s->xn, &m->w.lm_head, NULL, k);
+    float inv_scale = (float)(1.0 / f->logits_scaling);
+    float cap = (float)f->final_logit_softcap;
+    if (inv_scale != 1.0f || cap > 0)
+        for (size_t i = 0; i < (size_t)k * V; i++) {
+            float v = logits[i] * inv_scale;
+            logits[i] = cap > 0 ? tanhf(v / cap) * cap : v;
+        }
 }
 
 facet_status facet_forward(facet_session *s, const facet_batch *b, float *logits,
                            facet_error *err) {
-    const facet_facts *f = &s->model->facts;
+    facet_model *m = s->model;
+    const facet_facts *f = &m->facts;
     if (!b || b->n_tokens < 0 || (b->n_tokens > 0 && (!b->tokens || !b->seq_ids)))
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "batch: missing tokens or sequence ids");
     int n = b->n_tokens;
@@ -165,23 +239,27 @@ facet_status facet_forward(facet_session *s, const facet_batch *b, float *logits
             st = facet_err(err, FACET_E_CONTEXT,
                            "sequence %d: %d tokens + %d new would exceed the context of %d tokens",
                            q, s->seqs[q].len, added[q], s->n_ctx);
-    for (int q = 0; q < s->n_seq_max && st == FACET_OK; q++)
-        if (added[q]) st = facet_seq_reserve(s, q, s->seqs[q].len + added[q], err);
+    for (int q = 0; q < s->n_seq_max && st == FACET_OK; q++) {
+        if (!added[q]) continue;
+        int seq_len = s->seqs[q].len + added[q];
+        st = facet_seq_reserve(s, q, seq_len, err);
+        /* longrope: this call's length picks the factors for all of its tokens, as
+         * transformers' dynamic_rope_update does per forward call */
+        s->rope_long[q] = m->inv_freq_long &&
+                          seq_len > f->rope_original_max_position_embeddings;
+    }
     free(added);
     if (st != FACET_OK) return st;
-    st = facet_session_scratch(s, n < FORWARD_CHUNK ? n : FORWARD_CHUNK, err);
+    st = facet_session_scratch(s, n < FACET_FORWARD_CHUNK ? n : FACET_FORWARD_CHUNK, err);
     if (st != FACET_OK) return st;
 
     size_t V = (size_t)f->vocab_size;
     float *out = logits;
-    for (int c0 = 0; c0 < n; c0 += FORWARD_CHUNK) {
-        int cn = n - c0 < FORWARD_CHUNK ? n - c0 : FORWARD_CHUNK;
+    for (int c0 = 0; c0 < n; c0 += FACET_FORWARD_CHUNK) {
+        int cn = n - c0 < FACET_FORWARD_CHUNK ? n - c0 : FACET_FORWARD_CHUNK;
         const int32_t *seq_ids = b->seq_ids + c0;
         /* positions: each sequence's next position, in batch order */
-        for (int r = 0; r < cn; r++) {
-            facet_seq_cache *c = &s->seqs[seq_ids[r]];
-            s->pos[r] = c->len++;
-        }
+        for (int r = 0; r < cn; r++) s->pos[r] = s->seqs[seq_ids[r]].len++;
         forward_layers(s, b->tokens + c0, seq_ids, cn);
         const uint8_t *want = b->want_logits ? b->want_logits + c0 : NULL;
         int k = 0;

@@ -11,18 +11,28 @@
 #include "kernels/cpu/kernels.h"
 #include "model/facts.h"
 
+/* Largest number of batch entries run through the layers at once; longer batches (long
+ * prompts) are processed in chunks of this size, which bounds the scratch memory and
+ * sizes the sliding-window rings (window + one chunk). */
+#define FACET_FORWARD_CHUNK 256
+
 /* One decoder layer's weights. Matrices are facet_wtensor in the run-time format,
  * PyTorch nn.Linear layout (out, in); norms and biases are float32 vectors. Optional
  * tensors are NULL (vectors) or have data == NULL (matrices) when the facts say the
  * checkpoint does not have them. */
 typedef struct facet_layer_weights {
-    float *input_layernorm;     /* (H)                                                 */
+    float *input_layernorm;     /* (H)                               when pre_norms    */
     facet_wtensor q_proj, k_proj, v_proj; /* (nh*hd, H), (nkv*hd, H), (nkv*hd, H)      */
     float *q_bias, *k_bias, *v_bias; /* (nh*hd), (nkv*hd), (nkv*hd)  when qkv_bias     */
     facet_wtensor o_proj;       /* (H, nh*hd)                                          */
     float *o_bias;              /* (H)                               when o_bias       */
-    float *q_norm, *k_norm;     /* (hd)                              when qk_norm      */
-    float *post_attention_layernorm; /* (H)                                            */
+    float *q_norm, *k_norm;     /* (hd) per head, or (nh*hd) / (nkv*hd) over the whole
+                                   projection (OLMo 2)                when qk_norm      */
+    int qk_norm_full;           /* 1: q_norm/k_norm span the whole projection           */
+    float *post_attention_layernorm; /* (H): before the FFN (pre-norm families), or on
+                                   the attention output (post_norms: Gemma 2/3, OLMo 2) */
+    float *pre_feedforward_layernorm;  /* (H)  when post_norms and pre_norms (Gemma 2/3) */
+    float *post_feedforward_layernorm; /* (H)  when post_norms                          */
     facet_wtensor gate_proj, up_proj; /* (I, H)                                        */
     facet_wtensor down_proj;    /* (H, I)                                              */
 } facet_layer_weights;
@@ -43,35 +53,52 @@ struct facet_model {
     facet_tokenizer *tokenizer;    /* NULL when the folder has no tokenizer.json       */
     /* RoPE tables computed once from the facts (see rope.c) */
     int rope_dim;                  /* rotary dims of a head (partial_rotary_factor)    */
-    float *inv_freq;               /* [rope_dim / 2]                                   */
-    float rope_attention_scale;    /* cos/sin multiplier (yarn); 1 otherwise           */
+    float *inv_freq;               /* [rope_dim / 2] global layers                     */
+    float *inv_freq_long;          /* [rope_dim / 2] longrope long factors, else NULL  */
+    float *inv_freq_local;         /* [rope_dim / 2] sliding layers when they have their
+                                      own base (rope_local_base_freq), else NULL        */
+    float rope_attention_scale;    /* cos/sin multiplier (yarn, longrope); 1 otherwise */
 };
 
-/* KV cache of one sequence: per layer, K and V rows of nkv*hd floats for positions
- * 0..len-1; capacity grows on demand (doubling) up to the session's n_ctx. */
+/* KV cache of one sequence: per layer, K and V rows of nkv*hd floats. Global layers
+ * hold positions 0..len-1 at row = position, capacity growing on demand (doubling) up
+ * to the session's n_ctx. Sliding-window layers hold a ring of ring_cap rows
+ * (row = position % ring_cap), enough for the window plus one forward chunk, so their
+ * memory is bounded by the window whatever the context. */
 typedef struct facet_seq_cache {
     int len;                       /* tokens in the cache                              */
-    int cap;                       /* positions allocated per layer                    */
-    float **k, **v;                /* [L] -> (cap, nkv*hd)                             */
+    int cap;                       /* positions allocated per global layer             */
+    float **k, **v;                /* [L] -> (cap or ring_cap, nkv*hd)                 */
 } facet_seq_cache;
 
 struct facet_session {
     facet_model *model;
     int n_seq_max;
     int n_ctx;
+    int ring_cap;                  /* rows of a sliding layer's ring (0: no ring)      */
     facet_seq_cache *seqs;         /* [n_seq_max]                                      */
     /* scratch for a batch of up to `scratch_rows` entries, grown on demand */
     int scratch_rows;
     float *x, *xn, *q, *k, *v, *att_out, *gate, *up, *scores;
     int *pos;                      /* [scratch_rows] position of each entry            */
-    float *rope_cos, *rope_sin;    /* [scratch_rows][rope_dim/2]                       */
+    float *rope_cos, *rope_sin;    /* [scratch_rows][rope_dim/2] global layers         */
+    float *rope_cos_local, *rope_sin_local; /* same for sliding layers with their own base */
+    uint8_t *rope_long;            /* [n_seq_max] longrope: this call uses long factors */
 };
+
+/* Row of position `pos` in layer l's cache (ring for sliding layers). */
+static inline size_t facet_kv_row(const facet_session *s, int layer, int pos) {
+    return (s->ring_cap && s->model->facts.layer_sliding[layer]) ? (size_t)(pos % s->ring_cap)
+                                                                   : (size_t)pos;
+}
 
 /* Compute inv_freq and the attention scale of RoPE from the facts (rope.c). */
 facet_status facet_rope_init(facet_model *m, facet_error *err);
 
-/* Fill cos/sin (rope_dim/2 each) for absolute position `pos` (rope.c). */
-void facet_rope_cos_sin(const facet_model *m, int pos, float *cos, float *sin);
+/* Fill cos/sin (rope_dim/2 each) for absolute position `pos` from table inv_freq
+ * (one of m's tables), scaled by `scale` (rope.c). */
+void facet_rope_cos_sin(const facet_model *m, const float *inv_freq, float scale, int pos,
+                        float *cos, float *sin);
 
 /* Read, validate and convert every tensor of the checkpoint into m->w, weight
  * matrices in `format` (weights.c). */

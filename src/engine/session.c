@@ -11,6 +11,7 @@
 #include "engine/model_internal.h"
 #include "util/error.h"
 
+
 facet_status facet_session_create(facet_model *model, const facet_session_options *opts,
                                   facet_session **out, facet_error *err) {
     *out = NULL;
@@ -32,8 +33,16 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
     s->model = model;
     s->n_seq_max = o.n_seq_max;
     s->n_ctx = o.n_ctx;
+    /* sliding layers keep a ring: the window plus one forward chunk, so that every
+     * entry of a chunk still sees its whole window (FACET_FORWARD_CHUNK, forward.c) */
+    if (f->n_sliding_layers > 0 && f->sliding_window > 0 &&
+        f->sliding_window + FACET_FORWARD_CHUNK < o.n_ctx)
+        s->ring_cap = (int)f->sliding_window + FACET_FORWARD_CHUNK;
     s->seqs = calloc((size_t)o.n_seq_max, sizeof *s->seqs);
-    if (!s->seqs) {
+    s->rope_long = calloc((size_t)o.n_seq_max, 1);
+    if (!s->seqs || !s->rope_long) {
+        free(s->seqs);
+        free(s->rope_long);
         free(s);
         return facet_err(err, FACET_E_NOMEM, "session sequences");
     }
@@ -43,11 +52,11 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
 
 static void free_scratch(facet_session *s) {
     float *bufs[] = {s->x, s->xn, s->q, s->k, s->v, s->att_out, s->gate, s->up, s->scores,
-                     s->rope_cos, s->rope_sin};
+                     s->rope_cos, s->rope_sin, s->rope_cos_local, s->rope_sin_local};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(s->pos);
     s->x = s->xn = s->q = s->k = s->v = s->att_out = s->gate = s->up = s->scores = NULL;
-    s->rope_cos = s->rope_sin = NULL;
+    s->rope_cos = s->rope_sin = s->rope_cos_local = s->rope_sin_local = NULL;
     s->pos = NULL;
     s->scratch_rows = 0;
 }
@@ -65,6 +74,7 @@ void facet_session_free(facet_session *s) {
         free(c->v);
     }
     free(s->seqs);
+    free(s->rope_long);
     free_scratch(s);
     free(s);
 }
@@ -102,6 +112,13 @@ facet_status facet_seq_reserve(facet_session *s, int seq, int need, facet_error 
         if (!c->k || !c->v) return facet_err(err, FACET_E_NOMEM, "KV cache tables");
     }
     for (int l = 0; l < L; l++) {
+        if (s->ring_cap && f->layer_sliding[l]) {
+            if (c->k[l]) continue; /* a ring never grows */
+            c->k[l] = malloc((size_t)s->ring_cap * kv_dim * sizeof(float));
+            c->v[l] = malloc((size_t)s->ring_cap * kv_dim * sizeof(float));
+            if (!c->k[l] || !c->v[l]) return facet_err(err, FACET_E_NOMEM, "KV ring");
+            continue;
+        }
         float *nk = realloc(c->k[l], (size_t)cap * kv_dim * sizeof(float));
         if (!nk) return facet_err(err, FACET_E_NOMEM, "KV cache: %d positions", cap);
         c->k[l] = nk;
@@ -135,8 +152,10 @@ facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err)
     s->pos = malloc(r * sizeof(int));
     s->rope_cos = malloc(r * (half ? half : 1) * sizeof(float));
     s->rope_sin = malloc(r * (half ? half : 1) * sizeof(float));
+    s->rope_cos_local = malloc(r * (half ? half : 1) * sizeof(float));
+    s->rope_sin_local = malloc(r * (half ? half : 1) * sizeof(float));
     s->scores = malloc((size_t)facet_pool_size(s->model->pool) * (size_t)s->n_ctx * sizeof(float));
-    if (!s->scores || !s->x || !s->xn || !s->q || !s->k || !s->v || !s->att_out || !s->gate || !s->up ||
+    if (!s->scores || !s->rope_cos_local || !s->rope_sin_local || !s->x || !s->xn || !s->q || !s->k || !s->v || !s->att_out || !s->gate || !s->up ||
         !s->pos || !s->rope_cos || !s->rope_sin) {
         free_scratch(s);
         return facet_err(err, FACET_E_NOMEM, "batch scratch for %d rows", rows);

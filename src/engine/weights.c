@@ -74,6 +74,32 @@ static void facet_wtensor_free(facet_wtensor *t) {
     t->scales = NULL;
 }
 
+/* Make a float32 facet_wtensor of rows [r0, r0 + rows) of a loaded [*, cols] matrix. */
+static facet_status slice_rows(const float *src, int r0, int rows, int cols, facet_wformat format,
+                               facet_wtensor *out, facet_error *err) {
+    float *d = malloc(sizeof(float) * (size_t)rows * (size_t)cols);
+    if (!d) return facet_err(err, FACET_E_NOMEM, "cannot allocate a %d x %d slice", rows, cols);
+    memcpy(d, src + (size_t)r0 * cols, sizeof(float) * (size_t)rows * (size_t)cols);
+    out->format = FACET_WF_F32;
+    out->rows = rows;
+    out->cols = cols;
+    out->data = d;
+    out->scales = NULL;
+    return facet_wtensor_convert(out, format, err);
+}
+
+/* The prefix of the decoder's tensors: "model." for *ForCausalLM checkpoints, longer
+ * ones for multimodal wrappers whose text model is loaded alone. */
+static const char *tensor_prefix(const st_checkpoint *ck) {
+    static const char *prefixes[] = {"model.", "model.language_model.", "language_model.model."};
+    char name[128];
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+        snprintf(name, sizeof name, "%sembed_tokens.weight", prefixes[i]);
+        if (st_checkpoint_find(ck, name)) return prefixes[i];
+    }
+    return "model.";
+}
+
 facet_status facet_weights_load(facet_model *m, const st_checkpoint *ck, facet_wformat format,
                                 facet_error *err) {
     const facet_facts *f = &m->facts;
@@ -82,55 +108,97 @@ facet_status facet_weights_load(facet_model *m, const st_checkpoint *ck, facet_w
     int64_t H = f->hidden_size, I = f->intermediate_size, V = f->vocab_size;
     int64_t q_dim = f->num_attention_heads * f->head_dim;
     int64_t kv_dim = f->num_key_value_heads * f->head_dim;
+    const char *P = tensor_prefix(ck);
 
     w->layers = calloc((size_t)f->num_hidden_layers, sizeof *w->layers);
     if (!w->layers) return facet_err(err, FACET_E_NOMEM, "layer table");
 
-    NAME("model.embed_tokens.weight");
+    NAME("%sembed_tokens.weight", P);
     LOADM(w->embed_tokens, V, H);
     for (int64_t l = 0; l < f->num_hidden_layers; l++) {
         facet_layer_weights *L = &w->layers[l];
-        NAME("model.layers.%lld.input_layernorm.weight", (long long)l);
-        LOAD(L->input_layernorm, H, 0);
-        NAME("model.layers.%lld.self_attn.q_proj.weight", (long long)l);
-        LOADM(L->q_proj, q_dim, H);
-        NAME("model.layers.%lld.self_attn.k_proj.weight", (long long)l);
-        LOADM(L->k_proj, kv_dim, H);
-        NAME("model.layers.%lld.self_attn.v_proj.weight", (long long)l);
-        LOADM(L->v_proj, kv_dim, H);
+        long long li = (long long)l;
+        if (f->pre_norms) {
+            NAME("%slayers.%lld.input_layernorm.weight", P, li);
+            LOAD(L->input_layernorm, H, 0);
+        }
+        if (f->fused_qkv) { /* Phi-3: rows are q, then k, then v */
+            float *fused;
+            NAME("%slayers.%lld.self_attn.qkv_proj.weight", P, li);
+            facet_status s_ = load_tensor(ck, name, q_dim + 2 * kv_dim, H, &fused, err);
+            if (s_ == FACET_OK) s_ = slice_rows(fused, 0, (int)q_dim, (int)H, format, &L->q_proj, err);
+            if (s_ == FACET_OK)
+                s_ = slice_rows(fused, (int)q_dim, (int)kv_dim, (int)H, format, &L->k_proj, err);
+            if (s_ == FACET_OK)
+                s_ = slice_rows(fused, (int)(q_dim + kv_dim), (int)kv_dim, (int)H, format,
+                                &L->v_proj, err);
+            free(fused);
+            if (s_ != FACET_OK) return s_;
+            w->bytes += facet_wtensor_bytes(&L->q_proj) + 2 * facet_wtensor_bytes(&L->k_proj);
+        } else {
+            NAME("%slayers.%lld.self_attn.q_proj.weight", P, li);
+            LOADM(L->q_proj, q_dim, H);
+            NAME("%slayers.%lld.self_attn.k_proj.weight", P, li);
+            LOADM(L->k_proj, kv_dim, H);
+            NAME("%slayers.%lld.self_attn.v_proj.weight", P, li);
+            LOADM(L->v_proj, kv_dim, H);
+        }
         if (f->qkv_bias) {
-            NAME("model.layers.%lld.self_attn.q_proj.bias", (long long)l);
+            NAME("%slayers.%lld.self_attn.q_proj.bias", P, li);
             LOAD(L->q_bias, q_dim, 0);
-            NAME("model.layers.%lld.self_attn.k_proj.bias", (long long)l);
+            NAME("%slayers.%lld.self_attn.k_proj.bias", P, li);
             LOAD(L->k_bias, kv_dim, 0);
-            NAME("model.layers.%lld.self_attn.v_proj.bias", (long long)l);
+            NAME("%slayers.%lld.self_attn.v_proj.bias", P, li);
             LOAD(L->v_bias, kv_dim, 0);
         }
-        NAME("model.layers.%lld.self_attn.o_proj.weight", (long long)l);
+        NAME("%slayers.%lld.self_attn.o_proj.weight", P, li);
         LOADM(L->o_proj, H, q_dim);
         if (f->o_bias) {
-            NAME("model.layers.%lld.self_attn.o_proj.bias", (long long)l);
+            NAME("%slayers.%lld.self_attn.o_proj.bias", P, li);
             LOAD(L->o_bias, H, 0);
         }
         if (f->qk_norm) {
-            NAME("model.layers.%lld.self_attn.q_norm.weight", (long long)l);
-            LOAD(L->q_norm, f->head_dim, 0);
-            NAME("model.layers.%lld.self_attn.k_norm.weight", (long long)l);
-            LOAD(L->k_norm, f->head_dim, 0);
+            /* the tensor's length says its scope: one head, or the whole projection */
+            NAME("%slayers.%lld.self_attn.q_norm.weight", P, li);
+            const st_tensor *qn = st_checkpoint_find(ck, name);
+            L->qk_norm_full = qn && qn->ndim == 1 && qn->shape[0] == q_dim && q_dim != f->head_dim;
+            LOAD(L->q_norm, L->qk_norm_full ? q_dim : f->head_dim, 0);
+            NAME("%slayers.%lld.self_attn.k_norm.weight", P, li);
+            LOAD(L->k_norm, L->qk_norm_full ? kv_dim : f->head_dim, 0);
         }
-        NAME("model.layers.%lld.post_attention_layernorm.weight", (long long)l);
+        NAME("%slayers.%lld.post_attention_layernorm.weight", P, li);
         LOAD(L->post_attention_layernorm, H, 0);
-        NAME("model.layers.%lld.mlp.gate_proj.weight", (long long)l);
-        LOADM(L->gate_proj, I, H);
-        NAME("model.layers.%lld.mlp.up_proj.weight", (long long)l);
-        LOADM(L->up_proj, I, H);
-        NAME("model.layers.%lld.mlp.down_proj.weight", (long long)l);
+        if (f->post_norms) {
+            if (f->pre_norms) {
+                NAME("%slayers.%lld.pre_feedforward_layernorm.weight", P, li);
+                LOAD(L->pre_feedforward_layernorm, H, 0);
+            }
+            NAME("%slayers.%lld.post_feedforward_layernorm.weight", P, li);
+            LOAD(L->post_feedforward_layernorm, H, 0);
+        }
+        if (f->fused_gate_up) { /* Phi-3: rows are gate, then up */
+            float *fused;
+            NAME("%slayers.%lld.mlp.gate_up_proj.weight", P, li);
+            facet_status s_ = load_tensor(ck, name, 2 * I, H, &fused, err);
+            if (s_ == FACET_OK) s_ = slice_rows(fused, 0, (int)I, (int)H, format, &L->gate_proj, err);
+            if (s_ == FACET_OK) s_ = slice_rows(fused, (int)I, (int)I, (int)H, format, &L->up_proj, err);
+            free(fused);
+            if (s_ != FACET_OK) return s_;
+            w->bytes += 2 * facet_wtensor_bytes(&L->gate_proj);
+        } else {
+            NAME("%slayers.%lld.mlp.gate_proj.weight", P, li);
+            LOADM(L->gate_proj, I, H);
+            NAME("%slayers.%lld.mlp.up_proj.weight", P, li);
+            LOADM(L->up_proj, I, H);
+        }
+        NAME("%slayers.%lld.mlp.down_proj.weight", P, li);
         LOADM(L->down_proj, H, I);
     }
-    NAME("model.norm.weight");
+    NAME("%snorm.weight", P);
     LOAD(w->norm, H, 0);
     if (f->has_lm_head) {
         NAME("lm_head.weight");
+        if (!st_checkpoint_find(ck, name)) NAME("language_model.lm_head.weight");
         LOADM(w->lm_head, V, H);
         w->lm_head_tied = 0;
     } else {
@@ -146,7 +214,8 @@ void facet_weights_free(facet_model *m) {
         for (int64_t l = 0; l < m->facts.num_hidden_layers; l++) {
             facet_layer_weights *L = &w->layers[l];
             float *ptrs[] = {L->input_layernorm, L->q_bias, L->k_bias, L->v_bias, L->o_bias,
-                             L->q_norm, L->k_norm, L->post_attention_layernorm};
+                             L->q_norm, L->k_norm, L->post_attention_layernorm,
+                             L->pre_feedforward_layernorm, L->post_feedforward_layernorm};
             for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) free(ptrs[i]);
             facet_wtensor *mats[] = {&L->q_proj, &L->k_proj, &L->v_proj, &L->o_proj,
                                      &L->gate_proj, &L->up_proj, &L->down_proj};
