@@ -289,7 +289,10 @@ static void refuse(facet_verdict *out, const char *fact, const char *value,
     snprintf(r->fact, sizeof r->fact, "%.63s", fact);
     snprintf(r->value, sizeof r->value, "%.95s", value);
     snprintf(r->supported, sizeof r->supported, "%.191s", supported ? supported : "");
-    if (supported)
+    if (supported && !strcmp(fact, "backend"))
+        snprintf(r->text, sizeof r->text, "REFUSED: backend=%s is not supported (supported: %s)",
+                 value, supported);
+    else if (supported)
         snprintf(r->text, sizeof r->text, "REFUSED: %s=%s is not supported on %s (supported: %s)",
                  fact, value, out->backend, supported);
     else

@@ -1,0 +1,180 @@
+/* test_plan.c — facet_plan_make against numbers computed by hand from the configs
+ * (the arithmetic is written out next to each value). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/facts.h"
+#include "model/plan.h"
+
+static facet_facts F;
+static facet_plan P;
+
+static void read_cfg(const char *model) {
+    char dir[1024];
+    facet_error err;
+    snprintf(dir, sizeof dir, "%s/configs/%s", FACET_TEST_DATA, model);
+    assert_int_equal(facet_facts_read(dir, &F, &err), FACET_OK);
+}
+
+static void from_text(const char *text) {
+    json_error_t je;
+    facet_error err;
+    json_t *j = json_loads(text, 0, &je);
+    assert_non_null(j);
+    assert_int_equal(facet_facts_from_json(j, NULL, "config.json", &F, &err), FACET_OK);
+    json_decref(j);
+}
+
+static void plan(int64_t ctx, int64_t batch, int fmt, uint64_t mem) {
+    facet_plan_opts o = {.ctx = ctx, .batch = batch, .weights = fmt, .mem_available = mem};
+    facet_error err;
+    facet_status st = facet_plan_make(&F, &o, &P, &err);
+    if (st) fprintf(stderr, "%s\n", err.message);
+    assert_int_equal(st, FACET_OK);
+}
+
+/* Dense GQA: Llama-3.2-1B (L=16, hidden 2048, 32 q / 8 kv heads of 64, ffn 8192,
+ * vocab 128256, tied). */
+static void test_dense_gqa(void **state) {
+    (void)state;
+    read_cfg("meta-llama__Llama-3.2-1B-Instruct__resaved");
+    plan(4096, 4, FACET_PLAN_F32, 8ull << 30);
+    /* embed 128256*2048 = 262668288; per layer q,o 2*2048*2048 + k,v 2*512*2048 +
+     * gate,up,down 3*8192*2048 = 60817408 matrix + 2*2048 norm; final norm 2048:
+     * 262668288 + 16*(60817408 + 4096) + 2048 = 1235814400 (HF's published count) */
+    assert_int_equal(P.n_params, 1235814400ull);
+    assert_int_equal(P.weight_bytes[FACET_PLAN_F32], 4943257600ull);
+    /* bf16: matrices 2 B (1235746816 * 2) + vectors 4 B (67584 * 4) */
+    assert_int_equal(P.weight_bytes[FACET_PLAN_BF16], 2471763968ull);
+    assert_int_equal(P.weight_bytes[FACET_PLAN_F16], 2471763968ull);
+    /* int8: 1 B per matrix element + one f32 scale per 32 = 1235746816 * 1.125 + 270336 */
+    assert_int_equal(P.weight_bytes[FACET_PLAN_INT8], 1390485504ull);
+    /* k = 2 * 8 * 64 * 4 = 4096 B per layer and position; naive 16 * 4096 */
+    assert_int_equal(P.kv_bytes_per_layer_position, 4096);
+    assert_int_equal(P.kv_bytes_per_token_naive, 65536);
+    assert_int_equal(P.kv_bytes_per_sequence, 65536ull * 4096);
+    assert_true(P.kv_bytes_per_token_actual == 65536.0);
+    /* total: 4943257600 + 4 * 268435456 */
+    assert_int_equal(P.total_bytes, 6016999424ull);
+    assert_int_equal(P.fits, 1);
+    /* (8 GiB - 4943257600) / 268435456 = 13.58 */
+    assert_int_equal(P.max_batch_at_ctx, 13);
+    /* (8 GiB - 4943257600) / (4 * 65536) = 13910.97 */
+    assert_int_equal(P.max_ctx_at_batch, 13910);
+    assert_int_equal(P.n_groups, 1);
+    assert_int_equal(P.weights, FACET_PLAN_F32);
+    /* a machine too small for the weights */
+    plan(4096, 1, FACET_PLAN_F32, 1ull << 30);
+    assert_int_equal(P.fits, 0);
+    assert_int_equal(P.max_ctx_at_batch, 0);
+    assert_int_equal(P.max_batch_at_ctx, 0);
+}
+
+/* Mistral-7B-v0.1: window 4096 on all 32 layers, max_position_embeddings 32768. */
+static void test_mistral_window(void **state) {
+    (void)state;
+    from_text("{\"architectures\":[\"MistralForCausalLM\"],\"model_type\":\"mistral\","
+              "\"hidden_size\":4096,\"intermediate_size\":14336,\"num_hidden_layers\":32,"
+              "\"num_attention_heads\":32,\"num_key_value_heads\":8,\"vocab_size\":32000,"
+              "\"max_position_embeddings\":32768,\"sliding_window\":4096,"
+              "\"rope_theta\":10000.0,\"rms_norm_eps\":1e-05,\"tie_word_embeddings\":false}");
+    plan(8192, 1, FACET_PLAN_F32, 64ull << 30);
+    assert_int_equal(P.n_params, 7241732096ull); /* Mistral 7B's published count */
+    assert_int_equal(P.kv_bytes_per_layer_position, 8192); /* 2 * 8 * 128 * 4 */
+    assert_int_equal(P.kv_bytes_per_token_naive, 262144); /* 32 * 8192 */
+    assert_int_equal(P.n_sliding_layers, 32);
+    assert_int_equal(P.n_global_layers, 0);
+    assert_int_equal(P.window, 4096);
+    /* 32 layers * min(8192, 4096) * 8192 */
+    assert_int_equal(P.kv_bytes_per_sequence, 1073741824ull);
+    assert_true(P.kv_bytes_per_token_actual == 131072.0);
+    plan(2048, 1, FACET_PLAN_F32, 64ull << 30); /* below the window: naive */
+    assert_int_equal(P.kv_bytes_per_sequence, 536870912ull);
+    /* the KV of a windowed model stops growing: every ctx fits once weights do */
+    plan(32768, 1, FACET_PLAN_F32, 64ull << 30);
+    assert_int_equal(P.max_ctx_at_batch, 32768);
+    assert_int_equal(P.kv_bytes_per_sequence, 1073741824ull);
+}
+
+/* Gemma 3 (medgemma-27b text_config): 62 layers, every 6th global, window 1024,
+ * 16 kv heads of 128. */
+static void test_gemma3_local_global(void **state) {
+    (void)state;
+    read_cfg("google__medgemma-27b-it");
+    plan(8192, 1, FACET_PLAN_BF16, 1ull << 40);
+    assert_int_equal(P.kv_bytes_per_layer_position, 16384); /* 2 * 16 * 128 * 4 */
+    assert_int_equal(P.kv_bytes_per_token_naive, 1015808); /* 62 * 16384 */
+    assert_int_equal(P.n_global_layers, 10);
+    assert_int_equal(P.n_sliding_layers, 52);
+    /* 16384 * (10 * 8192 + 52 * min(8192, 1024)) = 16384 * 135168 */
+    assert_int_equal(P.kv_bytes_per_sequence, 2214592512ull);
+    assert_true(P.kv_bytes_per_token_actual == 270336.0);
+    plan(512, 1, FACET_PLAN_BF16, 1ull << 40); /* below the window: 62 * 512 * 16384 */
+    assert_int_equal(P.kv_bytes_per_sequence, 520093696ull);
+    /* groups: 5 windowed, 1 global, ... , and 2 windowed at the end */
+    assert_int_equal(P.n_groups, 21);
+    assert_int_equal(P.groups[0].first, 0);
+    assert_int_equal(P.groups[0].last, 4);
+    assert_int_equal(P.groups[1].first, 5);
+    assert_int_equal(P.groups[1].sliding, 0);
+}
+
+/* Window-inert: DeepSeek-R1-Distill-Qwen-32B names sliding_window 131072 but
+ * use_sliding_window is false: every layer global. */
+static void test_window_inert(void **state) {
+    (void)state;
+    read_cfg("deepseek-ai__DeepSeek-R1-Distill-Qwen-32B");
+    plan(32768, 2, FACET_PLAN_BF16, 1ull << 40);
+    assert_int_equal(P.n_sliding_layers, 0);
+    assert_int_equal(P.kv_bytes_per_token_naive, 524288); /* 64 * 2 * 8 * 128 * 4 */
+    assert_int_equal(P.kv_bytes_per_sequence, 524288ull * 32768);
+    assert_int_equal(P.total_bytes, P.weight_bytes[FACET_PLAN_F32] + 2 * 524288ull * 32768);
+    assert_int_equal(P.weights, FACET_PLAN_F32); /* no bf16 matmul path yet: degraded */
+    assert_non_null(strstr(P.weights_note, "using f32"));
+    /* a window at max_position_embeddings is inert too */
+    from_text("{\"model_type\":\"mistral\",\"hidden_size\":64,\"intermediate_size\":128,"
+              "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+              "\"vocab_size\":100,\"max_position_embeddings\":4096,\"sliding_window\":4096}");
+    plan(4096, 1, FACET_PLAN_F32, 1ull << 30);
+    assert_int_equal(P.n_sliding_layers, 0);
+    assert_int_equal(P.kv_bytes_per_sequence, 2ull * 2 * 2 * 16 * 4 * 4096);
+}
+
+static void test_bad_options(void **state) {
+    (void)state;
+    read_cfg("meta-llama__Llama-2-7b-hf");
+    facet_error err;
+    facet_plan_opts o = {.ctx = 5000, .batch = 1, .weights = FACET_PLAN_AUTO, .mem_available = 1};
+    assert_int_equal(facet_plan_make(&F, &o, &P, &err), FACET_E_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "max_position_embeddings (4096)"));
+    o.ctx = 10;
+    o.batch = -1;
+    assert_int_equal(facet_plan_make(&F, &o, &P, &err), FACET_E_INVALID_ARGUMENT);
+    int fmt;
+    assert_int_equal(facet_plan_format_parse("int8", &fmt), 0);
+    assert_int_equal(fmt, FACET_PLAN_INT8);
+    assert_int_equal(facet_plan_format_parse("q4", &fmt), -1);
+    /* a family read leniently (no attention heads) has no plan */
+    read_cfg("state-spaces__mamba-2.8b-hf");
+    o.ctx = 0;
+    o.batch = 1;
+    assert_int_equal(facet_plan_make(&F, &o, &P, &err), FACET_E_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "facts incomplete"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dense_gqa),
+        cmocka_unit_test(test_mistral_window),
+        cmocka_unit_test(test_gemma3_local_global),
+        cmocka_unit_test(test_window_inert),
+        cmocka_unit_test(test_bad_options),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
