@@ -63,6 +63,29 @@ def load_generation_config(src):
     return None
 
 
+# Architecture class of a text-only model_type (for text_only_config).
+TEXT_ARCHITECTURES = {"gemma3_text": "Gemma3ForCausalLM"}
+
+
+def text_only_config(config):
+    """The decoder of a multimodal wrapper as a standalone *ForCausalLM config (e.g.
+    medgemma's Gemma3ForConditionalGeneration -> model_type gemma3_text,
+    Gemma3ForCausalLM): text_config's keys at top level, plus the wrapper's token ids
+    and dtype keys where text_config lacks them. Configs without text_config are
+    returned unchanged (a copy)."""
+    config = load_config(config)
+    if not isinstance(config.get("text_config"), dict):
+        return config
+    tc = hf_facts.text_config(config)
+    out = dict(tc)
+    for k in TOKEN_ID_KEYS + ("torch_dtype", "dtype", "transformers_version"):
+        if k not in out and k in config:
+            out[k] = config[k]
+    if out["model_type"] in TEXT_ARCHITECTURES:
+        out["architectures"] = [TEXT_ARCHITECTURES[out["model_type"]]]
+    return out
+
+
 def _round_to(x, m):
     return max(m, int(round(x / m)) * m)
 
@@ -263,32 +286,71 @@ def tensor_specs(config):
     return specs
 
 
+def init_scales(facts, logit_std=2.0, gain=2.0):
+    """Per-role standard deviations that keep a random model of these facts lively:
+    logits with std ~ logit_std, a residual stream dominated by the blocks (not by the
+    current token's embedding, which makes tied models repeat their input), and
+    attention about as sharp whatever the configured softmax scale. For the Llama/Qwen
+    facts (no embedding multiplier, no logits scaling, residual multiplier 1) every
+    factor below is 1 and the stds are the plain ones of init_tensor.
+
+    Returns {"embed", "lm_head": std; "out_gain": factor on o_proj/down_proj (pre-norm
+    blocks); "post_norm": centre of post-block norm scales (sandwich/post blocks);
+    "qk_gain": factor on q/k projections}."""
+    H = facts.hidden_size
+    ls = facts.logits_scaling
+    m = facts.embed_multiplier or 1.0
+    lm_head = logit_std * ls / math.sqrt(H)
+    embed = lm_head if facts.tie_word_embeddings else logit_std / (math.sqrt(H) * m)
+    emb_in = m * embed  # per-entry std of the embedding's share of the residual stream
+    target = max(3.0, 4.0 * emb_in)  # per-entry std wanted from each block's output
+    # q.k grows like gain^2 with the q/k stds (or like the product of the q/k norm
+    # scales); undo a softmax scale below 1/sqrt(head_dim), half on q and half on k.
+    qk = min(16.0, max(1.0, math.sqrt(facts.head_dim ** -0.5 / facts.attn_scale)))
+    return {"embed": embed, "lm_head": lm_head, "out_gain": (target / 3.0) / facts.residual_multiplier,
+            "post_norm": max(2.0, 8.0 * emb_in), "qk_gain": qk}
+
+
 def init_tensor(name, shape, init, seed, facts, logit_std=2.0, bias_std=0.1, norm_noise=0.1,
                 gain=2.0):
-    """Seeded float32 values of one tensor (a pure function of seed, name, shape, init).
+    """Seeded float32 values of one tensor (a pure function of seed, name, shape, init
+    and the facts).
 
     linear: N(0, gain^2/fan_in) so each projection keeps activations O(1) (std 0.03-0.06
     at the usual widths); gain 2 (measured on the issue-2 configs) makes attention sharp
     enough that greedy continuations of random models rarely collapse into a repeated
-    token, so 32 greedy steps exercise varied contexts; lm_head: N(0, logit_std^2 / hidden) so logits of the normalized
-    final state spread with std ~ logit_std (top-2 margins mostly >> 1e-3);
-    embed: std logit_std / sqrt(hidden) too (it is the lm_head when tied); bias:
-    N(0, bias_std^2); norm weights 1 + N(0, norm_noise^2), or N(0, norm_noise^2) for
-    Gemma's (1 + w) norms so the effective scale is again about 1."""
+    token, so 32 greedy steps exercise varied contexts. lm_head: N(0, logit_std^2 /
+    hidden) so logits of the normalized final state spread with std ~ logit_std (top-2
+    margins mostly >> 1e-3); embed: the same std when tied. bias: N(0, bias_std^2);
+    norm weights 1 + N(0, norm_noise^2) (for Gemma's (1 + w) norms w = N(0, ...)).
+    Families with embedding multipliers, logits scaling, residual multipliers or
+    post-block norms get the compensating factors of init_scales."""
     rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(name.encode()) & 0xFFFFFFFF])
     x = rng.standard_normal(size=shape, dtype=np.float32)
+    sc = init_scales(facts, logit_std, gain)
     kind = init[0]
     if kind == "embed":
-        x *= np.float32(logit_std / math.sqrt(facts.hidden_size))
+        x *= np.float32(sc["embed"])
     elif kind == "linear":
-        std = (logit_std if len(init) > 2 and init[2] == "lm_head" else gain) / math.sqrt(init[1])
+        if len(init) > 2 and init[2] == "lm_head":
+            std = sc["lm_head"]
+        else:
+            std = gain / math.sqrt(init[1])
+            if facts.block == "pre" and (name.endswith("o_proj.weight") or name.endswith("down_proj.weight")):
+                std *= sc["out_gain"]
+            if facts.qk_norm is None and (name.endswith("q_proj.weight") or name.endswith("k_proj.weight")):
+                std *= sc["qk_gain"]
         x *= np.float32(std)
     elif kind == "bias":
         x *= np.float32(bias_std)
     elif kind == "norm":
         x *= np.float32(norm_noise)
-        if facts.norm_offset == 0.0:
-            x += np.float32(1.0)
+        centre = 1.0
+        if facts.block != "pre" and ("post_attention_layernorm" in name or "post_feedforward_layernorm" in name):
+            centre = sc["post_norm"]
+        if name.endswith("q_norm.weight") or name.endswith("k_norm.weight"):
+            centre = 1.5 * sc["qk_gain"]  # 1.5: measured, as gain 2 for plain q/k
+        x += np.float32(centre - facts.norm_offset)
     else:
         raise ValueError(init)
     return x
@@ -336,6 +398,9 @@ def write_checkpoint(config, out_dir, dtype="f32", shards=1, seed=0, generation_
     if generation_config is None:
         generation_config = load_generation_config(config) if not isinstance(config, dict) else None
     config = load_config(config)
+    if isinstance(config.get("text_config"), dict):
+        raise ValueError("config is a multimodal wrapper (text_config); write "
+                         "gen_checkpoint.text_only_config(config) instead")
     _set_dtype_keys(config, torch_name)
     facts = hf_facts.facts(config)
     specs = tensor_specs(config)
@@ -390,8 +455,9 @@ def make_checkpoint(source, out_dir, dtype="f32", shards=1, seed=0, shrink=None,
     """load (path or dict) + optional shrink_config(**shrink) + write_checkpoint.
     shrink: None (full size) or a dict of shrink_config keyword arguments ({} = defaults);
     overrides: config keys set last (in text_config for wrappers). The source folder's
-    generation_config.json is carried over (ids remapped when shrunk)."""
-    cfg = load_config(source)
+    generation_config.json is carried over (ids remapped when shrunk). A multimodal
+    wrapper config is reduced to its text decoder first (text_only_config)."""
+    cfg = text_only_config(source)
     gen = load_generation_config(source)
     if shrink is not None:
         if gen is not None:

@@ -24,8 +24,11 @@ Semantics pinned here (each with its transformers source):
   dims (head_dim * partial_rotary_factor, the rest passes through as in Phi-3);
   rope_scaling linear / dynamic / llama3 / yarn / longrope as modeling_rope_utils'
   _compute_*_parameters, cos and sin multiplied by the attention factor (yarn, longrope).
-  dynamic and longrope pick their frequencies per forward call from the largest position
-  in the call (as transformers' dynamic_rope_update does with a KV cache).
+  dynamic picks its frequencies per forward call from the largest position seen so far
+  (transformers' dynamic_rope_update with a KV cache; earlier keys keep their rotation);
+  longrope uses the short factors while the sequence is within
+  original_max_position_embeddings and, at the step that crosses it, recomputes the
+  whole sequence with the long factors (Phi3ForCausalLM drops its cache there).
 - Attention: GQA by repeat_kv (query head h reads kv head h // (heads / kv_heads)),
   scores * scale (1/sqrt(head_dim), Gemma 2/3 query_pre_attn_scalar^-0.5, Granite
   attention_multiplier), optional tanh softcap (Gemma 2), causal mask, sliding window
@@ -134,11 +137,11 @@ def rope_inv_freq(spec, seq_len=None):
         attention_factor = s.get("attention_factor")
         mscale = s.get("mscale")
         mscale_all_dim = s.get("mscale_all_dim")
-        if s.get("original_max_position_embeddings") is not None:
-            omax = float(s["original_max_position_embeddings"])
-            factor = spec.max_position_embeddings / omax
-        else:
-            omax = float(spec.max_position_embeddings)
+        # Current transformers: the correction range uses rope_scaling's
+        # original_max_position_embeddings (else max_position_embeddings); factor is
+        # rope_scaling's own (some 4.4x releases recomputed it as max / original, equal
+        # for every released yarn config).
+        omax = float(s.get("original_max_position_embeddings") or spec.max_position_embeddings)
         if attention_factor is None:
             if mscale and mscale_all_dim:
                 attention_factor = _yarn_get_mscale(factor, mscale) / _yarn_get_mscale(factor, mscale_all_dim)
@@ -212,6 +215,7 @@ class Cache:
         self.k = [None] * n_layers
         self.v = [None] * n_layers
         self.length = 0
+        self.ids = []          # every token fed so far
         self.max_seq_len = {}  # dynamic rope: largest seq_len seen per rope spec id
 
 
@@ -378,15 +382,36 @@ class Reference:
     def new_cache(self):
         return Cache(self.facts.num_hidden_layers)
 
+    def _longrope_switch(self):
+        """original_max_position_embeddings of a longrope layer, else None."""
+        for spec in (self.facts.rope_global, self.facts.rope_local):
+            if spec.rope_type == "longrope":
+                return spec.original_max_position_embeddings or spec.max_position_embeddings
+        return None
+
     def forward(self, ids, cache):
-        """Feed ids after the cache's positions; returns their logits [len(ids), vocab]."""
-        ids = list(ids)
+        """Feed ids after the cache's positions; returns their logits [len(ids), vocab].
+
+        longrope: when this call takes the sequence past original_max_position_embeddings
+        while the cache is still within it, everything is recomputed from scratch with
+        the long factors, as Phi3ForCausalLM.prepare_inputs_for_generation drops the cache
+        at that point."""
+        ids = [int(t) for t in ids]
         if not ids:
             raise ValueError("forward of zero tokens")
         V = self.facts.vocab_size
         for t in ids:
-            if not 0 <= int(t) < V:
+            if not 0 <= t < V:
                 raise ValueError("token id %d outside the vocabulary [0, %d)" % (t, V))
+        switch = self._longrope_switch()
+        if switch is not None and 0 < cache.length <= switch < cache.length + len(ids):
+            n_old = cache.length
+            everything = cache.ids + ids
+            fresh = self.new_cache()
+            rows = self.forward(everything, fresh)
+            cache.__dict__.update(fresh.__dict__)
+            return rows[n_old:]
+        cache.ids.extend(ids)
         positions = np.arange(cache.length, cache.length + len(ids))
         h = self._embed(ids)
         for layer in range(self.facts.num_hidden_layers):
