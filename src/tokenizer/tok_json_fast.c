@@ -50,7 +50,8 @@ static int parse_string(scan *c, tok_buf *out) {
             c->i++;
         }
         if (c->i >= c->len) return -1;
-        if (tok_utf8_invalid_at(c->s + start, c->i - start) != c->i - start) return -1;
+        /* skipping (out == NULL) leaves validation to whoever parses the value */
+        if (out && tok_utf8_invalid_at(c->s + start, c->i - start) != c->i - start) return -1;
         if (out && tok_buf_append(out, c->s + start, c->i - start)) return -1;
         unsigned char ch = (unsigned char)c->s[c->i];
         if (ch == '"') {
@@ -190,10 +191,43 @@ bad:
     return facet_err(err, FACET_E_PARSE, "%s: not valid JSON near byte %zu", what, c.i);
 }
 
+#define BATCH 32
+
+typedef struct vbatch {
+    tok_buf keys;
+    size_t off[BATCH], len[BATCH];
+    int32_t val[BATCH];
+    uint32_t hash[BATCH];
+    size_t n;
+} vbatch;
+
+static int batch_add(vbatch *b, const char *k, size_t len, int32_t v) {
+    b->off[b->n] = b->keys.len;
+    b->len[b->n] = len;
+    b->val[b->n] = v;
+    if (tok_buf_append(&b->keys, k, len)) return -1;
+    b->n++;
+    return 0;
+}
+
+static int batch_flush(vbatch *b, tok_strmap *m) {
+    if (m->cap < 2 * (m->n + b->n) && tok_strmap_reserve(m, 2 * (m->n + b->n), 0)) return -1;
+    for (size_t i = 0; i < b->n; i++) {
+        b->hash[i] = tok_hash(b->keys.data + b->off[i], b->len[i]);
+        tok_strmap_prefetch(m, b->hash[i]);
+    }
+    for (size_t i = 0; i < b->n; i++)
+        if (tok_strmap_put_h(m, b->keys.data + b->off[i], b->len[i], b->hash[i], b->val[i])) return -1;
+    b->n = 0;
+    b->keys.len = 0;
+    return 0;
+}
+
 facet_status tok_json_parse_vocab(const char *s, size_t len, const char *what, tok_strmap *vocab,
                                   int32_t *max_id, facet_error *err) {
     scan c = {s, len, 0};
     tok_buf key = {0};
+    vbatch bt = {0};
     facet_status st = FACET_OK;
     *max_id = -1;
     ws(&c);
@@ -204,6 +238,10 @@ facet_status tok_json_parse_vocab(const char *s, size_t len, const char *what, t
     c.i++;
     ws(&c);
     if (c.i < len && s[c.i] == '}') goto out;
+    if (tok_strmap_reserve(vocab, len / 16 + 16, len)) {
+        st = facet_err(err, FACET_E_NOMEM, "%s: out of memory reading model.vocab", what);
+        goto out;
+    }
     for (size_t n = 0;; n++) {
         ws(&c);
         if (parse_string(&c, &key)) goto bad;
@@ -225,7 +263,9 @@ facet_status tok_json_parse_vocab(const char *s, size_t len, const char *what, t
                            what, key.data, s + vstart);
             goto out;
         }
-        if (tok_strmap_put(vocab, key.data, key.len, (int32_t)v)) {
+        /* batched: hash and prefetch BATCH keys, then insert them (overlaps misses) */
+        if (batch_add(&bt, key.data, key.len, (int32_t)v) ||
+            (bt.n == BATCH && batch_flush(&bt, vocab))) {
             st = facet_err(err, FACET_E_NOMEM, "%s: out of memory reading model.vocab", what);
             goto out;
         }
@@ -240,7 +280,9 @@ bad:
     st = facet_err(err, FACET_E_PARSE, "%s: model.vocab: not valid JSON near byte %zu of the value",
                    what, c.i);
 out:
+    if (!st && batch_flush(&bt, vocab)) st = facet_err(err, FACET_E_NOMEM, "%s: out of memory reading model.vocab", what);
     tok_buf_free(&key);
+    tok_buf_free(&bt.keys);
     return st;
 }
 

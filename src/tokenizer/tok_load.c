@@ -23,17 +23,22 @@ static facet_status add_merge(void *vctx, size_t rank, const char *a, size_t ale
                               size_t blen, facet_error *err) {
     merge_ctx *c = vctx;
     tok_bpe *m = &c->tok->bpe;
-    int32_t ia = tok_strmap_get(&m->vocab, a, alen), ib = tok_strmap_get(&m->vocab, b, blen);
-    if (ia < 0 || ib < 0)
-        return facet_err(err, FACET_E_FORMAT, "%s: model.merges[%zu]: token \"%.*s\" is not in model.vocab",
-                         c->what, rank, (int)(ia < 0 ? (alen > 60 ? 60 : alen) : (blen > 60 ? 60 : blen)),
-                         ia < 0 ? a : b);
     /* the merged token: a + b without b's continuing_subword_prefix length (tokenizers) */
     size_t skip = m->prefix_len <= blen ? m->prefix_len : blen;
     c->joined.len = 0;
     if (tok_buf_append(&c->joined, a, alen) || tok_buf_append(&c->joined, b + skip, blen - skip))
         return facet_err(err, FACET_E_NOMEM, "out of memory reading merges");
-    int32_t nid = tok_strmap_get(&m->vocab, c->joined.data, c->joined.len);
+    /* three independent lookups: hash and prefetch all before probing */
+    uint32_t ha = tok_hash(a, alen), hb = tok_hash(b, blen), hj = tok_hash(c->joined.data, c->joined.len);
+    tok_strmap_prefetch(&m->vocab, ha);
+    tok_strmap_prefetch(&m->vocab, hb);
+    tok_strmap_prefetch(&m->vocab, hj);
+    int32_t ia = tok_strmap_get_h(&m->vocab, a, alen, ha), ib = tok_strmap_get_h(&m->vocab, b, blen, hb);
+    int32_t nid = tok_strmap_get_h(&m->vocab, c->joined.data, c->joined.len, hj);
+    if (ia < 0 || ib < 0)
+        return facet_err(err, FACET_E_FORMAT, "%s: model.merges[%zu]: token \"%.*s\" is not in model.vocab",
+                         c->what, rank, (int)(ia < 0 ? (alen > 60 ? 60 : alen) : (blen > 60 ? 60 : blen)),
+                         ia < 0 ? a : b);
     if (nid < 0)
         return facet_err(err, FACET_E_FORMAT, "%s: model.merges[%zu]: merged token \"%.60s\" is not in model.vocab",
                          c->what, rank, c->joined.data);
@@ -208,10 +213,11 @@ static facet_status build_tables(facet_tokenizer *tok, int32_t max_vocab_id, fac
     if (!tok->id_str || !tok->id_len || !tok->id_special || !tok->id_bytefallback)
         return facet_err(err, FACET_E_NOMEM, "out of memory for %zu token ids", n);
     tok_strmap *v = &tok->bpe.vocab;
-    for (size_t e = 0; e < v->n; e++) {
-        int32_t id = v->entries[e].value;
-        tok->id_str[id] = v->keys.data + v->entries[e].off;
-        tok->id_len[id] = v->entries[e].len;
+    for (size_t e = 0; e < v->cap; e++) {
+        if (!v->slots[e].off) continue;
+        int32_t id = v->slots[e].value;
+        tok->id_str[id] = v->keys.data + v->slots[e].off - 1;
+        tok->id_len[id] = v->slots[e].len;
     }
     for (size_t i = 0; i < tok->n_added; i++) {
         tok_added *a = &tok->added[i];
@@ -253,13 +259,56 @@ static facet_status parse_components(facet_tokenizer *tok, const json_t *root, c
     return FACET_OK;
 }
 
+/* jansson over the file with model.vocab and model.merges replaced by {} and []
+ * (building a tree of 10^5..10^6 entries is the slow part of loading); parse errors are
+ * mapped back to the line and column of the original file. */
+static facet_status parse_rest(const char *json, size_t len, const tok_json_spans *sp, const char *what,
+                               json_t **root, facet_error *err) {
+    size_t cut[2][2] = {{sp->vocab_start, sp->vocab_end}, {sp->merges_start, sp->merges_end}};
+    if (cut[1][0] < cut[0][0]) {
+        size_t t0 = cut[0][0], t1 = cut[0][1];
+        cut[0][0] = cut[1][0], cut[0][1] = cut[1][1], cut[1][0] = t0, cut[1][1] = t1;
+    }
+    char *text = malloc(len + 8);
+    if (!text) return facet_err(err, FACET_E_NOMEM, "out of memory");
+    size_t n = 0, from = 0, removed_before[2] = {0, 0}, kept_at[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        if (cut[k][1] <= cut[k][0]) {
+            kept_at[k] = (size_t)-1;
+            continue;
+        }
+        memcpy(text + n, json + from, cut[k][0] - from);
+        n += cut[k][0] - from;
+        text[n++] = json[cut[k][0]] == '[' ? '[' : '{';
+        text[n++] = json[cut[k][0]] == '[' ? ']' : '}';
+        kept_at[k] = n;
+        removed_before[k] = (cut[k][1] - cut[k][0]) - 2;
+        from = cut[k][1];
+    }
+    memcpy(text + n, json + from, len - from);
+    n += len - from;
+    json_error_t je;
+    *root = json_loadb(text, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    free(text);
+    if (*root) return FACET_OK;
+    size_t pos = (size_t)je.position;
+    for (int k = 0; k < 2; k++)
+        if (kept_at[k] != (size_t)-1 && pos >= kept_at[k]) pos += removed_before[k];
+    if (pos > len) pos = len;
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < pos; i++) {
+        if (json[i] == '\n') line++, col = 1;
+        else col++;
+    }
+    return facet_err(err, FACET_E_PARSE, "%s:%zu:%zu: not valid JSON: %s", what, line, col, je.text);
+}
+
 facet_status tok_load_from_memory(const char *json, size_t len, const char *config_json,
                                   size_t config_len, const char *what, facet_tokenizer **out,
                                   facet_error *err) {
     *out = NULL;
     tok_json_spans sp;
     json_t *root = NULL, *cfg = NULL;
-    char *blank = NULL;
     merge_ctx mc = {0};
     facet_status st = tok_json_find_model_spans(json, len, what, &sp, err);
     if (st != FACET_OK) {
@@ -274,22 +323,8 @@ facet_status tok_load_from_memory(const char *json, size_t len, const char *conf
     }
     facet_tokenizer *tok = calloc(1, sizeof *tok);
     if (!tok) return facet_err(err, FACET_E_NOMEM, "out of memory");
-    /* blank the two big values (keeping newlines, so jansson's line/column stay true) */
-    blank = malloc(len + 1);
-    if (!blank) {
-        st = facet_err(err, FACET_E_NOMEM, "out of memory");
-        goto fail;
-    }
-    memcpy(blank, json, len);
-    size_t spans[2][2] = {{sp.vocab_start, sp.vocab_end}, {sp.merges_start, sp.merges_end}};
-    for (int k = 0; k < 2; k++) {
-        if (spans[k][1] <= spans[k][0]) continue;
-        for (size_t i = spans[k][0]; i < spans[k][1]; i++)
-            if (blank[i] != '\n') blank[i] = ' ';
-        blank[spans[k][0]] = json[spans[k][0]] == '[' ? '[' : json[spans[k][0]] == '{' ? '{' : '0';
-        if (blank[spans[k][0]] != '0') blank[spans[k][1] - 1] = blank[spans[k][0]] == '[' ? ']' : '}';
-    }
-    if ((st = facet_json_parse(blank, len, what, &root, err))) goto fail;
+    /* parse the rest with jansson, the two big values replaced by empty ones */
+    if ((st = parse_rest(json, len, &sp, what, &root, err))) goto fail;
     if (!json_is_object(root)) {
         st = facet_err(err, FACET_E_FORMAT, "%s: expected a JSON object at the top level, got %s", what,
                        facet_json_type_name(root));
@@ -353,14 +388,12 @@ facet_status tok_load_from_memory(const char *json, size_t len, const char *conf
     tok_buf_free(&mc.joined);
     json_decref(root);
     json_decref(cfg);
-    free(blank);
     *out = tok;
     return FACET_OK;
 fail:
     tok_buf_free(&mc.joined);
     json_decref(root);
     json_decref(cfg);
-    free(blank);
     facet_tokenizer_free(tok);
     return st;
 }

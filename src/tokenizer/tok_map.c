@@ -40,14 +40,14 @@ uint32_t tok_hash(const char *s, size_t len) {
     return (uint32_t)h;
 }
 
-static int strmap_grow(tok_strmap *m) {
-    size_t cap = m->cap ? m->cap * 2 : 64;
-    uint32_t *slots = calloc(cap, sizeof *slots);
+static int strmap_rehash(tok_strmap *m, size_t cap) {
+    struct tok_strmap_slot *slots = calloc(cap, sizeof *slots);
     if (!slots) return -1;
-    for (size_t e = 0; e < m->n; e++) {
-        size_t i = m->entries[e].hash & (cap - 1);
-        while (slots[i]) i = (i + 1) & (cap - 1);
-        slots[i] = (uint32_t)e + 1;
+    for (size_t j = 0; j < m->cap; j++) {
+        if (!m->slots[j].off) continue;
+        size_t i = m->slots[j].hash & (cap - 1);
+        while (slots[i].off) i = (i + 1) & (cap - 1);
+        slots[i] = m->slots[j];
     }
     free(m->slots);
     m->slots = slots;
@@ -55,44 +55,47 @@ static int strmap_grow(tok_strmap *m) {
     return 0;
 }
 
+int tok_strmap_reserve(tok_strmap *m, size_t n, size_t key_bytes) {
+    size_t cap = m->cap ? m->cap : 64;
+    while (cap < 2 * n) cap *= 2;
+    if (cap > m->cap && strmap_rehash(m, cap)) return -1;
+    return tok_buf_reserve(&m->keys, key_bytes);
+}
+
 int tok_strmap_put(tok_strmap *m, const char *key, size_t len, int32_t value) {
-    if (len > UINT32_MAX || m->keys.len + len > UINT32_MAX) return -1;
-    if ((m->n + 1) * 2 > m->cap && strmap_grow(m)) return -1;
-    uint32_t h = tok_hash(key, len);
+    return tok_strmap_put_h(m, key, len, tok_hash(key, len), value);
+}
+
+int tok_strmap_put_h(tok_strmap *m, const char *key, size_t len, uint32_t h, int32_t value) {
+    if (len >= UINT32_MAX || m->keys.len + len + 2 >= UINT32_MAX) return -1;
+    if ((m->n + 1) * 2 > m->cap && strmap_rehash(m, m->cap ? m->cap * 2 : 64)) return -1;
     size_t i = h & (m->cap - 1);
-    while (m->slots[i]) {
-        struct tok_strmap_entry *e = &m->entries[m->slots[i] - 1];
-        if (e->hash == h && e->len == len && !memcmp(m->keys.data + e->off, key, len)) {
+    while (m->slots[i].off) {
+        struct tok_strmap_slot *e = &m->slots[i];
+        if (e->hash == h && e->len == len && !memcmp(m->keys.data + e->off - 1, key, len)) {
             e->value = value;
             return 0;
         }
         i = (i + 1) & (m->cap - 1);
     }
-    if (m->n == m->entries_cap) {
-        size_t cap = m->entries_cap ? m->entries_cap * 2 : 64;
-        void *p = realloc(m->entries, cap * sizeof *m->entries);
-        if (!p) return -1;
-        m->entries = p;
-        m->entries_cap = cap;
-    }
-    struct tok_strmap_entry *e = &m->entries[m->n];
-    e->off = (uint32_t)m->keys.len;
-    e->len = (uint32_t)len;
-    e->hash = h;
-    e->value = value;
+    uint32_t off = (uint32_t)m->keys.len + 1;
     /* keys are stored NUL-terminated so callers can hand them out as C strings */
     if (tok_buf_append(&m->keys, key, len) || tok_buf_append(&m->keys, "", 1)) return -1;
-    m->slots[i] = (uint32_t)++m->n;
+    m->slots[i] = (struct tok_strmap_slot){h, off, (uint32_t)len, value};
+    m->n++;
     return 0;
 }
 
 int32_t tok_strmap_get(const tok_strmap *m, const char *key, size_t len) {
+    return tok_strmap_get_h(m, key, len, tok_hash(key, len));
+}
+
+int32_t tok_strmap_get_h(const tok_strmap *m, const char *key, size_t len, uint32_t h) {
     if (!m->cap) return -1;
-    uint32_t h = tok_hash(key, len);
     size_t i = h & (m->cap - 1);
-    while (m->slots[i]) {
-        const struct tok_strmap_entry *e = &m->entries[m->slots[i] - 1];
-        if (e->hash == h && e->len == len && !memcmp(m->keys.data + e->off, key, len)) return e->value;
+    while (m->slots[i].off) {
+        const struct tok_strmap_slot *e = &m->slots[i];
+        if (e->hash == h && e->len == len && !memcmp(m->keys.data + e->off - 1, key, len)) return e->value;
         i = (i + 1) & (m->cap - 1);
     }
     return -1;
@@ -100,7 +103,6 @@ int32_t tok_strmap_get(const tok_strmap *m, const char *key, size_t len) {
 
 void tok_strmap_free(tok_strmap *m) {
     free(m->slots);
-    free(m->entries);
     tok_buf_free(&m->keys);
     memset(m, 0, sizeof *m);
 }

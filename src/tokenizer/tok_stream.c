@@ -56,12 +56,13 @@ void facet_detok_stream_free(facet_detok_stream *s) {
 static size_t stable_len(const facet_detok_stream *s, const char *t, size_t len) {
     while (len >= 3 && !memcmp(t + len - 3, "\xEF\xBF\xBD", 3)) len -= 3;
     if (s->tok->clean_up_spaces) {
+        /* proper prefixes of the clean-up patterns; cutting one may expose another */
         static const char *const partial[] = {" 'v", " 'r", " n'", " '", " n", " "};
         for (size_t k = 0; k < sizeof partial / sizeof *partial; k++) {
             size_t pl = strlen(partial[k]);
             if (len >= pl && !memcmp(t + len - pl, partial[k], pl)) {
                 len -= pl;
-                break;
+                k = (size_t)-1;
             }
         }
     }

@@ -55,21 +55,31 @@ int tok_is_punctuation(int32_t cp);
 
 /* ---- string -> int32 hash map (tok_map.c) ------------------------------------------ */
 typedef struct tok_strmap {
-    uint32_t *slots;    /* 1 + entry index, 0 = empty; capacity is a power of two */
-    size_t cap;
-    struct tok_strmap_entry {
-        uint32_t off, len, hash;
+    /* open addressing, linear probing; a lookup touches one slot line and the key */
+    struct tok_strmap_slot {
+        uint32_t hash;
+        uint32_t off; /* 1 + offset of the key in keys, 0 = empty slot */
+        uint32_t len;
         int32_t value;
-    } *entries;
-    size_t n, entries_cap;
-    tok_buf keys; /* the key bytes of every entry */
+    } *slots;
+    size_t cap, n; /* cap is a power of two */
+    tok_buf keys;  /* the key bytes, each followed by a NUL */
 } tok_strmap;
 
 uint32_t tok_hash(const char *s, size_t len);
+/* Size the map for about n entries and key_bytes of keys (an optional hint). */
+int tok_strmap_reserve(tok_strmap *m, size_t n, size_t key_bytes);
 /* Insert or overwrite key -> value. 0 ok, -1 no memory. */
 int tok_strmap_put(tok_strmap *m, const char *key, size_t len, int32_t value);
 /* The value of key, or -1 when absent. */
 int32_t tok_strmap_get(const tok_strmap *m, const char *key, size_t len);
+/* The same with the key's tok_hash precomputed, and a prefetch of its first slot:
+ * loading issues several independent lookups / inserts to overlap cache misses. */
+int32_t tok_strmap_get_h(const tok_strmap *m, const char *key, size_t len, uint32_t h);
+int tok_strmap_put_h(tok_strmap *m, const char *key, size_t len, uint32_t h, int32_t value);
+static inline void tok_strmap_prefetch(const tok_strmap *m, uint32_t h) {
+    if (m->cap) __builtin_prefetch(&m->slots[h & (m->cap - 1)]);
+}
 void tok_strmap_free(tok_strmap *m);
 
 /* ---- (id, id) -> (rank, new id) map for BPE merges (tok_map.c) ---------------------- */
