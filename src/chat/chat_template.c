@@ -1,0 +1,257 @@
+/*
+ * chat_template.c — loading a checkpoint's chat template and rendering conversations
+ * with the variables transformers' apply_chat_template passes (facet_chat.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "facet_chat.h"
+#include "chat/jinja.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+#define MAX_CONFIG_BYTES (256u << 20)
+
+struct facet_chat_template {
+    char *src_default, *src_tools; /* src_tools may be NULL */
+    jtemplate t_default, t_tools;
+    json_t *special; /* object of special-token variables */
+};
+
+void facet_chat_template_free(facet_chat_template *tpl) {
+    if (!tpl) return;
+    jinja_template_free(&tpl->t_default);
+    jinja_template_free(&tpl->t_tools);
+    free(tpl->src_default);
+    free(tpl->src_tools);
+    json_decref(tpl->special);
+    free(tpl);
+}
+
+static facet_status compile(facet_chat_template *t, const char *what, facet_error *err) {
+    facet_status st = jinja_parse(t->src_default, strlen(t->src_default), &t->t_default, err);
+    if (!st && t->src_tools) st = jinja_parse(t->src_tools, strlen(t->src_tools), &t->t_tools, err);
+    if (st) {
+        char msg[sizeof err->message];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        return facet_err(err, st, "%s: %s", what, msg);
+    }
+    return FACET_OK;
+}
+
+/* tokenizer_config.json special tokens -> variables (AddedToken dicts reduced to
+ * "content", null tokens skipped), as transformers' special_tokens_map. */
+static facet_status special_vars(const json_t *cfg, const char *path, json_t *out, facet_error *err) {
+    static const char *const names[] = {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
+                                        "cls_token", "mask_token", NULL};
+    for (int i = 0; names[i]; i++) {
+        json_t *v = json_object_get(cfg, names[i]);
+        if (!v || json_is_null(v)) continue;
+        if (json_is_object(v)) v = json_object_get(v, "content");
+        if (!json_is_string(v))
+            return facet_err(err, FACET_E_FORMAT, "%s: %s is %s, expected a string or an AddedToken object", path,
+                             names[i], facet_json_type_name(v));
+        json_object_set(out, names[i], v);
+    }
+    json_t *add = json_object_get(cfg, "additional_special_tokens");
+    if (add && json_is_array(add)) {
+        json_t *l = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach(add, i, x) {
+            json_t *c = json_is_object(x) ? json_object_get(x, "content") : x;
+            if (!json_is_string(c)) {
+                json_decref(l);
+                return facet_err(err, FACET_E_FORMAT, "%s: additional_special_tokens[%zu] is %s, expected a string", path, i,
+                                 facet_json_type_name(c));
+            }
+            json_array_append(l, c);
+        }
+        json_object_set_new(out, "additional_special_tokens", l);
+    }
+    return FACET_OK;
+}
+
+/* tokenizer_config.json holds integers beyond 64 bits (model_max_length 1e30 written
+ * as an integer), which jansson refuses; only its strings matter here, so integers are
+ * read as reals. */
+static facet_status load_config(const char *path, json_t **out, facet_error *err) {
+    char *text;
+    size_t len;
+    facet_status st = facet_read_file(path, MAX_CONFIG_BYTES, &text, &len, err);
+    if (st) return st;
+    json_error_t je;
+    *out = json_loadb(text, len, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL, &je);
+    free(text);
+    if (!*out) return facet_err(err, FACET_E_PARSE, "%s:%d:%d: not valid JSON: %s", path, je.line, je.column, je.text);
+    return FACET_OK;
+}
+
+facet_status facet_chat_template_load(const char *dir, facet_chat_template **out, facet_error *err) {
+    *out = NULL;
+    char path[4096], cfgpath[4096];
+    facet_chat_template *t = calloc(1, sizeof *t);
+    if (!t) return facet_err(err, FACET_E_NOMEM, "%s: out of memory", dir);
+    t->special = json_object();
+    json_t *cfg = NULL;
+    facet_status st = FACET_OK;
+    if (!facet_path_join(cfgpath, sizeof cfgpath, dir, "tokenizer_config.json")) {
+        st = facet_err(err, FACET_E_INVALID_ARGUMENT, "%s: path too long", dir);
+        goto done;
+    }
+    if (facet_is_file(cfgpath)) {
+        if ((st = load_config(cfgpath, &cfg, err))) goto done;
+        if (!json_is_object(cfg)) {
+            st = facet_err(err, FACET_E_FORMAT, "%s: expected a JSON object, got %s", cfgpath, facet_json_type_name(cfg));
+            goto done;
+        }
+        if ((st = special_vars(cfg, cfgpath, t->special, err))) goto done;
+    }
+    /* 1. chat_template.jinja */
+    facet_path_join(path, sizeof path, dir, "chat_template.jinja");
+    if (facet_is_file(path)) {
+        size_t len;
+        if ((st = facet_read_file(path, MAX_CONFIG_BYTES, &t->src_default, &len, err))) goto done;
+        st = compile(t, path, err);
+        goto done;
+    }
+    /* 2. tokenizer_config.json chat_template */
+    json_t *ct = cfg ? json_object_get(cfg, "chat_template") : NULL;
+    if (ct && json_is_string(ct)) {
+        t->src_default = strdup(json_string_value(ct));
+        st = t->src_default ? compile(t, cfgpath, err) : facet_err(err, FACET_E_NOMEM, "out of memory");
+        goto done;
+    }
+    if (ct && json_is_array(ct)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(ct, i, x) {
+            const char *nm = json_string_value(json_object_get(x, "name"));
+            const char *src = json_string_value(json_object_get(x, "template"));
+            if (!nm || !src) {
+                st = facet_err(err, FACET_E_FORMAT, "%s: chat_template[%zu] needs string \"name\" and \"template\"", cfgpath, i);
+                goto done;
+            }
+            if (!strcmp(nm, "default") && !t->src_default) t->src_default = strdup(src);
+            if (!strcmp(nm, "tool_use") && !t->src_tools) t->src_tools = strdup(src);
+        }
+        if (!t->src_default) {
+            st = facet_err(err, FACET_E_NOT_FOUND, "%s: chat_template list has no \"default\" entry", cfgpath);
+            goto done;
+        }
+        st = compile(t, cfgpath, err);
+        goto done;
+    }
+    if (ct && !json_is_null(ct)) {
+        st = facet_err(err, FACET_E_FORMAT, "%s: chat_template is %s, expected a string or a list of {name, template}",
+                       cfgpath, facet_json_type_name(ct));
+        goto done;
+    }
+    /* 3. chat_template.json */
+    facet_path_join(path, sizeof path, dir, "chat_template.json");
+    if (facet_is_file(path)) {
+        json_t *j;
+        if ((st = facet_json_load_file(path, MAX_CONFIG_BYTES, &j, err))) goto done;
+        const char *src = json_string_value(json_object_get(j, "chat_template"));
+        if (!src) {
+            json_decref(j);
+            st = facet_err(err, FACET_E_FORMAT, "%s: expected an object with a string \"chat_template\"", path);
+            goto done;
+        }
+        t->src_default = strdup(src);
+        json_decref(j);
+        st = compile(t, path, err);
+        goto done;
+    }
+    st = facet_err(err, FACET_E_NOT_FOUND,
+                   "%s: no chat template (looked for chat_template.jinja, tokenizer_config.json \"chat_template\", "
+                   "chat_template.json)", dir);
+done:
+    json_decref(cfg);
+    if (st) {
+        facet_chat_template_free(t);
+        return st;
+    }
+    *out = t;
+    return FACET_OK;
+}
+
+facet_status facet_chat_template_from_string(const char *source, const char *special_tokens_json,
+                                             facet_chat_template **out, facet_error *err) {
+    *out = NULL;
+    facet_chat_template *t = calloc(1, sizeof *t);
+    if (!t) return facet_err(err, FACET_E_NOMEM, "template: out of memory");
+    facet_status st = FACET_OK;
+    if (special_tokens_json) {
+        st = facet_json_parse(special_tokens_json, strlen(special_tokens_json), "special tokens", &t->special, err);
+        if (!st && !json_is_object(t->special))
+            st = facet_err(err, FACET_E_PARSE, "special tokens: expected a JSON object");
+    } else {
+        t->special = json_object();
+    }
+    if (!st) {
+        t->src_default = strdup(source);
+        st = t->src_default ? compile(t, "template", err) : facet_err(err, FACET_E_NOMEM, "out of memory");
+    }
+    if (st) {
+        facet_chat_template_free(t);
+        return st;
+    }
+    *out = t;
+    return FACET_OK;
+}
+
+const char *facet_chat_template_source(const facet_chat_template *tpl, int with_tools) {
+    return with_tools && tpl->src_tools ? tpl->src_tools : tpl->src_default;
+}
+
+static int64_t render_now(void) {
+    const char *e = getenv("SOURCE_DATE_EPOCH");
+    if (e && *e) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(e, &end, 10);
+        if (!errno && !*end) return v;
+    }
+    return (int64_t)time(NULL);
+}
+
+facet_status facet_chat_render(const facet_chat_template *tpl, const char *messages_json, const char *tools_json,
+                               int add_generation_prompt, const char *vars_json, char **out_text, size_t *out_len,
+                               facet_error *err) {
+    *out_text = NULL;
+    if (out_len) *out_len = 0;
+    if (!tpl || !messages_json) return facet_err(err, FACET_E_INVALID_ARGUMENT, "chat render: template and messages are required");
+    json_t *vars = json_object(), *msgs = NULL, *tools = NULL, *extra = NULL;
+    facet_status st = facet_json_parse(messages_json, strlen(messages_json), "messages", &msgs, err);
+    if (!st && !json_is_array(msgs)) st = facet_err(err, FACET_E_PARSE, "messages: expected a JSON array, got %s", facet_json_type_name(msgs));
+    if (!st && tools_json) {
+        st = facet_json_parse(tools_json, strlen(tools_json), "tools", &tools, err);
+        if (!st && !json_is_array(tools) && !json_is_null(tools))
+            st = facet_err(err, FACET_E_PARSE, "tools: expected a JSON array, got %s", facet_json_type_name(tools));
+    }
+    if (!st && vars_json) {
+        st = facet_json_parse(vars_json, strlen(vars_json), "variables", &extra, err);
+        if (!st && !json_is_object(extra)) st = facet_err(err, FACET_E_PARSE, "variables: expected a JSON object, got %s", facet_json_type_name(extra));
+    }
+    if (!st) {
+        int with_tools = tools && !json_is_null(tools);
+        json_object_set(vars, "messages", msgs);
+        json_object_set(vars, "tools", tools ? tools : json_null());
+        json_object_set_new(vars, "documents", json_null());
+        json_object_set_new(vars, "add_generation_prompt", json_boolean(add_generation_prompt));
+        json_object_update(vars, tpl->special);
+        if (extra) json_object_update(vars, extra);
+        const jtemplate *jt = with_tools && tpl->src_tools ? &tpl->t_tools : &tpl->t_default;
+        st = jinja_render(jt, vars, NULL, render_now(), out_text, out_len, err);
+    }
+    json_decref(vars);
+    json_decref(msgs);
+    json_decref(tools);
+    json_decref(extra);
+    return st;
+}

@@ -1,0 +1,922 @@
+/*
+ * jinja_filters.c — Jinja2's builtin filters (jinja2/filters.py, 3.1) that chat
+ * templates use, plus transformers' `tojson` (json.dumps(ensure_ascii=False)).
+ * Filters that return generators in Jinja2 (map, select, reject, selectattr,
+ * rejectattr, unique, batch, items, reverse of a list) return JL_GEN lists here, so
+ * `|length` on them fails and their truth value is always true, exactly as in Python.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <utf8proc.h>
+
+#include "chat/jinja.h"
+
+static int oom(jctx *cx, const jnode *at) { return jx_fail(cx, at, FACET_E_NOMEM, "out of memory"); }
+
+typedef struct fargs {
+    jv *a;
+    size_t n;
+    char **kwn;
+    jv *kwv;
+    size_t nkw;
+} fargs;
+
+/* Parameter `i` (0 = first after the filtered value) or keyword `name`. */
+static jv *P(const fargs *f, size_t i, const char *name) {
+    if (i < f->n) return &f->a[i];
+    for (size_t k = 0; k < f->nkw; k++)
+        if (!strcmp(f->kwn[k], name)) return &f->kwv[k];
+    return NULL;
+}
+
+static int check_kw(jctx *cx, const jnode *at, const char *filter, const fargs *f, const char *const *allowed) {
+    for (size_t k = 0; k < f->nkw; k++) {
+        int ok = 0;
+        for (int i = 0; allowed[i]; i++)
+            if (!strcmp(allowed[i], f->kwn[k])) ok = 1;
+        if (!ok) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s filter got an unexpected keyword argument '%s'", filter, f->kwn[k]);
+    }
+    return 0;
+}
+
+static jv bufstr(jbuf *b) {
+    jv r = jv_str(b->p ? b->p : "", b->n);
+    jbuf_free(b);
+    return r;
+}
+
+/* str(v) as a new string value. */
+static int soft_str(jctx *cx, const jnode *at, jv v, jv *out) {
+    if (v.k == JV_STR) {
+        *out = jv_ref(v);
+        return 0;
+    }
+    jbuf b = {0};
+    if (jx_str(cx, at, v, &b)) {
+        jbuf_free(&b);
+        return -1;
+    }
+    *out = bufstr(&b);
+    return out->k == JV_STR ? 0 : oom(cx, at);
+}
+
+static int length_of(jctx *cx, const jnode *at, jv v, int64_t *n) {
+    switch (v.k) {
+    case JV_UNDEF: *n = 0; return 0;
+    case JV_STR: {
+        int64_t c = 0;
+        for (size_t i = 0; i < JS(v)->len; i++)
+            if (((unsigned char)JS(v)->s[i] & 0xC0) != 0x80) c++;
+        *n = c;
+        return 0;
+    }
+    case JV_LIST:
+        if (JL(v)->flavor == JL_GEN) break;
+        *n = (int64_t)JL(v)->n;
+        return 0;
+    case JV_DICT: *n = (int64_t)JD(v)->n; return 0;
+    case JV_LOOP: *n = (int64_t)((jloop *)v.u.o)->items->n; return 0;
+    default: break;
+    }
+    return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: object of type '%s' has no len()", jv_type_name(v));
+}
+
+/* Attribute lookup for map/selectattr/sort(attribute=): dotted paths, integer parts
+ * index (jinja2.filters.make_attrgetter, environment.getitem). */
+static int get_attr_path(jctx *cx, const jnode *at, jv item, jv attr, jv *out) {
+    if (attr.k == JV_INT) return jx_getitem(cx, at, item, attr, out);
+    if (attr.k != JV_STR) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: attribute must be a string or integer");
+    jv cur = jv_ref(item);
+    const char *p = JS(attr)->s;
+    for (;;) {
+        const char *dot = strchr(p, '.');
+        size_t len = dot ? (size_t)(dot - p) : strlen(p);
+        jv key;
+        int digits = len > 0;
+        for (size_t i = 0; i < len; i++)
+            if (p[i] < '0' || p[i] > '9') digits = 0;
+        if (digits) key = jv_int(strtoll(p, NULL, 10));
+        else key = jv_str(p, len);
+        jv nx;
+        int rc = jx_getitem(cx, at, cur, key, &nx);
+        jv_unref(key);
+        jv_unref(cur);
+        if (rc) return -1;
+        cur = nx;
+        if (!dot) break;
+        p = dot + 1;
+    }
+    *out = cur;
+    return 0;
+}
+
+static int lower_if_str(jv v, int case_sensitive, jv *out) {
+    if (v.k == JV_STR && !case_sensitive) {
+        *out = jpy_case(JS(v)->s, JS(v)->len, 0);
+        return out->k == JV_STR ? 0 : -1;
+    }
+    *out = jv_ref(v);
+    return 0;
+}
+
+/* Stable merge sort of keys[] carrying vals[]; Python's sorted() is stable. */
+static int sort_pairs(jctx *cx, const jnode *at, jv *keys, jv *vals, size_t n, int reverse) {
+    if (n < 2) return 0;
+    jv *tk = malloc(n * sizeof(jv)), *tv = malloc(n * sizeof(jv));
+    if (!tk || !tv) {
+        free(tk);
+        free(tv);
+        return oom(cx, at);
+    }
+    int rc = 0;
+    for (size_t w = 1; w < n && !rc; w *= 2) {
+        for (size_t lo = 0; lo < n && !rc; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) {
+                int lt;
+                /* take right first only when strictly before left (stability) */
+                if (reverse) rc = jx_less(cx, at, keys[i], keys[j], &lt);
+                else rc = jx_less(cx, at, keys[j], keys[i], &lt);
+                if (rc) break;
+                if (lt) {
+                    tk[o] = keys[j];
+                    tv[o++] = vals[j++];
+                } else {
+                    tk[o] = keys[i];
+                    tv[o++] = vals[i++];
+                }
+            }
+            if (rc) break;
+            while (i < mid) {
+                tk[o] = keys[i];
+                tv[o++] = vals[i++];
+            }
+            while (j < hi) {
+                tk[o] = keys[j];
+                tv[o++] = vals[j++];
+            }
+            memcpy(keys + lo, tk + lo, (hi - lo) * sizeof(jv));
+            memcpy(vals + lo, tv + lo, (hi - lo) * sizeof(jv));
+        }
+    }
+    free(tk);
+    free(tv);
+    return rc;
+}
+
+/* Apply a test by name to v with extra args (for select/reject/selectattr). */
+static int run_test(jctx *cx, const jnode *at, jv *testname, jv v, jv *targs, size_t nt, int *res) {
+    if (!testname) {
+        *res = jv_truthy(v);
+        return 0;
+    }
+    if (testname->k != JV_STR) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: test name must be a string");
+    int rc = 0;
+    if (!jx_test(cx, at, JS(*testname)->s, v, targs, nt, res, &rc))
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TemplateRuntimeError: No test named '%s'.", JS(*testname)->s);
+    return rc;
+}
+
+static int select_like(jctx *cx, const jnode *at, jv in, const fargs *f, int attr, int keep_if, jv *out) {
+    jv seq;
+    if (jx_iterate(cx, at, in, &seq)) return -1;
+    jv res = jv_list_new(JL_GEN);
+    if (res.k != JV_LIST) {
+        jv_unref(seq);
+        return oom(cx, at);
+    }
+    size_t base = attr ? 1 : 0;
+    if (attr && f->n < 1) {
+        jv_unref(seq);
+        jv_unref(res);
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: selectattr/rejectattr need an attribute name");
+    }
+    jv *testname = f->n > base ? &f->a[base] : NULL;
+    jv *targs = f->n > base + 1 ? &f->a[base + 1] : NULL;
+    size_t nt = f->n > base + 1 ? f->n - base - 1 : 0;
+    for (size_t i = 0; i < JL(seq)->n; i++) {
+        jv item = JL(seq)->v[i], probe;
+        if (attr) {
+            if (get_attr_path(cx, at, item, f->a[0], &probe)) goto bad;
+        } else {
+            probe = jv_ref(item);
+        }
+        int r;
+        int rc = run_test(cx, at, testname, probe, targs, nt, &r);
+        jv_unref(probe);
+        if (rc) goto bad;
+        if (r == keep_if && jv_list_push(res, jv_ref(item))) {
+            oom(cx, at);
+            goto bad;
+        }
+    }
+    jv_unref(seq);
+    *out = res;
+    return 0;
+bad:
+    jv_unref(seq);
+    jv_unref(res);
+    return -1;
+}
+
+static int do_map(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
+    jv seq;
+    if (jx_iterate(cx, at, in, &seq)) return -1;
+    jv res = jv_list_new(JL_GEN);
+    if (res.k != JV_LIST) {
+        jv_unref(seq);
+        return oom(cx, at);
+    }
+    jv *attr = P(f, 99, "attribute"), *def = P(f, 99, "default");
+    if (!attr && (f->n < 1 || f->a[0].k != JV_STR)) {
+        jv_unref(seq);
+        jv_unref(res);
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: map requires a filter name or attribute=");
+    }
+    for (size_t i = 0; i < JL(seq)->n; i++) {
+        jv item = JL(seq)->v[i], r;
+        int rc = 0;
+        if (attr) {
+            rc = get_attr_path(cx, at, item, *attr, &r);
+            if (!rc && r.k == JV_UNDEF && def) {
+                jv_unref(r);
+                r = jv_ref(*def);
+            }
+        } else {
+            const char *fname = JS(f->a[0])->s;
+            char **kwn = f->kwn;
+            if (!jx_filter(cx, at, fname, item, f->a + 1, f->n - 1, kwn, f->kwv, f->nkw, &r, &rc))
+                rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TemplateRuntimeError: No filter named '%s'.", fname);
+        }
+        if (rc || jv_list_push(res, r)) {
+            if (!rc) oom(cx, at);
+            jv_unref(seq);
+            jv_unref(res);
+            return -1;
+        }
+    }
+    jv_unref(seq);
+    *out = res;
+    return 0;
+}
+
+static int html_escape(jctx *cx, const jnode *at, jv v, jv *out) {
+    jv s;
+    if (soft_str(cx, at, v, &s)) return -1;
+    jbuf b = {0};
+    int rc = 0;
+    for (size_t i = 0; i < JS(s)->len && !rc; i++) {
+        char c = JS(s)->s[i];
+        switch (c) {
+        case '&': rc = jbuf_adds(&b, "&amp;"); break;
+        case '<': rc = jbuf_adds(&b, "&lt;"); break;
+        case '>': rc = jbuf_adds(&b, "&gt;"); break;
+        case '"': rc = jbuf_adds(&b, "&#34;"); break;
+        case '\'': rc = jbuf_adds(&b, "&#39;"); break;
+        default: rc = jbuf_addc(&b, c);
+        }
+    }
+    jv_unref(s);
+    if (rc) {
+        jbuf_free(&b);
+        return oom(cx, at);
+    }
+    *out = bufstr(&b);
+    return 0;
+}
+
+static int do_indent(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
+    jv *w = P(f, 0, "width"), *first = P(f, 1, "first"), *blank = P(f, 2, "blank");
+    jbuf ind = {0};
+    if (w && w->k == JV_STR) jbuf_add(&ind, JS(*w)->s, JS(*w)->len);
+    else {
+        int64_t n = 4;
+        if (w && (w->k == JV_INT || w->k == JV_BOOL)) n = w->k == JV_INT ? w->u.i : w->u.b;
+        else if (w) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: indent width must be an integer or string");
+        if (n > 10000) return jx_fail(cx, at, FACET_E_LIMIT, "indent width %lld too large", (long long)n);
+        for (int64_t i = 0; i < n; i++) jbuf_addc(&ind, ' ');
+    }
+    jv s;
+    if (soft_str(cx, at, in, &s)) {
+        jbuf_free(&ind);
+        return -1;
+    }
+    jbuf tmp = {0};
+    jbuf_add(&tmp, JS(s)->s, JS(s)->len);
+    jbuf_addc(&tmp, '\n'); /* Jinja's quirk: s += "\n" before splitlines */
+    jv_unref(s);
+    jv lines = jpy_splitlines(tmp.p, tmp.n, 0);
+    jbuf_free(&tmp);
+    if (lines.k != JV_LIST) {
+        jbuf_free(&ind);
+        return oom(cx, at);
+    }
+    jbuf b = {0};
+    jlist *L = JL(lines);
+    const char *is = ind.p ? ind.p : "";
+    if (blank && jv_truthy(*blank)) {
+        for (size_t i = 0; i < L->n; i++) {
+            if (i) {
+                jbuf_addc(&b, '\n');
+                jbuf_adds(&b, is);
+            }
+            jbuf_add(&b, JS(L->v[i])->s, JS(L->v[i])->len);
+        }
+    } else {
+        for (size_t i = 0; i < L->n; i++) {
+            if (i) {
+                jbuf_addc(&b, '\n');
+                if (JS(L->v[i])->len) jbuf_adds(&b, is);
+            }
+            jbuf_add(&b, JS(L->v[i])->s, JS(L->v[i])->len);
+        }
+    }
+    jv_unref(lines);
+    if (first && jv_truthy(*first)) {
+        jbuf nb = {0};
+        jbuf_adds(&nb, is);
+        jbuf_add(&nb, b.p ? b.p : "", b.n);
+        jbuf_free(&b);
+        b = nb;
+    }
+    jbuf_free(&ind);
+    *out = bufstr(&b);
+    return out->k == JV_STR ? 0 : oom(cx, at);
+}
+
+/* Python round(x, ndigits) for floats: exact decimal rounding, half to even. */
+static double py_round(double x, int64_t nd) {
+    if (!isfinite(x)) return x;
+    if (nd > 300) return x;
+    if (nd < -308) return 0.0 * x;
+    if (nd >= 0) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%.*f", (int)nd, x);
+        return strtod(buf, NULL);
+    }
+    double p = pow(10.0, (double)-nd);
+    double y = x / p;
+    double r = nearbyint(y);
+    return r * p;
+}
+
+static int do_int(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
+    jv *def = P(f, 0, "default"), *base = P(f, 1, "base");
+    int b = 10;
+    if (base && base->k == JV_INT) b = (int)base->u.i;
+    switch (in.k) {
+    case JV_INT: *out = jv_ref(in); return 0;
+    case JV_BOOL: *out = jv_int(in.u.b); return 0;
+    case JV_FLOAT:
+        if (!isfinite(in.u.f)) return jx_fail(cx, at, FACET_E_TEMPLATE, "OverflowError: cannot convert float infinity or NaN to integer");
+        if (fabs(in.u.f) >= 9.2e18) return jx_fail(cx, at, FACET_E_LIMIT, "integer beyond 64 bits");
+        *out = jv_int((int64_t)in.u.f);
+        return 0;
+    case JV_STR: {
+        size_t a, e;
+        jpy_strip(JS(in)->s, JS(in)->len, NULL, 0, 1, 1, &a, &e);
+        char buf[128];
+        size_t k = 0;
+        for (size_t i = a; i < e && k < sizeof buf - 1; i++)
+            if (JS(in)->s[i] != '_') buf[k++] = JS(in)->s[i];
+        buf[k] = 0;
+        if (k && e - a < sizeof buf) {
+            char *end;
+            errno = 0;
+            long long v = strtoll(buf, &end, b);
+            if (!*end && !errno && !(buf[0] == ' ')) {
+                *out = jv_int(v);
+                return 0;
+            }
+            double d = strtod(buf, &end);
+            if (!*end && isfinite(d) && fabs(d) < 9.2e18 && strchr("+-.0123456789", buf[0])) {
+                *out = jv_int((int64_t)d);
+                return 0;
+            }
+        }
+        break;
+    }
+    default: break;
+    }
+    *out = def ? jv_ref(*def) : jv_int(0);
+    return 0;
+}
+
+static int do_float(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
+    (void)cx;
+    (void)at;
+    jv *def = P(f, 0, "default");
+    switch (in.k) {
+    case JV_INT: *out = jv_float((double)in.u.i); return 0;
+    case JV_BOOL: *out = jv_float(in.u.b); return 0;
+    case JV_FLOAT: *out = in; return 0;
+    case JV_STR: {
+        size_t a, e;
+        jpy_strip(JS(in)->s, JS(in)->len, NULL, 0, 1, 1, &a, &e);
+        char buf[128];
+        if (e > a && e - a < sizeof buf) {
+            memcpy(buf, JS(in)->s + a, e - a);
+            buf[e - a] = 0;
+            char *end;
+            double d = strtod(buf, &end);
+            if (!*end && !strchr(buf, 'x') && !strchr(buf, 'X')) {
+                *out = jv_float(d);
+                return 0;
+            }
+        }
+        break;
+    }
+    default: break;
+    }
+    *out = def ? jv_ref(*def) : jv_float(0.0);
+    return 0;
+}
+
+static int minmax(jctx *cx, const jnode *at, jv in, const fargs *f, int want_max, jv *out) {
+    jv *cs = P(f, 0, "case_sensitive"), *attr = P(f, 1, "attribute");
+    jv seq;
+    if (jx_iterate(cx, at, in, &seq)) return -1;
+    if (JL(seq)->n == 0) {
+        jv_unref(seq);
+        *out = jv_undef_hint("No aggregated item, sequence was empty.");
+        return 0;
+    }
+    size_t best = 0;
+    jv bestk = jv_undef();
+    int rc = 0;
+    for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
+        jv k, kk;
+        if (attr) rc = get_attr_path(cx, at, JL(seq)->v[i], *attr, &k);
+        else k = jv_ref(JL(seq)->v[i]);
+        if (rc) break;
+        if (lower_if_str(k, cs && jv_truthy(*cs), &kk)) rc = oom(cx, at);
+        jv_unref(k);
+        if (rc) break;
+        if (i == 0) {
+            bestk = kk;
+            continue;
+        }
+        int lt;
+        rc = want_max ? jx_less(cx, at, bestk, kk, &lt) : jx_less(cx, at, kk, bestk, &lt);
+        if (!rc && lt) {
+            jv_unref(bestk);
+            bestk = kk;
+            best = i;
+        } else {
+            jv_unref(kk);
+        }
+    }
+    jv_unref(bestk);
+    if (!rc) *out = jv_ref(JL(seq)->v[best]);
+    jv_unref(seq);
+    return rc;
+}
+
+static int do_sort(jctx *cx, const jnode *at, jv in, const fargs *f, int dictsort, jv *out) {
+    jv seq;
+    int reverse, cs;
+    jv *attr = NULL;
+    int by_value = 0;
+    if (dictsort) {
+        jv *c = P(f, 0, "case_sensitive"), *by = P(f, 1, "by"), *r = P(f, 2, "reverse");
+        cs = c && jv_truthy(*c);
+        reverse = r && jv_truthy(*r);
+        if (by) {
+            if (by->k == JV_STR && !strcmp(JS(*by)->s, "value")) by_value = 1;
+            else if (!(by->k == JV_STR && !strcmp(JS(*by)->s, "key")))
+                return jx_fail(cx, at, FACET_E_TEMPLATE, "FilterArgumentError: You can only sort by either \"key\" or \"value\"");
+        }
+        if (in.k != JV_DICT) return jx_fail(cx, at, FACET_E_TEMPLATE, "AttributeError: '%s' object has no attribute 'items'", jv_type_name(in));
+        seq = jv_list_new(JL_LIST);
+        if (seq.k != JV_LIST) return oom(cx, at);
+        for (size_t i = 0; i < JD(in)->n; i++) {
+            jv t = jv_list_new(JL_TUPLE);
+            if (t.k != JV_LIST || jv_list_push(t, jv_ref(JD(in)->key[i])) || jv_list_push(t, jv_ref(JD(in)->val[i])) ||
+                jv_list_push(seq, t)) {
+                jv_unref(seq);
+                return oom(cx, at);
+            }
+        }
+    } else {
+        jv *r = P(f, 0, "reverse"), *c = P(f, 1, "case_sensitive");
+        attr = P(f, 2, "attribute");
+        reverse = r && jv_truthy(*r);
+        cs = c && jv_truthy(*c);
+        jv it;
+        if (jx_iterate(cx, at, in, &it)) return -1;
+        seq = jv_list_new(JL_LIST);
+        for (size_t i = 0; seq.k == JV_LIST && i < JL(it)->n; i++)
+            if (jv_list_push(seq, jv_ref(JL(it)->v[i]))) {
+                jv_unref(seq);
+                seq = jv_none();
+            }
+        jv_unref(it);
+        if (seq.k != JV_LIST) return oom(cx, at);
+    }
+    size_t n = JL(seq)->n;
+    jv *keys = calloc(n + 1, sizeof(jv));
+    if (!keys) {
+        jv_unref(seq);
+        return oom(cx, at);
+    }
+    int rc = 0;
+    size_t made = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        jv k;
+        jv item = JL(seq)->v[i];
+        if (dictsort) k = jv_ref(JL(item)->v[by_value]);
+        else if (attr) rc = get_attr_path(cx, at, item, *attr, &k);
+        else k = jv_ref(item);
+        if (rc) break;
+        if (lower_if_str(k, cs, &keys[i])) rc = oom(cx, at);
+        jv_unref(k);
+        if (!rc) made++;
+    }
+    if (!rc) rc = sort_pairs(cx, at, keys, JL(seq)->v, n, reverse);
+    for (size_t i = 0; i < made; i++) jv_unref(keys[i]);
+    free(keys);
+    if (rc) {
+        jv_unref(seq);
+        return -1;
+    }
+    *out = seq;
+    return 0;
+}
+
+static int do_unique(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
+    jv *c = P(f, 0, "case_sensitive"), *attr = P(f, 1, "attribute");
+    jv seq;
+    if (jx_iterate(cx, at, in, &seq)) return -1;
+    jv res = jv_list_new(JL_GEN), seen = jv_list_new(JL_LIST);
+    int rc = (res.k != JV_LIST || seen.k != JV_LIST) ? oom(cx, at) : 0;
+    for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
+        jv k, kk;
+        if (attr) rc = get_attr_path(cx, at, JL(seq)->v[i], *attr, &k);
+        else k = jv_ref(JL(seq)->v[i]);
+        if (rc) break;
+        if (lower_if_str(k, c && jv_truthy(*c), &kk)) rc = oom(cx, at);
+        jv_unref(k);
+        if (rc) break;
+        int dup = 0;
+        for (size_t j = 0; j < JL(seen)->n && !dup; j++) dup = jv_equal(JL(seen)->v[j], kk);
+        if (dup) jv_unref(kk);
+        else if (jv_list_push(seen, kk) || jv_list_push(res, jv_ref(JL(seq)->v[i]))) rc = oom(cx, at);
+    }
+    jv_unref(seq);
+    jv_unref(seen);
+    if (rc) {
+        jv_unref(res);
+        return -1;
+    }
+    *out = res;
+    return 0;
+}
+
+static int do_join(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
+    jv *d = P(f, 0, "d"), *attr = P(f, 1, "attribute");
+    jv seq;
+    if (jx_iterate(cx, at, in, &seq)) return -1;
+    jv sep;
+    if (!d) sep = jv_cstr("");
+    if (d && soft_str(cx, at, *d, &sep)) {
+        jv_unref(seq);
+        return -1;
+    }
+    jbuf b = {0};
+    int rc = 0;
+    for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
+        jv x;
+        if (attr) rc = get_attr_path(cx, at, JL(seq)->v[i], *attr, &x);
+        else x = jv_ref(JL(seq)->v[i]);
+        if (rc) break;
+        if (i && jbuf_add(&b, JS(sep)->s, JS(sep)->len)) rc = oom(cx, at);
+        if (!rc) rc = jx_str(cx, at, x, &b);
+        jv_unref(x);
+    }
+    jv_unref(seq);
+    jv_unref(sep);
+    if (rc) {
+        jbuf_free(&b);
+        return -1;
+    }
+    *out = bufstr(&b);
+    return 0;
+}
+
+static int do_tojson(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
+    static const char *const kws[] = {"indent", "ensure_ascii", "separators", "sort_keys", NULL};
+    if (check_kw(cx, at, "tojson", f, kws)) return -1;
+    jv *ind = P(f, 0, "indent"), *ea = P(f, 1, "ensure_ascii"), *sep = P(f, 2, "separators"), *sk = P(f, 3, "sort_keys");
+    if ((ea && jv_truthy(*ea)) || (sep && sep->k != JV_NONE) || (sk && jv_truthy(*sk)))
+        return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: tojson with ensure_ascii, separators or sort_keys");
+    int indent = -1;
+    if (ind && ind->k != JV_NONE) {
+        if (ind->k != JV_INT && ind->k != JV_BOOL)
+            return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: tojson indent of type %s", jv_type_name(*ind));
+        int64_t v = ind->k == JV_INT ? ind->u.i : ind->u.b;
+        if (v > 64) return jx_fail(cx, at, FACET_E_LIMIT, "tojson indent %lld too large", (long long)v);
+        indent = v < 0 ? 0 : (int)v;
+    }
+    jbuf b = {0};
+    b.limit = 1u << 30;
+    const char *why = NULL;
+    if (jv_tojson(&b, in, indent, &why)) {
+        jbuf_free(&b);
+        if (why) return jx_fail(cx, at, FACET_E_TEMPLATE, "%s", why);
+        return oom(cx, at);
+    }
+    *out = bufstr(&b);
+    return 0;
+}
+
+static int do_batch(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
+    jv *cnt = P(f, 0, "linecount"), *fill = P(f, 1, "fill_with");
+    if (!cnt || cnt->k != JV_INT || cnt->u.i <= 0)
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: batch linecount must be a positive integer");
+    jv seq;
+    if (jx_iterate(cx, at, in, &seq)) return -1;
+    jv res = jv_list_new(JL_GEN), cur = jv_none();
+    int rc = res.k == JV_LIST ? 0 : oom(cx, at);
+    for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
+        if (cur.k != JV_LIST) {
+            cur = jv_list_new(JL_LIST);
+            if (cur.k != JV_LIST) rc = oom(cx, at);
+        }
+        if (!rc && jv_list_push(cur, jv_ref(JL(seq)->v[i]))) rc = oom(cx, at);
+        if (!rc && (int64_t)JL(cur)->n == cnt->u.i) {
+            if (jv_list_push(res, cur)) rc = oom(cx, at);
+            cur = jv_none();
+        }
+    }
+    if (!rc && cur.k == JV_LIST) {
+        while (fill && (int64_t)JL(cur)->n < cnt->u.i && !rc)
+            if (jv_list_push(cur, jv_ref(*fill))) rc = oom(cx, at);
+        if (jv_list_push(res, cur)) rc = oom(cx, at);
+        cur = jv_none();
+    }
+    jv_unref(cur);
+    jv_unref(seq);
+    if (rc) {
+        jv_unref(res);
+        return -1;
+    }
+    *out = res;
+    return 0;
+}
+
+static int do_sum(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
+    jv *attr = P(f, 0, "attribute"), *start = P(f, 1, "start");
+    jv seq;
+    if (jx_iterate(cx, at, in, &seq)) return -1;
+    jv acc = start ? jv_ref(*start) : jv_int(0);
+    int rc = 0;
+    for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
+        jv x;
+        if (attr) rc = get_attr_path(cx, at, JL(seq)->v[i], *attr, &x);
+        else x = jv_ref(JL(seq)->v[i]);
+        if (rc) break;
+        int nacc = acc.k == JV_INT || acc.k == JV_BOOL || acc.k == JV_FLOAT;
+        int nx = x.k == JV_INT || x.k == JV_BOOL || x.k == JV_FLOAT;
+        if (!nacc || !nx) {
+            rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: unsupported operand type(s) for +: '%s' and '%s'", jv_type_name(acc), jv_type_name(x));
+        } else if (acc.k != JV_FLOAT && x.k != JV_FLOAT) {
+            int64_t a = acc.k == JV_INT ? acc.u.i : acc.u.b, b = x.k == JV_INT ? x.u.i : x.u.b, r;
+            if (__builtin_add_overflow(a, b, &r)) rc = jx_fail(cx, at, FACET_E_LIMIT, "sum exceeds 64 bits");
+            acc = jv_int(r);
+        } else {
+            double a = acc.k == JV_FLOAT ? acc.u.f : acc.k == JV_INT ? (double)acc.u.i : acc.u.b;
+            double b = x.k == JV_FLOAT ? x.u.f : x.k == JV_INT ? (double)x.u.i : x.u.b;
+            acc = jv_float(a + b);
+        }
+        jv_unref(x);
+    }
+    jv_unref(seq);
+    if (rc) {
+        jv_unref(acc);
+        return -1;
+    }
+    *out = acc;
+    return 0;
+}
+
+static int wordcount(jv s) {
+    int c = 0, inword = 0;
+    for (size_t i = 0; i < JS(s)->len;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)JS(s)->s + i, (utf8proc_ssize_t)(JS(s)->len - i), &cp);
+        if (k <= 0) {
+            k = 1;
+            cp = 0xFFFD;
+        }
+        utf8proc_category_t cat = utf8proc_category(cp);
+        int w = cp == '_' || (cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO) ||
+                (cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO);
+        if (w && !inword) c++;
+        inword = w;
+        i += (size_t)k;
+    }
+    return c;
+}
+
+int jx_filter(jctx *cx, const jnode *at, const char *name, jv in, jv *args, size_t nargs, char **kwn, jv *kwv,
+              size_t nkw, jv *out, int *rc) {
+    fargs f = {args, nargs, kwn, kwv, nkw};
+    *rc = 0;
+    if (!strcmp(name, "tojson")) { *rc = do_tojson(cx, at, in, &f, out); return 1; }
+    if (!strcmp(name, "trim")) {
+        jv *chars = P(&f, 0, "chars");
+        jv s;
+        if ((*rc = soft_str(cx, at, in, &s))) return 1;
+        size_t a, e;
+        int has = chars && chars->k == JV_STR;
+        jpy_strip(JS(s)->s, JS(s)->len, has ? JS(*chars)->s : NULL, has ? JS(*chars)->len : 0, 1, 1, &a, &e);
+        *out = jv_str(JS(s)->s + a, e - a);
+        jv_unref(s);
+        return 1;
+    }
+    if (!strcmp(name, "length") || !strcmp(name, "count")) {
+        int64_t n = 0;
+        if (!(*rc = length_of(cx, at, in, &n))) *out = jv_int(n);
+        return 1;
+    }
+    if (!strcmp(name, "first") || !strcmp(name, "last")) {
+        int last = name[0] == 'l';
+        if (last && in.k == JV_LIST && JL(in)->flavor == JL_GEN) {
+            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: 'generator' object is not reversible");
+            return 1;
+        }
+        jv seq;
+        if ((*rc = jx_iterate(cx, at, in, &seq))) return 1;
+        size_t n = JL(seq)->n;
+        *out = n ? jv_ref(JL(seq)->v[last ? n - 1 : 0]) : jv_undef_hint("No %s item, sequence was empty.", last ? "last" : "first");
+        jv_unref(seq);
+        return 1;
+    }
+    if (!strcmp(name, "join")) { *rc = do_join(cx, at, in, &f, out); return 1; }
+    if (!strcmp(name, "default") || !strcmp(name, "d")) {
+        jv *dv = P(&f, 0, "default_value"), *boolean = P(&f, 1, "boolean");
+        int use = in.k == JV_UNDEF || (boolean && jv_truthy(*boolean) && !jv_truthy(in));
+        *out = use ? (dv ? jv_ref(*dv) : jv_cstr("")) : jv_ref(in);
+        return 1;
+    }
+    if (!strcmp(name, "upper") || !strcmp(name, "lower") || !strcmp(name, "capitalize") || !strcmp(name, "title")) {
+        jv s;
+        if ((*rc = soft_str(cx, at, in, &s))) return 1;
+        int mode = name[0] == 'l' ? 0 : name[0] == 'u' ? 1 : name[0] == 'c' ? 2 : 4;
+        *out = jpy_case(JS(s)->s, JS(s)->len, mode);
+        jv_unref(s);
+        if (out->k != JV_STR) *rc = oom(cx, at);
+        return 1;
+    }
+    if (!strcmp(name, "replace")) {
+        jv *old = P(&f, 0, "old"), *nw = P(&f, 1, "new"), *cnt = P(&f, 2, "count");
+        jv s, o, n2;
+        if ((*rc = soft_str(cx, at, in, &s))) return 1;
+        if (!old || !nw) {
+            jv_unref(s);
+            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: replace filter needs old and new");
+            return 1;
+        }
+        if ((*rc = soft_str(cx, at, *old, &o))) {
+            jv_unref(s);
+            return 1;
+        }
+        if ((*rc = soft_str(cx, at, *nw, &n2))) {
+            jv_unref(s);
+            jv_unref(o);
+            return 1;
+        }
+        jv margs[3] = {o, n2, cnt ? *cnt : jv_none()};
+        jx_method(cx, at, s, "replace", margs, cnt ? 3 : 2, NULL, NULL, 0, out, rc);
+        jv_unref(s);
+        jv_unref(o);
+        jv_unref(n2);
+        return 1;
+    }
+    if (!strcmp(name, "string")) { *rc = soft_str(cx, at, in, out); return 1; }
+    if (!strcmp(name, "safe")) { *rc = soft_str(cx, at, in, out); return 1; }
+    if (!strcmp(name, "escape") || !strcmp(name, "e") || !strcmp(name, "forceescape")) { *rc = html_escape(cx, at, in, out); return 1; }
+    if (!strcmp(name, "int")) { *rc = do_int(cx, at, in, &f, out); return 1; }
+    if (!strcmp(name, "float")) { *rc = do_float(cx, at, in, &f, out); return 1; }
+    if (!strcmp(name, "list")) {
+        jv seq;
+        if ((*rc = jx_iterate(cx, at, in, &seq))) return 1;
+        if (JL(seq)->flavor == JL_LIST) {
+            *out = seq;
+            return 1;
+        }
+        jv l = jv_list_new(JL_LIST);
+        for (size_t i = 0; l.k == JV_LIST && i < JL(seq)->n; i++)
+            if (jv_list_push(l, jv_ref(JL(seq)->v[i]))) l = jv_none();
+        jv_unref(seq);
+        if (l.k != JV_LIST) *rc = oom(cx, at);
+        else *out = l;
+        return 1;
+    }
+    if (!strcmp(name, "map")) { *rc = do_map(cx, at, in, &f, out); return 1; }
+    if (!strcmp(name, "select") || !strcmp(name, "reject")) { *rc = select_like(cx, at, in, &f, 0, name[0] == 's', out); return 1; }
+    if (!strcmp(name, "selectattr") || !strcmp(name, "rejectattr")) { *rc = select_like(cx, at, in, &f, 1, name[0] == 's', out); return 1; }
+    if (!strcmp(name, "unique")) { *rc = do_unique(cx, at, in, &f, out); return 1; }
+    if (!strcmp(name, "items")) {
+        if (in.k == JV_UNDEF) {
+            *out = jv_list_new(JL_GEN);
+            return 1;
+        }
+        if (in.k != JV_DICT) {
+            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: Can only get item pairs from a mapping.");
+            return 1;
+        }
+        jv l;
+        if (!jx_method(cx, at, in, "items", NULL, 0, NULL, NULL, 0, &l, rc) || *rc) return 1;
+        JL(l)->flavor = JL_GEN;
+        *out = l;
+        return 1;
+    }
+    if (!strcmp(name, "dictsort")) { *rc = do_sort(cx, at, in, &f, 1, out); return 1; }
+    if (!strcmp(name, "sort")) { *rc = do_sort(cx, at, in, &f, 0, out); return 1; }
+    if (!strcmp(name, "indent")) { *rc = do_indent(cx, at, in, &f, out); return 1; }
+    if (!strcmp(name, "round")) {
+        jv *prec = P(&f, 0, "precision"), *method = P(&f, 1, "method");
+        int64_t p = prec && prec->k == JV_INT ? prec->u.i : 0;
+        const char *m = method && method->k == JV_STR ? JS(*method)->s : "common";
+        if (in.k != JV_INT && in.k != JV_FLOAT && in.k != JV_BOOL) {
+            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: type %s doesn't define __round__ method", jv_type_name(in));
+            return 1;
+        }
+        double x = in.k == JV_FLOAT ? in.u.f : in.k == JV_INT ? (double)in.u.i : in.u.b;
+        if (!strcmp(m, "common")) {
+            if (in.k != JV_FLOAT) *out = jv_int(in.k == JV_INT ? in.u.i : in.u.b);
+            else *out = jv_float(py_round(x, p));
+        } else if (!strcmp(m, "ceil") || !strcmp(m, "floor")) {
+            double sc = pow(10.0, (double)p);
+            *out = jv_float((m[0] == 'c' ? ceil(x * sc) : floor(x * sc)) / sc);
+        } else {
+            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "FilterArgumentError: method must be common, ceil or floor");
+        }
+        return 1;
+    }
+    if (!strcmp(name, "abs")) {
+        if (in.k == JV_INT) {
+            if (in.u.i == INT64_MIN) *rc = jx_fail(cx, at, FACET_E_LIMIT, "abs exceeds 64 bits");
+            else *out = jv_int(in.u.i < 0 ? -in.u.i : in.u.i);
+        } else if (in.k == JV_BOOL) *out = jv_int(in.u.b);
+        else if (in.k == JV_FLOAT) *out = jv_float(fabs(in.u.f));
+        else *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: bad operand type for abs(): '%s'", jv_type_name(in));
+        return 1;
+    }
+    if (!strcmp(name, "sum")) { *rc = do_sum(cx, at, in, &f, out); return 1; }
+    if (!strcmp(name, "min") || !strcmp(name, "max")) { *rc = minmax(cx, at, in, &f, name[1] == 'a', out); return 1; }
+    if (!strcmp(name, "reverse")) {
+        if (in.k == JV_STR) {
+            jv seq;
+            if ((*rc = jx_iterate(cx, at, in, &seq))) return 1;
+            jbuf b = {0};
+            for (size_t i = JL(seq)->n; i-- > 0;) jbuf_add(&b, JS(JL(seq)->v[i])->s, JS(JL(seq)->v[i])->len);
+            jv_unref(seq);
+            *out = bufstr(&b);
+            return 1;
+        }
+        jv seq;
+        if (in.k == JV_LIST && JL(in)->flavor == JL_GEN) {
+            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: argument to reversed() must be a sequence");
+            return 1;
+        }
+        if ((*rc = jx_iterate(cx, at, in, &seq))) return 1;
+        jv l = jv_list_new(JL_GEN);
+        for (size_t i = JL(seq)->n; l.k == JV_LIST && i-- > 0;)
+            if (jv_list_push(l, jv_ref(JL(seq)->v[i]))) l = jv_none();
+        jv_unref(seq);
+        if (l.k != JV_LIST) *rc = oom(cx, at);
+        else *out = l;
+        return 1;
+    }
+    if (!strcmp(name, "batch")) { *rc = do_batch(cx, at, in, &f, out); return 1; }
+    if (!strcmp(name, "wordcount")) {
+        jv s;
+        if ((*rc = soft_str(cx, at, in, &s))) return 1;
+        *out = jv_int(wordcount(s));
+        jv_unref(s);
+        return 1;
+    }
+    if (!strcmp(name, "attr")) {
+        jv *nm = P(&f, 0, "name");
+        if (!nm || nm->k != JV_STR) {
+            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: attr filter needs a name");
+            return 1;
+        }
+        if (in.k == JV_DICT) *out = jv_undef_hint("'dict object' has no attribute '%s'", JS(*nm)->s);
+        if (in.k == JV_DICT && jx_has_method(in, JS(*nm)->s)) {
+            jv_unref(*out);
+            *out = jv_func(JS(*nm)->s, jv_ref(in));
+        } else if (in.k != JV_DICT) {
+            *rc = jx_getattr(cx, at, in, JS(*nm)->s, out);
+        }
+        return 1;
+    }
+    return 0;
+}

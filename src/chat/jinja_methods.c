@@ -1,0 +1,574 @@
+/*
+ * jinja_methods.c — the Python methods a sandboxed template may call on data:
+ * str (strip, lstrip, rstrip, split, splitlines, startswith, endswith, upper, lower,
+ * title, capitalize, replace, find, rfind, count, join, format, is*), dict (items, keys,
+ * values, get, copy) and list/tuple (index, count), with CPython's semantics on UTF-8
+ * text (indices count code points). Also the Python string helpers filters share.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <utf8proc.h>
+
+#include "chat/jinja.h"
+
+/* str.isspace (CPython _PyUnicode_IsWhitespace). */
+int jpy_isspace(int32_t cp) {
+    if ((cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+        (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000)
+        return 1;
+    return 0;
+}
+
+static int32_t cp_at(const char *s, size_t n, size_t i, size_t *len) {
+    utf8proc_int32_t cp;
+    utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+    if (k <= 0) {
+        *len = 1;
+        return (unsigned char)s[i];
+    }
+    *len = (size_t)k;
+    return cp;
+}
+
+static int in_chars(int32_t cp, const char *chars, size_t nchars) {
+    for (size_t i = 0; i < nchars;) {
+        size_t k;
+        if (cp_at(chars, nchars, i, &k) == cp) return 1;
+        i += k;
+    }
+    return 0;
+}
+
+int jpy_strip(const char *s, size_t n, const char *chars, size_t nchars, int left, int right, size_t *start,
+              size_t *end) {
+    size_t a = 0, b = n;
+    if (left) {
+        while (a < b) {
+            size_t k;
+            int32_t cp = cp_at(s, n, a, &k);
+            if (chars ? !in_chars(cp, chars, nchars) : !jpy_isspace(cp)) break;
+            a += k;
+        }
+    }
+    if (right) {
+        while (b > a) {
+            size_t st = b - 1;
+            while (st > a && ((unsigned char)s[st] & 0xC0) == 0x80) st--;
+            size_t k;
+            int32_t cp = cp_at(s, n, st, &k);
+            if (chars ? !in_chars(cp, chars, nchars) : !jpy_isspace(cp)) break;
+            b = st;
+        }
+    }
+    *start = a;
+    *end = b;
+    return 0;
+}
+
+static int is_cased(int32_t cp) {
+    return utf8proc_toupper(cp) != cp || utf8proc_tolower(cp) != cp || utf8proc_category(cp) == UTF8PROC_CATEGORY_LT;
+}
+
+static int put_cp(jbuf *b, int32_t cp) {
+    utf8proc_uint8_t tmp[4];
+    utf8proc_ssize_t k = utf8proc_encode_char(cp, tmp);
+    return jbuf_add(b, (const char *)tmp, (size_t)k);
+}
+
+jv jpy_case(const char *s, size_t n, int mode) {
+    jbuf b = {0};
+    int prev_cased = 0, first = 1, word_start = 1, rc = 0;
+    for (size_t i = 0; i < n && !rc;) {
+        size_t k;
+        int32_t cp = cp_at(s, n, i, &k);
+        int32_t o = cp;
+        switch (mode) {
+        case 0: o = utf8proc_tolower(cp); break;
+        case 1: o = utf8proc_toupper(cp); break;
+        case 2: o = first ? utf8proc_totitle(cp) : utf8proc_tolower(cp); break;
+        case 3:
+            o = prev_cased ? utf8proc_tolower(cp) : utf8proc_totitle(cp);
+            prev_cased = is_cased(cp);
+            break;
+        case 4: {
+            /* Jinja's title filter: words split at runs of [-\s({\[<] */
+            int sep = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || jpy_isspace(cp);
+            if (sep) {
+                word_start = 1;
+            } else {
+                o = word_start ? utf8proc_toupper(cp) : utf8proc_tolower(cp);
+                word_start = 0;
+            }
+            break;
+        }
+        }
+        first = 0;
+        rc = put_cp(&b, o);
+        i += k;
+    }
+    jv r = rc ? jv_none() : jv_str(b.p ? b.p : "", b.n);
+    jbuf_free(&b);
+    return r;
+}
+
+/* ------------------------------------------------------------------ helpers ---- */
+
+static int oom(jctx *cx, const jnode *at) { return jx_fail(cx, at, FACET_E_NOMEM, "out of memory"); }
+
+static jv sv(jbuf *b) {
+    jv r = jv_str(b->p ? b->p : "", b->n);
+    jbuf_free(b);
+    return r;
+}
+
+/* Fetch argument i (positional) or keyword `name`; NULL when absent. */
+static jv *arg(jv *args, size_t nargs, char **kwn, jv *kwv, size_t nkw, size_t i, const char *name) {
+    if (i < nargs) return &args[i];
+    for (size_t k = 0; k < nkw; k++)
+        if (name && !strcmp(kwn[k], name)) return &kwv[k];
+    return NULL;
+}
+
+static long cp_count(const char *s, size_t n) {
+    long c = 0;
+    for (size_t i = 0; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) c++;
+    return c;
+}
+
+static const char *const STR_METHODS[] = {"strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith",
+                                          "endswith", "upper", "lower", "title", "capitalize", "replace", "find",
+                                          "rfind", "count", "join", "format", "isdigit", "isalpha", "isalnum",
+                                          "isspace", "islower", "isupper", NULL};
+static const char *const DICT_METHODS[] = {"items", "keys", "values", "get", "copy", NULL};
+static const char *const LIST_METHODS[] = {"index", "count", NULL};
+
+static int listed(const char *const *l, const char *s) {
+    for (int i = 0; l[i]; i++)
+        if (!strcmp(l[i], s)) return 1;
+    return 0;
+}
+
+int jx_has_method(jv self, const char *name) {
+    switch (self.k) {
+    case JV_STR: return listed(STR_METHODS, name);
+    case JV_DICT: return listed(DICT_METHODS, name);
+    case JV_LIST: return JL(self)->flavor != JL_GEN && listed(LIST_METHODS, name);
+    default: return 0;
+    }
+}
+
+/* Python str.splitlines boundaries. */
+static int line_break(const char *s, size_t n, size_t i, size_t *len) {
+    size_t k;
+    int32_t cp = cp_at(s, n, i, &k);
+    if (cp == '\r' && i + 1 < n && s[i + 1] == '\n') {
+        *len = 2;
+        return 1;
+    }
+    *len = k;
+    return cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || cp == 0x1C || cp == 0x1D || cp == 0x1E ||
+           cp == 0x85 || cp == 0x2028 || cp == 0x2029;
+}
+
+jv jpy_splitlines(const char *s, size_t n, int keepends) {
+    jv l = jv_list_new(JL_LIST);
+    if (l.k != JV_LIST) return l;
+    size_t a = 0, i = 0;
+    while (i < n) {
+        size_t k;
+        if (line_break(s, n, i, &k)) {
+            if (jv_list_push(l, jv_str(s + a, keepends ? i + k - a : i - a))) break;
+            i += k;
+            a = i;
+        } else {
+            i += k;
+        }
+    }
+    if (a < n) jv_list_push(l, jv_str(s + a, n - a));
+    return l;
+}
+
+static int do_split(jctx *cx, const jnode *at, jv self, jv *sep, jv *maxs, int rsplit, jv *out) {
+    const char *s = JS(self)->s;
+    size_t n = JS(self)->len;
+    int64_t max = -1;
+    if (maxs && maxs->k != JV_NONE) {
+        if (maxs->k != JV_INT) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: maxsplit must be an integer");
+        max = maxs->u.i;
+    }
+    if (sep && sep->k != JV_NONE && sep->k != JV_STR)
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: must be str or None, not %s", jv_type_name(*sep));
+    if (sep && sep->k == JV_STR && JS(*sep)->len == 0)
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: empty separator");
+    if (rsplit && max >= 0)
+        return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: str.rsplit with maxsplit");
+    jv l = jv_list_new(JL_LIST);
+    if (l.k != JV_LIST) return oom(cx, at);
+    int64_t splits = 0;
+    if (!sep || sep->k == JV_NONE) {
+        size_t i = 0;
+        while (i < n) {
+            size_t k;
+            while (i < n && jpy_isspace(cp_at(s, n, i, &k))) i += k;
+            if (i >= n) break;
+            if (max >= 0 && splits >= max) {
+                size_t e = n, st, en;
+                jpy_strip(s + i, e - i, NULL, 0, 0, 1, &st, &en);
+                if (jv_list_push(l, jv_str(s + i, en))) goto nomem;
+                break;
+            }
+            size_t a = i;
+            while (i < n && !jpy_isspace(cp_at(s, n, i, &k))) i += k;
+            if (jv_list_push(l, jv_str(s + a, i - a))) goto nomem;
+            splits++;
+        }
+    } else {
+        const char *p = JS(*sep)->s;
+        size_t pl = JS(*sep)->len, a = 0;
+        for (;;) {
+            const char *hit = (max < 0 || splits < max) ? memmem(s + a, n - a, p, pl) : NULL;
+            if (!hit) {
+                if (jv_list_push(l, jv_str(s + a, n - a))) goto nomem;
+                break;
+            }
+            if (jv_list_push(l, jv_str(s + a, (size_t)(hit - (s + a))))) goto nomem;
+            a = (size_t)(hit - s) + pl;
+            splits++;
+        }
+    }
+    *out = l;
+    return 0;
+nomem:
+    jv_unref(l);
+    return oom(cx, at);
+}
+
+static int affix(jctx *cx, const jnode *at, jv self, jv *p, int end, jv *out) {
+    if (!p) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s() takes at least 1 argument (0 given)", end ? "endswith" : "startswith");
+    jv one[1];
+    jv *cands = one;
+    size_t nc = 1;
+    if (p->k == JV_STR) one[0] = *p;
+    else if (p->k == JV_LIST && JL(*p)->flavor == JL_TUPLE) {
+        cands = JL(*p)->v;
+        nc = JL(*p)->n;
+    } else {
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s first arg must be str or a tuple of str, not %s",
+                       end ? "endswith" : "startswith", jv_type_name(*p));
+    }
+    int hit = 0;
+    for (size_t i = 0; i < nc && !hit; i++) {
+        if (cands[i].k != JV_STR) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: tuple for %s must only contain str", end ? "endswith" : "startswith");
+        size_t pl = JS(cands[i])->len, n = JS(self)->len;
+        if (pl <= n) hit = !memcmp(JS(self)->s + (end ? n - pl : 0), JS(cands[i])->s, pl);
+    }
+    *out = jv_bool(hit);
+    return 0;
+}
+
+static int str_replace(jctx *cx, const jnode *at, jv self, jv *old, jv *new_, jv *cnt, jv *out) {
+    if (!old || !new_ || old->k != JV_STR || new_->k != JV_STR)
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: replace() arguments must be str");
+    int64_t max = -1;
+    if (cnt && cnt->k == JV_INT) max = cnt->u.i;
+    const char *s = JS(self)->s, *o = JS(*old)->s, *nw = JS(*new_)->s;
+    size_t n = JS(self)->len, ol = JS(*old)->len, nl = JS(*new_)->len;
+    jbuf b = {0};
+    int64_t done = 0;
+    int rc = 0;
+    if (ol == 0) {
+        size_t i = 0;
+        for (;;) {
+            if (max < 0 || done < max) {
+                rc |= jbuf_add(&b, nw, nl);
+                done++;
+            }
+            if (i >= n) break;
+            size_t k;
+            cp_at(s, n, i, &k);
+            rc |= jbuf_add(&b, s + i, k);
+            i += k;
+        }
+    } else {
+        size_t a = 0;
+        for (;;) {
+            const char *hit = (max < 0 || done < max) ? memmem(s + a, n - a, o, ol) : NULL;
+            if (!hit) break;
+            rc |= jbuf_add(&b, s + a, (size_t)(hit - (s + a)));
+            rc |= jbuf_add(&b, nw, nl);
+            a = (size_t)(hit - s) + ol;
+            done++;
+        }
+        rc |= jbuf_add(&b, s + a, n - a);
+    }
+    if (rc) {
+        jbuf_free(&b);
+        return jx_fail(cx, at, FACET_E_NOMEM, "out of memory in replace()");
+    }
+    *out = sv(&b);
+    return 0;
+}
+
+/* str.format with auto/explicit field numbering and keyword fields, no format specs. */
+static int str_format(jctx *cx, const jnode *at, jv self, jv *args, size_t nargs, char **kwn, jv *kwv, size_t nkw,
+                      jv *out) {
+    const char *s = JS(self)->s;
+    size_t n = JS(self)->len;
+    jbuf b = {0};
+    size_t autoi = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '{' && i + 1 < n && s[i + 1] == '{') {
+            jbuf_addc(&b, '{');
+            i++;
+            continue;
+        }
+        if (c == '}' && i + 1 < n && s[i + 1] == '}') {
+            jbuf_addc(&b, '}');
+            i++;
+            continue;
+        }
+        if (c == '}') {
+            jbuf_free(&b);
+            return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: Single '}' encountered in format string");
+        }
+        if (c != '{') {
+            jbuf_addc(&b, c);
+            continue;
+        }
+        size_t e = i + 1;
+        while (e < n && s[e] != '}') e++;
+        if (e >= n) {
+            jbuf_free(&b);
+            return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: Single '{' encountered in format string");
+        }
+        char field[128];
+        size_t fl = e - i - 1;
+        if (fl >= sizeof field || memchr(s + i + 1, ':', fl) || memchr(s + i + 1, '!', fl) ||
+            memchr(s + i + 1, '.', fl) || memchr(s + i + 1, '[', fl)) {
+            jbuf_free(&b);
+            return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: str.format field with a spec, conversion or attribute");
+        }
+        memcpy(field, s + i + 1, fl);
+        field[fl] = 0;
+        jv *v = NULL;
+        if (fl == 0) v = autoi < nargs ? &args[autoi++] : NULL;
+        else if (field[0] >= '0' && field[0] <= '9') {
+            size_t k = (size_t)strtoul(field, NULL, 10);
+            v = k < nargs ? &args[k] : NULL;
+        } else {
+            for (size_t k = 0; k < nkw; k++)
+                if (!strcmp(kwn[k], field)) v = &kwv[k];
+        }
+        if (!v) {
+            jbuf_free(&b);
+            return jx_fail(cx, at, FACET_E_TEMPLATE, "IndexError: format field '{%s}' has no argument", field);
+        }
+        if (jx_str(cx, at, *v, &b)) {
+            jbuf_free(&b);
+            return -1;
+        }
+        i = e;
+    }
+    if (b.over) {
+        jbuf_free(&b);
+        return oom(cx, at);
+    }
+    *out = sv(&b);
+    return 0;
+}
+
+static int str_find(jctx *cx, const jnode *at, jv self, jv *sub, int rev, int count, jv *out) {
+    if (!sub || sub->k != JV_STR)
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: must be str, not %s", sub ? jv_type_name(*sub) : "nothing");
+    const char *s = JS(self)->s, *p = JS(*sub)->s;
+    size_t n = JS(self)->len, pl = JS(*sub)->len;
+    if (count) {
+        if (pl == 0) {
+            *out = jv_int(cp_count(s, n) + 1);
+            return 0;
+        }
+        int64_t c = 0;
+        size_t a = 0;
+        const char *hit;
+        while ((hit = memmem(s + a, n - a, p, pl))) {
+            c++;
+            a = (size_t)(hit - s) + pl;
+        }
+        *out = jv_int(c);
+        return 0;
+    }
+    long pos = -1;
+    if (!rev) {
+        const char *hit = memmem(s, n, p, pl);
+        if (hit) pos = cp_count(s, (size_t)(hit - s));
+    } else {
+        for (size_t a = n + 1; a-- > 0;)
+            if (a + pl <= n && !memcmp(s + a, p, pl)) {
+                pos = cp_count(s, a);
+                break;
+            }
+    }
+    *out = jv_int(pos);
+    return 0;
+}
+
+static int str_is(jv self, const char *what) {
+    const char *s = JS(self)->s;
+    size_t n = JS(self)->len;
+    if (!n && strcmp(what, "islower") && strcmp(what, "isupper")) return 0;
+    int cased = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k;
+        int32_t cp = cp_at(s, n, i, &k);
+        utf8proc_category_t c = utf8proc_category(cp);
+        int alpha = c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_LO;
+        int digit = c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NO || c == UTF8PROC_CATEGORY_NL;
+        if (!strcmp(what, "isdigit") && !(c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NO)) return 0;
+        if (!strcmp(what, "isalpha") && !alpha) return 0;
+        if (!strcmp(what, "isalnum") && !alpha && !digit) return 0;
+        if (!strcmp(what, "isspace") && !jpy_isspace(cp)) return 0;
+        if (!strcmp(what, "islower") || !strcmp(what, "isupper")) {
+            if (utf8proc_toupper(cp) != cp && !strcmp(what, "isupper")) return 0;
+            if (utf8proc_tolower(cp) != cp && !strcmp(what, "islower")) return 0;
+            if (is_cased(cp)) cased = 1;
+        }
+        i += k;
+    }
+    if (!strcmp(what, "islower") || !strcmp(what, "isupper")) return cased;
+    return 1;
+}
+
+static int str_method(jctx *cx, const jnode *at, jv self, const char *name, jv *args, size_t nargs, char **kwn,
+                      jv *kwv, size_t nkw, jv *out) {
+    const char *s = JS(self)->s;
+    size_t n = JS(self)->len;
+    if (!strcmp(name, "strip") || !strcmp(name, "lstrip") || !strcmp(name, "rstrip")) {
+        jv *ch = arg(args, nargs, kwn, kwv, nkw, 0, "chars");
+        if (ch && ch->k != JV_NONE && ch->k != JV_STR)
+            return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s arg must be None or str", name);
+        size_t a, e;
+        int l = name[0] != 'r', r = name[0] != 'l';
+        jpy_strip(s, n, ch && ch->k == JV_STR ? JS(*ch)->s : NULL, ch && ch->k == JV_STR ? JS(*ch)->len : 0, l, r, &a, &e);
+        *out = jv_str(s + a, e - a);
+        return 0;
+    }
+    if (!strcmp(name, "split") || !strcmp(name, "rsplit"))
+        return do_split(cx, at, self, arg(args, nargs, kwn, kwv, nkw, 0, "sep"), arg(args, nargs, kwn, kwv, nkw, 1, "maxsplit"),
+                        name[0] == 'r', out);
+    if (!strcmp(name, "splitlines")) {
+        jv *ke = arg(args, nargs, kwn, kwv, nkw, 0, "keepends");
+        *out = jpy_splitlines(s, n, ke && jv_truthy(*ke));
+        return out->k == JV_LIST ? 0 : oom(cx, at);
+    }
+    if (!strcmp(name, "startswith") || !strcmp(name, "endswith"))
+        return affix(cx, at, self, arg(args, nargs, kwn, kwv, nkw, 0, NULL), name[0] == 'e', out);
+    if (!strcmp(name, "upper")) { *out = jpy_case(s, n, 1); return 0; }
+    if (!strcmp(name, "lower")) { *out = jpy_case(s, n, 0); return 0; }
+    if (!strcmp(name, "capitalize")) { *out = jpy_case(s, n, 2); return 0; }
+    if (!strcmp(name, "title")) { *out = jpy_case(s, n, 3); return 0; }
+    if (!strcmp(name, "replace"))
+        return str_replace(cx, at, self, arg(args, nargs, kwn, kwv, nkw, 0, "old"), arg(args, nargs, kwn, kwv, nkw, 1, "new"),
+                           arg(args, nargs, kwn, kwv, nkw, 2, "count"), out);
+    if (!strcmp(name, "find") || !strcmp(name, "rfind") || !strcmp(name, "count"))
+        return str_find(cx, at, self, arg(args, nargs, kwn, kwv, nkw, 0, NULL), name[0] == 'r', name[0] == 'c', out);
+    if (!strcmp(name, "join")) {
+        jv *it = arg(args, nargs, kwn, kwv, nkw, 0, NULL);
+        if (!it) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: join() takes exactly one argument");
+        jv seq;
+        if (jx_iterate(cx, at, *it, &seq)) return -1;
+        jbuf b = {0};
+        for (size_t i = 0; i < JL(seq)->n; i++) {
+            jv x = JL(seq)->v[i];
+            if (x.k != JV_STR) {
+                jv_unref(seq);
+                jbuf_free(&b);
+                return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: sequence item %zu: expected str instance, %s found", i, jv_type_name(x));
+            }
+            if ((i && jbuf_add(&b, s, n)) || jbuf_add(&b, JS(x)->s, JS(x)->len)) {
+                jv_unref(seq);
+                jbuf_free(&b);
+                return oom(cx, at);
+            }
+        }
+        jv_unref(seq);
+        *out = sv(&b);
+        return 0;
+    }
+    if (!strcmp(name, "format")) return str_format(cx, at, self, args, nargs, kwn, kwv, nkw, out);
+    if (!strncmp(name, "is", 2)) {
+        *out = jv_bool(str_is(self, name));
+        return 0;
+    }
+    return jx_fail(cx, at, FACET_E_INTERNAL, "str method %s", name);
+}
+
+static int dict_method(jctx *cx, const jnode *at, jv self, const char *name, jv *args, size_t nargs, char **kwn,
+                       jv *kwv, size_t nkw, jv *out) {
+    jdict *d = JD(self);
+    if (!strcmp(name, "get")) {
+        jv *k = arg(args, nargs, kwn, kwv, nkw, 0, NULL), *def = arg(args, nargs, kwn, kwv, nkw, 1, NULL);
+        if (!k) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: get expected at least 1 argument, got 0");
+        jv *v = jv_dict_get(self, *k);
+        *out = v ? jv_ref(*v) : def ? jv_ref(*def) : jv_none();
+        return 0;
+    }
+    if (!strcmp(name, "copy")) {
+        jv c = jv_dict_new(0);
+        for (size_t i = 0; c.k == JV_DICT && i < d->n; i++)
+            if (jv_dict_set(c, jv_ref(d->key[i]), jv_ref(d->val[i]))) return oom(cx, at);
+        *out = c;
+        return c.k == JV_DICT ? 0 : oom(cx, at);
+    }
+    jv l = jv_list_new(JL_LIST);
+    if (l.k != JV_LIST) return oom(cx, at);
+    for (size_t i = 0; i < d->n; i++) {
+        jv item;
+        if (name[0] == 'k') item = jv_ref(d->key[i]);
+        else if (name[0] == 'v') item = jv_ref(d->val[i]);
+        else {
+            item = jv_list_new(JL_TUPLE);
+            if (item.k != JV_LIST || jv_list_push(item, jv_ref(d->key[i])) || jv_list_push(item, jv_ref(d->val[i]))) {
+                jv_unref(item);
+                jv_unref(l);
+                return oom(cx, at);
+            }
+        }
+        if (jv_list_push(l, item)) {
+            jv_unref(l);
+            return oom(cx, at);
+        }
+    }
+    *out = l;
+    return 0;
+}
+
+int jx_method(jctx *cx, const jnode *at, jv self, const char *name, jv *args, size_t nargs, char **kwn, jv *kwv,
+              size_t nkw, jv *out, int *rc) {
+    if (!jx_has_method(self, name)) return 0;
+    if (self.k == JV_STR) *rc = str_method(cx, at, self, name, args, nargs, kwn, kwv, nkw, out);
+    else if (self.k == JV_DICT) *rc = dict_method(cx, at, self, name, args, nargs, kwn, kwv, nkw, out);
+    else {
+        jv *x = arg(args, nargs, kwn, kwv, nkw, 0, NULL);
+        if (!x) {
+            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s() takes exactly one argument (0 given)", name);
+            return 1;
+        }
+        int64_t c = 0, first = -1;
+        for (size_t i = 0; i < JL(self)->n; i++)
+            if (jv_equal(JL(self)->v[i], *x)) {
+                if (first < 0) first = (int64_t)i;
+                c++;
+            }
+        if (name[0] == 'c') *out = jv_int(c);
+        else if (first < 0) {
+            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: value is not in list");
+            return 1;
+        } else *out = jv_int(first);
+        *rc = 0;
+    }
+    return 1;
+}

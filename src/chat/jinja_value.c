@@ -1,0 +1,446 @@
+/*
+ * jinja_value.c — the template value model: reference-counted strings, lists, dicts,
+ * namespaces, macros and functions; Python truthiness, equality, str() and repr().
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <utf8proc.h>
+
+#include "chat/jinja.h"
+
+int jv_is_obj(jv v) {
+    switch (v.k) {
+    case JV_UNDEF: return v.u.o != NULL;
+    case JV_STR: case JV_LIST: case JV_DICT: case JV_NS: case JV_MACRO: case JV_LOOP:
+    case JV_FUNC: return v.u.o != NULL;
+    default: return 0;
+    }
+}
+
+jv jv_ref(jv v) {
+    if (jv_is_obj(v)) v.u.o->rc++;
+    return v;
+}
+
+void jv_unref(jv v) {
+    if (!jv_is_obj(v)) return;
+    if (--v.u.o->rc > 0) return;
+    switch (v.k) {
+    case JV_LIST: {
+        jlist *l = JL(v);
+        for (size_t i = 0; i < l->n; i++) jv_unref(l->v[i]);
+        free(l->v);
+        break;
+    }
+    case JV_DICT: case JV_NS: {
+        jdict *d = JD(v);
+        for (size_t i = 0; i < d->n; i++) {
+            jv_unref(d->key[i]);
+            jv_unref(d->val[i]);
+        }
+        free(d->key);
+        free(d->val);
+        break;
+    }
+    case JV_LOOP: {
+        jloop *lp = (jloop *)v.u.o;
+        if (lp->items) {
+            jv t = {JV_LIST, {.o = &lp->items->h}};
+            jv_unref(t);
+        }
+        break;
+    }
+    case JV_FUNC: jv_unref(((jfunc *)v.u.o)->self); break;
+    default: break;
+    }
+    free(v.u.o);
+}
+
+jv jv_str(const char *s, size_t len) {
+    jstr *o = malloc(sizeof(jstr) + len + 1);
+    if (!o) return jv_none();
+    o->h.rc = 1;
+    o->len = len;
+    if (len) memcpy(o->s, s, len);
+    o->s[len] = 0;
+    jv v = {JV_STR, {.o = &o->h}};
+    return v;
+}
+
+jv jv_cstr(const char *s) { return jv_str(s, strlen(s)); }
+
+jv jv_undef_hint(const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    jv s = jv_cstr(buf);
+    jv v = {JV_UNDEF, {.o = s.k == JV_STR ? s.u.o : NULL}};
+    return v;
+}
+
+jv jv_list_new(int flavor) {
+    jlist *l = calloc(1, sizeof *l);
+    if (!l) return jv_none();
+    l->h.rc = 1;
+    l->flavor = flavor;
+    jv v = {JV_LIST, {.o = &l->h}};
+    return v;
+}
+
+int jv_list_push(jv list, jv item) {
+    jlist *l = JL(list);
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 8;
+        jv *nv = realloc(l->v, nc * sizeof(jv));
+        if (!nv) {
+            jv_unref(item);
+            return -1;
+        }
+        l->v = nv;
+        l->cap = nc;
+    }
+    l->v[l->n++] = item;
+    return 0;
+}
+
+jv jv_dict_new(int ns) {
+    jdict *d = calloc(1, sizeof *d);
+    if (!d) return jv_none();
+    d->h.rc = 1;
+    jv v = {ns ? JV_NS : JV_DICT, {.o = &d->h}};
+    return v;
+}
+
+jv *jv_dict_get(jv dict, jv key) {
+    jdict *d = JD(dict);
+    for (size_t i = 0; i < d->n; i++)
+        if (jv_equal(d->key[i], key)) return &d->val[i];
+    return NULL;
+}
+
+jv *jv_dict_gets(jv dict, const char *key) {
+    jdict *d = JD(dict);
+    size_t kl = strlen(key);
+    for (size_t i = 0; i < d->n; i++)
+        if (d->key[i].k == JV_STR && JS(d->key[i])->len == kl && !memcmp(JS(d->key[i])->s, key, kl))
+            return &d->val[i];
+    return NULL;
+}
+
+int jv_dict_set(jv dict, jv key, jv val) {
+    jv *slot = jv_dict_get(dict, key);
+    if (slot) {
+        jv_unref(*slot);
+        *slot = val;
+        jv_unref(key);
+        return 0;
+    }
+    jdict *d = JD(dict);
+    if (d->n == d->cap) {
+        size_t nc = d->cap ? d->cap * 2 : 8;
+        jv *nk = realloc(d->key, nc * sizeof(jv));
+        if (nk) d->key = nk;
+        jv *nv = nk ? realloc(d->val, nc * sizeof(jv)) : NULL;
+        if (!nk || !nv) {
+            jv_unref(key);
+            jv_unref(val);
+            return -1;
+        }
+        d->val = nv;
+        d->cap = nc;
+    }
+    d->key[d->n] = key;
+    d->val[d->n] = val;
+    d->n++;
+    return 0;
+}
+
+jv jv_func(const char *name, jv self) {
+    jfunc *f = calloc(1, sizeof *f);
+    if (!f) {
+        jv_unref(self);
+        return jv_none();
+    }
+    f->h.rc = 1;
+    snprintf(f->name, sizeof f->name, "%s", name);
+    f->self = self;
+    jv v = {JV_FUNC, {.o = &f->h}};
+    return v;
+}
+
+int jv_truthy(jv v) {
+    switch (v.k) {
+    case JV_UNDEF: case JV_NONE: return 0;
+    case JV_BOOL: return v.u.b;
+    case JV_INT: return v.u.i != 0;
+    case JV_FLOAT: return v.u.f != 0.0;
+    case JV_STR: return JS(v)->len != 0;
+    case JV_LIST: return JL(v)->flavor == JL_GEN || JL(v)->n != 0;
+    case JV_DICT: return JD(v)->n != 0;
+    default: return 1;
+    }
+}
+
+static int is_num(jv v) { return v.k == JV_BOOL || v.k == JV_INT || v.k == JV_FLOAT; }
+static double num_f(jv v) { return v.k == JV_FLOAT ? v.u.f : v.k == JV_INT ? (double)v.u.i : v.u.b; }
+
+int jv_equal(jv a, jv b) {
+    if (is_num(a) && is_num(b)) {
+        if (a.k != JV_FLOAT && b.k != JV_FLOAT) {
+            int64_t x = a.k == JV_INT ? a.u.i : a.u.b, y = b.k == JV_INT ? b.u.i : b.u.b;
+            return x == y;
+        }
+        return num_f(a) == num_f(b);
+    }
+    if (a.k != b.k) return 0;
+    switch (a.k) {
+    case JV_UNDEF: case JV_NONE: return 1;
+    case JV_STR: return JS(a)->len == JS(b)->len && !memcmp(JS(a)->s, JS(b)->s, JS(a)->len);
+    case JV_LIST: {
+        jlist *x = JL(a), *y = JL(b);
+        if (x->flavor == JL_GEN || y->flavor == JL_GEN) return x == y;
+        if ((x->flavor == JL_TUPLE) != (y->flavor == JL_TUPLE) || x->n != y->n) return 0;
+        for (size_t i = 0; i < x->n; i++)
+            if (!jv_equal(x->v[i], y->v[i])) return 0;
+        return 1;
+    }
+    case JV_DICT: {
+        jdict *x = JD(a), *y = JD(b);
+        if (x->n != y->n) return 0;
+        for (size_t i = 0; i < x->n; i++) {
+            jv *o = jv_dict_get(b, x->key[i]);
+            if (!o || !jv_equal(x->val[i], *o)) return 0;
+        }
+        return 1;
+    }
+    default: return a.u.o == b.u.o;
+    }
+}
+
+const char *jv_type_name(jv v) {
+    switch (v.k) {
+    case JV_UNDEF: return "Undefined";
+    case JV_NONE: return "NoneType";
+    case JV_BOOL: return "bool";
+    case JV_INT: return "int";
+    case JV_FLOAT: return "float";
+    case JV_STR: return "str";
+    case JV_LIST: return JL(v)->flavor == JL_TUPLE ? "tuple" : JL(v)->flavor == JL_GEN ? "generator" : "list";
+    case JV_DICT: return "dict";
+    case JV_NS: return "Namespace";
+    case JV_MACRO: return "Macro";
+    case JV_LOOP: return "LoopContext";
+    case JV_FUNC: return "function";
+    }
+    return "object";
+}
+
+/* ---------------------------------------------------------------- buffers ---- */
+
+int jbuf_add(jbuf *b, const char *s, size_t n) {
+    if (b->over) return -1;
+    if (b->limit && b->n + n > b->limit) {
+        b->over = 1;
+        return -1;
+    }
+    if (b->n + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap : 256;
+        while (nc < b->n + n + 1) nc *= 2;
+        char *np = realloc(b->p, nc);
+        if (!np) return -1;
+        b->p = np;
+        b->cap = nc;
+    }
+    if (n) memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return 0;
+}
+
+int jbuf_adds(jbuf *b, const char *s) { return jbuf_add(b, s, strlen(s)); }
+int jbuf_addc(jbuf *b, char c) { return jbuf_add(b, &c, 1); }
+
+int jbuf_printf(jbuf *b, const char *fmt, ...) {
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return -1;
+    if ((size_t)n < sizeof tmp) return jbuf_add(b, tmp, (size_t)n);
+    char *big = malloc((size_t)n + 1);
+    if (!big) return -1;
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    int rc = jbuf_add(b, big, (size_t)n);
+    free(big);
+    return rc;
+}
+
+void jbuf_free(jbuf *b) {
+    free(b->p);
+    b->p = NULL;
+    b->n = b->cap = 0;
+}
+
+/* ------------------------------------------------------------ float repr ---- */
+
+/* Python's float repr: the shortest digit string that round-trips, written in fixed
+ * notation when -4 <= exponent < 16 and in scientific notation otherwise
+ * (Python/pystrtod.c, format code 'r'). */
+void jv_format_float(double f, char out[40]) {
+    if (isnan(f)) {
+        strcpy(out, "nan");
+        return;
+    }
+    if (isinf(f)) {
+        strcpy(out, f < 0 ? "-inf" : "inf");
+        return;
+    }
+    char e[40];
+    int prec;
+    for (prec = 0; prec < 17; prec++) {
+        snprintf(e, sizeof e, "%.*e", prec, f);
+        if (strtod(e, NULL) == f) break;
+    }
+    /* e = [-]d[.ddd]e[+-]XX */
+    char digits[24];
+    size_t nd = 0;
+    const char *p = e;
+    int neg = 0;
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    }
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9') digits[nd++] = *p;
+    int exp10 = atoi(p + 1);
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    digits[nd] = 0;
+    char *o = out;
+    if (neg) *o++ = '-';
+    if (exp10 >= -4 && exp10 < 16) {
+        if (exp10 < 0) {
+            *o++ = '0';
+            *o++ = '.';
+            for (int i = 0; i < -exp10 - 1; i++) *o++ = '0';
+            memcpy(o, digits, nd);
+            o += nd;
+        } else {
+            for (int i = 0; i <= exp10; i++) *o++ = (size_t)i < nd ? digits[i] : '0';
+            *o++ = '.';
+            if ((size_t)exp10 + 1 < nd) {
+                memcpy(o, digits + exp10 + 1, nd - (size_t)exp10 - 1);
+                o += nd - (size_t)exp10 - 1;
+            } else {
+                *o++ = '0';
+            }
+        }
+        *o = 0;
+    } else {
+        *o++ = digits[0];
+        if (nd > 1) {
+            *o++ = '.';
+            memcpy(o, digits + 1, nd - 1);
+            o += nd - 1;
+        }
+        sprintf(o, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+    }
+}
+
+/* ------------------------------------------------------------ str / repr ---- */
+
+static int is_printable(int32_t cp) {
+    if (cp == ' ') return 1;
+    utf8proc_category_t c = utf8proc_category(cp);
+    switch (c) {
+    case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO: case UTF8PROC_CATEGORY_CN: case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP: case UTF8PROC_CATEGORY_ZS: return 0;
+    default: return 1;
+    }
+}
+
+static int repr_str(jbuf *b, const char *s, size_t n) {
+    int has_sq = memchr(s, '\'', n) != NULL, has_dq = memchr(s, '"', n) != NULL;
+    char q = (has_sq && !has_dq) ? '"' : '\'';
+    if (jbuf_addc(b, q)) return -1;
+    size_t i = 0;
+    while (i < n) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0) {
+            if (jbuf_printf(b, "\\x%02x", (unsigned char)s[i])) return -1;
+            i++;
+            continue;
+        }
+        int rc = 0;
+        if (cp == '\\' || cp == q) {
+            rc = jbuf_addc(b, '\\') || jbuf_addc(b, (char)cp);
+        } else if (cp == '\n') {
+            rc = jbuf_adds(b, "\\n");
+        } else if (cp == '\r') {
+            rc = jbuf_adds(b, "\\r");
+        } else if (cp == '\t') {
+            rc = jbuf_adds(b, "\\t");
+        } else if (cp < 0x20 || cp == 0x7f) {
+            rc = jbuf_printf(b, "\\x%02x", (unsigned)cp);
+        } else if (cp >= 0x80 && !is_printable(cp)) {
+            if (cp <= 0xff) rc = jbuf_printf(b, "\\x%02x", (unsigned)cp);
+            else if (cp <= 0xffff) rc = jbuf_printf(b, "\\u%04x", (unsigned)cp);
+            else rc = jbuf_printf(b, "\\U%08x", (unsigned)cp);
+        } else {
+            rc = jbuf_add(b, s + i, (size_t)k);
+        }
+        if (rc) return -1;
+        i += (size_t)k;
+    }
+    return jbuf_addc(b, q);
+}
+
+static int str_or_repr(jbuf *b, jv v, int repr) {
+    char num[40];
+    switch (v.k) {
+    case JV_UNDEF: return repr ? jbuf_adds(b, "Undefined") : 0;
+    case JV_NONE: return jbuf_adds(b, "None");
+    case JV_BOOL: return jbuf_adds(b, v.u.b ? "True" : "False");
+    case JV_INT: return jbuf_printf(b, "%lld", (long long)v.u.i);
+    case JV_FLOAT: jv_format_float(v.u.f, num); return jbuf_adds(b, num);
+    case JV_STR: return repr ? repr_str(b, JS(v)->s, JS(v)->len) : jbuf_add(b, JS(v)->s, JS(v)->len);
+    case JV_LIST: {
+        jlist *l = JL(v);
+        if (l->flavor == JL_GEN) return -1; /* Python prints an address: not reproducible */
+        int tup = l->flavor == JL_TUPLE;
+        if (jbuf_addc(b, tup ? '(' : '[')) return -1;
+        for (size_t i = 0; i < l->n; i++) {
+            if (i && jbuf_adds(b, ", ")) return -1;
+            if (str_or_repr(b, l->v[i], 1)) return -1;
+        }
+        if (tup && l->n == 1 && jbuf_addc(b, ',')) return -1;
+        return jbuf_addc(b, tup ? ')' : ']');
+    }
+    case JV_DICT: case JV_NS: {
+        jdict *d = JD(v);
+        if (v.k == JV_NS && jbuf_adds(b, "<Namespace ")) return -1;
+        if (jbuf_addc(b, '{')) return -1;
+        for (size_t i = 0; i < d->n; i++) {
+            if (i && jbuf_adds(b, ", ")) return -1;
+            if (str_or_repr(b, d->key[i], 1) || jbuf_adds(b, ": ") || str_or_repr(b, d->val[i], 1))
+                return -1;
+        }
+        if (jbuf_addc(b, '}')) return -1;
+        return v.k == JV_NS ? jbuf_addc(b, '>') : 0;
+    }
+    default: return -1; /* macros, loops, functions print addresses in Python */
+    }
+}
+
+int jv_to_pystr(jbuf *b, jv v) { return str_or_repr(b, v, 0); }
+int jv_to_pyrepr(jbuf *b, jv v) { return str_or_repr(b, v, 1); }
