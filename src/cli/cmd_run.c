@@ -1,13 +1,7 @@
 /*
  * cmd_run.c — `facet run`: generate text from a checkpoint (DESIGN.md, "Command line").
- *
- *   facet run [MODEL] [-p TEXT | -f FILE | --prompt-ids 1,2,3] [-n MAX_NEW] [--threads N]
- *             [--ctx N] [--weights auto|f32] [--json [--top-logprobs N]]
- *             [--ignore-eos] [--dump-logits FILE]
- *
- * Text streams to stdout (the prompt's text, then the continuation as it is generated);
- * timings go to stderr. --json prints one JSON object instead. --dump-logits writes the
- * raw float32 logits of every position (see usage()).
+ * Options: run_opts.c. Text streams to stdout (the prompt's text, then the continuation
+ * as it is generated); timings go to stderr. --json prints one JSON object instead.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -18,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "cli/run_opts.h"
+#include "facet_chat.h"
 #include "util/fs.h"
 #include "util/utf8.h"
 
@@ -31,6 +26,45 @@ static int is_eos(const facet_model_info *info, int32_t id) {
     for (int i = 0; i < info->n_eos; i++)
         if (info->eos_token_ids[i] == id) return 1;
     return 0;
+}
+
+/* Read a UTF-8 text file whole; prints the error and returns NULL on failure. */
+static char *read_utf8(const char *path, size_t *len) {
+    facet_error err = {0};
+    char *text;
+    if (facet_read_file(path, (size_t)1 << 30, &text, len, &err) != FACET_OK) {
+        cli_fail(&err);
+        return NULL;
+    }
+    size_t bad = facet_utf8_validate(text, *len);
+    if (bad != *len) {
+        fprintf(stderr, "facet: %s: not valid UTF-8 at byte offset %zu\n", path, bad);
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* Render --messages/--tools through the checkpoint's chat template. */
+static char *render_chat(const run_opts *o, size_t *len) {
+    facet_error err = {0};
+    size_t ml, tl;
+    char *messages = read_utf8(o->messages, &ml), *tools = NULL, *out = NULL;
+    if (!messages) return NULL;
+    if (o->tools && !(tools = read_utf8(o->tools, &tl))) {
+        free(messages);
+        return NULL;
+    }
+    facet_chat_template *tpl = NULL;
+    if (facet_chat_template_load(o->model, &tpl, &err) != FACET_OK ||
+        facet_chat_render(tpl, messages, tools, 1, NULL, &out, len, &err) != FACET_OK) {
+        cli_fail(&err);
+        out = NULL;
+    }
+    facet_chat_template_free(tpl);
+    free(messages);
+    free(tools);
+    return out;
 }
 
 /* Build the prompt ids from the options. Returns 0 or an exit code. */
@@ -47,15 +81,20 @@ static int prompt_ids(const run_opts *o, facet_model *model, int32_t **ids, size
     }
     char *text = NULL;
     size_t len = 0;
-    if (o->prompt_file) {
-        if (facet_read_file(o->prompt_file, (size_t)1 << 30, &text, &len, &err) != FACET_OK)
-            return cli_fail(&err);
-        size_t bad = facet_utf8_validate(text, len);
-        if (bad != len) {
-            fprintf(stderr, "facet: %s: not valid UTF-8 at byte offset %zu\n", o->prompt_file, bad);
-            free(text);
-            return 1;
+    int add_special = 1;
+    if (o->messages) {
+        if (!(text = render_chat(o, &len))) return 1;
+        /* as transformers' chat path: the rendered text carries its own BOS when the
+         * template writes one, so special tokens are not added twice */
+        int32_t *probe = NULL;
+        size_t np = 0;
+        if (facet_tokenize(tok, "", 0, 1, &probe, &np, &err) == FACET_OK && np > 0) {
+            const char *bos = facet_tokenizer_id_to_token(tok, probe[0]);
+            if (bos && strncmp(text, bos, strlen(bos)) == 0) add_special = 0;
         }
+        free(probe);
+    } else if (o->prompt_file) {
+        if (!(text = read_utf8(o->prompt_file, &len))) return 1;
     } else {
         const char *p = o->prompt ? o->prompt : "";
         len = strlen(p);
@@ -64,65 +103,196 @@ static int prompt_ids(const run_opts *o, facet_model *model, int32_t **ids, size
             fprintf(stderr, "facet: -p: prompt is not valid UTF-8 at byte offset %zu\n", bad);
             return 1;
         }
-        text = strdup(p);
-        if (!text) return 1;
+        if (!(text = strdup(p))) return 1;
     }
-    facet_status st = facet_tokenize(tok, text, len, 1, ids, n, &err);
+    facet_status st = facet_tokenize(tok, text, len, add_special, ids, n, &err);
     free(text);
-    if (st != FACET_OK) return cli_fail(&err);
+    return st == FACET_OK ? 0 : cli_fail(&err);
+}
+
+/* Where generated text goes: stdout as it is final, or the --json "text". */
+typedef struct text_sink {
+    int json;
+    char *buf;
+    size_t len, cap;
+} text_sink;
+
+static int sink_put(text_sink *t, const char *s, size_t n) {
+    if (!n) return 0;
+    if (!t->json) {
+        fwrite(s, 1, n, stdout);
+        fflush(stdout);
+        return 0;
+    }
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = (t->len + n + 1) * 2;
+        char *b = realloc(t->buf, cap);
+        if (!b) return 1;
+        t->buf = b;
+        t->cap = cap;
+    }
+    memcpy(t->buf + t->len, s, n);
+    t->len += n;
+    t->buf[t->len] = '\0';
     return 0;
 }
 
-typedef struct {
-    json_t *generated, *top;   /* --json accumulators */
-    FILE *dump;
+typedef struct run_state {
+    const run_opts *o;
+    facet_model_info info;
+    facet_session *sess;
+    facet_sampler *sampler;
     facet_detok_stream *stream;
-} run_out;
+    facet_stop_matcher *stop;
+    FILE *dump;
+    text_sink text;
+    json_t *generated, *top;
+    int32_t *ids;
+    size_t n_prompt;
+    float *logits;
+} run_state;
 
-/* Emit one generated token: stream its text, record it for --json. */
-static int emit(const run_opts *o, run_out *ro, const float *logits, int vocab, int32_t id,
-                json_t *text_acc) {
-    facet_error err = {0};
-    if (o->json) {
-        json_array_append_new(ro->generated, json_integer(id));
-        if (o->top_logprobs > 0) {
-            int32_t ids[64];
-            double lp[64];
-            int k = facet_top_logprobs(logits, vocab, o->top_logprobs, ids, lp);
-            json_t *step = json_array();
-            for (int i = 0; i < k; i++) json_array_append_new(step, json_pack("[i,f]", ids[i], lp[i]));
-            json_array_append_new(ro->top, step);
-        }
-    }
-    if (ro->stream) {
-        const char *piece;
-        size_t len;
-        if (facet_detok_stream_push(ro->stream, id, &piece, &len, &err) != FACET_OK)
-            return cli_fail(&err);
-        if (o->json) {
-            const char *prev = json_string_value(text_acc);
-            size_t pl = json_string_length(text_acc);
-            char *joined = malloc(pl + len + 1);
-            if (!joined) return 1;
-            memcpy(joined, prev, pl);
-            memcpy(joined + pl, piece, len);
-            json_string_setn_nocheck(text_acc, joined, pl + len);
-            free(joined);
-        } else if (len) {
-            fwrite(piece, 1, len, stdout);
-            fflush(stdout);
-        }
-    }
-    return 0;
-}
-
-static int dump_rows(run_out *ro, const float *logits, int rows, int vocab) {
-    if (!ro->dump) return 0;
-    if (fwrite(logits, sizeof(float) * (size_t)vocab, (size_t)rows, ro->dump) != (size_t)rows) {
+static int dump_rows(run_state *rs, const float *logits, size_t rows) {
+    if (!rs->dump) return 0;
+    size_t V = (size_t)rs->info.vocab_size;
+    if (fwrite(logits, sizeof(float) * V, rows, rs->dump) != rows) {
         fprintf(stderr, "facet: --dump-logits: write failed: %s\n", strerror(errno));
         return 1;
     }
     return 0;
+}
+
+/* Record token `id` chosen from `logits`: JSON bookkeeping, then its text through the
+ * detokenizer and the stop matcher. *stopped is set when a stop string matched. */
+static int emit(run_state *rs, const float *logits, int32_t id, int *stopped) {
+    facet_error err = {0};
+    const run_opts *o = rs->o;
+    if (o->json) {
+        json_array_append_new(rs->generated, json_integer(id));
+        if (o->top_logprobs > 0) {
+            int32_t ids[64];
+            double lp[64];
+            int k = facet_top_logprobs(logits, rs->info.vocab_size, o->top_logprobs, ids, lp);
+            json_t *step = json_array();
+            for (int i = 0; i < k; i++) json_array_append_new(step, json_pack("[i,f]", ids[i], lp[i]));
+            json_array_append_new(rs->top, step);
+        }
+    }
+    if (!rs->stream) return 0;
+    const char *piece, *out;
+    size_t len, out_len;
+    int which = -1;
+    if (facet_detok_stream_push(rs->stream, id, &piece, &len, &err) != FACET_OK ||
+        facet_stop_matcher_push(rs->stop, piece, len, &out, &out_len, &which, &err) != FACET_OK)
+        return cli_fail(&err);
+    if (sink_put(&rs->text, out, out_len)) return 1;
+    *stopped = which >= 0;
+    return 0;
+}
+
+/* Generate after the prompt; sets *finish. Returns 0 or an exit code. */
+static int generate(run_state *rs, const char **finish, int *n_gen, double *t_prefill,
+                    double *t_decode) {
+    facet_error err = {0};
+    const run_opts *o = rs->o;
+    size_t V = (size_t)rs->info.vocab_size, n = rs->n_prompt;
+    size_t rows = o->dump_logits ? n : 1;
+    uint8_t *want = calloc(n, 1);
+    int32_t *seqs = calloc(n, sizeof(int32_t));
+    rs->logits = malloc(sizeof(float) * V * rows);
+    if (!want || !seqs || !rs->logits) {
+        free(want);
+        free(seqs);
+        fprintf(stderr, "facet: out of memory for %zu rows of logits\n", rows);
+        return 1;
+    }
+    /* prefill: logits of every position only when they are dumped */
+    for (size_t i = 0; i < n; i++) want[i] = o->dump_logits || i == n - 1;
+    double t0 = now_s();
+    facet_batch b = {(int)n, rs->ids, seqs, want};
+    facet_status st = facet_forward(rs->sess, &b, rs->logits, &err);
+    *t_prefill = now_s() - t0;
+    free(want);
+    free(seqs);
+    if (st != FACET_OK) return cli_fail(&err);
+    if (dump_rows(rs, rs->logits, rows)) return 1;
+    const float *last = rs->logits + (rows - 1) * V;
+
+    *finish = "length";
+    *n_gen = 0;
+    int n_ctx = facet_session_n_ctx(rs->sess), stopped = 0;
+    double t1 = now_s();
+    while (*n_gen < o->max_new) {
+        int32_t next = facet_sampler_sample(rs->sampler, last);
+        facet_sampler_accept(rs->sampler, next);
+        (*n_gen)++;
+        if (emit(rs, last, next, &stopped)) return 1;
+        if (stopped || (!o->ignore_eos && is_eos(&rs->info, next))) {
+            *finish = "stop";
+            break;
+        }
+        if (*n_gen >= o->max_new || facet_seq_length(rs->sess, 0) >= n_ctx) break;
+        int32_t seq0 = 0;
+        if (facet_decode(rs->sess, 1, &seq0, &next, rs->logits, &err) != FACET_OK)
+            return cli_fail(&err);
+        last = rs->logits;
+        if (dump_rows(rs, rs->logits, 1)) return 1;
+    }
+    *t_decode = now_s() - t1;
+    if (rs->stream && !stopped) {
+        const char *piece, *out;
+        size_t len, out_len;
+        int which = -1;
+        if (facet_detok_stream_flush(rs->stream, &piece, &len, &err) != FACET_OK ||
+            facet_stop_matcher_push(rs->stop, piece, len, &out, &out_len, &which, &err) != FACET_OK)
+            return cli_fail(&err);
+        if (sink_put(&rs->text, out, out_len)) return 1;
+        if (which >= 0) {
+            *finish = "stop";
+        } else {
+            facet_stop_matcher_flush(rs->stop, &out, &out_len);
+            if (sink_put(&rs->text, out, out_len)) return 1;
+        }
+    }
+    return 0;
+}
+
+/* Validate the prompt against the vocabulary and the context. */
+static int check_prompt(const run_opts *o, const facet_model_info *info, const int32_t *ids,
+                        size_t n, int n_ctx) {
+    if (n == 0) {
+        fprintf(stderr, "facet: the prompt is empty (no tokens); give text, or --prompt-ids\n");
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= info->vocab_size) {
+            fprintf(stderr, "facet: prompt token %d at index %zu is outside [0, %d)\n", ids[i], i,
+                    info->vocab_size);
+            return 1;
+        }
+    if (n > (size_t)n_ctx) {
+        fprintf(stderr,
+                "facet: the prompt has %zu tokens but the context holds %d "
+                "(max_position_embeddings=%d%s)\n",
+                n, n_ctx, info->max_position_embeddings, o->ctx ? ", --ctx" : "");
+        return 1;
+    }
+    return 0;
+}
+
+static void print_json(run_state *rs, const char *finish, double t_load, double ttft_ms,
+                       double prefill_tok_s, double decode_tok_s) {
+    json_t *pids = json_array();
+    for (size_t i = 0; i < rs->n_prompt; i++) json_array_append_new(pids, json_integer(rs->ids[i]));
+    json_t *obj = json_pack("{s:o, s:O, s:s#, s:s, s:{s:f, s:f, s:f, s:f}}", "prompt_ids", pids,
+                            "generated_ids", rs->generated, "text",
+                            rs->text.buf ? rs->text.buf : "", rs->text.len, "finish_reason", finish,
+                            "timings", "load_s", t_load, "ttft_ms", ttft_ms, "prefill_tok_s",
+                            prefill_tok_s, "decode_tok_s", decode_tok_s);
+    if (rs->o->top_logprobs > 0) json_object_set(obj, "top_logprobs", rs->top);
+    json_dumpf(obj, stdout, JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17));
+    fputc('\n', stdout);
+    json_decref(obj);
 }
 
 int cmd_run(int argc, char **argv) {
@@ -132,184 +302,95 @@ int cmd_run(int argc, char **argv) {
     if (!o.model) o.model = cli_bundled_model();
 
     facet_error err = {0};
+    run_state rs;
+    memset(&rs, 0, sizeof rs);
+    rs.o = &o;
+    rs.text.json = o.json;
     facet_model *model = NULL;
     facet_load_options lo = {o.threads, o.weights};
     double t_load = now_s();
     if (facet_model_load(o.model, &lo, &model, &err) != FACET_OK) return cli_fail(&err);
     t_load = now_s() - t_load;
-    facet_model_info info;
-    facet_model_get_info(model, &info);
+    facet_model_get_info(model, &rs.info);
+    int n_ctx = o.ctx ? o.ctx : rs.info.max_position_embeddings;
+    const char *finish = "length";
+    int n_gen = 0;
+    double t_prefill = 0, t_decode = 0;
 
-    int32_t *ids = NULL;
-    size_t n_prompt = 0;
-    rc = prompt_ids(&o, model, &ids, &n_prompt);
-    if (rc) goto out_model;
-    if (n_prompt == 0) {
-        fprintf(stderr, "facet: the prompt is empty (no tokens); give text, or --prompt-ids\n");
-        rc = 1;
-        goto out_model;
-    }
-    for (size_t i = 0; i < n_prompt; i++)
-        if (ids[i] < 0 || ids[i] >= info.vocab_size) {
-            fprintf(stderr, "facet: prompt token %d at index %zu is outside [0, %d)\n", ids[i], i,
-                    info.vocab_size);
-            rc = 1;
-            goto out_model;
-        }
-    int n_ctx = o.ctx ? o.ctx : info.max_position_embeddings;
-    if (n_ctx > info.max_position_embeddings) {
+    if (n_ctx > rs.info.max_position_embeddings) {
         fprintf(stderr, "facet: --ctx %d is larger than max_position_embeddings=%d\n", n_ctx,
-                info.max_position_embeddings);
+                rs.info.max_position_embeddings);
         rc = 1;
-        goto out_model;
+        goto out;
     }
-    if (n_prompt > (size_t)n_ctx) {
-        fprintf(stderr, "facet: the prompt has %zu tokens but the context holds %d (max_position_embeddings=%d%s)\n",
-                n_prompt, n_ctx, info.max_position_embeddings, o.ctx ? ", --ctx" : "");
-        rc = 1;
-        goto out_model;
-    }
-
-    facet_session *sess = NULL;
+    if ((rc = prompt_ids(&o, model, &rs.ids, &rs.n_prompt))) goto out;
+    if ((rc = check_prompt(&o, &rs.info, rs.ids, rs.n_prompt, n_ctx))) goto out;
     facet_session_options so = {1, n_ctx};
-    if (facet_session_create(model, &so, &sess, &err) != FACET_OK) {
+    if (facet_session_create(model, &so, &rs.sess, &err) != FACET_OK ||
+        facet_sampler_create(&o.sampling, rs.info.vocab_size, &rs.sampler, &err) != FACET_OK ||
+        facet_sampler_accept_prompt(rs.sampler, rs.ids, rs.n_prompt, &err) != FACET_OK ||
+        facet_stop_matcher_create(o.stops, o.n_stops, &rs.stop, &err) != FACET_OK) {
         rc = cli_fail(&err);
-        goto out_model;
+        goto out;
     }
-
-    run_out ro = {0};
-    json_t *text_acc = json_string("");
     if (o.json) {
-        ro.generated = json_array();
-        ro.top = json_array();
+        rs.generated = json_array();
+        rs.top = json_array();
     }
-    if (o.dump_logits && !(ro.dump = fopen(o.dump_logits, "wb"))) {
+    if (o.dump_logits && !(rs.dump = fopen(o.dump_logits, "wb"))) {
         fprintf(stderr, "facet: --dump-logits %s: %s\n", o.dump_logits, strerror(errno));
         rc = 1;
-        goto out_session;
+        goto out;
     }
     facet_tokenizer *tok = facet_model_tokenizer(model);
     if (tok) {
-        if (facet_detok_stream_create(tok, 1, &ro.stream, &err) != FACET_OK) {
+        if (facet_detok_stream_create(tok, 1, &rs.stream, &err) != FACET_OK) {
             rc = cli_fail(&err);
-            goto out_session;
+            goto out;
         }
-        /* the prompt's text: echoed when streaming, skipped in --json's "text" */
-        for (size_t i = 0; i < n_prompt; i++) {
+        /* the prompt's text: echoed when streaming, not part of --json's "text" */
+        for (size_t i = 0; i < rs.n_prompt; i++) {
             const char *piece;
             size_t len;
-            if (facet_detok_stream_push(ro.stream, ids[i], &piece, &len, &err) != FACET_OK) {
+            if (facet_detok_stream_push(rs.stream, rs.ids[i], &piece, &len, &err) != FACET_OK) {
                 rc = cli_fail(&err);
-                goto out_session;
+                goto out;
             }
             if (!o.json && len) fwrite(piece, 1, len, stdout);
         }
         if (!o.json) fflush(stdout);
     }
+    if ((rc = generate(&rs, &finish, &n_gen, &t_prefill, &t_decode))) goto out;
 
-    int V = info.vocab_size;
-    size_t rows = o.dump_logits ? n_prompt : 1;
-    float *logits = malloc(sizeof(float) * (size_t)V * rows);
-    uint8_t *want = calloc(n_prompt, 1);
-    int32_t *seqs = calloc(n_prompt, sizeof(int32_t));
-    if (!logits || !want || !seqs) {
-        fprintf(stderr, "facet: out of memory for logits\n");
-        rc = 1;
-        goto out_buffers;
-    }
-    /* prefill: logits of every position only when they are dumped */
-    for (size_t i = 0; i < n_prompt; i++) want[i] = o.dump_logits || i == n_prompt - 1;
-    double t0 = now_s();
-    facet_batch b = {(int)n_prompt, ids, seqs, want};
-    if (facet_forward(sess, &b, logits, &err) != FACET_OK) {
-        rc = cli_fail(&err);
-        goto out_buffers;
-    }
-    double t_prefill = now_s() - t0;
-    if ((rc = dump_rows(&ro, logits, (int)rows, V))) goto out_buffers;
-    const float *last = logits + (rows - 1) * (size_t)V;
-
-    const char *finish = "length";
-    int n_gen = 0;
-    double t_dec0 = now_s();
-    for (;;) {
-        if (n_gen >= o.max_new) break;
-        int32_t next = facet_sample_greedy(last, V);
-        if ((rc = emit(&o, &ro, last, V, next, text_acc))) goto out_buffers;
-        n_gen++;
-        if (!o.ignore_eos && is_eos(&info, next)) {
-            finish = "stop";
-            break;
-        }
-        if (n_gen >= o.max_new) break;
-        if (facet_seq_length(sess, 0) >= n_ctx) break; /* context full: "length" */
-        int32_t seq0 = 0;
-        if (facet_decode(sess, 1, &seq0, &next, logits, &err) != FACET_OK) {
-            rc = cli_fail(&err);
-            goto out_buffers;
-        }
-        last = logits;
-        if ((rc = dump_rows(&ro, logits, 1, V))) goto out_buffers;
-    }
-    double t_decode = now_s() - t_dec0;
-    if (ro.stream) {
-        const char *piece;
-        size_t len;
-        if (facet_detok_stream_flush(ro.stream, &piece, &len, &err) == FACET_OK && len) {
-            if (o.json) {
-                size_t pl = json_string_length(text_acc);
-                char *joined = malloc(pl + len + 1);
-                if (joined) {
-                    memcpy(joined, json_string_value(text_acc), pl);
-                    memcpy(joined + pl, piece, len);
-                    json_string_setn_nocheck(text_acc, joined, pl + len);
-                    free(joined);
-                }
-            } else {
-                fwrite(piece, 1, len, stdout);
-            }
-        }
-    }
-    /* n_gen tokens were chosen; the first came from the prefill, the rest each cost a step */
+    /* n_gen tokens were chosen: the first from the prefill, each later one after a step */
     double ttft_ms = t_prefill * 1e3;
-    double prefill_tok_s = t_prefill > 0 ? n_prompt / t_prefill : 0;
+    double prefill_tok_s = t_prefill > 0 ? rs.n_prompt / t_prefill : 0;
     double decode_tok_s = (n_gen > 1 && t_decode > 0) ? (n_gen - 1) / t_decode : 0;
     if (o.json) {
-        json_t *pids = json_array();
-        for (size_t i = 0; i < n_prompt; i++) json_array_append_new(pids, json_integer(ids[i]));
-        json_t *obj = json_pack("{s:o, s:O, s:O, s:s, s:{s:f, s:f, s:f, s:f}}", "prompt_ids", pids,
-                                "generated_ids", ro.generated, "text", text_acc, "finish_reason",
-                                finish, "timings", "load_s", t_load, "ttft_ms", ttft_ms,
-                                "prefill_tok_s", prefill_tok_s, "decode_tok_s", decode_tok_s);
-        if (o.top_logprobs > 0) json_object_set(obj, "top_logprobs", ro.top);
-        json_dumpf(obj, stdout, JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17));
-        fputc('\n', stdout);
-        json_decref(obj);
+        print_json(&rs, finish, t_load, ttft_ms, prefill_tok_s, decode_tok_s);
     } else {
         fputc('\n', stdout);
         fprintf(stderr,
                 "facet: load %.3f s | prefill %zu tokens, TTFT %.1f ms, %.1f tok/s | decode %d "
                 "tokens, %.1f tok/s | finish: %s\n",
-                t_load, n_prompt, ttft_ms, prefill_tok_s, n_gen, decode_tok_s, finish);
+                t_load, rs.n_prompt, ttft_ms, prefill_tok_s, n_gen, decode_tok_s, finish);
     }
     fflush(stdout);
 
-out_buffers:
-    free(logits);
-    free(want);
-    free(seqs);
-out_session:
-    if (ro.dump && fclose(ro.dump) != 0 && rc == 0) {
+out:
+    if (rs.dump && fclose(rs.dump) != 0 && rc == 0) {
         fprintf(stderr, "facet: --dump-logits: close failed\n");
         rc = 1;
     }
-    facet_detok_stream_free(ro.stream);
-    json_decref(ro.generated);
-    json_decref(ro.top);
-    json_decref(text_acc);
-    facet_session_free(sess);
-out_model:
-    free(ids);
+    facet_detok_stream_free(rs.stream);
+    facet_stop_matcher_free(rs.stop);
+    facet_sampler_free(rs.sampler);
+    json_decref(rs.generated);
+    json_decref(rs.top);
+    free(rs.text.buf);
+    free(rs.logits);
+    free(rs.ids);
+    facet_session_free(rs.sess);
     facet_model_free(model);
     return rc;
 }

@@ -9,20 +9,33 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: facet run [MODEL] [-p TEXT | -f FILE | --prompt-ids 1,2,3] [-n MAX_NEW]\n"
+            "usage: facet run [MODEL] [-p TEXT | -f FILE | --prompt-ids 1,2,3 |\n"
+            "                 --messages FILE.json [--tools FILE.json]] [-n MAX_NEW]\n"
             "                 [--threads N] [--ctx N] [--weights auto|f32]\n"
-            "                 [--json [--top-logprobs N]] [--ignore-eos] [--dump-logits FILE]\n"
+            "                 [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
+            "                 [--presence-penalty P] [--frequency-penalty F] [--seed S]\n"
+            "                 [--stop STR]... [--json [--top-logprobs N]] [--ignore-eos]\n"
+            "                 [--dump-logits FILE]\n"
             "\n"
-            "Greedy generation. MODEL is a Hugging Face checkpoint folder (config.json,\n"
+            "Generation, greedy unless --temp > 0. MODEL is a Hugging Face checkpoint folder (config.json,\n"
             "*.safetensors, tokenizer.json); without it the bundled stories260k model runs.\n"
             "  -p TEXT            prompt text (tokenized with the tokenizer's special tokens)\n"
             "  -f FILE            prompt read from a UTF-8 file\n"
             "  --prompt-ids LIST  token ids as given, nothing added\n"
+            "  --messages FILE    a JSON array of chat messages, rendered by the checkpoint's\n"
+            "                     chat template with the generation prompt; --tools FILE\n"
+            "                     adds a JSON array of tool definitions\n"
             "  -n MAX_NEW         new tokens at most (default 256); generation also stops at an\n"
             "                     eos_token_id (config.json / generation_config.json) or when\n"
             "                     the context is full\n"
             "  --threads N        worker threads (default: all cores)\n"
             "  --ctx N            context cap in tokens (default max_position_embeddings)\n"
+            "  --temp T           temperature (default 0 = greedy); the sampling chain is\n"
+            "                     repetition/presence/frequency penalties -> temperature ->\n"
+            "                     top-k -> min-p -> top-p -> seeded draw (facet_sampler.h)\n"
+            "  --top-k K, --top-p P, --min-p P, --repeat-penalty R, --presence-penalty P,\n"
+            "  --frequency-penalty F, --seed S (default 0): as in the OpenAI API / transformers\n"
+            "  --stop STR         stop when the text contains STR (not printed; repeatable)\n"
             "  --json             one JSON object: prompt_ids, generated_ids, text,\n"
             "                     finish_reason, timings (load_s, ttft_ms, prefill_tok_s,\n"
             "                     decode_tok_s)\n"
@@ -31,6 +44,18 @@ static void usage(FILE *out) {
             "  --ignore-eos       do not stop at eos_token_id\n"
             "  --dump-logits FILE write float32 little-endian logits, one row of vocab_size\n"
             "                     per position of prompt + generated[:-1]\n");
+}
+
+static int parse_float(const char *opt, const char *v, float *out) {
+    char *end;
+    errno = 0;
+    float x = v ? strtof(v, &end) : 0;
+    if (!v || errno || end == v || *end) {
+        fprintf(stderr, "facet: %s expects a number, got '%s'\n", opt, v ? v : "(nothing)");
+        return 0;
+    }
+    *out = x;
+    return 1;
 }
 
 static int parse_int(const char *opt, const char *v, long lo, long hi, int *out) {
@@ -49,6 +74,8 @@ static int parse_int(const char *opt, const char *v, long lo, long hi, int *out)
 int run_parse_args(int argc, char **argv, run_opts *o) {
     memset(o, 0, sizeof *o);
     o->max_new = 256;
+    facet_sampler_params_default(&o->sampling);
+    o->sampling.temperature = 0.0f; /* greedy unless asked */
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -70,6 +97,12 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
         } else if (!strcmp(a, "--prompt-ids")) {
             NEED_VALUE;
             o->prompt_ids = v;
+        } else if (!strcmp(a, "--messages")) {
+            NEED_VALUE;
+            o->messages = v;
+        } else if (!strcmp(a, "--tools")) {
+            NEED_VALUE;
+            o->tools = v;
         } else if (!strcmp(a, "-n") || !strcmp(a, "--max-new")) {
             NEED_VALUE;
             if (!parse_int(a, v, 0, INT_MAX, &o->max_new)) return 1;
@@ -97,6 +130,44 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
             if (!parse_int(a, v, 0, 64, &o->top_logprobs)) return 1;
         } else if (!strcmp(a, "--ignore-eos")) {
             o->ignore_eos = 1;
+        } else if (!strcmp(a, "--temp") || !strcmp(a, "--temperature")) {
+            NEED_VALUE;
+            if (!parse_float(a, v, &o->sampling.temperature)) return 1;
+        } else if (!strcmp(a, "--top-k")) {
+            NEED_VALUE;
+            if (!parse_int(a, v, 0, INT_MAX, &o->sampling.top_k)) return 1;
+        } else if (!strcmp(a, "--top-p")) {
+            NEED_VALUE;
+            if (!parse_float(a, v, &o->sampling.top_p)) return 1;
+        } else if (!strcmp(a, "--min-p")) {
+            NEED_VALUE;
+            if (!parse_float(a, v, &o->sampling.min_p)) return 1;
+        } else if (!strcmp(a, "--repeat-penalty")) {
+            NEED_VALUE;
+            if (!parse_float(a, v, &o->sampling.repetition_penalty)) return 1;
+        } else if (!strcmp(a, "--presence-penalty")) {
+            NEED_VALUE;
+            if (!parse_float(a, v, &o->sampling.presence_penalty)) return 1;
+        } else if (!strcmp(a, "--frequency-penalty")) {
+            NEED_VALUE;
+            if (!parse_float(a, v, &o->sampling.frequency_penalty)) return 1;
+        } else if (!strcmp(a, "--seed")) {
+            NEED_VALUE;
+            char *end;
+            errno = 0;
+            unsigned long long seed = strtoull(v, &end, 10);
+            if (errno || end == v || *end || v[0] == '-') {
+                fprintf(stderr, "facet: --seed expects a non-negative integer, got '%s'\n", v);
+                return 1;
+            }
+            o->sampling.seed = (uint64_t)seed;
+        } else if (!strcmp(a, "--stop")) {
+            NEED_VALUE;
+            if (o->n_stops == 16) {
+                fprintf(stderr, "facet: run: at most 16 --stop strings\n");
+                return 1;
+            }
+            o->stops[o->n_stops++] = v;
         } else if (!strcmp(a, "--dump-logits")) {
             NEED_VALUE;
             o->dump_logits = v;
@@ -111,9 +182,18 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
         }
 #undef NEED_VALUE
     }
-    int sources = !!o->prompt + !!o->prompt_file + !!o->prompt_ids;
+    int sources = !!o->prompt + !!o->prompt_file + !!o->prompt_ids + !!o->messages;
     if (sources > 1) {
-        fprintf(stderr, "facet: run: give the prompt once: -p, -f or --prompt-ids\n");
+        fprintf(stderr, "facet: run: give the prompt once: -p, -f, --prompt-ids or --messages\n");
+        return 1;
+    }
+    if (o->tools && !o->messages) {
+        fprintf(stderr, "facet: run: --tools needs --messages\n");
+        return 1;
+    }
+    facet_error err = {0};
+    if (facet_sampler_params_validate(&o->sampling, INT32_MAX, &err) != FACET_OK) {
+        fprintf(stderr, "facet: run: %s\n", err.message);
         return 1;
     }
     if (o->top_logprobs && !o->json) {

@@ -8,12 +8,15 @@
 #include <stdint.h>
 
 #include "facet.h"
+#include "facet_sampler.h"
 
 typedef struct run_opts {
     const char *model;        /* checkpoint folder; NULL = the bundled model         */
     const char *prompt;       /* -p TEXT                                             */
     const char *prompt_file;  /* -f FILE                                             */
     const char *prompt_ids;   /* --prompt-ids 1,2,3                                  */
+    const char *messages;     /* --messages FILE.json: rendered by the chat template */
+    const char *tools;        /* --tools FILE.json (with --messages)                 */
     int max_new;              /* -n, default 256                                     */
     int threads;              /* --threads, 0 = all cores                            */
     int ctx;                  /* --ctx, 0 = max_position_embeddings                  */
@@ -22,6 +25,9 @@ typedef struct run_opts {
     int top_logprobs;         /* --top-logprobs N (with --json), 0..64               */
     int ignore_eos;           /* --ignore-eos: generate exactly -n tokens            */
     const char *dump_logits;  /* --dump-logits FILE                                  */
+    facet_sampler_params sampling; /* --temp, --top-k, ... (default: greedy)          */
+    int n_stops;              /* --stop STR (repeatable, up to 16)                   */
+    const char *stops[16];
 } run_opts;
 
 /* Parse argv into *o. Returns -1 to continue, or an exit code (0 after --help, 1 after
