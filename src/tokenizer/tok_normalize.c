@@ -123,18 +123,55 @@ static int lowercase(const char *in, size_t len, tok_buf *out) {
     return 0;
 }
 
-static int unicode_form(const char *in, size_t len, tok_buf *out, utf8proc_option_t opt) {
-    /* ASCII is invariant under every normalization form */
-    size_t i = 0;
-    while (i < len && (unsigned char)in[i] < 0x80) i++;
-    if (i == len) return tok_buf_append(out, in, len);
+/* A character that every normalization form leaves alone and that never combines with
+ * a neighbour: canonical combining class 0, no decomposition, no composition, not Hangul
+ * (composed algorithmically). Text may be split before and after it. */
+static int nf_inert(int32_t cp) {
+    if ((cp >= 0x1100 && cp <= 0x11FF) || (cp >= 0xA960 && cp <= 0xA97F) || (cp >= 0xAC00 && cp <= 0xD7FF))
+        return 0;
+    const utf8proc_property_t *p = utf8proc_get_property(cp);
+    return p->combining_class == 0 && p->decomp_seqindex == UINT16_MAX && p->comb_index == UINT16_MAX;
+}
+
+static int map_run(const char *in, size_t len, tok_buf *out, utf8proc_option_t opt) {
     utf8proc_uint8_t *dst = NULL;
-    utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)in, (utf8proc_ssize_t)len, &dst,
-                                      opt | UTF8PROC_STABLE);
+    utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)in, (utf8proc_ssize_t)len, &dst, opt | UTF8PROC_STABLE);
     if (n < 0) return -1;
     int rc = tok_buf_append(out, dst, (size_t)n);
     free(dst);
     return rc;
+}
+
+/* NFC/NFD/NFKC/NFKD through utf8proc, applied only to the runs that can change: text
+ * is copied as is up to each run of non-inert non-ASCII characters, which is
+ * normalized together with the ASCII character before it (a possible first element of
+ * a composition). Splitting there is exact: ASCII and inert characters are starters
+ * that never compose with what precedes them. */
+static int unicode_form(const char *in, size_t len, tok_buf *out, utf8proc_option_t opt) {
+    size_t copied = 0, i = 0, k;
+    while (i < len) {
+        unsigned char c = (unsigned char)in[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int32_t cp = tok_utf8_decode(in, len, i, &k);
+        if (nf_inert(cp)) {
+            i += k;
+            continue;
+        }
+        size_t start = i;
+        if (start > copied && (unsigned char)in[start - 1] < 0x80) start--;
+        size_t end = i + k;
+        while (end < len && (unsigned char)in[end] >= 0x80) {
+            int32_t c2 = tok_utf8_decode(in, len, end, &k);
+            if (nf_inert(c2)) break;
+            end += k;
+        }
+        if (tok_buf_append(out, in + copied, start - copied) || map_run(in + start, end - start, out, opt)) return -1;
+        copied = i = end;
+    }
+    return tok_buf_append(out, in + copied, len - copied);
 }
 
 static int bert(const tok_normalizer *n, const char *in, size_t len, tok_buf *out) {
