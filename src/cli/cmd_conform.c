@@ -2,7 +2,7 @@
  * cmd_conform.c — `facet conform` and `facet onboard` (DESIGN.md, "Command line").
  *
  *   facet conform PATH [--backend cpu|cuda] [--json FILE]
- *   facet conform --table
+ *   facet conform --table [--markdown]   (the declared table; Markdown for docs)
  *   facet onboard PATH [--ledger FILE.jsonl]
  *
  * conform exit codes: 0 supported, 3 supported pending the tensor probe (no weights:
@@ -47,8 +47,10 @@ static int verdict_exit(const facet_verdict *v) {
     return 1;
 }
 
-/* The plan with default options (ctx = max_position_embeddings, batch 1, auto). */
+/* The plan with default options (ctx = max_position_embeddings, batch 1, auto), for
+ * families in the table (`facet plan` plans any complete shape on request). */
 static int default_plan(const facet_facts *f, facet_plan *p) {
+    if (!f->family_known) return 0;
     facet_plan_opts o = {.ctx = 0, .batch = 1, .weights = FACET_PLAN_AUTO};
     facet_error err;
     return facet_plan_make(f, &o, p, &err) == FACET_OK;
@@ -102,7 +104,7 @@ static int write_json(const char *file, json_t *o) {
 
 static void conform_usage(FILE *out) {
     fprintf(out, "usage: facet conform PATH [--backend cpu|cuda] [--json FILE]\n"
-                 "       facet conform --table\n"
+                 "       facet conform --table [--markdown]\n"
                  "PATH: a checkpoint folder or a config.json. Exit: 0 supported, 3 supported\n"
                  "pending the tensor probe (no weights), 2 refused, 1 unusable input.\n");
 }
@@ -111,9 +113,10 @@ static facet_facts g_facts; /* large: keep off the stack */
 
 int cmd_conform(int argc, char **argv) {
     const char *path = NULL, *backend = "cpu", *json_file = NULL;
-    int table = 0;
+    int table = 0, markdown = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--table")) table = 1;
+        else if (!strcmp(argv[i], "--markdown")) markdown = 1;
         else if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_file = argv[++i];
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -130,7 +133,8 @@ int cmd_conform(int argc, char **argv) {
         }
     }
     if (table) {
-        facet_table_print(stdout);
+        if (markdown) facet_table_print_markdown(stdout);
+        else facet_table_print(stdout);
         return 0;
     }
     if (!path) {

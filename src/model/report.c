@@ -74,8 +74,9 @@ void facet_facts_line(const facet_facts *f, char *buf, size_t cap) {
 void facet_facts_of_note(const facet_facts *f, char *buf, size_t cap) {
     char win[64];
     buf[0] = '\0';
-    if (!f->family_known && !f->num_attention_heads) {
-        APPEND(buf, cap, "no attention heads in config");
+    if (!f->family_known && (f->num_hidden_layers <= 0 || f->num_attention_heads <= 0 ||
+                             f->hidden_size <= 0 || f->head_dim <= 0)) {
+        APPEND(buf, cap, "shape keys outside transformers' standard names");
         return;
     }
     APPEND(buf, cap, "L=%lld, heads %lld/%lld kv, head_dim %lld", (long long)f->num_hidden_layers,
