@@ -4,6 +4,12 @@
  *   facet tokenize   MODEL [TEXT | -f FILE] [--no-special]   -> JSON array of ids
  *   facet detokenize MODEL [--skip-special] ID...            -> text (exactly, no newline)
  *
+ * Batch forms (one tokenizer load for many inputs; used by the end-to-end tests):
+ *   facet tokenize   MODEL --jsonl FILE   lines {"text": S, "add_special_tokens": B}
+ *                                         -> lines {"ids": [...]}
+ *   facet detokenize MODEL --jsonl FILE   lines {"ids": [...], "skip_special_tokens": B}
+ *                                         -> lines {"text": S}
+ *
  * MODEL is any folder holding a tokenizer.json. Without TEXT or -f, tokenize reads
  * standard input. IDs may be separate arguments or comma-separated ("1,2,3", "[1,2]").
  */
@@ -11,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "cli/cli.h"
 #include "facet_tokenizer.h"
@@ -39,8 +47,104 @@ static int read_stdin(char **data, size_t *len) {
     return 0;
 }
 
+/* Run fn over each JSON line of `path`; fn prints one output line. */
+static int batch(const facet_tokenizer *tok, const char *path, int dflt,
+                 int (*fn)(const facet_tokenizer *, json_t *, int, size_t)) {
+    FILE *f = !strcmp(path, "-") ? stdin : fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "facet: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    char *line = NULL;
+    size_t cap = 0, no = 0;
+    ssize_t got;
+    int rc = 0;
+    while (!rc && (got = getline(&line, &cap, f)) > 0) {
+        no++;
+        if (got == 1 && line[0] == '\n') continue;
+        json_error_t je;
+        json_t *j = json_loadb(line, (size_t)got, JSON_ALLOW_NUL, &je);
+        if (!json_is_object(j)) {
+            fprintf(stderr, "facet: %s:%zu: expected a JSON object per line%s%s\n", path, no, j ? "" : ": ",
+                    j ? "" : je.text);
+            rc = 1;
+        } else {
+            rc = fn(tok, j, dflt, no);
+        }
+        json_decref(j);
+    }
+    free(line);
+    if (f != stdin) fclose(f);
+    return rc;
+}
+
+static int batch_tokenize(const facet_tokenizer *tok, json_t *j, int add_special, size_t no) {
+    json_t *t = json_object_get(j, "text"), *a = json_object_get(j, "add_special_tokens");
+    if (!json_is_string(t)) {
+        fprintf(stderr, "facet: line %zu: \"text\" must be a string\n", no);
+        return 1;
+    }
+    if (json_is_boolean(a)) add_special = json_is_true(a);
+    facet_error err = {0};
+    int32_t *ids;
+    size_t n;
+    if (facet_tokenize(tok, json_string_value(t), json_string_length(t), add_special, &ids, &n, &err)) {
+        fprintf(stderr, "facet: line %zu: ", no);
+        return cli_fail(&err);
+    }
+    printf("{\"ids\":[");
+    for (size_t i = 0; i < n; i++) printf(i ? ",%d" : "%d", (int)ids[i]);
+    printf("]}\n");
+    free(ids);
+    return 0;
+}
+
+static int batch_detokenize(const facet_tokenizer *tok, json_t *j, int skip_special, size_t no) {
+    json_t *a = json_object_get(j, "ids"), *s = json_object_get(j, "skip_special_tokens");
+    if (!json_is_array(a)) {
+        fprintf(stderr, "facet: line %zu: \"ids\" must be an array\n", no);
+        return 1;
+    }
+    if (json_is_boolean(s)) skip_special = json_is_true(s);
+    size_t n = json_array_size(a);
+    int32_t *ids = malloc((n ? n : 1) * sizeof *ids);
+    if (!ids) return 1;
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(a, i);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 0x7fffffff) {
+            fprintf(stderr, "facet: line %zu: ids[%zu] is not a token id\n", no, i);
+            free(ids);
+            return 1;
+        }
+        ids[i] = (int32_t)json_integer_value(v);
+    }
+    facet_error err = {0};
+    char *text;
+    size_t len;
+    facet_status st = facet_detokenize(tok, ids, n, skip_special, &text, &len, &err);
+    free(ids);
+    if (st) {
+        fprintf(stderr, "facet: line %zu: ", no);
+        return cli_fail(&err);
+    }
+    json_t *o = json_pack("{s:s%}", "text", text, len);
+    free(text);
+    char *dump = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!dump) return 1;
+    printf("%s\n", dump);
+    free(dump);
+    return 0;
+}
+
+static int load_or_fail(const char *model, facet_tokenizer **tok) {
+    facet_error err = {0};
+    if (facet_tokenizer_load(model, tok, &err)) return cli_fail(&err);
+    return 0;
+}
+
 int cmd_tokenize(int argc, char **argv) {
-    const char *model = NULL, *text = NULL, *file = NULL;
+    const char *model = NULL, *text = NULL, *file = NULL, *jsonl = NULL;
     int add_special = 1;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -52,6 +156,7 @@ int cmd_tokenize(int argc, char **argv) {
         }
         if (!strcmp(argv[i], "--no-special")) add_special = 0;
         else if (!strcmp(argv[i], "-f") && i + 1 < argc) file = argv[++i];
+        else if (!strcmp(argv[i], "--jsonl") && i + 1 < argc) jsonl = argv[++i];
         else if (!model) model = argv[i];
         else if (!text) text = argv[i];
         else {
@@ -66,6 +171,13 @@ int cmd_tokenize(int argc, char **argv) {
     facet_error err = {0};
     char *data = NULL;
     size_t len = 0;
+    if (jsonl) {
+        facet_tokenizer *bt;
+        if (load_or_fail(model, &bt)) return 1;
+        int rc = batch(bt, jsonl, add_special, batch_tokenize);
+        facet_tokenizer_free(bt);
+        return rc;
+    }
     if (file) {
         if (facet_read_file(file, (size_t)1 << 31, &data, &len, &err)) return cli_fail(&err);
     } else if (text) {
@@ -116,7 +228,7 @@ static int parse_ids(const char *arg, int32_t **ids, size_t *n, size_t *cap) {
 }
 
 int cmd_detokenize(int argc, char **argv) {
-    const char *model = NULL;
+    const char *model = NULL, *jsonl = NULL;
     int skip_special = 0;
     int32_t *ids = NULL;
     size_t n = 0, cap = 0;
@@ -129,6 +241,7 @@ int cmd_detokenize(int argc, char **argv) {
             return 0;
         }
         if (!strcmp(argv[i], "--skip-special")) skip_special = 1;
+        else if (!strcmp(argv[i], "--jsonl") && i + 1 < argc) jsonl = argv[++i];
         else if (!model) model = argv[i];
         else if (parse_ids(argv[i], &ids, &n, &cap)) {
             fprintf(stderr, "facet: detokenize: '%s' is not a token id (expected integers 0..2147483647)\n", argv[i]);
@@ -146,6 +259,12 @@ int cmd_detokenize(int argc, char **argv) {
     if (facet_tokenizer_load(model, &tok, &err)) {
         free(ids);
         return cli_fail(&err);
+    }
+    if (jsonl) {
+        free(ids);
+        int rc = batch(tok, jsonl, skip_special, batch_detokenize);
+        facet_tokenizer_free(tok);
+        return rc;
     }
     char *text;
     size_t len;
