@@ -26,12 +26,13 @@ def f32_to_bf16_bits(x):
     """float32 array -> uint16 bfloat16 bit patterns, round to nearest even (as torch's
     .to(torch.bfloat16)); NaN stays NaN (quiet)."""
     x = np.ascontiguousarray(x, dtype=np.float32)
-    u = x.view(np.uint32).astype(np.uint64)
-    rounding = ((u >> 16) & 1) + 0x7FFF
-    out = ((u + rounding) >> 16).astype(np.uint16)
+    u = x.view(np.uint32)
+    # uint32 cannot overflow for finite values: the largest finite pattern 0xFF7FFFFF
+    # plus 0x8000 stays below 2^32; NaNs are fixed up below.
+    out = ((u + (((u >> 16) & 1) + np.uint32(0x7FFF))) >> 16).astype(np.uint16)
     nan = np.isnan(x)
     if nan.any():
-        out[nan] = ((u[nan] >> 16).astype(np.uint16)) | np.uint16(0x0040)
+        out[nan] = (u[nan] >> 16).astype(np.uint16) | np.uint16(0x0040)
     return out
 
 
@@ -91,11 +92,16 @@ def write_file(path, entries, make_data, metadata=None):
             arr = np.asarray(make_data(name))
             if tuple(arr.shape) != tuple(int(d) for d in shape):
                 raise ValueError("tensor %s: data shape %s, declared %s" % (name, arr.shape, tuple(shape)))
-            b = encode(arr, dtype)
             start, end = offsets[name]
-            if len(b) != end - start:
-                raise AssertionError("tensor %s: %d bytes, expected %d" % (name, len(b), end - start))
-            f.write(b)
+            flat = arr.reshape(-1)
+            step = 1 << 24  # convert in slices: bounded memory for full-size tensors
+            written = 0
+            for k in range(0, max(flat.size, 1), step):
+                b = encode(flat[k:k + step], dtype)
+                f.write(b)
+                written += len(b)
+            if written != end - start:
+                raise AssertionError("tensor %s: %d bytes, expected %d" % (name, written, end - start))
     return total
 
 
