@@ -136,7 +136,7 @@ double facet_logprob_of(const float *logits, int n_vocab, int32_t id) {
         if (logits[i] > m) m = logits[i];
     double sum = 0;
     for (int i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - m);
-    return (double)logits[id] - m - log(sum);
+    return (double)logits[id] - (m + log(sum));
 }
 
 /* Steps 1-3: penalties and logit_bias into s->work. */

@@ -1,0 +1,100 @@
+/* cmd_serve.c — `facet serve MODEL`: the OpenAI-compatible HTTP server. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "server/server.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: facet serve [MODEL] [--host 127.0.0.1] [--port 8080] [--max-batch 32]\n"
+            "                   [--ctx N] [--threads N] [--kv-budget TOKENS] [--max-queue N]\n"
+            "                   [--chunk N] [--max-body BYTES] [--timeout S]\n"
+            "                   [--model-id NAME] [--shutdown-grace S]\n"
+            "\n"
+            "OpenAI-compatible HTTP server (continuous batching). MODEL is a checkpoint\n"
+            "folder; without it the bundled stories260k model is served.\n"
+            "  GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions,\n"
+            "  GET /metrics (Prometheus), POST /tokenize, POST /detokenize\n"
+            "  --host ADDR        IPv4 address to listen on (default 127.0.0.1)\n"
+            "  --port N           TCP port (default 8080; 0 = any free port)\n"
+            "  --max-batch N      sequences decoded together (default 32)\n"
+            "  --ctx N            context per sequence (default max_position_embeddings)\n"
+            "  --threads N        engine worker threads (default: all cores)\n"
+            "  --kv-budget T      KV-cache tokens all running requests may reserve\n"
+            "                     (default max-batch x ctx); requests wait beyond it\n"
+            "  --max-queue N      waiting requests before 503 + Retry-After (default 256)\n"
+            "  --chunk N          tokens per engine step, decode + prefill (default 256)\n"
+            "  --max-body BYTES   request body limit, 413 above (default 4194304)\n"
+            "  --timeout S        idle connection timeout in seconds (default 60)\n"
+            "  --model-id NAME    served model name (default: the folder's name)\n"
+            "  --shutdown-grace S seconds in-flight requests get on SIGINT/SIGTERM (default 5)\n");
+}
+
+static int parse_int(const char *opt, const char *v, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || errno || end == v || *end || x < lo || x > hi) {
+        fprintf(stderr, "facet: %s expects an integer in [%ld, %ld], got '%s'\n", opt, lo, hi,
+                v ? v : "(nothing)");
+        return 0;
+    }
+    *out = (int)x;
+    return 1;
+}
+
+int cmd_serve(int argc, char **argv) {
+    facet_server_config c;
+    facet_server_config_default(&c);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = 1, body = 0;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--host")) {
+            if (!v) ok = 0;
+            else c.host = v;
+            i++;
+        } else if (!strcmp(a, "--model-id")) {
+            if (!v) ok = 0;
+            else c.model_id = v;
+            i++;
+        } else if (!strcmp(a, "--port")) ok = parse_int(a, v, 0, 65535, &c.port), i++;
+        else if (!strcmp(a, "--max-batch")) ok = parse_int(a, v, 1, 1024, &c.max_batch), i++;
+        else if (!strcmp(a, "--ctx")) ok = parse_int(a, v, 1, INT_MAX, &c.n_ctx), i++;
+        else if (!strcmp(a, "--threads")) ok = parse_int(a, v, 0, 1024, &c.threads), i++;
+        else if (!strcmp(a, "--kv-budget")) ok = parse_int(a, v, 1, INT_MAX, &c.kv_budget), i++;
+        else if (!strcmp(a, "--max-queue")) ok = parse_int(a, v, 0, 1 << 20, &c.max_queue), i++;
+        else if (!strcmp(a, "--chunk")) ok = parse_int(a, v, 1, 1 << 16, &c.chunk), i++;
+        else if (!strcmp(a, "--timeout")) ok = parse_int(a, v, 1, 86400, &c.timeout_s), i++;
+        else if (!strcmp(a, "--shutdown-grace"))
+            ok = parse_int(a, v, 0, 3600, &c.shutdown_grace_s), i++;
+        else if (!strcmp(a, "--max-body")) {
+            ok = parse_int(a, v, 1024, 1 << 30, &body), i++;
+            c.max_body = (size_t)body;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "facet: serve: unknown option '%s'\n", a);
+            usage(stderr);
+            return 1;
+        } else if (!c.model_dir) {
+            c.model_dir = a;
+        } else {
+            fprintf(stderr, "facet: serve: unexpected argument '%s'\n", a);
+            return 1;
+        }
+        if (!ok) {
+            if (!v) fprintf(stderr, "facet: serve: %s needs a value\n", a);
+            return 1;
+        }
+    }
+    if (!c.model_dir) c.model_dir = cli_bundled_model();
+    facet_error err;
+    if (facet_server_run(&c, &err) != FACET_OK) return cli_fail(&err);
+    return 0;
+}

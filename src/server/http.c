@@ -1,0 +1,369 @@
+/* http.c — libmicrohttpd daemon, routing, request bodies, and the small endpoints
+ * (/health, /v1/models, /metrics, /tokenize, /detokenize). */
+#include "server/http.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/error.h"
+#include "util/utf8.h"
+
+/* Per-connection request state (MHD's con_cls). */
+typedef struct conn_ctx {
+    char *body;
+    size_t len, cap;
+    int too_big;
+} conn_ctx;
+
+enum MHD_Result srv_respond(srv_server *s, struct MHD_Connection *c, unsigned status,
+                            const char *body, size_t len, const char *content_type) {
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", content_type);
+    if (status == 503) MHD_add_response_header(r, "Retry-After", "1");
+    enum MHD_Result ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    pthread_mutex_lock(&s->metrics.mu);
+    s->metrics.requests_total++;
+    if (status >= 400) s->metrics.requests_error++;
+    if (status == 503) s->metrics.requests_rejected++;
+    pthread_mutex_unlock(&s->metrics.mu);
+    return ok;
+}
+
+enum MHD_Result srv_respond_error(srv_server *s, struct MHD_Connection *c, const oai_error *e) {
+    char *body = oai_error_json(e);
+    if (!body) return MHD_NO;
+    enum MHD_Result r = srv_respond(s, c, (unsigned)e->http_status, body, strlen(body),
+                                    "application/json");
+    free(body);
+    return r;
+}
+
+enum MHD_Result srv_respond_json(srv_server *s, struct MHD_Connection *c, unsigned status,
+                                 json_t *v) {
+    char *body = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    json_decref(v);
+    if (!body) {
+        oai_error e;
+        oai_fail(&e, 500, "server_error", NULL, NULL, "cannot serialize the response");
+        return srv_respond_error(s, c, &e);
+    }
+    enum MHD_Result r = srv_respond(s, c, status, body, strlen(body), "application/json");
+    free(body);
+    return r;
+}
+
+int srv_client_gone(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return 1;
+    struct pollfd p = {ci->connect_fd, POLLIN | POLLRDHUP, 0};
+    if (poll(&p, 1, 0) < 0) return 0;
+    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+/* ------------------------------------------------------------ endpoints ---- */
+
+static enum MHD_Result handle_models(srv_server *s, struct MHD_Connection *c) {
+    json_t *m = json_pack("{s:s,s:s,s:I,s:s,s:i}", "id", s->model_id, "object", "model",
+                          "created", (json_int_t)s->created, "owned_by", "facet",
+                          "max_model_len", s->n_ctx);
+    return srv_respond_json(s, c, 200, json_pack("{s:s,s:[o]}", "object", "list", "data", m));
+}
+
+static enum MHD_Result handle_model(srv_server *s, struct MHD_Connection *c, const char *id) {
+    if (strcmp(id, s->model_id)) {
+        oai_error e;
+        oai_fail(&e, 404, "invalid_request_error", "model", "model_not_found",
+                 "The model '%.200s' does not exist", id);
+        return srv_respond_error(s, c, &e);
+    }
+    return srv_respond_json(s, c, 200,
+                            json_pack("{s:s,s:s,s:I,s:s,s:i}", "id", s->model_id, "object",
+                                      "model", "created", (json_int_t)s->created, "owned_by",
+                                      "facet", "max_model_len", s->n_ctx));
+}
+
+static enum MHD_Result handle_metrics(srv_server *s, struct MHD_Connection *c) {
+    char *text = srv_metrics_render(&s->metrics);
+    if (!text) {
+        oai_error e;
+        oai_fail(&e, 500, "server_error", NULL, NULL, "out of memory");
+        return srv_respond_error(s, c, &e);
+    }
+    enum MHD_Result r =
+        srv_respond(s, c, 200, text, strlen(text), "text/plain; version=0.0.4; charset=utf-8");
+    free(text);
+    return r;
+}
+
+/* Parse a JSON object body for the small endpoints. */
+static json_t *parse_object(const char *body, size_t len, oai_error *e) {
+    json_error_t je;
+    json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!o) {
+        oai_fail(e, 400, "invalid_request_error", NULL, NULL,
+                 "the body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
+                 je.column);
+        return NULL;
+    }
+    if (!json_is_object(o)) {
+        json_decref(o);
+        oai_fail(e, 400, "invalid_request_error", NULL, NULL, "the body must be a JSON object");
+        return NULL;
+    }
+    return o;
+}
+
+static int check_model(srv_server *s, json_t *o, oai_error *e) {
+    json_t *model = json_object_get(o, "model");
+    if (!model || json_is_null(model)) return 0;
+    if (!json_is_string(model))
+        return oai_fail(e, 400, "invalid_request_error", "model", NULL,
+                        "'model' must be a string");
+    if (strcmp(json_string_value(model), s->model_id))
+        return oai_fail(e, 404, "invalid_request_error", "model", "model_not_found",
+                        "The model '%.200s' does not exist", json_string_value(model));
+    return 0;
+}
+
+static enum MHD_Result handle_tokenize(srv_server *s, struct MHD_Connection *c,
+                                       const char *body, size_t len) {
+    oai_error e;
+    json_t *o = parse_object(body, len, &e);
+    if (!o) return srv_respond_error(s, c, &e);
+    json_t *p = json_object_get(o, "prompt");
+    json_t *add = json_object_get(o, "add_special_tokens");
+    if (check_model(s, o, &e)) goto fail;
+    if (!json_is_string(p)) {
+        oai_fail(&e, 400, "invalid_request_error", "prompt", NULL, "'prompt' must be a string");
+        goto fail;
+    }
+    if (add && !json_is_boolean(add)) {
+        oai_fail(&e, 400, "invalid_request_error", "add_special_tokens", NULL,
+                 "'add_special_tokens' must be a boolean");
+        goto fail;
+    }
+    int32_t *ids;
+    size_t n;
+    facet_error fe;
+    if (facet_tokenize(s->tok, json_string_value(p), json_string_length(p),
+                       add ? json_is_true(add) : 1, &ids, &n, &fe) != FACET_OK) {
+        oai_fail(&e, 400, "invalid_request_error", "prompt", NULL, "%s", fe.message);
+        goto fail;
+    }
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(arr, json_integer(ids[i]));
+    free(ids);
+    json_decref(o);
+    return srv_respond_json(s, c, 200,
+                            json_pack("{s:o,s:I,s:i}", "tokens", arr, "count", (json_int_t)n,
+                                      "max_model_len", s->n_ctx));
+fail:
+    json_decref(o);
+    return srv_respond_error(s, c, &e);
+}
+
+static enum MHD_Result handle_detokenize(srv_server *s, struct MHD_Connection *c,
+                                         const char *body, size_t len) {
+    oai_error e;
+    json_t *o = parse_object(body, len, &e);
+    if (!o) return srv_respond_error(s, c, &e);
+    json_t *t = json_object_get(o, "tokens");
+    int32_t *ids = NULL;
+    if (check_model(s, o, &e)) goto fail;
+    if (!json_is_array(t)) {
+        oai_fail(&e, 400, "invalid_request_error", "tokens", NULL,
+                 "'tokens' must be an array of token ids");
+        goto fail;
+    }
+    size_t n = json_array_size(t);
+    ids = malloc((n ? n : 1) * sizeof *ids);
+    if (!ids) {
+        oai_fail(&e, 500, "server_error", NULL, NULL, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(t, i);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) >= s->n_vocab) {
+            oai_fail(&e, 400, "invalid_request_error", "tokens", NULL,
+                     "'tokens[%zu]' is not a token id in [0, %d)", i, s->n_vocab);
+            goto fail;
+        }
+        ids[i] = (int32_t)json_integer_value(v);
+    }
+    char *text;
+    size_t tlen;
+    facet_error fe;
+    if (facet_detokenize(s->tok, ids, n, 0, &text, &tlen, &fe) != FACET_OK) {
+        oai_fail(&e, 400, "invalid_request_error", "tokens", NULL, "%s", fe.message);
+        goto fail;
+    }
+    free(ids);
+    json_decref(o);
+    json_t *js = json_stringn_nocheck(text, tlen);
+    free(text);
+    return srv_respond_json(s, c, 200, json_pack("{s:o}", "prompt", js));
+fail:
+    free(ids);
+    json_decref(o);
+    return srv_respond_error(s, c, &e);
+}
+
+/* -------------------------------------------------------------- routing ---- */
+
+static enum MHD_Result not_found(srv_server *s, struct MHD_Connection *c, const char *method,
+                                 const char *url) {
+    oai_error e;
+    oai_fail(&e, 404, "invalid_request_error", NULL, "unknown_url",
+             "Unknown request URL: %.16s %.200s", method, url);
+    return srv_respond_error(s, c, &e);
+}
+
+static enum MHD_Result wrong_method(srv_server *s, struct MHD_Connection *c, const char *method,
+                                    const char *url) {
+    oai_error e;
+    oai_fail(&e, 405, "invalid_request_error", NULL, "method_not_allowed",
+             "Method %.16s is not allowed on %.200s", method, url);
+    return srv_respond_error(s, c, &e);
+}
+
+static enum MHD_Result route(srv_server *s, struct MHD_Connection *c, const char *method,
+                             const char *url, const char *body, size_t len) {
+    int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    if (!strcmp(url, "/health")) {
+        if (!get) return wrong_method(s, c, method, url);
+        return srv_respond(s, c, 200, "{\"status\":\"ok\"}", 15, "application/json");
+    }
+    if (!strcmp(url, "/metrics")) {
+        if (!get) return wrong_method(s, c, method, url);
+        return handle_metrics(s, c);
+    }
+    if (!strcmp(url, "/v1/models")) {
+        if (!get) return wrong_method(s, c, method, url);
+        return handle_models(s, c);
+    }
+    if (!strncmp(url, "/v1/models/", 11)) {
+        if (!get) return wrong_method(s, c, method, url);
+        return handle_model(s, c, url + 11);
+    }
+    if (!strcmp(url, "/v1/completions")) {
+        if (!post) return wrong_method(s, c, method, url);
+        return srv_handle_generate(s, c, OAI_COMPLETION, body, len);
+    }
+    if (!strcmp(url, "/v1/chat/completions")) {
+        if (!post) return wrong_method(s, c, method, url);
+        return srv_handle_generate(s, c, OAI_CHAT, body, len);
+    }
+    if (!strcmp(url, "/tokenize")) {
+        if (!post) return wrong_method(s, c, method, url);
+        return handle_tokenize(s, c, body, len);
+    }
+    if (!strcmp(url, "/detokenize")) {
+        if (!post) return wrong_method(s, c, method, url);
+        return handle_detokenize(s, c, body, len);
+    }
+    return not_found(s, c, method, url);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls) {
+    (void)version;
+    srv_server *s = cls;
+    conn_ctx *ctx = *con_cls;
+    if (!ctx) {
+        ctx = calloc(1, sizeof *ctx);
+        if (!ctx) return MHD_NO;
+        *con_cls = ctx;
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) ctx->too_big = 1;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (ctx->too_big || ctx->len + n > s->cfg.max_body) {
+            ctx->too_big = 1;
+            return MHD_YES;
+        }
+        if (ctx->len + n + 1 > ctx->cap) {
+            size_t cap = ctx->cap ? ctx->cap : 4096;
+            while (cap < ctx->len + n + 1) cap *= 2;
+            char *p = realloc(ctx->body, cap);
+            if (!p) return MHD_NO;
+            ctx->body = p;
+            ctx->cap = cap;
+        }
+        memcpy(ctx->body + ctx->len, upload_data, n);
+        ctx->len += n;
+        ctx->body[ctx->len] = '\0';
+        return MHD_YES;
+    }
+    if (ctx->too_big) {
+        oai_error e;
+        oai_fail(&e, 413, "invalid_request_error", NULL, "request_too_large",
+                 "the request body is larger than the limit of %zu bytes", s->cfg.max_body);
+        return srv_respond_error(s, c, &e);
+    }
+    return route(s, c, method, url, ctx->body ? ctx->body : "", ctx->len);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    (void)cls;
+    (void)c;
+    (void)toe;
+    conn_ctx *ctx = *con_cls;
+    if (ctx) {
+        free(ctx->body);
+        free(ctx);
+        *con_cls = NULL;
+    }
+}
+
+facet_status srv_http_start(srv_server *s, facet_error *err) {
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)s->cfg.port);
+    if (inet_pton(AF_INET, s->cfg.host, &addr.sin_addr) != 1)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "--host '%s' is not an IPv4 address (expected e.g. 127.0.0.1)",
+                         s->cfg.host);
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ITC;
+    s->daemon = MHD_start_daemon(
+        flags, (uint16_t)s->cfg.port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)s->cfg.max_connections, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
+        MHD_OPTION_END);
+    if (!s->daemon)
+        return facet_err(err, FACET_E_IO, "cannot listen on %s:%d (address in use?)",
+                         s->cfg.host, s->cfg.port);
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    if (di) s->cfg.port = di->port;
+    return FACET_OK;
+}
+
+void srv_http_quiesce(srv_server *s) {
+    if (s->daemon) {
+        MHD_socket fd = MHD_quiesce_daemon(s->daemon);
+        if (fd != MHD_INVALID_SOCKET) close(fd);
+    }
+}
+
+void srv_http_stop(srv_server *s) {
+    if (s->daemon) MHD_stop_daemon(s->daemon);
+    s->daemon = NULL;
+}

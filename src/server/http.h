@@ -1,0 +1,56 @@
+/*
+ * http.h — the server object shared by the HTTP handlers (http.c: routing, bodies,
+ * small endpoints; http_gen.c: completions and chat; oai_response.c: response JSON).
+ */
+#ifndef FACET_SERVER_HTTP_H
+#define FACET_SERVER_HTTP_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdint.h>
+
+#include "facet.h"
+#include "server/metrics.h"
+#include "server/oai_request.h"
+#include "server/sched.h"
+#include "server/server.h"
+
+typedef struct srv_server {
+    facet_server_config cfg;
+    char model_id[256];
+    facet_model *model;
+    facet_tokenizer *tok;
+    facet_session *session;
+    srv_sched *sched;
+    srv_metrics metrics;
+    struct MHD_Daemon *daemon;
+    int n_ctx, n_vocab;
+    long created;              /* server start, unix seconds (/v1/models)               */
+    unsigned long next_id;     /* request ids (atomic increments)                       */
+    oai_limits limits;
+} srv_server;
+
+/* Queue a response with `status`, a body (copied) and content type; counts metrics. */
+enum MHD_Result srv_respond(srv_server *s, struct MHD_Connection *c, unsigned status,
+                            const char *body, size_t len, const char *content_type);
+
+/* Queue an OpenAI error response. */
+enum MHD_Result srv_respond_error(srv_server *s, struct MHD_Connection *c, const oai_error *e);
+
+/* Queue a JSON response (takes the reference of `v`). */
+enum MHD_Result srv_respond_json(srv_server *s, struct MHD_Connection *c, unsigned status,
+                                 json_t *v);
+
+/* POST /v1/completions and /v1/chat/completions with the full body. */
+enum MHD_Result srv_handle_generate(srv_server *s, struct MHD_Connection *c, oai_kind kind,
+                                    const char *body, size_t len);
+
+/* Nonzero when the peer of connection c has closed or reset its side. */
+int srv_client_gone(struct MHD_Connection *c);
+
+/* Start / stop the HTTP daemon. */
+facet_status srv_http_start(srv_server *s, facet_error *err);
+void srv_http_quiesce(srv_server *s);
+void srv_http_stop(srv_server *s);
+
+#endif

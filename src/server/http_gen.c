@@ -1,0 +1,404 @@
+/* http_gen.c — POST /v1/completions and /v1/chat/completions: request -> job ->
+ * whole response or SSE stream. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/chat_bridge.h"
+#include "server/http.h"
+#include "server/oai_response.h"
+
+/* A seed for requests that give none: different per request. */
+static uint64_t fresh_seed(void) {
+    static _Atomic uint64_t counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+                 (atomic_fetch_add(&counter, 1) * 0x9e3779b97f4a7c15ULL);
+    return x;
+}
+
+/* Prompt ids of a request. Returns 0 or -1 with *e. */
+static int prompt_ids(srv_server *s, const oai_request *r, int32_t **ids, size_t *n,
+                      oai_error *e) {
+    *ids = NULL;
+    *n = 0;
+    if (r->kind == OAI_CHAT) return srv_chat_prompt(s, r, ids, n, e);
+    if (r->prompt_ids) {
+        *ids = malloc(r->n_prompt_ids * sizeof **ids);
+        if (!*ids) return oai_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+        memcpy(*ids, r->prompt_ids, r->n_prompt_ids * sizeof **ids);
+        *n = r->n_prompt_ids;
+        return 0;
+    }
+    facet_error fe;
+    if (facet_tokenize(s->tok, r->prompt_text, r->prompt_len, 1, ids, n, &fe) != FACET_OK)
+        return oai_fail(e, 400, "invalid_request_error", "prompt", NULL, "%s", fe.message);
+    return 0;
+}
+
+/* ------------------------------------------------------------- whole ---- */
+
+static enum MHD_Result respond_whole(srv_server *s, struct MHD_Connection *c, srv_job *j,
+                                     const oai_meta *m, const oai_request *r) {
+    /* wait for the job, watching for the client going away */
+    srv_sched_lock(s->sched);
+    unsigned long v = 0;
+    while (!j->done) {
+        v = srv_job_wait(s->sched, j, v, 100);
+        if (j->done) break;
+        srv_sched_unlock(s->sched);
+        int gone = srv_client_gone(c);
+        if (gone) srv_sched_cancel(s->sched, j);
+        srv_sched_lock(s->sched);
+    }
+    srv_sched_unlock(s->sched);
+    /* done: the engine no longer touches the job */
+    oai_error e;
+    for (int i = 0; i < j->n_choices; i++) {
+        if (j->choices[i].finish == SRV_FINISH_ERROR) {
+            oai_fail(&e, 500, "server_error", NULL, NULL, "generation failed: %s", j->error);
+            return srv_respond_error(s, c, &e);
+        }
+        if (j->choices[i].finish == SRV_FINISH_CANCEL) {
+            oai_fail(&e, 503, "server_error", NULL, "cancelled",
+                     "the request was cancelled (client gone or server shutting down)");
+            return srv_respond_error(s, c, &e);
+        }
+    }
+    size_t nc = j->n_choices > 0 ? (size_t)j->n_choices : 1;
+    json_t **messages = calloc(nc, sizeof *messages);
+    const char **finish = calloc(nc, sizeof *finish);
+    if (!messages || !finish) {
+        free(messages);
+        free(finish);
+        oai_fail(&e, 500, "server_error", NULL, NULL, "out of memory");
+        return srv_respond_error(s, c, &e);
+    }
+    for (int i = 0; i < j->n_choices; i++) {
+        const srv_choice *ch = &j->choices[i];
+        finish[i] = oai_finish_name(ch->finish);
+        if (m->kind == OAI_CHAT)
+            messages[i] = srv_chat_message(s, r, ch->text, ch->len, ch->finish, &finish[i]);
+    }
+    json_t *resp = oai_response(m, j, messages, finish);
+    free(messages);
+    free(finish);
+    return srv_respond_json(s, c, 200, resp);
+}
+
+/* ----------------------------------------------------------- streaming ---- */
+
+typedef struct stream_ctx {
+    srv_server *s;
+    srv_job *job;
+    struct MHD_Connection *conn;
+    oai_meta meta;
+    char id[64];
+    char model[256];
+    int include_usage;
+    int *ids_sent;
+    size_t *text_sent, *text_offset;
+    uint8_t *fin_sent, *role_sent;
+    unsigned long seen;
+    char *buf;
+    size_t len, off, cap;
+    int finished;
+    int oom;
+    int hold;        /* chat with tools: content sent whole at the end (tool calls)      */
+    json_t *tools;   /* the request's tools (a reference) when hold                      */
+} stream_ctx;
+
+static void sse_append(stream_ctx *x, json_t *v) {
+    char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    json_decref(v);
+    if (!s) {
+        x->oom = 1;
+        return;
+    }
+    size_t n = strlen(s) + 8;
+    if (x->len + n + 1 > x->cap) {
+        size_t cap = x->cap ? x->cap * 2 : 1024;
+        while (cap < x->len + n + 1) cap *= 2;
+        char *p = realloc(x->buf, cap);
+        if (!p) {
+            free(s);
+            x->oom = 1;
+            return;
+        }
+        x->buf = p;
+        x->cap = cap;
+    }
+    x->len += (size_t)snprintf(x->buf + x->len, x->cap - x->len, "data: %s\n\n", s);
+    free(s);
+}
+
+static void sse_raw(stream_ctx *x, const char *s) {
+    size_t n = strlen(s);
+    if (x->len + n + 1 > x->cap) {
+        size_t cap = x->cap ? x->cap * 2 : 1024;
+        while (cap < x->len + n + 1) cap *= 2;
+        char *p = realloc(x->buf, cap);
+        if (!p) {
+            x->oom = 1;
+            return;
+        }
+        x->buf = p;
+        x->cap = cap;
+    }
+    memcpy(x->buf + x->len, s, n + 1);
+    x->len += n;
+}
+
+/* Turn the job's new state into SSE events (called with the scheduler lock held). */
+static void stream_produce(stream_ctx *x) {
+    srv_job *j = x->job;
+    const oai_meta *m = &x->meta;
+    for (int i = 0; i < j->n_choices; i++) {
+        srv_choice *c = &j->choices[i];
+        if (x->fin_sent[i]) continue;
+        if (m->kind == OAI_CHAT && !x->role_sent[i]) {
+            sse_append(x, oai_chunk(m, i, NULL, 0,
+                                    json_pack("{s:s,s:s}", "role", "assistant", "content", ""),
+                                    NULL, NULL));
+            x->role_sent[i] = 1;
+        }
+        if (c->finish == SRV_FINISH_ERROR || c->finish == SRV_FINISH_CANCEL) {
+            oai_error e;
+            if (c->finish == SRV_FINISH_ERROR)
+                oai_fail(&e, 500, "server_error", NULL, NULL, "generation failed: %s", j->error);
+            else
+                oai_fail(&e, 503, "server_error", NULL, "cancelled",
+                         "the request was cancelled (server shutting down)");
+            char *body = oai_error_json(&e);
+            if (body) {
+                sse_raw(x, "data: ");
+                sse_raw(x, body);
+                sse_raw(x, "\n\n");
+                free(body);
+            }
+            x->fin_sent[i] = 1;
+            continue;
+        }
+        size_t new_text = c->len - x->text_sent[i];
+        /* chat with tools: the text may be a tool call, sent whole at the end */
+        int hold = x->hold;
+        if (new_text > 0 && !hold) {
+            json_t *lp = oai_logprobs(m, c, x->ids_sent[i], c->n_ids, j->prompt[j->n_prompt - 1],
+                                           &x->text_offset[i]);
+            const char *t = c->text + x->text_sent[i];
+            json_t *delta = m->kind == OAI_CHAT
+                                ? json_pack("{s:s%}", "content", t, new_text)
+                                : NULL;
+            sse_append(x, oai_chunk(m, i, t, new_text, delta, lp, NULL));
+            x->text_sent[i] = c->len;
+            x->ids_sent[i] = c->n_ids;
+        }
+        if (c->finish != SRV_RUNNING) {
+            const char *fin = oai_finish_name(c->finish);
+            json_t *delta = NULL;
+            if (m->kind == OAI_CHAT && hold)
+                delta = srv_chat_final_delta(x->s, x->tools, c->text, c->len, c->finish, &fin);
+            json_t *lp = x->ids_sent[i] < c->n_ids
+                             ? oai_logprobs(m, c, x->ids_sent[i], c->n_ids, j->prompt[j->n_prompt - 1],
+                                           &x->text_offset[i])
+                             : NULL;
+            sse_append(x, oai_chunk(m, i, "", 0, delta, lp, fin));
+            x->ids_sent[i] = c->n_ids;
+            x->fin_sent[i] = 1;
+        }
+    }
+    if (j->done) {
+        if (x->include_usage) {
+            int completion = 0;
+            for (int i = 0; i < j->n_choices; i++) completion += j->choices[i].n_ids;
+            sse_append(x, json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", m->id, "object",
+                                    m->kind == OAI_CHAT ? "chat.completion.chunk"
+                                                        : "text_completion",
+                                    "created", (json_int_t)m->created, "model", m->model,
+                                    "choices", "usage", oai_usage(j->n_prompt, completion)));
+        }
+        sse_raw(x, "data: [DONE]\n\n");
+        x->finished = 1;
+    }
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    stream_ctx *x = cls;
+    while (x->off == x->len) {
+        if (x->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (x->oom) return MHD_CONTENT_READER_END_WITH_ERROR;
+        x->off = x->len = 0;
+        srv_sched_lock(x->s->sched);
+        x->seen = srv_job_wait(x->s->sched, x->job, x->seen, 100);
+        stream_produce(x);
+        srv_sched_unlock(x->s->sched);
+        if (x->len == 0 && srv_client_gone(x->conn)) {
+            srv_sched_cancel(x->s->sched, x->job);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+    }
+    size_t n = x->len - x->off;
+    if (n > max) n = max;
+    memcpy(buf, x->buf + x->off, n);
+    x->off += n;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls) {
+    stream_ctx *x = cls;
+    srv_sched_cancel(x->s->sched, x->job); /* no-op when done */
+    srv_job_release(x->s->sched, x->job);
+    free(x->ids_sent);
+    free(x->text_sent);
+    free(x->text_offset);
+    free(x->fin_sent);
+    free(x->role_sent);
+    free(x->buf);
+    json_decref(x->tools);
+    free(x);
+}
+
+static int kind_holds(srv_server *s, const oai_request *r) {
+    return r->kind == OAI_CHAT && srv_chat_holds_stream(s, r);
+}
+
+static enum MHD_Result respond_stream(srv_server *s, struct MHD_Connection *c, srv_job *j,
+                                      const oai_meta *m, const oai_request *r) {
+    stream_ctx *x = calloc(1, sizeof *x);
+    size_t n = j->n_choices > 0 ? (size_t)j->n_choices : 1;
+    if (x) {
+        x->ids_sent = calloc(n, sizeof *x->ids_sent);
+        x->text_sent = calloc(n, sizeof *x->text_sent);
+        x->text_offset = calloc(n, sizeof *x->text_offset);
+        x->fin_sent = calloc(n, 1);
+        x->role_sent = calloc(n, 1);
+    }
+    if (!x || !x->ids_sent || !x->text_sent || !x->text_offset || !x->fin_sent ||
+        !x->role_sent) {
+        if (x) {
+            free(x->ids_sent);
+            free(x->text_sent);
+            free(x->text_offset);
+            free(x->fin_sent);
+            free(x->role_sent);
+            free(x);
+        }
+        srv_sched_cancel(s->sched, j);
+        srv_job_release(s->sched, j);
+        oai_error e;
+        oai_fail(&e, 500, "server_error", NULL, NULL, "out of memory");
+        return srv_respond_error(s, c, &e);
+    }
+    x->s = s;
+    x->job = j;
+    x->conn = c;
+    x->meta = *m;
+    snprintf(x->id, sizeof x->id, "%s", m->id);
+    snprintf(x->model, sizeof x->model, "%s", m->model);
+    x->meta.id = x->id;
+    x->meta.model = x->model;
+    x->include_usage = r->include_usage;
+    x->hold = kind_holds(s, r);
+    if (x->hold) x->tools = json_incref(r->tools);
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, x, stream_free);
+    if (!resp) {
+        stream_free(x);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+    MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    enum MHD_Result ok = MHD_queue_response(c, 200, resp);
+    MHD_destroy_response(resp);
+    pthread_mutex_lock(&s->metrics.mu);
+    s->metrics.requests_total++;
+    pthread_mutex_unlock(&s->metrics.mu);
+    return ok;
+}
+
+/* --------------------------------------------------------------- entry ---- */
+
+enum MHD_Result srv_handle_generate(srv_server *s, struct MHD_Connection *c, oai_kind kind,
+                                    const char *body, size_t len) {
+    oai_request r;
+    oai_error e;
+    if (oai_request_parse(body, len, kind, &s->limits, &r, &e))
+        return srv_respond_error(s, c, &e);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    enum MHD_Result res;
+    srv_job *job = NULL;
+    if (prompt_ids(s, &r, &ids, &n, &e)) goto fail;
+    if (n == 0) {
+        oai_fail(&e, 400, "invalid_request_error", kind == OAI_CHAT ? "messages" : "prompt", NULL,
+                 "the prompt is empty (0 tokens)");
+        goto fail;
+    }
+    if (n >= (size_t)s->n_ctx) {
+        oai_fail(&e, 400, "invalid_request_error", kind == OAI_CHAT ? "messages" : "prompt",
+                 "context_length_exceeded",
+                 "This model's maximum context length is %d tokens; the prompt has %zu tokens "
+                 "(at most %d leave room for one generated token)",
+                 s->n_ctx, n, s->n_ctx - 1);
+        goto fail;
+    }
+    int room = s->n_ctx - (int)n;
+    int max_tokens = r.max_tokens;
+    if (max_tokens < 0) max_tokens = kind == OAI_COMPLETION ? (room < 16 ? room : 16) : room;
+    if (max_tokens > room) {
+        oai_fail(&e, 400, "invalid_request_error",
+                 kind == OAI_CHAT ? "max_completion_tokens" : "max_tokens",
+                 "context_length_exceeded",
+                 "This model's maximum context length is %d tokens; the request asks for %zu "
+                 "prompt tokens + %d completion tokens",
+                 s->n_ctx, n, max_tokens);
+        goto fail;
+    }
+    long need = (long)r.n * ((long)n + max_tokens);
+    if (need > s->cfg.kv_budget) {
+        oai_fail(&e, 400, "invalid_request_error", "n", "kv_budget_exceeded",
+                 "the request needs %ld KV-cache tokens (n=%d x (%zu prompt + %d completion)); "
+                 "the server's budget is %d",
+                 need, r.n, n, max_tokens, s->cfg.kv_budget);
+        goto fail;
+    }
+    if (!r.seed_given) r.sampling.seed = fresh_seed();
+    facet_error fe;
+    if (srv_job_create(s->sched, ids, (int)n, max_tokens, r.n, &r.sampling, r.stops, r.n_stops,
+                       r.logprobs, r.top_logprobs, &job, &fe) != FACET_OK) {
+        oai_fail(&e, fe.status == FACET_E_NOMEM ? 500 : 400,
+                 fe.status == FACET_E_NOMEM ? "server_error" : "invalid_request_error", NULL,
+                 NULL, "%s", fe.message);
+        goto fail;
+    }
+    if (srv_sched_submit(s->sched, job)) {
+        srv_job_release(NULL, job);
+        job = NULL;
+        oai_fail(&e, 503, "server_error", NULL, "server_overloaded",
+                 "the server is at capacity (%d requests waiting); retry later",
+                 s->cfg.max_queue);
+        goto fail;
+    }
+    char id[64];
+    unsigned long num = __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED);
+    snprintf(id, sizeof id, "%s-%lx%08lx", kind == OAI_CHAT ? "chatcmpl" : "cmpl",
+             (unsigned long)s->created, num);
+    oai_meta m = {kind, id, (long)time(NULL), s->model_id, s->tok, r.logprobs, r.top_logprobs};
+    if (r.stream) {
+        res = respond_stream(s, c, job, &m, &r); /* the stream owns the job now */
+    } else {
+        res = respond_whole(s, c, job, &m, &r);
+        srv_job_release(s->sched, job);
+    }
+    free(ids);
+    oai_request_free(&r);
+    return res;
+fail:
+    free(ids);
+    oai_request_free(&r);
+    return srv_respond_error(s, c, &e);
+}

@@ -1,0 +1,50 @@
+/*
+ * metrics.h — counters, gauges and histograms of `facet serve`, rendered in the
+ * Prometheus text exposition format (version 0.0.4) for GET /metrics. Thread-safe.
+ */
+#ifndef FACET_SERVER_METRICS_H
+#define FACET_SERVER_METRICS_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define SRV_HIST_BUCKETS 14
+
+/* A histogram with fixed upper bounds (seconds, or entries for batch sizes). */
+typedef struct srv_hist {
+    const double *bounds;           /* [SRV_HIST_BUCKETS] ascending; +Inf is implicit   */
+    uint64_t counts[SRV_HIST_BUCKETS + 1];
+    double sum;
+    uint64_t count;
+} srv_hist;
+
+typedef struct srv_metrics {
+    pthread_mutex_t mu;
+    uint64_t requests_total;        /* HTTP requests answered, any status               */
+    uint64_t requests_error;        /* answered with status >= 400                      */
+    uint64_t requests_rejected;     /* 503: queue full                                   */
+    uint64_t requests_cancelled;    /* client disconnected before the end               */
+    uint64_t prompt_tokens;         /* tokens prefilled                                 */
+    uint64_t generation_tokens;     /* tokens generated                                 */
+    uint64_t steps;                 /* engine steps (facet_forward calls)               */
+    int batch_running;              /* sequences in the last step                       */
+    int batch_max;                  /* largest batch since start                        */
+    int queue_length;
+    int kv_used, kv_budget;         /* KV tokens reserved / budget                      */
+    int slots_used, slots_total;
+    srv_hist ttft;                  /* seconds from arrival to first token              */
+    srv_hist itl;                   /* seconds between tokens of one sequence           */
+    srv_hist batch;                 /* decode sequences per step                         */
+    srv_hist e2e;                   /* seconds from arrival to the last token           */
+} srv_metrics;
+
+void srv_metrics_init(srv_metrics *m);
+void srv_metrics_destroy(srv_metrics *m);
+
+/* Add one observation (call with m->mu held). */
+void srv_hist_observe(srv_hist *h, double v);
+
+/* Render everything as Prometheus text; malloc'd, NUL-terminated. */
+char *srv_metrics_render(srv_metrics *m);
+
+#endif

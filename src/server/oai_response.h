@@ -1,0 +1,51 @@
+/*
+ * oai_response.h — OpenAI response JSON for completions and chat completions: whole
+ * responses, SSE chunks, logprobs and usage (shapes of the OpenAI API reference).
+ */
+#ifndef FACET_SERVER_OAI_RESPONSE_H
+#define FACET_SERVER_OAI_RESPONSE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "facet.h"
+#include "server/oai_request.h"
+#include "server/sched.h"
+
+/* What a response needs besides the job. */
+typedef struct oai_meta {
+    oai_kind kind;
+    const char *id;            /* "cmpl-..." / "chatcmpl-..."                            */
+    long created;              /* unix seconds                                           */
+    const char *model;
+    const facet_tokenizer *tok;
+    int logprobs;              /* logprobs requested                                     */
+    int top_n;                 /* top entries per token                                  */
+} oai_meta;
+
+/* "stop", "length", "tool_calls" (or NULL while running). */
+const char *oai_finish_name(srv_finish f);
+
+/* {"prompt_tokens", "completion_tokens", "total_tokens"}. */
+json_t *oai_usage(int prompt_tokens, int completion_tokens);
+
+/* logprobs object for tokens [from, to) of choice c (prompt_last: the prompt's last id,
+ * the context of the first token's alternatives); *text_offset (completions only)
+ * advances by each token's text length. NULL when not requested. Token strings are
+ * the text each token adds to the detokenized stream. */
+json_t *oai_logprobs(const oai_meta *m, const srv_choice *c, int from, int to,
+                     int32_t prompt_last, size_t *text_offset);
+
+/* The whole non-streaming response of a finished job; `message` (chat) is the assistant
+ * message object of each choice, built by the caller (content / tool_calls), and
+ * `finish` its finish_reason. */
+json_t *oai_response(const oai_meta *m, const srv_job *j, json_t **messages,
+                     const char **finish);
+
+/* One streaming chunk for choice `index`: completions {"text": delta}, chat
+ * {"delta": delta_obj}; finish NULL while running; logprobs may be NULL. Takes the
+ * references of delta_obj and logprobs. */
+json_t *oai_chunk(const oai_meta *m, int index, const char *text, size_t len,
+                  json_t *delta_obj, json_t *logprobs, const char *finish);
+
+#endif

@@ -1,0 +1,129 @@
+/* server.c — `facet serve` lifecycle: load, listen, wait for SIGINT/SIGTERM, drain,
+ * shut down (see server.h). */
+#include "server/server.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/http.h"
+#include "util/error.h"
+
+void facet_server_config_default(facet_server_config *c) {
+    memset(c, 0, sizeof *c);
+    c->host = "127.0.0.1";
+    c->port = 8080;
+    c->max_batch = 32;
+    c->max_queue = 256;
+    c->chunk = 256;
+    c->max_body = 4u << 20;
+    c->timeout_s = 60;
+    c->max_connections = 512;
+    c->shutdown_grace_s = 5;
+}
+
+static void model_id_of(const char *dir, char *out, size_t cap) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    size_t b = n;
+    while (b > 0 && dir[b - 1] != '/') b--;
+    snprintf(out, cap, "%.*s", (int)(n - b), dir + b);
+}
+
+static facet_status check_config(const facet_server_config *c, facet_error *err) {
+    if (c->port < 0 || c->port > 65535)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "--port %d (expected 0..65535)", c->port);
+    if (c->max_batch < 1 || c->max_batch > 1024)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "--max-batch %d (expected 1..1024)",
+                         c->max_batch);
+    if (c->n_ctx < 0)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "--ctx %d (expected >= 0)", c->n_ctx);
+    if (c->max_queue < 0)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "--max-queue %d (expected >= 0)",
+                         c->max_queue);
+    if (c->chunk < 1)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "--chunk %d (expected >= 1)", c->chunk);
+    if (c->kv_budget < 0)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "--kv-budget %d (expected >= 0)",
+                         c->kv_budget);
+    return FACET_OK;
+}
+
+static void teardown(srv_server *s) {
+    if (s->sched) srv_sched_stop(s->sched);
+    srv_http_stop(s);
+    srv_sched_free(s->sched);
+    facet_session_free(s->session);
+    facet_model_free(s->model);
+    srv_metrics_destroy(&s->metrics);
+    free(s);
+}
+
+facet_status facet_server_run(const facet_server_config *cfg, facet_error *err) {
+    facet_status st = check_config(cfg, err);
+    if (st != FACET_OK) return st;
+    /* SIGINT/SIGTERM are taken by sigwait below: block them in every thread we start */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    signal(SIGPIPE, SIG_IGN);
+    srv_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return facet_err(err, FACET_E_NOMEM, "server");
+    }
+    s->cfg = *cfg;
+    srv_metrics_init(&s->metrics);
+    if (cfg->model_id) snprintf(s->model_id, sizeof s->model_id, "%s", cfg->model_id);
+    else model_id_of(cfg->model_dir, s->model_id, sizeof s->model_id);
+    facet_load_options lo = {cfg->threads, FACET_WEIGHTS_AUTO};
+    st = facet_model_load(cfg->model_dir, &lo, &s->model, err);
+    if (st != FACET_OK) goto fail;
+    s->tok = facet_model_tokenizer(s->model);
+    if (!s->tok) {
+        st = facet_err(err, FACET_E_NOT_FOUND, "%s: no tokenizer.json (the server needs one)",
+                       cfg->model_dir);
+        goto fail;
+    }
+    facet_model_info info;
+    facet_model_get_info(s->model, &info);
+    facet_session_options so = {cfg->max_batch, cfg->n_ctx};
+    st = facet_session_create(s->model, &so, &s->session, err);
+    if (st != FACET_OK) goto fail;
+    s->n_ctx = facet_session_n_ctx(s->session);
+    s->n_vocab = info.vocab_size;
+    if (s->cfg.kv_budget == 0) s->cfg.kv_budget = s->cfg.max_batch * s->n_ctx;
+    s->created = (long)time(NULL);
+    s->limits = (oai_limits){s->model_id, s->n_vocab, 16, 16, 20};
+    srv_sched_config sc = {s->cfg.max_batch, s->cfg.kv_budget, s->cfg.max_queue, s->cfg.chunk};
+    st = srv_sched_create(s->model, s->session, &sc, &s->metrics, &s->sched, err);
+    if (st != FACET_OK) goto fail;
+    st = srv_http_start(s, err);
+    if (st != FACET_OK) goto fail;
+    fprintf(stderr,
+            "facet serve: listening on http://%s:%d (model '%s', ctx %d, max batch %d, KV "
+            "budget %d tokens)\n",
+            s->cfg.host, s->cfg.port, s->model_id, s->n_ctx, s->cfg.max_batch,
+            s->cfg.kv_budget);
+    int sig = 0;
+    sigwait(&set, &sig);
+    fprintf(stderr, "facet serve: %s received, shutting down\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    /* stop accepting; let in-flight requests finish within the grace period */
+    srv_http_quiesce(s);
+    double deadline = srv_now() + s->cfg.shutdown_grace_s;
+    while (!srv_sched_idle(s->sched) && srv_now() < deadline) usleep(20000);
+    teardown(s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    fprintf(stderr, "facet serve: stopped\n");
+    return FACET_OK;
+fail:
+    teardown(s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return st;
+}

@@ -1,0 +1,45 @@
+/*
+ * server.h — `facet serve`: an OpenAI-compatible HTTP server over one model.
+ *
+ * Endpoints: GET /health, GET /v1/models, POST /v1/completions, POST
+ * /v1/chat/completions (SSE streaming with "stream": true), GET /metrics (Prometheus
+ * text), POST /tokenize, POST /detokenize. HTTP is libmicrohttpd with one thread per
+ * connection; one engine thread runs the continuous-batching scheduler (sched.h).
+ */
+#ifndef FACET_SERVER_SERVER_H
+#define FACET_SERVER_SERVER_H
+
+#include <stddef.h>
+
+#include "facet.h"
+
+typedef struct facet_server_config {
+    const char *model_dir;   /* checkpoint folder                                      */
+    const char *model_id;    /* served model name; NULL = the folder's base name       */
+    const char *host;        /* listen address (IPv4 literal), default 127.0.0.1       */
+    int port;                /* TCP port; 0 = any free port (printed on stderr)        */
+    int max_batch;           /* sequence slots decoded together, default 32            */
+    int n_ctx;               /* context per sequence; 0 = max_position_embeddings      */
+    int threads;             /* engine worker threads; 0 = all cores                   */
+    int kv_budget;           /* KV tokens all running requests may reserve;
+                                0 = max_batch * n_ctx                                   */
+    int max_queue;           /* waiting requests before 503, default 256               */
+    int chunk;               /* tokens per engine step (decode + prefill), default 256  */
+    size_t max_body;         /* request body limit in bytes, default 4 MiB (413 above) */
+    int timeout_s;           /* idle connection timeout, default 60                    */
+    int max_connections;     /* concurrent connections, default 512                    */
+    int shutdown_grace_s;    /* seconds in-flight requests get on SIGINT/SIGTERM,
+                                default 5; then they are cancelled                     */
+} facet_server_config;
+
+/* Defaults above. */
+void facet_server_config_default(facet_server_config *c);
+
+/* Load the model, listen, serve until SIGINT or SIGTERM, then stop accepting, let
+ * in-flight requests finish within the grace period, cancel the rest and free
+ * everything. Prints "facet serve: listening on http://HOST:PORT" on stderr once ready.
+ * Returns FACET_OK after a clean shutdown; errors: those of facet_model_load,
+ * FACET_E_IO (cannot listen), FACET_E_INVALID_ARGUMENT (bad config), FACET_E_NOMEM. */
+facet_status facet_server_run(const facet_server_config *cfg, facet_error *err);
+
+#endif

@@ -1,0 +1,347 @@
+"""`facet serve` end to end: OpenAI completions on the bundled stories260k model.
+
+Oracles: `facet run --prompt-ids ... --json --top-logprobs` (greedy ids, text and
+log-probabilities of the same engine through its CLI path), `facet tokenize`, and the
+request's own non-streaming answer for the streamed one. Every test bounds its time;
+the server is always killed (server_harness.Server).
+"""
+
+import concurrent.futures
+import json
+import math
+import signal
+import time
+
+import pytest
+
+from server_harness import Server, stream_text, wait_until
+
+PROMPTS = [[1, 403], [1, 403, 407, 261, 378], [1, 365, 261], [1, 322], [1, 410, 264, 310]]
+
+
+@pytest.fixture(scope="module")
+def model(repo_root):
+    return repo_root / "models" / "stories260k"
+
+
+@pytest.fixture(scope="module")
+def server(facet_bin, model):
+    with Server(facet_bin, model, "--max-batch", "32", "--threads", "1") as s:
+        yield s
+
+
+def run_greedy(run_facet, model, ids, n, top=0):
+    args = ["run", str(model), "--prompt-ids", ",".join(map(str, ids)), "-n", str(n), "--json"]
+    if top:
+        args += ["--top-logprobs", str(top)]
+    p = run_facet(args, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def completion(server, prompt, **kw):
+    body = {"model": "stories260k", "prompt": prompt, "temperature": 0}
+    body.pop("model") if kw.get("model") else None
+    body.update(kw)
+    status, r = server.post("/v1/completions", body)
+    assert status == 200, r
+    return r
+
+
+def test_health_and_models(server):
+    assert server.healthy()
+    status, _, data = server.get("/v1/models")
+    assert status == 200
+    m = json.loads(data)
+    assert m["object"] == "list"
+    assert [d["id"] for d in m["data"]] == ["stories260k"]
+    assert m["data"][0]["object"] == "model"
+    status, _, data = server.get("/v1/models/stories260k")
+    assert status == 200 and json.loads(data)["id"] == "stories260k"
+    status, _, data = server.get("/v1/models/nope")
+    assert status == 404 and json.loads(data)["error"]["code"] == "model_not_found"
+
+
+@pytest.mark.parametrize("ids", PROMPTS)
+def test_greedy_matches_facet_run(server, run_facet, model, ids):
+    n = 40
+    ref = run_greedy(run_facet, model, ids, n, top=3)
+    r = completion(server, ids, max_tokens=n, logprobs=3)
+    ch = r["choices"][0]
+    assert r["object"] == "text_completion"
+    assert ch["text"] == ref["text"]
+    assert ch["finish_reason"] == ref["finish_reason"]
+    assert r["usage"] == {"prompt_tokens": len(ids), "completion_tokens": len(ref["generated_ids"]),
+                          "total_tokens": len(ids) + len(ref["generated_ids"])}
+    lp = ch["logprobs"]
+    assert len(lp["tokens"]) == len(ref["generated_ids"])
+    assert "".join(lp["tokens"]) == ref["text"]  # token texts concatenate to the text
+    for i, (got, want) in enumerate(zip(lp["token_logprobs"], ref["top_logprobs"])):
+        assert want[0][0] == ref["generated_ids"][i]  # greedy: the top entry is the choice
+        assert math.isclose(got, want[0][1], abs_tol=1e-4), (i, got, want)
+        assert sorted(lp["top_logprobs"][i].values(), reverse=True)[0] == pytest.approx(
+            want[0][1], abs=1e-4)
+    # text_offset: where each token starts in the text
+    offs, pos = [], 0
+    for t in lp["tokens"]:
+        offs.append(pos)
+        pos += len(t)
+    assert lp["text_offset"] == offs
+
+
+def test_text_prompt_uses_tokenizer(server, run_facet, model):
+    p = run_facet(["tokenize", str(model), "Once upon a time"], timeout=30)
+    assert p.returncode == 0
+    ids = json.loads(p.stdout)
+    ref = run_greedy(run_facet, model, ids, 20)
+    r = completion(server, "Once upon a time", max_tokens=20)
+    assert r["choices"][0]["text"] == ref["text"]
+    assert r["usage"]["prompt_tokens"] == len(ids)
+    status, t = server.post("/tokenize", {"prompt": "Once upon a time"})
+    assert status == 200 and t["tokens"] == ids and t["count"] == len(ids)
+    status, t = server.post("/tokenize", {"prompt": "Once upon a time", "add_special_tokens": False})
+    assert t["tokens"] == ids[1:]
+    status, d = server.post("/detokenize", {"tokens": ids[1:]})
+    assert status == 200 and d["prompt"] == "Once upon a time"
+
+
+def test_default_max_tokens_is_16(server):
+    r = completion(server, [1, 403])
+    assert r["usage"]["completion_tokens"] == 16
+    assert r["choices"][0]["finish_reason"] == "length"
+
+
+def test_streaming_equals_whole(server):
+    for ids in PROMPTS[:3]:
+        whole = completion(server, ids, max_tokens=50)
+        status, chunks, done, raw = server.stream(
+            "/v1/completions", {"model": "stories260k", "prompt": ids, "temperature": 0,
+                                "max_tokens": 50, "stream": True,
+                                "stream_options": {"include_usage": True}})
+        assert status == 200 and done
+        assert stream_text(chunks) == whole["choices"][0]["text"]
+        finals = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
+        assert finals[-1] == "length" and all(f is None for f in finals[:-1])
+        assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == whole["usage"]
+        assert all(c["object"] == "text_completion" for c in chunks)
+        assert len({c["id"] for c in chunks}) == 1
+
+
+def test_streaming_never_splits_utf8(server):
+    # The prompt ends with the byte token <0xC3> (198) and logit_bias forces <0xA9> (172):
+    # "é" is completed across the prompt/completion boundary and released whole.
+    body = {"model": "stories260k", "prompt": [1, 403, 198], "temperature": 0,
+            "max_tokens": 1, "logit_bias": {"172": 100}}
+    assert completion(server, **body)["choices"][0]["text"] == "é"
+    status, chunks, done, raw = server.stream("/v1/completions", dict(body, stream=True))
+    assert done and stream_text(chunks) == "é"
+    # Mixed runs of byte tokens (valid and invalid sequences, which decode to U+FFFD as
+    # Hugging Face's ByteFallback does): every event is valid UTF-8 on its own and the
+    # events add up to the whole answer.
+    body = {"model": "stories260k", "prompt": [1, 403], "temperature": 0, "max_tokens": 30,
+            "logit_bias": {"198": 30, "172": 30}, "frequency_penalty": 2}
+    text = completion(server, **body)["choices"][0]["text"]
+    status, chunks, done, raw = server.stream("/v1/completions", dict(body, stream=True))
+    assert status == 200 and done
+    raw.decode("utf-8")  # strict
+    assert stream_text(chunks) == text
+
+
+def test_stop_strings(server):
+    ids = [1, 403]
+    full = completion(server, ids, max_tokens=60)["choices"][0]["text"]
+    # stop strings that span token boundaries: "a little" and "named Li"
+    for stop in ["a little", "named Li", ["zzz", "park."]]:
+        first = min(full.find(s) for s in ([stop] if isinstance(stop, str) else stop)
+                    if s in full)
+        r = completion(server, ids, max_tokens=60, stop=stop)
+        assert r["choices"][0]["text"] == full[:first]
+        assert r["choices"][0]["finish_reason"] == "stop"
+        status, chunks, done, _ = server.stream(
+            "/v1/completions", {"model": "stories260k", "prompt": ids, "temperature": 0,
+                                "max_tokens": 60, "stop": stop, "stream": True})
+        assert done and stream_text(chunks) == full[:first]
+        assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    # a stop string that never completes: held text is released at the end
+    r = completion(server, ids, max_tokens=60, stop=["little boy"])
+    assert r["choices"][0]["text"] == full and r["choices"][0]["finish_reason"] == "length"
+
+
+def test_seeded_sampling_is_reproducible(server):
+    body = dict(max_tokens=40, temperature=1.0, top_p=0.95, seed=1234)
+    a = completion(server, [1, 403], **body)["choices"][0]["text"]
+    b = completion(server, [1, 403], **body)["choices"][0]["text"]
+    assert a == b
+    others = {completion(server, [1, 403], **dict(body, seed=s))["choices"][0]["text"]
+              for s in range(1, 6)}
+    assert len(others) > 1
+    # n choices: choice i uses seed + i
+    r = completion(server, [1, 403], n=3, **body)
+    assert [c["index"] for c in r["choices"]] == [0, 1, 2]
+    assert r["choices"][0]["text"] == a
+    r1 = completion(server, [1, 403], **dict(body, seed=1235))
+    assert r["choices"][1]["text"] == r1["choices"][0]["text"]
+    assert r["usage"]["completion_tokens"] == sum(
+        len(completion(server, [1, 403], logprobs=0, **dict(body, seed=1234 + i))
+            ["choices"][0]["logprobs"]["tokens"]) for i in range(3))
+    # top_k=1 at temperature 1 is greedy
+    g = completion(server, [1, 403], max_tokens=40)["choices"][0]["text"]
+    k1 = completion(server, [1, 403], max_tokens=40, temperature=1.0, top_k=1, seed=9)
+    assert k1["choices"][0]["text"] == g
+
+
+def test_seeded_stream_equals_whole(server):
+    body = {"model": "stories260k", "prompt": [1, 365, 261], "max_tokens": 30,
+            "temperature": 0.9, "seed": 77, "n": 2}
+    status, whole = server.post("/v1/completions", body)
+    assert status == 200
+    status, chunks, done, _ = server.stream("/v1/completions", dict(body, stream=True))
+    assert done
+    for i in range(2):
+        assert stream_text(chunks, i) == whole["choices"][i]["text"]
+
+
+def test_concurrent_streams_identical_to_alone(server):
+    prompts = [PROMPTS[i % len(PROMPTS)] + [261 + i] for i in range(16)]
+    alone = [completion(server, p, max_tokens=48)["choices"][0]["text"] for p in prompts]
+
+    def one(p):
+        return server.stream("/v1/completions", {"model": "stories260k", "prompt": p,
+                                                 "temperature": 0, "max_tokens": 48,
+                                                 "stream": True}, timeout=120)
+
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        results = list(ex.map(one, prompts))
+    for (status, chunks, done, _), want in zip(results, alone):
+        assert status == 200 and done
+        assert stream_text(chunks) == want
+    m = server.metrics()
+    assert m["facet_batch_size_max"] > 1
+    assert m["facet_generation_tokens_total"] >= 16 * 48
+    assert m["facet_time_to_first_token_seconds_count"] >= 16
+    assert m["facet_inter_token_latency_seconds_count"] > 0
+    assert "facet_queue_length" in m and "facet_kv_cache_tokens_used" in m
+    assert 'facet_batch_size_bucket{le="+Inf"}' in m
+
+
+def test_chat_without_template_is_a_clear_error(server):
+    status, r = server.post("/v1/chat/completions", {
+        "model": "stories260k", "messages": [{"role": "user", "content": "hi"}]})
+    assert status == 400
+    assert r["error"]["type"] == "invalid_request_error"
+    assert "chat" in r["error"]["message"]
+
+
+ERROR_CASES = [
+    # (body, status, param, words in the message)
+    ('{"model": "stories260k", "prompt": "a"', 400, None, ["JSON"]),
+    ({"model": "stories260k", "prompt": 5}, 400, "prompt", ["string"]),
+    ({"model": "stories260k", "prompt": "a", "max_tokens": "9"}, 400, "max_tokens", ["integer"]),
+    ({"model": "stories260k", "prompt": "a", "max_tokens": 0}, 400, "max_tokens", ["0"]),
+    ({"model": "stories260k", "prompt": "a", "temperature": -1}, 400, "temperature", ["-1"]),
+    ({"model": "stories260k", "prompt": "a", "top_p": 1.5}, 400, "top_p", ["1.5"]),
+    ({"model": "stories260k", "prompt": "a", "n": 0}, 400, "n", ["n"]),
+    ({"model": "stories260k", "prompt": "a", "bogus_param": 1}, 400, "bogus_param",
+     ["bogus_param"]),
+    ({"model": "stories260k", "prompt": "a", "echo": True}, 400, "echo", ["echo"]),
+    ({"model": "other", "prompt": "a"}, 404, "model", ["other"]),
+    ({"prompt": "a"}, 400, "model", ["model"]),
+    ({"model": "stories260k", "prompt": [1, 99999]}, 400, "prompt", ["99999"]),
+    ({"model": "stories260k", "prompt": [1] * 600}, 400, "prompt", ["512"]),
+    ({"model": "stories260k", "prompt": [1, 2], "max_tokens": 600}, 400, "max_tokens", ["512"]),
+    ({"model": "stories260k", "prompt": "a", "stop": [""]}, 400, "stop", ["empty"]),
+    ({"model": "stories260k", "prompt": "a", "logit_bias": {"7": 500}}, 400, "logit_bias",
+     ["500"]),
+    ([1, 2], 400, None, ["object"]),
+]
+
+
+@pytest.mark.parametrize("body,status,param,words", ERROR_CASES)
+def test_openai_errors(server, body, status, param, words):
+    st, _, data = server.request("POST", "/v1/completions", body)
+    assert st == status, data
+    e = json.loads(data)["error"]
+    assert e["param"] == param
+    for w in words:
+        assert w in e["message"], e["message"]
+    assert set(e) == {"message", "type", "param", "code"}
+
+
+def test_chat_errors(server):
+    st, r = server.post("/v1/chat/completions", {"model": "stories260k", "messages": []})
+    assert st == 400 and r["error"]["param"] == "messages" and "at least one" in r["error"]["message"]
+    st, r = server.post("/v1/chat/completions", {"model": "stories260k",
+                                                 "messages": [{"role": "wizard", "content": "x"}]})
+    assert st == 400 and "wizard" in r["error"]["message"]
+    st, r = server.post("/v1/chat/completions", {"model": "stories260k",
+                                                 "messages": [{"role": "user", "content": "x"}],
+                                                 "tool_choice": "required"})
+    assert st == 400 and r["error"]["param"] == "tool_choice"
+
+
+def test_body_over_limit_is_413(facet_bin, model):
+    with Server(facet_bin, model, "--max-body", "4096") as s:
+        big = {"model": "stories260k", "prompt": "a" * 10000}
+        st, _, data = s.request("POST", "/v1/completions", big)
+        assert st == 413 and json.loads(data)["error"]["code"] == "request_too_large"
+        assert s.healthy()
+
+
+def test_unknown_url_and_method(server):
+    st, _, data = server.get("/v2/nothing")
+    assert st == 404 and "error" in json.loads(data)
+    st, _, data = server.get("/v1/completions")
+    assert st == 405
+
+
+def test_queue_full_is_503_with_retry_after(facet_bin, model):
+    with Server(facet_bin, model, "--max-batch", "1", "--max-queue", "0", "--threads", "1") as s:
+        # one long stream occupies the only slot
+        c = s.conn(30)
+        c.request("POST", "/v1/completions", body=json.dumps(
+            {"model": "stories260k", "prompt": [1], "max_tokens": 500, "temperature": 0,
+             "stream": True}), headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        assert r.status == 200
+        r.fp.readline()  # the first event: the request is running
+        st, h, data = s.request("POST", "/v1/completions",
+                                {"model": "stories260k", "prompt": [1], "max_tokens": 5})
+        assert st == 503 and h.get("retry-after") == "1"
+        assert json.loads(data)["error"]["code"] == "server_overloaded"
+        c.close()  # disconnect: the slot is freed
+        assert wait_until(lambda: s.request("POST", "/v1/completions", {
+            "model": "stories260k", "prompt": [1], "max_tokens": 5})[0] == 200, 20)
+        assert s.metrics()["facet_requests_rejected_total"] >= 1
+
+
+def test_kv_budget_queues_requests(facet_bin, model):
+    # a budget of 64 tokens fits one request of 2 + 40 at a time: the rest wait, all finish
+    with Server(facet_bin, model, "--kv-budget", "64", "--threads", "1") as s:
+        def one(i):
+            return s.post("/v1/completions", {"model": "stories260k", "prompt": [1, 403],
+                                              "max_tokens": 40, "temperature": 0})
+        with concurrent.futures.ThreadPoolExecutor(4) as ex:
+            res = list(ex.map(one, range(4)))
+        texts = {r["choices"][0]["text"] for st, r in res if st == 200}
+        assert all(st == 200 for st, _ in res) and len(texts) == 1
+        assert s.metrics()["facet_batch_size_max"] == 1
+        st, r = s.post("/v1/completions", {"model": "stories260k", "prompt": [1, 403],
+                                           "max_tokens": 100})
+        assert st == 400 and "64" in r["error"]["message"]
+
+
+def test_graceful_shutdown(facet_bin, model):
+    s = Server(facet_bin, model, "--threads", "1")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as ex:
+            fut = ex.submit(s.stream, "/v1/completions",
+                            {"model": "stories260k", "prompt": [1], "max_tokens": 300,
+                             "temperature": 0, "stream": True}, 30)
+            time.sleep(0.3)
+            rc = s.stop(signal.SIGTERM, timeout=20)
+            assert rc == 0, "".join(s.log)
+            status, chunks, done, _ = fut.result(30)
+            assert status == 200 and done  # finished within the grace period
+        assert any("shutting down" in line for line in s.log)
+    finally:
+        s.stop()
