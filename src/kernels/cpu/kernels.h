@@ -20,22 +20,31 @@ typedef enum facet_wformat {
 
 /*
  * A weight matrix [rows][cols] in the PyTorch nn.Linear layout (rows = output
- * features, cols = input features) in one of the run-time formats. `data` is owned by
- * whoever made it (the model's weight store); `scales` is used by FACET_WF_Q8 only
- * ([rows][cols / 32]).
+ * features, cols = input features). As the loader fills it, it is row-major float32
+ * (format FACET_WF_F32, packed 0); facet_wtensor_convert packs it into the run-time
+ * format (packed 1): panels of 16 output rows streamed once per matmul for every input
+ * row (layouts in matmul_internal.h). `data` is owned by whoever made it (the model's
+ * weight store) and freed with free(); packed formats keep their q8 scales inside
+ * `data`, so `scales` stays NULL (kept for the loader, which frees it).
  */
 typedef struct facet_wtensor {
     facet_wformat format;
     int rows, cols;
     void *data;
     float *scales;
+    int packed; /* 0: row-major float32 as loaded; 1: packed by facet_wtensor_convert */
 } facet_wtensor;
 
 /*
- * Convert a FACET_WF_F32 tensor in place to format `to` (its float32 data is freed and
- * replaced). Errors: FACET_E_UNSUPPORTED when this build has no kernels for `to`
- * (naming it), FACET_E_INVALID_ARGUMENT when cols does not fit the format's block size,
- * FACET_E_NOMEM.
+ * Convert a row-major FACET_WF_F32 tensor (packed 0) in place into format `to`, packed
+ * (its float32 data is freed and replaced by memory 2 MiB-aligned and advised for
+ * transparent huge pages when it spans one). Every format may be asked for, f32
+ * included. Rounding: bf16 and f16 round to nearest even (bf16 values of a bf16
+ * checkpoint are kept exactly); int8 follows llama.cpp's Q8_0 idea: per block of 32
+ * inputs, scale = max|w| / 127 stored as f16, q = round_even(w / scale) in [-127, 127].
+ * A tensor already packed in `to` is left as it is. Errors: FACET_E_UNSUPPORTED to
+ * repack into another format, FACET_E_INVALID_ARGUMENT for an empty shape or an int8
+ * block without a finite f16 scale, FACET_E_NOMEM.
  */
 #include "facet_status.h"
 facet_status facet_wtensor_convert(facet_wtensor *w, facet_wformat to, facet_error *err);
@@ -43,17 +52,27 @@ facet_status facet_wtensor_convert(facet_wtensor *w, facet_wformat to, facet_err
 /* Name of a format: "f32", "bf16", "f16", "int8". */
 const char *facet_wformat_name(facet_wformat f);
 
-/* Bytes of a weight tensor's data (+ scales). */
+/* Bytes of a weight tensor's data (packed: with its padding and q8 scales). */
 size_t facet_wtensor_bytes(const facet_wtensor *w);
 
-/* Copy row `row` of W into out (cols floats), widened to float32 (embedding lookup). */
+/* Copy row `row` of W into out (cols floats), widened to float32 (embedding lookup;
+ * int8 rows dequantized as q * scale). */
 void facet_wtensor_row(const facet_wtensor *w, int row, float *out);
 
 /*
  * Y[r][o] = sum_i X[r][i] * W[o][i] (+ bias[o]) for any weight format: X is
- * [n_rows][W->cols] float32, Y is [n_rows][W->rows]. Dispatches to the kernel of W's
- * format; every row of Y is computed with the same summation order whatever n_rows is,
- * so a sequence's result does not depend on what else is in the batch.
+ * [n_rows][W->cols] float32, Y is [n_rows][W->rows]. Packed tensors run the kernel of
+ * their format for this CPU (cpu_features.h: AVX-512 BF16 / VNNI, AVX2, scalar), a
+ * thread-pool task per group of output panels, each task reading its weights once for
+ * all n_rows (decode: one sweep for every sequence; prefill: register tiles of rows x
+ * 16-output panels, weights reused from cache across row tiles). Activations as the
+ * format computes them: f32 and f16 multiply float32 X; bf16 multiplies X rounded to
+ * bf16 with vdpbf16ps on CPUs with AVX512-BF16 and float32 X otherwise; int8 quantizes X
+ * per row and block of 32 to int8 (scale max|x| / 127) and sums integer products per
+ * block. Every row of Y is computed with the same operations in the same order whatever
+ * n_rows is, so a sequence's result does not depend on what else is in the batch.
+ * Scratch for the prepared X comes from the pool (facet_pool_scratch), or malloc when
+ * pool is NULL; should that allocation fail, Y is filled with NaN.
  */
 void facet_matmul(facet_pool *pool, float *Y, const float *X, const facet_wtensor *W,
                   const float *bias, int n_rows);

@@ -1,9 +1,21 @@
-/* matmul.c — format dispatch for weight matrices. */
-#include "kernels/cpu/kernels.h"
-
+/*
+ * matmul.c — facet_matmul: prepares the activations in the format the kernel reads,
+ * splits the packed weights into thread-pool tasks of output panels and runs the
+ * format's micro-kernel over register tiles of (rows x panels), blocked along the input
+ * dim so a task's weights stay in the L2 cache while every row tile reuses them.
+ */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "util/error.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/matmul_internal.h"
+
+/* Weights of one task's K block kept under this many bytes (half of a 1 MiB L2). */
+#define CHUNK_BYTES (512u << 10)
+/* Rows prepared serially below this; above, the preparation is spread over the pool. */
+#define PREP_PARALLEL_ROWS 8
 
 const char *facet_wformat_name(facet_wformat f) {
     switch (f) {
@@ -15,42 +27,188 @@ const char *facet_wformat_name(facet_wformat f) {
     return "unknown";
 }
 
-facet_status facet_wtensor_convert(facet_wtensor *w, facet_wformat to, facet_error *err) {
-    if (w->format == to) return FACET_OK;
-    return facet_err(err, FACET_E_UNSUPPORTED,
-                     "weights format %s is not built into this version (available: f32)",
-                     facet_wformat_name(to));
-}
-
-size_t facet_wtensor_bytes(const facet_wtensor *w) {
-    size_t n = (size_t)w->rows * (size_t)w->cols;
-    switch (w->format) {
-    case FACET_WF_F32: return n * 4;
-    case FACET_WF_BF16:
-    case FACET_WF_F16: return n * 2;
-    case FACET_WF_Q8: return n + (n / 32) * sizeof(float);
-    }
-    return 0;
-}
-
-void facet_wtensor_row(const facet_wtensor *w, int row, float *out) {
-    switch (w->format) {
+const facet_ukernel *facet_ukernel_select(facet_wformat f) {
+    const facet_cpu_info *c = facet_cpu();
+    int avx2 = c->level >= FACET_CPU_AVX2, avx512 = c->level >= FACET_CPU_AVX512;
+    switch (f) {
     case FACET_WF_F32:
-        memcpy(out, (const float *)w->data + (size_t)row * w->cols, sizeof(float) * (size_t)w->cols);
+        return avx512 ? &facet_uk_f32_avx512 : avx2 ? &facet_uk_f32_avx2 : &facet_uk_f32_scalar;
+    case FACET_WF_F16:
+        return avx512 ? &facet_uk_f16_avx512 : avx2 ? &facet_uk_f16_avx2 : &facet_uk_f16_scalar;
+    case FACET_WF_BF16:
+        return c->avx512_bf16 ? &facet_uk_bf16_avx512bf16
+               : avx2         ? &facet_uk_bf16_avx2
+                              : &facet_uk_bf16_scalar;
+    case FACET_WF_Q8:
+        return c->avx512_vnni ? &facet_uk_q8_avx512vnni : avx2 ? &facet_uk_q8_avx2 : &facet_uk_q8_scalar;
+    }
+    return &facet_uk_f32_scalar;
+}
+
+/* ---- activation preparation ---- */
+
+typedef struct {
+    const float *X;
+    int cols, kp;
+    facet_xkind kind;
+    uint8_t *data;
+    size_t stride;
+    float *scale;
+    int32_t *corr;
+} prep_job;
+
+static void prep_row(const prep_job *j, int r) {
+    const float *x = j->X + (size_t)r * j->cols;
+    uint8_t *d = j->data + (size_t)r * j->stride;
+    int nblk = j->kp / FACET_Q8_BLOCK;
+    switch (j->kind) {
+    case FACET_X_F32:
+        memcpy(d, x, sizeof(float) * (size_t)j->cols);
+        memset(d + sizeof(float) * (size_t)j->cols, 0, sizeof(float) * (size_t)(j->kp - j->cols));
         return;
-    default:
-        /* other formats arrive with their kernels */
+    case FACET_X_BF16: {
+        uint16_t *h = (uint16_t *)d;
+        for (int k = 0; k < j->cols; k++) h[k] = facet_f32_to_bf16(x[k]);
+        for (int k = j->cols; k < j->kp; k++) h[k] = 0;
         return;
+    }
+    case FACET_X_Q8: {
+        float *tmp = NULL, buf[FACET_Q8_BLOCK];
+        int full = j->cols / FACET_Q8_BLOCK * FACET_Q8_BLOCK;
+        facet_q8_quantize_row(x, full, (int8_t *)d, j->scale + (size_t)r * nblk,
+                              j->corr + (size_t)r * nblk);
+        if (full < j->kp) { /* last, partial block: zero-padded copy */
+            tmp = buf;
+            memset(buf, 0, sizeof buf);
+            memcpy(buf, x + full, sizeof(float) * (size_t)(j->cols - full));
+            int b = full / FACET_Q8_BLOCK;
+            facet_q8_quantize_row(tmp, FACET_Q8_BLOCK, (int8_t *)d + full,
+                                  j->scale + (size_t)r * nblk + b, j->corr + (size_t)r * nblk + b);
+        }
+        return;
+    }
+    }
+}
+
+static void prep_task(void *ctx, int task, int thread) {
+    (void)thread;
+    prep_row(ctx, task);
+}
+
+/* ---- the tiled sweep ---- */
+
+typedef struct {
+    const facet_ukernel *uk;
+    facet_xprep x;
+    const uint8_t *W;
+    size_t pb;         /* bytes per panel                                  */
+    float *Y;
+    const float *bias;
+    int n_rows, n_out, n_panels, gp, kp, kc;
+} mm_job;
+
+static void mm_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const mm_job *j = ctx;
+    const facet_ukernel *uk = j->uk;
+    int p0 = task * j->gp, p1 = p0 + j->gp < j->n_panels ? p0 + j->gp : j->n_panels;
+    _Alignas(64) float tile[8 * FACET_TILE_LD];
+    for (int k0 = 0; k0 < j->kp; k0 += j->kc) {
+        int k1 = k0 + j->kc < j->kp ? k0 + j->kc : j->kp;
+        int acc = k0 > 0, last = k1 == j->kp;
+        for (int r0 = 0; r0 < j->n_rows; r0 += uk->mr) {
+            int mr = j->n_rows - r0 < uk->mr ? j->n_rows - r0 : uk->mr;
+            for (int p = p0; p < p1; p += uk->np) {
+                int np = p1 - p < uk->np ? p1 - p : uk->np;
+                int o0 = p * FACET_PANEL, o1 = (p + np) * FACET_PANEL;
+                if (o1 > j->n_out) o1 = j->n_out;
+                if (acc)
+                    for (int r = 0; r < mr; r++)
+                        memcpy(tile + r * FACET_TILE_LD, j->Y + (size_t)(r0 + r) * j->n_out + o0,
+                               sizeof(float) * (size_t)(o1 - o0));
+                uk->fn(&j->x, r0, mr, j->W + (size_t)p * j->pb, j->pb, np, k0, k1, tile, acc);
+                for (int r = 0; r < mr; r++) {
+                    float *y = j->Y + (size_t)(r0 + r) * j->n_out + o0;
+                    const float *t = tile + r * FACET_TILE_LD;
+                    if (last && j->bias)
+                        for (int o = 0; o < o1 - o0; o++) y[o] = t[o] + j->bias[o0 + o];
+                    else
+                        memcpy(y, t, sizeof(float) * (size_t)(o1 - o0));
+                }
+            }
+        }
     }
 }
 
 void facet_matmul(facet_pool *pool, float *Y, const float *X, const facet_wtensor *W,
                   const float *bias, int n_rows) {
-    switch (W->format) {
-    case FACET_WF_F32:
+    if (n_rows <= 0) return;
+    if (!W->packed) {
         facet_matmul_f32(pool, Y, X, (const float *)W->data, bias, n_rows, W->cols, W->rows);
         return;
-    default:
-        return;
     }
+    const facet_ukernel *uk = facet_ukernel_select(W->format);
+    int cols = W->cols, kp = facet_packed_kp(cols), nblk = kp / FACET_Q8_BLOCK;
+
+    /* activations in the kernel's format */
+    prep_job pj = {X, cols, kp, uk->xkind, NULL, 0, NULL, NULL};
+    size_t need = 0;
+    switch (uk->xkind) {
+    case FACET_X_F32: pj.stride = (size_t)kp * 4; need = cols == kp ? 0 : pj.stride * n_rows; break;
+    case FACET_X_BF16: pj.stride = (size_t)kp * 2; need = pj.stride * n_rows; break;
+    case FACET_X_Q8:
+        pj.stride = ((size_t)kp + 63) / 64 * 64;
+        need = pj.stride * n_rows + (size_t)n_rows * nblk * (sizeof(float) + sizeof(int32_t)) + 64;
+        break;
+    }
+    void *owned = NULL, *scratch = NULL;
+    if (need) {
+        scratch = pool ? facet_pool_scratch(pool, need) : (owned = malloc(need));
+        if (!scratch) {
+            for (size_t i = 0; i < (size_t)n_rows * W->rows; i++) Y[i] = NAN;
+            return;
+        }
+        pj.data = scratch;
+        if (uk->xkind == FACET_X_Q8) {
+            pj.scale = (float *)(pj.data + pj.stride * n_rows);
+            pj.corr = (int32_t *)(pj.scale + (size_t)n_rows * nblk);
+        }
+        if (pool && n_rows >= PREP_PARALLEL_ROWS)
+            facet_pool_run(pool, n_rows, prep_task, &pj);
+        else
+            for (int r = 0; r < n_rows; r++) prep_row(&pj, r);
+    } else {
+        pj.data = (uint8_t *)(uintptr_t)X;
+    }
+
+    mm_job j;
+    j.uk = uk;
+    j.x = (facet_xprep){pj.data, pj.stride, pj.scale, pj.corr, nblk};
+    j.W = W->data;
+    j.pb = facet_panel_bytes(W->format, kp);
+    j.Y = Y;
+    j.bias = bias;
+    j.n_rows = n_rows;
+    j.n_out = W->rows;
+    j.n_panels = (W->rows + FACET_PANEL - 1) / FACET_PANEL;
+    j.kp = kp;
+    int threads = pool ? facet_pool_size(pool) : 1;
+    /* about 4 tasks per thread, each task's weights within CHUNK_BYTES when possible */
+    int gp = (j.n_panels + threads * 4 - 1) / (threads * 4);
+    int cap = (int)(CHUNK_BYTES / j.pb);
+    if (gp > cap) gp = cap;
+    if (gp < uk->np) gp = uk->np;
+    gp = (gp + uk->np - 1) / uk->np * uk->np;
+    j.gp = gp;
+    j.kc = kp;
+    if (n_rows > uk->mr && (size_t)gp * j.pb > CHUNK_BYTES) {
+        size_t kc = (size_t)kp * CHUNK_BYTES / ((size_t)gp * j.pb) / FACET_KALIGN * FACET_KALIGN;
+        j.kc = kc < FACET_KALIGN ? FACET_KALIGN : (int)kc;
+    }
+    int n_tasks = (j.n_panels + gp - 1) / gp;
+    if (pool)
+        facet_pool_run(pool, n_tasks, mm_task, &j);
+    else
+        for (int t = 0; t < n_tasks; t++) mm_task(&j, t, 0);
+    free(owned);
 }

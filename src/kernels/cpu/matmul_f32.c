@@ -1,5 +1,16 @@
-/* matmul_f32.c — Y = X W^T for float32 weights, split over output rows. */
+/*
+ * matmul_f32.c — float32 dot/axpy helpers, the row-major f32 matmul (tensors not yet
+ * packed) and the packed-f32 micro-kernels: y += x[k] * w[k][16 lanes], one fused
+ * multiply-add per (row, output, k) in k order on every path, so scalar, AVX2 and
+ * AVX-512 give bit-identical results.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/ukernel_gen.h"
 
 float facet_dot_f32(const float *a, const float *b, int n) {
     /* 16 independent partial sums: lets the compiler vectorize without -ffast-math and
@@ -51,3 +62,77 @@ void facet_matmul_f32(facet_pool *pool, float *Y, const float *X, const float *W
     else
         for (int t = 0; t < n_tasks; t++) matmul_task(&j, t, 0);
 }
+
+/* ---- packed f32 micro-kernels ---- */
+
+#define XROW(r) ((const float *)(x->data + (size_t)(r0 + (r)) * x->stride))
+
+static void uk_f32_scalar(FACET_UK_PARAMS) {
+    for (int r = 0; r < mr; r++)
+        for (int p = 0; p < np; p++) {
+            const float *w = (const float *)(W + (size_t)p * pb), *xr = XROW(r);
+            float *t = tile + r * FACET_TILE_LD + p * 16, acc[16];
+            for (int l = 0; l < 16; l++) acc[l] = accumulate ? t[l] : 0.0f;
+            for (int k = k0; k < k1; k++)
+                for (int l = 0; l < 16; l++) acc[l] = fmaf(xr[k], w[(size_t)k * 16 + l], acc[l]);
+            memcpy(t, acc, sizeof acc);
+        }
+}
+
+FACET_INLINE FACET_TGT_AVX2 void f32_avx2_body(const facet_xprep *x, int r0, const uint8_t *W,
+                                                size_t pb, int k0, int k1, float *tile,
+                                                int accumulate, const int MR, const int NP) {
+    __m256 acc[4][2 * 1];
+    (void)NP; /* one panel: two 8-lane halves */
+    (void)pb;
+    for (int r = 0; r < MR; r++)
+        for (int h = 0; h < 2; h++)
+            acc[r][h] = accumulate ? _mm256_loadu_ps(tile + r * FACET_TILE_LD + h * 8) : _mm256_setzero_ps();
+    const float *w = (const float *)W;
+    for (int k = k0; k < k1; k++) {
+        __m256 w0 = _mm256_loadu_ps(w + (size_t)k * 16), w1 = _mm256_loadu_ps(w + (size_t)k * 16 + 8);
+        for (int r = 0; r < MR; r++) {
+            __m256 xb = _mm256_broadcast_ss(XROW(r) + k);
+            acc[r][0] = _mm256_fmadd_ps(xb, w0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(xb, w1, acc[r][1]);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int h = 0; h < 2; h++) _mm256_storeu_ps(tile + r * FACET_TILE_LD + h * 8, acc[r][h]);
+}
+
+#define B_F32_AVX2(M, N) f32_avx2_body(FACET_UK_ARGS, M, N)
+static FACET_TGT_AVX2 void uk_f32_avx2(FACET_UK_PARAMS) {
+    (void)pb;
+    switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR4(FACET_UK_NP1, B_F32_AVX2) }
+}
+
+FACET_INLINE FACET_TGT_AVX512 void f32_avx512_body(const facet_xprep *x, int r0, const uint8_t *W,
+                                                    size_t pb, int k0, int k1, float *tile,
+                                                    int accumulate, const int MR, const int NP) {
+    __m512 acc[6][4];
+    const float *w[4];
+    for (int p = 0; p < NP; p++) w[p] = (const float *)(W + (size_t)p * pb);
+    for (int r = 0; r < MR; r++)
+        for (int p = 0; p < NP; p++)
+            acc[r][p] = accumulate ? _mm512_loadu_ps(tile + r * FACET_TILE_LD + p * 16) : _mm512_setzero_ps();
+    for (int k = k0; k < k1; k++) {
+        __m512 wv[4];
+        for (int p = 0; p < NP; p++) wv[p] = _mm512_loadu_ps(w[p] + (size_t)k * 16);
+        for (int r = 0; r < MR; r++) {
+            __m512 xb = _mm512_set1_ps(XROW(r)[k]);
+            for (int p = 0; p < NP; p++) acc[r][p] = _mm512_fmadd_ps(xb, wv[p], acc[r][p]);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * FACET_TILE_LD + p * 16, acc[r][p]);
+}
+
+#define B_F32_AVX512(M, N) f32_avx512_body(FACET_UK_ARGS, M, N)
+static FACET_TGT_AVX512 void uk_f32_avx512(FACET_UK_PARAMS) {
+    switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR6(FACET_UK_NP4, B_F32_AVX512) }
+}
+
+const facet_ukernel facet_uk_f32_scalar = {"f32-scalar", FACET_X_F32, 4, 1, uk_f32_scalar};
+const facet_ukernel facet_uk_f32_avx2 = {"f32-avx2", FACET_X_F32, 4, 1, uk_f32_avx2};
+const facet_ukernel facet_uk_f32_avx512 = {"f32-avx512", FACET_X_F32, 6, 4, uk_f32_avx512};

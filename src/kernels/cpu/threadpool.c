@@ -19,6 +19,8 @@ struct facet_pool {
     void *ctx;
     int n_tasks;
     atomic_int next_task;
+    void *scratch;            /* facet_pool_scratch's buffer                          */
+    size_t scratch_bytes;
 };
 
 typedef struct {
@@ -107,6 +109,7 @@ void facet_pool_free(facet_pool *p) {
     pthread_cond_destroy(&p->start_cv);
     pthread_cond_destroy(&p->done_cv);
     free(p->workers);
+    free(p->scratch);
     free(p);
 }
 
@@ -133,4 +136,15 @@ void facet_pool_run(facet_pool *p, int n_tasks, facet_pool_fn fn, void *ctx) {
     pthread_mutex_lock(&p->mu);
     while (p->active > 0) pthread_cond_wait(&p->done_cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
+}
+
+void *facet_pool_scratch(facet_pool *p, size_t bytes) {
+    if (bytes <= p->scratch_bytes) return p->scratch;
+    size_t n = bytes + bytes / 4 + 4096; /* headroom: fewer regrowths */
+    void *q = NULL;
+    if (posix_memalign(&q, 64, n) != 0) return NULL;
+    free(p->scratch);
+    p->scratch = q;
+    p->scratch_bytes = n;
+    return q;
 }

@@ -30,4 +30,11 @@ int facet_pool_size(const facet_pool *pool);
  * reentrant: one run at a time per pool. */
 void facet_pool_run(facet_pool *pool, int n_tasks, facet_pool_fn fn, void *ctx);
 
+/* A buffer of at least `bytes` bytes (64-byte aligned) owned by the pool and reused by
+ * every call: grown when a larger one is asked for, freed by facet_pool_free. For the
+ * thread that calls facet_pool_run (kernels prepare their inputs in it before a run);
+ * valid until the next facet_pool_scratch call. NULL on allocation failure. */
+#include <stddef.h>
+void *facet_pool_scratch(facet_pool *pool, size_t bytes);
+
 #endif

@@ -1,0 +1,82 @@
+/*
+ * matmul_internal.h — packed weight layouts and the micro-kernel interface shared by
+ * matmul.c (driver), wpack.c (packing) and the per-format kernels.
+ *
+ * Packed layout (every format): output rows are grouped in panels of FACET_PANEL = 16
+ * rows (the last panel zero-padded), the input dim padded with zeros to Kp, a multiple of
+ * 32. Panels are stored one after the other, `panel_bytes` apart; inside a panel:
+ *   f32, f16:  element (lane l, k) at [k][16]         -> k * 16 + l
+ *   bf16:      pairs of k interleaved [k/2][16][2]    -> (k/2 * 16 + l) * 2 + k % 2
+ *   q8:        per block of 32 k: 32 x 16 bytes [k/4][16][4] holding w + 128 (unsigned),
+ *              then 16 f16 scales (one per lane): FACET_Q8_PBLOCK = 544 bytes a block;
+ *              w = (byte - 128) * scale.
+ * So a weight panel is one sequential stream and a micro-kernel reads it once for all the
+ * input rows of its tile: y[r][o] accumulates sequentially over k (blocks of 32 for q8),
+ * the same order for every row count — a row's result never depends on its batch.
+ */
+#ifndef FACET_KERNELS_MATMUL_INTERNAL_H
+#define FACET_KERNELS_MATMUL_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/cpu/kernels.h"
+
+#define FACET_PANEL 16
+#define FACET_KALIGN 32
+#define FACET_Q8_BLOCK 32
+#define FACET_Q8_PBLOCK (FACET_Q8_BLOCK * FACET_PANEL + FACET_PANEL * 2)
+#define FACET_TILE_LD 64 /* floats per row of a micro-kernel's output tile (<= 4 panels) */
+
+/* Padded input dim and bytes of one panel for a format. */
+int facet_packed_kp(int cols);
+size_t facet_panel_bytes(facet_wformat f, int kp);
+
+/* Activations prepared for a kernel (matmul.c): rows of Kp elements, zero-padded. */
+typedef enum { FACET_X_F32, FACET_X_BF16, FACET_X_Q8 } facet_xkind;
+typedef struct facet_xprep {
+    const uint8_t *data;   /* row r at data + r * stride: float, bf16 or int8           */
+    size_t stride;         /* bytes between rows                                         */
+    const float *scale;    /* q8: [rows][nblk] activation scales                         */
+    const int32_t *corr;   /* q8: [rows][nblk] -128 * sum of the block's int8 values     */
+    int nblk;              /* q8: blocks per row (Kp / 32)                               */
+} facet_xprep;
+
+/*
+ * A micro-kernel: for rows r0..r0+mr-1 of x and panels starting at W (np panels,
+ * panel_bytes apart), over k in [k0, k1) (multiples of 32), tile[r][p*16 + l] =
+ * (accumulate ? tile[r][p*16 + l] : 0) + sum_k x[r0 + r][k] * w[p*16 + l][k], tile rows
+ * FACET_TILE_LD floats apart. mr <= kernel's mr, np <= kernel's np.
+ */
+typedef void (*facet_ukernel_fn)(const facet_xprep *x, int r0, int mr, const uint8_t *W,
+                                 size_t panel_bytes, int np, int k0, int k1, float *tile,
+                                 int accumulate);
+
+typedef struct facet_ukernel {
+    const char *name;     /* e.g. "bf16-avx512bf16"                                     */
+    facet_xkind xkind;    /* activation format it reads                                 */
+    int mr, np;           /* largest tile: rows x panels                                */
+    facet_ukernel_fn fn;
+} facet_ukernel;
+
+/* The kernel for a packed format at the current CPU level (facet_cpu()). */
+const facet_ukernel *facet_ukernel_select(facet_wformat f);
+
+/* Kernels per format and path (NULL-free: every format has a scalar kernel). */
+extern const facet_ukernel facet_uk_f32_scalar, facet_uk_f32_avx2, facet_uk_f32_avx512;
+extern const facet_ukernel facet_uk_f16_scalar, facet_uk_f16_avx2, facet_uk_f16_avx512;
+extern const facet_ukernel facet_uk_bf16_scalar, facet_uk_bf16_avx2, facet_uk_bf16_avx512bf16;
+extern const facet_ukernel facet_uk_q8_scalar, facet_uk_q8_avx2, facet_uk_q8_avx512vnni;
+
+/* Scalar conversions (round to nearest even; NaN kept a NaN). */
+uint16_t facet_f32_to_bf16(float x);
+float facet_bf16_to_f32(uint16_t h);
+uint16_t facet_f32_to_f16(float x);
+float facet_f16_to_f32(uint16_t h);
+
+/* Quantize one row of n (multiple of 32) floats to int8 blocks of 32: q[i] =
+ * round_even(x[i] / scale[b]) with scale[b] = max|x| / 127 over the block (0 -> all 0),
+ * corr[b] = -128 * sum of the block's q. */
+void facet_q8_quantize_row(const float *x, int n, int8_t *q, float *scale, int32_t *corr);
+
+#endif

@@ -1,0 +1,148 @@
+/*
+ * matmul_q8.c — int8 micro-kernels (weights and activations quantized per block of 32
+ * along the input dim) and the activation quantizer.
+ *
+ * Per block b: isum = sum_k qw[k] * qx[k] exactly in int32, then
+ *   y = fma(float(isum) * scale_w[b], scale_x[b], y)
+ * in block order. The integer sums are exact on every path, so scalar, AVX2 (maddubs
+ * with the sign trick) and AVX512-VNNI (vpdpbusd on weights stored biased by +128, the
+ * bias removed with -128 * sum(qx) of the block) agree bit for bit.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/ukernel_gen.h"
+
+void facet_q8_quantize_row(const float *x, int n, int8_t *q, float *scale, int32_t *corr) {
+    for (int b = 0; b < n / FACET_Q8_BLOCK; b++) {
+        const float *xb = x + b * FACET_Q8_BLOCK;
+        float amax = 0.0f;
+        for (int i = 0; i < FACET_Q8_BLOCK; i++) amax = fmaxf(amax, fabsf(xb[i]));
+        float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+        int32_t sum = 0;
+        for (int i = 0; i < FACET_Q8_BLOCK; i++) {
+            float r = nearbyintf(xb[i] * id);
+            int v = r > 127.0f ? 127 : r >= -127.0f ? (int)r : -127; /* NaN -> -127 */
+            q[b * FACET_Q8_BLOCK + i] = (int8_t)v;
+            sum += v;
+        }
+        scale[b] = amax / 127.0f;
+        corr[b] = -128 * sum;
+    }
+}
+
+#define XQ(r) ((const int8_t *)(x->data + (size_t)(r0 + (r)) * x->stride))
+#define XS(r) (x->scale + (size_t)(r0 + (r)) * x->nblk)
+#define XC(r) (x->corr + (size_t)(r0 + (r)) * x->nblk)
+#define WSCALE(blk) ((blk) + FACET_Q8_BLOCK * FACET_PANEL)
+
+static void uk_q8_scalar(FACET_UK_PARAMS) {
+    for (int r = 0; r < mr; r++)
+        for (int p = 0; p < np; p++) {
+            float *t = tile + r * FACET_TILE_LD + p * 16, acc[16];
+            for (int l = 0; l < 16; l++) acc[l] = accumulate ? t[l] : 0.0f;
+            for (int b = k0 / FACET_Q8_BLOCK; b < k1 / FACET_Q8_BLOCK; b++) {
+                const uint8_t *blk = W + (size_t)p * pb + (size_t)b * FACET_Q8_PBLOCK;
+                const int8_t *xq = XQ(r) + b * FACET_Q8_BLOCK;
+                float xs = XS(r)[b];
+                for (int l = 0; l < 16; l++) {
+                    int32_t isum = 0;
+                    for (int i = 0; i < FACET_Q8_BLOCK; i++)
+                        isum += ((int32_t)blk[(i / 4) * 64 + l * 4 + i % 4] - 128) * xq[i];
+                    uint16_t h;
+                    memcpy(&h, WSCALE(blk) + l * 2, 2);
+                    acc[l] = fmaf((float)isum * facet_f16_to_f32(h), xs, acc[l]);
+                }
+            }
+            memcpy(t, acc, sizeof acc);
+        }
+}
+
+FACET_INLINE FACET_TGT_AVX2 void q8_avx2_body(const facet_xprep *x, int r0, const uint8_t *W,
+                                               size_t pb, int k0, int k1, float *tile,
+                                               int accumulate, const int MR, const int NP) {
+    (void)NP;
+    (void)pb;
+    __m256 acc[2][2];
+    for (int r = 0; r < MR; r++)
+        for (int h = 0; h < 2; h++)
+            acc[r][h] = accumulate ? _mm256_loadu_ps(tile + r * FACET_TILE_LD + h * 8) : _mm256_setzero_ps();
+    const __m256i bias = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
+    for (int b = k0 / FACET_Q8_BLOCK; b < k1 / FACET_Q8_BLOCK; b++) {
+        const uint8_t *blk = W + (size_t)b * FACET_Q8_PBLOCK;
+        __m256i is[2][2];
+        for (int r = 0; r < MR; r++) is[r][0] = is[r][1] = _mm256_setzero_si256();
+        for (int q = 0; q < 8; q++)
+            for (int h = 0; h < 2; h++) {
+                __m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + q * 64 + h * 32)), bias);
+                __m256i aw = _mm256_abs_epi8(w);
+                for (int r = 0; r < MR; r++) {
+                    int32_t quad;
+                    memcpy(&quad, XQ(r) + b * FACET_Q8_BLOCK + q * 4, 4);
+                    __m256i sx = _mm256_sign_epi8(_mm256_set1_epi32(quad), w);
+                    is[r][h] = _mm256_add_epi32(is[r][h], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), ones));
+                }
+            }
+        for (int h = 0; h < 2; h++) {
+            __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(WSCALE(blk) + h * 16)));
+            for (int r = 0; r < MR; r++)
+                acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(is[r][h]), ws),
+                                            _mm256_set1_ps(XS(r)[b]), acc[r][h]);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int h = 0; h < 2; h++) _mm256_storeu_ps(tile + r * FACET_TILE_LD + h * 8, acc[r][h]);
+}
+
+#define B_Q8_AVX2(M, N) q8_avx2_body(FACET_UK_ARGS, M, N)
+static FACET_TGT_AVX2 void uk_q8_avx2(FACET_UK_PARAMS) {
+    switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR2(FACET_UK_NP1, B_Q8_AVX2) }
+}
+
+FACET_INLINE FACET_TGT_AVX512VNNI void q8_vnni_body(const facet_xprep *x, int r0, const uint8_t *W,
+                                                     size_t pb, int k0, int k1, float *tile,
+                                                     int accumulate, const int MR, const int NP) {
+    __m512 acc[4][2];
+    for (int r = 0; r < MR; r++)
+        for (int p = 0; p < NP; p++)
+            acc[r][p] = accumulate ? _mm512_loadu_ps(tile + r * FACET_TILE_LD + p * 16) : _mm512_setzero_ps();
+    for (int b = k0 / FACET_Q8_BLOCK; b < k1 / FACET_Q8_BLOCK; b++) {
+        const uint8_t *blk[2];
+        for (int p = 0; p < NP; p++) blk[p] = W + (size_t)p * pb + (size_t)b * FACET_Q8_PBLOCK;
+        __m512i is[4][2];
+        for (int r = 0; r < MR; r++) {
+            __m512i c = _mm512_set1_epi32(XC(r)[b]);
+            for (int p = 0; p < NP; p++) is[r][p] = c;
+        }
+        for (int q = 0; q < 8; q++) {
+            __m512i w[2];
+            for (int p = 0; p < NP; p++) w[p] = _mm512_loadu_si512((const void *)(blk[p] + q * 64));
+            for (int r = 0; r < MR; r++) {
+                int32_t quad;
+                memcpy(&quad, XQ(r) + b * FACET_Q8_BLOCK + q * 4, 4);
+                __m512i xb = _mm512_set1_epi32(quad);
+                for (int p = 0; p < NP; p++) is[r][p] = _mm512_dpbusd_epi32(is[r][p], w[p], xb);
+            }
+        }
+        for (int p = 0; p < NP; p++) {
+            __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)WSCALE(blk[p])));
+            for (int r = 0; r < MR; r++)
+                acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(is[r][p]), ws),
+                                            _mm512_set1_ps(XS(r)[b]), acc[r][p]);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * FACET_TILE_LD + p * 16, acc[r][p]);
+}
+
+#define B_Q8_VNNI(M, N) q8_vnni_body(FACET_UK_ARGS, M, N)
+static FACET_TGT_AVX512VNNI void uk_q8_avx512vnni(FACET_UK_PARAMS) {
+    switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR4(FACET_UK_NP2, B_Q8_VNNI) }
+}
+
+const facet_ukernel facet_uk_q8_scalar = {"int8-scalar", FACET_X_Q8, 4, 1, uk_q8_scalar};
+const facet_ukernel facet_uk_q8_avx2 = {"int8-avx2", FACET_X_Q8, 2, 1, uk_q8_avx2};
+const facet_ukernel facet_uk_q8_avx512vnni = {"int8-avx512vnni", FACET_X_Q8, 4, 2, uk_q8_avx512vnni};

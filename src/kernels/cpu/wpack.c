@@ -1,0 +1,247 @@
+/*
+ * wpack.c — converting a loaded float32 weight matrix into a packed run-time format
+ * (layouts in matmul_internal.h), its memory (2 MiB-aligned, transparent huge pages
+ * asked for with madvise: streaming weights reads about twice as fast on huge pages),
+ * and reading rows back (embedding lookup).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/matmul_internal.h"
+#include "util/error.h"
+
+#define HUGE_PAGE (2u << 20)
+
+uint16_t facet_f32_to_bf16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+float facet_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* round-to-nearest-even shift right of m by s (1 <= s < 32) */
+static uint32_t shr_rne(uint32_t m, int s) {
+    uint32_t h = m >> s, rem = m & ((1u << s) - 1), half = 1u << (s - 1);
+    if (rem > half || (rem == half && (h & 1u))) h++;
+    return h;
+}
+
+uint16_t facet_f32_to_f16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return sign | 0x7e00u;        /* NaN                                */
+    if (a >= 0x477ff000u) return sign | 0x7c00u;       /* >= 65520 rounds to infinity        */
+    if (a >= 0x38800000u)                              /* normal: rebias 127 -> 15           */
+        return sign | (uint16_t)shr_rne(a - 0x38000000u, 13);
+    int e = (int)(a >> 23);                            /* subnormal f16: m * 2^-24           */
+    if (e < 102) return sign;                          /* below 2^-25: rounds to zero        */
+    uint32_t mant = (a & 0x7fffffu) | 0x800000u;
+    return sign | (uint16_t)shr_rne(mant, 126 - e);
+}
+
+float facet_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+    if (e == 0x1f) u = sign | 0x7f800000u | (m << 13);
+    else if (e) u = sign | ((e + 112u) << 23) | (m << 13);
+    else {
+        float f = (float)m * 0x1p-24f;
+        memcpy(&u, &f, 4);
+        u |= sign;
+    }
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+int facet_packed_kp(int cols) { return (cols + FACET_KALIGN - 1) / FACET_KALIGN * FACET_KALIGN; }
+
+size_t facet_panel_bytes(facet_wformat f, int kp) {
+    switch (f) {
+    case FACET_WF_F32: return (size_t)kp * FACET_PANEL * 4;
+    case FACET_WF_BF16:
+    case FACET_WF_F16: return (size_t)kp * FACET_PANEL * 2;
+    case FACET_WF_Q8: return (size_t)(kp / FACET_Q8_BLOCK) * FACET_Q8_PBLOCK;
+    }
+    return 0;
+}
+
+static size_t packed_bytes(facet_wformat f, int rows, int cols) {
+    size_t panels = (size_t)(rows + FACET_PANEL - 1) / FACET_PANEL;
+    return panels * facet_panel_bytes(f, facet_packed_kp(cols));
+}
+
+/* Zeroed memory for a packed tensor; huge-page backed when it spans one. free() frees. */
+static void *weight_alloc(size_t bytes) {
+    void *p = NULL;
+    if (bytes >= HUGE_PAGE) {
+        size_t n = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+        if (posix_memalign(&p, HUGE_PAGE, n) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+        madvise(p, n, MADV_HUGEPAGE); /* advisory: failure only costs speed */
+#endif
+        memset(p, 0, n);
+    } else {
+        if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) return NULL;
+        memset(p, 0, bytes ? bytes : 64);
+    }
+    return p;
+}
+
+/* q8: one block of 32 input values (padded with zeros) of one output row. */
+static facet_status q8_block(const float *w, int n, uint8_t *q, int q_stride, uint16_t *scale,
+                             facet_error *err) {
+    float amax = 0.0f;
+    for (int i = 0; i < n; i++) {
+        float a = fabsf(w[i]);
+        if (!(a <= amax)) amax = a; /* NaN propagates into amax */
+    }
+    if (!isfinite(amax) || amax / 127.0f > 65504.0f)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "int8 weights: a block's max |w| = %g has no finite f16 scale "
+                         "(needs a finite value <= %g)", (double)amax, 65504.0 * 127.0);
+    uint16_t h = facet_f32_to_f16(amax / 127.0f);
+    float d = facet_f16_to_f32(h);
+    *scale = h;
+    for (int i = 0; i < FACET_Q8_BLOCK; i++) {
+        int v = 0;
+        if (i < n && d > 0.0f) {
+            float r = nearbyintf(w[i] / d);
+            v = r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r;
+        }
+        q[(size_t)(i / 4) * q_stride + (i % 4)] = (uint8_t)(v + 128);
+    }
+    return FACET_OK;
+}
+
+static facet_status pack(const float *src, int rows, int cols, facet_wformat f, uint8_t *dst,
+                         facet_error *err) {
+    int kp = facet_packed_kp(cols);
+    size_t pb = facet_panel_bytes(f, kp);
+    for (int o = 0; o < rows; o++) {
+        uint8_t *panel = dst + (size_t)(o / FACET_PANEL) * pb;
+        int l = o % FACET_PANEL;
+        const float *w = src + (size_t)o * cols;
+        switch (f) {
+        case FACET_WF_F32:
+            for (int k = 0; k < cols; k++) ((float *)panel)[(size_t)k * FACET_PANEL + l] = w[k];
+            break;
+        case FACET_WF_F16:
+            for (int k = 0; k < cols; k++)
+                ((uint16_t *)panel)[(size_t)k * FACET_PANEL + l] = facet_f32_to_f16(w[k]);
+            break;
+        case FACET_WF_BF16:
+            for (int k = 0; k < cols; k++)
+                ((uint16_t *)panel)[((size_t)(k / 2) * FACET_PANEL + l) * 2 + k % 2] =
+                    facet_f32_to_bf16(w[k]);
+            break;
+        case FACET_WF_Q8:
+            for (int b = 0; b < kp / FACET_Q8_BLOCK; b++) {
+                uint8_t *blk = panel + (size_t)b * FACET_Q8_PBLOCK;
+                int k0 = b * FACET_Q8_BLOCK, n = cols - k0 < FACET_Q8_BLOCK ? cols - k0 : FACET_Q8_BLOCK;
+                uint16_t h = 0;
+                facet_status st = q8_block(w + k0, n, blk + l * 4, FACET_PANEL * 4, &h, err);
+                if (st != FACET_OK) return st;
+                memcpy(blk + FACET_Q8_BLOCK * FACET_PANEL + l * 2, &h, 2);
+            }
+            break;
+        }
+    }
+    /* q8 padding rows: 0 is stored as 128 */
+    if (f == FACET_WF_Q8 && rows % FACET_PANEL)
+        for (int o = rows; o < (rows + FACET_PANEL - 1) / FACET_PANEL * FACET_PANEL; o++) {
+            uint8_t *panel = dst + (size_t)(o / FACET_PANEL) * pb;
+            for (int b = 0; b < kp / FACET_Q8_BLOCK; b++)
+                for (int i = 0; i < FACET_Q8_BLOCK; i++)
+                    panel[(size_t)b * FACET_Q8_PBLOCK + (size_t)(i / 4) * FACET_PANEL * 4 +
+                          (o % FACET_PANEL) * 4 + i % 4] = 128;
+        }
+    /* q8 padding columns of real rows were written as 128 by q8_block */
+    return FACET_OK;
+}
+
+facet_status facet_wtensor_convert(facet_wtensor *w, facet_wformat to, facet_error *err) {
+    if (w->packed) {
+        if (w->format == to) return FACET_OK;
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "weights: a tensor already packed as %s cannot be repacked as %s",
+                         facet_wformat_name(w->format), facet_wformat_name(to));
+    }
+    if (w->format != FACET_WF_F32)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "weights: conversion input must be row-major f32, got %s",
+                         facet_wformat_name(w->format));
+    if (to != FACET_WF_F32 && to != FACET_WF_BF16 && to != FACET_WF_F16 && to != FACET_WF_Q8)
+        return facet_err(err, FACET_E_UNSUPPORTED, "weights format %d is not built into this version",
+                         (int)to);
+    if (w->rows <= 0 || w->cols <= 0)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "weights: matrix shape [%d, %d] is empty",
+                         w->rows, w->cols);
+    size_t bytes = packed_bytes(to, w->rows, w->cols);
+    uint8_t *dst = weight_alloc(bytes);
+    if (!dst)
+        return facet_err(err, FACET_E_NOMEM, "weights: cannot allocate %zu bytes for a [%d, %d] %s matrix",
+                         bytes, w->rows, w->cols, facet_wformat_name(to));
+    facet_status st = pack(w->data, w->rows, w->cols, to, dst, err);
+    if (st != FACET_OK) {
+        free(dst);
+        return st;
+    }
+    free(w->data);
+    w->data = dst;
+    w->format = to;
+    w->packed = 1;
+    return FACET_OK;
+}
+
+size_t facet_wtensor_bytes(const facet_wtensor *w) {
+    if (w->packed) return packed_bytes(w->format, w->rows, w->cols);
+    return (size_t)w->rows * (size_t)w->cols * sizeof(float);
+}
+
+void facet_wtensor_row(const facet_wtensor *w, int row, float *out) {
+    int cols = w->cols;
+    if (!w->packed) {
+        memcpy(out, (const float *)w->data + (size_t)row * cols, sizeof(float) * (size_t)cols);
+        return;
+    }
+    int kp = facet_packed_kp(cols), l = row % FACET_PANEL;
+    const uint8_t *panel = (const uint8_t *)w->data +
+                           (size_t)(row / FACET_PANEL) * facet_panel_bytes(w->format, kp);
+    switch (w->format) {
+    case FACET_WF_F32:
+        for (int k = 0; k < cols; k++) out[k] = ((const float *)panel)[(size_t)k * FACET_PANEL + l];
+        return;
+    case FACET_WF_F16:
+        for (int k = 0; k < cols; k++)
+            out[k] = facet_f16_to_f32(((const uint16_t *)panel)[(size_t)k * FACET_PANEL + l]);
+        return;
+    case FACET_WF_BF16:
+        for (int k = 0; k < cols; k++)
+            out[k] = facet_bf16_to_f32(
+                ((const uint16_t *)panel)[((size_t)(k / 2) * FACET_PANEL + l) * 2 + k % 2]);
+        return;
+    case FACET_WF_Q8:
+        for (int k = 0; k < cols; k++) {
+            const uint8_t *blk = panel + (size_t)(k / FACET_Q8_BLOCK) * FACET_Q8_PBLOCK;
+            int i = k % FACET_Q8_BLOCK;
+            uint16_t h;
+            memcpy(&h, blk + FACET_Q8_BLOCK * FACET_PANEL + l * 2, 2);
+            int q = (int)blk[(size_t)(i / 4) * FACET_PANEL * 4 + l * 4 + i % 4] - 128;
+            out[k] = (float)q * facet_f16_to_f32(h);
+        }
+        return;
+    }
+}

@@ -1,0 +1,341 @@
+/* test_kernels_matmul.c — weight formats and facet_matmul on every CPU path.
+ *
+ * Oracles are computed here in float64 from this file's own model of each format (its
+ * own round-to-nearest-even for bf16 and f16 written from the IEEE 754 definitions, and
+ * the Q8_0 block rule: scale = max|v| / 127 stored as f16, q = round_even(v / scale)):
+ *   - tight: Y equals sum(x' * w') (+ bias) of the format-rounded operands up to float32
+ *     accumulation error, |err| <= (K + 2) * 2^-24 * sum|x' * w'|;
+ *   - format precision: against the unrounded float32 operands the error stays within the
+ *     format's bound: bf16 2^-8 relative per weight (2^-9 each for weight and activation
+ *     on the vdpbf16ps path), f16 2^-11, int8 half a quantization step per element:
+ *     sum(|x| dw + |w| dx + dw dx) with dw <= max|w_block| / 254 * (1 + 2^-10).
+ * Every path (FACET_CPU=scalar, avx2, avx512 where the CPU has it) runs each case; rows
+ * are checked to be bit-identical whatever the batch size, and paths that compute the
+ * same operations in the same order (f32, f16, int8 everywhere; bf16 scalar vs AVX2) are
+ * checked to agree bit for bit. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/matmul_internal.h"
+#include "util/error.h"
+
+/* ---- this test's own format model ---- */
+
+static float round_bits(double v, int mant_bits, int min_exp) {
+    /* round v to a binary float with mant_bits of fraction, exponent >= min_exp (subnormals
+     * below), ties to even (nearbyint in the default rounding mode) */
+    if (v == 0 || !isfinite(v)) return (float)v;
+    int e;
+    frexp(v, &e); /* v = m * 2^e, 0.5 <= |m| < 1 */
+    e -= 1;       /* v = 1.f * 2^e */
+    if (e < min_exp) e = min_exp;
+    double q = ldexp(1.0, e - mant_bits);
+    return (float)(nearbyint(v / q) * q);
+}
+static float model_bf16(float v) { return round_bits(v, 7, -126); }
+static float model_f16(float v) {
+    float r = round_bits(v, 10, -14);
+    return fabsf(r) > 65504.0f ? (r > 0 ? INFINITY : -INFINITY) : r;
+}
+/* one Q8_0 block of 32 (weights: f16 scale) */
+static void model_q8_w(const float *v, float *out) {
+    float amax = 0;
+    for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(v[i]));
+    float d = model_f16(amax / 127.0f);
+    for (int i = 0; i < 32; i++) {
+        float q = d > 0 ? nearbyintf(v[i] / d) : 0;
+        q = q > 127 ? 127 : q < -127 ? -127 : q;
+        out[i] = q * d;
+    }
+}
+/* activations: float32 scale amax / 127, q = round_even(x * (127 / amax)) */
+static void model_q8_x(const float *v, float *out) {
+    float amax = 0;
+    for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(v[i]));
+    float id = amax > 0 ? 127.0f / amax : 0, d = amax / 127.0f;
+    for (int i = 0; i < 32; i++) {
+        float q = nearbyintf(v[i] * id);
+        q = q > 127 ? 127 : q < -127 ? -127 : q;
+        out[i] = q * d;
+    }
+}
+
+/* row of n values in a format, blocks of 32 for q8 (zero-padded past n) */
+static void model_row(facet_wformat f, int is_x, const float *v, int n, float *out) {
+    if (f == FACET_WF_Q8) {
+        for (int b = 0; b < n; b += 32) {
+            float in[32] = {0}, o[32];
+            memcpy(in, v + b, sizeof(float) * (size_t)(n - b < 32 ? n - b : 32));
+            is_x ? model_q8_x(in, o) : model_q8_w(in, o);
+            memcpy(out + b, o, sizeof(float) * (size_t)(n - b < 32 ? n - b : 32));
+        }
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        out[i] = f == FACET_WF_BF16 ? model_bf16(v[i]) : f == FACET_WF_F16 ? model_f16(v[i]) : v[i];
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+static float urand(void) { /* uniform in [-1, 1) */
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((double)(rng_state >> 40) / (double)(1ULL << 23) - 1.0);
+}
+
+static void set_path(const char *name) {
+    setenv("FACET_CPU", name, 1);
+    facet_cpu_refresh();
+}
+
+static const char *paths[] = {"scalar", "avx2", "avx512"};
+static int path_available(int i) { return (int)facet_cpu()->detected >= i; }
+
+/* ---- conversions ---- */
+
+static void test_bf16_f16_rounding(void **state) {
+    (void)state;
+    /* hand cases: ties to even, carry into the exponent, overflow, subnormals */
+    struct { uint32_t in; uint16_t bf16; } bc[] = {
+        {0x3f800000u, 0x3f80}, {0x3f808000u, 0x3f80}, {0x3f818000u, 0x3f82},
+        {0x3f808001u, 0x3f81}, {0x3f7fffffu, 0x3f80}, {0x7f7fffffu, 0x7f80},
+        {0x80000001u, 0x8000}, {0x00000000u, 0x0000}, {0xc0490fdbu, 0xc049}};
+    for (size_t i = 0; i < sizeof bc / sizeof bc[0]; i++) {
+        float v;
+        memcpy(&v, &bc[i].in, 4);
+        assert_int_equal(facet_f32_to_bf16(v), bc[i].bf16);
+    }
+    struct { float in; uint16_t f16; } hc[] = {
+        {1.0f, 0x3c00}, {65504.0f, 0x7bff}, {65519.0f, 0x7bff}, {65520.0f, 0x7c00},
+        {0x1p-24f, 0x0001}, {0x1p-25f, 0x0000}, {0x1.8p-25f, 0x0001}, {0x1.8p-24f, 0x0002},
+        {0x1p-14f, 0x0400}, {-2.0f, 0xc000}, {1.0f + 0x1p-11f, 0x3c00},
+        {1.0f + 0x1.8p-10f, 0x3c02}, {0.1f, 0x2e66}};
+    for (size_t i = 0; i < sizeof hc / sizeof hc[0]; i++)
+        assert_int_equal(facet_f32_to_f16(hc[i].in), hc[i].f16);
+    /* a sweep against this file's float64 model, and widening back */
+    for (int i = 0; i < 200000; i++) {
+        float v = ldexpf(urand(), (int)(urand() * 40.0f));
+        assert_true(facet_bf16_to_f32(facet_f32_to_bf16(v)) == model_bf16(v));
+        assert_true(facet_f16_to_f32(facet_f32_to_f16(v)) == model_f16(v));
+    }
+    assert_true(isnan(facet_bf16_to_f32(facet_f32_to_bf16(NAN))));
+    assert_true(isnan(facet_f16_to_f32(facet_f32_to_f16(NAN))));
+}
+
+/* ---- matmul ---- */
+
+typedef struct {
+    int rows, cols;
+} shape;
+
+/* Run facet_matmul for W (rows x cols) in `fmt` and n rows of X on the current path;
+ * check against the float64 oracles; return Y (caller frees). */
+static float *run_case(facet_pool *pool, facet_wformat fmt, int rows, int cols, int n,
+                       const float *Wf, const float *X, const float *bias) {
+    facet_wtensor w = {FACET_WF_F32, rows, cols, malloc(sizeof(float) * (size_t)rows * cols), NULL, 0};
+    assert_non_null(w.data);
+    memcpy(w.data, Wf, sizeof(float) * (size_t)rows * cols);
+    facet_error err = {0};
+    assert_int_equal(facet_wtensor_convert(&w, fmt, &err), FACET_OK);
+    assert_int_equal(w.packed, 1);
+    float *Y = malloc(sizeof(float) * (size_t)n * rows);
+    facet_matmul(pool, Y, X, &w, bias, n);
+
+    int vdp = fmt == FACET_WF_BF16 && facet_cpu()->avx512_bf16;
+    float *wr = malloc(sizeof(float) * (size_t)cols), *xr = malloc(sizeof(float) * (size_t)cols);
+    float *back = malloc(sizeof(float) * (size_t)cols);
+    for (int o = 0; o < rows; o++) {
+        model_row(fmt, 0, Wf + (size_t)o * cols, cols, wr);
+        facet_wtensor_row(&w, o, back); /* the stored weights are the format's rounding */
+        for (int k = 0; k < cols; k++) assert_true(back[k] == wr[k]);
+        /* bound on the weight's own error */
+        for (int r = 0; r < n; r++) {
+            const float *x = X + (size_t)r * cols;
+            if (fmt == FACET_WF_Q8) model_row(fmt, 1, x, cols, xr);
+            else if (vdp) model_row(FACET_WF_BF16, 1, x, cols, xr);
+            else memcpy(xr, x, sizeof(float) * (size_t)cols);
+            double exact = 0, mag = 0, ref = 0, prec = 0;
+            for (int k = 0; k < cols; k++) {
+                exact += (double)xr[k] * wr[k];
+                mag += fabs((double)xr[k] * wr[k]);
+                const float *wo = Wf + (size_t)o * cols;
+                ref += (double)x[k] * wo[k];
+            }
+            double b = bias ? bias[o] : 0.0;
+            double got = Y[(size_t)r * rows + o];
+            double tight = (cols + 2) * 0x1p-24 * (mag + fabs(b)) + 1e-30;
+            if (fabs(got - (exact + b)) > tight)
+                fail_msg("%s %s [%d x %d] n=%d row %d out %d: got %.9g, float64 of rounded "
+                         "operands %.9g, bound %.3g", facet_cpu_level_name(facet_cpu()->level),
+                         facet_wformat_name(fmt), rows, cols, n, r, o, got, exact + b, tight);
+            /* the format's precision against the unrounded operands */
+            const float *wo = Wf + (size_t)o * cols;
+            if (fmt == FACET_WF_Q8) {
+                for (int b0 = 0; b0 < cols; b0 += 32) {
+                    float wa = 0, xa = 0;
+                    for (int k = b0; k < b0 + 32 && k < cols; k++) {
+                        wa = fmaxf(wa, fabsf(wo[k]));
+                        xa = fmaxf(xa, fabsf(x[k]));
+                    }
+                    double dw = wa / 254.0 * (1 + 0x1p-10), dx = xa / 254.0 * (1 + 0x1p-20);
+                    for (int k = b0; k < b0 + 32 && k < cols; k++)
+                        prec += fabs(x[k]) * dw + fabs(wo[k]) * dx + dw * dx;
+                }
+            } else {
+                double eps = fmt == FACET_WF_BF16 ? (vdp ? 0x1p-7 + 0x1p-16 : 0x1p-8)
+                             : fmt == FACET_WF_F16 ? 0x1p-11 : 0;
+                for (int k = 0; k < cols; k++) /* f16 subnormals: absolute 2^-25 */
+                    prec += fabs((double)x[k] * wo[k]) * eps +
+                            (fmt == FACET_WF_F16 ? fabs(x[k]) * 0x1p-25 : 0);
+            }
+            assert_true(fabs(got - (ref + b)) <= prec + tight);
+        }
+    }
+    free(wr);
+    free(xr);
+    free(back);
+    free(w.data);
+    return Y;
+}
+
+static const facet_wformat formats[] = {FACET_WF_F32, FACET_WF_F16, FACET_WF_BF16, FACET_WF_Q8};
+/* f32 [64 x 4096] with 13 rows blocks the input dim (weights of a task > 512 KiB) */
+static const shape shapes[] = {{37, 172}, {64, 256}, {130, 96}, {64, 4096}, {1, 40}};
+static const int batch[] = {1, 5, 13, 32};
+
+static void test_matmul_paths(void **state) {
+    (void)state;
+    facet_pool *pool = facet_pool_create(2);
+    assert_non_null(pool);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int rows = shapes[s].rows, cols = shapes[s].cols, nmax = 32;
+        float *W = malloc(sizeof(float) * (size_t)rows * cols);
+        float *X = malloc(sizeof(float) * (size_t)nmax * cols);
+        float *bias = malloc(sizeof(float) * (size_t)rows);
+        for (size_t i = 0; i < (size_t)rows * cols; i++) W[i] = urand() * (i % 7 == 0 ? 3.0f : 0.5f);
+        for (size_t i = 0; i < (size_t)nmax * cols; i++) X[i] = urand() * (i % 5 == 0 ? 4.0f : 1.0f);
+        for (int i = 0; i < rows; i++) bias[i] = urand();
+        for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+            if (cols == 4096 && formats[f] != FACET_WF_F32) continue;
+            float *first[3] = {NULL, NULL, NULL};
+            for (int p = 0; p < 3; p++) {
+                if (!path_available(p)) {
+                    printf("# skip path %s: this CPU lacks it\n", paths[p]);
+                    continue;
+                }
+                set_path(paths[p]);
+                assert_int_equal((int)facet_cpu()->level, p);
+                for (size_t bi = 0; bi < sizeof batch / sizeof batch[0]; bi++) {
+                    int n = batch[bi];
+                    if (cols == 4096 && n != 13) continue;
+                    float *Y = run_case(bi % 2 ? pool : NULL, formats[f], rows, cols, n, W, X,
+                                        s % 2 ? bias : NULL);
+                    if (!first[p]) {
+                        first[p] = Y;
+                        continue;
+                    }
+                    /* batch invariance: every row as computed in the first batch size */
+                    int m = n < batch[0] ? n : batch[0];
+                    assert_memory_equal(Y, first[p], sizeof(float) * (size_t)m * rows);
+                    free(Y);
+                }
+            }
+            /* paths with the same operations in the same order agree bit for bit */
+            int same_all = formats[f] != FACET_WF_BF16;
+            for (int p = 1; p < 3; p++)
+                if (first[p] && first[0] && (same_all || (p == 1)))
+                    assert_memory_equal(first[p], first[0], sizeof(float) * (size_t)rows);
+            for (int p = 0; p < 3; p++) free(first[p]);
+        }
+        free(W);
+        free(X);
+        free(bias);
+    }
+    unsetenv("FACET_CPU");
+    facet_cpu_refresh();
+    facet_pool_free(pool);
+}
+
+/* batch invariance across larger batches (prefill tiles: 6-row tiles, remainders) */
+static void test_matmul_batch_rows_identical(void **state) {
+    (void)state;
+    facet_pool *pool = facet_pool_create(2);
+    int rows = 100, cols = 320, n = 77;
+    float *W = malloc(sizeof(float) * (size_t)rows * cols), *X = malloc(sizeof(float) * (size_t)n * cols);
+    for (size_t i = 0; i < (size_t)rows * cols; i++) W[i] = urand();
+    for (size_t i = 0; i < (size_t)n * cols; i++) X[i] = urand();
+    float *Y = malloc(sizeof(float) * (size_t)n * rows), *y1 = malloc(sizeof(float) * (size_t)rows);
+    for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++)
+        for (int p = 0; p < 3; p++) {
+            if (!path_available(p)) continue;
+            set_path(paths[p]);
+            facet_wtensor w = {FACET_WF_F32, rows, cols, malloc(sizeof(float) * (size_t)rows * cols), NULL, 0};
+            memcpy(w.data, W, sizeof(float) * (size_t)rows * cols);
+            assert_int_equal(facet_wtensor_convert(&w, formats[f], NULL), FACET_OK);
+            facet_matmul(pool, Y, X, &w, NULL, n);
+            for (int r = 0; r < n; r += 7) {
+                facet_matmul(pool, y1, X + (size_t)r * cols, &w, NULL, 1);
+                assert_memory_equal(y1, Y + (size_t)r * rows, sizeof(float) * (size_t)rows);
+            }
+            free(w.data);
+        }
+    unsetenv("FACET_CPU");
+    facet_cpu_refresh();
+    free(W);
+    free(X);
+    free(Y);
+    free(y1);
+    facet_pool_free(pool);
+}
+
+static void test_convert_errors(void **state) {
+    (void)state;
+    float *d = calloc(64, sizeof(float));
+    d[5] = INFINITY;
+    facet_wtensor w = {FACET_WF_F32, 2, 32, d, NULL, 0};
+    facet_error err = {0};
+    assert_int_equal(facet_wtensor_convert(&w, FACET_WF_Q8, &err), FACET_E_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "f16 scale"));
+    assert_ptr_equal(w.data, d); /* left as it was */
+    d[5] = 1.0f;
+    assert_int_equal(facet_wtensor_convert(&w, FACET_WF_BF16, &err), FACET_OK);
+    assert_int_equal(facet_wtensor_convert(&w, FACET_WF_BF16, &err), FACET_OK);
+    assert_int_equal(facet_wtensor_convert(&w, FACET_WF_Q8, &err), FACET_E_UNSUPPORTED);
+    assert_int_equal((int)facet_wtensor_bytes(&w), 16 * 32 * 2); /* one panel of 16 rows */
+    free(w.data);
+    facet_wtensor e = {FACET_WF_F32, 0, 32, NULL, NULL, 0};
+    assert_int_equal(facet_wtensor_convert(&e, FACET_WF_F32, &err), FACET_E_INVALID_ARGUMENT);
+}
+
+static void test_cpu_env(void **state) {
+    (void)state;
+    set_path("scalar");
+    assert_int_equal(facet_cpu()->level, FACET_CPU_SCALAR);
+    assert_int_equal(facet_cpu()->avx512_bf16, 0);
+    set_path("avx512"); /* never raised above what the CPU has */
+    assert_true(facet_cpu()->level <= facet_cpu()->detected);
+    unsetenv("FACET_CPU");
+    facet_cpu_refresh();
+    assert_int_equal(facet_cpu()->level, facet_cpu()->detected);
+    printf("# cpu level %s (bf16 dot %d, vnni %d)\n", facet_cpu_level_name(facet_cpu()->level),
+           facet_cpu()->avx512_bf16, facet_cpu()->avx512_vnni);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cpu_env),
+        cmocka_unit_test(test_bf16_f16_rounding),
+        cmocka_unit_test(test_convert_errors),
+        cmocka_unit_test(test_matmul_paths),
+        cmocka_unit_test(test_matmul_batch_rows_identical),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
