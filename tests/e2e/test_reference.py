@@ -278,3 +278,17 @@ def test_facet_stories260k_logits_match_reference(repo_root, reference_for, face
     assert got["json"]["generated_ids"] == p["generated_ids"][:16]
     errs = compare.relative_errors(got["logits"], want["logits"])
     assert errs.max() < REL_TOL, "position %d: %.3g" % (int(np.argmax(errs)), errs.max())
+
+
+def test_facet_asan_cell_matches_reference(make_checkpoint, reference_for, facet_generate, facet_asan_bin):
+    """One cell (Qwen3, BF16, sharded: every loader and forward path of the richest
+    facts) under the ASan+UBSan build: same logits, a clean exit."""
+    path = make_checkpoint(config_path("qwen3"), dtype="bf16", shards=3, shrink=SHRINK)
+    ref = reference_for(path)
+    prompt = prompt_for("qwen3", ref.facts.vocab_size)
+    want = ref.generate(prompt, 8)
+    got = facet_generate(path, prompt, 8, bin=facet_asan_bin)
+    assert "Sanitizer" not in got["proc"].stderr and "runtime error" not in got["proc"].stderr
+    errs = compare.relative_errors(got["logits"], want["logits"])
+    assert errs.max() < REL_TOL
+    assert got["json"]["generated_ids"] == want["generated_ids"]
