@@ -22,6 +22,8 @@ typedef struct facet_config_class {
     int64_t max_position_embeddings; /* class default; 0 = required in config.json     */
     const char *act_key;          /* key naming the FFN activation                     */
     const char *act_default;      /* its class default                                 */
+    const char *act_ignored_key;  /* a second activation key the modeling code ignores
+                                     (consumed and noted when it differs), or NULL      */
     int reads_sliding_window;     /* 1: the class reads sliding_window                 */
     int64_t sliding_window;       /* class default when the key is absent (0 = none)  */
     int use_sliding_window_flag;  /* 1: Qwen2-style use_sliding_window gate            */

@@ -200,15 +200,14 @@ static facet_status read_act(reader *r, const facet_config_class *cls) {
     facet_facts *f = r->f;
     snprintf(f->act_name, sizeof f->act_name, "%s", cls->act_default);
     TRY(get_str(r, cls->act_key, f->act_name, sizeof f->act_name, NULL));
-    if (strcmp(cls->act_key, "hidden_act")) {
-        /* Gemma: the modeling code reads hidden_activation; hidden_act is ignored. */
+    if (cls->act_ignored_key) {
         char ignored[48] = "";
         int present;
-        TRY(get_str(r, "hidden_act", ignored, sizeof ignored, &present));
+        TRY(get_str(r, cls->act_ignored_key, ignored, sizeof ignored, &present));
         if (present && strcmp(ignored, f->act_name))
-            facet_facts_note(f, "hidden_act=%s is ignored by the %s config class; activation "
-                                "is %s=%s", ignored, cls->model_type, cls->act_key,
-                             f->act_name);
+            facet_facts_note(f, "%s=%s is ignored by the %s modeling code; activation is "
+                                "%s=%s", cls->act_ignored_key, ignored, cls->model_type,
+                             cls->act_key, f->act_name);
     }
     f->act = act_from_name(f->act_name);
     return FACET_OK;

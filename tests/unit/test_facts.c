@@ -193,8 +193,8 @@ static void test_phi35_longrope(void **state) {
 static void test_gemma_hidden_activation(void **state) {
     (void)state;
     read_ok("google__gemma-2b-it");
-    /* GemmaConfig: hidden_activation (absent -> gelu_pytorch_tanh); hidden_act ignored */
-    assert_int_equal(F.act, FACET_ACT_GELU_TANH);
+    /* current transformers: GemmaMLP is LlamaMLP, ACT2FN[hidden_act] = "gelu" (erf) */
+    assert_int_equal(F.act, FACET_ACT_GELU);
     assert_int_equal(F.head_dim, 256);
     assert_int_equal(F.num_key_value_heads, 1);
     assert_int_equal(F.tie_word_embeddings, 1);
