@@ -46,8 +46,20 @@ class Server:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.stop()
+    def __exit__(self, exc_type, *exc):
+        if exc_type is not None:
+            self.stop()
+            return
+        self.assert_clean_exit()
+
+    def assert_clean_exit(self, timeout=30):
+        """SIGTERM, then require exit status 0 and no sanitizer report: a graceful
+        shutdown that frees everything (LeakSanitizer fails the exit otherwise)."""
+        rc = self.stop(signal.SIGTERM, timeout)
+        log = "".join(self.log)
+        assert rc == 0, "facet serve exited %s:\n%s" % (rc, log[-4000:])
+        for bad in ("AddressSanitizer", "LeakSanitizer", "runtime error:"):
+            assert bad not in log, log[-4000:]
 
     def stop(self, sig=signal.SIGKILL, timeout=10):
         if self.proc.poll() is None:

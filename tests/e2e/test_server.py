@@ -26,8 +26,13 @@ def model(repo_root):
 
 @pytest.fixture(scope="module")
 def server(facet_bin, model):
-    with Server(facet_bin, model, "--max-batch", "32", "--threads", "1") as s:
+    s = Server(facet_bin, model, "--max-batch", "32", "--threads", "1")
+    try:
         yield s
+        assert s.healthy()
+        s.assert_clean_exit()
+    finally:
+        s.stop()
 
 
 def run_greedy(run_facet, model, ids, n, top=0):
