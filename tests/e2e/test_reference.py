@@ -292,3 +292,22 @@ def test_facet_asan_cell_matches_reference(make_checkpoint, reference_for, facet
     errs = compare.relative_errors(got["logits"], want["logits"])
     assert errs.max() < REL_TOL
     assert got["json"]["generated_ids"] == want["generated_ids"]
+
+
+def test_synthetic_config_has_the_requested_facts():
+    """gen_checkpoint.synthetic_config over issue 5's whole fact space (576 cells)."""
+    import itertools
+    n = 0
+    for hd, qk, win, rope, act, bias, tie, g in itertools.product(
+            [64, 96, 128], [0, 1], [None, 16], ["plain", "llama3"],
+            ["silu", "gelu_pytorch_tanh"], [0, 1], [0, 1], [1, 2, 4]):
+        f = hf_facts.facts(gen_checkpoint.synthetic_config(
+            head_dim=hd, qk_norm=qk, sliding_window=win, rope=rope, hidden_act=act,
+            qkv_bias=bias, tie=tie, gqa=g))
+        assert (f.qk_norm == "head") == bool(qk) and f.qkv_bias == bool(bias)
+        assert f.tie_word_embeddings == bool(tie) and f.head_dim == hd and f.hidden_act == act
+        assert f.num_attention_heads // f.num_key_value_heads == g
+        assert ("sliding_attention" in f.layer_types) == (win is not None)
+        assert f.rope_global.rope_type == ("llama3" if rope == "llama3" else "default")
+        n += 1
+    assert n == 576

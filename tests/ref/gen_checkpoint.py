@@ -232,6 +232,53 @@ def shrink_config(config, num_hidden_layers=2, num_key_value_heads=None,
     return config
 
 
+def synthetic_config(head_dim=64, qk_norm=False, sliding_window=None, rope="plain",
+                     hidden_act="silu", qkv_bias=False, tie=False, gqa=1,
+                     num_key_value_heads=2, num_hidden_layers=2, vocab_size=512,
+                     intermediate_size=None, rope_theta=10000.0, max_position_embeddings=4096):
+    """A small config.json dict with exactly the requested facts, written as the
+    Hugging Face family that has them (for fact-space batteries):
+      qk_norm             -> qwen3 (q/k/v/o bias via attention_bias)
+      no qk_norm, bias    -> qwen2 (q/k/v bias; o_proj has none)
+      no qk_norm, no bias -> mistral when windowed, else llama
+    sliding_window: None or a window on every layer (qwen2/3: use_sliding_window with
+    max_window_layers 0); rope: "plain" or "llama3" (factor 8, low/high 1/4, original
+    max 64 so every frequency regime occurs at head_dim >= 32); gqa: heads per kv head.
+    num_attention_heads = num_key_value_heads * gqa, hidden_size = heads * head_dim."""
+    heads = num_key_value_heads * gqa
+    hidden = heads * head_dim
+    if qk_norm:
+        mt, arch = "qwen3", "Qwen3ForCausalLM"
+    elif qkv_bias:
+        mt, arch = "qwen2", "Qwen2ForCausalLM"
+    elif sliding_window is not None:
+        mt, arch = "mistral", "MistralForCausalLM"
+    else:
+        mt, arch = "llama", "LlamaForCausalLM"
+    cfg = {"architectures": [arch], "model_type": mt, "hidden_size": hidden,
+           "intermediate_size": intermediate_size or 2 * hidden,
+           "num_hidden_layers": num_hidden_layers, "num_attention_heads": heads,
+           "num_key_value_heads": num_key_value_heads, "head_dim": head_dim,
+           "hidden_act": hidden_act, "rms_norm_eps": 1e-6, "rope_theta": rope_theta,
+           "max_position_embeddings": max_position_embeddings, "vocab_size": vocab_size,
+           "tie_word_embeddings": bool(tie), "bos_token_id": 1, "eos_token_id": 2,
+           "torch_dtype": "float32"}
+    if mt in ("llama", "qwen3"):
+        cfg["attention_bias"] = bool(qkv_bias)
+    if mt in ("qwen2", "qwen3"):
+        cfg["use_sliding_window"] = sliding_window is not None
+        cfg["sliding_window"] = sliding_window
+        cfg["max_window_layers"] = 0
+    elif mt == "mistral":
+        cfg["sliding_window"] = sliding_window
+    if rope == "llama3":
+        cfg["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                               "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+    elif rope != "plain":
+        raise ValueError("rope %r: expected plain or llama3" % (rope,))
+    return cfg
+
+
 # ---------------------------------------------------------------------------- tensors
 
 def tensor_specs(config):
