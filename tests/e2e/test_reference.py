@@ -6,7 +6,7 @@ Generated checkpoints (tests/ref/gen_checkpoint.py) from four real configs
   qwen2   Qwen2.5-0.5B: q/k/v bias, tied
   qwen3   Qwen3-0.6B: q/k-norm, tied, explicit head_dim (heads x head_dim != hidden_size)
   llama32 Llama-3.2-1B: llama3 rope_scaling, tied
-each in F32 and BF16, single file and 3 shards (16 cells): logits of a 48-token prompt
+each in F32 and BF16, single file and 3 shards (16 cells; plus F16 single): logits of a 48-token prompt
 within 1e-4 relative error (||delta|| / ||ref|| per position) of the reference, and 32
 greedy steps token-identical wherever the reference's top-2 margin exceeds 1e-3.
 
@@ -42,6 +42,7 @@ N_GEN = 32
 REL_TOL = 1e-4
 MIN_MARGIN = 1e-3
 CELLS = [(fam, dtype, shards) for fam in CONFIGS for dtype in ("f32", "bf16") for shards in (1, 3)]
+CELLS += [(fam, "f16", 1) for fam in CONFIGS]  # beyond the acceptance: F16 storage too
 
 
 def config_path(fam):
