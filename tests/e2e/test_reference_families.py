@@ -281,3 +281,33 @@ def test_facet_family_matches_reference(cell, make_checkpoint, reference_for, ru
     if k:
         e2 = compare.relative_errors(rows[N_PROMPT:N_PROMPT + k], want["logits"][N_PROMPT:N_PROMPT + k])
         assert e2.max() < 1e-4, "generated position %d: %.3g" % (int(e2.argmax()), e2.max())
+
+
+def _spec(rope_type, **kw):
+    scaling = dict(kw, rope_type=rope_type)
+    return hf_facts.RopeSpec(theta=10000.0, scaling=scaling, rotary_dim=64,
+                             max_position_embeddings=4096, original_max_position_embeddings=None)
+
+
+def test_rope_scaling_identities():
+    """modeling_rope_utils' rope types reduce to the plain frequencies where they must,
+    and scale where they must."""
+    base, one = reference.rope_inv_freq(_spec("default"))
+    assert one == 1.0
+    np.testing.assert_allclose(base, 1.0 / 10000.0 ** (np.arange(0, 64, 2) / 64), rtol=1e-15)
+    lin, _ = reference.rope_inv_freq(_spec("linear", factor=4.0))
+    np.testing.assert_allclose(lin, base / 4.0, rtol=1e-15)
+    # dynamic: unchanged up to max_position_embeddings, a larger base past it
+    dyn, _ = reference.rope_inv_freq(_spec("dynamic", factor=2.0), seq_len=4096)
+    np.testing.assert_allclose(dyn, base, rtol=1e-15)
+    dyn2, _ = reference.rope_inv_freq(_spec("dynamic", factor=2.0), seq_len=8192)
+    new_base = 10000.0 * (2.0 * 8192 / 4096 - 1.0) ** (64 / 62)
+    np.testing.assert_allclose(dyn2, 1.0 / new_base ** (np.arange(0, 64, 2) / 64), rtol=1e-13)
+    # yarn: attention factor 0.1 ln(factor) + 1; high frequencies kept, low ones / factor
+    y, att = reference.rope_inv_freq(_spec("yarn", factor=4.0, original_max_position_embeddings=1024))
+    assert att == pytest.approx(0.1 * np.log(4.0) + 1.0)
+    assert y[0] == base[0] and y[-1] == pytest.approx(base[-1] / 4.0)
+    assert np.all(y <= base) and np.all(y >= base / 4.0 - 1e-18)
+    y1, att1 = reference.rope_inv_freq(_spec("yarn", factor=1.0))
+    np.testing.assert_allclose(y1, base, rtol=1e-15)
+    assert att1 == 1.0
