@@ -47,11 +47,35 @@ typedef enum facet_weight_format {
     FACET_WEIGHTS_INT8 = 4,
 } facet_weight_format;
 
+/*
+ * Progress of a long load step, for a caller that wants to show it (the library never
+ * prints). `step` is a static string: "converting weights" (done/total in bytes of
+ * checkpoint tensor data read) or "writing weight cache" (bytes written). Called with
+ * done = 0 when a step starts, after each tensor, and with done = total when it ends.
+ */
+typedef void (*facet_load_progress_fn)(void *user, const char *step, uint64_t done,
+                                       uint64_t total);
+
 /* Options for facet_model_load. Zero-initialised means defaults. */
 typedef struct facet_load_options {
     int n_threads;               /* worker threads; 0 = number of online CPUs          */
     facet_weight_format weights; /* run-time weight format; AUTO = f32 in this build   */
+    int no_cache;                /* 1: neither read nor write the weight cache (so does
+                                    the environment variable FACET_NO_CACHE=1)         */
+    facet_load_progress_fn progress; /* NULL: no progress reports                      */
+    void *progress_user;         /* passed to progress                                 */
 } facet_load_options;
+
+/* What the weight cache did during a load (facet_model_info.weight_cache). The cache
+ * holds the converted weights: DIR/.facet-cache/FORMAT.facetcache beside the
+ * checkpoint, or $XDG_CACHE_HOME/facet (default ~/.cache/facet) when the checkpoint
+ * folder is not writable. */
+typedef enum facet_weight_cache {
+    FACET_WCACHE_OFF = 0,        /* disabled (no_cache, FACET_NO_CACHE=1)              */
+    FACET_WCACHE_HIT = 1,        /* weights mapped from a valid cache, nothing converted */
+    FACET_WCACHE_WRITTEN = 2,    /* converted, then written to the cache               */
+    FACET_WCACHE_UNWRITTEN = 3,  /* converted; the cache could not be written (note)   */
+} facet_weight_cache;
 
 /* Summary of a loaded model, for callers that do not need the full facts. */
 typedef struct facet_model_info {
@@ -65,12 +89,23 @@ typedef struct facet_model_info {
     int n_threads;               /* worker threads the model computes with             */
     uint64_t weight_bytes;       /* bytes of the run-time weights; decode reads all of
                                     them once per step (the memory-bound ceiling)      */
+    facet_weight_cache weight_cache; /* what the weight cache did during the load      */
+    const char *weight_cache_path;   /* the cache file used or written, or NULL         */
+    const char *weight_cache_note;   /* one line for the user (the cache used, written,
+                                        rejected and why, or why not written), or NULL;
+                                        strings owned by the model                     */
 } facet_model_info;
 
 /*
  * Load the checkpoint in folder `dir`: config.json (+ generation_config.json) read into
  * facts, the facts judged by the capability table, then every tensor validated against
- * the shapes the facts imply and converted to the run-time format. A tokenizer.json in
+ * the shapes the facts imply and converted to the run-time format. The converted
+ * weights are kept in a weight cache (facet_weight_cache) keyed by a SHA-256 over
+ * config.json, the safetensors headers and file sizes, the format, the dims and this
+ * build's weight layout; a later load with a valid cache maps it instead of converting
+ * (the verdict is still judged first). A cache that is stale, truncated or corrupted is
+ * not an error: the weights are converted and the cache rewritten, and
+ * facet_model_info.weight_cache_note says so. A tokenizer.json in
  * the folder is loaded too (facet_model_tokenizer). On success *out owns everything and
  * is released by facet_model_free. Errors: FACET_E_IO (no config.json, unreadable
  * files), FACET_E_PARSE / FACET_E_FORMAT (bad JSON, bad safetensors), FACET_E_NOT_FOUND

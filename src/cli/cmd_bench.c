@@ -118,7 +118,7 @@ int cmd_bench(int argc, char **argv) {
     }
 
     facet_error err = {0};
-    facet_load_options lo = {threads, FACET_WEIGHTS_AUTO};
+    facet_load_options lo = {.n_threads = threads, .weights = FACET_WEIGHTS_AUTO};
     double t_load = now_s();
     facet_model *model = NULL;
     if (facet_model_load(model_dir, &lo, &model, &err) != FACET_OK) return cli_fail(&err);

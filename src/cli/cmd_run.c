@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "cli/run_opts.h"
 #include "facet_chat.h"
 #include "util/fs.h"
@@ -307,7 +308,10 @@ int cmd_run(int argc, char **argv) {
     rs.o = &o;
     rs.text.json = o.json;
     facet_model *model = NULL;
-    facet_load_options lo = {o.threads, o.weights};
+    cli_progress bar;
+    cli_progress_init(&bar);
+    facet_load_options lo = {.n_threads = o.threads, .weights = o.weights, .no_cache = o.no_cache,
+                             .progress = cli_progress_cb, .progress_user = &bar};
     double t_load = now_s();
     if (facet_model_load(o.model, &lo, &model, &err) != FACET_OK) return cli_fail(&err);
     t_load = now_s() - t_load;
@@ -375,6 +379,7 @@ int cmd_run(int argc, char **argv) {
                 "tokens, %.1f tok/s | finish: %s\n",
                 t_load, rs.n_prompt, ttft_ms, prefill_tok_s, n_gen, decode_tok_s, finish);
     }
+    if (rs.info.weight_cache_note) fprintf(stderr, "facet: %s\n", rs.info.weight_cache_note);
     fflush(stdout);
 
 out:

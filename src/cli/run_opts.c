@@ -11,7 +11,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: facet run [MODEL] [-p TEXT | -f FILE | --prompt-ids 1,2,3 |\n"
             "                 --messages FILE.json [--tools FILE.json]] [-n MAX_NEW]\n"
-            "                 [--threads N] [--ctx N] [--weights auto|f32]\n"
+            "                 [--threads N] [--ctx N] [--weights auto|f32] [--no-cache]\n"
             "                 [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
             "                 [--presence-penalty P] [--frequency-penalty F] [--seed S]\n"
             "                 [--stop STR]... [--json [--top-logprobs N]] [--ignore-eos]\n"
@@ -30,6 +30,9 @@ static void usage(FILE *out) {
             "                     the context is full\n"
             "  --threads N        worker threads (default: all cores)\n"
             "  --ctx N            context cap in tokens (default max_position_embeddings)\n"
+            "  --no-cache         neither read nor write the weight cache (converted weights\n"
+            "                     kept in DIR/.facet-cache or ~/.cache/facet; also\n"
+            "                     FACET_NO_CACHE=1)\n"
             "  --temp T           temperature (default 0 = greedy); the sampling chain is\n"
             "                     repetition/presence/frequency penalties -> temperature ->\n"
             "                     top-k -> min-p -> top-p -> seeded draw (facet_sampler.h)\n"
@@ -123,6 +126,8 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
                 fprintf(stderr, "facet: --weights expects auto, f32, bf16, f16 or int8, got '%s'\n", v);
                 return 1;
             }
+        } else if (!strcmp(a, "--no-cache")) {
+            o->no_cache = 1;
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
         } else if (!strcmp(a, "--top-logprobs")) {

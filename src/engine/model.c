@@ -2,7 +2,8 @@
  * model.c — loading a checkpoint: facts -> probe -> verdict -> weights.
  *
  * The loader judges the checkpoint with the same verdict function as `facet conform`
- * (src/model/table.c) and refuses before converting any weight.
+ * (src/model/table.c) and refuses before converting any weight, or mapping a weight
+ * cache (weights_cache.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +45,7 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
             free(v);
         }
     }
-    if (st == FACET_OK) st = facet_weights_load(m, &ck, formats[o.weights], err);
+    if (st == FACET_OK) st = facet_weights_load(m, dir, &ck, formats[o.weights], &o, err);
     st_checkpoint_close(&ck);
     if (st == FACET_OK) st = facet_rope_init(m, err);
     if (st == FACET_OK) {
@@ -72,6 +73,8 @@ void facet_model_free(facet_model *m) {
     free(m->inv_freq);
     free(m->inv_freq_long);
     free(m->inv_freq_local);
+    free(m->wcache_path);
+    free(m->wcache_note);
     free(m);
 }
 
@@ -87,6 +90,9 @@ void facet_model_get_info(const facet_model *m, facet_model_info *info) {
     for (int i = 0; i < f->n_eos && i < 16; i++) info->eos_token_ids[i] = f->eos_token_ids[i];
     info->n_threads = m->pool ? facet_pool_size(m->pool) : 0;
     info->weight_bytes = m->w.bytes;
+    info->weight_cache = m->wcache;
+    info->weight_cache_path = m->wcache_path;
+    info->weight_cache_note = m->wcache_note;
 }
 
 facet_tokenizer *facet_model_tokenizer(facet_model *m) { return m->tokenizer; }

@@ -44,6 +44,8 @@ typedef struct facet_weights {
     facet_wtensor lm_head;      /* (V, H); shares embed_tokens' data when tied          */
     int lm_head_tied;
     uint64_t bytes;             /* run-time bytes of all tensors (tied lm_head once)   */
+    struct wcache_file *cache;  /* non-NULL: every tensor above points into this weight
+                                   cache mapping (read-only) and is not freed alone    */
 } facet_weights;
 
 struct facet_model {
@@ -58,6 +60,9 @@ struct facet_model {
     float *inv_freq_local;         /* [rope_dim / 2] sliding layers when they have their
                                       own base (rope_local_base_freq), else NULL        */
     float rope_attention_scale;    /* cos/sin multiplier (yarn, longrope); 1 otherwise */
+    facet_weight_cache wcache;     /* what the weight cache did (facet.h)              */
+    char *wcache_path;             /* the cache file used or written, or NULL          */
+    char *wcache_note;             /* one line for the user, or NULL                   */
 };
 
 /* KV cache of one sequence: per layer, K and V rows of nkv*hd floats. Global layers
@@ -100,11 +105,13 @@ facet_status facet_rope_init(facet_model *m, facet_error *err);
 void facet_rope_cos_sin(const facet_model *m, const float *inv_freq, float scale, int pos,
                         float *cos, float *sin);
 
-/* Read, validate and convert every tensor of the checkpoint into m->w, weight
- * matrices in `format` (weights.c). */
+/* Read, validate and convert every tensor of checkpoint `ck` (folder `dir`) into m->w,
+ * weight matrices in `format`, through the weight cache unless opts->no_cache or
+ * FACET_NO_CACHE=1; sets m->wcache, m->wcache_path, m->wcache_note (weights_cache.c). */
 struct st_checkpoint;
-facet_status facet_weights_load(facet_model *m, const struct st_checkpoint *ck,
-                                facet_wformat format, facet_error *err);
+facet_status facet_weights_load(facet_model *m, const char *dir, const struct st_checkpoint *ck,
+                                facet_wformat format, const facet_load_options *opts,
+                                facet_error *err);
 
 /* Free m->w (weights.c). */
 void facet_weights_free(facet_model *m);

@@ -1,0 +1,42 @@
+/*
+ * weights_load.h — the weight loader's walk over the checkpoint's tensors (weights.c)
+ * and its cache front end (weights_cache.c), shared by the two files only.
+ */
+#ifndef FACET_ENGINE_WEIGHTS_LOAD_H
+#define FACET_ENGINE_WEIGHTS_LOAD_H
+
+#include "engine/model_internal.h"
+#include "io/safetensors.h"
+#include "io/wcache.h"
+
+/* One converted tensor noted for the cache writer. */
+typedef struct wload_rec {
+    char name[WCACHE_NAME_MAX];
+    uint32_t kind;                 /* 0 float32 vector, 1 matrix                       */
+    facet_wtensor meta;            /* matrices: the struct with its pointers cleared    */
+    const void *data;              /* borrowed from m->w                                */
+    uint64_t bytes;
+} wload_rec;
+
+/* State of one walk: tensors come from the checkpoint (converted, and noted in rec
+ * when recording) or, when cache != NULL, from the cache's entries in order. */
+typedef struct wload {
+    const st_checkpoint *ck;
+    facet_wformat format;          /* run-time format of matrices                       */
+    const wcache_file *cache;      /* take tensors from here (m->w.cache)               */
+    size_t next;                   /* next cache entry                                  */
+    int recording;                 /* note converted tensors in rec                     */
+    wload_rec *rec;                /* [n_rec], malloc'd                                 */
+    size_t n_rec, cap_rec;
+    char uncacheable[256];         /* why recording stopped, or ""                     */
+    facet_load_progress_fn progress;
+    void *user;
+    uint64_t done, total;          /* checkpoint tensor bytes read / all of them        */
+} wload;
+
+/* Fill m->w by walking every tensor the facts call for (weights.c). On failure m->w
+ * holds what was loaded so far, released by facet_weights_free. A cache walk fails
+ * with FACET_E_FORMAT when an entry does not match what the checkpoint needs. */
+facet_status facet_weights_walk(facet_model *m, wload *ld, facet_error *err);
+
+#endif

@@ -1,0 +1,149 @@
+/*
+ * wcache.h — the weight cache: converted weight tensors written once to a file and
+ * mapped read-only by later loads, so a load that finds a valid cache does no
+ * conversion at all.
+ *
+ * File layout (little-endian, this build's x86-64 layout):
+ *   [0, 256)             header: magic "FACETWC1", format version, header+index bytes,
+ *                        run-time weight format, entry count, expected file size, data
+ *                        offset, the key (source digest, layout digest, dims) and a
+ *                        SHA-256 over the header (this field zeroed) and the index
+ *   [256, data_offset)   index: WCACHE_ENTRY_BYTES per entry (name, kind, meta bytes,
+ *                        data offset and length)
+ *   [data_offset, size)  tensor data; tensors of 2 MiB or more start on a 2 MiB
+ *                        boundary (so a 2 MiB-aligned mapping can use huge pages),
+ *                        smaller ones on a 4 KiB boundary; gaps are file holes
+ *
+ * Validity gate (wcache_parse): magic, format version, sizes, the header/index SHA-256
+ * (catches any flipped bit in them), the key (source digest = what the checkpoint is,
+ * layout digest = how this build packs the format, the format, the dims), the file size
+ * (catches truncation), and every entry inside the file, aligned and named. Tensor data
+ * is not hashed: hashing a gigabyte would cost what the cache saves; the source digest
+ * (wcache_source_digest) hashes only config.json, the safetensors headers and the file
+ * sizes for the same reason.
+ *
+ * Writing is atomic: a temporary file in the destination folder, fsync, rename over
+ * the destination, fsync of the folder. Concurrent writers each write their own
+ * temporary file; the last rename wins and a reader sees either file whole.
+ */
+#ifndef FACET_IO_WCACHE_H
+#define FACET_IO_WCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "facet_status.h"
+
+#define WCACHE_MAGIC "FACETWC1"
+#define WCACHE_VERSION 1u            /* bump when the file layout above changes          */
+#define WCACHE_HEADER_BYTES 256u
+#define WCACHE_ENTRY_BYTES 256u
+#define WCACHE_NAME_MAX 160u         /* entry name bytes including the NUL               */
+#define WCACHE_META_MAX 64u          /* caller bytes stored with each entry              */
+#define WCACHE_N_DIMS 8
+
+/* What a cache must match to be used. */
+typedef struct wcache_key {
+    uint8_t source[32];              /* wcache_source_digest of the checkpoint           */
+    uint8_t layout[32];              /* the caller's digest of its run-time layout       */
+    uint32_t wformat;                /* run-time weight format (facet_wformat value)      */
+    int64_t dims[WCACHE_N_DIMS];     /* from the facts: hidden_size, intermediate_size,
+                                        num_hidden_layers, num_attention_heads,
+                                        num_key_value_heads, head_dim, vocab_size, 0   */
+} wcache_key;
+
+/* One tensor to write: `bytes` of `data`, with `meta_len` <= WCACHE_META_MAX bytes of
+ * caller data (e.g. a tensor struct without its pointers) and a caller `kind`. */
+typedef struct wcache_item {
+    const char *name;                /* < WCACHE_NAME_MAX bytes                          */
+    uint32_t kind;
+    const void *meta;
+    uint32_t meta_len;
+    const void *data;
+    uint64_t bytes;
+} wcache_item;
+
+/* One entry of a parsed cache; pointers point into the parsed buffer. */
+typedef struct wcache_entry {
+    const char *name;                /* NUL-terminated                                   */
+    uint32_t kind;
+    const uint8_t *meta;
+    uint32_t meta_len;
+    const uint8_t *data;             /* into the parsed buffer (or mapping)              */
+    uint64_t offset, bytes;
+} wcache_entry;
+
+/* A parsed (and, from wcache_open, mapped) cache file. */
+typedef struct wcache_file {
+    void *map;                       /* mapping of the whole file, or NULL               */
+    size_t map_size;
+    uint32_t n_entries;
+    wcache_entry *entries;           /* owned, in file order                             */
+} wcache_file;
+
+/* Progress of a write: `done` of `total` bytes. */
+typedef void (*wcache_progress_fn)(void *user, uint64_t done, uint64_t total);
+
+/*
+ * SHA-256 identifying a checkpoint's content without reading tensor data: over
+ * config.json's bytes, then for each safetensors file in order its 8-byte header length
+ * and header bytes, then its size. `config` (config_len bytes) is config.json;
+ * headers[i] / header_lens[i] the files' first 8 + N bytes, file_sizes[i] their sizes.
+ * Errors: FACET_E_INTERNAL when OpenSSL fails.
+ */
+facet_status wcache_source_digest(const void *config, size_t config_len, size_t n_files,
+                                  const uint8_t *const *headers, const uint64_t *header_lens,
+                                  const uint64_t *file_sizes, uint8_t out[32], facet_error *err);
+
+/* SHA-256 of `len` bytes (OpenSSL EVP). Errors: FACET_E_INTERNAL. */
+facet_status wcache_sha256(const void *data, size_t len, uint8_t out[32], facet_error *err);
+
+/* Store, in a buffer holding at least the header and index, the SHA-256 that
+ * wcache_parse checks (used by the writer and by the fuzz target). Returns 0, or -1
+ * when the buffer is too short for the header and index it declares. */
+int wcache_seal(uint8_t *buf, size_t size);
+
+/*
+ * Validate a cache image: `buf` holds the whole file (`size` bytes). `key` NULL skips
+ * the key comparison (the fuzz target). On success *out lists the entries, their `data`
+ * pointing into buf (out->map stays NULL: buf is the caller's). Every rejection is FACET_E_FORMAT with a one-line reason naming what
+ * differs ("config.json or safetensors headers changed", "file is 1000 bytes, header
+ * says 2000 (truncated)"...); FACET_E_NOMEM.
+ */
+facet_status wcache_parse(const uint8_t *buf, size_t size, const wcache_key *key, wcache_file *out,
+                          facet_error *err);
+
+/*
+ * Open `path`, validate it against `key` and map it read-only (MAP_PRIVATE, the
+ * mapping 2 MiB-aligned, advised for huge pages and prefaulted). Errors: FACET_E_NOT_FOUND
+ * when the file does not exist, FACET_E_IO, or wcache_parse's. Release with wcache_close.
+ */
+facet_status wcache_open(const char *path, const wcache_key *key, wcache_file *out,
+                         facet_error *err);
+
+/* Unmap and free a cache (the struct itself is the caller's). */
+void wcache_close(wcache_file *f);
+
+/*
+ * Write `n` items as the cache `path` atomically (temporary file beside it, fsync,
+ * rename, fsync of the folder); the folder must exist. progress (may be NULL) is called
+ * after each item. Errors: FACET_E_IO naming the path and the system error (nothing is
+ * left behind), FACET_E_INVALID_ARGUMENT for a name or meta too long, FACET_E_NOMEM.
+ */
+facet_status wcache_write(const char *path, const wcache_key *key, const wcache_item *items,
+                          size_t n, wcache_progress_fn progress, void *user, facet_error *err);
+
+/*
+ * The cache paths for checkpoint folder `dir` and format name `fmt` ("bf16"): beside the
+ * checkpoint, DIR/.facet-cache/FMT.facetcache (`local`), and in the user's cache folder,
+ * $XDG_CACHE_HOME/facet (default $HOME/.cache/facet) / HEX-FMT.facetcache where HEX is the
+ * first 16 bytes of the SHA-256 of dir's absolute path, in hex (`user`, "" when neither
+ * variable is set). Returns 0, or -1 when a path does not fit `cap`.
+ */
+int wcache_paths(const char *dir, const char *fmt, char *local, char *user, size_t cap);
+
+/* Create the folder holding file `path` (and its parents), mode 0755. Returns 0 or -1
+ * with errno set. */
+int wcache_mkdir_for(const char *path);
+
+#endif
