@@ -228,7 +228,7 @@ static void cache_put(tok_cache *c, const char *wd, size_t len, const int32_t *i
         c->n_words = c->n_ids = 0;
         goto out;
     }
-    memcpy(c->ids + c->n_ids, ids, n * sizeof *ids);
+    if (n) memcpy(c->ids + c->n_ids, ids, n * sizeof *ids);
     c->start[c->n_words] = (uint32_t)c->n_ids;
     c->count[c->n_words] = (uint32_t)n;
     c->n_words++;

@@ -252,15 +252,15 @@ facet_status tok_json_parse_vocab(const char *s, size_t len, const char *what, t
         size_t vstart = c.i;
         long long v = 0;
         int digits = 0;
-        while (c.i < len && s[c.i] >= '0' && s[c.i] <= '9' && v < 0x7fffffff) {
+        while (c.i < len && s[c.i] >= '0' && s[c.i] <= '9' && v < TOK_MAX_ID) {
             v = v * 10 + (s[c.i++] - '0');
             digits++;
         }
-        if (!digits || v >= 0x7fffffff ||
+        if (!digits || v >= TOK_MAX_ID ||
             (c.i < len && (s[c.i] == '.' || s[c.i] == 'e' || s[c.i] == 'E' || (s[c.i] >= '0' && s[c.i] <= '9')))) {
             st = facet_err(err, FACET_E_FORMAT,
-                           "%s: model.vocab[\"%.60s\"]: expected a token id (integer 0..2147483646), got '%.20s'",
-                           what, key.data, s + vstart);
+                           "%s: model.vocab[\"%.60s\"]: expected a token id (integer 0..%d), got '%.20s'",
+                           what, key.data, TOK_MAX_ID - 1, s + vstart);
             goto out;
         }
         /* batched: hash and prefetch BATCH keys, then insert them (overlaps misses) */

@@ -79,8 +79,8 @@ static facet_status parse_added(facet_tokenizer *tok, const json_t *root, const 
         int b[5];
         facet_status st;
         if ((st = tok_jget_int(o, "id", path, -1, &id, err)) != FACET_OK) return st;
-        if (id < 0 || id >= 0x7fffffff)
-            return facet_err(err, FACET_E_FORMAT, "%s.id: expected a token id 0..2147483646, got %lld", path, id);
+        if (id < 0 || id >= TOK_MAX_ID)
+            return facet_err(err, FACET_E_FORMAT, "%s.id: expected a token id 0..%d, got %lld", path, TOK_MAX_ID - 1, id);
         if ((st = tok_jget_str(o, "content", path, 1, &content, &clen, err)) != FACET_OK) return st;
         if (!clen) return facet_err(err, FACET_E_FORMAT, "%s.content: empty added token", path);
         if ((st = tok_jget_bool(o, "special", path, 0, &b[0], err)) ||

@@ -19,7 +19,7 @@ void tok_post_free(tok_post *p) {
 static int push_ids(int32_t **v, size_t *n, const int32_t *ids, size_t k) {
     int32_t *p = realloc(*v, (*n + k + 1) * sizeof *p);
     if (!p) return -1;
-    memcpy(p + *n, ids, k * sizeof *ids);
+    if (k) memcpy(p + *n, ids, k * sizeof *ids);
     *v = p;
     *n += k;
     return 0;

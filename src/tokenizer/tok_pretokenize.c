@@ -175,7 +175,7 @@ static int emit(tok_words *out, const char *s, int orig0, lablist *l, tok_split_
             else v[--w] = cur;
             prev_match = cur.match;
         }
-        memmove(v, v + w, (l->n - w) * sizeof *v);
+        if (l->n > w) memmove(v, v + w, (l->n - w) * sizeof *v);
         n = l->n - w;
         break;
     }

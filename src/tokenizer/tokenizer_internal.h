@@ -23,6 +23,10 @@
 
 #include "facet_tokenizer.h"
 
+/* Token ids are below this bound (2^22 = 4194304; the largest real vocabularies have
+ * about 2.6e5 ids): the id tables are arrays indexed by id. */
+#define TOK_MAX_ID 4194304
+
 /* ---- growable byte buffer --------------------------------------------------------- */
 typedef struct tok_buf {
     char *data;
