@@ -312,3 +312,17 @@ def test_synthetic_config_has_the_requested_facts():
         assert f.rope_global.rope_type == ("llama3" if rope == "llama3" else "default")
         n += 1
     assert n == 576
+
+
+def test_facet_second_load_same_logits(make_checkpoint, reference_for, facet_generate):
+    """The second run of a checkpoint (weights from facet's on-disk cache when it has
+    one) gives bit-identical logits to the first, both within tolerance of the
+    reference."""
+    path = make_checkpoint(config_path("llama32"), dtype="bf16", shrink=SHRINK, seed=1)
+    ref = reference_for(path)
+    prompt = prompt_for("llama32", ref.facts.vocab_size)
+    want = ref.generate(prompt, 4)
+    first = facet_generate(path, prompt, 4)
+    second = facet_generate(path, prompt, 4)
+    np.testing.assert_array_equal(first["logits"], second["logits"])
+    assert compare.relative_errors(second["logits"], want["logits"]).max() < REL_TOL
