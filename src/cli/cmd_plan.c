@@ -24,8 +24,9 @@ static void plan_usage(FILE *out) {
     fprintf(out, "usage: facet plan MODEL [--ctx N] [--batch B] [--weights auto|f32|bf16|f16|int8]\n"
                  "                  [--backend cpu|cuda] [--json]\n"
                  "MODEL: a checkpoint folder or a config.json. --ctx defaults to\n"
-                 "max_position_embeddings, --batch to 1, --weights to auto (the checkpoint's\n"
-                 "dtype, degraded to the closest format the backend has a kernel for).\n");
+                 "max_position_embeddings, --batch to 1, --weights to auto (= f32, what\n"
+                 "facet run loads by default). FACET_MEM_AVAILABLE=BYTES overrides the free\n"
+                 "RAM read from /proc/meminfo.\n");
 }
 
 static int parse_count(const char *opt, const char *s, int64_t *out) {
@@ -123,8 +124,8 @@ int cmd_plan(int argc, char **argv) {
         return rc;
     }
     char a[32], b[32], c[32], d[32];
-    printf("weights (matrices in the format, norms and biases f32; int8 = one f32 scale per "
-           "32 inputs):\n");
+    printf("weights at run time (matrices packed in the format, norms and biases f32; int8 = "
+           "one f16 scale per 32 inputs):\n");
     for (int i = 0; i < FACET_PLAN_N_FORMATS; i++) {
         facet_bytes_text(p.weight_bytes[i], a, sizeof a);
         printf("  %-5s %15llu bytes (%s)%s\n", facet_plan_format_name(i),

@@ -8,25 +8,57 @@
 #include <string.h>
 
 #include "io/safetensors.h"
+#include "kernels/cpu/cpu_features.h"
 #include "util/error.h"
 
 #define MAX_BATCH (1LL << 20)
 
 /* ---------------------------------------------------------------------------------
- * Declared path capabilities of the CPU backend, closest first. A format whose matmul
- * kernel is not declared here degrades to the next one in its fallback chain. Add a
- * format when its kernel lands in src/kernels/cpu (facet_matmul's dispatch).
+ * Declared path capabilities of the CPU backend (src/kernels/cpu): per weight format,
+ * the matmul kernels closest first, each with the CPU capability it needs; the plan
+ * takes the first this CPU has (facet_cpu()), degrading to the portable kernel, never
+ * failing. The names are the kernels' own (facet_ukernel.name).
  * ------------------------------------------------------------------------------ */
+enum { NEED_NONE, NEED_AVX2, NEED_AVX512, NEED_AVX512_BF16, NEED_AVX512_VNNI };
+
 static const struct {
-    int format;
-    int has_kernel;          /* a facet_matmul kernel exists for this format          */
-    int fallback[3];         /* formats to try next, closest first (-1 ends)          */
-} matmul_paths[FACET_PLAN_N_FORMATS] = {
-    {FACET_PLAN_F32, 1, {-1, -1, -1}},
-    {FACET_PLAN_BF16, 0, {FACET_PLAN_F32, -1, -1}},
-    {FACET_PLAN_F16, 0, {FACET_PLAN_F32, -1, -1}},
-    {FACET_PLAN_INT8, 0, {FACET_PLAN_BF16, FACET_PLAN_F32, -1}},
+    const char *name;
+    int need;
+} matmul_paths[FACET_PLAN_N_FORMATS][3] = {
+    [FACET_PLAN_F32] = {{"f32-avx512", NEED_AVX512}, {"f32-avx2", NEED_AVX2}, {"f32-scalar", NEED_NONE}},
+    [FACET_PLAN_BF16] = {{"bf16-avx512bf16", NEED_AVX512_BF16}, {"bf16-avx2", NEED_AVX2},
+                         {"bf16-scalar", NEED_NONE}},
+    [FACET_PLAN_F16] = {{"f16-avx512", NEED_AVX512}, {"f16-avx2", NEED_AVX2}, {"f16-scalar", NEED_NONE}},
+    [FACET_PLAN_INT8] = {{"int8-avx512vnni", NEED_AVX512_VNNI}, {"int8-avx2", NEED_AVX2},
+                         {"int8-scalar", NEED_NONE}},
 };
+
+/* What `--weights auto` loads (src/engine/model.c): float32. */
+#define AUTO_FORMAT FACET_PLAN_F32
+
+/* Packed run-time layout (src/kernels/cpu/matmul_internal.h): output rows in panels of
+ * 16 (last one zero-padded), the input dim padded to a multiple of 32; int8 stores per
+ * block of 32 inputs and row 32 bytes + one f16 scale. */
+#define PANEL 16
+#define KALIGN 32
+
+static int has_capability(int need) {
+    const facet_cpu_info *c = facet_cpu();
+    switch (need) {
+    case NEED_AVX2: return c->level >= FACET_CPU_AVX2;
+    case NEED_AVX512: return c->level >= FACET_CPU_AVX512;
+    case NEED_AVX512_BF16: return c->avx512_bf16;
+    case NEED_AVX512_VNNI: return c->avx512_vnni;
+    default: return 1;
+    }
+}
+
+const char *facet_plan_matmul_path(int fmt) {
+    if (fmt < 0 || fmt >= FACET_PLAN_N_FORMATS) return "none";
+    for (int i = 0; i < 3; i++)
+        if (has_capability(matmul_paths[fmt][i].need)) return matmul_paths[fmt][i].name;
+    return "none";
+}
 
 static const char *const format_names[FACET_PLAN_N_FORMATS] = {"f32", "bf16", "f16", "int8"};
 
@@ -56,14 +88,15 @@ static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UI
 
 static uint64_t u(int64_t x) { return x > 0 ? (uint64_t)x : 0; }
 
-/* Bytes of a [rows][cols] matrix in a format (int8: rows * ceil(cols/32) f32 scales). */
+/* Run-time bytes of a [rows][cols] matrix packed in a format (see PANEL above). */
 static uint64_t matrix_bytes(uint64_t rows, uint64_t cols, int fmt) {
-    uint64_t n = sat_mul(rows, cols);
+    uint64_t rp = (rows + PANEL - 1) / PANEL * PANEL, kp = (cols + KALIGN - 1) / KALIGN * KALIGN;
+    uint64_t n = sat_mul(rp, kp);
     switch (fmt) {
     case FACET_PLAN_F32: return sat_mul(n, 4);
     case FACET_PLAN_BF16:
     case FACET_PLAN_F16: return sat_mul(n, 2);
-    default: return sat_add(n, sat_mul(sat_mul(rows, (cols + 31) / 32), 4));
+    default: return sat_add(n, sat_mul(sat_mul(rp, kp / KALIGN), 2)); /* int8 + f16 scales */
     }
 }
 
@@ -127,43 +160,18 @@ static facet_status mem_available(uint64_t *out, facet_error *err) {
     return FACET_OK;
 }
 
-/* The checkpoint's own format: probed dtypes, else config torch_dtype / dtype. */
-static int native_format(const facet_facts *f) {
-    if (f->probed) {
-        if (f->dtype_mask & (1u << ST_BF16)) return FACET_PLAN_BF16;
-        if (f->dtype_mask & (1u << ST_F16)) return FACET_PLAN_F16;
-        return FACET_PLAN_F32;
-    }
-    for (int i = 0; i < f->n_config_keys; i++) {
-        const facet_config_key *k = &f->config_keys[i];
-        if (strcmp(k->key, "torch_dtype") && strcmp(k->key, "dtype")) continue;
-        if (strstr(k->value, "bfloat16")) return FACET_PLAN_BF16;
-        if (strstr(k->value, "float16")) return FACET_PLAN_F16;
-        if (strstr(k->value, "float32")) return FACET_PLAN_F32;
-    }
-    return FACET_PLAN_F32;
-}
-
-static void choose_format(const facet_facts *f, int requested, facet_plan *p) {
-    int want = requested == FACET_PLAN_AUTO ? native_format(f) : requested;
+static void choose_format(int requested, facet_plan *p) {
     p->requested = requested;
-    p->weights = want;
-    if (matmul_paths[want].has_kernel) return;
-    for (int i = 0; i < 3 && matmul_paths[want].fallback[i] >= 0; i++) {
-        int next = matmul_paths[want].fallback[i];
-        if (matmul_paths[next].has_kernel) {
-            p->weights = next;
-            snprintf(p->weights_note, sizeof p->weights_note,
-                     "%s weights: no %s matmul path on cpu yet; using %s (closest declared "
-                     "path)", format_names[want], format_names[want], format_names[next]);
-            return;
-        }
-    }
+    p->weights = requested == FACET_PLAN_AUTO ? AUTO_FORMAT : requested;
+    snprintf(p->matmul_path, sizeof p->matmul_path, "%s", facet_plan_matmul_path(p->weights));
+    const char *best = matmul_paths[p->weights][0].name;
+    if (strcmp(best, p->matmul_path))
+        snprintf(p->weights_note, sizeof p->weights_note,
+                 "%s matmul: this CPU lacks %s; using %s (the closest declared path)",
+                 format_names[p->weights], best, p->matmul_path);
 }
 
 static void kernel_paths(const facet_facts *f, facet_plan *p) {
-    snprintf(p->matmul_path, sizeof p->matmul_path, "matmul-%s (facet_matmul)",
-             format_names[p->weights]);
     snprintf(p->norm_path, sizeof p->norm_path, "rmsnorm%s eps=%g",
              f->norm_weight_offset ? "(1+w)" : "", f->rms_norm_eps);
     snprintf(p->rope_path, sizeof p->rope_path, "rope-%.31s rotate_half theta=%g%s",
@@ -226,7 +234,7 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
 
     for (int fmt = 0; fmt < FACET_PLAN_N_FORMATS; fmt++)
         out->weight_bytes[fmt] = weight_bytes(f, fmt, &out->n_params, &out->n_matrix_params);
-    choose_format(f, opts->weights, out);
+    choose_format(opts->weights, out);
 
     out->kv_bytes_per_layer_position =
         sat_mul(sat_mul(2, sat_mul(u(f->num_key_value_heads), u(f->head_dim))), 4);

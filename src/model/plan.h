@@ -7,6 +7,11 @@
  * declared path capabilities (closest first, degrading, never an error when a fallback
  * exists).
  *
+ * Weight bytes are facet's run-time bytes (what src/engine/weights.c allocates): every
+ * 2-D matrix (embeddings, projections, lm_head when untied) packed in the format, rows
+ * padded to a multiple of 16 and inputs to a multiple of 32 (int8: 1 byte per weight +
+ * one f16 scale per 32 inputs and row); norms and biases float32.
+ *
  * Units: bytes. Memory counted: weights in the chosen format + the KV cache of `batch`
  * sequences at `ctx` positions. Activation scratch (a few rows of hidden/intermediate/
  * vocab floats per sequence) is not counted.
@@ -28,7 +33,7 @@ typedef enum facet_plan_format {
     FACET_PLAN_F32 = 0,
     FACET_PLAN_BF16,
     FACET_PLAN_F16,
-    FACET_PLAN_INT8, /* int8 matrices, one float32 scale per block of 32 inputs        */
+    FACET_PLAN_INT8, /* int8 matrices, one f16 scale per block of 32 inputs and row     */
     FACET_PLAN_N_FORMATS,
     FACET_PLAN_AUTO = -1,
 } facet_plan_format;
@@ -36,7 +41,8 @@ typedef enum facet_plan_format {
 typedef struct facet_plan_opts {
     int64_t ctx;            /* positions per sequence; 0 = max_position_embeddings  */
     int64_t batch;          /* concurrent sequences; 0 = 1                           */
-    int weights;            /* facet_plan_format, or FACET_PLAN_AUTO                 */
+    int weights;            /* facet_plan_format, or FACET_PLAN_AUTO (= f32, what
+                               facet run --weights auto loads)                       */
     uint64_t mem_available; /* bytes; 0 = read MemAvailable from /proc/meminfo        */
 } facet_plan_opts;
 
@@ -54,7 +60,7 @@ typedef struct facet_plan {
     uint64_t weight_bytes[FACET_PLAN_N_FORMATS]; /* matrices in the format, vectors f32 */
     int requested;                              /* facet_plan_format asked for        */
     int weights;                                /* facet_plan_format chosen           */
-    char weights_note[200];                     /* why it differs from the request    */
+    char weights_note[200];                     /* a matmul path below the format's best */
 
     /* KV cache */
     uint64_t kv_bytes_per_layer_position;       /* k                                  */
@@ -87,6 +93,11 @@ const char *facet_plan_format_name(int fmt);
 
 /* Parse "auto|f32|bf16|f16|int8" into *fmt. Returns 0 on success, -1 otherwise. */
 int facet_plan_format_parse(const char *s, int *fmt);
+
+/* The matmul kernel this CPU runs for a format: the first of the format's declared
+ * paths (closest first) whose capability facet_cpu() reports, e.g. "bf16-avx512bf16",
+ * "int8-avx2", "f32-scalar". */
+const char *facet_plan_matmul_path(int fmt);
 
 /* Bytes of one sequence's KV cache at context c (the formula above). */
 uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c);

@@ -193,7 +193,7 @@ json_t *facet_plan_json(const facet_plan *p) {
         json_object_set_new(w, facet_plan_format_name(i), json_integer((json_int_t)p->weight_bytes[i]));
     json_object_set_new(o, "weight_bytes", w);
     json_object_set_new(o, "n_params", json_integer((json_int_t)p->n_params));
-    json_object_set_new(o, "int8_scales", json_string("one float32 scale per block of 32 inputs"));
+    json_object_set_new(o, "int8_scales", json_string("one f16 scale per block of 32 inputs and row"));
     json_object_set_new(o, "weights_requested", json_string(facet_plan_format_name(p->requested)));
     json_object_set_new(o, "weights", json_string(facet_plan_format_name(p->weights)));
     json_object_set_new(o, "weights_note", json_string(p->weights_note));

@@ -39,8 +39,9 @@ def test_dense_gqa_llama32_1b(facet_bin):
     assert proc.returncode == 0, proc.stderr
     # 1235814400 parameters (embed 128256*2048 + 16 layers * 60821504 + 2048), tied
     assert p["n_params"] == 1235814400
+    # int8: one byte per weight + one f16 scale per 32 inputs and row
     assert p["weight_bytes"] == {"f32": 4943257600, "bf16": 2471763968, "f16": 2471763968,
-                                 "int8": 1390485504}
+                                 "int8": 1235746816 + 1235746816 // 16 + 4 * 67584}
     assert p["kv_bytes_per_layer_position"] == 2 * 8 * 64 * 4
     assert p["kv_bytes_per_token_naive"] == 16 * 4096
     assert p["kv_bytes_per_sequence"] == 16 * 4096 * 4096
@@ -88,14 +89,19 @@ def test_window_inert(facet_bin):
     assert p["total_bytes"] == p["weight_bytes"][p["weights"]] + 2 * 64 * k * 32768
 
 
-def test_weights_degrade_to_declared_path(facet_bin):
+def test_weights_format_and_kernel_path(facet_bin):
     proc, p = plan(facet_bin, CONFIGS / "Qwen__Qwen3-8B__resaved", "--ctx", 1024, "--weights", "int8")
     assert proc.returncode == 0
-    assert p["weights_requested"] == "int8"
-    # the chosen format has a matmul path; a different one says why
-    assert p["weights"] in ("f32", "bf16", "f16", "int8")
-    if p["weights"] != "int8":
-        assert "closest declared path" in p["weights_note"]
+    assert p["weights_requested"] == "int8" and p["weights"] == "int8"
+    assert p["kernels"]["matmul"] in ("int8-avx512vnni", "int8-avx2", "int8-scalar")
+    env = dict(os.environ, FACET_MEM_AVAILABLE=str(GIB), FACET_CPU="scalar")
+    proc = subprocess.run([str(facet_bin), "plan", str(CONFIGS / "Qwen__Qwen3-8B__resaved"),
+                           "--weights", "bf16", "--json"], capture_output=True, text=True, env=env)
+    p = json.loads(proc.stdout)
+    assert p["kernels"]["matmul"] == "bf16-scalar"
+    assert "using bf16-scalar (the closest declared path)" in p["weights_note"]
+    _, p = plan(facet_bin, CONFIGS / "Qwen__Qwen3-8B__resaved", "--ctx", 1024)
+    assert p["weights_requested"] == "auto" and p["weights"] == "f32"  # what run loads
 
 
 def test_text_output(facet_bin):
@@ -104,7 +110,7 @@ def test_text_output(facet_bin):
                            "--ctx", "4096"], capture_output=True, text=True, env=env)
     assert proc.returncode == 0
     assert "per token, naive (layers x kv_heads x head_dim x 2 x 4 B): 1048576 bytes" in proc.stdout  # 32 * 32 * 128 * 2 * 4
-    assert "int8 = one f32 scale per 32 inputs" in proc.stdout
+    assert "int8 = one f16 scale per 32 inputs" in proc.stdout
 
 
 @pytest.mark.parametrize("args,needle", [

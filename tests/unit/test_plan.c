@@ -7,8 +7,11 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/matmul_internal.h"
 #include "model/facts.h"
 #include "model/plan.h"
 
@@ -53,8 +56,9 @@ static void test_dense_gqa(void **state) {
     /* bf16: matrices 2 B (1235746816 * 2) + vectors 4 B (67584 * 4) */
     assert_int_equal(P.weight_bytes[FACET_PLAN_BF16], 2471763968ull);
     assert_int_equal(P.weight_bytes[FACET_PLAN_F16], 2471763968ull);
-    /* int8: 1 B per matrix element + one f32 scale per 32 = 1235746816 * 1.125 + 270336 */
-    assert_int_equal(P.weight_bytes[FACET_PLAN_INT8], 1390485504ull);
+    /* int8: 1 B per matrix element + one f16 scale per 32 = 1235746816 * 1.0625 + 270336
+     * (every dim here is a multiple of 16 rows / 32 inputs: no packing padding) */
+    assert_int_equal(P.weight_bytes[FACET_PLAN_INT8], 1313251328ull);
     /* k = 2 * 8 * 64 * 4 = 4096 B per layer and position; naive 16 * 4096 */
     assert_int_equal(P.kv_bytes_per_layer_position, 4096);
     assert_int_equal(P.kv_bytes_per_token_naive, 65536);
@@ -134,9 +138,8 @@ static void test_window_inert(void **state) {
     assert_int_equal(P.n_sliding_layers, 0);
     assert_int_equal(P.kv_bytes_per_token_naive, 524288); /* 64 * 2 * 8 * 128 * 4 */
     assert_int_equal(P.kv_bytes_per_sequence, 524288ull * 32768);
-    assert_int_equal(P.total_bytes, P.weight_bytes[FACET_PLAN_F32] + 2 * 524288ull * 32768);
-    assert_int_equal(P.weights, FACET_PLAN_F32); /* no bf16 matmul path yet: degraded */
-    assert_non_null(strstr(P.weights_note, "using f32"));
+    assert_int_equal(P.weights, FACET_PLAN_BF16);
+    assert_int_equal(P.total_bytes, P.weight_bytes[FACET_PLAN_BF16] + 2 * 524288ull * 32768);
     /* a window at max_position_embeddings is inert too */
     from_text("{\"model_type\":\"mistral\",\"hidden_size\":64,\"intermediate_size\":128,"
               "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
@@ -144,6 +147,40 @@ static void test_window_inert(void **state) {
     plan(4096, 1, FACET_PLAN_F32, 1ull << 30);
     assert_int_equal(P.n_sliding_layers, 0);
     assert_int_equal(P.kv_bytes_per_sequence, 2ull * 2 * 2 * 16 * 4 * 4096);
+}
+
+/* Packing padding: rows to a multiple of 16, inputs to a multiple of 32 (stories260k-like
+ * dims: hidden 64, intermediate 172, vocab 512, 8 heads of 8, 4 kv heads). */
+static void test_packing_padding(void **state) {
+    (void)state;
+    from_text("{\"model_type\":\"llama\",\"hidden_size\":64,\"intermediate_size\":172,"
+              "\"num_hidden_layers\":5,\"num_attention_heads\":8,\"num_key_value_heads\":4,"
+              "\"vocab_size\":512,\"max_position_embeddings\":512,\"tie_word_embeddings\":true}");
+    plan(0, 1, FACET_PLAN_F32, 1ull << 30);
+    /* embed 512x64; per layer q,o 64x64, k,v 32x64, gate,up 172->176 rows x 64,
+     * down 64 x 172->192 inputs; vectors 2*64 per layer + 64 */
+    uint64_t mat = 512 * 64 + 5 * (2 * 64 * 64 + 2 * 32 * 64 + 2 * 176 * 64 + 64 * 192);
+    assert_int_equal(P.weight_bytes[FACET_PLAN_F32], 4 * mat + 4 * (5 * 128 + 64));
+    assert_int_equal(P.weight_bytes[FACET_PLAN_BF16], 2 * mat + 4 * (5 * 128 + 64));
+    assert_int_equal(P.weight_bytes[FACET_PLAN_INT8], mat + mat / 16 + 4 * (5 * 128 + 64));
+    /* parameters count the real (unpadded) elements */
+    assert_int_equal(P.n_params, 512 * 64 + 5 * (2 * 64 * 64 + 2 * 32 * 64 + 3 * 172 * 64 + 128) + 64);
+}
+
+/* The plan's matmul path is the kernel facet_matmul dispatches to, at every CPU level. */
+static void test_matmul_paths_match_kernels(void **state) {
+    (void)state;
+    static const char *const levels[] = {"scalar", "avx2", "avx512", NULL};
+    static const facet_wformat wf[FACET_PLAN_N_FORMATS] = {FACET_WF_F32, FACET_WF_BF16,
+                                                           FACET_WF_F16, FACET_WF_Q8};
+    for (int l = 0; levels[l]; l++) {
+        setenv("FACET_CPU", levels[l], 1);
+        facet_cpu_refresh();
+        for (int fmt = 0; fmt < FACET_PLAN_N_FORMATS; fmt++)
+            assert_string_equal(facet_plan_matmul_path(fmt), facet_ukernel_select(wf[fmt])->name);
+    }
+    unsetenv("FACET_CPU");
+    facet_cpu_refresh();
 }
 
 static void test_bad_options(void **state) {
@@ -174,6 +211,8 @@ int main(void) {
         cmocka_unit_test(test_mistral_window),
         cmocka_unit_test(test_gemma3_local_global),
         cmocka_unit_test(test_window_inert),
+        cmocka_unit_test(test_packing_padding),
+        cmocka_unit_test(test_matmul_paths_match_kernels),
         cmocka_unit_test(test_bad_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
