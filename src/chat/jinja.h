@@ -56,7 +56,10 @@ typedef struct jstr {
     char s[];
 } jstr;
 
-enum { JL_LIST = 0, JL_TUPLE = 1, JL_GEN = 2 };
+/* List flavors: Python list, tuple, generator (one-shot iterator: always truthy, no
+ * len/index), and the dict views keys()/values()/items() (len, iteration, no index). */
+enum { JL_LIST = 0, JL_TUPLE = 1, JL_GEN = 2, JL_KEYS = 3, JL_VALUES = 4, JL_ITEMS = 5 };
+#define JL_IS_SEQ(l) ((l)->flavor == JL_LIST || (l)->flavor == JL_TUPLE) /* index, slice, +, * */
 
 typedef struct jlist {
     jobj h;
@@ -117,6 +120,7 @@ static inline jlist *JL(jv v) { return (jlist *)v.u.o; }
 static inline jdict *JD(jv v) { return (jdict *)v.u.o; }
 
 int jv_truthy(jv v);
+int jv_hashable(jv v); /* Python hash() works: not a list, dict, view or a tuple holding one */
 int jv_equal(jv a, jv b);
 const char *jv_type_name(jv v); /* Python type name: str, int, list, dict, NoneType... */
 
@@ -266,6 +270,8 @@ int jx_filter(jctx *cx, const jnode *at, const char *name, jv in, jv *args, size
 int jx_test(jctx *cx, const jnode *at, const char *name, jv in, jv *args, size_t nargs,
             int *result, int *rc);
 int jx_test_exists(const char *name);
+/* Whether `name` is one of Jinja2's builtin filters (or tojson). */
+int jinja_filter_known(const char *name);
 int jx_method(jctx *cx, const jnode *at, jv self, const char *name, jv *args, size_t nargs,
               char **kwn, jv *kwv, size_t nkw, jv *out, int *rc);
 int jx_has_method(jv self, const char *name);

@@ -157,7 +157,15 @@ static const char *obj_type_repr(jv v) {
     case JV_INT: return "int object";
     case JV_FLOAT: return "float object";
     case JV_STR: return "str object";
-    case JV_LIST: return JL(v)->flavor == JL_TUPLE ? "tuple object" : JL(v)->flavor == JL_GEN ? "generator object" : "list object";
+    case JV_LIST:
+        switch (JL(v)->flavor) {
+        case JL_TUPLE: return "tuple object";
+        case JL_GEN: return "generator object";
+        case JL_KEYS: return "dict_keys object";
+        case JL_VALUES: return "dict_values object";
+        case JL_ITEMS: return "dict_items object";
+        default: return "list object";
+        }
     case JV_DICT: return "dict object";
     case JV_NS: return "jinja2.utils.Namespace object";
     case JV_LOOP: return "jinja2.runtime.LoopContext object";
@@ -254,7 +262,7 @@ int jx_getitem(jctx *cx, const jnode *at, jv obj, jv key, jv *out) {
             *out = jv_ref(*v);
             return 0;
         }
-    } else if ((obj.k == JV_LIST && JL(obj)->flavor != JL_GEN) || obj.k == JV_STR) {
+    } else if ((obj.k == JV_LIST && JL_IS_SEQ(JL(obj))) || obj.k == JV_STR) {
         if (key.k == JV_INT || key.k == JV_BOOL) {
             int64_t i = key.k == JV_INT ? key.u.i : key.u.b;
             if (obj.k == JV_LIST) {
@@ -321,7 +329,7 @@ static int do_slice(jctx *cx, const jnode *at, jv obj, jv s0, jv s1, jv s2, jv *
         long n = cp_offsets(JS(obj)->s, JS(obj)->len, &offs);
         if (n < 0) return oom(cx, at);
         len = n;
-    } else if (obj.k == JV_LIST && JL(obj)->flavor != JL_GEN) {
+    } else if (obj.k == JV_LIST && JL_IS_SEQ(JL(obj))) {
         len = (int64_t)JL(obj)->n;
     } else {
         *out = jv_undef_hint("'%s' has no element slice", obj_type_repr(obj));
@@ -426,7 +434,7 @@ int jx_less(jctx *cx, const jnode *at, jv a, jv b, int *lt) {
         *lt = c < 0 || (c == 0 && JS(a)->len < JS(b)->len);
         return 0;
     }
-    if (a.k == JV_LIST && b.k == JV_LIST && JL(a)->flavor == JL(b)->flavor && JL(a)->flavor != JL_GEN) {
+    if (a.k == JV_LIST && b.k == JV_LIST && JL(a)->flavor == JL(b)->flavor && JL_IS_SEQ(JL(a))) {
         jlist *x = JL(a), *y = JL(b);
         for (size_t i = 0; i < x->n && i < y->n; i++) {
             if (jv_equal(x->v[i], y->v[i])) continue;
@@ -457,8 +465,9 @@ static int compare(jctx *cx, const jnode *at, const char *op, jv a, jv b, int *r
                 return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: 'in <string>' requires string as left operand, not %s", jv_type_name(a));
             found = JS(a)->len == 0 || memmem(JS(b)->s, JS(b)->len, JS(a)->s, JS(a)->len) != NULL;
         } else if (b.k == JV_DICT || b.k == JV_NS) {
-            found = b.k == JV_DICT && jv_dict_get(b, a) != NULL;
             if (b.k == JV_NS) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: argument of type 'Namespace' is not iterable");
+            if (!jv_hashable(a)) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: unhashable type: '%s'", jv_type_name(a));
+            found = jv_dict_get(b, a) != NULL;
         } else if (b.k == JV_LIST) {
             for (size_t i = 0; i < JL(b)->n && !found; i++) found = jv_equal(a, JL(b)->v[i]);
         } else if (b.k == JV_UNDEF) {
@@ -621,7 +630,7 @@ static int binop(jctx *cx, const jnode *at, const char *op, jv a, jv b, jv *out)
         jbuf_free(&buf);
         return out->k == JV_STR ? 0 : oom(cx, at);
     }
-    if (op[0] == '+' && a.k == JV_LIST && b.k == JV_LIST && JL(a)->flavor == JL(b)->flavor && JL(a)->flavor != JL_GEN) {
+    if (op[0] == '+' && a.k == JV_LIST && b.k == JV_LIST && JL(a)->flavor == JL(b)->flavor && JL_IS_SEQ(JL(a))) {
         jv l = jv_list_new(JL(a)->flavor);
         if (l.k != JV_LIST) return oom(cx, at);
         for (int s = 0; s < 2; s++) {
@@ -636,9 +645,9 @@ static int binop(jctx *cx, const jnode *at, const char *op, jv a, jv b, jv *out)
         return 0;
     }
     if (op[0] == '*' && !op[1]) {
-        if ((a.k == JV_STR || (a.k == JV_LIST && JL(a)->flavor != JL_GEN)) && (b.k == JV_INT || b.k == JV_BOOL))
+        if ((a.k == JV_STR || (a.k == JV_LIST && JL_IS_SEQ(JL(a)))) && (b.k == JV_INT || b.k == JV_BOOL))
             return repeat(cx, at, a, ival(b), out);
-        if ((b.k == JV_STR || (b.k == JV_LIST && JL(b)->flavor != JL_GEN)) && (a.k == JV_INT || a.k == JV_BOOL))
+        if ((b.k == JV_STR || (b.k == JV_LIST && JL_IS_SEQ(JL(b)))) && (a.k == JV_INT || a.k == JV_BOOL))
             return repeat(cx, at, b, ival(a), out);
     }
     if (op[0] == '%' && a.k == JV_STR)
@@ -1056,15 +1065,11 @@ static int eval(jctx *cx, const jnode *n, jv *out) {
                 jv_unref(d);
                 return -1;
             }
-            if (k.k == JV_LIST && JL(k)->flavor != JL_TUPLE) {
+            if (!jv_hashable(k)) {
+                jx_fail(cx, n, FACET_E_TEMPLATE, "TypeError: unhashable type: '%s'", jv_type_name(k));
                 jv_unref(k);
                 jv_unref(d);
-                return jx_fail(cx, n, FACET_E_TEMPLATE, "TypeError: unhashable type: 'list'");
-            }
-            if (k.k == JV_DICT) {
-                jv_unref(k);
-                jv_unref(d);
-                return jx_fail(cx, n, FACET_E_TEMPLATE, "TypeError: unhashable type: 'dict'");
+                return -1;
             }
             if (eval(cx, n->l2.v[i], &v)) {
                 jv_unref(k);

@@ -184,6 +184,10 @@ static int run_test(jctx *cx, const jnode *at, jv *testname, jv v, jv *targs, si
 
 static int select_like(jctx *cx, const jnode *at, jv in, const fargs *f, int attr, int keep_if, jv *out) {
     jv seq;
+    if (!jv_truthy(in)) { /* jinja2.filters.select_or_reject: `if value:` */
+        *out = jv_list_new(JL_GEN);
+        return out->k == JV_LIST ? 0 : oom(cx, at);
+    }
     if (jx_iterate(cx, at, in, &seq)) return -1;
     jv res = jv_list_new(JL_GEN);
     if (res.k != JV_LIST) {
@@ -226,6 +230,10 @@ bad:
 
 static int do_map(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
     jv seq;
+    if (!jv_truthy(in)) { /* jinja2.filters.sync_do_map: `if value:` */
+        *out = jv_list_new(JL_GEN);
+        return out->k == JV_LIST ? 0 : oom(cx, at);
+    }
     if (jx_iterate(cx, at, in, &seq)) return -1;
     jv res = jv_list_new(JL_GEN);
     if (res.k != JV_LIST) {
@@ -291,6 +299,9 @@ static int html_escape(jctx *cx, const jnode *at, jv v, jv *out) {
 }
 
 static int do_indent(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
+    if (in.k == JV_UNDEF) return jx_undef_error(cx, at, in);
+    if (in.k != JV_STR) /* jinja2 do_indent: s += "\n" */
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: unsupported operand type(s) for +=: '%s' and 'str'", jv_type_name(in));
     jv *w = P(f, 0, "width"), *first = P(f, 1, "first"), *blank = P(f, 2, "blank");
     jbuf ind = {0};
     if (w && w->k == JV_STR) jbuf_add(&ind, JS(*w)->s, JS(*w)->len);

@@ -98,8 +98,12 @@ static int dump(jbuf *b, jv v, int indent, int level, const char **why) {
     case JV_STR: return json_str(b, JS(v)->s, JS(v)->len);
     case JV_LIST: {
         jlist *l = JL(v);
-        if (l->flavor == JL_GEN) {
-            *why = "TypeError: Object of type generator is not JSON serializable";
+        if (!JL_IS_SEQ(l)) {
+            static const char *const msg[] = {"", "", "TypeError: Object of type generator is not JSON serializable",
+                                              "TypeError: Object of type dict_keys is not JSON serializable",
+                                              "TypeError: Object of type dict_values is not JSON serializable",
+                                              "TypeError: Object of type dict_items is not JSON serializable"};
+            *why = msg[l->flavor];
             return -1;
         }
         if (l->n == 0) return jbuf_adds(b, "[]");

@@ -155,7 +155,7 @@ int jx_has_method(jv self, const char *name) {
     switch (self.k) {
     case JV_STR: return listed(STR_METHODS, name);
     case JV_DICT: return listed(DICT_METHODS, name);
-    case JV_LIST: return JL(self)->flavor != JL_GEN && listed(LIST_METHODS, name);
+    case JV_LIST: return JL_IS_SEQ(JL(self)) && listed(LIST_METHODS, name);
     default: return 0;
     }
 }
@@ -512,6 +512,7 @@ static int dict_method(jctx *cx, const jnode *at, jv self, const char *name, jv 
     if (!strcmp(name, "get")) {
         jv *k = arg(args, nargs, kwn, kwv, nkw, 0, NULL), *def = arg(args, nargs, kwn, kwv, nkw, 1, NULL);
         if (!k) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: get expected at least 1 argument, got 0");
+        if (!jv_hashable(*k)) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: unhashable type: '%s'", jv_type_name(*k));
         jv *v = jv_dict_get(self, *k);
         *out = v ? jv_ref(*v) : def ? jv_ref(*def) : jv_none();
         return 0;
@@ -523,7 +524,7 @@ static int dict_method(jctx *cx, const jnode *at, jv self, const char *name, jv 
         *out = c;
         return c.k == JV_DICT ? 0 : oom(cx, at);
     }
-    jv l = jv_list_new(JL_LIST);
+    jv l = jv_list_new(name[0] == 'k' ? JL_KEYS : name[0] == 'v' ? JL_VALUES : JL_ITEMS);
     if (l.k != JV_LIST) return oom(cx, at);
     for (size_t i = 0; i < d->n; i++) {
         jv item;

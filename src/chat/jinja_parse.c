@@ -14,6 +14,7 @@
 
 #define MAX_NEST 200
 
+
 typedef struct parser {
     jtoks tk;
     size_t i;
@@ -639,6 +640,8 @@ static jnode *parse_postfix(parser *P, jnode *n) {
                 node_free(n);
                 return NULL;
             }
+            c->line = n->line; /* errors of a call point at the callee */
+            c->col = n->col;
             c->a = n;
             n = c;
             if (parse_call_args(P, c)) {
@@ -690,12 +693,32 @@ static jnode *parse_filter(parser *P, jnode *n, int start_inline) {
             node_free(n);
             return NULL;
         }
+        if (!jinja_filter_known(f->name)) {
+            fail(P, at, FACET_E_PARSE, "no filter named '%s'", f->name);
+            node_free(n);
+            return NULL;
+        }
         if (is_op(P, "(") && parse_call_args(P, f)) {
             node_free(n);
             return NULL;
         }
     }
     return n;
+}
+
+/* Jinja2 3.1's builtin filter names (jinja2/filters.py FILTERS); transformers adds
+ * tojson. Jinja2 rejects other names when it compiles the template. */
+static const char *const JINJA_FILTERS[] = {
+    "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape",
+    "filesizeformat", "first", "float", "forceescape", "format", "groupby", "indent", "int", "items", "join", "last",
+    "length", "list", "lower", "map", "max", "min", "pprint", "random", "reject", "rejectattr", "replace", "reverse",
+    "round", "safe", "select", "selectattr", "slice", "sort", "string", "striptags", "sum", "title", "tojson", "trim",
+    "truncate", "unique", "upper", "urlencode", "urlize", "wordcount", "wordwrap", "xmlattr", NULL};
+
+int jinja_filter_known(const char *name) {
+    for (int i = 0; JINJA_FILTERS[i]; i++)
+        if (!strcmp(JINJA_FILTERS[i], name)) return 1;
+    return 0;
 }
 
 static jnode *parse_test(parser *P, jnode *n) {
@@ -712,6 +735,11 @@ static jnode *parse_test(parser *P, jnode *n) {
         next(P);
     }
     if (parse_dotted_name(P, &t->name)) {
+        node_free(t);
+        return NULL;
+    }
+    if (!jx_test_exists(t->name)) {
+        fail(P, at, FACET_E_PARSE, "no test named '%s'", t->name);
         node_free(t);
         return NULL;
     }

@@ -3,6 +3,7 @@
  * select/reject and selectattr/rejectattr, with Python's isinstance semantics (a bool
  * is a number but not an integer; Undefined is iterable, a sequence and callable).
  */
+#include <math.h>
 #include <string.h>
 
 #include "chat/jinja.h"
@@ -89,7 +90,7 @@ int jx_test(jctx *cx, const jnode *at, const char *name, jv v, jv *args, size_t 
     else if (!strcmp(name, "string")) *res = v.k == JV_STR;
     else if (!strcmp(name, "mapping")) *res = v.k == JV_DICT;
     else if (!strcmp(name, "sequence"))
-        *res = v.k == JV_UNDEF || v.k == JV_STR || v.k == JV_DICT || (v.k == JV_LIST && JL(v)->flavor != JL_GEN);
+        *res = v.k == JV_UNDEF || v.k == JV_STR || v.k == JV_DICT || (v.k == JV_LIST && JL_IS_SEQ(JL(v)));
     else if (!strcmp(name, "iterable"))
         *res = v.k == JV_UNDEF || v.k == JV_STR || v.k == JV_DICT || v.k == JV_LIST || v.k == JV_LOOP;
     else if (!strcmp(name, "callable")) *res = v.k == JV_UNDEF || v.k == JV_MACRO || v.k == JV_FUNC;
@@ -105,8 +106,27 @@ int jx_test(jctx *cx, const jnode *at, const char *name, jv v, jv *args, size_t 
         }
     } else if (!strcmp(name, "divisibleby")) {
         if ((*rc = need_arg(cx, at, name, nargs))) return 1;
+        if (args[0].k == JV_FLOAT || v.k == JV_FLOAT) { /* Python float modulo */
+            int nums = (args[0].k == JV_FLOAT || args[0].k == JV_INT || args[0].k == JV_BOOL) &&
+                       (v.k == JV_FLOAT || v.k == JV_INT || v.k == JV_BOOL);
+            if (!nums) {
+                *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: unsupported operand type(s) for %%: '%s' and '%s'",
+                              jv_type_name(v), jv_type_name(args[0]));
+                return 1;
+            }
+            double a = v.k == JV_FLOAT ? v.u.f : v.k == JV_INT ? (double)v.u.i : v.u.b;
+            double b = args[0].k == JV_FLOAT ? args[0].u.f : args[0].k == JV_INT ? (double)args[0].u.i : args[0].u.b;
+            if (b == 0.0) {
+                *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "ZeroDivisionError: float modulo");
+                return 1;
+            }
+            *res = fmod(a, b) == 0.0;
+            return 1;
+        }
         if (args[0].k != JV_INT && args[0].k != JV_BOOL) {
-            *rc = jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: divisibleby with a non-integer");
+            if (v.k == JV_UNDEF) *rc = jx_undef_error(cx, at, v);
+            else *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: unsupported operand type(s) for %%: '%s' and '%s'",
+                               jv_type_name(v), jv_type_name(args[0]));
             return 1;
         }
         int r;
@@ -131,6 +151,10 @@ int jx_test(jctx *cx, const jnode *at, const char *name, jv v, jv *args, size_t 
             }
             *res = JS(v)->len == 0 || memmem(JS(seq)->s, JS(seq)->len, JS(v)->s, JS(v)->len) != NULL;
         } else if (seq.k == JV_DICT) {
+            if (!jv_hashable(v)) {
+                *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: unhashable type: '%s'", jv_type_name(v));
+                return 1;
+            }
             *res = jv_dict_get(seq, v) != NULL;
         } else if (seq.k == JV_LIST) {
             for (size_t i = 0; i < JL(seq)->n && !*res; i++) *res = jv_equal(v, JL(seq)->v[i]);
@@ -139,16 +163,7 @@ int jx_test(jctx *cx, const jnode *at, const char *name, jv v, jv *args, size_t 
         }
     } else if (!strcmp(name, "escaped")) *res = 0;
     else if (!strcmp(name, "filter")) {
-        if (v.k != JV_STR) *res = 0;
-        else {
-            static const char *const F[] = {"tojson", "trim", "length", "count", "first", "last", "join", "default", "d",
-                                            "upper", "lower", "capitalize", "title", "replace", "string", "safe",
-                                            "escape", "e", "forceescape", "int", "float", "list", "map", "select",
-                                            "reject", "selectattr", "rejectattr", "unique", "items", "dictsort",
-                                            "sort", "indent", "round", "abs", "sum", "min", "max", "reverse", "batch",
-                                            "wordcount", "attr", NULL};
-            for (int i = 0; F[i] && !*res; i++) *res = !strcmp(F[i], JS(v)->s);
-        }
+        *res = v.k == JV_STR && jinja_filter_known(JS(v)->s);
     } else if (!strcmp(name, "test")) *res = v.k == JV_STR && jx_test_exists(JS(v)->s);
     else {
         /* comparison tests */

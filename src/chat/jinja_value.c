@@ -187,6 +187,15 @@ int jv_truthy(jv v) {
     }
 }
 
+int jv_hashable(jv v) {
+    if (v.k == JV_DICT) return 0;
+    if (v.k != JV_LIST) return 1;
+    if (JL(v)->flavor != JL_TUPLE) return JL(v)->flavor == JL_GEN;
+    for (size_t i = 0; i < JL(v)->n; i++)
+        if (!jv_hashable(JL(v)->v[i])) return 0;
+    return 1;
+}
+
 static int is_num(jv v) { return v.k == JV_BOOL || v.k == JV_INT || v.k == JV_FLOAT; }
 static double num_f(jv v) { return v.k == JV_FLOAT ? v.u.f : v.k == JV_INT ? (double)v.u.i : v.u.b; }
 
@@ -204,7 +213,8 @@ int jv_equal(jv a, jv b) {
     case JV_STR: return JS(a)->len == JS(b)->len && !memcmp(JS(a)->s, JS(b)->s, JS(a)->len);
     case JV_LIST: {
         jlist *x = JL(a), *y = JL(b);
-        if (x->flavor == JL_GEN || y->flavor == JL_GEN) return x == y;
+        if (x->flavor == JL_GEN || y->flavor == JL_GEN || x->flavor == JL_VALUES) return x == y;
+        if (x->flavor != y->flavor && (!JL_IS_SEQ(x) || !JL_IS_SEQ(y))) return 0;
         if ((x->flavor == JL_TUPLE) != (y->flavor == JL_TUPLE) || x->n != y->n) return 0;
         for (size_t i = 0; i < x->n; i++)
             if (!jv_equal(x->v[i], y->v[i])) return 0;
@@ -231,7 +241,10 @@ const char *jv_type_name(jv v) {
     case JV_INT: return "int";
     case JV_FLOAT: return "float";
     case JV_STR: return "str";
-    case JV_LIST: return JL(v)->flavor == JL_TUPLE ? "tuple" : JL(v)->flavor == JL_GEN ? "generator" : "list";
+    case JV_LIST: {
+        static const char *const names[] = {"list", "tuple", "generator", "dict_keys", "dict_values", "dict_items"};
+        return names[JL(v)->flavor];
+    }
     case JV_DICT: return "dict";
     case JV_NS: return "Namespace";
     case JV_MACRO: return "Macro";
@@ -417,6 +430,15 @@ static int str_or_repr(jbuf *b, jv v, int repr) {
     case JV_LIST: {
         jlist *l = JL(v);
         if (l->flavor == JL_GEN) return -1; /* Python prints an address: not reproducible */
+        if (l->flavor >= JL_KEYS) {
+            static const char *const pre[] = {"dict_keys(", "dict_values(", "dict_items("};
+            if (jbuf_adds(b, pre[l->flavor - JL_KEYS])) return -1;
+            jlist tmp = *l;
+            tmp.flavor = JL_LIST;
+            jv t = {JV_LIST, {.o = &tmp.h}};
+            if (str_or_repr(b, t, 1)) return -1;
+            return jbuf_addc(b, ')');
+        }
         int tup = l->flavor == JL_TUPLE;
         if (jbuf_addc(b, tup ? '(' : '[')) return -1;
         for (size_t i = 0; i < l->n; i++) {
