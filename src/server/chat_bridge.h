@@ -13,6 +13,13 @@
 #include "server/http.h"
 #include "server/oai_request.h"
 
+/* Load the chat template of the model folder (s->chat), or record in s->chat_error why
+ * chat completions are unavailable. */
+void srv_chat_init(srv_server *s);
+
+/* Free s->chat. */
+void srv_chat_free(srv_server *s);
+
 /* Render r->messages (+ tools) with the model's chat template and the generation prompt,
  * tokenize without adding special tokens (as transformers' apply_chat_template). *ids
  * is malloc'd. Returns 0, or -1 with *e (400 when the model has no usable template or

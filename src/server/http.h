@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "facet.h"
+#include "facet_chat.h"
 #include "server/metrics.h"
 #include "server/oai_request.h"
 #include "server/sched.h"
@@ -28,6 +29,8 @@ typedef struct srv_server {
     long created;              /* server start, unix seconds (/v1/models)               */
     unsigned long next_id;     /* request ids (atomic increments)                       */
     oai_limits limits;
+    facet_chat_template *chat; /* NULL when the folder has no usable chat template     */
+    char chat_error[512];      /* why chat is unavailable (when chat is NULL)            */
 } srv_server;
 
 /* Queue a response with `status`, a body (copied) and content type; counts metrics. */

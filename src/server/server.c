@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/chat_bridge.h"
 #include "server/http.h"
 #include "util/error.h"
 
@@ -58,6 +59,7 @@ static void teardown(srv_server *s) {
     srv_sched_free(s->sched);
     facet_session_free(s->session);
     facet_model_free(s->model);
+    srv_chat_free(s);
     srv_metrics_destroy(&s->metrics);
     free(s);
 }
@@ -90,6 +92,8 @@ facet_status facet_server_run(const facet_server_config *cfg, facet_error *err) 
                        cfg->model_dir);
         goto fail;
     }
+    srv_chat_init(s);
+    if (!s->chat) fprintf(stderr, "facet serve: chat completions unavailable: %s\n", s->chat_error);
     facet_model_info info;
     facet_model_get_info(s->model, &info);
     facet_session_options so = {cfg->max_batch, cfg->n_ctx};

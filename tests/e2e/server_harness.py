@@ -181,3 +181,35 @@ def wait_until(pred, timeout=10, step=0.05):
             return True
         time.sleep(step)
     return pred()
+
+
+# ---------------------------------------------------------------- chat oracle --
+MESSAGES = [
+    {"role": "system", "content": "You tell short stories."},
+    {"role": "user", "content": "Tell me about a cat."},
+]
+
+
+def render_chat(template, messages):
+    """The template rendered as transformers' apply_chat_template does, with Python's
+    jinja2 (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols)."""
+    import jinja2.ext
+    import jinja2.sandbox
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    return env.from_string(template).render(messages=messages, add_generation_prompt=True,
+                                            bos_token="<s>", eos_token="</s>",
+                                            unk_token="<unk>")
+
+
+def chat_expected(run_facet, model, template, messages, n):
+    """(prompt ids, `facet run --json` object) for a greedy chat answer of n tokens:
+    jinja2 rendering -> `facet tokenize --no-special` -> `facet run --prompt-ids`."""
+    text = render_chat(template, messages)
+    p = run_facet(["tokenize", str(model), "--no-special", text], timeout=30)
+    assert p.returncode == 0, p.stderr
+    ids = json.loads(p.stdout)
+    p = run_facet(["run", str(model), "--prompt-ids", ",".join(map(str, ids)), "-n", str(n),
+                   "--json"], timeout=60)
+    assert p.returncode == 0, p.stderr
+    return ids, json.loads(p.stdout)

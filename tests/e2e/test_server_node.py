@@ -1,0 +1,76 @@
+"""`facet serve` driven by the official `openai` Node client (npm `openai`, pinned in
+tests/e2e/node/package-lock.json and installed by scripts/setup): completions and chat,
+streaming and not, error classes. Oracle: `facet run --prompt-ids` greedy output for the
+same ids (for chat, the ids the server reports in usage come from the template; the
+chat text must equal the non-streamed chat text and the stream)."""
+
+import json
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+from server_harness import MESSAGES, Server, chat_expected as expected
+
+NODE_DIR = pathlib.Path(__file__).resolve().parent / "node"
+
+
+@pytest.fixture(scope="module")
+def node():
+    exe = shutil.which("node")
+    if not exe or not (NODE_DIR / "node_modules" / "openai").is_dir():
+        pytest.skip("SKIPPED LOUDLY: node or the npm `openai` client is missing "
+                    "(run scripts/setup, which does `npm ci` in tests/e2e/node)")
+    return exe
+
+
+@pytest.fixture(scope="module")
+def chat_model(repo_root, tmp_path_factory):
+    src = repo_root / "models" / "stories260k"
+    dst = tmp_path_factory.mktemp("nodechat") / "stories-chat"
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("llama2c", "source"))
+    cfg = json.loads((src / "tokenizer_config.json").read_text())
+    template = (repo_root / "tests" / "data" / "server" /
+                "tinyllama_chat_template.jinja").read_text()
+    cfg["chat_template"] = template
+    (dst / "tokenizer_config.json").write_text(json.dumps(cfg))
+    return dst, template
+
+
+def run_client(node, port, model, scenario):
+    p = subprocess.run([node, str(NODE_DIR / "openai_client.mjs"),
+                        "http://127.0.0.1:%d/v1" % port, model, json.dumps(scenario)],
+                       capture_output=True, text=True, timeout=120, cwd=str(NODE_DIR))
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout)
+
+
+def test_openai_node_client(node, facet_bin, run_facet, chat_model):
+    model, template = chat_model
+    ids = [1, 403, 407]
+    p = run_facet(["run", str(model), "--prompt-ids", ",".join(map(str, ids)), "-n", "30",
+                   "--json"], timeout=60)
+    ref = json.loads(p.stdout)
+    chat_ids, chat_ref = expected(run_facet, model, template, MESSAGES, 30)
+    with Server(facet_bin, model, "--threads", "1") as s:
+        out = run_client(node, s.port, "stories-chat",
+                         {"prompt_ids": ids, "max_tokens": 30, "messages": MESSAGES})
+        assert s.healthy()
+    assert out["models"] == ["stories-chat"]
+    assert out["missing_model_status"] == 404
+    assert out["missing_model_class"] == "NotFoundError"
+    assert out["completion"]["text"] == ref["text"]
+    assert out["completion"]["finish_reason"] == ref["finish_reason"]
+    assert out["completion"]["usage"]["completion_tokens"] == len(ref["generated_ids"])
+    assert "".join(out["completion"]["tokens"]) == ref["text"]
+    assert out["completion_stream"] == {"text": ref["text"], "finish_reason": "length"}
+    assert out["bad_request_status"] == 400 and out["bad_request_param"] == "max_tokens"
+    chat = out["chat"]
+    assert chat["object"] == "chat.completion" and chat["role"] == "assistant"
+    assert chat["content"] == chat_ref["text"]
+    assert chat["usage"]["prompt_tokens"] == len(chat_ids)
+    assert out["chat_stream"]["content"] == chat_ref["text"]
+    assert out["chat_stream"]["role"] == "assistant"
+    assert out["chat_stream"]["finish_reason"] == chat["finish_reason"]
+    assert out["chat_stream"]["usage"] == chat["usage"]
