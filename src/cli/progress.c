@@ -28,7 +28,9 @@ void cli_progress_cb(void *user, const char *step, uint64_t done, uint64_t total
         p->t0 = t;
         p->last = 0;
         p->drawn = 0;
+        p->ended = 0;
     }
+    if (p->ended) return;
     double el = t - p->t0;
     int end = done >= total;
     if (el < 1.0 && !p->drawn) return; /* steps shorter than a second print nothing */
@@ -47,4 +49,5 @@ void cli_progress_cb(void *user, const char *step, uint64_t done, uint64_t total
     if (end || !p->tty) fputc('\n', stderr);
     fflush(stderr);
     p->drawn = !end;
+    p->ended = end;
 }

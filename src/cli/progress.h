@@ -12,6 +12,7 @@ typedef struct cli_progress {
     double t0;         /* when the step started (seconds, monotonic)                  */
     double last;       /* when the bar was last drawn                                 */
     int drawn;         /* something of this step is on stderr                         */
+    int ended;         /* the step's last line is printed                             */
     int tty;           /* stderr is a terminal: redraw one line in place              */
 } cli_progress;
 

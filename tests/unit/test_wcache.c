@@ -1,0 +1,410 @@
+/*
+ * test_wcache.c — the weight cache file (src/io/wcache.h): what is written is what is
+ * read back, at the promised alignments; every flipped bit of the header and index,
+ * every truncation and every key difference is rejected with its reason; the writer
+ * leaves nothing behind when it fails; the source digest follows config.json, the
+ * safetensors headers and the file sizes, and nothing else.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include <cmocka.h>
+
+#include "io/wcache.h"
+
+static char dir[256];
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/facet-test-wcache-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char p[512];
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+                snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+                unlink(p);
+            }
+        closedir(d);
+    }
+    rmdir(dir);
+    return 0;
+}
+
+static wcache_key test_key(void) {
+    wcache_key k;
+    memset(&k, 0, sizeof k);
+    for (int i = 0; i < 32; i++) {
+        k.source[i] = (uint8_t)(i * 7 + 1);
+        k.layout[i] = (uint8_t)(i * 13 + 5);
+    }
+    k.wformat = 1;
+    int64_t dims[WCACHE_N_DIMS] = {64, 172, 5, 8, 4, 8, 512, 0};
+    memcpy(k.dims, dims, sizeof dims);
+    return k;
+}
+
+/* three items: a 3 MiB "matrix" (2 MiB-aligned), a small vector, a 5000-byte one */
+#define BIG ((size_t)3 << 20)
+static uint8_t *big_data, small_data[256], mid_data[5000];
+static uint8_t meta_a[40], meta_b[8];
+
+static void fill_items(wcache_item items[3]) {
+    if (!big_data) {
+        big_data = malloc(BIG);
+        for (size_t i = 0; i < BIG; i++) big_data[i] = (uint8_t)(i * 31 + (i >> 13));
+        for (size_t i = 0; i < sizeof small_data; i++) small_data[i] = (uint8_t)(255 - i);
+        for (size_t i = 0; i < sizeof mid_data; i++) mid_data[i] = (uint8_t)(i % 251);
+        for (size_t i = 0; i < sizeof meta_a; i++) meta_a[i] = (uint8_t)(i + 100);
+        memcpy(meta_b, "metabyte", 8);
+    }
+    items[0] = (wcache_item){"model.norm.weight", 0, NULL, 0, small_data, sizeof small_data};
+    items[1] = (wcache_item){"model.embed_tokens.weight", 1, meta_a, sizeof meta_a, big_data, BIG};
+    items[2] = (wcache_item){"lm_head.weight[0:10]", 1, meta_b, sizeof meta_b, mid_data,
+                             sizeof mid_data};
+}
+
+static void cache_path(char *out, size_t cap) { snprintf(out, cap, "%s/bf16.facetcache", dir); }
+
+static void write_test_cache(const char *path) {
+    wcache_item items[3];
+    fill_items(items);
+    wcache_key k = test_key();
+    facet_error err = {0};
+    assert_int_equal(wcache_write(path, &k, items, 3, NULL, NULL, &err), FACET_OK);
+}
+
+static uint8_t *read_all(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc(*n ? *n : 1);
+    assert_int_equal(fread(b, 1, *n, f), *n);
+    fclose(f);
+    return b;
+}
+
+static int count_files(void) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+static void test_roundtrip(void **state) {
+    (void)state;
+    char path[512];
+    cache_path(path, sizeof path);
+    write_test_cache(path);
+    assert_int_equal(count_files(), 1); /* the temporary file was renamed, not left */
+    wcache_key k = test_key();
+    wcache_file f;
+    facet_error err = {0};
+    assert_int_equal(wcache_open(path, &k, &f, &err), FACET_OK);
+    assert_int_equal(f.n_entries, 3);
+    assert_int_equal((uintptr_t)f.map % (2u << 20), 0);
+    wcache_item items[3];
+    fill_items(items);
+    for (int i = 0; i < 3; i++) {
+        const wcache_entry *e = &f.entries[i];
+        assert_string_equal(e->name, items[i].name);
+        assert_int_equal(e->kind, items[i].kind);
+        assert_int_equal(e->meta_len, items[i].meta_len);
+        if (e->meta_len) assert_memory_equal(e->meta, items[i].meta, e->meta_len);
+        assert_int_equal(e->bytes, items[i].bytes);
+        assert_memory_equal(e->data, items[i].data, e->bytes);
+        assert_int_equal(e->offset % 4096, 0);
+        assert_int_equal((uintptr_t)e->data % 4096, 0);
+    }
+    /* the 3 MiB tensor starts on a 2 MiB boundary of file and memory */
+    assert_int_equal(f.entries[1].offset % (2u << 20), 0);
+    assert_int_equal((uintptr_t)f.entries[1].data % (2u << 20), 0);
+    wcache_close(&f);
+    /* a second writer replaces the file whole */
+    write_test_cache(path);
+    assert_int_equal(count_files(), 1);
+    assert_int_equal(wcache_open(path, &k, &f, &err), FACET_OK);
+    wcache_close(&f);
+}
+
+static void test_missing_file(void **state) {
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/absent.facetcache", dir);
+    wcache_key k = test_key();
+    wcache_file f;
+    facet_error err = {0};
+    assert_int_equal(wcache_open(path, &k, &f, &err), FACET_E_NOT_FOUND);
+}
+
+/* Every bit of the header and the index: flipped, the file is rejected. */
+static void test_every_header_bit_flip(void **state) {
+    (void)state;
+    char path[512];
+    cache_path(path, sizeof path);
+    write_test_cache(path);
+    size_t n;
+    uint8_t *b = read_all(path, &n);
+    size_t index_end = WCACHE_HEADER_BYTES + 3 * WCACHE_ENTRY_BYTES;
+    wcache_key k = test_key();
+    wcache_file f;
+    facet_error err = {0};
+    assert_int_equal(wcache_parse(b, n, &k, &f, &err), FACET_OK);
+    wcache_close(&f);
+    for (size_t i = 0; i < index_end; i++)
+        for (int bit = 0; bit < 8; bit++) {
+            b[i] ^= (uint8_t)(1u << bit);
+            facet_status st = wcache_parse(b, n, &k, &f, &err);
+            if (st == FACET_OK) fail_msg("flipping bit %d of byte %zu was not detected", bit, i);
+            assert_int_equal(st, FACET_E_FORMAT);
+            b[i] ^= (uint8_t)(1u << bit);
+        }
+    /* past the magic and version, the reason is the checksum */
+    b[100] ^= 1;
+    assert_int_equal(wcache_parse(b, n, &k, &f, &err), FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "checksum"));
+    b[100] ^= 1;
+    b[WCACHE_HEADER_BYTES + WCACHE_ENTRY_BYTES + 170] ^= 0x10; /* an entry's offset */
+    assert_int_equal(wcache_parse(b, n, &k, &f, &err), FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "checksum"));
+    free(b);
+}
+
+static void test_truncated(void **state) {
+    (void)state;
+    char path[512];
+    cache_path(path, sizeof path);
+    write_test_cache(path);
+    size_t n;
+    uint8_t *b = read_all(path, &n);
+    wcache_key k = test_key();
+    wcache_file f;
+    facet_error err = {0};
+    size_t cuts[] = {n - 1, n - 4096, n / 2, 2000, 255, 10, 0};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        assert_int_equal(wcache_parse(b, cuts[i], &k, &f, &err), FACET_E_FORMAT);
+        assert_non_null(strstr(err.message, "truncated"));
+        /* and the same through the file */
+        assert_int_equal(truncate(path, (off_t)cuts[i]), 0);
+        assert_int_equal(wcache_open(path, &k, &f, &err), FACET_E_FORMAT);
+        assert_non_null(strstr(err.message, "truncated"));
+    }
+    /* a file grown past its size is rejected too */
+    FILE *fp = fopen(path, "wb");
+    assert_int_equal(fwrite(b, 1, n, fp), n);
+    fputc(0, fp);
+    fclose(fp);
+    assert_int_equal(wcache_open(path, &k, &f, &err), FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "extended"));
+    free(b);
+}
+
+static void expect_key_rejected(const uint8_t *b, size_t n, const wcache_key *k, const char *needle) {
+    wcache_file f;
+    facet_error err = {0};
+    assert_int_equal(wcache_parse(b, n, k, &f, &err), FACET_E_FORMAT);
+    if (!strstr(err.message, needle)) fail_msg("'%s' not in '%s'", needle, err.message);
+}
+
+static void test_key_mismatch(void **state) {
+    (void)state;
+    char path[512];
+    cache_path(path, sizeof path);
+    write_test_cache(path);
+    size_t n;
+    uint8_t *b = read_all(path, &n);
+    wcache_key k = test_key();
+    k.wformat = 3;
+    expect_key_rejected(b, n, &k, "weight format 1");
+    k = test_key();
+    k.source[31] ^= 1;
+    expect_key_rejected(b, n, &k, "config.json");
+    k = test_key();
+    k.layout[0] ^= 0x80;
+    expect_key_rejected(b, n, &k, "layout");
+    static const char *names[] = {"hidden_size", "intermediate_size", "num_hidden_layers",
+                                  "num_attention_heads", "num_key_value_heads", "head_dim",
+                                  "vocab_size"};
+    for (int i = 0; i < 7; i++) {
+        k = test_key();
+        k.dims[i] += 1;
+        expect_key_rejected(b, n, &k, names[i]);
+    }
+    /* no key: the fuzz target's mode accepts the intact file */
+    wcache_file f;
+    facet_error err = {0};
+    assert_int_equal(wcache_parse(b, n, NULL, &f, &err), FACET_OK);
+    wcache_close(&f);
+    /* bad magic and a future version, resealed so only that differs */
+    b[0] = 'X';
+    wcache_seal(b, n);
+    expect_key_rejected(b, n, NULL, "magic");
+    b[0] = 'F';
+    b[8] = 2;
+    wcache_seal(b, n);
+    expect_key_rejected(b, n, NULL, "version 2");
+    b[8] = 1;
+    /* an entry pointing past the end, resealed: the index check catches it */
+    uint8_t *e = b + WCACHE_HEADER_BYTES + 2 * WCACHE_ENTRY_BYTES;
+    uint64_t off;
+    memcpy(&off, e + 168, 8);
+    off += 1u << 30;
+    memcpy(e + 168, &off, 8);
+    wcache_seal(b, n);
+    expect_key_rejected(b, n, NULL, "index entry 2 has a bad data range");
+    free(b);
+}
+
+static void test_write_failure_leaves_nothing(void **state) {
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/no-such-folder/x.facetcache", dir);
+    wcache_item items[3];
+    fill_items(items);
+    wcache_key k = test_key();
+    facet_error err = {0};
+    assert_int_equal(wcache_write(path, &k, items, 3, NULL, NULL, &err), FACET_E_IO);
+    assert_non_null(strstr(err.message, "no-such-folder"));
+    assert_int_equal(count_files(), 0);
+    /* a name too long for the index */
+    char longname[300];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    items[0].name = longname;
+    cache_path(path, sizeof path);
+    assert_int_equal(wcache_write(path, &k, items, 3, NULL, NULL, &err), FACET_E_INVALID_ARGUMENT);
+    assert_int_equal(count_files(), 0);
+}
+
+static uint64_t progress_done, progress_total;
+static int progress_calls;
+static void on_progress(void *user, uint64_t done, uint64_t total) {
+    (void)user;
+    assert_true(done >= progress_done && done <= total);
+    progress_done = done;
+    progress_total = total;
+    progress_calls++;
+}
+
+static void test_progress(void **state) {
+    (void)state;
+    char path[512];
+    cache_path(path, sizeof path);
+    wcache_item items[3];
+    fill_items(items);
+    wcache_key k = test_key();
+    facet_error err = {0};
+    assert_int_equal(wcache_write(path, &k, items, 3, on_progress, NULL, &err), FACET_OK);
+    assert_int_equal(progress_calls, 3);
+    assert_int_equal(progress_done, BIG + sizeof small_data + sizeof mid_data);
+    assert_int_equal(progress_total, progress_done);
+}
+
+/* The source digest: config.json bytes, each header, each size; order matters. */
+static void test_source_digest(void **state) {
+    (void)state;
+    const char *cfg = "{\"hidden_size\": 64}";
+    const uint8_t h0[] = "\x10\0\0\0\0\0\0\0{\"a\":{}}        ", h1[] = "\x08\0\0\0\0\0\0\0{\"b\":{}}";
+    const uint8_t *heads[2] = {h0, h1};
+    uint64_t lens[2] = {24, 16}, sizes[2] = {1000, 2000};
+    uint8_t d0[32], d[32];
+    facet_error err = {0};
+    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, heads, lens, sizes, d0, &err), FACET_OK);
+    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, heads, lens, sizes, d, &err), FACET_OK);
+    assert_memory_equal(d, d0, 32);
+    assert_int_equal(wcache_source_digest(cfg, strlen(cfg) - 1, 2, heads, lens, sizes, d, &err), FACET_OK);
+    assert_memory_not_equal(d, d0, 32);
+    sizes[1]++;
+    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, heads, lens, sizes, d, &err), FACET_OK);
+    assert_memory_not_equal(d, d0, 32);
+    sizes[1]--;
+    uint8_t h1b[sizeof h1];
+    memcpy(h1b, h1, sizeof h1);
+    h1b[10] = 'c';
+    const uint8_t *heads2[2] = {h0, h1b};
+    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, heads2, lens, sizes, d, &err), FACET_OK);
+    assert_memory_not_equal(d, d0, 32);
+    const uint8_t *swapped[2] = {h1, h0};
+    uint64_t lens_s[2] = {16, 24}, sizes_s[2] = {2000, 1000};
+    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, swapped, lens_s, sizes_s, d, &err), FACET_OK);
+    assert_memory_not_equal(d, d0, 32);
+    /* SHA-256 itself against FIPS 180-2's "abc" vector */
+    static const uint8_t abc[32] = {0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea, 0x41, 0x41, 0x40,
+                                    0xde, 0x5d, 0xae, 0x22, 0x23, 0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17,
+                                    0x7a, 0x9c, 0xb4, 0x10, 0xff, 0x61, 0xf2, 0x00, 0x15, 0xad};
+    assert_int_equal(wcache_sha256("abc", 3, d, &err), FACET_OK);
+    assert_memory_equal(d, abc, 32);
+}
+
+static void test_paths(void **state) {
+    (void)state;
+    char local[4096], user[4096];
+    char *old_xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("XDG_CACHE_HOME", "/xdg/cache", 1);
+    assert_int_equal(wcache_paths(dir, "int8", local, user, sizeof local), 0);
+    char want[512];
+    snprintf(want, sizeof want, "%s/.facet-cache/int8.facetcache", dir);
+    assert_string_equal(local, want);
+    assert_int_equal(strncmp(user, "/xdg/cache/facet/", 17), 0);
+    assert_int_equal(strlen(user), strlen("/xdg/cache/facet/") + 32 + strlen("-int8.facetcache"));
+    char first[4096];
+    snprintf(first, sizeof first, "%s", user);
+    /* the name comes from the absolute path: a relative spelling gives the same file */
+    char cwd[4096];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir("/tmp"), 0);
+    assert_int_equal(wcache_paths(dir + 5, "int8", local, user, sizeof local), 0);
+    assert_string_equal(user, first);
+    assert_int_equal(chdir(cwd), 0);
+    unsetenv("XDG_CACHE_HOME");
+    setenv("HOME", "/home/someone", 1);
+    assert_int_equal(wcache_paths(dir, "int8", local, user, sizeof local), 0);
+    assert_int_equal(strncmp(user, "/home/someone/.cache/facet/", 27), 0);
+    assert_string_equal(user + 27, first + 17);
+    unsetenv("HOME");
+    assert_int_equal(wcache_paths(dir, "int8", local, user, sizeof local), 0);
+    assert_string_equal(user, "");
+    if (old_xdg) setenv("XDG_CACHE_HOME", old_xdg, 1);
+    if (old_home) setenv("HOME", old_home, 1);
+    free(old_xdg);
+    free(old_home);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_header_bit_flip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_failure_leaves_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_progress, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_source_digest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    free(big_data);
+    return rc;
+}
