@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "facet_chat.h"
+#include "chat/chat_internal.h"
 #include "chat/jinja.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -20,7 +21,18 @@ struct facet_chat_template {
     char *src_default, *src_tools; /* src_tools may be NULL */
     jtemplate t_default, t_tools;
     json_t *special; /* object of special-token variables */
+    json_t *tokens;  /* array of the added/special token strings of tokenizer_config.json */
 };
+
+int chat_template_mentions(const facet_chat_template *tpl, const char *marker) {
+    if (strstr(tpl->src_default, marker) || (tpl->src_tools && strstr(tpl->src_tools, marker))) return 1;
+    size_t i;
+    json_t *x;
+    json_array_foreach(tpl->tokens, i, x) {
+        if (!strcmp(json_string_value(x), marker)) return 1;
+    }
+    return 0;
+}
 
 void facet_chat_template_free(facet_chat_template *tpl) {
     if (!tpl) return;
@@ -29,6 +41,7 @@ void facet_chat_template_free(facet_chat_template *tpl) {
     free(tpl->src_default);
     free(tpl->src_tools);
     json_decref(tpl->special);
+    json_decref(tpl->tokens);
     free(tpl);
 }
 
@@ -97,6 +110,7 @@ facet_status facet_chat_template_load(const char *dir, facet_chat_template **out
     facet_chat_template *t = calloc(1, sizeof *t);
     if (!t) return facet_err(err, FACET_E_NOMEM, "%s: out of memory", dir);
     t->special = json_object();
+    t->tokens = json_array();
     json_t *cfg = NULL;
     facet_status st = FACET_OK;
     if (!facet_path_join(cfgpath, sizeof cfgpath, dir, "tokenizer_config.json")) {
@@ -110,6 +124,15 @@ facet_status facet_chat_template_load(const char *dir, facet_chat_template **out
             goto done;
         }
         if ((st = special_vars(cfg, cfgpath, t->special, err))) goto done;
+        json_t *dec = json_object_get(cfg, "added_tokens_decoder");
+        const char *k;
+        json_t *x;
+        json_object_foreach(dec, k, x) {
+            json_t *c = json_object_get(x, "content");
+            if (json_is_string(c)) json_array_append(t->tokens, c);
+        }
+        json_t *add = json_object_get(t->special, "additional_special_tokens");
+        if (add) json_array_extend(t->tokens, add);
     }
     /* 1. chat_template.jinja */
     facet_path_join(path, sizeof path, dir, "chat_template.jinja");
@@ -185,6 +208,7 @@ facet_status facet_chat_template_from_string(const char *source, const char *spe
     *out = NULL;
     facet_chat_template *t = calloc(1, sizeof *t);
     if (!t) return facet_err(err, FACET_E_NOMEM, "template: out of memory");
+    t->tokens = json_array();
     facet_status st = FACET_OK;
     if (special_tokens_json) {
         st = facet_json_parse(special_tokens_json, strlen(special_tokens_json), "special tokens", &t->special, err);
