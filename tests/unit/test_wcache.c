@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 
@@ -392,6 +393,75 @@ static void test_paths(void **state) {
     free(old_home);
 }
 
+/* Writers in three processes replace the same cache again and again while this process
+ * keeps opening it: every open sees one writer's file whole (its own pattern in every
+ * entry, never a mix, never a short file), and no temporary file is left at the end. */
+#define CONC_BYTES ((size_t)4 << 20)
+static void conc_items(uint8_t *big, uint8_t *small, int variant, wcache_item items[2]) {
+    memset(big, variant, CONC_BYTES);
+    memset(small, variant, 4096 + 17 * variant); /* sizes differ too */
+    items[0] = (wcache_item){"big", 1, NULL, 0, big, CONC_BYTES};
+    items[1] = (wcache_item){"small", 0, NULL, 0, small, 4096 + 17 * (uint64_t)variant};
+}
+
+static void test_concurrent_writers(void **state) {
+    (void)state;
+    char path[512];
+    cache_path(path, sizeof path);
+    wcache_key k = test_key();
+    pid_t kids[3];
+    for (int c = 0; c < 3; c++) {
+        kids[c] = fork();
+        assert_true(kids[c] >= 0);
+        if (kids[c] == 0) {
+            uint8_t *big = malloc(CONC_BYTES), *small = malloc(8192);
+            wcache_item items[2];
+            conc_items(big, small, c + 1, items);
+            facet_error err;
+            for (int r = 0; r < 4; r++)
+                if (wcache_write(path, &k, items, 2, NULL, NULL, &err) != FACET_OK) _exit(1);
+            _exit(0);
+        }
+    }
+    int seen = 0, alive = 3;
+    while (alive) {
+        wcache_file f;
+        facet_error err = {0};
+        facet_status st = wcache_open(path, &k, &f, &err);
+        if (st == FACET_OK) {
+            assert_int_equal(f.n_entries, 2);
+            int v = f.entries[0].data[0];
+            assert_true(v >= 1 && v <= 3);
+            assert_int_equal(f.entries[1].bytes, 4096 + 17 * (uint64_t)v);
+            for (int e = 0; e < 2; e++)
+                for (uint64_t i = 0; i < f.entries[e].bytes; i += 4093)
+                    assert_int_equal(f.entries[e].data[i], v);
+            assert_int_equal(f.entries[0].data[CONC_BYTES - 1], v);
+            wcache_close(&f);
+            seen++;
+        } else {
+            if (st != FACET_E_NOT_FOUND) fail_msg("a reader saw a broken cache: %s", err.message);
+        }
+        alive = 0;
+        for (int c = 0; c < 3; c++) {
+            if (!kids[c]) continue;
+            int ws;
+            if (waitpid(kids[c], &ws, WNOHANG) == kids[c]) {
+                assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+                kids[c] = 0;
+            } else {
+                alive++;
+            }
+        }
+    }
+    wcache_file f;
+    facet_error err = {0};
+    assert_int_equal(wcache_open(path, &k, &f, &err), FACET_OK);
+    wcache_close(&f);
+    assert_int_equal(count_files(), 1);
+    (void)seen;
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
@@ -403,6 +473,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_source_digest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(big_data);
