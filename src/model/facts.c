@@ -169,7 +169,12 @@ static void keep_key(facet_facts *f, const char *key, const json_t *v) {
     facet_config_key *k = &f->config_keys[f->n_config_keys++];
     snprintf(k->key, sizeof k->key, "%s", key);
     render(v, k->value, sizeof k->value);
-    k->is_off = json_is_null(v) || json_is_false(v);
+    k->is_off = json_is_null(v) || json_is_false(v) ||
+                (json_is_integer(v) && json_integer_value(v) == 0) ||
+                (json_is_real(v) && json_real_value(v) == 0.0) ||
+                (json_is_string(v) && !json_string_length(v)) ||
+                (json_is_object(v) && !json_object_size(v)) ||
+                (json_is_array(v) && !json_array_size(v));
 }
 
 static void keep_unconsumed(reader *r) {

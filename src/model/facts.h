@@ -46,7 +46,7 @@ typedef enum facet_act {
 typedef struct facet_config_key {
     char key[64];                  /* "use_alibi", "rope_scaling.mscale", "layer_types[3]" */
     char value[64];
-    int is_off;                    /* value is null or false (the feature is switched off) */
+    int is_off;                    /* value is null, false, 0, "", {} or [] (off)        */
 } facet_config_key;
 
 #define FACET_MAX_CONFIG_KEYS 96

@@ -88,7 +88,8 @@ const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles
 /* ---------------------------------------------------------------------------------
  * Config keys the fact reader does not model. INERT keys are bookkeeping (training,
  * serialization, sampling defaults, multimodal towers that text decoding never runs).
- * MATH keys change the forward pass; they refuse unless their value is null or false.
+ * MATH keys change the forward pass; they refuse unless their value switches the
+ * feature off (null, false, 0, "", {} or []).
  * A key in neither list refuses when its name contains a word of facet_math_words
  * (it may change the math), and is listed as ignored otherwise.
  * ------------------------------------------------------------------------------ */
@@ -135,6 +136,15 @@ const facet_key_rule facet_key_rules[] = {
     {"router_aux_loss_coef", FACET_KEY_INERT, NULL},
     {"aux_loss_alpha", FACET_KEY_INERT, NULL},
     {"output_router_logits", FACET_KEY_INERT, NULL},
+    /* PretrainedConfig attributes older transformers saved into every config */
+    {"chunk_size_feed_forward", FACET_KEY_INERT, NULL}, /* not used by *ForCausalLM */
+    {"is_decoder", FACET_KEY_INERT, NULL},
+    {"tie_encoder_decoder", FACET_KEY_INERT, NULL},
+    {"finetuning_task", FACET_KEY_INERT, NULL},
+    {"use_bfloat16", FACET_KEY_INERT, NULL},
+    {"tf_legacy_loss", FACET_KEY_INERT, NULL},
+    {"return_dict_in_generate", FACET_KEY_INERT, NULL},
+    {"output_scores", FACET_KEY_INERT, NULL},
     /* multimodal towers: text decoding never runs them */
     {"vision_config", FACET_KEY_INERT, NULL},
     {"image_token_index", FACET_KEY_INERT, NULL},
@@ -195,6 +205,9 @@ const facet_key_rule facet_key_rules[] = {
     {"use_bias", FACET_KEY_MATH, "bias layout (custom-code naming)"},
     {"bias", FACET_KEY_MATH, "bias layout (custom-code naming)"},
     {"num_nextn_predict_layers", FACET_KEY_MATH, "multi-token-prediction layers"},
+    {"pruned_heads", FACET_KEY_MATH, "pruned attention heads"},
+    {"add_cross_attention", FACET_KEY_MATH, "cross-attention layers"},
+    {"cross_attention_hidden_size", FACET_KEY_MATH, "cross-attention layers"},
     {"rope_scaling.", FACET_KEY_MATH, "a rope parameter facet does not model"},
     {"rope_parameters.", FACET_KEY_MATH, "a rope parameter facet does not model"},
     {"layer_types[", FACET_KEY_MATH, "a layer type other than full_attention and "

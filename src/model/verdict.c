@@ -313,9 +313,9 @@ static void judge_keys(const facet_facts *f, facet_verdict *out) {
         const facet_config_key *k = &f->config_keys[i];
         const facet_key_rule *rule = facet_key_rule_find(k->key);
         if (rule && rule->kind == FACET_KEY_INERT) continue;
-        if (k->is_off) continue; /* null / false: the feature is switched off */
+        if (k->is_off) continue; /* null, false, 0, empty: the feature is switched off */
         if (rule) {
-            snprintf(supported, sizeof supported, "absent or null; %s: outside the table",
+            snprintf(supported, sizeof supported, "absent or off; %s: outside the table",
                      rule->what);
             refuse(out, k->key, k->value, supported);
         } else if (f->family_known && facet_key_is_suspect(k->key)) {

@@ -143,8 +143,18 @@ static void test_unmodeled_keys(void **state) {
     assert_null(refusal("pad_token_id"));
     assert_null(refusal("rope_type")); /* llama3 itself is supported */
     assert_string_equal(V.ignored, "my_custom_tag");
-    /* switched off: null or false */
-    judge_text("{" BASE ",\"use_alibi\":false,\"quantization_config\":null}", "cpu");
+    /* switched off: null, false, 0, empty */
+    judge_text("{" BASE ",\"use_alibi\":false,\"quantization_config\":null,"
+               "\"num_local_experts\":0,\"pruned_heads\":{}}", "cpu");
+    assert_int_equal(V.status, FACET_VERDICT_PENDING_PROBE);
+    judge_text("{" BASE ",\"pruned_heads\":{\"0\":[1]}}", "cpu");
+    assert_non_null(refusal("pruned_heads"));
+    /* the PretrainedConfig attributes older transformers saved into every config */
+    judge_text("{" BASE ",\"chunk_size_feed_forward\":0,\"add_cross_attention\":false,"
+               "\"cross_attention_hidden_size\":null,\"is_decoder\":false,\"num_beams\":1,"
+               "\"length_penalty\":1.0,\"top_k\":50,\"top_p\":1.0,\"temperature\":1.0,"
+               "\"output_scores\":false,\"tie_encoder_decoder\":false,"
+               "\"is_encoder_decoder\":false,\"prefix\":null,\"bad_words_ids\":null}", "cpu");
     assert_int_equal(V.status, FACET_VERDICT_PENDING_PROBE);
 }
 
