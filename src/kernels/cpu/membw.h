@@ -22,7 +22,14 @@ double facet_measure_read_bandwidth(facet_pool *pool, size_t bytes, int reps);
 double facet_measure_triad_bandwidth(facet_pool *pool, size_t bytes, int reps);
 
 /* Peak float32 FMA rate in GFLOP/s (2 flops per FMA) with independent accumulator
- * chains on every thread of `pool`. */
+ * chains on every thread of `pool`, at the kernel level in use (cpu_features.h). */
 double facet_measure_peak_gflops(facet_pool *pool);
+
+/* Peak multiply-add rate of the instruction the matmul kernel of `format` is built on,
+ * in GFLOP/s (2 ops per multiply-add): vdpbf16ps for bf16 where the CPU has AVX512-BF16,
+ * vpdpbusd (AVX512-VNNI) or maddubs+madd (AVX2) for int8 (integer ops counted as flops),
+ * the float32 FMA otherwise (f32, f16, bf16 without AVX512-BF16). */
+#include "kernels/cpu/kernels.h"
+double facet_measure_peak_gflops_format(facet_pool *pool, facet_wformat format);
 
 #endif

@@ -1,4 +1,12 @@
-/* threadpool.c — persistent pthread workers with a generation counter. */
+/*
+ * threadpool.c — persistent pthread workers with a generation counter.
+ *
+ * A decode step calls the pool a few hundred times (each matmul, each attention), a few
+ * tens of microseconds apart: waking a sleeping thread through a condition variable
+ * costs about as much as the work. So workers and the caller first spin briefly on the
+ * atomic generation / active counters (with the CPU's pause hint) and only then sleep
+ * on the condition variables; the mutex still orders every sleep against every wake.
+ */
 #include "kernels/cpu/threadpool.h"
 
 #include <pthread.h>
@@ -11,9 +19,9 @@ struct facet_pool {
     pthread_t *workers;
     pthread_mutex_t mu;
     pthread_cond_t start_cv, done_cv;
-    unsigned long generation; /* bumped for each run; workers wait for a change      */
-    int stop;
-    int active;               /* workers still inside the current run                 */
+    atomic_ulong generation;  /* bumped for each run; workers wait for a change      */
+    atomic_int stop;
+    atomic_int active;        /* workers still inside the current run                 */
     /* the current run */
     facet_pool_fn fn;
     void *ctx;
@@ -36,6 +44,15 @@ static void run_tasks(facet_pool *p, int thread) {
     }
 }
 
+/* Iterations of the spin before sleeping (a pause is tens of cycles: tens of us). */
+#define SPIN_ITERS 4000
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 static void *worker_main(void *arg) {
     worker_arg *wa = arg;
     facet_pool *p = wa->pool;
@@ -43,20 +60,24 @@ static void *worker_main(void *arg) {
     free(wa);
     unsigned long seen = 0;
     for (;;) {
-        pthread_mutex_lock(&p->mu);
-        while (!p->stop && p->generation == seen) pthread_cond_wait(&p->start_cv, &p->mu);
-        if (p->stop) {
+        for (int i = 0; i < SPIN_ITERS && atomic_load(&p->generation) == seen && !atomic_load(&p->stop); i++)
+            cpu_relax();
+        if (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) {
+            pthread_mutex_lock(&p->mu);
+            while (!atomic_load(&p->stop) && atomic_load(&p->generation) == seen)
+                pthread_cond_wait(&p->start_cv, &p->mu);
             pthread_mutex_unlock(&p->mu);
-            return NULL;
         }
-        seen = p->generation;
-        pthread_mutex_unlock(&p->mu);
+        if (atomic_load(&p->stop)) return NULL;
+        seen = atomic_load(&p->generation);
 
         run_tasks(p, index);
 
-        pthread_mutex_lock(&p->mu);
-        if (--p->active == 0) pthread_cond_signal(&p->done_cv);
-        pthread_mutex_unlock(&p->mu);
+        if (atomic_fetch_sub(&p->active, 1) == 1) {
+            pthread_mutex_lock(&p->mu); /* the caller may be about to sleep: under the lock */
+            pthread_cond_signal(&p->done_cv);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
 }
 
@@ -72,6 +93,9 @@ facet_pool *facet_pool_create(int n_threads) {
     pthread_cond_init(&p->start_cv, NULL);
     pthread_cond_init(&p->done_cv, NULL);
     atomic_init(&p->next_task, 0);
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->stop, 0);
+    atomic_init(&p->active, 0);
     if (n_threads > 1) {
         p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
         if (!p->workers) {
@@ -101,7 +125,7 @@ facet_pool *facet_pool_create(int n_threads) {
 void facet_pool_free(facet_pool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
-    p->stop = 1;
+    atomic_store(&p->stop, 1);
     pthread_cond_broadcast(&p->start_cv);
     pthread_mutex_unlock(&p->mu);
     for (int i = 1; i < p->n_threads; i++) pthread_join(p->workers[i - 1], NULL);
@@ -121,21 +145,25 @@ void facet_pool_run(facet_pool *p, int n_tasks, facet_pool_fn fn, void *ctx) {
         for (int t = 0; t < n_tasks; t++) fn(ctx, t, 0);
         return;
     }
-    pthread_mutex_lock(&p->mu);
+    /* workers read fn/ctx/n_tasks only after they see the new generation (seq_cst) */
     p->fn = fn;
     p->ctx = ctx;
     p->n_tasks = n_tasks;
     atomic_store(&p->next_task, 0);
-    p->active = p->n_threads - 1;
-    p->generation++;
+    atomic_store(&p->active, p->n_threads - 1);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add(&p->generation, 1);
     pthread_cond_broadcast(&p->start_cv);
     pthread_mutex_unlock(&p->mu);
 
     run_tasks(p, 0);
 
-    pthread_mutex_lock(&p->mu);
-    while (p->active > 0) pthread_cond_wait(&p->done_cv, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < SPIN_ITERS && atomic_load(&p->active) > 0; i++) cpu_relax();
+    if (atomic_load(&p->active) > 0) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->active) > 0) pthread_cond_wait(&p->done_cv, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
 }
 
 void *facet_pool_scratch(facet_pool *p, size_t bytes) {

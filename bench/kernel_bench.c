@@ -1,0 +1,110 @@
+/*
+ * kernel_bench.c — facet_matmul alone over the weight matrices of a real model shape,
+ * in the order the forward pass calls them (per layer q, k, v, o, gate, up, down; then
+ * lm_head), random weights. Prints, per format: the read-only bandwidth ceiling
+ * (facet_measure_read_bandwidth, 1 GiB), decode tokens/s at 1 and 8 rows with the
+ * weight GB/s achieved and its fraction of the ceiling, and prefill tokens/s with the
+ * GFLOP/s achieved and its fraction of the measured peak of the format's multiply-add
+ * instruction (facet_measure_peak_gflops_format).
+ * Build and run: bench/kernel_bench.sh (see there).
+ *
+ *   kernel_bench SHAPE FORMAT [THREADS] [REPS]
+ *     SHAPE: qwen3-0.6b | llama-1b     FORMAT: f32 | bf16 | f16 | int8
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/membw.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct { int H, I, V, L, qd, kvd; } shape;
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: kernel_bench qwen3-0.6b|llama-1b f32|bf16|f16|int8 [threads] [reps]\n");
+        return 2;
+    }
+    shape s;
+    if (!strcmp(argv[1], "qwen3-0.6b")) s = (shape){1024, 3072, 151936, 28, 2048, 1024};
+    else if (!strcmp(argv[1], "llama-1b")) s = (shape){2048, 8192, 128256, 16, 2048, 512};
+    else return 2;
+    facet_wformat fmt = !strcmp(argv[2], "bf16") ? FACET_WF_BF16 : !strcmp(argv[2], "f16") ? FACET_WF_F16
+                      : !strcmp(argv[2], "int8") ? FACET_WF_Q8 : FACET_WF_F32;
+    int threads = argc > 3 ? atoi(argv[3]) : 2, reps = argc > 4 ? atoi(argv[4]) : 5;
+    facet_pool *pool = facet_pool_create(threads);
+
+    int per_layer = 7, n_mats = s.L * per_layer + 1;
+    facet_wtensor *m = calloc((size_t)n_mats, sizeof *m);
+    int dims[7][2] = {{s.qd, s.H}, {s.kvd, s.H}, {s.kvd, s.H}, {s.H, s.qd}, {s.I, s.H}, {s.I, s.H}, {s.H, s.I}};
+    uint32_t rng = 1;
+    size_t bytes = 0;
+    double flops_tok = 0;
+    for (int i = 0; i < n_mats; i++) {
+        int rows = i < n_mats - 1 ? dims[i % 7][0] : s.V, cols = i < n_mats - 1 ? dims[i % 7][1] : s.H;
+        float *f = malloc(sizeof(float) * (size_t)rows * cols);
+        for (size_t k = 0; k < (size_t)rows * cols; k++) {
+            rng = rng * 1664525u + 1013904223u;
+            f[k] = ((float)(rng >> 9) / (float)(1u << 23) - 0.5f) * 0.04f;
+        }
+        m[i] = (facet_wtensor){FACET_WF_F32, rows, cols, f, NULL, 0};
+        facet_error err;
+        if (facet_wtensor_convert(&m[i], fmt, &err) != FACET_OK) {
+            fprintf(stderr, "%s\n", err.message);
+            return 1;
+        }
+        bytes += facet_wtensor_bytes(&m[i]);
+        if (i < n_mats - 1) flops_tok += 2.0 * rows * cols;
+    }
+    int maxn = 256, maxd = s.V > s.I ? s.V : s.I;
+    float *X = malloc(sizeof(float) * (size_t)maxn * maxd), *Y = malloc(sizeof(float) * (size_t)maxn * maxd);
+    for (size_t k = 0; k < (size_t)maxn * maxd; k++) X[k] = (float)((k * 2654435761u) % 1000) / 1000.0f - 0.5f;
+
+    double bw = facet_measure_read_bandwidth(pool, (size_t)1 << 30, 5);
+    double peak = facet_measure_peak_gflops_format(pool, fmt);
+    printf("shape %s format %s path %s threads %d: weights %.3f GB, read bandwidth %.1f GB/s, "
+           "peak of the format's multiply-add %.1f GFLOP/s\n", argv[1], argv[2],
+           facet_cpu_level_name(facet_cpu()->level), threads, bytes / 1e9, bw, peak);
+
+    int decode_rows[] = {1, 8};
+    for (int d = 0; d < 2; d++) {
+        int n = decode_rows[d];
+        double best = 1e30;
+        for (int r = 0; r < reps; r++) {
+            double t = now_s();
+            for (int i = 0; i < n_mats; i++) facet_matmul(pool, Y, X, &m[i], NULL, n);
+            t = now_s() - t;
+            if (t < best) best = t;
+        }
+        printf("decode rows %2d: %7.1f steps/s  %7.1f tok/s  weights %.1f GB/s = %.0f%% of read bw\n", n,
+               1 / best, n / best, bytes / best / 1e9, 100 * bytes / best / 1e9 / bw);
+    }
+    /* prefill: 256 rows through the layers (no lm_head: prefill wants one row of logits) */
+    {
+        int n = 256;
+        double best = 1e30;
+        for (int r = 0; r < (reps > 3 ? 3 : reps); r++) {
+            double t = now_s();
+            for (int i = 0; i < n_mats - 1; i++) facet_matmul(pool, Y, X, &m[i], NULL, n);
+            t = now_s() - t;
+            if (t < best) best = t;
+        }
+        double gf = flops_tok * n / best / 1e9;
+        printf("prefill rows %d: %7.1f tok/s  %.1f GFLOP/s = %.0f%% of the format's peak\n", n, n / best, gf,
+               100 * gf / peak);
+    }
+    for (int i = 0; i < n_mats; i++) free(m[i].data);
+    free(m);
+    free(X);
+    free(Y);
+    facet_pool_free(pool);
+    return 0;
+}
