@@ -186,6 +186,29 @@ def test_weights_are_probed_never_pending(name, dtype, facts, run_facet, make_ch
     assert dtype.upper() in dtypes
 
 
+def test_sharded_weights_probed(run_facet, make_checkpoint, tmp_path):
+    ckpt = make_checkpoint(CONFIGS / "Qwen__Qwen2.5-0.5B__resaved", dtype="bf16", shards=3, shrink={})
+    proc, obj = conform(run_facet, ckpt, tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert obj["facts"]["probed"] is True and obj["facts"]["qkv_bias"] is True
+
+
+def test_index_without_shards_is_pending(run_facet, tmp_path):
+    # a config-only copy of a sharded checkpoint: the index names shards that are absent
+    d = tmp_path / "copy"
+    shutil.copytree(CONFIGS / "meta-llama__Llama-2-7b-hf", d)
+    (d / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {"total_size": 1}, "weight_map": {"lm_head.weight": "model-00002-of-00002.safetensors"}}))
+    proc, _ = conform(run_facet, d, tmp_path=tmp_path)
+    assert proc.returncode == PENDING
+    # one shard present, the other missing: unusable, naming the missing shard
+    ckpt_shard = d / "model-00001-of-00002.safetensors"
+    ckpt_shard.write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
+    proc, _ = conform(run_facet, d, tmp_path=tmp_path)
+    assert proc.returncode == 1
+    assert "model-00002-of-00002.safetensors" in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
 def test_weights_refused_with_same_refusals_as_run(run_facet, make_checkpoint, tmp_path):
     ckpt = make_checkpoint(CONFIGS / "ibm-granite__granite-3b-code-instruct-128k", shrink={})
     proc, obj = conform(run_facet, ckpt, tmp_path=tmp_path)
