@@ -1150,12 +1150,39 @@ static int assign_targets(jctx *cx, const jnode *at, jscope *s, char **names, si
     return 0;
 }
 
+/* Whether value v holds a reference to object o (values are acyclic, so this ends). */
+static int holds(jv v, const jobj *o, int depth) {
+    if (!jv_is_obj(v) || depth > 10000) return 0;
+    if (v.u.o == o) return 1;
+    switch (v.k) {
+    case JV_LIST:
+        for (size_t i = 0; i < JL(v)->n; i++)
+            if (holds(JL(v)->v[i], o, depth + 1)) return 1;
+        return 0;
+    case JV_DICT: case JV_NS:
+        for (size_t i = 0; i < JD(v)->n; i++)
+            if (holds(JD(v)->val[i], o, depth + 1) || holds(JD(v)->key[i], o, depth + 1)) return 1;
+        return 0;
+    case JV_LOOP: {
+        jv items = {JV_LIST, {.o = &((jloop *)v.u.o)->items->h}};
+        return holds(items, o, depth + 1);
+    }
+    case JV_FUNC: return holds(((jfunc *)v.u.o)->self, o, depth + 1);
+    default: return 0;
+    }
+}
+
 static int set_ns_attr(jctx *cx, const jnode *at, const char *nsname, const char *attr, jv v) {
     jv ns = lookup(cx, nsname);
     if (ns.k != JV_NS) {
         jv_unref(ns);
         jv_unref(v);
         return jx_fail(cx, at, FACET_E_TEMPLATE, "TemplateRuntimeError: cannot assign attribute on non-namespace object");
+    }
+    if (holds(v, ns.u.o, 0)) { /* a cycle: Python would allow it, but printing it recurses */
+        jv_unref(ns);
+        jv_unref(v);
+        return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: a namespace attribute holding the namespace itself");
     }
     int rc = jv_dict_set(ns, jv_cstr(attr), v) ? oom(cx, at) : 0;
     jv_unref(ns);

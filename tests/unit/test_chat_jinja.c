@@ -154,6 +154,8 @@ static void test_unsupported(void **state) {
     expect_fail("{{ 'x'|wordwrap(3) }}", NULL, FACET_E_UNSUPPORTED, "filter 'wordwrap'");
     expect_fail("{{ '%s' % 1 }}", NULL, FACET_E_UNSUPPORTED, "printf-style");
     expect_fail("{{ {'a': 1}.items }}", NULL, FACET_E_UNSUPPORTED, "printing a function");
+    expect_fail("{% set ns = namespace() %}{% set ns.me = [1, {'x': ns}] %}", NULL, FACET_E_UNSUPPORTED,
+                "holding the namespace itself");
 }
 
 static void test_raise_exception(void **state) {
