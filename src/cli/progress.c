@@ -2,6 +2,7 @@
 #include "cli/progress.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +18,10 @@ static double now_s(void) {
 void cli_progress_init(cli_progress *p) {
     memset(p, 0, sizeof *p);
     p->tty = isatty(STDERR_FILENO);
+    const char *e = getenv("FACET_PROGRESS_AFTER_S");
+    char *end;
+    double v = e ? strtod(e, &end) : 1.0;
+    p->after = (e && end != e && v >= 0) ? v : 1.0;
 }
 
 void cli_progress_cb(void *user, const char *step, uint64_t done, uint64_t total) {
@@ -33,7 +38,7 @@ void cli_progress_cb(void *user, const char *step, uint64_t done, uint64_t total
     if (p->ended) return;
     double el = t - p->t0;
     int end = done >= total;
-    if (el < 1.0 && !p->drawn) return; /* steps shorter than a second print nothing */
+    if (el < p->after && !p->drawn) return; /* short steps print nothing */
     if (!end && t - p->last < (p->tty ? 0.1 : 1.0)) return;
     p->last = t;
     double frac = total ? (double)done / (double)total : 1.0;

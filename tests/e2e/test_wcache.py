@@ -295,5 +295,51 @@ def test_biased_and_sharded_checkpoint(facet_bin, tmp_path, facet_shared, make_c
     c.expect(r"loaded")
 
 
+def test_progress_on_stderr(facet_bin, tmp_path):
+    """Conversion and cache writing report progress: with the one-second threshold set
+    to 0, each step prints its start and exactly one final line whose byte counts are
+    the checkpoint's tensor bytes (conversion) and the cache's tensor bytes (writing); a
+    cached load converts nothing and prints no progress; by default a sub-second load
+    prints none either."""
+    c = Case(facet_bin, BUNDLED, tmp_path, "f32")
+    p, logits = c.load({"FACET_PROGRESS_AFTER_S": "0"})
+    lines = p.stderr.splitlines()
+    conv = [l for l in lines if l.startswith("facet: converting weights [")]
+    wrote = [l for l in lines if l.startswith("facet: writing weight cache [")]
+    assert conv and wrote, p.stderr
+    done = [l for l in conv if "ETA" not in l and "#" * 24 in l]
+    assert len(done) == 1 and conv[-1] == done[0], p.stderr
+    tensor_bytes = (c.model / "model.safetensors").stat().st_size - 8 - int.from_bytes(
+        (c.model / "model.safetensors").read_bytes()[:8], "little")
+    mb = "%.1f/%.1f MB" % (tensor_bytes / 1e6, tensor_bytes / 1e6)
+    assert mb in done[0], (mb, done[0])
+    assert [l for l in wrote if "#" * 24 in l] == [wrote[-1]]
+    assert lines.index(conv[-1]) < lines.index(wrote[0])
+    assert logits == c.oracle
+    p, _ = c.load({"FACET_PROGRESS_AFTER_S": "0"})
+    assert "converting weights" not in p.stderr and "writing weight cache" not in p.stderr
+    assert note(p).startswith("facet: weight cache: loaded ")
+    p, _ = c.load({"FACET_NO_CACHE": "1"})
+    assert "converting weights" not in p.stderr, p.stderr
+
+
+def test_verdict_is_judged_before_the_cache(facet_bin, tmp_path):
+    """A checkpoint the table refuses is refused even with a cache beside it, and the
+    cache is neither read nor touched."""
+    c = Case(facet_bin, BUNDLED, tmp_path, "f32")
+    c.expect(r"wrote")
+    st = c.cache.stat()
+    cfg = (c.model / "config.json").read_text()
+    (c.model / "config.json").write_text(cfg.replace('"model_type": "llama"', '"model_type": "mamba"'))
+    assert "mamba" in (c.model / "config.json").read_text()
+    p = subprocess.run([str(facet_bin), "run", str(c.model), "--prompt-ids", PROMPT, "-n", "1"],
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, XDG_CACHE_HOME=str(c.xdg)))
+    assert p.returncode == 2 and "REFUSED" in p.stderr and "model_type" in p.stderr, p.stderr
+    assert "weight cache" not in p.stderr
+    st2 = c.cache.stat()
+    assert (st.st_ino, st.st_mtime_ns, st.st_size) == (st2.st_ino, st2.st_mtime_ns, st2.st_size)
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
