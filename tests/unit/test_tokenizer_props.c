@@ -123,7 +123,7 @@ static void props_for(const char *dir, int mode, int iters) {
     char *buf = malloc(16 * 400 + 64);
     size_t trips = 0;
     for (int it = 0; it < iters; it++) {
-        size_t len = random_text(buf, 1 + rnd(300), 0);
+        size_t len = random_text(buf, 1 + rnd(120), 0);
         int32_t *ids;
         size_t n;
         assert_int_equal(facet_tokenize(tok, buf, len, it & 1, &ids, &n, &err), FACET_OK);
@@ -169,7 +169,7 @@ static void props_for(const char *dir, int mode, int iters) {
 
 static void test_props_bundled(void **state) {
     (void)state;
-    props_for(FACET_SOURCE_DIR "/models/stories260k", 0, 200);
+    props_for(FACET_SOURCE_DIR "/models/stories260k", 0, 300);
     props_for(FACET_TEST_DATA "/tokenizers/tinyllama-1.1b-chat-v1.0", 0, 150);
     props_for(FACET_TEST_DATA "/tokenizers/mistral-v0.1", 0, 150);
     props_for(FACET_TEST_DATA "/tokenizers/phi-3-mini-4k-instruct", 0, 150);
@@ -192,7 +192,7 @@ static void test_props_shared(void **state) {
     };
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
         snprintf(dir, sizeof dir, "%s/%s", root, t[i].name);
-        props_for(dir, t[i].mode, 60);
+        props_for(dir, t[i].mode, 40);
     }
 }
 
