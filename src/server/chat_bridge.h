@@ -1,7 +1,18 @@
 /*
- * chat_bridge.h — chat completions on top of the model's chat template: messages (and
- * tools) -> prompt ids, generated text -> the assistant message (content or parsed
- * tool_calls, finish_reason "tool_calls").
+ * chat_bridge.h — chat completions on top of the model's chat template (facet_chat.h):
+ * messages (and tools) -> prompt ids, generated text -> the assistant message (content
+ * or parsed tool_calls, finish_reason "tool_calls").
+ *
+ * Tools: the tool-call syntax is the template's own (facet_toolcall_format_detect). A
+ * template that shows none refuses tools (400). tool_choice "none" renders no tools;
+ * "auto" renders them and parses calls from the output; "required" and a named
+ * function also open the assistant turn with the start of a call in the model's syntax
+ * (HERMES `<tool_call>\n{"name": "`, LLAMA3 `{"name": "`, MISTRAL
+ * `[TOOL_CALLS][{"name": "`; a named function adds its name and `", "arguments": `
+ * (LLAMA3: `"parameters"`)), so the model continues inside a call. The opening is part
+ * of the prompt and is prepended to the output before parsing. Streamed responses with
+ * tools hold the text until the end (a call is only known once complete) and send
+ * either the content or the tool_calls in the final chunk.
  */
 #ifndef FACET_SERVER_CHAT_BRIDGE_H
 #define FACET_SERVER_CHAT_BRIDGE_H
@@ -10,35 +21,34 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "facet_chat.h"
 #include "server/http.h"
 #include "server/oai_request.h"
 
-/* Load the chat template of the model folder (s->chat), or record in s->chat_error why
- * chat completions are unavailable. */
+/* Load the chat template of the model folder (s->chat, s->toolcall_format), or record
+ * in s->chat_error why chat completions are unavailable. */
 void srv_chat_init(srv_server *s);
 
 /* Free s->chat. */
 void srv_chat_free(srv_server *s);
 
 /* Render r->messages (+ tools) with the model's chat template and the generation prompt,
- * tokenize without adding special tokens (as transformers' apply_chat_template). *ids
- * is malloc'd. Returns 0, or -1 with *e (400 when the model has no usable template or
- * the template fails, naming why). */
-int srv_chat_prompt(srv_server *s, const oai_request *r, int32_t **ids, size_t *n,
-                    oai_error *e);
+ * tokenize without adding special tokens (as transformers' apply_chat_template). Sets
+ * r->tools_active and r->tool_prefix. *ids is malloc'd. Returns 0, or -1 with *e (400
+ * when the model has no usable template, tools without a tool-call syntax, or the
+ * template fails, naming why). */
+int srv_chat_prompt(srv_server *s, oai_request *r, int32_t **ids, size_t *n, oai_error *e);
 
-/* The assistant message of a finished choice: {"role": "assistant", "content": text},
- * or content null + "tool_calls" when the text parses as tool calls (then *finish
- * becomes "tool_calls"). */
-json_t *srv_chat_message(srv_server *s, const oai_request *r, const char *text, size_t len,
-                         srv_finish f, const char **finish);
+/* The assistant message of a finished choice of text `text` (len bytes):
+ * {"role": "assistant", "content": text}, or, when tools are active and
+ * prefix + text parses as calls in `fmt`, content (the rest of the text, null when
+ * empty) and "tool_calls" (then *finish becomes "tool_calls"). Pure: no server state. */
+json_t *srv_chat_build_message(facet_toolcall_format fmt, int tools_active, const char *prefix,
+                               const char *text, size_t len, const char **finish);
 
-/* Nonzero when a streamed chat response must hold its text until the end (tools may be
- * called, and a tool call is only known once complete). */
-int srv_chat_holds_stream(srv_server *s, const oai_request *r);
-
-/* The final delta of a held stream: {"content": text} or {"tool_calls": [...]}. */
-json_t *srv_chat_final_delta(srv_server *s, json_t *tools, const char *text, size_t len,
-                             srv_finish f, const char **finish);
+/* The same as a streaming delta: {"content": ...} and/or {"tool_calls": [{"index": i,
+ * "id", "type", "function"}]}. */
+json_t *srv_chat_build_delta(facet_toolcall_format fmt, int tools_active, const char *prefix,
+                             const char *text, size_t len, const char **finish);
 
 #endif

@@ -31,6 +31,7 @@ typedef struct srv_server {
     oai_limits limits;
     facet_chat_template *chat; /* NULL when the folder has no usable chat template     */
     char chat_error[512];      /* why chat is unavailable (when chat is NULL)            */
+    facet_toolcall_format toolcall_format; /* the template's tool-call syntax            */
 } srv_server;
 
 /* Queue a response with `status`, a body (copied) and content type; counts metrics. */

@@ -21,7 +21,7 @@ static uint64_t fresh_seed(void) {
 }
 
 /* Prompt ids of a request. Returns 0 or -1 with *e. */
-static int prompt_ids(srv_server *s, const oai_request *r, int32_t **ids, size_t *n,
+static int prompt_ids(srv_server *s, oai_request *r, int32_t **ids, size_t *n,
                       oai_error *e) {
     *ids = NULL;
     *n = 0;
@@ -81,7 +81,9 @@ static enum MHD_Result respond_whole(srv_server *s, struct MHD_Connection *c, sr
         const srv_choice *ch = &j->choices[i];
         finish[i] = oai_finish_name(ch->finish);
         if (m->kind == OAI_CHAT)
-            messages[i] = srv_chat_message(s, r, ch->text, ch->len, ch->finish, &finish[i]);
+            messages[i] = srv_chat_build_message(s->toolcall_format, r->tools_active,
+                                                 r->tool_prefix, ch->text, ch->len,
+                                                 &finish[i]);
     }
     json_t *resp = oai_response(m, j, messages, finish);
     free(messages);
@@ -108,7 +110,8 @@ typedef struct stream_ctx {
     int finished;
     int oom;
     int hold;        /* chat with tools: content sent whole at the end (tool calls)      */
-    json_t *tools;   /* the request's tools (a reference) when hold                      */
+    facet_toolcall_format fmt;
+    char prefix[512];/* the assistant turn's opening (tool_choice required / named)      */
 } stream_ctx;
 
 static void sse_append(stream_ctx *x, json_t *v) {
@@ -200,7 +203,7 @@ static void stream_produce(stream_ctx *x) {
             const char *fin = oai_finish_name(c->finish);
             json_t *delta = NULL;
             if (m->kind == OAI_CHAT && hold)
-                delta = srv_chat_final_delta(x->s, x->tools, c->text, c->len, c->finish, &fin);
+                delta = srv_chat_build_delta(x->fmt, 1, x->prefix, c->text, c->len, &fin);
             json_t *lp = x->ids_sent[i] < c->n_ids
                              ? oai_logprobs(m, c, x->ids_sent[i], c->n_ids, j->prompt[j->n_prompt - 1],
                                            &x->text_offset[i])
@@ -258,12 +261,7 @@ static void stream_free(void *cls) {
     free(x->fin_sent);
     free(x->role_sent);
     free(x->buf);
-    json_decref(x->tools);
     free(x);
-}
-
-static int kind_holds(srv_server *s, const oai_request *r) {
-    return r->kind == OAI_CHAT && srv_chat_holds_stream(s, r);
 }
 
 static enum MHD_Result respond_stream(srv_server *s, struct MHD_Connection *c, srv_job *j,
@@ -302,8 +300,9 @@ static enum MHD_Result respond_stream(srv_server *s, struct MHD_Connection *c, s
     x->meta.id = x->id;
     x->meta.model = x->model;
     x->include_usage = r->include_usage;
-    x->hold = kind_holds(s, r);
-    if (x->hold) x->tools = json_incref(r->tools);
+    x->hold = r->kind == OAI_CHAT && r->tools_active;
+    x->fmt = s->toolcall_format;
+    snprintf(x->prefix, sizeof x->prefix, "%s", r->tool_prefix);
     struct MHD_Response *resp =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, x, stream_free);
     if (!resp) {

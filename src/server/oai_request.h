@@ -65,6 +65,10 @@ typedef struct oai_request {
     json_t *tools;             /* borrowed; NULL when absent                            */
     oai_tool_choice tool_choice;
     char tool_name[256];       /* for OAI_TOOL_NAMED                                    */
+    /* set when the prompt is built (chat_bridge.c): */
+    int tools_active;          /* tools rendered and tool calls parsed from the output  */
+    char tool_prefix[512];     /* text the assistant turn was opened with (tool_choice
+                                  required / named), prepended before parsing           */
     /* generation */
     int max_tokens;            /* -1 = not given                                        */
     int n;                     /* >= 1                                                  */

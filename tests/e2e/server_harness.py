@@ -190,16 +190,27 @@ MESSAGES = [
 ]
 
 
-def render_chat(template, messages):
+def render_chat(template, messages, tools=None):
     """The template rendered as transformers' apply_chat_template does, with Python's
-    jinja2 (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols)."""
+    jinja2 (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols,
+    tojson = json.dumps(ensure_ascii=False))."""
     import jinja2.ext
     import jinja2.sandbox
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(
         trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
-    return env.from_string(template).render(messages=messages, add_generation_prompt=True,
-                                            bos_token="<s>", eos_token="</s>",
-                                            unk_token="<unk>")
+    env.filters["tojson"] = lambda x, ensure_ascii=False, indent=None, separators=None, \
+        sort_keys=False: json.dumps(x, ensure_ascii=ensure_ascii, indent=indent,
+                                    separators=separators, sort_keys=sort_keys)
+    return env.from_string(template).render(messages=messages, tools=tools,
+                                            add_generation_prompt=True, bos_token="<s>",
+                                            eos_token="</s>", unk_token="<unk>")
+
+
+def chat_prompt_ids(run_facet, model, text):
+    """`facet tokenize --no-special` of a rendered chat prompt."""
+    p = run_facet(["tokenize", str(model), "--no-special", text], timeout=30)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
 
 
 def chat_expected(run_facet, model, template, messages, n):

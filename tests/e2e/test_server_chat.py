@@ -13,7 +13,8 @@ import shutil
 
 import pytest
 
-from server_harness import MESSAGES, Server, chat_expected as expected
+from server_harness import MESSAGES, Server, chat_expected as expected, chat_prompt_ids, \
+    render_chat
 
 @pytest.fixture(scope="module")
 def chat_model(repo_root, tmp_path_factory):
@@ -94,8 +95,110 @@ def test_chat_stop_and_n(server):
         assert ch["finish_reason"] == "stop"
 
 
-def test_chat_tools_refused_clearly(server):
+def test_tools_need_a_tool_call_syntax(server):
+    # TinyLlama's template shows no tool-call syntax: tools are refused, by name
     st, r = server.post("/v1/chat/completions", {
         "model": "stories260k-chat", "messages": MESSAGES,
         "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]})
     assert st == 400 and r["error"]["param"] == "tools"
+    assert "tool-call syntax" in r["error"]["message"]
+    st, r = server.post("/v1/chat/completions", {
+        "model": "stories260k-chat", "messages": MESSAGES, "max_tokens": 3, "tool_choice": "none",
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]})
+    assert st == 200
+
+
+# ------------------------------------------------------------------- tools --
+# small, because the template's tool preamble and stories260k's character-level
+# tokens use most of the 512-token context
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+TOOL_MSGS = [{"role": "system", "content": "Hi."},
+             {"role": "user", "content": "Paris?"}]
+
+
+@pytest.fixture(scope="module")
+def tool_model(repo_root, tmp_path_factory):
+    """stories260k with the Qwen2.5-Instruct template (Hermes <tool_call> syntax)."""
+    src = repo_root / "models" / "stories260k"
+    dst = tmp_path_factory.mktemp("toolmodel") / "stories-tools"
+    dst.mkdir()
+    for name in ("generation_config.json", "model.safetensors", "tokenizer.json",
+                 "special_tokens_map.json"):
+        shutil.copy(src / name, dst / name)
+    # room for the template's tool preamble (stories260k tokens are near character level)
+    config = json.loads((src / "config.json").read_text())
+    config["max_position_embeddings"] = 1024
+    (dst / "config.json").write_text(json.dumps(config))
+    cfg = json.loads((src / "tokenizer_config.json").read_text())
+    template = (repo_root / "tests" / "data" / "server" /
+                "qwen2.5_chat_template.jinja").read_text()
+    cfg["chat_template"] = template
+    (dst / "tokenizer_config.json").write_text(json.dumps(cfg))
+    return dst, template
+
+
+@pytest.fixture(scope="module")
+def tool_server(facet_bin, tool_model):
+    s = Server(facet_bin, tool_model[0], "--threads", "1")
+    try:
+        yield s
+        s.assert_clean_exit()
+    finally:
+        s.stop()
+
+
+def test_tool_round_trip_prompts(tool_server, run_facet, tool_model):
+    model, template = tool_model
+    base = {"model": "stories-tools", "temperature": 0, "max_tokens": 8}
+    # turn 1, tool_choice auto: the tools are rendered into the system turn
+    st, r = tool_server.post("/v1/chat/completions", dict(base, messages=TOOL_MSGS, tools=TOOLS))
+    assert st == 200, r
+    want = chat_prompt_ids(run_facet, model, render_chat(template, TOOL_MSGS, TOOLS))
+    assert r["usage"]["prompt_tokens"] == len(want)
+    ch = r["choices"][0]
+    assert ch["finish_reason"] in ("stop", "length", "tool_calls")
+    # turn 1, a named function: the assistant turn opens inside that call
+    st, r = tool_server.post("/v1/chat/completions", dict(
+        base, messages=TOOL_MSGS, tools=TOOLS,
+        tool_choice={"type": "function", "function": {"name": "get_weather"}}))
+    assert st == 200, r
+    opening = '<tool_call>\n{"name": "get_weather", "arguments": '
+    want = chat_prompt_ids(run_facet, model,
+                           render_chat(template, TOOL_MSGS, TOOLS) + opening)
+    assert r["usage"]["prompt_tokens"] == len(want)
+    msg = r["choices"][0]["message"]
+    if msg.get("tool_calls"):  # a tiny story model rarely completes the JSON
+        assert msg["tool_calls"][0]["function"]["name"] == "get_weather"
+        assert r["choices"][0]["finish_reason"] == "tool_calls"
+    else:
+        assert msg["content"].startswith(opening)
+    # turn 2: the call (arguments as OpenAI's JSON string) and the tool's result
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}
+    turn2 = TOOL_MSGS + [{"role": "assistant", "content": None, "tool_calls": [call]},
+                         {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 21 C"}]
+    st, r = tool_server.post("/v1/chat/completions", dict(base, messages=turn2, tools=TOOLS))
+    assert st == 200, r
+    oracle_msgs = TOOL_MSGS + [
+        {"role": "assistant", "content": None, "tool_calls": [
+            dict(call, function={"name": "get_weather", "arguments": {"city": "Paris"}})]},
+        turn2[-1]]
+    want = chat_prompt_ids(run_facet, model, render_chat(template, oracle_msgs, TOOLS))
+    assert r["usage"]["prompt_tokens"] == len(want)
+
+
+def test_tool_stream_holds_text(tool_server):
+    body = {"model": "stories-tools", "temperature": 0, "max_tokens": 12, "messages": TOOL_MSGS,
+            "tools": TOOLS}
+    st, whole = tool_server.post("/v1/chat/completions", body)
+    st, chunks, done, _ = tool_server.stream("/v1/chat/completions", dict(body, stream=True))
+    assert st == 200 and done
+    deltas = [c["choices"][0] for c in chunks if c["choices"]]
+    assert deltas[0]["delta"] == {"role": "assistant", "content": ""}
+    assert [d["finish_reason"] for d in deltas[1:]] == [whole["choices"][0]["finish_reason"]]
+    msg = whole["choices"][0]["message"]
+    if msg.get("tool_calls"):
+        assert deltas[1]["delta"]["tool_calls"][0]["function"] == \
+            msg["tool_calls"][0]["function"]
+    else:
+        assert deltas[1]["delta"]["content"] == msg["content"]
