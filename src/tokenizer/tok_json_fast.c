@@ -238,7 +238,9 @@ facet_status tok_json_parse_vocab(const char *s, size_t len, const char *what, t
     c.i++;
     ws(&c);
     if (c.i < len && s[c.i] == '}') goto out;
-    if (tok_strmap_reserve(vocab, len / 16 + 16, len)) {
+    size_t quotes = 0; /* two per key */
+    for (const char *q = s, *e = s + len; (q = memchr(q, '"', (size_t)(e - q))); q++) quotes++;
+    if (tok_strmap_reserve(vocab, quotes / 2 + 16, len)) {
         st = facet_err(err, FACET_E_NOMEM, "%s: out of memory reading model.vocab", what);
         goto out;
     }

@@ -13,38 +13,69 @@
 
 #define TOK_MAX_FILE ((size_t)1 << 30)
 
+/* Merges are resolved in batches: the 3 * MB vocabulary lookups of a batch (a, b and
+ * the merged token) are hashed and their slots and keys prefetched before any is
+ * probed, so the cache misses of a 10^5..10^6-entry table overlap. */
+#define MB 32
+
 typedef struct merge_ctx {
     facet_tokenizer *tok;
     const char *what;
-    tok_buf joined;
+    tok_buf text;              /* a, b and a+b of each pending merge */
+    size_t off[MB][3], len[MB][3], rank[MB];
+    uint32_t hash[MB][3];
+    size_t n;
 } merge_ctx;
 
-static facet_status add_merge(void *vctx, size_t rank, const char *a, size_t alen, const char *b,
-                              size_t blen, facet_error *err) {
+static facet_status flush_merges(merge_ctx *c, facet_error *err) {
+    tok_bpe *m = &c->tok->bpe;
+    const tok_strmap *v = &m->vocab;
+    for (size_t i = 0; i < c->n; i++)
+        for (int k = 0; k < 3; k++) {
+            c->hash[i][k] = tok_hash(c->text.data + c->off[i][k], c->len[i][k]);
+            tok_strmap_prefetch(v, c->hash[i][k]);
+        }
+    for (size_t i = 0; i < c->n && v->cap; i++)
+        for (int k = 0; k < 3; k++) {
+            const struct tok_strmap_slot *sl = &v->slots[c->hash[i][k] & (v->cap - 1)];
+            if (sl->off) __builtin_prefetch(v->keys.data + sl->off - 1);
+        }
+    int32_t id[MB][3];
+    for (size_t i = 0; i < c->n; i++) {
+        for (int k = 0; k < 3; k++)
+            id[i][k] = tok_strmap_get_h(v, c->text.data + c->off[i][k], c->len[i][k], c->hash[i][k]);
+        for (int k = 0; k < 3; k++) {
+            if (id[i][k] >= 0) continue;
+            size_t l = c->len[i][k] > 60 ? 60 : c->len[i][k];
+            return facet_err(err, FACET_E_FORMAT, "%s: model.merges[%zu]: %s \"%.*s\" is not in model.vocab", c->what,
+                             c->rank[i], k == 2 ? "merged token" : "token", (int)l, c->text.data + c->off[i][k]);
+        }
+        tok_pairmap_prefetch(&m->merges, id[i][0], id[i][1]);
+    }
+    for (size_t i = 0; i < c->n; i++)
+        if (tok_pairmap_put(&m->merges, id[i][0], id[i][1], (uint32_t)c->rank[i], id[i][2]))
+            return facet_err(err, FACET_E_NOMEM, "out of memory reading merges");
+    c->n = 0;
+    c->text.len = 0;
+    return FACET_OK;
+}
+
+static facet_status add_merge(void *vctx, size_t rank, const char *a, size_t alen, const char *b, size_t blen,
+                              facet_error *err) {
     merge_ctx *c = vctx;
     tok_bpe *m = &c->tok->bpe;
     /* the merged token: a + b without b's continuing_subword_prefix length (tokenizers) */
     size_t skip = m->prefix_len <= blen ? m->prefix_len : blen;
-    c->joined.len = 0;
-    if (tok_buf_append(&c->joined, a, alen) || tok_buf_append(&c->joined, b + skip, blen - skip))
+    size_t i = c->n;
+    c->rank[i] = rank;
+    c->off[i][0] = c->text.len, c->len[i][0] = alen;
+    c->off[i][1] = c->text.len + alen, c->len[i][1] = blen;
+    c->off[i][2] = c->text.len + alen + blen, c->len[i][2] = alen + blen - skip;
+    if (tok_buf_append(&c->text, a, alen) || tok_buf_append(&c->text, b, blen) || tok_buf_append(&c->text, a, alen) ||
+        tok_buf_append(&c->text, b + skip, blen - skip))
         return facet_err(err, FACET_E_NOMEM, "out of memory reading merges");
-    /* three independent lookups: hash and prefetch all before probing */
-    uint32_t ha = tok_hash(a, alen), hb = tok_hash(b, blen), hj = tok_hash(c->joined.data, c->joined.len);
-    tok_strmap_prefetch(&m->vocab, ha);
-    tok_strmap_prefetch(&m->vocab, hb);
-    tok_strmap_prefetch(&m->vocab, hj);
-    int32_t ia = tok_strmap_get_h(&m->vocab, a, alen, ha), ib = tok_strmap_get_h(&m->vocab, b, blen, hb);
-    int32_t nid = tok_strmap_get_h(&m->vocab, c->joined.data, c->joined.len, hj);
-    if (ia < 0 || ib < 0)
-        return facet_err(err, FACET_E_FORMAT, "%s: model.merges[%zu]: token \"%.*s\" is not in model.vocab",
-                         c->what, rank, (int)(ia < 0 ? (alen > 60 ? 60 : alen) : (blen > 60 ? 60 : blen)),
-                         ia < 0 ? a : b);
-    if (nid < 0)
-        return facet_err(err, FACET_E_FORMAT, "%s: model.merges[%zu]: merged token \"%.60s\" is not in model.vocab",
-                         c->what, rank, c->joined.data);
-    if (tok_pairmap_put(&m->merges, ia, ib, (uint32_t)rank, nid))
-        return facet_err(err, FACET_E_NOMEM, "out of memory reading merges");
-    return FACET_OK;
+    c->n++;
+    return c->n == MB ? flush_merges(c, err) : FACET_OK;
 }
 
 static char *dupn(const char *s, size_t n) {
@@ -358,8 +389,20 @@ facet_status tok_load_from_memory(const char *json, size_t len, const char *conf
     if (sp.merges_end > sp.merges_start) {
         mc.tok = tok;
         mc.what = what;
+        /* count the merges: two quotes per "a b" string, four per ["a", "b"] pair */
+        size_t quotes = 0;
+        for (const char *q = json + sp.merges_start, *e = json + sp.merges_end;
+             (q = memchr(q, '"', (size_t)(e - q))); q++)
+            quotes++;
+        const char *first = json + sp.merges_start + 1;
+        while (first < json + sp.merges_end && (*first == ' ' || *first == '\n' || *first == '\r' || *first == '\t')) first++;
+        if (tok_pairmap_reserve(&tok->bpe.merges, quotes / (*first == '[' ? 4 : 2) + 16)) {
+            st = facet_err(err, FACET_E_NOMEM, "out of memory reading merges");
+            goto fail;
+        }
         if ((st = tok_json_parse_merges(json + sp.merges_start, sp.merges_end - sp.merges_start, what, add_merge,
-                                        &mc, err)))
+                                        &mc, err)) ||
+            (st = flush_merges(&mc, err)))
             goto fail;
     }
     if ((st = parse_added(tok, root, what, err))) goto fail;
@@ -385,13 +428,13 @@ facet_status tok_load_from_memory(const char *json, size_t len, const char *conf
         goto fail;
     }
     pthread_mutex_init(&tok->cache->lock, NULL);
-    tok_buf_free(&mc.joined);
+    tok_buf_free(&mc.text);
     json_decref(root);
     json_decref(cfg);
     *out = tok;
     return FACET_OK;
 fail:
-    tok_buf_free(&mc.joined);
+    tok_buf_free(&mc.text);
     json_decref(root);
     json_decref(cfg);
     facet_tokenizer_free(tok);

@@ -2,8 +2,22 @@
  * hash maps (string -> id, id pair -> merge), id vectors, word and string lists. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "tokenizer/tokenizer_internal.h"
+
+void *tok_table_calloc(size_t n, size_t size) {
+    if (size && n > SIZE_MAX / size) return NULL;
+    size_t bytes = n * size;
+    const size_t huge = (size_t)2 << 20;
+    if (bytes < 2 * huge) return calloc(n, size);
+    void *p;
+    bytes = (bytes + huge - 1) & ~(huge - 1);
+    if (posix_memalign(&p, huge, bytes)) return NULL;
+    (void)madvise(p, bytes, MADV_HUGEPAGE); /* advisory: ignored where THP is off */
+    memset(p, 0, bytes);
+    return p;
+}
 
 int tok_buf_reserve(tok_buf *b, size_t extra) {
     if (b->len + extra + 1 <= b->cap) return 0;
@@ -41,7 +55,7 @@ uint32_t tok_hash(const char *s, size_t len) {
 }
 
 static int strmap_rehash(tok_strmap *m, size_t cap) {
-    struct tok_strmap_slot *slots = calloc(cap, sizeof *slots);
+    struct tok_strmap_slot *slots = tok_table_calloc(cap, sizeof *slots);
     if (!slots) return -1;
     for (size_t j = 0; j < m->cap; j++) {
         if (!m->slots[j].off) continue;
@@ -114,33 +128,40 @@ static inline size_t pair_slot(uint64_t k, size_t cap) {
     return (size_t)k & (cap - 1);
 }
 
-static int pairmap_grow(tok_pairmap *m) {
-    size_t cap = m->cap ? m->cap * 2 : 64;
-    uint64_t *keys = calloc(cap, sizeof *keys);
-    uint32_t *rank = malloc(cap * sizeof *rank);
-    int32_t *nid = malloc(cap * sizeof *nid);
-    if (!keys || !rank || !nid) {
-        free(keys), free(rank), free(nid);
-        return -1;
-    }
+static int pairmap_rehash(tok_pairmap *m, size_t cap) {
+    struct tok_pair_slot *slots = tok_table_calloc(cap, sizeof *slots);
+    if (!slots) return -1;
     for (size_t j = 0; j < m->cap; j++) {
-        if (!m->keys[j]) continue;
-        size_t i = pair_slot(m->keys[j], cap);
-        while (keys[i]) i = (i + 1) & (cap - 1);
-        keys[i] = m->keys[j], rank[i] = m->rank[j], nid[i] = m->new_id[j];
+        if (!m->slots[j].key) continue;
+        size_t i = pair_slot(m->slots[j].key, cap);
+        while (slots[i].key) i = (i + 1) & (cap - 1);
+        slots[i] = m->slots[j];
     }
-    free(m->keys), free(m->rank), free(m->new_id);
-    m->keys = keys, m->rank = rank, m->new_id = nid, m->cap = cap;
+    free(m->slots);
+    m->slots = slots;
+    m->cap = cap;
     return 0;
 }
 
+void tok_pairmap_prefetch(const tok_pairmap *m, int32_t a, int32_t b) {
+    if (!m->cap) return;
+    uint64_t k = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
+    __builtin_prefetch(&m->slots[pair_slot(k, m->cap)]);
+}
+
+int tok_pairmap_reserve(tok_pairmap *m, size_t n) {
+    size_t cap = m->cap ? m->cap : 64;
+    while (cap < 2 * n) cap *= 2;
+    return cap > m->cap ? pairmap_rehash(m, cap) : 0;
+}
+
 int tok_pairmap_put(tok_pairmap *m, int32_t a, int32_t b, uint32_t rank, int32_t new_id) {
-    if ((m->n + 1) * 2 > m->cap && pairmap_grow(m)) return -1;
+    if ((m->n + 1) * 2 > m->cap && pairmap_rehash(m, m->cap ? m->cap * 2 : 64)) return -1;
     uint64_t k = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
     size_t i = pair_slot(k, m->cap);
-    while (m->keys[i] && m->keys[i] != k) i = (i + 1) & (m->cap - 1);
-    if (!m->keys[i]) m->n++;
-    m->keys[i] = k, m->rank[i] = rank, m->new_id[i] = new_id;
+    while (m->slots[i].key && m->slots[i].key != k) i = (i + 1) & (m->cap - 1);
+    if (!m->slots[i].key) m->n++;
+    m->slots[i] = (struct tok_pair_slot){k, rank, new_id};
     return 0;
 }
 
@@ -148,10 +169,10 @@ int tok_pairmap_get(const tok_pairmap *m, int32_t a, int32_t b, uint32_t *rank, 
     if (!m->cap) return 0;
     uint64_t k = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
     size_t i = pair_slot(k, m->cap);
-    while (m->keys[i]) {
-        if (m->keys[i] == k) {
-            if (rank) *rank = m->rank[i];
-            if (new_id) *new_id = m->new_id[i];
+    while (m->slots[i].key) {
+        if (m->slots[i].key == k) {
+            if (rank) *rank = m->slots[i].rank;
+            if (new_id) *new_id = m->slots[i].new_id;
             return 1;
         }
         i = (i + 1) & (m->cap - 1);
@@ -160,7 +181,7 @@ int tok_pairmap_get(const tok_pairmap *m, int32_t a, int32_t b, uint32_t *rank, 
 }
 
 void tok_pairmap_free(tok_pairmap *m) {
-    free(m->keys), free(m->rank), free(m->new_id);
+    free(m->slots);
     memset(m, 0, sizeof *m);
 }
 
