@@ -7,7 +7,8 @@
  * ... that the next token could turn into " ." -> "." and the like. The emitted text is
  * checked to be a prefix of each new decode, so the concatenation of all pieces equals
  * facet_detokenize of all ids by construction. Each push decodes the ids so far: O(n)
- * per push, a few microseconds per thousand ids. */
+ * per push, a few microseconds per thousand ids. A decoder that is ByteLevel alone (the
+ * byte-level BPE tokenizers without clean-up) takes an incremental path: O(1) per push. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,8 @@ struct facet_detok_stream {
     tok_buf emitted; /* everything emitted so far */
     tok_buf piece;   /* the last piece returned */
     int hold_last, has_fallback;
+    int bytelevel;   /* incremental path: the decoder is ByteLevel alone, no clean-up */
+    tok_buf pending; /* ByteLevel bytes not yet converted (an unfinished character) */
 };
 
 static void scan_decoder(const tok_decoder *d, facet_detok_stream *s) {
@@ -39,6 +42,12 @@ facet_status facet_detok_stream_create(const facet_tokenizer *tok, int skip_spec
     s->tok = tok;
     s->skip_special = skip_special;
     scan_decoder(tok->decoder, s);
+    /* ByteLevel alone decodes each token to bytes independently of its neighbours and
+     * then converts the concatenation left to right (from_utf8_lossy): the decided
+     * prefix of the pending bytes can be emitted at once, in O(token) per push. */
+    const tok_decoder *d = tok->decoder;
+    while (d && d->type == TOK_DEC_SEQUENCE && d->n_children == 1) d = d->children[0];
+    s->bytelevel = d && d->type == TOK_DEC_BYTELEVEL && !tok->clean_up_spaces;
     *out = s;
     return FACET_OK;
 }
@@ -49,6 +58,7 @@ void facet_detok_stream_free(facet_detok_stream *s) {
     tok_buf_free(&s->text);
     tok_buf_free(&s->emitted);
     tok_buf_free(&s->piece);
+    tok_buf_free(&s->pending);
     free(s);
 }
 
@@ -95,6 +105,42 @@ static facet_status emit(facet_detok_stream *s, size_t n, int final, const char 
     return FACET_OK;
 }
 
+/* Append the ByteLevel bytes of one token to the pending bytes. */
+static int bytelevel_bytes(tok_buf *out, const char *t, size_t len) {
+    size_t mark = out->len, k;
+    for (size_t p = 0; p < len; p += k) {
+        int b = tok_bytelevel_byte(tok_utf8_decode(t, len, p, &k));
+        if (b < 0) { /* outside the alphabet: the token's own bytes */
+            out->len = mark;
+            return tok_buf_append(out, t, len);
+        }
+        unsigned char byte = (unsigned char)b;
+        if (tok_buf_append(out, &byte, 1)) return -1;
+    }
+    return 0;
+}
+
+static facet_status bytelevel_emit(facet_detok_stream *s, int final, const char **piece, size_t *len,
+                                   facet_error *err) {
+    s->piece.len = 0;
+    size_t used;
+    if (final) {
+        used = s->pending.len;
+        if (tok_utf8_lossy_append(&s->piece, (const unsigned char *)(s->pending.data ? s->pending.data : ""), used))
+            used = (size_t)-1;
+    } else {
+        used = tok_utf8_lossy_decided(&s->piece, (const unsigned char *)(s->pending.data ? s->pending.data : ""),
+                                      s->pending.len);
+    }
+    if (used == (size_t)-1 || tok_buf_append(&s->piece, "", 0) || tok_buf_append(&s->emitted, s->piece.data, s->piece.len))
+        return facet_err(err, FACET_E_NOMEM, "out of memory decoding");
+    memmove(s->pending.data, s->pending.data + used, s->pending.len - used);
+    s->pending.len -= used;
+    *piece = s->piece.data;
+    *len = s->piece.len;
+    return FACET_OK;
+}
+
 facet_status facet_detok_stream_push(facet_detok_stream *s, int32_t id, const char **piece, size_t *len,
                                      facet_error *err) {
     if (!s || !piece || !len) return facet_err(err, FACET_E_INVALID_ARGUMENT, "facet_detok_stream_push: NULL argument");
@@ -109,6 +155,11 @@ facet_status facet_detok_stream_push(facet_detok_stream *s, int32_t id, const ch
         *len = 0;
         return FACET_OK;
     }
+    if (s->bytelevel) {
+        if (bytelevel_bytes(&s->pending, tok->id_str[id], tok->id_len[id]))
+            return facet_err(err, FACET_E_NOMEM, "out of memory decoding");
+        return bytelevel_emit(s, 0, piece, len, err);
+    }
     if (tok_ids_push(&s->ids, id)) return facet_err(err, FACET_E_NOMEM, "out of memory");
     size_t n = s->ids.n;
     if (s->has_fallback)
@@ -119,5 +170,6 @@ facet_status facet_detok_stream_push(facet_detok_stream *s, int32_t id, const ch
 
 facet_status facet_detok_stream_flush(facet_detok_stream *s, const char **piece, size_t *len, facet_error *err) {
     if (!s || !piece || !len) return facet_err(err, FACET_E_INVALID_ARGUMENT, "facet_detok_stream_flush: NULL argument");
+    if (s->bytelevel) return bytelevel_emit(s, 1, piece, len, err);
     return emit(s, s->ids.n, 1, piece, len, err);
 }

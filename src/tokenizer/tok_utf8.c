@@ -16,9 +16,10 @@ size_t tok_utf8_seqlen(unsigned char c) {
 /* Length of the valid sequence at s[i], 0 when invalid; *partial gets the length of
  * the maximal valid prefix of an invalid/truncated sequence (the Unicode "maximal
  * subpart", at least 1). */
-static size_t valid_at(const unsigned char *s, size_t len, size_t i, size_t *partial) {
+static size_t valid_at_t(const unsigned char *s, size_t len, size_t i, size_t *partial, int *truncated) {
     unsigned char c = s[i];
     *partial = 1;
+    *truncated = 0;
     if (c < 0x80) return 1;
     size_t need;
     unsigned char lo = 0x80, hi = 0xBF;
@@ -32,12 +33,20 @@ static size_t valid_at(const unsigned char *s, size_t len, size_t i, size_t *par
     else if (c == 0xF4) need = 3, hi = 0x8F;
     else return 0;
     for (size_t k = 1; k <= need; k++) {
-        if (i + k >= len) return 0;
+        if (i + k >= len) {
+            *truncated = 1;
+            return 0;
+        }
         unsigned char d = s[i + k];
         if (k == 1 ? (d < lo || d > hi) : (d < 0x80 || d > 0xBF)) return 0;
         *partial = k + 1;
     }
     return need + 1;
+}
+
+static size_t valid_at(const unsigned char *s, size_t len, size_t i, size_t *partial) {
+    int t;
+    return valid_at_t(s, len, i, partial, &t);
 }
 
 size_t tok_utf8_invalid_at(const char *s, size_t len) {
@@ -93,6 +102,22 @@ int tok_utf8_lossy_append(tok_buf *out, const unsigned char *s, size_t len) {
         run = i;
     }
     return tok_buf_append(out, s + run, len - run);
+}
+
+size_t tok_utf8_lossy_decided(tok_buf *out, const unsigned char *s, size_t len) {
+    size_t i = 0, run = 0, partial;
+    int truncated;
+    while (i < len) {
+        if (s[i] < 0x80) { i++; continue; }
+        size_t n = valid_at_t(s, len, i, &partial, &truncated);
+        if (n) { i += n; continue; }
+        if (truncated) break; /* a valid start cut short by the end: undecided */
+        if (tok_buf_append(out, s + run, i - run) || tok_buf_append(out, "\xEF\xBF\xBD", 3)) return (size_t)-1;
+        i += partial;
+        run = i;
+    }
+    if (tok_buf_append(out, s + run, i - run)) return (size_t)-1;
+    return i;
 }
 
 int tok_is_whitespace(int32_t cp) {

@@ -55,6 +55,10 @@ size_t tok_utf8_encode(int32_t cp, char *out);
 /* Append `len` bytes as Rust's String::from_utf8_lossy does (each maximal invalid
  * subsequence becomes U+FFFD). */
 int tok_utf8_lossy_append(tok_buf *out, const unsigned char *s, size_t len);
+/* The streaming form of tok_utf8_lossy_append: converts the longest prefix whose
+ * conversion no further byte can change (everything but a valid-so-far sequence cut
+ * short by the end) and returns its length, or (size_t)-1 when out of memory. */
+size_t tok_utf8_lossy_decided(tok_buf *out, const unsigned char *s, size_t len);
 /* Rust char::is_whitespace (the White_Space property). */
 int tok_is_whitespace(int32_t cp);
 /* Rust char::is_alphanumeric (letters and numbers, by general category). */

@@ -225,6 +225,44 @@ static void test_unicode_forms_match_utf8proc(void **state) {
     free(buf);
 }
 
+/* Lossy UTF-8 decoding (Rust String::from_utf8_lossy, which the ByteLevel decoder
+ * uses): expected outputs from Python's bytes.decode("utf-8", "replace"), which follows
+ * the same Unicode "maximal subpart" practice. Also fed one byte at a time through the
+ * streaming form. */
+static void test_lossy_matches_python(void **state) {
+    (void)state;
+    static const struct { const char *in; size_t n; const char *want; size_t wn; } c[] = {
+        {"\xe6\x97\x61", 3, "\xef\xbf\xbd\x61", 4},
+        {"\xf0\x9f\x98", 3, "\xef\xbf\xbd", 3},
+        {"\xed\xa0\x80", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", 9},
+        {"\xc0\x80", 2, "\xef\xbf\xbd\xef\xbf\xbd", 6},
+        {"\xff\xfe", 2, "\xef\xbf\xbd\xef\xbf\xbd", 6},
+        {"\x61\xf4\x90\x80\x80\x62", 6, "\x61\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\x62", 14},
+        {"\xe2\x82\xac\xe2\x82", 5, "\xe2\x82\xac\xef\xbf\xbd", 6},
+        {"\xf0\x9f\x98\x80\x80", 5, "\xf0\x9f\x98\x80\xef\xbf\xbd", 7},
+        {"\xe0\x80\xaf", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", 9},
+        {"\xf1\x80\x80\xe2\x82\xac", 6, "\xef\xbf\xbd\xe2\x82\xac", 6},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        tok_buf out = {0}, pend = {0}, st = {0};
+        assert_int_equal(tok_utf8_lossy_append(&out, (const unsigned char *)c[i].in, c[i].n), 0);
+        assert_int_equal(out.len, c[i].wn);
+        assert_memory_equal(out.data, c[i].want, c[i].wn);
+        for (size_t k = 0; k < c[i].n; k++) {
+            tok_buf_append(&pend, c[i].in + k, 1);
+            size_t used = tok_utf8_lossy_decided(&st, (const unsigned char *)pend.data, pend.len);
+            memmove(pend.data, pend.data + used, pend.len - used);
+            pend.len -= used;
+        }
+        tok_utf8_lossy_append(&st, (const unsigned char *)(pend.data ? pend.data : ""), pend.len);
+        assert_int_equal(st.len, c[i].wn);
+        assert_memory_equal(st.data, c[i].want, c[i].wn);
+        tok_buf_free(&out);
+        tok_buf_free(&pend);
+        tok_buf_free(&st);
+    }
+}
+
 static void test_invalid_utf8(void **state) {
     (void)state;
     facet_tokenizer *tok;
@@ -309,6 +347,7 @@ static void test_malformed_json_paths(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lossy_matches_python),
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_malformed_json_paths),
         cmocka_unit_test(test_unicode_forms_match_utf8proc),
