@@ -4,10 +4,12 @@
  * the next load. A cache that fails any check is never an error, only a note: the
  * weights are converted and the cache rewritten.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "engine/weights_load.h"
 #include "util/error.h"
@@ -120,7 +122,8 @@ static facet_status cache_key(const facet_model *m, const char *dir, const st_ch
     size_t n = ck->n_files;
     const uint8_t **heads = calloc(n ? n : 1, sizeof *heads);
     uint64_t *lens = calloc(n ? n : 1, sizeof *lens), *sizes = calloc(n ? n : 1, sizeof *sizes);
-    if (!heads || !lens || !sizes) st = facet_err(err, FACET_E_NOMEM, "weight cache key");
+    int64_t *mtimes = calloc(n ? n : 1, sizeof *mtimes);
+    if (!heads || !lens || !sizes || !mtimes) st = facet_err(err, FACET_E_NOMEM, "weight cache key");
     for (size_t i = 0; st == FACET_OK && i < n; i++) {
         const st_file *sf = &ck->files[i];
         if (!sf->map) {
@@ -130,10 +133,18 @@ static facet_status cache_key(const facet_model *m, const char *dir, const st_ch
         heads[i] = sf->map;
         lens[i] = 8 + sf->header_len;
         sizes[i] = sf->map_size;
+        struct stat sb;
+        if (stat(sf->path, &sb) != 0) {
+            st = facet_err(err, FACET_E_IO, "%s: %s", sf->path, strerror(errno));
+            break;
+        }
+        mtimes[i] = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
     }
     if (st == FACET_OK)
-        st = wcache_source_digest(config, config_len, n, heads, lens, sizes, key->source, err);
+        st = wcache_source_digest(config, config_len, n, heads, lens, sizes, mtimes, key->source,
+                                  err);
     free(config);
+    free(mtimes);
     free(heads);
     free(lens);
     free(sizes);

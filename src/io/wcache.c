@@ -57,7 +57,8 @@ facet_status wcache_sha256(const void *data, size_t len, uint8_t out[32], facet_
 
 facet_status wcache_source_digest(const void *config, size_t config_len, size_t n_files,
                                   const uint8_t *const *headers, const uint64_t *header_lens,
-                                  const uint64_t *file_sizes, uint8_t out[32], facet_error *err) {
+                                  const uint64_t *file_sizes, const int64_t *mtimes_ns,
+                                  uint8_t out[32], facet_error *err) {
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
     uint8_t le[8];
@@ -71,6 +72,10 @@ facet_status wcache_source_digest(const void *config, size_t config_len, size_t 
              EVP_DigestUpdate(ctx, headers[i], (size_t)header_lens[i]) == 1;
         wr64(le, file_sizes[i]);
         ok = ok && EVP_DigestUpdate(ctx, le, 8) == 1;
+        if (mtimes_ns) {
+            wr64(le, (uint64_t)mtimes_ns[i]);
+            ok = ok && EVP_DigestUpdate(ctx, le, 8) == 1;
+        }
     }
     unsigned int n = 0;
     ok = ok && EVP_DigestFinal_ex(ctx, out, &n) == 1 && n == 32;
@@ -148,7 +153,8 @@ facet_status wcache_parse(const uint8_t *buf, size_t size, const wcache_key *key
                              rd32(buf + H_WFORMAT), key->wformat);
         if (memcmp(buf + H_SOURCE, key->source, 32))
             return facet_err(err, FACET_E_FORMAT,
-                             "config.json, a safetensors header or a file size changed");
+                             "config.json, a safetensors header, a file size or a file "
+                             "modification time changed");
         if (memcmp(buf + H_LAYOUT, key->layout, 32))
             return facet_err(err, FACET_E_FORMAT,
                              "written by a build with another weight layout");

@@ -19,8 +19,8 @@
  * layout digest = how this build packs the format, the format, the dims), the file size
  * (catches truncation), and every entry inside the file, aligned and named. Tensor data
  * is not hashed: hashing a gigabyte would cost what the cache saves; the source digest
- * (wcache_source_digest) hashes only config.json, the safetensors headers and the file
- * sizes for the same reason.
+ * (wcache_source_digest) hashes only config.json, the safetensors headers, the file
+ * sizes and times for the same reason.
  *
  * Writing is atomic: a temporary file in the destination folder, fsync, rename over
  * the destination, fsync of the folder. Concurrent writers each write their own
@@ -87,13 +87,17 @@ typedef void (*wcache_progress_fn)(void *user, uint64_t done, uint64_t total);
 /*
  * SHA-256 identifying a checkpoint's content without reading tensor data: over
  * config.json's bytes, then for each safetensors file in order its 8-byte header length
- * and header bytes, then its size. `config` (config_len bytes) is config.json;
- * headers[i] / header_lens[i] the files' first 8 + N bytes, file_sizes[i] their sizes.
+ * and header bytes, its size and its modification time. `config` (config_len bytes) is
+ * config.json; headers[i] / header_lens[i] the files' first 8 + N bytes, file_sizes[i]
+ * their sizes, mtimes_ns[i] their st_mtime in nanoseconds (NULL: not hashed). The time
+ * is there because tensor data is not hashed: a file rewritten in place with new values
+ * but the same header and size (a re-saved fine-tune) must not match an old cache.
  * Errors: FACET_E_INTERNAL when OpenSSL fails.
  */
 facet_status wcache_source_digest(const void *config, size_t config_len, size_t n_files,
                                   const uint8_t *const *headers, const uint64_t *header_lens,
-                                  const uint64_t *file_sizes, uint8_t out[32], facet_error *err);
+                                  const uint64_t *file_sizes, const int64_t *mtimes_ns,
+                                  uint8_t out[32], facet_error *err);
 
 /* SHA-256 of `len` bytes (OpenSSL EVP). Errors: FACET_E_INTERNAL. */
 facet_status wcache_sha256(const void *data, size_t len, uint8_t out[32], facet_error *err);

@@ -3,7 +3,8 @@
 The oracle for every cached load is a fresh conversion of the same checkpoint with the
 cache off (FACET_NO_CACHE=1): the logits of a cache hit must be bit-identical to it, for
 every run-time format. Each kind of damage (truncation, a flipped byte in the header or
-the index, a changed config.json, a changed safetensors file size, a foreign file) must be
+the index, a changed config.json, a changed safetensors file size or modification time, a
+foreign file) must be
 detected, named on stderr, fall back to conversion (identical logits again) and rewrite
 the cache, which the next load then uses. A read-only checkpoint folder puts the cache
 in $XDG_CACHE_HOME/facet; concurrent first loads leave one valid cache and no temporary
@@ -157,7 +158,10 @@ DAMAGE = {
     "config-changed": (lambda c: (c.model / "config.json").write_text(
         (c.model / "config.json").read_text() + "\n"), r"config\.json"),
     "safetensors-size-changed": (lambda c: open(c.model / "model.safetensors", "ab").write(
-        b"\0" * 8), r"file size changed"),
+        b"\0" * 8), r"file size"),
+    "safetensors-rewritten-same-size": (lambda c: os.utime(c.model / "model.safetensors", ns=(
+        os.stat(c.model / "model.safetensors").st_atime_ns,
+        os.stat(c.model / "model.safetensors").st_mtime_ns + 1000000000)), r"modification time"),
     "foreign-file": (lambda c: c.cache.write_bytes(b"not a cache at all " * 40), r"bad magic"),
 }
 
@@ -291,7 +295,7 @@ def test_biased_and_sharded_checkpoint(facet_bin, tmp_path, facet_shared, make_c
     with open(shards[1], "ab") as f:
         f.write(b"\0" * 16)
     p, c.oracle = c.load({"FACET_NO_CACHE": "1"})
-    c.expect(r"rejected \(.*file size changed\); rewrote")
+    c.expect(r"rejected \(.*file size.*\); rewrote")
     c.expect(r"loaded")
 
 

@@ -331,24 +331,33 @@ static void test_source_digest(void **state) {
     uint64_t lens[2] = {24, 16}, sizes[2] = {1000, 2000};
     uint8_t d0[32], d[32];
     facet_error err = {0};
-    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, heads, lens, sizes, d0, &err), FACET_OK);
-    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, heads, lens, sizes, d, &err), FACET_OK);
+    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, heads, lens, sizes, NULL, d0, &err), FACET_OK);
+    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, heads, lens, sizes, NULL, d, &err), FACET_OK);
     assert_memory_equal(d, d0, 32);
-    assert_int_equal(wcache_source_digest(cfg, strlen(cfg) - 1, 2, heads, lens, sizes, d, &err), FACET_OK);
+    assert_int_equal(wcache_source_digest(cfg, strlen(cfg) - 1, 2, heads, lens, sizes, NULL, d, &err), FACET_OK);
     assert_memory_not_equal(d, d0, 32);
     sizes[1]++;
-    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, heads, lens, sizes, d, &err), FACET_OK);
+    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, heads, lens, sizes, NULL, d, &err), FACET_OK);
     assert_memory_not_equal(d, d0, 32);
     sizes[1]--;
     uint8_t h1b[sizeof h1];
     memcpy(h1b, h1, sizeof h1);
     h1b[10] = 'c';
     const uint8_t *heads2[2] = {h0, h1b};
-    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, heads2, lens, sizes, d, &err), FACET_OK);
+    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, heads2, lens, sizes, NULL, d, &err), FACET_OK);
     assert_memory_not_equal(d, d0, 32);
+    /* modification times, when given, count too */
+    int64_t mt[2] = {1, 2};
+    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, heads, lens, sizes, mt, d, &err), FACET_OK);
+    assert_memory_not_equal(d, d0, 32);
+    uint8_t d1[32];
+    memcpy(d1, d, 32);
+    mt[1] = 3;
+    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, heads, lens, sizes, mt, d, &err), FACET_OK);
+    assert_memory_not_equal(d, d1, 32);
     const uint8_t *swapped[2] = {h1, h0};
     uint64_t lens_s[2] = {16, 24}, sizes_s[2] = {2000, 1000};
-    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, swapped, lens_s, sizes_s, d, &err), FACET_OK);
+    assert_int_equal(wcache_source_digest(cfg, strlen(cfg), 2, swapped, lens_s, sizes_s, NULL, d, &err), FACET_OK);
     assert_memory_not_equal(d, d0, 32);
     /* SHA-256 itself against FIPS 180-2's "abc" vector */
     static const uint8_t abc[32] = {0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea, 0x41, 0x41, 0x40,
