@@ -102,8 +102,9 @@ typedef struct facet_model_info {
  * the shapes the facts imply and converted to the run-time format. The converted
  * weights are kept in a weight cache (facet_weight_cache) keyed by a SHA-256 over
  * config.json, the safetensors headers and the files' sizes and modification times
- * (not their tensor data), the format, the dims and this build's weight layout; a later load with a valid cache maps it instead of converting
- * (the verdict is still judged first). A cache that is stale, truncated or corrupted is
+ * (not their tensor data), the format, the dims and this build's weight layout; a later
+ * load with a valid cache maps it instead of converting (the verdict is still judged
+ * first). A cache that is stale, truncated or corrupted is
  * not an error: the weights are converted and the cache rewritten, and
  * facet_model_info.weight_cache_note says so. A tokenizer.json in
  * the folder is loaded too (facet_model_tokenizer). On success *out owns everything and
