@@ -350,3 +350,53 @@ def test_graceful_shutdown(facet_bin, model):
         assert any("shutting down" in line for line in s.log)
     finally:
         s.stop()
+
+
+def test_seeded_sampling_alone_equals_batched(server):
+    bodies = [{"model": "stories260k", "prompt": PROMPTS[i % len(PROMPTS)], "max_tokens": 40,
+               "temperature": 0.9, "top_k": 50, "min_p": 0.02, "seed": 100 + i,
+               "frequency_penalty": 0.3} for i in range(8)]
+    alone = [server.post("/v1/completions", b)[1]["choices"][0]["text"] for b in bodies]
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        batched = list(ex.map(lambda b: server.post("/v1/completions", b), bodies))
+    assert [r["choices"][0]["text"] for _, r in batched] == alone
+
+
+def test_chunked_prefill_is_exact(facet_bin, model, run_facet):
+    # prompts prefilled 8 tokens per step, interleaved with a running stream, give the
+    # same greedy tokens as `facet run` (one-shot prefill)
+    long_ids = [1] + [403, 407, 261, 378, 432, 383, 322, 261] * 40
+    ref = run_greedy(run_facet, model, long_ids, 20)
+    with Server(facet_bin, model, "--chunk", "8", "--threads", "1") as s:
+        with concurrent.futures.ThreadPoolExecutor(2) as ex:
+            bg = ex.submit(s.stream, "/v1/completions", {
+                "model": "stories260k", "prompt": [1, 403], "max_tokens": 200,
+                "temperature": 0, "stream": True})
+            r = completion(s, long_ids, max_tokens=20)
+            status, chunks, done, _ = bg.result(60)
+        assert r["choices"][0]["text"] == ref["text"]
+        assert done and stream_text(chunks) == completion(s, [1, 403], max_tokens=200)[
+            "choices"][0]["text"]
+        m = s.metrics()
+        assert m["facet_prompt_tokens_total"] >= len(long_ids) + 2
+        assert m["facet_engine_steps_total"] >= len(long_ids) // 8
+
+
+def test_shutdown_cancels_after_grace(facet_bin, model):
+    s = Server(facet_bin, model, "--threads", "1", "--shutdown-grace", "0")
+    try:
+        c = s.conn(30)
+        c.request("POST", "/v1/completions", body=json.dumps(
+            {"model": "stories260k", "prompt": [1], "max_tokens": 500, "temperature": 1,
+             "n": 16, "seed": 1, "stream": True}), headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        assert r.status == 200
+        r.readline()  # running: 16 sequences of 500 tokens take far longer than this
+        rc = s.stop(signal.SIGINT, timeout=20)
+        rest = r.read()
+        c.close()
+        assert rc == 0, "".join(s.log)
+        # the stream ends properly: an error event naming the cancellation, then [DONE]
+        assert b"cancelled" in rest and rest.rstrip().endswith(b"data: [DONE]")
+    finally:
+        s.stop()
