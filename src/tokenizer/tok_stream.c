@@ -7,8 +7,9 @@
  * ... that the next token could turn into " ." -> "." and the like. The emitted text is
  * checked to be a prefix of each new decode, so the concatenation of all pieces equals
  * facet_detokenize of all ids by construction. Each push decodes the ids so far: O(n)
- * per push, a few microseconds per thousand ids. A decoder that is ByteLevel alone (the
- * byte-level BPE tokenizers without clean-up) takes an incremental path: O(1) per push. */
+ * per push, a few microseconds per thousand ids. Two decoders take an incremental path,
+ * O(1) per push: ByteLevel alone (byte-level BPE without clean-up) and the SentencePiece
+ * chain Replace("▁"->" ") + ByteFallback + Fuse [+ Strip(" ", n, 0)]. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,8 +25,31 @@ struct facet_detok_stream {
     tok_buf piece;   /* the last piece returned */
     int hold_last, has_fallback;
     int bytelevel;   /* incremental path: the decoder is ByteLevel alone, no clean-up */
-    tok_buf pending; /* ByteLevel bytes not yet converted (an unfinished character) */
+    tok_buf pending; /* ByteLevel bytes not yet converted (an unfinished character), or
+                        the pending <0xHH> byte group of the SentencePiece path */
+    int sentencepiece;         /* incremental path: Replace("▁"->" "), ByteFallback, Fuse,
+                                  [Strip(" ", start, 0)], no clean-up */
+    int strip_start, stripped; /* Strip's start count, leading spaces removed so far */
+    int started;               /* a character other than a stripped space was emitted */
 };
+
+/* Is d exactly Sequence[Replace(String "▁" -> " "), ByteFallback, Fuse] optionally
+ * followed by Strip(" ", start, 0)? (Llama 2, Mistral, TinyLlama, Phi-3, Gemma 3.) */
+static int is_sentencepiece_chain(const tok_decoder *d, int *strip_start) {
+    *strip_start = 0;
+    if (!d || d->type != TOK_DEC_SEQUENCE || (d->n_children != 3 && d->n_children != 4)) return 0;
+    const tok_decoder *r = d->children[0];
+    if (r->type != TOK_DEC_REPLACE || r->pattern.re || r->pattern.len != 3 || memcmp(r->pattern.str, "\xE2\x96\x81", 3) ||
+        r->content_len != 1 || r->content[0] != ' ')
+        return 0;
+    if (d->children[1]->type != TOK_DEC_BYTE_FALLBACK || d->children[2]->type != TOK_DEC_FUSE) return 0;
+    if (d->n_children == 4) {
+        const tok_decoder *st = d->children[3];
+        if (st->type != TOK_DEC_STRIP || st->strip_char != ' ' || st->stop != 0) return 0;
+        *strip_start = st->start;
+    }
+    return 1;
+}
 
 static void scan_decoder(const tok_decoder *d, facet_detok_stream *s) {
     if (!d) return;
@@ -48,6 +72,9 @@ facet_status facet_detok_stream_create(const facet_tokenizer *tok, int skip_spec
     const tok_decoder *d = tok->decoder;
     while (d && d->type == TOK_DEC_SEQUENCE && d->n_children == 1) d = d->children[0];
     s->bytelevel = d && d->type == TOK_DEC_BYTELEVEL && !tok->clean_up_spaces;
+    /* The SentencePiece chain maps each token on its own except byte groups (judged
+     * whole when the group ends) and the leading Strip (the start of the text only). */
+    s->sentencepiece = !tok->clean_up_spaces && is_sentencepiece_chain(tok->decoder, &s->strip_start);
     *out = s;
     return FACET_OK;
 }
@@ -141,6 +168,63 @@ static facet_status bytelevel_emit(facet_detok_stream *s, int final, const char 
     return FACET_OK;
 }
 
+/* Append text to the piece, dropping the leading spaces Strip removes from the text. */
+static int sp_append(facet_detok_stream *s, const char *t, size_t len) {
+    while (!s->started && len && s->stripped < s->strip_start && t[0] == ' ') t++, len--, s->stripped++;
+    if (len) s->started = 1;
+    return tok_buf_append(&s->piece, t, len);
+}
+
+/* ByteFallback's rule for a finished group: its UTF-8 if valid, else one U+FFFD per byte. */
+static int sp_flush_group(facet_detok_stream *s) {
+    int rc = 0;
+    if (!s->pending.len) return 0;
+    if (tok_utf8_invalid_at(s->pending.data, s->pending.len) == s->pending.len) rc = sp_append(s, s->pending.data, s->pending.len);
+    else
+        for (size_t k = 0; k < s->pending.len && !rc; k++) rc = sp_append(s, "\xEF\xBF\xBD", 3);
+    s->pending.len = 0;
+    return rc;
+}
+
+static facet_status sp_push(facet_detok_stream *s, int32_t id, int final, const char **piece, size_t *len,
+                            facet_error *err) {
+    const facet_tokenizer *tok = s->tok;
+    int rc = 0;
+    s->piece.len = 0;
+    if (final) {
+        rc = sp_flush_group(s);
+    } else {
+        const char *t = tok->id_str[id];
+        size_t tl = tok->id_len[id];
+        unsigned v = 0;
+        int is_byte = tl == 6 && !memcmp(t, "<0x", 3) && t[5] == '>';
+        for (int k = 3; is_byte && k < 5; k++) {
+            char c = t[k];
+            v = v * 16 + (unsigned)(c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c - 'A' + 10);
+            is_byte = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+        }
+        if (is_byte) {
+            unsigned char b = (unsigned char)v;
+            rc = tok_buf_append(&s->pending, &b, 1);
+        } else {
+            rc = sp_flush_group(s);
+            /* Replace "▁" -> " " */
+            for (size_t p = 0; p < tl && !rc;) {
+                const char *hit = memmem(t + p, tl - p, "\xE2\x96\x81", 3);
+                size_t end = hit ? (size_t)(hit - t) : tl;
+                rc = sp_append(s, t + p, end - p);
+                if (!rc && hit) rc = sp_append(s, " ", 1);
+                p = hit ? end + 3 : tl;
+            }
+        }
+    }
+    if (rc || tok_buf_append(&s->piece, "", 0) || tok_buf_append(&s->emitted, s->piece.data, s->piece.len))
+        return facet_err(err, FACET_E_NOMEM, "out of memory decoding");
+    *piece = s->piece.data;
+    *len = s->piece.len;
+    return FACET_OK;
+}
+
 facet_status facet_detok_stream_push(facet_detok_stream *s, int32_t id, const char **piece, size_t *len,
                                      facet_error *err) {
     if (!s || !piece || !len) return facet_err(err, FACET_E_INVALID_ARGUMENT, "facet_detok_stream_push: NULL argument");
@@ -155,6 +239,7 @@ facet_status facet_detok_stream_push(facet_detok_stream *s, int32_t id, const ch
         *len = 0;
         return FACET_OK;
     }
+    if (s->sentencepiece) return sp_push(s, id, 0, piece, len, err);
     if (s->bytelevel) {
         if (bytelevel_bytes(&s->pending, tok->id_str[id], tok->id_len[id]))
             return facet_err(err, FACET_E_NOMEM, "out of memory decoding");
@@ -171,5 +256,6 @@ facet_status facet_detok_stream_push(facet_detok_stream *s, int32_t id, const ch
 facet_status facet_detok_stream_flush(facet_detok_stream *s, const char **piece, size_t *len, facet_error *err) {
     if (!s || !piece || !len) return facet_err(err, FACET_E_INVALID_ARGUMENT, "facet_detok_stream_flush: NULL argument");
     if (s->bytelevel) return bytelevel_emit(s, 1, piece, len, err);
+    if (s->sentencepiece) return sp_push(s, 0, 1, piece, len, err);
     return emit(s, s->ids.n, 1, piece, len, err);
 }
