@@ -400,3 +400,17 @@ def test_shutdown_cancels_after_grace(facet_bin, model):
         assert b"cancelled" in rest and rest.rstrip().endswith(b"data: [DONE]")
     finally:
         s.stop()
+
+
+def test_seeded_sampling_matches_facet_run(server, run_facet, model):
+    # the same sampling chain and seed scheme behind both front ends
+    for seed, extra in ((5, {}), (6, {"top_p": 0.9}), (7, {"min_p": 0.05, "top_k": 20})):
+        args = ["run", str(model), "--prompt-ids", "1,403", "-n", "40", "--json",
+                "--temp", "0.9", "--seed", str(seed)]
+        for k, v in extra.items():
+            args += ["--" + k.replace("_", "-"), str(v)]
+        p = run_facet(args, timeout=60)
+        assert p.returncode == 0, p.stderr
+        ref = json.loads(p.stdout)
+        r = completion(server, [1, 403], max_tokens=40, temperature=0.9, seed=seed, **extra)
+        assert r["choices"][0]["text"] == ref["text"], (seed, extra)
