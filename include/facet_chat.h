@@ -78,6 +78,13 @@ facet_status facet_chat_render(const facet_chat_template *tpl, const char *messa
                                int add_generation_prompt, const char *vars_json, char **out_text, size_t *out_len,
                                facet_error *err);
 
+/* The special-token variable `name` ("bos_token", "eos_token", ...) the template is
+ * rendered with, or NULL when it is not set. Borrowed; valid until the free. Callers
+ * tokenizing a rendered prompt use it as transformers does: the text is encoded with
+ * add_special_tokens=False (the template already wrote any BOS it wants), and a caller
+ * that must add specials can check whether the text starts with the bos_token. */
+const char *facet_chat_template_token(const facet_chat_template *tpl, const char *name);
+
 /* The Jinja source the template would use (with_tools selects "tool_use" when the
  * tokenizer_config.json has named templates). Borrowed; valid until the free. */
 const char *facet_chat_template_source(const facet_chat_template *tpl, int with_tools);

@@ -229,6 +229,10 @@ facet_status facet_chat_template_from_string(const char *source, const char *spe
     return FACET_OK;
 }
 
+const char *facet_chat_template_token(const facet_chat_template *tpl, const char *name) {
+    return json_string_value(json_object_get(tpl->special, name));
+}
+
 const char *facet_chat_template_source(const facet_chat_template *tpl, int with_tools) {
     return with_tools && tpl->src_tools ? tpl->src_tools : tpl->src_default;
 }

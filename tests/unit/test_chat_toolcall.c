@@ -181,6 +181,19 @@ static facet_toolcall_format detect_src(const char *src) {
     return f;
 }
 
+static void test_special_tokens(void **state) {
+    (void)state;
+    facet_chat_template *t;
+    facet_error err;
+    assert_int_equal(facet_chat_template_load(FACET_TEST_DATA "/chat/configs__meta-llama__Llama-3.2-3B-Instruct", &t, &err),
+                     FACET_OK);
+    assert_string_equal(facet_chat_template_token(t, "bos_token"), "<|begin_of_text|>");
+    assert_string_equal(facet_chat_template_token(t, "eos_token"), "<|eot_id|>");
+    assert_null(facet_chat_template_token(t, "mask_token"));
+    assert_null(facet_chat_template_token(t, "additional_special_tokens"));
+    facet_chat_template_free(t);
+}
+
 static void test_detect(void **state) {
     (void)state;
     /* real templates (facts: which tool-call syntax the template renders) */
@@ -211,6 +224,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hermes), cmocka_unit_test(test_hermes_malformed), cmocka_unit_test(test_llama3),
         cmocka_unit_test(test_mistral), cmocka_unit_test(test_none_and_json),  cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_special_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
