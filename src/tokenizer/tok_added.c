@@ -120,6 +120,7 @@ facet_status tok_added_split(const facet_tokenizer *tok, const tok_trie *t, cons
         const tok_added *a = &tok->added[idx];
         size_t start = i, stop = i + mlen;
         i = stop; /* the automaton resumes after this match, even a rejected one */
+        if (tok->split_special && a->special) continue; /* encode_special_tokens */
         if (a->single_word) {
             int start_space = start == 0 || !tok_is_alphanumeric(last_char(text, start));
             int stop_space = stop == len || !tok_is_alphanumeric(tok_utf8_decode(text, len, stop, &k));

@@ -184,7 +184,8 @@ static facet_status apply_config(facet_tokenizer *tok, const json_t *cfg, facet_
     if (!json_is_object(cfg))
         return facet_err(err, FACET_E_FORMAT, "%s: expected an object, got %s", path, facet_json_type_name(cfg));
     facet_status st;
-    if ((st = tok_jget_bool(cfg, "clean_up_tokenization_spaces", path, 0, &tok->clean_up_spaces, err)))
+    if ((st = tok_jget_bool(cfg, "clean_up_tokenization_spaces", path, 0, &tok->clean_up_spaces, err)) ||
+        (st = tok_jget_bool(cfg, "split_special_tokens", path, 0, &tok->split_special, err)))
         return st;
     const char *cls;
     if ((st = tok_jget_str(cfg, "tokenizer_class", path, 0, &cls, NULL, err))) return st;
@@ -196,6 +197,14 @@ static facet_status apply_config(facet_tokenizer *tok, const json_t *cfg, facet_
     int match = 0;
     for (size_t i = 0; i < sizeof rebuild / sizeof *rebuild; i++) match |= !strcmp(cls, rebuild[i]);
     if (!match) return FACET_OK;
+    /* LlamaTokenizerFast given add_prefix_space rebuilds itself from tokenizer.model
+     * (from_slow): tokenizer.json alone does not say what that gives. */
+    json_t *aps = json_object_get(cfg, "add_prefix_space");
+    if (!strncmp(cls, "Llama", 5) && aps && !json_is_null(aps))
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "%s.add_prefix_space: %s with add_prefix_space is rebuilt by transformers from "
+                         "tokenizer.model (SentencePiece), which facet does not read",
+                         path, cls);
     int add_bos, add_eos;
     if ((st = tok_jget_bool(cfg, "add_bos_token", path, 1, &add_bos, err)) ||
         (st = tok_jget_bool(cfg, "add_eos_token", path, 0, &add_eos, err)))

@@ -410,6 +410,8 @@ struct facet_tokenizer {
     uint8_t *id_bytefallback;     /* the token is "<0xHH>" (for streaming hold-back) */
     int vocab_size;               /* highest id + 1 */
     int clean_up_spaces;          /* tokenizer_config.json clean_up_tokenization_spaces */
+    int split_special;            /* tokenizer_config.json split_special_tokens: special
+                                     added tokens are not matched in the text */
     tok_cache *cache;
 };
 

@@ -345,9 +345,40 @@ static void test_malformed_json_paths(void **state) {
     expect("\"ids\": [\n          1\n        ]", "\"ids\": [99999]", FACET_E_FORMAT, "post_processor.special_tokens[\"<s>\"].ids[0]");
 }
 
+/* tokenizer_config.json split_special_tokens: true makes "<s>" plain text. Oracle: the
+ * SentencePiece ids of tokenizer_expected.json for the same text (SentencePiece never
+ * matches special-token literals; the text has single spaces, where the two agree). */
+static void test_split_special_tokens(void **state) {
+    (void)state;
+    FILE *f = fopen(FACET_SOURCE_DIR "/models/stories260k/tokenizer.json", "rb");
+    assert_non_null(f);
+    char *json = malloc(1 << 16);
+    size_t len = fread(json, 1, 1 << 16, f);
+    fclose(f);
+    static const char cfg[] = "{\"tokenizer_class\": \"LlamaTokenizer\", \"split_special_tokens\": true, \"bos_token\": \"<s>\"}";
+    facet_tokenizer *tok;
+    facet_error err;
+    assert_int_equal(tok_load_from_memory(json, len, cfg, sizeof cfg - 1, "t.json", &tok, &err), FACET_OK);
+    static const char text[] = "literal <s> and </s> text";
+    static const int32_t want[] = {1, 278, 275, 285, 412, 421, 410, 504, 419, 505, 269, 410, 504, 492, 419, 505, 259, 411, 444, 413};
+    int32_t *ids;
+    size_t n;
+    assert_int_equal(facet_tokenize(tok, text, sizeof text - 1, 1, &ids, &n, &err), FACET_OK);
+    assert_int_equal(n, sizeof want / sizeof *want);
+    assert_memory_equal(ids, want, sizeof want);
+    free(ids);
+    facet_tokenizer_free(tok);
+    /* a Llama-class config with add_prefix_space would need tokenizer.model: refused */
+    static const char cfg2[] = "{\"tokenizer_class\": \"LlamaTokenizerFast\", \"add_prefix_space\": false}";
+    assert_int_equal(tok_load_from_memory(json, len, cfg2, sizeof cfg2 - 1, "t.json", &tok, &err), FACET_E_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "add_prefix_space"));
+    free(json);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lossy_matches_python),
+        cmocka_unit_test(test_split_special_tokens),
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_malformed_json_paths),
         cmocka_unit_test(test_unicode_forms_match_utf8proc),
