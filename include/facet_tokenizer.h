@@ -2,6 +2,32 @@
  * facet_tokenizer.h — Hugging Face tokenizer.json, natively: encode text to token ids
  * and decode ids to text exactly as the `tokenizers` library (and transformers' rules on
  * top of it) does. Included by facet.h; see there for the error conventions.
+ *
+ * Semantics follow `tokenizers` (Rust) TokenizerImpl::encode / decode and transformers
+ * v4 PreTrainedTokenizerFast (AutoTokenizer) for what tokenizer_config.json changes.
+ * Supported: model BPE (byte-level and SentencePiece-style with byte_fallback; merges as
+ * "a b" strings or pairs; ignore_merges, continuing_subword_prefix, end_of_word_suffix,
+ * fuse_unk, unk_token); normalizers Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip,
+ * StripAccents, Replace, Prepend, BertNormalizer, ByteLevel; pre-tokenizers Sequence,
+ * ByteLevel, Split, Metaspace, Digits, Punctuation, Whitespace, WhitespaceSplit,
+ * BertPreTokenizer, CharDelimiterSplit; added tokens (special or not, single_word,
+ * lstrip, rstrip, normalized; leftmost-longest match); post-processors
+ * TemplateProcessing, ByteLevel, RobertaProcessing, BertProcessing, Sequence; decoders
+ * ByteLevel, Metaspace, ByteFallback, Fuse, Strip, Replace, WordPiece, BPEDecoder, CTC,
+ * Sequence. From tokenizer_config.json: add_bos_token / add_eos_token for
+ * LlamaTokenizer(Fast) and GemmaTokenizer(Fast), clean_up_tokenization_spaces,
+ * split_special_tokens (`legacy` changes nothing once tokenizer.json exists).
+ * Refused with FACET_E_UNSUPPORTED naming the type: models Unigram, WordPiece,
+ * WordLevel; normalizers Precompiled, Nmt; pre-tokenizer UnicodeScripts; BPE dropout;
+ * a Llama-class config with add_prefix_space (transformers rebuilds that tokenizer from
+ * tokenizer.model).
+ *
+ * Regular expressions run on PCRE2 (UTF + Unicode properties, JIT) where `tokenizers`
+ * uses Oniguruma; the patterns real tokenizers use behave the same in both.
+ *
+ * Threads: a loaded tokenizer is read-only except for an internal word cache under a
+ * lock; facet_tokenize / facet_detokenize may run on one tokenizer from several threads
+ * at once. A detok stream belongs to one thread at a time.
  */
 #ifndef FACET_TOKENIZER_H
 #define FACET_TOKENIZER_H
@@ -65,7 +91,12 @@ int facet_tokenizer_is_special(const facet_tokenizer *tok, int32_t id);
 /*
  * Streaming detokenization: ids arrive one at a time; each push returns the text that
  * became final (complete UTF-8 characters only, never half a character). The text of
- * all pushes followed by flush equals facet_detokenize of all the ids.
+ * all pushes followed by flush equals facet_detokenize of all the ids (with the same
+ * skip_special), byte for byte. Text that a later id can still change is held back: an
+ * unfinished UTF-8 sequence, an unfinished <0xHH> byte group, a trailing " " while
+ * clean_up_tokenization_spaces may turn " ." into ".". Cost per push: O(1) for the
+ * ByteLevel and SentencePiece (Replace/ByteFallback/Fuse/Strip) decoders, O(ids so far)
+ * for other decoder chains.
  */
 typedef struct facet_detok_stream facet_detok_stream;
 
