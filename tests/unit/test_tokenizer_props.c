@@ -14,6 +14,7 @@
  *    a typed error naming the JSON path; unsupported components are refused by name.
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -375,10 +376,66 @@ static void test_split_special_tokens(void **state) {
     free(json);
 }
 
+/* Several threads encoding with one tokenizer (shared word cache) get the ids a single
+ * thread gets. */
+typedef struct mt_arg {
+    const facet_tokenizer *tok;
+    const char *text;
+    size_t len;
+    const int32_t *want;
+    size_t n_want;
+    int ok;
+} mt_arg;
+
+static void *mt_worker(void *p) {
+    mt_arg *a = p;
+    a->ok = 1;
+    for (int r = 0; r < 20 && a->ok; r++) {
+        int32_t *ids;
+        size_t n;
+        facet_error err;
+        if (facet_tokenize(a->tok, a->text, a->len, 1, &ids, &n, &err)) {
+            a->ok = 0;
+            break;
+        }
+        a->ok = n == a->n_want && !memcmp(ids, a->want, n * sizeof *ids);
+        free(ids);
+    }
+    return NULL;
+}
+
+static void test_threads(void **state) {
+    (void)state;
+    facet_tokenizer *tok;
+    facet_error err;
+    assert_int_equal(facet_tokenizer_load(FACET_TEST_DATA "/tokenizers/tinyllama-1.1b-chat-v1.0", &tok, &err), FACET_OK);
+    char *buf = malloc(16 * 3000 + 64);
+    size_t len = random_text(buf, 3000, 0);
+    int32_t *want;
+    size_t n;
+    assert_int_equal(facet_tokenize(tok, buf, len, 1, &want, &n, &err), FACET_OK);
+    facet_tokenizer_free(tok); /* a fresh tokenizer: the threads fill its cache together */
+    assert_int_equal(facet_tokenizer_load(FACET_TEST_DATA "/tokenizers/tinyllama-1.1b-chat-v1.0", &tok, &err), FACET_OK);
+    pthread_t th[4];
+    mt_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (mt_arg){tok, buf, len, want, n, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, mt_worker, &args[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_true(args[i].ok);
+    }
+    free(want);
+    free(buf);
+    facet_tokenizer_free(tok);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lossy_matches_python),
         cmocka_unit_test(test_split_special_tokens),
+        cmocka_unit_test(test_threads),
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_malformed_json_paths),
         cmocka_unit_test(test_unicode_forms_match_utf8proc),
