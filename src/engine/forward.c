@@ -56,22 +56,49 @@ static void attn_task(void *ctx, int task, int thread) {
         first = (int)(pos - f->sliding_window + 1);
     const facet_seq_cache *c = &s->seqs[j->seq_ids[r]];
     const float *q = s->q + (size_t)r * nh * hd + (size_t)h * hd;
-    const float *K = c->k[j->layer] + (size_t)(h / group) * hd;
-    const float *V = c->v[j->layer] + (size_t)(h / group) * hd;
+    size_t kv_off = (size_t)(h / group) * hd;
     float *scores = s->scores + (size_t)thread * s->n_ctx;
     float scale = (float)f->attn_scale;
     float cap = (float)f->attn_logit_softcap;
     int n = pos + 1 - first;
+    /* on a ring layer the chunk's own positions (>= base) are read from the scratch:
+     * the ring still holds the window before the chunk and is written afterwards */
+    int ring = s->ring_cap && f->layer_sliding[j->layer];
+    int base = ring ? s->chunk_base[r] : pos + 1;
+    const int *rows = s->chunk_order + s->chunk_group[r];
     for (int t = 0; t < n; t++) {
-        float sc = facet_dot_f32(q, K + facet_kv_row(s, j->layer, first + t) * kvd, hd) * scale;
+        int p = first + t;
+        const float *K = p >= base ? s->k + (size_t)rows[p - base] * kvd
+                                   : c->k[j->layer] + facet_kv_row(s, j->layer, p) * kvd;
+        float sc = facet_dot_f32(q, K + kv_off, hd) * scale;
         if (cap > 0) sc = tanhf(sc / cap) * cap;
         scores[t] = sc;
     }
     facet_softmax(scores, n);
     float *out = s->att_out + (size_t)r * nh * hd + (size_t)h * hd;
     memset(out, 0, sizeof(float) * (size_t)hd);
-    for (int t = 0; t < n; t++)
-        facet_axpy_f32(out, scores[t], V + facet_kv_row(s, j->layer, first + t) * kvd, hd);
+    for (int t = 0; t < n; t++) {
+        int p = first + t;
+        const float *V = p >= base ? s->v + (size_t)rows[p - base] * kvd
+                                   : c->v[j->layer] + facet_kv_row(s, j->layer, p) * kvd;
+        facet_axpy_f32(out, scores[t], V + kv_off, hd);
+    }
+}
+
+/* Group the chunk's entries by sequence (position order kept) for attn_task. */
+static void group_chunk(facet_session *s, const int32_t *seq_ids, int n) {
+    int k = 0;
+    for (int r = 0; r < n; r++) s->chunk_group[r] = -1;
+    for (int r = 0; r < n; r++) {
+        if (s->chunk_group[r] >= 0) continue;
+        int start = k;
+        for (int q = r; q < n; q++)
+            if (seq_ids[q] == seq_ids[r]) {
+                s->chunk_group[q] = start;
+                s->chunk_base[q] = s->pos[r];
+                s->chunk_order[k++] = q;
+            }
+    }
 }
 
 /* x[r] += h[r] * mult for every entry. */
@@ -90,6 +117,18 @@ static void norm_rows(const facet_facts *f, float *y, const float *x, const floa
                           (float)f->norm_weight_offset);
         else if (y != x)
             memcpy(y + (size_t)r * H, x + (size_t)r * H, sizeof(float) * (size_t)H);
+    }
+}
+
+/* Copy the chunk's K/V rows (after norm and RoPE) into the sequences' caches. */
+static void store_kv(facet_session *s, const int32_t *seq_ids, int n, int l) {
+    const facet_facts *f = &s->model->facts;
+    size_t kvd = (size_t)(f->num_key_value_heads * f->head_dim);
+    for (int r = 0; r < n; r++) {
+        facet_seq_cache *c = &s->seqs[seq_ids[r]];
+        size_t row = facet_kv_row(s, l, s->pos[r]);
+        memcpy(c->k[l] + row * kvd, s->k + (size_t)r * kvd, sizeof(float) * kvd);
+        memcpy(c->v[l] + row * kvd, s->v + (size_t)r * kvd, sizeof(float) * kvd);
     }
 }
 
@@ -123,13 +162,12 @@ static void attention_block(facet_session *s, const int32_t *seq_ids, int n, int
         const float *sn = (local ? s->rope_sin_local : s->rope_sin) + (size_t)r * half;
         facet_rope_apply(q, nh, hd, m->rope_dim, cs, sn);
         facet_rope_apply(k, nkv, hd, m->rope_dim, cs, sn);
-        facet_seq_cache *c = &s->seqs[seq_ids[r]];
-        size_t row = facet_kv_row(s, l, s->pos[r]);
-        memcpy(c->k[l] + row * kvd, k, sizeof(float) * (size_t)kvd);
-        memcpy(c->v[l] + row * kvd, s->v + (size_t)r * kvd, sizeof(float) * (size_t)kvd);
     }
+    int ring = s->ring_cap && f->layer_sliding[l];
+    if (!ring) store_kv(s, seq_ids, n, l);
     attn_job aj = {s, seq_ids, l};
     facet_pool_run(m->pool, n * nh, attn_task, &aj);
+    if (ring) store_kv(s, seq_ids, n, l); /* after attention: see attn_task */
     facet_matmul(m->pool, s->xn, s->att_out, &L->o_proj, L->o_bias, n);
     if (f->post_norms) norm_rows(f, s->xn, s->xn, L->post_attention_layernorm, n, H);
     residual_add(s->x, s->xn, (size_t)n * H, (float)f->residual_multiplier);
@@ -180,6 +218,7 @@ static void forward_layers(facet_session *s, const int32_t *tokens, const int32_
                                s->rope_cos_local + (size_t)r * half,
                                s->rope_sin_local + (size_t)r * half);
     }
+    group_chunk(s, seq_ids, n);
     for (int l = 0; l < f->num_hidden_layers; l++) {
         attention_block(s, seq_ids, n, l);
         ffn_block(s, n, l);

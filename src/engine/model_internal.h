@@ -12,8 +12,7 @@
 #include "model/facts.h"
 
 /* Largest number of batch entries run through the layers at once; longer batches (long
- * prompts) are processed in chunks of this size, which bounds the scratch memory and
- * sizes the sliding-window rings (window + one chunk). */
+ * prompts) are processed in chunks of this size, which bounds the scratch memory. */
 #define FACET_FORWARD_CHUNK 256
 
 /* One decoder layer's weights. Matrices are facet_wtensor in the run-time format,
@@ -67,9 +66,9 @@ struct facet_model {
 
 /* KV cache of one sequence: per layer, K and V rows of nkv*hd floats. Global layers
  * hold positions 0..len-1 at row = position, capacity growing on demand (doubling) up
- * to the session's n_ctx. Sliding-window layers hold a ring of ring_cap rows
- * (row = position % ring_cap), enough for the window plus one forward chunk, so their
- * memory is bounded by the window whatever the context. */
+ * to the session's n_ctx. Sliding-window layers hold a ring of exactly sliding_window
+ * rows (row = position % window), so their memory is bounded by the window whatever the
+ * context: KV bytes = k * (G * min(c, n_ctx) + S * min(c, w)), as `facet plan` says. */
 typedef struct facet_seq_cache {
     int len;                       /* tokens in the cache                              */
     int cap;                       /* positions allocated per global layer             */
@@ -86,6 +85,12 @@ struct facet_session {
     int scratch_rows;
     float *x, *xn, *q, *k, *v, *att_out, *gate, *up, *scores;
     int *pos;                      /* [scratch_rows] position of each entry            */
+    /* the current chunk's entries grouped by sequence, so attention on a sliding layer
+     * can read the chunk's own K/V rows from the scratch (see forward.c):
+     * chunk_order lists entry indices grouped by sequence in position order;
+     * chunk_group[r] is where entry r's group starts in chunk_order;
+     * chunk_base[r] is the position of the first entry of that group */
+    int *chunk_order, *chunk_group, *chunk_base;
     float *rope_cos, *rope_sin;    /* [scratch_rows][rope_dim/2] global layers         */
     float *rope_cos_local, *rope_sin_local; /* same for sliding layers with their own base */
     uint8_t *rope_long;            /* [n_seq_max] longrope: this call uses long factors */

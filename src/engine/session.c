@@ -33,11 +33,11 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
     s->model = model;
     s->n_seq_max = o.n_seq_max;
     s->n_ctx = o.n_ctx;
-    /* sliding layers keep a ring: the window plus one forward chunk, so that every
-     * entry of a chunk still sees its whole window (FACET_FORWARD_CHUNK, forward.c) */
-    if (f->n_sliding_layers > 0 && f->sliding_window > 0 &&
-        f->sliding_window + FACET_FORWARD_CHUNK < o.n_ctx)
-        s->ring_cap = (int)f->sliding_window + FACET_FORWARD_CHUNK;
+    /* sliding layers keep a ring of exactly the window: attention reads the positions
+     * of the current chunk from the batch scratch and the ring is written after it
+     * (forward.c), so no entry ever needs a row older than the window */
+    if (f->n_sliding_layers > 0 && f->sliding_window > 0 && f->sliding_window < o.n_ctx)
+        s->ring_cap = (int)f->sliding_window;
     s->seqs = calloc((size_t)o.n_seq_max, sizeof *s->seqs);
     s->rope_long = calloc((size_t)o.n_seq_max, 1);
     if (!s->seqs || !s->rope_long) {
@@ -55,6 +55,10 @@ static void free_scratch(facet_session *s) {
                      s->rope_cos, s->rope_sin, s->rope_cos_local, s->rope_sin_local};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(s->pos);
+    free(s->chunk_order);
+    free(s->chunk_group);
+    free(s->chunk_base);
+    s->chunk_order = s->chunk_group = s->chunk_base = NULL;
     s->x = s->xn = s->q = s->k = s->v = s->att_out = s->gate = s->up = s->scores = NULL;
     s->rope_cos = s->rope_sin = s->rope_cos_local = s->rope_sin_local = NULL;
     s->pos = NULL;
@@ -150,12 +154,15 @@ facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err)
     s->gate = malloc(r * I * sizeof(float));
     s->up = malloc(r * I * sizeof(float));
     s->pos = malloc(r * sizeof(int));
+    s->chunk_order = malloc(r * sizeof(int));
+    s->chunk_group = malloc(r * sizeof(int));
+    s->chunk_base = malloc(r * sizeof(int));
     s->rope_cos = malloc(r * (half ? half : 1) * sizeof(float));
     s->rope_sin = malloc(r * (half ? half : 1) * sizeof(float));
     s->rope_cos_local = malloc(r * (half ? half : 1) * sizeof(float));
     s->rope_sin_local = malloc(r * (half ? half : 1) * sizeof(float));
     s->scores = malloc((size_t)facet_pool_size(s->model->pool) * (size_t)s->n_ctx * sizeof(float));
-    if (!s->scores || !s->rope_cos_local || !s->rope_sin_local || !s->x || !s->xn || !s->q || !s->k || !s->v || !s->att_out || !s->gate || !s->up ||
+    if (!s->chunk_order || !s->chunk_group || !s->chunk_base || !s->scores || !s->rope_cos_local || !s->rope_sin_local || !s->x || !s->xn || !s->q || !s->k || !s->v || !s->att_out || !s->gate || !s->up ||
         !s->pos || !s->rope_cos || !s->rope_sin) {
         free_scratch(s);
         return facet_err(err, FACET_E_NOMEM, "batch scratch for %d rows", rows);
