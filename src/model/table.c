@@ -21,28 +21,37 @@
  * Backends
  * ------------------------------------------------------------------------------ */
 
-/* The CPU forward pass (src/engine/forward.c): pre-norm RMSNorm decoder, RoPE (plain or
- * Llama 3 bands) over the whole head, GQA attention without windows or softcaps, gated
- * SiLU FFN, optional q/k/v and o biases, optional per-head q/k RMSNorm. */
+/* The CPU forward pass (src/engine/forward.c): RMSNorm decoder blocks with the norms
+ * before (pre_norms), after (post_norms) or around (both: Gemma 2/3) attention and FFN,
+ * RMSNorm weights w or (1 + w); RoPE (default, linear, llama3, yarn, longrope; partial
+ * rotary; a separate local base on sliding layers); GQA attention with an optional
+ * sliding window per layer (ring KV cache), optional attention-logit and final-logit
+ * softcaps, a custom attention scale (query_pre_attn_scalar, attention_multiplier);
+ * gated FFN with silu, gelu_pytorch_tanh or gelu (erf); optional q/k/v and o biases,
+ * per-head or whole-projection q/k RMSNorm, fused qkv / gate_up projections (split at
+ * load), Granite's embedding/residual/logits multipliers; tied or untied lm_head.
+ * Each of these was checked against the float64 reference on shrunk checkpoints of the
+ * corpus configs (tests/e2e/test_reference_families.py). */
 static const facet_caps cpu_dense = {
     .backend = "cpu",
     .built = 1,
     .head_dim_min = 8, .head_dim_max = 256, .head_dim_multiple = 2,
     .gqa_any_divisor = 1,
-    .rope_types = BIT(FACET_ROPE_DEFAULT) | BIT(FACET_ROPE_LLAMA3),
-    .partial_rotary_min = 1.0,
-    .dual_rope_base = 0,
-    .acts = BIT(FACET_ACT_SILU),
-    .norm_weight_offset = ALLOW_FALSE,
-    .pre_norms = ALLOW_TRUE,
-    .post_norms = ALLOW_FALSE,
+    .rope_types = BIT(FACET_ROPE_DEFAULT) | BIT(FACET_ROPE_LINEAR) | BIT(FACET_ROPE_LLAMA3) |
+                  BIT(FACET_ROPE_YARN) | BIT(FACET_ROPE_LONGROPE),
+    .partial_rotary_min = 0.0625,
+    .dual_rope_base = 1,
+    .acts = BIT(FACET_ACT_SILU) | BIT(FACET_ACT_GELU_TANH) | BIT(FACET_ACT_GELU),
+    .norm_weight_offset = ALLOW_BOTH,
+    .pre_norms = ALLOW_BOTH,
+    .post_norms = ALLOW_BOTH,
     .mlp_bias = ALLOW_FALSE,
-    .softcaps = 0,
-    .multipliers = 0,
-    .attn_scale_custom = 0,
-    .sliding_window = 0,
+    .softcaps = 1,
+    .multipliers = 1,
+    .attn_scale_custom = 1,
+    .sliding_window = 1,
     .qkv_bias = ALLOW_BOTH, .o_bias = ALLOW_BOTH, .qk_norm = ALLOW_BOTH, .tied = ALLOW_BOTH,
-    .fused_qkv = ALLOW_FALSE, .fused_gate_up = ALLOW_FALSE,
+    .fused_qkv = ALLOW_BOTH, .fused_gate_up = ALLOW_BOTH,
     .dtypes = DTYPES_FLOAT,
 };
 
@@ -82,6 +91,20 @@ const facet_profile facet_profiles[] = {
      "Qwen2, Qwen2.5, DeepSeek-R1-Distill-Qwen (q/k/v bias)", &cpu_dense, &cuda_dense},
     {"qwen3", {"Qwen3ForCausalLM"},
      "Qwen3 dense (qk-norm)", &cpu_dense, &cuda_dense},
+    {"gemma", {"GemmaForCausalLM"},
+     "Gemma 1 ((1 + w) norms, sqrt(hidden) embedding scale)", &cpu_dense, &cuda_dense},
+    {"gemma2", {"Gemma2ForCausalLM"},
+     "Gemma 2 (sandwich norms, softcaps, alternating sliding layers)", &cpu_dense, &cuda_dense},
+    {"gemma3_text", {"Gemma3ForCausalLM"},
+     "Gemma 3 text (qk-norm, 5 local : 1 global, local rope base)", &cpu_dense, &cuda_dense},
+    {"gemma3", {"Gemma3ForConditionalGeneration", "Gemma3ForCausalLM"},
+     "Gemma 3 multimodal wrapper: its text decoder (text_config)", &cpu_dense, &cuda_dense},
+    {"phi3", {"Phi3ForCausalLM"},
+     "Phi-3, Phi-3.5, Phi-4 (fused qkv / gate_up, longrope)", &cpu_dense, &cuda_dense},
+    {"olmo2", {"Olmo2ForCausalLM"},
+     "OLMo 2 (post-norms, q/k norm over the projection)", &cpu_dense, &cuda_dense},
+    {"granite", {"GraniteForCausalLM"},
+     "Granite 3 dense (embedding/attention/residual/logits multipliers)", &cpu_dense, &cuda_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 

@@ -62,10 +62,9 @@ def expected_refusals(c):
     """The cpu verdict the declared table implies (src/model/table.c, cpu_dense)."""
     hd, qk, win, rope, act, bias, tie, g = c
     facts = []
-    if act != "silu":
-        facts.append("hidden_act")           # acts: silu only
-    if win is not None:
-        facts.append("sliding_window")       # no live window (16 < max_position 4096)
+    # since the families landed the cpu runs every activation and live windows of the
+    # battery (silu, gelu_pytorch_tanh; window 16 on a ring cache): no cell is refused
+    assert act in ("silu", "gelu_pytorch_tanh")
     assert 8 <= hd <= 256 and hd % 2 == 0    # every head_dim of the battery is in range
     return facts
 
@@ -81,8 +80,8 @@ def make_cell(c, root):
     return out
 
 
-def prompt_for(c, vocab):
-    rng = np.random.default_rng(CELLS.index(c))
+def prompt_for(c, vocab, attempt=0):
+    rng = np.random.default_rng(CELLS.index(c) + 1000 * attempt)
     return [int(x) for x in rng.integers(3, vocab, N_PROMPT)]  # no bos/eos ids
 
 
@@ -102,29 +101,35 @@ def test_cell(cell, run_facet, tmp_path):
         assert [r["fact"] for r in v["refusals"]] == rec["expected_refusals"]
         assert (conform.returncode == 0) == (not rec["expected_refusals"])
 
-        prompt = prompt_for(cell, 512)
-        run = run_facet(["run", str(ckpt), "--prompt-ids", ",".join(map(str, prompt)),
-                         "-n", str(N_GEN), "--json", "--ignore-eos", "--no-cache",
-                         "--threads", "2", "--dump-logits", str(tmp_path / "logits.f32")])
-        rec["run_exit"] = run.returncode
-        if conform.returncode == 2:
-            assert run.returncode == 2, run.stderr
-            for line in rec["refusals"]:
-                assert line in run.stderr
-            rec["identity"] = "refused"
-            return
-        assert run.returncode == 0, run.stderr
-        got = json.loads(run.stdout)
-        rows = compare.read_logits(str(tmp_path / "logits.f32"), 512)
-        ref = reference.Reference(str(ckpt))
-        want = ref.generate(prompt, N_GEN)
-        errs = compare.relative_errors(rows[:N_PROMPT], want["logits"][:N_PROMPT])
-        rec["max_rel_error"] = float(errs.max())
-        g = compare.greedy_agreement(got["generated_ids"], want, MIN_MARGIN)
-        rec["decisive"] = g["decisive"]
-        rec["identity"] = "identical" if g["mismatch"] is None else "MISMATCH"
-        assert errs.max() < REL_TOL, "prompt position %d: %.3g" % (int(np.argmax(errs)), errs.max())
-        assert g["mismatch"] is None, compare.describe(g)
+        # a random-weight cell can be indecisive for one prompt (top-2 margins under
+        # MIN_MARGIN from the first step): then try further prompts, each fully checked
+        for attempt in range(4):
+            prompt = prompt_for(cell, 512, attempt)
+            run = run_facet(["run", str(ckpt), "--prompt-ids", ",".join(map(str, prompt)),
+                             "-n", str(N_GEN), "--json", "--ignore-eos", "--no-cache",
+                             "--threads", "2", "--dump-logits", str(tmp_path / "logits.f32")])
+            rec["run_exit"] = run.returncode
+            if conform.returncode == 2:
+                assert run.returncode == 2, run.stderr
+                for line in rec["refusals"]:
+                    assert line in run.stderr
+                rec["identity"] = "refused"
+                return
+            assert run.returncode == 0, run.stderr
+            got = json.loads(run.stdout)
+            rows = compare.read_logits(str(tmp_path / "logits.f32"), 512)
+            ref = reference.Reference(str(ckpt))
+            want = ref.generate(prompt, N_GEN)
+            errs = compare.relative_errors(rows[:N_PROMPT], want["logits"][:N_PROMPT])
+            rec["max_rel_error"] = float(errs.max())
+            g = compare.greedy_agreement(got["generated_ids"], want, MIN_MARGIN)
+            rec["decisive"] = g["decisive"]
+            rec["prompt_attempt"] = attempt
+            rec["identity"] = "identical" if g["mismatch"] is None else "MISMATCH"
+            assert errs.max() < REL_TOL, "prompt position %d: %.3g" % (int(np.argmax(errs)), errs.max())
+            assert g["mismatch"] is None, compare.describe(g)
+            if g["decisive"] >= N_GEN // 2:
+                break
         assert g["decisive"] >= N_GEN // 2, "reference too indecisive: " + compare.describe(g)
     finally:
         shutil.rmtree(ckpt, ignore_errors=True)
@@ -146,6 +151,6 @@ def test_battery_report(facet_bin):
                                   (r["conform_exit"] == 0) == (r["run_exit"] == 0)),
     }
     (art / "battery.json").write_text(json.dumps({"summary": summary, "cells": cells}, indent=1))
-    assert summary["supported"] == 144 and summary["refused"] == 432
-    assert summary["identical"] == 144
+    assert summary["supported"] == 576 and summary["refused"] == 0
+    assert summary["identical"] == 576
     assert summary["conform_equals_run"] == 576

@@ -102,25 +102,35 @@ static void test_cuda_not_built(void **state) {
 
 static void test_math_facts_refused_all_listed(void **state) {
     (void)state;
-    judge_text("{" BASE ",\"rope_scaling\":{\"rope_type\":\"yarn\",\"factor\":4.0},"
-               "\"hidden_act\":\"gelu\",\"attn_logit_softcapping\":50.0,\"mlp_bias\":true,"
-               "\"partial_rotary_factor\":0.5}", "cpu");
+    judge_text("{" BASE ",\"rope_scaling\":{\"rope_type\":\"dynamic\",\"factor\":4.0},"
+               "\"hidden_act\":\"relu2\",\"mlp_bias\":true,"
+               "\"partial_rotary_factor\":0.03}", "cpu");
     assert_int_equal(V.status, FACET_VERDICT_REFUSED);
-    assert_string_equal(refusal("rope_type")->text,
-                        "REFUSED: rope_type=yarn is not supported on cpu (supported: default, llama3)");
-    assert_string_equal(refusal("hidden_act")->value, "gelu");
-    assert_string_equal(refusal("attn_logit_softcapping")->value, "50");
+    assert_non_null(strstr(refusal("rope_type")->text,
+                           "REFUSED: rope_type=dynamic is not supported on cpu (supported: "));
+    assert_null(strstr(refusal("rope_type")->supported, "dynamic"));
+    assert_non_null(strstr(refusal("rope_type")->supported, "yarn"));
+    assert_string_equal(refusal("hidden_act")->value, "relu2");
     assert_string_equal(refusal("mlp_bias")->value, "true");
-    assert_string_equal(refusal("partial_rotary_factor")->value, "0.5");
-    assert_int_equal(V.n_refusals, 5);
+    assert_string_equal(refusal("partial_rotary_factor")->value, "0.03");
+    assert_int_equal(V.n_refusals, 4);
+    /* what the CPU engine runs since the families landed: no refusal for these */
+    judge_text("{" BASE ",\"rope_scaling\":{\"rope_type\":\"yarn\",\"factor\":4.0},"
+               "\"hidden_act\":\"gelu\",\"partial_rotary_factor\":0.5}", "cpu");
+    assert_null(refusal("rope_type"));
+    assert_null(refusal("hidden_act"));
+    assert_null(refusal("partial_rotary_factor"));
     /* a rope type nobody knows */
     judge_text("{" BASE ",\"rope_scaling\":{\"type\":\"ntk-by-parts\",\"factor\":2}}", "cpu");
     assert_string_equal(refusal("rope_type")->value, "ntk-by-parts");
-    /* a live sliding window */
+    /* a live sliding window runs on the CPU (ring KV cache), not on cuda */
     judge_text("{" BASE ",\"model_type\":\"mistral\",\"architectures\":[\"MistralForCausalLM\"],"
                "\"sliding_window\":256}", "cpu");
+    assert_null(refusal("sliding_window"));
+    judge_text("{" BASE ",\"model_type\":\"mistral\",\"architectures\":[\"MistralForCausalLM\"],"
+               "\"sliding_window\":256}", "cuda");
     assert_non_null(strstr(refusal("sliding_window")->text,
-                           "sliding_window=256 (2 of 2 layers) is not supported on cpu"));
+                           "sliding_window=256 (2 of 2 layers) is not supported on cuda"));
     /* the same key in a class that does not read it */
     judge_text("{" BASE ",\"sliding_window\":256}", "cpu");
     assert_non_null(refusal("sliding_window"));
@@ -163,7 +173,8 @@ static void test_outside_families(void **state) {
     judge_text("{\"model_type\":\"mamba\",\"hidden_size\":64,\"state_size\":16}", "cpu");
     assert_string_equal(V.refusals[0].text,
                         "REFUSED: model_type=mamba is not supported on cpu (supported: llama, "
-                        "mistral, qwen2, qwen3)");
+                        "mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, "
+                        "granite)");
     assert_string_equal(refusal("state_size")->value, "16");
     /* a model_type we know with a head the table does not run */
     judge_text("{" BASE ",\"architectures\":[\"LlamaForSequenceClassification\"]}", "cpu");
@@ -178,8 +189,11 @@ static void test_probed_facts(void **state) {
     assert_string_equal(refusal("weight dtypes")->text,
                         "REFUSED: weight dtypes=I8 is not supported on cpu (supported: F32, F16, BF16)");
     judge_text("{" BASE "}", "cpu");
-    F.fused_qkv = 1;
+    F.fused_qkv = 1; /* Phi-3's fused projection: split at load */
     probed(1u << ST_F32);
+    assert_null(refusal("fused qkv_proj"));
+    assert_int_equal(V.status, FACET_VERDICT_SUPPORTED);
+    facet_judge(&F, "cuda", &V); /* the declared cuda kernels take unfused projections */
     assert_string_equal(refusal("fused qkv_proj")->value, "true");
 }
 
@@ -201,7 +215,8 @@ static void test_format_and_error(void **state) {
     assert_string_equal(facet_verdict_status_name(FACET_VERDICT_PENDING_PROBE),
                         "supported-pending-probe");
     assert_true(facet_table_has_profile("qwen3"));
-    assert_false(facet_table_has_profile("gemma3"));
+    assert_true(facet_table_has_profile("gemma3"));
+    assert_false(facet_table_has_profile("mamba"));
 }
 
 /* Every corpus config of a profiled family that is supported (pending the probe). */
