@@ -18,7 +18,7 @@ struct facet_sampler {
     int32_t *count;         /* [n_vocab] times generated                            */
     float *work;            /* [n_vocab] processed logits                           */
     int32_t *cand;          /* [n_vocab] candidate ids, sorted                      */
-    double *prob;           /* [n_vocab] probabilities of the sorted candidates     */
+    double *prob;           /* [n_vocab] probability of each id relative to the best */
 };
 
 void facet_sampler_params_default(facet_sampler_params *p) {
@@ -157,45 +157,57 @@ static void apply_penalties(facet_sampler *s, const float *logits) {
     for (int i = 0; i < p->n_logit_bias; i++) w[p->logit_bias[i].token] += p->logit_bias[i].bias;
 }
 
-/* Candidate order: logit descending, then id ascending. */
+/* Candidate order: logit descending, then id ascending (a strict total order, so the
+ * order, and with it every draw, is fully determined). */
+static int better(const float *w, int32_t x, int32_t y) {
+    return w[x] > w[y] || (w[x] == w[y] && x < y);
+}
+
 /* qsort has no context argument in C11: the logits being sorted are passed through a
  * thread-local pointer, so samplers on different threads stay independent. */
 static _Thread_local const float *g_cmp_logits;
 static int cmp_cand(const void *a, const void *b) {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    float lx = g_cmp_logits[x], ly = g_cmp_logits[y];
-    if (lx > ly) return -1;
-    if (lx < ly) return 1;
-    return (x > y) - (x < y);
+    return better(g_cmp_logits, x, y) ? -1 : better(g_cmp_logits, y, x) ? 1 : 0;
 }
 
-static int better(const float *w, int32_t x, int32_t y) {
-    return w[x] > w[y] || (w[x] == w[y] && x < y);
-}
-
-/* Sort the candidates of s->work; with top_k > 0 keep only the k best (partial
- * insertion selection, O(n k)) for small k. Returns the number kept. */
-static int sort_candidates(facet_sampler *s, int k) {
-    int n = s->n_vocab;
-    const float *w = s->work;
-    if (k > 0 && k < n && k <= 64) {
-        int m = 0;
-        for (int32_t i = 0; i < n; i++) {
-            if (m == k && !better(w, i, s->cand[m - 1])) continue;
-            int j = m < k ? m++ : k - 1;
-            while (j > 0 && better(w, i, s->cand[j - 1])) {
-                s->cand[j] = s->cand[j - 1];
-                j--;
+/* Quickselect: arrange c[lo..n) so that c[lo..m) holds its best m - lo entries (in
+ * any order) and everything after is worse. Deterministic (median-of-three pivots). */
+static void select_best(int32_t *c, int lo, int m, int n, const float *w) {
+    int l = lo, r = n - 1, k = m - 1;
+    while (r > l) {
+        int32_t a = c[l], b = c[l + (r - l) / 2], d = c[r], piv;
+        if (better(w, a, b)) piv = better(w, b, d) ? b : better(w, a, d) ? d : a;
+        else piv = better(w, a, d) ? a : better(w, b, d) ? d : b;
+        int i = l, j = r;
+        while (i <= j) {
+            while (better(w, c[i], piv)) i++;
+            while (better(w, piv, c[j])) j--;
+            if (i <= j) {
+                int32_t t = c[i];
+                c[i++] = c[j];
+                c[j--] = t;
             }
-            s->cand[j] = i;
         }
-        return m;
+        if (k <= j) r = j;
+        else if (k >= i) l = i;
+        else break;
     }
-    for (int32_t i = 0; i < n; i++) s->cand[i] = i;
-    g_cmp_logits = w;
-    qsort(s->cand, (size_t)n, sizeof *s->cand, cmp_cand);
-    return k > 0 && k < n ? k : n;
 }
+
+/* Grow the sorted prefix cand[0..*sorted) of the n kept candidates to `want` entries.
+ * The prefix always holds the best entries in order, so the chain sorts only as much
+ * of the vocabulary as its filters and the draw look at (usually a few dozen ids). */
+static void extend_sorted(facet_sampler *s, int *sorted, int want, int n) {
+    if (want > n) want = n;
+    if (want <= *sorted) return;
+    select_best(s->cand, *sorted, want, n, s->work);
+    g_cmp_logits = s->work;
+    qsort(s->cand + *sorted, (size_t)(want - *sorted), sizeof *s->cand, cmp_cand);
+    *sorted = want;
+}
+
+static int grow(int sorted) { return sorted < 32 ? 64 : 2 * sorted; }
 
 int32_t facet_sampler_sample(facet_sampler *s, const float *logits) {
     const facet_sampler_params *p = &s->p;
@@ -203,39 +215,60 @@ int32_t facet_sampler_sample(facet_sampler *s, const float *logits) {
     float *w = s->work;
     if (p->temperature == 0.0f || p->top_k == 1) return facet_sample_greedy(w, s->n_vocab);
     for (int j = 0; j < s->n_vocab; j++) w[j] /= p->temperature;
-    int n = sort_candidates(s, p->top_k);
-    /* probabilities of the kept candidates, relative to the best one */
+    int n = s->n_vocab, sorted = 0;
+    for (int32_t i = 0; i < n; i++) s->cand[i] = i;
+    /* top-k: the k best, in order */
+    if (p->top_k > 0 && p->top_k < n) {
+        extend_sorted(s, &sorted, p->top_k, n);
+        n = p->top_k;
+    }
+    extend_sorted(s, &sorted, 1, n);
+    /* probabilities of the kept candidates relative to the best one (s->prob by id) */
+    double *pw = s->prob;
     double top = w[s->cand[0]];
     if (!isfinite(top)) return s->cand[0];
     double total = 0;
-    for (int i = 0; i < n; i++) total += s->prob[i] = exp((double)w[s->cand[i]] - top);
-    /* min-p: p_i >= min_p * p_max, i.e. prob[i] >= min_p (prob[0] == 1) */
+    for (int i = 0; i < n; i++) total += pw[s->cand[i]] = exp((double)w[s->cand[i]] - top);
+    /* min-p: keep p_i >= min_p * p_max, i.e. pw >= min_p (pw of the best is 1): a
+     * prefix of the order, moved to the front */
     if (p->min_p > 0) {
-        int m = 1;
-        while (m < n && s->prob[m] >= (double)p->min_p) m++;
-        if (m < n) {
-            n = m;
-            total = 0;
-            for (int i = 0; i < n; i++) total += s->prob[i];
-        }
+        int c = 0;
+        while (c < sorted && pw[s->cand[c]] >= (double)p->min_p) c++;
+        if (c == sorted)
+            for (int i = sorted; i < n; i++)
+                if (pw[s->cand[i]] >= (double)p->min_p) {
+                    int32_t t = s->cand[c];
+                    s->cand[c++] = s->cand[i];
+                    s->cand[i] = t;
+                }
+        n = c;
+        if (sorted > n) sorted = n;
+        total = 0;
+        for (int i = 0; i < n; i++) total += pw[s->cand[i]];
     }
-    /* top-p: keep i while the mass before i is below top_p */
+    /* top-p: token i stays while the mass before it is below top_p */
     if (p->top_p < 1.0f) {
-        int m = 1;
-        double before = s->prob[0] / total;
-        while (m < n && before < (double)p->top_p) before += s->prob[m++] / total;
-        if (m < n) {
-            n = m;
-            total = 0;
-            for (int i = 0; i < n; i++) total += s->prob[i];
+        double before = 0;
+        for (int i = 0; i < n; i++) {
+            if (i >= sorted) extend_sorted(s, &sorted, grow(sorted), n);
+            if (i > 0 && before >= (double)p->top_p) {
+                n = i;
+                break;
+            }
+            before += pw[s->cand[i]] / total;
         }
+        total = 0;
+        for (int i = 0; i < n; i++) total += pw[s->cand[i]];
     }
     if (n == 1) return s->cand[0];
+    /* draw: the first token, in order, whose cumulative mass exceeds u * total */
     double u = facet_rng_uniform(&s->rng) * total;
     double c = 0;
     for (int i = 0; i < n; i++) {
-        c += s->prob[i];
+        if (i >= sorted) extend_sorted(s, &sorted, grow(sorted), n);
+        c += pw[s->cand[i]];
         if (c > u) return s->cand[i];
     }
+    extend_sorted(s, &sorted, n, n);
     return s->cand[n - 1];
 }

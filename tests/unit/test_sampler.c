@@ -358,6 +358,104 @@ static void test_seeded_draws(void **state) {
     facet_sampler_free(sc);
 }
 
+/* Reference chain with a full sort of the vocabulary (written from the rules of
+ * facet_sampler.h, no penalties), drawing with its own copy of the PRNG. */
+static const float *ref_w;
+static int ref_cmp(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    if (ref_w[x] != ref_w[y]) return ref_w[x] > ref_w[y] ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+static int32_t ref_sample(const float *logits, int V, const facet_sampler_params *p,
+                          facet_rng *rng) {
+    float *w = malloc((size_t)V * sizeof *w);
+    int32_t *c = malloc((size_t)V * sizeof *c);
+    double *pr = malloc((size_t)V * sizeof *pr);
+    for (int i = 0; i < V; i++) {
+        w[i] = logits[i] / p->temperature;
+        c[i] = i;
+    }
+    ref_w = w;
+    qsort(c, (size_t)V, sizeof *c, ref_cmp);
+    int n = p->top_k > 0 && p->top_k < V ? p->top_k : V;
+    double total = 0;
+    for (int i = 0; i < n; i++) total += pr[i] = exp((double)w[c[i]] - (double)w[c[0]]);
+    if (p->min_p > 0) {
+        int m = 1;
+        while (m < n && pr[m] >= (double)p->min_p) m++;
+        n = m;
+    }
+    if (p->top_p < 1) {
+        double t = 0, before;
+        for (int i = 0; i < n; i++) t += pr[i];
+        int m = 1;
+        before = pr[0] / t;
+        while (m < n && before < (double)p->top_p) before += pr[m++] / t;
+        n = m;
+    }
+    total = 0;
+    for (int i = 0; i < n; i++) total += pr[i];
+    int32_t r = c[n - 1];
+    if (n > 1) {
+        double u = facet_rng_uniform(rng) * total, acc = 0;
+        for (int i = 0; i < n; i++) {
+            acc += pr[i];
+            if (acc > u) {
+                r = c[i];
+                break;
+            }
+        }
+    } else {
+        r = c[0];
+    }
+    free(w);
+    free(c);
+    free(pr);
+    return r;
+}
+
+static void test_matches_full_sort_reference(void **state) {
+    (void)state;
+    enum { V = 4096 };
+    float *l = malloc(V * sizeof *l);
+    const float temps[] = {0.3f, 0.8f, 1.0f, 2.5f};
+    const int topk[] = {0, 5, 40, 100, 1000};
+    const float topp[] = {1.0f, 0.5f, 0.9f, 0.99f};
+    const float minp[] = {0.0f, 0.01f, 0.2f};
+    int cases = 0;
+    for (int t = 0; t < 4; t++)
+        for (int k = 0; k < 5; k++)
+            for (int q = 0; q < 4; q++)
+                for (int m = 0; m < 3; m++) {
+                    fill_logits(l, V, (uint32_t)(t * 100 + k * 10 + q + m * 1000));
+                    /* a peaked distribution too: scale every other case */
+                    if (cases % 2)
+                        for (int i = 0; i < V; i++) l[i] *= 3.0f;
+                    facet_sampler_params p;
+                    facet_sampler_params_default(&p);
+                    p.temperature = temps[t];
+                    p.top_k = topk[k];
+                    p.top_p = topp[q];
+                    p.min_p = minp[m];
+                    p.seed = (uint64_t)cases;
+                    facet_sampler *s = make(&p, V);
+                    facet_rng rng;
+                    facet_rng_seed(&rng, p.seed);
+                    for (int d = 0; d < 8; d++) {
+                        int32_t got = facet_sampler_sample(s, l);
+                        int32_t want = ref_sample(l, V, &p, &rng);
+                        if (got != want)
+                            fail_msg("case %d (T=%g k=%d p=%g min_p=%g) draw %d: %d != %d",
+                                     cases, (double)p.temperature, p.top_k, (double)p.top_p,
+                                     (double)p.min_p, d, (int)got, (int)want);
+                    }
+                    facet_sampler_free(s);
+                    cases++;
+                }
+    free(l);
+}
+
 static void test_logprob_of(void **state) {
     (void)state;
     float l[3] = {1.0f, 2.0f, 3.0f};
@@ -373,6 +471,7 @@ int main(void) {
         cmocka_unit_test(test_repetition_penalty),  cmocka_unit_test(test_presence_frequency),
         cmocka_unit_test(test_logit_bias),          cmocka_unit_test(test_distributions),
         cmocka_unit_test(test_seeded_draws),        cmocka_unit_test(test_logprob_of),
+        cmocka_unit_test(test_matches_full_sort_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
