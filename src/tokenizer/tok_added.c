@@ -6,8 +6,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <utf8proc.h>
+
 #include "tokenizer/tokenizer_internal.h"
 #include "util/error.h"
+
+/* A word character of the Rust regex crate's Unicode \w (single_word uses \w$ / ^\w):
+ * letters, letter numbers, marks, decimal digits, connector punctuation, join controls. */
+static int is_word_char(int32_t cp) {
+    if (cp < 0x80)
+        return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp == '_';
+    if (cp == 0x200C || cp == 0x200D) return 1;
+    utf8proc_category_t c = utf8proc_category(cp);
+    return (c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_LO) || c == UTF8PROC_CATEGORY_NL ||
+           c == UTF8PROC_CATEGORY_MN || c == UTF8PROC_CATEGORY_MC || c == UTF8PROC_CATEGORY_ME ||
+           c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_PC;
+}
 
 static int32_t new_node(tok_trie *t) {
     if (t->n_nodes == t->cap_nodes) {
@@ -122,8 +136,8 @@ facet_status tok_added_split(const facet_tokenizer *tok, const tok_trie *t, cons
         i = stop; /* the automaton resumes after this match, even a rejected one */
         if (tok->split_special && a->special) continue; /* encode_special_tokens */
         if (a->single_word) {
-            int start_space = start == 0 || !tok_is_alphanumeric(last_char(text, start));
-            int stop_space = stop == len || !tok_is_alphanumeric(tok_utf8_decode(text, len, stop, &k));
+            int start_space = start == 0 || !is_word_char(last_char(text, start));
+            int stop_space = stop == len || !is_word_char(tok_utf8_decode(text, len, stop, &k));
             if (!start_space || !stop_space) continue;
         }
         if (a->lstrip) {

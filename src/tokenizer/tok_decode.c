@@ -219,17 +219,15 @@ static facet_status step_tokens(const tok_decoder *d, tok_strlist *in, tok_strli
             (void)rlen;
             break;
         case TOK_DEC_STRIP: {
+            /* up to `start` leading and `stop` trailing characters equal to content,
+             * counted in characters, the trailing cut never reaching the leading one */
             rlen = tok_utf8_encode(d->strip_char, rep);
-            size_t start_cut = 0, stop_cut = 0, p = 0, e = len;
+            size_t chars = count_chars(s, len), start_cut = 0, stop_cut = 0, p = 0, e = len;
             while ((int)start_cut < d->start && p + rlen <= len && !memcmp(s + p, rep, rlen)) start_cut++, p += rlen;
-            while ((int)stop_cut < d->stop && e >= rlen && !memcmp(s + e - rlen, rep, rlen)) stop_cut++, e -= rlen;
-            /* tokenizers keeps len(bytes) - cuts characters after the start cut */
-            size_t chars = count_chars(s, len);
-            size_t keep = len >= start_cut + stop_cut ? len - start_cut - stop_cut : 0;
-            if (keep > chars - start_cut) keep = chars - start_cut;
-            size_t q = p;
-            for (size_t c = 0; c < keep; c++) q += tok_utf8_seqlen((unsigned char)s[q]);
-            rc = tok_buf_append(&tmp, s + p, q - p);
+            while ((int)stop_cut < d->stop && stop_cut < chars - start_cut && e >= p + rlen &&
+                   !memcmp(s + e - rlen, rep, rlen))
+                stop_cut++, e -= rlen;
+            rc = tok_buf_append(&tmp, s + p, e - p);
             break;
         }
         case TOK_DEC_REPLACE: {

@@ -1,7 +1,7 @@
 /* tok_normalize.c — tokenizer.json normalizers, as tokenizers/src/normalizers defines
  * them: Sequence, NFC/NFD/NFKC/NFKD (utf8proc), Lowercase (Rust char::to_lowercase),
  * Strip, StripAccents (drop combining marks), Replace (literal or regex), Prepend,
- * BertNormalizer and ByteLevel. */
+ * Append, BertNormalizer, Nmt and ByteLevel. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +80,11 @@ facet_status tok_normalizer_parse(const json_t *j, const char *path, tok_normali
         n->type = TOK_NORM_PREPEND;
         return set_content(n, j, "prepend", path, err);
     }
+    if (!strcmp(type, "Append")) {
+        n->type = TOK_NORM_APPEND;
+        return set_content(n, j, "append", path, err);
+    }
+    if (!strcmp(type, "Nmt")) { n->type = TOK_NORM_NMT; return FACET_OK; }
     if (!strcmp(type, "BertNormalizer")) {
         n->type = TOK_NORM_BERT;
         json_t *sa = json_object_get(j, "strip_accents");
@@ -275,6 +280,23 @@ static facet_status apply_one(const tok_normalizer *n, const char *in, size_t le
     case TOK_NORM_PREPEND:
         if (len) rc = tok_buf_append(out, n->content, n->content_len);
         if (!rc) rc = tok_buf_append(out, in, len);
+        break;
+    case TOK_NORM_APPEND:
+        rc = tok_buf_append(out, in, len);
+        if (!rc && len) rc = tok_buf_append(out, n->content, n->content_len);
+        break;
+    case TOK_NORM_NMT:
+        /* drop ASCII/C1 controls, map other break and format characters to a space */
+        for (size_t i = 0, k; !rc && i < len; i += k) {
+            int32_t cp = tok_utf8_decode(in, len, i, &k);
+            if ((cp >= 1 && cp <= 8) || cp == 0x0B || (cp >= 0x0E && cp <= 0x1F) || cp == 0x7F || cp == 0x8F ||
+                cp == 0x9F)
+                continue;
+            int space = cp == 0x09 || cp == 0x0A || cp == 0x0C || cp == 0x0D || cp == 0x1680 ||
+                        (cp >= 0x200B && cp <= 0x200F) || cp == 0x2028 || cp == 0x2029 || cp == 0x2581 ||
+                        cp == 0xFEFF || cp == 0xFFFD;
+            rc = space ? tok_buf_append(out, " ", 1) : tok_buf_append(out, in + i, k);
+        }
         break;
     case TOK_NORM_BERT: rc = bert(n, in, len, out); break;
     case TOK_NORM_BYTELEVEL: rc = tok_bytelevel_map(out, in, len); break;

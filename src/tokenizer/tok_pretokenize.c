@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 #include "tokenizer/tokenizer_internal.h"
 #include "util/error.h"
@@ -13,8 +14,10 @@
 
 /* The GPT-2 pattern of ByteLevel(use_regex=true). */
 static const char GPT2_RE[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-/* Oniguruma's \w (letters, marks, decimal numbers, connector punctuation). */
-static const char WHITESPACE_RE[] = "[\\p{L}\\p{M}\\p{Nd}\\p{Pc}]+|[^\\p{L}\\p{M}\\p{Nd}\\p{Pc}\\s]+";
+/* Whitespace's \w+|[^\w\s]+ (Rust regex crate): \w is Unicode word characters
+ * (alphabetic, marks, decimal numbers, connector punctuation, join controls). */
+static const char WHITESPACE_RE[] =
+    "[\\p{L}\\p{Nl}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}]+|[^\\p{L}\\p{Nl}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}\\s]+";
 
 void tok_pretok_free(tok_pretok *p) {
     if (!p) return;
@@ -215,7 +218,13 @@ static facet_status label_pattern(const tok_pattern *p, const char *s, size_t le
 
 typedef int (*char_pred)(int32_t cp, const tok_pretok *p);
 
-static int pred_digit(int32_t cp, const tok_pretok *p) { (void)p; return cp >= '0' && cp <= '9'; }
+/* Digits splits on Rust char::is_numeric: general categories Nd, Nl, No. */
+static int pred_digit(int32_t cp, const tok_pretok *p) {
+    (void)p;
+    if (cp < 0x80) return cp >= '0' && cp <= '9';
+    utf8proc_category_t c = utf8proc_category(cp);
+    return c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO;
+}
 static int pred_punct(int32_t cp, const tok_pretok *p) { (void)p; return tok_is_punctuation(cp); }
 static int pred_space(int32_t cp, const tok_pretok *p) { (void)p; return tok_is_whitespace(cp); }
 static int pred_char(int32_t cp, const tok_pretok *p) { return cp == p->replacement; }

@@ -130,14 +130,6 @@ int tok_is_whitespace(int32_t cp) {
     }
 }
 
-int tok_is_alphanumeric(int32_t cp) {
-    if (cp < 0x80)
-        return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
-    utf8proc_category_t c = utf8proc_category(cp);
-    return (c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_LO) ||
-           (c >= UTF8PROC_CATEGORY_ND && c <= UTF8PROC_CATEGORY_NO);
-}
-
 int tok_is_punctuation(int32_t cp) {
     if (cp < 0x80)
         return (cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) || (cp >= 91 && cp <= 96) ||

@@ -61,8 +61,6 @@ int tok_utf8_lossy_append(tok_buf *out, const unsigned char *s, size_t len);
 size_t tok_utf8_lossy_decided(tok_buf *out, const unsigned char *s, size_t len);
 /* Rust char::is_whitespace (the White_Space property). */
 int tok_is_whitespace(int32_t cp);
-/* Rust char::is_alphanumeric (letters and numbers, by general category). */
-int tok_is_alphanumeric(int32_t cp);
 /* Unicode punctuation (P*) or ASCII punctuation, as `tokenizers` is_punc. */
 int tok_is_punctuation(int32_t cp);
 
@@ -178,6 +176,8 @@ typedef enum tok_norm_type {
     TOK_NORM_PREPEND,
     TOK_NORM_BERT,
     TOK_NORM_BYTELEVEL,
+    TOK_NORM_NMT,
+    TOK_NORM_APPEND,
 } tok_norm_type;
 
 typedef struct tok_normalizer {
@@ -185,7 +185,7 @@ typedef struct tok_normalizer {
     struct tok_normalizer **children; /* Sequence */
     size_t n_children;
     tok_pattern pattern;    /* Replace */
-    char *content;          /* Replace content, Prepend prepend */
+    char *content;          /* Replace content, Prepend prepend, Append append */
     size_t content_len;
     int left, right;        /* Strip */
     int clean_text, handle_chinese_chars, strip_accents, lowercase; /* Bert; strip_accents
