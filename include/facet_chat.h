@@ -102,14 +102,18 @@ typedef enum facet_toolcall_format {
     FACET_TOOLCALL_LLAMA3 = 2,  /* a bare JSON {"name":..., "parameters":...} turn, or
                                    <|python_tag|> followed by such JSON (Llama 3.1+)   */
     FACET_TOOLCALL_MISTRAL = 3, /* [TOOL_CALLS][{"name":..., "arguments":...}, ...]    */
+    FACET_TOOLCALL_HARMONY = 4, /* gpt-oss harmony messages: a message addressed
+                                   "to=functions.NAME" whose body is the JSON arguments;
+                                   channel "final" is content, "analysis" reasoning     */
 } facet_toolcall_format;
 
-/* Name of a format ("none", "hermes", "llama3", "mistral"); static string. */
+/* Name of a format ("none", "hermes", "llama3", "mistral", "harmony"); static string. */
 const char *facet_toolcall_format_name(facet_toolcall_format f);
 
 /* Decide the format from the template source: "<tool_call>" in the template ->
  * HERMES; "[TOOL_CALLS]" -> MISTRAL; "<|python_tag|>" or a Llama-3 header token
- * ("<|start_header_id|>") together with "parameters" -> LLAMA3; else NONE. */
+ * ("<|start_header_id|>") together with "parameters" -> LLAMA3; "<|channel|>" with
+ * "<|message|>" -> HARMONY; else NONE. */
 facet_toolcall_format facet_toolcall_format_detect(const facet_chat_template *tpl);
 
 /* One parsed call, OpenAI-shaped: {"id", "type": "function", "function": {"name",
@@ -124,13 +128,20 @@ typedef struct facet_toolcall {
 /* The result of parsing one generated text. */
 typedef struct facet_toolcall_result {
     char *content;          /* the text that is not a tool call (may be ""), malloc'd */
+    char *reasoning;        /* HARMONY: the analysis-channel text, else NULL; malloc'd */
     facet_toolcall *calls;  /* n_calls entries                                       */
     size_t n_calls;
 } facet_toolcall_result;
 
 /* Split generated `text` (len bytes) into plain content and tool calls of `format`.
  * Malformed or partial blocks (bad JSON, no "name", an unclosed <tool_call>) stay in
- * the content unchanged; text around well-formed blocks is kept in order. The caller
+ * the content unchanged; text around well-formed blocks is kept in order (when calls
+ * were found, whitespace at the ends of the content is trimmed). HARMONY: the text
+ * after the prompt's "<|start|>assistant" is split into messages ("<|channel|>C ...
+ * <|message|>BODY" ended by <|end|>, <|call|>, <|return|> or the end of the text);
+ * final-channel bodies (and text outside any message) form the content, analysis bodies
+ * the reasoning, and a message to "functions.NAME" with a JSON object body a call; a
+ * call whose body does not parse stays in the content verbatim. The caller
  * frees *out with facet_toolcall_result_free. Errors: FACET_E_NOMEM only. */
 facet_status facet_toolcall_parse(facet_toolcall_format format, const char *text, size_t len,
                                   facet_toolcall_result *out, facet_error *err);

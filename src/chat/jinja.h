@@ -193,7 +193,7 @@ void jinja_toks_free(jtoks *t);
 typedef enum jnode_kind {
     /* statements */
     N_TEXT, N_OUTPUT, N_IF, N_FOR, N_SET, N_SETBLOCK, N_MACRO, N_CALLBLOCK,
-    N_FILTERBLOCK, N_BREAK, N_CONTINUE, N_GENERATION,
+    N_FILTERBLOCK, N_BREAK, N_CONTINUE, N_GENERATION, N_WITH,
     /* expressions */
     N_LIT, N_NAME, N_GETATTR, N_GETITEM, N_SLICE, N_BINOP, N_NEG, N_POS, N_NOT, N_AND,
     N_OR, N_COMPARE, N_COND, N_LIST, N_TUPLE, N_DICT, N_CALL, N_FILTER, N_TEST,

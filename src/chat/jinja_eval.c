@@ -1376,6 +1376,30 @@ static int exec_stmt(jctx *cx, const jnode *n) {
         return rc;
     }
     case N_GENERATION: return exec_list(cx, &n->l1);
+    case N_WITH: {
+        jv *vals = calloc(n->nnames + 1, sizeof(jv));
+        if (!vals) return oom(cx, n);
+        size_t k = 0;
+        int rc = 0;
+        for (; k < n->nnames && !rc; k++)
+            if (eval(cx, n->l2.v[k], &vals[k])) rc = -1;
+        if (rc) k--;
+        jscope *s = rc ? NULL : scope_push(cx, cx->cur, n);
+        if (!rc && !s) rc = -1;
+        for (size_t i = 0; i < k; i++) {
+            if (!rc) rc = scope_set(cx, n, s, n->names[i], vals[i]);
+            else jv_unref(vals[i]);
+        }
+        free(vals);
+        if (s) {
+            jscope *saved = cx->cur;
+            cx->cur = s;
+            if (!rc) rc = exec_list(cx, &n->l1);
+            cx->cur = saved;
+            scope_pop(cx, s);
+        }
+        return rc;
+    }
     case N_BREAK: return FLOW_BREAK;
     case N_CONTINUE: return FLOW_CONTINUE;
     default: return jx_fail(cx, n, FACET_E_INTERNAL, "node kind %d is not a statement", (int)n->k);

@@ -999,6 +999,32 @@ static jnode *parse_statement(parser *P) {
         if (block_end(P)) goto bad;
         return n;
     }
+    if (!strcmp(kw, "with")) {
+        /* {% with a = x, b = y %}...{% endwith %}: values evaluated outside, names scoped */
+        next(P);
+        n = node(P, N_WITH, t);
+        if (!n) return NULL;
+        while (cur(P)->k != T_BLOCK_END) {
+            if (n->nnames && expect_op(P, ",")) goto bad;
+            if (cur(P)->k != T_NAME) {
+                fail(P, cur(P), FACET_E_PARSE, "expected a name in {%% with %%}, got '%s'", tok_desc(cur(P)));
+                goto bad;
+            }
+            if (name_push(P, n, cur(P)->s)) goto bad;
+            next(P);
+            if (expect_op(P, "=")) goto bad;
+            jnode *v = parse_expression(P, 1);
+            if (!v || nl_push(P, &n->l2, v)) {
+                node_free(v);
+                goto bad;
+            }
+        }
+        static const char *const ends[] = {"endwith", NULL};
+        if (block_end(P) || subparse(P, &n->l1, ends)) goto bad;
+        next(P);
+        if (block_end(P)) goto bad;
+        return n;
+    }
     if (!strcmp(kw, "generation")) {
         next(P);
         n = node(P, N_GENERATION, t);

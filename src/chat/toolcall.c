@@ -28,6 +28,7 @@ const char *facet_toolcall_format_name(facet_toolcall_format f) {
     case FACET_TOOLCALL_HERMES: return "hermes";
     case FACET_TOOLCALL_LLAMA3: return "llama3";
     case FACET_TOOLCALL_MISTRAL: return "mistral";
+    case FACET_TOOLCALL_HARMONY: return "harmony";
     default: return "none";
     }
 }
@@ -39,6 +40,8 @@ facet_toolcall_format facet_toolcall_format_detect(const facet_chat_template *tp
     if (chat_template_mentions(tpl, "<|python_tag|>")) return FACET_TOOLCALL_LLAMA3;
     const char *src = facet_chat_template_source(tpl, 1);
     if (strstr(src, "<|start_header_id|>") && strstr(src, "\"parameters\"")) return FACET_TOOLCALL_LLAMA3;
+    if (chat_template_mentions(tpl, "<|channel|>") && chat_template_mentions(tpl, "<|message|>"))
+        return FACET_TOOLCALL_HARMONY;
     return FACET_TOOLCALL_NONE;
 }
 
@@ -51,12 +54,13 @@ void facet_toolcall_result_free(facet_toolcall_result *r) {
     }
     free(r->calls);
     free(r->content);
+    free(r->reasoning);
     memset(r, 0, sizeof *r);
 }
 
 typedef struct parse_state {
     facet_toolcall_result *r;
-    jbuf content;
+    jbuf content, reasoning;
     uint32_t hash;
     int oom;
 } parse_state;
@@ -303,6 +307,72 @@ static void parse_mistral(parse_state *S, const char *t, size_t n) {
     keep(S, t + pos, n - pos);
 }
 
+static const char *find(const char *s, size_t n, const char *what) { return memmem(s, n, what, strlen(what)); }
+
+/* One harmony message: header [h, hb) and body [bb, be). */
+static void harmony_message(parse_state *S, const char *h, size_t hn, const char *b, size_t bn, const char *raw,
+                            size_t rawn) {
+    const char *to = find(h, hn, "to=functions.");
+    const char *ch = find(h, hn, "<|channel|>");
+    if (to) {
+        const char *nm = to + strlen("to=functions.");
+        size_t nl = 0;
+        while (nm + nl < h + hn && nm[nl] != ' ' && nm[nl] != '<' && nm[nl] != '\n') nl++;
+        size_t used = 0;
+        json_t *args = nl ? json_prefix(b, bn, &used) : NULL;
+        int rc = 0;
+        if (json_is_object(args) && is_blank(b + used, bn - used)) {
+            json_t *obj = json_object();
+            json_object_set_new(obj, "name", json_stringn(nm, nl));
+            json_object_set(obj, "arguments", args);
+            rc = obj ? add_call(S, obj) : -1;
+            json_decref(obj);
+        }
+        json_decref(args);
+        if (rc < 0) S->oom = 1;
+        if (rc <= 0) keep(S, raw, rawn);
+        return;
+    }
+    size_t cl = 0;
+    const char *cn = NULL;
+    if (ch) {
+        cn = ch + strlen("<|channel|>");
+        while (cn + cl < h + hn && cn[cl] != ' ' && cn[cl] != '<') cl++;
+    }
+    if (cn && cl == 8 && !memcmp(cn, "analysis", 8)) {
+        if (jbuf_add(&S->reasoning, b, bn)) S->oom = 1;
+    } else {
+        keep(S, b, bn);
+    }
+}
+
+static void parse_harmony(parse_state *S, const char *t, size_t n) {
+    size_t pos = 0;
+    while (pos < n) {
+        const char *m = find(t + pos, n - pos, "<|message|>");
+        if (!m) break;
+        /* the header starts after the last <|start|> before <|message|> (or at pos) */
+        size_t hs = pos;
+        const char *st;
+        while ((st = find(t + hs, (size_t)(m - (t + hs)), "<|start|>"))) hs = (size_t)(st - t) + strlen("<|start|>");
+        /* text before the first <|start|> of this message lies outside any message */
+        const char *first = find(t + pos, (size_t)(m - (t + pos)), "<|start|>");
+        if (first) keep(S, t + pos, (size_t)(first - (t + pos)));
+        size_t bb = (size_t)(m - t) + strlen("<|message|>"), be = n, next = n;
+        static const char *const ends[] = {"<|end|>", "<|call|>", "<|return|>", "<|start|>"};
+        for (int i = 0; i < 4; i++) {
+            const char *e = find(t + bb, n - bb, ends[i]);
+            if (e && (size_t)(e - t) < be) {
+                be = (size_t)(e - t);
+                next = be + (i < 3 ? strlen(ends[i]) : 0);
+            }
+        }
+        harmony_message(S, t + hs, (size_t)(m - (t + hs)), t + bb, be - bb, t + hs, be - hs);
+        pos = next;
+    }
+    keep(S, t + pos, n - pos);
+}
+
 facet_status facet_toolcall_parse(facet_toolcall_format format, const char *text, size_t len,
                                   facet_toolcall_result *out, facet_error *err) {
     memset(out, 0, sizeof *out);
@@ -314,11 +384,14 @@ facet_status facet_toolcall_parse(facet_toolcall_format format, const char *text
     case FACET_TOOLCALL_HERMES: parse_hermes(&S, text, len); break;
     case FACET_TOOLCALL_LLAMA3: parse_llama3(&S, text, len); break;
     case FACET_TOOLCALL_MISTRAL: parse_mistral(&S, text, len); break;
+    case FACET_TOOLCALL_HARMONY: parse_harmony(&S, text, len); break;
     default: keep(&S, text, len); break;
     }
     if (!S.oom && !S.content.p && jbuf_add(&S.content, "", 0)) S.oom = 1;
+    if (!S.oom && S.reasoning.p == NULL && format == FACET_TOOLCALL_HARMONY && jbuf_add(&S.reasoning, "", 0)) S.oom = 1;
     if (S.oom) {
         jbuf_free(&S.content);
+        jbuf_free(&S.reasoning);
         facet_toolcall_result_free(out);
         return facet_err(err, FACET_E_NOMEM, "tool-call parse: out of memory");
     }
@@ -331,6 +404,7 @@ facet_status facet_toolcall_parse(facet_toolcall_format format, const char *text
         S.content.p[b - a] = 0;
     }
     out->content = S.content.p;
+    out->reasoning = S.reasoning.p;
     return FACET_OK;
 }
 

@@ -92,6 +92,9 @@ CASES = [
     ("call", "{% macro each(xs) %}{% for x in xs %}{{ caller(x) }}{% endfor %}{% endmacro %}{% call(item) each(l) %}<{{ item }}>{% endcall %}", V),
     ("filterblock", "{% filter upper %}shout {{ n }}{% endfilter %}", V),
     ("filterblock", "{% filter trim | replace('a', 'o') %}  banana  {% endfilter %}", V),
+    ("with", "{% set a = 5 %}{% with a = 1, b = a %}{{ a }}{{ b }}{% endwith %}{{ a }}", V),
+    ("with", "{% with %}{% set q = 1 %}{{ q }}{% endwith %}[{{ q }}]", V),
+    ("with", "{% for x in l %}{% with y = x * 2 %}{% if y > 2 %}{% break %}{% endif %}{{ y }}{% endwith %}{% endfor %}", V),
     # ---- literals
     ("literal", "{{ 'single' }} {{ \"double\" }} {{ 'a\\'b' }} {{ \"tab\\tnl\\n\" }} {{ '\\u00e9\\x41' }} {{ 'a' 'b' }}", {}),
     ("literal", "{{ 42 }} {{ -7 }} {{ 1_000 }} {{ 3.14 }} {{ 1e3 }} {{ 2.5e-3 }} {{ 1.0 }} {{ 1e16 }} {{ 0.1 + 0.2 }}", {}),

@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *out = NULL;
         size_t n = 0;
         if (jinja_render(&t, pass ? NULL : vars, &lim, 1721952000, &out, &n, NULL) == FACET_OK) {
-            for (int f = FACET_TOOLCALL_HERMES; f <= FACET_TOOLCALL_MISTRAL; f++) {
+            for (int f = FACET_TOOLCALL_HERMES; f <= FACET_TOOLCALL_HARMONY; f++) {
                 facet_toolcall_result r;
                 if (facet_toolcall_parse((facet_toolcall_format)f, out, n, &r, NULL) == FACET_OK) {
                     free(facet_toolcall_result_json(&r));

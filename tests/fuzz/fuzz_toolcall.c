@@ -11,7 +11,7 @@
 #include "facet_chat.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    for (int f = FACET_TOOLCALL_NONE; f <= FACET_TOOLCALL_MISTRAL; f++) {
+    for (int f = FACET_TOOLCALL_NONE; f <= FACET_TOOLCALL_HARMONY; f++) {
         facet_toolcall_result r;
         if (facet_toolcall_parse((facet_toolcall_format)f, (const char *)data, size, &r, NULL) != FACET_OK) continue;
         free(facet_toolcall_result_json(&r));

@@ -137,6 +137,46 @@ static void test_mistral(void **state) {
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) check(M, same[i], same[i], 0, NULL);
 }
 
+static void test_harmony(void **state) {
+    (void)state;
+    facet_toolcall_format G = FACET_TOOLCALL_HARMONY;
+    facet_toolcall_result r;
+    /* official order: channel, then recipient; <|call|> may be cut as a stop token */
+    const char *t1 = "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary "
+                     "to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>";
+    assert_int_equal(facet_toolcall_parse(G, t1, strlen(t1), &r, NULL), FACET_OK);
+    assert_int_equal(r.n_calls, 1);
+    assert_string_equal(r.calls[0].name, "get_weather");
+    assert_string_equal(r.calls[0].arguments, "{\"city\": \"Paris\"}");
+    assert_string_equal(r.content, "");
+    assert_string_equal(r.reasoning, "Need weather.");
+    facet_toolcall_result_free(&r);
+    /* recipient in the role part (the corpus template's order), no terminator */
+    const char *t2 = "<|start|>assistant to=functions.calc<|channel|>commentary json<|message|>{\"x\": 1}";
+    assert_int_equal(facet_toolcall_parse(G, t2, strlen(t2), &r, NULL), FACET_OK);
+    assert_int_equal(r.n_calls, 1);
+    assert_string_equal(r.calls[0].name, "calc");
+    facet_toolcall_result_free(&r);
+    /* a final answer: content is the final channel only */
+    const char *t3 = "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>It is 21C.<|return|>";
+    assert_int_equal(facet_toolcall_parse(G, t3, strlen(t3), &r, NULL), FACET_OK);
+    assert_int_equal(r.n_calls, 0);
+    assert_string_equal(r.content, "It is 21C.");
+    assert_string_equal(r.reasoning, "think");
+    facet_toolcall_result_free(&r);
+    /* malformed / partial call bodies stay content verbatim */
+    const char *t4 = "<|channel|>commentary to=functions.calc json<|message|>{\"x\": ";
+    assert_int_equal(facet_toolcall_parse(G, t4, strlen(t4), &r, NULL), FACET_OK);
+    assert_int_equal(r.n_calls, 0);
+    assert_string_equal(r.content, t4);
+    facet_toolcall_result_free(&r);
+    /* plain text without harmony markup */
+    assert_int_equal(facet_toolcall_parse(G, "just text", 9, &r, NULL), FACET_OK);
+    assert_string_equal(r.content, "just text");
+    assert_string_equal(r.reasoning, "");
+    facet_toolcall_result_free(&r);
+}
+
 static void test_none_and_json(void **state) {
     (void)state;
     check(FACET_TOOLCALL_NONE, "<tool_call>{\"name\": \"x\"}</tool_call>", "<tool_call>{\"name\": \"x\"}</tool_call>", 0, NULL);
@@ -159,6 +199,7 @@ static void test_none_and_json(void **state) {
     assert_string_equal(facet_toolcall_format_name(H), "hermes");
     assert_string_equal(facet_toolcall_format_name(L), "llama3");
     assert_string_equal(facet_toolcall_format_name(M), "mistral");
+    assert_string_equal(facet_toolcall_format_name(FACET_TOOLCALL_HARMONY), "harmony");
 }
 
 static facet_toolcall_format detect_dir(const char *dir) {
@@ -202,6 +243,7 @@ static void test_detect(void **state) {
     assert_int_equal(detect_dir(FACET_TEST_DATA "/chat/configs__meta-llama__Llama-3.2-3B-Instruct"), L);
     assert_int_equal(detect_dir(FACET_TEST_DATA "/chat/tokenizers__tinyllama-1.1b-chat-v1.0"), FACET_TOOLCALL_NONE);
     assert_int_equal(detect_dir(FACET_TEST_DATA "/chat/configs__google__gemma-2b-it"), FACET_TOOLCALL_NONE);
+    assert_int_equal(detect_dir(FACET_TEST_DATA "/chat/tokenizers__gpt-oss"), FACET_TOOLCALL_HARMONY);
     /* synthetic: the marker in the template, or only among the tokenizer's added tokens */
     assert_int_equal(detect_src("{{ '[TOOL_CALLS]' }}"), M);
     assert_int_equal(detect_src("{{ '<|python_tag|>' }}"), L);
@@ -223,7 +265,7 @@ static void test_detect(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hermes), cmocka_unit_test(test_hermes_malformed), cmocka_unit_test(test_llama3),
-        cmocka_unit_test(test_mistral), cmocka_unit_test(test_none_and_json),  cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_mistral), cmocka_unit_test(test_harmony), cmocka_unit_test(test_none_and_json),  cmocka_unit_test(test_detect),
         cmocka_unit_test(test_special_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
