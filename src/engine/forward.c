@@ -7,7 +7,8 @@
  *
  *   attention block                          ffn block
  *   h = RMSNorm_in(x)        [pre_norms]     h = RMSNorm(x)        [pre_norms]
- *   q,k,v = h W^T (+ bias)   [qkv_bias]      h = down(act(gate h) * up h)
+ *   q,k,v = h W^T (+ bias)   [qkv_bias]      h = down(act(gate h) * up h) (+ biases)
+ *                                            [mlp_bias]
  *   q,k = RMSNorm per head or over the       h = RMSNorm_post(h)   [post_norms]
  *         projection         [qk_norm]       x = x + h * residual_multiplier
  *   RoPE(q, k) at the position (global or local table)
@@ -183,10 +184,10 @@ static void ffn_block(facet_session *s, int n, int l) {
      * post_attention_layernorm in pre-norm ones, none in OLMo 2 */
     const float *pre = f->post_norms ? L->pre_feedforward_layernorm : L->post_attention_layernorm;
     norm_rows(f, s->xn, s->x, f->pre_norms ? pre : NULL, n, H);
-    facet_matmul(m->pool, s->gate, s->xn, &L->gate_proj, NULL, n);
-    facet_matmul(m->pool, s->up, s->xn, &L->up_proj, NULL, n);
+    facet_matmul(m->pool, s->gate, s->xn, &L->gate_proj, L->gate_bias, n);
+    facet_matmul(m->pool, s->up, s->xn, &L->up_proj, L->up_bias, n);
     facet_gated_act(s->gate, s->up, n * I, (int)f->act);
-    facet_matmul(m->pool, s->xn, s->gate, &L->down_proj, NULL, n);
+    facet_matmul(m->pool, s->xn, s->gate, &L->down_proj, L->down_bias, n);
     if (f->post_norms) norm_rows(f, s->xn, s->xn, L->post_feedforward_layernorm, n, H);
     residual_add(s->x, s->xn, (size_t)n * H, (float)f->residual_multiplier);
 }

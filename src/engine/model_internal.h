@@ -34,6 +34,8 @@ typedef struct facet_layer_weights {
     float *post_feedforward_layernorm; /* (H)  when post_norms                          */
     facet_wtensor gate_proj, up_proj; /* (I, H)                                        */
     facet_wtensor down_proj;    /* (H, I)                                              */
+    float *gate_bias, *up_bias; /* (I)                               when mlp_bias     */
+    float *down_bias;           /* (H)                               when mlp_bias     */
 } facet_layer_weights;
 
 typedef struct facet_weights {

@@ -324,6 +324,14 @@ facet_status facet_weights_walk(facet_model *m, wload *ld, facet_error *err) {
         }
         NAME("%slayers.%lld.mlp.down_proj.weight", P, li);
         MAT(L->down_proj, H, I);
+        if (f->mlp_bias) { /* Llama's mlp_bias: gate, up and down all carry a bias */
+            NAME("%slayers.%lld.mlp.gate_proj.bias", P, li);
+            VEC(L->gate_bias, I);
+            NAME("%slayers.%lld.mlp.up_proj.bias", P, li);
+            VEC(L->up_bias, I);
+            NAME("%slayers.%lld.mlp.down_proj.bias", P, li);
+            VEC(L->down_bias, H);
+        }
     }
     NAME("%snorm.weight", P);
     VEC(w->norm, H);
@@ -363,7 +371,8 @@ void facet_weights_free(facet_model *m) {
             facet_layer_weights *L = &w->layers[l];
             float *ptrs[] = {L->input_layernorm, L->q_bias, L->k_bias, L->v_bias, L->o_bias,
                              L->q_norm, L->k_norm, L->post_attention_layernorm,
-                             L->pre_feedforward_layernorm, L->post_feedforward_layernorm};
+                             L->pre_feedforward_layernorm, L->post_feedforward_layernorm,
+                             L->gate_bias, L->up_bias, L->down_bias};
             for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) free(ptrs[i]);
             facet_wtensor *mats[] = {&L->q_proj, &L->k_proj, &L->v_proj, &L->o_proj,
                                      &L->gate_proj, &L->up_proj, &L->down_proj};

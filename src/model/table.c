@@ -29,7 +29,8 @@
  * softcaps, a custom attention scale (query_pre_attn_scalar, attention_multiplier);
  * gated FFN with silu, gelu_pytorch_tanh or gelu (erf); optional q/k/v and o biases,
  * per-head or whole-projection q/k RMSNorm, fused qkv / gate_up projections (split at
- * load), Granite's embedding/residual/logits multipliers; tied or untied lm_head.
+ * load), Granite's embedding/residual/logits multipliers, mlp biases (Llama's
+ * mlp_bias); tied or untied lm_head.
  * Each of these was checked against the float64 reference on shrunk checkpoints of the
  * corpus configs (tests/e2e/test_reference_families.py). */
 static const facet_caps cpu_dense = {
@@ -45,7 +46,7 @@ static const facet_caps cpu_dense = {
     .norm_weight_offset = ALLOW_BOTH,
     .pre_norms = ALLOW_BOTH,
     .post_norms = ALLOW_BOTH,
-    .mlp_bias = ALLOW_FALSE,
+    .mlp_bias = ALLOW_BOTH,
     .softcaps = 1,
     .multipliers = 1,
     .attn_scale_custom = 1,

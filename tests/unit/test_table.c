@@ -103,7 +103,7 @@ static void test_cuda_not_built(void **state) {
 static void test_math_facts_refused_all_listed(void **state) {
     (void)state;
     judge_text("{" BASE ",\"rope_scaling\":{\"rope_type\":\"dynamic\",\"factor\":4.0},"
-               "\"hidden_act\":\"relu2\",\"mlp_bias\":true,"
+               "\"hidden_act\":\"relu2\",\"mlp_bias\":true,\"use_alibi\":true,"
                "\"partial_rotary_factor\":0.03}", "cpu");
     assert_int_equal(V.status, FACET_VERDICT_REFUSED);
     assert_non_null(strstr(refusal("rope_type")->text,
@@ -111,7 +111,8 @@ static void test_math_facts_refused_all_listed(void **state) {
     assert_null(strstr(refusal("rope_type")->supported, "dynamic"));
     assert_non_null(strstr(refusal("rope_type")->supported, "yarn"));
     assert_string_equal(refusal("hidden_act")->value, "relu2");
-    assert_string_equal(refusal("mlp_bias")->value, "true");
+    assert_null(refusal("mlp_bias")); /* gate/up/down biases run on the cpu */
+    assert_string_equal(refusal("use_alibi")->value, "true");
     assert_string_equal(refusal("partial_rotary_factor")->value, "0.03");
     assert_int_equal(V.n_refusals, 4);
     /* what the CPU engine runs since the families landed: no refusal for these */
