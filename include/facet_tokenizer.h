@@ -5,10 +5,11 @@
  *
  * Semantics follow `tokenizers` (Rust) TokenizerImpl::encode / decode and transformers
  * v4 PreTrainedTokenizerFast (AutoTokenizer) for what tokenizer_config.json changes.
- * Supported: model BPE (byte-level and SentencePiece-style with byte_fallback; merges as
- * "a b" strings or pairs; ignore_merges, continuing_subword_prefix, end_of_word_suffix,
- * fuse_unk, unk_token); normalizers Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip,
- * StripAccents, Replace, Prepend, BertNormalizer, ByteLevel; pre-tokenizers Sequence,
+ * Supported: models BPE (byte-level and SentencePiece-style with byte_fallback; merges
+ * as "a b" strings or pairs; ignore_merges, continuing_subword_prefix,
+ * end_of_word_suffix, fuse_unk, unk_token) and WordPiece (BERT); normalizers Sequence,
+ * NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, Replace, Prepend, Append,
+ * BertNormalizer, Nmt, ByteLevel; pre-tokenizers Sequence,
  * ByteLevel, Split, Metaspace, Digits, Punctuation, Whitespace, WhitespaceSplit,
  * BertPreTokenizer, CharDelimiterSplit; added tokens (special or not, single_word,
  * lstrip, rstrip, normalized; leftmost-longest match); post-processors
@@ -17,8 +18,8 @@
  * Sequence. From tokenizer_config.json: add_bos_token / add_eos_token for
  * LlamaTokenizer(Fast) and GemmaTokenizer(Fast), clean_up_tokenization_spaces,
  * split_special_tokens (`legacy` changes nothing once tokenizer.json exists).
- * Refused with FACET_E_UNSUPPORTED naming the type: models Unigram, WordPiece,
- * WordLevel; normalizers Precompiled, Nmt; pre-tokenizer UnicodeScripts; BPE dropout;
+ * Refused with FACET_E_UNSUPPORTED naming the type: models Unigram and WordLevel;
+ * normalizer Precompiled; pre-tokenizer UnicodeScripts; BPE dropout;
  * a Llama-class config with add_prefix_space (transformers rebuilds that tokenizer from
  * tokenizer.model).
  *

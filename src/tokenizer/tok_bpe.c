@@ -248,6 +248,19 @@ facet_status tok_bpe_word(const facet_tokenizer *tok, const char *wd, size_t len
         if (hit) return FACET_OK;
     }
     size_t start = out->n;
+    if (m->wordpiece) {
+        tok_buf mw = {0};
+        const char *ws = wd;
+        size_t wl = len;
+        if (bytelevel) {
+            if (tok_bytelevel_map(&mw, wd, len)) return facet_err(err, FACET_E_NOMEM, "out of memory encoding");
+            ws = mw.data, wl = mw.len;
+        }
+        facet_status wst = tok_wordpiece_word(tok, ws, wl, out, err);
+        tok_buf_free(&mw);
+        if (!wst && cacheable) cache_put(tok->cache, wd, len, out->v + start, out->n - start);
+        return wst;
+    }
     word w = {0};
     heap h = {0};
     tok_buf mapped = {0}, tmp = {0};

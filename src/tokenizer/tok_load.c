@@ -144,16 +144,34 @@ static facet_status parse_model(facet_tokenizer *tok, const json_t *model, const
     facet_status st = tok_jget_str(model, "type", path, 0, &type, NULL, err);
     if (st != FACET_OK) return st;
     if (!type) type = "BPE"; /* tokenizers accepts an untagged BPE model */
+    tok_bpe *m = &tok->bpe;
+    const char *s;
+    size_t len;
+    if (!strcmp(type, "WordPiece")) {
+        /* WordPiece: unk_token "[UNK]", continuing_subword_prefix "##" and
+         * max_input_chars_per_word 100 by default (tokenizers WordPieceBuilder) */
+        long long maxc;
+        m->wordpiece = 1;
+        if ((st = tok_jget_str(model, "unk_token", path, 0, &s, &len, err))) return st;
+        if (!s) s = "[UNK]", len = 5;
+        if (!(m->unk_token = dupn(s, len))) return facet_err(err, FACET_E_NOMEM, "out of memory");
+        m->unk_id = tok_strmap_get(&m->vocab, s, len);
+        if ((st = tok_jget_str(model, "continuing_subword_prefix", path, 0, &s, &len, err))) return st;
+        if (!s) s = "##", len = 2;
+        if (!(m->prefix = dupn(s, len))) return facet_err(err, FACET_E_NOMEM, "out of memory");
+        m->prefix_len = len;
+        if ((st = tok_jget_int(model, "max_input_chars_per_word", path, 100, &maxc, err))) return st;
+        if (maxc < 0) return facet_err(err, FACET_E_FORMAT, "%s.max_input_chars_per_word: %lld is negative", path, maxc);
+        m->max_input_chars_per_word = (size_t)maxc;
+        return FACET_OK;
+    }
     if (strcmp(type, "BPE"))
         return facet_err(err, FACET_E_UNSUPPORTED,
-                         "%s.type: model type \"%s\" is not supported (supported: BPE)", path, type);
-    tok_bpe *m = &tok->bpe;
+                         "%s.type: model type \"%s\" is not supported (supported: BPE, WordPiece)", path, type);
     json_t *dropout = json_object_get(model, "dropout");
     if (dropout && !json_is_null(dropout) &&
         !(json_is_number(dropout) && (json_number_value(dropout) == 0.0 || json_number_value(dropout) == 1.0)))
         return facet_err(err, FACET_E_UNSUPPORTED, "%s.dropout: BPE dropout (random merges) is not supported", path);
-    const char *s;
-    size_t len;
     if ((st = tok_jget_str(model, "continuing_subword_prefix", path, 0, &s, &len, err))) return st;
     if (s && len) {
         if (!(m->prefix = dupn(s, len))) return facet_err(err, FACET_E_NOMEM, "out of memory");
@@ -380,9 +398,9 @@ facet_status tok_load_from_memory(const char *json, size_t len, const char *conf
         const char *type = NULL;
         json_t *t = json_object_get(model, "type");
         if (json_is_string(t)) type = json_string_value(t);
-        if (type && strcmp(type, "BPE")) {
+        if (type && strcmp(type, "BPE") && strcmp(type, "WordPiece")) {
             st = facet_err(err, FACET_E_UNSUPPORTED,
-                           "%s: model.type: model type \"%s\" is not supported (supported: BPE)", what, type);
+                           "%s: model.type: model type \"%s\" is not supported (supported: BPE, WordPiece)", what, type);
             goto fail;
         }
     }
@@ -480,6 +498,7 @@ void facet_tokenizer_free(facet_tokenizer *tok) {
     tok_pairmap_free(&tok->bpe.merges);
     free(tok->bpe.prefix);
     free(tok->bpe.suffix);
+    free(tok->bpe.unk_token);
     tok_normalizer_free(tok->normalizer);
     tok_pretok_free(tok->pretok);
     tok_decoder_free(tok->decoder);

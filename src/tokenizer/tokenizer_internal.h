@@ -347,6 +347,9 @@ typedef struct tok_bpe {
     char *prefix, *suffix;   /* continuing_subword_prefix / end_of_word_suffix or NULL */
     size_t prefix_len, suffix_len;
     int fuse_unk, byte_fallback, ignore_merges;
+    int wordpiece;           /* the model is WordPiece (greedy longest match), not BPE */
+    size_t max_input_chars_per_word; /* WordPiece: longer words are unk_token */
+    char *unk_token;         /* WordPiece: the unk token string (may be absent from vocab) */
     int32_t byte_id[256];    /* id of the ByteLevel character of each byte, or -1 */
     int32_t fallback_id[256]; /* id of "<0xHH>", or -1 */
 } tok_bpe;
@@ -391,6 +394,10 @@ facet_status tok_jget_pattern(const struct json_t *o, const char *key, const cha
 /* A single-character string field (Metaspace replacement, Strip content) as a code point. */
 facet_status tok_jget_char(const struct json_t *o, const char *key, const char *path, int32_t dflt,
                            int32_t *cp, facet_error *err);
+
+/* WordPiece::tokenize (tok_wordpiece.c): ids of one word appended to *out. */
+facet_status tok_wordpiece_word(const facet_tokenizer *tok, const char *word, size_t len, tok_ids *out,
+                                facet_error *err);
 
 /* ---- the tokenizer ----------------------------------------------------------------- */
 struct facet_tokenizer {

@@ -130,7 +130,7 @@ def test_malformed_tokenizer_json_names_path(tmp_path):
     assert r.returncode == 1 and b"tokenizer.json:2:" in r.stderr  # line and column of the bad byte
 
 
-@pytest.mark.parametrize("kind", ["Unigram", "WordPiece", "WordLevel"])
+@pytest.mark.parametrize("kind", ["Unigram", "WordLevel"])
 def test_unsupported_model_refused(tmp_path, kind):
     t = {"model": {"type": kind, "vocab": {"a": 0}}, "normalizer": None, "pre_tokenizer": None}
     r = facet("tokenize", write_tok(tmp_path, t), "a")

@@ -138,6 +138,41 @@ static void test_post_processors(void **state) {
     facet_tokenizer_free(tok);
 }
 
+/* WordPiece (models/wordpiece tests: "banana" -> ba ##na ##na, "nanana" -> [UNK]) and a
+ * BERT-style pipeline: BertNormalizer, BertPreTokenizer, WordPiece, BertProcessing. */
+static void test_wordpiece(void **state) {
+    (void)state;
+    facet_tokenizer *tok = make("{\"type\": \"WordPiece\", \"vocab\": {\"##na\": 0, \"ba\": 1, \"[UNK]\": 2, \"a\": 3,"
+                                " \"sentence\": 4}, \"max_input_chars_per_word\": 8}",
+                                NULL);
+    expect_ids(tok, "banana", 0, IDS(1, 0, 0));
+    expect_ids(tok, "nanana", 0, IDS(2));
+    expect_ids(tok, "a", 0, IDS(3));
+    expect_ids(tok, "sentence", 0, IDS(4));
+    expect_ids(tok, "bananana", 0, IDS(1, 0, 0, 0));
+    expect_ids(tok, "banananan", 0, IDS(2)); /* 9 characters > max_input_chars_per_word */
+    facet_tokenizer_free(tok);
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"added_tokens\": [{\"id\": 0, \"content\": \"[CLS]\", \"special\": true, \"normalized\": false},"
+             " {\"id\": 1, \"content\": \"[SEP]\", \"special\": true, \"normalized\": false}],"
+             " \"normalizer\": {\"type\": \"BertNormalizer\", \"lowercase\": true},"
+             " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"},"
+             " \"post_processor\": {\"type\": \"BertProcessing\", \"sep\": [\"[SEP]\", 1], \"cls\": [\"[CLS]\", 0]},"
+             " \"decoder\": {\"type\": \"WordPiece\", \"prefix\": \"##\", \"cleanup\": true},"
+             " \"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", \"vocab\": {\"[CLS]\": 0, \"[SEP]\": 1,"
+             " \"[UNK]\": 2, \"hello\": 3, \"world\": 4, \"!\": 5, \"play\": 6, \"##ing\": 7}}}");
+    facet_error err;
+    assert_int_equal(tok_load_from_memory(json, strlen(json), NULL, 0, "bert.json", &tok, &err), FACET_OK);
+    expect_ids(tok, "Hello, WORLD! Playing", 1, IDS(0, 3, 2, 4, 5, 6, 7, 1));
+    char *text;
+    size_t len;
+    assert_int_equal(facet_detokenize(tok, (const int32_t[]){0, 3, 4, 5, 6, 7, 1}, 7, 1, &text, &len, &err), FACET_OK);
+    assert_string_equal(text, "hello world! playing");
+    free(text);
+    facet_tokenizer_free(tok);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unk),
@@ -145,6 +180,7 @@ int main(void) {
         cmocka_unit_test(test_byte_fallback),
         cmocka_unit_test(test_ignore_merges),
         cmocka_unit_test(test_post_processors),
+        cmocka_unit_test(test_wordpiece),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

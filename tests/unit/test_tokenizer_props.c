@@ -336,7 +336,7 @@ static void test_malformed_json_paths(void **state) {
     expect("\"pre_tokenizer\": null", "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"Sideways\"}",
            FACET_E_FORMAT, "pre_tokenizer.behavior: \"Sideways\"");
     expect("\"type\": \"BPE\"", "\"type\": \"Unigram\"", FACET_E_UNSUPPORTED, "model type \"Unigram\" is not supported");
-    expect("\"type\": \"BPE\"", "\"type\": \"WordPiece\"", FACET_E_UNSUPPORTED, "model type \"WordPiece\"");
+    expect("\"type\": \"BPE\"", "\"type\": \"WordLevel\"", FACET_E_UNSUPPORTED, "model type \"WordLevel\"");
     expect("\"fuse_unk\": true", "\"fuse_unk\": \"yes\"", FACET_E_FORMAT, "model.fuse_unk: expected true or false, got string");
     expect("\"unk_token\": \"<unk>\"", "\"unk_token\": \"<nope>\"", FACET_E_FORMAT, "model.unk_token: \"<nope>\" is not in model.vocab");
     expect("\"<unk>\": 0,", "\"<unk>\": 0.5,", FACET_E_FORMAT, "model.vocab[\"<unk>\"]: expected a token id");
