@@ -276,6 +276,10 @@ int jx_method(jctx *cx, const jnode *at, jv self, const char *name, jv *args, si
               char **kwn, jv *kwv, size_t nkw, jv *out, int *rc);
 int jx_has_method(jv self, const char *name);
 
+/* str.format(*args, **kwargs) and printf-style `fmt % args` (jinja_format.c). */
+int jx_str_format(jctx *cx, const jnode *at, jv self, jv *args, size_t nargs, char **kwn, jv *kwv, size_t nkw, jv *out);
+int jx_printf_format(jctx *cx, const jnode *at, jv fmt, jv args, jv *out);
+
 /* Python str helpers (UTF-8): whitespace test on a code point, case mapping. */
 int jpy_isspace(int32_t cp);
 int jpy_strip(const char *s, size_t n, const char *chars, size_t nchars, int left, int right,

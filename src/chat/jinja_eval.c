@@ -650,8 +650,7 @@ static int binop(jctx *cx, const jnode *at, const char *op, jv a, jv b, jv *out)
         if ((b.k == JV_STR || (b.k == JV_LIST && JL_IS_SEQ(JL(b)))) && (a.k == JV_INT || a.k == JV_BOOL))
             return repeat(cx, at, b, ival(a), out);
     }
-    if (op[0] == '%' && a.k == JV_STR)
-        return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: printf-style string formatting with '%%'");
+    if (op[0] == '%' && a.k == JV_STR) return jx_printf_format(cx, at, a, b, out);
     return arith_err(cx, at, op, a, b);
 overflow:
     return jx_fail(cx, at, FACET_E_LIMIT, "integer result of '%s' exceeds 64 bits", op);

@@ -312,75 +312,6 @@ static int str_replace(jctx *cx, const jnode *at, jv self, jv *old, jv *new_, jv
     return 0;
 }
 
-/* str.format with auto/explicit field numbering and keyword fields, no format specs. */
-static int str_format(jctx *cx, const jnode *at, jv self, jv *args, size_t nargs, char **kwn, jv *kwv, size_t nkw,
-                      jv *out) {
-    const char *s = JS(self)->s;
-    size_t n = JS(self)->len;
-    jbuf b = {0};
-    size_t autoi = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '{' && i + 1 < n && s[i + 1] == '{') {
-            jbuf_addc(&b, '{');
-            i++;
-            continue;
-        }
-        if (c == '}' && i + 1 < n && s[i + 1] == '}') {
-            jbuf_addc(&b, '}');
-            i++;
-            continue;
-        }
-        if (c == '}') {
-            jbuf_free(&b);
-            return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: Single '}' encountered in format string");
-        }
-        if (c != '{') {
-            jbuf_addc(&b, c);
-            continue;
-        }
-        size_t e = i + 1;
-        while (e < n && s[e] != '}') e++;
-        if (e >= n) {
-            jbuf_free(&b);
-            return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: Single '{' encountered in format string");
-        }
-        char field[128];
-        size_t fl = e - i - 1;
-        if (fl >= sizeof field || memchr(s + i + 1, ':', fl) || memchr(s + i + 1, '!', fl) ||
-            memchr(s + i + 1, '.', fl) || memchr(s + i + 1, '[', fl)) {
-            jbuf_free(&b);
-            return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: str.format field with a spec, conversion or attribute");
-        }
-        memcpy(field, s + i + 1, fl);
-        field[fl] = 0;
-        jv *v = NULL;
-        if (fl == 0) v = autoi < nargs ? &args[autoi++] : NULL;
-        else if (field[0] >= '0' && field[0] <= '9') {
-            size_t k = (size_t)strtoul(field, NULL, 10);
-            v = k < nargs ? &args[k] : NULL;
-        } else {
-            for (size_t k = 0; k < nkw; k++)
-                if (!strcmp(kwn[k], field)) v = &kwv[k];
-        }
-        if (!v) {
-            jbuf_free(&b);
-            return jx_fail(cx, at, FACET_E_TEMPLATE, "IndexError: format field '{%s}' has no argument", field);
-        }
-        if (jx_str(cx, at, *v, &b)) {
-            jbuf_free(&b);
-            return -1;
-        }
-        i = e;
-    }
-    if (b.over) {
-        jbuf_free(&b);
-        return oom(cx, at);
-    }
-    *out = sv(&b);
-    return 0;
-}
-
 static int str_find(jctx *cx, const jnode *at, jv self, jv *sub, int rev, int count, jv *out) {
     if (!sub || sub->k != JV_STR)
         return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: must be str, not %s", sub ? jv_type_name(*sub) : "nothing");
@@ -498,7 +429,7 @@ static int str_method(jctx *cx, const jnode *at, jv self, const char *name, jv *
         *out = sv(&b);
         return 0;
     }
-    if (!strcmp(name, "format")) return str_format(cx, at, self, args, nargs, kwn, kwv, nkw, out);
+    if (!strcmp(name, "format")) return jx_str_format(cx, at, self, args, nargs, kwn, kwv, nkw, out);
     if (!strncmp(name, "is", 2)) {
         *out = jv_bool(str_is(self, name));
         return 0;

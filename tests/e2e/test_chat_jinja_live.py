@@ -57,7 +57,9 @@ class Gen:
                "s.endswith('x')", "s.strip('Hd')", "s.find('o')", "s.count('l')", "d.items()|list", "d.keys()|list",
                "d.get('a')", "d.get('q', 0)", "'-'.join(w)", "s.title()", "u.upper()", "u.capitalize()",
                "s[::-1]", "s[1:4]", "l[1:]", "l[-1]", "w[0]", "d.a", "d['b']", "items[0].name", "s.rstrip('d')",
-               "'{}-{}'.format(n, s)", "l.index(1)", "w|map('upper')|join(',')"]
+               "'{}-{}'.format(n, s)", "l.index(1)", "w|map('upper')|join(',')", "'{:>6}|{:.2f}|{:^5}'.format(s, f, n)",
+               "'%s-%d' % (s, n)", "'%05.2f|%-4s|%x' % (f, 'a', n)", "'{0}{1}{0!r}'.format(l, d)", "'%s' % d",
+               "'%(a)s' % d", "'{:+.3e}'.format(f)", "'%r' % (u,)"]
     NAMES = list(VARS) + ["nope"]
 
     def __init__(self, seed):

@@ -152,7 +152,8 @@ static void test_unsupported(void **state) {
     expect_fail("{% for x in l recursive %}{% endfor %}", NULL, FACET_E_UNSUPPORTED, "recursive");
     expect_fail("{{ f(*args) }}", NULL, FACET_E_UNSUPPORTED, "*args");
     expect_fail("{{ 'x'|wordwrap(3) }}", NULL, FACET_E_UNSUPPORTED, "filter 'wordwrap'");
-    expect_fail("{{ '%s' % 1 }}", NULL, FACET_E_UNSUPPORTED, "printf-style");
+    expect_fail("{{ '{:,}'.format(1000) }}", NULL, FACET_E_UNSUPPORTED, "format spec ','");
+    expect_fail("{{ '%c' % 65 }}", NULL, FACET_E_UNSUPPORTED, "%c");
     expect_fail("{{ {'a': 1}.items }}", NULL, FACET_E_UNSUPPORTED, "printing a function");
     expect_fail("{% set ns = namespace() %}{% set ns.me = [1, {'x': ns}] %}", NULL, FACET_E_UNSUPPORTED,
                 "holding the namespace itself");
