@@ -11,7 +11,7 @@
  *                                            [mlp_bias]
  *   q,k = RMSNorm per head or over the       h = RMSNorm_post(h)   [post_norms]
  *         projection         [qk_norm]       x = x + h * residual_multiplier
- *   RoPE(q, k) at the position (global or local table)
+ *   RoPE(q, k) at the position (global or local table)  [not on no_rope layers]
  *   a = softmax(softcap(q k^T * scale) + causal / window mask) v   (GQA)
  *   h = a W_o^T (+ bias)     [o_bias]
  *   h = RMSNorm_post(h)      [post_norms]
@@ -161,8 +161,10 @@ static void attention_block(facet_session *s, const int32_t *seq_ids, int n, int
         }
         const float *cs = (local ? s->rope_cos_local : s->rope_cos) + (size_t)r * half;
         const float *sn = (local ? s->rope_sin_local : s->rope_sin) + (size_t)r * half;
-        facet_rope_apply(q, nh, hd, m->rope_dim, cs, sn);
-        facet_rope_apply(k, nkv, hd, m->rope_dim, cs, sn);
+        if (!f->layer_no_rope[l]) { /* SmolLM3's NoPE layers attend without positions */
+            facet_rope_apply(q, nh, hd, m->rope_dim, cs, sn);
+            facet_rope_apply(k, nkv, hd, m->rope_dim, cs, sn);
+        }
     }
     int ring = s->ring_cap && f->layer_sliding[l];
     if (!ring) store_kv(s, seq_ids, n, l);

@@ -42,6 +42,9 @@ typedef struct facet_config_class {
     int embed_scale_sqrt_hidden;  /* embeddings multiplied by sqrt(hidden_size)        */
     double rope_local_base_freq;  /* class default (0 = none)                          */
     int reads_multipliers;        /* Granite's embedding/attention/residual/logits     */
+    int reads_no_rope;            /* SmolLM3: no_rope_layers / no_rope_layer_interval   */
+    int64_t no_rope_layer_interval; /* class default: layer i has no RoPE iff
+                                     (i + 1) % interval == 0                            */
 } facet_config_class;
 
 /* The class for `model_type`, or the generic PretrainedConfig defaults (model_type "")

@@ -418,6 +418,39 @@ static facet_status read_rope(reader *r, const facet_config_class *cls) {
 /* ---------------------------------------------------------------------------------
  * Sliding window and the per-layer pattern
  * ------------------------------------------------------------------------------ */
+/* SmolLM3Config: no_rope_layers[i] == 1 uses RoPE, 0 does not; absent, it is derived
+ * as int((i + 1) % no_rope_layer_interval != 0). */
+static facet_status read_no_rope(reader *r, const facet_config_class *cls) {
+    facet_facts *f = r->f;
+    int64_t L = f->num_hidden_layers;
+    memset(f->layer_no_rope, 0, sizeof f->layer_no_rope);
+    f->n_no_rope_layers = 0;
+    if (!cls->reads_no_rope) return FACET_OK;
+    int64_t interval = cls->no_rope_layer_interval;
+    TRY(get_int(r, "no_rope_layer_interval", 0, 1, FACET_MAX_LAYERS, &interval, NULL));
+    json_t *list = take(r, "no_rope_layers");
+    if (list && !json_is_null(list)) {
+        if (!json_is_array(list) || (int64_t)json_array_size(list) != L) {
+            char expected[96];
+            snprintf(expected, sizeof expected,
+                     "an array of num_hidden_layers (%lld) 0/1 flags", (long long)L);
+            return bad(r, "no_rope_layers", list, expected);
+        }
+        size_t i;
+        json_t *v;
+        json_array_foreach(list, i, v) {
+            if (!json_is_integer(v) || (json_integer_value(v) != 0 && json_integer_value(v) != 1))
+                return bad(r, "no_rope_layers", list, "an array of 0/1 flags");
+            f->layer_no_rope[i] = json_integer_value(v) == 0;
+        }
+    } else {
+        for (int64_t i = 0; i < L && interval > 0; i++)
+            f->layer_no_rope[i] = (i + 1) % interval == 0;
+    }
+    for (int64_t i = 0; i < L; i++) f->n_no_rope_layers += f->layer_no_rope[i];
+    return FACET_OK;
+}
+
 static facet_status read_window(reader *r, const facet_config_class *cls) {
     facet_facts *f = r->f;
     int64_t L = f->num_hidden_layers;
@@ -670,6 +703,7 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
     TRY(read_block(&r, cls));
     TRY(read_rope(&r, cls));
     TRY(read_window(&r, cls));
+    TRY(read_no_rope(&r, cls));
 
     f->tie_word_embeddings = cls->tie_word_embeddings;
     if (f->text_config) TRY(get_bool(&top, "tie_word_embeddings", &f->tie_word_embeddings));

@@ -106,6 +106,8 @@ typedef struct facet_facts {
     int64_t rope_original_max_position_embeddings;          /* llama3, yarn, longrope   */
     double rope_beta_fast, rope_beta_slow, rope_attention_factor; /* yarn              */
     double partial_rotary_factor;  /* 1.0 = rotate all of head_dim                      */
+    int n_no_rope_layers;          /* count of layer_no_rope[i] == 1                    */
+    uint8_t layer_no_rope[FACET_MAX_LAYERS]; /* per layer: 1 = no RoPE (NoPE, SmolLM3)  */
     int n_rope_short, n_rope_long;
     double rope_short_factor[FACET_MAX_ROPE_FACTORS];
     double rope_long_factor[FACET_MAX_ROPE_FACTORS];

@@ -28,7 +28,7 @@
  * sliding window per layer (ring KV cache), optional attention-logit and final-logit
  * softcaps, a custom attention scale (query_pre_attn_scalar, attention_multiplier);
  * gated FFN with silu, gelu_pytorch_tanh or gelu (erf); optional q/k/v and o biases,
- * per-head or whole-projection q/k RMSNorm, fused qkv / gate_up projections (split at
+ * per-head or whole-projection q/k RMSNorm, layers without RoPE (NoPE), fused qkv / gate_up projections (split at
  * load), Granite's embedding/residual/logits multipliers, mlp biases (Llama's
  * mlp_bias); tied or untied lm_head.
  * Each of these was checked against the float64 reference on shrunk checkpoints of the
@@ -51,6 +51,7 @@ static const facet_caps cpu_dense = {
     .multipliers = 1,
     .attn_scale_custom = 1,
     .sliding_window = 1,
+    .no_rope_layers = 1,
     .qkv_bias = ALLOW_BOTH, .o_bias = ALLOW_BOTH, .qk_norm = ALLOW_BOTH, .tied = ALLOW_BOTH,
     .fused_qkv = ALLOW_BOTH, .fused_gate_up = ALLOW_BOTH,
     .dtypes = DTYPES_FLOAT,
@@ -104,6 +105,8 @@ const facet_profile facet_profiles[] = {
      "Phi-3, Phi-3.5, Phi-4 (fused qkv / gate_up, longrope)", &cpu_dense, &cuda_dense},
     {"olmo2", {"Olmo2ForCausalLM"},
      "OLMo 2 (post-norms, q/k norm over the projection)", &cpu_dense, &cuda_dense},
+    {"smollm3", {"SmolLM3ForCausalLM"},
+     "SmolLM3 (every 4th layer without RoPE)", &cpu_dense, &cuda_dense},
     {"granite", {"GraniteForCausalLM"},
      "Granite 3 dense (embedding/attention/residual/logits multipliers)", &cpu_dense, &cuda_dense},
 };
@@ -205,6 +208,8 @@ const facet_key_rule facet_key_rules[] = {
     {"rope_pct", FACET_KEY_MATH, "partial rotary embeddings (StableLM naming)"},
     {"use_dynamic_ntk", FACET_KEY_MATH, "dynamic NTK rope (Qwen 1 naming)"},
     {"use_logn_attn", FACET_KEY_MATH, "log-n attention scaling"},
+    /* no_rope_layers / no_rope_layer_interval: read as facts by the classes that define
+     * them (SmolLM3); in any other family they change the math unread */
     {"no_rope_layers", FACET_KEY_MATH, "layers without RoPE (NoPE)"},
     {"no_rope_layer_interval", FACET_KEY_MATH, "layers without RoPE (NoPE)"},
     {"rope_interleaved", FACET_KEY_MATH, "interleaved (GPT-J) rotary layout"},

@@ -37,6 +37,7 @@ typedef struct facet_caps {
     int multipliers;              /* embedding/residual/logits multipliers != 1        */
     int attn_scale_custom;        /* scale other than 1/sqrt(head_dim)                 */
     int sliding_window;           /* windowed layers (an inert window always passes)   */
+    int no_rope_layers;           /* layers without RoPE (SmolLM3's NoPE layers)        */
     /* weight facts (decided by the tensor probe) */
     unsigned qkv_bias, o_bias, qk_norm, tied, fused_qkv, fused_gate_up; /* ALLOW_*     */
     unsigned dtypes;              /* BIT(st_dtype)                                     */

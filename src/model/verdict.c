@@ -215,6 +215,15 @@ RANGE(range_window) {
                                ">= max_position_embeddings)");
 }
 
+CHECK(check_no_rope) {
+    snprintf(v, n, "%d of %lld layers", f->n_no_rope_layers, (long long)f->num_hidden_layers);
+    return c->no_rope_layers || f->n_no_rope_layers == 0;
+}
+RANGE(range_no_rope) {
+    (void)f;
+    snprintf(b, n, "%s", c->no_rope_layers ? "any per-layer pattern" : "none (RoPE on every layer)");
+}
+
 CHECK(check_dtypes) {
     unsigned bad = f->dtype_mask & ~c->dtypes;
     join_bits(bad ? bad : f->dtype_mask, ST_DTYPE_COUNT, dtype_name, v, n);
@@ -244,6 +253,7 @@ const facet_row facet_rows[] = {
     {"logits_scaling",           0, check_logits_scaling,     range_multiplier},
     {"attention scale",          0, check_attn_scale,         range_attn_scale},
     {"sliding_window",           0, check_window,             range_window},
+    {"no_rope_layers",           0, check_no_rope,            range_no_rope},
     {"q/k/v bias",               1, check_qkv_bias,           range_qkv_bias},
     {"o_proj bias",              1, check_o_bias,             range_o_bias},
     {"qk-norm",                  1, check_qk_norm,            range_qk_norm},

@@ -27,7 +27,7 @@ REFUSED = 2
 # name -> (exit code on cpu, facts refused on cpu, in the order printed)
 EXPECTED = {
     "HuggingFaceTB__SmolLM2-135M__resaved": (PENDING, []),
-    "HuggingFaceTB__SmolLM3-3B": (REFUSED, ["model_type", "no_rope_layer_interval", "no_rope_layers"]),
+    "HuggingFaceTB__SmolLM3-3B": (PENDING, []),  # NoPE on every 4th layer
     "Qwen__Qwen-7B": (REFUSED, ["model_type", "layer_norm_epsilon", "no_bias", "rotary_pct",
                                 "use_dynamic_ntk", "use_logn_attn"]),
     "Qwen__Qwen2-0.5B__resaved": (PENDING, []),
@@ -139,7 +139,7 @@ def test_known_refusal_texts(run_facet, tmp_path):
     _, obj = conform(run_facet, CONFIGS / "state-spaces__mamba-2.8b-hf", tmp_path=tmp_path)
     assert obj["verdict"]["refusals"][0]["text"] == (
         "REFUSED: model_type=mamba is not supported on cpu (supported: llama, mistral, qwen2, qwen3, "
-        "gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, granite)")
+        "gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, smollm3, granite)")
     _, obj = conform(run_facet, CONFIGS / "mistralai__Mixtral-8x7B-v0.1", tmp_path=tmp_path)
     texts = [r["text"] for r in obj["verdict"]["refusals"]]
     assert any(t.startswith("REFUSED: num_local_experts=8 is not supported on cpu") for t in texts)

@@ -137,6 +137,15 @@ static void test_qwen3(void **state) {
     assert_true(has_key("dtype"));
 }
 
+static void test_smollm3_no_rope_layers(void **state) {
+    (void)state;
+    read_ok("HuggingFaceTB__SmolLM3-3B");
+    /* no_rope_layers: 1 = RoPE, 0 = none; every 4th layer (3, 7, ...) has none */
+    assert_int_equal(F.n_no_rope_layers, 9);
+    for (int i = 0; i < 36; i++) assert_int_equal(F.layer_no_rope[i], (i + 1) % 4 == 0);
+    assert_int_equal(F.n_sliding_layers, 0);
+}
+
 static void test_medgemma_text_config(void **state) {
     (void)state;
     read_ok("google__medgemma-27b-it");
@@ -316,6 +325,7 @@ int main(void) {
         cmocka_unit_test(test_qwen25_v5_rope_parameters),
         cmocka_unit_test(test_qwen_distill_window_disabled),
         cmocka_unit_test(test_qwen3),
+        cmocka_unit_test(test_smollm3_no_rope_layers),
         cmocka_unit_test(test_medgemma_text_config),
         cmocka_unit_test(test_phi35_longrope),
         cmocka_unit_test(test_gemma_hidden_activation),

@@ -175,11 +175,14 @@ static void test_outside_families(void **state) {
     assert_string_equal(V.refusals[0].text,
                         "REFUSED: model_type=mamba is not supported on cpu (supported: llama, "
                         "mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, "
-                        "granite)");
+                        "smollm3, granite)");
     assert_string_equal(refusal("state_size")->value, "16");
     /* a model_type we know with a head the table does not run */
     judge_text("{" BASE ",\"architectures\":[\"LlamaForSequenceClassification\"]}", "cpu");
     assert_string_equal(refusal("architectures")->value, "LlamaForSequenceClassification");
+    /* NoPE keys outside a class that reads them change the math unread */
+    judge_text("{" BASE ",\"no_rope_layer_interval\":4}", "cpu");
+    assert_non_null(refusal("no_rope_layer_interval"));
 }
 
 static void test_probed_facts(void **state) {
