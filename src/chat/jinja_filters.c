@@ -914,6 +914,56 @@ int jx_filter(jctx *cx, const jnode *at, const char *name, jv in, jv *args, size
         jv_unref(s);
         return 1;
     }
+    if (!strcmp(name, "format")) { /* jinja2 do_format: value % (args or kwargs) */
+        jv s;
+        if ((*rc = soft_str(cx, at, in, &s))) return 1;
+        if (nargs && nkw) {
+            jv_unref(s);
+            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "FilterArgumentError: can't handle positional and keyword arguments at the same time");
+            return 1;
+        }
+        jv a = jv_list_new(nkw ? JL_LIST : JL_TUPLE);
+        if (nkw) {
+            jv_unref(a);
+            a = jv_dict_new(0);
+            for (size_t k = 0; a.k == JV_DICT && k < nkw; k++)
+                if (jv_dict_set(a, jv_cstr(kwn[k]), jv_ref(kwv[k]))) a = jv_none();
+        } else {
+            for (size_t k = 0; a.k == JV_LIST && k < nargs; k++)
+                if (jv_list_push(a, jv_ref(args[k]))) a = jv_none();
+        }
+        if (a.k == JV_NONE) *rc = oom(cx, at);
+        else *rc = jx_printf_format(cx, at, s, a, out);
+        jv_unref(a);
+        jv_unref(s);
+        return 1;
+    }
+    if (!strcmp(name, "center")) {
+        jv *w = P(&f, 0, "width");
+        jv s;
+        if ((*rc = soft_str(cx, at, in, &s))) return 1;
+        int64_t width = w && w->k == JV_INT ? w->u.i : 80;
+        size_t len = 0;
+        for (size_t i = 0; i < JS(s)->len; i++)
+            if (((unsigned char)JS(s)->s[i] & 0xC0) != 0x80) len++;
+        if (width > 100000) {
+            jv_unref(s);
+            *rc = jx_fail(cx, at, FACET_E_LIMIT, "center width too large");
+            return 1;
+        }
+        jbuf b = {0};
+        if (width > (int64_t)len) { /* CPython str.center: extra space goes right unless odd total */
+            size_t marg = (size_t)width - len, left = marg / 2 + (marg & (size_t)width & 1);
+            for (size_t i = 0; i < left; i++) jbuf_addc(&b, ' ');
+            jbuf_add(&b, JS(s)->s, JS(s)->len);
+            for (size_t i = 0; i < marg - left; i++) jbuf_addc(&b, ' ');
+        } else {
+            jbuf_add(&b, JS(s)->s, JS(s)->len);
+        }
+        jv_unref(s);
+        *out = bufstr(&b);
+        return 1;
+    }
     if (!strcmp(name, "attr")) {
         jv *nm = P(&f, 0, "name");
         if (!nm || nm->k != JV_STR) {

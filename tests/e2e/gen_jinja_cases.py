@@ -165,6 +165,7 @@ CASES = [
     ("format", "{{ '{0} {}'.format(1, 2) }}", V),
     ("printf", "{{ '%s and %d' % ('a', 3) }} {{ '%05.1f' % 2.25 }} {{ '%-5s|' % 'ab' }} {{ '%r' % 'q' }} {{ '%x %X %o' % (255, 255, 8) }} {{ '%+d %i' % (5, 7) }} {{ '%d' % 3.9 }} {{ '%.3d' % 5 }} {{ '%%' % () }} {{ '%(a)s-%(b)s' % {'a': 1, 'b': 2} }} {{ '%s' % [1, 2] }} {{ '1' % ['x'] }} {{ '%e' % 12345.678 }} {{ '%g' % 0.00001 }}", V),
     ("printf", "{{ '%s %s' % ('a',) }}", V),
+    ("format_filter", "{{ '%s-%05.1f'|format('a', 2.25) }} {{ '%(x)s!'|format(x=n) }} [{{ 'ab'|center(7) }}] [{{ 'abc'|center(6) }}] [{{ 'abc'|center(2) }}] [{{ n|center(4) }}]", V),
     ("printf", "{{ 'hello' % 5 }}", V),
     ("printf", "{{ '%d' % 'x' }}", V),
     ("strmethod", "{{ '123'.isdigit() }} {{ 'abc'.isalpha() }} {{ 'ab1'.isalnum() }} {{ ' '.isspace() }} {{ 'abc'.islower() }} {{ 'ABC'.isupper() }}", V),
