@@ -15,8 +15,9 @@
  *   additional_special_tokens from tokenizer_config.json (AddedToken objects reduced to
  *   their "content"; null ones left undefined), then the caller's variables.
  *
- * strftime_now(fmt) formats the current time in UTC, or the instant given by the
- * SOURCE_DATE_EPOCH environment variable (seconds since the epoch) when it is set.
+ * strftime_now(fmt) formats the current local time (Python's datetime.now()), or, when
+ * the SOURCE_DATE_EPOCH environment variable holds an integer, that instant in UTC
+ * (reproducible renders: the corpus oracle used 1721952000 = 2024-07-26 00:00:00).
  */
 #ifndef FACET_CHAT_H
 #define FACET_CHAT_H

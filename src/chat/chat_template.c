@@ -237,14 +237,18 @@ const char *facet_chat_template_source(const facet_chat_template *tpl, int with_
     return with_tools && tpl->src_tools ? tpl->src_tools : tpl->src_default;
 }
 
-static int64_t render_now(void) {
+/* The instant strftime_now formats: SOURCE_DATE_EPOCH (UTC) when set to an integer,
+ * else the clock in local time, as Python's datetime.now(). */
+static int64_t render_now(int *local) {
     const char *e = getenv("SOURCE_DATE_EPOCH");
+    *local = 0;
     if (e && *e) {
         char *end;
         errno = 0;
         long long v = strtoll(e, &end, 10);
         if (!errno && !*end) return v;
     }
+    *local = 1;
     return (int64_t)time(NULL);
 }
 
@@ -275,7 +279,9 @@ facet_status facet_chat_render(const facet_chat_template *tpl, const char *messa
         json_object_update(vars, tpl->special);
         if (extra) json_object_update(vars, extra);
         const jtemplate *jt = with_tools && tpl->src_tools ? &tpl->t_tools : &tpl->t_default;
-        st = jinja_render(jt, vars, NULL, render_now(), out_text, out_len, err);
+        int local;
+        int64_t now = render_now(&local);
+        st = jinja_render(jt, vars, NULL, now, local, out_text, out_len, err);
     }
     json_decref(vars);
     json_decref(msgs);

@@ -235,9 +235,10 @@ typedef struct jlimits {
 
 /* Render `t` with variables from the JSON object `vars` (may be NULL). The output is
  * malloc'd and NUL-terminated; the caller frees it. `now` is the instant strftime_now
- * formats (seconds since the epoch, UTC). */
+ * formats (seconds since the epoch), in local time when now_local is nonzero (Python's
+ * datetime.now()), else in UTC (a fixed SOURCE_DATE_EPOCH instant). */
 facet_status jinja_render(const jtemplate *t, const json_t *vars, const jlimits *lim,
-                          int64_t now, char **out, size_t *out_len, facet_error *err);
+                          int64_t now, int now_local, char **out, size_t *out_len, facet_error *err);
 
 /* ------------------------------------------------ evaluator internals ---- */
 

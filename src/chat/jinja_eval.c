@@ -35,6 +35,7 @@ struct jctx {
     size_t nlive, caplive;
     uint64_t serial;
     int64_t now;
+    int now_local;
 };
 
 int jx_fail(jctx *cx, const jnode *n, facet_status st, const char *fmt, ...) {
@@ -842,7 +843,8 @@ static int builtin_call(jctx *cx, const jnode *at, const char *name, jv *args, s
             return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: strftime_now() takes one string argument");
         time_t t = (time_t)cx->now;
         struct tm tm;
-        if (!gmtime_r(&t, &tm)) return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: time out of range");
+        if (!(cx->now_local ? localtime_r(&t, &tm) : gmtime_r(&t, &tm)))
+            return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: time out of range");
         char buf[512];
         size_t k = strftime(buf, sizeof buf, JS(args[0])->s, &tm);
         if (k == 0 && JS(args[0])->len > 0 && JS(args[0])->len < 200) buf[0] = 0;
@@ -1413,8 +1415,8 @@ static int exec_list(jctx *cx, const jnlist *body) {
     return 0;
 }
 
-facet_status jinja_render(const jtemplate *t, const json_t *vars, const jlimits *lim, int64_t now, char **out,
-                          size_t *out_len, facet_error *err) {
+facet_status jinja_render(const jtemplate *t, const json_t *vars, const jlimits *lim, int64_t now, int now_local,
+                          char **out, size_t *out_len, facet_error *err) {
     facet_error local;
     if (!err) err = &local;
     facet_err_clear(err);
@@ -1423,6 +1425,7 @@ facet_status jinja_render(const jtemplate *t, const json_t *vars, const jlimits 
     jctx cx = {0};
     cx.err = err;
     cx.now = now;
+    cx.now_local = now_local;
     cx.lim.max_depth = lim && lim->max_depth > 0 ? lim->max_depth : 100;
     cx.lim.max_iterations = lim && lim->max_iterations > 0 ? lim->max_iterations : 1000000;
     cx.lim.max_output = lim && lim->max_output > 0 ? lim->max_output : (64u << 20);

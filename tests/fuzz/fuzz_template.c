@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int pass = 0; pass < 2; pass++) {
         char *out = NULL;
         size_t n = 0;
-        if (jinja_render(&t, pass ? NULL : vars, &lim, 1721952000, &out, &n, NULL) == FACET_OK) {
+        if (jinja_render(&t, pass ? NULL : vars, &lim, 1721952000, 0, &out, &n, NULL) == FACET_OK) {
             for (int f = FACET_TOOLCALL_HERMES; f <= FACET_TOOLCALL_HARMONY; f++) {
                 facet_toolcall_result r;
                 if (facet_toolcall_parse((facet_toolcall_format)f, out, n, &r, NULL) == FACET_OK) {

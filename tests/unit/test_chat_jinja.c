@@ -29,7 +29,7 @@ static facet_status render_src(const char *src, const json_t *vars, const jlimit
     facet_status st = jinja_parse(src, strlen(src), &t, err);
     if (st) return st;
     size_t n;
-    st = jinja_render(&t, vars, lim, EPOCH, out, &n, err);
+    st = jinja_render(&t, vars, lim, EPOCH, 0, out, &n, err);
     jinja_template_free(&t);
     return st;
 }
