@@ -1,7 +1,7 @@
 /*
- * fuzz_toolcall.c — libFuzzer target for tool-call parsing of generated text
+ * fuzz_template_toolcall.c — libFuzzer target for tool-call parsing of generated text
  * (facet_toolcall_parse in every format, and the OpenAI JSON rendering of the result).
- * Seeds (tests/fuzz/seeds/fuzz_toolcall/) are well-formed, malformed and partial
+ * Seeds (tests/fuzz/seeds/fuzz_template_toolcall/) are well-formed, malformed and partial
  * samples of each format.
  */
 #include <stddef.h>
