@@ -133,3 +133,41 @@ def test_template_errors_are_one_line(facet_bin, tmp_path):
     p = subprocess.run([str(facet_bin), "template", str(tmp_path), "--messages", str(tmp_path / "m.json")],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "no system role, user" in p.stderr
+
+
+def _template(facet_bin, folder, *extra):
+    p = subprocess.run([str(facet_bin), "template", str(folder), "--messages", str(folder / "m.json")] + list(extra),
+                       capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_template_sources(facet_bin, tmp_path):
+    """Where the template comes from, as transformers resolves it: chat_template.jinja
+    first, then tokenizer_config.json chat_template (a string, or named templates with
+    "tool_use" chosen when tools are given), then chat_template.json."""
+    (tmp_path / "m.json").write_text('[{"role": "user", "content": "hi"}]', encoding="utf-8")
+    (tmp_path / "tools.json").write_text('[{"type": "function", "function": {"name": "f"}}]', encoding="utf-8")
+    cfg = {"bos_token": {"__type": "AddedToken", "content": "<s>", "lstrip": False}, "eos_token": None,
+           "model_max_length": 1000000000000000019884624838656,
+           "chat_template": [{"name": "default", "template": "D{{ bos_token }}{{ tools is none }}{{ eos_token is defined }}"},
+                             {"name": "tool_use", "template": "T{{ tools|length }}{{ messages[0].content }}"}]}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(cfg), encoding="utf-8")
+    assert _template(facet_bin, tmp_path) == (0, "D<s>TrueFalse", "")
+    assert _template(facet_bin, tmp_path, "--tools", str(tmp_path / "tools.json")) == (0, "T1hi", "")
+    # --var overrides anything, including special tokens
+    assert _template(facet_bin, tmp_path, "--var", "bos_token=\"<B>\"") == (0, "D<B>TrueFalse", "")
+    # chat_template.jinja wins over tokenizer_config.json
+    (tmp_path / "chat_template.jinja").write_text("J{{ add_generation_prompt }}\n", encoding="utf-8")
+    assert _template(facet_bin, tmp_path, "--add-generation-prompt") == (0, "JTrue", "")
+    # chat_template.json is the last resort
+    (tmp_path / "chat_template.jinja").unlink()
+    del cfg["chat_template"]
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(cfg), encoding="utf-8")
+    (tmp_path / "chat_template.json").write_text(json.dumps({"chat_template": "P{{ messages|length }}"}), encoding="utf-8")
+    assert _template(facet_bin, tmp_path) == (0, "P1", "")
+    # bad inputs: one-line errors
+    rc, out, err = _template(facet_bin, tmp_path, "--var", "x={bad")
+    assert rc == 1 and out == "" and err.startswith("facet: ") and err.count("\n") == 1
+    (tmp_path / "m.json").write_text('{"role": "user"}', encoding="utf-8")
+    rc, out, err = _template(facet_bin, tmp_path)
+    assert rc == 1 and "messages: expected a JSON array" in err
