@@ -89,6 +89,7 @@ typedef struct facet_model_info {
     int n_threads;               /* worker threads the model computes with             */
     uint64_t weight_bytes;       /* bytes of the run-time weights; decode reads all of
                                     them once per step (the memory-bound ceiling)      */
+    facet_weight_format weights; /* the run-time format chosen (never AUTO)           */
     facet_weight_cache weight_cache; /* what the weight cache did during the load      */
     const char *weight_cache_path;   /* the cache file used or written, or NULL         */
     const char *weight_cache_note;   /* one line for the user (the cache used, written,

@@ -45,6 +45,7 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
             free(v);
         }
     }
+    m->weights = o.weights == FACET_WEIGHTS_AUTO ? FACET_WEIGHTS_F32 : o.weights;
     if (st == FACET_OK) st = facet_weights_load(m, dir, &ck, formats[o.weights], &o, err);
     st_checkpoint_close(&ck);
     if (st == FACET_OK) st = facet_rope_init(m, err);
@@ -90,6 +91,7 @@ void facet_model_get_info(const facet_model *m, facet_model_info *info) {
     for (int i = 0; i < f->n_eos && i < 16; i++) info->eos_token_ids[i] = f->eos_token_ids[i];
     info->n_threads = m->pool ? facet_pool_size(m->pool) : 0;
     info->weight_bytes = m->w.bytes;
+    info->weights = m->weights;
     info->weight_cache = m->wcache;
     info->weight_cache_path = m->wcache_path;
     info->weight_cache_note = m->wcache_note;

@@ -51,6 +51,7 @@ typedef struct facet_weights {
 
 struct facet_model {
     facet_facts facts;
+    facet_weight_format weights;   /* run-time format of the weight matrices           */
     facet_weights w;
     facet_pool *pool;
     facet_tokenizer *tokenizer;    /* NULL when the folder has no tokenizer.json       */
