@@ -28,6 +28,8 @@
 
 #include "facet_status.h"
 #include "facet_tokenizer.h"
+#include "facet_sampler.h"
+#include "facet_chat.h"
 
 #ifdef __cplusplus
 extern "C" {
