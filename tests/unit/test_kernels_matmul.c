@@ -315,6 +315,41 @@ static void test_convert_errors(void **state) {
     assert_int_equal(facet_wtensor_convert(&e, FACET_WF_F32, &err), FACET_E_INVALID_ARGUMENT);
 }
 
+/* facet_dot_f32 / facet_axpy_f32 on every path against float64 */
+static void test_dot_axpy_paths(void **state) {
+    (void)state;
+    static const int lens[] = {1, 7, 8, 15, 16, 31, 33, 64, 128, 130, 257};
+    float a[257], b[257], y[257], y0[257];
+    for (int p = 0; p < 3; p++) {
+        if (!path_available(p)) continue;
+        set_path(paths[p]);
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            int n = lens[li];
+            for (int i = 0; i < n; i++) {
+                a[i] = urand() * 3.0f;
+                b[i] = urand();
+                y0[i] = y[i] = urand();
+            }
+            double exact = 0, mag = 0;
+            for (int i = 0; i < n; i++) {
+                exact += (double)a[i] * b[i];
+                mag += fabs((double)a[i] * b[i]);
+            }
+            float got = facet_dot_f32(a, b, n);
+            assert_true(fabs(got - exact) <= (n + 2) * 0x1p-24 * mag);
+            assert_true(facet_dot_f32(a, b, n) == got); /* deterministic */
+            float s = urand() * 2.0f;
+            facet_axpy_f32(y, s, a, n);
+            for (int i = 0; i < n; i++) {
+                double r = (double)s * a[i] + y0[i]; /* one rounding to float32 expected */
+                assert_true(fabs(y[i] - r) <= 0x1p-24 * fabs(r) + 1e-30);
+            }
+        }
+    }
+    unsetenv("FACET_CPU");
+    facet_cpu_refresh();
+}
+
 static void test_cpu_env(void **state) {
     (void)state;
     set_path("scalar");
@@ -334,6 +369,7 @@ int main(void) {
         cmocka_unit_test(test_cpu_env),
         cmocka_unit_test(test_bf16_f16_rounding),
         cmocka_unit_test(test_convert_errors),
+        cmocka_unit_test(test_dot_axpy_paths),
         cmocka_unit_test(test_matmul_paths),
         cmocka_unit_test(test_matmul_batch_rows_identical),
     };

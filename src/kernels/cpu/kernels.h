@@ -105,6 +105,27 @@ void facet_rmsnorm(float *y, const float *x, const float *w, int n, double eps, 
 void facet_rope_apply(float *x, int n_heads, int head_dim, int rot, const float *cos,
                       const float *sin);
 
+/* Keys per block of facet_attention_causal (fixed: it sets the summation order). */
+#define FACET_ATTN_BLOCK 64
+
+/*
+ * Causal softmax attention of one head for n_q queries of one sequence:
+ *   out[i] = sum_{t <= pos[i]} softmax_t(scale * q[i] . K[t]) V[t]
+ * q: query i at q + i * q_stride (hd floats), pos[i] its absolute position (it attends
+ * keys 0..pos[i]); K, V: the head's key / value for position t at K + t * kv_stride and
+ * V + t * kv_stride (hd floats each); out: row i at out + i * out_stride (hd floats,
+ * must not alias q). Keys go in blocks of FACET_ATTN_BLOCK from position 0 with an
+ * online softmax (running max, rescaled sum and output), each block's key and value
+ * rows read once for all n_q queries. A query's result is bit-identical whatever the
+ * other queries of the call (batch invariance). scratch: at least
+ * FACET_ATTN_SCRATCH(n_q, hd) floats; nothing is allocated.
+ */
+#define FACET_ATTN_SCRATCH(n_q, hd) \
+    ((size_t)(n_q) * (FACET_ATTN_BLOCK + (size_t)(hd) + 2) + 2 * (size_t)FACET_ATTN_BLOCK * (size_t)(hd))
+void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int n_q,
+                            const float *K, const float *V, size_t kv_stride, int hd, float scale,
+                            float *out, size_t out_stride, float *scratch);
+
 /* In-place softmax of x[0..n) (max-subtracted, exp in float, sum in double). */
 void facet_softmax(float *x, int n);
 
@@ -112,10 +133,12 @@ void facet_softmax(float *x, int n);
  * (values of facet_act). */
 void facet_gated_act(float *gate, const float *up, int n, int act);
 
-/* Dot product of two float32 vectors of length n. */
+/* Dot product of two float32 vectors of length n: fused multiply-adds into SIMD lanes
+ * at the CPU's level (cpu_features.h), lanes summed in a fixed order; the same inputs
+ * always give the same bits on one path. */
 float facet_dot_f32(const float *a, const float *b, int n);
 
-/* y[i] += a * x[i] for i < n. */
+/* y[i] = fma(a, x[i], y[i]) for i < n (one rounding per element, every path). */
 void facet_axpy_f32(float *y, float a, const float *x, int n);
 
 #endif

@@ -67,8 +67,8 @@ static void prep_row(const prep_job *j, int r) {
         memset(d + sizeof(float) * (size_t)j->cols, 0, sizeof(float) * (size_t)(j->kp - j->cols));
         return;
     case FACET_X_BF16: {
-        uint16_t *h = (uint16_t *)d;
-        for (int k = 0; k < j->cols; k++) h[k] = facet_f32_to_bf16(x[k]);
+        uint16_t *h = (uint16_t *)d; /* only the AVX512-BF16 kernel reads bf16 activations */
+        facet_x_to_bf16_avx512bf16(x, h, j->cols);
         for (int k = j->cols; k < j->kp; k++) h[k] = 0;
         return;
     }

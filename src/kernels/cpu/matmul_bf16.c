@@ -172,6 +172,17 @@ FACET_INLINE FACET_TGT_AVX512BF16 void bf16_avx512_body(const facet_xprep *x, in
         for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * FACET_TILE_LD + p * 16, acc[r][p]);
 }
 
+FACET_TGT_AVX512BF16 void facet_x_to_bf16_avx512bf16(const float *x, uint16_t *out, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(out + i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        __m256i h = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
+        _mm256_mask_storeu_epi16(out + i, m, h);
+    }
+}
+
 #define B_BF16_AVX512(M, N) bf16_avx512_body(FACET_UK_ARGS, M, N)
 static FACET_TGT_AVX512BF16 void uk_bf16_avx512bf16(FACET_UK_PARAMS) {
     switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR6(FACET_UK_NP4, B_BF16_AVX512) }

@@ -74,6 +74,10 @@ float facet_bf16_to_f32(uint16_t h);
 uint16_t facet_f32_to_f16(float x);
 float facet_f16_to_f32(uint16_t h);
 
+/* x[0..n) -> bf16 with vcvtneps2bf16 (round to nearest even; like the instruction,
+ * float32 subnormals become zero). For the AVX512-BF16 kernel's activations. */
+void facet_x_to_bf16_avx512bf16(const float *x, uint16_t *out, int n);
+
 /* Quantize one row of n (multiple of 32) floats to int8 blocks of 32: q[i] =
  * round_even(x[i] / scale[b]) with scale[b] = max|x| / 127 over the block (0 -> all 0),
  * corr[b] = -128 * sum of the block's q. */
