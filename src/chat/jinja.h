@@ -153,6 +153,16 @@ jv jv_from_json(const json_t *j);
  * -1 with a Python-style TypeError text in *why for a non-serializable value. */
 int jv_tojson(jbuf *b, jv v, int indent, const char **why);
 
+/* json.dumps with every option transformers' tojson forwards: ensure_ascii (escape
+ * non-ASCII as \uXXXX, surrogate pairs beyond the BMP), separators (item, key; NULL =
+ * Python's default for the indent), sort_keys (string keys only). */
+typedef struct jjson_opts {
+    int indent; /* < 0: None */
+    int ensure_ascii, sort_keys;
+    const char *item_sep, *key_sep;
+} jjson_opts;
+int jv_tojson_opts(jbuf *b, jv v, const jjson_opts *o, const char **why);
+
 /* ---------------------------------------------------------------- tokens ---- */
 
 typedef enum jtok_kind {

@@ -622,9 +622,15 @@ static int do_join(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
 static int do_tojson(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
     static const char *const kws[] = {"indent", "ensure_ascii", "separators", "sort_keys", NULL};
     if (check_kw(cx, at, "tojson", f, kws)) return -1;
-    jv *ind = P(f, 0, "indent"), *ea = P(f, 1, "ensure_ascii"), *sep = P(f, 2, "separators"), *sk = P(f, 3, "sort_keys");
-    if ((ea && jv_truthy(*ea)) || (sep && sep->k != JV_NONE) || (sk && jv_truthy(*sk)))
-        return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: tojson with ensure_ascii, separators or sort_keys");
+    /* transformers: tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False) */
+    jv *ea = P(f, 0, "ensure_ascii"), *ind = P(f, 1, "indent"), *sep = P(f, 2, "separators"), *sk = P(f, 3, "sort_keys");
+    jjson_opts o = {-1, ea && jv_truthy(*ea), sk && jv_truthy(*sk), NULL, NULL};
+    if (sep && sep->k != JV_NONE) {
+        if (sep->k != JV_LIST || JL(*sep)->n != 2 || JL(*sep)->v[0].k != JV_STR || JL(*sep)->v[1].k != JV_STR)
+            return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: separators must be a (item_separator, key_separator) pair of strings");
+        o.item_sep = JS(JL(*sep)->v[0])->s;
+        o.key_sep = JS(JL(*sep)->v[1])->s;
+    }
     int indent = -1;
     if (ind && ind->k != JV_NONE) {
         if (ind->k != JV_INT && ind->k != JV_BOOL)
@@ -633,10 +639,11 @@ static int do_tojson(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) 
         if (v > 64) return jx_fail(cx, at, FACET_E_LIMIT, "tojson indent %lld too large", (long long)v);
         indent = v < 0 ? 0 : (int)v;
     }
+    o.indent = indent;
     jbuf b = {0};
     b.limit = 1u << 30;
     const char *why = NULL;
-    if (jv_tojson(&b, in, indent, &why)) {
+    if (jv_tojson_opts(&b, in, &o, &why)) {
         jbuf_free(&b);
         if (why) return jx_fail(cx, at, FACET_E_TEMPLATE, "%s", why);
         return oom(cx, at);

@@ -6,6 +6,8 @@
  * spells them, no HTML escaping (Python Lib/json/encoder.py).
  */
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,6 +45,8 @@ jv jv_from_json(const json_t *j) {
     }
     return jv_none();
 }
+
+static int json_str_ascii(jbuf *b, const char *s, size_t n);
 
 static int json_str(jbuf *b, const char *s, size_t n) {
     if (jbuf_addc(b, '"')) return -1;
@@ -82,6 +86,33 @@ static int json_float(jbuf *b, double f) {
     return jbuf_adds(b, num);
 }
 
+/* ensure_ascii=True: everything beyond ASCII as \uXXXX (UTF-16 surrogate pairs). */
+static int json_str_ascii(jbuf *b, const char *s, size_t n) {
+    jbuf t = {0};
+    int rc = json_str(&t, s, n);
+    for (size_t i = 0; !rc && i < t.n;) {
+        unsigned char c = (unsigned char)t.p[i];
+        if (c < 0x80) {
+            rc = jbuf_addc(b, (char)c);
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        size_t k = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        cp = k == 1 ? c : c & (0xFF >> (k + 1));
+        for (size_t j = 1; j < k && i + j < t.n; j++) cp = (cp << 6) | ((unsigned char)t.p[i + j] & 0x3F);
+        if (cp >= 0x10000) {
+            cp -= 0x10000;
+            rc = jbuf_printf(b, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+        } else {
+            rc = jbuf_printf(b, "\\u%04x", cp);
+        }
+        i += k;
+    }
+    jbuf_free(&t);
+    return rc;
+}
+
 static int newline_indent(jbuf *b, int indent, int level) {
     if (jbuf_addc(b, '\n')) return -1;
     for (int i = 0; i < indent * level; i++)
@@ -89,13 +120,25 @@ static int newline_indent(jbuf *b, int indent, int level) {
     return 0;
 }
 
-static int dump(jbuf *b, jv v, int indent, int level, const char **why) {
+static int dump_items(jbuf *b, jdict *d, const size_t *order, const jjson_opts *o, int level, const char *isep,
+                      const char *ksep, const char **why);
+
+static int key_less(jv a, jv b) {
+    size_t n = JS(a)->len < JS(b)->len ? JS(a)->len : JS(b)->len;
+    int c = memcmp(JS(a)->s, JS(b)->s, n);
+    return c < 0 || (c == 0 && JS(a)->len < JS(b)->len);
+}
+
+static int dump(jbuf *b, jv v, const jjson_opts *o, int level, const char **why) {
+    int indent = o->indent;
+    const char *isep = o->item_sep ? o->item_sep : indent >= 0 ? "," : ", ";
+    const char *ksep = o->key_sep ? o->key_sep : ": ";
     switch (v.k) {
     case JV_NONE: return jbuf_adds(b, "null");
     case JV_BOOL: return jbuf_adds(b, v.u.b ? "true" : "false");
     case JV_INT: return jbuf_printf(b, "%lld", (long long)v.u.i);
     case JV_FLOAT: return json_float(b, v.u.f);
-    case JV_STR: return json_str(b, JS(v)->s, JS(v)->len);
+    case JV_STR: return o->ensure_ascii ? json_str_ascii(b, JS(v)->s, JS(v)->len) : json_str(b, JS(v)->s, JS(v)->len);
     case JV_LIST: {
         jlist *l = JL(v);
         if (!JL_IS_SEQ(l)) {
@@ -113,9 +156,9 @@ static int dump(jbuf *b, jv v, int indent, int level, const char **why) {
         }
         if (jbuf_addc(b, '[')) return -1;
         for (size_t i = 0; i < l->n; i++) {
-            if (i && jbuf_adds(b, indent >= 0 ? "," : ", ")) return -1;
+            if (i && jbuf_adds(b, isep)) return -1;
             if (indent >= 0 && newline_indent(b, indent, level + 1)) return -1;
-            if (dump(b, l->v[i], indent, level + 1, why)) return -1;
+            if (dump(b, l->v[i], o, level + 1, why)) return -1;
         }
         if (indent >= 0 && newline_indent(b, indent, level)) return -1;
         return jbuf_addc(b, ']');
@@ -127,15 +170,52 @@ static int dump(jbuf *b, jv v, int indent, int level, const char **why) {
             *why = "RecursionError: maximum recursion depth exceeded in tojson";
             return -1;
         }
+        size_t *order = malloc(d->n * sizeof(size_t));
+        if (!order) return -1;
+        for (size_t i = 0; i < d->n; i++) order[i] = i;
+        if (o->sort_keys) { /* insertion sort: stable, dicts are small */
+            for (size_t i = 0; i < d->n; i++)
+                if (d->key[i].k != JV_STR) {
+                    free(order);
+                    *why = "TypeError: '<' not supported between instances of non-str keys (sort_keys)";
+                    return -1;
+                }
+            for (size_t i = 1; i < d->n; i++)
+                for (size_t j = i; j > 0 && key_less(d->key[order[j]], d->key[order[j - 1]]); j--) {
+                    size_t t = order[j];
+                    order[j] = order[j - 1];
+                    order[j - 1] = t;
+                }
+        }
+        int frc = dump_items(b, d, order, o, level, isep, ksep, why);
+        free(order);
+        if (frc) return -1;
+        if (indent >= 0 && newline_indent(b, indent, level)) return -1;
+        return jbuf_addc(b, '}');
+    }
+    case JV_UNDEF: *why = "TypeError: Object of type Undefined is not JSON serializable"; return -1;
+    case JV_NS: *why = "TypeError: Object of type Namespace is not JSON serializable"; return -1;
+    case JV_MACRO: *why = "TypeError: Object of type Macro is not JSON serializable"; return -1;
+    case JV_LOOP: *why = "TypeError: Object of type LoopContext is not JSON serializable"; return -1;
+    case JV_FUNC: *why = "TypeError: Object of type function is not JSON serializable"; return -1;
+    }
+    return -1;
+}
+
+static int dump_items(jbuf *b, jdict *d, const size_t *order, const jjson_opts *o, int level, const char *isep,
+                      const char *ksep, const char **why) {
+    int indent = o->indent;
+    {
         if (jbuf_addc(b, '{')) return -1;
-        for (size_t i = 0; i < d->n; i++) {
-            if (i && jbuf_adds(b, indent >= 0 ? "," : ", ")) return -1;
+        for (size_t oi = 0; oi < d->n; oi++) {
+            size_t i = order[oi];
+            if (oi && jbuf_adds(b, isep)) return -1;
             if (indent >= 0 && newline_indent(b, indent, level + 1)) return -1;
             jv k = d->key[i];
             int rc;
             char num[64];
             switch (k.k) {
-            case JV_STR: rc = json_str(b, JS(k)->s, JS(k)->len); break;
+            case JV_STR: rc = o->ensure_ascii ? json_str_ascii(b, JS(k)->s, JS(k)->len) : json_str(b, JS(k)->s, JS(k)->len); break;
             case JV_INT: snprintf(num, sizeof num, "\"%lld\"", (long long)k.u.i); rc = jbuf_adds(b, num); break;
             case JV_BOOL: rc = jbuf_adds(b, k.u.b ? "\"true\"" : "\"false\""); break;
             case JV_NONE: rc = jbuf_adds(b, "\"null\""); break;
@@ -149,22 +229,19 @@ static int dump(jbuf *b, jv v, int indent, int level, const char **why) {
                 *why = "TypeError: keys must be str, int, float, bool or None";
                 return -1;
             }
-            if (rc || jbuf_adds(b, ": ")) return -1;
-            if (dump(b, d->val[i], indent, level + 1, why)) return -1;
+            if (rc || jbuf_adds(b, ksep)) return -1;
+            if (dump(b, d->val[i], o, level + 1, why)) return -1;
         }
-        if (indent >= 0 && newline_indent(b, indent, level)) return -1;
-        return jbuf_addc(b, '}');
     }
-    case JV_UNDEF: *why = "TypeError: Object of type Undefined is not JSON serializable"; return -1;
-    case JV_NS: *why = "TypeError: Object of type Namespace is not JSON serializable"; return -1;
-    case JV_MACRO: *why = "TypeError: Object of type Macro is not JSON serializable"; return -1;
-    case JV_LOOP: *why = "TypeError: Object of type LoopContext is not JSON serializable"; return -1;
-    case JV_FUNC: *why = "TypeError: Object of type function is not JSON serializable"; return -1;
-    }
-    return -1;
+    return 0;
+}
+
+int jv_tojson_opts(jbuf *b, jv v, const jjson_opts *o, const char **why) {
+    *why = NULL;
+    return dump(b, v, o, 0, why);
 }
 
 int jv_tojson(jbuf *b, jv v, int indent, const char **why) {
-    *why = NULL;
-    return dump(b, v, indent, 0, why);
+    jjson_opts o = {indent, 0, 0, NULL, NULL};
+    return jv_tojson_opts(b, v, &o, why);
 }

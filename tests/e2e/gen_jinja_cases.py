@@ -183,6 +183,8 @@ CASES = [
     ("tojson", "{{ d|tojson(indent=2) }}|{{ [1, [2, {}], []]|tojson(indent=4) }}|{{ 'x'|tojson(2) }}", V),
     ("tojson", "{{ {'u': u, 'q': 'a\"b\\\\c', 'ctl': '\\x01\\x1f\\t\\n\\r\\b\\f', 'f': 1.0, 'g': 1e-7, 'h': 1e22, 'z': none, 't': true} |tojson }}", V),
     ("tojson", "{{ (1, 2)|tojson }} {{ {1: 'int key', true: 'b', none: 'n', 2.5: 'f'}|tojson }}", V),
+    ("tojson", "{{ {'u': u, 'e': '😀', 'b': [1, {'z': 1, 'a': 2}]}|tojson(ensure_ascii=true) }}|{{ d|tojson(true) }}|{{ {'u': u, 'l': l}|tojson(separators=(',', ':')) }}|{{ {'b': {'y': 1, 'x': 2}, 'a': 0}|tojson(sort_keys=true) }}|{{ d|tojson(indent=1, separators=(', ', ' = '), sort_keys=true) }}", V),
+    ("tojson", "{{ {1: 'a', 'b': 2}|tojson(sort_keys=true) }}", V),
     ("tojson", "{{ nope|tojson }}", V),
     ("tojson", "{{ namespace(a=1)|tojson }}", V),
     ("trim", "[{{ s|trim }}] [{{ 'xxhixx'|trim('x') }}] [{{ none|trim }}] [{{ l|trim }}] [{{ nope|trim }}]", V),
