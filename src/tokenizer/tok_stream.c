@@ -159,9 +159,9 @@ static facet_status bytelevel_emit(facet_detok_stream *s, int final, const char 
         used = tok_utf8_lossy_decided(&s->piece, (const unsigned char *)(s->pending.data ? s->pending.data : ""),
                                       s->pending.len);
     }
-    if (used == (size_t)-1 || tok_buf_append(&s->piece, "", 0) || tok_buf_append(&s->emitted, s->piece.data, s->piece.len))
+    if (used == (size_t)-1 || tok_buf_append(&s->piece, "", 0))
         return facet_err(err, FACET_E_NOMEM, "out of memory decoding");
-    memmove(s->pending.data, s->pending.data + used, s->pending.len - used);
+    if (used && s->pending.len > used) memmove(s->pending.data, s->pending.data + used, s->pending.len - used);
     s->pending.len -= used;
     *piece = s->piece.data;
     *len = s->piece.len;
@@ -218,7 +218,7 @@ static facet_status sp_push(facet_detok_stream *s, int32_t id, int final, const 
             }
         }
     }
-    if (rc || tok_buf_append(&s->piece, "", 0) || tok_buf_append(&s->emitted, s->piece.data, s->piece.len))
+    if (rc || tok_buf_append(&s->piece, "", 0))
         return facet_err(err, FACET_E_NOMEM, "out of memory decoding");
     *piece = s->piece.data;
     *len = s->piece.len;
