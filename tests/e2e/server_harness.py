@@ -18,7 +18,7 @@ START_TIMEOUT = 30
 
 
 class Server:
-    def __init__(self, facet_bin, model, *args, env=None):
+    def __init__(self, facet_bin, model, *args, env=None, timeout=START_TIMEOUT):
         cmd = [str(facet_bin), "serve", str(model), "--host", "127.0.0.1", "--port", "0"]
         cmd += [str(a) for a in args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -39,7 +39,7 @@ class Server:
 
         self.thread = threading.Thread(target=drain, daemon=True)
         self.thread.start()
-        if not ready.wait(START_TIMEOUT) or self.port is None:
+        if not ready.wait(timeout) or self.port is None:
             self.stop()
             raise AssertionError("facet serve did not start: %s" % "".join(self.log)[-3000:])
 
