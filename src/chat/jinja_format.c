@@ -424,10 +424,13 @@ int jx_printf_format(jctx *cx, const jnode *at, jv fmt, jv argv, jv *out) {
             jbuf_free(&b);
             return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: '*' width in %%-formatting");
         }
-        while (i < n && s[i] >= '0' && s[i] <= '9') sp.width = (sp.width < 0 ? 0 : sp.width) * 10 + (s[i++] - '0');
+        /* digits saturate above the limit checked below (no overflow on long runs) */
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+            sp.width = sp.width > 1000000 ? sp.width : (sp.width < 0 ? 0 : sp.width) * 10 + (s[i] - '0');
         if (i < n && s[i] == '.') {
             sp.prec = 0;
-            for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++) sp.prec = sp.prec * 10 + (s[i] - '0');
+            for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+                sp.prec = sp.prec > 1000000 ? sp.prec : sp.prec * 10 + (s[i] - '0');
         }
         if (sp.width > 100000 || sp.prec > 100000) {
             jbuf_free(&b);
