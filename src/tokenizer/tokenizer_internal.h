@@ -422,6 +422,9 @@ struct facet_tokenizer {
     tok_cache *cache;
 };
 
+/* Apply tokenizer_config.json (tok_config.c). Errors name the config field. */
+facet_status tok_apply_config(facet_tokenizer *tok, const struct json_t *cfg, facet_error *err);
+
 /* Build a tokenizer from tokenizer.json text (and tokenizer_config.json text, or NULL).
  * `what` names the file in messages. Used by facet_tokenizer_load and the fuzz target. */
 facet_status tok_load_from_memory(const char *json, size_t len, const char *config_json,
