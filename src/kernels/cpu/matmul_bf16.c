@@ -123,7 +123,7 @@ static FACET_TGT_AVX2 void uk_bf16_avx2(FACET_UK_PARAMS) {
 FACET_INLINE FACET_TGT_AVX512 void f16_avx512_body(const facet_xprep *x, int r0, const uint8_t *W,
                                                     size_t pb, int k0, int k1, float *tile,
                                                     int accumulate, const int MR, const int NP) {
-    __m512 acc[6][4];
+    __m512 acc[8][4];
     const uint16_t *w[4];
     for (int p = 0; p < NP; p++) w[p] = (const uint16_t *)(W + (size_t)p * pb);
     for (int r = 0; r < MR; r++)
@@ -144,14 +144,14 @@ FACET_INLINE FACET_TGT_AVX512 void f16_avx512_body(const facet_xprep *x, int r0,
 
 #define B_F16_AVX512(M, N) f16_avx512_body(FACET_UK_ARGS, M, N)
 static FACET_TGT_AVX512 void uk_f16_avx512(FACET_UK_PARAMS) {
-    switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR6(FACET_UK_NP4, B_F16_AVX512) }
+    switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR8(FACET_UK_NP3, B_F16_AVX512) }
 }
 
 FACET_INLINE FACET_TGT_AVX512BF16 void bf16_avx512_body(const facet_xprep *x, int r0,
                                                          const uint8_t *W, size_t pb, int k0,
                                                          int k1, float *tile, int accumulate,
                                                          const int MR, const int NP) {
-    __m512 acc[6][4];
+    __m512 acc[8][4];
     const uint16_t *w[4];
     for (int p = 0; p < NP; p++) w[p] = (const uint16_t *)(W + (size_t)p * pb);
     for (int r = 0; r < MR; r++)
@@ -185,13 +185,13 @@ FACET_TGT_AVX512BF16 void facet_x_to_bf16_avx512bf16(const float *x, uint16_t *o
 
 #define B_BF16_AVX512(M, N) bf16_avx512_body(FACET_UK_ARGS, M, N)
 static FACET_TGT_AVX512BF16 void uk_bf16_avx512bf16(FACET_UK_PARAMS) {
-    switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR6(FACET_UK_NP4, B_BF16_AVX512) }
+    switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR8(FACET_UK_NP3, B_BF16_AVX512) }
 }
 
 const facet_ukernel facet_uk_f16_scalar = {"f16-scalar", FACET_X_F32, 4, 1, uk_f16_scalar};
 const facet_ukernel facet_uk_f16_avx2 = {"f16-avx2", FACET_X_F32, 4, 1, uk_f16_avx2};
-const facet_ukernel facet_uk_f16_avx512 = {"f16-avx512", FACET_X_F32, 6, 4, uk_f16_avx512};
+const facet_ukernel facet_uk_f16_avx512 = {"f16-avx512", FACET_X_F32, 8, 3, uk_f16_avx512};
 const facet_ukernel facet_uk_bf16_scalar = {"bf16-scalar", FACET_X_F32, 4, 1, uk_bf16_scalar};
 const facet_ukernel facet_uk_bf16_avx2 = {"bf16-avx2", FACET_X_F32, 4, 1, uk_bf16_avx2};
-const facet_ukernel facet_uk_bf16_avx512bf16 = {"bf16-avx512bf16", FACET_X_BF16, 6, 4,
+const facet_ukernel facet_uk_bf16_avx512bf16 = {"bf16-avx512bf16", FACET_X_BF16, 8, 3,
                                                 uk_bf16_avx512bf16};

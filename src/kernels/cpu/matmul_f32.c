@@ -184,7 +184,7 @@ static FACET_TGT_AVX2 void uk_f32_avx2(FACET_UK_PARAMS) {
 FACET_INLINE FACET_TGT_AVX512 void f32_avx512_body(const facet_xprep *x, int r0, const uint8_t *W,
                                                     size_t pb, int k0, int k1, float *tile,
                                                     int accumulate, const int MR, const int NP) {
-    __m512 acc[6][4];
+    __m512 acc[8][4];
     const float *w[4];
     for (int p = 0; p < NP; p++) w[p] = (const float *)(W + (size_t)p * pb);
     for (int r = 0; r < MR; r++)
@@ -204,9 +204,9 @@ FACET_INLINE FACET_TGT_AVX512 void f32_avx512_body(const facet_xprep *x, int r0,
 
 #define B_F32_AVX512(M, N) f32_avx512_body(FACET_UK_ARGS, M, N)
 static FACET_TGT_AVX512 void uk_f32_avx512(FACET_UK_PARAMS) {
-    switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR6(FACET_UK_NP4, B_F32_AVX512) }
+    switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR8(FACET_UK_NP3, B_F32_AVX512) }
 }
 
 const facet_ukernel facet_uk_f32_scalar = {"f32-scalar", FACET_X_F32, 4, 1, uk_f32_scalar};
 const facet_ukernel facet_uk_f32_avx2 = {"f32-avx2", FACET_X_F32, 4, 1, uk_f32_avx2};
-const facet_ukernel facet_uk_f32_avx512 = {"f32-avx512", FACET_X_F32, 6, 4, uk_f32_avx512};
+const facet_ukernel facet_uk_f32_avx512 = {"f32-avx512", FACET_X_F32, 8, 3, uk_f32_avx512};

@@ -45,7 +45,7 @@ static void run_tasks(facet_pool *p, int thread) {
 }
 
 /* Iterations of the spin before sleeping (a pause is tens of cycles: tens of us). */
-#define SPIN_ITERS 4000
+#define SPIN_ITERS 2000
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)

@@ -24,6 +24,8 @@
 #define FACET_UK_MR2(NPS, B) NPS(B, 1) NPS(B, 2)
 #define FACET_UK_MR4(NPS, B) FACET_UK_MR2(NPS, B) NPS(B, 3) NPS(B, 4)
 #define FACET_UK_MR6(NPS, B) FACET_UK_MR4(NPS, B) NPS(B, 5) NPS(B, 6)
+#define FACET_UK_MR8(NPS, B) FACET_UK_MR6(NPS, B) NPS(B, 7) NPS(B, 8)
+#define FACET_UK_NP3(B, M) FACET_UK_NP2(B, M) case FACET_UK_KEY(M, 3): B(M, 3); return;
 
 /* the common micro-kernel parameter list (facet_ukernel_fn) */
 #define FACET_UK_PARAMS                                                                  \
