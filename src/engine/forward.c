@@ -89,6 +89,8 @@ static void attn_task(void *ctx, int task, int thread) {
 /* Group the chunk's entries by sequence (position order kept) for attn_task. */
 static void group_chunk(facet_session *s, const int32_t *seq_ids, int n) {
     int k = 0;
+    s->n_groups = 0;
+    s->groups_contiguous = 1;
     for (int r = 0; r < n; r++) s->chunk_group[r] = -1;
     for (int r = 0; r < n; r++) {
         if (s->chunk_group[r] >= 0) continue;
@@ -99,7 +101,32 @@ static void group_chunk(facet_session *s, const int32_t *seq_ids, int n) {
                 s->chunk_base[q] = s->pos[r];
                 s->chunk_order[k++] = q;
             }
+        s->group_row[s->n_groups] = r;
+        s->group_len[s->n_groups] = k - start;
+        if (s->chunk_order[k - 1] != r + (k - start) - 1) s->groups_contiguous = 0;
+        s->n_groups++;
     }
+}
+
+/* One (sequence group, head) of causal attention with the blocked online-softmax kernel:
+ * all of the group's queries read each key block once (prefill). Used on layers without
+ * a window or softcap, where every entry attends positions 0..pos of its cache. */
+static void group_attn_task(void *ctx, int task, int thread) {
+    const attn_job *j = ctx;
+    facet_session *s = j->s;
+    const facet_facts *f = &s->model->facts;
+    int nh = (int)f->num_attention_heads, hd = (int)f->head_dim;
+    int group = (int)(f->num_attention_heads / f->num_key_value_heads);
+    size_t qd = (size_t)nh * hd, kvd = (size_t)(f->num_key_value_heads * hd);
+    int g = task / nh, h = task % nh;
+    int r0 = s->group_row[g];
+    const facet_seq_cache *c = &s->seqs[j->seq_ids[r0]];
+    size_t kv_off = (size_t)(h / group) * hd;
+    float *scratch = s->attn_scratch + (size_t)thread * FACET_ATTN_SCRATCH(s->scratch_rows, hd);
+    facet_attention_causal(s->q + r0 * qd + (size_t)h * hd, qd, s->pos + r0, s->group_len[g],
+                           c->k[j->layer] + kv_off, c->v[j->layer] + kv_off, kvd, hd,
+                           (float)f->attn_scale, s->att_out + r0 * qd + (size_t)h * hd, qd,
+                           scratch);
 }
 
 /* x[r] += h[r] * mult for every entry. */
@@ -169,7 +196,10 @@ static void attention_block(facet_session *s, const int32_t *seq_ids, int n, int
     int ring = s->ring_cap && f->layer_sliding[l];
     if (!ring) store_kv(s, seq_ids, n, l);
     attn_job aj = {s, seq_ids, l};
-    facet_pool_run(m->pool, n * nh, attn_task, &aj);
+    if (!f->layer_sliding[l] && f->attn_logit_softcap == 0 && s->groups_contiguous)
+        facet_pool_run(m->pool, s->n_groups * nh, group_attn_task, &aj);
+    else
+        facet_pool_run(m->pool, n * nh, attn_task, &aj);
     if (ring) store_kv(s, seq_ids, n, l); /* after attention: see attn_task */
     facet_matmul(m->pool, s->xn, s->att_out, &L->o_proj, L->o_bias, n);
     if (f->post_norms) norm_rows(f, s->xn, s->xn, L->post_attention_layernorm, n, H);

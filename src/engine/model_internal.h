@@ -94,6 +94,12 @@ struct facet_session {
      * chunk_group[r] is where entry r's group starts in chunk_order;
      * chunk_base[r] is the position of the first entry of that group */
     int *chunk_order, *chunk_group, *chunk_base;
+    /* the chunk's sequence groups: group g is entries group_row[g] .. + group_len[g] - 1
+     * when groups_contiguous (each sequence's entries adjacent in the batch, as prefill
+     * and decode batches are), which lets attention run a whole group per head at once */
+    int n_groups, groups_contiguous;
+    int *group_row, *group_len;
+    float *attn_scratch;           /* [threads][FACET_ATTN_SCRATCH(chunk, head_dim)]    */
     float *rope_cos, *rope_sin;    /* [scratch_rows][rope_dim/2] global layers         */
     float *rope_cos_local, *rope_sin_local; /* same for sliding layers with their own base */
     uint8_t *rope_long;            /* [n_seq_max] longrope: this call uses long factors */

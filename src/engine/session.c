@@ -58,7 +58,11 @@ static void free_scratch(facet_session *s) {
     free(s->chunk_order);
     free(s->chunk_group);
     free(s->chunk_base);
-    s->chunk_order = s->chunk_group = s->chunk_base = NULL;
+    free(s->group_row);
+    free(s->group_len);
+    free(s->attn_scratch);
+    s->chunk_order = s->chunk_group = s->chunk_base = s->group_row = s->group_len = NULL;
+    s->attn_scratch = NULL;
     s->x = s->xn = s->q = s->k = s->v = s->att_out = s->gate = s->up = s->scores = NULL;
     s->rope_cos = s->rope_sin = s->rope_cos_local = s->rope_sin_local = NULL;
     s->pos = NULL;
@@ -157,12 +161,17 @@ facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err)
     s->chunk_order = malloc(r * sizeof(int));
     s->chunk_group = malloc(r * sizeof(int));
     s->chunk_base = malloc(r * sizeof(int));
+    s->group_row = malloc(r * sizeof(int));
+    s->group_len = malloc(r * sizeof(int));
+    s->attn_scratch = malloc((size_t)facet_pool_size(s->model->pool) *
+                             FACET_ATTN_SCRATCH(rows, f->head_dim) * sizeof(float));
     s->rope_cos = malloc(r * (half ? half : 1) * sizeof(float));
     s->rope_sin = malloc(r * (half ? half : 1) * sizeof(float));
     s->rope_cos_local = malloc(r * (half ? half : 1) * sizeof(float));
     s->rope_sin_local = malloc(r * (half ? half : 1) * sizeof(float));
     s->scores = malloc((size_t)facet_pool_size(s->model->pool) * (size_t)s->n_ctx * sizeof(float));
-    if (!s->chunk_order || !s->chunk_group || !s->chunk_base || !s->scores || !s->rope_cos_local || !s->rope_sin_local || !s->x || !s->xn || !s->q || !s->k || !s->v || !s->att_out || !s->gate || !s->up ||
+    if (!s->chunk_order || !s->chunk_group || !s->chunk_base || !s->group_row || !s->group_len ||
+        !s->attn_scratch || !s->scores || !s->rope_cos_local || !s->rope_sin_local || !s->x || !s->xn || !s->q || !s->k || !s->v || !s->att_out || !s->gate || !s->up ||
         !s->pos || !s->rope_cos || !s->rope_sin) {
         free_scratch(s);
         return facet_err(err, FACET_E_NOMEM, "batch scratch for %d rows", rows);
