@@ -258,7 +258,7 @@ facet_status tok_bpe_word(const facet_tokenizer *tok, const char *wd, size_t len
         }
         facet_status wst = tok_wordpiece_word(tok, ws, wl, out, err);
         tok_buf_free(&mw);
-        if (!wst && cacheable) cache_put(tok->cache, wd, len, out->v + start, out->n - start);
+        if (!wst && cacheable) cache_put(tok->cache, wd, len, out->n > start ? out->v + start : NULL, out->n - start);
         return wst;
     }
     word w = {0};
@@ -294,7 +294,7 @@ facet_status tok_bpe_word(const facet_tokenizer *tok, const char *wd, size_t len
     for (size_t i = 0; i < w.n; i++)
         if (w.s[i].len && tok_ids_push(out, w.s[i].id)) goto nomem;
 done:
-    if (cacheable) cache_put(tok->cache, wd, len, out->v + start, out->n - start);
+    if (cacheable) cache_put(tok->cache, wd, len, out->n > start ? out->v + start : NULL, out->n - start);
     goto out;
 nomem:
     st = facet_err(err, FACET_E_NOMEM, "out of memory encoding");
