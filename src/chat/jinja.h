@@ -86,6 +86,7 @@ typedef struct jloop {
     jobj h;
     jlist *items; /* the (filtered) sequence being iterated */
     size_t idx;
+    jv changed_last; /* arguments of the last loop.changed() call (a tuple), or undefined */
 } jloop;
 
 typedef struct jfunc {

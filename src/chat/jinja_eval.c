@@ -78,6 +78,8 @@ int jx_str(jctx *cx, const jnode *at, jv v, jbuf *b) {
                    "unsupported construct: printing a %s object (Python prints its memory address)", jv_type_name(v));
 }
 
+static int holds(jv v, const jobj *o, int depth);
+
 /* ----------------------------------------------------------------- scopes ---- */
 
 static jscope *scope_push(jctx *cx, jscope *parent, const jnode *at) {
@@ -184,6 +186,8 @@ static int in_list(const char *const *l, const char *s) {
 }
 
 static int loop_attr(jctx *cx, const jnode *at, jv obj, const char *name, jv *out) {
+    (void)cx;
+    (void)at;
     jloop *lp = (jloop *)obj.u.o;
     int64_t n = (int64_t)lp->items->n, i = (int64_t)lp->idx;
     if (!strcmp(name, "index")) *out = jv_int(i + 1);
@@ -200,8 +204,7 @@ static int loop_attr(jctx *cx, const jnode *at, jv obj, const char *name, jv *ou
     else if (!strcmp(name, "nextitem"))
         *out = i + 1 < n ? jv_ref(lp->items->v[i + 1]) : jv_undef_hint("there is no next item");
     else if (!strcmp(name, "cycle")) *out = jv_func("cycle", jv_ref(obj));
-    else if (!strcmp(name, "changed"))
-        return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: loop.changed()");
+    else if (!strcmp(name, "changed")) *out = jv_func("changed", jv_ref(obj));
     else *out = jv_undef_hint("'%s' has no attribute '%s'", obj_type_repr(obj), name);
     return 0;
 }
@@ -866,6 +869,27 @@ int jx_call_value(jctx *cx, const jnode *at, jv fn, jv *args, size_t nargs, char
     if (fn.k == JV_FUNC) {
         jfunc *f = (jfunc *)fn.u.o;
         if (f->self.k == JV_UNDEF) return builtin_call(cx, at, f->name, args, nargs, kwn, kwv, nkw, out);
+        if (f->self.k == JV_LOOP && !strcmp(f->name, "changed")) { /* jinja2 LoopContext.changed */
+            if (nkw) return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: keyword arguments to loop.changed()");
+            jloop *lp = (jloop *)f->self.u.o;
+            jv t = jv_list_new(JL_TUPLE);
+            for (size_t i = 0; t.k == JV_LIST && i < nargs; i++)
+                if (jv_list_push(t, jv_ref(args[i]))) t = jv_none();
+            if (t.k != JV_LIST) return oom(cx, at);
+            int differs = lp->changed_last.k == JV_UNDEF || !jv_equal(lp->changed_last, t);
+            if (differs) {
+                if (holds(t, &lp->h, 0)) { /* storing the loop in itself would be a cycle */
+                    jv_unref(t);
+                    return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: loop.changed(loop)");
+                }
+                jv_unref(lp->changed_last);
+                lp->changed_last = t;
+            } else {
+                jv_unref(t);
+            }
+            *out = jv_bool(differs);
+            return 0;
+        }
         if (f->self.k == JV_LOOP && !strcmp(f->name, "cycle")) {
             if (nargs == 0) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: no items for cycling given");
             jloop *lp = (jloop *)f->self.u.o;

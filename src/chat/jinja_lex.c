@@ -6,6 +6,7 @@
  * indentation (lstrip_blocks) and the newline after them (trim_blocks).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +171,30 @@ static int lex_string(lexer *L, int line, int col) {
 
 static int lex_number(lexer *L, int line, int col) {
     size_t i = L->pos;
+    /* 0x / 0o / 0b integer literals (jinja2.lexer integer_re), underscores allowed */
+    if (L->s[i] == '0' && i + 2 < L->n && strchr("xXoObB", L->s[i + 1])) {
+        int base = (L->s[i + 1] == 'x' || L->s[i + 1] == 'X') ? 16 : (L->s[i + 1] == 'o' || L->s[i + 1] == 'O') ? 8 : 2;
+        size_t j = i + 2;
+        uint64_t v = 0;
+        int nd = 0, over = 0;
+        for (; j < L->n; j++) {
+            char c = L->s[j];
+            if (c == '_' && nd) continue;
+            int d = hexval(c);
+            if (d < 0 || d >= base) break;
+            if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base) over = 1;
+            v = v * (uint64_t)base + (uint64_t)d;
+            nd++;
+        }
+        if (nd) {
+            if (over || v > INT64_MAX) return fail(L, FACET_E_UNSUPPORTED, "unsupported construct: integer literal beyond 64 bits");
+            jtok *t = push(L, T_INT, line, col);
+            if (!t) return -1;
+            t->i = (int64_t)v;
+            advance(L, j - L->pos);
+            return 0;
+        }
+    }
     char buf[128];
     size_t bn = 0;
     int isf = 0;
@@ -203,6 +228,8 @@ static int lex_number(lexer *L, int line, int col) {
     if (isf) {
         t->f = strtod(buf, NULL);
     } else {
+        if (buf[0] == '0' && strspn(buf, "0") != bn) /* jinja2 integer_re: 0(_?0)* only */
+            return fail(L, FACET_E_PARSE, "leading zeros in a decimal integer literal");
         errno = 0;
         char *end;
         long long v = strtoll(buf, &end, 10);

@@ -48,6 +48,7 @@ void jv_unref(jv v) {
     }
     case JV_LOOP: {
         jloop *lp = (jloop *)v.u.o;
+        jv_unref(lp->changed_last);
         if (lp->items) {
             jv t = {JV_LIST, {.o = &lp->items->h}};
             jv_unref(t);

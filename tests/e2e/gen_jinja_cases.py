@@ -58,6 +58,7 @@ CASES = [
     ("for", "{% for x in l %}{{ loop.index }}/{{ loop.index0 }}/{{ loop.revindex }}/{{ loop.revindex0 }}/{{ loop.first }}/{{ loop.last }}/{{ loop.length }};{% endfor %}", V),
     ("for", "{% for x in l %}[{{ loop.previtem }}|{{ loop.nextitem }}]{% endfor %}", V),
     ("for", "{% for x in l %}{{ loop.cycle('a', 'b') }}{% endfor %}", V),
+    ("for", "{% for x in [1, 1, 2, 3, 3] %}{{ loop.changed(x) }},{% endfor %}|{% for x in [1, 1, 2] %}{{ loop.changed(x, loop.index) }}{% endfor %}|{% for x in [1, 1] %}{{ loop.changed() }}{% endfor %}", V),
     ("for", "{% for x in l if x > 1 %}{{ x }}:{{ loop.length }},{% endfor %}", V),
     ("for", "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", V),
     ("for", "{% for k in d %}{{ k }}{% endfor %}", V),
@@ -98,6 +99,7 @@ CASES = [
     # ---- literals
     ("literal", "{{ 'single' }} {{ \"double\" }} {{ 'a\\'b' }} {{ \"tab\\tnl\\n\" }} {{ '\\u00e9\\x41' }} {{ 'a' 'b' }}", {}),
     ("literal", "{{ 42 }} {{ -7 }} {{ 1_000 }} {{ 3.14 }} {{ 1e3 }} {{ 2.5e-3 }} {{ 1.0 }} {{ 1e16 }} {{ 0.1 + 0.2 }}", {}),
+    ("literal", "{{ 0x1F }} {{ 0o17 }} {{ 0b101 }} {{ 1_000_000 }} {{ 0 }} {{ 0X1f }}", {}),
     ("literal", "{{ true }} {{ True }} {{ false }} {{ none }} {{ None }}", {}),
     ("literal", "{{ [1, 'two', [3]] }} {{ {'k': 'v', 'n': 1} }} {{ [] }} {{ {} }} {{ [1, 2,] }}", {}),
     ("literal", "{{ ['it\\'s', 'say \"hi\"', 'both \\' \"', 'nl\\n', '\\x01', 'é'] }}", {}),
@@ -243,6 +245,7 @@ CASES = [
     ("syntax", "{% endfor %}", {}),
     ("syntax", "{% break %}", {}),
     ("syntax", "{{ 'unterminated }}", {}),
+    ("syntax", "{{ 007 }}", {}),
     # ---- realistic chat-template idioms
     ("idiom", "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set sys = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% endif %}{% for m in loop_messages %}{{ '<|' + m['role'] + '|>\\n' + m['content'] | trim + '\\n' }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}", dict(V, add_generation_prompt=True)),
     ("idiom", "{% for tc in messages[2].tool_calls %}{% if tc.function is defined %}{% set tc = tc.function %}{% endif %}<tool_call>\\n{\"name\": \"{{ tc.name }}\", \"arguments\": {% if tc.arguments is string %}{{ tc.arguments }}{% else %}{{ tc.arguments | tojson }}{% endif %}}\\n</tool_call>{% endfor %}", V),
