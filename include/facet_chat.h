@@ -111,8 +111,9 @@ typedef enum facet_toolcall_format {
 /* Name of a format ("none", "hermes", "llama3", "mistral", "harmony"); static string. */
 const char *facet_toolcall_format_name(facet_toolcall_format f);
 
-/* Decide the format from the template source: "<tool_call>" in the template ->
- * HERMES; "[TOOL_CALLS]" -> MISTRAL; "<|python_tag|>" or a Llama-3 header token
+/* Decide the format from facts of the template: its source(s) and the added/special
+ * tokens of its tokenizer_config.json. "<tool_call>" -> HERMES; "[TOOL_CALLS]" ->
+ * MISTRAL; "<|python_tag|>" or a Llama-3 header token
  * ("<|start_header_id|>") together with "parameters" -> LLAMA3; "<|channel|>" with
  * "<|message|>" -> HARMONY; else NONE. */
 facet_toolcall_format facet_toolcall_format_detect(const facet_chat_template *tpl);
@@ -122,8 +123,9 @@ facet_toolcall_format facet_toolcall_format_detect(const facet_chat_template *tp
 typedef struct facet_toolcall {
     char *id;        /* "call_<index>_<8 hex of a hash of the text>" (stable per text) */
     char *name;      /* function name                                                */
-    char *arguments; /* compact JSON text of the arguments object (json.dumps form:
-                        ", " and ": " separators, key order kept)                    */
+    char *arguments; /* JSON text of the arguments object in json.dumps form (", " and
+                        ": " separators, key order kept, floats as Python repr); a
+                        JSON-string "arguments" that holds an object is kept verbatim */
 } facet_toolcall;
 
 /* The result of parsing one generated text. */
