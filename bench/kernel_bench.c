@@ -55,15 +55,14 @@ static void rd_task(void *ctx, int task, int thread) {
     j->sum[task] = s;
 }
 /* read-only stream over 1 GiB of huge-page memory, wall and CPU-time GB/s */
-static timing read_bw(facet_pool *pool, int threads) {
-    size_t bytes = (size_t)1 << 30;
+static timing read_bw(facet_pool *pool, int threads, size_t bytes, int reps) {
     float *buf = NULL;
     timing b = {1e30, 1e30};
     if (posix_memalign((void **)&buf, 2u << 20, bytes) != 0) return b;
     madvise(buf, bytes, MADV_HUGEPAGE);
     memset(buf, 0, bytes);
     rd_job j = {buf, bytes / sizeof(float) / (size_t)threads, {0}};
-    for (int r = 0; r < 5; r++) {
+    for (int r = 0; r < reps; r++) {
         double w = now_s(), c = cpu_s();
         facet_pool_run(pool, threads, rd_task, &j);
         keep_best(&b, now_s() - w, (cpu_s() - c) / threads);
@@ -75,6 +74,15 @@ static timing read_bw(facet_pool *pool, int threads) {
 }
 
 typedef struct { int H, I, V, L, qd, kvd; } shape;
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 int main(int argc, char **argv) {
     if (argc < 3) {
@@ -117,26 +125,34 @@ int main(int argc, char **argv) {
     for (size_t k = 0; k < (size_t)maxn * maxd; k++) X[k] = (float)((k * 2654435761u) % 1000) / 1000.0f - 0.5f;
 
     double bw = facet_measure_read_bandwidth(pool, (size_t)1 << 30, 5);
-    timing bwt = read_bw(pool, threads);
+    timing bwt = read_bw(pool, threads, (size_t)1 << 30, 5);
     double peak = facet_measure_peak_gflops_format(pool, fmt);
     printf("shape %s format %s path %s threads %d: weights %.3f GB, read bandwidth %.1f GB/s "
            "(facet_measure_read_bandwidth), %.1f GB/s wall / %.1f GB/s CPU-time here; "
            "peak of the format's multiply-add %.1f GFLOP/s\n", argv[1], argv[2],
            facet_cpu_level_name(facet_cpu()->level), threads, bytes / 1e9, bw, bwt.wall, bwt.cpu, peak);
 
+    /* decode: each repetition measures the read bandwidth (256 MiB stream) right before
+     * the step, so every ratio compares two measurements taken moments apart */
     int decode_rows[] = {1, 8};
     for (int d = 0; d < 2; d++) {
         int n = decode_rows[d];
-        timing b = {1e30, 1e30};
-        for (int r = 0; r < reps; r++) {
+        double rw[64], rc[64], tw[64], tc[64];
+        int nr = reps < 64 ? reps : 64;
+        for (int r = 0; r < nr; r++) {
+            timing bb = read_bw(pool, threads, (size_t)256 << 20, 2);
             double w = now_s(), c = cpu_s();
             for (int i = 0; i < n_mats; i++) facet_matmul(pool, Y, X, &m[i], NULL, n);
-            keep_best(&b, now_s() - w, (cpu_s() - c) / threads);
+            w = now_s() - w;
+            c = (cpu_s() - c) / threads;
+            tw[r] = n / w;
+            tc[r] = n / c;
+            rw[r] = bytes / w / 1e9 / bb.wall;
+            rc[r] = bytes / c / 1e9 / bb.cpu;
         }
-        printf("decode rows %2d: wall %6.1f tok/s, %5.1f GB/s = %3.0f%% of wall read bw | CPU-time "
-               "%6.1f tok/s, %5.1f GB/s = %3.0f%% of CPU-time read bw\n", n, n / b.wall,
-               bytes / b.wall / 1e9, 100 * bytes / b.wall / 1e9 / bwt.wall, n / b.cpu,
-               bytes / b.cpu / 1e9, 100 * bytes / b.cpu / 1e9 / bwt.cpu);
+        printf("decode rows %2d (median of %d): wall %6.1f tok/s = %3.0f%% of the read bw measured "
+               "just before | CPU-time %6.1f tok/s = %3.0f%% of CPU-time read bw\n", n, nr,
+               median(tw, nr), 100 * median(rw, nr), median(tc, nr), 100 * median(rc, nr));
     }
     /* prefill: 256 rows through the layers (no lm_head: prefill wants one row of logits) */
     {

@@ -118,8 +118,9 @@ static void mm_task(void *ctx, int task, int thread) {
         int acc = k0 > 0, last = k1 == j->kp;
         for (int r0 = 0; r0 < j->n_rows; r0 += uk->mr) {
             int mr = j->n_rows - r0 < uk->mr ? j->n_rows - r0 : uk->mr;
-            for (int p = p0; p < p1; p += uk->np) {
-                int np = p1 - p < uk->np ? p1 - p : uk->np;
+            int npm = mr == 1 && uk->np1 ? uk->np1 : uk->np;
+            for (int p = p0; p < p1; p += npm) {
+                int np = p1 - p < npm ? p1 - p : npm;
                 int o0 = p * FACET_PANEL, o1 = (p + np) * FACET_PANEL;
                 if (o1 > j->n_out) o1 = j->n_out;
                 if (acc)
@@ -197,8 +198,9 @@ void facet_matmul(facet_pool *pool, float *Y, const float *X, const facet_wtenso
     int gp = (j.n_panels + threads * 4 - 1) / (threads * 4);
     int cap = (int)(CHUNK_BYTES / j.pb);
     if (gp > cap) gp = cap;
-    if (gp < uk->np) gp = uk->np;
-    gp = (gp + uk->np - 1) / uk->np * uk->np;
+    int npl = uk->np1 > uk->np ? uk->np1 : uk->np; /* a multiple of both (1, 2, 4) */
+    if (gp < npl) gp = npl;
+    gp = (gp + npl - 1) / npl * npl;
     j.gp = gp;
     j.kc = kp;
     if (n_rows > uk->mr && (size_t)gp * j.pb > CHUNK_BYTES) {

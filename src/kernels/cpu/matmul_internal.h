@@ -57,6 +57,7 @@ typedef struct facet_ukernel {
     facet_xkind xkind;    /* activation format it reads                                 */
     int mr, np;           /* largest tile: rows x panels                                */
     facet_ukernel_fn fn;
+    int np1;              /* panels per call for a single row (0: np); decode streams     */
 } facet_ukernel;
 
 /* The kernel for a packed format at the current CPU level (facet_cpu()). */

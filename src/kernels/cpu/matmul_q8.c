@@ -105,20 +105,20 @@ static FACET_TGT_AVX2 void uk_q8_avx2(FACET_UK_PARAMS) {
 FACET_INLINE FACET_TGT_AVX512VNNI void q8_vnni_body(const facet_xprep *x, int r0, const uint8_t *W,
                                                      size_t pb, int k0, int k1, float *tile,
                                                      int accumulate, const int MR, const int NP) {
-    __m512 acc[4][2];
+    __m512 acc[4][4];
     for (int r = 0; r < MR; r++)
         for (int p = 0; p < NP; p++)
             acc[r][p] = accumulate ? _mm512_loadu_ps(tile + r * FACET_TILE_LD + p * 16) : _mm512_setzero_ps();
     for (int b = k0 / FACET_Q8_BLOCK; b < k1 / FACET_Q8_BLOCK; b++) {
-        const uint8_t *blk[2];
+        const uint8_t *blk[4];
         for (int p = 0; p < NP; p++) blk[p] = W + (size_t)p * pb + (size_t)b * FACET_Q8_PBLOCK;
-        __m512i is[4][2];
+        __m512i is[4][4];
         for (int r = 0; r < MR; r++) {
             __m512i c = _mm512_set1_epi32(XC(r)[b]);
             for (int p = 0; p < NP; p++) is[r][p] = c;
         }
         for (int q = 0; q < 8; q++) {
-            __m512i w[2];
+            __m512i w[4];
             for (int p = 0; p < NP; p++) w[p] = _mm512_loadu_si512((const void *)(blk[p] + q * 64));
             for (int r = 0; r < MR; r++) {
                 int32_t quad;
@@ -140,9 +140,12 @@ FACET_INLINE FACET_TGT_AVX512VNNI void q8_vnni_body(const facet_xprep *x, int r0
 
 #define B_Q8_VNNI(M, N) q8_vnni_body(FACET_UK_ARGS, M, N)
 static FACET_TGT_AVX512VNNI void uk_q8_avx512vnni(FACET_UK_PARAMS) {
-    switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR4(FACET_UK_NP2, B_Q8_VNNI) }
+    switch (FACET_UK_KEY(mr, np)) {
+        FACET_UK_NP4(B_Q8_VNNI, 1) /* one row: four panels (more streams in flight) */
+        FACET_UK_NP2(B_Q8_VNNI, 2) FACET_UK_NP2(B_Q8_VNNI, 3) FACET_UK_NP2(B_Q8_VNNI, 4)
+    }
 }
 
-const facet_ukernel facet_uk_q8_scalar = {"int8-scalar", FACET_X_Q8, 4, 1, uk_q8_scalar};
-const facet_ukernel facet_uk_q8_avx2 = {"int8-avx2", FACET_X_Q8, 2, 1, uk_q8_avx2};
-const facet_ukernel facet_uk_q8_avx512vnni = {"int8-avx512vnni", FACET_X_Q8, 4, 2, uk_q8_avx512vnni};
+const facet_ukernel facet_uk_q8_scalar = {"int8-scalar", FACET_X_Q8, 4, 1, uk_q8_scalar, 0};
+const facet_ukernel facet_uk_q8_avx2 = {"int8-avx2", FACET_X_Q8, 2, 1, uk_q8_avx2, 0};
+const facet_ukernel facet_uk_q8_avx512vnni = {"int8-avx512vnni", FACET_X_Q8, 4, 2, uk_q8_avx512vnni, 4};
