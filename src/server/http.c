@@ -346,8 +346,7 @@ facet_status srv_http_start(srv_server *s, facet_error *err) {
         flags, (uint16_t)s->cfg.port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)s->cfg.max_connections, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
-        MHD_OPTION_END);
+        (unsigned)s->cfg.max_connections, MHD_OPTION_END);
     if (!s->daemon)
         return facet_err(err, FACET_E_IO, "cannot listen on %s:%d (address in use?)",
                          s->cfg.host, s->cfg.port);

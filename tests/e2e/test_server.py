@@ -414,3 +414,17 @@ def test_seeded_sampling_matches_facet_run(server, run_facet, model):
         ref = json.loads(p.stdout)
         r = completion(server, [1, 403], max_tokens=40, temperature=0.9, seed=seed, **extra)
         assert r["choices"][0]["text"] == ref["text"], (seed, extra)
+
+
+def test_port_in_use_is_an_error(facet_bin, model, server, run_facet):
+    p = run_facet(["serve", str(model), "--port", str(server.port)], timeout=30)
+    assert p.returncode == 1
+    assert "cannot listen on 127.0.0.1:%d" % server.port in p.stderr
+    assert server.healthy()
+
+
+def test_serve_usage_errors(run_facet, model):
+    for args, words in ((["--port", "99999"], "--port"), (["--host", "foo"], "'foo'"),
+                        (["--bogus"], "--bogus"), (["/nonexistent"], "/nonexistent")):
+        p = run_facet(["serve"] + args, timeout=30)
+        assert p.returncode == 1 and words in p.stderr, p.stderr
