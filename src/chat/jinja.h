@@ -299,5 +299,8 @@ int jpy_strip(const char *s, size_t n, const char *chars, size_t nchars, int lef
 jv jpy_case(const char *s, size_t n, int mode); /* 0 lower, 1 upper, 2 capitalize, 3 title
                                                   (str.title), 4 Jinja title filter */
 jv jpy_splitlines(const char *s, size_t n, int keepends); /* str.splitlines -> list */
+/* SpecialCasing multi-code-point mapping of cp (mode 0 lower, 1 upper, 2 title) as a
+ * UTF-8 string, or NULL when the one-to-one mapping applies (jinja_casing.c). */
+const char *jpy_special_case(int32_t cp, int mode);
 
 #endif

@@ -67,8 +67,23 @@ int jpy_strip(const char *s, size_t n, const char *chars, size_t nchars, int lef
     return 0;
 }
 
+/* Python's cased characters: Lu, Ll, Lt, anything with a case mapping, and the
+ * Other_Lowercase/Other_Uppercase letters without one (ranges from Python 3.11's
+ * unicodedata: str.islower() or str.isupper() true, no mapping, not L[ult]). */
 static int is_cased(int32_t cp) {
-    return utf8proc_toupper(cp) != cp || utf8proc_tolower(cp) != cp || utf8proc_category(cp) == UTF8PROC_CATEGORY_LT;
+    static const int32_t other[][2] = {
+        {0xAA, 0xAA}, {0xBA, 0xBA}, {0x2B0, 0x2B8}, {0x2C0, 0x2C1}, {0x2E0, 0x2E4}, {0x37A, 0x37A},
+        {0x1D2C, 0x1D6A}, {0x1D78, 0x1D78}, {0x1D9B, 0x1DBF}, {0x2071, 0x2071}, {0x207F, 0x207F},
+        {0x2090, 0x209C}, {0x2C7C, 0x2C7D}, {0xA69C, 0xA69D}, {0xA770, 0xA770}, {0xA7F8, 0xA7F9},
+        {0xAB5C, 0xAB5F}, {0x10780, 0x10780}, {0x10783, 0x10785}, {0x10787, 0x107B0}, {0x107B2, 0x107BA},
+        {0x1F130, 0x1F149}, {0x1F150, 0x1F169}, {0x1F170, 0x1F189}};
+    utf8proc_category_t c = utf8proc_category(cp);
+    if (c == UTF8PROC_CATEGORY_LU || c == UTF8PROC_CATEGORY_LL || c == UTF8PROC_CATEGORY_LT ||
+        utf8proc_toupper(cp) != cp || utf8proc_tolower(cp) != cp)
+        return 1;
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+        if (cp >= other[i][0] && cp <= other[i][1]) return 1;
+    return 0;
 }
 
 static int put_cp(jbuf *b, int32_t cp) {
@@ -77,37 +92,77 @@ static int put_cp(jbuf *b, int32_t cp) {
     return jbuf_add(b, (const char *)tmp, (size_t)k);
 }
 
+static int case_ignorable(int32_t cp) {
+    utf8proc_category_t c = utf8proc_category(cp);
+    return c == UTF8PROC_CATEGORY_MN || c == UTF8PROC_CATEGORY_ME || c == UTF8PROC_CATEGORY_CF ||
+           c == UTF8PROC_CATEGORY_LM || c == UTF8PROC_CATEGORY_SK || cp == '\'' || cp == '.' || cp == ':' ||
+           cp == 0xB7 || cp == 0x2018 || cp == 0x2019 || cp == 0x2024 || cp == 0xFE52 || cp == 0xFF07 || cp == 0xFF0E;
+}
+
+/* Python's Final_Sigma: capital sigma lowers to final sigma after a cased letter and
+ * not before one (case-ignorable characters skipped). */
+static int32_t lower_sigma(const int32_t *cps, size_t lo, size_t hi, size_t i) {
+    size_t j = i;
+    while (j > lo && case_ignorable(cps[j - 1])) j--;
+    if (j == lo || !is_cased(cps[j - 1])) return 0x3C3;
+    j = i + 1;
+    while (j < hi && case_ignorable(cps[j])) j++;
+    return (j == hi || !is_cased(cps[j])) ? 0x3C2 : 0x3C3;
+}
+
+/* Map code point i: kind 0 lower, 1 upper, 2 title (full mappings, as Python); the
+ * string being lowered is cps[lo, hi) (for the Final_Sigma context). */
+static int put_mapped(jbuf *b, const int32_t *cps, size_t lo, size_t hi, size_t i, int kind) {
+    int32_t cp = cps[i];
+    const char *sp = jpy_special_case(cp, kind);
+    if (sp) return jbuf_adds(b, sp);
+    if (kind == 0) return put_cp(b, cp == 0x3A3 ? lower_sigma(cps, lo, hi, i) : utf8proc_tolower(cp));
+    return put_cp(b, kind == 1 ? utf8proc_toupper(cp) : utf8proc_totitle(cp));
+}
+
 jv jpy_case(const char *s, size_t n, int mode) {
-    jbuf b = {0};
-    int prev_cased = 0, first = 1, word_start = 1, rc = 0;
-    for (size_t i = 0; i < n && !rc;) {
+    int32_t *cps = malloc((n + 1) * sizeof(int32_t));
+    if (!cps) return jv_none();
+    size_t m = 0;
+    for (size_t i = 0; i < n;) {
         size_t k;
-        int32_t cp = cp_at(s, n, i, &k);
-        int32_t o = cp;
-        switch (mode) {
-        case 0: o = utf8proc_tolower(cp); break;
-        case 1: o = utf8proc_toupper(cp); break;
-        case 2: o = first ? utf8proc_totitle(cp) : utf8proc_tolower(cp); break;
-        case 3:
-            o = prev_cased ? utf8proc_tolower(cp) : utf8proc_totitle(cp);
-            prev_cased = is_cased(cp);
-            break;
-        case 4: {
-            /* Jinja's title filter: words split at runs of [-\s({\[<] */
-            int sep = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || jpy_isspace(cp);
-            if (sep) {
-                word_start = 1;
-            } else {
-                o = word_start ? utf8proc_toupper(cp) : utf8proc_tolower(cp);
-                word_start = 0;
-            }
-            break;
-        }
-        }
-        first = 0;
-        rc = put_cp(&b, o);
+        cps[m++] = cp_at(s, n, i, &k);
         i += k;
     }
+    jbuf b = {0};
+    int prev_cased = 0, rc = 0;
+    size_t word = 0, word_end = 0; /* mode 4: current word [word, word_end) */
+    for (size_t i = 0; i < m && !rc; i++) {
+        int32_t cp = cps[i];
+        switch (mode) {
+        case 0: rc = put_mapped(&b, cps, 0, m, i, 0); break;
+        case 1: rc = put_mapped(&b, cps, 0, m, i, 1); break;
+        case 2: rc = put_mapped(&b, cps, 0, m, i, i == 0 ? 2 : 0); break;
+        case 3:
+            rc = put_mapped(&b, cps, 0, m, i, prev_cased ? 0 : 2);
+            prev_cased = is_cased(cp);
+            break;
+        default: {
+            /* Jinja's title filter: words split at runs of [-\s({\[<], then
+             * word[0].upper() + word[1:].lower() */
+            int sep = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || jpy_isspace(cp);
+            if (sep) {
+                rc = put_cp(&b, cp);
+                break;
+            }
+            if (i >= word_end) { /* a new word starts here */
+                word = i;
+                for (word_end = i; word_end < m; word_end++) {
+                    int32_t c2 = cps[word_end];
+                    if (c2 == '-' || c2 == '(' || c2 == '{' || c2 == '[' || c2 == '<' || jpy_isspace(c2)) break;
+                }
+            }
+            rc = put_mapped(&b, cps, word + 1, word_end, i, i == word ? 1 : 0);
+            break;
+        }
+        }
+    }
+    free(cps);
     jv r = rc ? jv_none() : jv_str(b.p ? b.p : "", b.n);
     jbuf_free(&b);
     return r;

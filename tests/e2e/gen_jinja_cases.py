@@ -155,6 +155,7 @@ CASES = [
     ("strmethod", "{{ 'line1\\nline2\\r\\nline3'.splitlines() }}", V),
     ("strmethod", "{{ s.startswith('  He') }} {{ s.endswith('d  ') }} {{ 'abc'.startswith(('x', 'a')) }} {{ 'abc'.endswith('') }}", V),
     ("strmethod", "{{ 'MiXed'.upper() }} {{ 'MiXed'.lower() }} {{ 'hello wORLD'.title() }} {{ 'hello wORLD'.capitalize() }} {{ u.upper() }} {{ \"it's o'neil\".title() }}", V),
+    ("casing", "{% for c in ['straße', 'ﬁnal ﬂow', 'İstanbul', 'ΟΔΟΣ ΑΣ.', \"AΣ'\", 'ªΣ', 'ǅx', 'hello wORLD-foo(bar)'] %}{{ c.upper() }}|{{ c.lower() }}|{{ c.title() }}|{{ c.capitalize() }}|{{ c|title }}|{{ c|capitalize }}|{{ c|upper }}|{{ c|lower }};{% endfor %}", V),
     ("strmethod", "{{ 'aaa'.replace('a', 'b') }} {{ 'aaa'.replace('a', 'b', 2) }} {{ 'abc'.replace('', '-') }}", V),
     ("strmethod", "{{ 'hello'.find('l') }} {{ 'hello'.find('z') }} {{ 'hello'.rfind('l') }} {{ u.find('w') }} {{ 'banana'.count('an') }} {{ 'ab'.count('') }}", V),
     ("strmethod", "{{ ', '.join(words) }} {{ '-'.join('abc') }}", V),
