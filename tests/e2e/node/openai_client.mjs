@@ -1,6 +1,7 @@
 // openai_client.mjs — drives `facet serve` with the official `openai` npm client.
 // usage: node openai_client.mjs BASE_URL MODEL SCENARIO_JSON
-// SCENARIO_JSON: {"prompt_ids": [...], "max_tokens": N, "messages": [...] | null}
+// SCENARIO_JSON: {"prompt_ids": [...] | null, "max_tokens": N, "messages": [...] | null,
+//                 "tools": [...] | null (with messages: a two-turn tool-call round trip)}
 // Prints one JSON object with what the client saw; exits non-zero on any client error
 // that the scenario did not expect.
 import OpenAI from "openai";
@@ -9,6 +10,31 @@ const [baseURL, model, scenarioText] = process.argv.slice(2);
 const sc = JSON.parse(scenarioText);
 const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: 60000 });
 const out = {};
+
+if (sc.tools) {
+  // turn 1: the named tool is forced; turn 2: the call and its result go back
+  const t1 = await client.chat.completions.create({
+    model, messages: sc.messages, tools: sc.tools, max_completion_tokens: sc.max_tokens,
+    temperature: 0,
+    tool_choice: { type: "function", function: { name: sc.tools[0].function.name } },
+  });
+  const m1 = t1.choices[0].message;
+  out.turn1 = { finish_reason: t1.choices[0].finish_reason, usage: t1.usage,
+                tool_calls: m1.tool_calls ?? null, content: m1.content };
+  const call = m1.tool_calls?.[0] ?? {
+    id: "call_0", type: "function",
+    function: { name: sc.tools[0].function.name, arguments: JSON.stringify({ city: "Paris" }) },
+  };
+  const t2 = await client.chat.completions.create({
+    model, tools: sc.tools, max_completion_tokens: sc.max_tokens, temperature: 0,
+    messages: [...sc.messages, { role: "assistant", content: null, tool_calls: [call] },
+               { role: "tool", tool_call_id: call.id, content: "sunny, 21 C" }],
+  });
+  out.turn2 = { finish_reason: t2.choices[0].finish_reason, usage: t2.usage,
+                call_sent: call };
+  console.log(JSON.stringify(out));
+  process.exit(0);
+}
 
 const models = await client.models.list();
 out.models = models.data.map((m) => m.id);
