@@ -144,7 +144,8 @@ static int split_chars(const tok_bpe *m, const char *wd, size_t len, word *w, to
             s = tmp->data;
             sl = tmp->len;
         }
-        int32_t id = tok_strmap_get(&m->vocab, s, sl);
+        int32_t id = sl == 1 && (unsigned char)s[0] < 0x80 ? m->ascii_id[(unsigned char)s[0]]
+                                                          : tok_strmap_get(&m->vocab, s, sl);
         if (id >= 0) {
             if (unk >= 0) {
                 if (word_add(w, unk, unk_len)) return -1;
@@ -278,7 +279,8 @@ facet_status tok_bpe_word(const facet_tokenizer *tok, const char *wd, size_t len
         bytelevel = 0;
     }
     if (m->ignore_merges) {
-        int32_t id = tok_strmap_get(&m->vocab, s, sl);
+        int32_t id = sl == 1 && (unsigned char)s[0] < 0x80 ? m->ascii_id[(unsigned char)s[0]]
+                                                          : tok_strmap_get(&m->vocab, s, sl);
         if (id >= 0) {
             if (tok_ids_push(out, id)) goto nomem;
             goto done;

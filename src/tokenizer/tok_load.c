@@ -230,6 +230,10 @@ static facet_status build_tables(facet_tokenizer *tok, int32_t max_vocab_id, fac
         if (tok_bytelevel_map(&tmp, (const char *)&byte, 1)) return facet_err(err, FACET_E_NOMEM, "out of memory");
         tok->bpe.byte_id[b] = tok_strmap_get(v, tmp.data, tmp.len);
         tok_buf_free(&tmp);
+        if (b < 128) {
+            char one = (char)b;
+            tok->bpe.ascii_id[b] = tok_strmap_get(v, &one, 1);
+        }
         snprintf(key, sizeof key, "<0x%02X>", b);
         tok->bpe.fallback_id[b] = tok_strmap_get(v, key, 6);
         if (tok->bpe.fallback_id[b] >= 0) tok->id_bytefallback[tok->bpe.fallback_id[b]] = 1;

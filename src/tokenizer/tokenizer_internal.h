@@ -352,6 +352,7 @@ typedef struct tok_bpe {
     char *unk_token;         /* WordPiece: the unk token string (may be absent from vocab) */
     int32_t byte_id[256];    /* id of the ByteLevel character of each byte, or -1 */
     int32_t fallback_id[256]; /* id of "<0xHH>", or -1 */
+    int32_t ascii_id[128];   /* id of each one-character ASCII token, or -1 */
 } tok_bpe;
 
 /* The word cache: words -> ids, shared by callers under a mutex. */
