@@ -45,9 +45,8 @@ static enum MHD_Result respond_whole(srv_server *s, struct MHD_Connection *c, sr
                                      const oai_meta *m, const oai_request *r) {
     /* wait for the job, watching for the client going away */
     srv_sched_lock(s->sched);
-    unsigned long v = 0;
     while (!j->done) {
-        v = srv_job_wait(s->sched, j, v, 100);
+        srv_job_wait_done(s->sched, j, 100);
         if (j->done) break;
         srv_sched_unlock(s->sched);
         int gone = srv_client_gone(c);

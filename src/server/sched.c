@@ -209,6 +209,19 @@ unsigned long srv_job_wait(srv_sched *s, srv_job *j, unsigned long seen, int tim
     return j->version;
 }
 
+void srv_job_wait_done(srv_sched *s, srv_job *j, int timeout_ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += timeout_ms / 1000;
+    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    while (!j->done)
+        if (pthread_cond_timedwait(&j->cond, &s->mu, &ts) == ETIMEDOUT) break;
+}
+
 /* ------------------------------------------------------ engine helpers ---- */
 
 static void bump(srv_job *j) {

@@ -125,6 +125,9 @@ void srv_job_release(srv_sched *s, srv_job *job);
  * Returns the current version. Call with the lock held (srv_sched_lock). */
 unsigned long srv_job_wait(srv_sched *s, srv_job *job, unsigned long seen, int timeout_ms);
 
+/* Wait until the job is done, at most timeout_ms (lock held, as srv_job_wait). */
+void srv_job_wait_done(srv_sched *s, srv_job *job, int timeout_ms);
+
 void srv_sched_lock(srv_sched *s);
 void srv_sched_unlock(srv_sched *s);
 
