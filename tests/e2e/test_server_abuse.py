@@ -162,3 +162,29 @@ def test_disconnect_while_waiting_whole_response(server):
         s.close()
     assert server.healthy()
     assert wait_until(lambda: idle(server), 30), server.metrics()
+
+
+def test_shutdown_with_clients_that_never_read(facet_bin, repo_root):
+    # streams whose clients stop reading (full socket buffers) must not hold up SIGTERM
+    s = Server(facet_bin, repo_root / "models" / "stories260k", "--threads", "1",
+               "--shutdown-grace", "1")
+    socks = []
+    try:
+        for i in range(5):
+            k = raw_socket(s.port)
+            k.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+            body = json.dumps({"model": "stories260k", "prompt": [1], "max_tokens": 500,
+                               "n": 8, "temperature": 1, "seed": i, "stream": True,
+                               "logprobs": 5}).encode()
+            k.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                      % len(body) + body)
+            socks.append(k)
+        time.sleep(1.0)
+        assert s.healthy()
+        t0 = time.time()
+        s.assert_clean_exit(timeout=30)
+        assert time.time() - t0 < 15
+    finally:
+        s.stop()
+        for k in socks:
+            k.close()
