@@ -102,6 +102,24 @@ static int run_vectors(const char *dir) {
             print_ids("want", want, wn);
             print_ids("got ", ids, n);
         }
+        /* the token strings of the ids, as stored in tokenizer.json (the recorded tokens
+         * of added tokens with lstrip/rstrip include the whitespace they absorbed) */
+        json_t *jtoks = json_object_get(j, "tokens");
+        for (size_t i = 0; i < json_array_size(jtoks) && i < wn; i++) {
+            const char *want_tok = json_string_value(json_array_get(jtoks, i));
+            const char *got_tok = facet_tokenizer_id_to_token(tok, want[i]);
+            size_t wl = strlen(want_tok), off = 0;
+            while (off < wl && strchr(" \t\r\n", want_tok[off])) off++;
+            while (wl > off && strchr(" \t\r\n", want_tok[wl - 1])) wl--;
+            int same = got_tok && (!strcmp(got_tok, want_tok) ||
+                                   (strlen(got_tok) == wl - off && !memcmp(got_tok, want_tok + off, wl - off)));
+            if (!same || facet_tokenizer_token_to_id(tok, got_tok) != want[i]) {
+                good = 0;
+                fprintf(stderr, "%s [%s]: token %zu: id %d is \"%s\", want \"%s\"\n", dir,
+                        json_string_value(json_object_get(j, "id")), i, (int)want[i], got_tok ? got_tok : "(null)", want_tok);
+                break;
+            }
+        }
         const char *keys[2] = {"decoded", "decoded_skip_special"};
         for (int skip = 0; skip < 2; skip++) {
             json_t *wd = json_object_get(j, keys[skip]);
