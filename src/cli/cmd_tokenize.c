@@ -149,9 +149,12 @@ int cmd_tokenize(int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: facet tokenize MODEL [TEXT | -f FILE] [--no-special]\n"
+                   "       facet tokenize MODEL --jsonl FILE|- [--no-special]\n"
                    "Prints the token ids of TEXT (or FILE, or standard input) as a JSON array.\n"
                    "Special tokens are added as the tokenizer's post-processor says;\n"
-                   "--no-special is add_special_tokens=False.\n");
+                   "--no-special is add_special_tokens=False. MODEL is any folder holding a\n"
+                   "tokenizer.json. --jsonl reads lines {\"text\": S, \"add_special_tokens\": B}\n"
+                   "and prints one line {\"ids\": [...]} per input line.\n");
             return 0;
         }
         if (!strcmp(argv[i], "--no-special")) add_special = 0;
@@ -235,8 +238,11 @@ int cmd_detokenize(int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: facet detokenize MODEL [--skip-special] ID...\n"
+                   "       facet detokenize MODEL --jsonl FILE|- [--skip-special]\n"
                    "Prints the text of the token ids exactly (no newline added), as\n"
-                   "tokenizer.decode(ids) does; --skip-special is skip_special_tokens=True.\n");
+                   "tokenizer.decode(ids) does; --skip-special is skip_special_tokens=True.\n"
+                   "IDs are separate arguments or comma-separated. --jsonl reads lines\n"
+                   "{\"ids\": [...], \"skip_special_tokens\": B} and prints lines {\"text\": S}.\n");
             free(ids);
             return 0;
         }
