@@ -38,6 +38,9 @@ enum MHD_Result srv_respond(srv_server *s, struct MHD_Connection *c, unsigned st
 }
 
 enum MHD_Result srv_respond_error(srv_server *s, struct MHD_Connection *c, const oai_error *e) {
+    /* server-side failures are worth a line in the server's log; client errors are not */
+    if (e->http_status >= 500 && e->http_status != 503)
+        fprintf(stderr, "facet serve: %d %s\n", e->http_status, e->message);
     char *body = oai_error_json(e);
     if (!body) return MHD_NO;
     enum MHD_Result r = srv_respond(s, c, (unsigned)e->http_status, body, strlen(body),
