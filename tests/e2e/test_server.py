@@ -428,3 +428,26 @@ def test_serve_usage_errors(run_facet, model):
                         (["--bogus"], "--bogus"), (["/nonexistent"], "/nonexistent")):
         p = run_facet(["serve"] + args, timeout=30)
         assert p.returncode == 1 and words in p.stderr, p.stderr
+
+
+def test_curl(server, run_facet, model):
+    import shutil
+    import subprocess
+    curl = shutil.which("curl")
+    if not curl:
+        pytest.skip("SKIPPED LOUDLY: curl not installed (scripts/setup installs it)")
+    ref = run_greedy(run_facet, model, [1, 403], 24)
+    url = "http://127.0.0.1:%d/v1/completions" % server.port
+    body = {"model": "stories260k", "prompt": [1, 403], "max_tokens": 24, "temperature": 0}
+    p = subprocess.run([curl, "-sS", "--max-time", "30", url, "-H",
+                        "Content-Type: application/json", "-d", json.dumps(body)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["choices"][0]["text"] == ref["text"]
+    p = subprocess.run([curl, "-sSN", "--max-time", "30", url, "-H",
+                        "Content-Type: application/json", "-d", json.dumps(dict(body, stream=True))],
+                       capture_output=True, timeout=60)
+    events = [e for e in p.stdout.split(b"\n\n") if e.strip()]
+    assert events[-1] == b"data: [DONE]"
+    text = "".join(json.loads(e[6:])["choices"][0]["text"] for e in events[:-1])
+    assert text == ref["text"]
