@@ -195,18 +195,18 @@ static int lex_number(lexer *L, int line, int col) {
             return 0;
         }
     }
-    char buf[128];
-    size_t bn = 0;
-    int isf = 0;
-#define DIGITS()                                                                    \
+    /* the literal's digits without underscores, never truncated */
+    jbuf nb = {0};
+    int isf = 0, rc = 0;
+#define DIGITS()                                                                                     \
     while (i < L->n && (isdig(L->s[i]) || (L->s[i] == '_' && i + 1 < L->n && isdig(L->s[i + 1])))) { \
-        if (L->s[i] != '_' && bn < sizeof buf - 1) buf[bn++] = L->s[i];              \
-        i++;                                                                        \
+        if (L->s[i] != '_') rc |= jbuf_addc(&nb, L->s[i]);                                          \
+        i++;                                                                                         \
     }
     DIGITS();
     if (i + 1 < L->n && L->s[i] == '.' && isdig(L->s[i + 1])) {
         isf = 1;
-        buf[bn++] = '.';
+        rc |= jbuf_addc(&nb, '.');
         i++;
         DIGITS();
     }
@@ -215,27 +215,39 @@ static int lex_number(lexer *L, int line, int col) {
         if (j < L->n && (L->s[j] == '+' || L->s[j] == '-')) j++;
         if (j < L->n && isdig(L->s[j])) {
             isf = 1;
-            if (bn < sizeof buf - 3) buf[bn++] = 'e';
-            if (L->s[i + 1] == '-' || L->s[i + 1] == '+') buf[bn++] = L->s[i + 1];
+            rc |= jbuf_addc(&nb, 'e');
+            if (L->s[i + 1] == '-' || L->s[i + 1] == '+') rc |= jbuf_addc(&nb, L->s[i + 1]);
             i = j;
             DIGITS();
         }
     }
 #undef DIGITS
-    buf[bn] = 0;
+    if (rc || !nb.p) {
+        jbuf_free(&nb);
+        return fail(L, FACET_E_NOMEM, "out of memory");
+    }
+    const char *buf = nb.p;
+    size_t bn = nb.n;
     jtok *t = push(L, isf ? T_FLOAT : T_INT, line, col);
-    if (!t) return -1;
+    if (!t) {
+        jbuf_free(&nb);
+        return -1;
+    }
+    int bad = 0;
     if (isf) {
         t->f = strtod(buf, NULL);
+    } else if (buf[0] == '0' && strspn(buf, "0") != bn) { /* jinja2 integer_re: 0(_?0)* only */
+        bad = 1;
     } else {
-        if (buf[0] == '0' && strspn(buf, "0") != bn) /* jinja2 integer_re: 0(_?0)* only */
-            return fail(L, FACET_E_PARSE, "leading zeros in a decimal integer literal");
         errno = 0;
         char *end;
         long long v = strtoll(buf, &end, 10);
-        if (errno) return fail(L, FACET_E_UNSUPPORTED, "unsupported construct: integer literal beyond 64 bits");
+        if (errno) bad = 2;
         t->i = v;
     }
+    jbuf_free(&nb);
+    if (bad == 1) return fail(L, FACET_E_PARSE, "leading zeros in a decimal integer literal");
+    if (bad == 2) return fail(L, FACET_E_UNSUPPORTED, "unsupported construct: integer literal beyond 64 bits");
     advance(L, i - L->pos);
     return 0;
 }
