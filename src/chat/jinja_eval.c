@@ -848,12 +848,23 @@ static int builtin_call(jctx *cx, const jnode *at, const char *name, jv *args, s
         struct tm tm;
         if (!(cx->now_local ? localtime_r(&t, &tm) : gmtime_r(&t, &tm)))
             return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: time out of range");
-        char buf[512];
-        size_t k = strftime(buf, sizeof buf, JS(args[0])->s, &tm);
-        if (k == 0 && JS(args[0])->len > 0 && JS(args[0])->len < 200) buf[0] = 0;
-        else if (k == 0 && JS(args[0])->len >= 200)
-            return jx_fail(cx, at, FACET_E_LIMIT, "strftime_now format longer than 200 bytes");
-        *out = jv_cstr(buf);
+        if (JS(args[0])->len > 4096) return jx_fail(cx, at, FACET_E_LIMIT, "strftime_now format longer than 4096 bytes");
+        /* strftime returns 0 when the buffer is too small: grow it (an expansion is at
+         * most ~100 bytes per conversion, so 256x the format length always fits) */
+        size_t cap = 256, k = 0;
+        char *buf = NULL;
+        for (; cap <= 256 * (JS(args[0])->len + 4); cap *= 4) {
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                return oom(cx, at);
+            }
+            buf = nb;
+            k = strftime(buf, cap, JS(args[0])->s, &tm);
+            if (k > 0) break;
+        }
+        *out = jv_str(buf, k);
+        free(buf);
         return out->k == JV_STR ? 0 : oom(cx, at);
     }
     return jx_fail(cx, at, FACET_E_INTERNAL, "unknown builtin %s", name);

@@ -128,6 +128,17 @@ static int number(jbuf *b, jv v, const spec *sp, int printf_style) {
         char fmt[48];
         snprintf(fmt, sizeof fmt, "%%%s%s.%ld%c", sp->sign == '+' ? "+" : sp->sign == ' ' ? " " : "", sp->alt ? "#" : "", p,
                  t == '%' ? 'f' : t);
+        int need = snprintf(NULL, 0, fmt, x);
+        if (need < 0) return 1;
+        if ((size_t)need >= sizeof tmp) { /* e.g. '%.300f' % 1e308: write it whole */
+            char *big = malloc((size_t)need + 1);
+            if (!big) return -1;
+            snprintf(big, (size_t)need + 1, fmt, x);
+            int r = jbuf_add(b, big, (size_t)need);
+            free(big);
+            if (r) return -1;
+            return t == '%' ? jbuf_addc(b, '%') : 0;
+        }
         snprintf(tmp, sizeof tmp, fmt, x);
         /* Python spells non-finite values inf/nan (upper case for F/E/G) */
         if (!isfinite(x)) {
