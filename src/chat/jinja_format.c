@@ -322,9 +322,9 @@ int jx_str_format(jctx *cx, const jnode *at, jv self, jv *args, size_t nargs, ch
             if (f[k] == '.') {
                 size_t a = ++k;
                 while (k < namel && f[k] != '.' && f[k] != '[') k++;
-                char attr[128];
-                snprintf(attr, sizeof attr, "%.*s", (int)(k - a), f + a);
-                rc = jx_getattr(cx, at, v, attr, &nx);
+                char *attr = strndup(f + a, k - a);
+                rc = attr ? jx_getattr(cx, at, v, attr, &nx) : jx_fail(cx, at, FACET_E_NOMEM, "out of memory");
+                free(attr);
             } else {
                 size_t a = ++k;
                 while (k < namel && f[k] != ']') k++;

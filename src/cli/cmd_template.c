@@ -50,9 +50,7 @@ int cmd_template(int argc, char **argv) {
                 rc = cli_fail(&err);
                 goto out;
             }
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", (int)(eq - spec) > 255 ? 255 : (int)(eq - spec), spec);
-            json_object_set_new(vars, name, v);
+            json_object_setn_new(vars, spec, (size_t)(eq - spec), v);
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "facet: template: unknown or incomplete option %s\n", a);
             rc = usage();
