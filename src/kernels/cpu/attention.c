@@ -24,7 +24,26 @@ FACET_INLINE FACET_TGT_AVX512 void block_scores_avx512(const float *q, const flo
                                                         int n, float scale, float *s, const int NC) {
     __m512 qv[16];
     for (int c = 0; c < NC; c++) qv[c] = _mm512_loadu_ps(q + 16 * c);
-    for (int t = 0; t < n; t++) {
+    const __m128 sc = _mm_set1_ps(scale);
+    int t = 0;
+    /* four keys at a time: four independent FMA chains, then one transpose-style
+     * reduction of the four vectors (unpack, shuffle, fold the 128-bit lanes) */
+    for (; t + 4 <= n; t += 4) {
+        const float *k = K + (size_t)t * kvs;
+        __m512 a[4];
+        for (int u = 0; u < 4; u++) a[u] = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k + (size_t)u * kvs));
+        for (int c = 1; c < NC; c++)
+            for (int u = 0; u < 4; u++)
+                a[u] = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(k + (size_t)u * kvs + 16 * c), a[u]);
+        __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(a[0], a[1]), _mm512_unpackhi_ps(a[0], a[1]));
+        __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(a[2], a[3]), _mm512_unpackhi_ps(a[2], a[3]));
+        __m512 x = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+        __m256 h = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
+        __m128 r = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        _mm_storeu_ps(s + t, _mm_mul_ps(r, sc));
+    }
+    for (; t < n; t++) {
         const float *k = K + (size_t)t * kvs;
         __m512 a0 = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k)), a1 = _mm512_setzero_ps();
         for (int c = 1; c < NC; c++) {
@@ -46,6 +65,57 @@ FACET_INLINE FACET_TGT_AVX512 void block_values_avx512(float *acc, float c, cons
         for (int j = 0; j < NC; j++) av[j] = _mm512_fmadd_ps(pv, _mm512_loadu_ps(v + 16 * j), av[j]);
     }
     for (int j = 0; j < NC; j++) _mm512_storeu_ps(acc + 16 * j, av[j]);
+}
+
+/*
+ * e^x for x <= 0 in 16 lanes: x = n ln2 + r with |r| <= ln2/2 (ln2 split in a high part
+ * exact in float and a low part, Cody & Waite), e^r by its Taylor series to degree 7
+ * (truncation < 3e-9 relative), times 2^n with vscalefps, which also takes n < -126
+ * gracefully down to 0. Within 2 ulp of expf; -inf gives 0.
+ */
+static inline FACET_TGT_AVX512 __m512 exp_neg_avx512(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f)); /* e^-104 is below the smallest float */
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* The block's softmax step for one query: new max over s[0..n) and the old max *m,
+ * s[j] <- e^(s[j] - max), returns their sum (lane sums folded in a fixed order);
+ * *c <- e^(old max - new max). */
+static FACET_TGT_AVX512 float softmax_block_avx512(float *s, int n, float *m, float *c) {
+    __m512 mv = _mm512_set1_ps(*m);
+    int j = 0;
+    for (; j + 16 <= n; j += 16) mv = _mm512_max_ps(mv, _mm512_loadu_ps(s + j));
+    __mmask16 tail = (__mmask16)((1u << (n - j)) - 1);
+    if (j < n) mv = _mm512_mask_max_ps(mv, tail, mv, _mm512_maskz_loadu_ps(tail, s + j));
+    float mb = _mm512_reduce_max_ps(mv);
+    __m512 mbv = _mm512_set1_ps(mb), sum = _mm512_setzero_ps();
+    for (j = 0; j + 16 <= n; j += 16) {
+        __m512 e = exp_neg_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + j), mbv));
+        _mm512_storeu_ps(s + j, e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    if (j < n) {
+        __m512 e = exp_neg_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, s + j), mbv));
+        e = _mm512_maskz_mov_ps(tail, e);
+        _mm512_mask_storeu_ps(s + j, tail, e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    __m512 cv = exp_neg_avx512(_mm512_set1_ps(*m - mb)); /* old max -inf: e^-inf = 0 */
+    *c = _mm512_cvtss_f32(cv);
+    *m = mb;
+    return _mm512_reduce_add_ps(sum);
 }
 
 #define ATTN_NC_CASES(F, ...)                        \
@@ -80,7 +150,8 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
     int pack = n_q >= 4;
     float *kb = l + n_q, *vb = kb + (size_t)B * hd;
     /* registers path: AVX-512 and head_dim 64, 128 or 256 */
-    int fast = facet_cpu()->level == FACET_CPU_AVX512 && (hd == 64 || hd == 128 || hd == 256);
+    int avx512 = facet_cpu()->level == FACET_CPU_AVX512;
+    int fast = avx512 && (hd == 64 || hd == 128 || hd == 256);
     int nc = hd / 16, last = 0;
     for (int i = 0; i < n_q; i++) {
         m[i] = -INFINITY;
@@ -111,17 +182,21 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
             if (!(fast && scores_avx512(qi, Kx, xs, n, scale, si, nc)))
                 for (int j = 0; j < n; j++) si[j] = facet_dot_f32(qi, Kx + (size_t)j * xs, hd) * scale;
             /* online softmax: new max, rescale of the old sum and output */
-            float mb = m[i];
-            for (int j = 0; j < n; j++)
-                if (si[j] > mb) mb = si[j];
-            float c = expf(m[i] - mb); /* 0 on the first block (m = -inf) */
-            float sum = 0.0f;
-            for (int j = 0; j < n; j++) {
-                si[j] = expf(si[j] - mb);
-                sum += si[j];
+            float c, sum = 0.0f;
+            if (avx512) {
+                sum = softmax_block_avx512(si, n, &m[i], &c);
+            } else {
+                float mb = m[i];
+                for (int j = 0; j < n; j++)
+                    if (si[j] > mb) mb = si[j];
+                c = expf(m[i] - mb); /* 0 on the first block (m = -inf) */
+                for (int j = 0; j < n; j++) {
+                    si[j] = expf(si[j] - mb);
+                    sum += si[j];
+                }
+                m[i] = mb;
             }
             l[i] = l[i] * c + sum;
-            m[i] = mb;
             /* output += probabilities x values */
             if (!(fast && values_avx512(ai, c, Vx, xs, n, si, nc))) {
                 for (int d = 0; d < hd; d++) ai[d] *= c;
