@@ -183,8 +183,32 @@ FACET_TGT_AVX512BF16 void facet_x_to_bf16_avx512bf16(const float *x, uint16_t *o
     }
 }
 
+/* One row (decode): panels one after the other, one sequential stream through the
+ * contiguous panels; per output the same single accumulator chain in k order as the
+ * tiled body, so a row's bits do not depend on its batch. */
+static FACET_TGT_AVX512BF16 void bf16_avx512_row1(const facet_xprep *x, int r0, const uint8_t *W,
+                                                  size_t pb, int np, int k0, int k1, float *tile,
+                                                  int accumulate) {
+    const uint16_t *xr = XROW16(0);
+    for (int p = 0; p < np; p++) {
+        const uint16_t *w = (const uint16_t *)(W + (size_t)p * pb);
+        __m512 acc = accumulate ? _mm512_loadu_ps(tile + p * 16) : _mm512_setzero_ps();
+        for (int k = k0; k < k1; k += 2) {
+            int32_t pair;
+            memcpy(&pair, xr + k, 4);
+            acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512((const void *)(w + (size_t)k * 16)),
+                                   (__m512bh)_mm512_set1_epi32(pair));
+        }
+        _mm512_storeu_ps(tile + p * 16, acc);
+    }
+}
+
 #define B_BF16_AVX512(M, N) bf16_avx512_body(FACET_UK_ARGS, M, N)
 static FACET_TGT_AVX512BF16 void uk_bf16_avx512bf16(FACET_UK_PARAMS) {
+    if (mr == 1) {
+        bf16_avx512_row1(x, r0, W, pb, np, k0, k1, tile, accumulate);
+        return;
+    }
     switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR8(FACET_UK_NP3, B_BF16_AVX512) }
 }
 

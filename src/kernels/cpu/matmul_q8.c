@@ -20,7 +20,10 @@ void facet_q8_quantize_row(const float *x, int n, int8_t *q, float *scale, int32
     for (int b = 0; b < n / FACET_Q8_BLOCK; b++) {
         const float *xb = x + b * FACET_Q8_BLOCK;
         float amax = 0.0f;
-        for (int i = 0; i < FACET_Q8_BLOCK; i++) amax = fmaxf(amax, fabsf(xb[i]));
+        for (int i = 0; i < FACET_Q8_BLOCK; i++) { /* fmaxf is a libm call here */
+            float a = fabsf(xb[i]);
+            amax = a > amax ? a : amax;
+        }
         float id = amax > 0.0f ? 127.0f / amax : 0.0f;
         int32_t sum = 0;
         for (int i = 0; i < FACET_Q8_BLOCK; i++) {
@@ -138,8 +141,42 @@ FACET_INLINE FACET_TGT_AVX512VNNI void q8_vnni_body(const facet_xprep *x, int r0
         for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * FACET_TILE_LD + p * 16, acc[r][p]);
 }
 
+/* One row (decode): the np panels one after the other, so the weights are read as one
+ * sequential stream (contiguous panels) that the hardware prefetcher follows; two
+ * integer chains per block hide vpdpbusd's latency (integer sums: same bits). */
+static FACET_TGT_AVX512VNNI void q8_vnni_row1(const facet_xprep *x, int r0, const uint8_t *W,
+                                              size_t pb, int np, int k0, int k1, float *tile,
+                                              int accumulate) {
+    const int8_t *xq = XQ(0);
+    const float *xs = XS(0);
+    const int32_t *xc = XC(0);
+    for (int p = 0; p < np; p++) {
+        float *t = tile + p * 16;
+        __m512 acc = accumulate ? _mm512_loadu_ps(t) : _mm512_setzero_ps();
+        for (int b = k0 / FACET_Q8_BLOCK; b < k1 / FACET_Q8_BLOCK; b++) {
+            const uint8_t *blk = W + (size_t)p * pb + (size_t)b * FACET_Q8_PBLOCK;
+            __m512i i0 = _mm512_set1_epi32(xc[b]), i1 = _mm512_setzero_si512();
+            for (int q = 0; q < 8; q += 2) {
+                int32_t qa, qb;
+                memcpy(&qa, xq + b * FACET_Q8_BLOCK + q * 4, 4);
+                memcpy(&qb, xq + b * FACET_Q8_BLOCK + q * 4 + 4, 4);
+                i0 = _mm512_dpbusd_epi32(i0, _mm512_loadu_si512((const void *)(blk + q * 64)), _mm512_set1_epi32(qa));
+                i1 = _mm512_dpbusd_epi32(i1, _mm512_loadu_si512((const void *)(blk + q * 64 + 64)), _mm512_set1_epi32(qb));
+            }
+            __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)WSCALE(blk)));
+            acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), ws),
+                                  _mm512_set1_ps(xs[b]), acc);
+        }
+        _mm512_storeu_ps(t, acc);
+    }
+}
+
 #define B_Q8_VNNI(M, N) q8_vnni_body(FACET_UK_ARGS, M, N)
 static FACET_TGT_AVX512VNNI void uk_q8_avx512vnni(FACET_UK_PARAMS) {
+    if (mr == 1) {
+        q8_vnni_row1(x, r0, W, pb, np, k0, k1, tile, accumulate);
+        return;
+    }
     switch (FACET_UK_KEY(mr, np)) {
         FACET_UK_NP4(B_Q8_VNNI, 1) /* one row: four panels (more streams in flight) */
         FACET_UK_NP2(B_Q8_VNNI, 2) FACET_UK_NP2(B_Q8_VNNI, 3) FACET_UK_NP2(B_Q8_VNNI, 4)
