@@ -142,8 +142,27 @@ FACET_INLINE FACET_TGT_AVX512 void f16_avx512_body(const facet_xprep *x, int r0,
         for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * FACET_TILE_LD + p * 16, acc[r][p]);
 }
 
+/* One row (decode): as bf16_avx512_row1 below, for f16 weights. */
+static FACET_TGT_AVX512 void f16_avx512_row1(const facet_xprep *x, int r0, const uint8_t *W,
+                                             size_t pb, int np, int k0, int k1, float *tile,
+                                             int accumulate) {
+    const float *xr = XROW(0);
+    for (int p = 0; p < np; p++) {
+        const uint16_t *w = (const uint16_t *)(W + (size_t)p * pb);
+        __m512 acc = accumulate ? _mm512_loadu_ps(tile + p * 16) : _mm512_setzero_ps();
+        for (int k = k0; k < k1; k++)
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(xr[k]),
+                                  _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + (size_t)k * 16))), acc);
+        _mm512_storeu_ps(tile + p * 16, acc);
+    }
+}
+
 #define B_F16_AVX512(M, N) f16_avx512_body(FACET_UK_ARGS, M, N)
 static FACET_TGT_AVX512 void uk_f16_avx512(FACET_UK_PARAMS) {
+    if (mr == 1) {
+        f16_avx512_row1(x, r0, W, pb, np, k0, k1, tile, accumulate);
+        return;
+    }
     switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR8(FACET_UK_NP3, B_F16_AVX512) }
 }
 

@@ -202,8 +202,27 @@ FACET_INLINE FACET_TGT_AVX512 void f32_avx512_body(const facet_xprep *x, int r0,
         for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * FACET_TILE_LD + p * 16, acc[r][p]);
 }
 
+/* One row (decode): panels one after the other as one sequential stream; per output
+ * the tiled body's single FMA chain in k order (same bits alone or in a batch). */
+static FACET_TGT_AVX512 void f32_avx512_row1(const facet_xprep *x, int r0, const uint8_t *W,
+                                             size_t pb, int np, int k0, int k1, float *tile,
+                                             int accumulate) {
+    const float *xr = XROW(0);
+    for (int p = 0; p < np; p++) {
+        const float *w = (const float *)(W + (size_t)p * pb);
+        __m512 acc = accumulate ? _mm512_loadu_ps(tile + p * 16) : _mm512_setzero_ps();
+        for (int k = k0; k < k1; k++)
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(xr[k]), _mm512_loadu_ps(w + (size_t)k * 16), acc);
+        _mm512_storeu_ps(tile + p * 16, acc);
+    }
+}
+
 #define B_F32_AVX512(M, N) f32_avx512_body(FACET_UK_ARGS, M, N)
 static FACET_TGT_AVX512 void uk_f32_avx512(FACET_UK_PARAMS) {
+    if (mr == 1) {
+        f32_avx512_row1(x, r0, W, pb, np, k0, k1, tile, accumulate);
+        return;
+    }
     switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR8(FACET_UK_NP3, B_F32_AVX512) }
 }
 
