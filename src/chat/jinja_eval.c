@@ -967,7 +967,14 @@ static int apply_filter_chain(jctx *cx, const jnode *f, jv input, jv *out) {
 static int eval(jctx *cx, const jnode *n, jv *out) {
     if (cx->failed) return -1;
     switch (n->k) {
-    case N_LIT: *out = jv_ref(n->lit); return 0;
+    case N_LIT:
+        /* the AST is shared by concurrent renders: never touch its reference counts */
+        if (n->lit.k == JV_STR) {
+            *out = jv_str(JS(n->lit)->s, JS(n->lit)->len);
+            return out->k == JV_STR ? 0 : oom(cx, n);
+        }
+        *out = n->lit;
+        return 0;
     case N_NAME: *out = lookup(cx, n->name); return 0;
     case N_GETATTR: {
         jv o;

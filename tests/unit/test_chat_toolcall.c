@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -235,6 +236,49 @@ static void test_special_tokens(void **state) {
     facet_chat_template_free(t);
 }
 
+/* One loaded template rendered from several threads at once (the server does this):
+ * every render must equal the single-threaded one. Literal strings of the shared AST
+ * are copied, never reference-counted, so this is race-free (checked with TSan). */
+typedef struct render_job {
+    const facet_chat_template *t;
+    const char *want;
+    int bad;
+} render_job;
+
+static void *render_many(void *arg) {
+    render_job *j = arg;
+    for (int i = 0; i < 200; i++) {
+        char *out = NULL;
+        if (facet_chat_render(j->t, "[{\"role\": \"user\", \"content\": \"hi\"}]", NULL, 1, NULL, &out, NULL, NULL) ||
+            strcmp(out, j->want))
+            j->bad++;
+        free(out);
+    }
+    return NULL;
+}
+
+static void test_concurrent_render(void **state) {
+    (void)state;
+    facet_chat_template *t;
+    facet_error err;
+    assert_int_equal(facet_chat_template_load(FACET_TEST_DATA "/chat/tokenizers__qwen2.5", &t, &err), FACET_OK);
+    char *want = NULL;
+    assert_int_equal(facet_chat_render(t, "[{\"role\": \"user\", \"content\": \"hi\"}]", NULL, 1, NULL, &want, NULL, &err),
+                     FACET_OK);
+    pthread_t th[4];
+    render_job jobs[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (render_job){t, want, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, render_many, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(jobs[i].bad, 0);
+    }
+    free(want);
+    facet_chat_template_free(t);
+}
+
 static void test_detect(void **state) {
     (void)state;
     /* real templates (facts: which tool-call syntax the template renders) */
@@ -266,7 +310,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hermes), cmocka_unit_test(test_hermes_malformed), cmocka_unit_test(test_llama3),
         cmocka_unit_test(test_mistral), cmocka_unit_test(test_harmony), cmocka_unit_test(test_none_and_json),  cmocka_unit_test(test_detect),
-        cmocka_unit_test(test_special_tokens),
+        cmocka_unit_test(test_special_tokens), cmocka_unit_test(test_concurrent_render),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
