@@ -22,6 +22,13 @@ int cmd_serve(int argc, char **argv);
  * 2 for FACET_E_UNSUPPORTED (a refusal), 1 for everything else. */
 int cli_fail(const facet_error *err);
 
+/* Parse v as a whole decimal integer in [lo, hi] into *out; on failure print
+ * "facet: OPT expects an integer in [lo, hi], got 'V'" and return 0 (1 on success). */
+int cli_parse_int(const char *opt, const char *v, long lo, long hi, int *out);
+
+/* Parse v as a whole number (strtof) into *out; on failure print the error, return 0. */
+int cli_parse_float(const char *opt, const char *v, float *out);
+
 /* The bundled model folder (models/stories260k of the source tree, or beside the
  * executable). */
 const char *cli_bundled_model(void);

@@ -98,12 +98,10 @@ int cmd_bench(int argc, char **argv) {
             if ((n_concs = parse_list(v, concs, 16)) <= 0) goto bad;
             i++;
         } else if (!strcmp(a, "-n") && v) {
-            steps = atoi(v);
-            if (steps <= 0) goto bad;
+            if (!cli_parse_int(a, v, 1, 1 << 20, &steps)) return 1;
             i++;
         } else if (!strcmp(a, "--threads") && v) {
-            threads = atoi(v);
-            if (threads <= 0) goto bad;
+            if (!cli_parse_int(a, v, 1, 1024, &threads)) return 1;
             i++;
         } else if (!strcmp(a, "--weights") && v) {
             static const char *names[] = {"auto", "f32", "bf16", "f16", "int8"};

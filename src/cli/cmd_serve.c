@@ -34,19 +34,6 @@ static void usage(FILE *out) {
             "  --shutdown-grace S seconds in-flight requests get on SIGINT/SIGTERM (default 5)\n");
 }
 
-static int parse_int(const char *opt, const char *v, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || errno || end == v || *end || x < lo || x > hi) {
-        fprintf(stderr, "facet: %s expects an integer in [%ld, %ld], got '%s'\n", opt, lo, hi,
-                v ? v : "(nothing)");
-        return 0;
-    }
-    *out = (int)x;
-    return 1;
-}
-
 int cmd_serve(int argc, char **argv) {
     facet_server_config c;
     facet_server_config_default(&c);
@@ -65,18 +52,18 @@ int cmd_serve(int argc, char **argv) {
             if (!v) ok = 0;
             else c.model_id = v;
             i++;
-        } else if (!strcmp(a, "--port")) ok = parse_int(a, v, 0, 65535, &c.port), i++;
-        else if (!strcmp(a, "--max-batch")) ok = parse_int(a, v, 1, 1024, &c.max_batch), i++;
-        else if (!strcmp(a, "--ctx")) ok = parse_int(a, v, 1, INT_MAX, &c.n_ctx), i++;
-        else if (!strcmp(a, "--threads")) ok = parse_int(a, v, 0, 1024, &c.threads), i++;
-        else if (!strcmp(a, "--kv-budget")) ok = parse_int(a, v, 1, INT_MAX, &c.kv_budget), i++;
-        else if (!strcmp(a, "--max-queue")) ok = parse_int(a, v, 0, 1 << 20, &c.max_queue), i++;
-        else if (!strcmp(a, "--chunk")) ok = parse_int(a, v, 1, 1 << 16, &c.chunk), i++;
-        else if (!strcmp(a, "--timeout")) ok = parse_int(a, v, 1, 86400, &c.timeout_s), i++;
+        } else if (!strcmp(a, "--port")) ok = cli_parse_int(a, v, 0, 65535, &c.port), i++;
+        else if (!strcmp(a, "--max-batch")) ok = cli_parse_int(a, v, 1, 1024, &c.max_batch), i++;
+        else if (!strcmp(a, "--ctx")) ok = cli_parse_int(a, v, 1, INT_MAX, &c.n_ctx), i++;
+        else if (!strcmp(a, "--threads")) ok = cli_parse_int(a, v, 0, 1024, &c.threads), i++;
+        else if (!strcmp(a, "--kv-budget")) ok = cli_parse_int(a, v, 1, INT_MAX, &c.kv_budget), i++;
+        else if (!strcmp(a, "--max-queue")) ok = cli_parse_int(a, v, 0, 1 << 20, &c.max_queue), i++;
+        else if (!strcmp(a, "--chunk")) ok = cli_parse_int(a, v, 1, 1 << 16, &c.chunk), i++;
+        else if (!strcmp(a, "--timeout")) ok = cli_parse_int(a, v, 1, 86400, &c.timeout_s), i++;
         else if (!strcmp(a, "--shutdown-grace"))
-            ok = parse_int(a, v, 0, 3600, &c.shutdown_grace_s), i++;
+            ok = cli_parse_int(a, v, 0, 3600, &c.shutdown_grace_s), i++;
         else if (!strcmp(a, "--max-body")) {
-            ok = parse_int(a, v, 1024, 1 << 30, &body), i++;
+            ok = cli_parse_int(a, v, 1024, 1 << 30, &body), i++;
             c.max_body = (size_t)body;
         } else if (a[0] == '-') {
             fprintf(stderr, "facet: serve: unknown option '%s'\n", a);

@@ -1,6 +1,8 @@
 /* run_opts.c — argument parsing of `facet run`. */
 #include "cli/run_opts.h"
 
+#include "cli/cli.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -49,31 +51,6 @@ static void usage(FILE *out) {
             "                     per position of prompt + generated[:-1]\n");
 }
 
-static int parse_float(const char *opt, const char *v, float *out) {
-    char *end;
-    errno = 0;
-    float x = v ? strtof(v, &end) : 0;
-    if (!v || errno || end == v || *end) {
-        fprintf(stderr, "facet: %s expects a number, got '%s'\n", opt, v ? v : "(nothing)");
-        return 0;
-    }
-    *out = x;
-    return 1;
-}
-
-static int parse_int(const char *opt, const char *v, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || errno || end == v || *end || x < lo || x > hi) {
-        fprintf(stderr, "facet: %s expects an integer in [%ld, %ld], got '%s'\n", opt, lo, hi,
-                v ? v : "(nothing)");
-        return 0;
-    }
-    *out = (int)x;
-    return 1;
-}
-
 int run_parse_args(int argc, char **argv, run_opts *o) {
     memset(o, 0, sizeof *o);
     o->max_new = 256;
@@ -108,13 +85,13 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
             o->tools = v;
         } else if (!strcmp(a, "-n") || !strcmp(a, "--max-new")) {
             NEED_VALUE;
-            if (!parse_int(a, v, 0, INT_MAX, &o->max_new)) return 1;
+            if (!cli_parse_int(a, v, 0, INT_MAX, &o->max_new)) return 1;
         } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
             NEED_VALUE;
-            if (!parse_int(a, v, 1, 1024, &o->threads)) return 1;
+            if (!cli_parse_int(a, v, 1, 1024, &o->threads)) return 1;
         } else if (!strcmp(a, "--ctx")) {
             NEED_VALUE;
-            if (!parse_int(a, v, 1, INT_MAX, &o->ctx)) return 1;
+            if (!cli_parse_int(a, v, 1, INT_MAX, &o->ctx)) return 1;
         } else if (!strcmp(a, "--weights")) {
             NEED_VALUE;
             if (!strcmp(v, "auto")) o->weights = FACET_WEIGHTS_AUTO;
@@ -132,30 +109,30 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
             o->json = 1;
         } else if (!strcmp(a, "--top-logprobs")) {
             NEED_VALUE;
-            if (!parse_int(a, v, 0, 64, &o->top_logprobs)) return 1;
+            if (!cli_parse_int(a, v, 0, 64, &o->top_logprobs)) return 1;
         } else if (!strcmp(a, "--ignore-eos")) {
             o->ignore_eos = 1;
         } else if (!strcmp(a, "--temp") || !strcmp(a, "--temperature")) {
             NEED_VALUE;
-            if (!parse_float(a, v, &o->sampling.temperature)) return 1;
+            if (!cli_parse_float(a, v, &o->sampling.temperature)) return 1;
         } else if (!strcmp(a, "--top-k")) {
             NEED_VALUE;
-            if (!parse_int(a, v, 0, INT_MAX, &o->sampling.top_k)) return 1;
+            if (!cli_parse_int(a, v, 0, INT_MAX, &o->sampling.top_k)) return 1;
         } else if (!strcmp(a, "--top-p")) {
             NEED_VALUE;
-            if (!parse_float(a, v, &o->sampling.top_p)) return 1;
+            if (!cli_parse_float(a, v, &o->sampling.top_p)) return 1;
         } else if (!strcmp(a, "--min-p")) {
             NEED_VALUE;
-            if (!parse_float(a, v, &o->sampling.min_p)) return 1;
+            if (!cli_parse_float(a, v, &o->sampling.min_p)) return 1;
         } else if (!strcmp(a, "--repeat-penalty")) {
             NEED_VALUE;
-            if (!parse_float(a, v, &o->sampling.repetition_penalty)) return 1;
+            if (!cli_parse_float(a, v, &o->sampling.repetition_penalty)) return 1;
         } else if (!strcmp(a, "--presence-penalty")) {
             NEED_VALUE;
-            if (!parse_float(a, v, &o->sampling.presence_penalty)) return 1;
+            if (!cli_parse_float(a, v, &o->sampling.presence_penalty)) return 1;
         } else if (!strcmp(a, "--frequency-penalty")) {
             NEED_VALUE;
-            if (!parse_float(a, v, &o->sampling.frequency_penalty)) return 1;
+            if (!cli_parse_float(a, v, &o->sampling.frequency_penalty)) return 1;
         } else if (!strcmp(a, "--seed")) {
             NEED_VALUE;
             char *end;
