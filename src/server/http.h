@@ -32,6 +32,9 @@ typedef struct srv_server {
     facet_chat_template *chat; /* NULL when the folder has no usable chat template     */
     char chat_error[512];      /* why chat is unavailable (when chat is NULL)            */
     facet_toolcall_format toolcall_format; /* the template's tool-call syntax            */
+    int live_streams;          /* SSE responses not yet freed by libmicrohttpd (atomic):
+                                  shutdown waits for them so a cancelled stream still
+                                  delivers its last event and [DONE]                    */
 } srv_server;
 
 /* Queue a response with `status`, a body (copied) and content type; counts metrics. */

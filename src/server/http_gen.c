@@ -252,6 +252,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void stream_free(void *cls) {
     stream_ctx *x = cls;
+    __atomic_sub_fetch(&x->s->live_streams, 1, __ATOMIC_SEQ_CST);
     srv_sched_cancel(x->s->sched, x->job); /* no-op when done */
     srv_job_release(x->s->sched, x->job);
     free(x->ids_sent);
@@ -302,6 +303,7 @@ static enum MHD_Result respond_stream(srv_server *s, struct MHD_Connection *c, s
     x->hold = r->kind == OAI_CHAT && r->tools_active;
     x->fmt = s->toolcall_format;
     snprintf(x->prefix, sizeof x->prefix, "%s", r->tool_prefix);
+    __atomic_add_fetch(&s->live_streams, 1, __ATOMIC_SEQ_CST); /* stream_free takes it back */
     struct MHD_Response *resp =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, x, stream_free);
     if (!resp) {

@@ -55,6 +55,13 @@ static facet_status check_config(const facet_server_config *c, facet_error *err)
 
 static void teardown(srv_server *s) {
     if (s->sched) srv_sched_stop(s->sched);
+    /* the scheduler has ended every job (cancelled ones carry their error event); give
+     * the streams a moment to deliver those last bytes before the connections close —
+     * bounded, since a client that never reads would hold its stream forever */
+    double until = srv_now() + 2.0;
+    while (s->daemon && __atomic_load_n(&s->live_streams, __ATOMIC_SEQ_CST) > 0 &&
+           srv_now() < until)
+        usleep(10000);
     srv_http_stop(s);
     srv_sched_free(s->sched);
     facet_session_free(s->session);
