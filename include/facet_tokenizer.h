@@ -70,8 +70,10 @@ facet_status facet_tokenize(const facet_tokenizer *tok, const char *text, size_t
 
 /*
  * Decode ids to text as tokenizer.decode(ids, skip_special_tokens=skip_special). *text
- * is malloc'd and NUL-terminated (free with free()); *len excludes the NUL. Ids outside
- * the vocabulary are FACET_E_INVALID_ARGUMENT.
+ * is malloc'd and NUL-terminated (free with free()); *len excludes the NUL. A negative
+ * id is FACET_E_INVALID_ARGUMENT; an id the tokenizer has no token for (a model's
+ * embedding rows past the tokenizer's vocabulary, e.g. Qwen's 151936 vs 151665) decodes
+ * to nothing, as the `tokenizers` library drops it.
  */
 facet_status facet_detokenize(const facet_tokenizer *tok, const int32_t *ids, size_t n,
                      int skip_special, char **text, size_t *len, facet_error *err);

@@ -98,11 +98,13 @@ facet_status tok_decode_raw(const facet_tokenizer *tok, const int32_t *ids, size
     facet_status st = FACET_OK;
     for (size_t i = 0; i < n; i++) {
         int32_t id = ids[i];
-        if (id < 0 || id >= tok->vocab_size || !tok->id_str[id]) {
-            st = facet_err(err, FACET_E_INVALID_ARGUMENT, "token id %d at position %zu is not in the vocabulary (size %d)",
-                           (int)id, i, tok->vocab_size);
+        if (id < 0) {
+            st = facet_err(err, FACET_E_INVALID_ARGUMENT, "token id %d at position %zu is negative", (int)id, i);
             goto out;
         }
+        /* an id without a token (a model's embedding rows past the tokenizer's vocabulary,
+         * as Qwen's 151936 vs 151665) decodes to nothing, as `tokenizers` drops it */
+        if (id >= tok->vocab_size || !tok->id_str[id]) continue;
         if (skip_special && tok->id_special[id]) continue;
         if (tok_strlist_push(&toks, tok->id_str[id], tok->id_len[id])) goto nomem;
     }

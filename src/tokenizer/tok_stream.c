@@ -229,10 +229,9 @@ facet_status facet_detok_stream_push(facet_detok_stream *s, int32_t id, const ch
                                      facet_error *err) {
     if (!s || !piece || !len) return facet_err(err, FACET_E_INVALID_ARGUMENT, "facet_detok_stream_push: NULL argument");
     const facet_tokenizer *tok = s->tok;
-    if (id < 0 || id >= tok->vocab_size || !tok->id_str[id])
-        return facet_err(err, FACET_E_INVALID_ARGUMENT, "token id %d is not in the vocabulary (size %d)", (int)id,
-                         tok->vocab_size);
-    if (s->skip_special && tok->id_special[id]) {
+    if (id < 0) return facet_err(err, FACET_E_INVALID_ARGUMENT, "token id %d is negative", (int)id);
+    /* an id without a token decodes to nothing (as facet_detokenize) */
+    if (id >= tok->vocab_size || !tok->id_str[id] || (s->skip_special && tok->id_special[id])) {
         s->piece.len = 0;
         if (tok_buf_append(&s->piece, "", 0)) return facet_err(err, FACET_E_NOMEM, "out of memory");
         *piece = s->piece.data;
