@@ -24,8 +24,9 @@ static void plan_usage(FILE *out) {
     fprintf(out, "usage: facet plan MODEL [--ctx N] [--batch B] [--weights auto|f32|bf16|f16|int8]\n"
                  "                  [--backend cpu|cuda] [--json]\n"
                  "MODEL: a checkpoint folder or a config.json. --ctx defaults to\n"
-                 "max_position_embeddings, --batch to 1, --weights to auto (= f32, what\n"
-                 "facet run loads by default). FACET_MEM_AVAILABLE=BYTES overrides the free\n"
+                 "max_position_embeddings, --batch to 1, --weights to auto (the checkpoint's\n"
+                 "own precision: bf16, f16 or f32, what facet run loads by default).\n"
+                 "FACET_MEM_AVAILABLE=BYTES overrides the free\n"
                  "RAM read from /proc/meminfo.\n");
 }
 

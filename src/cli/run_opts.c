@@ -31,6 +31,8 @@ static void usage(FILE *out) {
             "                     eos_token_id (config.json / generation_config.json) or when\n"
             "                     the context is full\n"
             "  --threads N        worker threads (default: all cores)\n"
+            "  --weights FMT      run-time weight format: auto (default: the checkpoint's own\n"
+            "                     precision, bf16 / f16 / f32), f32, bf16, f16, int8\n"
             "  --ctx N            context cap in tokens (default max_position_embeddings)\n"
             "  --no-cache         neither read nor write the weight cache (converted weights\n"
             "                     kept in DIR/.facet-cache or ~/.cache/facet; also\n"

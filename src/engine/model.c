@@ -13,6 +13,7 @@
 #include "io/safetensors.h"
 #include "model/probe.h"
 #include "model/table.h"
+#include "model/weights_policy.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -45,8 +46,9 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
             free(v);
         }
     }
-    m->weights = o.weights == FACET_WEIGHTS_AUTO ? FACET_WEIGHTS_F32 : o.weights;
-    if (st == FACET_OK) st = facet_weights_load(m, dir, &ck, formats[o.weights], &o, err);
+    /* auto: the checkpoint's own precision, decided by the probed dtypes */
+    m->weights = o.weights == FACET_WEIGHTS_AUTO ? facet_auto_weights(&m->facts) : o.weights;
+    if (st == FACET_OK) st = facet_weights_load(m, dir, &ck, formats[m->weights], &o, err);
     st_checkpoint_close(&ck);
     if (st == FACET_OK) st = facet_rope_init(m, err);
     if (st == FACET_OK) {

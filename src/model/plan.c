@@ -2,6 +2,7 @@
  * plan.c — memory and kernel plan of a checkpoint from its facts (see plan.h).
  */
 #include "model/plan.h"
+#include "model/weights_policy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +34,15 @@ static const struct {
                          {"int8-scalar", NEED_NONE}},
 };
 
-/* What `--weights auto` loads (src/engine/model.c): float32. */
-#define AUTO_FORMAT FACET_PLAN_F32
+/* What `--weights auto` loads: the checkpoint's own precision (weights_policy.c, the
+ * same function the loader calls). */
+static int auto_format(const facet_facts *f) {
+    switch (facet_auto_weights(f)) {
+    case FACET_WEIGHTS_BF16: return FACET_PLAN_BF16;
+    case FACET_WEIGHTS_F16: return FACET_PLAN_F16;
+    default: return FACET_PLAN_F32;
+    }
+}
 
 /* Packed run-time layout (src/kernels/cpu/matmul_internal.h): output rows in panels of
  * 16 (last one zero-padded), the input dim padded to a multiple of 32; int8 stores per
@@ -160,9 +168,9 @@ static facet_status mem_available(uint64_t *out, facet_error *err) {
     return FACET_OK;
 }
 
-static void choose_format(int requested, facet_plan *p) {
+static void choose_format(const facet_facts *f, int requested, facet_plan *p) {
     p->requested = requested;
-    p->weights = requested == FACET_PLAN_AUTO ? AUTO_FORMAT : requested;
+    p->weights = requested == FACET_PLAN_AUTO ? auto_format(f) : requested;
     snprintf(p->matmul_path, sizeof p->matmul_path, "%s", facet_plan_matmul_path(p->weights));
     const char *best = matmul_paths[p->weights][0].name;
     if (strcmp(best, p->matmul_path))
@@ -234,7 +242,7 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
 
     for (int fmt = 0; fmt < FACET_PLAN_N_FORMATS; fmt++)
         out->weight_bytes[fmt] = weight_bytes(f, fmt, &out->n_params, &out->n_matrix_params);
-    choose_format(opts->weights, out);
+    choose_format(f, opts->weights, out);
 
     out->kv_bytes_per_layer_position =
         sat_mul(sat_mul(2, sat_mul(u(f->num_key_value_heads), u(f->head_dim))), 4);

@@ -41,7 +41,7 @@ typedef enum facet_plan_format {
 typedef struct facet_plan_opts {
     int64_t ctx;            /* positions per sequence; 0 = max_position_embeddings  */
     int64_t batch;          /* concurrent sequences; 0 = 1                           */
-    int weights;            /* facet_plan_format, or FACET_PLAN_AUTO (= f32, what
+    int weights;            /* facet_plan_format, or FACET_PLAN_AUTO (the checkpoint's own precision, what
                                facet run --weights auto loads)                       */
     uint64_t mem_available; /* bytes; 0 = read MemAvailable from /proc/meminfo        */
 } facet_plan_opts;

@@ -130,6 +130,8 @@ def facet_generate(facet_bin, tmp_path):
         if dump:
             args += ["--dump-logits", str(dump_path)]
         args += list(extra)
+        if "--weights" not in args:
+            args += ["--weights", "f32"]  # the identity gates run float32 weights
         proc = _run(bin or facet_bin, args, timeout)
         assert proc.returncode == 0, "facet %s exited %d: %s" % (" ".join(args), proc.returncode,
                                                                    proc.stderr.strip()[-2000:])

@@ -24,7 +24,7 @@ def test_long_prompt_with_window_ring(make_checkpoint, reference_for, run_facet,
     p = [int(x) for x in rng.integers(3, ref.facts.vocab_size, N_PROMPT)]
     dump = tmp_path / "logits.f32"
     proc = run_facet(["run", path, "--prompt-ids", ",".join(map(str, p)), "-n", str(N_GEN),
-                      "--json", "--ignore-eos", "--dump-logits", dump])
+                      "--json", "--ignore-eos", "--weights", "f32", "--dump-logits", dump])
     assert proc.returncode == 0, proc.stderr[-2000:]
     obj = json.loads(proc.stdout)
     want = ref.generate(p, N_GEN)

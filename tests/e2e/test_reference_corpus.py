@@ -59,7 +59,7 @@ def test_corpus_config_matches_reference(corpus_cell, repo_root, run_facet, make
     p = [int(x) for x in np.random.default_rng(5).integers(3, vocab, N_PROMPT)]
     dump = tmp_path / "logits.f32"
     run = run_facet(["run", str(path), "--prompt-ids", ",".join(map(str, p)), "-n", str(N_GEN),
-                     "--json", "--ignore-eos", "--no-cache", "--dump-logits", str(dump)])
+                     "--json", "--ignore-eos", "--weights", "f32", "--no-cache", "--dump-logits", str(dump)])
     assert run.returncode == 0, run.stderr[-2000:]
     got = json.loads(run.stdout)
     want = ref.generate(p, N_GEN)

@@ -264,7 +264,7 @@ def test_facet_family_matches_reference(cell, make_checkpoint, reference_for, ru
     p = prompt(ref.facts.vocab_size, 7)
     dump = tmp_path / "logits.f32"
     proc = run_facet(["run", path, "--prompt-ids", ",".join(map(str, p)), "-n", str(N_GEN),
-                      "--json", "--ignore-eos", "--dump-logits", dump])
+                      "--json", "--ignore-eos", "--weights", "f32", "--dump-logits", dump])
     if proc.returncode == 2 and "REFUSED" in proc.stderr:
         assert proc.stderr.count("\n") <= 1 and "=" in proc.stderr, proc.stderr
         pytest.skip("refused by the capability table: " + proc.stderr.strip()[:300])

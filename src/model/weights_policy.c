@@ -1,0 +1,23 @@
+/* weights_policy.c — the checkpoint's own precision for `--weights auto`. */
+#include "model/weights_policy.h"
+
+#include <string.h>
+
+#include "io/safetensors.h"
+
+facet_weight_format facet_auto_weights(const facet_facts *f) {
+    if (f->probed) {
+        uint32_t m = f->dtype_mask;
+        if (m == (1u << ST_BF16)) return FACET_WEIGHTS_BF16;
+        if (m == (1u << ST_F16)) return FACET_WEIGHTS_F16;
+        return FACET_WEIGHTS_F32;
+    }
+    for (int i = 0; i < f->n_config_keys; i++) {
+        const facet_config_key *k = &f->config_keys[i];
+        if (strcmp(k->key, "torch_dtype") && strcmp(k->key, "dtype")) continue;
+        if (!strcmp(k->value, "\"bfloat16\"")) return FACET_WEIGHTS_BF16;
+        if (!strcmp(k->value, "\"float16\"")) return FACET_WEIGHTS_F16;
+        return FACET_WEIGHTS_F32;
+    }
+    return FACET_WEIGHTS_F32;
+}
