@@ -571,6 +571,18 @@ static void *engine_main(void *arg) {
 
 /* ------------------------------------------------------------ lifecycle ---- */
 
+/* Free the scheduler's buffers and the struct itself. */
+static void free_buffers(srv_sched *s) {
+    free(s->slot_used);
+    free(s->b_tok);
+    free(s->b_seq);
+    free(s->b_want);
+    free(s->b_choice);
+    free(s->b_job);
+    free(s->logits);
+    free(s);
+}
+
 facet_status srv_sched_create(facet_model *model, facet_session *session,
                               const srv_sched_config *cfg, srv_metrics *metrics,
                               srv_sched **out, facet_error *err) {
@@ -600,14 +612,7 @@ facet_status srv_sched_create(facet_model *model, facet_session *session,
     s->logits = malloc((size_t)cfg->max_batch * (size_t)s->n_vocab * sizeof *s->logits);
     if (!s->slot_used || !s->b_tok || !s->b_seq || !s->b_want || !s->b_choice || !s->b_job ||
         !s->logits) {
-        free(s->slot_used);
-        free(s->b_tok);
-        free(s->b_seq);
-        free(s->b_want);
-        free(s->b_choice);
-        free(s->b_job);
-        free(s->logits);
-        free(s);
+        free_buffers(s);
         return facet_err(err, FACET_E_NOMEM, "scheduler buffers for %d sequences", cfg->max_batch);
     }
     pthread_mutex_init(&s->mu, NULL);
@@ -619,14 +624,7 @@ facet_status srv_sched_create(facet_model *model, facet_session *session,
     if (pthread_create(&s->thread, NULL, engine_main, s)) {
         pthread_mutex_destroy(&s->mu);
         pthread_cond_destroy(&s->work);
-        free(s->slot_used);
-        free(s->b_tok);
-        free(s->b_seq);
-        free(s->b_want);
-        free(s->b_choice);
-        free(s->b_job);
-        free(s->logits);
-        free(s);
+        free_buffers(s);
         return facet_err(err, FACET_E_INTERNAL, "cannot start the engine thread");
     }
     *out = s;
@@ -654,12 +652,5 @@ void srv_sched_free(srv_sched *s) {
     srv_sched_stop(s);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->work);
-    free(s->slot_used);
-    free(s->b_tok);
-    free(s->b_seq);
-    free(s->b_want);
-    free(s->b_choice);
-    free(s->b_job);
-    free(s->logits);
-    free(s);
+    free_buffers(s);
 }
