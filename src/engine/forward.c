@@ -109,8 +109,10 @@ static void group_chunk(facet_session *s, const int32_t *seq_ids, int n) {
 }
 
 /* One (sequence group, head) of causal attention with the blocked online-softmax kernel:
- * all of the group's queries read each key block once (prefill). Used on layers without
- * a window or softcap, where every entry attends positions 0..pos of its cache. */
+ * all of the group's queries read each key block once (prefill). A group of one entry
+ * (decode) is run per KV head instead: that head's query heads are the query set, so
+ * the cache is streamed once per KV head rather than once per query head (GQA). Used on
+ * layers without a window or softcap, where every entry attends positions 0..pos. */
 static void group_attn_task(void *ctx, int task, int thread) {
     const attn_job *j = ctx;
     facet_session *s = j->s;
@@ -119,13 +121,23 @@ static void group_attn_task(void *ctx, int task, int thread) {
     int group = (int)(f->num_attention_heads / f->num_key_value_heads);
     size_t qd = (size_t)nh * hd, kvd = (size_t)(f->num_key_value_heads * hd);
     int g = task / nh, h = task % nh;
-    int r0 = s->group_row[g];
+    int r0 = s->group_row[g], n_q = s->group_len[g];
     const facet_seq_cache *c = &s->seqs[j->seq_ids[r0]];
     size_t kv_off = (size_t)(h / group) * hd;
-    float *scratch = s->attn_scratch + (size_t)thread * FACET_ATTN_SCRATCH(s->scratch_rows, hd);
-    facet_attention_causal(s->q + r0 * qd + (size_t)h * hd, qd, s->pos + r0, s->group_len[g],
-                           c->k[j->layer] + kv_off, c->v[j->layer] + kv_off, kvd, hd,
-                           (float)f->attn_scale, s->att_out + r0 * qd + (size_t)h * hd, qd,
+    float *scratch = s->attn_scratch + (size_t)thread * s->attn_scratch_floats;
+    const float *q = s->q + r0 * qd + (size_t)h * hd;
+    float *out = s->att_out + r0 * qd + (size_t)h * hd;
+    if (n_q == 1) { /* decode: the first query head of each KV head does its group */
+        if (h % group) return;
+        int *pos = s->attn_pos + (size_t)thread * nh;
+        for (int i = 0; i < group; i++) pos[i] = s->pos[r0];
+        facet_attention_causal(q, (size_t)hd, pos, group, c->k[j->layer] + kv_off,
+                               c->v[j->layer] + kv_off, kvd, hd, (float)f->attn_scale, out,
+                               (size_t)hd, scratch);
+        return;
+    }
+    facet_attention_causal(q, qd, s->pos + r0, n_q, c->k[j->layer] + kv_off,
+                           c->v[j->layer] + kv_off, kvd, hd, (float)f->attn_scale, out, qd,
                            scratch);
 }
 

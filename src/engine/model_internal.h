@@ -99,7 +99,9 @@ struct facet_session {
      * and decode batches are), which lets attention run a whole group per head at once */
     int n_groups, groups_contiguous;
     int *group_row, *group_len;
-    float *attn_scratch;           /* [threads][FACET_ATTN_SCRATCH(chunk, head_dim)]    */
+    float *attn_scratch;           /* [threads][attn_scratch_floats]                    */
+    size_t attn_scratch_floats;    /* FACET_ATTN_SCRATCH(max(rows, heads), head_dim)    */
+    int *attn_pos;                 /* [threads][num_attention_heads] query positions     */
     float *rope_cos, *rope_sin;    /* [scratch_rows][rope_dim/2] global layers         */
     float *rope_cos_local, *rope_sin_local; /* same for sliding layers with their own base */
     uint8_t *rope_long;            /* [n_seq_max] longrope: this call uses long factors */

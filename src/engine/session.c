@@ -61,6 +61,8 @@ static void free_scratch(facet_session *s) {
     free(s->group_row);
     free(s->group_len);
     free(s->attn_scratch);
+    free(s->attn_pos);
+    s->attn_pos = NULL;
     s->chunk_order = s->chunk_group = s->chunk_base = s->group_row = s->group_len = NULL;
     s->attn_scratch = NULL;
     s->x = s->xn = s->q = s->k = s->v = s->att_out = s->gate = s->up = s->scores = NULL;
@@ -163,15 +165,21 @@ facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err)
     s->chunk_base = malloc(r * sizeof(int));
     s->group_row = malloc(r * sizeof(int));
     s->group_len = malloc(r * sizeof(int));
-    s->attn_scratch = malloc((size_t)facet_pool_size(s->model->pool) *
-                             FACET_ATTN_SCRATCH(rows, f->head_dim) * sizeof(float));
+    /* per thread: a prefill group of up to `rows` queries, or one decode entry's query
+     * heads of a KV head (at most num_attention_heads) */
+    int n_q = rows > f->num_attention_heads ? rows : (int)f->num_attention_heads;
+    s->attn_scratch_floats = FACET_ATTN_SCRATCH(n_q, f->head_dim);
+    s->attn_scratch = malloc((size_t)facet_pool_size(s->model->pool) * s->attn_scratch_floats *
+                             sizeof(float));
+    s->attn_pos = malloc((size_t)facet_pool_size(s->model->pool) *
+                         (size_t)f->num_attention_heads * sizeof(int));
     s->rope_cos = malloc(r * (half ? half : 1) * sizeof(float));
     s->rope_sin = malloc(r * (half ? half : 1) * sizeof(float));
     s->rope_cos_local = malloc(r * (half ? half : 1) * sizeof(float));
     s->rope_sin_local = malloc(r * (half ? half : 1) * sizeof(float));
     s->scores = malloc((size_t)facet_pool_size(s->model->pool) * (size_t)s->n_ctx * sizeof(float));
     if (!s->chunk_order || !s->chunk_group || !s->chunk_base || !s->group_row || !s->group_len ||
-        !s->attn_scratch || !s->scores || !s->rope_cos_local || !s->rope_sin_local || !s->x || !s->xn || !s->q || !s->k || !s->v || !s->att_out || !s->gate || !s->up ||
+        !s->attn_scratch || !s->attn_pos || !s->scores || !s->rope_cos_local || !s->rope_sin_local || !s->x || !s->xn || !s->q || !s->k || !s->v || !s->att_out || !s->gate || !s->up ||
         !s->pos || !s->rope_cos || !s->rope_sin) {
         free_scratch(s);
         return facet_err(err, FACET_E_NOMEM, "batch scratch for %d rows", rows);
