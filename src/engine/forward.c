@@ -302,8 +302,8 @@ facet_status facet_forward(facet_session *s, const facet_batch *b, float *logits
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "batch: missing tokens or sequence ids");
     int n = b->n_tokens;
     /* validate everything and count each sequence's new tokens before applying anything */
-    int *added = calloc((size_t)s->n_seq_max, sizeof(int));
-    if (!added) return facet_err(err, FACET_E_NOMEM, "batch bookkeeping");
+    int *added = s->seq_added; /* session-owned: no allocation per step */
+    memset(added, 0, sizeof(int) * (size_t)s->n_seq_max);
     facet_status st = FACET_OK;
     for (int i = 0; i < n && st == FACET_OK; i++) {
         int seq = b->seq_ids[i];
@@ -332,7 +332,6 @@ facet_status facet_forward(facet_session *s, const facet_batch *b, float *logits
         s->rope_long[q] = m->inv_freq_long &&
                           seq_len > f->rope_original_max_position_embeddings;
     }
-    free(added);
     if (st != FACET_OK) return st;
     st = facet_session_scratch(s, n < FACET_FORWARD_CHUNK ? n : FACET_FORWARD_CHUNK, err);
     if (st != FACET_OK) return st;

@@ -105,6 +105,7 @@ struct facet_session {
     float *rope_cos, *rope_sin;    /* [scratch_rows][rope_dim/2] global layers         */
     float *rope_cos_local, *rope_sin_local; /* same for sliding layers with their own base */
     uint8_t *rope_long;            /* [n_seq_max] longrope: this call uses long factors */
+    int *seq_added;                /* [n_seq_max] new tokens per sequence in this call   */
 };
 
 /* Row of position `pos` in layer l's cache (ring for sliding layers). */

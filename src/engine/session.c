@@ -40,9 +40,11 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
         s->ring_cap = (int)f->sliding_window;
     s->seqs = calloc((size_t)o.n_seq_max, sizeof *s->seqs);
     s->rope_long = calloc((size_t)o.n_seq_max, 1);
-    if (!s->seqs || !s->rope_long) {
+    s->seq_added = calloc((size_t)o.n_seq_max, sizeof(int));
+    if (!s->seqs || !s->rope_long || !s->seq_added) {
         free(s->seqs);
         free(s->rope_long);
+        free(s->seq_added);
         free(s);
         return facet_err(err, FACET_E_NOMEM, "session sequences");
     }
@@ -85,6 +87,7 @@ void facet_session_free(facet_session *s) {
     }
     free(s->seqs);
     free(s->rope_long);
+    free(s->seq_added);
     free_scratch(s);
     free(s);
 }
