@@ -92,26 +92,31 @@ def test_stop_string_cuts_text():
     assert out["text"] == full[: full.index("park")]
 
 
-def test_eos_stops_generation():
-    """generation_config.json lists eos [2, 1]; feeding a prompt after which the model
-    ends the story makes it emit BOS (1) and stop, unless --ignore-eos."""
+def test_eos_stops_generation(tmp_path):
+    """A copy of the bundled model whose generation_config names the 10th published greedy
+    id as its eos: generation must stop right after emitting it (finish "stop"), and run
+    on to -n with --ignore-eos. The ids come from the published greedy sequence."""
     g = EXPECTED["greedy_from_bos"]["generated_ids"]
-    # after "...so she" the story continues; craft a prompt ending a story: the model's
-    # own full 200 tokens then run until it emits 1 or 2
-    ids = ",".join(str(i) for i in [1] + g)
-    out = run_json("--prompt-ids", ids, "-n", "300")
-    if out["finish_reason"] == "stop":
-        assert out["generated_ids"][-1] in (1, 2)
-    else:
-        assert len(out["generated_ids"]) == 300 or len(g) + 1 + len(out["generated_ids"]) == 512
-    forced = run_json("--prompt-ids", ids, "-n", "300", "--ignore-eos")
-    assert forced["finish_reason"] == "length"
+    eos = g[9]
+    assert eos not in g[:9]
+    d = tmp_path / "eos"
+    shutil.copytree(REPO / "models" / "stories260k", d)
+    os.chmod(d / "generation_config.json", 0o644)
+    (d / "generation_config.json").write_text(json.dumps({"bos_token_id": 1, "eos_token_id": [eos]}))
+    out = run_json(d, "-n", "50", "--no-cache")
+    assert out["finish_reason"] == "stop"
+    assert out["generated_ids"] == g[:10]
+    forced = run_json(d, "-n", "50", "--no-cache", "--ignore-eos")
+    assert forced["finish_reason"] == "length" and forced["generated_ids"] == g[:50]
 
 
 def test_context_limit_ends_with_length():
-    out = run_json("-p", "Once upon a time", "-n", "1000")
-    assert out["finish_reason"] in ("stop", "length")
-    assert len(out["prompt_ids"]) + len(out["generated_ids"]) <= 512
+    """512-token context, 5-token prompt: positions 5..511 are fed back (507 tokens), and
+    the token chosen from the last position's logits is the 508th; then the context is
+    full."""
+    out = run_json("-p", "Once upon a time", "-n", "1000", "--ignore-eos")
+    assert out["finish_reason"] == "length"
+    assert len(out["prompt_ids"]) == 5 and len(out["generated_ids"]) == 512 - 5 + 1
 
 
 def test_invalid_sampling_values_are_errors():
