@@ -136,25 +136,42 @@ typedef struct {
     int rows, cols;
 } shape;
 
-/* Run facet_matmul for W (rows x cols) in `fmt` and n rows of X on the current path;
- * check against the float64 oracles; return Y (caller frees). */
-static float *run_case(facet_pool *pool, facet_wformat fmt, int rows, int cols, int n,
-                       const float *Wf, const float *X, const float *bias) {
+/* W (rows x cols, row-major float32 Wf) converted to `fmt` (packed; caller frees data) */
+static facet_wtensor make_w(facet_wformat fmt, int rows, int cols, const float *Wf) {
     facet_wtensor w = {FACET_WF_F32, rows, cols, malloc(sizeof(float) * (size_t)rows * cols), NULL, 0};
     assert_non_null(w.data);
     memcpy(w.data, Wf, sizeof(float) * (size_t)rows * cols);
     facet_error err = {0};
     assert_int_equal(facet_wtensor_convert(&w, fmt, &err), FACET_OK);
     assert_int_equal(w.packed, 1);
+    return w;
+}
+
+static void check_case(const facet_wtensor *w, facet_wformat fmt, int rows, int cols, int n,
+                       const float *Wf, const float *X, const float *bias, const float *Y);
+
+/* Run facet_matmul for W (rows x cols) in `fmt` and n rows of X on the current path;
+ * check against the float64 oracles; return Y (caller frees). */
+static float *run_case(facet_pool *pool, facet_wformat fmt, int rows, int cols, int n,
+                       const float *Wf, const float *X, const float *bias) {
+    facet_wtensor w = make_w(fmt, rows, cols, Wf);
     float *Y = malloc(sizeof(float) * (size_t)n * rows);
     facet_matmul(pool, Y, X, &w, bias, n);
+    check_case(&w, fmt, rows, cols, n, Wf, X, bias, Y);
+    free(w.data);
+    return Y;
+}
 
+/* Y ([n][rows], from W in `fmt`, made from Wf) against the float64 oracles of the
+ * header comment on the current path. */
+static void check_case(const facet_wtensor *w, facet_wformat fmt, int rows, int cols, int n,
+                       const float *Wf, const float *X, const float *bias, const float *Y) {
     int vdp = fmt == FACET_WF_BF16 && facet_cpu()->avx512_bf16;
     float *wr = malloc(sizeof(float) * (size_t)cols), *xr = malloc(sizeof(float) * (size_t)cols);
     float *back = malloc(sizeof(float) * (size_t)cols);
     for (int o = 0; o < rows; o++) {
         model_row(fmt, 0, Wf + (size_t)o * cols, cols, wr);
-        facet_wtensor_row(&w, o, back); /* the stored weights are the format's rounding */
+        facet_wtensor_row(w, o, back); /* the stored weights are the format's rounding */
         for (int k = 0; k < cols; k++) assert_true(back[k] == wr[k]);
         /* bound on the weight's own error */
         for (int r = 0; r < n; r++) {
@@ -202,8 +219,6 @@ static float *run_case(facet_pool *pool, facet_wformat fmt, int rows, int cols, 
     free(wr);
     free(xr);
     free(back);
-    free(w.data);
-    return Y;
 }
 
 static const facet_wformat formats[] = {FACET_WF_F32, FACET_WF_F16, FACET_WF_BF16, FACET_WF_Q8};
@@ -296,6 +311,141 @@ static void test_matmul_batch_rows_identical(void **state) {
     facet_pool_free(pool);
 }
 
+/* ---- facet_matmul_multi ---- */
+
+/* Matrices sharing one input: output sizes as q/k/v with GQA plus one not a multiple of
+ * 16, cols not a multiple of 32 (zero-padded activations) and, with 2 threads, tasks of
+ * 9 f32 panels (576 KiB) in the fused run so its input dim is blocked while the small
+ * matrix alone is not: the k blocking must not change a bit. Then gate/up, and matrices
+ * with fewer panels than tasks. bias_mask: bit m set = matrix m has a bias. */
+typedef struct {
+    int n_mats, rows[4], cols, bias_mask;
+} multi_case;
+static const multi_case mcases[] = {
+    {4, {2048, 1024, 1024, 203}, 1000, 0x5},
+    {2, {600, 600}, 256, 0x2},
+    {3, {40, 7, 16}, 64, 0x7},
+};
+static const int mrows[] = {1, 3, 8, 17, 33};
+
+static void test_matmul_multi_identical(void **state) {
+    (void)state;
+    facet_pool *pool = facet_pool_create(2);
+    assert_non_null(pool);
+    for (size_t c = 0; c < sizeof mcases / sizeof mcases[0]; c++) {
+        const multi_case *mc = &mcases[c];
+        int cols = mc->cols, nmax = 33, total = 0;
+        for (int m = 0; m < mc->n_mats; m++) total += mc->rows[m];
+        float *Wf = malloc(sizeof(float) * (size_t)total * cols);
+        float *X = malloc(sizeof(float) * (size_t)nmax * cols);
+        float *bias = malloc(sizeof(float) * (size_t)total);
+        for (size_t i = 0; i < (size_t)total * cols; i++) Wf[i] = urand() * (i % 7 == 0 ? 3.0f : 0.5f);
+        for (size_t i = 0; i < (size_t)nmax * cols; i++) X[i] = urand() * (i % 5 == 0 ? 4.0f : 1.0f);
+        for (int i = 0; i < total; i++) bias[i] = urand();
+        for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++)
+            for (int p = 0; p < 3; p++) {
+                if (!path_available(p)) continue;
+                set_path(paths[p]);
+                facet_wtensor w[4];
+                const facet_wtensor *wp[4];
+                const float *bp[4], *wf[4];
+                float *Y[4], *Ys[4];
+                for (int m = 0, o = 0; m < mc->n_mats; o += mc->rows[m], m++) {
+                    wf[m] = Wf + (size_t)o * cols;
+                    w[m] = make_w(formats[f], mc->rows[m], cols, wf[m]);
+                    wp[m] = &w[m];
+                    bp[m] = mc->bias_mask >> m & 1 ? bias + o : NULL;
+                    Y[m] = malloc(sizeof(float) * (size_t)nmax * mc->rows[m]);
+                    Ys[m] = malloc(sizeof(float) * (size_t)nmax * mc->rows[m]);
+                }
+                for (size_t ri = 0; ri < sizeof mrows / sizeof mrows[0]; ri++) {
+                    int n = mrows[ri];
+                    facet_pool *pl = ri == 2 ? NULL : pool; /* also the pool-less path */
+                    facet_matmul_multi(pl, mc->n_mats, Y, X, wp, bp, n);
+                    for (int m = 0; m < mc->n_mats; m++) {
+                        facet_matmul(pl, Ys[m], X, wp[m], bp[m], n);
+                        if (memcmp(Y[m], Ys[m], sizeof(float) * (size_t)n * mc->rows[m]))
+                            fail_msg("multi != separate: %s %s case %zu matrix %d [%d x %d] n=%d",
+                                     paths[p], facet_wformat_name(formats[f]), c, m, mc->rows[m],
+                                     cols, n);
+                        if (n == 3) /* the values themselves, against float64 */
+                            check_case(wp[m], formats[f], mc->rows[m], cols, n, wf[m], X, bp[m], Y[m]);
+                    }
+                }
+                for (int m = 0; m < mc->n_mats; m++) {
+                    free(w[m].data);
+                    free(Y[m]);
+                    free(Ys[m]);
+                }
+            }
+        free(Wf);
+        free(X);
+        free(bias);
+    }
+    unsetenv("FACET_CPU");
+    facet_cpu_refresh();
+    facet_pool_free(pool);
+}
+
+/* Not fusable: mixed formats, an unpacked float32 W, different cols: each matrix as
+ * facet_matmul computes it. Also more matrices than one fused run takes (chunks) and a
+ * NULL bias array. */
+static void test_matmul_multi_fallback(void **state) {
+    (void)state;
+    facet_pool *pool = facet_pool_create(2);
+    assert_non_null(pool);
+    enum { NM = 11, ROWS = 50, COLS = 96, NX = 9 };
+    float *Wf = malloc(sizeof(float) * (size_t)NM * ROWS * COLS), X[NX * COLS], bias[NM * ROWS];
+    for (size_t i = 0; i < (size_t)NM * ROWS * COLS; i++) Wf[i] = urand();
+    for (int i = 0; i < NX * COLS; i++) X[i] = urand();
+    for (int i = 0; i < NM * ROWS; i++) bias[i] = urand();
+    float *Y[NM], *Ys = malloc(sizeof(float) * NX * ROWS);
+    for (int m = 0; m < NM; m++) Y[m] = malloc(sizeof(float) * NX * ROWS);
+    for (int p = 0; p < 3; p++) {
+        if (!path_available(p)) continue;
+        set_path(paths[p]);
+        for (int kind = 0; kind < 4; kind++) {
+            /* 0: bf16, int8, f16, f32 packed; 1: bf16 with one unpacked f32; 2: bf16 with
+             * one of 64 cols; 3: 11 bf16 (two fused runs), no bias array */
+            int nm = kind == 3 ? NM : 4;
+            facet_wtensor w[NM];
+            const facet_wtensor *wp[NM];
+            const float *bp[NM];
+            for (int m = 0; m < nm; m++) {
+                const float *wf = Wf + (size_t)m * ROWS * COLS;
+                facet_wformat fm = kind == 0 ? formats[(m + 2) % 4] : FACET_WF_BF16;
+                int cols = kind == 2 && m == 1 ? 64 : COLS;
+                if (kind == 1 && m == 2) {
+                    w[m] = (facet_wtensor){FACET_WF_F32, ROWS, cols,
+                                           malloc(sizeof(float) * ROWS * COLS), NULL, 0};
+                    memcpy(w[m].data, wf, sizeof(float) * ROWS * COLS);
+                } else {
+                    w[m] = make_w(fm, ROWS, cols, wf);
+                }
+                wp[m] = &w[m];
+                bp[m] = m % 2 ? bias + m * ROWS : NULL;
+            }
+            for (int n = 1; n <= NX; n += NX - 1) {
+                facet_matmul_multi(pool, nm, Y, X, wp, kind == 3 ? NULL : bp, n);
+                for (int m = 0; m < nm; m++) {
+                    facet_matmul(pool, Ys, X, wp[m], kind == 3 ? NULL : bp[m], n);
+                    assert_memory_equal(Y[m], Ys, sizeof(float) * (size_t)n * ROWS);
+                }
+                if (kind == 1) /* the unpacked matrix's value against float64 */
+                    check_case(wp[2], FACET_WF_F32, ROWS, COLS, n, Wf + (size_t)2 * ROWS * COLS,
+                               X, bp[2], Y[2]);
+            }
+            for (int m = 0; m < nm; m++) free(w[m].data);
+        }
+    }
+    unsetenv("FACET_CPU");
+    facet_cpu_refresh();
+    for (int m = 0; m < NM; m++) free(Y[m]);
+    free(Ys);
+    free(Wf);
+    facet_pool_free(pool);
+}
+
 static void test_convert_errors(void **state) {
     (void)state;
     float *d = calloc(64, sizeof(float));
@@ -372,6 +522,8 @@ int main(void) {
         cmocka_unit_test(test_dot_axpy_paths),
         cmocka_unit_test(test_matmul_paths),
         cmocka_unit_test(test_matmul_batch_rows_identical),
+        cmocka_unit_test(test_matmul_multi_identical),
+        cmocka_unit_test(test_matmul_multi_fallback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

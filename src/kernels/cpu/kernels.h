@@ -78,6 +78,23 @@ void facet_matmul(facet_pool *pool, float *Y, const float *X, const facet_wtenso
                   const float *bias, int n_rows);
 
 /*
+ * Y[m] = X W[m]^T (+ bias[m]) for m < n_mats: several weight matrices with one input,
+ * as the q/k/v projections or the gate/up projections of a layer. X is
+ * [n_rows][W[m]->cols] float32 (the same cols for all), Y[m] is [n_rows][W[m]->rows],
+ * bias[m] is NULL or W[m]->rows floats, and bias itself may be NULL (no bias anywhere).
+ * Each Y[m] is bit for bit what facet_matmul(pool, Y[m], X, W[m], bias[m], n_rows)
+ * gives, on every CPU path, for every n_rows. When all W[m] are packed in one format
+ * with one cols, X is prepared (bf16 rounding, int8 quantization) once and a single
+ * thread-pool run covers the output panels of every matrix (a task never spans two
+ * matrices), saving the per-call preparation and barrier at decode; otherwise (mixed
+ * formats or cols, or an unpacked float32 W) it calls facet_matmul for each matrix.
+ * Y buffers must not overlap X or each other. Scratch as facet_matmul (pool, or malloc
+ * when pool is NULL; on allocation failure every Y[m] is filled with NaN).
+ */
+void facet_matmul_multi(facet_pool *pool, int n_mats, float *const *Y, const float *X,
+                        const facet_wtensor *const *W, const float *const *bias, int n_rows);
+
+/*
  * Y[r][o] = sum_i X[r][i] * W[o][i] (+ bias[o] when bias != NULL), for r < n_rows,
  * o < n_out: X is [n_rows][n_in], W is [n_out][n_in] (the PyTorch nn.Linear weight
  * layout), Y is [n_rows][n_out]. Work is split over the pool by blocks of output rows;

@@ -1,6 +1,7 @@
 /*
- * matmul.c — facet_matmul: prepares the activations in the format the kernel reads,
- * splits the packed weights into thread-pool tasks of output panels and runs the
+ * matmul.c — facet_matmul and facet_matmul_multi: prepare the activations in the format
+ * the kernel reads (once for every matrix sharing them), split the packed weights into
+ * thread-pool tasks of output panels (one run for all the matrices) and run the
  * format's micro-kernel over register tiles of (rows x panels), blocked along the input
  * dim so a task's weights stay in the L2 cache while every row tile reuses them.
  */
@@ -97,21 +98,34 @@ static void prep_task(void *ctx, int task, int thread) {
 
 /* ---- the tiled sweep ---- */
 
+/* Matrices one pool run can cover (facet_matmul_multi splits longer lists). */
+#define MM_MAX_MATS 8
+
+/* One weight matrix of a run: its tasks are [task0, task0 + n_tasks). */
+typedef struct {
+    const uint8_t *W;
+    float *Y;
+    const float *bias;
+    int n_out, n_panels, task0;
+} mm_mat;
+
+/* A run: matrices sharing the prepared X, the format, Kp and the task grouping. */
 typedef struct {
     const facet_ukernel *uk;
     facet_xprep x;
-    const uint8_t *W;
     size_t pb;         /* bytes per panel                                  */
-    float *Y;
-    const float *bias;
-    int n_rows, n_out, n_panels, gp, kp, kc;
+    int n_rows, gp, kp, kc, n_mats;
+    mm_mat m[MM_MAX_MATS];
 } mm_job;
 
 static void mm_task(void *ctx, int task, int thread) {
     (void)thread;
     const mm_job *j = ctx;
     const facet_ukernel *uk = j->uk;
-    int p0 = task * j->gp, p1 = p0 + j->gp < j->n_panels ? p0 + j->gp : j->n_panels;
+    int mi = 0; /* a task never spans two matrices */
+    while (mi + 1 < j->n_mats && task >= j->m[mi + 1].task0) mi++;
+    const mm_mat *m = &j->m[mi];
+    int p0 = (task - m->task0) * j->gp, p1 = p0 + j->gp < m->n_panels ? p0 + j->gp : m->n_panels;
     _Alignas(64) float tile[8 * FACET_TILE_LD];
     for (int k0 = 0; k0 < j->kp; k0 += j->kc) {
         int k1 = k0 + j->kc < j->kp ? k0 + j->kc : j->kp;
@@ -122,17 +136,17 @@ static void mm_task(void *ctx, int task, int thread) {
             for (int p = p0; p < p1; p += npm) {
                 int np = p1 - p < npm ? p1 - p : npm;
                 int o0 = p * FACET_PANEL, o1 = (p + np) * FACET_PANEL;
-                if (o1 > j->n_out) o1 = j->n_out;
+                if (o1 > m->n_out) o1 = m->n_out;
                 if (acc)
                     for (int r = 0; r < mr; r++)
-                        memcpy(tile + r * FACET_TILE_LD, j->Y + (size_t)(r0 + r) * j->n_out + o0,
+                        memcpy(tile + r * FACET_TILE_LD, m->Y + (size_t)(r0 + r) * m->n_out + o0,
                                sizeof(float) * (size_t)(o1 - o0));
-                uk->fn(&j->x, r0, mr, j->W + (size_t)p * j->pb, j->pb, np, k0, k1, tile, acc);
+                uk->fn(&j->x, r0, mr, m->W + (size_t)p * j->pb, j->pb, np, k0, k1, tile, acc);
                 for (int r = 0; r < mr; r++) {
-                    float *y = j->Y + (size_t)(r0 + r) * j->n_out + o0;
+                    float *y = m->Y + (size_t)(r0 + r) * m->n_out + o0;
                     const float *t = tile + r * FACET_TILE_LD;
-                    if (last && j->bias)
-                        for (int o = 0; o < o1 - o0; o++) y[o] = t[o] + j->bias[o0 + o];
+                    if (last && m->bias)
+                        for (int o = 0; o < o1 - o0; o++) y[o] = t[o] + m->bias[o0 + o];
                     else
                         memcpy(y, t, sizeof(float) * (size_t)(o1 - o0));
                 }
@@ -141,15 +155,17 @@ static void mm_task(void *ctx, int task, int thread) {
     }
 }
 
-void facet_matmul(facet_pool *pool, float *Y, const float *X, const facet_wtensor *W,
-                  const float *bias, int n_rows) {
-    if (n_rows <= 0) return;
-    if (!W->packed) {
-        facet_matmul_f32(pool, Y, X, (const float *)W->data, bias, n_rows, W->cols, W->rows);
-        return;
-    }
-    const facet_ukernel *uk = facet_ukernel_select(W->format);
-    int cols = W->cols, kp = facet_packed_kp(cols), nblk = kp / FACET_Q8_BLOCK;
+/*
+ * Y[m] = X W[m]^T (+ bias[m]) for m < n_mats (1..MM_MAX_MATS), every W[m] packed, of one
+ * format and one cols: X prepared once, then one pool run over the output panels of all
+ * the matrices. Each output is computed by the same kernel calls over the same k blocks
+ * whatever the other matrices are (the kernels accumulate one chain per output in k
+ * order, so the k blocking, which depends on the task size, does not change a bit).
+ */
+static void mm_run(facet_pool *pool, int n_mats, float *const *Y, const float *X,
+                   const facet_wtensor *const *W, const float *const *bias, int n_rows) {
+    const facet_ukernel *uk = facet_ukernel_select(W[0]->format);
+    int cols = W[0]->cols, kp = facet_packed_kp(cols), nblk = kp / FACET_Q8_BLOCK;
 
     /* activations in the kernel's format */
     prep_job pj = {X, cols, kp, uk->xkind, NULL, 0, NULL, NULL};
@@ -166,7 +182,8 @@ void facet_matmul(facet_pool *pool, float *Y, const float *X, const facet_wtenso
     if (need) {
         scratch = pool ? facet_pool_scratch(pool, need) : (owned = malloc(need));
         if (!scratch) {
-            for (size_t i = 0; i < (size_t)n_rows * W->rows; i++) Y[i] = NAN;
+            for (int m = 0; m < n_mats; m++)
+                for (size_t i = 0; i < (size_t)n_rows * W[m]->rows; i++) Y[m][i] = NAN;
             return;
         }
         pj.data = scratch;
@@ -185,20 +202,23 @@ void facet_matmul(facet_pool *pool, float *Y, const float *X, const facet_wtenso
     mm_job j;
     j.uk = uk;
     j.x = (facet_xprep){pj.data, pj.stride, pj.scale, pj.corr, nblk};
-    j.W = W->data;
-    j.pb = facet_panel_bytes(W->format, kp);
-    j.Y = Y;
-    j.bias = bias;
+    j.pb = facet_panel_bytes(W[0]->format, kp);
     j.n_rows = n_rows;
-    j.n_out = W->rows;
-    j.n_panels = (W->rows + FACET_PANEL - 1) / FACET_PANEL;
     j.kp = kp;
+    j.n_mats = n_mats;
+    int total_panels = 0;
+    for (int m = 0; m < n_mats; m++) {
+        j.m[m] = (mm_mat){W[m]->data, Y[m], bias ? bias[m] : NULL, W[m]->rows,
+                          (W[m]->rows + FACET_PANEL - 1) / FACET_PANEL, 0};
+        total_panels += j.m[m].n_panels;
+    }
     int threads = pool ? facet_pool_size(pool) : 1;
-    /* about 4 tasks per thread, each task's weights within CHUNK_BYTES when possible */
-    int gp = (j.n_panels + threads * 4 - 1) / (threads * 4);
+    /* about 4 tasks per thread over all the panels, each task's weights within
+     * CHUNK_BYTES when possible */
+    int gp = (total_panels + threads * 4 - 1) / (threads * 4);
     int cap = (int)(CHUNK_BYTES / j.pb);
     if (gp > cap) gp = cap;
-    int npl = uk->np1 > uk->np ? uk->np1 : uk->np; /* a multiple of both (1, 2, 4) */
+    int npl = uk->np1 > uk->np ? uk->np1 : uk->np; /* panels of one kernel call */
     if (gp < npl) gp = npl;
     gp = (gp + npl - 1) / npl * npl;
     j.gp = gp;
@@ -207,10 +227,40 @@ void facet_matmul(facet_pool *pool, float *Y, const float *X, const facet_wtenso
         size_t kc = (size_t)kp * CHUNK_BYTES / ((size_t)gp * j.pb) / FACET_KALIGN * FACET_KALIGN;
         j.kc = kc < FACET_KALIGN ? FACET_KALIGN : (int)kc;
     }
-    int n_tasks = (j.n_panels + gp - 1) / gp;
+    int n_tasks = 0;
+    for (int m = 0; m < n_mats; m++) { /* task lists concatenated, matrix by matrix */
+        j.m[m].task0 = n_tasks;
+        n_tasks += (j.m[m].n_panels + gp - 1) / gp;
+    }
     if (pool)
         facet_pool_run(pool, n_tasks, mm_task, &j);
     else
         for (int t = 0; t < n_tasks; t++) mm_task(&j, t, 0);
     free(owned);
+}
+
+void facet_matmul(facet_pool *pool, float *Y, const float *X, const facet_wtensor *W,
+                  const float *bias, int n_rows) {
+    if (n_rows <= 0) return;
+    if (!W->packed) {
+        facet_matmul_f32(pool, Y, X, (const float *)W->data, bias, n_rows, W->cols, W->rows);
+        return;
+    }
+    mm_run(pool, 1, &Y, X, &W, &bias, n_rows);
+}
+
+void facet_matmul_multi(facet_pool *pool, int n_mats, float *const *Y, const float *X,
+                        const facet_wtensor *const *W, const float *const *bias, int n_rows) {
+    if (n_rows <= 0 || n_mats <= 0) return;
+    int fused = 1;
+    for (int m = 0; m < n_mats; m++)
+        if (!W[m]->packed || W[m]->format != W[0]->format || W[m]->cols != W[0]->cols) fused = 0;
+    if (!fused) {
+        for (int m = 0; m < n_mats; m++) facet_matmul(pool, Y[m], X, W[m], bias ? bias[m] : NULL, n_rows);
+        return;
+    }
+    for (int m0 = 0; m0 < n_mats; m0 += MM_MAX_MATS) {
+        int n = n_mats - m0 < MM_MAX_MATS ? n_mats - m0 : MM_MAX_MATS;
+        mm_run(pool, n, Y + m0, X, W + m0, bias ? bias + m0 : NULL, n_rows);
+    }
 }
