@@ -6,10 +6,14 @@
  * weight GB/s achieved and its fraction of the ceiling, and prefill tokens/s with the
  * GFLOP/s achieved and its fraction of the measured peak of the format's multiply-add
  * instruction (facet_measure_peak_gflops_format).
+ * With MODE "multi" it times instead only the projections that share an input, per
+ * layer q, k, v and gate, up: separate facet_matmul calls (5 a layer) against
+ * facet_matmul_multi (q/k/v in one call, gate/up in one), at 1 and 8 rows, repetitions
+ * alternating the two, and prints the medians and the fused / separate ratio.
  * Build and run: bench/kernel_bench.sh (see there).
  *
- *   kernel_bench SHAPE FORMAT [THREADS] [REPS]
- *     SHAPE: qwen3-0.6b | llama-1b     FORMAT: f32 | bf16 | f16 | int8
+ *   kernel_bench SHAPE FORMAT [THREADS] [REPS] [MODE]
+ *     SHAPE: qwen3-0.6b | llama-1b     FORMAT: f32 | bf16 | f16 | int8     MODE: all | multi
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,9 +88,49 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* MODE multi: q/k/v and gate/up of every layer (m: 7 matrices a layer), separate calls
+ * against facet_matmul_multi; Y holds the outputs of one group side by side. */
+static void bench_multi(facet_pool *pool, int threads, int reps, const facet_wtensor *m, int L,
+                        const float *X, float *Y, int maxn_out) {
+    int decode_rows[] = {1, 8};
+    for (int d = 0; d < 2; d++) {
+        int n = decode_rows[d];
+        double sw[64], sc[64], fw[64], fc[64], rw[64], rc[64];
+        int nr = reps < 64 ? reps : 64;
+        for (int r = 0; r < nr; r++)
+            for (int pass = 0; pass < 2; pass++) {
+                int fused = (pass + r) % 2; /* alternate which goes first */
+                double w = now_s(), c = cpu_s();
+                for (int l = 0; l < L; l++)
+                    for (int g = 0; g < 2; g++) { /* g 0: q, k, v; g 1: gate, up */
+                        const facet_wtensor *wp[3];
+                        float *yp[3];
+                        int nm = g ? 2 : 3;
+                        for (int i = 0; i < nm; i++) {
+                            wp[i] = &m[7 * l + (g ? 4 : 0) + i];
+                            yp[i] = Y + (size_t)i * n * maxn_out;
+                        }
+                        if (fused)
+                            facet_matmul_multi(pool, nm, yp, X, wp, NULL, n);
+                        else
+                            for (int i = 0; i < nm; i++) facet_matmul(pool, yp[i], X, wp[i], NULL, n);
+                    }
+                w = now_s() - w;
+                c = (cpu_s() - c) / threads;
+                if (fused) fw[r] = w, fc[r] = c;
+                else sw[r] = w, sc[r] = c;
+            }
+        for (int r = 0; r < nr; r++) rw[r] = fw[r] / sw[r], rc[r] = fc[r] / sc[r];
+        printf("multi rows %d (median of %d, %d layers q/k/v + gate/up): separate %.3f ms wall "
+               "%.3f ms CPU | fused %.3f ms wall %.3f ms CPU | fused/separate wall %.3f CPU %.3f\n",
+               n, nr, L, 1e3 * median(sw, nr), 1e3 * median(sc, nr), 1e3 * median(fw, nr),
+               1e3 * median(fc, nr), median(rw, nr), median(rc, nr));
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: kernel_bench qwen3-0.6b|llama-1b f32|bf16|f16|int8 [threads] [reps]\n");
+        fprintf(stderr, "usage: kernel_bench qwen3-0.6b|llama-1b f32|bf16|f16|int8 [threads] [reps] [all|multi]\n");
         return 2;
     }
     shape s;
@@ -124,6 +168,17 @@ int main(int argc, char **argv) {
     float *X = malloc(sizeof(float) * (size_t)maxn * maxd), *Y = malloc(sizeof(float) * (size_t)maxn * maxd);
     for (size_t k = 0; k < (size_t)maxn * maxd; k++) X[k] = (float)((k * 2654435761u) % 1000) / 1000.0f - 0.5f;
 
+    if (argc > 5 && !strcmp(argv[5], "multi")) {
+        printf("shape %s format %s path %s threads %d\n", argv[1], argv[2],
+               facet_cpu_level_name(facet_cpu()->level), threads);
+        bench_multi(pool, threads, reps, m, s.L, X, Y, s.I > s.qd ? s.I : s.qd);
+        for (int i = 0; i < n_mats; i++) free(m[i].data);
+        free(m);
+        free(X);
+        free(Y);
+        facet_pool_free(pool);
+        return 0;
+    }
     double bw = facet_measure_read_bandwidth(pool, (size_t)1 << 30, 5);
     timing bwt = read_bw(pool, threads, (size_t)1 << 30, 5);
     double peak = facet_measure_peak_gflops_format(pool, fmt);

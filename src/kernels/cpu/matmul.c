@@ -158,9 +158,11 @@ static void mm_task(void *ctx, int task, int thread) {
 /*
  * Y[m] = X W[m]^T (+ bias[m]) for m < n_mats (1..MM_MAX_MATS), every W[m] packed, of one
  * format and one cols: X prepared once, then one pool run over the output panels of all
- * the matrices. Each output is computed by the same kernel calls over the same k blocks
- * whatever the other matrices are (the kernels accumulate one chain per output in k
- * order, so the k blocking, which depends on the task size, does not change a bit).
+ * the matrices. Each output gets the same operations in the same order as from
+ * facet_matmul of its matrix alone: the kernels keep one k-ordered chain per output, so
+ * which panels share a task does not matter, and the k blocking depends only on Kp, the
+ * panel bytes and the kernel (a task exceeds CHUNK_BYTES only when one kernel call's
+ * panels do), not on the other matrices.
  */
 static void mm_run(facet_pool *pool, int n_mats, float *const *Y, const float *X,
                    const facet_wtensor *const *W, const float *const *bias, int n_rows) {
@@ -213,14 +215,14 @@ static void mm_run(facet_pool *pool, int n_mats, float *const *Y, const float *X
         total_panels += j.m[m].n_panels;
     }
     int threads = pool ? facet_pool_size(pool) : 1;
-    /* about 4 tasks per thread over all the panels, each task's weights within
-     * CHUNK_BYTES when possible */
-    int gp = (total_panels + threads * 4 - 1) / (threads * 4);
-    int cap = (int)(CHUNK_BYTES / j.pb);
-    if (gp > cap) gp = cap;
+    /* about 4 tasks per thread over all the panels, in whole kernel calls, each task's
+     * weights within CHUNK_BYTES unless one call's panels exceed it (then k blocks) */
     int npl = uk->np1 > uk->np ? uk->np1 : uk->np; /* panels of one kernel call */
-    if (gp < npl) gp = npl;
+    int gp = (total_panels + threads * 4 - 1) / (threads * 4);
     gp = (gp + npl - 1) / npl * npl;
+    int cap = (int)(CHUNK_BYTES / j.pb) / npl * npl; /* whole kernel calls within CHUNK */
+    if (gp > cap) gp = cap;
+    if (gp < npl) gp = npl;
     j.gp = gp;
     j.kc = kp;
     if (n_rows > uk->mr && (size_t)gp * j.pb > CHUNK_BYTES) {
