@@ -61,7 +61,8 @@ typedef void (*facet_load_progress_fn)(void *user, const char *step, uint64_t do
 /* Options for facet_model_load. Zero-initialised means defaults. */
 typedef struct facet_load_options {
     int n_threads;               /* worker threads; 0 = number of online CPUs          */
-    facet_weight_format weights; /* run-time weight format; AUTO = f32 in this build   */
+    facet_weight_format weights; /* run-time weight format; AUTO = the checkpoint's own
+                                    precision (bf16 / f16 / f32), never int8           */
     int no_cache;                /* 1: neither read nor write the weight cache (so does
                                     the environment variable FACET_NO_CACHE=1)         */
     facet_load_progress_fn progress; /* NULL: no progress reports                      */
@@ -92,6 +93,10 @@ typedef struct facet_model_info {
     uint64_t weight_bytes;       /* bytes of the run-time weights; decode reads all of
                                     them once per step (the memory-bound ceiling)      */
     facet_weight_format weights; /* the run-time format chosen (never AUTO)           */
+    uint64_t layer_matrix_params; /* weights of the decoder layers' projections (q, k, v,
+                                    o, gate, up, down): a prefill of T tokens multiplies
+                                    2 * this * T flops in them (lm_head and attention
+                                    not counted)                                       */
     facet_weight_cache weight_cache; /* what the weight cache did during the load      */
     const char *weight_cache_path;   /* the cache file used or written, or NULL         */
     const char *weight_cache_note;   /* one line for the user (the cache used, written,
@@ -136,11 +141,30 @@ facet_tokenizer *facet_model_tokenizer(facet_model *model);
 typedef struct facet_session facet_session;
 
 /* Options for facet_session_create. Zero-initialised means defaults. */
+/*
+ * Element type of the KV cache. Keys and values are computed in float32 and rounded to
+ * the cache type when stored (round to nearest even; bf16 keeps float32's range, f16
+ * saturates to +-inf beyond 65504); attention widens them back to float32 exactly, so
+ * f32 reproduces the float32 reference and the 16-bit types halve the cache's memory
+ * and the bytes each decode step reads from it.
+ */
+typedef enum facet_kv_type {
+    FACET_KV_AUTO = 0, /* f32 for f32 weights, f16 for f16 weights, bf16 otherwise       */
+    FACET_KV_F32 = 1,
+    FACET_KV_BF16 = 2,
+    FACET_KV_F16 = 3,
+} facet_kv_type;
+
+/* Name of a KV type: "auto", "f32", "bf16", "f16" ("unknown" out of range). */
+const char *facet_kv_type_name(facet_kv_type t);
+
 typedef struct facet_session_options {
     int n_seq_max; /* sequences this session can hold at once (ids 0..n_seq_max-1); 0 = 1 */
     int n_ctx;     /* context cap per sequence in tokens; 0 = max_position_embeddings.
                       KV memory grows on demand up to this cap, never allocated at the
                       cap up front.                                                     */
+    facet_kv_type kv_type; /* KV cache element type; AUTO follows the loaded weights'
+                              format (see facet_kv_type)                               */
 } facet_session_options;
 
 /* Create a session over `model` (borrowed: it must outlive the session). Errors:
@@ -161,6 +185,9 @@ int facet_seq_length(const facet_session *session, int seq);
 
 /* Context cap of the session's sequences in tokens. */
 int facet_session_n_ctx(const facet_session *session);
+
+/* The KV cache element type the session resolved (never FACET_KV_AUTO). */
+facet_kv_type facet_session_kv_type(const facet_session *session);
 
 /*
  * A batch of tokens to run through the model in one sweep over the weights. Entry i

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 
@@ -16,6 +17,17 @@ int cli_parse_int(const char *opt, const char *v, long lo, long hi, int *out) {
     }
     *out = (int)x;
     return 1;
+}
+
+int cli_parse_kv_type(const char *opt, const char *v, facet_kv_type *out) {
+    static const facet_kv_type types[] = {FACET_KV_AUTO, FACET_KV_F32, FACET_KV_BF16, FACET_KV_F16};
+    for (size_t i = 0; v && i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(v, facet_kv_type_name(types[i]))) {
+            *out = types[i];
+            return 1;
+        }
+    fprintf(stderr, "facet: %s expects auto, f32, bf16 or f16, got '%s'\n", opt, v ? v : "(nothing)");
+    return 0;
 }
 
 int cli_parse_float(const char *opt, const char *v, float *out) {

@@ -26,6 +26,10 @@ int cli_fail(const facet_error *err);
  * "facet: OPT expects an integer in [lo, hi], got 'V'" and return 0 (1 on success). */
 int cli_parse_int(const char *opt, const char *v, long lo, long hi, int *out);
 
+/* Parse v as a KV cache type, "auto|f32|bf16|f16", into *out; on failure print
+ * "facet: OPT expects auto, f32, bf16 or f16, got 'V'" and return 0 (1 on success). */
+int cli_parse_kv_type(const char *opt, const char *v, facet_kv_type *out);
+
 /* Parse v as a whole number (strtof) into *out; on failure print the error, return 0. */
 int cli_parse_float(const char *opt, const char *v, float *out);
 

@@ -60,8 +60,8 @@ static void print_plan_brief(FILE *out, const facet_plan *p) {
     char w[32], kv[32];
     facet_bytes_text(p->weight_bytes[p->weights], w, sizeof w);
     facet_bytes_text(p->kv_bytes_per_token_naive, kv, sizeof kv);
-    fprintf(out, "plan: weights %s %s; KV cache %s/token (f32)", facet_plan_format_name(p->weights),
-            w, kv);
+    fprintf(out, "plan: weights %s %s; KV cache %s/token (%s)", facet_plan_format_name(p->weights),
+            w, kv, facet_kv_type_name(p->kv_type));
     if (p->n_sliding_layers)
         fprintf(out, ", %d windowed layers bounded by %lld", p->n_sliding_layers,
                 (long long)p->window);
@@ -241,7 +241,8 @@ int cmd_onboard(int argc, char **argv) {
     if (have_plan) {
         facet_bytes_text(plan.weight_bytes[plan.weights], w, sizeof w);
         facet_bytes_text(plan.kv_bytes_per_token_naive, kv, sizeof kv);
-        printf(" %s %s, KV %s/token |\n", facet_plan_format_name(plan.weights), w, kv);
+        printf(" %s %s, KV %s/token %s |\n", facet_plan_format_name(plan.weights), w, kv,
+               facet_kv_type_name(plan.kv_type));
     } else {
         printf(" — |\n");
     }

@@ -22,10 +22,11 @@
 
 static void plan_usage(FILE *out) {
     fprintf(out, "usage: facet plan MODEL [--ctx N] [--batch B] [--weights auto|f32|bf16|f16|int8]\n"
-                 "                  [--backend cpu|cuda] [--json]\n"
+                 "                  [--kv-cache auto|f32|bf16|f16] [--backend cpu|cuda] [--json]\n"
                  "MODEL: a checkpoint folder or a config.json. --ctx defaults to\n"
                  "max_position_embeddings, --batch to 1, --weights to auto (the checkpoint's\n"
-                 "own precision: bf16, f16 or f32, what facet run loads by default).\n"
+                 "own precision: bf16, f16 or f32, what facet run loads by default),\n"
+                 "--kv-cache to auto (f32 with f32 weights, f16 with f16, bf16 otherwise).\n"
                  "FACET_MEM_AVAILABLE=BYTES overrides the free\n"
                  "RAM read from /proc/meminfo.\n");
 }
@@ -71,6 +72,8 @@ int cmd_plan(int argc, char **argv) {
                                 "f16, int8\n", argv[i]);
                 return 1;
             }
+        } else if (!strcmp(argv[i], "--kv-cache") && i + 1 < argc) {
+            if (!cli_parse_kv_type("--kv-cache", argv[++i], &o.kv_cache)) return 1;
         } else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
             backend = argv[++i];
         } else if (!strcmp(argv[i], "--json")) {
@@ -134,8 +137,8 @@ int cmd_plan(int argc, char **argv) {
     }
     if (p.weights_note[0]) printf("  note: %s\n", p.weights_note);
     printf("KV cache: %s\n", p.kv_layout);
-    printf("  per token, naive (layers x kv_heads x head_dim x 2 x 4 B): %llu bytes\n",
-           (unsigned long long)p.kv_bytes_per_token_naive);
+    printf("  per token, naive (layers x kv_heads x head_dim x 2 x %d B): %llu bytes\n",
+           p.kv_type == FACET_KV_F32 ? 4 : 2, (unsigned long long)p.kv_bytes_per_token_naive);
     printf("  per token, actual at ctx %lld: %.1f bytes (%d global, %d windowed layers)\n",
            (long long)p.ctx, p.kv_bytes_per_token_actual, p.n_global_layers, p.n_sliding_layers);
     facet_bytes_text(p.kv_bytes_per_sequence, a, sizeof a);

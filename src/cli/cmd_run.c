@@ -329,7 +329,7 @@ int cmd_run(int argc, char **argv) {
     }
     if ((rc = prompt_ids(&o, model, &rs.ids, &rs.n_prompt))) goto out;
     if ((rc = check_prompt(&o, &rs.info, rs.ids, rs.n_prompt, n_ctx))) goto out;
-    facet_session_options so = {1, n_ctx};
+    facet_session_options so = {1, n_ctx, o.kv_cache};
     if (facet_session_create(model, &so, &rs.sess, &err) != FACET_OK ||
         facet_sampler_create(&o.sampling, rs.info.vocab_size, &rs.sampler, &err) != FACET_OK ||
         facet_sampler_accept_prompt(rs.sampler, rs.ids, rs.n_prompt, &err) != FACET_OK ||

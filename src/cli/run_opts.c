@@ -13,7 +13,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: facet run [MODEL] [-p TEXT | -f FILE | --prompt-ids 1,2,3 |\n"
             "                 --messages FILE.json [--tools FILE.json]] [-n MAX_NEW]\n"
-            "                 [--threads N] [--ctx N] [--weights auto|f32] [--no-cache]\n"
+            "                 [--threads N] [--ctx N] [--weights FMT] [--kv-cache TYPE] [--no-cache]\n"
             "                 [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
             "                 [--presence-penalty P] [--frequency-penalty F] [--seed S]\n"
             "                 [--stop STR]... [--json [--top-logprobs N]] [--ignore-eos]\n"
@@ -33,6 +33,8 @@ static void usage(FILE *out) {
             "  --threads N        worker threads (default: all cores)\n"
             "  --weights FMT      run-time weight format: auto (default: the checkpoint's own\n"
             "                     precision, bf16 / f16 / f32), f32, bf16, f16, int8\n"
+            "  --kv-cache TYPE    KV cache element type: auto (default: f32 with f32 weights,\n"
+            "                     f16 with f16, bf16 otherwise), f32, bf16, f16\n"
             "  --ctx N            context cap in tokens (default max_position_embeddings)\n"
             "  --no-cache         neither read nor write the weight cache (converted weights\n"
             "                     kept in DIR/.facet-cache or ~/.cache/facet; also\n"
@@ -105,6 +107,9 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
                 fprintf(stderr, "facet: --weights expects auto, f32, bf16, f16 or int8, got '%s'\n", v);
                 return 1;
             }
+        } else if (!strcmp(a, "--kv-cache")) {
+            NEED_VALUE;
+            if (!cli_parse_kv_type(a, v, &o->kv_cache)) return 1;
         } else if (!strcmp(a, "--no-cache")) {
             o->no_cache = 1;
         } else if (!strcmp(a, "--json")) {

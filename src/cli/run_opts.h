@@ -21,6 +21,7 @@ typedef struct run_opts {
     int threads;              /* --threads, 0 = all cores                            */
     int ctx;                  /* --ctx, 0 = max_position_embeddings                  */
     facet_weight_format weights;
+    facet_kv_type kv_cache;   /* --kv-cache, default auto                            */
     int no_cache;             /* --no-cache: neither read nor write the weight cache */
     int json;                 /* --json                                              */
     int top_logprobs;         /* --top-logprobs N (with --json), 0..64               */

@@ -67,11 +67,20 @@ static void attn_task(void *ctx, int task, int thread) {
     int ring = s->ring_cap && f->layer_sliding[j->layer];
     int base = ring ? s->chunk_base[r] : pos + 1;
     const int *rows = s->chunk_order + s->chunk_group[r];
+    /* a cache row of a 16-bit KV type is widened into this thread's buffer first */
+    float *wide = s->attn_scratch + (size_t)thread * s->attn_scratch_floats;
+    size_t row_bytes = (size_t)kvd * s->kv_elt, off_bytes = kv_off * s->kv_elt;
     for (int t = 0; t < n; t++) {
         int p = first + t;
-        const float *K = p >= base ? s->k + (size_t)rows[p - base] * kvd
-                                   : c->k[j->layer] + facet_kv_row(s, j->layer, p) * kvd;
-        float sc = facet_dot_f32(q, K + kv_off, hd) * scale;
+        const float *K;
+        if (p >= base) {
+            K = s->k + (size_t)rows[p - base] * kvd + kv_off;
+        } else {
+            const uint8_t *row = c->k[j->layer] + facet_kv_row(s, j->layer, p) * row_bytes + off_bytes;
+            facet_kv_load(row, s->kv_type, wide, hd);
+            K = wide;
+        }
+        float sc = facet_dot_f32(q, K, hd) * scale;
         if (cap > 0) sc = tanhf(sc / cap) * cap;
         scores[t] = sc;
     }
@@ -80,9 +89,15 @@ static void attn_task(void *ctx, int task, int thread) {
     memset(out, 0, sizeof(float) * (size_t)hd);
     for (int t = 0; t < n; t++) {
         int p = first + t;
-        const float *V = p >= base ? s->v + (size_t)rows[p - base] * kvd
-                                   : c->v[j->layer] + facet_kv_row(s, j->layer, p) * kvd;
-        facet_axpy_f32(out, scores[t], V + kv_off, hd);
+        const float *V;
+        if (p >= base) {
+            V = s->v + (size_t)rows[p - base] * kvd + kv_off;
+        } else {
+            const uint8_t *row = c->v[j->layer] + facet_kv_row(s, j->layer, p) * row_bytes + off_bytes;
+            facet_kv_load(row, s->kv_type, wide, hd);
+            V = wide;
+        }
+        facet_axpy_f32(out, scores[t], V, hd);
     }
 }
 
@@ -123,7 +138,8 @@ static void group_attn_task(void *ctx, int task, int thread) {
     int g = task / nh, h = task % nh;
     int r0 = s->group_row[g], n_q = s->group_len[g];
     const facet_seq_cache *c = &s->seqs[j->seq_ids[r0]];
-    size_t kv_off = (size_t)(h / group) * hd;
+    size_t kv_off = (size_t)(h / group) * hd * s->kv_elt; /* bytes */
+    const uint8_t *K = c->k[j->layer] + kv_off, *V = c->v[j->layer] + kv_off;
     float *scratch = s->attn_scratch + (size_t)thread * s->attn_scratch_floats;
     const float *q = s->q + r0 * qd + (size_t)h * hd;
     float *out = s->att_out + r0 * qd + (size_t)h * hd;
@@ -131,45 +147,148 @@ static void group_attn_task(void *ctx, int task, int thread) {
         if (h % group) return;
         int *pos = s->attn_pos + (size_t)thread * nh;
         for (int i = 0; i < group; i++) pos[i] = s->pos[r0];
-        facet_attention_causal(q, (size_t)hd, pos, group, c->k[j->layer] + kv_off,
-                               c->v[j->layer] + kv_off, kvd, hd, (float)f->attn_scale, out,
-                               (size_t)hd, scratch);
+        facet_attention_causal(q, (size_t)hd, pos, group, K, V, s->kv_type, kvd, hd,
+                               (float)f->attn_scale, out, (size_t)hd, scratch);
         return;
     }
-    facet_attention_causal(q, qd, s->pos + r0, n_q, c->k[j->layer] + kv_off,
-                           c->v[j->layer] + kv_off, kvd, hd, (float)f->attn_scale, out, qd,
-                           scratch);
+    facet_attention_causal(q, qd, s->pos + r0, n_q, K, V, s->kv_type, kvd, hd,
+                           (float)f->attn_scale, out, qd, scratch);
 }
 
-/* x[r] += h[r] * mult for every entry. */
-static void residual_add(float *x, const float *h, size_t n, float mult) {
+/* ---- per-entry (row) steps between the matmuls ----
+ * Each row's arithmetic is independent of the others and of how rows are split over
+ * threads, so spreading them over the pool keeps batch invariance. */
+
+/* Below this many rows the steps run on the calling thread (decode: a pool run would
+ * cost more than the work). */
+#define ROWS_PARALLEL 8
+
+typedef void (*row_fn)(facet_session *s, int l, int r);
+typedef struct {
+    facet_session *s;
+    int l, n, per;
+    row_fn fn;
+} rows_job;
+
+static void rows_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const rows_job *j = ctx;
+    int r1 = (task + 1) * j->per < j->n ? (task + 1) * j->per : j->n;
+    for (int r = task * j->per; r < r1; r++) j->fn(j->s, j->l, r);
+}
+
+/* fn(s, l, r) for every entry r < n of layer l, over the pool when n is large. */
+static void for_rows(facet_session *s, int l, int n, row_fn fn) {
+    facet_pool *pool = s->model->pool;
+    if (!pool || n < ROWS_PARALLEL) {
+        for (int r = 0; r < n; r++) fn(s, l, r);
+        return;
+    }
+    int tasks = facet_pool_size(pool) * 4;
+    rows_job j = {s, l, n, (n + tasks - 1) / tasks, fn};
+    facet_pool_run(pool, (n + j.per - 1) / j.per, rows_task, &j);
+}
+
+/* y = RMSNorm(x) of one row of H (w == NULL: copy through). */
+static void norm_row(const facet_facts *f, float *y, const float *x, const float *w) {
+    int H = (int)f->hidden_size;
+    if (w)
+        facet_rmsnorm(y, x, w, H, f->rms_norm_eps, (float)f->norm_weight_offset);
+    else if (y != x)
+        memcpy(y, x, sizeof(float) * (size_t)H);
+}
+
+/* x += h * mult over one row of H. */
+static void residual_row(const facet_facts *f, float *x, const float *h) {
+    float mult = (float)f->residual_multiplier;
+    int H = (int)f->hidden_size;
     if (mult == 1.0f)
-        for (size_t i = 0; i < n; i++) x[i] += h[i];
+        for (int i = 0; i < H; i++) x[i] += h[i];
     else
-        for (size_t i = 0; i < n; i++) x[i] += h[i] * mult;
+        for (int i = 0; i < H; i++) x[i] += h[i] * mult;
 }
 
-/* RMSNorm of n rows of H in place (w == NULL: copy through). */
-static void norm_rows(const facet_facts *f, float *y, const float *x, const float *w, int n, int H) {
-    for (int r = 0; r < n; r++) {
-        if (w)
-            facet_rmsnorm(y + (size_t)r * H, x + (size_t)r * H, w, H, f->rms_norm_eps,
-                          (float)f->norm_weight_offset);
-        else if (y != x)
-            memcpy(y + (size_t)r * H, x + (size_t)r * H, sizeof(float) * (size_t)H);
-    }
-}
-
-/* Copy the chunk's K/V rows (after norm and RoPE) into the sequences' caches. */
-static void store_kv(facet_session *s, const int32_t *seq_ids, int n, int l) {
+/* The attention block's input norm: xn = RMSNorm_in(x). */
+static void in_norm_row(facet_session *s, int l, int r) {
     const facet_facts *f = &s->model->facts;
-    size_t kvd = (size_t)(f->num_key_value_heads * f->head_dim);
-    for (int r = 0; r < n; r++) {
-        facet_seq_cache *c = &s->seqs[seq_ids[r]];
-        size_t row = facet_kv_row(s, l, s->pos[r]);
-        memcpy(c->k[l] + row * kvd, s->k + (size_t)r * kvd, sizeof(float) * kvd);
-        memcpy(c->v[l] + row * kvd, s->v + (size_t)r * kvd, sizeof(float) * kvd);
+    size_t H = (size_t)f->hidden_size;
+    norm_row(f, s->xn + r * H, s->x + r * H, s->model->w.layers[l].input_layernorm);
+}
+
+static void store_kv_row(facet_session *s, int l, int r);
+
+/* q/k norm and RoPE of one entry; its K/V row goes into the cache on global layers. */
+static void qk_row(facet_session *s, int l, int r) {
+    facet_model *m = s->model;
+    const facet_facts *f = &m->facts;
+    const facet_layer_weights *L = &m->w.layers[l];
+    int nh = (int)f->num_attention_heads, nkv = (int)f->num_key_value_heads, hd = (int)f->head_dim;
+    int qd = nh * hd, kvd = nkv * hd, half = m->rope_dim / 2;
+    float off = (float)f->norm_weight_offset;
+    int local = m->inv_freq_local && f->layer_sliding[l];
+    float *q = s->q + (size_t)r * qd, *k = s->k + (size_t)r * kvd;
+    if (L->q_norm && L->qk_norm_full) { /* OLMo 2: over the whole projection */
+        facet_rmsnorm(q, q, L->q_norm, qd, f->rms_norm_eps, off);
+        facet_rmsnorm(k, k, L->k_norm, kvd, f->rms_norm_eps, off);
+    } else if (L->q_norm) { /* Qwen 3, Gemma 3: over each head */
+        for (int h = 0; h < nh; h++)
+            facet_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, f->rms_norm_eps, off);
+        for (int h = 0; h < nkv; h++)
+            facet_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, f->rms_norm_eps, off);
     }
+    const float *cs = (local ? s->rope_cos_local : s->rope_cos) + (size_t)r * half;
+    const float *sn = (local ? s->rope_sin_local : s->rope_sin) + (size_t)r * half;
+    if (!f->layer_no_rope[l]) { /* SmolLM3's NoPE layers attend without positions */
+        facet_rope_apply(q, nh, hd, m->rope_dim, cs, sn);
+        facet_rope_apply(k, nkv, hd, m->rope_dim, cs, sn);
+    }
+    if (!(s->ring_cap && f->layer_sliding[l])) store_kv_row(s, l, r);
+}
+
+/* After o_proj (in xn): the post-attention norm (sandwich families), the residual, then
+ * the FFN's input norm into xn: pre_feedforward_layernorm in sandwich-norm families,
+ * post_attention_layernorm in pre-norm ones, none in OLMo 2. */
+static void attn_out_row(facet_session *s, int l, int r) {
+    const facet_facts *f = &s->model->facts;
+    const facet_layer_weights *L = &s->model->w.layers[l];
+    size_t H = (size_t)f->hidden_size;
+    float *x = s->x + r * H, *xn = s->xn + r * H;
+    if (f->post_norms) norm_row(f, xn, xn, L->post_attention_layernorm);
+    residual_row(f, x, xn);
+    const float *pre = f->post_norms ? L->pre_feedforward_layernorm : L->post_attention_layernorm;
+    norm_row(f, xn, x, f->pre_norms ? pre : NULL);
+}
+
+/* gate = act(gate) * up over one row of intermediate_size. */
+static void act_row(facet_session *s, int l, int r) {
+    (void)l;
+    const facet_facts *f = &s->model->facts;
+    size_t I = (size_t)f->intermediate_size;
+    facet_gated_act(s->gate + r * I, s->up + r * I, (int)I, (int)f->act);
+}
+
+/* After down_proj (in xn): the post-FFN norm (sandwich families) and the residual. */
+static void ffn_out_row(facet_session *s, int l, int r) {
+    const facet_facts *f = &s->model->facts;
+    size_t H = (size_t)f->hidden_size;
+    float *x = s->x + r * H, *xn = s->xn + r * H;
+    if (f->post_norms) norm_row(f, xn, xn, s->model->w.layers[l].post_feedforward_layernorm);
+    residual_row(f, x, xn);
+}
+
+/* Store entry r's K/V row (after norm and RoPE) into its sequence's cache, rounded to
+ * the cache's element type. On a ring layer, a position that a later entry of the same
+ * chunk overwrites (pos + ring_cap <= the sequence's last position, len - 1, as the
+ * chunk's positions are already counted in len) is skipped, so rows stored in parallel
+ * never race for one ring slot. */
+static void store_kv_row(facet_session *s, int l, int r) {
+    const facet_facts *f = &s->model->facts;
+    size_t kvd = (size_t)(f->num_key_value_heads * f->head_dim), rb = kvd * s->kv_elt;
+    facet_seq_cache *c = &s->seqs[s->seq_ids[r]];
+    if (s->ring_cap && f->layer_sliding[l] && s->pos[r] + s->ring_cap <= c->len - 1) return;
+    size_t row = facet_kv_row(s, l, s->pos[r]);
+    facet_kv_store(s->k + (size_t)r * kvd, s->kv_type, c->k[l] + row * rb, (int)kvd);
+    facet_kv_store(s->v + (size_t)r * kvd, s->kv_type, c->v[l] + row * rb, (int)kvd);
 }
 
 /* Attention block of layer l for entries [0, n): reads s->x, adds into s->x. */
@@ -177,63 +296,41 @@ static void attention_block(facet_session *s, const int32_t *seq_ids, int n, int
     facet_model *m = s->model;
     const facet_facts *f = &m->facts;
     const facet_layer_weights *L = &m->w.layers[l];
-    int H = (int)f->hidden_size, nh = (int)f->num_attention_heads;
-    int nkv = (int)f->num_key_value_heads, hd = (int)f->head_dim;
-    int qd = nh * hd, kvd = nkv * hd, half = m->rope_dim / 2;
-    float off = (float)f->norm_weight_offset;
-    int local = m->inv_freq_local && f->layer_sliding[l];
+    int nh = (int)f->num_attention_heads;
 
-    norm_rows(f, s->xn, s->x, L->input_layernorm, n, H);
-    facet_matmul(m->pool, s->q, s->xn, &L->q_proj, L->q_bias, n);
-    facet_matmul(m->pool, s->k, s->xn, &L->k_proj, L->k_bias, n);
-    facet_matmul(m->pool, s->v, s->xn, &L->v_proj, L->v_bias, n);
-    for (int r = 0; r < n; r++) {
-        float *q = s->q + (size_t)r * qd, *k = s->k + (size_t)r * kvd;
-        if (L->q_norm && L->qk_norm_full) { /* OLMo 2: over the whole projection */
-            facet_rmsnorm(q, q, L->q_norm, qd, f->rms_norm_eps, off);
-            facet_rmsnorm(k, k, L->k_norm, kvd, f->rms_norm_eps, off);
-        } else if (L->q_norm) { /* Qwen 3, Gemma 3: over each head */
-            for (int h = 0; h < nh; h++)
-                facet_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, f->rms_norm_eps, off);
-            for (int h = 0; h < nkv; h++)
-                facet_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, f->rms_norm_eps, off);
-        }
-        const float *cs = (local ? s->rope_cos_local : s->rope_cos) + (size_t)r * half;
-        const float *sn = (local ? s->rope_sin_local : s->rope_sin) + (size_t)r * half;
-        if (!f->layer_no_rope[l]) { /* SmolLM3's NoPE layers attend without positions */
-            facet_rope_apply(q, nh, hd, m->rope_dim, cs, sn);
-            facet_rope_apply(k, nkv, hd, m->rope_dim, cs, sn);
-        }
+    /* xn holds RMSNorm_in(x): the previous layer's ffn_out / the embeddings' in_norm */
+    { /* q, k and v in one sweep: one activation prep, one pool run */
+        float *const y[3] = {s->q, s->k, s->v};
+        const facet_wtensor *const w[3] = {&L->q_proj, &L->k_proj, &L->v_proj};
+        const float *const b[3] = {L->q_bias, L->k_bias, L->v_bias};
+        facet_matmul_multi(m->pool, 3, y, s->xn, w, b, n);
     }
+    for_rows(s, l, n, qk_row); /* + the K/V store on global layers */
     int ring = s->ring_cap && f->layer_sliding[l];
-    if (!ring) store_kv(s, seq_ids, n, l);
     attn_job aj = {s, seq_ids, l};
     if (!f->layer_sliding[l] && f->attn_logit_softcap == 0 && s->groups_contiguous)
         facet_pool_run(m->pool, s->n_groups * nh, group_attn_task, &aj);
     else
         facet_pool_run(m->pool, n * nh, attn_task, &aj);
-    if (ring) store_kv(s, seq_ids, n, l); /* after attention: see attn_task */
+    if (ring) for_rows(s, l, n, store_kv_row); /* after attention: see attn_task */
     facet_matmul(m->pool, s->xn, s->att_out, &L->o_proj, L->o_bias, n);
-    if (f->post_norms) norm_rows(f, s->xn, s->xn, L->post_attention_layernorm, n, H);
-    residual_add(s->x, s->xn, (size_t)n * H, (float)f->residual_multiplier);
+    for_rows(s, l, n, attn_out_row); /* leaves the FFN's input in xn */
 }
 
 /* Feed-forward block of layer l for entries [0, n): reads s->x, adds into s->x. */
 static void ffn_block(facet_session *s, int n, int l) {
     facet_model *m = s->model;
-    const facet_facts *f = &m->facts;
     const facet_layer_weights *L = &m->w.layers[l];
-    int H = (int)f->hidden_size, I = (int)f->intermediate_size;
-    /* the norm before the FFN: pre_feedforward_layernorm in sandwich-norm families,
-     * post_attention_layernorm in pre-norm ones, none in OLMo 2 */
-    const float *pre = f->post_norms ? L->pre_feedforward_layernorm : L->post_attention_layernorm;
-    norm_rows(f, s->xn, s->x, f->pre_norms ? pre : NULL, n, H);
-    facet_matmul(m->pool, s->gate, s->xn, &L->gate_proj, L->gate_bias, n);
-    facet_matmul(m->pool, s->up, s->xn, &L->up_proj, L->up_bias, n);
-    facet_gated_act(s->gate, s->up, n * I, (int)f->act);
+    /* xn holds the FFN's input norm (attn_out_row) */
+    { /* gate and up in one sweep */
+        float *const y[2] = {s->gate, s->up};
+        const facet_wtensor *const w[2] = {&L->gate_proj, &L->up_proj};
+        const float *const b[2] = {L->gate_bias, L->up_bias};
+        facet_matmul_multi(m->pool, 2, y, s->xn, w, b, n);
+    }
+    for_rows(s, l, n, act_row);
     facet_matmul(m->pool, s->xn, s->gate, &L->down_proj, L->down_bias, n);
-    if (f->post_norms) norm_rows(f, s->xn, s->xn, L->post_feedforward_layernorm, n, H);
-    residual_add(s->x, s->xn, (size_t)n * H, (float)f->residual_multiplier);
+    for_rows(s, l, n, ffn_out_row);
 }
 
 /* Run entries [0, n) (already validated; positions assigned in s->pos). Writes the
@@ -264,7 +361,9 @@ static void forward_layers(facet_session *s, const int32_t *tokens, const int32_
                                s->rope_sin_local + (size_t)r * half);
     }
     group_chunk(s, seq_ids, n);
+    s->seq_ids = seq_ids;
     for (int l = 0; l < f->num_hidden_layers; l++) {
+        for_rows(s, l, n, in_norm_row);
         attention_block(s, seq_ids, n, l);
         ffn_block(s, n, l);
     }

@@ -67,7 +67,8 @@ struct facet_model {
     char *wcache_note;             /* one line for the user, or NULL                   */
 };
 
-/* KV cache of one sequence: per layer, K and V rows of nkv*hd floats. Global layers
+/* KV cache of one sequence: per layer, K and V rows of nkv*hd elements of the
+ * session's kv_type (float32, bf16 or f16; kv_elt bytes each). Global layers
  * hold positions 0..len-1 at row = position, capacity growing on demand (doubling) up
  * to the session's n_ctx. Sliding-window layers hold a ring of exactly sliding_window
  * rows (row = position % window), so their memory is bounded by the window whatever the
@@ -75,7 +76,7 @@ struct facet_model {
 typedef struct facet_seq_cache {
     int len;                       /* tokens in the cache                              */
     int cap;                       /* positions allocated per global layer             */
-    float **k, **v;                /* [L] -> (cap or ring_cap, nkv*hd)                 */
+    uint8_t **k, **v;              /* [L] -> (cap or ring_cap, nkv*hd) of kv_type      */
 } facet_seq_cache;
 
 struct facet_session {
@@ -83,11 +84,15 @@ struct facet_session {
     int n_seq_max;
     int n_ctx;
     int ring_cap;                  /* rows of a sliding layer's ring (0: no ring)      */
+    facet_kv_type kv_type;         /* cache element type (resolved, never AUTO)        */
+    size_t kv_elt;                 /* bytes per cache element: 4 or 2                  */
     facet_seq_cache *seqs;         /* [n_seq_max]                                      */
     /* scratch for a batch of up to `scratch_rows` entries, grown on demand */
     int scratch_rows;
     float *x, *xn, *q, *k, *v, *att_out, *gate, *up, *scores;
     int *pos;                      /* [scratch_rows] position of each entry            */
+    const int32_t *seq_ids;        /* the current chunk's sequence ids (borrowed from
+                                      the batch during facet_forward)                  */
     /* the current chunk's entries grouped by sequence, so attention on a sliding layer
      * can read the chunk's own K/V rows from the scratch (see forward.c):
      * chunk_order lists entry indices grouped by sequence in position order;

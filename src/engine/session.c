@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine/model_internal.h"
+#include "model/weights_policy.h"
 #include "util/error.h"
 
 
@@ -33,6 +34,14 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
     s->model = model;
     s->n_seq_max = o.n_seq_max;
     s->n_ctx = o.n_ctx;
+    if (o.kv_type < FACET_KV_AUTO || o.kv_type > FACET_KV_F16) {
+        free(s);
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "session options: kv_type=%d, expected auto, f32, bf16 or f16",
+                         (int)o.kv_type);
+    }
+    s->kv_type = o.kv_type == FACET_KV_AUTO ? facet_auto_kv(model->weights) : o.kv_type;
+    s->kv_elt = facet_kv_type_bytes(s->kv_type);
     /* sliding layers keep a ring of exactly the window: attention reads the positions
      * of the current chunk from the batch scratch and the ring is written after it
      * (forward.c), so no entry ever needs a row older than the window */
@@ -107,6 +116,8 @@ int facet_seq_length(const facet_session *s, int seq) {
 
 int facet_session_n_ctx(const facet_session *s) { return s->n_ctx; }
 
+facet_kv_type facet_session_kv_type(const facet_session *s) { return s->kv_type; }
+
 /* Make room for `need` positions in sequence `seq`'s cache (need <= n_ctx). Used by the
  * forward pass before it writes K/V. */
 facet_status facet_seq_reserve(facet_session *s, int seq, int need, facet_error *err);
@@ -115,7 +126,7 @@ facet_status facet_seq_reserve(facet_session *s, int seq, int need, facet_error 
     if (need <= c->cap) return FACET_OK;
     const facet_facts *f = &s->model->facts;
     int L = (int)f->num_hidden_layers;
-    size_t kv_dim = (size_t)(f->num_key_value_heads * f->head_dim);
+    size_t row_bytes = (size_t)(f->num_key_value_heads * f->head_dim) * s->kv_elt;
     int cap = c->cap ? c->cap : 64;
     while (cap < need) cap *= 2;
     if (cap > s->n_ctx) cap = s->n_ctx;
@@ -127,15 +138,15 @@ facet_status facet_seq_reserve(facet_session *s, int seq, int need, facet_error 
     for (int l = 0; l < L; l++) {
         if (s->ring_cap && f->layer_sliding[l]) {
             if (c->k[l]) continue; /* a ring never grows */
-            c->k[l] = malloc((size_t)s->ring_cap * kv_dim * sizeof(float));
-            c->v[l] = malloc((size_t)s->ring_cap * kv_dim * sizeof(float));
+            c->k[l] = malloc((size_t)s->ring_cap * row_bytes);
+            c->v[l] = malloc((size_t)s->ring_cap * row_bytes);
             if (!c->k[l] || !c->v[l]) return facet_err(err, FACET_E_NOMEM, "KV ring");
             continue;
         }
-        float *nk = realloc(c->k[l], (size_t)cap * kv_dim * sizeof(float));
+        uint8_t *nk = realloc(c->k[l], (size_t)cap * row_bytes);
         if (!nk) return facet_err(err, FACET_E_NOMEM, "KV cache: %d positions", cap);
         c->k[l] = nk;
-        float *nv = realloc(c->v[l], (size_t)cap * kv_dim * sizeof(float));
+        uint8_t *nv = realloc(c->v[l], (size_t)cap * row_bytes);
         if (!nv) return facet_err(err, FACET_E_NOMEM, "KV cache: %d positions", cap);
         c->v[l] = nv;
     }

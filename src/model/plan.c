@@ -145,8 +145,8 @@ static uint64_t weight_bytes(const facet_facts *f, int fmt, uint64_t *n_params,
     return bytes;
 }
 
-uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c) {
-    uint64_t k = sat_mul(sat_mul(2, sat_mul(u(f->num_key_value_heads), u(f->head_dim))), 4);
+uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c, uint64_t elt) {
+    uint64_t k = sat_mul(sat_mul(2, sat_mul(u(f->num_key_value_heads), u(f->head_dim))), elt);
     uint64_t S = (uint64_t)f->n_sliding_layers;
     uint64_t G = u(f->num_hidden_layers) - S;
     uint64_t cg = u(c < f->max_position_embeddings ? c : f->max_position_embeddings);
@@ -243,9 +243,16 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
     for (int fmt = 0; fmt < FACET_PLAN_N_FORMATS; fmt++)
         out->weight_bytes[fmt] = weight_bytes(f, fmt, &out->n_params, &out->n_matrix_params);
     choose_format(f, opts->weights, out);
+    if (opts->kv_cache < FACET_KV_AUTO || opts->kv_cache > FACET_KV_F16)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "unknown KV cache type %d", (int)opts->kv_cache);
+    /* plan formats f32, bf16, f16, int8 are facet_weight_format 1..4 */
+    out->kv_type = opts->kv_cache;
+    if (out->kv_type == FACET_KV_AUTO) out->kv_type = facet_auto_kv((facet_weight_format)(out->weights + 1));
+    uint64_t elt = facet_kv_type_bytes(out->kv_type);
+    const char *kvn = facet_kv_type_name(out->kv_type);
 
     out->kv_bytes_per_layer_position =
-        sat_mul(sat_mul(2, sat_mul(u(f->num_key_value_heads), u(f->head_dim))), 4);
+        sat_mul(sat_mul(2, sat_mul(u(f->num_key_value_heads), u(f->head_dim))), elt);
     out->kv_bytes_per_token_naive = sat_mul(out->kv_bytes_per_layer_position,
                                             u(f->num_hidden_layers));
     out->n_sliding_layers = f->n_sliding_layers;
@@ -253,18 +260,18 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
     out->window = f->n_sliding_layers ? f->sliding_window : 0;
     if (out->window)
         snprintf(out->kv_layout, sizeof out->kv_layout,
-                 "per sequence and layer: K and V float32 [position][%lld x %lld]; %d global "
+                 "per sequence and layer: K and V %s [position][%lld x %lld]; %d global "
                  "layers grow to ctx, %d windowed layers hold a ring of min(ctx, %lld)",
-                 (long long)f->num_key_value_heads, (long long)f->head_dim,
+                 kvn, (long long)f->num_key_value_heads, (long long)f->head_dim,
                  out->n_global_layers, out->n_sliding_layers, (long long)out->window);
     else
         snprintf(out->kv_layout, sizeof out->kv_layout,
-                 "per sequence and layer: K and V float32 [position][%lld x %lld], grown on "
-                 "demand up to ctx", (long long)f->num_key_value_heads, (long long)f->head_dim);
+                 "per sequence and layer: K and V %s [position][%lld x %lld], grown on "
+                 "demand up to ctx", kvn, (long long)f->num_key_value_heads, (long long)f->head_dim);
 
     out->ctx = ctx;
     out->batch = batch;
-    out->kv_bytes_per_sequence = facet_plan_kv_bytes(f, ctx);
+    out->kv_bytes_per_sequence = facet_plan_kv_bytes(f, ctx, elt);
     out->kv_bytes_per_token_actual = (double)out->kv_bytes_per_sequence / (double)ctx;
     uint64_t w = out->weight_bytes[out->weights];
     out->total_bytes = sat_add(w, sat_mul(out->kv_bytes_per_sequence, (uint64_t)batch));
@@ -281,7 +288,7 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
     int64_t lo = 0, hi = f->max_position_embeddings;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo + 1) / 2;
-        if (sat_add(w, sat_mul(facet_plan_kv_bytes(f, mid), (uint64_t)batch)) <= avail) lo = mid;
+        if (sat_add(w, sat_mul(facet_plan_kv_bytes(f, mid, elt), (uint64_t)batch)) <= avail) lo = mid;
         else hi = mid - 1;
     }
     out->max_ctx_at_batch = lo;

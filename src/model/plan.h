@@ -17,8 +17,9 @@
  * vocab floats per sequence) is not counted.
  *
  * KV cache (facet's layout, src/engine): per sequence and layer, K and V rows of
- * num_key_value_heads * head_dim float32 per position. Per layer and position
- * k = 2 * num_key_value_heads * head_dim * 4 bytes. Naive bytes per token: L * k.
+ * num_key_value_heads * head_dim elements of the KV type per position (e bytes: 4 for
+ * f32, 2 for bf16 / f16; auto follows the weights as facet_auto_kv). Per layer and
+ * position k = 2 * num_key_value_heads * head_dim * e bytes. Naive bytes per token: L * k.
  * Actual bytes of one sequence at context c with G global and S windowed layers of
  * window w: k * (G * min(c, max_position_embeddings) + S * min(c, w)).
  */
@@ -27,6 +28,7 @@
 
 #include <stdint.h>
 
+#include "facet.h"
 #include "model/facts.h"
 
 typedef enum facet_plan_format {
@@ -44,6 +46,8 @@ typedef struct facet_plan_opts {
     int weights;            /* facet_plan_format, or FACET_PLAN_AUTO (the checkpoint's own precision, what
                                facet run --weights auto loads)                       */
     uint64_t mem_available; /* bytes; 0 = read MemAvailable from /proc/meminfo        */
+    facet_kv_type kv_cache; /* KV cache element type; FACET_KV_AUTO (0) follows the
+                               chosen weights (facet_auto_kv), as facet run does       */
 } facet_plan_opts;
 
 /* Consecutive layers that run the same kernel paths. */
@@ -63,6 +67,7 @@ typedef struct facet_plan {
     char weights_note[200];                     /* a matmul path below the format's best */
 
     /* KV cache */
+    facet_kv_type kv_type;                      /* resolved element type (never AUTO)  */
     uint64_t kv_bytes_per_layer_position;       /* k                                  */
     uint64_t kv_bytes_per_token_naive;          /* L * k                              */
     int n_global_layers, n_sliding_layers;
@@ -99,8 +104,9 @@ int facet_plan_format_parse(const char *s, int *fmt);
  * "int8-avx2", "f32-scalar". */
 const char *facet_plan_matmul_path(int fmt);
 
-/* Bytes of one sequence's KV cache at context c (the formula above). */
-uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c);
+/* Bytes of one sequence's KV cache at context c with elements of elt bytes (the
+ * formula above). */
+uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c, uint64_t elt);
 
 /*
  * Compute the plan of facts `f` under `opts`. Errors: FACET_E_INVALID_ARGUMENT (a shape

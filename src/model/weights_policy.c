@@ -21,3 +21,18 @@ facet_weight_format facet_auto_weights(const facet_facts *f) {
     }
     return FACET_WEIGHTS_F32;
 }
+
+facet_kv_type facet_auto_kv(facet_weight_format w) {
+    switch (w) {
+    case FACET_WEIGHTS_F32: return FACET_KV_F32;
+    case FACET_WEIGHTS_F16: return FACET_KV_F16;
+    default: return FACET_KV_BF16;
+    }
+}
+
+const char *facet_kv_type_name(facet_kv_type t) {
+    static const char *names[] = {"auto", "f32", "bf16", "f16"};
+    return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "unknown";
+}
+
+size_t facet_kv_type_bytes(facet_kv_type t) { return t == FACET_KV_F32 ? 4 : 2; }

@@ -1,5 +1,5 @@
 /*
- * weights_policy.h — what `--weights auto` loads.
+ * weights_policy.h — what `--weights auto` loads, and the KV cache type that follows it.
  */
 #ifndef FACET_MODEL_WEIGHTS_POLICY_H
 #define FACET_MODEL_WEIGHTS_POLICY_H
@@ -16,5 +16,16 @@
  * (bench/RESULTS-perf.md), so it stays one flag away.
  */
 facet_weight_format facet_auto_weights(const facet_facts *f);
+
+/*
+ * The KV cache type FACET_KV_AUTO resolves to for run-time weights `w` (never
+ * FACET_WEIGHTS_AUTO: resolve the weights first): f32 for f32 weights (the float32
+ * reference path, identity gates), f16 for f16, bf16 for bf16 and int8 (bf16 keeps
+ * float32's exponent range, so no key or value overflows).
+ */
+facet_kv_type facet_auto_kv(facet_weight_format w);
+
+/* Bytes of one KV cache element: 4 for f32, 2 for bf16 / f16 (AUTO: 2). */
+size_t facet_kv_type_bytes(facet_kv_type t);
 
 #endif

@@ -103,7 +103,7 @@ facet_status facet_server_run(const facet_server_config *cfg, facet_error *err) 
     if (!s->chat) fprintf(stderr, "facet serve: chat completions unavailable: %s\n", s->chat_error);
     facet_model_info info;
     facet_model_get_info(s->model, &info);
-    facet_session_options so = {cfg->max_batch, cfg->n_ctx};
+    facet_session_options so = {cfg->max_batch, cfg->n_ctx, cfg->kv_cache};
     st = facet_session_create(s->model, &so, &s->session, err);
     if (st != FACET_OK) goto fail;
     s->n_ctx = facet_session_n_ctx(s->session);

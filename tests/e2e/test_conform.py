@@ -339,6 +339,8 @@ def test_onboard_ledger(run_facet, tmp_path):
                                          "state-spaces__mamba-2.8b-hf"]
     assert rows[0]["verdicts"]["cpu"]["status"] == "supported-pending-probe"
     assert rows[0]["verdicts"]["cuda"]["status"] == "refused"
-    assert rows[0]["plan"]["kv_bytes_per_token_naive"] == 16 * 2 * 8 * 64 * 4
+    # dtype float16: f16 weights and an f16 KV cache (2 B per element)
+    assert rows[0]["plan"]["weights"] == "f16" and rows[0]["plan"]["kv_cache"] == "f16"
+    assert rows[0]["plan"]["kv_bytes_per_token_naive"] == 16 * 2 * 8 * 64 * 2
     assert rows[1]["verdicts"]["cpu"]["refusals"][0]["fact"] == "model_type"
     assert rows[1]["plan"] is None

@@ -60,10 +60,19 @@ def test_mistral_v01_window(facet_bin, tmp_path):
     assert p["verdict"]["status"] == "supported-pending-probe"
     assert p["n_params"] == 7241732096
     assert p["n_sliding_layers"] == 32 and p["n_global_layers"] == 0
-    assert p["kv_bytes_per_token_naive"] == 32 * 8192
-    assert p["kv_bytes_per_sequence"] == 32 * 4096 * 8192  # min(8192, 4096) per layer
-    assert p["kv_bytes_per_token_actual"] == 32 * 4096 * 8192 / 8192
+    # bf16 weights: the KV cache follows in bf16, 2 * 8 kv heads * 128 * 2 B = 4096 B
+    assert p["kv_cache"] == "bf16"
+    assert p["kv_bytes_per_token_naive"] == 32 * 4096
+    assert p["kv_bytes_per_sequence"] == 32 * 4096 * 4096  # min(8192, 4096) per layer
+    assert p["kv_bytes_per_token_actual"] == 32 * 4096 * 4096 / 8192
     assert p["weights_requested"] == "bf16"
+    # an f32 cache asked for: twice the bytes
+    proc, p = plan(facet_bin, tmp_path, "--ctx", 8192, "--weights", "bf16", "--kv-cache", "f32")
+    assert proc.returncode == 0 and p["kv_cache"] == "f32"
+    assert p["kv_bytes_per_sequence"] == 32 * 4096 * 8192
+    proc, _ = plan(facet_bin, tmp_path, "--kv-cache", "int4")
+    assert proc.returncode == 1
+    assert "--kv-cache expects auto, f32, bf16 or f16, got 'int4'" in proc.stderr
 
 
 def test_gemma3_five_local_one_global(facet_bin):
@@ -71,7 +80,8 @@ def test_gemma3_five_local_one_global(facet_bin):
     assert proc.returncode == 0  # gemma3's text decoder runs on the cpu
     assert p["n_global_layers"] == 10 and p["n_sliding_layers"] == 52
     assert p["window"] == 1024
-    k = 2 * 16 * 128 * 4
+    assert p["weights"] == "bf16" and p["kv_cache"] == "bf16"  # torch_dtype bfloat16
+    k = 2 * 16 * 128 * 2
     assert p["kv_bytes_per_token_naive"] == 62 * k
     assert p["kv_bytes_per_sequence"] == k * (10 * 8192 + 52 * 1024)
     groups = p["kernels"]["layers"]
@@ -84,7 +94,8 @@ def test_window_inert(facet_bin):
                    "--ctx", 32768, "--batch", 2, mem=1 << 40)
     assert proc.returncode == 0
     assert p["n_sliding_layers"] == 0 and p["window"] == 0
-    k = 2 * 8 * 128 * 4
+    assert p["kv_cache"] == "bf16"
+    k = 2 * 8 * 128 * 2
     assert p["kv_bytes_per_sequence"] == 64 * k * 32768  # naive: the window is off
     assert p["total_bytes"] == p["weight_bytes"][p["weights"]] + 2 * 64 * k * 32768
 
@@ -109,7 +120,9 @@ def test_text_output(facet_bin):
     proc = subprocess.run([str(facet_bin), "plan", str(CONFIGS / "meta-llama__Llama-2-7b-hf"),
                            "--ctx", "4096"], capture_output=True, text=True, env=env)
     assert proc.returncode == 0
-    assert "per token, naive (layers x kv_heads x head_dim x 2 x 4 B): 1048576 bytes" in proc.stdout  # 32 * 32 * 128 * 2 * 4
+    # torch_dtype float16: f16 weights and an f16 KV cache, 32 * 32 * 128 * 2 * 2
+    assert "per token, naive (layers x kv_heads x head_dim x 2 x 2 B): 524288 bytes" in proc.stdout
+    assert "K and V f16 [position][32 x 128]" in proc.stdout
     assert "int8 = one f16 scale per 32 inputs" in proc.stdout
 
 

@@ -200,6 +200,17 @@ def apply_rope(x, positions, inv_freq, attention_factor):
     return np.concatenate([xr * cos + rot * sin, xp], axis=-1)
 
 
+def round_kv(x, kind):
+    """x rounded to float32, then to bf16 (the top 16 bits, round to nearest even) or
+    IEEE f16 (NumPy's float16 cast, round to nearest even), returned as float64."""
+    x32 = np.ascontiguousarray(x, dtype=np.float32)
+    if kind == "f16":
+        return x32.astype(np.float16).astype(np.float64)
+    u = x32.view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+    return (r & 0xFFFFFFFF).astype(np.uint32).view(np.float32).astype(np.float64)
+
+
 def top2_margin(row):
     """top1 - top2 of a logits row."""
     part = np.partition(np.asarray(row, dtype=np.float64), -2)[-2:]
@@ -222,7 +233,13 @@ class Cache:
 class Reference:
     """The float64 forward pass of one checkpoint folder (see the module doc)."""
 
-    def __init__(self, folder, embed_scale_dtype="float32"):
+    def __init__(self, folder, embed_scale_dtype="float32", kv_round=None):
+        """kv_round: None (float64 keys and values), or "bf16" / "f16": each key (after
+        the norm and RoPE) and value is rounded to float32 and then to that type, round to
+        nearest even, before it enters the cache, as a 16-bit KV cache stores it."""
+        if kv_round not in (None, "bf16", "f16"):
+            raise ValueError("kv_round %r: expected None, 'bf16' or 'f16'" % (kv_round,))
+        self.kv_round = kv_round
         with open(os.path.join(folder, "config.json")) as f:
             self.config = json.load(f)
         self.facts = hf_facts.facts(self.config)
@@ -311,6 +328,8 @@ class Reference:
         if rope is not None:
             q = apply_rope(q, positions, *rope)
             k = apply_rope(k, positions, *rope)
+        if self.kv_round:
+            k, v = round_kv(k, self.kv_round), round_kv(v, self.kv_round)
         if cache.k[layer] is None:
             cache.k[layer], cache.v[layer] = k, v
         else:
@@ -453,9 +472,11 @@ def main(argv=None):
     ap.add_argument("--dump-logits")
     ap.add_argument("--embed-scale-dtype", default="float32",
                     choices=["float32", "bfloat16", "float16", "float64"])
+    ap.add_argument("--kv-round", choices=["bf16", "f16"],
+                    help="round keys and values as a 16-bit KV cache stores them")
     a = ap.parse_args(argv)
     ids = [int(x) for x in a.prompt_ids.split(",") if x.strip()]
-    ref = Reference(a.model, embed_scale_dtype=a.embed_scale_dtype)
+    ref = Reference(a.model, embed_scale_dtype=a.embed_scale_dtype, kv_round=a.kv_round)
     out = ref.generate(ids, a.n)
     if a.dump_logits:
         out["logits"].astype("<f4").tofile(a.dump_logits)

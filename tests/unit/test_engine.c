@@ -49,11 +49,15 @@ static int32_t *ids_of(const json_t *arr, size_t *n) {
     return ids;
 }
 
+/* KV cache type of the sessions greedy() creates (the batched tests set it). */
+static facet_kv_type g_kv = FACET_KV_AUTO;
+
 /* Greedy-generate n_new ids after prompt into out. */
 static void greedy(const int32_t *prompt, size_t n_prompt, int n_new, int32_t *out) {
     facet_error err = {0};
     facet_session *s;
-    assert_int_equal(facet_session_create(model, NULL, &s, &err), FACET_OK);
+    facet_session_options so = {.n_seq_max = 1, .kv_type = g_kv};
+    assert_int_equal(facet_session_create(model, &so, &s, &err), FACET_OK);
     float logits[512];
     assert_int_equal(facet_prefill(s, 0, prompt, n_prompt, logits, &err), FACET_OK);
     int32_t seq = 0;
@@ -122,15 +126,16 @@ static void test_first_logits(void **state) {
     facet_session_free(s);
 }
 
-/* Three sequences decoded in one batch give the same ids as each decoded alone. */
-static void test_batched_decode_matches_alone(void **state) {
-    (void)state;
+/* Three sequences decoded in one batch give the same ids as each decoded alone, with
+ * the KV cache type g_kv. */
+static void batched_matches_alone(void) {
     json_t *prompts = json_object_get(expected, "prompts");
     enum { NSEQ = 3, STEPS = 40 };
     facet_error err = {0};
     facet_session *s;
-    facet_session_options so = {.n_seq_max = NSEQ};
+    facet_session_options so = {.n_seq_max = NSEQ, .kv_type = g_kv};
     assert_int_equal(facet_session_create(model, &so, &s, &err), FACET_OK);
+    assert_int_equal(facet_session_kv_type(s), g_kv == FACET_KV_AUTO ? FACET_KV_F32 : g_kv);
     float logits[NSEQ * 512];
     int32_t next[NSEQ], seqs[NSEQ];
     int32_t batched[NSEQ][STEPS], alone[NSEQ][STEPS];
@@ -152,6 +157,43 @@ static void test_batched_decode_matches_alone(void **state) {
     for (int q = 0; q < NSEQ; q++)
         for (int t = 0; t < STEPS; t++) assert_int_equal(batched[q][t], alone[q][t]);
     facet_session_free(s);
+}
+
+static void test_batched_decode_matches_alone(void **state) {
+    (void)state;
+    g_kv = FACET_KV_AUTO; /* f32 weights: an f32 cache */
+    batched_matches_alone();
+}
+
+/* 16-bit caches: batch invariance holds too; the ids agree with the published ones
+ * up to the first step whose float64 top-2 margin is small (the bundled model's smallest
+ * margins are in expected.json), and an unknown type is refused. */
+static void test_kv_cache_16bit(void **state) {
+    (void)state;
+    static const facet_kv_type types[] = {FACET_KV_BF16, FACET_KV_F16};
+    for (int k = 0; k < 2; k++) {
+        g_kv = types[k];
+        batched_matches_alone();
+        json_t *g = json_object_get(expected, "greedy_from_bos");
+        size_t n_in, n_exp;
+        int32_t *in = ids_of(json_object_get(g, "input_ids"), &n_in);
+        int32_t *exp = ids_of(json_object_get(g, "generated_ids"), &n_exp);
+        int32_t got[32];
+        greedy(in, n_in, 32, got);
+        for (int i = 0; i < 32; i++)
+            if (got[i] != exp[i])
+                fail_msg("kv %s step %d: got %d, expected %d", facet_kv_type_name(g_kv), i, got[i],
+                         exp[i]);
+        free(in);
+        free(exp);
+    }
+    g_kv = FACET_KV_AUTO;
+    facet_error err = {0};
+    facet_session *s = NULL;
+    facet_session_options so = {.n_seq_max = 1, .kv_type = (facet_kv_type)9};
+    assert_int_equal(facet_session_create(model, &so, &s, &err), FACET_E_INVALID_ARGUMENT);
+    assert_null(s);
+    assert_non_null(strstr(err.message, "kv_type=9"));
 }
 
 /* Going past the context is FACET_E_CONTEXT and leaves the sequence unchanged. */
@@ -211,6 +253,7 @@ int main(void) {
         cmocka_unit_test(test_greedy_prompts),
         cmocka_unit_test(test_first_logits),
         cmocka_unit_test(test_batched_decode_matches_alone),
+        cmocka_unit_test(test_kv_cache_16bit),
         cmocka_unit_test(test_context_overflow),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_top_logprobs),

@@ -1,7 +1,9 @@
 /* test_kernels_attention.c — facet_attention_causal against a float64 two-pass softmax
  * attention computed here (scores, max, exp, normalize, weighted sum of values), on
- * every CPU path; each query's result must be bit-identical whether it runs alone or
- * in a group (batch invariance), including groups of queries at scattered positions. */
+ * every CPU path and KV cache type (a 16-bit cache against the float64 attention over
+ * the values it stores); each query's result must be bit-identical whether it runs alone
+ * or in a group (batch invariance), including groups of queries at scattered positions.
+ * The KV row converters against the scalar rounding functions and hand-picked values. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/matmul_internal.h"
 
 static uint64_t rng_state = 12345;
 static float urand(void) {
@@ -37,13 +40,20 @@ static void reference(const float *q, int pos, const float *K, const float *V, i
     free(s);
 }
 
-static void run_path(int hd, int n_pos, float qmag) {
+static void run_path_kv(int hd, int n_pos, float qmag, facet_kv_type kvt) {
     int kvs = hd * 3; /* rows of a larger cache: the head's slice of kv_dim */
-    float *K = malloc(sizeof(float) * (size_t)n_pos * kvs), *V = malloc(sizeof(float) * (size_t)n_pos * kvs);
-    for (size_t i = 0; i < (size_t)n_pos * kvs; i++) {
+    size_t n_el = (size_t)n_pos * kvs;
+    float *K = malloc(sizeof(float) * n_el), *V = malloc(sizeof(float) * n_el);
+    for (size_t i = 0; i < n_el; i++) {
         K[i] = urand();
         V[i] = urand();
     }
+    /* the cache as stored; the reference reads the widened stored values */
+    void *Kc = malloc(4 * n_el), *Vc = malloc(4 * n_el);
+    facet_kv_store(K, kvt, Kc, (int)n_el);
+    facet_kv_store(V, kvt, Vc, (int)n_el);
+    facet_kv_load(Kc, kvt, K, (int)n_el);
+    facet_kv_load(Vc, kvt, V, (int)n_el);
     int n_q = 21;
     float *Q = malloc(sizeof(float) * (size_t)n_q * hd), *O = malloc(sizeof(float) * (size_t)n_q * hd);
     float *o1 = malloc(sizeof(float) * (size_t)hd);
@@ -57,27 +67,95 @@ static void run_path(int hd, int n_pos, float qmag) {
         for (int j = 0; j < hd; j++) Q[(size_t)i * hd + j] = urand() * qmag;
     }
     float scale = 1.0f / sqrtf((float)hd);
-    facet_attention_causal(Q, (size_t)hd, pos, n_q, K, V, (size_t)kvs, hd, scale, O, (size_t)hd, scratch);
+    facet_attention_causal(Q, (size_t)hd, pos, n_q, Kc, Vc, kvt, (size_t)kvs, hd, scale, O,
+                           (size_t)hd, scratch);
     for (int i = 0; i < n_q; i++) {
         reference(Q + (size_t)i * hd, pos[i], K, V, kvs, hd, scale, ref);
         for (int j = 0; j < hd; j++) {
             double err = fabs(O[(size_t)i * hd + j] - ref[j]);
             if (err > 2e-5 * (1 + fabs(ref[j])))
-                fail_msg("%s hd %d query %d (pos %d) dim %d: got %.9g, float64 %.9g",
-                         facet_cpu_level_name(facet_cpu()->level), hd, i, pos[i], j,
+                fail_msg("%s kv %s hd %d query %d (pos %d) dim %d: got %.9g, float64 %.9g",
+                         facet_cpu_level_name(facet_cpu()->level), facet_kv_type_name(kvt), hd,
+                         i, pos[i], j,
                          O[(size_t)i * hd + j], ref[j]);
         }
-        facet_attention_causal(Q + (size_t)i * hd, (size_t)hd, &pos[i], 1, K, V, (size_t)kvs, hd,
-                               scale, o1, (size_t)hd, scratch);
+        facet_attention_causal(Q + (size_t)i * hd, (size_t)hd, &pos[i], 1, Kc, Vc, kvt,
+                               (size_t)kvs, hd, scale, o1, (size_t)hd, scratch);
         assert_memory_equal(o1, O + (size_t)i * hd, sizeof(float) * (size_t)hd);
     }
     free(K);
     free(V);
+    free(Kc);
+    free(Vc);
     free(Q);
     free(O);
     free(o1);
     free(scratch);
     free(ref);
+}
+
+static void run_path(int hd, int n_pos, float qmag) {
+    run_path_kv(hd, n_pos, qmag, FACET_KV_F32);
+    run_path_kv(hd, n_pos, qmag, FACET_KV_BF16);
+    run_path_kv(hd, n_pos, qmag, FACET_KV_F16);
+}
+
+static uint32_t bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return u;
+}
+static float from_bits(uint32_t u) {
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* Stored values: bf16 rounds to nearest even on the top 16 bits (ties to even, NaN quiet,
+ * infinities kept), f16 as IEEE binary16 (facet_f32_to_f16), identically on every path. */
+static void test_kv_convert(void **state) {
+    (void)state;
+    static const char *paths[] = {"scalar", "avx2", "avx512"};
+    float x[64];
+    uint16_t h[64], want[64];
+    float back[64];
+    for (int p = 0; p < 3; p++) {
+        if ((int)facet_cpu()->detected < p) continue;
+        setenv("FACET_CPU", paths[p], 1);
+        facet_cpu_refresh();
+        /* hand-picked bf16 roundings: 1 + 2^-8 is a tie that goes to even (1.0), 1 + 3*2^-8
+         * a tie that goes up; 1 + 2^-8 + 2^-20 rounds up */
+        x[0] = 1.0f + 0x1p-8f;
+        x[1] = 1.0f + 3 * 0x1p-8f;
+        x[2] = 1.0f + 0x1p-8f + 0x1p-20f;
+        x[3] = -INFINITY;
+        x[4] = from_bits(0x7f800001u); /* signalling NaN: stays a NaN */
+        x[5] = 3.0e38f;                /* rounds to the largest finite bf16, not inf */
+        facet_kv_store(x, FACET_KV_BF16, h, 6);
+        assert_int_equal(h[0], 0x3f80);
+        assert_int_equal(h[1], 0x3f82);
+        assert_int_equal(h[2], 0x3f81);
+        assert_int_equal(h[3], 0xff80);
+        assert_true((h[4] & 0x7f80) == 0x7f80 && (h[4] & 0x7f) != 0);
+        assert_int_equal(h[5], 0x7f62);
+        for (int i = 0; i < 64; i++) x[i] = urand() * (float)(1 << (i % 20)) * 0x1p-10f;
+        x[7] = 70000.0f; /* f16 overflow: inf */
+        x[9] = 0x1p-20f; /* f16 subnormal */
+        facet_kv_store(x, FACET_KV_F16, h, 64);
+        for (int i = 0; i < 64; i++) want[i] = facet_f32_to_f16(x[i]);
+        assert_memory_equal(h, want, sizeof h);
+        facet_kv_load(h, FACET_KV_F16, back, 64);
+        for (int i = 0; i < 64; i++) assert_true(bits(back[i]) == bits(facet_f16_to_f32(h[i])));
+        facet_kv_store(x, FACET_KV_BF16, h, 64);
+        facet_kv_load(h, FACET_KV_BF16, back, 64);
+        for (int i = 0; i < 64; i++) {
+            assert_int_equal(h[i], facet_f32_to_bf16(x[i]));
+            assert_true(bits(back[i]) == (uint32_t)h[i] << 16);
+            assert_true(fabsf(back[i] - x[i]) <= fabsf(x[i]) * 0x1p-8f);
+        }
+    }
+    unsetenv("FACET_CPU");
+    facet_cpu_refresh();
 }
 
 static void test_attention_paths(void **state) {
@@ -99,6 +177,7 @@ static void test_attention_paths(void **state) {
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_attention_paths)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_kv_convert),
+                                       cmocka_unit_test(test_attention_paths)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -112,15 +112,35 @@ static void test_gemma3_local_global(void **state) {
     (void)state;
     read_cfg("google__medgemma-27b-it");
     plan(8192, 1, FACET_PLAN_BF16, 1ull << 40);
-    assert_int_equal(P.kv_bytes_per_layer_position, 16384); /* 2 * 16 * 128 * 4 */
-    assert_int_equal(P.kv_bytes_per_token_naive, 1015808); /* 62 * 16384 */
+    /* bf16 weights: the KV cache follows them in bf16, 2 B per element */
+    assert_int_equal(P.kv_type, FACET_KV_BF16);
+    assert_int_equal(P.kv_bytes_per_layer_position, 8192); /* 2 * 16 * 128 * 2 */
+    assert_int_equal(P.kv_bytes_per_token_naive, 507904); /* 62 * 8192 */
     assert_int_equal(P.n_global_layers, 10);
     assert_int_equal(P.n_sliding_layers, 52);
-    /* 16384 * (10 * 8192 + 52 * min(8192, 1024)) = 16384 * 135168 */
-    assert_int_equal(P.kv_bytes_per_sequence, 2214592512ull);
-    assert_true(P.kv_bytes_per_token_actual == 270336.0);
-    plan(512, 1, FACET_PLAN_BF16, 1ull << 40); /* below the window: 62 * 512 * 16384 */
-    assert_int_equal(P.kv_bytes_per_sequence, 520093696ull);
+    /* 8192 * (10 * 8192 + 52 * min(8192, 1024)) = 8192 * 135168 */
+    assert_int_equal(P.kv_bytes_per_sequence, 1107296256ull);
+    assert_true(P.kv_bytes_per_token_actual == 135168.0);
+    plan(512, 1, FACET_PLAN_BF16, 1ull << 40); /* below the window: 62 * 512 * 8192 */
+    assert_int_equal(P.kv_bytes_per_sequence, 260046848ull);
+    /* an f32 cache asked for: 4 B per element, twice the bytes */
+    facet_plan_opts o = {.ctx = 8192, .batch = 1, .weights = FACET_PLAN_BF16,
+                         .mem_available = 1ull << 40, .kv_cache = FACET_KV_F32};
+    facet_error err;
+    assert_int_equal(facet_plan_make(&F, &o, &P, &err), FACET_OK);
+    assert_int_equal(P.kv_type, FACET_KV_F32);
+    assert_int_equal(P.kv_bytes_per_layer_position, 16384); /* 2 * 16 * 128 * 4 */
+    assert_int_equal(P.kv_bytes_per_sequence, 2214592512ull); /* 16384 * 135168 */
+    o.kv_cache = (facet_kv_type)7;
+    assert_int_equal(facet_plan_make(&F, &o, &P, &err), FACET_E_INVALID_ARGUMENT);
+    /* auto per weight format: f32 -> f32, f16 -> f16, int8 -> bf16 */
+    plan(512, 1, FACET_PLAN_F32, 1ull << 40);
+    assert_int_equal(P.kv_type, FACET_KV_F32);
+    plan(512, 1, FACET_PLAN_F16, 1ull << 40);
+    assert_int_equal(P.kv_type, FACET_KV_F16);
+    plan(512, 1, FACET_PLAN_INT8, 1ull << 40);
+    assert_int_equal(P.kv_type, FACET_KV_BF16);
+    plan(512, 1, FACET_PLAN_BF16, 1ull << 40);
     /* groups: 5 windowed, 1 global, ... , and 2 windowed at the end */
     assert_int_equal(P.n_groups, 21);
     assert_int_equal(P.groups[0].first, 0);
@@ -136,10 +156,10 @@ static void test_window_inert(void **state) {
     read_cfg("deepseek-ai__DeepSeek-R1-Distill-Qwen-32B");
     plan(32768, 2, FACET_PLAN_BF16, 1ull << 40);
     assert_int_equal(P.n_sliding_layers, 0);
-    assert_int_equal(P.kv_bytes_per_token_naive, 524288); /* 64 * 2 * 8 * 128 * 4 */
-    assert_int_equal(P.kv_bytes_per_sequence, 524288ull * 32768);
+    assert_int_equal(P.kv_bytes_per_token_naive, 262144); /* 64 * 2 * 8 * 128 * 2 (bf16) */
+    assert_int_equal(P.kv_bytes_per_sequence, 262144ull * 32768);
     assert_int_equal(P.weights, FACET_PLAN_BF16);
-    assert_int_equal(P.total_bytes, P.weight_bytes[FACET_PLAN_BF16] + 2 * 524288ull * 32768);
+    assert_int_equal(P.total_bytes, P.weight_bytes[FACET_PLAN_BF16] + 2 * 262144ull * 32768);
     /* a window at max_position_embeddings is inert too */
     from_text("{\"model_type\":\"mistral\",\"hidden_size\":64,\"intermediate_size\":128,"
               "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,"

@@ -137,8 +137,9 @@ static FACET_TGT_AVX512 int values_avx512(float *acc, float c, const float *V, s
 }
 
 void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int n_q,
-                            const float *K, const float *V, size_t kv_stride, int hd, float scale,
-                            float *out, size_t out_stride, float *scratch) {
+                            const void *K, const void *V, facet_kv_type kv_type,
+                            size_t kv_stride, int hd, float scale, float *out, size_t out_stride,
+                            float *scratch) {
     enum { B = FACET_ATTN_BLOCK };
     float *s = scratch;                            /* [n_q][B] scores of the block        */
     float *acc = s + (size_t)n_q * B;              /* [n_q][hd] unnormalized output       */
@@ -146,8 +147,11 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
     float *l = m + n_q;                            /* [n_q] running sum of exp            */
     /* With several queries, each block's key and value rows are first copied next to
      * each other: cache rows of one head sit kv_stride apart (often 4 KiB, so they all
-     * fall into the same few L1 sets); the copies are read by every query from L1/L2. */
-    int pack = n_q >= 4;
+     * fall into the same few L1 sets); the copies are read by every query from L1/L2.
+     * A 16-bit cache is always copied: the copy widens it to float32. */
+    int pack = n_q >= 4 || kv_type != FACET_KV_F32;
+    size_t row_bytes = kv_stride * (kv_type == FACET_KV_F32 ? 4 : 2);
+    const uint8_t *Kb = K, *Vb = V;
     float *kb = l + n_q, *vb = kb + (size_t)B * hd;
     /* registers path: AVX-512 and head_dim 64, 128 or 256 */
     int avx512 = facet_cpu()->level == FACET_CPU_AVX512;
@@ -162,12 +166,13 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
     for (int t0 = 0; t0 <= last; t0 += B) {
         int t1 = t0 + B - 1 < last ? t0 + B - 1 : last; /* keys t0..t1 */
         /* the block's first key / value row and the distance between rows */
-        const float *Kx = K + (size_t)t0 * kv_stride, *Vx = V + (size_t)t0 * kv_stride;
+        const float *Kx = (const float *)(Kb + (size_t)t0 * row_bytes);
+        const float *Vx = (const float *)(Vb + (size_t)t0 * row_bytes);
         size_t xs = kv_stride;
         if (pack) {
             for (int t = t0; t <= t1; t++) {
-                memcpy(kb + (size_t)(t - t0) * hd, K + (size_t)t * kv_stride, sizeof(float) * (size_t)hd);
-                memcpy(vb + (size_t)(t - t0) * hd, V + (size_t)t * kv_stride, sizeof(float) * (size_t)hd);
+                facet_kv_load(Kb + (size_t)t * row_bytes, kv_type, kb + (size_t)(t - t0) * hd, hd);
+                facet_kv_load(Vb + (size_t)t * row_bytes, kv_type, vb + (size_t)(t - t0) * hd, hd);
             }
             Kx = kb;
             Vx = vb;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "facet.h"
 #include "kernels/cpu/threadpool.h"
 
 /* Storage format of a weight matrix at run time. */
@@ -122,6 +123,15 @@ void facet_rmsnorm(float *y, const float *x, const float *w, int n, double eps, 
 void facet_rope_apply(float *x, int n_heads, int head_dim, int rot, const float *cos,
                       const float *sin);
 
+/*
+ * KV cache rows: facet_kv_store rounds n float32 values to `type` (f32: copied; bf16 and
+ * f16: round to nearest even, see facet_kv_type in facet.h) into dst (n elements of the
+ * type); facet_kv_load widens n elements of `type` at src to float32 exactly. The result
+ * does not depend on the CPU path. Element size: facet_kv_type_bytes.
+ */
+void facet_kv_store(const float *src, facet_kv_type type, void *dst, int n);
+void facet_kv_load(const void *src, facet_kv_type type, float *dst, int n);
+
 /* Keys per block of facet_attention_causal (fixed: it sets the summation order). */
 #define FACET_ATTN_BLOCK 64
 
@@ -129,8 +139,9 @@ void facet_rope_apply(float *x, int n_heads, int head_dim, int rot, const float 
  * Causal softmax attention of one head for n_q queries of one sequence:
  *   out[i] = sum_{t <= pos[i]} softmax_t(scale * q[i] . K[t]) V[t]
  * q: query i at q + i * q_stride (hd floats), pos[i] its absolute position (it attends
- * keys 0..pos[i]); K, V: the head's key / value for position t at K + t * kv_stride and
- * V + t * kv_stride (hd floats each); out: row i at out + i * out_stride (hd floats,
+ * keys 0..pos[i]); K, V: the head's key / value for position t at element t * kv_stride
+ * of K and V (hd elements of kv_type each: float32, bf16 or f16, widened exactly to
+ * float32 as a block is read); out: row i at out + i * out_stride (hd floats,
  * must not alias q). Keys go in blocks of FACET_ATTN_BLOCK from position 0 with an
  * online softmax (running max, rescaled sum and output), each block's key and value
  * rows read once for all n_q queries. A query's result is bit-identical whatever the
@@ -140,8 +151,9 @@ void facet_rope_apply(float *x, int n_heads, int head_dim, int rot, const float 
 #define FACET_ATTN_SCRATCH(n_q, hd) \
     ((size_t)(n_q) * (FACET_ATTN_BLOCK + (size_t)(hd) + 2) + 2 * (size_t)FACET_ATTN_BLOCK * (size_t)(hd))
 void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int n_q,
-                            const float *K, const float *V, size_t kv_stride, int hd, float scale,
-                            float *out, size_t out_stride, float *scratch);
+                            const void *K, const void *V, facet_kv_type kv_type,
+                            size_t kv_stride, int hd, float scale, float *out, size_t out_stride,
+                            float *scratch);
 
 /* In-place softmax of x[0..n) (max-subtracted, exp in float, sum in double). */
 void facet_softmax(float *x, int n);

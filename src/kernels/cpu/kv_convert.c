@@ -1,0 +1,77 @@
+/*
+ * kv_convert.c — KV cache rows between float32 and the cache's element type.
+ *
+ * Storing rounds to nearest even (bf16: float32's top 16 bits after rounding, NaN kept a
+ * quiet NaN; f16: IEEE binary16, overflow to infinity, gradual underflow); loading widens
+ * exactly. The bf16 loops are plain integer code the compiler vectorizes on every path;
+ * f16 uses the F16C conversion instructions where the CPU has them (the same IEEE
+ * rounding as facet_f32_to_f16) and the scalar converters otherwise.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/ukernel_gen.h"
+
+static void bf16_store(const float *src, uint16_t *dst, int n) {
+    for (int i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &src[i], 4);
+        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        dst[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r);
+    }
+}
+
+static void bf16_load(const uint16_t *src, float *dst, int n) {
+    for (int i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)src[i] << 16;
+        memcpy(&dst[i], &u, 4);
+    }
+}
+
+static FACET_TGT_AVX2 void f16_store_f16c(const float *src, uint16_t *dst, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) dst[i] = facet_f32_to_f16(src[i]);
+}
+
+static FACET_TGT_AVX2 void f16_load_f16c(const uint16_t *src, float *dst, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+    for (; i < n; i++) dst[i] = facet_f16_to_f32(src[i]);
+}
+
+void facet_kv_store(const float *src, facet_kv_type type, void *dst, int n) {
+    switch (type) {
+    case FACET_KV_BF16: bf16_store(src, dst, n); return;
+    case FACET_KV_F16:
+        if (facet_cpu()->level >= FACET_CPU_AVX2) {
+            f16_store_f16c(src, dst, n);
+        } else {
+            uint16_t *d = dst;
+            for (int i = 0; i < n; i++) d[i] = facet_f32_to_f16(src[i]);
+        }
+        return;
+    default: memcpy(dst, src, sizeof(float) * (size_t)n); return;
+    }
+}
+
+void facet_kv_load(const void *src, facet_kv_type type, float *dst, int n) {
+    switch (type) {
+    case FACET_KV_BF16: bf16_load(src, dst, n); return;
+    case FACET_KV_F16:
+        if (facet_cpu()->level >= FACET_CPU_AVX2) {
+            f16_load_f16c(src, dst, n);
+        } else {
+            const uint16_t *s = src;
+            for (int i = 0; i < n; i++) dst[i] = facet_f16_to_f32(s[i]);
+        }
+        return;
+    default: memcpy(dst, src, sizeof(float) * (size_t)n); return;
+    }
+}
