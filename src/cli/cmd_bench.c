@@ -4,7 +4,14 @@
  * (weight bytes read per token over the measured read-only bandwidth).
  *
  *   facet bench MODEL [--shapes 160,256,550] [--concurrency 1,4,8,16] [-n N]
- *                     [--threads N] [--weights auto|f32|bf16|f16|int8] [--json FILE]
+ *                     [--threads N] [--weights auto|f32|bf16|f16|int8]
+ *                     [--kv-cache auto|f32|bf16|f16] [--json FILE]
+ *
+ * Ceilings: the read-only stream over 1 GiB allocated as the weights are (2 MiB
+ * aligned, huge pages requested), a triad, the float32 FMA rate and the peak rate of the
+ * weight format's multiply instruction (membw.h). The machine's bandwidth drifts minute
+ * to minute, so each decode measurement is preceded by a fresh read-bandwidth probe and
+ * its "of ceiling" is against that adjacent probe.
  *
  * Load time is measured twice: cold (converting from the safetensors files, the weight
  * cache neither read nor written) and cached (a load that maps the weight cache, written
@@ -21,6 +28,7 @@
 
 #include "cli/cli.h"
 #include "kernels/cpu/membw.h"
+#include "model/weights_policy.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -49,9 +57,10 @@ static uint32_t lcg(uint32_t *state) {
 
 /* Decode `steps` tokens on `conc` sequences that each hold a 16-token prompt; returns
  * seconds for the decode steps only. */
-static double time_decode(facet_model *model, int vocab, int conc, int steps, facet_error *err) {
+static double time_decode(facet_model *model, int vocab, int conc, int steps, facet_kv_type kv,
+                          facet_error *err) {
     facet_session *s = NULL;
-    facet_session_options so = {conc, 16 + steps + 1};
+    facet_session_options so = {conc, 16 + steps + 1, kv};
     if (facet_session_create(model, &so, &s, err) != FACET_OK) return -1;
     float *logits = malloc(sizeof(float) * (size_t)vocab * (size_t)conc);
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)conc), *seq = malloc(sizeof(int32_t) * (size_t)conc);
@@ -83,13 +92,15 @@ int cmd_bench(int argc, char **argv) {
     int shapes[16] = {160, 256, 550}, n_shapes = 3;
     int concs[16] = {1, 4, 8, 16}, n_concs = 4;
     int steps = 128, threads = 0;
+    facet_kv_type kv = FACET_KV_AUTO;
     facet_weight_format weights = FACET_WEIGHTS_AUTO;
     const char *weights_name = "auto";
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: facet bench MODEL [--shapes 160,256,550] [--concurrency 1,4,8,16] [-n N]\n"
-                   "                   [--threads N] [--weights auto|f32|bf16|f16|int8] [--json FILE]\n");
+                   "                   [--threads N] [--weights auto|f32|bf16|f16|int8]\n"
+                   "                   [--kv-cache auto|f32|bf16|f16] [--json FILE]\n");
             return 0;
         } else if (!strcmp(a, "--shapes") && v) {
             if ((n_shapes = parse_list(v, shapes, 16)) <= 0) goto bad;
@@ -110,6 +121,9 @@ int cmd_bench(int argc, char **argv) {
             if (k == 5) goto bad;
             weights = (facet_weight_format)k;
             weights_name = names[k];
+            i++;
+        } else if (!strcmp(a, "--kv-cache") && v) {
+            if (!cli_parse_kv_type(a, v, &kv)) return 1;
             i++;
         } else if (!strcmp(a, "--json") && v) {
             json_path = v;
@@ -156,26 +170,29 @@ int cmd_bench(int argc, char **argv) {
     double bw = pool ? facet_measure_read_bandwidth(pool, (size_t)1 << 30, 5) : 0;
     double triad = pool ? facet_measure_triad_bandwidth(pool, (size_t)256 << 20, 3) : 0;
     double gflops = pool ? facet_measure_peak_gflops(pool) : 0;
-    facet_pool_free(pool);
+    static const facet_wformat wf[] = {FACET_WF_F32, FACET_WF_F32, FACET_WF_BF16, FACET_WF_F16,
+                                       FACET_WF_Q8};
+    double gflops_fmt = pool ? facet_measure_peak_gflops_format(pool, wf[info.weights]) : 0;
 
     double gb = (double)info.weight_bytes / 1e9;
-    printf("model %s | weights %s %.3f GB | threads %d\n", model_dir, weights_name, gb,
-           info.n_threads);
-    printf("read bandwidth %.1f GB/s (triad %.1f GB/s) | peak f32 FMA %.1f GFLOP/s | "
-           "decode ceiling %.1f tok/s\n",
-           bw, triad, gflops, bw / gb);
+    const char *kv_name = facet_kv_type_name(kv == FACET_KV_AUTO ? facet_auto_kv(info.weights) : kv);
+    printf("model %s | weights %s %.3f GB | KV cache %s | threads %d\n", model_dir, weights_name,
+           gb, kv_name, info.n_threads);
+    printf("read bandwidth %.1f GB/s (triad %.1f GB/s) | peak f32 FMA %.1f GFLOP/s, %s %.1f "
+           "GFLOP/s | decode ceiling %.1f tok/s\n",
+           bw, triad, gflops, weights_name, gflops_fmt, bw / gb);
     printf("load: cold %.3f s, cached %.3f s (%s), %.0fx\n", t_cold, t_cached,
            cache_hit ? "weight cache mapped" : "cache NOT used: see facet run for why",
            t_cached > 0 ? t_cold / t_cached : 0);
 
     json_t *jpre = json_array(), *jdec = json_array();
     int V = info.vocab_size;
-    printf("\n%-10s %10s %12s %12s\n", "prompt", "TTFT ms", "tok/s", "GFLOP/s");
+    printf("\n%-10s %10s %12s %12s %12s\n", "prompt", "TTFT ms", "tok/s", "GFLOP/s", "of peak");
     for (int k = 0; k < n_shapes; k++) {
         int L = shapes[k];
         if (L > info.max_position_embeddings) continue;
         facet_session *s = NULL;
-        facet_session_options so = {1, L};
+        facet_session_options so = {1, L, kv};
         if (facet_session_create(model, &so, &s, &err) != FACET_OK) break;
         int32_t *ids = malloc(sizeof(int32_t) * (size_t)L);
         float *logits = malloc(sizeof(float) * (size_t)V);
@@ -188,30 +205,38 @@ int cmd_bench(int argc, char **argv) {
         free(logits);
         facet_session_free(s);
         if (!ok) break;
-        /* 2 flops per weight per token for the matmuls (attention excluded) */
-        double flops = 2.0 * (double)info.weight_bytes / 4.0 * L;
-        printf("%-10d %10.1f %12.1f %12.1f\n", L, t * 1e3, L / t, flops / t / 1e9);
-        json_array_append_new(jpre, json_pack("{s:i, s:f, s:f}", "tokens", L, "ttft_ms", t * 1e3,
-                                              "tok_s", L / t));
+        /* 2 flops per weight of the layers' matrices per token (lm_head, attention not
+         * counted) */
+        double gf = 2.0 * (double)info.layer_matrix_params * L / t / 1e9;
+        printf("%-10d %10.1f %12.1f %12.1f %11.0f%%\n", L, t * 1e3, L / t, gf,
+               gflops_fmt > 0 ? 100.0 * gf / gflops_fmt : 0.0);
+        json_array_append_new(jpre, json_pack("{s:i, s:f, s:f, s:f}", "tokens", L, "ttft_ms",
+                                              t * 1e3, "tok_s", L / t, "gflops", gf));
     }
-    printf("\n%-12s %14s %16s %12s\n", "concurrency", "tok/s per seq", "aggregate tok/s",
-           "of ceiling");
+    printf("\n%-12s %14s %16s %12s %12s\n", "concurrency", "tok/s per seq", "aggregate tok/s",
+           "probe GB/s", "of ceiling");
     for (int k = 0; k < n_concs; k++) {
         int c = concs[k];
-        double t = time_decode(model, V, c, steps, &err);
+        /* the ceiling of this measurement: a probe taken just before it */
+        double bw_now = pool ? facet_measure_read_bandwidth(pool, (size_t)1 << 30, 3) : bw;
+        double t = time_decode(model, V, c, steps, kv, &err);
         if (t <= 0) break;
         double agg = (double)c * steps / t;
-        printf("%-12d %14.2f %16.2f %11.0f%%\n", c, agg / c, agg, 100.0 * (agg / c) / (bw / gb));
-        json_array_append_new(jdec, json_pack("{s:i, s:f, s:f}", "concurrency", c, "tok_s_per_seq",
-                                              agg / c, "aggregate_tok_s", agg));
+        double of = bw_now > 0 ? 100.0 * (agg / c) / (bw_now / gb) : 0.0;
+        printf("%-12d %14.2f %16.2f %12.1f %11.0f%%\n", c, agg / c, agg, bw_now, of);
+        json_array_append_new(jdec, json_pack("{s:i, s:f, s:f, s:f, s:f}", "concurrency", c,
+                                              "tok_s_per_seq", agg / c, "aggregate_tok_s", agg,
+                                              "bandwidth_gb_s", bw_now, "of_ceiling", of / 100.0));
     }
+    facet_pool_free(pool);
     int rc = 0;
     if (err.status != FACET_OK) rc = cli_fail(&err);
     if (json_path) {
-        json_t *j = json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:I, s:{s:f, s:f}, s:o, s:o}",
-                              "model", model_dir, "weights", weights_name, "threads",
-                              info.n_threads, "bandwidth_gb_s", bw, "triad_gb_s", triad,
-                              "peak_gflops", gflops, "weight_bytes", (json_int_t)info.weight_bytes,
+        json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:I, s:{s:f, s:f}, s:o, s:o}",
+                              "model", model_dir, "weights", weights_name, "kv_cache", kv_name,
+                              "threads", info.n_threads, "bandwidth_gb_s", bw, "triad_gb_s", triad,
+                              "peak_gflops", gflops_fmt, "peak_gflops_f32", gflops,
+                              "weight_bytes", (json_int_t)info.weight_bytes,
                               "load_s", "cold", t_cold, "cached", t_cached, "prefill", jpre,
                               "decode", jdec);
         if (json_dump_file(j, json_path, JSON_INDENT(2)) != 0) {

@@ -94,6 +94,10 @@ void facet_model_get_info(const facet_model *m, facet_model_info *info) {
     info->n_threads = m->pool ? facet_pool_size(m->pool) : 0;
     info->weight_bytes = m->w.bytes;
     info->weights = m->weights;
+    uint64_t H = (uint64_t)f->hidden_size, I = (uint64_t)f->intermediate_size;
+    uint64_t qd = (uint64_t)(f->num_attention_heads * f->head_dim);
+    uint64_t kvd = (uint64_t)(f->num_key_value_heads * f->head_dim);
+    info->layer_matrix_params = (uint64_t)f->num_hidden_layers * (2 * qd * H + 2 * kvd * H + 3 * I * H);
     info->weight_cache = m->wcache;
     info->weight_cache_path = m->wcache_path;
     info->weight_cache_note = m->wcache_note;
