@@ -69,14 +69,14 @@ static void attn_task(void *ctx, int task, int thread) {
     const int *rows = s->chunk_order + s->chunk_group[r];
     /* a cache row of a 16-bit KV type is widened into this thread's buffer first */
     float *wide = s->attn_scratch + (size_t)thread * s->attn_scratch_floats;
-    size_t row_bytes = (size_t)kvd * s->kv_elt, off_bytes = kv_off * s->kv_elt;
+    int kvh = h / group;
     for (int t = 0; t < n; t++) {
         int p = first + t;
         const float *K;
         if (p >= base) {
             K = s->k + (size_t)rows[p - base] * kvd + kv_off;
         } else {
-            const uint8_t *row = c->k[j->layer] + facet_kv_row(s, j->layer, p) * row_bytes + off_bytes;
+            const uint8_t *row = c->k[j->layer] + facet_kv_offset(s, c, j->layer, kvh, p);
             facet_kv_load(row, s->kv_type, wide, hd);
             K = wide;
         }
@@ -93,7 +93,7 @@ static void attn_task(void *ctx, int task, int thread) {
         if (p >= base) {
             V = s->v + (size_t)rows[p - base] * kvd + kv_off;
         } else {
-            const uint8_t *row = c->v[j->layer] + facet_kv_row(s, j->layer, p) * row_bytes + off_bytes;
+            const uint8_t *row = c->v[j->layer] + facet_kv_offset(s, c, j->layer, kvh, p);
             facet_kv_load(row, s->kv_type, wide, hd);
             V = wide;
         }
@@ -134,11 +134,11 @@ static void group_attn_task(void *ctx, int task, int thread) {
     const facet_facts *f = &s->model->facts;
     int nh = (int)f->num_attention_heads, hd = (int)f->head_dim;
     int group = (int)(f->num_attention_heads / f->num_key_value_heads);
-    size_t qd = (size_t)nh * hd, kvd = (size_t)(f->num_key_value_heads * hd);
+    size_t qd = (size_t)nh * hd;
     int g = task / nh, h = task % nh;
     int r0 = s->group_row[g], n_q = s->group_len[g];
     const facet_seq_cache *c = &s->seqs[j->seq_ids[r0]];
-    size_t kv_off = (size_t)(h / group) * hd * s->kv_elt; /* bytes */
+    size_t kv_off = facet_kv_offset(s, c, j->layer, h / group, 0); /* the head's row 0 */
     const uint8_t *K = c->k[j->layer] + kv_off, *V = c->v[j->layer] + kv_off;
     float *scratch = s->attn_scratch + (size_t)thread * s->attn_scratch_floats;
     const float *q = s->q + r0 * qd + (size_t)h * hd;
@@ -147,11 +147,11 @@ static void group_attn_task(void *ctx, int task, int thread) {
         if (h % group) return;
         int *pos = s->attn_pos + (size_t)thread * nh;
         for (int i = 0; i < group; i++) pos[i] = s->pos[r0];
-        facet_attention_causal(q, (size_t)hd, pos, group, K, V, s->kv_type, kvd, hd,
+        facet_attention_causal(q, (size_t)hd, pos, group, K, V, s->kv_type, (size_t)hd, hd,
                                (float)f->attn_scale, out, (size_t)hd, scratch);
         return;
     }
-    facet_attention_causal(q, qd, s->pos + r0, n_q, K, V, s->kv_type, kvd, hd,
+    facet_attention_causal(q, qd, s->pos + r0, n_q, K, V, s->kv_type, (size_t)hd, hd,
                            (float)f->attn_scale, out, qd, scratch);
 }
 
@@ -283,12 +283,15 @@ static void ffn_out_row(facet_session *s, int l, int r) {
  * never race for one ring slot. */
 static void store_kv_row(facet_session *s, int l, int r) {
     const facet_facts *f = &s->model->facts;
-    size_t kvd = (size_t)(f->num_key_value_heads * f->head_dim), rb = kvd * s->kv_elt;
+    int hd = (int)f->head_dim;
+    size_t kvd = (size_t)(f->num_key_value_heads * f->head_dim);
     facet_seq_cache *c = &s->seqs[s->seq_ids[r]];
     if (s->ring_cap && f->layer_sliding[l] && s->pos[r] + s->ring_cap <= c->len - 1) return;
-    size_t row = facet_kv_row(s, l, s->pos[r]);
-    facet_kv_store(s->k + (size_t)r * kvd, s->kv_type, c->k[l] + row * rb, (int)kvd);
-    facet_kv_store(s->v + (size_t)r * kvd, s->kv_type, c->v[l] + row * rb, (int)kvd);
+    for (int h = 0; h < f->num_key_value_heads; h++) {
+        size_t at = facet_kv_offset(s, c, l, h, s->pos[r]);
+        facet_kv_store(s->k + (size_t)r * kvd + (size_t)h * hd, s->kv_type, c->k[l] + at, hd);
+        facet_kv_store(s->v + (size_t)r * kvd + (size_t)h * hd, s->kv_type, c->v[l] + at, hd);
+    }
 }
 
 /* Attention block of layer l for entries [0, n): reads s->x, adds into s->x. */

@@ -67,8 +67,9 @@ struct facet_model {
     char *wcache_note;             /* one line for the user, or NULL                   */
 };
 
-/* KV cache of one sequence: per layer, K and V rows of nkv*hd elements of the
- * session's kv_type (float32, bf16 or f16; kv_elt bytes each). Global layers
+/* KV cache of one sequence: per layer, K and V buffers laid out [kv head][row][hd]
+ * (elements of the session's kv_type: float32, bf16 or f16, kv_elt bytes each), so one
+ * head's keys are one contiguous stream for attention. Global layers
  * hold positions 0..len-1 at row = position, capacity growing on demand (doubling) up
  * to the session's n_ctx. Sliding-window layers hold a ring of exactly sliding_window
  * rows (row = position % window), so their memory is bounded by the window whatever the
@@ -76,7 +77,7 @@ struct facet_model {
 typedef struct facet_seq_cache {
     int len;                       /* tokens in the cache                              */
     int cap;                       /* positions allocated per global layer             */
-    uint8_t **k, **v;              /* [L] -> (cap or ring_cap, nkv*hd) of kv_type      */
+    uint8_t **k, **v;              /* [L] -> [nkv][cap or ring_cap][hd] of kv_type     */
 } facet_seq_cache;
 
 struct facet_session {
@@ -117,6 +118,16 @@ struct facet_session {
 static inline size_t facet_kv_row(const facet_session *s, int layer, int pos) {
     return (s->ring_cap && s->model->facts.layer_sliding[layer]) ? (size_t)(pos % s->ring_cap)
                                                                    : (size_t)pos;
+}
+
+/* Byte offset of position pos's row of KV head kvh in layer l's K or V buffer of cache
+ * c: rows per head are ring_cap on a ring layer, c->cap otherwise. */
+static inline size_t facet_kv_offset(const facet_session *s, const facet_seq_cache *c, int layer,
+                                     int kvh, int pos) {
+    int ring = s->ring_cap && s->model->facts.layer_sliding[layer];
+    size_t rows = ring ? (size_t)s->ring_cap : (size_t)c->cap;
+    return ((size_t)kvh * rows + facet_kv_row(s, layer, pos)) * (size_t)s->model->facts.head_dim *
+           s->kv_elt;
 }
 
 /* Compute inv_freq and the attention scale of RoPE from the facts (rope.c). */

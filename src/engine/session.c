@@ -143,11 +143,23 @@ facet_status facet_seq_reserve(facet_session *s, int seq, int need, facet_error 
             if (!c->k[l] || !c->v[l]) return facet_err(err, FACET_E_NOMEM, "KV ring");
             continue;
         }
-        uint8_t *nk = realloc(c->k[l], (size_t)cap * row_bytes);
-        if (!nk) return facet_err(err, FACET_E_NOMEM, "KV cache: %d positions", cap);
+        /* [kv head][row][hd]: each head's rows move to their new place */
+        uint8_t *nk = malloc((size_t)cap * row_bytes), *nv = malloc((size_t)cap * row_bytes);
+        if (!nk || !nv) {
+            free(nk);
+            free(nv);
+            return facet_err(err, FACET_E_NOMEM, "KV cache: %d positions", cap);
+        }
+        size_t head_row = (size_t)f->head_dim * s->kv_elt;
+        for (int64_t h = 0; h < f->num_key_value_heads && c->len > 0; h++) {
+            memcpy(nk + (size_t)h * cap * head_row, c->k[l] + (size_t)h * c->cap * head_row,
+                   (size_t)c->len * head_row);
+            memcpy(nv + (size_t)h * cap * head_row, c->v[l] + (size_t)h * c->cap * head_row,
+                   (size_t)c->len * head_row);
+        }
+        free(c->k[l]);
+        free(c->v[l]);
         c->k[l] = nk;
-        uint8_t *nv = realloc(c->v[l], (size_t)cap * row_bytes);
-        if (!nv) return facet_err(err, FACET_E_NOMEM, "KV cache: %d positions", cap);
         c->v[l] = nv;
     }
     c->cap = cap;

@@ -145,11 +145,11 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
     float *acc = s + (size_t)n_q * B;              /* [n_q][hd] unnormalized output       */
     float *m = acc + (size_t)n_q * hd;             /* [n_q] running max                   */
     float *l = m + n_q;                            /* [n_q] running sum of exp            */
-    /* With several queries, each block's key and value rows are first copied next to
-     * each other: cache rows of one head sit kv_stride apart (often 4 KiB, so they all
-     * fall into the same few L1 sets); the copies are read by every query from L1/L2.
-     * A 16-bit cache is always copied: the copy widens it to float32. */
-    int pack = n_q >= 4 || kv_type != FACET_KV_F32;
+    /* A 16-bit cache is copied block by block, widened to float32. With several queries,
+     * rows that are not adjacent (kv_stride > hd: often 4 KiB apart, so they all fall
+     * into the same few L1 sets) are copied next to each other too; the copies are read
+     * by every query from L1/L2. */
+    int pack = kv_type != FACET_KV_F32 || (n_q >= 4 && kv_stride != (size_t)hd);
     size_t row_bytes = kv_stride * (kv_type == FACET_KV_F32 ? 4 : 2);
     const uint8_t *Kb = K, *Vb = V;
     float *kb = l + n_q, *vb = kb + (size_t)B * hd;
