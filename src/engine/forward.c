@@ -76,8 +76,8 @@ static void attn_task(void *ctx, int task, int thread) {
         if (p >= base) {
             K = s->k + (size_t)rows[p - base] * kvd + kv_off;
         } else {
-            const uint8_t *row = c->k[j->layer] + facet_kv_offset(s, c, j->layer, kvh, p);
-            facet_kv_load(row, s->kv_type, wide, hd);
+            const uint8_t *key = c->k[j->layer] + facet_k_offset(s, c, j->layer, kvh, p);
+            facet_kv_load_strided(key, s->kv_type, wide, hd, FACET_KV_GROUP);
             K = wide;
         }
         float sc = facet_dot_f32(q, K, hd) * scale;
@@ -93,7 +93,7 @@ static void attn_task(void *ctx, int task, int thread) {
         if (p >= base) {
             V = s->v + (size_t)rows[p - base] * kvd + kv_off;
         } else {
-            const uint8_t *row = c->v[j->layer] + facet_kv_offset(s, c, j->layer, kvh, p);
+            const uint8_t *row = c->v[j->layer] + facet_v_offset(s, c, j->layer, kvh, p);
             facet_kv_load(row, s->kv_type, wide, hd);
             V = wide;
         }
@@ -138,8 +138,9 @@ static void group_attn_task(void *ctx, int task, int thread) {
     int g = task / nh, h = task % nh;
     int r0 = s->group_row[g], n_q = s->group_len[g];
     const facet_seq_cache *c = &s->seqs[j->seq_ids[r0]];
-    size_t kv_off = facet_kv_offset(s, c, j->layer, h / group, 0); /* the head's row 0 */
-    const uint8_t *K = c->k[j->layer] + kv_off, *V = c->v[j->layer] + kv_off;
+    /* the head's first key group and value row */
+    const uint8_t *K = c->k[j->layer] + facet_k_offset(s, c, j->layer, h / group, 0);
+    const uint8_t *V = c->v[j->layer] + facet_v_offset(s, c, j->layer, h / group, 0);
     float *scratch = s->attn_scratch + (size_t)thread * s->attn_scratch_floats;
     const float *q = s->q + r0 * qd + (size_t)h * hd;
     float *out = s->att_out + r0 * qd + (size_t)h * hd;
@@ -288,9 +289,10 @@ static void store_kv_row(facet_session *s, int l, int r) {
     facet_seq_cache *c = &s->seqs[s->seq_ids[r]];
     if (s->ring_cap && f->layer_sliding[l] && s->pos[r] + s->ring_cap <= c->len - 1) return;
     for (int h = 0; h < f->num_key_value_heads; h++) {
-        size_t at = facet_kv_offset(s, c, l, h, s->pos[r]);
-        facet_kv_store(s->k + (size_t)r * kvd + (size_t)h * hd, s->kv_type, c->k[l] + at, hd);
-        facet_kv_store(s->v + (size_t)r * kvd + (size_t)h * hd, s->kv_type, c->v[l] + at, hd);
+        size_t kat = facet_k_offset(s, c, l, h, s->pos[r]), vat = facet_v_offset(s, c, l, h, s->pos[r]);
+        facet_kv_store_strided(s->k + (size_t)r * kvd + (size_t)h * hd, s->kv_type, c->k[l] + kat,
+                               hd, FACET_KV_GROUP);
+        facet_kv_store(s->v + (size_t)r * kvd + (size_t)h * hd, s->kv_type, c->v[l] + vat, hd);
     }
 }
 

@@ -67,17 +67,20 @@ struct facet_model {
     char *wcache_note;             /* one line for the user, or NULL                   */
 };
 
-/* KV cache of one sequence: per layer, K and V buffers laid out [kv head][row][hd]
- * (elements of the session's kv_type: float32, bf16 or f16, kv_elt bytes each), so one
- * head's keys are one contiguous stream for attention. Global layers
+/* KV cache of one sequence: per layer and KV head, `rows` positions (a multiple of
+ * FACET_KV_GROUP): values [row][hd], keys transposed in groups of 16 rows
+ * [row / 16][hd][16] (the layout facet_attention_causal reads), elements of the
+ * session's kv_type (float32, bf16 or f16, kv_elt bytes each); each head's keys and
+ * values are contiguous streams. Global layers
  * hold positions 0..len-1 at row = position, capacity growing on demand (doubling) up
  * to the session's n_ctx. Sliding-window layers hold a ring of exactly sliding_window
  * rows (row = position % window), so their memory is bounded by the window whatever the
  * context: KV bytes = k * (G * min(c, n_ctx) + S * min(c, w)), as `facet plan` says. */
 typedef struct facet_seq_cache {
     int len;                       /* tokens in the cache                              */
-    int cap;                       /* positions allocated per global layer             */
-    uint8_t **k, **v;              /* [L] -> [nkv][cap or ring_cap][hd] of kv_type     */
+    int cap;                       /* positions allocated per global layer (a multiple
+                                      of FACET_KV_GROUP)                                 */
+    uint8_t **k, **v;              /* [L] -> [nkv][rows x hd] of kv_type (see above)   */
 } facet_seq_cache;
 
 struct facet_session {
@@ -120,14 +123,29 @@ static inline size_t facet_kv_row(const facet_session *s, int layer, int pos) {
                                                                    : (size_t)pos;
 }
 
-/* Byte offset of position pos's row of KV head kvh in layer l's K or V buffer of cache
- * c: rows per head are ring_cap on a ring layer, c->cap otherwise. */
-static inline size_t facet_kv_offset(const facet_session *s, const facet_seq_cache *c, int layer,
-                                     int kvh, int pos) {
-    int ring = s->ring_cap && s->model->facts.layer_sliding[layer];
-    size_t rows = ring ? (size_t)s->ring_cap : (size_t)c->cap;
-    return ((size_t)kvh * rows + facet_kv_row(s, layer, pos)) * (size_t)s->model->facts.head_dim *
-           s->kv_elt;
+/* Rows allocated per KV head in layer l's buffers of cache c: the ring rounded up to
+ * whole key groups on a ring layer, c->cap otherwise. */
+static inline size_t facet_kv_rows(const facet_session *s, const facet_seq_cache *c, int layer) {
+    if (s->ring_cap && s->model->facts.layer_sliding[layer])
+        return ((size_t)s->ring_cap + FACET_KV_GROUP - 1) / FACET_KV_GROUP * FACET_KV_GROUP;
+    return (size_t)c->cap;
+}
+
+/* Byte offset of position pos's value row (hd contiguous elements) of KV head kvh in
+ * layer l's V buffer of cache c. */
+static inline size_t facet_v_offset(const facet_session *s, const facet_seq_cache *c, int layer,
+                                    int kvh, int pos) {
+    size_t hd = (size_t)s->model->facts.head_dim;
+    return ((size_t)kvh * facet_kv_rows(s, c, layer) + facet_kv_row(s, layer, pos)) * hd * s->kv_elt;
+}
+
+/* Byte offset of element 0 of position pos's key (hd elements FACET_KV_GROUP apart) of
+ * KV head kvh in layer l's K buffer of cache c; pos 0 gives the head's first group. */
+static inline size_t facet_k_offset(const facet_session *s, const facet_seq_cache *c, int layer,
+                                    int kvh, int pos) {
+    size_t hd = (size_t)s->model->facts.head_dim, row = facet_kv_row(s, layer, pos);
+    return ((size_t)kvh * facet_kv_rows(s, c, layer) * hd +
+            row / FACET_KV_GROUP * hd * FACET_KV_GROUP + row % FACET_KV_GROUP) * s->kv_elt;
 }
 
 /* Compute inv_freq and the attention scale of RoPE from the facts (rope.c). */

@@ -129,7 +129,8 @@ facet_status facet_seq_reserve(facet_session *s, int seq, int need, facet_error 
     size_t row_bytes = (size_t)(f->num_key_value_heads * f->head_dim) * s->kv_elt;
     int cap = c->cap ? c->cap : 64;
     while (cap < need) cap *= 2;
-    if (cap > s->n_ctx) cap = s->n_ctx;
+    int ctx_rows = (s->n_ctx + FACET_KV_GROUP - 1) / FACET_KV_GROUP * FACET_KV_GROUP;
+    if (cap > ctx_rows) cap = ctx_rows; /* whole key groups */
     if (!c->k) {
         c->k = calloc((size_t)L, sizeof *c->k);
         c->v = calloc((size_t)L, sizeof *c->v);
@@ -138,22 +139,26 @@ facet_status facet_seq_reserve(facet_session *s, int seq, int need, facet_error 
     for (int l = 0; l < L; l++) {
         if (s->ring_cap && f->layer_sliding[l]) {
             if (c->k[l]) continue; /* a ring never grows */
-            c->k[l] = malloc((size_t)s->ring_cap * row_bytes);
-            c->v[l] = malloc((size_t)s->ring_cap * row_bytes);
+            /* zeroed: a key group's unwritten lanes are read (never used) by attention */
+            size_t rows = facet_kv_rows(s, c, l);
+            c->k[l] = calloc(rows, row_bytes);
+            c->v[l] = calloc(rows, row_bytes);
             if (!c->k[l] || !c->v[l]) return facet_err(err, FACET_E_NOMEM, "KV ring");
             continue;
         }
-        /* [kv head][row][hd]: each head's rows move to their new place */
-        uint8_t *nk = malloc((size_t)cap * row_bytes), *nv = malloc((size_t)cap * row_bytes);
+        /* per KV head: values [row][hd], keys [row / 16][hd][16]; each head's rows
+         * (whole key groups) move to their new place. Zeroed, as the ring above. */
+        uint8_t *nk = calloc((size_t)cap, row_bytes), *nv = calloc((size_t)cap, row_bytes);
         if (!nk || !nv) {
             free(nk);
             free(nv);
             return facet_err(err, FACET_E_NOMEM, "KV cache: %d positions", cap);
         }
         size_t head_row = (size_t)f->head_dim * s->kv_elt;
+        size_t used = (size_t)(c->len + FACET_KV_GROUP - 1) / FACET_KV_GROUP * FACET_KV_GROUP;
         for (int64_t h = 0; h < f->num_key_value_heads && c->len > 0; h++) {
             memcpy(nk + (size_t)h * cap * head_row, c->k[l] + (size_t)h * c->cap * head_row,
-                   (size_t)c->len * head_row);
+                   used * head_row);
             memcpy(nv + (size_t)h * cap * head_row, c->v[l] + (size_t)h * c->cap * head_row,
                    (size_t)c->len * head_row);
         }

@@ -48,12 +48,24 @@ static void run_path_kv(int hd, int n_pos, float qmag, facet_kv_type kvt) {
         K[i] = urand();
         V[i] = urand();
     }
-    /* the cache as stored; the reference reads the widened stored values */
-    void *Kc = malloc(4 * n_el), *Vc = malloc(4 * n_el);
-    facet_kv_store(K, kvt, Kc, (int)n_el);
+    /* the cache as stored; the reference reads the widened stored values. Keys are
+     * transposed in groups of 16 positions, [t / 16][hd][16] (lanes past n_pos: NaN,
+     * which must never reach a result) */
+    size_t n_kt = (size_t)(n_pos + 15) / 16 * 16 * hd;
+    float *KT = malloc(sizeof(float) * n_kt);
+    for (size_t i = 0; i < n_kt; i++) KT[i] = NAN;
+    for (int t = 0; t < n_pos; t++)
+        for (int d = 0; d < hd; d++) KT[((size_t)(t / 16) * hd + d) * 16 + t % 16] = K[(size_t)t * kvs + d];
+    void *Kc = malloc(4 * n_kt), *Vc = malloc(4 * n_el);
+    facet_kv_store(KT, kvt, Kc, (int)n_kt);
     facet_kv_store(V, kvt, Vc, (int)n_el);
-    facet_kv_load(Kc, kvt, K, (int)n_el);
+    for (size_t i = 0; i < n_el; i++) { /* K rounded as the cache holds it */
+        uint32_t one;
+        facet_kv_store(&K[i], kvt, &one, 1);
+        facet_kv_load(&one, kvt, &K[i], 1);
+    }
     facet_kv_load(Vc, kvt, V, (int)n_el);
+    free(KT);
     int n_q = 21;
     float *Q = malloc(sizeof(float) * (size_t)n_q * hd), *O = malloc(sizeof(float) * (size_t)n_q * hd);
     float *o1 = malloc(sizeof(float) * (size_t)hd);

@@ -16,55 +16,107 @@
 #include "kernels/cpu/ukernel_gen.h"
 
 /*
- * AVX-512, head_dim = 16 * NC: one query against keys t0..t1 of a block, the query and
- * the output accumulator held in registers. s: the block's scores in / probabilities
- * out (see the generic loop below for the math); c: the accumulator's rescale factor.
+ * Scores, AVX-512: QT queries (<= 4) against NG groups of 16 keys (<= 4) of the block,
+ * the keys transposed ([group][hd][16], the cache's layout). Each score is one chain
+ * over d in order, s = q[0] k[0], then s = fma(q[d], k[d], s), times scale: the same
+ * operations whatever QT and NG are, so a query's scores do not depend on its company.
+ * The QT x NG accumulators (up to 16) hide the FMA latency; each key vector loaded once
+ * serves every query of the tile.
  */
-FACET_INLINE FACET_TGT_AVX512 void block_scores_avx512(const float *q, const float *K, size_t kvs,
-                                                        int n, float scale, float *s, const int NC) {
-    __m512 qv[16];
-    for (int c = 0; c < NC; c++) qv[c] = _mm512_loadu_ps(q + 16 * c);
-    const __m128 sc = _mm_set1_ps(scale);
-    int t = 0;
-    /* four keys at a time: four independent FMA chains, then one transpose-style
-     * reduction of the four vectors (unpack, shuffle, fold the 128-bit lanes) */
-    for (; t + 4 <= n; t += 4) {
-        const float *k = K + (size_t)t * kvs;
-        __m512 a[4];
-        for (int u = 0; u < 4; u++) a[u] = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k + (size_t)u * kvs));
-        for (int c = 1; c < NC; c++)
-            for (int u = 0; u < 4; u++)
-                a[u] = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(k + (size_t)u * kvs + 16 * c), a[u]);
-        __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(a[0], a[1]), _mm512_unpackhi_ps(a[0], a[1]));
-        __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(a[2], a[3]), _mm512_unpackhi_ps(a[2], a[3]));
-        __m512 x = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
-                                 _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
-        __m256 h = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
-        __m128 r = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-        _mm_storeu_ps(s + t, _mm_mul_ps(r, sc));
+FACET_INLINE FACET_TGT_AVX512 void scores_tile_avx512(const float *const *q, const float *KT,
+                                                      int hd, float scale, float *const *s,
+                                                      const int QT, const int NG) {
+    __m512 acc[4][4];
+    for (int g = 0; g < NG; g++) {
+        __m512 k = _mm512_loadu_ps(KT + (size_t)g * hd * 16);
+        for (int i = 0; i < QT; i++) acc[i][g] = _mm512_mul_ps(_mm512_set1_ps(q[i][0]), k);
     }
-    for (; t < n; t++) {
-        const float *k = K + (size_t)t * kvs;
-        __m512 a0 = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k)), a1 = _mm512_setzero_ps();
-        for (int c = 1; c < NC; c++) {
-            if (c & 1) a1 = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(k + 16 * c), a1);
-            else a0 = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(k + 16 * c), a0);
+    for (int d = 1; d < hd; d++) {
+        __m512 k[4];
+        for (int g = 0; g < NG; g++) k[g] = _mm512_loadu_ps(KT + ((size_t)g * hd + d) * 16);
+        for (int i = 0; i < QT; i++) {
+            __m512 qb = _mm512_set1_ps(q[i][d]);
+            for (int g = 0; g < NG; g++) acc[i][g] = _mm512_fmadd_ps(qb, k[g], acc[i][g]);
         }
-        s[t] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) * scale;
+    }
+    __m512 sc = _mm512_set1_ps(scale);
+    for (int i = 0; i < QT; i++)
+        for (int g = 0; g < NG; g++) _mm512_storeu_ps(s[i] + g * 16, _mm512_mul_ps(acc[i][g], sc));
+}
+
+#define SC_CASE(QT, NG) \
+    case (QT) * 8 + (NG): scores_tile_avx512(q, KT, hd, scale, s, QT, NG); return;
+static FACET_TGT_AVX512 void scores_avx512(const float *const *q, int qt, const float *KT, int ng,
+                                           int hd, float scale, float *const *s) {
+    switch (qt * 8 + ng) {
+        SC_CASE(1, 1) SC_CASE(1, 2) SC_CASE(1, 3) SC_CASE(1, 4)
+        SC_CASE(2, 1) SC_CASE(2, 2) SC_CASE(2, 3) SC_CASE(2, 4)
+        SC_CASE(3, 1) SC_CASE(3, 2) SC_CASE(3, 3) SC_CASE(3, 4)
+        SC_CASE(4, 1) SC_CASE(4, 2) SC_CASE(4, 3) SC_CASE(4, 4)
     }
 }
 
-FACET_INLINE FACET_TGT_AVX512 void block_values_avx512(float *acc, float c, const float *V,
-                                                        size_t kvs, int n, const float *p,
-                                                        const int NC) {
-    __m512 av[16], cv = _mm512_set1_ps(c);
-    for (int j = 0; j < NC; j++) av[j] = _mm512_mul_ps(_mm512_loadu_ps(acc + 16 * j), cv);
-    for (int t = 0; t < n; t++) {
-        const float *v = V + (size_t)t * kvs;
-        __m512 pv = _mm512_set1_ps(p[t]);
-        for (int j = 0; j < NC; j++) av[j] = _mm512_fmadd_ps(pv, _mm512_loadu_ps(v + 16 * j), av[j]);
+/* The same scores in portable C: per key, the same chain (mul, then fmaf over d). */
+static void scores_generic(const float *const *q, int qt, const float *KT, int ng, int hd,
+                           float scale, float *const *s) {
+    for (int i = 0; i < qt; i++)
+        for (int g = 0; g < ng; g++) {
+            const float *kt = KT + (size_t)g * hd * 16;
+            float a[16];
+            for (int l = 0; l < 16; l++) a[l] = q[i][0] * kt[l];
+            for (int d = 1; d < hd; d++)
+                for (int l = 0; l < 16; l++) a[l] = fmaf(q[i][d], kt[(size_t)d * 16 + l], a[l]);
+            for (int l = 0; l < 16; l++) s[i][g * 16 + l] = a[l] * scale;
+        }
+}
+
+/*
+ * Values, AVX-512, head_dim = 16 * NC: acc = acc * c, then acc += p[t] v[t] for t in
+ * order, for one query or two at once (QN = 2 shares each value row's loads between
+ * them: the first min(n0, n1) keys together, then the longer one alone). Per query
+ * the operations and their order are those of QN = 1.
+ */
+FACET_INLINE FACET_TGT_AVX512 void values_avx512_nc(float *const *acc, const float *c,
+                                                     const float *V, size_t vs,
+                                                     const int *n, const float *const *p,
+                                                     const int QN, const int NC) {
+    __m512 av[2][16];
+    for (int i = 0; i < QN; i++) {
+        __m512 cv = _mm512_set1_ps(c[i]);
+        for (int j = 0; j < NC; j++) av[i][j] = _mm512_mul_ps(_mm512_loadu_ps(acc[i] + 16 * j), cv);
     }
-    for (int j = 0; j < NC; j++) _mm512_storeu_ps(acc + 16 * j, av[j]);
+    int common = QN == 2 ? (n[0] < n[1] ? n[0] : n[1]) : n[0];
+    int t = 0;
+    for (; t < common; t++) {
+        const float *v = V + (size_t)t * vs;
+        __m512 pv[2];
+        for (int i = 0; i < QN; i++) pv[i] = _mm512_set1_ps(p[i][t]);
+        for (int j = 0; j < NC; j++) {
+            __m512 x = _mm512_loadu_ps(v + 16 * j);
+            for (int i = 0; i < QN; i++) av[i][j] = _mm512_fmadd_ps(pv[i], x, av[i][j]);
+        }
+    }
+    for (int i = 0; i < QN; i++)
+        for (int u = t; u < n[i]; u++) {
+            const float *v = V + (size_t)u * vs;
+            __m512 pv = _mm512_set1_ps(p[i][u]);
+            for (int j = 0; j < NC; j++) av[i][j] = _mm512_fmadd_ps(pv, _mm512_loadu_ps(v + 16 * j), av[i][j]);
+        }
+    for (int i = 0; i < QN; i++)
+        for (int j = 0; j < NC; j++) _mm512_storeu_ps(acc[i] + 16 * j, av[i][j]);
+}
+
+#define VAL_CASE(QN, NC) \
+    case (QN) * 32 + (NC): values_avx512_nc(acc, c, V, vs, n, p, QN, NC); return 1;
+/* Returns 0 when head_dim has no register path (then the caller's loop runs). */
+static FACET_TGT_AVX512 int values_avx512(float *const *acc, const float *c, const float *V,
+                                          size_t vs, const int *n, const float *const *p,
+                                          int qn, int nc) {
+    switch (qn * 32 + nc) {
+        VAL_CASE(1, 4) VAL_CASE(1, 8) VAL_CASE(1, 16)
+        VAL_CASE(2, 4) VAL_CASE(2, 8) VAL_CASE(2, 16)
+    }
+    return 0;
 }
 
 /*
@@ -118,44 +170,21 @@ static FACET_TGT_AVX512 float softmax_block_avx512(float *s, int n, float *m, fl
     return _mm512_reduce_add_ps(sum);
 }
 
-#define ATTN_NC_CASES(F, ...)                        \
-    switch (nc) {                                    \
-    case 4: F(__VA_ARGS__, 4); return 1;             \
-    case 8: F(__VA_ARGS__, 8); return 1;             \
-    case 16: F(__VA_ARGS__, 16); return 1;           \
-    default: return 0;                               \
-    }
-
-/* K / V point at the block's first row; n rows kvs apart */
-static FACET_TGT_AVX512 int scores_avx512(const float *q, const float *K, size_t kvs, int n,
-                                          float scale, float *s, int nc) {
-    ATTN_NC_CASES(block_scores_avx512, q, K, kvs, n, scale, s)
-}
-static FACET_TGT_AVX512 int values_avx512(float *acc, float c, const float *V, size_t kvs, int n,
-                                          const float *p, int nc) {
-    ATTN_NC_CASES(block_values_avx512, acc, c, V, kvs, n, p)
-}
-
 void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int n_q,
                             const void *K, const void *V, facet_kv_type kv_type,
-                            size_t kv_stride, int hd, float scale, float *out, size_t out_stride,
+                            size_t v_stride, int hd, float scale, float *out, size_t out_stride,
                             float *scratch) {
-    enum { B = FACET_ATTN_BLOCK };
+    enum { B = FACET_ATTN_BLOCK, G = FACET_KV_GROUP };
     float *s = scratch;                            /* [n_q][B] scores of the block        */
     float *acc = s + (size_t)n_q * B;              /* [n_q][hd] unnormalized output       */
     float *m = acc + (size_t)n_q * hd;             /* [n_q] running max                   */
     float *l = m + n_q;                            /* [n_q] running sum of exp            */
-    /* A 16-bit cache is copied block by block, widened to float32. With several queries,
-     * rows that are not adjacent (kv_stride > hd: often 4 KiB apart, so they all fall
-     * into the same few L1 sets) are copied next to each other too; the copies are read
-     * by every query from L1/L2. */
-    int pack = kv_type != FACET_KV_F32 || (n_q >= 4 && kv_stride != (size_t)hd);
-    size_t row_bytes = kv_stride * (kv_type == FACET_KV_F32 ? 4 : 2);
+    float *kb = l + n_q, *vb = kb + (size_t)B * hd; /* the block widened to float32       */
+    int *act = (int *)(vb + (size_t)B * hd);       /* [n_q] queries that see the block    */
+    size_t elt = kv_type == FACET_KV_F32 ? 4 : 2;
     const uint8_t *Kb = K, *Vb = V;
-    float *kb = l + n_q, *vb = kb + (size_t)B * hd;
-    /* registers path: AVX-512 and head_dim 64, 128 or 256 */
     int avx512 = facet_cpu()->level == FACET_CPU_AVX512;
-    int fast = avx512 && (hd == 64 || hd == 128 || hd == 256);
+    int fast = avx512 && hd % 16 == 0;
     int nc = hd / 16, last = 0;
     for (int i = 0; i < n_q; i++) {
         m[i] = -INFINITY;
@@ -165,28 +194,47 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
     }
     for (int t0 = 0; t0 <= last; t0 += B) {
         int t1 = t0 + B - 1 < last ? t0 + B - 1 : last; /* keys t0..t1 */
-        /* the block's first key / value row and the distance between rows */
-        const float *Kx = (const float *)(Kb + (size_t)t0 * row_bytes);
-        const float *Vx = (const float *)(Vb + (size_t)t0 * row_bytes);
-        size_t xs = kv_stride;
-        if (pack) {
-            for (int t = t0; t <= t1; t++) {
-                facet_kv_load(Kb + (size_t)t * row_bytes, kv_type, kb + (size_t)(t - t0) * hd, hd);
-                facet_kv_load(Vb + (size_t)t * row_bytes, kv_type, vb + (size_t)(t - t0) * hd, hd);
-            }
-            Kx = kb;
+        int ng = (t1 - t0 + G) / G;                   /* groups of 16 keys in the block   */
+        /* keys: [group][hd][16] from group t0 / 16; values: rows v_stride apart. A 16-bit
+         * cache is widened into kb / vb (a group's lanes past t1 are never used). */
+        const float *KT, *Vx;
+        size_t vs = v_stride;
+        if (kv_type == FACET_KV_F32) {
+            KT = (const float *)Kb + (size_t)(t0 / G) * hd * G;
+            Vx = (const float *)Vb + (size_t)t0 * v_stride;
+        } else {
+            facet_kv_load(Kb + (size_t)(t0 / G) * hd * G * elt, kv_type, kb, ng * hd * G);
+            for (int t = t0; t <= t1; t++)
+                facet_kv_load(Vb + (size_t)t * v_stride * elt, kv_type, vb + (size_t)(t - t0) * hd, hd);
+            KT = kb;
             Vx = vb;
-            xs = (size_t)hd;
+            vs = (size_t)hd;
         }
-        for (int i = 0; i < n_q; i++) {
-            if (pos[i] < t0) continue;
+        int na = 0;
+        for (int i = 0; i < n_q; i++)
+            if (pos[i] >= t0) act[na++] = i;
+        /* scores of every key of the block's groups, tiles of up to 4 queries */
+        for (int a0 = 0; a0 < na; a0 += 4) {
+            int qt = na - a0 < 4 ? na - a0 : 4;
+            const float *qs[4];
+            float *ss[4];
+            for (int u = 0; u < qt; u++) {
+                qs[u] = q + (size_t)act[a0 + u] * q_stride;
+                ss[u] = s + (size_t)act[a0 + u] * B;
+            }
+            if (fast) scores_avx512(qs, qt, KT, ng, hd, scale, ss);
+            else scores_generic(qs, qt, KT, ng, hd, scale, ss);
+        }
+        /* online softmax over the keys each query sees: new max, rescale of the old
+         * sum and output */
+        float cs[2];
+        int ns[2], nq = 0;
+        float *as[2];
+        const float *ps[2];
+        for (int a = 0; a < na; a++) {
+            int i = act[a];
             int te = pos[i] < t1 ? pos[i] : t1, n = te - t0 + 1;
-            const float *qi = q + (size_t)i * q_stride;
             float *si = s + (size_t)i * B, *ai = acc + (size_t)i * hd;
-            /* scores of the keys this query sees */
-            if (!(fast && scores_avx512(qi, Kx, xs, n, scale, si, nc)))
-                for (int j = 0; j < n; j++) si[j] = facet_dot_f32(qi, Kx + (size_t)j * xs, hd) * scale;
-            /* online softmax: new max, rescale of the old sum and output */
             float c, sum = 0.0f;
             if (avx512) {
                 sum = softmax_block_avx512(si, n, &m[i], &c);
@@ -202,10 +250,24 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
                 m[i] = mb;
             }
             l[i] = l[i] * c + sum;
-            /* output += probabilities x values */
-            if (!(fast && values_avx512(ai, c, Vx, xs, n, si, nc))) {
+            /* output += probabilities x values, two queries at a time on AVX-512 */
+            if (fast) {
+                cs[nq] = c;
+                ns[nq] = n;
+                as[nq] = ai;
+                ps[nq] = si;
+                if (++nq == 2 || a == na - 1) {
+                    if (!values_avx512(as, cs, Vx, vs, ns, ps, nq, nc))
+                        for (int u = 0; u < nq; u++) {
+                            for (int d = 0; d < hd; d++) as[u][d] *= cs[u];
+                            for (int j = 0; j < ns[u]; j++)
+                                facet_axpy_f32(as[u], ps[u][j], Vx + (size_t)j * vs, hd);
+                        }
+                    nq = 0;
+                }
+            } else {
                 for (int d = 0; d < hd; d++) ai[d] *= c;
-                for (int j = 0; j < n; j++) facet_axpy_f32(ai, si[j], Vx + (size_t)j * xs, hd);
+                for (int j = 0; j < n; j++) facet_axpy_f32(ai, si[j], Vx + (size_t)j * vs, hd);
             }
         }
     }

@@ -132,27 +132,41 @@ void facet_rope_apply(float *x, int n_heads, int head_dim, int rot, const float 
 void facet_kv_store(const float *src, facet_kv_type type, void *dst, int n);
 void facet_kv_load(const void *src, facet_kv_type type, float *dst, int n);
 
+/*
+ * facet_kv_store_strided / facet_kv_load_strided: the same for n elements `stride`
+ * elements apart in the cache (one key of the transposed key layout below).
+ */
+void facet_kv_store_strided(const float *src, facet_kv_type type, void *dst, int n, int stride);
+void facet_kv_load_strided(const void *src, facet_kv_type type, float *dst, int n, int stride);
+
 /* Keys per block of facet_attention_causal (fixed: it sets the summation order). */
 #define FACET_ATTN_BLOCK 64
+
+/* Keys are cached transposed in groups of this many positions: [group][head_dim][16]. */
+#define FACET_KV_GROUP 16
 
 /*
  * Causal softmax attention of one head for n_q queries of one sequence:
  *   out[i] = sum_{t <= pos[i]} softmax_t(scale * q[i] . K[t]) V[t]
  * q: query i at q + i * q_stride (hd floats), pos[i] its absolute position (it attends
- * keys 0..pos[i]); K, V: the head's key / value for position t at element t * kv_stride
- * of K and V (hd elements of kv_type each: float32, bf16 or f16, widened exactly to
- * float32 as a block is read); out: row i at out + i * out_stride (hd floats,
- * must not alias q). Keys go in blocks of FACET_ATTN_BLOCK from position 0 with an
- * online softmax (running max, rescaled sum and output), each block's key and value
- * rows read once for all n_q queries. A query's result is bit-identical whatever the
- * other queries of the call (batch invariance). scratch: at least
- * FACET_ATTN_SCRATCH(n_q, hd) floats; nothing is allocated.
+ * keys 0..pos[i]); K: the head's keys transposed in groups of FACET_KV_GROUP positions,
+ * element d of position t at (t / 16 * hd + d) * 16 + t % 16 (every group that holds a
+ * position <= max pos[i] present in full; lanes past it are read but never used); V:
+ * the value of position t at element t * v_stride (hd elements); both of kv_type
+ * (float32, bf16 or f16, widened exactly to float32 as a block is read); out: row i at
+ * out + i * out_stride (hd floats, must not alias q). Keys go in blocks of
+ * FACET_ATTN_BLOCK from position 0 with an online softmax (running max, rescaled sum
+ * and output), each block's keys and values read once for all n_q queries: scores in
+ * tiles of up to 4 queries x 64 keys (one FMA chain over d per score), values two
+ * queries at a time. A query's result is bit-identical whatever the other queries of
+ * the call (batch invariance). scratch: at least FACET_ATTN_SCRATCH(n_q, hd) floats;
+ * nothing is allocated.
  */
 #define FACET_ATTN_SCRATCH(n_q, hd) \
-    ((size_t)(n_q) * (FACET_ATTN_BLOCK + (size_t)(hd) + 2) + 2 * (size_t)FACET_ATTN_BLOCK * (size_t)(hd))
+    ((size_t)(n_q) * (FACET_ATTN_BLOCK + (size_t)(hd) + 3) + 2 * (size_t)FACET_ATTN_BLOCK * (size_t)(hd))
 void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int n_q,
                             const void *K, const void *V, facet_kv_type kv_type,
-                            size_t kv_stride, int hd, float scale, float *out, size_t out_stride,
+                            size_t v_stride, int hd, float scale, float *out, size_t out_stride,
                             float *scratch);
 
 /* In-place softmax of x[0..n) (max-subtracted, exp in float, sum in double). */

@@ -99,3 +99,37 @@ void facet_kv_load(const void *src, facet_kv_type type, float *dst, int n) {
     default: memcpy(dst, src, sizeof(float) * (size_t)n); return;
     }
 }
+
+void facet_kv_store_strided(const float *src, facet_kv_type type, void *dst, int n, int stride) {
+    switch (type) {
+    case FACET_KV_BF16:
+        for (int i = 0; i < n; i++) ((uint16_t *)dst)[(size_t)i * stride] = facet_f32_to_bf16(src[i]);
+        return;
+    case FACET_KV_F16: {
+        uint16_t h[FACET_KV_GROUP];
+        for (int i0 = 0; i0 < n; i0 += FACET_KV_GROUP) { /* F16C rounding, as facet_kv_store */
+            int k = n - i0 < FACET_KV_GROUP ? n - i0 : FACET_KV_GROUP;
+            facet_kv_store(src + i0, type, h, k);
+            for (int i = 0; i < k; i++) ((uint16_t *)dst)[(size_t)(i0 + i) * stride] = h[i];
+        }
+        return;
+    }
+    default:
+        for (int i = 0; i < n; i++) ((float *)dst)[(size_t)i * stride] = src[i];
+        return;
+    }
+}
+
+void facet_kv_load_strided(const void *src, facet_kv_type type, float *dst, int n, int stride) {
+    switch (type) {
+    case FACET_KV_BF16:
+        for (int i = 0; i < n; i++) dst[i] = facet_bf16_to_f32(((const uint16_t *)src)[(size_t)i * stride]);
+        return;
+    case FACET_KV_F16:
+        for (int i = 0; i < n; i++) dst[i] = facet_f16_to_f32(((const uint16_t *)src)[(size_t)i * stride]);
+        return;
+    default:
+        for (int i = 0; i < n; i++) dst[i] = ((const float *)src)[(size_t)i * stride];
+        return;
+    }
+}
