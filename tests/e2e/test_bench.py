@@ -18,7 +18,7 @@ def test_bench_json(run_facet, repo_root, tmp_path):
     assert b["weights"] == "f32" and b["kv_cache"] == "f32"  # an F32 checkpoint: auto
     for k in ("bandwidth_gb_s", "triad_gb_s", "peak_gflops", "peak_gflops_f32"):
         assert b[k] > 0, k
-    assert b["load_s"]["cold"] > 0 and b["load_s"]["cached"] > 0
+    assert b["load_s"]["cold"] > 0 and b["load_s"]["cached"] > 0 and b["load_s"]["first_token_s"] > 0
     assert [p["tokens"] for p in b["prefill"]] == [16, 40]
     for p in b["prefill"]:
         assert abs(p["tok_s"] - p["tokens"] / (p["ttft_ms"] / 1e3)) < 1e-6 * p["tok_s"]
