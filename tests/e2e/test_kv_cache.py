@@ -75,3 +75,37 @@ def test_bad_kv_cache_value(run_facet):
     proc = run_facet(["run", "--kv-cache", "fp8", "-n", "1", "-p", "x"])
     assert proc.returncode == 1
     assert proc.stderr.strip() == "facet: --kv-cache expects auto, f32, bf16 or f16, got 'fp8'"
+
+
+def test_serve_kv_cache(facet_bin, run_facet, repo_root):
+    """`facet serve --kv-cache f16` batches requests on an f16 cache: each completion is
+    what `facet run --kv-cache f16` generates alone (batch invariance holds for a 16-bit
+    cache); an unknown type is refused at startup."""
+    import json
+    import concurrent.futures
+    from server_harness import Server
+
+    model = repo_root / "models" / "stories260k"
+    prompts = [[1, 403], [1, 403, 407, 261, 378], [1, 365, 261], [1, 322]]
+    want = []
+    for ids in prompts:
+        p = run_facet(["run", str(model), "--prompt-ids", ",".join(map(str, ids)), "-n", "24",
+                       "--json", "--kv-cache", "f16"])
+        assert p.returncode == 0, p.stderr
+        want.append(json.loads(p.stdout)["text"])
+    s = Server(facet_bin, model, "--max-batch", "4", "--threads", "2", "--kv-cache", "f16")
+    try:
+        def one(ids):
+            status, r = s.post("/v1/completions", {"model": "stories260k", "prompt": ids, "max_tokens": 24,
+                                                      "temperature": 0})
+            assert status == 200, r
+            return r["choices"][0]["text"]
+        with concurrent.futures.ThreadPoolExecutor(4) as ex:
+            got = list(ex.map(one, prompts))
+        assert got == want
+        s.assert_clean_exit()
+    finally:
+        s.stop()
+    proc = run_facet(["serve", str(model), "--kv-cache", "int8"])
+    assert proc.returncode == 1
+    assert "--kv-cache expects auto, f32, bf16 or f16, got 'int8'" in proc.stderr
