@@ -2,10 +2,11 @@
  * attention.c — causal attention of one head for a group of queries of one sequence,
  * keys in fixed blocks of FACET_ATTN_BLOCK with an online softmax (Milakov & Gimelshein
  * 2018, "Online normalizer calculation for softmax"; the FlashAttention loop of Dao et
- * al. 2022 on a CPU). Each key and value row is loaded once per block for every query
- * of the group within the cache (prefill's queries of a chunk share the block in L2),
- * and each query's arithmetic is the same, in the same order, whatever group it is in.
- * With AVX-512 and head_dim 64/128/256 the query and its output stay in registers.
+ * al. 2022 on a CPU). Keys arrive transposed in groups of 16 positions, so a block's
+ * scores are a small GEMM (tiles of up to 4 queries x 64 keys, no horizontal sums);
+ * values are accumulated two queries at a time with the output in registers (AVX-512,
+ * head_dim 64/128/256). A 16-bit cache is widened to float32 block by block. Each
+ * query's arithmetic is the same, in the same order, whatever group it is in.
  */
 #include <immintrin.h>
 #include <math.h>
