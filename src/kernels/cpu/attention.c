@@ -34,7 +34,12 @@ FACET_INLINE FACET_TGT_AVX512 void scores_tile_avx512(const float *const *q, con
     }
     for (int d = 1; d < hd; d++) {
         __m512 k[4];
-        for (int g = 0; g < NG; g++) k[g] = _mm512_loadu_ps(KT + ((size_t)g * hd + d) * 16);
+        for (int g = 0; g < NG; g++) {
+            k[g] = _mm512_loadu_ps(KT + ((size_t)g * hd + d) * 16);
+            /* keep the key vector in a register: folded into each FMA as a memory
+             * operand, it was loaded QT times and the tile ran load-bound */
+            __asm__("" : "+v"(k[g]));
+        }
         for (int i = 0; i < QT; i++) {
             __m512 qb = _mm512_set1_ps(q[i][d]);
             for (int g = 0; g < NG; g++) acc[i][g] = _mm512_fmadd_ps(qb, k[g], acc[i][g]);
@@ -94,6 +99,7 @@ FACET_INLINE FACET_TGT_AVX512 void values_avx512_nc(float *const *acc, const flo
         for (int i = 0; i < QN; i++) pv[i] = _mm512_set1_ps(p[i][t]);
         for (int j = 0; j < NC; j++) {
             __m512 x = _mm512_loadu_ps(v + 16 * j);
+            __asm__("" : "+v"(x)); /* one load for both queries (see scores_tile_avx512) */
             for (int i = 0; i < QN; i++) av[i][j] = _mm512_fmadd_ps(pv[i], x, av[i][j]);
         }
     }
