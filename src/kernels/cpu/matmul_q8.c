@@ -12,11 +12,46 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/matmul_internal.h"
 #include "kernels/cpu/ukernel_gen.h"
 
+/* The same rule in AVX-512, bit for bit: the max of |x| (a NaN never wins, as in the
+ * scalar compare), the same 127 / amax, round to nearest even, the clamp with NaN to
+ * -127, and the exact integer sum. */
+static FACET_TGT_AVX512 void q8_quantize_avx512(const float *x, int nblk, int8_t *q, float *scale,
+                                                int32_t *corr) {
+    const __m512 hi = _mm512_set1_ps(127.0f), lo = _mm512_set1_ps(-127.0f);
+    for (int b = 0; b < nblk; b++) {
+        const float *xb = x + b * FACET_Q8_BLOCK;
+        __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
+        __m512 m = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps()); /* NaN -> 0 */
+        m = _mm512_max_ps(_mm512_abs_ps(v1), m);
+        float amax = _mm512_reduce_max_ps(m);
+        float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+        __m512 idv = _mm512_set1_ps(id);
+        __m512i s = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(h ? v1 : v0, idv),
+                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            __mmask16 nan = _mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q);
+            r = _mm512_max_ps(_mm512_min_ps(r, hi), lo);
+            r = _mm512_mask_mov_ps(r, nan, lo);
+            __m512i iv = _mm512_cvtps_epi32(r);
+            s = _mm512_add_epi32(s, iv);
+            _mm_storeu_si128((__m128i *)(q + b * FACET_Q8_BLOCK + h * 16), _mm512_cvtepi32_epi8(iv));
+        }
+        scale[b] = amax / 127.0f;
+        corr[b] = -128 * _mm512_reduce_add_epi32(s);
+    }
+}
+
 void facet_q8_quantize_row(const float *x, int n, int8_t *q, float *scale, int32_t *corr) {
+    if (facet_cpu()->level == FACET_CPU_AVX512) {
+        q8_quantize_avx512(x, n / FACET_Q8_BLOCK, q, scale, corr);
+        return;
+    }
     for (int b = 0; b < n / FACET_Q8_BLOCK; b++) {
         const float *xb = x + b * FACET_Q8_BLOCK;
         float amax = 0.0f;
