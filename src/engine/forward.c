@@ -243,7 +243,14 @@ static void qk_row(facet_session *s, int l, int r) {
         facet_rope_apply(q, nh, hd, m->rope_dim, cs, sn);
         facet_rope_apply(k, nkv, hd, m->rope_dim, cs, sn);
     }
-    if (!(s->ring_cap && f->layer_sliding[l])) store_kv_row(s, l, r);
+    if (!(s->ring_cap && f->layer_sliding[l])) {
+        store_kv_row(s, l, r);
+    } else if (s->kv_type != FACET_KV_F32) {
+        /* a ring layer's attention reads this chunk's rows from the scratch: round them
+         * as the cache will hold them, so the result does not depend on chunking */
+        facet_kv_round(k, s->kv_type, kvd);
+        facet_kv_round(s->v + (size_t)r * kvd, s->kv_type, kvd);
+    }
 }
 
 /* After o_proj (in xn): the post-attention norm (sandwich families), the residual, then

@@ -132,6 +132,10 @@ void facet_rope_apply(float *x, int n_heads, int head_dim, int rot, const float 
 void facet_kv_store(const float *src, facet_kv_type type, void *dst, int n);
 void facet_kv_load(const void *src, facet_kv_type type, float *dst, int n);
 
+/* x[0..n) replaced by what a cache of `type` holds for it (store, then load; f32: as
+ * is): for rows attention reads from the batch scratch instead of the cache. */
+void facet_kv_round(float *x, facet_kv_type type, int n);
+
 /*
  * facet_kv_store_strided / facet_kv_load_strided: the same for n elements `stride`
  * elements apart in the cache (one key of the transposed key layout below).

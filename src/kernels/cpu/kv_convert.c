@@ -100,6 +100,16 @@ void facet_kv_load(const void *src, facet_kv_type type, float *dst, int n) {
     }
 }
 
+void facet_kv_round(float *x, facet_kv_type type, int n) {
+    if (type == FACET_KV_F32) return;
+    uint16_t h[64];
+    for (int i0 = 0; i0 < n; i0 += 64) {
+        int k = n - i0 < 64 ? n - i0 : 64;
+        facet_kv_store(x + i0, type, h, k);
+        facet_kv_load(h, type, x + i0, k);
+    }
+}
+
 void facet_kv_store_strided(const float *src, facet_kv_type type, void *dst, int n, int stride) {
     switch (type) {
     case FACET_KV_BF16:
