@@ -36,12 +36,14 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int parse_list(const char *s, int *out, int cap) {
+/* "a,b,c" of integers in [1, hi] into out (at most cap): the count, or -1. */
+static int parse_list(const char *s, int *out, int cap, long hi) {
     int n = 0;
-    while (*s && n < cap) {
+    while (*s) {
+        if (n == cap) return -1;
         char *end;
         long v = strtol(s, &end, 10);
-        if (end == s || v <= 0 || v > 1 << 20) return -1;
+        if (end == s || v <= 0 || v > hi) return -1;
         out[n++] = (int)v;
         s = end;
         if (*s == ',') s++;
@@ -103,10 +105,18 @@ int cmd_bench(int argc, char **argv) {
                    "                   [--kv-cache auto|f32|bf16|f16] [--json FILE]\n");
             return 0;
         } else if (!strcmp(a, "--shapes") && v) {
-            if ((n_shapes = parse_list(v, shapes, 16)) <= 0) goto bad;
+            if ((n_shapes = parse_list(v, shapes, 16, 1 << 20)) <= 0) {
+                fprintf(stderr, "facet: bench: --shapes expects up to 16 prompt lengths in "
+                                "[1, 1048576], got '%s'\n", v);
+                return 1;
+            }
             i++;
         } else if (!strcmp(a, "--concurrency") && v) {
-            if ((n_concs = parse_list(v, concs, 16)) <= 0) goto bad;
+            if ((n_concs = parse_list(v, concs, 16, 1024)) <= 0) {
+                fprintf(stderr, "facet: bench: --concurrency expects up to 16 values in "
+                                "[1, 1024], got '%s'\n", v);
+                return 1;
+            }
             i++;
         } else if (!strcmp(a, "-n") && v) {
             if (!cli_parse_int(a, v, 1, 1 << 20, &steps)) return 1;
@@ -162,6 +172,13 @@ int cmd_bench(int argc, char **argv) {
     t_cached = now_s() - t_cached;
     facet_model_info info;
     facet_model_get_info(model, &info);
+    if (17 + (long)steps > info.max_position_embeddings) {
+        fprintf(stderr, "facet: bench: -n %d: the decode runs hold 16 prompt tokens + %d steps, "
+                        "more than max_position_embeddings=%d\n", steps, steps,
+                info.max_position_embeddings);
+        facet_model_free(model);
+        return 1;
+    }
     int cache_hit = info.weight_cache == FACET_WCACHE_HIT;
     static const char *fmt_names[] = {"auto", "f32", "bf16", "f16", "int8"};
     weights_name = fmt_names[info.weights];
@@ -178,9 +195,13 @@ int cmd_bench(int argc, char **argv) {
     const char *kv_name = facet_kv_type_name(kv == FACET_KV_AUTO ? facet_auto_kv(info.weights) : kv);
     printf("model %s | weights %s %.3f GB | KV cache %s | threads %d\n", model_dir, weights_name,
            gb, kv_name, info.n_threads);
-    printf("read bandwidth %.1f GB/s (triad %.1f GB/s) | peak f32 FMA %.1f GFLOP/s, %s %.1f "
-           "GFLOP/s | decode ceiling %.1f tok/s\n",
-           bw, triad, gflops, weights_name, gflops_fmt, bw / gb);
+    if (info.weights == FACET_WEIGHTS_F32)
+        printf("read bandwidth %.1f GB/s (triad %.1f GB/s) | peak f32 FMA %.1f GFLOP/s | "
+               "decode ceiling %.1f tok/s\n", bw, triad, gflops_fmt, bw / gb);
+    else
+        printf("read bandwidth %.1f GB/s (triad %.1f GB/s) | peak f32 FMA %.1f GFLOP/s, %s %.1f "
+               "GFLOP/s | decode ceiling %.1f tok/s\n",
+               bw, triad, gflops, weights_name, gflops_fmt, bw / gb);
     printf("load: cold %.3f s, cached %.3f s (%s), %.0fx\n", t_cold, t_cached,
            cache_hit ? "weight cache mapped" : "cache NOT used: see facet run for why",
            t_cached > 0 ? t_cold / t_cached : 0);
@@ -210,7 +231,11 @@ int cmd_bench(int argc, char **argv) {
     printf("\n%-10s %10s %12s %12s %12s\n", "prompt", "TTFT ms", "tok/s", "GFLOP/s", "of peak");
     for (int k = 0; k < n_shapes; k++) {
         int L = shapes[k];
-        if (L > info.max_position_embeddings) continue;
+        if (L > info.max_position_embeddings) {
+            printf("%-10d skipped: longer than max_position_embeddings=%d\n", L,
+                   info.max_position_embeddings);
+            continue;
+        }
         facet_session *s = NULL;
         facet_session_options so = {1, L, kv};
         if (facet_session_create(model, &so, &s, &err) != FACET_OK) break;

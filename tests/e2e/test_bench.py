@@ -44,3 +44,30 @@ def test_bench_kv_cache_and_errors(run_facet, repo_root, tmp_path):
     proc = run_facet(["bench", str(model), "--kv-cache", "q4"])
     assert proc.returncode == 1
     assert "--kv-cache expects auto, f32, bf16 or f16, got 'q4'" in proc.stderr
+    many = ",".join(["1"] * 17)
+    proc = run_facet(["bench", str(model), "--concurrency", many])
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == ("facet: bench: --concurrency expects up to 16 values in "
+                                   "[1, 1024], got '%s'" % many)
+    proc = run_facet(["bench", str(model), "--shapes", "8", "--concurrency", "1", "-n", "600",
+                      "--threads", "1"], timeout=300)
+    assert proc.returncode == 1
+    assert ("facet: bench: -n 600: the decode runs hold 16 prompt tokens + 600 steps, more "
+            "than max_position_embeddings=512") in proc.stderr
+    proc = run_facet(["bench", str(model), "--shapes", "8,600", "--concurrency", "1", "-n", "2",
+                      "--threads", "1"], timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "600        skipped: longer than max_position_embeddings=512" in proc.stdout
+
+
+def test_bench_int8_under_sanitizers(facet_asan_bin, repo_root, tmp_path):
+    """The int8 peak probe and the int8 kernels run clean under ASan+UBSan (a signed
+    overflow in the probe's sink aborted this once)."""
+    import subprocess
+    model = tmp_path / "stories260k"
+    shutil.copytree(repo_root / "models" / "stories260k", model)
+    proc = subprocess.run([str(facet_asan_bin), "bench", str(model), "--shapes", "8", "--concurrency",
+                           "1", "-n", "2", "--threads", "2", "--weights", "int8"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr

@@ -196,7 +196,11 @@ static FACET_TGT_AVX512VNNI float dot_int8_avx512(long iters) {
 #define S(i) s = _mm512_add_epi32(s, a##i);
     CHAINS(S)
 #undef S
-    return (float)_mm512_reduce_add_epi32(s);
+    /* the sums wrap (only a sink for the optimizer): add them as unsigned */
+    uint32_t lane[16], total = 0;
+    _mm512_storeu_si512((void *)lane, s);
+    for (int i = 0; i < 16; i++) total += lane[i];
+    return (float)total;
 }
 
 /* AVX2 int8: maddubs + madd + add per 32 byte products (the int8-avx2 kernel's steps) */
