@@ -75,7 +75,8 @@ struct facet_model {
  * hold positions 0..len-1 at row = position, capacity growing on demand (doubling) up
  * to the session's n_ctx. Sliding-window layers hold a ring of exactly sliding_window
  * rows (row = position % window), so their memory is bounded by the window whatever the
- * context: KV bytes = k * (G * min(c, n_ctx) + S * min(c, w)), as `facet plan` says. */
+ * context: KV bytes = k * (G * min(c, n_ctx) + S * min(c, w)), counts rounded up to whole
+ * key groups of 16, as `facet plan` says. */
 typedef struct facet_seq_cache {
     int len;                       /* tokens in the cache                              */
     int cap;                       /* positions allocated per global layer (a multiple

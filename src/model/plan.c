@@ -149,8 +149,11 @@ uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c, uint64_t elt) {
     uint64_t k = sat_mul(sat_mul(2, sat_mul(u(f->num_key_value_heads), u(f->head_dim))), elt);
     uint64_t S = (uint64_t)f->n_sliding_layers;
     uint64_t G = u(f->num_hidden_layers) - S;
+    /* positions are allocated in whole key groups of 16 (src/engine/session.c) */
     uint64_t cg = u(c < f->max_position_embeddings ? c : f->max_position_embeddings);
     uint64_t cs = u(f->sliding_window && c > f->sliding_window ? f->sliding_window : c);
+    cg = (cg + 15) / 16 * 16;
+    cs = (cs + 15) / 16 * 16;
     return sat_mul(k, sat_add(sat_mul(G, cg), sat_mul(S, cs)));
 }
 
@@ -260,14 +263,16 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
     out->window = f->n_sliding_layers ? f->sliding_window : 0;
     if (out->window)
         snprintf(out->kv_layout, sizeof out->kv_layout,
-                 "per sequence and layer: K and V %s [position][%lld x %lld]; %d global "
+                 "per sequence, layer and KV head (%lld, head_dim %lld): %s keys "
+                 "[position/16][head_dim][16] and values [position][head_dim]; %d global "
                  "layers grow to ctx, %d windowed layers hold a ring of min(ctx, %lld)",
-                 kvn, (long long)f->num_key_value_heads, (long long)f->head_dim,
+                 (long long)f->num_key_value_heads, (long long)f->head_dim, kvn,
                  out->n_global_layers, out->n_sliding_layers, (long long)out->window);
     else
         snprintf(out->kv_layout, sizeof out->kv_layout,
-                 "per sequence and layer: K and V %s [position][%lld x %lld], grown on "
-                 "demand up to ctx", kvn, (long long)f->num_key_value_heads, (long long)f->head_dim);
+                 "per sequence, layer and KV head (%lld, head_dim %lld): %s keys "
+                 "[position/16][head_dim][16] and values [position][head_dim], grown on "
+                 "demand up to ctx", (long long)f->num_key_value_heads, (long long)f->head_dim, kvn);
 
     out->ctx = ctx;
     out->batch = batch;

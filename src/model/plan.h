@@ -21,7 +21,9 @@
  * f32, 2 for bf16 / f16; auto follows the weights as facet_auto_kv). Per layer and
  * position k = 2 * num_key_value_heads * head_dim * e bytes. Naive bytes per token: L * k.
  * Actual bytes of one sequence at context c with G global and S windowed layers of
- * window w: k * (G * min(c, max_position_embeddings) + S * min(c, w)).
+ * window w: k * (G * r(min(c, max_position_embeddings)) + S * r(min(c, w))), r rounding
+ * up to a multiple of 16 (the cache allocates whole groups of 16 positions: keys are
+ * stored transposed per group).
  */
 #ifndef FACET_MODEL_PLAN_H
 #define FACET_MODEL_PLAN_H
@@ -72,7 +74,7 @@ typedef struct facet_plan {
     uint64_t kv_bytes_per_token_naive;          /* L * k                              */
     int n_global_layers, n_sliding_layers;
     int64_t window;                             /* 0 when no layer is windowed        */
-    char kv_layout[200];
+    char kv_layout[256];
 
     /* at (ctx, batch) */
     int64_t ctx, batch;

@@ -197,7 +197,7 @@ json_t *facet_plan_json(const facet_plan *p) {
     json_object_set_new(o, "weights_requested", json_string(facet_plan_format_name(p->requested)));
     json_object_set_new(o, "weights", json_string(facet_plan_format_name(p->weights)));
     json_object_set_new(o, "weights_note", json_string(p->weights_note));
-    json_object_set_new(o, "kv_dtype", json_string("f32"));
+    json_object_set_new(o, "kv_dtype", json_string(facet_kv_type_name(p->kv_type)));
     json_object_set_new(o, "kv_cache", json_string(facet_kv_type_name(p->kv_type)));
     json_object_set_new(o, "kv_bytes_per_layer_position", json_integer((json_int_t)p->kv_bytes_per_layer_position));
     json_object_set_new(o, "kv_bytes_per_token_naive", json_integer((json_int_t)p->kv_bytes_per_token_naive));
