@@ -145,8 +145,13 @@ static uint64_t weight_bytes(const facet_facts *f, int fmt, uint64_t *n_params,
     return bytes;
 }
 
+/* k: K and V bytes of one layer and position (2 x num_key_value_heads x head_dim x elt). */
+static uint64_t kv_layer_position_bytes(const facet_facts *f, uint64_t elt) {
+    return sat_mul(sat_mul(2, sat_mul(u(f->num_key_value_heads), u(f->head_dim))), elt);
+}
+
 uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c, uint64_t elt) {
-    uint64_t k = sat_mul(sat_mul(2, sat_mul(u(f->num_key_value_heads), u(f->head_dim))), elt);
+    uint64_t k = kv_layer_position_bytes(f, elt);
     uint64_t S = (uint64_t)f->n_sliding_layers;
     uint64_t G = u(f->num_hidden_layers) - S;
     /* positions are allocated in whole key groups of 16 (src/engine/session.c) */
@@ -254,8 +259,7 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
     uint64_t elt = facet_kv_type_bytes(out->kv_type);
     const char *kvn = facet_kv_type_name(out->kv_type);
 
-    out->kv_bytes_per_layer_position =
-        sat_mul(sat_mul(2, sat_mul(u(f->num_key_value_heads), u(f->head_dim))), elt);
+    out->kv_bytes_per_layer_position = kv_layer_position_bytes(f, elt);
     out->kv_bytes_per_token_naive = sat_mul(out->kv_bytes_per_layer_position,
                                             u(f->num_hidden_layers));
     out->n_sliding_layers = f->n_sliding_layers;

@@ -194,8 +194,8 @@ void srv_sched_cancel(srv_sched *s, srv_job *j) {
     pthread_mutex_unlock(&s->mu);
 }
 
-unsigned long srv_job_wait(srv_sched *s, srv_job *j, unsigned long seen, int timeout_ms) {
-    if (j->version != seen || j->done) return j->version;
+/* The CLOCK_REALTIME instant timeout_ms from now (pthread_cond_timedwait's clock). */
+static struct timespec deadline_in(int timeout_ms) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += timeout_ms / 1000;
@@ -204,20 +204,19 @@ unsigned long srv_job_wait(srv_sched *s, srv_job *j, unsigned long seen, int tim
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
+    return ts;
+}
+
+unsigned long srv_job_wait(srv_sched *s, srv_job *j, unsigned long seen, int timeout_ms) {
+    if (j->version != seen || j->done) return j->version;
+    struct timespec ts = deadline_in(timeout_ms);
     while (j->version == seen && !j->done)
         if (pthread_cond_timedwait(&j->cond, &s->mu, &ts) == ETIMEDOUT) break;
     return j->version;
 }
 
 void srv_job_wait_done(srv_sched *s, srv_job *j, int timeout_ms) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = deadline_in(timeout_ms);
     while (!j->done)
         if (pthread_cond_timedwait(&j->cond, &s->mu, &ts) == ETIMEDOUT) break;
 }

@@ -20,6 +20,7 @@ def test_bench_json(run_facet, repo_root, tmp_path):
         assert b[k] > 0, k
     assert b["load_s"]["cold"] > 0 and b["load_s"]["cached"] > 0 and b["load_s"]["first_token_s"] > 0
     assert [p["tokens"] for p in b["prefill"]] == [16, 40]
+    # the derived fields follow DESIGN.md's definitions (units: ms, tok/s, GB/s, bytes)
     for p in b["prefill"]:
         assert abs(p["tok_s"] - p["tokens"] / (p["ttft_ms"] / 1e3)) < 1e-6 * p["tok_s"]
     assert [d["concurrency"] for d in b["decode"]] == [1, 3]

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "cpu_paths.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/matmul_internal.h"
@@ -127,14 +128,10 @@ static float from_bits(uint32_t u) {
  * infinities kept), f16 as IEEE binary16 (facet_f32_to_f16), identically on every path. */
 static void test_kv_convert(void **state) {
     (void)state;
-    static const char *paths[] = {"scalar", "avx2", "avx512"};
     float x[64];
     uint16_t h[64], want[64];
     float back[64];
-    for (int p = 0; p < 3; p++) {
-        if ((int)facet_cpu()->detected < p) continue;
-        setenv("FACET_CPU", paths[p], 1);
-        facet_cpu_refresh();
+    FOR_EACH_CPU_PATH(p) {
         /* hand-picked bf16 roundings: 1 + 2^-8 is a tie that goes to even (1.0), 1 + 3*2^-8
          * a tie that goes up; 1 + 2^-8 + 2^-20 rounds up */
         x[0] = 1.0f + 0x1p-8f;
@@ -166,17 +163,12 @@ static void test_kv_convert(void **state) {
             assert_true(fabsf(back[i] - x[i]) <= fabsf(x[i]) * 0x1p-8f);
         }
     }
-    unsetenv("FACET_CPU");
-    facet_cpu_refresh();
+    test_cpu_path_reset();
 }
 
 static void test_attention_paths(void **state) {
     (void)state;
-    static const char *paths[] = {"scalar", "avx2", "avx512"};
-    for (int p = 0; p < 3; p++) {
-        if ((int)facet_cpu()->detected < p) continue;
-        setenv("FACET_CPU", paths[p], 1);
-        facet_cpu_refresh();
+    FOR_EACH_CPU_PATH(p) {
         run_path(128, 300, 1.0f);
         run_path(64, 65, 8.0f); /* peaked softmax, a block boundary at 64 */
         run_path(8, 7, 1.0f);   /* the bundled model's head_dim, one partial block */
@@ -184,8 +176,7 @@ static void test_attention_paths(void **state) {
         run_path(256, 130, 2.0f);
         run_path(64, 300, 1.0f);
     }
-    unsetenv("FACET_CPU");
-    facet_cpu_refresh();
+    test_cpu_path_reset();
 }
 
 int main(void) {

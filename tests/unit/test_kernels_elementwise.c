@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "cpu_paths.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/matmul_internal.h"
@@ -50,18 +51,13 @@ static void check_silu(int n) {
 
 static void test_silu_paths(void **state) {
     (void)state;
-    static const char *paths[] = {"scalar", "avx2", "avx512"};
-    for (int p = 0; p < 3; p++) {
-        if ((int)facet_cpu()->detected < p) continue;
-        setenv("FACET_CPU", paths[p], 1);
-        facet_cpu_refresh();
+    FOR_EACH_CPU_PATH(p) {
         check_silu(1);
         check_silu(16);
         check_silu(37);
         check_silu(3072);
     }
-    unsetenv("FACET_CPU");
-    facet_cpu_refresh();
+    test_cpu_path_reset();
 }
 
 /* The rule written out: scale = max|x| / 127, q = round-half-even(x * (127 / max|x|)),
@@ -93,11 +89,7 @@ static void test_q8_quantize_paths(void **state) {
     x[96] = NAN;                                           /* a NaN: -127, never the max */
     for (int i = 128; i < 160; i++) x[i] = (float)(i - 144) * 0.5f * (127.0f / 8.0f) / 127.0f * 8.0f;
     x[200] = INFINITY;                                     /* inf: the max; others -> 0  */
-    static const char *paths[] = {"scalar", "avx2", "avx512"};
-    for (int p = 0; p < 3; p++) {
-        if ((int)facet_cpu()->detected < p) continue;
-        setenv("FACET_CPU", paths[p], 1);
-        facet_cpu_refresh();
+    FOR_EACH_CPU_PATH(p) {
         int8_t q[N], wq[32];
         float sc[N / 32], wsc;
         int32_t co[N / 32], wco;
@@ -106,14 +98,13 @@ static void test_q8_quantize_paths(void **state) {
             q8_model(x + b * 32, wq, &wsc, &wco);
             for (int i = 0; i < 32; i++)
                 if (q[b * 32 + i] != wq[i])
-                    fail_msg("%s block %d i %d: x %.9g -> %d, rule %d", paths[p], b, i,
+                    fail_msg("%s block %d i %d: x %.9g -> %d, rule %d", test_cpu_paths[p], b, i,
                              x[b * 32 + i], q[b * 32 + i], wq[i]);
             assert_true(sc[b] == wsc || (isnan(sc[b]) && isnan(wsc)));
             assert_int_equal(co[b], wco);
         }
     }
-    unsetenv("FACET_CPU");
-    facet_cpu_refresh();
+    test_cpu_path_reset();
 }
 
 int main(void) {

@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "cpu_paths.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/matmul_internal.h"
@@ -91,12 +92,6 @@ static float urand(void) { /* uniform in [-1, 1) */
     return (float)((double)(rng_state >> 40) / (double)(1ULL << 23) - 1.0);
 }
 
-static void set_path(const char *name) {
-    setenv("FACET_CPU", name, 1);
-    facet_cpu_refresh();
-}
-
-static const char *paths[] = {"scalar", "avx2", "avx512"};
 static int path_available(int i) { return (int)facet_cpu()->detected >= i; }
 
 /* ---- conversions ---- */
@@ -243,10 +238,10 @@ static void test_matmul_paths(void **state) {
             float *first[3] = {NULL, NULL, NULL};
             for (int p = 0; p < 3; p++) {
                 if (!path_available(p)) {
-                    printf("# skip path %s: this CPU lacks it\n", paths[p]);
+                    printf("# skip path %s: this CPU lacks it\n", test_cpu_paths[p]);
                     continue;
                 }
-                set_path(paths[p]);
+                test_cpu_path_force(test_cpu_paths[p]);
                 assert_int_equal((int)facet_cpu()->level, p);
                 for (size_t bi = 0; bi < sizeof batch / sizeof batch[0]; bi++) {
                     int n = batch[bi];
@@ -274,8 +269,7 @@ static void test_matmul_paths(void **state) {
         free(X);
         free(bias);
     }
-    unsetenv("FACET_CPU");
-    facet_cpu_refresh();
+    test_cpu_path_reset();
     facet_pool_free(pool);
 }
 
@@ -291,7 +285,7 @@ static void test_matmul_batch_rows_identical(void **state) {
     for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++)
         for (int p = 0; p < 3; p++) {
             if (!path_available(p)) continue;
-            set_path(paths[p]);
+            test_cpu_path_force(test_cpu_paths[p]);
             facet_wtensor w = {FACET_WF_F32, rows, cols, malloc(sizeof(float) * (size_t)rows * cols), NULL, 0};
             memcpy(w.data, W, sizeof(float) * (size_t)rows * cols);
             assert_int_equal(facet_wtensor_convert(&w, formats[f], NULL), FACET_OK);
@@ -302,8 +296,7 @@ static void test_matmul_batch_rows_identical(void **state) {
             }
             free(w.data);
         }
-    unsetenv("FACET_CPU");
-    facet_cpu_refresh();
+    test_cpu_path_reset();
     free(W);
     free(X);
     free(Y);
@@ -346,7 +339,7 @@ static void test_matmul_multi_identical(void **state) {
         for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++)
             for (int p = 0; p < 3; p++) {
                 if (!path_available(p)) continue;
-                set_path(paths[p]);
+                test_cpu_path_force(test_cpu_paths[p]);
                 facet_wtensor w[4];
                 const facet_wtensor *wp[4];
                 const float *bp[4], *wf[4];
@@ -367,7 +360,7 @@ static void test_matmul_multi_identical(void **state) {
                         facet_matmul(pl, Ys[m], X, wp[m], bp[m], n);
                         if (memcmp(Y[m], Ys[m], sizeof(float) * (size_t)n * mc->rows[m]))
                             fail_msg("multi != separate: %s %s case %zu matrix %d [%d x %d] n=%d",
-                                     paths[p], facet_wformat_name(formats[f]), c, m, mc->rows[m],
+                                     test_cpu_paths[p], facet_wformat_name(formats[f]), c, m, mc->rows[m],
                                      cols, n);
                         /* the values themselves, against float64 (17 rows: k blocks) */
                         if (n == 3 || (n == 17 && (size_t)total * cols < ((size_t)1 << 20)))
@@ -384,8 +377,7 @@ static void test_matmul_multi_identical(void **state) {
         free(X);
         free(bias);
     }
-    unsetenv("FACET_CPU");
-    facet_cpu_refresh();
+    test_cpu_path_reset();
     facet_pool_free(pool);
 }
 
@@ -405,7 +397,7 @@ static void test_matmul_multi_fallback(void **state) {
     for (int m = 0; m < NM; m++) Y[m] = malloc(sizeof(float) * NX * ROWS);
     for (int p = 0; p < 3; p++) {
         if (!path_available(p)) continue;
-        set_path(paths[p]);
+        test_cpu_path_force(test_cpu_paths[p]);
         for (int kind = 0; kind < 4; kind++) {
             /* 0: bf16, int8, f16, f32 packed; 1: bf16 with one unpacked f32; 2: bf16 with
              * one of 64 cols; 3: 11 bf16 (two fused runs), no bias array */
@@ -440,8 +432,7 @@ static void test_matmul_multi_fallback(void **state) {
             for (int m = 0; m < nm; m++) free(w[m].data);
         }
     }
-    unsetenv("FACET_CPU");
-    facet_cpu_refresh();
+    test_cpu_path_reset();
     for (int m = 0; m < NM; m++) free(Y[m]);
     free(Ys);
     free(Wf);
@@ -474,7 +465,7 @@ static void test_dot_axpy_paths(void **state) {
     float a[257], b[257], y[257], y0[257];
     for (int p = 0; p < 3; p++) {
         if (!path_available(p)) continue;
-        set_path(paths[p]);
+        test_cpu_path_force(test_cpu_paths[p]);
         for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
             int n = lens[li];
             for (int i = 0; i < n; i++) {
@@ -498,19 +489,17 @@ static void test_dot_axpy_paths(void **state) {
             }
         }
     }
-    unsetenv("FACET_CPU");
-    facet_cpu_refresh();
+    test_cpu_path_reset();
 }
 
 static void test_cpu_env(void **state) {
     (void)state;
-    set_path("scalar");
+    test_cpu_path_force("scalar");
     assert_int_equal(facet_cpu()->level, FACET_CPU_SCALAR);
     assert_int_equal(facet_cpu()->avx512_bf16, 0);
-    set_path("avx512"); /* never raised above what the CPU has */
+    test_cpu_path_force("avx512"); /* never raised above what the CPU has */
     assert_true(facet_cpu()->level <= facet_cpu()->detected);
-    unsetenv("FACET_CPU");
-    facet_cpu_refresh();
+    test_cpu_path_reset();
     assert_int_equal(facet_cpu()->level, facet_cpu()->detected);
     printf("# cpu level %s (bf16 dot %d, vnni %d)\n", facet_cpu_level_name(facet_cpu()->level),
            facet_cpu()->avx512_bf16, facet_cpu()->avx512_vnni);
