@@ -130,8 +130,9 @@ static void mm_task(void *ctx, int task, int thread) {
     for (int k0 = 0; k0 < j->kp; k0 += j->kc) {
         int k1 = k0 + j->kc < j->kp ? k0 + j->kc : j->kp;
         int acc = k0 > 0, last = k1 == j->kp;
-        for (int r0 = 0; r0 < j->n_rows; r0 += uk->mr) {
-            int mr = j->n_rows - r0 < uk->mr ? j->n_rows - r0 : uk->mr;
+        int tr = j->n_rows > uk->mr && uk->mr_many ? uk->mr_many : uk->mr; /* tile rows */
+        for (int r0 = 0; r0 < j->n_rows; r0 += tr) {
+            int mr = j->n_rows - r0 < tr ? j->n_rows - r0 : tr;
             int npm = mr == 1 && uk->np1 ? uk->np1 : uk->np;
             for (int p = p0; p < p1; p += npm) {
                 int np = p1 - p < npm ? p1 - p : npm;

@@ -231,10 +231,10 @@ static FACET_TGT_AVX512BF16 void uk_bf16_avx512bf16(FACET_UK_PARAMS) {
     switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR8(FACET_UK_NP3, B_BF16_AVX512) }
 }
 
-const facet_ukernel facet_uk_f16_scalar = {"f16-scalar", FACET_X_F32, 4, 1, uk_f16_scalar, 0};
-const facet_ukernel facet_uk_f16_avx2 = {"f16-avx2", FACET_X_F32, 4, 1, uk_f16_avx2, 0};
-const facet_ukernel facet_uk_f16_avx512 = {"f16-avx512", FACET_X_F32, 8, 3, uk_f16_avx512, 0};
-const facet_ukernel facet_uk_bf16_scalar = {"bf16-scalar", FACET_X_F32, 4, 1, uk_bf16_scalar, 0};
-const facet_ukernel facet_uk_bf16_avx2 = {"bf16-avx2", FACET_X_F32, 4, 1, uk_bf16_avx2, 0};
+const facet_ukernel facet_uk_f16_scalar = {"f16-scalar", FACET_X_F32, 4, 1, uk_f16_scalar, 0, 0};
+const facet_ukernel facet_uk_f16_avx2 = {"f16-avx2", FACET_X_F32, 4, 1, uk_f16_avx2, 0, 0};
+const facet_ukernel facet_uk_f16_avx512 = {"f16-avx512", FACET_X_F32, 8, 3, uk_f16_avx512, 0, 0};
+const facet_ukernel facet_uk_bf16_scalar = {"bf16-scalar", FACET_X_F32, 4, 1, uk_bf16_scalar, 0, 0};
+const facet_ukernel facet_uk_bf16_avx2 = {"bf16-avx2", FACET_X_F32, 4, 1, uk_bf16_avx2, 0, 0};
 const facet_ukernel facet_uk_bf16_avx512bf16 = {"bf16-avx512bf16", FACET_X_BF16, 8, 3,
-                                                uk_bf16_avx512bf16, 0};
+                                                uk_bf16_avx512bf16, 0, 0};

@@ -226,6 +226,6 @@ static FACET_TGT_AVX512 void uk_f32_avx512(FACET_UK_PARAMS) {
     switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR8(FACET_UK_NP3, B_F32_AVX512) }
 }
 
-const facet_ukernel facet_uk_f32_scalar = {"f32-scalar", FACET_X_F32, 4, 1, uk_f32_scalar, 0};
-const facet_ukernel facet_uk_f32_avx2 = {"f32-avx2", FACET_X_F32, 4, 1, uk_f32_avx2, 0};
-const facet_ukernel facet_uk_f32_avx512 = {"f32-avx512", FACET_X_F32, 8, 3, uk_f32_avx512, 0};
+const facet_ukernel facet_uk_f32_scalar = {"f32-scalar", FACET_X_F32, 4, 1, uk_f32_scalar, 0, 0};
+const facet_ukernel facet_uk_f32_avx2 = {"f32-avx2", FACET_X_F32, 4, 1, uk_f32_avx2, 0, 0};
+const facet_ukernel facet_uk_f32_avx512 = {"f32-avx512", FACET_X_F32, 8, 3, uk_f32_avx512, 0, 0};

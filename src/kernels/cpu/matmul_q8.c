@@ -140,23 +140,39 @@ static FACET_TGT_AVX2 void uk_q8_avx2(FACET_UK_PARAMS) {
     switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR2(FACET_UK_NP1, B_Q8_AVX2) }
 }
 
+/* Bytes ahead of the block being read that the first row tile of a call prefetches into
+ * L2: the hardware prefetcher alone ran too short a distance while the tile computed,
+ * and the stream and the arithmetic did not overlap (8 rows of Qwen3-0.6B: 64% -> 85%
+ * of the read bandwidth, bench/RESULTS-perf.md section 5). */
+#define Q8_PREFETCH_BYTES 12288
+
+/*
+ * Rows r0..r0+MR-1 against NP panels (MR <= 8, NP <= 2, MR * NP <= 8: the integer sums
+ * and the float accumulators of the tile stay in registers). With pf, each block's
+ * cache lines Q8_PREFETCH_BYTES ahead in every panel's stream are prefetched to L2.
+ */
 FACET_INLINE FACET_TGT_AVX512VNNI void q8_vnni_body(const facet_xprep *x, int r0, const uint8_t *W,
                                                      size_t pb, int k0, int k1, float *tile,
-                                                     int accumulate, const int MR, const int NP) {
-    __m512 acc[4][4];
+                                                     int accumulate, const int MR, const int NP,
+                                                     int pf) {
+    __m512 acc[8][2];
     for (int r = 0; r < MR; r++)
         for (int p = 0; p < NP; p++)
             acc[r][p] = accumulate ? _mm512_loadu_ps(tile + r * FACET_TILE_LD + p * 16) : _mm512_setzero_ps();
     for (int b = k0 / FACET_Q8_BLOCK; b < k1 / FACET_Q8_BLOCK; b++) {
-        const uint8_t *blk[4];
+        const uint8_t *blk[2];
         for (int p = 0; p < NP; p++) blk[p] = W + (size_t)p * pb + (size_t)b * FACET_Q8_PBLOCK;
-        __m512i is[4][4];
+        if (pf)
+            for (int p = 0; p < NP; p++)
+                for (int c = 0; c < FACET_Q8_PBLOCK; c += 64)
+                    _mm_prefetch((const char *)blk[p] + Q8_PREFETCH_BYTES + c, _MM_HINT_T1);
+        __m512i is[8][2];
         for (int r = 0; r < MR; r++) {
             __m512i c = _mm512_set1_epi32(XC(r)[b]);
             for (int p = 0; p < NP; p++) is[r][p] = c;
         }
         for (int q = 0; q < 8; q++) {
-            __m512i w[4];
+            __m512i w[2];
             for (int p = 0; p < NP; p++) w[p] = _mm512_loadu_si512((const void *)(blk[p] + q * 64));
             for (int r = 0; r < MR; r++) {
                 int32_t quad;
@@ -206,18 +222,29 @@ static FACET_TGT_AVX512VNNI void q8_vnni_row1(const facet_xprep *x, int r0, cons
     }
 }
 
-#define B_Q8_VNNI(M, N) q8_vnni_body(FACET_UK_ARGS, M, N)
+/* pf: only a call's first row tile streams the weights from memory; later tiles of the
+ * same panels find them in L2 (matmul.c keeps a task's weights within it). */
+#define B_Q8_VNNI(M, N) q8_vnni_body(FACET_UK_ARGS, M, N, r0 == 0)
 static FACET_TGT_AVX512VNNI void uk_q8_avx512vnni(FACET_UK_PARAMS) {
     if (mr == 1) {
         q8_vnni_row1(x, r0, W, pb, np, k0, k1, tile, accumulate);
         return;
     }
+    if (mr > 4) { /* 5..8 rows (a decode batch): one panel at a time, in stream order, so
+                   * all the rows share one pass over the weights */
+        for (int p = 0; p < np; p++, W += pb, tile += 16) switch (mr) {
+            case 5: B_Q8_VNNI(5, 1); break;
+            case 6: B_Q8_VNNI(6, 1); break;
+            case 7: B_Q8_VNNI(7, 1); break;
+            default: B_Q8_VNNI(8, 1); break;
+            }
+        return;
+    }
     switch (FACET_UK_KEY(mr, np)) {
-        FACET_UK_NP4(B_Q8_VNNI, 1) /* one row: four panels (more streams in flight) */
         FACET_UK_NP2(B_Q8_VNNI, 2) FACET_UK_NP2(B_Q8_VNNI, 3) FACET_UK_NP2(B_Q8_VNNI, 4)
     }
 }
 
-const facet_ukernel facet_uk_q8_scalar = {"int8-scalar", FACET_X_Q8, 4, 1, uk_q8_scalar, 0};
-const facet_ukernel facet_uk_q8_avx2 = {"int8-avx2", FACET_X_Q8, 2, 1, uk_q8_avx2, 0};
-const facet_ukernel facet_uk_q8_avx512vnni = {"int8-avx512vnni", FACET_X_Q8, 4, 2, uk_q8_avx512vnni, 4};
+const facet_ukernel facet_uk_q8_scalar = {"int8-scalar", FACET_X_Q8, 4, 1, uk_q8_scalar, 0, 0};
+const facet_ukernel facet_uk_q8_avx2 = {"int8-avx2", FACET_X_Q8, 2, 1, uk_q8_avx2, 0, 0};
+const facet_ukernel facet_uk_q8_avx512vnni = {"int8-avx512vnni", FACET_X_Q8, 8, 2, uk_q8_avx512vnni, 4, 4};
