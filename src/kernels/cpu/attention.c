@@ -5,7 +5,8 @@
  * al. 2022 on a CPU). Keys arrive transposed in groups of 16 positions, so a block's
  * scores are a small GEMM (tiles of up to 4 queries x 64 keys, no horizontal sums);
  * values are accumulated two queries at a time with the output in registers (AVX-512,
- * head_dim 64/128/256). A 16-bit cache is widened to float32 block by block. Each
+ * head_dim 32/64/80/96/128/256). The AVX-512 kernels read a 16-bit cache as it is and
+ * widen each vector in a register; the other paths widen a block to float32 first. Each
  * query's arithmetic is the same, in the same order, whatever group it is in.
  */
 #include <immintrin.h>
@@ -17,6 +18,15 @@
 #include "kernels/cpu/ukernel_gen.h"
 #include "kernels/cpu/vexp.h"
 
+/* 16 cache elements from element idx of base, widened to float32 in the register (exact:
+ * bf16 is float32's top half, f16 widens with vcvtph2ps), for KVT the cache's type. */
+FACET_INLINE FACET_TGT_AVX512 __m512 kv_load16(const void *base, size_t idx, const int KVT) {
+    if (KVT == FACET_KV_F32) return _mm512_loadu_ps((const float *)base + idx);
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)base + idx));
+    if (KVT == FACET_KV_BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+
 /*
  * Scores, AVX-512: QT queries (<= 4) against NG groups of 16 keys (<= 4) of the block,
  * the keys transposed ([group][hd][16], the cache's layout). Each score is one chain
@@ -25,18 +35,18 @@
  * The QT x NG accumulators (up to 16) hide the FMA latency; each key vector loaded once
  * serves every query of the tile.
  */
-FACET_INLINE FACET_TGT_AVX512 void scores_tile_avx512(const float *const *q, const float *KT,
+FACET_INLINE FACET_TGT_AVX512 void scores_tile_avx512(const float *const *q, const void *KT,
                                                       int hd, float scale, float *const *s,
-                                                      const int QT, const int NG) {
+                                                      const int QT, const int NG, const int KVT) {
     __m512 acc[4][4];
     for (int g = 0; g < NG; g++) {
-        __m512 k = _mm512_loadu_ps(KT + (size_t)g * hd * 16);
+        __m512 k = kv_load16(KT, (size_t)g * hd * 16, KVT);
         for (int i = 0; i < QT; i++) acc[i][g] = _mm512_mul_ps(_mm512_set1_ps(q[i][0]), k);
     }
     for (int d = 1; d < hd; d++) {
         __m512 k[4];
         for (int g = 0; g < NG; g++) {
-            k[g] = _mm512_loadu_ps(KT + ((size_t)g * hd + d) * 16);
+            k[g] = kv_load16(KT, ((size_t)g * hd + d) * 16, KVT);
             /* keep the key vector in a register: folded into each FMA as a memory
              * operand, it was loaded QT times and the tile ran load-bound */
             __asm__("" : "+v"(k[g]));
@@ -51,15 +61,23 @@ FACET_INLINE FACET_TGT_AVX512 void scores_tile_avx512(const float *const *q, con
         for (int g = 0; g < NG; g++) _mm512_storeu_ps(s[i] + g * 16, _mm512_mul_ps(acc[i][g], sc));
 }
 
-#define SC_CASE(QT, NG) \
-    case (QT) * 8 + (NG): scores_tile_avx512(q, KT, hd, scale, s, QT, NG); return;
-static FACET_TGT_AVX512 void scores_avx512(const float *const *q, int qt, const float *KT, int ng,
-                                           int hd, float scale, float *const *s) {
-    switch (qt * 8 + ng) {
-        SC_CASE(1, 1) SC_CASE(1, 2) SC_CASE(1, 3) SC_CASE(1, 4)
-        SC_CASE(2, 1) SC_CASE(2, 2) SC_CASE(2, 3) SC_CASE(2, 4)
-        SC_CASE(3, 1) SC_CASE(3, 2) SC_CASE(3, 3) SC_CASE(3, 4)
-        SC_CASE(4, 1) SC_CASE(4, 2) SC_CASE(4, 3) SC_CASE(4, 4)
+#define SC_CASE(QT, NG, T) \
+    case (QT) * 8 + (NG): scores_tile_avx512(q, KT, hd, scale, s, QT, NG, T); return;
+#define SC_CASES(T)                                                   \
+    switch (qt * 8 + ng) {                                            \
+        SC_CASE(1, 1, T) SC_CASE(1, 2, T) SC_CASE(1, 3, T) SC_CASE(1, 4, T) \
+        SC_CASE(2, 1, T) SC_CASE(2, 2, T) SC_CASE(2, 3, T) SC_CASE(2, 4, T) \
+        SC_CASE(3, 1, T) SC_CASE(3, 2, T) SC_CASE(3, 3, T) SC_CASE(3, 4, T) \
+        SC_CASE(4, 1, T) SC_CASE(4, 2, T) SC_CASE(4, 3, T) SC_CASE(4, 4, T) \
+    }
+/* KT: the block's first key group in the cache's own type (kt). */
+static FACET_TGT_AVX512 void scores_avx512(const float *const *q, int qt, const void *KT,
+                                           facet_kv_type kt, int ng, int hd, float scale,
+                                           float *const *s) {
+    switch (kt) {
+    case FACET_KV_BF16: SC_CASES(FACET_KV_BF16) return;
+    case FACET_KV_F16: SC_CASES(FACET_KV_F16) return;
+    default: SC_CASES(FACET_KV_F32) return;
     }
 }
 
@@ -84,9 +102,9 @@ static void scores_generic(const float *const *q, int qt, const float *KT, int n
  * the operations and their order are those of QN = 1.
  */
 FACET_INLINE FACET_TGT_AVX512 void values_avx512_nc(float *const *acc, const float *c,
-                                                     const float *V, size_t vs,
+                                                     const void *V, size_t vs,
                                                      const int *n, const float *const *p,
-                                                     const int QN, const int NC) {
+                                                     const int QN, const int NC, const int KVT) {
     __m512 av[2][16];
     for (int i = 0; i < QN; i++) {
         __m512 cv = _mm512_set1_ps(c[i]);
@@ -95,36 +113,46 @@ FACET_INLINE FACET_TGT_AVX512 void values_avx512_nc(float *const *acc, const flo
     int common = QN == 2 ? (n[0] < n[1] ? n[0] : n[1]) : n[0];
     int t = 0;
     for (; t < common; t++) {
-        const float *v = V + (size_t)t * vs;
+        size_t v = (size_t)t * vs;
         __m512 pv[2];
         for (int i = 0; i < QN; i++) pv[i] = _mm512_set1_ps(p[i][t]);
         for (int j = 0; j < NC; j++) {
-            __m512 x = _mm512_loadu_ps(v + 16 * j);
+            __m512 x = kv_load16(V, v + 16 * (size_t)j, KVT);
             __asm__("" : "+v"(x)); /* one load for both queries (see scores_tile_avx512) */
             for (int i = 0; i < QN; i++) av[i][j] = _mm512_fmadd_ps(pv[i], x, av[i][j]);
         }
     }
     for (int i = 0; i < QN; i++)
         for (int u = t; u < n[i]; u++) {
-            const float *v = V + (size_t)u * vs;
+            size_t v = (size_t)u * vs;
             __m512 pv = _mm512_set1_ps(p[i][u]);
-            for (int j = 0; j < NC; j++) av[i][j] = _mm512_fmadd_ps(pv, _mm512_loadu_ps(v + 16 * j), av[i][j]);
+            for (int j = 0; j < NC; j++)
+                av[i][j] = _mm512_fmadd_ps(pv, kv_load16(V, v + 16 * (size_t)j, KVT), av[i][j]);
         }
     for (int i = 0; i < QN; i++)
         for (int j = 0; j < NC; j++) _mm512_storeu_ps(acc[i] + 16 * j, av[i][j]);
 }
 
-#define VAL_CASE(QN, NC) \
-    case (QN) * 32 + (NC): values_avx512_nc(acc, c, V, vs, n, p, QN, NC); return 1;
-/* Returns 0 when head_dim has no register path (then the caller's loop runs). */
-static FACET_TGT_AVX512 int values_avx512(float *const *acc, const float *c, const float *V,
-                                          size_t vs, const int *n, const float *const *p,
-                                          int qn, int nc) {
-    switch (qn * 32 + nc) {
-        VAL_CASE(1, 4) VAL_CASE(1, 8) VAL_CASE(1, 16)
-        VAL_CASE(2, 4) VAL_CASE(2, 8) VAL_CASE(2, 16)
+/* head_dim / 16 values with a register path in values_avx512 */
+static int values_nc_ok(int nc) { return nc == 2 || nc == 4 || nc == 5 || nc == 6 || nc == 8 || nc == 16; }
+
+#define VAL_CASE(QN, NC, T) \
+    case (QN) * 32 + (NC): values_avx512_nc(acc, c, V, vs, n, p, QN, NC, T); return;
+#define VAL_CASES(T)                                                                     \
+    switch (qn * 32 + nc) {                                                              \
+        VAL_CASE(1, 2, T) VAL_CASE(1, 4, T) VAL_CASE(1, 5, T) VAL_CASE(1, 6, T) VAL_CASE(1, 8, T) VAL_CASE(1, 16, T) \
+        VAL_CASE(2, 2, T) VAL_CASE(2, 4, T) VAL_CASE(2, 5, T) VAL_CASE(2, 6, T) VAL_CASE(2, 8, T) VAL_CASE(2, 16, T) \
     }
-    return 0;
+/* V: the block's first value row in the cache's own type (kt), rows vs elements apart;
+ * nc must satisfy values_nc_ok. */
+static FACET_TGT_AVX512 void values_avx512(float *const *acc, const float *c, const void *V,
+                                           facet_kv_type kt, size_t vs, const int *n,
+                                           const float *const *p, int qn, int nc) {
+    switch (kt) {
+    case FACET_KV_BF16: VAL_CASES(FACET_KV_BF16) return;
+    case FACET_KV_F16: VAL_CASES(FACET_KV_F16) return;
+    default: VAL_CASES(FACET_KV_F32) return;
+    }
 }
 
 /* The block's softmax step for one query: new max over s[0..n) and the old max *m,
@@ -169,8 +197,11 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
     size_t elt = kv_type == FACET_KV_F32 ? 4 : 2;
     const uint8_t *Kb = K, *Vb = V;
     int avx512 = facet_cpu()->level == FACET_CPU_AVX512;
-    int fast = avx512 && hd % 16 == 0;
     int nc = hd / 16, last = 0;
+    /* AVX-512 with a register path for head_dim: the kernels read the cache as it is
+     * (16-bit elements widened in registers); otherwise a 16-bit cache's block is widened
+     * into kb / vb first */
+    int fast = avx512 && hd % 16 == 0 && values_nc_ok(nc);
     for (int i = 0; i < n_q; i++) {
         m[i] = -INFINITY;
         l[i] = 0.0f;
@@ -182,12 +213,13 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
         int ng = (t1 - t0 + G) / G;                   /* groups of 16 keys in the block   */
         /* keys: [group][hd][16] from group t0 / 16; values: rows v_stride apart. A 16-bit
          * cache is widened into kb / vb (a group's lanes past t1 are never used). */
-        const float *KT, *Vx;
+        const float *KT = NULL, *Vx = NULL;
+        const void *KTc = Kb + (size_t)(t0 / G) * hd * G * elt, *Vc = Vb + (size_t)t0 * v_stride * elt;
         size_t vs = v_stride;
         if (kv_type == FACET_KV_F32) {
-            KT = (const float *)Kb + (size_t)(t0 / G) * hd * G;
-            Vx = (const float *)Vb + (size_t)t0 * v_stride;
-        } else {
+            KT = KTc;
+            Vx = Vc;
+        } else if (!fast) {
             facet_kv_load(Kb + (size_t)(t0 / G) * hd * G * elt, kv_type, kb, ng * hd * G);
             for (int t = t0; t <= t1; t++)
                 facet_kv_load(Vb + (size_t)t * v_stride * elt, kv_type, vb + (size_t)(t - t0) * hd, hd);
@@ -207,7 +239,7 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
                 qs[u] = q + (size_t)act[a0 + u] * q_stride;
                 ss[u] = s + (size_t)act[a0 + u] * B;
             }
-            if (fast) scores_avx512(qs, qt, KT, ng, hd, scale, ss);
+            if (fast) scores_avx512(qs, qt, KTc, kv_type, ng, hd, scale, ss);
             else scores_generic(qs, qt, KT, ng, hd, scale, ss);
         }
         /* online softmax over the keys each query sees: new max, rescale of the old
@@ -242,12 +274,7 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
                 as[nq] = ai;
                 ps[nq] = si;
                 if (++nq == 2 || a == na - 1) {
-                    if (!values_avx512(as, cs, Vx, vs, ns, ps, nq, nc))
-                        for (int u = 0; u < nq; u++) {
-                            for (int d = 0; d < hd; d++) as[u][d] *= cs[u];
-                            for (int j = 0; j < ns[u]; j++)
-                                facet_axpy_f32(as[u], ps[u][j], Vx + (size_t)j * vs, hd);
-                        }
+                    values_avx512(as, cs, Vc, kv_type, vs, ns, ps, nq, nc);
                     nq = 0;
                 }
             } else {
