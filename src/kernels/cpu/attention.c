@@ -235,12 +235,15 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
             int qt = na - a0 < 4 ? na - a0 : 4;
             const float *qs[4];
             float *ss[4];
+            int tmax = t0; /* the tile's last visible key: groups past it are skipped */
             for (int u = 0; u < qt; u++) {
                 qs[u] = q + (size_t)act[a0 + u] * q_stride;
                 ss[u] = s + (size_t)act[a0 + u] * B;
+                if (pos[act[a0 + u]] > tmax) tmax = pos[act[a0 + u]];
             }
-            if (fast) scores_avx512(qs, qt, KTc, kv_type, ng, hd, scale, ss);
-            else scores_generic(qs, qt, KT, ng, hd, scale, ss);
+            int ngt = ((tmax < t1 ? tmax : t1) - t0) / G + 1;
+            if (fast) scores_avx512(qs, qt, KTc, kv_type, ngt, hd, scale, ss);
+            else scores_generic(qs, qt, KT, ngt, hd, scale, ss);
         }
         /* online softmax over the keys each query sees: new max, rescale of the old
          * sum and output */

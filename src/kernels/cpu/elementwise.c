@@ -6,8 +6,16 @@
 #include "kernels/cpu/vexp.h"
 
 void facet_rmsnorm(float *y, const float *x, const float *w, int n, double eps, float offset) {
-    double ss = 0.0;
-    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    /* the sum of squares in double over 8 interleaved lanes (x[i] goes to lane i % 8),
+     * folded in a fixed order: eight independent add chains instead of one (it was ~3%
+     * of an int8 prefill), the same bits whether or not the compiler vectorizes it
+     * (each square is exact in double) */
+    double lane[8] = {0};
+    int i8 = n / 8 * 8;
+    for (int i = 0; i < i8; i += 8)
+        for (int l = 0; l < 8; l++) lane[l] += (double)x[i + l] * x[i + l];
+    for (int i = i8; i < n; i++) lane[i - i8] += (double)x[i] * x[i];
+    double ss = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
     float inv = (float)(1.0 / sqrt(ss / n + eps));
     for (int i = 0; i < n; i++) y[i] = x[i] * inv * (offset + w[i]);
 }
