@@ -189,8 +189,8 @@ int main(int argc, char **argv) {
 
     /* decode: each repetition measures the read bandwidth (256 MiB stream) right before
      * the step, so every ratio compares two measurements taken moments apart */
-    int decode_rows[] = {1, 8};
-    for (int d = 0; d < 2; d++) {
+    int decode_rows[] = {1, 8, 16};
+    for (int d = 0; d < 3; d++) {
         int n = decode_rows[d];
         double rw[64], rc[64], tw[64], tc[64];
         int nr = reps < 64 ? reps : 64;

@@ -130,9 +130,12 @@ static void mm_task(void *ctx, int task, int thread) {
     for (int k0 = 0; k0 < j->kp; k0 += j->kc) {
         int k1 = k0 + j->kc < j->kp ? k0 + j->kc : j->kp;
         int acc = k0 > 0, last = k1 == j->kp;
-        int tr = j->n_rows > uk->mr && uk->mr_many ? uk->mr_many : uk->mr; /* tile rows */
-        for (int r0 = 0; r0 < j->n_rows; r0 += tr) {
-            int mr = j->n_rows - r0 < tr ? j->n_rows - r0 : tr;
+        /* tile rows: the first tile, which streams the weights from memory, as many as the
+         * kernel takes (mr); the others, reading them from L2, mr_many */
+        int tr = uk->mr_many ? uk->mr_many : uk->mr;
+        for (int r0 = 0, mr; r0 < j->n_rows; r0 += mr) {
+            int want = r0 == 0 ? uk->mr : tr;
+            mr = j->n_rows - r0 < want ? j->n_rows - r0 : want;
             int npm = mr == 1 && uk->np1 ? uk->np1 : uk->np;
             for (int p = p0; p < p1; p += npm) {
                 int np = p1 - p < npm ? p1 - p : npm;
