@@ -142,19 +142,31 @@ FACET_INLINE FACET_TGT_AVX512 void f16_avx512_body(const facet_xprep *x, int r0,
         for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * FACET_TILE_LD + p * 16, acc[r][p]);
 }
 
-/* One row (decode): as bf16_avx512_row1 below, for f16 weights. */
+/* One row (decode), N (1 or 2) panels side by side from panel p, for f16 weights: as
+ * bf16_row1_n below (two chains: one FMA latency per 32 bytes held a core to ~30 GB/s). */
+FACET_INLINE FACET_TGT_AVX512 void f16_row1_n(const float *xr, const uint8_t *W, size_t pb, int p,
+                                               int k0, int k1, float *tile, int accumulate,
+                                               const int N) {
+    const uint16_t *w[2];
+    __m512 a[2];
+    for (int i = 0; i < N; i++) {
+        w[i] = (const uint16_t *)(W + (size_t)(p + i) * pb);
+        a[i] = accumulate ? _mm512_loadu_ps(tile + (p + i) * 16) : _mm512_setzero_ps();
+    }
+    for (int k = k0; k < k1; k++) {
+        __m512 xb = _mm512_set1_ps(xr[k]);
+        for (int i = 0; i < N; i++)
+            a[i] = _mm512_fmadd_ps(xb, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w[i] + (size_t)k * 16))), a[i]);
+    }
+    for (int i = 0; i < N; i++) _mm512_storeu_ps(tile + (p + i) * 16, a[i]);
+}
+
 static FACET_TGT_AVX512 void f16_avx512_row1(const facet_xprep *x, int r0, const uint8_t *W,
                                              size_t pb, int np, int k0, int k1, float *tile,
                                              int accumulate) {
-    const float *xr = XROW(0);
-    for (int p = 0; p < np; p++) {
-        const uint16_t *w = (const uint16_t *)(W + (size_t)p * pb);
-        __m512 acc = accumulate ? _mm512_loadu_ps(tile + p * 16) : _mm512_setzero_ps();
-        for (int k = k0; k < k1; k++)
-            acc = _mm512_fmadd_ps(_mm512_set1_ps(xr[k]),
-                                  _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + (size_t)k * 16))), acc);
-        _mm512_storeu_ps(tile + p * 16, acc);
-    }
+    int p = 0;
+    for (; p + 2 <= np; p += 2) f16_row1_n(XROW(0), W, pb, p, k0, k1, tile, accumulate, 2);
+    for (; p < np; p++) f16_row1_n(XROW(0), W, pb, p, k0, k1, tile, accumulate, 1);
 }
 
 #define B_F16_AVX512(M, N) f16_avx512_body(FACET_UK_ARGS, M, N)
@@ -202,24 +214,36 @@ FACET_TGT_AVX512BF16 void facet_x_to_bf16_avx512bf16(const float *x, uint16_t *o
     }
 }
 
-/* One row (decode): panels one after the other, one sequential stream through the
- * contiguous panels; per output the same single accumulator chain in k order as the
- * tiled body, so a row's bits do not depend on its batch. */
+/* One row (decode), N (1 or 2) panels side by side from panel p: one chain per panel,
+ * each the tiled body's chain for its panel, so a row's bits do not depend on its batch.
+ * Two chains keep the stream from waiting on one vdpbf16ps latency per 64 bytes (~38
+ * GB/s a core from L3, below the machine's fast DRAM state; 2 chains: ~65). */
+FACET_INLINE FACET_TGT_AVX512BF16 void bf16_row1_n(const uint16_t *xr, const uint8_t *W, size_t pb,
+                                                    int p, int k0, int k1, float *tile,
+                                                    int accumulate, const int N) {
+    const uint16_t *w[2];
+    __m512 a[2];
+    for (int i = 0; i < N; i++) {
+        w[i] = (const uint16_t *)(W + (size_t)(p + i) * pb);
+        a[i] = accumulate ? _mm512_loadu_ps(tile + (p + i) * 16) : _mm512_setzero_ps();
+    }
+    for (int k = k0; k < k1; k += 2) {
+        int32_t pair;
+        memcpy(&pair, xr + k, 4);
+        __m512bh xb = (__m512bh)_mm512_set1_epi32(pair);
+        for (int i = 0; i < N; i++)
+            a[i] = _mm512_dpbf16_ps(a[i], (__m512bh)_mm512_loadu_si512((const void *)(w[i] + (size_t)k * 16)), xb);
+    }
+    for (int i = 0; i < N; i++) _mm512_storeu_ps(tile + (p + i) * 16, a[i]);
+}
+
+/* One row: the call's panels (contiguous: one sequential stream), two at a time. */
 static FACET_TGT_AVX512BF16 void bf16_avx512_row1(const facet_xprep *x, int r0, const uint8_t *W,
                                                   size_t pb, int np, int k0, int k1, float *tile,
                                                   int accumulate) {
-    const uint16_t *xr = XROW16(0);
-    for (int p = 0; p < np; p++) {
-        const uint16_t *w = (const uint16_t *)(W + (size_t)p * pb);
-        __m512 acc = accumulate ? _mm512_loadu_ps(tile + p * 16) : _mm512_setzero_ps();
-        for (int k = k0; k < k1; k += 2) {
-            int32_t pair;
-            memcpy(&pair, xr + k, 4);
-            acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512((const void *)(w + (size_t)k * 16)),
-                                   (__m512bh)_mm512_set1_epi32(pair));
-        }
-        _mm512_storeu_ps(tile + p * 16, acc);
-    }
+    int p = 0;
+    for (; p + 2 <= np; p += 2) bf16_row1_n(XROW16(0), W, pb, p, k0, k1, tile, accumulate, 2);
+    for (; p < np; p++) bf16_row1_n(XROW16(0), W, pb, p, k0, k1, tile, accumulate, 1);
 }
 
 #define B_BF16_AVX512(M, N) bf16_avx512_body(FACET_UK_ARGS, M, N)
@@ -233,8 +257,8 @@ static FACET_TGT_AVX512BF16 void uk_bf16_avx512bf16(FACET_UK_PARAMS) {
 
 const facet_ukernel facet_uk_f16_scalar = {"f16-scalar", FACET_X_F32, 4, 1, uk_f16_scalar, 0, 0};
 const facet_ukernel facet_uk_f16_avx2 = {"f16-avx2", FACET_X_F32, 4, 1, uk_f16_avx2, 0, 0};
-const facet_ukernel facet_uk_f16_avx512 = {"f16-avx512", FACET_X_F32, 8, 3, uk_f16_avx512, 0, 0};
+const facet_ukernel facet_uk_f16_avx512 = {"f16-avx512", FACET_X_F32, 8, 3, uk_f16_avx512, 4, 0};
 const facet_ukernel facet_uk_bf16_scalar = {"bf16-scalar", FACET_X_F32, 4, 1, uk_bf16_scalar, 0, 0};
 const facet_ukernel facet_uk_bf16_avx2 = {"bf16-avx2", FACET_X_F32, 4, 1, uk_bf16_avx2, 0, 0};
 const facet_ukernel facet_uk_bf16_avx512bf16 = {"bf16-avx512bf16", FACET_X_BF16, 8, 3,
-                                                uk_bf16_avx512bf16, 0, 0};
+                                                uk_bf16_avx512bf16, 4, 0};

@@ -202,19 +202,32 @@ FACET_INLINE FACET_TGT_AVX512 void f32_avx512_body(const facet_xprep *x, int r0,
         for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * FACET_TILE_LD + p * 16, acc[r][p]);
 }
 
-/* One row (decode): panels one after the other as one sequential stream; per output
- * the tiled body's single FMA chain in k order (same bits alone or in a batch). */
+/* One row (decode): N (1 or 2) panels side by side from panel p, per output the tiled
+ * body's single FMA chain in k order (same bits alone or in a batch); two chains so the
+ * stream does not wait on one FMA latency per 64 bytes. The call's panels are
+ * contiguous: one sequential stream. */
+FACET_INLINE FACET_TGT_AVX512 void f32_row1_n(const float *xr, const uint8_t *W, size_t pb, int p,
+                                               int k0, int k1, float *tile, int accumulate,
+                                               const int N) {
+    const float *w[2];
+    __m512 a[2];
+    for (int i = 0; i < N; i++) {
+        w[i] = (const float *)(W + (size_t)(p + i) * pb);
+        a[i] = accumulate ? _mm512_loadu_ps(tile + (p + i) * 16) : _mm512_setzero_ps();
+    }
+    for (int k = k0; k < k1; k++) {
+        __m512 xb = _mm512_set1_ps(xr[k]);
+        for (int i = 0; i < N; i++) a[i] = _mm512_fmadd_ps(xb, _mm512_loadu_ps(w[i] + (size_t)k * 16), a[i]);
+    }
+    for (int i = 0; i < N; i++) _mm512_storeu_ps(tile + (p + i) * 16, a[i]);
+}
+
 static FACET_TGT_AVX512 void f32_avx512_row1(const facet_xprep *x, int r0, const uint8_t *W,
                                              size_t pb, int np, int k0, int k1, float *tile,
                                              int accumulate) {
-    const float *xr = XROW(0);
-    for (int p = 0; p < np; p++) {
-        const float *w = (const float *)(W + (size_t)p * pb);
-        __m512 acc = accumulate ? _mm512_loadu_ps(tile + p * 16) : _mm512_setzero_ps();
-        for (int k = k0; k < k1; k++)
-            acc = _mm512_fmadd_ps(_mm512_set1_ps(xr[k]), _mm512_loadu_ps(w + (size_t)k * 16), acc);
-        _mm512_storeu_ps(tile + p * 16, acc);
-    }
+    int p = 0;
+    for (; p + 2 <= np; p += 2) f32_row1_n(XROW(0), W, pb, p, k0, k1, tile, accumulate, 2);
+    for (; p < np; p++) f32_row1_n(XROW(0), W, pb, p, k0, k1, tile, accumulate, 1);
 }
 
 #define B_F32_AVX512(M, N) f32_avx512_body(FACET_UK_ARGS, M, N)
@@ -228,4 +241,4 @@ static FACET_TGT_AVX512 void uk_f32_avx512(FACET_UK_PARAMS) {
 
 const facet_ukernel facet_uk_f32_scalar = {"f32-scalar", FACET_X_F32, 4, 1, uk_f32_scalar, 0, 0};
 const facet_ukernel facet_uk_f32_avx2 = {"f32-avx2", FACET_X_F32, 4, 1, uk_f32_avx2, 0, 0};
-const facet_ukernel facet_uk_f32_avx512 = {"f32-avx512", FACET_X_F32, 8, 3, uk_f32_avx512, 0, 0};
+const facet_ukernel facet_uk_f32_avx512 = {"f32-avx512", FACET_X_F32, 8, 3, uk_f32_avx512, 4, 0};
