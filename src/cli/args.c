@@ -9,10 +9,10 @@
 int cli_parse_int(const char *opt, const char *v, long lo, long hi, int *out) {
     char *end;
     errno = 0;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || errno || end == v || *end || x < lo || x > hi) {
-        fprintf(stderr, "facet: %s expects an integer in [%ld, %ld], got '%s'\n", opt, lo, hi,
-                v ? v : "(nothing)");
+    if (!v) return 0; /* the caller says the value is missing */
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) {
+        fprintf(stderr, "facet: %s expects an integer in [%ld, %ld], got '%s'\n", opt, lo, hi, v);
         return 0;
     }
     *out = (int)x;
@@ -26,16 +26,17 @@ int cli_parse_kv_type(const char *opt, const char *v, facet_kv_type *out) {
             *out = types[i];
             return 1;
         }
-    fprintf(stderr, "facet: %s expects auto, f32, bf16 or f16, got '%s'\n", opt, v ? v : "(nothing)");
-    return 0;
+    if (v) fprintf(stderr, "facet: %s expects auto, f32, bf16 or f16, got '%s'\n", opt, v);
+    return 0; /* v NULL: the caller says the value is missing */
 }
 
 int cli_parse_float(const char *opt, const char *v, float *out) {
     char *end;
     errno = 0;
-    float x = v ? strtof(v, &end) : 0;
-    if (!v || errno || end == v || *end) {
-        fprintf(stderr, "facet: %s expects a number, got '%s'\n", opt, v ? v : "(nothing)");
+    if (!v) return 0; /* the caller says the value is missing */
+    float x = strtof(v, &end);
+    if (errno || end == v || *end) {
+        fprintf(stderr, "facet: %s expects a number, got '%s'\n", opt, v);
         return 0;
     }
     *out = x;

@@ -89,6 +89,15 @@ out:
     return t;
 }
 
+/* The options that take a value (a missing one is named as such). */
+static int takes_value(const char *a) {
+    static const char *opts[] = {"--shapes", "--concurrency", "-n",     "--threads",
+                                 "--weights", "--kv-cache",   "--json"};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+        if (!strcmp(a, opts[i])) return 1;
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv) {
     const char *model_dir = NULL, *json_path = NULL;
     int shapes[16] = {160, 256, 550}, n_shapes = 3;
@@ -128,7 +137,11 @@ int cmd_bench(int argc, char **argv) {
             static const char *names[] = {"auto", "f32", "bf16", "f16", "int8"};
             int k = 0;
             while (k < 5 && strcmp(v, names[k])) k++;
-            if (k == 5) goto bad;
+            if (k == 5) {
+                fprintf(stderr, "facet: bench: --weights expects auto, f32, bf16, f16 or int8, "
+                                "got '%s'\n", v);
+                return 1;
+            }
             weights = (facet_weight_format)k;
             weights_name = names[k];
             i++;
@@ -145,7 +158,10 @@ int cmd_bench(int argc, char **argv) {
         }
         continue;
     bad:
-        fprintf(stderr, "facet: bench: bad argument '%s' (facet bench --help)\n", a);
+        if (!v && takes_value(a))
+            fprintf(stderr, "facet: bench: %s needs a value\n", a);
+        else
+            fprintf(stderr, "facet: bench: bad argument '%s' (facet bench --help)\n", a);
         return 1;
     }
     if (!model_dir) {

@@ -81,8 +81,13 @@ int cmd_plan(int argc, char **argv) {
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             plan_usage(stdout);
             return 0;
+        } else if (i + 1 == argc && (!strcmp(argv[i], "--ctx") || !strcmp(argv[i], "--batch") ||
+                                     !strcmp(argv[i], "--weights") || !strcmp(argv[i], "--kv-cache") ||
+                                     !strcmp(argv[i], "--backend"))) {
+            fprintf(stderr, "facet: plan: %s needs a value\n", argv[i]);
+            return 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "facet: plan: unknown or incomplete option '%s'\n", argv[i]);
+            fprintf(stderr, "facet: plan: unknown option '%s'\n", argv[i]);
             plan_usage(stderr);
             return 1;
         } else if (!path) {

@@ -226,3 +226,15 @@ def test_prompt_id_out_of_vocab(facet):
 def test_unknown_option(facet):
     p = run(facet, ["run", "--frobnicate"])
     assert_clean_error(p, "--frobnicate")
+
+
+@pytest.mark.parametrize("cmd", ["run", "plan", "bench", "serve"])
+def test_missing_and_bad_option_value(facet, cmd):
+    """Every subcommand names a missing value and a bad one the same way, in one line."""
+    p = run(facet, [cmd, BUNDLED, "--kv-cache"])
+    assert_clean_error(p, "facet: %s: --kv-cache needs a value" % cmd)
+    p = run(facet, [cmd, BUNDLED, "--kv-cache", "f8"])
+    assert_clean_error(p, "--kv-cache expects auto, f32, bf16 or f16, got 'f8'")
+    opt = "--threads" if cmd == "bench" else "--ctx"
+    p = run(facet, [cmd, BUNDLED, opt])
+    assert_clean_error(p, "facet: %s: %s needs a value" % (cmd, opt))
