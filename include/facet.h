@@ -238,6 +238,13 @@ int32_t facet_sample_greedy(const float *logits, int n_vocab);
 int facet_top_logprobs(const float *logits, int n_vocab, int k, int32_t *ids,
                        double *logprobs);
 
+/* Index of the first NaN or infinite value among logits[0..n_vocab), or -1 when all are
+ * finite. A non-finite logit means the forward pass overflowed (e.g. an f16 KV cache
+ * holding a key or value beyond +-65504); sampling from such a row is meaningless, so
+ * `facet run` and `facet serve` check each row before they sample and stop with an
+ * error naming the step. */
+int facet_logits_nonfinite(const float *logits, int n_vocab);
+
 #ifdef __cplusplus
 }
 #endif

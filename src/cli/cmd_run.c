@@ -224,6 +224,16 @@ static int generate(run_state *rs, const char **finish, int *n_gen, double *t_pr
     int n_ctx = facet_session_n_ctx(rs->sess), stopped = 0;
     double t1 = now_s();
     while (*n_gen < o->max_new) {
+        int bad = facet_logits_nonfinite(last, (int)V);
+        if (bad >= 0) {
+            fprintf(stderr, "facet: run: the logits of generation step %d are not finite (id %d: "
+                            "%g): the forward pass overflowed%s\n", *n_gen, bad, last[bad],
+                    facet_session_kv_type(rs->sess) == FACET_KV_F16
+                        ? "; the f16 KV cache holds only values within +-65504 (--kv-cache bf16 "
+                          "or f32 keeps float32's range)"
+                        : "");
+            return 1;
+        }
         int32_t next = facet_sampler_sample(rs->sampler, last);
         facet_sampler_accept(rs->sampler, next);
         (*n_gen)++;

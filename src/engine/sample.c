@@ -1,6 +1,8 @@
 /* sample.c — greedy choice and top log-probabilities. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "facet.h"
 
@@ -9,6 +11,21 @@ int32_t facet_sample_greedy(const float *logits, int n_vocab) {
     for (int i = 1; i < n_vocab; i++)
         if (logits[i] > logits[best]) best = i;
     return best;
+}
+
+int facet_logits_nonfinite(const float *logits, int n_vocab) {
+    /* one branch-free pass over the bits (exponent all ones: NaN or +-inf; an integer OR
+     * the compiler vectorizes), then the index only when something was found */
+    uint32_t bad = 0;
+    for (int i = 0; i < n_vocab; i++) {
+        uint32_t u;
+        memcpy(&u, &logits[i], 4);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    if (!bad) return -1;
+    for (int i = 0; i < n_vocab; i++)
+        if (!isfinite(logits[i])) return i;
+    return -1;
 }
 
 int facet_top_logprobs(const float *logits, int n_vocab, int k, int32_t *ids, double *logprobs) {

@@ -436,6 +436,16 @@ static int is_eos(const srv_sched *s, int32_t id) {
 
 /* Sample the next token of choice c from its logits row. */
 static void advance(srv_sched *s, srv_job *j, srv_choice *c, const float *row, double now) {
+    int bad = facet_logits_nonfinite(row, s->n_vocab);
+    if (bad >= 0) { /* an overflowed forward pass: nothing meaningful to sample */
+        snprintf(j->error, sizeof j->error,
+                 "the logits are not finite (id %d: %g) after %d generated tokens: the forward "
+                 "pass overflowed%s", bad, row[bad], c->n_ids,
+                 facet_session_kv_type(s->session) == FACET_KV_F16
+                     ? "; the f16 KV cache holds only values within +-65504" : "");
+        finish_choice(c, SRV_FINISH_ERROR);
+        return;
+    }
     int32_t tok = facet_sampler_sample(c->sampler, row);
     facet_sampler_accept(c->sampler, tok);
     if (j->t_first == 0) {

@@ -238,3 +238,22 @@ def test_missing_and_bad_option_value(facet, cmd):
     opt = "--threads" if cmd == "bench" else "--ctx"
     p = run(facet, [cmd, BUNDLED, opt])
     assert_clean_error(p, "facet: %s: %s needs a value" % (cmd, opt))
+
+
+def test_f16_cache_overflow_is_an_error(facet, tmp_path):
+    """Values beyond f16's range (layer 0's v_proj scaled by 1e6) overflow an f16 KV cache
+    to infinity and the logits to NaN: `facet run` stops with an error naming the step and
+    the cache type, instead of sampling from a NaN row; the f32 cache runs the same model."""
+    d = copy_model(tmp_path)
+    st = d / "model.safetensors"
+    header, body = read_st(st)
+    name = "model.layers.0.self_attn.v_proj.weight"
+    a, b = header[name]["data_offsets"]
+    w = struct.unpack("<%df" % ((b - a) // 4), body[a:b])
+    scaled = struct.pack("<%df" % len(w), *(x * 1e6 for x in w))
+    write_st(st, header, body[:a] + scaled + body[b:])
+    ok = run(facet, ["run", d, "--prompt-ids", "1,2,3", "-n", "4", "--kv-cache", "f32", "--no-cache"])
+    assert ok.returncode == 0, ok.stderr
+    p = run(facet, ["run", d, "--prompt-ids", "1,2,3", "-n", "4", "--kv-cache", "f16", "--no-cache"])
+    assert_clean_error(p, "facet: run: the logits of generation step 0 are not finite",
+                       "the f16 KV cache holds only values within +-65504")

@@ -4,6 +4,7 @@
  * independent Python implementation of Blackman & Vigna's C reference; SplitMix64(0)'s
  * first output 0xe220a8397b1dcdaf is the published value), hand-computed penalty and
  * filter results, and exact probabilities for the empirical draw frequencies. */
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -464,8 +465,36 @@ static void test_logprob_of(void **state) {
     assert_true(fabs(facet_logprob_of(l, 3, 2) - (3.0 - lse)) < 1e-12);
 }
 
+/* facet_logits_nonfinite: the first NaN / +-inf index, -1 when all are finite (the
+ * largest finite float, subnormals and -0 are finite). */
+static void test_logits_nonfinite(void **state) {
+    (void)state;
+    enum { N = 1000 };
+    float x[N];
+    for (int i = 0; i < N; i++) x[i] = (float)(i % 17) - 8.0f;
+    x[3] = FLT_MAX;
+    x[4] = -FLT_MAX;
+    x[5] = 1e-45f;
+    x[6] = -0.0f;
+    assert_int_equal(facet_logits_nonfinite(x, N), -1);
+    const float bad[] = {NAN, INFINITY, -INFINITY};
+    const int at[] = {0, 511, N - 1};
+    for (int b = 0; b < 3; b++)
+        for (int k = 0; k < 3; k++) {
+            float keep = x[at[k]];
+            x[at[k]] = bad[b];
+            assert_int_equal(facet_logits_nonfinite(x, N), at[k]);
+            x[N / 2 + 100] = bad[b]; /* a later one does not change the answer */
+            assert_int_equal(facet_logits_nonfinite(x, N), at[k] < N / 2 + 100 ? at[k] : N / 2 + 100);
+            x[N / 2 + 100] = (float)((N / 2 + 100) % 17) - 8.0f;
+            x[at[k]] = keep;
+        }
+    assert_int_equal(facet_logits_nonfinite(x, N), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_logits_nonfinite),
         cmocka_unit_test(test_rng_reference),       cmocka_unit_test(test_greedy_equivalences),
         cmocka_unit_test(test_greedy_ties_lowest_id), cmocka_unit_test(test_invalid_values),
         cmocka_unit_test(test_repetition_penalty),  cmocka_unit_test(test_presence_frequency),
