@@ -451,3 +451,26 @@ def test_curl(server, run_facet, model):
     assert events[-1] == b"data: [DONE]"
     text = "".join(json.loads(e[6:])["choices"][0]["text"] for e in events[:-1])
     assert text == ref["text"]
+
+
+def test_f16_cache_overflow_fails_that_request(facet_bin, model, tmp_path):
+    """A forward pass that overflows (v_proj scaled by 1e6, --kv-cache f16) ends the
+    request with a 500 naming the cause, and the server stays healthy."""
+    import shutil, struct
+    d = tmp_path / "m"
+    shutil.copytree(model, d)
+    st = d / "model.safetensors"
+    data = st.read_bytes()
+    n = struct.unpack("<Q", data[:8])[0]
+    header, body = json.loads(data[8:8 + n]), data[8 + n:]
+    a, b = header["model.layers.0.self_attn.v_proj.weight"]["data_offsets"]
+    w = struct.unpack("<%df" % ((b - a) // 4), body[a:b])
+    body = body[:a] + struct.pack("<%df" % len(w), *(x * 1e6 for x in w)) + body[b:]
+    st.write_bytes(data[:8 + n] + body)
+    with Server(facet_bin, d, "--kv-cache", "f16", "--threads", "1") as s:
+        status, r = s.post("/v1/completions", {"model": "m", "prompt": [1, 2, 3], "max_tokens": 4,
+                                               "temperature": 0})
+        assert status == 500, r
+        msg = r["error"]["message"]
+        assert "the logits are not finite" in msg and "f16 KV cache" in msg, msg
+        assert s.healthy()
