@@ -175,9 +175,11 @@ static void test_attention_paths(void **state) {
         run_path(72, 200, 3.0f);
         run_path(256, 130, 2.0f);
         run_path(64, 300, 1.0f);
-        run_path(96, 150, 1.0f); /* head_dims 96, 80, 32: the AVX-512 value kernels' */
-        run_path(80, 70, 2.0f);  /* other register shapes                            */
+        run_path(96, 150, 1.0f); /* head_dims 96, 80, 32, 48, 192: the AVX-512 value */
+        run_path(80, 70, 2.0f);  /* kernels' other register shapes                   */
         run_path(32, 100, 1.0f);
+        run_path(48, 40, 1.0f);
+        run_path(192, 90, 1.0f);
     }
     test_cpu_path_reset();
 }

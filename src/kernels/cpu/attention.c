@@ -5,9 +5,10 @@
  * al. 2022 on a CPU). Keys arrive transposed in groups of 16 positions, so a block's
  * scores are a small GEMM (tiles of up to 4 queries x 64 keys, no horizontal sums);
  * values are accumulated two queries at a time with the output in registers (AVX-512,
- * head_dim 32/64/80/96/128/256). The AVX-512 kernels read a 16-bit cache as it is and
- * widen each vector in a register; the other paths widen a block to float32 first. Each
- * query's arithmetic is the same, in the same order, whatever group it is in.
+ * head_dim 32 to 128 in steps of 16, 192, 256). The AVX-512 kernels read a 16-bit
+ * cache as it is and widen each vector in a register; the other paths widen a block to
+ * float32 first. Each query's arithmetic is the same, in the same order, whatever group
+ * it is in.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -134,14 +135,16 @@ FACET_INLINE FACET_TGT_AVX512 void values_avx512_nc(float *const *acc, const flo
 }
 
 /* head_dim / 16 values with a register path in values_avx512 */
-static int values_nc_ok(int nc) { return nc == 2 || nc == 4 || nc == 5 || nc == 6 || nc == 8 || nc == 16; }
+static int values_nc_ok(int nc) { return (nc >= 2 && nc <= 8) || nc == 12 || nc == 16; }
 
 #define VAL_CASE(QN, NC, T) \
     case (QN) * 32 + (NC): values_avx512_nc(acc, c, V, vs, n, p, QN, NC, T); return;
 #define VAL_CASES(T)                                                                     \
     switch (qn * 32 + nc) {                                                              \
-        VAL_CASE(1, 2, T) VAL_CASE(1, 4, T) VAL_CASE(1, 5, T) VAL_CASE(1, 6, T) VAL_CASE(1, 8, T) VAL_CASE(1, 16, T) \
-        VAL_CASE(2, 2, T) VAL_CASE(2, 4, T) VAL_CASE(2, 5, T) VAL_CASE(2, 6, T) VAL_CASE(2, 8, T) VAL_CASE(2, 16, T) \
+        VAL_CASE(1, 2, T) VAL_CASE(1, 3, T) VAL_CASE(1, 4, T) VAL_CASE(1, 5, T) VAL_CASE(1, 6, T) \
+        VAL_CASE(1, 7, T) VAL_CASE(1, 8, T) VAL_CASE(1, 12, T) VAL_CASE(1, 16, T)                  \
+        VAL_CASE(2, 2, T) VAL_CASE(2, 3, T) VAL_CASE(2, 4, T) VAL_CASE(2, 5, T) VAL_CASE(2, 6, T) \
+        VAL_CASE(2, 7, T) VAL_CASE(2, 8, T) VAL_CASE(2, 12, T) VAL_CASE(2, 16, T)                  \
     }
 /* V: the block's first value row in the cache's own type (kt), rows vs elements apart;
  * nc must satisfy values_nc_ok. */

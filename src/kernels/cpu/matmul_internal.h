@@ -58,9 +58,10 @@ typedef struct facet_ukernel {
     int mr, np;           /* largest tile: rows x panels                                */
     facet_ukernel_fn fn;
     int np1;              /* panels per call for a single row (0: np); decode streams     */
-    int mr_many;          /* tile rows when a call has more than mr rows (0: mr): a
-                           * batch of up to mr rows shares one pass over the weights, a
-                           * larger one (prefill) runs the kernel's most efficient tile  */
+    int mr_many;          /* rows of the row tiles after a task's first (0: mr): the
+                           * first tile streams the weights from memory and takes mr rows,
+                           * the others read them from L2 in the kernel's most efficient
+                           * tile for that                                               */
 } facet_ukernel;
 
 /* The kernel for a packed format at the current CPU level (facet_cpu()). */

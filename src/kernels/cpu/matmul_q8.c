@@ -143,7 +143,7 @@ static FACET_TGT_AVX2 void uk_q8_avx2(FACET_UK_PARAMS) {
 /* Bytes ahead of the block being read that the first row tile of a call prefetches into
  * L2: the hardware prefetcher alone ran too short a distance while the tile computed,
  * and the stream and the arithmetic did not overlap (8 rows of Qwen3-0.6B: 64% -> 85%
- * of the read bandwidth, bench/RESULTS-perf.md section 5). */
+ * of the read bandwidth, bench/RESULTS-perf.md section 6). */
 #define Q8_PREFETCH_BYTES 12288
 
 /*
@@ -230,8 +230,8 @@ static FACET_TGT_AVX512VNNI void uk_q8_avx512vnni(FACET_UK_PARAMS) {
         q8_vnni_row1(x, r0, W, pb, np, k0, k1, tile, accumulate);
         return;
     }
-    if (mr > 4) { /* 5..8 rows (a decode batch): one panel at a time, in stream order, so
-                   * all the rows share one pass over the weights */
+    if (mr > 4) { /* 5..8 rows (a batch's first tile, which streams the weights): one panel
+                   * at a time, in stream order, so all the rows share one pass over them */
         for (int p = 0; p < np; p++, W += pb, tile += 16) switch (mr) {
             case 5: B_Q8_VNNI(5, 1); break;
             case 6: B_Q8_VNNI(6, 1); break;
