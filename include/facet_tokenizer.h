@@ -117,6 +117,16 @@ facet_status facet_detok_stream_push(facet_detok_stream *s, int32_t id, const ch
 facet_status facet_detok_stream_flush(facet_detok_stream *s, const char **piece, size_t *len,
                              facet_error *err);
 
+/* Mark the ids pushed so far as the prompt. *piece is the prompt's text not given out yet
+ * (what it holds back: an unfinished byte group, a trailing space clean-up may remove);
+ * echo it to show the whole prompt. Later pieces leave that text out, so the pieces after
+ * the mark are the completion: decode(prompt + ids after the mark) with decode(prompt)
+ * cut from its start, up to the first character where the two differ (a later id can
+ * complete a character the prompt left unfinished, or remove its trailing space).
+ * *piece is owned by the stream, valid until the next call on it. */
+facet_status facet_detok_stream_mark(facet_detok_stream *s, const char **piece, size_t *len,
+                                     facet_error *err);
+
 /* Release a stream. NULL is accepted. */
 void facet_detok_stream_free(facet_detok_stream *s);
 

@@ -372,6 +372,14 @@ int cmd_run(int argc, char **argv) {
             }
             if (!o.json && len) fwrite(piece, 1, len, stdout);
         }
+        /* the prompt's held-back tail (echoed now); the pieces after it are the completion */
+        const char *piece;
+        size_t len;
+        if (facet_detok_stream_mark(rs.stream, &piece, &len, &err) != FACET_OK) {
+            rc = cli_fail(&err);
+            goto out;
+        }
+        if (!o.json && len) fwrite(piece, 1, len, stdout);
         if (!o.json) fflush(stdout);
     }
     if ((rc = generate(&rs, &finish, &n_gen, &t_prefill, &t_decode))) goto out;

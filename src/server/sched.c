@@ -117,11 +117,12 @@ facet_status srv_job_create(srv_sched *s, const int32_t *prompt, int n_prompt, i
         if (st == FACET_OK) st = facet_detok_stream_create(s->tok, 1, &c->detok, err);
         /* the stream starts after the prompt, so the first token's text is decoded in
          * context (a leading space stays, as in decode(prompt + out) - decode(prompt)) */
-        for (int k = 0; k < n_prompt && st == FACET_OK; k++) {
-            const char *piece;
-            size_t plen;
+        const char *piece;
+        size_t plen;
+        for (int k = 0; k < n_prompt && st == FACET_OK; k++)
             st = facet_detok_stream_push(c->detok, prompt[k], &piece, &plen, err);
-        }
+        /* what the prompt's text holds back is not the completion's */
+        if (st == FACET_OK) st = facet_detok_stream_mark(c->detok, &piece, &plen, err);
         if (st == FACET_OK)
             st = facet_stop_matcher_create((const char *const *)j->stops, n_stops, &c->stop, err);
         c->cap = 64;

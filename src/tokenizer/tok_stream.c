@@ -31,6 +31,11 @@ struct facet_detok_stream {
                                   [Strip(" ", start, 0)], no clean-up */
     int strip_start, stripped; /* Strip's start count, leading spaces removed so far */
     int started;               /* a character other than a stripped space was emitted */
+    tok_ids all;     /* every id pushed (the prompt's text for facet_detok_stream_mark) */
+    size_t n_out;    /* bytes given out so far                                          */
+    tok_buf skip;    /* after a mark: the prompt's text not given out at the mark        */
+    size_t skip_pos; /* bytes of `skip` matched by later pieces                          */
+    int skipping;    /* later pieces are still matched against `skip`                    */
 };
 
 /* Is d exactly Sequence[Replace(String "▁" -> " "), ByteFallback, Fuse] optionally
@@ -82,6 +87,8 @@ facet_status facet_detok_stream_create(const facet_tokenizer *tok, int skip_spec
 void facet_detok_stream_free(facet_detok_stream *s) {
     if (!s) return;
     free(s->ids.v);
+    free(s->all.v);
+    tok_buf_free(&s->skip);
     tok_buf_free(&s->text);
     tok_buf_free(&s->emitted);
     tok_buf_free(&s->piece);
@@ -225,9 +232,8 @@ static facet_status sp_push(facet_detok_stream *s, int32_t id, int final, const 
     return FACET_OK;
 }
 
-facet_status facet_detok_stream_push(facet_detok_stream *s, int32_t id, const char **piece, size_t *len,
-                                     facet_error *err) {
-    if (!s || !piece || !len) return facet_err(err, FACET_E_INVALID_ARGUMENT, "facet_detok_stream_push: NULL argument");
+static facet_status stream_push(facet_detok_stream *s, int32_t id, const char **piece, size_t *len,
+                                facet_error *err) {
     const facet_tokenizer *tok = s->tok;
     if (id < 0) return facet_err(err, FACET_E_INVALID_ARGUMENT, "token id %d is negative", (int)id);
     /* an id without a token decodes to nothing (as facet_detokenize) */
@@ -252,9 +258,65 @@ facet_status facet_detok_stream_push(facet_detok_stream *s, int32_t id, const ch
     return emit(s, n, 0, piece, len, err);
 }
 
-facet_status facet_detok_stream_flush(facet_detok_stream *s, const char **piece, size_t *len, facet_error *err) {
-    if (!s || !piece || !len) return facet_err(err, FACET_E_INVALID_ARGUMENT, "facet_detok_stream_flush: NULL argument");
+static facet_status stream_flush(facet_detok_stream *s, const char **piece, size_t *len, facet_error *err) {
     if (s->bytelevel) return bytelevel_emit(s, 1, piece, len, err);
     if (s->sentencepiece) return sp_push(s, 0, 1, piece, len, err);
     return emit(s, s->ids.n, 1, piece, len, err);
+}
+
+/* Count a piece given out and, after a mark, cut from it the prompt's text: bytes equal
+ * to the next bytes of `skip` are the prompt's; at the first difference the piece's
+ * output starts at that character (pieces hold whole characters). */
+static void give_out(facet_detok_stream *s, const char **piece, size_t *len) {
+    s->n_out += *len;
+    if (!s->skipping || !*len) return;
+    const char *p = *piece;
+    size_t n = *len, i = 0;
+    while (i < n && s->skip_pos < s->skip.len && p[i] == s->skip.data[s->skip_pos]) i++, s->skip_pos++;
+    if (i < n) {
+        while (i > 0 && ((unsigned char)p[i] & 0xC0) == 0x80) i--;
+        s->skipping = 0;
+    } else if (s->skip_pos == s->skip.len) {
+        s->skipping = 0;
+    }
+    *piece = p + i;
+    *len = n - i;
+}
+
+facet_status facet_detok_stream_push(facet_detok_stream *s, int32_t id, const char **piece, size_t *len,
+                                     facet_error *err) {
+    if (!s || !piece || !len) return facet_err(err, FACET_E_INVALID_ARGUMENT, "facet_detok_stream_push: NULL argument");
+    if (id >= 0 && tok_ids_push(&s->all, id)) return facet_err(err, FACET_E_NOMEM, "out of memory");
+    facet_status st = stream_push(s, id, piece, len, err);
+    if (st == FACET_OK) give_out(s, piece, len);
+    return st;
+}
+
+facet_status facet_detok_stream_flush(facet_detok_stream *s, const char **piece, size_t *len, facet_error *err) {
+    if (!s || !piece || !len) return facet_err(err, FACET_E_INVALID_ARGUMENT, "facet_detok_stream_flush: NULL argument");
+    facet_status st = stream_flush(s, piece, len, err);
+    if (st == FACET_OK) give_out(s, piece, len);
+    return st;
+}
+
+facet_status facet_detok_stream_mark(facet_detok_stream *s, const char **piece, size_t *len, facet_error *err) {
+    if (!s || !piece || !len) return facet_err(err, FACET_E_INVALID_ARGUMENT, "facet_detok_stream_mark: NULL argument");
+    tok_buf t = {0};
+    facet_status st = tok_decode_raw(s->tok, s->all.v, s->all.n, s->skip_special, &t, err);
+    if (st) {
+        tok_buf_free(&t);
+        return st;
+    }
+    if (s->tok->clean_up_spaces) tok_cleanup_spaces(&t);
+    s->skip.len = 0;
+    size_t from = s->n_out < t.len ? s->n_out : t.len;
+    int bad = tok_buf_append(&s->skip, t.data ? t.data + from : "", t.len - from) ||
+              tok_buf_append(&s->skip, "", 0); /* NUL-terminated, len unchanged */
+    tok_buf_free(&t);
+    if (bad) return facet_err(err, FACET_E_NOMEM, "out of memory decoding");
+    s->skip_pos = 0;
+    s->skipping = s->skip.len > 0;
+    *piece = s->skip.data;
+    *len = s->skip.len;
+    return FACET_OK;
 }

@@ -158,3 +158,19 @@ def test_messages_render_like_jinja2(tmp_path):
     out = run_json(d, "--messages", tmp_path / "m.json", "-n", "8")
     assert out["prompt_ids"] == ids
     assert len(out["generated_ids"]) == 8
+
+
+@pytest.mark.parametrize("prompt", ["Tom saw a 🙂", "Tom saw a", "Lily said \"hi", "snow ❄️"])
+def test_json_text_is_the_completion_only(prompt):
+    """--json's text is decode(prompt + generated) after decode(prompt): text the prompt's
+    decode holds back (a byte-fallback group such as the emoji's four <0xHH> tokens) is
+    the prompt's, not the completion's; the streamed stdout echoes the prompt once."""
+    model = REPO / "models" / "stories260k"
+    r = run_json(model, "-p", prompt, "-n", "12")
+    ids, gen = r["prompt_ids"], r["generated_ids"]
+    whole = facet("detokenize", model, "--skip-special", ",".join(map(str, ids + gen))).stdout
+    head = facet("detokenize", model, "--skip-special", ",".join(map(str, ids))).stdout
+    assert whole.startswith(head)
+    assert r["text"] == whole[len(head):]
+    out = facet("run", model, "-p", prompt, "-n", "12").stdout
+    assert out == whole + "\n"

@@ -110,6 +110,23 @@ def test_text_prompt_uses_tokenizer(server, run_facet, model):
     assert status == 200 and d["prompt"] == "Once upon a time"
 
 
+def test_completion_text_leaves_out_the_prompts_tail(server, run_facet, model):
+    """A prompt ending in a byte-fallback group (the emoji's four <0xHH> tokens, which the
+    streaming decoder holds back): the completion, whole or streamed, is the text after
+    decode(prompt), as `facet run --json` gives it."""
+    p = run_facet(["run", str(model), "-p", "Tom saw a 🙂", "-n", "12", "--json"], timeout=60)
+    assert p.returncode == 0, p.stderr
+    ref = json.loads(p.stdout)["text"]
+    assert not ref.startswith("🙂")
+    r = completion(server, "Tom saw a 🙂", max_tokens=12)
+    assert r["choices"][0]["text"] == ref
+    status, chunks, done, raw = server.stream(
+        "/v1/completions", {"model": "stories260k", "prompt": "Tom saw a 🙂", "temperature": 0,
+                            "max_tokens": 12, "stream": True})
+    assert status == 200 and done
+    assert stream_text(chunks) == ref
+
+
 def test_default_max_tokens_is_16(server):
     r = completion(server, [1, 403])
     assert r["usage"]["completion_tokens"] == 16

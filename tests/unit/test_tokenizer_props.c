@@ -99,7 +99,56 @@ static char *decode_stream(const facet_tokenizer *tok, const int32_t *ids, size_
     return acc.data;
 }
 
+/* facet_detok_stream_mark after k of the n ids (the prompt): what was given out before
+ * the mark plus the mark's piece is decode(prompt) = P; the pieces after it (push and
+ * flush) are decode(all) = F from j on, j = the longest common prefix of P and F cut back
+ * to the start of a UTF-8 character (j = |P| when P is a prefix of F). */
+static void check_mark(const facet_tokenizer *tok, const int32_t *ids, size_t n, size_t k, int skip,
+                       const char *name) {
+    facet_error err;
+    char *P, *F;
+    size_t pl, fl;
+    assert_int_equal(facet_detokenize(tok, ids, k, skip, &P, &pl, &err), FACET_OK);
+    assert_int_equal(facet_detokenize(tok, ids, n, skip, &F, &fl, &err), FACET_OK);
+    facet_detok_stream *s;
+    assert_int_equal(facet_detok_stream_create(tok, skip, &s, &err), FACET_OK);
+    tok_buf before = {0}, after = {0};
+    tok_buf_append(&before, "", 0);
+    tok_buf_append(&after, "", 0);
+    const char *piece;
+    size_t len;
+    for (size_t i = 0; i < k; i++) {
+        assert_int_equal(facet_detok_stream_push(s, ids[i], &piece, &len, &err), FACET_OK);
+        tok_buf_append(&before, piece, len);
+    }
+    assert_int_equal(facet_detok_stream_mark(s, &piece, &len, &err), FACET_OK);
+    tok_buf_append(&before, piece, len);
+    for (size_t i = k; i <= n; i++) {
+        facet_status st = i < n ? facet_detok_stream_push(s, ids[i], &piece, &len, &err)
+                                : facet_detok_stream_flush(s, &piece, &len, &err);
+        assert_int_equal(st, FACET_OK);
+        assert_int_equal(tok_utf8_invalid_at(piece, len), len);
+        tok_buf_append(&after, piece, len);
+    }
+    size_t j = 0;
+    while (j < pl && j < fl && P[j] == F[j]) j++;
+    if (j < pl)
+        while (j > 0 && ((unsigned char)F[j] & 0xC0) == 0x80) j--;
+    if (before.len != pl || memcmp(before.data, P, pl) || after.len != fl - j ||
+        memcmp(after.data, F + j, fl - j)) {
+        fprintf(stderr, "%s: mark after %zu of %zu ids (skip=%d): prompt %zu/%zu bytes, completion %zu "
+                        "bytes, want %zu\n", name, k, n, skip, before.len, pl, after.len, fl - j);
+        fail();
+    }
+    facet_detok_stream_free(s);
+    free(P);
+    free(F);
+    free(before.data);
+    free(after.data);
+}
+
 static void check_stream(const facet_tokenizer *tok, const int32_t *ids, size_t n, const char *name) {
+    check_mark(tok, ids, n, rnd((unsigned)n + 1), rnd(2), name);
     for (int skip = 0; skip < 2; skip++) {
         char *whole, *streamed;
         size_t wl, sl;
