@@ -30,6 +30,19 @@ int cli_parse_kv_type(const char *opt, const char *v, facet_kv_type *out) {
     return 0; /* v NULL: the caller says the value is missing */
 }
 
+int cli_parse_weights(const char *opt, const char *v, facet_weight_format *out) {
+    static const char *const names[] = {"auto", "f32", "bf16", "f16", "int8"};
+    static const facet_weight_format fmts[] = {FACET_WEIGHTS_AUTO, FACET_WEIGHTS_F32, FACET_WEIGHTS_BF16,
+                                               FACET_WEIGHTS_F16, FACET_WEIGHTS_INT8};
+    for (size_t i = 0; v && i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(v, names[i])) {
+            *out = fmts[i];
+            return 1;
+        }
+    if (v) fprintf(stderr, "facet: %s expects auto, f32, bf16, f16 or int8, got '%s'\n", opt, v);
+    return 0; /* v NULL: the caller says the value is missing */
+}
+
 int cli_parse_float(const char *opt, const char *v, float *out) {
     char *end;
     errno = 0;

@@ -30,6 +30,11 @@ int cli_parse_int(const char *opt, const char *v, long lo, long hi, int *out);
  * "facet: OPT expects auto, f32, bf16 or f16, got 'V'" and return 0 (1 on success). */
 int cli_parse_kv_type(const char *opt, const char *v, facet_kv_type *out);
 
+/* Parse v as a weight format, "auto|f32|bf16|f16|int8", into *out; on failure print
+ * "facet: OPT expects auto, f32, bf16, f16 or int8, got 'V'" and return 0 (1 on success;
+ * v NULL: 0 and nothing printed, the caller names the missing value). */
+int cli_parse_weights(const char *opt, const char *v, facet_weight_format *out);
+
 /* Parse v as a whole number (strtof) into *out; on failure print the error, return 0. */
 int cli_parse_float(const char *opt, const char *v, float *out);
 

@@ -134,16 +134,8 @@ int cmd_bench(int argc, char **argv) {
             if (!cli_parse_int(a, v, 1, 1024, &threads)) return 1;
             i++;
         } else if (!strcmp(a, "--weights") && v) {
-            static const char *names[] = {"auto", "f32", "bf16", "f16", "int8"};
-            int k = 0;
-            while (k < 5 && strcmp(v, names[k])) k++;
-            if (k == 5) {
-                fprintf(stderr, "facet: bench: --weights expects auto, f32, bf16, f16 or int8, "
-                                "got '%s'\n", v);
-                return 1;
-            }
-            weights = (facet_weight_format)k;
-            weights_name = names[k];
+            if (!cli_parse_weights(a, v, &weights)) return 1;
+            weights_name = v;
             i++;
         } else if (!strcmp(a, "--kv-cache") && v) {
             if (!cli_parse_kv_type(a, v, &kv)) return 1;

@@ -11,7 +11,8 @@
 static void usage(FILE *out) {
     fprintf(out,
             "usage: facet serve [MODEL] [--host 127.0.0.1] [--port 8080] [--max-batch 32]\n"
-            "                   [--ctx N] [--threads N] [--kv-cache TYPE] [--kv-budget TOKENS] [--max-queue N]\n"
+            "                   [--ctx N] [--threads N] [--weights FMT] [--kv-cache TYPE]\n"
+            "                   [--kv-budget TOKENS] [--max-queue N]\n"
             "                   [--chunk N] [--max-body BYTES] [--timeout S]\n"
             "                   [--model-id NAME] [--shutdown-grace S]\n"
             "\n"
@@ -24,6 +25,8 @@ static void usage(FILE *out) {
             "  --max-batch N      sequences decoded together (default 32)\n"
             "  --ctx N            context per sequence (default max_position_embeddings)\n"
             "  --threads N        engine worker threads (default: all cores)\n"
+            "  --weights FMT      run-time weight format: auto (default: the checkpoint's own\n"
+            "                     precision), f32, bf16, f16, int8 (as facet run)\n"
             "  --kv-cache TYPE    KV cache element type: auto (default: f32 with f32 weights,\n"
             "                     f16 with f16, bf16 otherwise), f32, bf16, f16\n"
             "  --kv-budget T      KV-cache tokens all running requests may reserve\n"
@@ -59,6 +62,7 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--ctx")) ok = cli_parse_int(a, v, 1, INT_MAX, &c.n_ctx), i++;
         else if (!strcmp(a, "--threads")) ok = cli_parse_int(a, v, 0, 1024, &c.threads), i++;
         else if (!strcmp(a, "--kv-cache")) ok = cli_parse_kv_type(a, v, &c.kv_cache), i++;
+        else if (!strcmp(a, "--weights")) ok = cli_parse_weights(a, v, &c.weights), i++;
         else if (!strcmp(a, "--kv-budget")) ok = cli_parse_int(a, v, 1, INT_MAX, &c.kv_budget), i++;
         else if (!strcmp(a, "--max-queue")) ok = cli_parse_int(a, v, 0, 1 << 20, &c.max_queue), i++;
         else if (!strcmp(a, "--chunk")) ok = cli_parse_int(a, v, 1, 1 << 16, &c.chunk), i++;

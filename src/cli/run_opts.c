@@ -98,15 +98,7 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
             if (!cli_parse_int(a, v, 1, INT_MAX, &o->ctx)) return 1;
         } else if (!strcmp(a, "--weights")) {
             NEED_VALUE;
-            if (!strcmp(v, "auto")) o->weights = FACET_WEIGHTS_AUTO;
-            else if (!strcmp(v, "f32")) o->weights = FACET_WEIGHTS_F32;
-            else if (!strcmp(v, "bf16")) o->weights = FACET_WEIGHTS_BF16;
-            else if (!strcmp(v, "f16")) o->weights = FACET_WEIGHTS_F16;
-            else if (!strcmp(v, "int8")) o->weights = FACET_WEIGHTS_INT8;
-            else {
-                fprintf(stderr, "facet: --weights expects auto, f32, bf16, f16 or int8, got '%s'\n", v);
-                return 1;
-            }
+            if (!cli_parse_weights(a, v, &o->weights)) return 1;
         } else if (!strcmp(a, "--kv-cache")) {
             NEED_VALUE;
             if (!cli_parse_kv_type(a, v, &o->kv_cache)) return 1;

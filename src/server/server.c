@@ -90,7 +90,7 @@ facet_status facet_server_run(const facet_server_config *cfg, facet_error *err) 
     srv_metrics_init(&s->metrics);
     if (cfg->model_id) snprintf(s->model_id, sizeof s->model_id, "%s", cfg->model_id);
     else model_id_of(cfg->model_dir, s->model_id, sizeof s->model_id);
-    facet_load_options lo = {.n_threads = cfg->threads, .weights = FACET_WEIGHTS_AUTO};
+    facet_load_options lo = {.n_threads = cfg->threads, .weights = cfg->weights};
     st = facet_model_load(cfg->model_dir, &lo, &s->model, err);
     if (st != FACET_OK) goto fail;
     s->tok = facet_model_tokenizer(s->model);

@@ -22,6 +22,7 @@ typedef struct facet_server_config {
     int n_ctx;               /* context per sequence; 0 = max_position_embeddings      */
     int threads;             /* engine worker threads; 0 = all cores                   */
     facet_kv_type kv_cache;  /* KV cache element type; default auto (facet.h)          */
+    facet_weight_format weights; /* run-time weight format; default auto (facet.h)     */
     int kv_budget;           /* KV tokens all running requests may reserve;
                                 0 = max_batch * n_ctx                                   */
     int max_queue;           /* waiting requests before 503, default 256               */

@@ -491,3 +491,20 @@ def test_f16_cache_overflow_fails_that_request(facet_bin, model, tmp_path):
         msg = r["error"]["message"]
         assert "the logits are not finite" in msg and "f16 KV cache" in msg, msg
         assert s.healthy()
+
+
+@pytest.mark.parametrize("weights", ["int8", "bf16"])
+def test_weights_option_batched_equals_run_alone(facet_bin, run_facet, model, weights):
+    """`serve --weights FMT`: eight concurrent greedy requests (batched decode over the
+    format's kernels) each give exactly what `facet run --weights FMT` gives alone."""
+    prompts = PROMPTS + [[1, 403, 407], [1, 322, 261], [1, 365]]
+    refs = []
+    for ids in prompts:
+        p = run_facet(["run", str(model), "--weights", weights, "--prompt-ids",
+                       ",".join(map(str, ids)), "-n", "24", "--json"], timeout=60)
+        assert p.returncode == 0, p.stderr
+        refs.append(json.loads(p.stdout)["text"])
+    with Server(facet_bin, model, "--weights", weights, "--threads", "2") as s:
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            outs = list(ex.map(lambda ids: completion(s, ids, max_tokens=24), prompts))
+        assert [o["choices"][0]["text"] for o in outs] == refs
