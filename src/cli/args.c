@@ -30,6 +30,16 @@ int cli_parse_kv_type(const char *opt, const char *v, facet_kv_type *out) {
     return 0; /* v NULL: the caller says the value is missing */
 }
 
+int cli_missing_value(const char *cmd, const char *a, int last, const char *const *opts) {
+    if (!last) return 0;
+    for (; *opts; opts++)
+        if (!strcmp(a, *opts)) {
+            fprintf(stderr, "facet: %s: %s needs a value\n", cmd, a);
+            return 1;
+        }
+    return 0;
+}
+
 int cli_parse_weights(const char *opt, const char *v, facet_weight_format *out) {
     static const char *const names[] = {"auto", "f32", "bf16", "f16", "int8"};
     static const facet_weight_format fmts[] = {FACET_WEIGHTS_AUTO, FACET_WEIGHTS_F32, FACET_WEIGHTS_BF16,

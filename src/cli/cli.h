@@ -30,6 +30,10 @@ int cli_parse_int(const char *opt, const char *v, long lo, long hi, int *out);
  * "facet: OPT expects auto, f32, bf16 or f16, got 'V'" and return 0 (1 on success). */
 int cli_parse_kv_type(const char *opt, const char *v, facet_kv_type *out);
 
+/* 1 after printing "facet: CMD: OPT needs a value" when a, the last argument (last != 0),
+ * is one of opts (a NULL-terminated list of the options that take a value); else 0. */
+int cli_missing_value(const char *cmd, const char *a, int last, const char *const *opts);
+
 /* Parse v as a weight format, "auto|f32|bf16|f16|int8", into *out; on failure print
  * "facet: OPT expects auto, f32, bf16, f16 or int8, got 'V'" and return 0 (1 on success;
  * v NULL: 0 and nothing printed, the caller names the missing value). */

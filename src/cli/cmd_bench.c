@@ -89,15 +89,6 @@ out:
     return t;
 }
 
-/* The options that take a value (a missing one is named as such). */
-static int takes_value(const char *a) {
-    static const char *opts[] = {"--shapes", "--concurrency", "-n",     "--threads",
-                                 "--weights", "--kv-cache",   "--json"};
-    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
-        if (!strcmp(a, opts[i])) return 1;
-    return 0;
-}
-
 int cmd_bench(int argc, char **argv) {
     const char *model_dir = NULL, *json_path = NULL;
     int shapes[16] = {160, 256, 550}, n_shapes = 3;
@@ -150,10 +141,12 @@ int cmd_bench(int argc, char **argv) {
         }
         continue;
     bad:
-        if (!v && takes_value(a))
-            fprintf(stderr, "facet: bench: %s needs a value\n", a);
-        else
-            fprintf(stderr, "facet: bench: bad argument '%s' (facet bench --help)\n", a);
+        {
+            static const char *const value_opts[] = {"--shapes", "--concurrency", "-n", "--threads",
+                                                     "--weights", "--kv-cache", "--json", NULL};
+            if (!cli_missing_value("bench", a, !v, value_opts))
+                fprintf(stderr, "facet: bench: bad argument '%s' (facet bench --help)\n", a);
+        }
         return 1;
     }
     if (!model_dir) {

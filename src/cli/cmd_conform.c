@@ -115,6 +115,8 @@ int cmd_conform(int argc, char **argv) {
     const char *path = NULL, *backend = "cpu", *json_file = NULL;
     int table = 0, markdown = 0;
     for (int i = 0; i < argc; i++) {
+        static const char *const value_opts[] = {"--backend", "--json", NULL};
+        if (cli_missing_value("conform", argv[i], i + 1 == argc, value_opts)) return 1;
         if (!strcmp(argv[i], "--table")) table = 1;
         else if (!strcmp(argv[i], "--markdown")) markdown = 1;
         else if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
@@ -123,7 +125,7 @@ int cmd_conform(int argc, char **argv) {
             conform_usage(stdout);
             return 0;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "facet: conform: unknown or incomplete option '%s'\n", argv[i]);
+            fprintf(stderr, "facet: conform: unknown option '%s'\n", argv[i]);
             conform_usage(stderr);
             return 1;
         } else if (!path) path = argv[i];
@@ -199,12 +201,14 @@ static const char *short_verdict(const facet_verdict *v, char *buf, size_t cap) 
 int cmd_onboard(int argc, char **argv) {
     const char *path = NULL, *ledger = NULL;
     for (int i = 0; i < argc; i++) {
+        static const char *const value_opts[] = {"--ledger", NULL};
+        if (cli_missing_value("onboard", argv[i], i + 1 == argc, value_opts)) return 1;
         if (!strcmp(argv[i], "--ledger") && i + 1 < argc) ledger = argv[++i];
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             onboard_usage(stdout);
             return 0;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "facet: onboard: unknown or incomplete option '%s'\n", argv[i]);
+            fprintf(stderr, "facet: onboard: unknown option '%s'\n", argv[i]);
             onboard_usage(stderr);
             return 1;
         } else if (!path) path = argv[i];

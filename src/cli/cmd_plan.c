@@ -61,6 +61,7 @@ int cmd_plan(int argc, char **argv) {
     const char *path = NULL, *backend = "cpu";
     facet_plan_opts o = {.ctx = 0, .batch = 1, .weights = FACET_PLAN_AUTO};
     int json = 0;
+    static const char *const value_opts[] = {"--ctx", "--batch", "--weights", "--kv-cache", "--backend", NULL};
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--ctx") && i + 1 < argc) {
             if (parse_count("--ctx", argv[++i], &o.ctx)) return 1;
@@ -81,10 +82,7 @@ int cmd_plan(int argc, char **argv) {
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             plan_usage(stdout);
             return 0;
-        } else if (i + 1 == argc && (!strcmp(argv[i], "--ctx") || !strcmp(argv[i], "--batch") ||
-                                     !strcmp(argv[i], "--weights") || !strcmp(argv[i], "--kv-cache") ||
-                                     !strcmp(argv[i], "--backend"))) {
-            fprintf(stderr, "facet: plan: %s needs a value\n", argv[i]);
+        } else if (cli_missing_value("plan", argv[i], i + 1 == argc, value_opts)) {
             return 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "facet: plan: unknown option '%s'\n", argv[i]);

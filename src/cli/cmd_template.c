@@ -34,6 +34,17 @@ int cmd_template(int argc, char **argv) {
     int rc = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
+        static const char *const value_opts[] = {"--messages", "--tools", "--var", NULL};
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("usage: facet template MODEL --messages FILE.json [--tools FILE.json] "
+                   "[--add-generation-prompt] [--var NAME=JSON]...\n"
+                   "Renders the model's chat template (tokenizer_config.json or\n"
+                   "chat_template.jinja) over the messages, as transformers'\n"
+                   "apply_chat_template(tokenize=False) does, and prints the text.\n");
+            rc = 0;
+            goto out;
+        }
+        if (cli_missing_value("template", a, i + 1 == argc, value_opts)) goto out;
         if (!strcmp(a, "--messages") && i + 1 < argc) msgs_path = argv[++i];
         else if (!strcmp(a, "--tools") && i + 1 < argc) tools_path = argv[++i];
         else if (!strcmp(a, "--add-generation-prompt")) add_gen = 1;
@@ -52,7 +63,7 @@ int cmd_template(int argc, char **argv) {
             }
             json_object_setn_new(vars, spec, (size_t)(eq - spec), v);
         } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "facet: template: unknown or incomplete option %s\n", a);
+            fprintf(stderr, "facet: template: unknown option %s\n", a);
             rc = usage();
             goto out;
         } else if (!model) model = a;

@@ -157,11 +157,13 @@ int cmd_tokenize(int argc, char **argv) {
                    "and prints one line {\"ids\": [...]} per input line.\n");
             return 0;
         }
+        static const char *const value_opts[] = {"-f", "--jsonl", NULL};
+        if (cli_missing_value("tokenize", argv[i], i + 1 == argc, value_opts)) return 1;
         if (!strcmp(argv[i], "--no-special")) add_special = 0;
         else if (!strcmp(argv[i], "-f") && i + 1 < argc) file = argv[++i];
         else if (!strcmp(argv[i], "--jsonl") && i + 1 < argc) jsonl = argv[++i];
         else if (!model) model = argv[i];
-        else if (!text) text = argv[i];
+        else if (!text) text = argv[i]; /* TEXT may start with '-' */
         else {
             fprintf(stderr, "facet: tokenize: unexpected argument '%s'\n", argv[i]);
             return 1;
@@ -245,6 +247,11 @@ int cmd_detokenize(int argc, char **argv) {
                    "{\"ids\": [...], \"skip_special_tokens\": B} and prints lines {\"text\": S}.\n");
             free(ids);
             return 0;
+        }
+        static const char *const value_opts[] = {"--jsonl", NULL};
+        if (cli_missing_value("detokenize", argv[i], i + 1 == argc, value_opts)) {
+            free(ids);
+            return 1;
         }
         if (!strcmp(argv[i], "--skip-special")) skip_special = 1;
         else if (!strcmp(argv[i], "--jsonl") && i + 1 < argc) jsonl = argv[++i];

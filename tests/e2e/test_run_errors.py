@@ -257,3 +257,19 @@ def test_f16_cache_overflow_is_an_error(facet, tmp_path):
     p = run(facet, ["run", d, "--prompt-ids", "1,2,3", "-n", "4", "--kv-cache", "f16", "--no-cache"])
     assert_clean_error(p, "facet: run: the logits of generation step 0 are not finite",
                        "the f16 KV cache holds only values within +-65504")
+
+
+@pytest.mark.parametrize("cmd,opt", [("tokenize", "-f"), ("tokenize", "--jsonl"),
+                                     ("detokenize", "--jsonl"), ("template", "--messages"),
+                                     ("template", "--tools"), ("conform", "--backend"),
+                                     ("conform", "--json"), ("onboard", "--ledger"),
+                                     ("plan", "--batch"), ("bench", "-n"), ("serve", "--weights"),
+                                     ("run", "--weights")])
+def test_every_subcommand_names_a_missing_value(facet, cmd, opt):
+    p = run(facet, [cmd, BUNDLED, opt])
+    assert_clean_error(p, "facet: %s: %s needs a value" % (cmd, opt))
+
+
+def test_template_help(facet):
+    p = run(facet, ["template", "--help"])
+    assert p.returncode == 0 and p.stdout.startswith("usage: facet template MODEL"), p.stderr
