@@ -163,9 +163,10 @@ static int dump_rows(run_state *rs, const float *logits, size_t rows) {
     return 0;
 }
 
-/* Record token `id` chosen from `logits`: JSON bookkeeping, then its text through the
- * detokenizer and the stop matcher. *stopped is set when a stop string matched. */
-static int emit(run_state *rs, const float *logits, int32_t id, int *stopped) {
+/* Record token `id` chosen from `logits`: JSON bookkeeping, then (with_text) its text
+ * through the detokenizer and the stop matcher. *stopped is set when a stop string
+ * matched. An end-of-sequence token is recorded without its text, as serve does. */
+static int emit(run_state *rs, const float *logits, int32_t id, int with_text, int *stopped) {
     facet_error err = {0};
     const run_opts *o = rs->o;
     if (o->json) {
@@ -179,7 +180,7 @@ static int emit(run_state *rs, const float *logits, int32_t id, int *stopped) {
             json_array_append_new(rs->top, step);
         }
     }
-    if (!rs->stream) return 0;
+    if (!rs->stream || !with_text) return 0;
     const char *piece, *out;
     size_t len, out_len;
     int which = -1;
@@ -237,8 +238,9 @@ static int generate(run_state *rs, const char **finish, int *n_gen, double *t_pr
         int32_t next = facet_sampler_sample(rs->sampler, last);
         facet_sampler_accept(rs->sampler, next);
         (*n_gen)++;
-        if (emit(rs, last, next, &stopped)) return 1;
-        if (stopped || (!o->ignore_eos && is_eos(&rs->info, next))) {
+        int eos = !o->ignore_eos && is_eos(&rs->info, next);
+        if (emit(rs, last, next, !eos, &stopped)) return 1;
+        if (stopped || eos) {
             *finish = "stop";
             break;
         }

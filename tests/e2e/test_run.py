@@ -108,6 +108,11 @@ def test_eos_stops_generation(tmp_path):
     assert out["generated_ids"] == g[:10]
     forced = run_json(d, "-n", "50", "--no-cache", "--ignore-eos")
     assert forced["finish_reason"] == "length" and forced["generated_ids"] == g[:50]
+    # the eos (an ordinary token here) is recorded but its text is not the completion's,
+    # as serve does: text = decode(first 9 ids)
+    head = facet("detokenize", d, "--skip-special", ",".join(map(str, [1] + g[:9]))).stdout
+    assert out["text"] == head
+    assert forced["text"].startswith(head) and len(forced["text"]) > len(head)
 
 
 def test_context_limit_ends_with_length():
