@@ -22,6 +22,7 @@
  */
 #include <jansson.h>
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -152,6 +153,14 @@ int cmd_bench(int argc, char **argv) {
     if (!model_dir) {
         fprintf(stderr, "facet: bench: MODEL is required\n");
         return 1;
+    }
+    if (json_path) { /* a path that cannot be written fails now, not after the benchmark */
+        FILE *jf = fopen(json_path, "a");
+        if (!jf) {
+            fprintf(stderr, "facet: bench: --json %s: %s\n", json_path, strerror(errno));
+            return 1;
+        }
+        fclose(jf);
     }
 
     facet_error err = {0};

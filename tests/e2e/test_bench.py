@@ -72,3 +72,13 @@ def test_bench_int8_under_sanitizers(facet_asan_bin, repo_root, tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+
+
+def test_bench_unwritable_json_fails_before_measuring(run_facet, repo_root, tmp_path):
+    """--json to a folder that does not exist is an error before any measurement."""
+    model = repo_root / "models" / "stories260k"
+    p = run_facet(["bench", str(model), "--json", str(tmp_path / "no" / "such" / "out.json")],
+                  timeout=60)
+    assert p.returncode == 1
+    assert "facet: bench: --json" in p.stderr and "No such file or directory" in p.stderr
+    assert "read bandwidth" not in p.stdout

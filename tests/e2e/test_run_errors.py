@@ -273,3 +273,18 @@ def test_every_subcommand_names_a_missing_value(facet, cmd, opt):
 def test_template_help(facet):
     p = run(facet, ["template", "--help"])
     assert p.returncode == 0 and p.stdout.startswith("usage: facet template MODEL"), p.stderr
+
+
+@pytest.mark.parametrize("cmd", ["plan", "conform"])
+def test_unknown_backend_is_an_argument_error(facet, cmd):
+    p = run(facet, [cmd, BUNDLED, "--backend", "tpu"])
+    assert_clean_error(p, "--backend expects cpu or cuda, got 'tpu'")
+
+
+def test_unknown_cpu_path_is_said(facet):
+    """FACET_CPU with a name that is not a path: said on stderr, the run goes on."""
+    env = dict(os.environ, FACET_CPU="AVX2")
+    p = subprocess.run([facet, "run", "-n", "3"], capture_output=True, text=True, timeout=60,
+                       env=env)
+    assert p.returncode == 0, p.stderr
+    assert "FACET_CPU='AVX2' is not one of scalar, avx2, avx512: ignored" in p.stderr

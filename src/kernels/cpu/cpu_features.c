@@ -2,6 +2,7 @@
 #include "kernels/cpu/cpu_features.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,14 @@ static void detect(void) {
     const char *env = getenv("FACET_CPU");
     if (env && !strcmp(env, "scalar")) in.level = FACET_CPU_SCALAR;
     else if (env && !strcmp(env, "avx2") && in.level > FACET_CPU_AVX2) in.level = FACET_CPU_AVX2;
+    /* a path forced by name that does not run is said, once: a test that thinks it
+     * forced a path must not pass on another one */
+    if (env && *env && strcmp(env, "scalar") && strcmp(env, "avx2") && strcmp(env, "avx512"))
+        fprintf(stderr, "facet: FACET_CPU='%s' is not one of scalar, avx2, avx512: ignored\n", env);
+    else if (env && ((!strcmp(env, "avx2") && in.detected < FACET_CPU_AVX2) ||
+                     (!strcmp(env, "avx512") && in.detected < FACET_CPU_AVX512)))
+        fprintf(stderr, "facet: FACET_CPU=%s: this CPU lacks it; the %s path runs\n", env,
+                in.level == FACET_CPU_AVX2 ? "avx2" : "scalar");
     in.avx512_bf16 = in.level == FACET_CPU_AVX512 && bf16;
     in.avx512_vnni = in.level == FACET_CPU_AVX512 && vnni;
     g_info = in;
