@@ -113,11 +113,9 @@ void facet_kv_round(float *x, facet_kv_type type, int n) {
 void facet_kv_store_strided(const float *src, facet_kv_type type, void *dst, int n, int stride) {
     switch (type) {
     case FACET_KV_BF16:
-        for (int i = 0; i < n; i++) ((uint16_t *)dst)[(size_t)i * stride] = facet_f32_to_bf16(src[i]);
-        return;
-    case FACET_KV_F16: {
+    case FACET_KV_F16: { /* rounded a group at a time as facet_kv_store, then scattered */
         uint16_t h[FACET_KV_GROUP];
-        for (int i0 = 0; i0 < n; i0 += FACET_KV_GROUP) { /* F16C rounding, as facet_kv_store */
+        for (int i0 = 0; i0 < n; i0 += FACET_KV_GROUP) {
             int k = n - i0 < FACET_KV_GROUP ? n - i0 : FACET_KV_GROUP;
             facet_kv_store(src + i0, type, h, k);
             for (int i = 0; i < k; i++) ((uint16_t *)dst)[(size_t)(i0 + i) * stride] = h[i];
