@@ -1,4 +1,5 @@
 /* cmd_serve.c — `facet serve MODEL`: the OpenAI-compatible HTTP server. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -50,12 +51,19 @@ int cmd_serve(int argc, char **argv) {
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--host")) {
+            struct in_addr probe;
             if (!v) ok = 0;
-            else c.host = v;
+            else if (inet_pton(AF_INET, v, &probe) != 1) { /* before the model loads */
+                fprintf(stderr, "facet: serve: --host expects an IPv4 address such as 127.0.0.1, got '%s'\n", v);
+                return 1;
+            } else c.host = v;
             i++;
         } else if (!strcmp(a, "--model-id")) {
             if (!v) ok = 0;
-            else c.model_id = v;
+            else if (!*v) {
+                fprintf(stderr, "facet: serve: --model-id must not be empty\n");
+                return 1;
+            } else c.model_id = v;
             i++;
         } else if (!strcmp(a, "--port")) ok = cli_parse_int(a, v, 0, 65535, &c.port), i++;
         else if (!strcmp(a, "--max-batch")) ok = cli_parse_int(a, v, 1, 1024, &c.max_batch), i++;

@@ -288,3 +288,10 @@ def test_unknown_cpu_path_is_said(facet):
                        env=env)
     assert p.returncode == 0, p.stderr
     assert "FACET_CPU='AVX2' is not one of scalar, avx2, avx512: ignored" in p.stderr
+
+
+@pytest.mark.parametrize("args,needle", [(["--host", "abc"], "--host expects an IPv4 address"),
+                                         (["--model-id", ""], "--model-id must not be empty")])
+def test_serve_rejects_bad_values_before_loading(facet, args, needle):
+    p = run(facet, ["serve", BUNDLED] + args)
+    assert_clean_error(p, needle)
