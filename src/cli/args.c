@@ -40,15 +40,6 @@ int cli_missing_value(const char *cmd, const char *a, int last, const char *cons
     return 0;
 }
 
-int cli_parse_backend(const char *opt, const char *v, const char **out) {
-    if (v && (!strcmp(v, "cpu") || !strcmp(v, "cuda"))) {
-        *out = v;
-        return 1;
-    }
-    if (v) fprintf(stderr, "facet: %s expects cpu or cuda, got '%s'\n", opt, v);
-    return 0;
-}
-
 int cli_parse_weights(const char *opt, const char *v, facet_weight_format *out) {
     static const char *const names[] = {"auto", "f32", "bf16", "f16", "int8"};
     static const facet_weight_format fmts[] = {FACET_WEIGHTS_AUTO, FACET_WEIGHTS_F32, FACET_WEIGHTS_BF16,

@@ -34,10 +34,6 @@ int cli_parse_kv_type(const char *opt, const char *v, facet_kv_type *out);
  * is one of opts (a NULL-terminated list of the options that take a value); else 0. */
 int cli_missing_value(const char *cmd, const char *a, int last, const char *const *opts);
 
-/* Parse v as a backend name, "cpu|cuda" (the table's backends), into *out (v itself);
- * on failure print "facet: OPT expects cpu or cuda, got 'V'" and return 0. */
-int cli_parse_backend(const char *opt, const char *v, const char **out);
-
 /* Parse v as a weight format, "auto|f32|bf16|f16|int8", into *out; on failure print
  * "facet: OPT expects auto, f32, bf16, f16 or int8, got 'V'" and return 0 (1 on success;
  * v NULL: 0 and nothing printed, the caller names the missing value). */

@@ -119,9 +119,7 @@ int cmd_conform(int argc, char **argv) {
         if (cli_missing_value("conform", argv[i], i + 1 == argc, value_opts)) return 1;
         if (!strcmp(argv[i], "--table")) table = 1;
         else if (!strcmp(argv[i], "--markdown")) markdown = 1;
-        else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
-            if (!cli_parse_backend("--backend", argv[++i], &backend)) return 1;
-        }
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_file = argv[++i];
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             conform_usage(stdout);
