@@ -128,6 +128,14 @@ static void bench_multi(facet_pool *pool, int threads, int reps, const facet_wte
     }
 }
 
+static void free_all(facet_pool *pool, facet_wtensor *m, int n_mats, float *X, float *Y) {
+    for (int i = 0; i < n_mats; i++) free(m[i].data);
+    free(m);
+    free(X);
+    free(Y);
+    facet_pool_free(pool);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: kernel_bench qwen3-0.6b|llama-1b f32|bf16|f16|int8 [threads] [reps] [all|multi]\n");
@@ -172,11 +180,7 @@ int main(int argc, char **argv) {
         printf("shape %s format %s path %s threads %d\n", argv[1], argv[2],
                facet_cpu_level_name(facet_cpu()->level), threads);
         bench_multi(pool, threads, reps, m, s.L, X, Y, s.I > s.qd ? s.I : s.qd);
-        for (int i = 0; i < n_mats; i++) free(m[i].data);
-        free(m);
-        free(X);
-        free(Y);
-        facet_pool_free(pool);
+        free_all(pool, m, n_mats, X, Y);
         return 0;
     }
     double bw = facet_measure_read_bandwidth(pool, (size_t)1 << 30, 5);
@@ -222,10 +226,6 @@ int main(int argc, char **argv) {
         printf("prefill rows %d: wall %6.1f tok/s, %6.1f GFLOP/s = %3.0f%% of peak | CPU-time %6.1f "
                "tok/s, %6.1f GFLOP/s\n", n, n / b.wall, gw, 100 * gw / peak, n / b.cpu, gc);
     }
-    for (int i = 0; i < n_mats; i++) free(m[i].data);
-    free(m);
-    free(X);
-    free(Y);
-    facet_pool_free(pool);
+    free_all(pool, m, n_mats, X, Y);
     return 0;
 }

@@ -49,6 +49,15 @@ typedef enum facet_weight_format {
     FACET_WEIGHTS_INT8 = 4,
 } facet_weight_format;
 
+/* Why the FACET_CPU environment variable did not take effect (an unknown name, or a path
+ * this CPU lacks), as a static sentence for the caller to show; NULL when it is unset or
+ * took effect. The library never prints; `facet` prints this on stderr. */
+const char *facet_cpu_note(void);
+
+/* Name of a weight format: "auto", "f32", "bf16", "f16", "int8" ("unknown" out of
+ * range), as the CLI's --weights spells it. */
+const char *facet_weight_format_name(facet_weight_format f);
+
 /*
  * Progress of a long load step, for a caller that wants to show it (the library never
  * prints). `step` is a static string: "converting weights" (done/total in bytes of

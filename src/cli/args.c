@@ -41,12 +41,9 @@ int cli_missing_value(const char *cmd, const char *a, int last, const char *cons
 }
 
 int cli_parse_weights(const char *opt, const char *v, facet_weight_format *out) {
-    static const char *const names[] = {"auto", "f32", "bf16", "f16", "int8"};
-    static const facet_weight_format fmts[] = {FACET_WEIGHTS_AUTO, FACET_WEIGHTS_F32, FACET_WEIGHTS_BF16,
-                                               FACET_WEIGHTS_F16, FACET_WEIGHTS_INT8};
-    for (size_t i = 0; v && i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(v, names[i])) {
-            *out = fmts[i];
+    for (int f = FACET_WEIGHTS_AUTO; v && f <= FACET_WEIGHTS_INT8; f++)
+        if (!strcmp(v, facet_weight_format_name((facet_weight_format)f))) {
+            *out = (facet_weight_format)f;
             return 1;
         }
     if (v) fprintf(stderr, "facet: %s expects auto, f32, bf16, f16 or int8, got '%s'\n", opt, v);

@@ -97,7 +97,6 @@ int cmd_bench(int argc, char **argv) {
     int steps = 128, threads = 0;
     facet_kv_type kv = FACET_KV_AUTO;
     facet_weight_format weights = FACET_WEIGHTS_AUTO;
-    const char *weights_name = "auto";
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -127,7 +126,6 @@ int cmd_bench(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "--weights") && v) {
             if (!cli_parse_weights(a, v, &weights)) return 1;
-            weights_name = v;
             i++;
         } else if (!strcmp(a, "--kv-cache") && v) {
             if (!cli_parse_kv_type(a, v, &kv)) return 1;
@@ -190,8 +188,7 @@ int cmd_bench(int argc, char **argv) {
         return 1;
     }
     int cache_hit = info.weight_cache == FACET_WCACHE_HIT;
-    static const char *fmt_names[] = {"auto", "f32", "bf16", "f16", "int8"};
-    weights_name = fmt_names[info.weights];
+    const char *weights_name = facet_weight_format_name(info.weights);
 
     facet_pool *pool = facet_pool_create(info.n_threads);
     double bw = pool ? facet_measure_read_bandwidth(pool, (size_t)1 << 30, 5) : 0;

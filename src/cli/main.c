@@ -51,6 +51,8 @@ const char *cli_bundled_model(void) {
 }
 
 int main(int argc, char **argv) {
+    const char *cpu_note = facet_cpu_note();
+    if (cpu_note) fprintf(stderr, "facet: %s\n", cpu_note);
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;

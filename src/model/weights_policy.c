@@ -30,6 +30,11 @@ facet_kv_type facet_auto_kv(facet_weight_format w) {
     }
 }
 
+const char *facet_weight_format_name(facet_weight_format f) {
+    static const char *names[] = {"auto", "f32", "bf16", "f16", "int8"};
+    return (unsigned)f < sizeof names / sizeof names[0] ? names[f] : "unknown";
+}
+
 const char *facet_kv_type_name(facet_kv_type t) {
     static const char *names[] = {"auto", "f32", "bf16", "f16"};
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "unknown";

@@ -7,6 +7,7 @@
 #include <string.h>
 
 static facet_cpu_info g_info;
+static char g_note[160]; /* why FACET_CPU did not take effect ("" when it did / unset) */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -46,14 +47,16 @@ static void detect(void) {
     const char *env = getenv("FACET_CPU");
     if (env && !strcmp(env, "scalar")) in.level = FACET_CPU_SCALAR;
     else if (env && !strcmp(env, "avx2") && in.level > FACET_CPU_AVX2) in.level = FACET_CPU_AVX2;
-    /* a path forced by name that does not run is said, once: a test that thinks it
-     * forced a path must not pass on another one */
+    /* a path forced by name that does not run is noted (facet_cpu_note): a test that
+     * thinks it forced a path must not pass on another one */
+    g_note[0] = '\0';
     if (env && *env && strcmp(env, "scalar") && strcmp(env, "avx2") && strcmp(env, "avx512"))
-        fprintf(stderr, "facet: FACET_CPU='%s' is not one of scalar, avx2, avx512: ignored\n", env);
+        snprintf(g_note, sizeof g_note, "FACET_CPU='%.60s' is not one of scalar, avx2, avx512: ignored",
+                 env);
     else if (env && ((!strcmp(env, "avx2") && in.detected < FACET_CPU_AVX2) ||
                      (!strcmp(env, "avx512") && in.detected < FACET_CPU_AVX512)))
-        fprintf(stderr, "facet: FACET_CPU=%s: this CPU lacks it; the %s path runs\n", env,
-                in.level == FACET_CPU_AVX2 ? "avx2" : "scalar");
+        snprintf(g_note, sizeof g_note, "FACET_CPU=%s: this CPU lacks it; the %s path runs", env,
+                 in.level == FACET_CPU_AVX2 ? "avx2" : "scalar");
     in.avx512_bf16 = in.level == FACET_CPU_AVX512 && bf16;
     in.avx512_vnni = in.level == FACET_CPU_AVX512 && vnni;
     g_info = in;
@@ -67,6 +70,11 @@ const facet_cpu_info *facet_cpu(void) {
 void facet_cpu_refresh(void) {
     pthread_once(&g_once, detect);
     detect();
+}
+
+const char *facet_cpu_note(void) {
+    pthread_once(&g_once, detect);
+    return g_note[0] ? g_note : NULL;
 }
 
 const char *facet_cpu_level_name(facet_cpu_level l) {

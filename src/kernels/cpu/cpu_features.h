@@ -7,7 +7,8 @@
  *   FACET_CPU=scalar   portable C kernels only
  *   FACET_CPU=avx2     AVX2 + FMA + F16C kernels (the fallback for machines without AVX-512)
  *   FACET_CPU=avx512   AVX-512 kernels (BF16 / VNNI instructions where the CPU has them)
- * Unset or any other value: the best level the CPU supports.
+ * Unset or any other value: the best level the CPU supports (facet_cpu_note says why a
+ * value did not take effect; the CLI prints it).
  */
 #ifndef FACET_KERNELS_CPU_FEATURES_H
 #define FACET_KERNELS_CPU_FEATURES_H
