@@ -161,7 +161,7 @@ void facet_kv_load_strided(const void *src, facet_kv_type type, float *dst, int 
  * out + i * out_stride (hd floats, must not alias q). Keys go in blocks of
  * FACET_ATTN_BLOCK from position 0 with an online softmax (running max, rescaled sum
  * and output), each block's keys and values read once for all n_q queries: scores in
- * tiles of up to 4 queries x 64 keys (one FMA chain over d per score), values two
+ * tiles of up to 6 queries x 64 keys (one FMA chain over d per score), values four
  * queries at a time. A query's result is bit-identical whatever the other queries of
  * the call (batch invariance). scratch: at least FACET_ATTN_SCRATCH(n_q, hd) floats;
  * nothing is allocated.
