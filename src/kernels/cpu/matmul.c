@@ -140,14 +140,24 @@ static void mm_task(void *ctx, int task, int thread) {
             for (int p = p0; p < p1; p += npm) {
                 int np = p1 - p < npm ? p1 - p : npm;
                 int o0 = p * FACET_PANEL, o1 = (p + np) * FACET_PANEL;
-                if (o1 > m->n_out) o1 = m->n_out;
+                float *y0 = m->Y + (size_t)r0 * m->n_out + o0;
+                if (o1 <= m->n_out) { /* whole panels: the kernel works in the output rows */
+                    uk->fn(&j->x, r0, mr, m->W + (size_t)p * j->pb, j->pb, np, k0, k1, y0,
+                           m->n_out, acc);
+                    if (last && m->bias)
+                        for (int r = 0; r < mr; r++)
+                            for (int o = o0; o < o1; o++) y0[(size_t)r * m->n_out + o - o0] += m->bias[o];
+                    continue;
+                }
+                o1 = m->n_out; /* a partial last panel: through the tile */
                 if (acc)
                     for (int r = 0; r < mr; r++)
                         memcpy(tile + r * FACET_TILE_LD, m->Y + (size_t)(r0 + r) * m->n_out + o0,
                                sizeof(float) * (size_t)(o1 - o0));
-                uk->fn(&j->x, r0, mr, m->W + (size_t)p * j->pb, j->pb, np, k0, k1, tile, acc);
+                uk->fn(&j->x, r0, mr, m->W + (size_t)p * j->pb, j->pb, np, k0, k1, tile,
+                       FACET_TILE_LD, acc);
                 for (int r = 0; r < mr; r++) {
-                    float *y = m->Y + (size_t)(r0 + r) * m->n_out + o0;
+                    float *y = y0 + (size_t)r * m->n_out;
                     const float *t = tile + r * FACET_TILE_LD;
                     if (last && m->bias)
                         for (int o = 0; o < o1 - o0; o++) y[o] = t[o] + m->bias[o0 + o];

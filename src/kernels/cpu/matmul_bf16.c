@@ -26,7 +26,7 @@ static void uk_f16_scalar(FACET_UK_PARAMS) {
         for (int p = 0; p < np; p++) {
             const uint16_t *w = (const uint16_t *)(W + (size_t)p * pb);
             const float *xr = XROW(r);
-            float *t = tile + r * FACET_TILE_LD + p * 16, acc[16];
+            float *t = tile + r * ld + p * 16, acc[16];
             for (int l = 0; l < 16; l++) acc[l] = accumulate ? t[l] : 0.0f;
             for (int k = k0; k < k1; k++)
                 for (int l = 0; l < 16; l++)
@@ -40,7 +40,7 @@ static void uk_bf16_scalar(FACET_UK_PARAMS) {
         for (int p = 0; p < np; p++) {
             const uint16_t *w = (const uint16_t *)(W + (size_t)p * pb);
             const float *xr = XROW(r);
-            float *t = tile + r * FACET_TILE_LD + p * 16, acc[16];
+            float *t = tile + r * ld + p * 16, acc[16];
             for (int l = 0; l < 16; l++) acc[l] = accumulate ? t[l] : 0.0f;
             for (int k = k0; k < k1; k += 2) {
                 const uint16_t *wk = w + (size_t)(k / 2) * 32;
@@ -56,14 +56,14 @@ static void uk_bf16_scalar(FACET_UK_PARAMS) {
 /* ---- AVX2 (+F16C): one panel = two 8-lane halves ---- */
 
 FACET_INLINE FACET_TGT_AVX2 void f16_avx2_body(const facet_xprep *x, int r0, const uint8_t *W,
-                                                size_t pb, int k0, int k1, float *tile,
+                                                size_t pb, int k0, int k1, float *tile, int ld,
                                                 int accumulate, const int MR, const int NP) {
     (void)NP;
     (void)pb;
     __m256 acc[4][2];
     for (int r = 0; r < MR; r++)
         for (int h = 0; h < 2; h++)
-            acc[r][h] = accumulate ? _mm256_loadu_ps(tile + r * FACET_TILE_LD + h * 8) : _mm256_setzero_ps();
+            acc[r][h] = accumulate ? _mm256_loadu_ps(tile + r * ld + h * 8) : _mm256_setzero_ps();
     const uint16_t *w = (const uint16_t *)W;
     for (int k = k0; k < k1; k++) {
         __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + (size_t)k * 16)));
@@ -75,7 +75,7 @@ FACET_INLINE FACET_TGT_AVX2 void f16_avx2_body(const facet_xprep *x, int r0, con
         }
     }
     for (int r = 0; r < MR; r++)
-        for (int h = 0; h < 2; h++) _mm256_storeu_ps(tile + r * FACET_TILE_LD + h * 8, acc[r][h]);
+        for (int h = 0; h < 2; h++) _mm256_storeu_ps(tile + r * ld + h * 8, acc[r][h]);
 }
 
 #define B_F16_AVX2(M, N) f16_avx2_body(FACET_UK_ARGS, M, N)
@@ -84,14 +84,14 @@ static FACET_TGT_AVX2 void uk_f16_avx2(FACET_UK_PARAMS) {
 }
 
 FACET_INLINE FACET_TGT_AVX2 void bf16_avx2_body(const facet_xprep *x, int r0, const uint8_t *W,
-                                                 size_t pb, int k0, int k1, float *tile,
+                                                 size_t pb, int k0, int k1, float *tile, int ld,
                                                  int accumulate, const int MR, const int NP) {
     (void)NP;
     (void)pb;
     __m256 acc[4][2];
     for (int r = 0; r < MR; r++)
         for (int h = 0; h < 2; h++)
-            acc[r][h] = accumulate ? _mm256_loadu_ps(tile + r * FACET_TILE_LD + h * 8) : _mm256_setzero_ps();
+            acc[r][h] = accumulate ? _mm256_loadu_ps(tile + r * ld + h * 8) : _mm256_setzero_ps();
     const uint16_t *w = (const uint16_t *)W;
     const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
     for (int k = k0; k < k1; k += 2) {
@@ -110,7 +110,7 @@ FACET_INLINE FACET_TGT_AVX2 void bf16_avx2_body(const facet_xprep *x, int r0, co
         }
     }
     for (int r = 0; r < MR; r++)
-        for (int h = 0; h < 2; h++) _mm256_storeu_ps(tile + r * FACET_TILE_LD + h * 8, acc[r][h]);
+        for (int h = 0; h < 2; h++) _mm256_storeu_ps(tile + r * ld + h * 8, acc[r][h]);
 }
 
 #define B_BF16_AVX2(M, N) bf16_avx2_body(FACET_UK_ARGS, M, N)
@@ -121,14 +121,14 @@ static FACET_TGT_AVX2 void uk_bf16_avx2(FACET_UK_PARAMS) {
 /* ---- AVX-512 ---- */
 
 FACET_INLINE FACET_TGT_AVX512 void f16_avx512_body(const facet_xprep *x, int r0, const uint8_t *W,
-                                                    size_t pb, int k0, int k1, float *tile,
+                                                    size_t pb, int k0, int k1, float *tile, int ld,
                                                     int accumulate, const int MR, const int NP) {
     __m512 acc[8][4];
     const uint16_t *w[4];
     for (int p = 0; p < NP; p++) w[p] = (const uint16_t *)(W + (size_t)p * pb);
     for (int r = 0; r < MR; r++)
         for (int p = 0; p < NP; p++)
-            acc[r][p] = accumulate ? _mm512_loadu_ps(tile + r * FACET_TILE_LD + p * 16) : _mm512_setzero_ps();
+            acc[r][p] = accumulate ? _mm512_loadu_ps(tile + r * ld + p * 16) : _mm512_setzero_ps();
     for (int k = k0; k < k1; k++) {
         __m512 wv[4];
         for (int p = 0; p < NP; p++)
@@ -139,7 +139,7 @@ FACET_INLINE FACET_TGT_AVX512 void f16_avx512_body(const facet_xprep *x, int r0,
         }
     }
     for (int r = 0; r < MR; r++)
-        for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * FACET_TILE_LD + p * 16, acc[r][p]);
+        for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * ld + p * 16, acc[r][p]);
 }
 
 /* One row (decode), N (1 or 2) panels side by side from panel p, for f16 weights: as
@@ -180,14 +180,14 @@ static FACET_TGT_AVX512 void uk_f16_avx512(FACET_UK_PARAMS) {
 
 FACET_INLINE FACET_TGT_AVX512BF16 void bf16_avx512_body(const facet_xprep *x, int r0,
                                                          const uint8_t *W, size_t pb, int k0,
-                                                         int k1, float *tile, int accumulate,
+                                                         int k1, float *tile, int ld, int accumulate,
                                                          const int MR, const int NP) {
     __m512 acc[8][4];
     const uint16_t *w[4];
     for (int p = 0; p < NP; p++) w[p] = (const uint16_t *)(W + (size_t)p * pb);
     for (int r = 0; r < MR; r++)
         for (int p = 0; p < NP; p++)
-            acc[r][p] = accumulate ? _mm512_loadu_ps(tile + r * FACET_TILE_LD + p * 16) : _mm512_setzero_ps();
+            acc[r][p] = accumulate ? _mm512_loadu_ps(tile + r * ld + p * 16) : _mm512_setzero_ps();
     for (int k = k0; k < k1; k += 2) {
         __m512i wv[4];
         for (int p = 0; p < NP; p++) wv[p] = _mm512_loadu_si512((const void *)(w[p] + (size_t)k * 16));
@@ -200,7 +200,7 @@ FACET_INLINE FACET_TGT_AVX512BF16 void bf16_avx512_body(const facet_xprep *x, in
         }
     }
     for (int r = 0; r < MR; r++)
-        for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * FACET_TILE_LD + p * 16, acc[r][p]);
+        for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * ld + p * 16, acc[r][p]);
 }
 
 FACET_TGT_AVX512BF16 void facet_x_to_bf16_avx512bf16(const float *x, uint16_t *out, int n) {

@@ -145,7 +145,7 @@ static void uk_f32_scalar(FACET_UK_PARAMS) {
     for (int r = 0; r < mr; r++)
         for (int p = 0; p < np; p++) {
             const float *w = (const float *)(W + (size_t)p * pb), *xr = XROW(r);
-            float *t = tile + r * FACET_TILE_LD + p * 16, acc[16];
+            float *t = tile + r * ld + p * 16, acc[16];
             for (int l = 0; l < 16; l++) acc[l] = accumulate ? t[l] : 0.0f;
             for (int k = k0; k < k1; k++)
                 for (int l = 0; l < 16; l++) acc[l] = fmaf(xr[k], w[(size_t)k * 16 + l], acc[l]);
@@ -154,14 +154,14 @@ static void uk_f32_scalar(FACET_UK_PARAMS) {
 }
 
 FACET_INLINE FACET_TGT_AVX2 void f32_avx2_body(const facet_xprep *x, int r0, const uint8_t *W,
-                                                size_t pb, int k0, int k1, float *tile,
+                                                size_t pb, int k0, int k1, float *tile, int ld,
                                                 int accumulate, const int MR, const int NP) {
     __m256 acc[4][2 * 1];
     (void)NP; /* one panel: two 8-lane halves */
     (void)pb;
     for (int r = 0; r < MR; r++)
         for (int h = 0; h < 2; h++)
-            acc[r][h] = accumulate ? _mm256_loadu_ps(tile + r * FACET_TILE_LD + h * 8) : _mm256_setzero_ps();
+            acc[r][h] = accumulate ? _mm256_loadu_ps(tile + r * ld + h * 8) : _mm256_setzero_ps();
     const float *w = (const float *)W;
     for (int k = k0; k < k1; k++) {
         __m256 w0 = _mm256_loadu_ps(w + (size_t)k * 16), w1 = _mm256_loadu_ps(w + (size_t)k * 16 + 8);
@@ -172,7 +172,7 @@ FACET_INLINE FACET_TGT_AVX2 void f32_avx2_body(const facet_xprep *x, int r0, con
         }
     }
     for (int r = 0; r < MR; r++)
-        for (int h = 0; h < 2; h++) _mm256_storeu_ps(tile + r * FACET_TILE_LD + h * 8, acc[r][h]);
+        for (int h = 0; h < 2; h++) _mm256_storeu_ps(tile + r * ld + h * 8, acc[r][h]);
 }
 
 #define B_F32_AVX2(M, N) f32_avx2_body(FACET_UK_ARGS, M, N)
@@ -182,14 +182,14 @@ static FACET_TGT_AVX2 void uk_f32_avx2(FACET_UK_PARAMS) {
 }
 
 FACET_INLINE FACET_TGT_AVX512 void f32_avx512_body(const facet_xprep *x, int r0, const uint8_t *W,
-                                                    size_t pb, int k0, int k1, float *tile,
+                                                    size_t pb, int k0, int k1, float *tile, int ld,
                                                     int accumulate, const int MR, const int NP) {
     __m512 acc[8][4];
     const float *w[4];
     for (int p = 0; p < NP; p++) w[p] = (const float *)(W + (size_t)p * pb);
     for (int r = 0; r < MR; r++)
         for (int p = 0; p < NP; p++)
-            acc[r][p] = accumulate ? _mm512_loadu_ps(tile + r * FACET_TILE_LD + p * 16) : _mm512_setzero_ps();
+            acc[r][p] = accumulate ? _mm512_loadu_ps(tile + r * ld + p * 16) : _mm512_setzero_ps();
     for (int k = k0; k < k1; k++) {
         __m512 wv[4];
         for (int p = 0; p < NP; p++) wv[p] = _mm512_loadu_ps(w[p] + (size_t)k * 16);
@@ -199,7 +199,7 @@ FACET_INLINE FACET_TGT_AVX512 void f32_avx512_body(const facet_xprep *x, int r0,
         }
     }
     for (int r = 0; r < MR; r++)
-        for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * FACET_TILE_LD + p * 16, acc[r][p]);
+        for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * ld + p * 16, acc[r][p]);
 }
 
 /* One row (decode): N (1 or 2) panels side by side from panel p, per output the tiled

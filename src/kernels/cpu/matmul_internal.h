@@ -46,10 +46,11 @@ typedef struct facet_xprep {
  * A micro-kernel: for rows r0..r0+mr-1 of x and panels starting at W (np panels,
  * panel_bytes apart), over k in [k0, k1) (multiples of 32), tile[r][p*16 + l] =
  * (accumulate ? tile[r][p*16 + l] : 0) + sum_k x[r0 + r][k] * w[p*16 + l][k], tile rows
- * FACET_TILE_LD floats apart. mr <= kernel's mr, np <= kernel's np.
+ * ld floats apart (the output rows themselves, or a FACET_TILE_LD scratch when the
+ * last panel is partial). mr <= kernel's mr, np <= kernel's np.
  */
 typedef void (*facet_ukernel_fn)(const facet_xprep *x, int r0, int mr, const uint8_t *W,
-                                 size_t panel_bytes, int np, int k0, int k1, float *tile,
+                                 size_t panel_bytes, int np, int k0, int k1, float *tile, int ld,
                                  int accumulate);
 
 typedef struct facet_ukernel {

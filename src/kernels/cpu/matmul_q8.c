@@ -80,7 +80,7 @@ void facet_q8_quantize_row(const float *x, int n, int8_t *q, float *scale, int32
 static void uk_q8_scalar(FACET_UK_PARAMS) {
     for (int r = 0; r < mr; r++)
         for (int p = 0; p < np; p++) {
-            float *t = tile + r * FACET_TILE_LD + p * 16, acc[16];
+            float *t = tile + r * ld + p * 16, acc[16];
             for (int l = 0; l < 16; l++) acc[l] = accumulate ? t[l] : 0.0f;
             for (int b = k0 / FACET_Q8_BLOCK; b < k1 / FACET_Q8_BLOCK; b++) {
                 const uint8_t *blk = W + (size_t)p * pb + (size_t)b * FACET_Q8_PBLOCK;
@@ -100,14 +100,14 @@ static void uk_q8_scalar(FACET_UK_PARAMS) {
 }
 
 FACET_INLINE FACET_TGT_AVX2 void q8_avx2_body(const facet_xprep *x, int r0, const uint8_t *W,
-                                               size_t pb, int k0, int k1, float *tile,
+                                               size_t pb, int k0, int k1, float *tile, int ld,
                                                int accumulate, const int MR, const int NP) {
     (void)NP;
     (void)pb;
     __m256 acc[2][2];
     for (int r = 0; r < MR; r++)
         for (int h = 0; h < 2; h++)
-            acc[r][h] = accumulate ? _mm256_loadu_ps(tile + r * FACET_TILE_LD + h * 8) : _mm256_setzero_ps();
+            acc[r][h] = accumulate ? _mm256_loadu_ps(tile + r * ld + h * 8) : _mm256_setzero_ps();
     const __m256i bias = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
     for (int b = k0 / FACET_Q8_BLOCK; b < k1 / FACET_Q8_BLOCK; b++) {
         const uint8_t *blk = W + (size_t)b * FACET_Q8_PBLOCK;
@@ -132,7 +132,7 @@ FACET_INLINE FACET_TGT_AVX2 void q8_avx2_body(const facet_xprep *x, int r0, cons
         }
     }
     for (int r = 0; r < MR; r++)
-        for (int h = 0; h < 2; h++) _mm256_storeu_ps(tile + r * FACET_TILE_LD + h * 8, acc[r][h]);
+        for (int h = 0; h < 2; h++) _mm256_storeu_ps(tile + r * ld + h * 8, acc[r][h]);
 }
 
 #define B_Q8_AVX2(M, N) q8_avx2_body(FACET_UK_ARGS, M, N)
@@ -152,13 +152,13 @@ static FACET_TGT_AVX2 void uk_q8_avx2(FACET_UK_PARAMS) {
  * cache lines Q8_PREFETCH_BYTES ahead in every panel's stream are prefetched to L2.
  */
 FACET_INLINE FACET_TGT_AVX512VNNI void q8_vnni_body(const facet_xprep *x, int r0, const uint8_t *W,
-                                                     size_t pb, int k0, int k1, float *tile,
+                                                     size_t pb, int k0, int k1, float *tile, int ld,
                                                      int accumulate, const int MR, const int NP,
                                                      int pf) {
     __m512 acc[8][2];
     for (int r = 0; r < MR; r++)
         for (int p = 0; p < NP; p++)
-            acc[r][p] = accumulate ? _mm512_loadu_ps(tile + r * FACET_TILE_LD + p * 16) : _mm512_setzero_ps();
+            acc[r][p] = accumulate ? _mm512_loadu_ps(tile + r * ld + p * 16) : _mm512_setzero_ps();
     for (int b = k0 / FACET_Q8_BLOCK; b < k1 / FACET_Q8_BLOCK; b++) {
         const uint8_t *blk[2];
         for (int p = 0; p < NP; p++) blk[p] = W + (size_t)p * pb + (size_t)b * FACET_Q8_PBLOCK;
@@ -189,7 +189,7 @@ FACET_INLINE FACET_TGT_AVX512VNNI void q8_vnni_body(const facet_xprep *x, int r0
         }
     }
     for (int r = 0; r < MR; r++)
-        for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * FACET_TILE_LD + p * 16, acc[r][p]);
+        for (int p = 0; p < NP; p++) _mm512_storeu_ps(tile + r * ld + p * 16, acc[r][p]);
 }
 
 /* One row (decode): the np panels one after the other, so the weights are read as one

@@ -30,7 +30,7 @@
 /* the common micro-kernel parameter list (facet_ukernel_fn) */
 #define FACET_UK_PARAMS                                                                  \
     const facet_xprep *x, int r0, int mr, const uint8_t *W, size_t pb, int np, int k0,   \
-        int k1, float *tile, int accumulate
-#define FACET_UK_ARGS x, r0, W, pb, k0, k1, tile, accumulate
+        int k1, float *tile, int ld, int accumulate
+#define FACET_UK_ARGS x, r0, W, pb, k0, k1, tile, ld, accumulate
 
 #endif
