@@ -178,10 +178,16 @@ static FACET_TGT_AVX512 void uk_f16_avx512(FACET_UK_PARAMS) {
     switch (FACET_UK_KEY(mr, np)) { FACET_UK_MR8(FACET_UK_NP3, B_F16_AVX512) }
 }
 
+/* Bytes ahead in each panel's stream that a call's first row tile prefetches into L2
+ * (as the int8 kernel does): 8 rows of Qwen3-0.6B, matmuls only, 181-188 -> 200-213
+ * tok/s in the machine's slow state, 210 -> 241-247 in its fast state; 8 and 16 KiB
+ * were no better (bench/RESULTS-perf.md section 7). */
+#define BF16_PREFETCH_BYTES 4096
+
 FACET_INLINE FACET_TGT_AVX512BF16 void bf16_avx512_body(const facet_xprep *x, int r0,
                                                          const uint8_t *W, size_t pb, int k0,
                                                          int k1, float *tile, int ld, int accumulate,
-                                                         const int MR, const int NP) {
+                                                         const int MR, const int NP, int pf) {
     __m512 acc[8][4];
     const uint16_t *w[4];
     for (int p = 0; p < NP; p++) w[p] = (const uint16_t *)(W + (size_t)p * pb);
@@ -191,6 +197,9 @@ FACET_INLINE FACET_TGT_AVX512BF16 void bf16_avx512_body(const facet_xprep *x, in
     for (int k = k0; k < k1; k += 2) {
         __m512i wv[4];
         for (int p = 0; p < NP; p++) wv[p] = _mm512_loadu_si512((const void *)(w[p] + (size_t)k * 16));
+        if (pf)
+            for (int p = 0; p < NP; p++)
+                _mm_prefetch((const char *)(w[p] + (size_t)k * 16) + BF16_PREFETCH_BYTES, _MM_HINT_T1);
         for (int r = 0; r < MR; r++) {
             int32_t pair;
             memcpy(&pair, XROW16(r) + k, 4);
@@ -246,7 +255,8 @@ static FACET_TGT_AVX512BF16 void bf16_avx512_row1(const facet_xprep *x, int r0, 
     for (; p < np; p++) bf16_row1_n(XROW16(0), W, pb, p, k0, k1, tile, accumulate, 1);
 }
 
-#define B_BF16_AVX512(M, N) bf16_avx512_body(FACET_UK_ARGS, M, N)
+/* pf: only a call's first row tile streams the weights from memory (matmul.c) */
+#define B_BF16_AVX512(M, N) bf16_avx512_body(FACET_UK_ARGS, M, N, r0 == 0)
 static FACET_TGT_AVX512BF16 void uk_bf16_avx512bf16(FACET_UK_PARAMS) {
     if (mr == 1) {
         bf16_avx512_row1(x, r0, W, pb, np, k0, k1, tile, accumulate);
