@@ -243,6 +243,10 @@ static void qk_row(facet_session *s, int l, int r) {
         facet_rope_apply(q, nh, hd, m->rope_dim, cs, sn);
         facet_rope_apply(k, nkv, hd, m->rope_dim, cs, sn);
     }
+    /* a bf16 cache is bf16 attention: the query is rounded like the keys, so each score
+     * is a sum of exact products of bf16 values (FlashAttention's bf16 arithmetic), on
+     * every path; on AVX512-BF16 the blocked kernel takes them from vdpbf16ps */
+    if (s->kv_type == FACET_KV_BF16) facet_kv_round(q, s->kv_type, qd);
     if (!(s->ring_cap && f->layer_sliding[l])) {
         store_kv_row(s, l, r);
     } else if (s->kv_type != FACET_KV_F32) {

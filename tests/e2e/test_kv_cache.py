@@ -1,7 +1,8 @@
 """16-bit KV caches (`--kv-cache bf16|f16`) against the float64 reference.
 
 facet runs float32 weights with a bf16 or f16 cache; the reference (tests/ref/reference.py)
-rounds each key and value the same way before caching them (kv_round). Generated
+rounds each key and value the same way before caching them (kv_round), and with bf16 each
+query too (a bf16 cache is bf16 attention). Generated
 checkpoints of two GQA configs (Qwen3-0.6B with qk-norm, Llama-3.2-1B with llama3 rope),
 shrunk as in test_reference.py; a 48-token prompt and 24 greedy steps.
 
@@ -49,11 +50,14 @@ def test_16bit_cache_matches_rounded_reference(fam, kv, make_checkpoint, referen
     assert rows.shape[0] == len(seq)
     r = compare.relative_errors(rows, reference_for(path, kv_round=kv).logits(seq))
     p = compare.relative_errors(rows, reference_for(path).logits(seq))
-    # typical rows within float32 arithmetic; the worst row 1e-3: facet rounds its float32
-    # key to 16 bits, the reference its float64 key via float32, and a key within
-    # float32 noise of a rounding boundary lands one 16-bit step apart
+    # typical rows within float32 arithmetic; the worst row 1e-3 (bf16: 2e-3): facet rounds
+    # its float32 key to 16 bits, the reference its float64 key via float32, and a key
+    # within float32 noise of a rounding boundary lands one 16-bit step apart; with bf16
+    # the query is rounded as well, twice the elements (measured worst: Qwen3 1.1e-3, the
+    # same row on the AVX2 and AVX512-BF16 paths; Llama 8e-4; f16 2e-4)
+    worst = 2e-3 if kv == "bf16" else 1e-3
     assert np.median(r) < 1e-4, "kv %s: median relative error %.3g" % (kv, np.median(r))
-    assert r.max() < 1e-3, "kv %s: worst relative error %.3g vs the rounded reference" % (kv, r.max())
+    assert r.max() < worst, "kv %s: worst relative error %.3g vs the rounded reference" % (kv, r.max())
     # the rounding is real and modelled: the unrounded reference is far farther away
     # (measured: 16-400x at the median)
     assert np.median(p) > 10 * np.median(r), "kv %s: median %.3g vs unrounded, %.3g vs rounded" % (
@@ -132,10 +136,12 @@ def test_16bit_cache_on_ring_layers(kv, make_checkpoint, reference_for, facet_ge
     p = compare.relative_errors(rows, reference_for(path).logits(seq))
     # facet rounds its float32 key, the reference its float64 key: an element within
     # float32 noise of a rounding boundary lands one 16-bit step apart, and here every
-    # later query sees it (measured bf16: rows up to position 13 within 1.1e-6, then
-    # median 1.1e-4, worst 2.5e-3; against the unrounded reference the median is 20x
-    # larger). The bit-identity below is the sharp check that the chunk's rows are rounded.
-    assert np.median(r) < 3e-4 and r.max() < 5e-3, (kv, np.median(r), r.max())
+    # later query sees it; with bf16 each query is rounded too and flips the same way
+    # (measured bf16: rows up to position 13 within 1.1e-6, then median 3.8e-4, worst
+    # 3.3e-3, against the unrounded reference a 22x larger median; f16: median 7e-5, worst
+    # 3e-4). The bit-identity below is the sharp check that the chunk's rows are rounded.
+    assert np.median(r) < (6e-4 if kv == "bf16" else 3e-4) and r.max() < 5e-3, (
+        kv, np.median(r), r.max())
     assert np.median(p) > 10 * np.median(r), (kv, np.median(p), np.median(r))
     again = facet_generate(path, ids + gen[:8], 4, extra=["--kv-cache", kv])
     assert again["json"]["generated_ids"] == gen[8:12]

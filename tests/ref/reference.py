@@ -236,7 +236,9 @@ class Reference:
     def __init__(self, folder, embed_scale_dtype="float32", kv_round=None):
         """kv_round: None (float64 keys and values), or "bf16" / "f16": each key (after
         the norm and RoPE) and value is rounded to float32 and then to that type, round to
-        nearest even, before it enters the cache, as a 16-bit KV cache stores it."""
+        nearest even, before it enters the cache, as a 16-bit KV cache stores it. With
+        "bf16" the query is rounded the same way (a bf16 cache is bf16 attention: scores
+        are products of bf16 values, as FlashAttention computes them in bf16)."""
         if kv_round not in (None, "bf16", "f16"):
             raise ValueError("kv_round %r: expected None, 'bf16' or 'f16'" % (kv_round,))
         self.kv_round = kv_round
@@ -330,6 +332,8 @@ class Reference:
             k = apply_rope(k, positions, *rope)
         if self.kv_round:
             k, v = round_kv(k, self.kv_round), round_kv(v, self.kv_round)
+        if self.kv_round == "bf16":
+            q = round_kv(q, "bf16")
         if cache.k[layer] is None:
             cache.k[layer], cache.v[layer] = k, v
         else:
@@ -473,7 +477,7 @@ def main(argv=None):
     ap.add_argument("--embed-scale-dtype", default="float32",
                     choices=["float32", "bfloat16", "float16", "float64"])
     ap.add_argument("--kv-round", choices=["bf16", "f16"],
-                    help="round keys and values as a 16-bit KV cache stores them")
+                    help="round keys and values as a 16-bit KV cache stores them (bf16: the queries too)")
     a = ap.parse_args(argv)
     ids = [int(x) for x in a.prompt_ids.split(",") if x.strip()]
     ref = Reference(a.model, embed_scale_dtype=a.embed_scale_dtype, kv_round=a.kv_round)

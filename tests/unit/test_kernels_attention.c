@@ -1,7 +1,7 @@
 /* test_kernels_attention.c — facet_attention_causal against a float64 two-pass softmax
  * attention computed here (scores, max, exp, normalize, weighted sum of values), on
  * every CPU path and KV cache type (a 16-bit cache against the float64 attention over
- * the values it stores); each query's result must be bit-identical whether it runs alone
+ * the values it stores; with a bf16 cache the queries are bf16 values too); each query's result must be bit-identical whether it runs alone
  * or in a group (batch invariance), including groups of queries at scattered positions.
  * The KV row converters against the scalar rounding functions and hand-picked values. */
 #include <math.h>
@@ -79,6 +79,9 @@ static void run_path_kv(int hd, int n_pos, float qmag, facet_kv_type kvt) {
         if (pos[i] < 0) pos[i] = 0;
         for (int j = 0; j < hd; j++) Q[(size_t)i * hd + j] = urand() * qmag;
     }
+    /* a bf16 cache attends with bf16 queries (the forward pass rounds them): the AVX512-BF16
+     * path takes its scores from vdpbf16ps, the others from the same values in float32 */
+    if (kvt == FACET_KV_BF16) facet_kv_round(Q, kvt, n_q * hd);
     float scale = 1.0f / sqrtf((float)hd);
     facet_attention_causal(Q, (size_t)hd, pos, n_q, Kc, Vc, kvt, (size_t)kvs, hd, scale, O,
                            (size_t)hd, scratch);

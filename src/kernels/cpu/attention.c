@@ -16,6 +16,7 @@
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/matmul_internal.h"
 #include "kernels/cpu/ukernel_gen.h"
 #include "kernels/cpu/vexp.h"
 
@@ -85,6 +86,59 @@ static FACET_TGT_AVX512 void scores_avx512(const float *const *q, int qt, const 
     case FACET_KV_BF16: SC_CASES(FACET_KV_BF16) return;
     case FACET_KV_F16: SC_CASES(FACET_KV_F16) return;
     default: SC_CASES(FACET_KV_F32) return;
+    }
+}
+
+/*
+ * Scores from a bf16 cache with vdpbf16ps (AVX512-BF16): the query in bf16 (the forward
+ * pass rounds it when the cache is bf16), each score s = sum over d pairs of
+ * vdpbf16ps(s, (k[d], k[d+1]), (q[d], q[d+1])) from 0, in d order: products of bf16
+ * values, exact in float32, summed in float32 (bf16 attention as FlashAttention computes
+ * it), twice the multiply-adds of an FMA per instruction and no widening. A key group's
+ * rows d and d+1 (16 keys each, adjacent in the cache) are one 64-byte load, interleaved
+ * into pairs with one vpermw; each serves every query of the tile.
+ */
+FACET_INLINE FACET_TGT_AVX512BF16 void scores_tile_bf16dp(const uint16_t *const *q,
+                                                           const uint16_t *KT, int hd,
+                                                           float scale, float *const *s,
+                                                           const int QT, const int NG) {
+    static const uint16_t pairs[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,
+                                       21, 6, 22, 7, 23, 8,  24, 9,  25, 10, 26,
+                                       11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    const __m512i idx = _mm512_loadu_si512((const void *)pairs);
+    __m512 acc[6][4];
+    for (int i = 0; i < QT; i++)
+        for (int g = 0; g < NG; g++) acc[i][g] = _mm512_setzero_ps();
+    for (int d = 0; d < hd; d += 2) {
+        __m512i k[4];
+        for (int g = 0; g < NG; g++) {
+            k[g] = _mm512_permutexvar_epi16(
+                idx, _mm512_loadu_si512((const void *)(KT + ((size_t)g * hd + d) * 16)));
+            __asm__("" : "+v"(k[g])); /* one load and shuffle for the whole tile */
+        }
+        for (int i = 0; i < QT; i++) {
+            int32_t pair;
+            memcpy(&pair, q[i] + d, 4);
+            __m512bh qb = (__m512bh)_mm512_set1_epi32(pair);
+            for (int g = 0; g < NG; g++) acc[i][g] = _mm512_dpbf16_ps(acc[i][g], (__m512bh)k[g], qb);
+        }
+    }
+    __m512 sc = _mm512_set1_ps(scale);
+    for (int i = 0; i < QT; i++)
+        for (int g = 0; g < NG; g++) _mm512_storeu_ps(s[i] + g * 16, _mm512_mul_ps(acc[i][g], sc));
+}
+
+#define DP_CASE(QT, NG) \
+    case (QT) * 8 + (NG): scores_tile_bf16dp(q, KT, hd, scale, s, QT, NG); return;
+static FACET_TGT_AVX512BF16 void scores_bf16dp(const uint16_t *const *q, int qt, const uint16_t *KT,
+                                               int ng, int hd, float scale, float *const *s) {
+    switch (qt * 8 + ng) {
+        DP_CASE(1, 1) DP_CASE(1, 2) DP_CASE(1, 3) DP_CASE(1, 4)
+        DP_CASE(2, 1) DP_CASE(2, 2) DP_CASE(2, 3) DP_CASE(2, 4)
+        DP_CASE(3, 1) DP_CASE(3, 2) DP_CASE(3, 3) DP_CASE(3, 4)
+        DP_CASE(4, 1) DP_CASE(4, 2) DP_CASE(4, 3) DP_CASE(4, 4)
+        DP_CASE(5, 1) DP_CASE(5, 2) DP_CASE(5, 3) DP_CASE(5, 4)
+        DP_CASE(6, 1) DP_CASE(6, 2) DP_CASE(6, 3) DP_CASE(6, 4)
     }
 }
 
@@ -271,6 +325,7 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
     float *l = m + n_q;                            /* [n_q] running sum of exp            */
     float *kb = l + n_q, *vb = kb + (size_t)B * hd; /* the block widened to float32       */
     int *act = (int *)(vb + (size_t)B * hd);       /* [n_q] queries that see the block    */
+    uint16_t *q16 = (uint16_t *)(act + n_q);       /* [n_q][hd] bf16 queries (dp path)    */
     size_t elt = kv_type == FACET_KV_F32 ? 4 : 2;
     const uint8_t *Kb = K, *Vb = V;
     int avx512 = facet_cpu()->level == FACET_CPU_AVX512;
@@ -279,7 +334,10 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
      * (16-bit elements widened in registers); otherwise a 16-bit cache's block is widened
      * into kb / vb first */
     int fast = avx512 && hd % 16 == 0 && values_nc_ok(nc);
+    /* a bf16 cache on a CPU with vdpbf16ps: scores from bf16 queries (copied once) */
+    int dp = fast && kv_type == FACET_KV_BF16 && facet_cpu()->avx512_bf16;
     for (int i = 0; i < n_q; i++) {
+        if (dp) facet_x_to_bf16_avx512bf16(q + (size_t)i * q_stride, q16 + (size_t)i * hd, hd);
         m[i] = -INFINITY;
         l[i] = 0.0f;
         memset(acc + (size_t)i * hd, 0, sizeof(float) * (size_t)hd);
@@ -311,15 +369,18 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
         for (int a0 = 0; a0 < na; a0 += SCORE_QT) {
             int qt = na - a0 < SCORE_QT ? na - a0 : SCORE_QT;
             const float *qs[6];
+            const uint16_t *qh[6];
             float *ss[6];
             int tmax = t0; /* the tile's last visible key: groups past it are skipped */
             for (int u = 0; u < qt; u++) {
                 qs[u] = q + (size_t)act[a0 + u] * q_stride;
+                qh[u] = q16 + (size_t)act[a0 + u] * hd;
                 ss[u] = s + (size_t)act[a0 + u] * B;
                 if (pos[act[a0 + u]] > tmax) tmax = pos[act[a0 + u]];
             }
             int ngt = ((tmax < t1 ? tmax : t1) - t0) / G + 1;
-            if (fast) scores_avx512(qs, qt, KTc, kv_type, ngt, hd, scale, ss);
+            if (dp) scores_bf16dp(qh, qt, KTc, ngt, hd, scale, ss);
+            else if (fast) scores_avx512(qs, qt, KTc, kv_type, ngt, hd, scale, ss);
             else scores_generic(qs, qt, KT, ngt, hd, scale, ss);
         }
         /* online softmax over the keys each query sees: new max, rescale of the old

@@ -166,8 +166,9 @@ void facet_kv_load_strided(const void *src, facet_kv_type type, float *dst, int 
  * the call (batch invariance). scratch: at least FACET_ATTN_SCRATCH(n_q, hd) floats;
  * nothing is allocated.
  */
-#define FACET_ATTN_SCRATCH(n_q, hd) \
-    ((size_t)(n_q) * (FACET_ATTN_BLOCK + (size_t)(hd) + 3) + 2 * (size_t)FACET_ATTN_BLOCK * (size_t)(hd))
+#define FACET_ATTN_SCRATCH(n_q, hd)                                                       \
+    ((size_t)(n_q) * (FACET_ATTN_BLOCK + (size_t)(hd) + 3) + ((size_t)(n_q) * (hd) + 1) / 2 + \
+     2 * (size_t)FACET_ATTN_BLOCK * (size_t)(hd))
 void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int n_q,
                             const void *K, const void *V, facet_kv_type kv_type,
                             size_t v_stride, int hd, float scale, float *out, size_t out_stride,
