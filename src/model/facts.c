@@ -33,6 +33,8 @@
 #define MAX_VOCAB (1LL << 26)
 #define MAX_INTERMEDIATE (1LL << 24)
 #define MAX_POSITIONS (1LL << 40)
+/* The context a checkpoint declares: positions are int (32-bit) through the engine. */
+#define MAX_CONTEXT 2147483647LL
 
 typedef struct reader {
     json_t *obj;            /* object the facts come from (config or its text_config) */
@@ -591,7 +593,7 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
     TRY(get_int(r, "intermediate_size", 1, 1, MAX_INTERMEDIATE, &f->intermediate_size, NULL));
     f->max_position_embeddings = cls->max_position_embeddings;
     TRY(get_int(r, "max_position_embeddings", cls->max_position_embeddings == 0, 1,
-                MAX_POSITIONS, &f->max_position_embeddings, NULL));
+                MAX_CONTEXT, &f->max_position_embeddings, NULL));
 
     f->num_key_value_heads = f->num_attention_heads;
     TRY(get_int(r, "num_key_value_heads", 0, 1, MAX_HEADS, &f->num_key_value_heads, NULL));

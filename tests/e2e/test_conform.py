@@ -257,6 +257,8 @@ BAD = [
     ("string-for-int", dict(BASE, hidden_size="64"), 1, "hidden_size is \"64\" (string), expected a positive integer"),
     ("zero", dict(BASE, num_hidden_layers=0), 1, "num_hidden_layers is 0"),
     ("negative", dict(BASE, vocab_size=-5), 1, "vocab_size is -5"),
+    ("context-past-int", dict(BASE, max_position_embeddings=4294967301), 1,
+     "max_position_embeddings is 4294967301 (integer), expected a positive integer <= 2147483647"),
     ("float-for-int", dict(BASE, intermediate_size=128.5), 1, "intermediate_size is 128.5"),
     ("bool-for-float", dict(BASE, rms_norm_eps=True), 1, "rms_norm_eps"),
     ("overflow", json.dumps(BASE)[:-1] + ", \"head_dim\": 18446744073709551616}", 1, "config.json"),
