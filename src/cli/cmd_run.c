@@ -14,6 +14,7 @@
 #include "cli/progress.h"
 #include "cli/run_opts.h"
 #include "facet_chat.h"
+#include "model/facts.h"
 #include "util/fs.h"
 #include "util/utf8.h"
 
@@ -68,32 +69,40 @@ static char *render_chat(const run_opts *o, size_t *len) {
     return out;
 }
 
-/* Build the prompt ids from the options. Returns 0 or an exit code. */
-static int prompt_ids(const run_opts *o, facet_model *model, int32_t **ids, size_t *n) {
+static int prompt_text_ids(const run_opts *o, facet_tokenizer *tok, int32_t **ids, size_t *n);
+
+/* Build the prompt ids from the options, before any weight is converted: the folder's
+ * tokenizer.json is loaded here for a text prompt. Returns 0 or an exit code. */
+static int prompt_ids(const run_opts *o, int32_t **ids, size_t *n) {
     facet_error err = {0};
     *ids = NULL;
     *n = 0;
     if (o->prompt_ids) return run_parse_ids(o->prompt_ids, ids, n);
-    facet_tokenizer *tok = facet_model_tokenizer(model);
-    if (!tok) {
+    char path[4096];
+    if (!facet_path_join(path, sizeof path, o->model, "tokenizer.json") || !facet_is_file(path)) {
         fprintf(stderr, "facet: %s has no tokenizer.json; give the prompt as --prompt-ids\n",
                 o->model);
         return 1;
     }
+    facet_tokenizer *tok = NULL;
+    if (facet_tokenizer_load(o->model, &tok, &err) != FACET_OK) return cli_fail(&err);
+    int rc = prompt_text_ids(o, tok, ids, n);
+    facet_tokenizer_free(tok);
+    return rc;
+}
+
+/* The prompt text of the options (-p, -f or the rendered --messages), tokenized. */
+static int prompt_text_ids(const run_opts *o, facet_tokenizer *tok, int32_t **ids, size_t *n) {
+    facet_error err = {0};
     char *text = NULL;
     size_t len = 0;
     int add_special = 1;
     if (o->messages) {
         if (!(text = render_chat(o, &len))) return 1;
-        /* as transformers' chat path: the rendered text carries its own BOS when the
-         * template writes one, so special tokens are not added twice */
-        int32_t *probe = NULL;
-        size_t np = 0;
-        if (facet_tokenize(tok, "", 0, 1, &probe, &np, &err) == FACET_OK && np > 0) {
-            const char *bos = facet_tokenizer_id_to_token(tok, probe[0]);
-            if (bos && strncmp(text, bos, strlen(bos)) == 0) add_special = 0;
-        }
-        free(probe);
+        /* as transformers' apply_chat_template and serve's chat path: the rendered text
+         * is tokenized without adding special tokens (a template that wants a BOS writes
+         * it) */
+        add_special = 0;
     } else if (o->prompt_file) {
         if (!(text = read_utf8(o->prompt_file, &len))) return 1;
     } else {
@@ -244,7 +253,9 @@ static int generate(run_state *rs, const char **finish, int *n_gen, double *t_pr
             *finish = "stop";
             break;
         }
-        if (*n_gen >= o->max_new || facet_seq_length(rs->sess, 0) >= n_ctx) break;
+        /* the context counts the prompt and every generated token, as serve, transformers'
+         * max_length and vLLM's max_model_len do */
+        if (*n_gen >= o->max_new || rs->n_prompt + (size_t)*n_gen >= (size_t)n_ctx) break;
         int32_t seq0 = 0;
         if (facet_decode(rs->sess, 1, &seq0, &next, rs->logits, &err) != FACET_OK)
             return cli_fail(&err);
@@ -271,23 +282,23 @@ static int generate(run_state *rs, const char **finish, int *n_gen, double *t_pr
 }
 
 /* Validate the prompt against the vocabulary and the context. */
-static int check_prompt(const run_opts *o, const facet_model_info *info, const int32_t *ids,
-                        size_t n, int n_ctx) {
+static int check_prompt(const run_opts *o, int vocab_size, int max_position_embeddings,
+                        const int32_t *ids, size_t n, int n_ctx) {
     if (n == 0) {
         fprintf(stderr, "facet: the prompt is empty (no tokens); give text, or --prompt-ids\n");
         return 1;
     }
     for (size_t i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= info->vocab_size) {
+        if (ids[i] < 0 || ids[i] >= vocab_size) {
             fprintf(stderr, "facet: prompt token %d at index %zu is outside [0, %d)\n", ids[i], i,
-                    info->vocab_size);
+                    vocab_size);
             return 1;
         }
-    if (n > (size_t)n_ctx) {
+    if (n >= (size_t)n_ctx) {
         fprintf(stderr,
                 "facet: the prompt has %zu tokens but the context holds %d "
-                "(max_position_embeddings=%d%s)\n",
-                n, n_ctx, info->max_position_embeddings, o->ctx ? ", --ctx" : "");
+                "(max_position_embeddings=%d%s): at most %d leave room for one generated token\n",
+                n, n_ctx, max_position_embeddings, o->ctx ? ", --ctx" : "", n_ctx - 1);
         return 1;
     }
     return 0;
@@ -320,27 +331,40 @@ int cmd_run(int argc, char **argv) {
     rs.o = &o;
     rs.text.json = o.json;
     facet_model *model = NULL;
+    const char *finish = "length";
+    int n_gen = 0;
+    double t_prefill = 0, t_decode = 0;
+
+    /* what can be checked without the weights is checked before they are converted (a
+     * large checkpoint converts for minutes): the config, --ctx, the prompt */
+    facet_facts facts;
+    if (facet_facts_read(o.model, &facts, &err) != FACET_OK) return cli_fail(&err);
+    int max_pos = (int)facts.max_position_embeddings; /* facts bound it to int */
+    int n_ctx = o.ctx ? o.ctx : max_pos;
+    if (n_ctx > max_pos) {
+        fprintf(stderr, "facet: --ctx %d is larger than max_position_embeddings=%d\n", n_ctx,
+                max_pos);
+        return 1;
+    }
+    if ((rc = prompt_ids(&o, &rs.ids, &rs.n_prompt))) goto out;
+    if ((rc = check_prompt(&o, (int)facts.vocab_size, max_pos, rs.ids, rs.n_prompt, n_ctx)))
+        goto out;
+
     cli_progress bar;
     cli_progress_init(&bar);
     facet_load_options lo = {.n_threads = o.threads, .weights = o.weights, .no_cache = o.no_cache,
                              .progress = cli_progress_cb, .progress_user = &bar};
     double t_load = now_s();
-    if (facet_model_load(o.model, &lo, &model, &err) != FACET_OK) return cli_fail(&err);
-    t_load = now_s() - t_load;
-    facet_model_get_info(model, &rs.info);
-    int n_ctx = o.ctx ? o.ctx : rs.info.max_position_embeddings;
-    const char *finish = "length";
-    int n_gen = 0;
-    double t_prefill = 0, t_decode = 0;
-
-    if (n_ctx > rs.info.max_position_embeddings) {
-        fprintf(stderr, "facet: --ctx %d is larger than max_position_embeddings=%d\n", n_ctx,
-                rs.info.max_position_embeddings);
-        rc = 1;
+    if (facet_model_load(o.model, &lo, &model, &err) != FACET_OK) {
+        rc = cli_fail(&err);
         goto out;
     }
-    if ((rc = prompt_ids(&o, model, &rs.ids, &rs.n_prompt))) goto out;
-    if ((rc = check_prompt(&o, &rs.info, rs.ids, rs.n_prompt, n_ctx))) goto out;
+    t_load = now_s() - t_load;
+    facet_model_get_info(model, &rs.info);
+    /* the loaded model's own numbers (the same unless the tensors said otherwise) */
+    if ((rc = check_prompt(&o, rs.info.vocab_size, rs.info.max_position_embeddings, rs.ids,
+                           rs.n_prompt, n_ctx)))
+        goto out;
     facet_session_options so = {1, n_ctx, o.kv_cache};
     if (facet_session_create(model, &so, &rs.sess, &err) != FACET_OK ||
         facet_sampler_create(&o.sampling, rs.info.vocab_size, &rs.sampler, &err) != FACET_OK ||

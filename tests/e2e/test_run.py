@@ -116,12 +116,19 @@ def test_eos_stops_generation(tmp_path):
 
 
 def test_context_limit_ends_with_length():
-    """512-token context, 5-token prompt: positions 5..511 are fed back (507 tokens), and
-    the token chosen from the last position's logits is the 508th; then the context is
-    full."""
+    """512-token context, 5-token prompt: the context counts the prompt and the generated
+    tokens (as serve, transformers' max_length, vLLM's max_model_len): 507 generated.
+    --ctx 20 likewise ends at 20 tokens; a prompt that fills the context is refused,
+    naming the room left."""
     out = run_json("-p", "Once upon a time", "-n", "1000", "--ignore-eos")
     assert out["finish_reason"] == "length"
-    assert len(out["prompt_ids"]) == 5 and len(out["generated_ids"]) == 512 - 5 + 1
+    assert len(out["prompt_ids"]) == 5 and len(out["generated_ids"]) == 512 - 5
+    out = run_json("-p", "Once upon a time", "-n", "1000", "--ignore-eos", "--ctx", "20")
+    assert len(out["prompt_ids"]) + len(out["generated_ids"]) == 20
+    p = facet("run", "--prompt-ids", ",".join(["1"] * 20), "--ctx", "20", check=False)
+    assert p.returncode == 1
+    assert "the prompt has 20 tokens but the context holds 20" in p.stderr
+    assert "at most 19 leave room for one generated token" in p.stderr
 
 
 def test_invalid_sampling_values_are_errors():
@@ -140,7 +147,9 @@ def test_messages_without_template_is_an_error(tmp_path):
 
 def test_messages_render_like_jinja2(tmp_path):
     """A copy of the bundled model given a Zephyr-style chat template (TinyLlama's, from
-    the corpus): `run --messages` must tokenize exactly what Jinja2 renders."""
+    the corpus): `run --messages` must tokenize exactly what Jinja2 renders, without
+    adding special tokens (transformers' apply_chat_template; this template writes no
+    BOS, so none is added, as serve does)."""
     jinja2 = pytest.importorskip("jinja2")
     d = tmp_path / "chat"
     shutil.copytree(REPO / "models" / "stories260k", d)
@@ -159,7 +168,8 @@ def test_messages_render_like_jinja2(tmp_path):
     env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
     rendered = env.from_string(tpl).render(messages=msgs, add_generation_prompt=True,
                                            eos_token="</s>", bos_token="<s>")
-    ids = json.loads(facet("tokenize", d, rendered).stdout)
+    ids = json.loads(facet("tokenize", d, rendered, "--no-special").stdout)
+    assert ids[0] != 1  # no BOS
     out = run_json(d, "--messages", tmp_path / "m.json", "-n", "8")
     assert out["prompt_ids"] == ids
     assert len(out["generated_ids"]) == 8

@@ -298,3 +298,32 @@ def test_unknown_cpu_path_is_said(facet):
 def test_serve_rejects_bad_values_before_loading(facet, args, needle):
     p = run(facet, ["serve", BUNDLED] + args)
     assert_clean_error(p, needle)
+
+
+@pytest.mark.parametrize("case", ["bad-utf8-file", "missing-messages", "id-past-vocab",
+                                  "no-tokenizer", "prompt-fills-ctx"])
+def test_prompt_errors_come_before_any_weight_is_converted(facet, tmp_path, case):
+    """A bad prompt is refused before the weights are converted (a large checkpoint
+    converts for minutes, then writes a cache): no conversion progress on stderr and no
+    weight cache written."""
+    d = tmp_path / "m"
+    shutil.copytree(BUNDLED, d, ignore=shutil.ignore_patterns(".facet-cache"))
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"Once \xff upon")
+    args = {"bad-utf8-file": ["-f", bad],
+            "missing-messages": ["--messages", tmp_path / "none.json"],
+            "id-past-vocab": ["--prompt-ids", "1,2,512"],
+            "no-tokenizer": ["-p", "Once"],
+            "prompt-fills-ctx": ["--prompt-ids", ",".join(["1"] * 8), "--ctx", "8"]}[case]
+    want = {"bad-utf8-file": "bad.txt: not valid UTF-8 at byte offset 5",
+            "missing-messages": "none.json",
+            "id-past-vocab": "prompt token 512 at index 2 is outside [0, 512)",
+            "no-tokenizer": "has no tokenizer.json; give the prompt as --prompt-ids",
+            "prompt-fills-ctx": "at most 7 leave room for one generated token"}[case]
+    if case == "no-tokenizer":
+        (d / "tokenizer.json").unlink()
+    p = run(facet, ["run", d] + args)
+    assert p.returncode == 1, p.stderr
+    assert want in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert "convert" not in p.stderr
+    assert not (d / ".facet-cache").exists()
