@@ -62,3 +62,25 @@ int cli_parse_float(const char *opt, const char *v, float *out) {
     *out = x;
     return 1;
 }
+
+int cli_read_stdin(char **data, size_t *len) {
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) return -1;
+    for (;;) {
+        if (n == cap) {
+            char *p = realloc(buf, cap *= 2);
+            if (!p) {
+                free(buf);
+                return -1;
+            }
+            buf = p;
+        }
+        size_t got = fread(buf + n, 1, cap - n, stdin);
+        n += got;
+        if (got == 0) break;
+    }
+    *data = buf;
+    *len = n;
+    return 0;
+}

@@ -39,6 +39,10 @@ int cli_missing_value(const char *cmd, const char *a, int last, const char *cons
  * v NULL: 0 and nothing printed, the caller names the missing value). */
 int cli_parse_weights(const char *opt, const char *v, facet_weight_format *out);
 
+/* Read all of standard input into *data (malloc'd, not NUL-terminated, *len bytes; the
+ * caller frees it). Returns 0, or -1 when out of memory. */
+int cli_read_stdin(char **data, size_t *len);
+
 /* Parse v as a whole number (strtof) into *out; on failure print the error, return 0. */
 int cli_parse_float(const char *opt, const char *v, float *out);
 

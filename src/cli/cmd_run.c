@@ -34,7 +34,12 @@ static int is_eos(const facet_model_info *info, int32_t id) {
 static char *read_utf8(const char *path, size_t *len) {
     facet_error err = {0};
     char *text;
-    if (facet_read_file(path, (size_t)1 << 30, &text, len, &err) != FACET_OK) {
+    if (!strcmp(path, "-")) { /* standard input, as tokenize reads it */
+        if (cli_read_stdin(&text, len)) {
+            fprintf(stderr, "facet: -f -: out of memory reading standard input\n");
+            return NULL;
+        }
+    } else if (facet_read_file(path, (size_t)1 << 30, &text, len, &err) != FACET_OK) {
         cli_fail(&err);
         return NULL;
     }

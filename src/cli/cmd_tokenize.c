@@ -25,28 +25,6 @@
 #include "util/error.h"
 #include "util/fs.h"
 
-static int read_stdin(char **data, size_t *len) {
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) return -1;
-    for (;;) {
-        if (n == cap) {
-            char *p = realloc(buf, cap *= 2);
-            if (!p) {
-                free(buf);
-                return -1;
-            }
-            buf = p;
-        }
-        size_t got = fread(buf + n, 1, cap - n, stdin);
-        n += got;
-        if (got == 0) break;
-    }
-    *data = buf;
-    *len = n;
-    return 0;
-}
-
 /* Run fn over each JSON line of `path`; fn prints one output line. */
 static int batch(const facet_tokenizer *tok, const char *path, int dflt,
                  int (*fn)(const facet_tokenizer *, json_t *, int, size_t)) {
@@ -187,7 +165,7 @@ int cmd_tokenize(int argc, char **argv) {
         if (facet_read_file(file, (size_t)1 << 31, &data, &len, &err)) return cli_fail(&err);
     } else if (text) {
         len = strlen(text);
-    } else if (read_stdin(&data, &len)) {
+    } else if (cli_read_stdin(&data, &len)) {
         fprintf(stderr, "facet: tokenize: cannot read standard input\n");
         return 1;
     }

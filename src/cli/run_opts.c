@@ -22,7 +22,7 @@ static void usage(FILE *out) {
             "Generation, greedy unless --temp > 0. MODEL is a Hugging Face checkpoint folder (config.json,\n"
             "*.safetensors, tokenizer.json); without it the bundled stories260k model runs.\n"
             "  -p TEXT            prompt text (tokenized with the tokenizer's special tokens)\n"
-            "  -f FILE            prompt read from a UTF-8 file\n"
+            "  -f FILE            prompt read from a UTF-8 file (- reads standard input)\n"
             "  --prompt-ids LIST  token ids as given, nothing added\n"
             "  --messages FILE    a JSON array of chat messages, rendered by the checkpoint's\n"
             "                     chat template with the generation prompt; --tools FILE\n"

@@ -189,3 +189,13 @@ def test_json_text_is_the_completion_only(prompt):
     assert r["text"] == whole[len(head):]
     out = facet("run", model, "-p", prompt, "-n", "12").stdout
     assert out == whole + "\n"
+
+
+def test_prompt_from_standard_input():
+    """`-f -` reads the prompt from standard input, as tokenize does: the same ids as -p."""
+    exe = os.environ.get("FACET_BIN", str(REPO / "build" / "facet"))
+    p = subprocess.run([exe, "run", "--json", "-f", "-", "-n", "4"], input="Once upon a time",
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    got, want = json.loads(p.stdout), run_json("-p", "Once upon a time", "-n", "4")
+    assert got["prompt_ids"] == want["prompt_ids"] and got["text"] == want["text"]
