@@ -121,10 +121,11 @@ typedef struct facet_model_info {
  * config.json, the safetensors headers and the files' sizes and modification times
  * (not their tensor data), the format, the dims and this build's weight layout; a later
  * load with a valid cache maps it instead of converting (the verdict is still judged
- * first). A cache that is stale, truncated or corrupted is
- * not an error: the weights are converted and the cache rewritten, and
- * facet_model_info.weight_cache_note says so. A tokenizer.json in
- * the folder is loaded too (facet_model_tokenizer). On success *out owns everything and
+ * first) and checks every tensor's data against the XXH3-64 checksum written with it.
+ * A cache that is stale, truncated or corrupted (tensor data included) is not an
+ * error: the weights are converted and the cache rewritten, and
+ * facet_model_info.weight_cache_note says so. A tokenizer.json in the folder is loaded
+ * too (facet_model_tokenizer). On success *out owns everything and
  * is released by facet_model_free. Errors: FACET_E_IO (no config.json, unreadable
  * files), FACET_E_PARSE / FACET_E_FORMAT (bad JSON, bad safetensors), FACET_E_NOT_FOUND
  * (missing tensor or shard), FACET_E_UNSUPPORTED (refused by the table; the message

@@ -1,8 +1,9 @@
 /*
  * weights_cache.c — the weight loader's front end: use a valid weight cache when there
  * is one (no conversion), else convert the checkpoint's tensors and write the cache for
- * the next load. A cache that fails any check is never an error, only a note: the
- * weights are converted and the cache rewritten.
+ * the next load. A cache that fails any check (a damaged tensor's data checksum
+ * included) is never an error, only a note: the weights are converted and the cache
+ * rewritten.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "engine/weights_load.h"
+#include "kernels/cpu/threadpool.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -151,17 +153,23 @@ static facet_status cache_key(const facet_model *m, const char *dir, const st_ch
     return st;
 }
 
-/* Walk the checkpoint with the cache at `path`: 1 used (m->w filled from it), 0 no file,
- * -1 rejected (the reason in why; m->w is empty again). */
-static int try_cache(facet_model *m, wload *ld, const char *path, const wcache_key *key, char *why,
-                     size_t cap) {
+/* wcache_runner over the thread pool */
+static void run_on_pool(void *pool, int n_tasks, wcache_task_fn fn, void *ctx) {
+    facet_pool_run(pool, n_tasks, fn, ctx);
+}
+
+/* Walk the checkpoint with the cache at `path`, its data checksums checked over `runner`
+ * (NULL: on this thread): 1 used (m->w filled from it), 0 no file, -1 rejected (the
+ * reason in why; m->w is empty again). */
+static int try_cache(facet_model *m, wload *ld, const char *path, const wcache_key *key,
+                     const wcache_runner *runner, char *why, size_t cap) {
     facet_error e = {0};
     wcache_file *c = calloc(1, sizeof *c);
     if (!c) {
         append(why, cap, "out of memory");
         return -1;
     }
-    facet_status st = wcache_open(path, key, c, &e);
+    facet_status st = wcache_open(path, key, runner, c, &e);
     if (st != FACET_OK) {
         free(c);
         if (st == FACET_E_NOT_FOUND) return 0;
@@ -254,16 +262,22 @@ facet_status facet_weights_load(facet_model *m, const char *dir, const st_checkp
         return st;
     }
 
-    /* 1. a valid cache beside the checkpoint, else in the user's cache folder */
-    int r = try_cache(m, &ld, lp, &key, why_local, sizeof why_local);
-    if (r != 1 && up[0] && strcmp(up, lp)) {
-        int r2 = try_cache(m, &ld, up, &key, why_user, sizeof why_user);
-        if (r2 == 1) {
-            append(note, sizeof note, "weight cache: loaded %s%s%s%s", up,
-                     r ? " (" : "", r ? lp : "", r ? " was rejected)" : "");
-            set_note(m, FACET_WCACHE_HIT, up, note);
-            return FACET_OK;
-        }
+    /* 1. a valid cache beside the checkpoint, else in the user's cache folder; its data
+     * checksums are read over threads of a pool of the load's own (the model's pool
+     * comes after the weights; without threads the check runs here, only slower) */
+    facet_pool *pool = facet_pool_create(opts ? opts->n_threads : 0);
+    wcache_runner runner = {run_on_pool, pool};
+    const wcache_runner *rp = pool ? &runner : NULL;
+    int r = try_cache(m, &ld, lp, &key, rp, why_local, sizeof why_local);
+    int r2 = -1;
+    if (r != 1 && up[0] && strcmp(up, lp))
+        r2 = try_cache(m, &ld, up, &key, rp, why_user, sizeof why_user);
+    facet_pool_free(pool);
+    if (r != 1 && r2 == 1) {
+        append(note, sizeof note, "weight cache: loaded %s%s%s%s", up, r ? " (" : "", r ? lp : "",
+               r ? " was rejected)" : "");
+        set_note(m, FACET_WCACHE_HIT, up, note);
+        return FACET_OK;
     }
     if (r == 1) {
         append(note, sizeof note, "weight cache: loaded %s", lp);

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
 
 #include "util/error.h"
 
@@ -36,7 +38,12 @@ enum {
     H_DATA_OFF = 32, H_SOURCE = 40, H_LAYOUT = 72, H_DIMS = 104, H_DIGEST = 168, H_END = 200
 };
 /* entry field offsets */
-enum { E_NAME = 0, E_KIND = 160, E_META_LEN = 164, E_OFFSET = 168, E_BYTES = 176, E_META = 184 };
+enum {
+    E_NAME = 0, E_KIND = 160, E_META_LEN = 164, E_OFFSET = 168, E_BYTES = 176, E_META = 184,
+    E_CHECKSUM = 248, E_END = 256
+};
+_Static_assert(E_META + WCACHE_META_MAX == E_CHECKSUM && E_END == WCACHE_ENTRY_BYTES,
+               "weight cache index entry layout");
 
 static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
@@ -96,14 +103,45 @@ static int header_digest(const uint8_t *buf, uint64_t index_end, uint8_t out[32]
     return ok ? 0 : -1;
 }
 
-int wcache_seal(uint8_t *buf, size_t size) {
-    if (size < WCACHE_HEADER_BYTES) return -1;
-    uint64_t index_end = rd32(buf + H_INDEX_END);
-    if (index_end < WCACHE_HEADER_BYTES || index_end > size) return -1;
+/* Store the header/index SHA-256 of buf[0, index_end). */
+static int seal_header(uint8_t *buf, uint64_t index_end) {
     uint8_t d[32];
     if (header_digest(buf, index_end, d)) return -1;
     memcpy(buf + H_DIGEST, d, 32);
     return 0;
+}
+
+/* blocks of the data checksum in `bytes` bytes */
+static uint64_t n_blocks(uint64_t bytes) {
+    return (bytes + WCACHE_HASH_BLOCK - 1) / WCACHE_HASH_BLOCK;
+}
+
+uint64_t wcache_checksum(const void *data, uint64_t bytes) {
+    XXH3_state_t st;
+    XXH3_INITSTATE(&st);
+    XXH3_64bits_reset(&st);
+    const uint8_t *p = data;
+    for (uint64_t off = 0; off < bytes; off += WCACHE_HASH_BLOCK) {
+        uint64_t len = bytes - off < WCACHE_HASH_BLOCK ? bytes - off : WCACHE_HASH_BLOCK;
+        uint8_t le[8];
+        wr64(le, XXH3_64bits(p + off, (size_t)len));
+        XXH3_64bits_update(&st, le, 8);
+    }
+    return XXH3_64bits_digest(&st);
+}
+
+int wcache_seal(uint8_t *buf, size_t size) {
+    if (size < WCACHE_HEADER_BYTES) return -1;
+    uint64_t index_end = rd32(buf + H_INDEX_END);
+    if (index_end < WCACHE_HEADER_BYTES || index_end > size) return -1;
+    for (uint64_t i = WCACHE_HEADER_BYTES; i + WCACHE_ENTRY_BYTES <= index_end;
+         i += WCACHE_ENTRY_BYTES) {
+        uint8_t *e = buf + i;
+        uint64_t off = rd64(e + E_OFFSET), bytes = rd64(e + E_BYTES);
+        if (off <= size && bytes <= size - off)
+            wr64(e + E_CHECKSUM, wcache_checksum(buf + off, bytes));
+    }
+    return seal_header(buf, index_end);
 }
 
 static const char *dim_name(int i) {
@@ -113,8 +151,9 @@ static const char *dim_name(int i) {
     return names[i];
 }
 
-facet_status wcache_parse(const uint8_t *buf, size_t size, const wcache_key *key, wcache_file *out,
-                          facet_error *err) {
+/* Everything wcache_parse checks but the data checksums. */
+static facet_status parse_index(const uint8_t *buf, size_t size, const wcache_key *key,
+                                wcache_file *out, facet_error *err) {
     memset(out, 0, sizeof *out);
     if (size < WCACHE_HEADER_BYTES)
         return facet_err(err, FACET_E_FORMAT,
@@ -177,6 +216,7 @@ facet_status wcache_parse(const uint8_t *buf, size_t size, const wcache_key *key
         x->meta = e + E_META;
         x->offset = rd64(e + E_OFFSET);
         x->bytes = rd64(e + E_BYTES);
+        x->checksum = rd64(e + E_CHECKSUM);
         const char *why = NULL;
         if (!memchr(x->name, 0, WCACHE_NAME_MAX) || !x->name[0]) why = "name";
         else if (x->meta_len > WCACHE_META_MAX) why = "meta length";
@@ -191,6 +231,76 @@ facet_status wcache_parse(const uint8_t *buf, size_t size, const wcache_key *key
         x->data = buf + x->offset;
     }
     return FACET_OK;
+}
+
+/* The data check spread over a runner: one task per WCACHE_HASH_BLOCK of every entry. */
+typedef struct data_check {
+    const wcache_file *f;
+    uint64_t *first;         /* [n_entries]: the entry's first task                  */
+    uint32_t *entry;         /* [n_tasks]: the task's entry                          */
+    uint64_t *hash;          /* [n_tasks]: XXH3-64 of the task's block               */
+} data_check;
+
+static void hash_block(void *ctx, int task, int thread) {
+    (void)thread;
+    const data_check *c = ctx;
+    const wcache_entry *e = &c->f->entries[c->entry[task]];
+    uint64_t off = ((uint64_t)task - c->first[c->entry[task]]) * WCACHE_HASH_BLOCK;
+    uint64_t len = e->bytes - off < WCACHE_HASH_BLOCK ? e->bytes - off : WCACHE_HASH_BLOCK;
+    wr64((uint8_t *)&c->hash[task], XXH3_64bits(e->data + off, (size_t)len));
+}
+
+/* Compare every entry's data with its checksum: over `runner` when given (and the task
+ * list fits in memory and an int), else on this thread. FACET_E_FORMAT names the first
+ * entry that differs and how many more do. */
+static facet_status check_data(const wcache_file *f, const wcache_runner *runner,
+                               facet_error *err) {
+    const wcache_entry *es = f->entries;
+    uint32_t n = f->n_entries, bad = 0, first_bad = 0;
+    uint64_t n_tasks = 0;
+    for (uint32_t i = 0; i < n; i++) n_tasks += n_blocks(es[i].bytes);
+    data_check c = {f, NULL, NULL, NULL};
+    if (runner && runner->run && n_tasks > 1 && n_tasks <= INT_MAX) {
+        c.first = malloc(sizeof *c.first * (n ? n : 1));
+        c.entry = malloc(sizeof *c.entry * (size_t)n_tasks);
+        c.hash = malloc(sizeof *c.hash * (size_t)n_tasks);
+    }
+    if (c.first && c.entry && c.hash) {
+        uint64_t t = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            c.first[i] = t;
+            for (uint64_t b = 0; b < es[i].bytes; b += WCACHE_HASH_BLOCK) c.entry[t++] = i;
+        }
+        runner->run(runner->pool, (int)n_tasks, hash_block, &c);
+        /* each entry's checksum: XXH3-64 over its blocks' hashes (stored little-endian) */
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t nb = n_blocks(es[i].bytes);
+            uint64_t sum = XXH3_64bits(nb ? (const void *)&c.hash[c.first[i]] : (const void *)"",
+                                       (size_t)nb * 8);
+            if (sum != es[i].checksum && !bad++) first_bad = i;
+        }
+    } else {
+        for (uint32_t i = 0; i < n; i++)
+            if (wcache_checksum(es[i].data, es[i].bytes) != es[i].checksum && !bad++) first_bad = i;
+    }
+    free(c.first);
+    free(c.entry);
+    free(c.hash);
+    if (!bad) return FACET_OK;
+    if (bad == 1)
+        return facet_err(err, FACET_E_FORMAT,
+                         "tensor data checksum mismatch in entry %u '%s' (corrupted)", first_bad,
+                         es[first_bad].name);
+    return facet_err(err, FACET_E_FORMAT,
+                     "tensor data checksum mismatch in entry %u '%s' and %u more entries "
+                     "(corrupted)", first_bad, es[first_bad].name, bad - 1);
+}
+
+facet_status wcache_parse(const uint8_t *buf, size_t size, const wcache_key *key, wcache_file *out,
+                          facet_error *err) {
+    facet_status st = parse_index(buf, size, key, out, err);
+    if (st == FACET_OK && (st = check_data(out, NULL, err)) != FACET_OK) wcache_close(out);
+    return st;
 }
 
 void wcache_close(wcache_file *f) {
@@ -217,8 +327,8 @@ static void *map_aligned(int fd, size_t size) {
     return m;
 }
 
-facet_status wcache_open(const char *path, const wcache_key *key, wcache_file *out,
-                         facet_error *err) {
+facet_status wcache_open(const char *path, const wcache_key *key, const wcache_runner *runner,
+                         wcache_file *out, facet_error *err) {
     memset(out, 0, sizeof *out);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -240,7 +350,7 @@ facet_status wcache_open(const char *path, const wcache_key *key, wcache_file *o
     int e = errno;
     close(fd);
     if (!m) return facet_err(err, FACET_E_IO, "%s: cannot map %zu bytes: %s", path, size, strerror(e));
-    facet_status st = wcache_parse(m, size, key, out, err);
+    facet_status st = parse_index(m, size, key, out, err);
     if (st != FACET_OK) {
         munmap(m, size);
         return st;
@@ -251,7 +361,9 @@ facet_status wcache_open(const char *path, const wcache_key *key, wcache_file *o
      * the load time is honest and the first token does not pay for it */
     madvise(m, size, MADV_HUGEPAGE);
     if (madvise(m, size, MADV_POPULATE_READ) != 0) madvise(m, size, MADV_WILLNEED);
-    return FACET_OK;
+    /* last, the tensor data against its checksums: every page is read once */
+    if ((st = check_data(out, runner, err)) != FACET_OK) wcache_close(out);
+    return st;
 }
 
 static int write_all(int fd, const void *data, uint64_t len, uint64_t off) {
@@ -315,6 +427,7 @@ facet_status wcache_write(const char *path, const wcache_key *key, const wcache_
             wr32(e + E_META_LEN, it->meta_len);
             wr64(e + E_OFFSET, off);
             wr64(e + E_BYTES, it->bytes);
+            wr64(e + E_CHECKSUM, wcache_checksum(it->data, it->bytes));
             if (it->meta_len) memcpy(e + E_META, it->meta, it->meta_len);
             cursor = off + it->bytes;
             total += it->bytes;
@@ -329,7 +442,7 @@ facet_status wcache_write(const char *path, const wcache_key *key, const wcache_
     memcpy(head + H_SOURCE, key->source, 32);
     memcpy(head + H_LAYOUT, key->layout, 32);
     for (int i = 0; i < WCACHE_N_DIMS; i++) wr64(head + H_DIMS + 8 * i, (uint64_t)key->dims[i]);
-    if (wcache_seal(head, (size_t)index_end)) {
+    if (seal_header(head, index_end)) {
         free(head);
         return facet_err(err, FACET_E_INTERNAL, "weight cache: OpenSSL SHA-256 failed");
     }

@@ -2,11 +2,10 @@
 
 The oracle for every cached load is a fresh conversion of the same checkpoint with the
 cache off (FACET_NO_CACHE=1): the logits of a cache hit must be bit-identical to it, for
-every run-time format. Each kind of damage (truncation, a flipped byte in the header or
-the index, a changed config.json, a changed safetensors file size or modification time, a
-foreign file) must be
-detected, named on stderr, fall back to conversion (identical logits again) and rewrite
-the cache, which the next load then uses. A read-only checkpoint folder puts the cache
+every run-time format. Each kind of damage (truncation, a flipped byte in the header, the
+index or the tensor data, a changed config.json, a changed safetensors file size or
+modification time, a foreign file) must be detected, named on stderr, fall back to
+conversion (identical logits again) and rewrite the cache, which the next load then uses. A read-only checkpoint folder puts the cache
 in $XDG_CACHE_HOME/facet; concurrent first loads leave one valid cache and no temporary
 files.
 """
@@ -144,6 +143,18 @@ def truncate_to(path, n):
         f.truncate(n)
 
 
+def entry_range(path, i):
+    """(offset, bytes) of index entry i's tensor data."""
+    e = path.read_bytes()[HEADER_BYTES + i * ENTRY_BYTES:HEADER_BYTES + (i + 1) * ENTRY_BYTES]
+    return int.from_bytes(e[168:176], "little"), int.from_bytes(e[176:184], "little")
+
+
+def flip_data(path, i):
+    off, n = entry_range(path, i)
+    assert n > 0
+    flip(path, off + n // 2, 0x40)
+
+
 DAMAGE = {
     # name: (damage(case), reason the note must give)
     "truncated-end": (lambda c: truncate_to(c.cache, c.cache.stat().st_size - 1), r"truncated"),
@@ -163,6 +174,9 @@ DAMAGE = {
         os.stat(c.model / "model.safetensors").st_atime_ns,
         os.stat(c.model / "model.safetensors").st_mtime_ns + 1000000000)), r"modification time"),
     "foreign-file": (lambda c: c.cache.write_bytes(b"not a cache at all " * 40), r"bad magic"),
+    # one byte of a tensor (the header and index intact): only the data checksum sees it
+    "flip-tensor-data": (lambda c: flip_data(c.cache, 1),
+                         r"tensor data checksum mismatch in entry 1 '[^']+' \(corrupted\)"),
 }
 
 
@@ -179,6 +193,48 @@ def test_damage_is_detected_and_rewritten(facet_bin, tmp_path, damage):
         re.escape(str(c.cache)), reason, re.escape(str(c.cache))))
     assert n.count("rejected") == 1
     c.expect(r"^facet: weight cache: loaded %s$" % re.escape(str(c.cache)))
+
+
+def test_flipped_tensor_bytes_are_rebuilt(facet_bin, tmp_path):
+    """The user's reproduction: bytes flipped every 4 KiB through the data region of the
+    bundled model's f32 cache used to load silently (non-finite logits, an error blaming
+    the forward pass). Now the run succeeds with the clean run's text, stderr names the
+    checksum mismatch, and the cache is rewritten: the same bytes as the clean one, used
+    by the next load."""
+    model = copy_ckpt(BUNDLED, tmp_path / "s2")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    env.pop("FACET_NO_CACHE", None)
+    cache = cache_file(model, "f32")
+
+    def go():
+        p = subprocess.run([str(facet_bin), "run", str(model), "-p", "Once", "-n", "5"],
+                           capture_output=True, text=True, timeout=120, env=env)
+        assert p.returncode == 0, p.stderr
+        assert "Sanitizer" not in p.stderr and "runtime error" not in p.stderr, p.stderr
+        return p
+
+    clean = go()
+    assert note(clean) == "facet: weight cache: wrote %s" % cache, clean.stderr
+    clean_bytes = cache.read_bytes()
+    data_off = int.from_bytes(clean_bytes[32:40], "little")
+    assert data_off <= 200003 and len(clean_bytes) > 1100000 - 4096
+    with open(cache, "r+b") as f:
+        for o in range(200003, 1100000, 4096):
+            f.seek(o)
+            b = f.read(1)
+            f.seek(o)
+            f.write(bytes([b[0] ^ 0x40]))
+    damaged = cache.read_bytes()
+    assert damaged != clean_bytes
+    p = go()
+    assert p.stdout == clean.stdout
+    assert re.match(r"^facet: weight cache: %s was rejected \(tensor data checksum mismatch in "
+                    r"entry \d+ '[^']+'( and \d+ more entries)? \(corrupted\)\); rewrote %s$"
+                    % (re.escape(str(cache)), re.escape(str(cache))), note(p) or ""), p.stderr
+    assert cache.read_bytes() == clean_bytes
+    p = go()
+    assert p.stdout == clean.stdout
+    assert note(p) == "facet: weight cache: loaded %s" % cache, p.stderr
 
 
 def test_stale_layout_or_format_field(facet_bin, tmp_path):

@@ -1,9 +1,10 @@
 /*
  * test_wcache.c — the weight cache file (src/io/wcache.h): what is written is what is
  * read back, at the promised alignments; every flipped bit of the header and index,
- * every truncation and every key difference is rejected with its reason; the writer
- * leaves nothing behind when it fails; the source digest follows config.json, the
- * safetensors headers and the file sizes, and nothing else.
+ * every flipped byte of tensor data (its XXH3 data checksum, checked on one thread or
+ * over a thread pool), every truncation and every key difference is rejected with its
+ * reason; the writer leaves nothing behind when it fails; the source digest follows
+ * config.json, the safetensors headers and the file sizes, and nothing else.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,8 +21,10 @@
 #include <sys/wait.h>
 
 #include <cmocka.h>
+#include <xxhash.h>
 
 #include "io/wcache.h"
+#include "kernels/cpu/threadpool.h"
 
 static char dir[256];
 
@@ -122,7 +125,7 @@ static void test_roundtrip(void **state) {
     wcache_key k = test_key();
     wcache_file f;
     facet_error err = {0};
-    assert_int_equal(wcache_open(path, &k, &f, &err), FACET_OK);
+    assert_int_equal(wcache_open(path, &k, NULL, &f, &err), FACET_OK);
     assert_int_equal(f.n_entries, 3);
     assert_int_equal((uintptr_t)f.map % (2u << 20), 0);
     wcache_item items[3];
@@ -145,7 +148,7 @@ static void test_roundtrip(void **state) {
     /* a second writer replaces the file whole */
     write_test_cache(path);
     assert_int_equal(count_files(), 1);
-    assert_int_equal(wcache_open(path, &k, &f, &err), FACET_OK);
+    assert_int_equal(wcache_open(path, &k, NULL, &f, &err), FACET_OK);
     wcache_close(&f);
 }
 
@@ -156,7 +159,7 @@ static void test_missing_file(void **state) {
     wcache_key k = test_key();
     wcache_file f;
     facet_error err = {0};
-    assert_int_equal(wcache_open(path, &k, &f, &err), FACET_E_NOT_FOUND);
+    assert_int_equal(wcache_open(path, &k, NULL, &f, &err), FACET_E_NOT_FOUND);
 }
 
 /* Every bit of the header and the index: flipped, the file is rejected. */
@@ -208,7 +211,7 @@ static void test_truncated(void **state) {
         assert_non_null(strstr(err.message, "truncated"));
         /* and the same through the file */
         assert_int_equal(truncate(path, (off_t)cuts[i]), 0);
-        assert_int_equal(wcache_open(path, &k, &f, &err), FACET_E_FORMAT);
+        assert_int_equal(wcache_open(path, &k, NULL, &f, &err), FACET_E_FORMAT);
         assert_non_null(strstr(err.message, "truncated"));
     }
     /* a file grown past its size is rejected too */
@@ -216,7 +219,7 @@ static void test_truncated(void **state) {
     assert_int_equal(fwrite(b, 1, n, fp), n);
     fputc(0, fp);
     fclose(fp);
-    assert_int_equal(wcache_open(path, &k, &f, &err), FACET_E_FORMAT);
+    assert_int_equal(wcache_open(path, &k, NULL, &f, &err), FACET_E_FORMAT);
     assert_non_null(strstr(err.message, "extended"));
     free(b);
 }
@@ -262,10 +265,13 @@ static void test_key_mismatch(void **state) {
     wcache_seal(b, n);
     expect_key_rejected(b, n, NULL, "magic");
     b[0] = 'F';
-    b[8] = 2;
+    b[8] = 3;
     wcache_seal(b, n);
-    expect_key_rejected(b, n, NULL, "version 2");
-    b[8] = 1;
+    expect_key_rejected(b, n, NULL, "version 3, this build writes 2");
+    b[8] = 1; /* a cache of version 1 (no data checksums) is rebuilt, not trusted */
+    wcache_seal(b, n);
+    expect_key_rejected(b, n, NULL, "version 1, this build writes 2");
+    b[8] = 2;
     /* an entry pointing past the end, resealed: the index check catches it */
     uint8_t *e = b + WCACHE_HEADER_BYTES + 2 * WCACHE_ENTRY_BYTES;
     uint64_t off;
@@ -275,6 +281,131 @@ static void test_key_mismatch(void **state) {
     wcache_seal(b, n);
     expect_key_rejected(b, n, NULL, "index entry 2 has a bad data range");
     free(b);
+}
+
+/* the entry offsets as the index says (entry i's data starts there) */
+static uint64_t entry_offset(const uint8_t *b, int i) {
+    uint64_t off;
+    memcpy(&off, b + WCACHE_HEADER_BYTES + (size_t)i * WCACHE_ENTRY_BYTES + 168, 8);
+    return off;
+}
+
+static void flip_file_byte(const char *path, uint64_t off) {
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    uint8_t c;
+    assert_int_equal(pread(fd, &c, 1, (off_t)off), 1);
+    c ^= 0x40;
+    assert_int_equal(pwrite(fd, &c, 1, (off_t)off), 1);
+    close(fd);
+}
+
+static void run_on_pool(void *pool, int n_tasks, wcache_task_fn fn, void *ctx) {
+    facet_pool_run(pool, n_tasks, fn, ctx);
+}
+
+/* One flipped byte of tensor data anywhere in an entry (first, middle, last byte of each
+ * of the three): the load rejects the file with FACET_E_FORMAT naming the entry; the
+ * same through wcache_open on one thread and over a pool; the header is untouched, so
+ * only the data checksum can see it. */
+static void test_data_byte_flip(void **state) {
+    (void)state;
+    char path[512];
+    cache_path(path, sizeof path);
+    write_test_cache(path);
+    size_t n;
+    uint8_t *b = read_all(path, &n);
+    wcache_key k = test_key();
+    wcache_item items[3];
+    fill_items(items);
+    facet_pool *pool = facet_pool_create(3);
+    assert_non_null(pool);
+    wcache_runner runner = {run_on_pool, pool};
+    wcache_file f;
+    facet_error err = {0};
+    for (int i = 0; i < 3; i++) {
+        uint64_t off = entry_offset(b, i), len = items[i].bytes;
+        uint64_t where[3] = {0, len / 2 + 7, len - 1};
+        char want[256];
+        snprintf(want, sizeof want, "tensor data checksum mismatch in entry %d '%s' (corrupted)", i,
+                 items[i].name);
+        for (int w = 0; w < 3; w++) {
+            b[off + where[w]] ^= 0x40;
+            assert_int_equal(wcache_parse(b, n, &k, &f, &err), FACET_E_FORMAT);
+            assert_string_equal(err.message, want);
+            assert_null(f.entries);
+            b[off + where[w]] ^= 0x40;
+            flip_file_byte(path, off + where[w]);
+            for (int par = 0; par < 2; par++) {
+                memset(&err, 0, sizeof err);
+                facet_status st = wcache_open(path, &k, par ? &runner : NULL, &f, &err);
+                assert_int_equal(st, FACET_E_FORMAT);
+                assert_string_equal(err.message, want);
+                assert_null(f.map);
+            }
+            flip_file_byte(path, off + where[w]);
+            assert_int_equal(wcache_open(path, &k, &runner, &f, &err), FACET_OK);
+            wcache_close(&f);
+        }
+    }
+    /* two damaged entries: the first is named, the other counted */
+    b[entry_offset(b, 0) + 3] ^= 1;
+    b[entry_offset(b, 2) + 3] ^= 1;
+    assert_int_equal(wcache_parse(b, n, &k, &f, &err), FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "entry 0 'model.norm.weight' and 1 more entries"));
+    /* the checksum sits in the index: changing it is caught by the index SHA-256 first */
+    b[entry_offset(b, 0) + 3] ^= 1;
+    b[entry_offset(b, 2) + 3] ^= 1;
+    b[WCACHE_HEADER_BYTES + 250] ^= 1;
+    assert_int_equal(wcache_parse(b, n, &k, &f, &err), FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "header or index checksum"));
+    facet_pool_free(pool);
+    free(b);
+}
+
+/* The checksum's definition (XXH3-64 over the little-endian XXH3-64 of each 4 MiB block),
+ * at block edges, and an entry of several blocks: a flipped byte in each block is found
+ * by the pooled check, which must agree with the writer's on the intact file. */
+static void test_checksum_blocks(void **state) {
+    (void)state;
+    const uint64_t B = WCACHE_HASH_BLOCK;
+    uint64_t total = 3 * B + 123;
+    uint8_t *d = malloc(total);
+    for (uint64_t i = 0; i < total; i++) d[i] = (uint8_t)(i * 2654435761u >> 13);
+    uint64_t sizes[] = {0, 1, 1000, B - 1, B, B + 1, 2 * B, total};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        uint64_t len = sizes[s], nb = (len + B - 1) / B, hs[4];
+        for (uint64_t j = 0; j < nb; j++) {
+            uint64_t l = len - j * B < B ? len - j * B : B;
+            hs[j] = XXH3_64bits(d + j * B, l); /* little-endian host: stored as is */
+        }
+        assert_int_equal(wcache_checksum(d, len), XXH3_64bits(hs, nb * 8));
+    }
+    char path[512];
+    cache_path(path, sizeof path);
+    wcache_item items[2] = {{"multi", 1, NULL, 0, d, total}, {"one", 0, NULL, 0, d, 77}};
+    wcache_key k = test_key();
+    facet_error err = {0};
+    assert_int_equal(wcache_write(path, &k, items, 2, NULL, NULL, &err), FACET_OK);
+    facet_pool *pool = facet_pool_create(2);
+    wcache_runner runner = {run_on_pool, pool};
+    wcache_file f;
+    assert_int_equal(wcache_open(path, &k, &runner, &f, &err), FACET_OK);
+    assert_int_equal(f.entries[0].checksum, wcache_checksum(d, total));
+    assert_int_equal(f.entries[1].checksum, wcache_checksum(d, 77));
+    uint64_t off = f.entries[0].offset;
+    wcache_close(&f);
+    uint64_t where[] = {0, B - 1, B, 2 * B + 5, 3 * B, total - 1};
+    for (size_t w = 0; w < sizeof where / sizeof where[0]; w++) {
+        flip_file_byte(path, off + where[w]);
+        assert_int_equal(wcache_open(path, &k, &runner, &f, &err), FACET_E_FORMAT);
+        assert_non_null(strstr(err.message, "tensor data checksum mismatch in entry 0 'multi'"));
+        flip_file_byte(path, off + where[w]);
+    }
+    assert_int_equal(wcache_open(path, &k, &runner, &f, &err), FACET_OK);
+    wcache_close(&f);
+    facet_pool_free(pool);
+    free(d);
 }
 
 static void test_write_failure_leaves_nothing(void **state) {
@@ -436,7 +567,7 @@ static void test_concurrent_writers(void **state) {
     while (alive) {
         wcache_file f;
         facet_error err = {0};
-        facet_status st = wcache_open(path, &k, &f, &err);
+        facet_status st = wcache_open(path, &k, NULL, &f, &err);
         if (st == FACET_OK) {
             assert_int_equal(f.n_entries, 2);
             int v = f.entries[0].data[0];
@@ -465,7 +596,7 @@ static void test_concurrent_writers(void **state) {
     }
     wcache_file f;
     facet_error err = {0};
-    assert_int_equal(wcache_open(path, &k, &f, &err), FACET_OK);
+    assert_int_equal(wcache_open(path, &k, NULL, &f, &err), FACET_OK);
     wcache_close(&f);
     assert_int_equal(count_files(), 1);
     (void)seen;
@@ -478,6 +609,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_every_header_bit_flip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_data_byte_flip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checksum_blocks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_failure_leaves_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_source_digest, setup, teardown),
