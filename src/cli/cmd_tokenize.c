@@ -90,7 +90,10 @@ static int batch_detokenize(const facet_tokenizer *tok, json_t *j, int skip_spec
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_array_get(a, i);
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 0x7fffffff) {
-            fprintf(stderr, "facet: line %zu: ids[%zu] is not a token id\n", no, i);
+            char *shown = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+            fprintf(stderr, "facet: line %zu: ids[%zu] is %.40s, expected an integer 0..2147483647\n",
+                    no, i, shown ? shown : "?");
+            free(shown);
             free(ids);
             return 1;
         }
