@@ -352,6 +352,15 @@ int cmd_run(int argc, char **argv) {
         return 1;
     }
     if ((rc = prompt_ids(&o, &rs.ids, &rs.n_prompt))) goto out;
+    if (o.n_stops > 0) { /* stop strings match generated text: the tokenizer decodes it */
+        char tp[4096];
+        if (!facet_path_join(tp, sizeof tp, o.model, "tokenizer.json") || !facet_is_file(tp)) {
+            fprintf(stderr, "facet: --stop matches generated text, and %s has no tokenizer.json "
+                            "to decode it\n", o.model);
+            rc = 1;
+            goto out;
+        }
+    }
     if ((rc = check_prompt(&o, (int)facts.vocab_size, max_pos, rs.ids, rs.n_prompt, n_ctx)))
         goto out;
 

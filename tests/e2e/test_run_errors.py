@@ -301,7 +301,7 @@ def test_serve_rejects_bad_values_before_loading(facet, args, needle):
 
 
 @pytest.mark.parametrize("case", ["bad-utf8-file", "missing-messages", "id-past-vocab",
-                                  "no-tokenizer", "prompt-fills-ctx"])
+                                  "no-tokenizer", "prompt-fills-ctx", "stop-no-tokenizer"])
 def test_prompt_errors_come_before_any_weight_is_converted(facet, tmp_path, case):
     """A bad prompt is refused before the weights are converted (a large checkpoint
     converts for minutes, then writes a cache): no conversion progress on stderr and no
@@ -314,13 +314,15 @@ def test_prompt_errors_come_before_any_weight_is_converted(facet, tmp_path, case
             "missing-messages": ["--messages", tmp_path / "none.json"],
             "id-past-vocab": ["--prompt-ids", "1,2,512"],
             "no-tokenizer": ["-p", "Once"],
-            "prompt-fills-ctx": ["--prompt-ids", ",".join(["1"] * 8), "--ctx", "8"]}[case]
+            "prompt-fills-ctx": ["--prompt-ids", ",".join(["1"] * 8), "--ctx", "8"],
+            "stop-no-tokenizer": ["--prompt-ids", "1,2", "--stop", "x"]}[case]
     want = {"bad-utf8-file": "bad.txt: not valid UTF-8 at byte offset 5",
             "missing-messages": "none.json",
             "id-past-vocab": "prompt token 512 at index 2 is outside [0, 512)",
             "no-tokenizer": "has no tokenizer.json; give the prompt as --prompt-ids",
-            "prompt-fills-ctx": "at most 7 leave room for one generated token"}[case]
-    if case == "no-tokenizer":
+            "prompt-fills-ctx": "at most 7 leave room for one generated token",
+            "stop-no-tokenizer": "--stop matches generated text, and"}[case]
+    if case in ("no-tokenizer", "stop-no-tokenizer"):
         (d / "tokenizer.json").unlink()
     p = run(facet, ["run", d] + args)
     assert p.returncode == 1, p.stderr
