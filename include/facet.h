@@ -186,8 +186,16 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
 /* Release a session and its KV caches. NULL is accepted. */
 void facet_session_free(facet_session *session);
 
-/* Forget sequence `seq`'s tokens (its KV memory is kept for reuse). */
+/* Forget sequence `seq`'s tokens (its KV memory is kept for reuse). Errors:
+ * FACET_E_INVALID_ARGUMENT (seq outside [0, n_seq_max)). */
 facet_status facet_seq_reset(facet_session *session, int seq, facet_error *err);
+
+/* Forget sequence `seq`'s tokens and free its KV memory (every layer's keys, values and
+ * window ring); the next tokens grow it again from nothing. For a server whose slots
+ * serve requests of varied lengths: resident KV memory then follows the live sequences
+ * rather than the longest each slot ever held. Errors: FACET_E_INVALID_ARGUMENT (seq
+ * outside [0, n_seq_max)). */
+facet_status facet_seq_release(facet_session *session, int seq, facet_error *err);
 
 /* Number of tokens sequence `seq` holds in its KV cache (its next position); -1 if
  * `seq` is out of range. */

@@ -109,6 +109,23 @@ facet_status facet_seq_reset(facet_session *s, int seq, facet_error *err) {
     return FACET_OK;
 }
 
+facet_status facet_seq_release(facet_session *s, int seq, facet_error *err) {
+    if (seq < 0 || seq >= s->n_seq_max)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "sequence id %d out of range [0, %d)", seq,
+                         s->n_seq_max);
+    facet_seq_cache *c = &s->seqs[seq];
+    if (c->k)
+        for (int64_t l = 0; l < s->model->facts.num_hidden_layers; l++) {
+            free(c->k[l]);
+            free(c->v[l]);
+        }
+    free(c->k);
+    free(c->v);
+    c->k = c->v = NULL;
+    c->len = c->cap = 0;
+    return FACET_OK;
+}
+
 int facet_seq_length(const facet_session *s, int seq) {
     if (seq < 0 || seq >= s->n_seq_max) return -1;
     return s->seqs[seq].len;

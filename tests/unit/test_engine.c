@@ -222,6 +222,28 @@ static void test_context_overflow(void **state) {
     facet_session_free(s);
 }
 
+/* facet_seq_release frees a sequence's KV memory; the sequence then starts over and
+ * gives the same logits as before, bit for bit (a served slot reused after release). */
+static void test_seq_release(void **state) {
+    (void)state;
+    facet_error err = {0};
+    facet_session *s;
+    facet_session_options so = {.n_seq_max = 2, .n_ctx = 256};
+    assert_int_equal(facet_session_create(model, &so, &s, &err), FACET_OK);
+    int32_t ids[100];
+    for (int i = 0; i < 100; i++) ids[i] = 3 + (i * 37) % 500;
+    float a[512], b[512];
+    assert_int_equal(facet_prefill(s, 1, ids, 100, a, &err), FACET_OK);
+    assert_int_equal(facet_seq_release(s, 1, &err), FACET_OK);
+    assert_int_equal(facet_seq_length(s, 1), 0);
+    assert_int_equal(facet_seq_release(s, 1, &err), FACET_OK); /* twice: nothing to free */
+    assert_int_equal(facet_prefill(s, 1, ids, 100, b, &err), FACET_OK);
+    assert_memory_equal(a, b, sizeof a);
+    assert_int_equal(facet_seq_release(s, 2, &err), FACET_E_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "sequence id 2 out of range [0, 2)"));
+    facet_session_free(s);
+}
+
 static void test_status_names(void **state) {
     (void)state;
     assert_string_equal(facet_status_name(FACET_OK), "FACET_OK");
@@ -255,6 +277,7 @@ int main(void) {
         cmocka_unit_test(test_batched_decode_matches_alone),
         cmocka_unit_test(test_kv_cache_16bit),
         cmocka_unit_test(test_context_overflow),
+        cmocka_unit_test(test_seq_release),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_top_logprobs),
     };
