@@ -30,14 +30,17 @@ static void usage(FILE *out) {
             "                     precision), f32, bf16, f16, int8 (as facet run)\n"
             "  --kv-cache TYPE    KV cache element type: auto (default: f32 with f32 weights,\n"
             "                     f16 with f16, bf16 otherwise), f32, bf16, f16\n"
-            "  --kv-budget T      KV-cache tokens all running requests may reserve\n"
-            "                     (default max-batch x ctx); requests wait beyond it\n"
+            "  --kv-budget T      KV-cache tokens all running requests may reserve; requests\n"
+            "                     wait beyond it (default max-batch x ctx, lowered to what\n"
+            "                     fits MemAvailable after the weights as facet plan counts\n"
+            "                     them, less a 10%% margin; a larger T is warned about)\n"
             "  --max-queue N      waiting requests before 503 + Retry-After (default 256)\n"
             "  --chunk N          tokens per engine step, decode + prefill (default 256)\n"
             "  --max-body BYTES   request body limit, 413 above (default 4194304)\n"
             "  --timeout S        idle connection timeout in seconds (default 60)\n"
             "  --model-id NAME    served model name (default: the folder's name)\n"
-            "  --shutdown-grace S seconds in-flight requests get on SIGINT/SIGTERM (default 5)\n");
+            "  --shutdown-grace S seconds in-flight requests get on SIGINT/SIGTERM (default 5)\n"
+            "FACET_MEM_AVAILABLE=BYTES overrides the free RAM read from /proc/meminfo.\n");
 }
 
 int cmd_serve(int argc, char **argv) {
@@ -96,6 +99,8 @@ int cmd_serve(int argc, char **argv) {
         }
     }
     if (!c.model_dir) c.model_dir = cli_bundled_model();
+    const char *env_mem = getenv("FACET_MEM_AVAILABLE"); /* tests: a fixed machine size */
+    if (env_mem) c.mem_available = strtoull(env_mem, NULL, 10);
     facet_error err;
     if (facet_server_run(&c, &err) != FACET_OK) return cli_fail(&err);
     return 0;

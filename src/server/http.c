@@ -20,8 +20,10 @@ typedef struct conn_ctx {
     int too_big;
 } conn_ctx;
 
-enum MHD_Result srv_respond(srv_server *s, struct MHD_Connection *c, unsigned status,
-                            const char *body, size_t len, const char *content_type) {
+/* srv_respond; `failure` 0 counts a status >= 400 in facet_requests_total only. */
+static enum MHD_Result respond(srv_server *s, struct MHD_Connection *c, unsigned status,
+                               const char *body, size_t len, const char *content_type,
+                               int failure) {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
@@ -31,22 +33,35 @@ enum MHD_Result srv_respond(srv_server *s, struct MHD_Connection *c, unsigned st
     MHD_destroy_response(r);
     pthread_mutex_lock(&s->metrics.mu);
     s->metrics.requests_total++;
-    if (status >= 400) s->metrics.requests_error++;
-    if (status == 503) s->metrics.requests_rejected++;
+    if (status >= 400 && failure) s->metrics.requests_error++;
     pthread_mutex_unlock(&s->metrics.mu);
     return ok;
 }
 
-enum MHD_Result srv_respond_error(srv_server *s, struct MHD_Connection *c, const oai_error *e) {
+enum MHD_Result srv_respond(srv_server *s, struct MHD_Connection *c, unsigned status,
+                            const char *body, size_t len, const char *content_type) {
+    return respond(s, c, status, body, len, content_type, 1);
+}
+
+static enum MHD_Result respond_error(srv_server *s, struct MHD_Connection *c,
+                                     const oai_error *e, int failure) {
     /* server-side failures are worth a line in the server's log; client errors are not */
     if (e->http_status >= 500 && e->http_status != 503)
         fprintf(stderr, "facet serve: %d %s\n", e->http_status, e->message);
     char *body = oai_error_json(e);
     if (!body) return MHD_NO;
-    enum MHD_Result r = srv_respond(s, c, (unsigned)e->http_status, body, strlen(body),
-                                    "application/json");
+    enum MHD_Result r = respond(s, c, (unsigned)e->http_status, body, strlen(body),
+                                "application/json", failure);
     free(body);
     return r;
+}
+
+enum MHD_Result srv_respond_error(srv_server *s, struct MHD_Connection *c, const oai_error *e) {
+    return respond_error(s, c, e, 1);
+}
+
+enum MHD_Result srv_respond_gone(srv_server *s, struct MHD_Connection *c, const oai_error *e) {
+    return respond_error(s, c, e, 0);
 }
 
 enum MHD_Result srv_respond_json(srv_server *s, struct MHD_Connection *c, unsigned status,

@@ -37,12 +37,19 @@ typedef struct srv_server {
                                   delivers its last event and [DONE]                    */
 } srv_server;
 
-/* Queue a response with `status`, a body (copied) and content type; counts metrics. */
+/* Queue a response with `status`, a body (copied) and content type (503s get
+ * Retry-After); counts it in facet_requests_total, and in facet_requests_failed_total
+ * when status >= 400. */
 enum MHD_Result srv_respond(srv_server *s, struct MHD_Connection *c, unsigned status,
                             const char *body, size_t len, const char *content_type);
 
-/* Queue an OpenAI error response. */
+/* Queue an OpenAI error response (counted as srv_respond). */
 enum MHD_Result srv_respond_error(srv_server *s, struct MHD_Connection *c, const oai_error *e);
+
+/* Queue the error answer of a request whose client went away (its cancellation already
+ * counted by srv_sched_cancel): counted in facet_requests_total only, never as failed or
+ * rejected. The answer is still sent, for a client that only half-closed. */
+enum MHD_Result srv_respond_gone(srv_server *s, struct MHD_Connection *c, const oai_error *e);
 
 /* Queue a JSON response (takes the reference of `v`). */
 enum MHD_Result srv_respond_json(srv_server *s, struct MHD_Connection *c, unsigned status,

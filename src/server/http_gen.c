@@ -44,13 +44,13 @@ static int prompt_ids(srv_server *s, oai_request *r, int32_t **ids, size_t *n,
 static enum MHD_Result respond_whole(srv_server *s, struct MHD_Connection *c, srv_job *j,
                                      const oai_meta *m, const oai_request *r) {
     /* wait for the job, watching for the client going away */
+    int gone = 0; /* 1: cancelled here because the client went away (counted so) */
     srv_sched_lock(s->sched);
     while (!j->done) {
         srv_job_wait_done(s->sched, j, 100);
         if (j->done) break;
         srv_sched_unlock(s->sched);
-        int gone = srv_client_gone(c);
-        if (gone) srv_sched_cancel(s->sched, j);
+        if (!gone && srv_client_gone(c)) gone = srv_sched_cancel(s->sched, j);
         srv_sched_lock(s->sched);
     }
     srv_sched_unlock(s->sched);
@@ -62,8 +62,14 @@ static enum MHD_Result respond_whole(srv_server *s, struct MHD_Connection *c, sr
             return srv_respond_error(s, c, &e);
         }
         if (j->choices[i].finish == SRV_FINISH_CANCEL) {
+            /* a client gone is counted as cancelled, as a stream's is, not as failed */
+            if (gone) {
+                oai_fail(&e, 503, "server_error", NULL, "cancelled",
+                         "the request was cancelled (client gone)");
+                return srv_respond_gone(s, c, &e);
+            }
             oai_fail(&e, 503, "server_error", NULL, "cancelled",
-                     "the request was cancelled (client gone or server shutting down)");
+                     "the request was cancelled (server shutting down)");
             return srv_respond_error(s, c, &e);
         }
     }
@@ -378,6 +384,9 @@ enum MHD_Result srv_handle_generate(srv_server *s, struct MHD_Connection *c, oai
     if (srv_sched_submit(s->sched, job)) {
         srv_job_release(NULL, job);
         job = NULL;
+        pthread_mutex_lock(&s->metrics.mu);
+        s->metrics.requests_rejected++; /* and, answered 503 below, failed */
+        pthread_mutex_unlock(&s->metrics.mu);
         oai_fail(&e, 503, "server_error", NULL, "server_overloaded",
                  "the server is at capacity (%d requests waiting); retry later",
                  s->cfg.max_queue);

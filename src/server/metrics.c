@@ -91,11 +91,13 @@ char *srv_metrics_render(srv_metrics *m) {
     b.p[0] = '\0';
     pthread_mutex_lock(&m->mu);
     counter(&b, "facet_requests_total", "HTTP requests answered.", m->requests_total);
-    counter(&b, "facet_requests_failed_total", "HTTP requests answered with status >= 400.",
+    counter(&b, "facet_requests_failed_total",
+            "HTTP requests answered with status >= 400 (a client gone is cancelled instead).",
             m->requests_error);
     counter(&b, "facet_requests_rejected_total", "Requests refused with 503 (queue full).",
             m->requests_rejected);
-    counter(&b, "facet_requests_cancelled_total", "Requests whose client went away.",
+    counter(&b, "facet_requests_cancelled_total",
+            "Requests whose client went away, streamed or not.",
             m->requests_cancelled);
     counter(&b, "facet_prompt_tokens_total", "Prompt tokens prefilled.", m->prompt_tokens);
     counter(&b, "facet_generation_tokens_total", "Tokens generated.", m->generation_tokens);

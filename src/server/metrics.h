@@ -20,10 +20,12 @@ typedef struct srv_hist {
 
 typedef struct srv_metrics {
     pthread_mutex_t mu;
-    uint64_t requests_total;        /* HTTP requests answered, any status               */
-    uint64_t requests_error;        /* answered with status >= 400                      */
-    uint64_t requests_rejected;     /* 503: queue full                                   */
-    uint64_t requests_cancelled;    /* client disconnected before the end               */
+    uint64_t requests_total;        /* HTTP requests answered, any status, and requests
+                                       whose client went away                          */
+    uint64_t requests_error;        /* answered with status >= 400 (not a client gone)  */
+    uint64_t requests_rejected;     /* 503: queue full (the HTTP layer counts them)     */
+    uint64_t requests_cancelled;    /* client disconnected before the end, streamed or
+                                       not (srv_sched_cancel counts them)              */
     uint64_t prompt_tokens;         /* tokens prefilled                                 */
     uint64_t generation_tokens;     /* tokens generated                                 */
     uint64_t steps;                 /* engine steps (facet_forward calls)               */

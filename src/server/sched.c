@@ -183,9 +183,10 @@ int srv_sched_submit(srv_sched *s, srv_job *j) {
     return 0;
 }
 
-void srv_sched_cancel(srv_sched *s, srv_job *j) {
+int srv_sched_cancel(srv_sched *s, srv_job *j) {
     pthread_mutex_lock(&s->mu);
-    if (!j->done && !j->cancelled) {
+    int now = !j->done && !j->cancelled;
+    if (now) {
         j->cancelled = 1;
         pthread_mutex_lock(&s->m->mu);
         s->m->requests_cancelled++;
@@ -193,6 +194,7 @@ void srv_sched_cancel(srv_sched *s, srv_job *j) {
     }
     pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->mu);
+    return now;
 }
 
 /* The CLOCK_REALTIME instant timeout_ms from now (pthread_cond_timedwait's clock). */
@@ -311,7 +313,9 @@ static void retire(srv_sched *s, srv_job *j) {
         srv_choice *c = &j->choices[i];
         if (c->finish == SRV_RUNNING) c->finish = SRV_FINISH_CANCEL;
         if (c->slot >= 0) {
-            facet_seq_reset(s->session, c->slot, NULL);
+            /* freed, not kept: resident KV memory follows the budget's live reservations
+             * rather than the longest request each slot ever served */
+            facet_seq_release(s->session, c->slot, NULL);
             s->slot_used[c->slot] = 0;
             s->n_free++;
             c->slot = -1;

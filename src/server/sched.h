@@ -115,8 +115,10 @@ facet_status srv_job_create(srv_sched *s, const int32_t *prompt, int n_prompt, i
  * (the job is untouched; release it). The scheduler takes its own reference. */
 int srv_sched_submit(srv_sched *s, srv_job *job);
 
-/* Cancel a job (client gone). Idempotent. */
-void srv_sched_cancel(srv_sched *s, srv_job *job);
+/* Cancel a job (client gone). Idempotent. Returns 1 when this call cancelled it (and
+ * counted it in facet_requests_cancelled_total), 0 when it was already done or
+ * cancelled. */
+int srv_sched_cancel(srv_sched *s, srv_job *job);
 
 /* Drop the caller's reference. */
 void srv_job_release(srv_sched *s, srv_job *job);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/budget.h"
 #include "server/chat_bridge.h"
 #include "server/http.h"
 #include "util/error.h"
@@ -74,6 +75,27 @@ static void teardown(srv_server *s) {
 facet_status facet_server_run(const facet_server_config *cfg, facet_error *err) {
     facet_status st = check_config(cfg, err);
     if (st != FACET_OK) return st;
+    /* size the KV budget before the weights load: MemAvailable then is what weights + KV
+     * must fit (facet plan's model), and a machine too small fails before converting.
+     * A plan that cannot be made (a checkpoint the loader refuses) leaves the budget
+     * unchecked; the load below reports the checkpoint's problem. */
+    facet_error plan_err;
+    int plan_ctx = 0;
+    uint64_t mem = 0, weight_bytes = 0;
+    double kv_per_token = 0;
+    int planned = srv_kv_plan(cfg->model_dir, cfg->n_ctx, cfg->weights, cfg->kv_cache,
+                              cfg->mem_available, &plan_ctx, &mem, &weight_bytes,
+                              &kv_per_token, &plan_err) == FACET_OK;
+    srv_kv_budget budget;
+    char budget_line[1024];
+    if (planned) {
+        srv_kv_budget_choose(cfg->kv_budget, cfg->max_batch, plan_ctx, mem, weight_bytes,
+                             kv_per_token, &budget);
+        if (budget.tokens == 0) {
+            srv_kv_budget_describe(&budget, NULL, budget_line, sizeof budget_line);
+            return facet_err(err, FACET_E_NOMEM, "%s", budget_line);
+        }
+    }
     /* SIGINT/SIGTERM are taken by sigwait below: block them in every thread we start */
     sigset_t set, old;
     sigemptyset(&set);
@@ -108,7 +130,9 @@ facet_status facet_server_run(const facet_server_config *cfg, facet_error *err) 
     if (st != FACET_OK) goto fail;
     s->n_ctx = facet_session_n_ctx(s->session);
     s->n_vocab = info.vocab_size;
-    if (s->cfg.kv_budget == 0) s->cfg.kv_budget = s->cfg.max_batch * s->n_ctx;
+    if (!planned || plan_ctx != s->n_ctx) /* memory not checked */
+        srv_kv_budget_choose(cfg->kv_budget, cfg->max_batch, s->n_ctx, 0, 0, 0, &budget);
+    s->cfg.kv_budget = budget.tokens;
     s->created = (long)time(NULL);
     s->limits = (oai_limits){s->model_id, s->n_vocab, 16, 16, 20};
     srv_sched_config sc = {s->cfg.max_batch, s->cfg.kv_budget, s->cfg.max_queue, s->cfg.chunk};
@@ -116,6 +140,11 @@ facet_status facet_server_run(const facet_server_config *cfg, facet_error *err) 
     if (st != FACET_OK) goto fail;
     st = srv_http_start(s, err);
     if (st != FACET_OK) goto fail;
+    srv_kv_budget_describe(&budget,
+                           planned ? "the plan's context differs from the session's"
+                                   : plan_err.message,
+                           budget_line, sizeof budget_line);
+    fprintf(stderr, "facet serve: %s\n", budget_line);
     fprintf(stderr,
             "facet serve: listening on http://%s:%d (model '%s', ctx %d, max batch %d, KV "
             "budget %d tokens)\n",

@@ -10,6 +10,7 @@
 #define FACET_SERVER_SERVER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "facet.h"
 
@@ -23,8 +24,10 @@ typedef struct facet_server_config {
     int threads;             /* engine worker threads; 0 = all cores                   */
     facet_kv_type kv_cache;  /* KV cache element type; default auto (facet.h)          */
     facet_weight_format weights; /* run-time weight format; default auto (facet.h)     */
-    int kv_budget;           /* KV tokens all running requests may reserve;
-                                0 = max_batch * n_ctx                                   */
+    int kv_budget;           /* KV tokens all running requests may reserve; 0 = max_batch
+                                * n_ctx lowered to what fits mem_available (budget.h)   */
+    uint64_t mem_available;  /* free memory in bytes the KV budget is sized to; 0 =
+                                MemAvailable of /proc/meminfo, read before the load     */
     int max_queue;           /* waiting requests before 503, default 256               */
     int chunk;               /* tokens per engine step (decode + prefill), default 256  */
     size_t max_body;         /* request body limit in bytes, default 4 MiB (413 above) */
@@ -37,11 +40,14 @@ typedef struct facet_server_config {
 /* Defaults above. */
 void facet_server_config_default(facet_server_config *c);
 
-/* Load the model, listen, serve until SIGINT or SIGTERM, then stop accepting, let
- * in-flight requests finish within the grace period, cancel the rest and free
- * everything. Prints "facet serve: listening on http://HOST:PORT" on stderr once ready.
- * Returns FACET_OK after a clean shutdown; errors: those of facet_model_load,
- * FACET_E_IO (cannot listen), FACET_E_INVALID_ARGUMENT (bad config), FACET_E_NOMEM. */
+/* Size the KV budget to the machine (budget.h), load the model, listen, serve until
+ * SIGINT or SIGTERM, then stop accepting, let in-flight requests finish within the grace
+ * period, cancel the rest and free everything. Prints on stderr, once ready, one line
+ * saying the KV budget and why (a "warning:" when an explicit budget exceeds the free
+ * memory), then "facet serve: listening on http://HOST:PORT (...)". Returns FACET_OK
+ * after a clean shutdown; errors: those of facet_model_load, FACET_E_IO (cannot listen),
+ * FACET_E_INVALID_ARGUMENT (bad config), FACET_E_NOMEM (out of memory, or no memory left
+ * for the KV cache after the weights and no kv_budget given: before any weight loads). */
 facet_status facet_server_run(const facet_server_config *cfg, facet_error *err);
 
 #endif

@@ -164,6 +164,33 @@ def test_disconnect_while_waiting_whole_response(server):
     assert wait_until(lambda: idle(server), 30), server.metrics()
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_disconnect_counts_as_cancelled_only(server, stream):
+    # a client that closes its socket while its request runs is cancelled, streamed or
+    # not: facet_requests_cancelled_total counts it, failed and rejected (503, queue
+    # full) do not
+    names = ["facet_requests_%s_total" % n for n in ("cancelled", "failed", "rejected")]
+    assert wait_until(lambda: idle(server), 30), server.metrics()
+    before = server.metrics()
+    s = raw_socket(server.port)
+    # 16 x 500 tokens with both eos ids banned: far longer than the wait below
+    body = json.dumps({"model": "stories260k", "prompt": [1], "max_tokens": 500, "n": 16,
+                       "temperature": 1.0, "seed": 3, "logit_bias": {"1": -100, "2": -100},
+                       "stream": stream}).encode()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+              % len(body) + body)
+    running = wait_until(lambda: server.metrics()["facet_sequence_slots_used"] > 0, 10, 0.005)
+    s.close()
+    assert running
+    assert wait_until(lambda: idle(server), 30), server.metrics()
+    after = server.metrics()
+    delta = {n: after[n] - before[n] for n in names}
+    assert delta == {names[0]: 1, names[1]: 0, names[2]: 0}, delta
+    # far fewer than 16 x 500 tokens: the sequences were cancelled, not run to the end
+    assert after["facet_generation_tokens_total"] - before["facet_generation_tokens_total"] \
+        < 16 * 500
+
+
 def test_shutdown_with_clients_that_never_read(facet_bin, repo_root):
     # streams whose clients stop reading (full socket buffers) must not hold up SIGTERM
     s = Server(facet_bin, repo_root / "models" / "stories260k", "--threads", "1",
