@@ -366,7 +366,9 @@ enum MHD_Result srv_handle_generate(srv_server *s, struct MHD_Connection *c, oai
     }
     long need = (long)r.n * ((long)n + max_tokens);
     if (need > s->cfg.kv_budget) {
-        oai_fail(&e, 400, "invalid_request_error", "n", "kv_budget_exceeded",
+        /* the parameter to lower: n when several choices are asked, else the length */
+        const char *param = r.n > 1 ? "n" : kind == OAI_CHAT ? "max_completion_tokens" : "max_tokens";
+        oai_fail(&e, 400, "invalid_request_error", param, "kv_budget_exceeded",
                  "the request needs %ld KV-cache tokens (n=%d x (%zu prompt + %d completion)); "
                  "the server's budget is %d",
                  need, r.n, n, max_tokens, s->cfg.kv_budget);

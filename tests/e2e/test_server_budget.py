@@ -109,7 +109,11 @@ def test_budget_on_a_fixed_machine_size(facet_bin, model, weight_bytes):
         st, r = s.post("/v1/completions", {"model": "qwen3-kv", "prompt": [1, 5, 9],
                                            "max_tokens": want})
         assert st == 400 and r["error"]["code"] == "kv_budget_exceeded", r
-        assert str(want) in r["error"]["message"]
+        assert str(want) in r["error"]["message"] and r["error"]["param"] == "max_tokens"
+        st, r = s.post("/v1/completions", {"model": "qwen3-kv", "prompt": [1, 5, 9],
+                                           "max_tokens": want // 2, "n": 4})
+        assert st == 400 and r["error"]["code"] == "kv_budget_exceeded", r
+        assert r["error"]["param"] == "n"
         # requests that fit alone but not together wait their turn: all answered
         body = {"model": "qwen3-kv", "prompt": [1, 5, 9], "max_tokens": want // 2,
                 "temperature": 0}
