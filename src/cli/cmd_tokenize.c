@@ -182,7 +182,11 @@ int cmd_tokenize(int argc, char **argv) {
     facet_status st = facet_tokenize(tok, data ? data : text, len, add_special, &ids, &n, &err);
     free(data);
     facet_tokenizer_free(tok);
-    if (st) return cli_fail(&err);
+    if (st) { /* name where the input came from */
+        fprintf(stderr, "facet: %s: %s\n", file ? file : text ? "TEXT" : "standard input",
+                err.message[0] ? err.message : facet_status_name(err.status));
+        return 1;
+    }
     putchar('[');
     for (size_t i = 0; i < n; i++) printf(i ? ",%d" : "%d", (int)ids[i]);
     printf("]\n");

@@ -97,6 +97,7 @@ def test_invalid_utf8_names_offset(tmp_path):
     r = facet("tokenize", STORIES, "-f", f)
     assert r.returncode == 1
     assert b"byte offset 3" in r.stderr and b"UTF-8" in r.stderr
+    assert r.stderr.startswith(b"facet: " + str(f).encode() + b": ")  # names the file
 
 
 def write_tok(tmp_path, obj, name="tok"):
