@@ -76,6 +76,10 @@ typedef struct facet_load_options {
                                     the environment variable FACET_NO_CACHE=1)         */
     facet_load_progress_fn progress; /* NULL: no progress reports                      */
     void *progress_user;         /* passed to progress                                 */
+    facet_tokenizer *tokenizer;  /* the folder's tokenizer, already loaded by the caller
+                                    (facet_tokenizer_load): the model takes it over,
+                                    also when the load fails, instead of parsing
+                                    tokenizer.json again; NULL: loaded if present      */
 } facet_load_options;
 
 /* What the weight cache did during a load (facet_model_info.weight_cache). The cache

@@ -74,28 +74,6 @@ static char *render_chat(const run_opts *o, size_t *len) {
     return out;
 }
 
-static int prompt_text_ids(const run_opts *o, facet_tokenizer *tok, int32_t **ids, size_t *n);
-
-/* Build the prompt ids from the options, before any weight is converted: the folder's
- * tokenizer.json is loaded here for a text prompt. Returns 0 or an exit code. */
-static int prompt_ids(const run_opts *o, int32_t **ids, size_t *n) {
-    facet_error err = {0};
-    *ids = NULL;
-    *n = 0;
-    if (o->prompt_ids) return run_parse_ids(o->prompt_ids, ids, n);
-    char path[4096];
-    if (!facet_path_join(path, sizeof path, o->model, "tokenizer.json") || !facet_is_file(path)) {
-        fprintf(stderr, "facet: %s has no tokenizer.json; give the prompt as --prompt-ids\n",
-                o->model);
-        return 1;
-    }
-    facet_tokenizer *tok = NULL;
-    if (facet_tokenizer_load(o->model, &tok, &err) != FACET_OK) return cli_fail(&err);
-    int rc = prompt_text_ids(o, tok, ids, n);
-    facet_tokenizer_free(tok);
-    return rc;
-}
-
 /* The prompt text of the options (-p, -f or the rendered --messages), tokenized. */
 static int prompt_text_ids(const run_opts *o, facet_tokenizer *tok, int32_t **ids, size_t *n) {
     facet_error err = {0};
@@ -123,6 +101,20 @@ static int prompt_text_ids(const run_opts *o, facet_tokenizer *tok, int32_t **id
     facet_status st = facet_tokenize(tok, text, len, add_special, ids, n, &err);
     free(text);
     return st == FACET_OK ? 0 : cli_fail(&err);
+}
+
+/* Build the prompt ids from the options with the folder's tokenizer (tok, NULL when it
+ * has none), before any weight is converted. Returns 0 or an exit code. */
+static int prompt_ids(const run_opts *o, facet_tokenizer *tok, int32_t **ids, size_t *n) {
+    *ids = NULL;
+    *n = 0;
+    if (o->prompt_ids) return run_parse_ids(o->prompt_ids, ids, n);
+    if (!tok) {
+        fprintf(stderr, "facet: %s has no tokenizer.json; give the prompt as --prompt-ids\n",
+                o->model);
+        return 1;
+    }
+    return prompt_text_ids(o, tok, ids, n);
 }
 
 /* Where generated text goes: stdout as it is final, or the --json "text". */
@@ -351,23 +343,30 @@ int cmd_run(int argc, char **argv) {
                 max_pos);
         return 1;
     }
-    if ((rc = prompt_ids(&o, &rs.ids, &rs.n_prompt))) goto out;
-    if (o.n_stops > 0) { /* stop strings match generated text: the tokenizer decodes it */
-        char tp[4096];
-        if (!facet_path_join(tp, sizeof tp, o.model, "tokenizer.json") || !facet_is_file(tp)) {
-            fprintf(stderr, "facet: --stop matches generated text, and %s has no tokenizer.json "
-                            "to decode it\n", o.model);
-            rc = 1;
-            goto out;
-        }
-    }
-    if ((rc = check_prompt(&o, (int)facts.vocab_size, max_pos, rs.ids, rs.n_prompt, n_ctx)))
+    /* the folder's tokenizer, loaded once: it encodes the prompt here, and the model
+     * takes it over for the output text */
+    facet_tokenizer *tok = NULL;
+    char tp[4096];
+    if (facet_path_join(tp, sizeof tp, o.model, "tokenizer.json") && facet_is_file(tp) &&
+        facet_tokenizer_load(o.model, &tok, &err) != FACET_OK)
+        return cli_fail(&err);
+    if ((rc = prompt_ids(&o, tok, &rs.ids, &rs.n_prompt)) ||
+        (rc = check_prompt(&o, (int)facts.vocab_size, max_pos, rs.ids, rs.n_prompt, n_ctx))) {
+        facet_tokenizer_free(tok);
         goto out;
+    }
+    if (o.n_stops > 0 && !tok) { /* stop strings match generated text: decoded by it */
+        fprintf(stderr, "facet: --stop matches generated text, and %s has no tokenizer.json "
+                        "to decode it\n", o.model);
+        rc = 1;
+        goto out;
+    }
 
     cli_progress bar;
     cli_progress_init(&bar);
     facet_load_options lo = {.n_threads = o.threads, .weights = o.weights, .no_cache = o.no_cache,
-                             .progress = cli_progress_cb, .progress_user = &bar};
+                             .progress = cli_progress_cb, .progress_user = &bar,
+                             .tokenizer = tok /* the model's from here */};
     double t_load = now_s();
     if (facet_model_load(o.model, &lo, &model, &err) != FACET_OK) {
         rc = cli_fail(&err);
@@ -375,10 +374,6 @@ int cmd_run(int argc, char **argv) {
     }
     t_load = now_s() - t_load;
     facet_model_get_info(model, &rs.info);
-    /* the loaded model's own numbers (the same unless the tensors said otherwise) */
-    if ((rc = check_prompt(&o, rs.info.vocab_size, rs.info.max_position_embeddings, rs.ids,
-                           rs.n_prompt, n_ctx)))
-        goto out;
     facet_session_options so = {1, n_ctx, o.kv_cache};
     if (facet_session_create(model, &so, &rs.sess, &err) != FACET_OK ||
         facet_sampler_create(&o.sampling, rs.info.vocab_size, &rs.sampler, &err) != FACET_OK ||
@@ -396,7 +391,7 @@ int cmd_run(int argc, char **argv) {
         rc = 1;
         goto out;
     }
-    facet_tokenizer *tok = facet_model_tokenizer(model);
+    tok = facet_model_tokenizer(model); /* the same one, now the model's */
     if (tok) {
         if (facet_detok_stream_create(tok, 1, &rs.stream, &err) != FACET_OK) {
             rc = cli_fail(&err);

@@ -27,10 +27,16 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
         [FACET_WEIGHTS_AUTO] = FACET_WF_F32, [FACET_WEIGHTS_F32] = FACET_WF_F32,
         [FACET_WEIGHTS_BF16] = FACET_WF_BF16, [FACET_WEIGHTS_F16] = FACET_WF_F16,
         [FACET_WEIGHTS_INT8] = FACET_WF_Q8};
-    if ((int)o.weights < 0 || (int)o.weights > FACET_WEIGHTS_INT8)
+    facet_model *m = NULL;
+    if ((int)o.weights < 0 || (int)o.weights > FACET_WEIGHTS_INT8) {
+        facet_tokenizer_free(o.tokenizer);
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "unknown weights format %d", (int)o.weights);
-    facet_model *m = calloc(1, sizeof *m);
-    if (!m) return facet_err(err, FACET_E_NOMEM, "model");
+    }
+    if (!(m = calloc(1, sizeof *m))) {
+        facet_tokenizer_free(o.tokenizer);
+        return facet_err(err, FACET_E_NOMEM, "model");
+    }
+    m->tokenizer = o.tokenizer; /* owned from here (freed with the model) */
     st_checkpoint ck;
     memset(&ck, 0, sizeof ck);
     facet_status st = facet_facts_read(dir, &m->facts, err);
@@ -48,16 +54,18 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
     }
     /* auto: the checkpoint's own precision, decided by the probed dtypes */
     m->weights = o.weights == FACET_WEIGHTS_AUTO ? facet_auto_weights(&m->facts) : o.weights;
-    if (st == FACET_OK) st = facet_weights_load(m, dir, &ck, formats[m->weights], &o, err);
-    st_checkpoint_close(&ck);
-    if (st == FACET_OK) st = facet_rope_init(m, err);
+    /* the pool first: the weight cache's checksums are verified over it */
     if (st == FACET_OK) {
         m->pool = facet_pool_create(o.n_threads);
         if (!m->pool) st = facet_err(err, FACET_E_NOMEM, "cannot start %d worker threads", o.n_threads);
     }
+    if (st == FACET_OK) st = facet_weights_load(m, dir, &ck, formats[m->weights], &o, err);
+    st_checkpoint_close(&ck);
+    if (st == FACET_OK) st = facet_rope_init(m, err);
     if (st == FACET_OK) {
         char path[4096];
-        if (facet_path_join(path, sizeof path, dir, "tokenizer.json") && facet_is_file(path))
+        if (!m->tokenizer && facet_path_join(path, sizeof path, dir, "tokenizer.json") &&
+            facet_is_file(path))
             st = facet_tokenizer_load(dir, &m->tokenizer, err);
     }
     if (st != FACET_OK) {

@@ -263,16 +263,13 @@ facet_status facet_weights_load(facet_model *m, const char *dir, const st_checkp
     }
 
     /* 1. a valid cache beside the checkpoint, else in the user's cache folder; its data
-     * checksums are read over threads of a pool of the load's own (the model's pool
-     * comes after the weights; without threads the check runs here, only slower) */
-    facet_pool *pool = facet_pool_create(opts ? opts->n_threads : 0);
-    wcache_runner runner = {run_on_pool, pool};
-    const wcache_runner *rp = pool ? &runner : NULL;
+     * checksums are verified over the model's pool (without one, on this thread) */
+    wcache_runner runner = {run_on_pool, m->pool};
+    const wcache_runner *rp = m->pool ? &runner : NULL;
     int r = try_cache(m, &ld, lp, &key, rp, why_local, sizeof why_local);
     int r2 = -1;
     if (r != 1 && up[0] && strcmp(up, lp))
         r2 = try_cache(m, &ld, up, &key, rp, why_user, sizeof why_user);
-    facet_pool_free(pool);
     if (r != 1 && r2 == 1) {
         append(note, sizeof note, "weight cache: loaded %s%s%s%s", up, r ? " (" : "", r ? lp : "",
                r ? " was rejected)" : "");
