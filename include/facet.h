@@ -115,6 +115,9 @@ typedef struct facet_model_info {
     const char *weight_cache_note;   /* one line for the user (the cache used, written,
                                         rejected and why, or why not written), or NULL;
                                         strings owned by the model                     */
+    uint64_t weight_cache_huge_bytes; /* FACET_WCACHE_HIT: bytes of the mapped cache file
+                                        on 2 MiB pages (streaming from 4 KiB pages reads
+                                        slower); 0 otherwise or where Linux cannot tell */
 } facet_model_info;
 
 /*

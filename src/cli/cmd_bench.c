@@ -21,6 +21,7 @@
  * depend on which ids it sees); decode feeds back the greedy choice and ignores EOS.
  */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -209,8 +210,12 @@ int cmd_bench(int argc, char **argv) {
         printf("read bandwidth %.1f GB/s (triad %.1f GB/s) | peak f32 FMA %.1f GFLOP/s, %s %.1f "
                "GFLOP/s | decode ceiling %.1f tok/s\n",
                bw, triad, gflops, weights_name, gflops_fmt, bw / gb);
-    printf("load: cold %.3f s, cached %.3f s (%s), %.0fx\n", t_cold, t_cached,
-           cache_hit ? "weight cache mapped" : "cache NOT used: see facet run for why",
+    char how[96] = "cache NOT used: see facet run for why";
+    if (cache_hit)
+        snprintf(how, sizeof how, "weight cache mapped, %.0f%% of the weights on 2 MiB pages",
+                 info.weight_bytes ? fmin(100.0, 100.0 * (double)info.weight_cache_huge_bytes /
+                                                     (double)info.weight_bytes) : 0.0);
+    printf("load: cold %.3f s, cached %.3f s (%s), %.0fx\n", t_cold, t_cached, how,
            t_cached > 0 ? t_cold / t_cached : 0);
 
     int V = info.vocab_size;

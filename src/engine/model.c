@@ -11,6 +11,7 @@
 
 #include "engine/model_internal.h"
 #include "io/safetensors.h"
+#include "io/wcache.h"
 #include "model/probe.h"
 #include "model/table.h"
 #include "model/weights_policy.h"
@@ -109,6 +110,7 @@ void facet_model_get_info(const facet_model *m, facet_model_info *info) {
     info->weight_cache = m->wcache;
     info->weight_cache_path = m->wcache_path;
     info->weight_cache_note = m->wcache_note;
+    info->weight_cache_huge_bytes = m->w.cache ? m->w.cache->huge_bytes : 0;
 }
 
 facet_tokenizer *facet_model_tokenizer(facet_model *m) { return m->tokenizer; }

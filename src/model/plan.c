@@ -11,6 +11,7 @@
 #include "io/safetensors.h"
 #include "kernels/cpu/cpu_features.h"
 #include "util/error.h"
+#include "util/fs.h"
 
 #define MAX_BATCH (1LL << 20)
 
@@ -162,20 +163,6 @@ uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c, uint64_t elt) {
     return sat_mul(k, sat_add(sat_mul(G, cg), sat_mul(S, cs)));
 }
 
-static facet_status mem_available(uint64_t *out, facet_error *err) {
-    /* procfs files report size 0, so read line by line */
-    FILE *fp = fopen("/proc/meminfo", "r");
-    if (!fp) return facet_err(err, FACET_E_IO, "/proc/meminfo: cannot open");
-    char line[256];
-    unsigned long long kb = 0;
-    int ok = 0;
-    while (!ok && fgets(line, sizeof line, fp)) ok = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
-    fclose(fp);
-    if (!ok) return facet_err(err, FACET_E_IO, "/proc/meminfo: no MemAvailable line");
-    *out = sat_mul(kb, 1024);
-    return FACET_OK;
-}
-
 static void choose_format(const facet_facts *f, int requested, facet_plan *p) {
     p->requested = requested;
     p->weights = requested == FACET_PLAN_AUTO ? auto_format(f) : requested;
@@ -287,7 +274,7 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
 
     out->mem_available = opts->mem_available;
     if (!out->mem_available) {
-        facet_status st = mem_available(&out->mem_available, err);
+        facet_status st = facet_mem_available(&out->mem_available, err);
         if (st != FACET_OK) return st;
     }
     uint64_t avail = out->mem_available;

@@ -61,3 +61,17 @@ int facet_is_dir(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
+
+facet_status facet_mem_available(uint64_t *bytes, facet_error *err) {
+    /* procfs files report size 0, so read line by line */
+    FILE *fp = fopen("/proc/meminfo", "r");
+    if (!fp) return facet_err(err, FACET_E_IO, "/proc/meminfo: cannot open");
+    char line[256];
+    unsigned long long kb = 0;
+    int ok = 0;
+    while (!ok && fgets(line, sizeof line, fp)) ok = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+    fclose(fp);
+    if (!ok) return facet_err(err, FACET_E_IO, "/proc/meminfo: no MemAvailable line");
+    *bytes = kb > UINT64_MAX / 1024 ? UINT64_MAX : (uint64_t)kb * 1024;
+    return FACET_OK;
+}

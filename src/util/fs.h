@@ -5,6 +5,7 @@
 #define FACET_UTIL_FS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "facet_status.h"
 
@@ -23,5 +24,10 @@ int facet_is_file(const char *path);
 
 /* Nonzero when `path` exists and is a directory. */
 int facet_is_dir(const char *path);
+
+/* MemAvailable of /proc/meminfo in bytes (the kernel's estimate of what can be allocated
+ * without swapping; cgroup limits not counted). Errors: FACET_E_IO when the file or the
+ * line is missing. */
+facet_status facet_mem_available(uint64_t *bytes, facet_error *err);
 
 #endif
