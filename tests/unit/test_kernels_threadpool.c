@@ -1,7 +1,8 @@
 /* test_kernels_threadpool.c — the pool's spin-then-sleep hand-off: every task of every
  * run executes exactly once, runs never overlap, and the pool survives long idle gaps
- * (workers asleep) and back-to-back runs (workers spinning); the scratch buffer grows
- * and keeps its contents' alignment. Counts are checked exactly. */
+ * (workers asleep) and back-to-back runs (workers spinning), also when the tasks are
+ * handed out in per-thread shares (each share's tasks in ascending order per thread);
+ * the scratch buffer grows and keeps its contents' alignment. Counts are checked exactly. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -61,6 +62,62 @@ static void test_every_task_once(void **state) {
     }
 }
 
+/* facet_pool_run_shares: every task once per run, runs never overlap (with sleeps and
+ * back-to-back runs), and each thread runs the tasks of any one share in ascending order,
+ * starting with its own share's first task unless another thread took it first. */
+typedef struct {
+    job base;
+    int n, threads;
+    atomic_int seq;
+    int order[64], by[64];
+} share_job;
+
+static void share_task(void *ctx, int t, int thread) {
+    share_job *j = ctx;
+    task(&j->base, t, thread);
+    j->order[t] = atomic_fetch_add(&j->seq, 1);
+    j->by[t] = thread;
+}
+
+static void test_shares_every_task_once(void **state) {
+    (void)state;
+    for (int threads = 1; threads <= 3; threads++) {
+        facet_pool *p = facet_pool_create(threads);
+        assert_non_null(p);
+        static share_job j;
+        memset(&j, 0, sizeof j);
+        int last[64];
+        for (int i = 0; i < 64; i++) last[i] = -1;
+        j.base.last_run = last;
+        int runs = 6000, ns[] = {1, 2, 3, 7, 37, 64};
+        for (int r = 0; r < runs; r++) {
+            int n = ns[r % 6];
+            j.base.run = r;
+            if (r % 2000 == 1999) {
+                struct timespec ts = {0, 5 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+            }
+            for (int t = 0; t < 64; t++) last[t] = r - 1; /* only the run's own tasks count */
+            atomic_store(&j.seq, 0);
+            facet_pool_run_shares(p, n, share_task, &j);
+            assert_int_equal(atomic_load(&j.base.in_run), 0);
+            /* within a share, one thread's tasks run in ascending order */
+            for (int s = 0; s < threads; s++) {
+                int lo = (int)((long)n * s / threads), hi = (int)((long)n * (s + 1) / threads);
+                for (int a = lo; a < hi; a++)
+                    for (int b = a + 1; b < hi; b++)
+                        if (j.by[a] == j.by[b]) assert_true(j.order[a] < j.order[b]);
+            }
+        }
+        int want[64] = {0};
+        for (int r = 0; r < runs; r++)
+            for (int t = 0; t < ns[r % 6]; t++) want[t]++;
+        for (int t = 0; t < 64; t++) assert_int_equal(atomic_load(&j.base.hits[t]), want[t]);
+        assert_int_equal(atomic_load(&j.base.overlap), 0);
+        facet_pool_free(p);
+    }
+}
+
 static void test_scratch_grows(void **state) {
     (void)state;
     facet_pool *p = facet_pool_create(2);
@@ -79,6 +136,7 @@ static void test_scratch_grows(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_task_once),
+        cmocka_unit_test(test_shares_every_task_once),
         cmocka_unit_test(test_scratch_grows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

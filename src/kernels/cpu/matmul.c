@@ -248,8 +248,8 @@ static void mm_run(facet_pool *pool, int n_mats, float *const *Y, const float *X
         j.m[m].task0 = n_tasks;
         n_tasks += (j.m[m].n_panels + gp - 1) / gp;
     }
-    if (pool)
-        facet_pool_run(pool, n_tasks, mm_task, &j);
+    if (pool) /* each thread streams its own contiguous share of the panels first */
+        facet_pool_run_shares(pool, n_tasks, mm_task, &j);
     else
         for (int t = 0; t < n_tasks; t++) mm_task(&j, t, 0);
     free(owned);

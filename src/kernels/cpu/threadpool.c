@@ -27,8 +27,16 @@ struct facet_pool {
     void *ctx;
     int n_tasks;
     atomic_int next_task;
+    int shares;               /* the run hands out per-thread shares (run_shares)    */
+    struct share *share;      /* [n_threads], one cache line each                     */
     void *scratch;            /* facet_pool_scratch's buffer                          */
     size_t scratch_bytes;
+};
+
+/* One thread's share of a facet_pool_run_shares run: tasks [next, end). */
+struct share {
+    _Alignas(64) atomic_int next;
+    int end;
 };
 
 typedef struct {
@@ -37,6 +45,17 @@ typedef struct {
 } worker_arg;
 
 static void run_tasks(facet_pool *p, int thread) {
+    if (p->shares) { /* own share first, then the others' rest, from the next thread's on */
+        for (int i = 0; i < p->n_threads; i++) {
+            struct share *s = &p->share[(thread + i) % p->n_threads];
+            for (;;) {
+                int t = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed);
+                if (t >= s->end) break;
+                p->fn(p->ctx, t, thread);
+            }
+        }
+        return;
+    }
     for (;;) {
         int t = atomic_fetch_add_explicit(&p->next_task, 1, memory_order_relaxed);
         if (t >= p->n_tasks) break;
@@ -89,6 +108,10 @@ facet_pool *facet_pool_create(int n_threads) {
     facet_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->n_threads = n_threads;
+    if (posix_memalign((void **)&p->share, 64, sizeof(struct share) * (size_t)n_threads) != 0) {
+        free(p);
+        return NULL;
+    }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->start_cv, NULL);
     pthread_cond_init(&p->done_cv, NULL);
@@ -134,21 +157,29 @@ void facet_pool_free(facet_pool *p) {
     pthread_cond_destroy(&p->done_cv);
     free(p->workers);
     free(p->scratch);
+    free(p->share);
     free(p);
 }
 
 int facet_pool_size(const facet_pool *p) { return p->n_threads; }
 
-void facet_pool_run(facet_pool *p, int n_tasks, facet_pool_fn fn, void *ctx) {
+static void run(facet_pool *p, int n_tasks, facet_pool_fn fn, void *ctx, int shares) {
     if (n_tasks <= 0) return;
     if (p->n_threads == 1 || n_tasks == 1) {
         for (int t = 0; t < n_tasks; t++) fn(ctx, t, 0);
         return;
     }
-    /* workers read fn/ctx/n_tasks only after they see the new generation (seq_cst) */
+    /* workers read fn/ctx/n_tasks/shares only after they see the new generation (seq_cst) */
     p->fn = fn;
     p->ctx = ctx;
     p->n_tasks = n_tasks;
+    p->shares = shares;
+    if (shares)
+        for (int i = 0; i < p->n_threads; i++) {
+            atomic_store_explicit(&p->share[i].next, (int)((long)n_tasks * i / p->n_threads),
+                                  memory_order_relaxed);
+            p->share[i].end = (int)((long)n_tasks * (i + 1) / p->n_threads);
+        }
     atomic_store(&p->next_task, 0);
     atomic_store(&p->active, p->n_threads - 1);
     pthread_mutex_lock(&p->mu);
@@ -164,6 +195,14 @@ void facet_pool_run(facet_pool *p, int n_tasks, facet_pool_fn fn, void *ctx) {
         while (atomic_load(&p->active) > 0) pthread_cond_wait(&p->done_cv, &p->mu);
         pthread_mutex_unlock(&p->mu);
     }
+}
+
+void facet_pool_run(facet_pool *p, int n_tasks, facet_pool_fn fn, void *ctx) {
+    run(p, n_tasks, fn, ctx, 0);
+}
+
+void facet_pool_run_shares(facet_pool *p, int n_tasks, facet_pool_fn fn, void *ctx) {
+    run(p, n_tasks, fn, ctx, 1);
 }
 
 void *facet_pool_scratch(facet_pool *p, size_t bytes) {

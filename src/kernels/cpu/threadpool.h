@@ -30,6 +30,15 @@ int facet_pool_size(const facet_pool *pool);
  * reentrant: one run at a time per pool. */
 void facet_pool_run(facet_pool *pool, int n_tasks, facet_pool_fn fn, void *ctx);
 
+/* As facet_pool_run (every task runs once; returns when all are finished), but the
+ * tasks are cut into one contiguous share per thread, in order: each thread first takes
+ * the tasks of its own share in ascending order, then helps finish the others' (from
+ * the next thread's share on). For tasks that stream memory in task order (the weight
+ * panels of a matmul): each thread reads one contiguous region instead of the threads
+ * taking turns along one, which streamed ~3% faster when this machine's memory was in
+ * its fast state (bench/RESULTS-perf.md section 8). */
+void facet_pool_run_shares(facet_pool *pool, int n_tasks, facet_pool_fn fn, void *ctx);
+
 /* A buffer of at least `bytes` bytes (64-byte aligned) owned by the pool and reused by
  * every call: grown when a larger one is asked for, freed by facet_pool_free. For the
  * thread that calls facet_pool_run (kernels prepare their inputs in it before a run);
