@@ -9,9 +9,11 @@
  *
  * Ceilings: the read-only stream over 1 GiB allocated as the weights are (2 MiB
  * aligned, huge pages requested), a triad, the float32 FMA rate and the peak rate of the
- * weight format's multiply instruction (membw.h). The machine's bandwidth drifts minute
- * to minute, so each decode measurement is preceded by a fresh read-bandwidth probe and
- * its "of ceiling" is against that adjacent probe.
+ * weight format's multiply instruction (membw.h). The machine's bandwidth changes from
+ * one second to the next, so a decode measurement runs in chunks of DECODE_CHUNK steps,
+ * each preceded by its own (untimed) 128 MiB read probe: "probe GB/s" is the chunks'
+ * median probe and "of ceiling" the median over the chunks of the chunk's tok/s per
+ * sequence against its adjacent probe.
  *
  * Load time is measured twice: cold (converting from the safetensors files, the weight
  * cache neither read nor written) and cached (a load that maps the weight cache, written
@@ -59,9 +61,27 @@ static uint32_t lcg(uint32_t *state) {
     return *state >> 8;
 }
 
-/* Decode `steps` tokens on `conc` sequences that each hold a 16-token prompt; returns
- * seconds for the decode steps only. */
+/* Median of x[0..n) (n >= 1; x is reordered). */
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static double median(double *x, int n) {
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+/* Steps of one decode chunk: each chunk is preceded by its own read-bandwidth probe. */
+#define DECODE_CHUNK 16
+#define MAX_CHUNKS 4096
+
+/* Decode `steps` tokens on `conc` sequences that each hold a 16-token prompt, in chunks
+ * of DECODE_CHUNK steps (more when steps needs more than MAX_CHUNKS of them); before each
+ * chunk (untimed) a 128 MiB read probe over `pool` (NULL: none) goes into probe_gbs[c],
+ * the chunk's steps per second into chunk_rate[c]. Returns seconds for the decode steps
+ * only (-1 on failure) and the number of chunks in *n_chunks. */
 static double time_decode(facet_model *model, int vocab, int conc, int steps, facet_kv_type kv,
+                          facet_pool *pool, double *chunk_rate, double *probe_gbs, int *n_chunks,
                           facet_error *err) {
     facet_session *s = NULL;
     facet_session_options so = {conc, 16 + steps + 1, kv};
@@ -77,12 +97,23 @@ static double time_decode(facet_model *model, int vocab, int conc, int steps, fa
         if (facet_prefill(s, q, prompt, 16, logits + (size_t)q * vocab, err) != FACET_OK) goto out;
         seq[q] = q;
     }
-    double t0 = now_s();
-    for (int k = 0; k < steps; k++) {
-        for (int q = 0; q < conc; q++) tok[q] = facet_sample_greedy(logits + (size_t)q * vocab, vocab);
-        if (facet_decode(s, conc, seq, tok, logits, err) != FACET_OK) goto out;
+    double total = 0;
+    int c = 0, chunk = DECODE_CHUNK;
+    if (steps / chunk >= MAX_CHUNKS) chunk = steps / MAX_CHUNKS + 1;
+    for (int k0 = 0; k0 < steps; k0 += chunk, c++) {
+        probe_gbs[c] = pool ? facet_measure_read_bandwidth(pool, (size_t)128 << 20, 1) : 0;
+        int k1 = k0 + chunk < steps ? k0 + chunk : steps;
+        double t0 = now_s();
+        for (int k = k0; k < k1; k++) {
+            for (int q = 0; q < conc; q++) tok[q] = facet_sample_greedy(logits + (size_t)q * vocab, vocab);
+            if (facet_decode(s, conc, seq, tok, logits, err) != FACET_OK) goto out;
+        }
+        double dt = now_s() - t0;
+        chunk_rate[c] = (double)(k1 - k0) / dt;
+        total += dt;
     }
-    t = now_s() - t0;
+    *n_chunks = c;
+    t = total;
 out:
     free(logits);
     free(tok);
@@ -272,14 +303,17 @@ int cmd_bench(int argc, char **argv) {
     }
     printf("\n%-12s %14s %16s %12s %12s\n", "concurrency", "tok/s per seq", "aggregate tok/s",
            "probe GB/s", "of ceiling");
+    static double rate[MAX_CHUNKS], probe_gbs[MAX_CHUNKS], ratio[MAX_CHUNKS];
     for (int k = 0; k < n_concs; k++) {
-        int c = concs[k];
-        /* the ceiling of this measurement: a probe taken just before it */
-        double bw_now = pool ? facet_measure_read_bandwidth(pool, (size_t)1 << 30, 3) : bw;
-        double t = time_decode(model, V, c, steps, kv, &err);
+        int c = concs[k], n_chunks = 0;
+        /* the ceiling of each chunk of DECODE_CHUNK steps: a probe taken just before it
+         * (the bandwidth can change within seconds); the figures are the chunks' medians */
+        double t = time_decode(model, V, c, steps, kv, pool, rate, probe_gbs, &n_chunks, &err);
         if (t <= 0) break;
         double agg = (double)c * steps / t;
-        double of = bw_now > 0 ? 100.0 * (agg / c) / (bw_now / gb) : 0.0;
+        for (int i = 0; i < n_chunks; i++) ratio[i] = probe_gbs[i] > 0 ? rate[i] / (probe_gbs[i] / gb) : 0;
+        double bw_now = pool ? median(probe_gbs, n_chunks) : bw;
+        double of = pool ? 100.0 * median(ratio, n_chunks) : 100.0 * (agg / c) / (bw / gb);
         printf("%-12d %14.2f %16.2f %12.1f %11.0f%%\n", c, agg / c, agg, bw_now, of);
         json_array_append_new(jdec, json_pack("{s:i, s:f, s:f, s:f, s:f}", "concurrency", c,
                                               "tok_s_per_seq", agg / c, "aggregate_tok_s", agg,

@@ -333,7 +333,7 @@ static void *map_aligned(int fd, size_t size) {
 long long wcache_pmd_mapped_bytes(const void *addr) {
     FILE *f = fopen("/proc/self/smaps", "re");
     if (!f) return -1;
-    char line[512];
+    char line[PATH_MAX + 256]; /* a mapping's first line ends with its file's path */
     int in = 0;
     long long kb = -1;
     while (fgets(line, sizeof line, f)) {
