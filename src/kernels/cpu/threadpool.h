@@ -35,8 +35,9 @@ void facet_pool_run(facet_pool *pool, int n_tasks, facet_pool_fn fn, void *ctx);
  * the tasks of its own share in ascending order, then helps finish the others' (from
  * the next thread's share on). For tasks that stream memory in task order (the weight
  * panels of a matmul): each thread reads one contiguous region instead of the threads
- * taking turns along one, which streamed ~3% faster when this machine's memory was in
- * its fast state (bench/RESULTS-perf.md section 8). */
+ * taking turns along one; a decode step's matmuls streamed ~8% faster so when this
+ * machine's memory was in its fast state (bench/RESULTS-perf.md section 8). Tasks must
+ * not depend on which thread runs them or in what order. */
 void facet_pool_run_shares(facet_pool *pool, int n_tasks, facet_pool_fn fn, void *ctx);
 
 /* A buffer of at least `bytes` bytes (64-byte aligned) owned by the pool and reused by
