@@ -311,9 +311,14 @@ int cmd_bench(int argc, char **argv) {
         double t = time_decode(model, V, c, steps, kv, pool, rate, probe_gbs, &n_chunks, &err);
         if (t <= 0) break;
         double agg = (double)c * steps / t;
-        for (int i = 0; i < n_chunks; i++) ratio[i] = probe_gbs[i] > 0 ? rate[i] / (probe_gbs[i] / gb) : 0;
-        double bw_now = pool ? median(probe_gbs, n_chunks) : bw;
-        double of = pool ? 100.0 * median(ratio, n_chunks) : 100.0 * (agg / c) / (bw / gb);
+        int np = 0; /* the chunks whose probe worked */
+        for (int i = 0; i < n_chunks; i++)
+            if (probe_gbs[i] > 0) {
+                ratio[np] = rate[i] / (probe_gbs[i] / gb);
+                probe_gbs[np++] = probe_gbs[i];
+            }
+        double bw_now = np ? median(probe_gbs, np) : bw;
+        double of = np ? 100.0 * median(ratio, np) : bw > 0 ? 100.0 * (agg / c) / (bw / gb) : 0.0;
         printf("%-12d %14.2f %16.2f %12.1f %11.0f%%\n", c, agg / c, agg, bw_now, of);
         json_array_append_new(jdec, json_pack("{s:i, s:f, s:f, s:f, s:f}", "concurrency", c,
                                               "tok_s_per_seq", agg / c, "aggregate_tok_s", agg,

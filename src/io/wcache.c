@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -329,35 +330,53 @@ static void *map_aligned(int fd, size_t size) {
 }
 
 /* Bytes of the mapping that starts at `addr` which the kernel maps with 2 MiB page-table
- * entries (FilePmdMapped in /proc/self/smaps); -1 when that cannot be read. */
+ * entries (FilePmdMapped + ShmemPmdMapped in /proc/self/smaps: a file on tmpfs counts
+ * in the second); -1 when that cannot be read. */
 long long wcache_pmd_mapped_bytes(const void *addr) {
     FILE *f = fopen("/proc/self/smaps", "re");
     if (!f) return -1;
     char line[PATH_MAX + 256]; /* a mapping's first line ends with its file's path */
-    int in = 0;
-    long long kb = -1;
+    int in = 0, seen = 0;
+    long long total = 0, kb;
     while (fgets(line, sizeof line, f)) {
         unsigned long lo, hi;
         char c;
         if (sscanf(line, "%lx-%lx%c", &lo, &hi, &c) == 3 && c == ' ') { /* a mapping's first line */
             if (in) break;
             in = lo == (unsigned long)(uintptr_t)addr;
-        } else if (in && sscanf(line, "FilePmdMapped: %lld kB", &kb) == 1) {
-            break;
+        } else if (in && (sscanf(line, "FilePmdMapped: %lld kB", &kb) == 1 ||
+                          sscanf(line, "ShmemPmdMapped: %lld kB", &kb) == 1)) {
+            total += kb;
+            seen++;
         }
     }
     fclose(f);
-    return kb < 0 ? -1 : kb * 1024;
+    return seen ? total * 1024 : -1;
 }
 
-/* Whether faulting the file in again would put more of a populated mapping of `size`
- * bytes, `pmd` of them on 2 MiB pages, on 2 MiB pages: some of it is (so the file system
- * gives the page cache 2 MiB folios), but less than 90% of its whole 2 MiB extents.
- * Where none is (a file system or kernel without them, or huge pages off), dropping the
- * pages would only cost a read from disk on every load. */
-static int refault_helps(long long pmd, size_t size) {
+/* The mark a cache file gets when a refault left it under 90% on 2 MiB pages (memory
+ * too fragmented for 2 MiB folios, another process mapping its small pages): later loads
+ * then do not drop and reread it each time. A user extended attribute, where the file
+ * system keeps them; elsewhere nothing is remembered. A rewritten cache is a new file
+ * without it. */
+#define NO_REFAULT_XATTR "user.facet.no_refault"
+
+/* Whether a populated mapping of `size` bytes, `pmd` of them on 2 MiB pages, has under
+ * 90% of its whole 2 MiB extents on them. */
+static int mostly_small(long long pmd, size_t size) {
     uint64_t want = size / HUGE_PAGE * HUGE_PAGE;
-    return pmd > 0 && (uint64_t)pmd < want / 10 * 9;
+    return pmd >= 0 && (uint64_t)pmd < want / 10 * 9;
+}
+
+/* Whether faulting the file (fd) in again could put more of its mapping on 2 MiB pages:
+ * some of it is (so this file system gives the page cache 2 MiB folios) but under 90%,
+ * and no earlier refault of this file fell short (NO_REFAULT_XATTR). Where none of it is
+ * (a file system or kernel without large folios, huge pages off, or a file read entirely
+ * in small folios, which then stays so until the kernel evicts it), dropping the pages
+ * could only cost a read from disk on every load. */
+static int refault_helps(int fd, long long pmd, size_t size) {
+    char v;
+    return pmd > 0 && mostly_small(pmd, size) && fgetxattr(fd, NO_REFAULT_XATTR, &v, 1) < 0;
 }
 
 /* Advise the mapping for huge pages and fault it all in now, so the load time is honest
@@ -413,7 +432,9 @@ facet_status wcache_open(const char *path, const wcache_key *key, const wcache_r
          * them (clean pages no other process maps) and fault the file in again, once. */
         long long pmd = wcache_pmd_mapped_bytes(m);
         out->huge_bytes = pmd > 0 ? (size_t)pmd : 0;
-        if (attempt > 0 || !refault_helps(pmd, size)) break;
+        if (attempt > 0 && mostly_small(pmd, size)) /* fell short: not again (best effort) */
+            (void)fsetxattr(fd, NO_REFAULT_XATTR, "1", 1, 0);
+        if (attempt > 0 || !refault_helps(fd, pmd, size)) break;
         wcache_close(out);
         posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
         refaulted = 1;
@@ -543,9 +564,9 @@ facet_status wcache_write(const char *path, const wcache_key *key, const wcache_
      * not keep it until the next load anyway. */
     uint64_t avail = 0;
     if (ok && facet_mem_available(&avail, NULL) == FACET_OK && cursor <= avail / 2) {
-        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        void *m = map_aligned(fd, (size_t)cursor);
+        void *m = map_aligned(fd, (size_t)cursor); /* before the drop: on failure, keep them */
         if (m) {
+            posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); /* nothing of m is faulted in yet */
             populate(m, (size_t)cursor);
             munmap(m, (size_t)cursor);
         }

@@ -157,7 +157,9 @@ facet_status wcache_parse(const uint8_t *buf, size_t size, const wcache_key *key
  * faster from 2 MiB pages: when some but under 90% of the mapping is on them (pages a
  * write() or read() left in the page cache in small folios), the file's pages are
  * dropped from the page cache (POSIX_FADV_DONTNEED: clean pages no other process maps)
- * and faulted in again, once (out->refaulted); out->huge_bytes says how much of the
+ * and faulted in again, once (out->refaulted); a refault that still falls short marks
+ * the file (extended attribute user.facet.no_refault, where the file system keeps them)
+ * so that later loads do not reread it each time. out->huge_bytes says how much of the
  * mapping ended on 2 MiB pages. Errors:
  * FACET_E_NOT_FOUND when the file does not exist, FACET_E_IO, or wcache_parse's.
  * Release with wcache_close.
@@ -166,7 +168,8 @@ facet_status wcache_open(const char *path, const wcache_key *key, const wcache_r
                          wcache_file *out, facet_error *err);
 
 /* Bytes of the mapping that starts at `addr` (a mapping's first byte) which Linux maps with
- * 2 MiB page-table entries: FilePmdMapped of /proc/self/smaps; -1 when unknown. */
+ * 2 MiB page-table entries: FilePmdMapped + ShmemPmdMapped (tmpfs) of /proc/self/smaps;
+ * -1 when unknown. */
 long long wcache_pmd_mapped_bytes(const void *addr);
 
 /* Unmap and free a cache (the struct itself is the caller's). */

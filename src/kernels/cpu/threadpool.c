@@ -176,9 +176,9 @@ static void run(facet_pool *p, int n_tasks, facet_pool_fn fn, void *ctx, int sha
     p->shares = shares;
     if (shares)
         for (int i = 0; i < p->n_threads; i++) {
-            atomic_store_explicit(&p->share[i].next, (int)((long)n_tasks * i / p->n_threads),
+            atomic_store_explicit(&p->share[i].next, (int)((long long)n_tasks * i / p->n_threads),
                                   memory_order_relaxed);
-            p->share[i].end = (int)((long)n_tasks * (i + 1) / p->n_threads);
+            p->share[i].end = (int)((long long)n_tasks * (i + 1) / p->n_threads);
         }
     atomic_store(&p->next_task, 0);
     atomic_store(&p->active, p->n_threads - 1);
