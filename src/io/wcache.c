@@ -379,12 +379,11 @@ static int refault_helps(int fd, long long pmd, size_t size) {
     return pmd > 0 && mostly_small(pmd, size) && fgetxattr(fd, NO_REFAULT_XATTR, &v, 1) < 0;
 }
 
-/* Advise the mapping for huge pages and fault it all in now, so the load time is honest
- * and the first token does not pay for it. Where the file's pages are not in the page
- * cache yet, the fault's readahead brings them in as 2 MiB folios (Linux does so for a
+/* Fault the whole huge-page-advised mapping in now, so the load time is honest and the
+ * first token does not pay for it. Where the file's pages are not in the page cache yet,
+ * the fault's readahead brings them in as 2 MiB folios (Linux does so for a
  * huge-page-advised mapping), which the mapping then maps with 2 MiB entries. */
 static void populate(void *m, size_t size) {
-    madvise(m, size, MADV_HUGEPAGE);
     if (madvise(m, size, MADV_POPULATE_READ) != 0) madvise(m, size, MADV_WILLNEED);
 }
 
@@ -566,6 +565,7 @@ facet_status wcache_write(const char *path, const wcache_key *key, const wcache_
     if (ok && facet_mem_available(&avail, NULL) == FACET_OK && cursor <= avail / 2) {
         void *m = map_aligned(fd, (size_t)cursor); /* before the drop: on failure, keep them */
         if (m) {
+            madvise(m, (size_t)cursor, MADV_HUGEPAGE);
             posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); /* nothing of m is faulted in yet */
             populate(m, (size_t)cursor);
             munmap(m, (size_t)cursor);

@@ -110,6 +110,13 @@ static uint8_t *read_all(const char *path, size_t *n) {
     return b;
 }
 
+/* A freshly written test cache at its path (into path, cap bytes) and its bytes (*n). */
+static uint8_t *fresh_cache_bytes(char *path, size_t cap, size_t *n) {
+    cache_path(path, cap);
+    write_test_cache(path);
+    return read_all(path, n);
+}
+
 static int count_files(void) {
     DIR *d = opendir(dir);
     int n = 0;
@@ -170,10 +177,8 @@ static void test_missing_file(void **state) {
 static void test_every_header_bit_flip(void **state) {
     (void)state;
     char path[512];
-    cache_path(path, sizeof path);
-    write_test_cache(path);
     size_t n;
-    uint8_t *b = read_all(path, &n);
+    uint8_t *b = fresh_cache_bytes(path, sizeof path, &n);
     size_t index_end = WCACHE_HEADER_BYTES + 3 * WCACHE_ENTRY_BYTES;
     wcache_key k = test_key();
     wcache_file f;
@@ -202,10 +207,8 @@ static void test_every_header_bit_flip(void **state) {
 static void test_truncated(void **state) {
     (void)state;
     char path[512];
-    cache_path(path, sizeof path);
-    write_test_cache(path);
     size_t n;
-    uint8_t *b = read_all(path, &n);
+    uint8_t *b = fresh_cache_bytes(path, sizeof path, &n);
     wcache_key k = test_key();
     wcache_file f;
     facet_error err = {0};
@@ -238,10 +241,8 @@ static void expect_key_rejected(const uint8_t *b, size_t n, const wcache_key *k,
 static void test_key_mismatch(void **state) {
     (void)state;
     char path[512];
-    cache_path(path, sizeof path);
-    write_test_cache(path);
     size_t n;
-    uint8_t *b = read_all(path, &n);
+    uint8_t *b = fresh_cache_bytes(path, sizeof path, &n);
     wcache_key k = test_key();
     k.wformat = 3;
     expect_key_rejected(b, n, &k, "weight format 1");
@@ -315,10 +316,8 @@ static void run_on_pool(void *pool, int n_tasks, wcache_task_fn fn, void *ctx) {
 static void test_data_byte_flip(void **state) {
     (void)state;
     char path[512];
-    cache_path(path, sizeof path);
-    write_test_cache(path);
     size_t n;
-    uint8_t *b = read_all(path, &n);
+    uint8_t *b = fresh_cache_bytes(path, sizeof path, &n);
     wcache_key k = test_key();
     wcache_item items[3];
     fill_items(items);
