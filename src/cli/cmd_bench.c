@@ -3,8 +3,8 @@
  * speed, each decode figure also as a fraction of the memory-bandwidth ceiling
  * (weight bytes read per token over the measured read-only bandwidth).
  *
- *   facet bench MODEL [--shapes 160,256,550] [--concurrency 1,4,8,16] [-n N]
- *                     [--threads N] [--weights auto|f32|bf16|f16|int8]
+ *   facet bench MODEL [--shapes 160,256,550] [--reps N] [--concurrency 1,4,8,16]
+ *                     [-n N] [--threads N] [--weights auto|f32|bf16|f16|int8]
  *                     [--kv-cache auto|f32|bf16|f16] [--json FILE]
  *
  * Ceilings: the read-only stream over 1 GiB allocated as the weights are (2 MiB
@@ -13,7 +13,10 @@
  * one second to the next, so a decode measurement runs in chunks of DECODE_CHUNK steps,
  * each preceded by its own (untimed) 128 MiB read probe: "probe GB/s" is the chunks'
  * median probe and "of ceiling" the median over the chunks of the chunk's tok/s per
- * sequence against its adjacent probe.
+ * sequence against its adjacent probe. Likewise each prompt length is prefilled --reps
+ * times (default 3), each after its own measurement of the peak rate: TTFT is the
+ * repetitions' median (tok/s and GFLOP/s are at that TTFT), "of peak" the median of each
+ * one's GFLOP/s over its adjacent peak.
  *
  * Load time is measured twice: cold (converting from the safetensors files, the weight
  * cache neither read nor written) and cached (a load that maps the weight cache, written
@@ -122,18 +125,56 @@ out:
     return t;
 }
 
+/* Most prefill repetitions per prompt length (--reps). */
+#define MAX_PREFILL_REPS 64
+
+/* Prefill a seeded random prompt of L tokens `reps` times in one session (reset between
+ * them); before each (untimed) the peak rate of the weight format's instruction is
+ * measured over `pool` (NULL: none). Per repetition: seconds into ttft[i], and into
+ * of_peak[i] (percent) its GFLOP/s (2 flops per weight of the layers' matrices per token:
+ * lm_head and attention not counted) over the adjacent peak. Returns the repetitions done,
+ * 0 on failure (err set) or when no memory. */
+static int time_prefill(facet_model *model, int vocab, int L, facet_kv_type kv, int reps,
+                        facet_pool *pool, facet_wformat wf, uint64_t layer_params, double *ttft,
+                        double *of_peak, facet_error *err) {
+    facet_session *s = NULL;
+    facet_session_options so = {1, L, kv};
+    if (facet_session_create(model, &so, &s, err) != FACET_OK) return 0;
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)L);
+    float *logits = malloc(sizeof(float) * (size_t)vocab);
+    int done = 0;
+    if (ids && logits) {
+        uint32_t rng = 1234u + (uint32_t)L;
+        for (int i = 0; i < L; i++) ids[i] = (int32_t)(lcg(&rng) % (uint32_t)vocab);
+        for (; done < reps; done++) {
+            double peak = pool ? facet_measure_peak_gflops_format(pool, wf) : 0;
+            if (facet_seq_reset(s, 0, err) != FACET_OK) break;
+            double t0 = now_s();
+            if (facet_prefill(s, 0, ids, (size_t)L, logits, err) != FACET_OK) break;
+            ttft[done] = now_s() - t0;
+            double gf = 2.0 * (double)layer_params * L / ttft[done] / 1e9;
+            of_peak[done] = peak > 0 ? 100.0 * gf / peak : 0.0;
+        }
+    }
+    if (done < reps) done = 0;
+    free(ids);
+    free(logits);
+    facet_session_free(s);
+    return done;
+}
+
 int cmd_bench(int argc, char **argv) {
     const char *model_dir = NULL, *json_path = NULL;
     int shapes[16] = {160, 256, 550}, n_shapes = 3;
     int concs[16] = {1, 4, 8, 16}, n_concs = 4;
-    int steps = 128, threads = 0;
+    int steps = 128, threads = 0, reps = 3;
     facet_kv_type kv = FACET_KV_AUTO;
     facet_weight_format weights = FACET_WEIGHTS_AUTO;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: facet bench MODEL [--shapes 160,256,550] [--concurrency 1,4,8,16] [-n N]\n"
-                   "                   [--threads N] [--weights auto|f32|bf16|f16|int8]\n"
+            printf("usage: facet bench MODEL [--shapes 160,256,550] [--reps N] [--concurrency 1,4,8,16]\n"
+                   "                   [-n N] [--threads N] [--weights auto|f32|bf16|f16|int8]\n"
                    "                   [--kv-cache auto|f32|bf16|f16] [--json FILE]\n");
             return 0;
         } else if (!strcmp(a, "--shapes") && v) {
@@ -149,6 +190,9 @@ int cmd_bench(int argc, char **argv) {
                                 "[1, 1024], got '%s'\n", v);
                 return 1;
             }
+            i++;
+        } else if (!strcmp(a, "--reps") && v) {
+            if (!cli_parse_int(a, v, 1, MAX_PREFILL_REPS, &reps)) return 1;
             i++;
         } else if (!strcmp(a, "-n") && v) {
             if (!cli_parse_int(a, v, 1, 1 << 20, &steps)) return 1;
@@ -173,7 +217,7 @@ int cmd_bench(int argc, char **argv) {
         continue;
     bad:
         {
-            static const char *const value_opts[] = {"--shapes", "--concurrency", "-n", "--threads",
+            static const char *const value_opts[] = {"--shapes", "--reps", "--concurrency", "-n", "--threads",
                                                      "--weights", "--kv-cache", "--json", NULL};
             if (!cli_missing_value("bench", a, !v, value_opts))
                 fprintf(stderr, "facet: bench: bad argument '%s' (facet bench --help)\n", a);
@@ -279,27 +323,18 @@ int cmd_bench(int argc, char **argv) {
                    info.max_position_embeddings);
             continue;
         }
-        facet_session *s = NULL;
-        facet_session_options so = {1, L, kv};
-        if (facet_session_create(model, &so, &s, &err) != FACET_OK) break;
-        int32_t *ids = malloc(sizeof(int32_t) * (size_t)L);
-        float *logits = malloc(sizeof(float) * (size_t)V);
-        uint32_t rng = 1234u + (uint32_t)L;
-        for (int i = 0; i < L && ids; i++) ids[i] = (int32_t)(lcg(&rng) % (uint32_t)V);
-        double t0 = now_s();
-        int ok = ids && logits && facet_prefill(s, 0, ids, (size_t)L, logits, &err) == FACET_OK;
-        double t = now_s() - t0;
-        free(ids);
-        free(logits);
-        facet_session_free(s);
-        if (!ok) break;
-        /* 2 flops per weight of the layers' matrices per token (lm_head, attention not
-         * counted) */
+        double ttft[MAX_PREFILL_REPS], ofp[MAX_PREFILL_REPS];
+        int n = time_prefill(model, V, L, kv, reps, pool, wf[info.weights], info.layer_matrix_params,
+                             ttft, ofp, &err);
+        if (n <= 0) break;
+        /* the median TTFT (and its tok/s, GFLOP/s); "of peak" the median of each prefill's
+         * GFLOP/s over the peak measured right before it */
+        double t = median(ttft, n), of = pool ? median(ofp, n) : 0.0;
         double gf = 2.0 * (double)info.layer_matrix_params * L / t / 1e9;
-        printf("%-10d %10.1f %12.1f %12.1f %11.0f%%\n", L, t * 1e3, L / t, gf,
-               gflops_fmt > 0 ? 100.0 * gf / gflops_fmt : 0.0);
-        json_array_append_new(jpre, json_pack("{s:i, s:f, s:f, s:f}", "tokens", L, "ttft_ms",
-                                              t * 1e3, "tok_s", L / t, "gflops", gf));
+        printf("%-10d %10.1f %12.1f %12.1f %11.0f%%\n", L, t * 1e3, L / t, gf, of);
+        json_array_append_new(jpre, json_pack("{s:i, s:f, s:f, s:f, s:f, s:i}", "tokens", L, "ttft_ms",
+                                              t * 1e3, "tok_s", L / t, "gflops", gf, "of_peak",
+                                              of / 100.0, "reps", n));
     }
     printf("\n%-12s %14s %16s %12s %12s\n", "concurrency", "tok/s per seq", "aggregate tok/s",
            "probe GB/s", "of ceiling");
@@ -328,11 +363,12 @@ int cmd_bench(int argc, char **argv) {
     int rc = 0;
     if (err.status != FACET_OK) rc = cli_fail(&err);
     if (json_path) {
-        json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:I, s:{s:f, s:f, s:f}, s:o, s:o}",
+        json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:I, s:I, s:{s:f, s:f, s:f}, s:o, s:o}",
                               "model", model_dir, "weights", weights_name, "kv_cache", kv_name,
                               "threads", info.n_threads, "bandwidth_gb_s", bw, "triad_gb_s", triad,
                               "peak_gflops", gflops_fmt, "peak_gflops_f32", gflops,
                               "weight_bytes", (json_int_t)info.weight_bytes,
+                              "layer_matrix_params", (json_int_t)info.layer_matrix_params,
                               "load_s", "cold", t_cold, "cached", t_cached, "first_token_s", t_warm, "prefill", jpre,
                               "decode", jdec);
         if (json_dump_file(j, json_path, JSON_INDENT(2)) != 0) {

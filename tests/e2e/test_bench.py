@@ -10,8 +10,8 @@ def test_bench_json(run_facet, repo_root, tmp_path):
     model = tmp_path / "stories260k"
     shutil.copytree(repo_root / "models" / "stories260k", model)
     out = tmp_path / "bench.json"
-    proc = run_facet(["bench", str(model), "--shapes", "16,40", "--concurrency", "1,3", "-n", "4",
-                      "--threads", "2", "--json", str(out)], timeout=300)
+    proc = run_facet(["bench", str(model), "--shapes", "16,40", "--reps", "2", "--concurrency", "1,3",
+                      "-n", "4", "--threads", "2", "--json", str(out)], timeout=300)
     assert proc.returncode == 0, proc.stderr
     b = json.loads(out.read_text())
     assert b["model"] == str(model) and b["threads"] == 2
@@ -23,6 +23,10 @@ def test_bench_json(run_facet, repo_root, tmp_path):
     # the derived fields follow DESIGN.md's definitions (units: ms, tok/s, GB/s, bytes)
     for p in b["prefill"]:
         assert abs(p["tok_s"] - p["tokens"] / (p["ttft_ms"] / 1e3)) < 1e-6 * p["tok_s"]
+        assert p["reps"] == 2 and p["gflops"] > 0 and 0 < p["of_peak"]
+        # gflops: 2 flops per weight of the layers' matrices per token, at the median TTFT
+        want = 2 * b["layer_matrix_params"] * p["tokens"] / (p["ttft_ms"] / 1e3) / 1e9
+        assert abs(p["gflops"] - want) < 1e-6 * want
     assert [d["concurrency"] for d in b["decode"]] == [1, 3]
     for d in b["decode"]:
         assert abs(d["aggregate_tok_s"] - d["concurrency"] * d["tok_s_per_seq"]) < 1e-6 * d["aggregate_tok_s"]
@@ -42,6 +46,9 @@ def test_bench_kv_cache_and_errors(run_facet, repo_root, tmp_path):
     assert proc.returncode == 0, proc.stderr
     b = json.loads(out.read_text())
     assert b["weights"] == "bf16" and b["kv_cache"] == "bf16"
+    proc = run_facet(["bench", str(model), "--reps", "0"])
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "facet: --reps expects an integer in [1, 64], got '0'"
     proc = run_facet(["bench", str(model), "--kv-cache", "q4"])
     assert proc.returncode == 1
     assert "--kv-cache expects auto, f32, bf16 or f16, got 'q4'" in proc.stderr
