@@ -16,7 +16,8 @@
  * sequence against its adjacent probe. Likewise each prompt length is prefilled --reps
  * times (default 3), each after its own measurement of the peak rate: TTFT is the
  * repetitions' median (tok/s and GFLOP/s are at that TTFT), "of peak" the median of each
- * one's GFLOP/s over its adjacent peak.
+ * one's GFLOP/s over its adjacent peak, "peak" the median of those peaks. A failed
+ * prefill ends the run with its error (no decode after it).
  *
  * Load time is measured twice: cold (converting from the safetensors files, the weight
  * cache neither read nor written) and cached (a load that maps the weight cache, written
@@ -130,30 +131,29 @@ out:
 
 /* Prefill a seeded random prompt of L tokens `reps` times in one session (reset between
  * them); before each (untimed) the peak rate of the weight format's instruction is
- * measured over `pool` (NULL: none). Per repetition: seconds into ttft[i], and into
- * of_peak[i] (percent) its GFLOP/s (2 flops per weight of the layers' matrices per token:
- * lm_head and attention not counted) over the adjacent peak. Returns the repetitions done,
- * 0 on failure (err set) or when no memory. */
+ * measured over `pool` (NULL: none, peak 0). Per repetition: seconds into ttft[i], that
+ * peak (GFLOP/s) into peak[i]. Returns reps, or 0 on failure (err set). */
 static int time_prefill(facet_model *model, int vocab, int L, facet_kv_type kv, int reps,
-                        facet_pool *pool, facet_wformat wf, uint64_t layer_params, double *ttft,
-                        double *of_peak, facet_error *err) {
+                        facet_pool *pool, facet_wformat wf, double *ttft, double *peak,
+                        facet_error *err) {
     facet_session *s = NULL;
     facet_session_options so = {1, L, kv};
     if (facet_session_create(model, &so, &s, err) != FACET_OK) return 0;
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)L);
     float *logits = malloc(sizeof(float) * (size_t)vocab);
     int done = 0;
-    if (ids && logits) {
+    if (!ids || !logits) {
+        err->status = FACET_E_NOMEM;
+        snprintf(err->message, sizeof err->message, "bench: out of memory for a prompt of %d tokens", L);
+    } else {
         uint32_t rng = 1234u + (uint32_t)L;
         for (int i = 0; i < L; i++) ids[i] = (int32_t)(lcg(&rng) % (uint32_t)vocab);
         for (; done < reps; done++) {
-            double peak = pool ? facet_measure_peak_gflops_format(pool, wf) : 0;
+            peak[done] = pool ? facet_measure_peak_gflops_format(pool, wf) : 0;
             if (facet_seq_reset(s, 0, err) != FACET_OK) break;
             double t0 = now_s();
             if (facet_prefill(s, 0, ids, (size_t)L, logits, err) != FACET_OK) break;
             ttft[done] = now_s() - t0;
-            double gf = 2.0 * (double)layer_params * L / ttft[done] / 1e9;
-            of_peak[done] = peak > 0 ? 100.0 * gf / peak : 0.0;
         }
     }
     if (done < reps) done = 0;
@@ -315,7 +315,8 @@ int cmd_bench(int argc, char **argv) {
     t_warm = now_s() - t_warm;
     printf("first token after the cached load (weights faulted in): %.3f s\n", t_warm);
     json_t *jpre = json_array(), *jdec = json_array();
-    printf("\n%-10s %10s %12s %12s %12s\n", "prompt", "TTFT ms", "tok/s", "GFLOP/s", "of peak");
+    printf("\n%-10s %10s %12s %12s %12s %12s\n", "prompt", "TTFT ms", "tok/s", "GFLOP/s", "of peak",
+           "peak");
     for (int k = 0; k < n_shapes; k++) {
         int L = shapes[k];
         if (L > info.max_position_embeddings) {
@@ -323,18 +324,20 @@ int cmd_bench(int argc, char **argv) {
                    info.max_position_embeddings);
             continue;
         }
-        double ttft[MAX_PREFILL_REPS], ofp[MAX_PREFILL_REPS];
-        int n = time_prefill(model, V, L, kv, reps, pool, wf[info.weights], info.layer_matrix_params,
-                             ttft, ofp, &err);
-        if (n <= 0) break;
-        /* the median TTFT (and its tok/s, GFLOP/s); "of peak" the median of each prefill's
-         * GFLOP/s over the peak measured right before it */
-        double t = median(ttft, n), of = pool ? median(ofp, n) : 0.0;
+        double ttft[MAX_PREFILL_REPS], peak[MAX_PREFILL_REPS], ofp[MAX_PREFILL_REPS];
+        int n = time_prefill(model, V, L, kv, reps, pool, wf[info.weights], ttft, peak, &err);
+        if (n <= 0) goto report; /* err says why; no decode after a failed prefill */
+        /* GFLOP/s: 2 flops per weight of the layers' matrices per token (lm_head and
+         * attention not counted); "of peak" the median of each prefill's GFLOP/s over the
+         * peak measured right before it */
+        for (int i = 0; i < n; i++)
+            ofp[i] = peak[i] > 0 ? 100.0 * 2.0 * (double)info.layer_matrix_params * L / ttft[i] / 1e9 / peak[i] : 0.0;
+        double t = median(ttft, n), pk = median(peak, n), of = median(ofp, n);
         double gf = 2.0 * (double)info.layer_matrix_params * L / t / 1e9;
-        printf("%-10d %10.1f %12.1f %12.1f %11.0f%%\n", L, t * 1e3, L / t, gf, of);
-        json_array_append_new(jpre, json_pack("{s:i, s:f, s:f, s:f, s:f, s:i}", "tokens", L, "ttft_ms",
-                                              t * 1e3, "tok_s", L / t, "gflops", gf, "of_peak",
-                                              of / 100.0, "reps", n));
+        printf("%-10d %10.1f %12.1f %12.1f %11.0f%% %12.1f\n", L, t * 1e3, L / t, gf, of, pk);
+        json_array_append_new(jpre, json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:i}", "tokens", L,
+                                              "ttft_ms", t * 1e3, "tok_s", L / t, "gflops", gf,
+                                              "peak_gflops", pk, "of_peak", of / 100.0, "reps", n));
     }
     printf("\n%-12s %14s %16s %12s %12s\n", "concurrency", "tok/s per seq", "aggregate tok/s",
            "probe GB/s", "of ceiling");
@@ -359,6 +362,7 @@ int cmd_bench(int argc, char **argv) {
                                               "tok_s_per_seq", agg / c, "aggregate_tok_s", agg,
                                               "bandwidth_gb_s", bw_now, "of_ceiling", of / 100.0));
     }
+report:
     facet_pool_free(pool);
     int rc = 0;
     if (err.status != FACET_OK) rc = cli_fail(&err);

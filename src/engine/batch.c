@@ -15,7 +15,7 @@ facet_status facet_prefill(facet_session *s, int seq, const int32_t *ids, size_t
     if (!seqs || !want) {
         free(seqs);
         free(want);
-        return facet_err(err, FACET_E_NOMEM, "prefill of %zu tokens", n);
+        return facet_err(err, FACET_E_NOMEM, "out of memory for the prefill of %zu tokens", n);
     }
     for (size_t i = 0; i < n; i++) seqs[i] = seq;
     want[n - 1] = logits_last != NULL;

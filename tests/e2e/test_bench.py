@@ -23,7 +23,7 @@ def test_bench_json(run_facet, repo_root, tmp_path):
     # the derived fields follow DESIGN.md's definitions (units: ms, tok/s, GB/s, bytes)
     for p in b["prefill"]:
         assert abs(p["tok_s"] - p["tokens"] / (p["ttft_ms"] / 1e3)) < 1e-6 * p["tok_s"]
-        assert p["reps"] == 2 and p["gflops"] > 0 and 0 < p["of_peak"]
+        assert p["reps"] == 2 and p["gflops"] > 0 and p["peak_gflops"] > 0 and 0 < p["of_peak"]
         # gflops: 2 flops per weight of the layers' matrices per token, at the median TTFT
         want = 2 * b["layer_matrix_params"] * p["tokens"] / (p["ttft_ms"] / 1e3) / 1e9
         assert abs(p["gflops"] - want) < 1e-6 * want
