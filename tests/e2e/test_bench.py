@@ -27,6 +27,9 @@ def test_bench_json(run_facet, repo_root, tmp_path):
         # gflops: 2 flops per weight of the layers' matrices per token, at the median TTFT
         want = 2 * b["layer_matrix_params"] * p["tokens"] / (p["ttft_ms"] / 1e3) / 1e9
         assert abs(p["gflops"] - want) < 1e-6 * want
+        # of_peak: the median of each prefill's GFLOP/s over its own adjacent peak, so of
+        # the scale of gflops / peak_gflops (not of the header's startup peak)
+        assert 0.5 < p["of_peak"] / (p["gflops"] / p["peak_gflops"]) < 2
     assert [d["concurrency"] for d in b["decode"]] == [1, 3]
     for d in b["decode"]:
         assert abs(d["aggregate_tok_s"] - d["concurrency"] * d["tok_s_per_seq"]) < 1e-6 * d["aggregate_tok_s"]
