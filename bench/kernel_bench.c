@@ -23,6 +23,7 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/membw.h"
+#include "util/stats.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -79,15 +80,6 @@ static timing read_bw(facet_pool *pool, int threads, size_t bytes, int reps) {
 
 typedef struct { int H, I, V, L, qd, kvd; } shape;
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* MODE multi: q/k/v and gate/up of every layer (m: 7 matrices a layer), separate calls
  * against facet_matmul_multi; Y holds the outputs of one group side by side. */
 static void bench_multi(facet_pool *pool, int threads, int reps, const facet_wtensor *m, int L,
@@ -123,8 +115,8 @@ static void bench_multi(facet_pool *pool, int threads, int reps, const facet_wte
         for (int r = 0; r < nr; r++) rw[r] = fw[r] / sw[r], rc[r] = fc[r] / sc[r];
         printf("multi rows %d (median of %d, %d layers q/k/v + gate/up): separate %.3f ms wall "
                "%.3f ms CPU | fused %.3f ms wall %.3f ms CPU | fused/separate wall %.3f CPU %.3f\n",
-               n, nr, L, 1e3 * median(sw, nr), 1e3 * median(sc, nr), 1e3 * median(fw, nr),
-               1e3 * median(fc, nr), median(rw, nr), median(rc, nr));
+               n, nr, L, 1e3 * facet_median(sw, nr), 1e3 * facet_median(sc, nr), 1e3 * facet_median(fw, nr),
+               1e3 * facet_median(fc, nr), facet_median(rw, nr), facet_median(rc, nr));
     }
 }
 
@@ -211,7 +203,7 @@ int main(int argc, char **argv) {
         }
         printf("decode rows %2d (median of %d): wall %6.1f tok/s = %3.0f%% of the read bw measured "
                "just before | CPU-time %6.1f tok/s = %3.0f%% of CPU-time read bw\n", n, nr,
-               median(tw, nr), 100 * median(rw, nr), median(tc, nr), 100 * median(rc, nr));
+               facet_median(tw, nr), 100 * facet_median(rw, nr), facet_median(tc, nr), 100 * facet_median(rc, nr));
     }
     /* prefill: 256 rows through the layers (no lm_head: prefill wants one row of logits) */
     {

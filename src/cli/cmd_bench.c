@@ -37,6 +37,7 @@
 #include "cli/cli.h"
 #include "kernels/cpu/membw.h"
 #include "model/weights_policy.h"
+#include "util/stats.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -63,16 +64,6 @@ static int parse_list(const char *s, int *out, int cap, long hi) {
 static uint32_t lcg(uint32_t *state) {
     *state = *state * 1664525u + 1013904223u;
     return *state >> 8;
-}
-
-/* Median of x[0..n) (n >= 1; x is reordered). */
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-static double median(double *x, int n) {
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
 /* Steps of one decode chunk: each chunk is preceded by its own read-bandwidth probe. */
@@ -332,7 +323,7 @@ int cmd_bench(int argc, char **argv) {
          * peak measured right before it */
         for (int i = 0; i < n; i++)
             ofp[i] = peak[i] > 0 ? 100.0 * 2.0 * (double)info.layer_matrix_params * L / ttft[i] / 1e9 / peak[i] : 0.0;
-        double t = median(ttft, n), pk = median(peak, n), of = median(ofp, n);
+        double t = facet_median(ttft, n), pk = facet_median(peak, n), of = facet_median(ofp, n);
         double gf = 2.0 * (double)info.layer_matrix_params * L / t / 1e9;
         printf("%-10d %10.1f %12.1f %12.1f %11.0f%% %12.1f\n", L, t * 1e3, L / t, gf, of, pk);
         json_array_append_new(jpre, json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:i}", "tokens", L,
@@ -355,8 +346,8 @@ int cmd_bench(int argc, char **argv) {
                 ratio[np] = rate[i] / (probe_gbs[i] / gb);
                 probe_gbs[np++] = probe_gbs[i];
             }
-        double bw_now = np ? median(probe_gbs, np) : bw;
-        double of = np ? 100.0 * median(ratio, np) : bw > 0 ? 100.0 * (agg / c) / (bw / gb) : 0.0;
+        double bw_now = np ? facet_median(probe_gbs, np) : bw;
+        double of = np ? 100.0 * facet_median(ratio, np) : bw > 0 ? 100.0 * (agg / c) / (bw / gb) : 0.0;
         printf("%-12d %14.2f %16.2f %12.1f %11.0f%%\n", c, agg / c, agg, bw_now, of);
         json_array_append_new(jdec, json_pack("{s:i, s:f, s:f, s:f, s:f}", "concurrency", c,
                                               "tok_s_per_seq", agg / c, "aggregate_tok_s", agg,
