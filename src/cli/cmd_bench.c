@@ -321,14 +321,14 @@ int cmd_bench(int argc, char **argv) {
         /* GFLOP/s: 2 flops per weight of the layers' matrices per token (lm_head and
          * attention not counted); "of peak" the median of each prefill's GFLOP/s over the
          * peak measured right before it */
+        json_t *runs = json_array(); /* before the medians, which sort their arrays in place */
+        for (int i = 0; i < n; i++)
+            json_array_append_new(runs, json_pack("{s:f, s:f}", "ttft_ms", ttft[i] * 1e3, "peak_gflops", peak[i]));
         for (int i = 0; i < n; i++)
             ofp[i] = peak[i] > 0 ? 100.0 * 2.0 * (double)info.layer_matrix_params * L / ttft[i] / 1e9 / peak[i] : 0.0;
         double t = facet_median(ttft, n), pk = facet_median(peak, n), of = facet_median(ofp, n);
         double gf = 2.0 * (double)info.layer_matrix_params * L / t / 1e9;
         printf("%-10d %10.1f %12.1f %12.1f %11.0f%% %12.1f\n", L, t * 1e3, L / t, gf, of, pk);
-        json_t *runs = json_array();
-        for (int i = 0; i < n; i++)
-            json_array_append_new(runs, json_pack("{s:f, s:f}", "ttft_ms", ttft[i] * 1e3, "peak_gflops", peak[i]));
         json_array_append_new(jpre, json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:i, s:o}", "tokens", L,
                                               "ttft_ms", t * 1e3, "tok_s", L / t, "gflops", gf,
                                               "peak_gflops", pk, "of_peak", of / 100.0, "reps", n,
