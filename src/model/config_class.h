@@ -42,6 +42,11 @@ typedef struct facet_config_class {
     int embed_scale_sqrt_hidden;  /* embeddings multiplied by sqrt(hidden_size)        */
     double rope_local_base_freq;  /* class default (0 = none)                          */
     int reads_multipliers;        /* Granite's embedding/attention/residual/logits     */
+    int reads_gemma_attention;    /* Gemma 2/3: attn_logit_softcapping,
+                                     final_logit_softcapping, query_pre_attn_scalar,
+                                     sliding_window_pattern; other classes leave these
+                                     keys unread (the table then judges them)          */
+    int reads_rope_local_base_freq; /* Gemma 3: sliding layers' own rope base          */
     int reads_no_rope;            /* SmolLM3: no_rope_layers / no_rope_layer_interval   */
     int64_t no_rope_layer_interval; /* class default: layer i has no RoPE iff
                                      (i + 1) % interval == 0                            */

@@ -352,7 +352,8 @@ static facet_status read_rope(reader *r, const facet_config_class *cls) {
     f->partial_rotary_factor = 1.0;
 
     TRY(get_num(r, "rope_theta", 1, &f->rope_theta));
-    TRY(get_num(r, "rope_local_base_freq", 1, &f->rope_local_base_freq));
+    if (cls->reads_rope_local_base_freq)
+        TRY(get_num(r, "rope_local_base_freq", 1, &f->rope_local_base_freq));
     TRY(get_num(r, "partial_rotary_factor", 1, &f->partial_rotary_factor));
     if (f->partial_rotary_factor > 1.0) {
         json_t *v = json_object_get(r->obj, "partial_rotary_factor");
@@ -500,7 +501,8 @@ static facet_status read_window(reader *r, const facet_config_class *cls) {
         }
     }
     int64_t pattern = cls->sliding_window_pattern;
-    TRY(get_int(r, "sliding_window_pattern", 0, 1, FACET_MAX_LAYERS, &pattern, NULL));
+    if (cls->reads_gemma_attention)
+        TRY(get_int(r, "sliding_window_pattern", 0, 1, FACET_MAX_LAYERS, &pattern, NULL));
 
     f->sliding_window = window;
     memset(f->layer_sliding, 0, sizeof f->layer_sliding);
@@ -628,14 +630,16 @@ static facet_status read_block(reader *r, const facet_config_class *cls) {
     /* attention */
     f->attn_logit_softcap = cls->attn_logit_softcap;
     f->final_logit_softcap = cls->final_logit_softcap;
-    json_t *v = take(r, "attn_logit_softcapping");
-    if (v && json_is_null(v)) f->attn_logit_softcap = 0;
-    TRY(get_num_from(r, v, "attn_logit_softcapping", 1, &f->attn_logit_softcap));
-    v = take(r, "final_logit_softcapping");
-    if (v && json_is_null(v)) f->final_logit_softcap = 0;
-    TRY(get_num_from(r, v, "final_logit_softcapping", 1, &f->final_logit_softcap));
     f->query_pre_attn_scalar = cls->query_pre_attn_scalar;
-    TRY(get_num(r, "query_pre_attn_scalar", 1, &f->query_pre_attn_scalar));
+    if (cls->reads_gemma_attention) { /* elsewhere the keys stay unread: the table judges them */
+        json_t *v = take(r, "attn_logit_softcapping");
+        if (v && json_is_null(v)) f->attn_logit_softcap = 0;
+        TRY(get_num_from(r, v, "attn_logit_softcapping", 1, &f->attn_logit_softcap));
+        v = take(r, "final_logit_softcapping");
+        if (v && json_is_null(v)) f->final_logit_softcap = 0;
+        TRY(get_num_from(r, v, "final_logit_softcapping", 1, &f->final_logit_softcap));
+        TRY(get_num(r, "query_pre_attn_scalar", 1, &f->query_pre_attn_scalar));
+    }
     f->attn_scale = f->query_pre_attn_scalar > 0 ? 1.0 / sqrt(f->query_pre_attn_scalar)
                     : f->head_dim > 0            ? 1.0 / sqrt((double)f->head_dim)
                                                  : 0.0;

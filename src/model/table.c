@@ -216,6 +216,12 @@ const facet_key_rule facet_key_rules[] = {
     {"use_mrope", FACET_KEY_MATH, "multimodal rope sections"},
     {"sliding_window", FACET_KEY_MATH, "a sliding window this config class does not read"},
     {"use_sliding_window", FACET_KEY_MATH, "a sliding window this config class does not read"},
+    /* read as facts only by the classes whose modeling code uses them (Gemma 2/3) */
+    {"attn_logit_softcapping", FACET_KEY_MATH, "an attention logit softcap this config class does not read"},
+    {"final_logit_softcapping", FACET_KEY_MATH, "a final logit softcap this config class does not read"},
+    {"query_pre_attn_scalar", FACET_KEY_MATH, "an attention scale this config class does not read"},
+    {"sliding_window_pattern", FACET_KEY_MATH, "a sliding-layer pattern this config class does not read"},
+    {"rope_local_base_freq", FACET_KEY_MATH, "a local rope base this config class does not read"},
     {"attention_chunk_size", FACET_KEY_MATH, "chunked attention"},
     {"layer_norm_eps", FACET_KEY_MATH, "LayerNorm blocks"},
     {"layer_norm_epsilon", FACET_KEY_MATH, "LayerNorm blocks"},

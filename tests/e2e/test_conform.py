@@ -269,7 +269,20 @@ BAD = [
     ("kv-above-heads", dict(BASE, num_key_value_heads=8), 2, "REFUSED: num_key_value_heads=8"),
     ("head-dim-odd", dict(BASE, head_dim=15), 2, "REFUSED: head_dim=15 is not supported on cpu (supported: 8..256, even)"),
     ("unknown-rope", dict(BASE, rope_scaling={"rope_type": "fancy", "factor": 2.0}), 2, "REFUSED: rope_type=fancy"),
-    ("softcap-cuda", dict(BASE, final_logit_softcapping=30.0), 2, "REFUSED: final_logit_softcapping=30"),
+    ("softcap-cuda", dict(BASE, model_type="gemma2", architectures=["Gemma2ForCausalLM"],
+                          final_logit_softcapping=30.0), 2, "REFUSED: final_logit_softcapping=30 is not supported on cuda"),
+    # Gemma 2/3's attention keys: LlamaConfig / LlamaForCausalLM never read them, so a
+    # value there is judged as an unread key, as sliding_window on llama is
+    ("softcap-unread", dict(BASE, final_logit_softcapping=30.0), 2,
+     "REFUSED: final_logit_softcapping=30.0 is not supported on cpu (supported: absent or off; "
+     "a final logit softcap this config class does not read"),
+    ("attn-softcap-unread", dict(BASE, attn_logit_softcapping=5), 2, "REFUSED: attn_logit_softcapping=5 is not"),
+    ("query-scalar-unread", dict(BASE, query_pre_attn_scalar=64), 2,
+     "REFUSED: query_pre_attn_scalar=64 is not supported on cpu (supported: absent or off; an attention scale"),
+    ("local-rope-unread", dict(BASE, model_type="gemma2", architectures=["Gemma2ForCausalLM"],
+                               rope_local_base_freq=10000.0), 2, "REFUSED: rope_local_base_freq=10000.0 is not"),
+    ("pattern-unread", dict(BASE, model_type="mistral", architectures=["MistralForCausalLM"],
+                            sliding_window=64, sliding_window_pattern=2), 2, "REFUSED: sliding_window_pattern=2 is not"),
     ("alibi", dict(BASE, use_alibi=True), 2, "REFUSED: use_alibi=true"),
     ("window-cuda", dict(BASE, model_type="mistral", architectures=["MistralForCausalLM"], sliding_window=64), 2,
      "REFUSED: sliding_window=64 (2 of 2 layers)"),
@@ -291,6 +304,15 @@ def test_bad_input(case, config, rc, needle, run_facet, tmp_path):
         assert needle in lines[0]
     else:
         assert needle in proc.stdout
+
+
+def test_unread_gemma_keys_switched_off_pass(run_facet, tmp_path):
+    """null softcaps / scalar on a class that does not read them: off, nothing refused."""
+    d = write_config(tmp_path, json.dumps(dict(BASE, final_logit_softcapping=None, attn_logit_softcapping=None,
+                                               query_pre_attn_scalar=None)))
+    proc = run_facet(["conform", str(d)])
+    assert proc.returncode == 3 and "REFUSED" not in proc.stdout, proc.stdout + proc.stderr
+    assert "supported-pending-probe on cpu (profile llama)" in proc.stdout
 
 
 def test_folder_without_config(run_facet, tmp_path):
