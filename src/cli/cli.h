@@ -7,6 +7,7 @@
 #define FACET_CLI_H
 
 #include "facet.h"
+#include "model/facts.h"
 
 int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
@@ -45,6 +46,12 @@ int cli_read_stdin(char **data, size_t *len);
 
 /* Parse v as a whole number (strtof) into *out; on failure print the error, return 0. */
 int cli_parse_float(const char *opt, const char *v, float *out);
+
+/* When folder `path` holds weights: probe them into *f (facet_facts_probe) and, for a
+ * family in the table, check every tensor the loader will need (facet_weights_check).
+ * Returns 0, or 1 after printing the error (cli_fail). A folder without weights is left
+ * unprobed (its verdict stays pending). */
+int cli_probe_weights(const char *path, facet_facts *f);
 
 /* The bundled model folder (models/stories260k of the source tree, or beside the
  * executable). */

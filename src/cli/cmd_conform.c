@@ -14,10 +14,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "io/safetensors.h"
 #include "model/facts.h"
 #include "model/plan.h"
-#include "model/probe.h"
 #include "model/report.h"
 #include "model/table.h"
 
@@ -25,17 +23,7 @@
 static int load_facts(const char *path, facet_facts *f) {
     facet_error err;
     if (facet_facts_read(path, f, &err) != FACET_OK) return cli_fail(&err);
-    if (!facet_dir_has_weights(path)) return 0;
-    st_checkpoint ck;
-    if (st_checkpoint_open(path, &ck, &err) != FACET_OK) return cli_fail(&err);
-    facet_status st = facet_facts_probe(f, &ck, &err);
-    st_checkpoint_close(&ck);
-    if (st != FACET_OK) {
-        /* a family outside the table is refused on model_type, whatever its tensors */
-        if (!f->family_known) return 0;
-        return cli_fail(&err);
-    }
-    return 0;
+    return cli_probe_weights(path, f);
 }
 
 static int verdict_exit(const facet_verdict *v) {

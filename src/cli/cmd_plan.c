@@ -13,10 +13,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "io/safetensors.h"
 #include "model/facts.h"
 #include "model/plan.h"
-#include "model/probe.h"
 #include "model/report.h"
 #include "model/table.h"
 
@@ -44,18 +42,6 @@ static int parse_count(const char *opt, const char *s, int64_t *out) {
 }
 
 static facet_facts g_facts;
-
-/* Probe when the folder has weights (as conform does). Returns an exit code. */
-static int probe_if_weights(const char *path, facet_facts *f) {
-    if (!facet_dir_has_weights(path)) return 0;
-    facet_error err;
-    st_checkpoint ck;
-    if (st_checkpoint_open(path, &ck, &err) != FACET_OK) return cli_fail(&err);
-    facet_status st = facet_facts_probe(f, &ck, &err);
-    st_checkpoint_close(&ck);
-    if (st != FACET_OK && f->family_known) return cli_fail(&err);
-    return 0;
-}
 
 int cmd_plan(int argc, char **argv) {
     const char *path = NULL, *backend = "cpu";
@@ -105,7 +91,7 @@ int cmd_plan(int argc, char **argv) {
     facet_facts *f = &g_facts;
     facet_error err;
     if (facet_facts_read(path, f, &err) != FACET_OK) return cli_fail(&err);
-    int rc = probe_if_weights(path, f);
+    int rc = cli_probe_weights(path, f);
     if (rc) return rc;
 
     static facet_verdict v;

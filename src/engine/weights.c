@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/weights_check.h"
 #include "engine/weights_load.h"
 #include "io/safetensors.h"
 #include "util/error.h"
@@ -112,7 +113,7 @@ static facet_status load_vec(wload *ld, const char *name, int64_t n, float **out
                              facet_error *err) {
     const st_tensor *t;
     facet_status st = find_tensor(ld->ck, name, n, 0, &t, err);
-    if (st != FACET_OK) return st;
+    if (st != FACET_OK || ld->check_only) return st;
     if (ld->cache) {
         const wcache_entry *e = NULL;
         if ((st = next_entry(ld, name, KIND_VECTOR, &e, err)) != FACET_OK) return st;
@@ -174,7 +175,7 @@ static facet_status load_mat(wload *ld, const char *name, int64_t rows, int64_t 
                              facet_wtensor *wt, uint64_t *bytes, facet_error *err) {
     const st_tensor *t;
     facet_status st = find_tensor(ld->ck, name, rows, cols, &t, err);
-    if (st != FACET_OK) return st;
+    if (st != FACET_OK || ld->check_only) return st;
     if (ld->cache) {
         st = cached_mat(ld, name, rows, cols, wt, err);
     } else {
@@ -196,7 +197,7 @@ static facet_status load_split(wload *ld, const char *name, const int64_t *parts
     for (int i = 0; i < n; i++) rows += parts[i];
     const st_tensor *t;
     facet_status st = find_tensor(ld->ck, name, rows, cols, &t, err);
-    if (st != FACET_OK) return st;
+    if (st != FACET_OK || ld->check_only) return st;
     float *fused = NULL;
     if (!ld->cache && (st = read_f32(t, &fused, err)) != FACET_OK) return st;
     int64_t r0 = 0;
@@ -348,6 +349,17 @@ facet_status facet_weights_walk(facet_model *m, wload *ld, facet_error *err) {
         return facet_err(err, FACET_E_FORMAT, "holds %u tensors, the checkpoint %zu",
                          ld->cache->n_entries, ld->next);
     return FACET_OK;
+}
+
+facet_status facet_weights_check(const facet_facts *f, const st_checkpoint *ck, facet_error *err) {
+    facet_model *m = calloc(1, sizeof *m);
+    if (!m) return facet_err(err, FACET_E_NOMEM, "cannot allocate the tensor check");
+    m->facts = *f;
+    wload ld = {.ck = ck, .check_only = 1};
+    facet_status st = facet_weights_walk(m, &ld, err);
+    free(m->w.layers); /* a check walk fills no tensor */
+    free(m);
+    return st;
 }
 
 static void wtensor_free(facet_wtensor *t) {

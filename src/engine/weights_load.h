@@ -25,6 +25,7 @@ typedef struct wload {
     facet_wformat format;          /* run-time format of matrices                       */
     const wcache_file *cache;      /* take tensors from here (m->w.cache)               */
     size_t next;                   /* next cache entry                                  */
+    int check_only;                /* find and shape-check tensors, read no data        */
     int recording;                 /* note converted tensors in rec                     */
     wload_rec *rec;                /* [n_rec], malloc'd                                 */
     size_t n_rec, cap_rec;

@@ -224,6 +224,47 @@ def test_weights_refused_with_same_refusals_as_run(run_facet, make_checkpoint, t
     assert obj["verdict"]["refusals"][0]["text"] in run.stderr
 
 
+def _rewrite_weights(folder, edit):
+    """Rewrite folder/model.safetensors with edit(name, array) -> array or None (dropped)."""
+    import safetensors_io  # tests/ref is on sys.path (conftest)
+    path = folder / "model.safetensors"
+    header, meta, start = safetensors_io.read_header(str(path))
+    arrays = {}
+    for name, info in header.items():
+        a = edit(name, safetensors_io.read_tensor(str(path), info, start))
+        if a is not None:
+            arrays[name] = (info["dtype"], a)
+    entries = [(n, dt, a.shape) for n, (dt, a) in arrays.items()]
+    safetensors_io.write_file(str(path), entries, lambda n: arrays[n][1], metadata=meta)
+
+
+TENSOR_EDITS = [
+    ("norm-missing", lambda n, a: None if n == "model.norm.weight" else a,
+     "checkpoint: tensor 'model.norm.weight' is missing"),
+    ("up-missing", lambda n, a: None if n == "model.layers.3.mlp.up_proj.weight" else a,
+     "checkpoint: tensor 'model.layers.3.mlp.up_proj.weight' is missing"),
+    ("up-transposed", lambda n, a: a.T.copy() if n == "model.layers.2.mlp.up_proj.weight" else a,
+     "checkpoint: tensor 'model.layers.2.mlp.up_proj.weight' has shape [64, 172], expected [172, 64]"),
+]
+
+
+@pytest.mark.parametrize("case,edit,needle", TENSOR_EDITS, ids=[t[0] for t in TENSOR_EDITS])
+def test_tensors_checked_as_the_loader_does(case, edit, needle, run_facet, repo_root, tmp_path):
+    """A tensor the loader needs, missing or misshapen: conform (and plan) fail with the
+    loader's own message instead of calling the checkpoint supported."""
+    d = tmp_path / "model"
+    shutil.copytree(repo_root / "models" / "stories260k", d)
+    os.chmod(d, 0o755)
+    os.chmod(d / "model.safetensors", 0o644)
+    _rewrite_weights(d, edit)
+    run = run_facet(["run", str(d), "--prompt-ids", "1", "-n", "1", "--no-cache"])
+    assert run.returncode == 1 and needle in run.stderr, run.stderr
+    for cmd in (["conform", str(d)], ["plan", str(d)]):
+        proc = run_facet(cmd)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert proc.stderr.splitlines() == run.stderr.splitlines(), cmd
+
+
 def test_probe_config_disagreement_printed(run_facet, make_checkpoint, tmp_path):
     # config says tied, but the checkpoint carries an lm_head: the tensors win
     ckpt = make_checkpoint(CONFIGS / "TinyLlama__TinyLlama-1.1B-Chat-v1.0__resaved", shrink={})
