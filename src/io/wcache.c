@@ -4,14 +4,17 @@
  */
 #include "io/wcache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/file.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -390,6 +393,7 @@ static void populate(void *m, size_t size) {
 facet_status wcache_open(const char *path, const wcache_key *key, const wcache_runner *runner,
                          wcache_file *out, facet_error *err) {
     memset(out, 0, sizeof *out);
+    wcache_sweep_stale(path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return facet_err(err, errno == ENOENT ? FACET_E_NOT_FOUND : FACET_E_IO, "%s: %s", path,
@@ -479,6 +483,49 @@ static void sync_dir_of(const char *path) {
     }
 }
 
+/* The writer pid in a temporary file name ".tmp-PID-N-BASE", when `name` is one for
+ * destination basename `base`; 0 otherwise. */
+static long temp_writer_pid(const char *name, const char *base) {
+    if (strncmp(name, ".tmp-", 5)) return 0;
+    char *end;
+    errno = 0;
+    long pid = strtol(name + 5, &end, 10);
+    if (errno || pid <= 0 || *end != '-') return 0;
+    const char *p = end + 1;
+    if (*p < '0' || *p > '9') return 0;
+    while (*p >= '0' && *p <= '9') p++;
+    return *p == '-' && !strcmp(p + 1, base) ? pid : 0;
+}
+
+int wcache_sweep_stale(const char *path) {
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    int dlen = slash ? (int)(slash - path) : 1;
+    if (snprintf(dir, sizeof dir, "%.*s", dlen, slash ? path : ".") >= (int)sizeof dir) return 0;
+    if (!dir[0]) snprintf(dir, sizeof dir, "/");
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long pid = temp_writer_pid(e->d_name, base);
+        if (!pid || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0) continue;
+        struct stat st;
+        /* a writer holds its lock until it exits, also one on another host of a shared
+         * folder whose pid means nothing here */
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+            unlinkat(dirfd(d), e->d_name, 0) == 0)
+            removed++;
+        close(fd);
+    }
+    closedir(d);
+    return removed;
+}
+
 facet_status wcache_write(const char *path, const wcache_key *key, const wcache_item *items,
                           size_t n, wcache_progress_fn progress, void *user, facet_error *err) {
     if (n > MAX_ENTRIES)
@@ -526,6 +573,7 @@ facet_status wcache_write(const char *path, const wcache_key *key, const wcache_
         return facet_err(err, FACET_E_INTERNAL, "weight cache: OpenSSL SHA-256 failed");
     }
 
+    wcache_sweep_stale(path);
     /* a temporary file of our own beside the destination */
     static unsigned counter;
     char tmp[PATH_MAX];
@@ -542,6 +590,7 @@ facet_status wcache_write(const char *path, const wcache_key *key, const wcache_
         fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644); /* read back: see below */
         if (fd < 0 && errno != EEXIST) break;
     }
+    if (fd >= 0) flock(fd, LOCK_EX | LOCK_NB); /* ours until we exit: see wcache_sweep_stale */
     if (fd < 0) {
         int e = errno;
         free(head);

@@ -31,7 +31,9 @@
  *
  * Writing is atomic: a temporary file in the destination folder, fsync, rename over
  * the destination, fsync of the folder. Concurrent writers each write their own
- * temporary file; the last rename wins and a reader sees either file whole.
+ * temporary file; the last rename wins and a reader sees either file whole. A writer
+ * killed mid-write leaves its temporary file behind; the next write or open of that
+ * cache removes it (wcache_sweep_stale).
  */
 #ifndef FACET_IO_WCACHE_H
 #define FACET_IO_WCACHE_H
@@ -189,6 +191,16 @@ void wcache_close(wcache_file *f);
  */
 facet_status wcache_write(const char *path, const wcache_key *key, const wcache_item *items,
                           size_t n, wcache_progress_fn progress, void *user, facet_error *err);
+
+/*
+ * Remove the temporary files that writers of cache `path` left behind when they were
+ * killed mid-write (Ctrl-C during a first load): regular files named
+ * ".tmp-PID-N-BASENAME" beside `path` whose process PID no longer exists on this
+ * machine and whose writer's lock (flock, held by wcache_write until it exits) is free.
+ * wcache_write and wcache_open call it; errors (an unreadable folder, a file that
+ * cannot be removed) are ignored. Returns the number of files removed.
+ */
+int wcache_sweep_stale(const char *path);
 
 /*
  * The cache paths for checkpoint folder `dir` and format name `fmt` ("bf16"): beside the

@@ -23,6 +23,8 @@
 #include <unistd.h>
 #include <dirent.h>
 #include <sys/wait.h>
+#include <sys/file.h>
+#include <signal.h>
 
 #include <cmocka.h>
 #include <xxhash.h>
@@ -432,6 +434,94 @@ static void test_write_failure_leaves_nothing(void **state) {
     assert_int_equal(count_files(), 0);
 }
 
+static void die_mid_write(void *user, uint64_t done, uint64_t total) {
+    (void)user;
+    (void)done;
+    (void)total;
+    raise(SIGKILL); /* as Ctrl-C or the OOM killer during a first load */
+}
+
+static void touch(const char *name) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+static int exists(const char *name) {
+    char p[512];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return lstat(p, &st) == 0;
+}
+
+/* A writer killed mid-write leaves its temporary file; the next write or open of that
+ * cache removes it, and only files whose writer is gone and whose lock is free. */
+static void test_killed_writer_temp_removed(void **state) {
+    (void)state;
+    char path[512];
+    cache_path(path, sizeof path);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        wcache_item items[3];
+        fill_items(items);
+        wcache_key k = test_key();
+        facet_error err = {0};
+        wcache_write(path, &k, items, 3, die_mid_write, NULL, &err);
+        _exit(0); /* not reached */
+    }
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    char dead[256] = "", want[64];
+    assert_int_equal(count_files(), 1);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] == '.' && strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            snprintf(dead, sizeof dead, "%s", e->d_name);
+    closedir(d);
+    snprintf(want, sizeof want, ".tmp-%ld-", (long)child); /* then the writer's counter */
+    assert_int_equal(strncmp(dead, want, strlen(want)), 0);
+    assert_non_null(strstr(dead, "-bf16.facetcache"));
+
+    /* kept: a live writer (our parent), another destination, a name not of the pattern,
+     * a folder, and a dead pid's file whose lock someone holds (a writer on another host) */
+    char live[128], other[128], locked[128], folder[128], lp[512];
+    snprintf(live, sizeof live, ".tmp-%ld-3-bf16.facetcache", (long)getppid());
+    snprintf(other, sizeof other, ".tmp-%ld-0-int8.facetcache", (long)child);
+    snprintf(locked, sizeof locked, ".tmp-%ld-7-bf16.facetcache", (long)child);
+    snprintf(folder, sizeof folder, ".tmp-%ld-9-bf16.facetcache", (long)child);
+    touch(live);
+    touch(other);
+    touch(locked);
+    touch(".tmp-x-0-bf16.facetcache");
+    touch(".tmp-5-bf16.facetcache");
+    snprintf(lp, sizeof lp, "%s/%s", dir, folder);
+    assert_int_equal(mkdir(lp, 0755), 0);
+    snprintf(lp, sizeof lp, "%s/%s", dir, locked);
+    int held = open(lp, O_RDONLY);
+    assert_true(held >= 0);
+    assert_int_equal(flock(held, LOCK_EX), 0);
+
+    /* opening the (absent) cache sweeps */
+    wcache_key k = test_key();
+    wcache_file f;
+    facet_error err = {0};
+    assert_int_equal(wcache_open(path, &k, NULL, &f, &err), FACET_E_NOT_FOUND);
+    assert_false(exists(dead));
+    assert_true(exists(live) && exists(other) && exists(locked) && exists(folder));
+    assert_true(exists(".tmp-x-0-bf16.facetcache") && exists(".tmp-5-bf16.facetcache"));
+    close(held); /* the lock's holder is gone too: the next sweep takes it */
+    assert_int_equal(wcache_sweep_stale(path), 1);
+    assert_false(exists(locked));
+    assert_int_equal(wcache_sweep_stale(path), 0);
+    snprintf(lp, sizeof lp, "%s/%s", dir, folder);
+    assert_int_equal(rmdir(lp), 0); /* teardown removes files only */
+}
+
 static uint64_t progress_done, progress_total;
 static int progress_calls;
 static void on_progress(void *user, uint64_t done, uint64_t total) {
@@ -732,6 +822,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_huge_pages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_writer_temp_removed, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(big_data);
