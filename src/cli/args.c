@@ -84,3 +84,18 @@ int cli_read_stdin(char **data, size_t *len) {
     *len = n;
     return 0;
 }
+
+int cli_env_mem_available(uint64_t *out) {
+    const char *v = getenv("FACET_MEM_AVAILABLE");
+    if (!v) return 1;
+    char *end;
+    errno = 0;
+    unsigned long long x = v[0] >= '0' && v[0] <= '9' ? strtoull(v, &end, 10) : 0;
+    if (x == 0 || errno || *end || x > CLI_MAX_MEM_BYTES) {
+        fprintf(stderr, "facet: FACET_MEM_AVAILABLE expects a byte count in [1, %llu], got '%s'\n",
+                (unsigned long long)CLI_MAX_MEM_BYTES, v);
+        return 0;
+    }
+    *out = (uint64_t)x;
+    return 1;
+}

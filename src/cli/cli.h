@@ -53,6 +53,12 @@ int cli_parse_float(const char *opt, const char *v, float *out);
  * unprobed (its verdict stays pending). */
 int cli_probe_weights(const char *path, facet_facts *f);
 
+/* FACET_MEM_AVAILABLE (bytes, 1..CLI_MAX_MEM_BYTES; overrides /proc/meminfo's
+ * MemAvailable, for tests and capacity planning) into *out when set. Returns 1 (unset:
+ * *out untouched), or 0 after printing the error for a value that is not such a count. */
+#define CLI_MAX_MEM_BYTES (1ull << 60)
+int cli_env_mem_available(uint64_t *out);
+
 /* The bundled model folder (models/stories260k of the source tree, or beside the
  * executable). */
 const char *cli_bundled_model(void);

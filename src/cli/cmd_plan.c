@@ -85,8 +85,7 @@ int cmd_plan(int argc, char **argv) {
         plan_usage(stderr);
         return 1;
     }
-    const char *env_mem = getenv("FACET_MEM_AVAILABLE"); /* tests: a fixed machine size */
-    if (env_mem) o.mem_available = strtoull(env_mem, NULL, 10);
+    if (!cli_env_mem_available(&o.mem_available)) return 1; /* tests: a fixed machine size */
 
     facet_facts *f = &g_facts;
     facet_error err;

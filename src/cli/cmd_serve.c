@@ -99,8 +99,7 @@ int cmd_serve(int argc, char **argv) {
         }
     }
     if (!c.model_dir) c.model_dir = cli_bundled_model();
-    const char *env_mem = getenv("FACET_MEM_AVAILABLE"); /* tests: a fixed machine size */
-    if (env_mem) c.mem_available = strtoull(env_mem, NULL, 10);
+    if (!cli_env_mem_available(&c.mem_available)) return 1; /* tests: a fixed machine size */
     facet_error err;
     if (facet_server_run(&c, &err) != FACET_OK) return cli_fail(&err);
     return 0;

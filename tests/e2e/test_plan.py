@@ -145,3 +145,15 @@ def test_outside_table_without_shape(facet_bin):
     proc, _ = plan(facet_bin, CONFIGS / "state-spaces__mamba-2.8b-hf")
     assert proc.returncode == 2
     assert "REFUSED: model_type=mamba" in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["-5", "abc", "0", "", "1e9", " 5", "18446744073709551616",
+                                   str((1 << 60) + 1)])
+def test_bad_mem_available(facet_bin, value):
+    """FACET_MEM_AVAILABLE that is not a byte count: one error line, for plan and serve,
+    never a negative read as 16 EiB or a typo silently ignored."""
+    want = "facet: FACET_MEM_AVAILABLE expects a byte count in [1, 1152921504606846976], got '%s'\n" % value
+    env = dict(os.environ, FACET_MEM_AVAILABLE=value)
+    for cmd in (["plan", str(CONFIGS / "meta-llama__Llama-2-7b-hf")], ["serve", "--port", "0"]):
+        proc = subprocess.run([str(facet_bin)] + cmd, capture_output=True, text=True, env=env, timeout=60)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", want), cmd
