@@ -713,7 +713,7 @@ static int call_macro(jctx *cx, const jnode *at, jv fn, jv *args, size_t nargs, 
     jmacro *m = (jmacro *)fn.u.o;
     const jnode *def = m->def;
     const char *mname = def->k == N_MACRO ? def->name : "caller";
-    if (nargs > def->nnames)
+    if (nargs > def->nnames && !(def->catches & JN_CATCH_VARARGS))
         return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: macro '%s' takes not more than %zu argument(s)", mname, def->nnames);
     if (cx->depth >= cx->lim.max_depth)
         return jx_fail(cx, at, FACET_E_LIMIT, "macro calls nested deeper than %d", cx->lim.max_depth);
@@ -728,15 +728,42 @@ static int call_macro(jctx *cx, const jnode *at, jv fn, jv *args, size_t nargs, 
     cx->out = &buf;
     cx->depth++;
     int rc = 0;
+    /* extra positional arguments into `varargs`, unknown keywords into `kwargs`, when
+     * the body reads them (jinja2: a tuple and a dict, empty when none) */
+    jv varargs = jv_undef(), kwargs = jv_undef();
+    if (def->catches & JN_CATCH_VARARGS) {
+        varargs = jv_list_new(JL_TUPLE);
+        if (varargs.k != JV_LIST) rc = oom(cx, at);
+        for (size_t i = def->nnames; i < nargs && !rc; i++)
+            if (jv_list_push(varargs, jv_ref(args[i]))) rc = oom(cx, at);
+    }
+    if (!rc && (def->catches & JN_CATCH_KWARGS)) {
+        kwargs = jv_dict_new(0);
+        if (kwargs.k != JV_DICT) rc = oom(cx, at);
+    }
     for (size_t k = 0; k < nkw && !rc; k++) {
         size_t p;
         for (p = 0; p < def->nnames; p++)
             if (!strcmp(def->names[p], kwn[k])) break;
-        if (p == def->nnames && !(caller.k == JV_MACRO && !strcmp(kwn[k], "caller")))
-            rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: macro '%s' takes no keyword argument '%s'", mname, kwn[k]);
-        else if (p < nargs)
+        if (p == def->nnames && !(caller.k == JV_MACRO && !strcmp(kwn[k], "caller"))) {
+            if (kwargs.k == JV_DICT) {
+                if (jv_dict_set(kwargs, jv_cstr(kwn[k]), jv_ref(kwv[k]))) rc = oom(cx, at);
+            } else {
+                rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: macro '%s' takes no keyword argument '%s'", mname, kwn[k]);
+            }
+        } else if (p < nargs)
             rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: macro '%s' got multiple values for argument '%s'", mname, kwn[k]);
     }
+    if (!rc && varargs.k == JV_LIST) {
+        rc = scope_set(cx, at, s, "varargs", varargs);
+        varargs = jv_undef();
+    }
+    if (!rc && kwargs.k == JV_DICT) {
+        rc = scope_set(cx, at, s, "kwargs", kwargs);
+        kwargs = jv_undef();
+    }
+    jv_unref(varargs);
+    jv_unref(kwargs);
     for (size_t p = 0; p < def->nnames && !rc; p++) {
         jv v = jv_undef();
         int have = 0;

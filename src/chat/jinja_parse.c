@@ -859,6 +859,27 @@ static int parse_signature(parser *P, jnode *n) {
     return 0;
 }
 
+/* JN_CATCH_* bits for the names `varargs` / `kwargs` read anywhere under n (nested
+ * macros included, as jinja2's find_undeclared over a macro body). */
+static int node_catches(const jnode *n) {
+    if (!n) return 0;
+    int c = 0;
+    if (n->k == N_NAME && n->name) {
+        if (!strcmp(n->name, "varargs")) c |= JN_CATCH_VARARGS;
+        if (!strcmp(n->name, "kwargs")) c |= JN_CATCH_KWARGS;
+    }
+    c |= node_catches(n->a) | node_catches(n->b) | node_catches(n->c) | node_catches(n->d);
+    for (size_t i = 0; i < n->l1.n; i++) c |= node_catches(n->l1.v[i]);
+    for (size_t i = 0; i < n->l2.n; i++) c |= node_catches(n->l2.v[i]);
+    return c;
+}
+
+static int body_catches(const jnlist *body) {
+    int c = 0;
+    for (size_t i = 0; i < body->n; i++) c |= node_catches(body->v[i]);
+    return c;
+}
+
 static jnode *parse_statement(parser *P) {
     jtok *t = cur(P);
     if (t->k != T_NAME) return fail(P, t, FACET_E_PARSE, "expected a statement name, got '%s'", tok_desc(t));
@@ -964,6 +985,7 @@ static jnode *parse_statement(parser *P) {
         int rc = parse_signature(P, n) || block_end(P) || subparse(P, &n->l1, ends);
         P->loop_depth = saved;
         if (rc) goto bad;
+        n->catches = body_catches(&n->l1);
         next(P);
         if (cur(P)->k == T_NAME) next(P); /* {% endmacro name %} */
         if (block_end(P)) goto bad;
@@ -985,6 +1007,7 @@ static jnode *parse_statement(parser *P) {
         int rc = block_end(P) || subparse(P, &n->l1, ends);
         P->loop_depth = saved;
         if (rc) goto bad;
+        n->catches = body_catches(&n->l1);
         next(P);
         if (block_end(P)) goto bad;
         return n;

@@ -89,6 +89,13 @@ CASES = [
     ("macro", "{% set x = 1 %}{% macro m() %}{{ x }}{% endmacro %}{% set x = 2 %}{{ m() }}", V),
     ("macro", "{% macro fact(k) %}{% if k <= 1 %}1{% else %}{{ k * fact(k - 1)|int }}{% endif %}{% endmacro %}{{ fact(5) }}", V),
     ("macro", "{% macro m() %}  body  {% endmacro %}[{{ m() }}]{{ m()|length }}", V),
+    # a body that reads varargs / kwargs takes extra positional / unknown keyword arguments
+    ("macro", "{% macro m(a, b='d') %}{{ a }}{{ b }}{{ varargs }}{% endmacro %}{{ m(1) }}|{{ m(1, 2, 3, 'x') }}", V),
+    ("macro", "{% macro m() %}{% for v in varargs %}[{{ v }}]{% endfor %}{{ varargs|length }}{% endmacro %}{{ m(1, 2) }}", V),
+    ("macro", "{% macro m(a) %}{{ kwargs }}|{{ kwargs.x }}|{{ varargs }}{% endmacro %}{{ m(1, 5, x=2, y='z') }}{{ m(a=0) }}", V),
+    ("macro", "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, x=2) }}", V),
+    ("macro", "{% macro m(a) %}{% macro g() %}{{ varargs }}{% endmacro %}{{ g() }}{% endmacro %}{{ m(1, 2) }}", V),
+    ("call", "{% macro m(a) %}{{ caller(7, 8) }}{% endmacro %}{% call m(1) %}{{ varargs }}{% endcall %}", V),
     ("call", "{% macro wrap(tag) %}<{{ tag }}>{{ caller() }}</{{ tag }}>{% endmacro %}{% call wrap('b') %}bold {{ n }}{% endcall %}", V),
     ("call", "{% macro each(xs) %}{% for x in xs %}{{ caller(x) }}{% endfor %}{% endmacro %}{% call(item) each(l) %}<{{ item }}>{% endcall %}", V),
     ("filterblock", "{% filter upper %}shout {{ n }}{% endfilter %}", V),
