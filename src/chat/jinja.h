@@ -292,6 +292,9 @@ int jinja_filter_known(const char *name);
 int jx_method(jctx *cx, const jnode *at, jv self, const char *name, jv *args, size_t nargs,
               char **kwn, jv *kwv, size_t nkw, jv *out, int *rc);
 int jx_has_method(jv self, const char *name);
+/* Whether `name` is a Python method of self's type (str, dict, list) that facet does not
+ * implement: the caller fails with FACET_E_UNSUPPORTED instead of yielding undefined. */
+int jx_unimplemented_method(jv self, const char *name);
 
 /* str.format(*args, **kwargs) and printf-style `fmt % args` (jinja_format.c). */
 int jx_str_format(jctx *cx, const jnode *at, jv self, jv *args, size_t nargs, char **kwn, jv *kwv, size_t nkw, jv *out);

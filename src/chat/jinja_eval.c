@@ -223,7 +223,7 @@ int jx_getattr(jctx *cx, const jnode *at, jv obj, const char *name, jv *out) {
             *out = jv_undef_hint("access to attribute '%s' of 'dict' object is unsafe.", name);
             return 0;
         }
-        if (jx_has_method(obj, name)) break;
+        if (jx_has_method(obj, name) || jx_unimplemented_method(obj, name)) break;
         {
             jv *v = jv_dict_gets(obj, name);
             *out = v ? jv_ref(*v) : jv_undef_hint("'%s' has no attribute '%s'", obj_type_repr(obj), name);
@@ -241,6 +241,9 @@ int jx_getattr(jctx *cx, const jnode *at, jv obj, const char *name, jv *out) {
         *out = jv_func(name, jv_ref(obj));
         return out->k == JV_FUNC ? 0 : oom(cx, at);
     }
+    if (jx_unimplemented_method(obj, name))
+        return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: the %s method '%s'",
+                       jv_type_name(obj), name);
     *out = jv_undef_hint("'%s' has no attribute '%s'", obj_type_repr(obj), name);
     return 0;
 }

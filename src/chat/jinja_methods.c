@@ -200,10 +200,29 @@ static const char *const STR_METHODS[] = {"strip", "lstrip", "rstrip", "split", 
 static const char *const DICT_METHODS[] = {"items", "keys", "values", "get", "copy", NULL};
 static const char *const LIST_METHODS[] = {"index", "count", NULL};
 
+/* Methods Python has (and the immutable sandbox allows) that facet does not implement:
+ * reaching one is an unsupported construct, never an undefined value. */
+static const char *const STR_UNIMPLEMENTED[] = {
+    "casefold", "center", "encode", "expandtabs", "format_map", "index", "isascii", "isdecimal",
+    "isidentifier", "isnumeric", "isprintable", "istitle", "ljust", "maketrans", "partition",
+    "removeprefix", "removesuffix", "rindex", "rjust", "rpartition", "swapcase", "translate",
+    "zfill", NULL};
+static const char *const DICT_UNIMPLEMENTED[] = {"fromkeys", NULL};
+static const char *const LIST_UNIMPLEMENTED[] = {"copy", NULL};
+
 static int listed(const char *const *l, const char *s) {
     for (int i = 0; l[i]; i++)
         if (!strcmp(l[i], s)) return 1;
     return 0;
+}
+
+int jx_unimplemented_method(jv self, const char *name) {
+    switch (self.k) {
+    case JV_STR: return listed(STR_UNIMPLEMENTED, name);
+    case JV_DICT: return listed(DICT_UNIMPLEMENTED, name);
+    case JV_LIST: return JL(self)->flavor == JL_LIST && listed(LIST_UNIMPLEMENTED, name);
+    default: return 0;
+    }
 }
 
 int jx_has_method(jv self, const char *name) {

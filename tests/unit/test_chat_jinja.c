@@ -155,6 +155,11 @@ static void test_unsupported(void **state) {
     expect_fail("{{ '{:,}'.format(1000) }}", NULL, FACET_E_UNSUPPORTED, "format spec ','");
     expect_fail("{{ '%c' % 65 }}", NULL, FACET_E_UNSUPPORTED, "%c");
     expect_fail("{{ {'a': 1}.items }}", NULL, FACET_E_UNSUPPORTED, "printing a function");
+    /* Python methods facet lacks: named, never an undefined that renders empty */
+    expect_fail("{{ 'a'.rjust(3) }}", NULL, FACET_E_UNSUPPORTED, "line 1:7: unsupported construct: the str method 'rjust'");
+    expect_fail("{{ 'a'.encode }}", NULL, FACET_E_UNSUPPORTED, "the str method 'encode'");
+    expect_fail("{{ {'fromkeys': 1}.fromkeys }}", NULL, FACET_E_UNSUPPORTED, "the dict method 'fromkeys'");
+    expect_fail("{{ [1].copy() }}", NULL, FACET_E_UNSUPPORTED, "the list method 'copy'");
     expect_fail("{% set ns = namespace() %}{% set ns.me = [1, {'x': ns}] %}", NULL, FACET_E_UNSUPPORTED,
                 "holding the namespace itself");
 }
