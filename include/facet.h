@@ -118,6 +118,12 @@ typedef struct facet_model_info {
     uint64_t weight_cache_huge_bytes; /* FACET_WCACHE_HIT: bytes of the mapped cache file
                                         on 2 MiB pages (streaming from 4 KiB pages reads
                                         slower); 0 otherwise or where Linux cannot tell */
+    int n_notes;                 /* lines in notes (at most 16)                        */
+    const char *notes[16];       /* what reading the checkpoint noticed and resolved, as
+                                    `facet conform` prints them ("tensors win" where a
+                                    config key disagrees with the tensors, tensors beyond
+                                    num_hidden_layers not used, keys ignored); owned by
+                                    the model                                          */
 } facet_model_info;
 
 /*

@@ -433,6 +433,7 @@ int cmd_run(int argc, char **argv) {
                 t_load, rs.n_prompt, ttft_ms, prefill_tok_s, n_gen, decode_tok_s, finish);
     }
     if (rs.info.weight_cache_note) fprintf(stderr, "facet: %s\n", rs.info.weight_cache_note);
+    for (int i = 0; i < rs.info.n_notes; i++) fprintf(stderr, "facet: note: %s\n", rs.info.notes[i]);
     fflush(stdout);
 
 out:

@@ -111,6 +111,8 @@ void facet_model_get_info(const facet_model *m, facet_model_info *info) {
     info->weight_cache_path = m->wcache_path;
     info->weight_cache_note = m->wcache_note;
     info->weight_cache_huge_bytes = m->w.cache ? m->w.cache->huge_bytes : 0;
+    info->n_notes = f->n_notes < 16 ? f->n_notes : 16;
+    for (int i = 0; i < info->n_notes; i++) info->notes[i] = f->notes[i].text;
 }
 
 facet_tokenizer *facet_model_tokenizer(facet_model *m) { return m->tokenizer; }

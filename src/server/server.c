@@ -125,6 +125,7 @@ facet_status facet_server_run(const facet_server_config *cfg, facet_error *err) 
     if (!s->chat) fprintf(stderr, "facet serve: chat completions unavailable: %s\n", s->chat_error);
     facet_model_info info;
     facet_model_get_info(s->model, &info);
+    for (int i = 0; i < info.n_notes; i++) fprintf(stderr, "facet serve: note: %s\n", info.notes[i]);
     facet_session_options so = {cfg->max_batch, cfg->n_ctx, cfg->kv_cache};
     st = facet_session_create(s->model, &so, &s->session, err);
     if (st != FACET_OK) goto fail;

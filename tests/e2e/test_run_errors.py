@@ -192,6 +192,20 @@ def test_missing_tensor(facet, tmp_path):
     assert_clean_error(p, "model.layers.3.mlp.up_proj.weight")
 
 
+def test_unused_layers_noted(facet, tmp_path):
+    """Tensors beyond num_hidden_layers are not an error (transformers ignores them too),
+    but run says so, as conform does, and generates with the layers the config names."""
+    d = copy_model(tmp_path)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["num_hidden_layers"] = 4
+    (d / "config.json").write_text(json.dumps(cfg))
+    p = run(facet, ["run", d, "--prompt-ids", "1,403", "-n", "2", "--no-cache"])
+    assert p.returncode == 0, p.stderr
+    want = "facet: note: checkpoint has tensors model.layers.4.* beyond num_hidden_layers=4; they are not used"
+    assert want in p.stderr.splitlines(), p.stderr
+    assert "note:" not in run(facet, ["run", BUNDLED, "--prompt-ids", "1,403", "-n", "2", "--no-cache"]).stderr
+
+
 def test_tensor_wrong_shape(facet, tmp_path):
     d = copy_model(tmp_path)
     # same byte size, transposed shape: only the shape check can catch it
