@@ -42,7 +42,7 @@ typedef struct facet_chat_template facet_chat_template;
  *   3. DIR/chat_template.json {"chat_template": "..."} (processor format).
  * Special tokens come from DIR/tokenizer_config.json when it exists. No tokenizer.json
  * is needed. On success *out is owned by the caller (facet_chat_template_free).
- * Errors: FACET_E_NOT_FOUND when the folder has no chat template; FACET_E_IO /
+ * Errors: FACET_E_NOT_FOUND when `dir` is not a folder or has no chat template; FACET_E_IO /
  * FACET_E_PARSE / FACET_E_FORMAT for unreadable or malformed files; FACET_E_PARSE or
  * FACET_E_UNSUPPORTED (construct named, with template line:column) when the template
  * does not compile. */

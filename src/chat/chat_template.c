@@ -106,6 +106,9 @@ static facet_status load_config(const char *path, json_t **out, facet_error *err
 
 facet_status facet_chat_template_load(const char *dir, facet_chat_template **out, facet_error *err) {
     *out = NULL;
+    if (!facet_is_dir(dir))
+        return facet_err(err, FACET_E_NOT_FOUND, "%s: no such folder (a chat template is read from "
+                         "a model folder)", dir);
     char path[4096], cfgpath[4096];
     facet_chat_template *t = calloc(1, sizeof *t);
     if (!t) return facet_err(err, FACET_E_NOMEM, "%s: out of memory", dir);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/fs.h"
 
 int cli_parse_int(const char *opt, const char *v, long lo, long hi, int *out) {
     char *end;
@@ -97,5 +98,27 @@ int cli_env_mem_available(uint64_t *out) {
         return 0;
     }
     *out = (uint64_t)x;
+    return 1;
+}
+
+int cli_model_folder(const char **path, char *buf, size_t cap) {
+    const char *p = *path;
+    if (!p || facet_is_dir(p) || !facet_is_file(p)) return 1; /* folders; missing: the loader says */
+    const char *slash = strrchr(p, '/');
+    const char *base = slash ? slash + 1 : p;
+    if (strcmp(base, "config.json")) {
+        fprintf(stderr, "facet: %s is a file; MODEL is the checkpoint folder (the one holding "
+                        "config.json)\n", p);
+        return 0;
+    }
+    size_t n = slash ? (size_t)(slash - p) : 0;
+    if (n + 2 > cap) {
+        fprintf(stderr, "facet: %s: path too long\n", p);
+        return 0;
+    }
+    if (slash && n == 0) n = 1; /* "/config.json": the root */
+    memcpy(buf, slash ? p : ".", slash ? n : 1);
+    buf[slash ? n : 1] = 0;
+    *path = buf;
     return 1;
 }

@@ -59,6 +59,12 @@ int cli_probe_weights(const char *path, facet_facts *f);
 #define CLI_MAX_MEM_BYTES (1ull << 60)
 int cli_env_mem_available(uint64_t *out);
 
+/* Normalize a MODEL argument in place: a path to a config.json file becomes its folder
+ * (as conform and plan read it), written into buf[cap]; a folder, or a path that does
+ * not exist (the loader names it), is left as is. Returns 1, or 0 after printing an
+ * error for any other file (model.safetensors, tokenizer.json, ...). */
+int cli_model_folder(const char **path, char *buf, size_t cap);
+
 /* The bundled model folder (models/stories260k of the source tree, or beside the
  * executable). */
 const char *cli_bundled_model(void);

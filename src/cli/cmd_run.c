@@ -321,6 +321,8 @@ int cmd_run(int argc, char **argv) {
     int rc = run_parse_args(argc, argv, &o);
     if (rc >= 0) return rc;
     if (!o.model) o.model = cli_bundled_model();
+    char model_buf[4096];
+    if (!cli_model_folder(&o.model, model_buf, sizeof model_buf)) return 1;
 
     facet_error err = {0};
     run_state rs;

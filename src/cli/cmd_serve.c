@@ -99,6 +99,8 @@ int cmd_serve(int argc, char **argv) {
         }
     }
     if (!c.model_dir) c.model_dir = cli_bundled_model();
+    char model_buf[4096];
+    if (!cli_model_folder(&c.model_dir, model_buf, sizeof model_buf)) return 1;
     if (!cli_env_mem_available(&c.mem_available)) return 1; /* tests: a fixed machine size */
     facet_error err;
     if (facet_server_run(&c, &err) != FACET_OK) return cli_fail(&err);

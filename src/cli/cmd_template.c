@@ -77,6 +77,11 @@ int cmd_template(int argc, char **argv) {
         rc = usage();
         goto out;
     }
+    char model_buf[4096];
+    if (!cli_model_folder(&model, model_buf, sizeof model_buf)) {
+        rc = 1;
+        goto out;
+    }
     size_t len;
     if (facet_read_file(msgs_path, MAX_INPUT_BYTES, &msgs, &len, &err) ||
         (tools_path && facet_read_file(tools_path, MAX_INPUT_BYTES, &tools, &len, &err)) ||

@@ -120,6 +120,8 @@ static int batch_detokenize(const facet_tokenizer *tok, json_t *j, int skip_spec
 
 static int load_or_fail(const char *model, facet_tokenizer **tok) {
     facet_error err = {0};
+    char model_buf[4096];
+    if (!cli_model_folder(&model, model_buf, sizeof model_buf)) return 1;
     if (facet_tokenizer_load(model, tok, &err)) return cli_fail(&err);
     return 0;
 }
@@ -173,6 +175,11 @@ int cmd_tokenize(int argc, char **argv) {
         return 1;
     }
     facet_tokenizer *tok;
+    char model_buf[4096];
+    if (!cli_model_folder(&model, model_buf, sizeof model_buf)) {
+        free(data);
+        return 1;
+    }
     if (facet_tokenizer_load(model, &tok, &err)) {
         free(data);
         return cli_fail(&err);
@@ -254,6 +261,11 @@ int cmd_detokenize(int argc, char **argv) {
     }
     facet_error err = {0};
     facet_tokenizer *tok;
+    char model_buf[4096];
+    if (!cli_model_folder(&model, model_buf, sizeof model_buf)) {
+        free(ids);
+        return 1;
+    }
     if (facet_tokenizer_load(model, &tok, &err)) {
         free(ids);
         return cli_fail(&err);

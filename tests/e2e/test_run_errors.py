@@ -192,6 +192,26 @@ def test_missing_tensor(facet, tmp_path):
     assert_clean_error(p, "model.layers.3.mlp.up_proj.weight")
 
 
+def test_model_argument_forms(facet, tmp_path):
+    """MODEL is the checkpoint folder; a path to its config.json means that folder (as
+    conform and plan read it); any other file is one clear error, for every command."""
+    ids = ["--prompt-ids", "1,403", "-n", "3", "--no-cache", "--json"]
+    want = json.loads(run(facet, ["run", BUNDLED] + ids).stdout)["generated_ids"]
+    p = run(facet, ["run", BUNDLED / "config.json"] + ids)
+    assert p.returncode == 0 and json.loads(p.stdout)["generated_ids"] == want == [407, 261, 378], p.stderr
+    p = run(facet, ["tokenize", BUNDLED / "config.json", "Hi there"])
+    assert p.returncode == 0 and p.stdout == run(facet, ["tokenize", BUNDLED, "Hi there"]).stdout
+    msgs = tmp_path / "m.json"
+    msgs.write_text('[{"role": "user", "content": "x"}]')
+    for cmd in (["run", "-p", "x"], ["bench"], ["serve", "--port", "0"], ["tokenize", "x"], ["detokenize", "1"],
+                ["template", "--messages", msgs]):
+        st = BUNDLED / "model.safetensors"
+        p = run(facet, cmd[:1] + [st] + cmd[1:])
+        assert_clean_error(p, "facet: %s is a file; MODEL is the checkpoint folder (the one holding config.json)" % st)
+    p = run(facet, ["template", tmp_path / "absent", "--messages", msgs])
+    assert_clean_error(p, "absent: no such folder")
+
+
 def test_unused_layers_noted(facet, tmp_path):
     """Tensors beyond num_hidden_layers are not an error (transformers ignores them too),
     but run says so, as conform does, and generates with the layers the config names."""
