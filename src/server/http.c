@@ -124,14 +124,8 @@ static enum MHD_Result handle_metrics(srv_server *s, struct MHD_Connection *c) {
 
 /* Parse a JSON object body for the small endpoints. */
 static json_t *parse_object(const char *body, size_t len, oai_error *e) {
-    json_error_t je;
-    json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-    if (!o) {
-        oai_fail(e, 400, "invalid_request_error", NULL, NULL,
-                 "the body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
-                 je.column);
-        return NULL;
-    }
+    json_t *o = oai_parse_json(body, len, e);
+    if (!o) return NULL;
     if (!json_is_object(o)) {
         json_decref(o);
         oai_fail(e, 400, "invalid_request_error", NULL, NULL, "the body must be a JSON object");

@@ -171,8 +171,9 @@ static int parse_logit_bias(oai_request *r, json_t *o, const oai_limits *lim, oa
 static int parse_prompt(oai_request *r, json_t *o, const oai_limits *lim, oai_error *e) {
     json_t *v = field(o, "prompt");
     if (!v) return BAD("prompt", "'prompt' is required");
-    if (json_is_array(v) && json_array_size(v) == 1 && json_is_string(json_array_get(v, 0)))
-        v = json_array_get(v, 0); /* a batch of one prompt */
+    int batch_of_one = json_is_array(v) && json_array_size(v) == 1 &&
+                       (json_is_string(json_array_get(v, 0)) || json_is_array(json_array_get(v, 0)));
+    if (batch_of_one) v = json_array_get(v, 0); /* ["text"] or [[ids]] */
     if (json_is_string(v)) {
         r->prompt_text = json_string_value(v);
         r->prompt_len = json_string_length(v);
@@ -183,7 +184,7 @@ static int parse_prompt(oai_request *r, json_t *o, const oai_limits *lim, oai_er
                    facet_json_type_name(v));
     size_t n = json_array_size(v);
     if (n == 0) return BAD("prompt", "'prompt' is empty");
-    if (json_is_string(json_array_get(v, 0)) || json_is_array(json_array_get(v, 0)))
+    if (!batch_of_one && (json_is_string(json_array_get(v, 0)) || json_is_array(json_array_get(v, 0))))
         return BAD("prompt", "'prompt' with %zu prompts is not supported (send one prompt per "
                    "request)", n);
     r->prompt_ids = malloc(n * sizeof *r->prompt_ids);
@@ -390,18 +391,27 @@ static int parse_chat_only(oai_request *r, json_t *o, const oai_limits *lim, oai
     return 0;
 }
 
+json_t *oai_parse_json(const char *body, size_t len, oai_error *e) {
+    json_error_t je;
+    json_t *v = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (v) return v;
+    if (json_error_code(&je) == json_error_null_character) /* jansson's text names its flag */
+        oai_fail(e, 400, "invalid_request_error", NULL, NULL,
+                 "a string in the body holds \\u0000 (NUL), which facet does not accept "
+                 "(line %d, column %d)", je.line, je.column);
+    else
+        oai_fail(e, 400, "invalid_request_error", NULL, NULL,
+                 "the body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
+                 je.column);
+    return NULL;
+}
+
 int oai_request_parse(const char *body, size_t len, oai_kind kind, const oai_limits *lim,
                       oai_request *r, oai_error *e) {
     memset(r, 0, sizeof *r);
     r->kind = kind;
-    json_error_t je;
-    r->root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-    if (!r->root) {
-        oai_fail(e, 400, "invalid_request_error", NULL, NULL,
-                 "the body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
-                 je.column);
-        return -1;
-    }
+    r->root = oai_parse_json(body, len, e);
+    if (!r->root) return -1;
     json_t *o = r->root;
     int rc = 0;
     if (!json_is_object(o)) {

@@ -83,6 +83,11 @@ typedef struct oai_request {
     int n_stops;
 } oai_request;
 
+/* Parse a request body as JSON (duplicate keys rejected). Returns a new reference, or
+ * NULL with *e set to a 400 invalid_request_error naming the line and column (a
+ * \u0000 in a string is named as such). */
+json_t *oai_parse_json(const char *body, size_t len, oai_error *e);
+
 /* Parse and validate `len` bytes of `body`. Returns 0, or -1 with *e filled (status
  * 400 for every malformed or invalid body, 404 for an unknown model). On failure *r
  * holds nothing that needs freeing. */

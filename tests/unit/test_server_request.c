@@ -77,6 +77,11 @@ static void test_completion_fields(void **state) {
     parse_ok("{\"model\":\"m\",\"prompt\":[\"one\"]}", OAI_COMPLETION, &r);
     assert_string_equal(r.prompt_text, "one");
     oai_request_free(&r);
+    /* a batch of one token-id prompt, as the OpenAI client sends a list of token lists */
+    parse_ok("{\"model\":\"m\",\"prompt\":[[1,403]]}", OAI_COMPLETION, &r);
+    assert_int_equal(r.n_prompt_ids, 2);
+    assert_int_equal(r.prompt_ids[1], 403);
+    oai_request_free(&r);
 }
 
 static void test_chat_fields(void **state) {
@@ -123,6 +128,12 @@ static void test_errors(void **state) {
     parse_bad("{\"model\":\"m\",\"prompt\":[]}", C, 400, "prompt", "empty");
     parse_bad("{\"model\":\"m\",\"prompt\":[1,512]}", C, 400, "prompt", "512");
     parse_bad("{\"model\":\"m\",\"prompt\":[\"a\",\"b\"]}", C, 400, "prompt", "2 prompts");
+    parse_bad("{\"model\":\"m\",\"prompt\":[[1,2],[3]]}", C, 400, "prompt", "2 prompts");
+    parse_bad("{\"model\":\"m\",\"prompt\":[[\"a\"]]}", C, 400, "prompt",
+              "'prompt[0]' must be an integer token id, got string");
+    parse_bad("{\"model\":\"m\",\"prompt\":[[]]}", C, 400, "prompt", "empty");
+    parse_bad("{\"model\":\"m\",\"prompt\":\"a\\u0000b\"}", C, 400, "",
+              "a string in the body holds \\u0000 (NUL), which facet does not accept (line 1, column");
     parse_bad("{\"model\":\"m\",\"prompt\":\"a\",\"max_tokens\":0}", C, 400, "max_tokens", "0");
     parse_bad("{\"model\":\"m\",\"prompt\":\"a\",\"max_tokens\":1.5}", C, 400, "max_tokens",
               "integer");
