@@ -260,7 +260,9 @@ facet_status tok_json_parse_vocab(const char *s, size_t len, const char *what, t
         }
         if (!digits || v >= TOK_MAX_ID ||
             (c.i < len && (s[c.i] == '.' || s[c.i] == 'e' || s[c.i] == 'E' || (s[c.i] >= '0' && s[c.i] <= '9')))) {
-            int shown = (int)(len - vstart < 20 ? len - vstart : 20); /* the text is not NUL-terminated */
+            size_t end = vstart; /* the value's own text (not NUL-terminated), up to 20 bytes */
+            while (end < len && end - vstart < 20 && !strchr(",}] \t\r\n", s[end])) end++;
+            int shown = (int)(end - vstart);
             st = facet_err(err, FACET_E_FORMAT,
                            "%s: model.vocab[\"%.60s\"]: expected a token id (integer 0..%d), got '%.*s'",
                            what, key.data, TOK_MAX_ID - 1, shown, s + vstart);

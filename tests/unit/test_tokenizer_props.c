@@ -422,6 +422,9 @@ static void test_malformed_json_paths(void **state) {
     expect("\"fuse_unk\": true", "\"fuse_unk\": \"yes\"", FACET_E_FORMAT, "model.fuse_unk: expected true or false, got string");
     expect("\"unk_token\": \"<unk>\"", "\"unk_token\": \"<nope>\"", FACET_E_FORMAT, "model.unk_token: \"<nope>\" is not in model.vocab");
     expect("\"<unk>\": 0,", "\"<unk>\": 0.5,", FACET_E_FORMAT, "model.vocab[\"<unk>\"]: expected a token id");
+    /* the value is shown alone, without the JSON that follows it */
+    expect("\"<unk>\": 0,", "\"<unk>\": 1099511627776,", FACET_E_FORMAT,
+           "model.vocab[\"<unk>\"]: expected a token id (integer 0..4194303), got '1099511627776'");
     expect("\"\u2581 t\"", "\"\u2581 zz\"", FACET_E_FORMAT, "model.merges[0]: token \"zz\" is not in model.vocab");
     expect("\"\u2581 t\"", "\"\u2581t\"", FACET_E_FORMAT, "model.merges[0]: expected \"A B\"");
     expect("\"version\": \"1.0\",", "\"version\": \"1.0\",,", FACET_E_PARSE, "tokenizer.json:");
