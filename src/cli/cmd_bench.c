@@ -372,8 +372,10 @@ report:
                               "layer_matrix_params", (json_int_t)info.layer_matrix_params,
                               "load_s", "cold", t_cold, "cached", t_cached, "first_token_s", t_warm, "prefill", jpre,
                               "decode", jdec);
+        errno = 0;
         if (json_dump_file(j, json_path, JSON_INDENT(2)) != 0) {
-            fprintf(stderr, "facet: bench: cannot write %s\n", json_path);
+            fprintf(stderr, "facet: bench: cannot write %s: %s\n", json_path,
+                    errno ? strerror(errno) : "write failed");
             rc = 1;
         }
         json_decref(j);

@@ -8,6 +8,7 @@
  * conform exit codes: 0 supported, 3 supported pending the tensor probe (no weights:
  * a bare config.json or a folder without *.safetensors), 2 refused, 1 unusable input.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,9 +85,10 @@ static int write_json(const char *file, json_t *o) {
         rc = json_dumpf(o, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
     } else {
+        errno = 0;
         rc = json_dump_file(o, file, JSON_INDENT(2));
     }
-    if (rc) fprintf(stderr, "facet: cannot write %s\n", file);
+    if (rc) fprintf(stderr, "facet: cannot write %s: %s\n", file, errno ? strerror(errno) : "write failed");
     return rc ? 1 : 0;
 }
 

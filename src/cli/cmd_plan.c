@@ -140,8 +140,11 @@ int cmd_plan(int argc, char **argv) {
     printf("largest ctx at batch %lld: %lld; largest batch at ctx %lld: %lld\n",
            (long long)p.batch, (long long)p.max_ctx_at_batch, (long long)p.ctx,
            (long long)p.max_batch_at_ctx);
-    printf("kernels (%s): %s; %s; %s; %s\n", backend, p.matmul_path, p.norm_path, p.rope_path,
-           p.ffn_path);
+    if (!strcmp(backend, "cpu"))
+        printf("kernels (cpu): %s; %s; %s; %s\n", p.matmul_path, p.norm_path, p.rope_path,
+               p.ffn_path);
+    else /* the plan's kernel paths are the CPU's */
+        printf("kernels (%s): none in this binary\n", backend);
     for (int i = 0; i < p.n_groups; i++)
         printf("  layers %d-%d: %s\n", p.groups[i].first, p.groups[i].last, p.groups[i].attention);
     printf("verdict: %s on %s\n", facet_verdict_status_name(v.status), v.backend);

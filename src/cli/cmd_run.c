@@ -186,6 +186,10 @@ static int emit(run_state *rs, const float *logits, int32_t id, int with_text, i
             json_array_append_new(rs->top, step);
         }
     }
+    if (!rs->stream && with_text && !o->json) { /* no tokenizer: the id stands for the text */
+        printf(" %d", id);
+        fflush(stdout);
+    }
     if (!rs->stream || !with_text) return 0;
     const char *piece, *out;
     size_t len, out_len;
@@ -418,6 +422,11 @@ int cmd_run(int argc, char **argv) {
         }
         if (!o.json && len) fwrite(piece, 1, len, stdout);
         if (!o.json) fflush(stdout);
+    } else if (!o.json) { /* no text to show: the ids, prompt then generated, instead */
+        fprintf(stderr, "facet: %s has no tokenizer.json: token ids are printed instead of text\n",
+                o.model);
+        for (size_t i = 0; i < rs.n_prompt; i++) printf("%s%d", i ? " " : "", rs.ids[i]);
+        fflush(stdout);
     }
     if ((rc = generate(&rs, &finish, &n_gen, &t_prefill, &t_decode))) goto out;
 

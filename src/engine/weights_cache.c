@@ -205,7 +205,7 @@ static void on_write(void *user, uint64_t done, uint64_t total) {
 static facet_status write_cache(const wload *ld, const char *path, const wcache_key *key,
                                 facet_error *err) {
     if (wcache_mkdir_for(path) != 0)
-        return facet_err(err, FACET_E_IO, "%s: cannot create its folder", path);
+        return facet_err(err, FACET_E_IO, "%s: cannot create its folder: %s", path, strerror(errno));
     wcache_item *items = calloc(ld->n_rec ? ld->n_rec : 1, sizeof *items);
     if (!items) return facet_err(err, FACET_E_NOMEM, "weight cache list");
     uint64_t total = 0;

@@ -212,6 +212,17 @@ def test_model_argument_forms(facet, tmp_path):
     assert_clean_error(p, "absent: no such folder")
 
 
+def test_no_tokenizer_prints_ids(facet, tmp_path):
+    """Without tokenizer.json there is no text: the ids (prompt, then the published greedy
+    continuation of the bundled model) are printed instead, and stderr says why."""
+    d = copy_model(tmp_path)
+    (d / "tokenizer.json").unlink()
+    p = run(facet, ["run", d, "--prompt-ids", "1,403", "-n", "3", "--no-cache"])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "1 403 407 261 378\n"
+    assert "has no tokenizer.json: token ids are printed instead of text" in p.stderr.splitlines()[0]
+
+
 def test_unused_layers_noted(facet, tmp_path):
     """Tensors beyond num_hidden_layers are not an error (transformers ignores them too),
     but run says so, as conform does, and generates with the layers the config names."""
