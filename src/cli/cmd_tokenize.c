@@ -25,9 +25,10 @@
 #include "util/error.h"
 #include "util/fs.h"
 
-/* Run fn over each JSON line of `path`; fn prints one output line. */
+/* Run fn over each JSON line of `path`; fn prints one output line, or an error naming
+ * `at` ("PATH:LINE"). Blank lines are skipped. */
 static int batch(const facet_tokenizer *tok, const char *path, int dflt,
-                 int (*fn)(const facet_tokenizer *, json_t *, int, size_t)) {
+                 int (*fn)(const facet_tokenizer *, json_t *, int, const char *)) {
     FILE *f = !strcmp(path, "-") ? stdin : fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "facet: %s: %s\n", path, strerror(errno));
@@ -47,7 +48,9 @@ static int batch(const facet_tokenizer *tok, const char *path, int dflt,
                     j ? "" : je.text);
             rc = 1;
         } else {
-            rc = fn(tok, j, dflt, no);
+            char at[4200];
+            snprintf(at, sizeof at, "%s:%zu", strcmp(path, "-") ? path : "<stdin>", no);
+            rc = fn(tok, j, dflt, at);
         }
         json_decref(j);
     }
@@ -56,10 +59,10 @@ static int batch(const facet_tokenizer *tok, const char *path, int dflt,
     return rc;
 }
 
-static int batch_tokenize(const facet_tokenizer *tok, json_t *j, int add_special, size_t no) {
+static int batch_tokenize(const facet_tokenizer *tok, json_t *j, int add_special, const char *at) {
     json_t *t = json_object_get(j, "text"), *a = json_object_get(j, "add_special_tokens");
     if (!json_is_string(t)) {
-        fprintf(stderr, "facet: line %zu: \"text\" must be a string\n", no);
+        fprintf(stderr, "facet: %s: \"text\" must be a string\n", at);
         return 1;
     }
     if (json_is_boolean(a)) add_special = json_is_true(a);
@@ -67,8 +70,8 @@ static int batch_tokenize(const facet_tokenizer *tok, json_t *j, int add_special
     int32_t *ids;
     size_t n;
     if (facet_tokenize(tok, json_string_value(t), json_string_length(t), add_special, &ids, &n, &err)) {
-        fprintf(stderr, "facet: line %zu: ", no);
-        return cli_fail(&err);
+        fprintf(stderr, "facet: %s: %s\n", at, err.message);
+        return err.status == FACET_E_UNSUPPORTED ? 2 : 1;
     }
     printf("{\"ids\":[");
     for (size_t i = 0; i < n; i++) printf(i ? ",%d" : "%d", (int)ids[i]);
@@ -77,10 +80,10 @@ static int batch_tokenize(const facet_tokenizer *tok, json_t *j, int add_special
     return 0;
 }
 
-static int batch_detokenize(const facet_tokenizer *tok, json_t *j, int skip_special, size_t no) {
+static int batch_detokenize(const facet_tokenizer *tok, json_t *j, int skip_special, const char *at) {
     json_t *a = json_object_get(j, "ids"), *s = json_object_get(j, "skip_special_tokens");
     if (!json_is_array(a)) {
-        fprintf(stderr, "facet: line %zu: \"ids\" must be an array\n", no);
+        fprintf(stderr, "facet: %s: \"ids\" must be an array\n", at);
         return 1;
     }
     if (json_is_boolean(s)) skip_special = json_is_true(s);
@@ -91,8 +94,8 @@ static int batch_detokenize(const facet_tokenizer *tok, json_t *j, int skip_spec
         json_t *v = json_array_get(a, i);
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 0x7fffffff) {
             char *shown = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-            fprintf(stderr, "facet: line %zu: ids[%zu] is %.40s, expected an integer 0..2147483647\n",
-                    no, i, shown ? shown : "?");
+            fprintf(stderr, "facet: %s: ids[%zu] is %.40s, expected an integer 0..2147483647\n",
+                    at, i, shown ? shown : "?");
             free(shown);
             free(ids);
             return 1;
@@ -105,8 +108,8 @@ static int batch_detokenize(const facet_tokenizer *tok, json_t *j, int skip_spec
     facet_status st = facet_detokenize(tok, ids, n, skip_special, &text, &len, &err);
     free(ids);
     if (st) {
-        fprintf(stderr, "facet: line %zu: ", no);
-        return cli_fail(&err);
+        fprintf(stderr, "facet: %s: %s\n", at, err.message);
+        return err.status == FACET_E_UNSUPPORTED ? 2 : 1;
     }
     json_t *o = json_pack("{s:s%}", "text", text, len);
     free(text);

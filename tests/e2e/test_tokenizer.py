@@ -145,3 +145,15 @@ def test_detokenize_drops_ids_without_a_token():
     assert r.returncode == 0 and r.stdout == facet("detokenize", STORIES, "--skip-special", "1", "403", "407").stdout
     r = facet("detokenize", STORIES, "1", "-5")
     assert r.returncode == 1
+
+
+def test_jsonl_errors_name_file_and_line(tmp_path):
+    """--jsonl: an error names the input (file or <stdin>) and its line, once."""
+    f = tmp_path / "in.jsonl"
+    f.write_text('{"text": "hi"}\n\n{"text": 3}\n')
+    r = facet("tokenize", STORIES, "--jsonl", f)
+    assert r.returncode == 1 and r.stdout == b'{"ids":[1,270,417]}\n'
+    assert r.stderr.decode() == 'facet: %s:3: "text" must be a string\n' % f
+    r = facet("detokenize", STORIES, "--jsonl", "-", stdin=b'{"ids": [1, 2]}\n{"ids": [1, -4]}\n')
+    assert r.returncode == 1
+    assert r.stderr.decode() == "facet: <stdin>:2: ids[1] is -4, expected an integer 0..2147483647\n"
