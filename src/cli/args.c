@@ -122,3 +122,13 @@ int cli_model_folder(const char **path, char *buf, size_t cap) {
     *path = buf;
     return 1;
 }
+
+int cli_chat_fail(const facet_error *err, const char *messages_path, const char *tools_path) {
+    const char *m = err->message;
+    const char *path = !strncmp(m, "messages:", 9) ? messages_path
+                       : !strncmp(m, "tools:", 6)  ? tools_path
+                                                   : NULL;
+    if (!path) return cli_fail(err);
+    fprintf(stderr, "facet: %s: %s\n", path, m);
+    return err->status == FACET_E_UNSUPPORTED ? 2 : 1;
+}

@@ -65,6 +65,10 @@ int cli_env_mem_available(uint64_t *out);
  * error for any other file (model.safetensors, tokenizer.json, ...). */
 int cli_model_folder(const char **path, char *buf, size_t cap);
 
+/* Print a facet_chat_render error: one about the messages or tools JSON ("messages:...",
+ * "tools:...") is prefixed with the file it came from. Returns cli_fail's exit code. */
+int cli_chat_fail(const facet_error *err, const char *messages_path, const char *tools_path);
+
 /* The bundled model folder (models/stories260k of the source tree, or beside the
  * executable). */
 const char *cli_bundled_model(void);

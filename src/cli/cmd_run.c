@@ -63,9 +63,10 @@ static char *render_chat(const run_opts *o, size_t *len) {
         return NULL;
     }
     facet_chat_template *tpl = NULL;
-    if (facet_chat_template_load(o->model, &tpl, &err) != FACET_OK ||
-        facet_chat_render(tpl, messages, tools, 1, NULL, &out, len, &err) != FACET_OK) {
+    if (facet_chat_template_load(o->model, &tpl, &err) != FACET_OK) {
         cli_fail(&err);
+    } else if (facet_chat_render(tpl, messages, tools, 1, NULL, &out, len, &err) != FACET_OK) {
+        cli_chat_fail(&err, o->messages, o->tools);
         out = NULL;
     }
     facet_chat_template_free(tpl);

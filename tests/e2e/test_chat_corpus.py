@@ -170,4 +170,7 @@ def test_template_sources(facet_bin, tmp_path):
     assert rc == 1 and out == "" and err.startswith("facet: ") and err.count("\n") == 1
     (tmp_path / "m.json").write_text('{"role": "user"}', encoding="utf-8")
     rc, out, err = _template(facet_bin, tmp_path)
-    assert rc == 1 and "messages: expected a JSON array" in err
+    assert rc == 1 and err == "facet: %s: messages: expected a JSON array, got object\n" % (tmp_path / "m.json")
+    (tmp_path / "m.json").write_text('[\n{', encoding="utf-8")  # the file is named with the line:column
+    rc, out, err = _template(facet_bin, tmp_path)
+    assert rc == 1 and err.startswith("facet: %s: messages:2:1: not valid JSON" % (tmp_path / "m.json")), err
