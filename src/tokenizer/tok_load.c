@@ -430,6 +430,14 @@ facet_status facet_tokenizer_load(const char *dir, facet_tokenizer **out, facet_
     st = tok_load_from_memory(data, len, cdata, clen, path, out, err);
     free(data);
     free(cdata);
+    /* the config's errors are worded for a buffer ("tokenizer_config.json:..."): name
+     * the file it came from */
+    static const char cfg_name[] = "tokenizer_config.json";
+    if (st != FACET_OK && err && !strncmp(err->message, cfg_name, sizeof cfg_name - 1)) {
+        char msg[sizeof err->message];
+        snprintf(msg, sizeof msg, "%.500s%.500s", cpath, err->message + sizeof cfg_name - 1);
+        memcpy(err->message, msg, sizeof msg);
+    }
     return st;
 }
 

@@ -11,6 +11,7 @@ The count of identical lines is printed per tokenizer.
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 
 import pytest
@@ -157,3 +158,13 @@ def test_jsonl_errors_name_file_and_line(tmp_path):
     r = facet("detokenize", STORIES, "--jsonl", "-", stdin=b'{"ids": [1, 2]}\n{"ids": [1, -4]}\n')
     assert r.returncode == 1
     assert r.stderr.decode() == "facet: <stdin>:2: ids[1] is -4, expected an integer 0..2147483647\n"
+
+
+def test_bad_tokenizer_config_names_its_path(tmp_path):
+    d = tmp_path / "tok"
+    d.mkdir()
+    shutil.copy(STORIES / "tokenizer.json", d / "tokenizer.json")
+    (d / "tokenizer_config.json").write_text('{"a":')
+    r = facet("tokenize", d, "hi")
+    assert r.returncode == 1
+    assert r.stderr.decode().startswith("facet: %s:1:5: not valid JSON" % (d / "tokenizer_config.json"))
