@@ -69,23 +69,34 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
         return 1;                                                         \
     }                                                                     \
     i++
+/* an option that names one input may be given once: the second would silently win */
+#define ONCE(field)                                                       \
+    if (o->field) {                                                       \
+        fprintf(stderr, "facet: run: %s given twice\n", a);                \
+        return 1;                                                         \
+    }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
             NEED_VALUE;
+            ONCE(prompt);
             o->prompt = v;
         } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
             NEED_VALUE;
+            ONCE(prompt_file);
             o->prompt_file = v;
         } else if (!strcmp(a, "--prompt-ids")) {
             NEED_VALUE;
+            ONCE(prompt_ids);
             o->prompt_ids = v;
         } else if (!strcmp(a, "--messages")) {
             NEED_VALUE;
+            ONCE(messages);
             o->messages = v;
         } else if (!strcmp(a, "--tools")) {
             NEED_VALUE;
+            ONCE(tools);
             o->tools = v;
         } else if (!strcmp(a, "-n") || !strcmp(a, "--max-new")) {
             NEED_VALUE;
@@ -162,6 +173,7 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
             return 1;
         }
 #undef NEED_VALUE
+#undef ONCE
     }
     int sources = !!o->prompt + !!o->prompt_file + !!o->prompt_ids + !!o->messages;
     if (sources > 1) {
@@ -210,8 +222,8 @@ int run_parse_ids(const char *text, int32_t **ids, size_t *n) {
         a[k++] = (int32_t)v;
         p = end;
         while (*p == ' ') p++;
-        if (*p == ',') p++;
-        else if (*p) {
+        if (*p == ',' && p[1]) p++;
+        else if (*p) { /* a trailing comma lands here too: an id is missing after it */
             fprintf(stderr, "facet: --prompt-ids: unexpected '%c' in '%s'\n", *p, text);
             free(a);
             return 1;

@@ -245,6 +245,17 @@ def test_tensor_wrong_shape(facet, tmp_path):
     assert_clean_error(p, "model.layers.1.mlp.down_proj.weight", "172")
 
 
+@pytest.mark.parametrize("args,want", [
+    (["-p", "A", "-p", "B"], "facet: run: -p given twice"),
+    (["--prompt-ids", "1", "--prompt-ids", "2"], "facet: run: --prompt-ids given twice"),
+    (["--prompt-ids", "1,2,"], "facet: --prompt-ids: unexpected ',' in '1,2,'"),
+])
+def test_prompt_options_strict(facet, args, want):
+    p = run(facet, ["run"] + args + ["-n", "1"])
+    assert_clean_error(p, want)
+    assert p.stderr == want + "\n"
+
+
 def test_prompt_longer_than_context(facet):
     ids = ",".join(["5"] * 600)
     p = run(facet, ["run", "--prompt-ids", ids, "-n", "1"])
