@@ -93,7 +93,7 @@ static int write_json(const char *file, json_t *o) {
 }
 
 static void conform_usage(FILE *out) {
-    fprintf(out, "usage: facet conform PATH [--backend cpu|cuda] [--json FILE]\n"
+    fprintf(out, "usage: facet conform PATH [--backend cpu|cuda] [--json FILE|-]\n"
                  "       facet conform --table [--markdown]\n"
                  "PATH: a checkpoint folder or a config.json. Exit: 0 supported, 3 supported\n"
                  "pending the tensor probe (no weights), 2 refused, 1 unusable input.\n");
@@ -142,13 +142,15 @@ int cmd_conform(int argc, char **argv) {
     static facet_plan plan;
     int have_plan = default_plan(f, &plan);
 
+    /* --json -: stdout carries the JSON alone (the report goes to stderr) */
+    FILE *report = json_file && !strcmp(json_file, "-") ? stderr : stdout;
     static char line[4096];
     facet_facts_line(f, line, sizeof line);
-    printf("facts: %s\n", line);
-    for (int i = 0; i < f->n_notes; i++) printf("note: %s\n", f->notes[i].text);
-    if (have_plan) print_plan_brief(stdout, &plan);
-    else printf("plan: none\n");
-    print_verdict(stdout, &v);
+    fprintf(report, "facts: %s\n", line);
+    for (int i = 0; i < f->n_notes; i++) fprintf(report, "note: %s\n", f->notes[i].text);
+    if (have_plan) print_plan_brief(report, &plan);
+    else fprintf(report, "plan: none\n");
+    print_verdict(report, &v);
     rc = verdict_exit(&v);
 
     if (json_file) {

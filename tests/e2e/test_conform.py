@@ -409,3 +409,12 @@ def test_onboard_ledger(run_facet, tmp_path):
     assert rows[0]["plan"]["kv_bytes_per_token_naive"] == 16 * 2 * 8 * 64 * 2
     assert rows[1]["verdicts"]["cpu"]["refusals"][0]["fact"] == "model_type"
     assert rows[1]["plan"] is None
+
+
+def test_json_to_stdout_alone(run_facet, repo_root):
+    """--json -: stdout is one JSON document (the report goes to stderr), so it pipes."""
+    proc = run_facet(["conform", str(repo_root / "models" / "stories260k"), "--json", "-"])
+    assert proc.returncode == 0, proc.stderr
+    obj = json.loads(proc.stdout)
+    assert obj["verdict"]["status"] == "supported" and obj["exit_code"] == 0
+    assert proc.stderr.startswith("facts: llama (LlamaForCausalLM)")
