@@ -55,6 +55,12 @@ facet_status facet_chat_template_load(const char *dir, facet_chat_template **out
 facet_status facet_chat_template_from_string(const char *source, const char *special_tokens_json,
                                              facet_chat_template **out, facet_error *err);
 
+/* Where `tpl` was read from: the path of chat_template.jinja, tokenizer_config.json or
+ * chat_template.json, or "template" for facet_chat_template_from_string. Owned by tpl.
+ * Render errors say "template line L:C: ..." without it (the server sends them to
+ * clients); a command line tool may prefix it. */
+const char *facet_chat_template_origin(const facet_chat_template *tpl);
+
 /* Free a template (NULL is accepted). */
 void facet_chat_template_free(facet_chat_template *tpl);
 

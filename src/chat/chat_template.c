@@ -19,6 +19,7 @@
 
 struct facet_chat_template {
     char *src_default, *src_tools; /* src_tools may be NULL */
+    char source[4096];               /* the file the template was read from, or "template" */
     jtemplate t_default, t_tools;
     json_t *special; /* object of special-token variables */
     json_t *tokens;  /* array of the added/special token strings of tokenizer_config.json */
@@ -34,6 +35,10 @@ int chat_template_mentions(const facet_chat_template *tpl, const char *marker) {
     return 0;
 }
 
+const char *facet_chat_template_origin(const facet_chat_template *tpl) {
+    return tpl->source;
+}
+
 void facet_chat_template_free(facet_chat_template *tpl) {
     if (!tpl) return;
     jinja_template_free(&tpl->t_default);
@@ -46,6 +51,7 @@ void facet_chat_template_free(facet_chat_template *tpl) {
 }
 
 static facet_status compile(facet_chat_template *t, const char *what, facet_error *err) {
+    snprintf(t->source, sizeof t->source, "%s", what);
     facet_status st = jinja_parse(t->src_default, strlen(t->src_default), &t->t_default, err);
     if (!st && t->src_tools) st = jinja_parse(t->src_tools, strlen(t->src_tools), &t->t_tools, err);
     if (st) {

@@ -123,11 +123,13 @@ int cli_model_folder(const char **path, char *buf, size_t cap) {
     return 1;
 }
 
-int cli_chat_fail(const facet_error *err, const char *messages_path, const char *tools_path) {
+int cli_chat_fail(const facet_error *err, const facet_chat_template *tpl, const char *messages_path,
+                  const char *tools_path) {
     const char *m = err->message;
-    const char *path = !strncmp(m, "messages:", 9) ? messages_path
-                       : !strncmp(m, "tools:", 6)  ? tools_path
-                                                   : NULL;
+    const char *path = !strncmp(m, "messages:", 9)     ? messages_path
+                       : !strncmp(m, "tools:", 6)      ? tools_path
+                       : !strncmp(m, "template line", 13) ? facet_chat_template_origin(tpl)
+                                                       : NULL;
     if (!path) return cli_fail(err);
     fprintf(stderr, "facet: %s: %s\n", path, m);
     return err->status == FACET_E_UNSUPPORTED ? 2 : 1;

@@ -7,6 +7,7 @@
 #define FACET_CLI_H
 
 #include "facet.h"
+#include "facet_chat.h"
 #include "model/facts.h"
 
 int cmd_run(int argc, char **argv);
@@ -65,9 +66,11 @@ int cli_env_mem_available(uint64_t *out);
  * error for any other file (model.safetensors, tokenizer.json, ...). */
 int cli_model_folder(const char **path, char *buf, size_t cap);
 
-/* Print a facet_chat_render error: one about the messages or tools JSON ("messages:...",
- * "tools:...") is prefixed with the file it came from. Returns cli_fail's exit code. */
-int cli_chat_fail(const facet_error *err, const char *messages_path, const char *tools_path);
+/* Print a facet_chat_render error of template `tpl`: one about the messages or tools JSON
+ * ("messages:...", "tools:...") or the template itself ("template line L:C: ...") is
+ * prefixed with the file it came from. Returns cli_fail's exit code. */
+int cli_chat_fail(const facet_error *err, const facet_chat_template *tpl, const char *messages_path,
+                  const char *tools_path);
 
 /* The bundled model folder (models/stories260k of the source tree, or beside the
  * executable). */

@@ -66,7 +66,7 @@ static char *render_chat(const run_opts *o, size_t *len) {
     if (facet_chat_template_load(o->model, &tpl, &err) != FACET_OK) {
         cli_fail(&err);
     } else if (facet_chat_render(tpl, messages, tools, 1, NULL, &out, len, &err) != FACET_OK) {
-        cli_chat_fail(&err, o->messages, o->tools);
+        cli_chat_fail(&err, tpl, o->messages, o->tools);
         out = NULL;
     }
     facet_chat_template_free(tpl);

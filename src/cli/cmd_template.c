@@ -92,7 +92,7 @@ int cmd_template(int argc, char **argv) {
     vars_text = json_dumps(vars, JSON_COMPACT | JSON_PRESERVE_ORDER);
     size_t out_len;
     if (facet_chat_render(tpl, msgs, tools, add_gen, vars_text, &out, &out_len, &err)) {
-        rc = cli_chat_fail(&err, msgs_path, tools_path);
+        rc = cli_chat_fail(&err, tpl, msgs_path, tools_path);
         goto out;
     }
     if (fwrite(out, 1, out_len, stdout) != out_len || fflush(stdout)) {

@@ -171,6 +171,13 @@ def test_template_sources(facet_bin, tmp_path):
     (tmp_path / "m.json").write_text('{"role": "user"}', encoding="utf-8")
     rc, out, err = _template(facet_bin, tmp_path)
     assert rc == 1 and err == "facet: %s: messages: expected a JSON array, got object\n" % (tmp_path / "m.json")
+    # a template runtime error names the template's file
+    (tmp_path / "m.json").write_text('[{"role": "user", "content": "x"}]', encoding="utf-8")
+    (tmp_path / "chat_template.jinja").write_text('x\n  {{- raise_exception("roles must alternate") }}', encoding="utf-8")
+    rc, out, err = _template(facet_bin, tmp_path)
+    assert (rc, err) == (1, "facet: %s: template line 2:7: TemplateError: roles must alternate\n"
+                         % (tmp_path / "chat_template.jinja"))
+    (tmp_path / "chat_template.jinja").unlink()
     (tmp_path / "m.json").write_text('[\n{', encoding="utf-8")  # the file is named with the line:column
     rc, out, err = _template(facet_bin, tmp_path)
     assert rc == 1 and err.startswith("facet: %s: messages:2:1: not valid JSON" % (tmp_path / "m.json")), err
