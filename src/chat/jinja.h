@@ -215,9 +215,10 @@ typedef struct jnlist {
     size_t n, cap;
 } jnlist;
 
-/* A macro whose body reads `varargs` takes extra positional arguments (a tuple), one
- * that reads `kwargs` unknown keyword arguments (a dict), as jinja2's macro_body does. */
-enum { JN_CATCH_VARARGS = 1, JN_CATCH_KWARGS = 2 };
+/* As jinja2's macro_body: a macro whose body reads `varargs` takes extra positional
+ * arguments (a tuple), one that reads `kwargs` unknown keyword arguments (a dict), one
+ * that reads `caller` (without a parameter of that name) binds the `caller` keyword. */
+enum { JN_CATCH_VARARGS = 1, JN_CATCH_KWARGS = 2, JN_CATCH_CALLER = 4 };
 
 typedef struct jnode {
     jnode_kind k;
@@ -229,7 +230,7 @@ typedef struct jnode {
     char **names;    /* kwarg names (CALL/FILTER/TEST), targets (FOR/SET), params (MACRO) */
     size_t nnames;
     int neg;         /* TEST: `is not` */
-    int catches;     /* MACRO/CALLBLOCK: JN_CATCH_* bits, the body reads varargs/kwargs */
+    int catches;     /* MACRO/CALLBLOCK: JN_CATCH_* bits (the body reads varargs, kwargs, caller) */
     char ops[8][4];  /* COMPARE: operators for l1 operands ("==", "in", "ni" = not in) */
 } jnode;
 

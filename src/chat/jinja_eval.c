@@ -72,7 +72,9 @@ int jx_undef_error(jctx *cx, const jnode *at, jv v) {
 
 int jx_str(jctx *cx, const jnode *at, jv v, jbuf *b) {
     if (jv_to_pystr(b, v) == 0) return 0;
-    if (b->over || (v.k != JV_LIST && v.k != JV_MACRO && v.k != JV_LOOP && v.k != JV_FUNC))
+    /* a container fails when it holds a macro, function or loop (below) */
+    if (b->over || (v.k != JV_LIST && v.k != JV_DICT && v.k != JV_NS && v.k != JV_MACRO && v.k != JV_LOOP &&
+                    v.k != JV_FUNC))
         return buf_fail(cx, at, b);
     return jx_fail(cx, at, FACET_E_UNSUPPORTED,
                    "unsupported construct: printing a %s object (Python prints its memory address)", jv_type_name(v));
@@ -711,18 +713,109 @@ static int eval_args(jctx *cx, const jnode *n, size_t extra, argv_ *a) {
     return 0;
 }
 
+/* The keyword arguments of a macro call as jinja2 sees them: the call's own, then (for
+ * {% call %}) caller=<the block's macro> as one more. */
+typedef struct kwlist {
+    char **name;
+    jv *val;
+    size_t n;        /* the call's own */
+    jv block_caller; /* JV_MACRO, or undefined */
+    uint8_t *used;   /* [n + 1] */
+} kwlist;
+
+static size_t kw_count(const kwlist *kw) { return kw->n + (kw->block_caller.k == JV_MACRO); }
+static const char *kw_name(const kwlist *kw, size_t k) { return k < kw->n ? kw->name[k] : "caller"; }
+static jv kw_val(const kwlist *kw, size_t k) { return k < kw->n ? kw->val[k] : kw->block_caller; }
+
+/* Take the first unused keyword `name`: 1 and *v (a new reference), or 0. */
+static int kw_take(kwlist *kw, const char *name, jv *v) {
+    for (size_t k = 0; k < kw_count(kw); k++)
+        if (!kw->used[k] && !strcmp(kw_name(kw, k), name)) {
+            kw->used[k] = 1;
+            *v = jv_ref(kw_val(kw, k));
+            return 1;
+        }
+    return 0;
+}
+
+/* Bind a call's arguments in the macro's scope `s` as jinja2's Macro.__call__ does:
+ * parameters from positional arguments, then keywords of their name, then defaults;
+ * `caller` from the keyword caller= when the body reads it; the keywords left into
+ * `kwargs` (else TypeError), the positional arguments left into `varargs` (else
+ * TypeError). */
+static int bind_args(jctx *cx, const jnode *at, const jnode *def, const char *mname, jscope *s, jv *args,
+                     size_t nargs, kwlist *kw) {
+    size_t np = def->nnames;
+    int explicit_caller = 0;
+    for (size_t p = 0; p < np; p++) {
+        if (!strcmp(def->names[p], "caller")) explicit_caller = 1;
+        jv v = jv_undef();
+        if (p < nargs) {
+            v = jv_ref(args[p]);
+        } else if (!kw_take(kw, def->names[p], &v)) {
+            if (p < def->l2.n && def->l2.v[p]) {
+                if (eval(cx, def->l2.v[p], &v)) return -1;
+            } else {
+                v = jv_undef_hint("parameter '%s' was not provided", def->names[p]);
+            }
+        }
+        if (scope_set(cx, at, s, def->names[p], v)) return -1;
+    }
+    if ((def->catches & JN_CATCH_CALLER) && !explicit_caller) {
+        jv v;
+        if (!kw_take(kw, "caller", &v)) v = jv_undef_hint("No caller defined");
+        if (scope_set(cx, at, s, "caller", v)) return -1;
+    }
+    if (def->catches & JN_CATCH_KWARGS) {
+        jv d = jv_dict_new(0);
+        if (d.k != JV_DICT) return oom(cx, at);
+        for (size_t k = 0; k < kw_count(kw); k++)
+            if (!kw->used[k] && jv_dict_set(d, jv_cstr(kw_name(kw, k)), jv_ref(kw_val(kw, k)))) {
+                jv_unref(d);
+                return oom(cx, at);
+            }
+        if (scope_set(cx, at, s, "kwargs", d)) return -1;
+    } else {
+        const char *left = NULL;
+        for (size_t k = 0; k < kw_count(kw); k++)
+            if (!kw->used[k]) {
+                if (!strcmp(kw_name(kw, k), "caller"))
+                    return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: macro '%s' was invoked with two values for "
+                                   "the special caller argument. This is most likely a bug.", mname);
+                if (!left) left = kw_name(kw, k);
+            }
+        if (left) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: macro '%s' takes no keyword argument '%s'", mname, left);
+    }
+    if (def->catches & JN_CATCH_VARARGS) {
+        jv t = jv_list_new(JL_TUPLE);
+        if (t.k != JV_LIST) return oom(cx, at);
+        for (size_t i = np; i < nargs; i++)
+            if (jv_list_push(t, jv_ref(args[i]))) {
+                jv_unref(t);
+                return oom(cx, at);
+            }
+        if (scope_set(cx, at, s, "varargs", t)) return -1;
+    } else if (nargs > np) {
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: macro '%s' takes not more than %zu argument(s)", mname, np);
+    }
+    return 0;
+}
+
 static int call_macro(jctx *cx, const jnode *at, jv fn, jv *args, size_t nargs, char **kwn, jv *kwv, size_t nkw,
-                      jv caller, jv *out) {
+                      jv block_caller, jv *out) {
     jmacro *m = (jmacro *)fn.u.o;
     const jnode *def = m->def;
     const char *mname = def->k == N_MACRO ? def->name : "caller";
-    if (nargs > def->nnames && !(def->catches & JN_CATCH_VARARGS))
-        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: macro '%s' takes not more than %zu argument(s)", mname, def->nnames);
     if (cx->depth >= cx->lim.max_depth)
         return jx_fail(cx, at, FACET_E_LIMIT, "macro calls nested deeper than %d", cx->lim.max_depth);
+    kwlist kw = {kwn, kwv, nkw, block_caller, calloc(nkw + 1, 1)};
+    if (!kw.used) return oom(cx, at);
     jscope *parent = scope_alive(cx, m->scope, m->scope_serial) ? m->scope : cx->root;
     jscope *s = scope_push(cx, parent, at);
-    if (!s) return -1;
+    if (!s) {
+        free(kw.used);
+        return -1;
+    }
     jscope *saved_scope = cx->cur;
     jbuf *saved_out = cx->out;
     jbuf buf = {0};
@@ -730,68 +823,8 @@ static int call_macro(jctx *cx, const jnode *at, jv fn, jv *args, size_t nargs, 
     cx->cur = s;
     cx->out = &buf;
     cx->depth++;
-    int rc = 0;
-    /* extra positional arguments into `varargs`, unknown keywords into `kwargs`, when
-     * the body reads them (jinja2: a tuple and a dict, empty when none) */
-    jv varargs = jv_undef(), kwargs = jv_undef();
-    if (def->catches & JN_CATCH_VARARGS) {
-        varargs = jv_list_new(JL_TUPLE);
-        if (varargs.k != JV_LIST) rc = oom(cx, at);
-        for (size_t i = def->nnames; i < nargs && !rc; i++)
-            if (jv_list_push(varargs, jv_ref(args[i]))) rc = oom(cx, at);
-    }
-    if (!rc && (def->catches & JN_CATCH_KWARGS)) {
-        kwargs = jv_dict_new(0);
-        if (kwargs.k != JV_DICT) rc = oom(cx, at);
-    }
-    for (size_t k = 0; k < nkw && !rc; k++) {
-        size_t p;
-        for (p = 0; p < def->nnames; p++)
-            if (!strcmp(def->names[p], kwn[k])) break;
-        if (p == def->nnames && !(caller.k == JV_MACRO && !strcmp(kwn[k], "caller"))) {
-            if (kwargs.k == JV_DICT) {
-                if (jv_dict_set(kwargs, jv_cstr(kwn[k]), jv_ref(kwv[k]))) rc = oom(cx, at);
-            } else {
-                rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: macro '%s' takes no keyword argument '%s'", mname, kwn[k]);
-            }
-        } else if (p < nargs)
-            rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: macro '%s' got multiple values for argument '%s'", mname, kwn[k]);
-    }
-    if (!rc && varargs.k == JV_LIST) {
-        rc = scope_set(cx, at, s, "varargs", varargs);
-        varargs = jv_undef();
-    }
-    if (!rc && kwargs.k == JV_DICT) {
-        rc = scope_set(cx, at, s, "kwargs", kwargs);
-        kwargs = jv_undef();
-    }
-    jv_unref(varargs);
-    jv_unref(kwargs);
-    for (size_t p = 0; p < def->nnames && !rc; p++) {
-        jv v = jv_undef();
-        int have = 0;
-        if (p < nargs) {
-            v = jv_ref(args[p]);
-            have = 1;
-        }
-        for (size_t k = 0; k < nkw && !have; k++)
-            if (!strcmp(def->names[p], kwn[k])) {
-                v = jv_ref(kwv[k]);
-                have = 1;
-            }
-        if (!have) {
-            if (p < def->l2.n && def->l2.v[p]) {
-                if (eval(cx, def->l2.v[p], &v)) {
-                    rc = -1;
-                    break;
-                }
-            } else {
-                v = jv_undef_hint("parameter '%s' was not provided", def->names[p]);
-            }
-        }
-        rc = scope_set(cx, at, s, def->names[p], v);
-    }
-    if (!rc && caller.k == JV_MACRO) rc = scope_set(cx, at, s, "caller", jv_ref(caller));
+    int rc = bind_args(cx, at, def, mname, s, args, nargs, &kw);
+    free(kw.used);
     if (!rc) {
         rc = exec_list(cx, &def->l1);
         if (rc > 0) rc = 0;
@@ -901,12 +934,8 @@ static int builtin_call(jctx *cx, const jnode *at, const char *name, jv *args, s
 }
 
 int jx_call_value(jctx *cx, const jnode *at, jv fn, jv *args, size_t nargs, char **kwn, jv *kwv, size_t nkw, jv *out) {
-    if (fn.k == JV_MACRO) {
-        jv caller = jv_undef();
-        for (size_t k = 0; k < nkw; k++)
-            if (!strcmp(kwn[k], "caller") && kwv[k].k == JV_MACRO) caller = kwv[k];
-        return call_macro(cx, at, fn, args, nargs, kwn, kwv, nkw, caller, out);
-    }
+    if (fn.k == JV_MACRO) /* a caller= keyword is bound like any other (bind_args) */
+        return call_macro(cx, at, fn, args, nargs, kwn, kwv, nkw, jv_undef(), out);
     if (fn.k == JV_FUNC) {
         jfunc *f = (jfunc *)fn.u.o;
         if (f->self.k == JV_UNDEF) return builtin_call(cx, at, f->name, args, nargs, kwn, kwv, nkw, out);

@@ -859,25 +859,53 @@ static int parse_signature(parser *P, jnode *n) {
     return 0;
 }
 
-/* JN_CATCH_* bits for the names `varargs` / `kwargs` read anywhere under n (nested
- * macros included, as jinja2's find_undeclared over a macro body). */
-static int node_catches(const jnode *n) {
-    if (!n) return 0;
-    int c = 0;
-    if (n->k == N_NAME && n->name) {
-        if (!strcmp(n->name, "varargs")) c |= JN_CATCH_VARARGS;
-        if (!strcmp(n->name, "kwargs")) c |= JN_CATCH_KWARGS;
-    }
-    c |= node_catches(n->a) | node_catches(n->b) | node_catches(n->c) | node_catches(n->d);
-    for (size_t i = 0; i < n->l1.n; i++) c |= node_catches(n->l1.v[i]);
-    for (size_t i = 0; i < n->l2.n; i++) c |= node_catches(n->l2.v[i]);
-    return c;
+/* The JN_CATCH_* bit of a special macro name, 0 for any other. */
+static int special_bit(const char *name) {
+    if (!name) return 0;
+    if (!strcmp(name, "caller")) return JN_CATCH_CALLER;
+    if (!strcmp(name, "kwargs")) return JN_CATCH_KWARGS;
+    if (!strcmp(name, "varargs")) return JN_CATCH_VARARGS;
+    return 0;
 }
 
-static int body_catches(const jnlist *body) {
-    int c = 0;
-    for (size_t i = 0; i < body->n; i++) c |= node_catches(body->v[i]);
-    return c;
+static void drop_stored(const jnode *n, int *open) {
+    for (size_t i = 0; i < n->nnames; i++) *open &= ~special_bit(n->names[i]);
+}
+
+/* jinja2's find_undeclared over a macro body, in its node order: a special name read
+ * while still open is caught; once stored (a set/for/with target, a nested macro's
+ * parameter) it is no longer looked for. Nested macros are visited too. */
+static void visit_catches(const jnode *n, int *open, int *found) {
+    if (!n) return;
+    if (n->k == N_NAME) {
+        int bit = special_bit(n->name);
+        if (bit & *open) *found |= bit;
+        return;
+    }
+    int stores = n->k == N_FOR || n->k == N_SET || n->k == N_SETBLOCK || n->k == N_MACRO ||
+                 n->k == N_WITH;
+    if (n->k == N_CALLBLOCK) { /* jinja2's CallBlock: the call, then the parameters */
+        visit_catches(n->a, open, found);
+        drop_stored(n, open);
+    } else {
+        if (stores) drop_stored(n, open); /* targets and parameters come first */
+        visit_catches(n->a, open, found);
+    }
+    visit_catches(n->b, open, found);
+    visit_catches(n->c, open, found);
+    visit_catches(n->d, open, found);
+    for (size_t i = 0; i < n->l1.n; i++) visit_catches(n->l1.v[i], open, found);
+    for (size_t i = 0; i < n->l2.n; i++) visit_catches(n->l2.v[i], open, found);
+}
+
+/* JN_CATCH_* bits of macro (or call block) n, as jinja2's macro_body decides them: the
+ * names its body reads, less kwargs/varargs declared as parameters; caller is caught
+ * only when no parameter is named caller (JN_CATCH_CALLER then binds it). */
+static int macro_catches(const jnode *n) {
+    int open = JN_CATCH_CALLER | JN_CATCH_KWARGS | JN_CATCH_VARARGS, found = 0;
+    for (size_t i = 0; i < n->l1.n; i++) visit_catches(n->l1.v[i], &open, &found);
+    for (size_t i = 0; i < n->nnames; i++) found &= ~special_bit(n->names[i]);
+    return found;
 }
 
 static jnode *parse_statement(parser *P) {
@@ -985,7 +1013,7 @@ static jnode *parse_statement(parser *P) {
         int rc = parse_signature(P, n) || block_end(P) || subparse(P, &n->l1, ends);
         P->loop_depth = saved;
         if (rc) goto bad;
-        n->catches = body_catches(&n->l1);
+        n->catches = macro_catches(n);
         next(P);
         if (cur(P)->k == T_NAME) next(P); /* {% endmacro name %} */
         if (block_end(P)) goto bad;
@@ -1007,7 +1035,7 @@ static jnode *parse_statement(parser *P) {
         int rc = block_end(P) || subparse(P, &n->l1, ends);
         P->loop_depth = saved;
         if (rc) goto bad;
-        n->catches = body_catches(&n->l1);
+        n->catches = macro_catches(n);
         next(P);
         if (block_end(P)) goto bad;
         return n;
