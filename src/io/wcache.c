@@ -497,6 +497,16 @@ static long temp_writer_pid(const char *name, const char *base) {
     return *p == '-' && !strcmp(p + 1, base) ? pid : 0;
 }
 
+/* A fresh temporary name ".tmp-PID-N-BASE" beside `path` (dlen: the length of its
+ * folder part, with the slash) into tmp[cap]. Returns 0, or -1 when too long. */
+static int temp_name(char *tmp, size_t cap, const char *path, int dlen) {
+    static unsigned counter;
+    unsigned c = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+    return snprintf(tmp, cap, "%.*s.tmp-%ld-%u-%s", dlen, path, (long)getpid(), c, path + dlen) >= (int)cap
+               ? -1
+               : 0;
+}
+
 int wcache_sweep_stale(const char *path) {
     char dir[PATH_MAX];
     const char *slash = strrchr(path, '/');
@@ -574,28 +584,35 @@ facet_status wcache_write(const char *path, const wcache_key *key, const wcache_
     }
 
     wcache_sweep_stale(path);
-    /* a temporary file of our own beside the destination */
-    static unsigned counter;
-    char tmp[PATH_MAX];
+    /* The file is written unnamed (O_TMPFILE) where the file system allows it, so a
+     * writer killed mid-write leaves nothing behind; it is linked under a temporary name
+     * only when complete, then renamed. Elsewhere it carries the temporary name from the
+     * start. Either way the writer holds an flock on it until after the rename, so
+     * wcache_sweep_stale never takes a live writer's file. */
+    char tmp[PATH_MAX], dir[PATH_MAX];
     const char *slash = strrchr(path, '/');
     int dlen = slash ? (int)(slash - path + 1) : 0;
-    int fd = -1;
-    for (int attempt = 0; fd < 0 && attempt < 100; attempt++) {
-        unsigned c = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-        if (snprintf(tmp, sizeof tmp, "%.*s.tmp-%ld-%u-%s", dlen, path, (long)getpid(), c,
-                     path + dlen) >= (int)sizeof tmp) {
-            free(head);
-            return facet_err(err, FACET_E_IO, "%s: path too long", path);
+    snprintf(dir, sizeof dir, "%.*s", dlen ? dlen : 1, dlen ? path : ".");
+    int named = 0, fd = -1;
+    if (access("/proc/self/fd", X_OK) == 0) /* linkat through /proc names it at the end */
+        fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        for (int attempt = 0; fd < 0 && attempt < 100; attempt++) {
+            if (temp_name(tmp, sizeof tmp, path, dlen)) {
+                free(head);
+                return facet_err(err, FACET_E_IO, "%s: path too long", path);
+            }
+            fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644); /* read back: see below */
+            if (fd < 0 && errno != EEXIST) break;
         }
-        fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644); /* read back: see below */
-        if (fd < 0 && errno != EEXIST) break;
+        named = fd >= 0;
     }
-    if (fd >= 0) flock(fd, LOCK_EX | LOCK_NB); /* ours until we exit: see wcache_sweep_stale */
     if (fd < 0) {
         int e = errno;
         free(head);
         return facet_err(err, FACET_E_IO, "%s: cannot create a temporary file: %s", path, strerror(e));
     }
+    flock(fd, LOCK_EX); /* a new file: nobody else holds it */
     int ok = ftruncate(fd, (off_t)cursor) == 0 && write_all(fd, head, index_end, 0) == 0;
     uint64_t done = 0;
     for (size_t i = 0; ok && i < n; i++) {
@@ -620,17 +637,37 @@ facet_status wcache_write(const char *path, const wcache_key *key, const wcache_
             munmap(m, (size_t)cursor);
         }
     }
-    if (close(fd) != 0 && ok) {
-        ok = 0;
-        e = errno;
+    if (ok && !named) { /* complete: give it a temporary name beside the destination */
+        char self[64];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+        for (int attempt = 0; ok && !named && attempt < 100; attempt++) {
+            if (temp_name(tmp, sizeof tmp, path, dlen)) {
+                ok = 0;
+                e = ENAMETOOLONG;
+            } else if (linkat(AT_FDCWD, self, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
+                named = 1;
+            } else if (errno != EEXIST) {
+                ok = 0;
+                e = errno;
+            }
+        }
+        if (ok && !named) {
+            ok = 0;
+            e = EEXIST;
+        }
     }
     if (ok && rename(tmp, path) != 0) {
         ok = 0;
         e = errno;
     }
+    /* the lock goes with the close, after the rename; the data was fsync'd above */
+    if (close(fd) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
     free(head);
     if (!ok) {
-        unlink(tmp);
+        if (named) unlink(tmp);
         return facet_err(err, FACET_E_IO, "%s: cannot write: %s", path, strerror(e));
     }
     sync_dir_of(path);

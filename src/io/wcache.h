@@ -31,9 +31,10 @@
  *
  * Writing is atomic: a temporary file in the destination folder, fsync, rename over
  * the destination, fsync of the folder. Concurrent writers each write their own
- * temporary file; the last rename wins and a reader sees either file whole. A writer
- * killed mid-write leaves its temporary file behind; the next write or open of that
- * cache removes it (wcache_sweep_stale).
+ * temporary file; the last rename wins and a reader sees either file whole. The file is
+ * written unnamed (O_TMPFILE) where the file system allows it, so a writer killed
+ * mid-write leaves nothing; elsewhere it leaves its temporary file, which the next write
+ * or open of that cache removes (wcache_sweep_stale).
  */
 #ifndef FACET_IO_WCACHE_H
 #define FACET_IO_WCACHE_H
@@ -196,7 +197,9 @@ facet_status wcache_write(const char *path, const wcache_key *key, const wcache_
  * Remove the temporary files that writers of cache `path` left behind when they were
  * killed mid-write (Ctrl-C during a first load): regular files named
  * ".tmp-PID-N-BASENAME" beside `path` whose process PID no longer exists on this
- * machine and whose writer's lock (flock, held by wcache_write until it exits) is free.
+ * machine and whose writer's lock is free (wcache_write holds an flock on its file from
+ * before it is named until after its rename, so a writer in another PID namespace or on
+ * another host is never taken for a dead one).
  * wcache_write and wcache_open call it; errors (an unreadable folder, a file that
  * cannot be removed) are ignored. Returns the number of files removed.
  */

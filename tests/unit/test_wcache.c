@@ -475,8 +475,11 @@ static void test_killed_writer_temp_removed(void **state) {
     int status;
     assert_int_equal(waitpid(child, &status, 0), child);
     assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    /* where the file system has O_TMPFILE the killed writer's file was never named:
+     * nothing is left; elsewhere its named temporary is, and the sweep below takes it */
     char dead[256] = "", want[64];
-    assert_int_equal(count_files(), 1);
+    int left = count_files();
+    assert_true(left <= 1);
     DIR *d = opendir(dir);
     struct dirent *e;
     while ((e = readdir(d)))
@@ -484,9 +487,13 @@ static void test_killed_writer_temp_removed(void **state) {
             snprintf(dead, sizeof dead, "%s", e->d_name);
     closedir(d);
     snprintf(want, sizeof want, ".tmp-%ld-", (long)child); /* then the writer's counter */
-    assert_int_equal(strncmp(dead, want, strlen(want)), 0);
-    assert_non_null(strstr(dead, "-bf16.facetcache"));
-
+    if (left == 1) {
+        assert_int_equal(strncmp(dead, want, strlen(want)), 0);
+        assert_non_null(strstr(dead, "-bf16.facetcache"));
+    } else { /* a killed writer's named temporary, as a file system without O_TMPFILE keeps */
+        snprintf(dead, sizeof dead, ".tmp-%ld-0-bf16.facetcache", (long)child);
+        touch(dead);
+    }
     /* kept: a live writer (our parent), another destination, a name not of the pattern,
      * a folder, and a dead pid's file whose lock someone holds (a writer on another host) */
     char live[128], other[128], locked[128], folder[128], lp[512];
