@@ -49,10 +49,11 @@ int cli_read_stdin(char **data, size_t *len);
 int cli_parse_float(const char *opt, const char *v, float *out);
 
 /* When folder `path` holds weights: probe them into *f (facet_facts_probe) and, for a
- * family in the table, check every tensor the loader will need (facet_weights_check).
- * Returns 0, or 1 after printing the error (cli_fail). A folder without weights is left
- * unprobed (its verdict stays pending). */
-int cli_probe_weights(const char *path, facet_facts *f);
+ * family in the table that `backend` does not refuse (facet_judge), check every tensor
+ * the loader will need (facet_weights_check), in the loader's order. Returns 0, or 1
+ * after printing the error (cli_fail). A folder without weights is left unprobed (its
+ * verdict stays pending). */
+int cli_probe_weights(const char *path, facet_facts *f, const char *backend);
 
 /* FACET_MEM_AVAILABLE (bytes, 1..CLI_MAX_MEM_BYTES; overrides /proc/meminfo's
  * MemAvailable, for tests and capacity planning) into *out when set. Returns 1 (unset:

@@ -21,10 +21,10 @@
 #include "model/table.h"
 
 /* Facts of PATH, probed when it has weights. Returns an exit code (0 ok, 1 unusable). */
-static int load_facts(const char *path, facet_facts *f) {
+static int load_facts(const char *path, facet_facts *f, const char *backend) {
     facet_error err;
     if (facet_facts_read(path, f, &err) != FACET_OK) return cli_fail(&err);
-    return cli_probe_weights(path, f);
+    return cli_probe_weights(path, f, backend);
 }
 
 static int verdict_exit(const facet_verdict *v) {
@@ -134,7 +134,7 @@ int cmd_conform(int argc, char **argv) {
         return 1;
     }
     facet_facts *f = &g_facts;
-    int rc = load_facts(path, f);
+    int rc = load_facts(path, f, backend);
     if (rc) return rc;
 
     static facet_verdict v;
@@ -214,7 +214,7 @@ int cmd_onboard(int argc, char **argv) {
         return 1;
     }
     facet_facts *f = &g_facts;
-    int rc = load_facts(path, f);
+    int rc = load_facts(path, f, "cpu");
     if (rc) return rc;
 
     static facet_verdict cpu, cuda;

@@ -90,7 +90,7 @@ int cmd_plan(int argc, char **argv) {
     facet_facts *f = &g_facts;
     facet_error err;
     if (facet_facts_read(path, f, &err) != FACET_OK) return cli_fail(&err);
-    int rc = cli_probe_weights(path, f);
+    int rc = cli_probe_weights(path, f, backend);
     if (rc) return rc;
 
     static facet_verdict v;

@@ -265,6 +265,40 @@ def test_tensors_checked_as_the_loader_does(case, edit, needle, run_facet, repo_
         assert proc.stderr.splitlines() == run.stderr.splitlines(), cmd
 
 
+def test_refused_before_tensors_are_walked(run_facet, repo_root, tmp_path):
+    """A refused feature that changes which tensors exist (experts instead of an MLP) is
+    refused (exit 2) by conform and plan, as run refuses it, not 'unusable' for lacking
+    the dense MLP tensors."""
+    d = tmp_path / "moe"
+    shutil.copytree(repo_root / "models" / "stories260k", d)
+    os.chmod(d, 0o755)
+    for f in d.iterdir():
+        os.chmod(f, 0o644)
+    renames = {"gate_proj": "block_sparse_moe.experts.0.w1", "up_proj": "block_sparse_moe.experts.0.w3",
+               "down_proj": "block_sparse_moe.experts.0.w2"}
+
+    import safetensors_io  # tests/ref is on sys.path (conftest)
+    path = d / "model.safetensors"
+    header, meta, start = safetensors_io.read_header(str(path))
+    arrays = {}
+    for name, info in header.items():
+        new = name
+        for k, v in renames.items():
+            new = new.replace("mlp." + k, v)
+        arrays[new] = (info["dtype"], safetensors_io.read_tensor(str(path), info, start))
+    safetensors_io.write_file(str(path), [(n, dt, a.shape) for n, (dt, a) in arrays.items()],
+                              lambda n: arrays[n][1], metadata=meta)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg.update(num_local_experts=2, num_experts_per_tok=1)
+    (d / "config.json").write_text(json.dumps(cfg))
+    run = run_facet(["run", str(d), "--prompt-ids", "1", "-n", "1", "--no-cache"])
+    assert run.returncode == REFUSED and "REFUSED: num_local_experts=2" in run.stderr, run.stderr
+    for cmd in (["conform", str(d)], ["plan", str(d)]):
+        proc = run_facet(cmd)
+        assert proc.returncode == REFUSED, proc.stdout + proc.stderr
+        assert "REFUSED: num_local_experts=2" in proc.stdout
+
+
 def test_probe_config_disagreement_printed(run_facet, make_checkpoint, tmp_path):
     # config says tied, but the checkpoint carries an lm_head: the tensors win
     ckpt = make_checkpoint(CONFIGS / "TinyLlama__TinyLlama-1.1B-Chat-v1.0__resaved", shrink={})
