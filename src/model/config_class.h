@@ -43,10 +43,13 @@ typedef struct facet_config_class {
     double rope_local_base_freq;  /* class default (0 = none)                          */
     int reads_multipliers;        /* Granite's embedding/attention/residual/logits     */
     int reads_gemma_attention;    /* Gemma 2/3: attn_logit_softcapping,
-                                     final_logit_softcapping, query_pre_attn_scalar,
-                                     sliding_window_pattern; other classes leave these
-                                     keys unread (the table then judges them)          */
+                                     final_logit_softcapping, query_pre_attn_scalar;
+                                     other classes leave these keys unread (the table
+                                     then judges them)                                 */
     int reads_rope_local_base_freq; /* Gemma 3: sliding layers' own rope base          */
+    int reads_sliding_window_pattern; /* Gemma 3 reads sliding_window_pattern; Gemma 2
+                                     alternates by its modeling code (the class default
+                                     2) and, as every other class, leaves the key unread */
     int reads_no_rope;            /* SmolLM3: no_rope_layers / no_rope_layer_interval   */
     int64_t no_rope_layer_interval; /* class default: layer i has no RoPE iff
                                      (i + 1) % interval == 0                            */

@@ -501,7 +501,7 @@ static facet_status read_window(reader *r, const facet_config_class *cls) {
         }
     }
     int64_t pattern = cls->sliding_window_pattern;
-    if (cls->reads_gemma_attention)
+    if (cls->reads_sliding_window_pattern)
         TRY(get_int(r, "sliding_window_pattern", 0, 1, FACET_MAX_LAYERS, &pattern, NULL));
 
     f->sliding_window = window;

@@ -358,6 +358,9 @@ BAD = [
                                rope_local_base_freq=10000.0), 2, "REFUSED: rope_local_base_freq=10000.0 is not"),
     ("pattern-unread", dict(BASE, model_type="mistral", architectures=["MistralForCausalLM"],
                             sliding_window=64, sliding_window_pattern=2), 2, "REFUSED: sliding_window_pattern=2 is not"),
+    # Gemma 2's modeling code alternates sliding layers itself; Gemma2Config has no such key
+    ("pattern-gemma2", dict(BASE, model_type="gemma2", architectures=["Gemma2ForCausalLM"],
+                            sliding_window=64, sliding_window_pattern=3), 2, "REFUSED: sliding_window_pattern=3 is not"),
     ("alibi", dict(BASE, use_alibi=True), 2, "REFUSED: use_alibi=true"),
     ("window-cuda", dict(BASE, model_type="mistral", architectures=["MistralForCausalLM"], sliding_window=64), 2,
      "REFUSED: sliding_window=64 (2 of 2 layers)"),
