@@ -231,6 +231,7 @@ typedef struct jnode {
     size_t nnames;
     int neg;         /* TEST: `is not` */
     int catches;     /* MACRO/CALLBLOCK: JN_CATCH_* bits (the body reads varargs, kwargs, caller) */
+    int height;      /* levels of the tree under this node (parser's cache; 0 = not yet) */
     char ops[8][4];  /* COMPARE: operators for l1 operands ("==", "in", "ni" = not in) */
 } jnode;
 

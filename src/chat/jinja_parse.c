@@ -13,6 +13,7 @@
 #include "chat/jinja.h"
 
 #define MAX_NEST 200
+#define MAX_TREE_HEIGHT 1000 /* expression tree levels (too_tall) */
 
 
 typedef struct parser {
@@ -195,6 +196,29 @@ bad:
     return NULL;
 }
 
+/* Height of the tree under n, cached in the nodes (each computed once). */
+static int node_height(jnode *n) {
+    if (!n) return 0;
+    if (n->height) return n->height;
+    int h = 0, x;
+    jnode *kids[] = {n->a, n->b, n->c, n->d};
+    for (int i = 0; i < 4; i++)
+        if ((x = node_height(kids[i])) > h) h = x;
+    for (size_t i = 0; i < n->l1.n; i++)
+        if ((x = node_height(n->l1.v[i])) > h) h = x;
+    for (size_t i = 0; i < n->l2.n; i++)
+        if ((x = node_height(n->l2.v[i])) > h) h = x;
+    return n->height = h + 1;
+}
+
+/* Before a left-deep chain (a + b + c, a.b.c, x|f|g) grows by one more operator: the
+ * evaluator and node_free recurse on the tree, so its height is bounded. */
+static int too_tall(parser *P, jnode *n, const jtok *at) {
+    if (node_height(n) <= MAX_TREE_HEIGHT) return 0;
+    fail(P, at, FACET_E_LIMIT, "expression deeper than %d operators", MAX_TREE_HEIGHT);
+    return 1;
+}
+
 static jnode *binop(parser *P, const jtok *at, const char *op, jnode *l, jnode *r) {
     jnode *n = node(P, N_BINOP, at);
     if (!n || !(n->name = strdup(op))) {
@@ -212,6 +236,10 @@ static jnode *parse_pow(parser *P) {
     jnode *l = parse_unary(P, 1);
     while (l && is_op(P, "**")) {
         jtok *at = cur(P);
+        if (too_tall(P, l, at)) {
+            node_free(l);
+            return NULL;
+        }
         next(P);
         jnode *r = parse_unary(P, 1);
         if (!r) {
@@ -227,6 +255,10 @@ static jnode *parse_math2(parser *P) {
     jnode *l = parse_pow(P);
     while (l && (is_op(P, "*") || is_op(P, "/") || is_op(P, "//") || is_op(P, "%"))) {
         jtok *at = cur(P);
+        if (too_tall(P, l, at)) {
+            node_free(l);
+            return NULL;
+        }
         char op[4];
         strcpy(op, at->op);
         next(P);
@@ -244,6 +276,10 @@ static jnode *parse_concat(parser *P) {
     jnode *l = parse_math2(P);
     while (l && is_op(P, "~")) {
         jtok *at = cur(P);
+        if (too_tall(P, l, at)) {
+            node_free(l);
+            return NULL;
+        }
         next(P);
         jnode *r = parse_math2(P);
         if (!r) {
@@ -259,6 +295,10 @@ static jnode *parse_math1(parser *P) {
     jnode *l = parse_concat(P);
     while (l && (is_op(P, "+") || is_op(P, "-"))) {
         jtok *at = cur(P);
+        if (too_tall(P, l, at)) {
+            node_free(l);
+            return NULL;
+        }
         char op[4];
         strcpy(op, at->op);
         next(P);
@@ -340,6 +380,10 @@ static jnode *parse_andor(parser *P, int is_or) {
     jnode *l = is_or ? parse_andor(P, 0) : parse_not(P);
     while (l && is_name(P, is_or ? "or" : "and")) {
         jtok *at = cur(P);
+        if (too_tall(P, l, at)) {
+            node_free(l);
+            return NULL;
+        }
         next(P);
         jnode *r = is_or ? parse_andor(P, 0) : parse_not(P);
         jnode *n = r ? node(P, is_or ? N_OR : N_AND, at) : NULL;
@@ -359,6 +403,10 @@ static jnode *parse_condexpr(parser *P) {
     jnode *e1 = parse_andor(P, 1);
     while (e1 && is_name(P, "if")) {
         jtok *at = cur(P);
+        if (too_tall(P, e1, at)) {
+            node_free(e1);
+            return NULL;
+        }
         next(P);
         jnode *cond = parse_andor(P, 1), *e3 = NULL;
         if (cond && is_name(P, "else")) {
@@ -574,6 +622,10 @@ bad:
 static jnode *parse_postfix(parser *P, jnode *n) {
     for (;;) {
         jtok *at = cur(P);
+        if (too_tall(P, n, at)) {
+            node_free(n);
+            return NULL;
+        }
         if (is_op(P, ".")) {
             next(P);
             jtok *t = cur(P);
@@ -680,6 +732,10 @@ static int parse_dotted_name(parser *P, char **out) {
 static jnode *parse_filter(parser *P, jnode *n, int start_inline) {
     while (is_op(P, "|") || start_inline) {
         jtok *at = cur(P);
+        if (n && too_tall(P, n, at)) {
+            node_free(n);
+            return NULL;
+        }
         if (!start_inline) next(P);
         start_inline = 0;
         jnode *f = node(P, N_FILTER, at);
@@ -769,6 +825,10 @@ static jnode *parse_test(parser *P, jnode *n) {
 
 static jnode *parse_filter_expr(parser *P, jnode *n) {
     for (;;) {
+        if (n && too_tall(P, n, cur(P))) {
+            node_free(n);
+            return NULL;
+        }
         if (is_op(P, "|")) n = parse_filter(P, n, 0);
         else if (is_name(P, "is")) n = parse_test(P, n);
         else if (is_op(P, "(")) {

@@ -135,6 +135,30 @@ static void test_limits(void **state) {
                 "loop iterations");
 }
 
+/* A left-deep chain of 400k operators (x or x or ...) once overflowed the evaluator's
+ * and node_free's stacks: the parser bounds the tree's height instead. */
+static void test_limits_chain_height(void **state) {
+    (void)state;
+    static const char *const ops[] = {" or ", " + ", "|upper", ".a", "~"};
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        size_t n = 400000, len = strlen(ops[k]);
+        char *src = malloc(16 + n * (len + 3));
+        assert_non_null(src);
+        char *p = src;
+        p += sprintf(p, "{{ 'x'");
+        for (size_t i = 0; i < n; i++) p += sprintf(p, "%s%s", ops[k], ops[k][0] == '|' || ops[k][0] == '.' ? "" : "'x'");
+        strcpy(p, " }}");
+        expect_fail(src, NULL, FACET_E_LIMIT, "expression deeper than 1000 operators");
+        free(src);
+    }
+    /* just below the bound: renders */
+    char src[16 + 999 * 4];
+    char *p = src + sprintf(src, "{{ 1");
+    for (int i = 0; i < 998; i++) p += sprintf(p, "+1");
+    strcpy(p, " }}");
+    expect(src, NULL, "999");
+}
+
 static void test_limits_output(void **state) {
     (void)state;
     jlimits lim = {.max_depth = 20, .max_iterations = 100000, .max_output = 4096};
@@ -200,6 +224,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oracle_cases),   cmocka_unit_test(test_float_repr),
         cmocka_unit_test(test_json_bridge),    cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_limits_chain_height),
         cmocka_unit_test(test_limits_output),  cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_raise_exception), cmocka_unit_test(test_strftime_epoch),
         cmocka_unit_test(test_parse_errors),
