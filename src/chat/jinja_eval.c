@@ -513,8 +513,11 @@ static int arith_err(jctx *cx, const jnode *at, const char *op, jv a, jv b) {
 
 static int repeat(jctx *cx, const jnode *at, jv seq, int64_t n, jv *out) {
     if (n < 0) n = 0;
+    /* an empty sequence repeats to itself: no loop of n turns (n may be 2^63 - 1) */
+    size_t len = seq.k == JV_STR ? JS(seq)->len : JL(seq)->n;
+    if (len == 0) n = 0;
     if (seq.k == JV_STR) {
-        if (n && JS(seq)->len * (uint64_t)n > cx->lim.max_output)
+        if (n && (uint64_t)n > cx->lim.max_output / len) /* no product: it could wrap */
             return jx_fail(cx, at, FACET_E_LIMIT, "string repetition exceeds the output limit");
         jbuf b = {0};
         for (int64_t i = 0; i < n; i++)
@@ -526,7 +529,7 @@ static int repeat(jctx *cx, const jnode *at, jv seq, int64_t n, jv *out) {
         jbuf_free(&b);
         return 0;
     }
-    if (n && JL(seq)->n * (uint64_t)n > (uint64_t)cx->lim.max_iterations)
+    if (n && (uint64_t)n > (uint64_t)cx->lim.max_iterations / len)
         return jx_fail(cx, at, FACET_E_LIMIT, "list repetition exceeds the iteration limit");
     jv l = jv_list_new(JL(seq)->flavor);
     if (l.k != JV_LIST) return oom(cx, at);
