@@ -811,12 +811,14 @@ static int call_macro(jctx *cx, const jnode *at, jv fn, jv *args, size_t nargs, 
     const char *mname = def->k == N_MACRO ? def->name : "caller";
     if (cx->depth >= cx->lim.max_depth)
         return jx_fail(cx, at, FACET_E_LIMIT, "macro calls nested deeper than %d", cx->lim.max_depth);
-    kwlist kw = {kwn, kwv, nkw, block_caller, calloc(nkw + 1, 1)};
+    uint8_t used_small[32]; /* most calls: no allocation */
+    kwlist kw = {kwn, kwv, nkw, block_caller, nkw < sizeof used_small ? used_small : calloc(nkw + 1, 1)};
     if (!kw.used) return oom(cx, at);
+    if (kw.used == used_small) memset(used_small, 0, sizeof used_small);
     jscope *parent = scope_alive(cx, m->scope, m->scope_serial) ? m->scope : cx->root;
     jscope *s = scope_push(cx, parent, at);
     if (!s) {
-        free(kw.used);
+        if (kw.used != used_small) free(kw.used);
         return -1;
     }
     jscope *saved_scope = cx->cur;
@@ -827,7 +829,7 @@ static int call_macro(jctx *cx, const jnode *at, jv fn, jv *args, size_t nargs, 
     cx->out = &buf;
     cx->depth++;
     int rc = bind_args(cx, at, def, mname, s, args, nargs, &kw);
-    free(kw.used);
+    if (kw.used != used_small) free(kw.used);
     if (!rc) {
         rc = exec_list(cx, &def->l1);
         if (rc > 0) rc = 0;

@@ -130,7 +130,5 @@ int cli_chat_fail(const facet_error *err, const facet_chat_template *tpl, const 
                        : !strncmp(m, "tools:", 6)      ? tools_path
                        : !strncmp(m, "template line", 13) ? facet_chat_template_origin(tpl)
                                                        : NULL;
-    if (!path) return cli_fail(err);
-    fprintf(stderr, "facet: %s: %s\n", path, m);
-    return err->status == FACET_E_UNSUPPORTED ? 2 : 1;
+    return cli_fail_at(path, err);
 }

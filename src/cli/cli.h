@@ -24,6 +24,10 @@ int cmd_serve(int argc, char **argv);
  * 2 for FACET_E_UNSUPPORTED (a refusal), 1 for everything else. */
 int cli_fail(const facet_error *err);
 
+/* cli_fail with the input it concerns first: "facet: WHERE: MESSAGE" (WHERE a file, or
+ * FILE:LINE); WHERE NULL is cli_fail. */
+int cli_fail_at(const char *where, const facet_error *err);
+
 /* Parse v as a whole decimal integer in [lo, hi] into *out; on failure print
  * "facet: OPT expects an integer in [lo, hi], got 'V'" and return 0 (1 on success). */
 int cli_parse_int(const char *opt, const char *v, long lo, long hi, int *out);

@@ -37,6 +37,7 @@
 #include "cli/cli.h"
 #include "kernels/cpu/membw.h"
 #include "model/weights_policy.h"
+#include "util/error.h"
 #include "util/stats.h"
 
 static double now_s(void) {
@@ -134,8 +135,7 @@ static int time_prefill(facet_model *model, int vocab, int L, facet_kv_type kv, 
     float *logits = malloc(sizeof(float) * (size_t)vocab);
     int done = 0;
     if (!ids || !logits) {
-        err->status = FACET_E_NOMEM;
-        snprintf(err->message, sizeof err->message, "bench: out of memory for a prompt of %d tokens", L);
+        facet_err(err, FACET_E_NOMEM, "bench: out of memory for a prompt of %d tokens", L);
     } else {
         uint32_t rng = 1234u + (uint32_t)L;
         for (int i = 0; i < L; i++) ids[i] = (int32_t)(lcg(&rng) % (uint32_t)vocab);

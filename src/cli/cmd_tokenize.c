@@ -70,8 +70,7 @@ static int batch_tokenize(const facet_tokenizer *tok, json_t *j, int add_special
     int32_t *ids;
     size_t n;
     if (facet_tokenize(tok, json_string_value(t), json_string_length(t), add_special, &ids, &n, &err)) {
-        fprintf(stderr, "facet: %s: %s\n", at, err.message);
-        return err.status == FACET_E_UNSUPPORTED ? 2 : 1;
+        return cli_fail_at(at, &err);
     }
     printf("{\"ids\":[");
     for (size_t i = 0; i < n; i++) printf(i ? ",%d" : "%d", (int)ids[i]);
@@ -108,8 +107,7 @@ static int batch_detokenize(const facet_tokenizer *tok, json_t *j, int skip_spec
     facet_status st = facet_detokenize(tok, ids, n, skip_special, &text, &len, &err);
     free(ids);
     if (st) {
-        fprintf(stderr, "facet: %s: %s\n", at, err.message);
-        return err.status == FACET_E_UNSUPPORTED ? 2 : 1;
+        return cli_fail_at(at, &err);
     }
     json_t *o = json_pack("{s:s%}", "text", text, len);
     free(text);
@@ -121,6 +119,8 @@ static int batch_detokenize(const facet_tokenizer *tok, json_t *j, int skip_spec
     return 0;
 }
 
+/* The tokenizer of MODEL (a folder, or its config.json). Returns 0, or the exit code
+ * after printing the error. */
 static int load_or_fail(const char *model, facet_tokenizer **tok) {
     facet_error err = {0};
     char model_buf[4096];
@@ -164,8 +164,9 @@ int cmd_tokenize(int argc, char **argv) {
     size_t len = 0;
     if (jsonl) {
         facet_tokenizer *bt;
-        if (load_or_fail(model, &bt)) return 1;
-        int rc = batch(bt, jsonl, add_special, batch_tokenize);
+        int rc = load_or_fail(model, &bt);
+        if (rc) return rc;
+        rc = batch(bt, jsonl, add_special, batch_tokenize);
         facet_tokenizer_free(bt);
         return rc;
     }
@@ -178,14 +179,10 @@ int cmd_tokenize(int argc, char **argv) {
         return 1;
     }
     facet_tokenizer *tok;
-    char model_buf[4096];
-    if (!cli_model_folder(&model, model_buf, sizeof model_buf)) {
+    int rc = load_or_fail(model, &tok);
+    if (rc) {
         free(data);
-        return 1;
-    }
-    if (facet_tokenizer_load(model, &tok, &err)) {
-        free(data);
-        return cli_fail(&err);
+        return rc;
     }
     int32_t *ids;
     size_t n;
@@ -264,18 +261,14 @@ int cmd_detokenize(int argc, char **argv) {
     }
     facet_error err = {0};
     facet_tokenizer *tok;
-    char model_buf[4096];
-    if (!cli_model_folder(&model, model_buf, sizeof model_buf)) {
+    int rc = load_or_fail(model, &tok);
+    if (rc) {
         free(ids);
-        return 1;
-    }
-    if (facet_tokenizer_load(model, &tok, &err)) {
-        free(ids);
-        return cli_fail(&err);
+        return rc;
     }
     if (jsonl) {
         free(ids);
-        int rc = batch(tok, jsonl, skip_special, batch_detokenize);
+        rc = batch(tok, jsonl, skip_special, batch_detokenize);
         facet_tokenizer_free(tok);
         return rc;
     }

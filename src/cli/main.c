@@ -29,10 +29,14 @@ static void usage(FILE *out) {
     fprintf(out, "\nfacet COMMAND --help shows a command's options.\n");
 }
 
-int cli_fail(const facet_error *err) {
-    fprintf(stderr, "facet: %s\n", err->message[0] ? err->message : facet_status_name(err->status));
+int cli_fail_at(const char *where, const facet_error *err) {
+    const char *msg = err->message[0] ? err->message : facet_status_name(err->status);
+    if (where) fprintf(stderr, "facet: %s: %s\n", where, msg);
+    else fprintf(stderr, "facet: %s\n", msg);
     return err->status == FACET_E_UNSUPPORTED ? 2 : 1;
 }
+
+int cli_fail(const facet_error *err) { return cli_fail_at(NULL, err); }
 
 const char *cli_bundled_model(void) {
     static char path[4096];
