@@ -1,10 +1,11 @@
 /*
  * weights.c — read every tensor the facts call for, check its shape, convert weight
- * matrices to the run-time format (vectors stay float32). Tensor names are the Hugging
- * Face ones (model.layers.N.self_attn.q_proj...). The same walk takes the tensors from a
+ * matrices to the run-time format (vectors stay float32). Which tensors, their names,
+ * shapes and order come from the tensor table (model/tensors.h). The same walk takes the tensors from a
  * weight cache instead when one is given (weights_cache.c decides), so the shape checks
  * and the order of tensors are one code path for both.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "engine/weights_check.h"
 #include "engine/weights_load.h"
 #include "io/safetensors.h"
+#include "model/tensors.h"
 #include "util/error.h"
 
 /* entry kinds of the weight cache */
@@ -223,123 +225,100 @@ static facet_status load_split(wload *ld, const char *name, const int64_t *parts
     return st;
 }
 
-/* The prefix of the decoder's tensors: "model." for *ForCausalLM checkpoints, longer
- * ones for multimodal wrappers whose text model is loaded alone. */
-static const char *tensor_prefix(const st_checkpoint *ck) {
-    static const char *prefixes[] = {"model.", "model.language_model.", "language_model.model."};
-    char name[128];
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
-        snprintf(name, sizeof name, "%sembed_tokens.weight", prefixes[i]);
-        if (st_checkpoint_find(ck, name)) return prefixes[i];
-    }
-    return "model.";
-}
-
-#define NAME(...) snprintf(name, sizeof name, __VA_ARGS__)
 #define TRY(call)                                                           \
     do {                                                                    \
         facet_status s_ = (call);                                           \
         if (s_ != FACET_OK) return s_;                                      \
     } while (0)
-/* a float32 vector / a run-time matrix, counted into w->bytes */
-#define VEC(ptr, n) TRY(load_vec(ld, name, (n), &(ptr), &w->bytes, err))
-#define MAT(wt, rows, cols) TRY(load_mat(ld, name, (rows), (cols), &(wt), &w->bytes, err))
+
+/* Where each slot of the tensor table lands: a field of facet_layer_weights for LAYER
+ * rows, of facet_weights for the others. A float32 vector field is a float *, a matrix
+ * field a facet_wtensor (the row's `matrix` says which). */
+static const size_t slot_field[FACET_TS_COUNT] = {
+    [FACET_TS_EMBED_TOKENS] = offsetof(facet_weights, embed_tokens),
+    [FACET_TS_INPUT_LAYERNORM] = offsetof(facet_layer_weights, input_layernorm),
+    [FACET_TS_Q_PROJ] = offsetof(facet_layer_weights, q_proj),
+    [FACET_TS_K_PROJ] = offsetof(facet_layer_weights, k_proj),
+    [FACET_TS_V_PROJ] = offsetof(facet_layer_weights, v_proj),
+    [FACET_TS_Q_BIAS] = offsetof(facet_layer_weights, q_bias),
+    [FACET_TS_K_BIAS] = offsetof(facet_layer_weights, k_bias),
+    [FACET_TS_V_BIAS] = offsetof(facet_layer_weights, v_bias),
+    [FACET_TS_O_PROJ] = offsetof(facet_layer_weights, o_proj),
+    [FACET_TS_O_BIAS] = offsetof(facet_layer_weights, o_bias),
+    [FACET_TS_Q_NORM] = offsetof(facet_layer_weights, q_norm),
+    [FACET_TS_K_NORM] = offsetof(facet_layer_weights, k_norm),
+    [FACET_TS_POST_ATTENTION_LAYERNORM] = offsetof(facet_layer_weights, post_attention_layernorm),
+    [FACET_TS_PRE_FEEDFORWARD_LAYERNORM] = offsetof(facet_layer_weights, pre_feedforward_layernorm),
+    [FACET_TS_POST_FEEDFORWARD_LAYERNORM] =
+        offsetof(facet_layer_weights, post_feedforward_layernorm),
+    [FACET_TS_GATE_PROJ] = offsetof(facet_layer_weights, gate_proj),
+    [FACET_TS_UP_PROJ] = offsetof(facet_layer_weights, up_proj),
+    [FACET_TS_DOWN_PROJ] = offsetof(facet_layer_weights, down_proj),
+    [FACET_TS_GATE_BIAS] = offsetof(facet_layer_weights, gate_bias),
+    [FACET_TS_UP_BIAS] = offsetof(facet_layer_weights, up_bias),
+    [FACET_TS_DOWN_BIAS] = offsetof(facet_layer_weights, down_bias),
+    [FACET_TS_NORM] = offsetof(facet_weights, norm),
+    [FACET_TS_LM_HEAD] = offsetof(facet_weights, lm_head),
+};
+
+/* The field of slot `s` (row root `root`): in layer L, or in w. */
+static void *slot_ptr(facet_weights *w, facet_layer_weights *L, facet_troot root, facet_tslot s) {
+    return (char *)(root == FACET_TR_LAYER ? (void *)L : (void *)w) + slot_field[s];
+}
+
+/* Load row `r` (of layer `layer` for LAYER rows, L its weights) when the facts call for
+ * it, counting its bytes into w->bytes. */
+static facet_status load_row(wload *ld, const facet_facts *f, facet_weights *w,
+                             facet_layer_weights *L, const facet_tensor_row *r, const char *prefix,
+                             int64_t layer, facet_error *err) {
+    if (!r->when || !r->when(f)) return FACET_OK;
+    char name[256];
+    facet_tensor_find(ld->ck, r, prefix, layer, name, sizeof name);
+    int full = L ? L->qk_norm_full : 0;
+    int64_t d0 = facet_tdim_value(r->dims[0], f, full), d1 = facet_tdim_value(r->dims[1], f, full);
+    if (r->slot == FACET_TS_FUSED) { /* split by rows into its parts' slots */
+        int64_t parts[FACET_TENSOR_SPLIT_MAX];
+        facet_wtensor *outs[FACET_TENSOR_SPLIT_MAX];
+        for (int p = 0; p < r->n_split; p++) {
+            const facet_tensor_row *part = facet_tensor_slot(r->split[p]);
+            parts[p] = facet_tdim_value(part->dims[0], f, full);
+            outs[p] = slot_ptr(w, L, part->root, r->split[p]);
+        }
+        return load_split(ld, name, parts, r->n_split, d1, outs, &w->bytes, err);
+    }
+    void *dst = slot_ptr(w, L, r->root, r->slot);
+    if (r->matrix) return load_mat(ld, name, d0, d1, dst, &w->bytes, err);
+    return load_vec(ld, name, d0, dst, &w->bytes, err);
+}
 
 facet_status facet_weights_walk(facet_model *m, wload *ld, facet_error *err) {
     const facet_facts *f = &m->facts;
     facet_weights *w = &m->w;
-    char name[256];
-    int64_t H = f->hidden_size, I = f->intermediate_size, V = f->vocab_size;
-    int64_t q_dim = f->num_attention_heads * f->head_dim;
-    int64_t kv_dim = f->num_key_value_heads * f->head_dim;
-    const char *P = tensor_prefix(ld->ck);
+    char prefix[64] = "model."; /* the probe refused a checkpoint without one */
+    facet_tensor_prefix(ld->ck, prefix, sizeof prefix);
 
     w->layers = calloc((size_t)f->num_hidden_layers, sizeof *w->layers);
     if (!w->layers) return facet_err(err, FACET_E_NOMEM, "layer table");
 
-    NAME("%sembed_tokens.weight", P);
-    MAT(w->embed_tokens, V, H);
-    for (int64_t l = 0; l < f->num_hidden_layers; l++) {
-        facet_layer_weights *L = &w->layers[l];
-        long long li = (long long)l;
-        if (f->pre_norms) {
-            NAME("%slayers.%lld.input_layernorm.weight", P, li);
-            VEC(L->input_layernorm, H);
+    /* the table's order: rows before the layers, each layer's rows, the rest */
+    for (size_t i = 0; i < facet_tensor_count;) {
+        if (facet_tensor_rows[i].root != FACET_TR_LAYER) {
+            TRY(load_row(ld, f, w, NULL, &facet_tensor_rows[i], prefix, 0, err));
+            i++;
+            continue;
         }
-        if (f->fused_qkv) { /* Phi-3: rows are q, then k, then v */
-            NAME("%slayers.%lld.self_attn.qkv_proj.weight", P, li);
-            int64_t parts[] = {q_dim, kv_dim, kv_dim};
-            facet_wtensor *outs[] = {&L->q_proj, &L->k_proj, &L->v_proj};
-            TRY(load_split(ld, name, parts, 3, H, outs, &w->bytes, err));
-        } else {
-            NAME("%slayers.%lld.self_attn.q_proj.weight", P, li);
-            MAT(L->q_proj, q_dim, H);
-            NAME("%slayers.%lld.self_attn.k_proj.weight", P, li);
-            MAT(L->k_proj, kv_dim, H);
-            NAME("%slayers.%lld.self_attn.v_proj.weight", P, li);
-            MAT(L->v_proj, kv_dim, H);
+        size_t end = i;
+        while (end < facet_tensor_count && facet_tensor_rows[end].root == FACET_TR_LAYER) end++;
+        for (int64_t l = 0; l < f->num_hidden_layers; l++) {
+            facet_layer_weights *L = &w->layers[l];
+            /* the norm's length says its scope: one head, or the whole projection */
+            if (f->qk_norm) L->qk_norm_full = facet_tensor_qk_norm_full(ld->ck, f, prefix, l);
+            for (size_t k = i; k < end; k++)
+                TRY(load_row(ld, f, w, L, &facet_tensor_rows[k], prefix, l, err));
         }
-        if (f->qkv_bias) {
-            NAME("%slayers.%lld.self_attn.q_proj.bias", P, li);
-            VEC(L->q_bias, q_dim);
-            NAME("%slayers.%lld.self_attn.k_proj.bias", P, li);
-            VEC(L->k_bias, kv_dim);
-            NAME("%slayers.%lld.self_attn.v_proj.bias", P, li);
-            VEC(L->v_bias, kv_dim);
-        }
-        NAME("%slayers.%lld.self_attn.o_proj.weight", P, li);
-        MAT(L->o_proj, H, q_dim);
-        if (f->o_bias) {
-            NAME("%slayers.%lld.self_attn.o_proj.bias", P, li);
-            VEC(L->o_bias, H);
-        }
-        if (f->qk_norm) {
-            /* the tensor's length says its scope: one head, or the whole projection */
-            NAME("%slayers.%lld.self_attn.q_norm.weight", P, li);
-            const st_tensor *qn = st_checkpoint_find(ld->ck, name);
-            L->qk_norm_full = qn && qn->ndim == 1 && qn->shape[0] == q_dim && q_dim != f->head_dim;
-            VEC(L->q_norm, L->qk_norm_full ? q_dim : f->head_dim);
-            NAME("%slayers.%lld.self_attn.k_norm.weight", P, li);
-            VEC(L->k_norm, L->qk_norm_full ? kv_dim : f->head_dim);
-        }
-        NAME("%slayers.%lld.post_attention_layernorm.weight", P, li);
-        VEC(L->post_attention_layernorm, H);
-        if (f->post_norms) {
-            if (f->pre_norms) {
-                NAME("%slayers.%lld.pre_feedforward_layernorm.weight", P, li);
-                VEC(L->pre_feedforward_layernorm, H);
-            }
-            NAME("%slayers.%lld.post_feedforward_layernorm.weight", P, li);
-            VEC(L->post_feedforward_layernorm, H);
-        }
-        if (f->fused_gate_up) { /* Phi-3: rows are gate, then up */
-            NAME("%slayers.%lld.mlp.gate_up_proj.weight", P, li);
-            int64_t parts[] = {I, I};
-            facet_wtensor *outs[] = {&L->gate_proj, &L->up_proj};
-            TRY(load_split(ld, name, parts, 2, H, outs, &w->bytes, err));
-        } else {
-            NAME("%slayers.%lld.mlp.gate_proj.weight", P, li);
-            MAT(L->gate_proj, I, H);
-            NAME("%slayers.%lld.mlp.up_proj.weight", P, li);
-            MAT(L->up_proj, I, H);
-        }
-        NAME("%slayers.%lld.mlp.down_proj.weight", P, li);
-        MAT(L->down_proj, H, I);
-        if (f->mlp_bias) { /* Llama's mlp_bias: gate, up and down all carry a bias */
-            NAME("%slayers.%lld.mlp.gate_proj.bias", P, li);
-            VEC(L->gate_bias, I);
-            NAME("%slayers.%lld.mlp.up_proj.bias", P, li);
-            VEC(L->up_bias, I);
-            NAME("%slayers.%lld.mlp.down_proj.bias", P, li);
-            VEC(L->down_bias, H);
-        }
+        i = end;
     }
-    NAME("%snorm.weight", P);
-    VEC(w->norm, H);
     if (f->has_lm_head) {
-        NAME("lm_head.weight");
-        if (!st_checkpoint_find(ld->ck, name)) NAME("language_model.lm_head.weight");
-        MAT(w->lm_head, V, H);
         w->lm_head_tied = 0;
     } else {
         w->lm_head = w->embed_tokens; /* same data: freed once */
@@ -380,15 +359,13 @@ void facet_weights_free(facet_model *m) {
     }
     if (w->layers) {
         for (int64_t l = 0; l < m->facts.num_hidden_layers; l++) {
-            facet_layer_weights *L = &w->layers[l];
-            float *ptrs[] = {L->input_layernorm, L->q_bias, L->k_bias, L->v_bias, L->o_bias,
-                             L->q_norm, L->k_norm, L->post_attention_layernorm,
-                             L->pre_feedforward_layernorm, L->post_feedforward_layernorm,
-                             L->gate_bias, L->up_bias, L->down_bias};
-            for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) free(ptrs[i]);
-            facet_wtensor *mats[] = {&L->q_proj, &L->k_proj, &L->v_proj, &L->o_proj,
-                                     &L->gate_proj, &L->up_proj, &L->down_proj};
-            for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) wtensor_free(mats[i]);
+            for (size_t i = 0; i < facet_tensor_count; i++) {
+                const facet_tensor_row *r = &facet_tensor_rows[i];
+                if (r->root != FACET_TR_LAYER || r->slot == FACET_TS_FUSED) continue;
+                void *p = slot_ptr(w, &w->layers[l], r->root, r->slot);
+                if (r->matrix) wtensor_free(p);
+                else free(*(float **)p);
+            }
         }
         free(w->layers);
     }

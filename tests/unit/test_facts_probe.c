@@ -13,6 +13,7 @@
 #include "io/safetensors.h"
 #include "model/facts.h"
 #include "model/probe.h"
+#include "model/tensors.h"
 
 typedef struct spec {
     int qkv_bias, o_bias, qk_norm, lm_head, bias_only_layer0, bad_k_shape, dtype_bf16;
@@ -172,12 +173,48 @@ static void test_shape_mismatch(void **state) {
                                         "[8, 8], expected [4, 8]"));
 }
 
+/* The tensor table is consistent: every slot has exactly one row, and a fused row's
+ * parts add up to its rows (for a config whose dims all differ, so a wrong part shows). */
+static void test_tensor_table(void **state) {
+    (void)state;
+    facet_facts f;
+    memset(&f, 0, sizeof f);
+    f.hidden_size = 96, f.intermediate_size = 200, f.vocab_size = 1000;
+    f.num_attention_heads = 6, f.num_key_value_heads = 2, f.head_dim = 16;
+    int seen[FACET_TS_COUNT] = {0};
+    for (size_t i = 0; i < facet_tensor_count; i++) {
+        const facet_tensor_row *r = &facet_tensor_rows[i];
+        if (r->slot != FACET_TS_FUSED) {
+            assert_true(r->slot >= 0 && r->slot < FACET_TS_COUNT);
+            seen[r->slot]++;
+            assert_ptr_equal(facet_tensor_slot(r->slot), r);
+            continue;
+        }
+        assert_ptr_equal(facet_tensor_fused((facet_tfused)r->fused), r);
+        int64_t sum = 0;
+        for (int p = 0; p < r->n_split; p++) {
+            const facet_tensor_row *part = facet_tensor_slot(r->split[p]);
+            assert_int_equal(part->matrix, r->matrix);
+            assert_int_equal(part->dims[1], r->dims[1]);
+            sum += facet_tdim_value(part->dims[0], &f, 0);
+        }
+        assert_int_equal(sum, facet_tdim_value(r->dims[0], &f, 0));
+    }
+    for (int s = 0; s < FACET_TS_COUNT; s++) assert_int_equal(seen[s], 1);
+    /* the hand-worked values: qkv = (6 + 2 * 2) * 16, gate_up = 2 * 200 */
+    assert_int_equal(facet_tdim_value(facet_tensor_fused(FACET_TF_QKV_PROJ)->dims[0], &f, 0), 160);
+    assert_int_equal(facet_tdim_value(FACET_TD_FFN2, &f, 0), 400);
+    assert_int_equal(facet_tdim_value(FACET_TD_Q_NORM, &f, 1), 96);
+    assert_int_equal(facet_tdim_value(FACET_TD_K_NORM, &f, 0), 16);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_untied),
         cmocka_unit_test(test_biases_norms_tied),
         cmocka_unit_test(test_inconsistent_layers),
         cmocka_unit_test(test_shape_mismatch),
+        cmocka_unit_test(test_tensor_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

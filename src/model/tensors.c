@@ -1,0 +1,180 @@
+/*
+ * tensors.c — the checkpoint tensor table (see tensors.h). Names follow the Hugging
+ * Face modeling code's module paths (model.layers.N.self_attn.q_proj.weight, ...).
+ */
+#include "model/tensors.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* When the loader needs a row: predicates on the probed facts. */
+static int always(const facet_facts *f) { (void)f; return 1; }
+static int pre_norms(const facet_facts *f) { return f->pre_norms; }
+static int fused_qkv(const facet_facts *f) { return f->fused_qkv; }
+static int split_qkv(const facet_facts *f) { return !f->fused_qkv; }
+static int qkv_bias(const facet_facts *f) { return f->qkv_bias; }
+static int o_bias(const facet_facts *f) { return f->o_bias; }
+static int qk_norm(const facet_facts *f) { return f->qk_norm; }
+static int pre_ffn_norm(const facet_facts *f) { return f->post_norms && f->pre_norms; }
+static int post_norms(const facet_facts *f) { return f->post_norms; }
+static int fused_gate_up(const facet_facts *f) { return f->fused_gate_up; }
+static int split_gate_up(const facet_facts *f) { return !f->fused_gate_up; }
+static int mlp_bias(const facet_facts *f) { return f->mlp_bias; }
+static int lm_head(const facet_facts *f) { return f->has_lm_head; }
+
+#define NO_SPLIT -1, 0, {0}
+#define VEC(root, name, d0, slot, when) \
+    {root, name, NULL, {d0, FACET_TD_NONE}, 0, slot, NO_SPLIT, when}
+#define MAT(root, name, d0, d1, slot, when) {root, name, NULL, {d0, d1}, 1, slot, NO_SPLIT, when}
+#define L FACET_TR_LAYER
+#define H FACET_TD_HIDDEN
+
+const facet_tensor_row facet_tensor_rows[] = {
+    MAT(FACET_TR_MODEL, "embed_tokens.weight", FACET_TD_VOCAB, H, FACET_TS_EMBED_TOKENS, always),
+    VEC(L, "input_layernorm.weight", H, FACET_TS_INPUT_LAYERNORM, pre_norms),
+    /* Phi-3: rows are q, then k, then v */
+    {L, "self_attn.qkv_proj.weight", NULL, {FACET_TD_QKV, H}, 1, FACET_TS_FUSED,
+     FACET_TF_QKV_PROJ, 3, {FACET_TS_Q_PROJ, FACET_TS_K_PROJ, FACET_TS_V_PROJ}, fused_qkv},
+    MAT(L, "self_attn.q_proj.weight", FACET_TD_Q, H, FACET_TS_Q_PROJ, split_qkv),
+    MAT(L, "self_attn.k_proj.weight", FACET_TD_KV, H, FACET_TS_K_PROJ, split_qkv),
+    MAT(L, "self_attn.v_proj.weight", FACET_TD_KV, H, FACET_TS_V_PROJ, split_qkv),
+    /* probed only: a fused bias decides qkv_bias; the loader reads q/k/v biases */
+    {L, "self_attn.qkv_proj.bias", NULL, {FACET_TD_QKV, FACET_TD_NONE}, 0, FACET_TS_FUSED,
+     FACET_TF_QKV_BIAS, 3, {FACET_TS_Q_BIAS, FACET_TS_K_BIAS, FACET_TS_V_BIAS}, NULL},
+    VEC(L, "self_attn.q_proj.bias", FACET_TD_Q, FACET_TS_Q_BIAS, qkv_bias),
+    VEC(L, "self_attn.k_proj.bias", FACET_TD_KV, FACET_TS_K_BIAS, qkv_bias),
+    VEC(L, "self_attn.v_proj.bias", FACET_TD_KV, FACET_TS_V_BIAS, qkv_bias),
+    MAT(L, "self_attn.o_proj.weight", H, FACET_TD_Q, FACET_TS_O_PROJ, always),
+    VEC(L, "self_attn.o_proj.bias", H, FACET_TS_O_BIAS, o_bias),
+    VEC(L, "self_attn.q_norm.weight", FACET_TD_Q_NORM, FACET_TS_Q_NORM, qk_norm),
+    VEC(L, "self_attn.k_norm.weight", FACET_TD_K_NORM, FACET_TS_K_NORM, qk_norm),
+    VEC(L, "post_attention_layernorm.weight", H, FACET_TS_POST_ATTENTION_LAYERNORM, always),
+    VEC(L, "pre_feedforward_layernorm.weight", H, FACET_TS_PRE_FEEDFORWARD_LAYERNORM,
+        pre_ffn_norm),
+    VEC(L, "post_feedforward_layernorm.weight", H, FACET_TS_POST_FEEDFORWARD_LAYERNORM,
+        post_norms),
+    /* Phi-3: rows are gate, then up */
+    {L, "mlp.gate_up_proj.weight", NULL, {FACET_TD_FFN2, H}, 1, FACET_TS_FUSED,
+     FACET_TF_GATE_UP_PROJ, 2, {FACET_TS_GATE_PROJ, FACET_TS_UP_PROJ}, fused_gate_up},
+    MAT(L, "mlp.gate_proj.weight", FACET_TD_FFN, H, FACET_TS_GATE_PROJ, split_gate_up),
+    MAT(L, "mlp.up_proj.weight", FACET_TD_FFN, H, FACET_TS_UP_PROJ, split_gate_up),
+    MAT(L, "mlp.down_proj.weight", H, FACET_TD_FFN, FACET_TS_DOWN_PROJ, always),
+    /* Llama's mlp_bias: gate, up and down all carry a bias */
+    VEC(L, "mlp.gate_proj.bias", FACET_TD_FFN, FACET_TS_GATE_BIAS, mlp_bias),
+    VEC(L, "mlp.up_proj.bias", FACET_TD_FFN, FACET_TS_UP_BIAS, mlp_bias),
+    VEC(L, "mlp.down_proj.bias", H, FACET_TS_DOWN_BIAS, mlp_bias),
+    VEC(FACET_TR_MODEL, "norm.weight", H, FACET_TS_NORM, always),
+    /* present means untied, whatever tie_word_embeddings says (probe.c) */
+    {FACET_TR_TOP, "lm_head.weight", "language_model.lm_head.weight", {FACET_TD_VOCAB, H}, 1,
+     FACET_TS_LM_HEAD, NO_SPLIT, lm_head},
+};
+const size_t facet_tensor_count = sizeof facet_tensor_rows / sizeof facet_tensor_rows[0];
+
+#undef L
+#undef H
+
+const facet_tensor_row *facet_tensor_slot(facet_tslot s) {
+    for (size_t i = 0; i < facet_tensor_count; i++)
+        if (facet_tensor_rows[i].slot == s) return &facet_tensor_rows[i];
+    return NULL;
+}
+
+const facet_tensor_row *facet_tensor_fused(facet_tfused id) {
+    for (size_t i = 0; i < facet_tensor_count; i++)
+        if (facet_tensor_rows[i].slot == FACET_TS_FUSED && facet_tensor_rows[i].fused == (int)id)
+            return &facet_tensor_rows[i];
+    return NULL;
+}
+
+int64_t facet_tdim_value(facet_tdim d, const facet_facts *f, int full_qk_norm) {
+    int64_t q = f->num_attention_heads * f->head_dim, kv = f->num_key_value_heads * f->head_dim;
+    switch (d) {
+    case FACET_TD_NONE: return 0;
+    case FACET_TD_HIDDEN: return f->hidden_size;
+    case FACET_TD_FFN: return f->intermediate_size;
+    case FACET_TD_FFN2: return 2 * f->intermediate_size;
+    case FACET_TD_VOCAB: return f->vocab_size;
+    case FACET_TD_Q: return q;
+    case FACET_TD_KV: return kv;
+    case FACET_TD_QKV: return q + 2 * kv;
+    case FACET_TD_Q_NORM: return full_qk_norm ? q : f->head_dim;
+    case FACET_TD_K_NORM: return full_qk_norm ? kv : f->head_dim;
+    }
+    return 0;
+}
+
+const char *facet_tdim_name(facet_tdim d) {
+    switch (d) {
+    case FACET_TD_NONE: return "";
+    case FACET_TD_HIDDEN: return "hidden_size";
+    case FACET_TD_FFN: return "intermediate_size";
+    case FACET_TD_FFN2: return "2 * intermediate_size";
+    case FACET_TD_VOCAB: return "vocab_size";
+    case FACET_TD_Q: return "num_attention_heads * head_dim";
+    case FACET_TD_KV: return "num_key_value_heads * head_dim";
+    case FACET_TD_QKV: return "(num_attention_heads + 2 * num_key_value_heads) * head_dim";
+    case FACET_TD_Q_NORM: return "head_dim (or num_attention_heads * head_dim)";
+    case FACET_TD_K_NORM: return "head_dim (or num_key_value_heads * head_dim)";
+    }
+    return "?";
+}
+
+const st_tensor *facet_tensor_with_prefix(const st_checkpoint *ck, const char *prefix) {
+    size_t lo = 0, hi = ck->n_tensors, n = strlen(prefix);
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(ck->by_name[mid]->name, prefix) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < ck->n_tensors && !strncmp(ck->by_name[lo]->name, prefix, n)) return ck->by_name[lo];
+    return NULL;
+}
+
+int facet_tensor_prefix(const st_checkpoint *ck, char *out, size_t cap) {
+    /* *ForCausalLM checkpoints use "model."; multimodal wrappers whose text model is
+     * loaded alone nest it deeper */
+    static const char *const known[] = {"model.", "model.language_model.",
+                                        "language_model.model.", "transformer.", ""};
+    char probe[128];
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        snprintf(probe, sizeof probe, "%slayers.0.", known[i]);
+        if (facet_tensor_with_prefix(ck, probe)) {
+            snprintf(out, cap, "%s", known[i]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_row *r,
+                                   const char *prefix, int64_t layer, char *name, size_t cap) {
+    switch (r->root) {
+    case FACET_TR_MODEL: snprintf(name, cap, "%s%s", prefix, r->name); break;
+    case FACET_TR_LAYER:
+        snprintf(name, cap, "%slayers.%lld.%s", prefix, (long long)layer, r->name);
+        break;
+    case FACET_TR_TOP: {
+        const st_tensor *t = st_checkpoint_find(ck, r->name);
+        if (t || !r->alt) {
+            snprintf(name, cap, "%s", r->name);
+            return t;
+        }
+        if ((t = st_checkpoint_find(ck, r->alt))) {
+            snprintf(name, cap, "%s", r->alt);
+            return t;
+        }
+        snprintf(name, cap, "%s", r->name);
+        return NULL;
+    }
+    }
+    return st_checkpoint_find(ck, name);
+}
+
+int facet_tensor_qk_norm_full(const st_checkpoint *ck, const facet_facts *f, const char *prefix,
+                              int64_t layer) {
+    char name[512];
+    const st_tensor *qn =
+        facet_tensor_find(ck, facet_tensor_slot(FACET_TS_Q_NORM), prefix, layer, name, sizeof name);
+    int64_t q_dim = f->num_attention_heads * f->head_dim;
+    return qn && qn->ndim == 1 && qn->shape[0] == q_dim && q_dim != f->head_dim;
+}

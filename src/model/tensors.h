@@ -1,0 +1,133 @@
+/*
+ * tensors.h — the one table of a checkpoint's tensors, read by the probe (probe.c: which
+ * tensors exist decides weight facts) and by the loader (engine/weights.c: which tensors
+ * the facts call for, with what shape, in what order).
+ *
+ * A row names one tensor by its Hugging Face module path relative to a root:
+ *   FACET_TR_MODEL  PREFIX NAME              (PREFIX: "model.", ... see facet_tensor_prefix)
+ *   FACET_TR_LAYER  PREFIX "layers." N "." NAME, for every decoder layer N
+ *   FACET_TR_TOP    NAME, or else `alt` (outside the decoder: lm_head)
+ * with its shape in terms of facts (facet_tdim), whether it is a float32 vector or a
+ * weight matrix, and when the loader needs it (`when`, a predicate on probed facts; a
+ * tensor whose predicate is false is optional: present or not, the loader ignores it).
+ * A fused row (Phi-3's qkv_proj, gate_up_proj) has no slot of its own: the loader splits
+ * it by rows into the slots `split` names, each part shaped as that slot's own row.
+ * Rows are in the loader's order (the weight cache stores tensors in that order):
+ * the MODEL rows before the first LAYER row, every LAYER row for layer 0, then layer 1,
+ * ..., then the remaining rows.
+ *
+ * A new layer kind adds its rows (and a slot id, and the loader's field for the slot).
+ */
+#ifndef FACET_MODEL_TENSORS_H
+#define FACET_MODEL_TENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/safetensors.h"
+#include "model/facts.h"
+
+/* One axis of a tensor's shape, in terms of facts. */
+typedef enum facet_tdim {
+    FACET_TD_NONE = 0, /* no axis (the second of a vector)                            */
+    FACET_TD_HIDDEN,   /* hidden_size                                                 */
+    FACET_TD_FFN,      /* intermediate_size                                           */
+    FACET_TD_FFN2,     /* 2 * intermediate_size (gate and up fused)                   */
+    FACET_TD_VOCAB,    /* vocab_size                                                  */
+    FACET_TD_Q,        /* num_attention_heads * head_dim                              */
+    FACET_TD_KV,       /* num_key_value_heads * head_dim                              */
+    FACET_TD_QKV,      /* (num_attention_heads + 2 * num_key_value_heads) * head_dim  */
+    FACET_TD_Q_NORM,   /* head_dim, or Q when the norm spans the projection (OLMo 2)  */
+    FACET_TD_K_NORM,   /* head_dim, or KV when the norm spans the projection          */
+} facet_tdim;
+
+/* Destination of a tensor in the loaded model (one per non-fused row). */
+typedef enum facet_tslot {
+    FACET_TS_EMBED_TOKENS,
+    FACET_TS_INPUT_LAYERNORM,
+    FACET_TS_Q_PROJ,
+    FACET_TS_K_PROJ,
+    FACET_TS_V_PROJ,
+    FACET_TS_Q_BIAS,
+    FACET_TS_K_BIAS,
+    FACET_TS_V_BIAS,
+    FACET_TS_O_PROJ,
+    FACET_TS_O_BIAS,
+    FACET_TS_Q_NORM,
+    FACET_TS_K_NORM,
+    FACET_TS_POST_ATTENTION_LAYERNORM,
+    FACET_TS_PRE_FEEDFORWARD_LAYERNORM,
+    FACET_TS_POST_FEEDFORWARD_LAYERNORM,
+    FACET_TS_GATE_PROJ,
+    FACET_TS_UP_PROJ,
+    FACET_TS_DOWN_PROJ,
+    FACET_TS_GATE_BIAS,
+    FACET_TS_UP_BIAS,
+    FACET_TS_DOWN_BIAS,
+    FACET_TS_NORM,
+    FACET_TS_LM_HEAD,
+    FACET_TS_COUNT,
+    FACET_TS_FUSED = -1, /* a fused row: its parts go to `split`                     */
+} facet_tslot;
+
+/* Ids of the fused rows, which have no slot (looked up with facet_tensor_fused). */
+typedef enum facet_tfused {
+    FACET_TF_QKV_PROJ,
+    FACET_TF_QKV_BIAS, /* probed only: the loader takes q/k/v biases unfused */
+    FACET_TF_GATE_UP_PROJ,
+    FACET_TF_COUNT,
+} facet_tfused;
+
+typedef enum facet_troot { FACET_TR_MODEL, FACET_TR_LAYER, FACET_TR_TOP } facet_troot;
+
+#define FACET_TENSOR_SPLIT_MAX 3
+
+typedef struct facet_tensor_row {
+    facet_troot root;
+    const char *name;         /* module path below the root ("self_attn.q_proj.weight")  */
+    const char *alt;          /* TOP rows: the second name tried, or NULL                 */
+    facet_tdim dims[2];       /* shape; dims[1] == FACET_TD_NONE for a vector              */
+    int matrix;               /* 1: a weight matrix (run-time format); 0: float32 vector  */
+    facet_tslot slot;         /* destination, or FACET_TS_FUSED                           */
+    int fused;                /* FACET_TS_FUSED rows: their facet_tfused id; else -1      */
+    int n_split;              /* FACET_TS_FUSED rows: parts, row order                    */
+    facet_tslot split[FACET_TENSOR_SPLIT_MAX];
+    int (*when)(const facet_facts *f); /* the loader needs it; NULL: the loader never
+                                          reads this row (probed only)                   */
+} facet_tensor_row;
+
+/* The table: facet_tensor_rows[0 .. facet_tensor_count - 1], in the loader's order. */
+extern const facet_tensor_row facet_tensor_rows[];
+extern const size_t facet_tensor_count;
+
+/* The row of slot `s` / of fused row `id` (never NULL for a valid id). */
+const facet_tensor_row *facet_tensor_slot(facet_tslot s);
+const facet_tensor_row *facet_tensor_fused(facet_tfused id);
+
+/* The value of axis `d` for facts `f`; `full_qk_norm`: the q/k norms span the whole
+ * projection (facet_tensor_qk_norm_full). FACET_TD_NONE is 0. */
+int64_t facet_tdim_value(facet_tdim d, const facet_facts *f, int full_qk_norm);
+
+/* The axis in the config's words ("num_attention_heads * head_dim"), for messages. */
+const char *facet_tdim_name(facet_tdim d);
+
+/* The module path before "layers.0." in checkpoint `ck` ("model.",
+ * "model.language_model.", "language_model.model.", "transformer." or ""), copied to
+ * out (cap bytes). Returns 1, or 0 when no known prefix holds a layer 0. */
+int facet_tensor_prefix(const st_checkpoint *ck, char *out, size_t cap);
+
+/* The first tensor (in name order) whose name starts with `name_prefix`, or NULL. */
+const st_tensor *facet_tensor_with_prefix(const st_checkpoint *ck, const char *name_prefix);
+
+/* Format row `r`'s name for `prefix` and `layer` (LAYER rows) into name (cap bytes) and
+ * return the checkpoint's tensor of that name, or NULL (name then holds the first name
+ * tried). TOP rows try `name`, then `alt`. */
+const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_row *r,
+                                   const char *prefix, int64_t layer, char *name, size_t cap);
+
+/* Whether layer `layer`'s q_norm spans the whole projection (num_attention_heads *
+ * head_dim elements, and that is not head_dim) rather than one head: its length says. */
+int facet_tensor_qk_norm_full(const st_checkpoint *ck, const facet_facts *f, const char *prefix,
+                              int64_t layer);
+
+#endif
