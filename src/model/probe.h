@@ -17,8 +17,8 @@
  *   fused_qkv     self_attn.qkv_proj.weight (Phi-3); fused_gate_up: mlp.gate_up_proj
  *   dtype_mask    bit (1u << st_dtype) for every dtype present; weight_bytes the sum
  *                 of all tensors' byte sizes
- * Layer tensors are found under the prefix that holds "layers.0." (model.,
- * model.language_model., language_model.model.). Where a config key disagrees with the
+ * Tensor names, shapes and the decoder's prefix come from the tensor table
+ * (tensors.h: the prefix is the one that holds "layers.0."). Where a config key disagrees with the
  * tensors, the tensors win and a note is added to f->notes. Sets f->probed = 1.
  * Errors: FACET_E_NOT_FOUND (no decoder layer tensors, a layer missing, no
  * embed_tokens.weight), FACET_E_FORMAT (a fact present in some layers only, a q/k/v
