@@ -7,12 +7,16 @@
  *   bytes [8+N, size)   the data section; each tensor's data_offsets are relative to it
  *
  * Nothing in the header is trusted: every number is range-checked before use, every
- * size product is checked for 64-bit overflow, and no tensor's bytes may overlap
- * another's. Deliberately tolerated, as none can make a read go out of bounds: gaps
- * between tensors and unused bytes after the last one; keys other than dtype, shape and
- * data_offsets inside a tensor entry; a name repeated in the header (jansson keeps the
- * last occurrence). Tensor data may be unaligned (N need not be a multiple of 8):
- * read it through st_tensor_to_f32, never through a cast to float *.
+ * size product is checked for 64-bit overflow, and, as the reference implementation
+ * (safetensors' Metadata::validate) requires, the non-empty tensors' byte ranges tile the
+ * data section: sorted by offset, the first begins at 0, each begins where the previous
+ * one ended, and the last ends where the file ends (no gap, no overlap, no trailing
+ * bytes). A key repeated anywhere in the header is refused (the reference's serde keeps
+ * one of two same-named tensors; which one a reader keeps must not decide the logits).
+ * Deliberately tolerated, as neither can make a read go out of bounds or change a value:
+ * an empty tensor's offsets anywhere inside the data section; keys other than dtype,
+ * shape and data_offsets inside a tensor entry. Tensor data may be unaligned (N need not
+ * be a multiple of 8): read it through st_tensor_to_f32, never through a cast to float *.
  */
 #include "io/safetensors.h"
 
@@ -256,30 +260,101 @@ static int cmp_by_range(const void *a, const void *b) {
     return 0;
 }
 
-/* No two non-empty tensors may share a byte. Sorted by begin, each must start at or
- * after the end of the previous non-empty one. */
-static facet_status check_overlaps(const char *what, st_tensor *ts, size_t n, facet_error *err) {
-    if (n < 2) return FACET_OK;
-    const st_tensor **order = malloc(n * sizeof *order);
+/* The non-empty tensors tile the data section [0, data_size): sorted by begin, the first
+ * begins at 0, each begins where the previous one ended and the last ends at data_size.
+ * Each refusal names the tensor(s) and the offsets. */
+static facet_status check_tiling(const char *what, st_tensor *ts, size_t n, uint64_t data_size,
+                                 facet_error *err) {
+    const st_tensor **order = malloc((n ? n : 1) * sizeof *order);
     if (!order) return facet_err(err, FACET_E_NOMEM, "%s: out of memory sorting tensors", what);
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
         if (ts[i].end > ts[i].begin) order[m++] = &ts[i];
     qsort(order, m, sizeof *order, cmp_by_range);
     facet_status st = FACET_OK;
-    for (size_t i = 1; i < m; i++) {
-        const st_tensor *p = order[i - 1], *q = order[i];
-        if (q->begin < p->end) {
+    const st_tensor *p = NULL; /* the previous non-empty tensor */
+    for (size_t i = 0; i < m && st == FACET_OK; p = order[i++]) {
+        const st_tensor *q = order[i];
+        uint64_t expect = p ? p->end : 0;
+        if (q->begin < expect)
             st = facet_err(err, FACET_E_FORMAT,
                            "%s: tensor '%s' data_offsets [%llu, %llu] overlap tensor '%s' "
                            "[%llu, %llu]",
                            what, q->name, (unsigned long long)q->begin,
                            (unsigned long long)q->end, p->name, (unsigned long long)p->begin,
                            (unsigned long long)p->end);
-            break;
-        }
+        else if (q->begin > expect && p)
+            st = facet_err(err, FACET_E_FORMAT,
+                           "%s: tensor '%s' data_offsets [%llu, %llu] leave a gap of %llu "
+                           "unused bytes after tensor '%s' [%llu, %llu]; each tensor's data "
+                           "must begin where the previous one ends",
+                           what, q->name, (unsigned long long)q->begin,
+                           (unsigned long long)q->end, (unsigned long long)(q->begin - expect),
+                           p->name, (unsigned long long)p->begin, (unsigned long long)p->end);
+        else if (q->begin > expect)
+            st = facet_err(err, FACET_E_FORMAT,
+                           "%s: tensor '%s' data_offsets [%llu, %llu] leave a gap of %llu "
+                           "unused bytes at the start of the data section; the first tensor's "
+                           "data must begin at offset 0",
+                           what, q->name, (unsigned long long)q->begin,
+                           (unsigned long long)q->end, (unsigned long long)q->begin);
+    }
+    if (st == FACET_OK && (p ? p->end : 0) != data_size) {
+        if (p)
+            st = facet_err(err, FACET_E_FORMAT,
+                           "%s: %llu trailing bytes after the last tensor's data: tensor '%s' "
+                           "data_offsets [%llu, %llu] end at %llu but the data section holds "
+                           "%llu bytes",
+                           what, (unsigned long long)(data_size - p->end), p->name,
+                           (unsigned long long)p->begin, (unsigned long long)p->end,
+                           (unsigned long long)p->end, (unsigned long long)data_size);
+        else
+            st = facet_err(err, FACET_E_FORMAT,
+                           "%s: %llu trailing bytes: the data section holds %llu bytes but no "
+                           "tensor has data",
+                           what, (unsigned long long)data_size, (unsigned long long)data_size);
     }
     free(order);
+    return st;
+}
+
+/* The header parsed with every repeated key refused. A repeated tensor name is named
+ * with the header byte where its second entry starts; a key repeated inside an entry or
+ * __metadata__ is named as a key. Other JSON errors read as facet_json_parse's. */
+static facet_status parse_header(const char *what, const char *text, size_t n, json_t **out,
+                                 facet_error *err) {
+    json_error_t je;
+    *out = json_loadb(text, n, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &je);
+    if (*out) return FACET_OK;
+    if (json_error_code(&je) != json_error_duplicate_key)
+        return facet_err(err, FACET_E_FORMAT, "%s: header:%d:%d: not valid JSON: %s", what,
+                         je.line, je.column, je.text);
+    /* je.text: duplicate object key near '"NAME"'; the lenient parse says whether NAME
+     * is a tensor (a top-level key) and gives the kept entry's offsets */
+    char name[256] = "?";
+    int at = je.position; /* where the repeated key token starts */
+    const char *q = strstr(je.text, "near '\"");
+    if (q) {
+        q += 7;
+        size_t len = strlen(q);
+        if (len >= 2 && q[len - 1] == '\'' && q[len - 2] == '"') len -= 2;
+        snprintf(name, sizeof name, "%.*s", (int)len, q);
+        if ((size_t)at >= len + 2) at -= (int)len + 2;
+    }
+    json_t *lenient = json_loadb(text, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    json_t *entry = json_is_object(lenient) ? json_object_get(lenient, name) : NULL;
+    facet_status st;
+    if (entry && strcmp(name, "__metadata__"))
+        st = facet_err(err, FACET_E_FORMAT,
+                       "%s: tensor '%s' is named twice in the header (the second entry at "
+                       "header byte %d); tensor names must be unique",
+                       what, name, at);
+    else
+        st = facet_err(err, FACET_E_FORMAT,
+                       "%s: header:%d:%d: key '%s' appears twice in one object (at header byte "
+                       "%d); keys must be unique",
+                       what, je.line, je.column, name, at);
+    json_decref(lenient);
     return st;
 }
 
@@ -316,14 +391,9 @@ facet_status st_parse(const uint8_t *buf, size_t size, const char *what, st_file
     uint64_t data_size = (uint64_t)size - 8 - n;
     const uint8_t *data = buf + 8 + n;
 
-    char hwhat[1024];
-    snprintf(hwhat, sizeof hwhat, "%s: header", what);
     json_t *root;
-    facet_status st = facet_json_parse((const char *)buf + 8, (size_t)n, hwhat, &root, err);
-    if (st != FACET_OK) {
-        if (err) err->status = FACET_E_FORMAT;
-        return FACET_E_FORMAT;
-    }
+    facet_status st = parse_header(what, (const char *)buf + 8, (size_t)n, &root, err);
+    if (st != FACET_OK) return st;
     if (!json_is_object(root)) {
         st = facet_err(err, FACET_E_FORMAT, "%s: header is a JSON %s, expected an object", what,
                        facet_json_type_name(root));
@@ -362,7 +432,7 @@ facet_status st_parse(const uint8_t *buf, size_t size, const char *what, st_file
         out->n_tensors++;
     }
     json_decref(root);
-    if (st == FACET_OK) st = check_overlaps(what, out->tensors, out->n_tensors, err);
+    if (st == FACET_OK) st = check_tiling(what, out->tensors, out->n_tensors, data_size, err);
     if (st != FACET_OK) {
         st_file_close(out);
         return st;

@@ -8,8 +8,10 @@
  *
  * Validation is strict: N bounded by the file size; the header a JSON object; every
  * tensor with a known dtype name, a shape of non-negative integers, shape product x
- * element size == end - begin, begin <= end <= data section size, no two tensors
- * overlapping. Every violation is FACET_E_FORMAT naming the file, tensor and values.
+ * element size == end - begin, begin <= end <= data section size, no key named twice,
+ * and the non-empty tensors tiling the data section as the reference implementation
+ * requires (no overlap, no gap, no trailing bytes). Every violation is FACET_E_FORMAT
+ * naming the file, tensor and values.
  */
 #ifndef FACET_IO_SAFETENSORS_H
 #define FACET_IO_SAFETENSORS_H

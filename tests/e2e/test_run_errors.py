@@ -140,6 +140,57 @@ def test_overlapping_offsets(facet, tmp_path):
     assert_clean_error(p, "model.safetensors", "overlap")
 
 
+def _by_offset(header):
+    return sorted((k for k in header if k != "__metadata__"),
+                  key=lambda k: header[k]["data_offsets"][0])
+
+
+def test_gap_between_tensors(facet, tmp_path):
+    """16 unused bytes between two tensors' data: the safetensors reference implementation
+    refuses the layout (its ranges must tile the data section), so facet does too."""
+    d = copy_model(tmp_path)
+    st = d / "model.safetensors"
+    header, body = read_st(st)
+    names = _by_offset(header)
+    first = names[0]
+    split = header[first]["data_offsets"][1]
+    for k in names[1:]:
+        header[k]["data_offsets"] = [o + 16 for o in header[k]["data_offsets"]]
+    write_st(st, header, body[:split] + bytes(16) + body[split:])
+    p = run(facet, ["run", d, "-n", "1"])
+    second = names[1]
+    b, e = header[second]["data_offsets"]
+    assert_clean_error(p, "model.safetensors", "tensor '%s' data_offsets [%d, %d]" % (second, b, e),
+                       "gap of 16 unused bytes after tensor '%s'" % first)
+
+
+def test_trailing_bytes(facet, tmp_path):
+    d = copy_model(tmp_path)
+    st = d / "model.safetensors"
+    st.write_bytes(st.read_bytes() + b"\0" * 8)
+    header, body = read_st(st)
+    last = _by_offset(header)[-1]
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "model.safetensors", "8 trailing bytes", "tensor '%s'" % last,
+                       "end at %d" % (len(body) - 8))
+
+
+def test_duplicate_tensor_name(facet, tmp_path):
+    """model.norm.weight named twice, the second entry pointing at other bytes of the same
+    size: a reader that keeps the last entry would run with other norm weights."""
+    d = copy_model(tmp_path)
+    st = d / "model.safetensors"
+    header, body = read_st(st)
+    norm = header.pop("model.norm.weight")
+    a, b = norm["data_offsets"]
+    h = json.dumps(header)[:-1] + ', "model.norm.weight": %s, "model.norm.weight": %s}' % (
+        json.dumps(norm), json.dumps(dict(norm, data_offsets=[0, b - a])))
+    st.write_bytes(struct.pack("<Q", len(h)) + h.encode() + body)
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "model.safetensors", "tensor 'model.norm.weight' is named twice",
+                       "header byte %d" % h.rindex('"model.norm.weight"'))
+
+
 def test_out_of_range_offsets(facet, tmp_path):
     d = copy_model(tmp_path)
 

@@ -5,7 +5,9 @@
  * accepts, converts the data to float32 so that the offsets it validated are also read.
  * Seeds (tests/fuzz/seeds/fuzz_safetensors/) are tiny valid files written with Python's
  * json + struct: F32 with __metadata__, mixed F16/BF16/I8/empty, sub-byte F4/F6 + C64,
- * and an empty header "{}".
+ * and an empty header "{}"; and three the reader refuses (issue 17): gap (16 unused bytes
+ * between two tensors), trailing (8 bytes after the last tensor), duplicate (a name
+ * given twice).
  */
 #include <stddef.h>
 #include <stdint.h>

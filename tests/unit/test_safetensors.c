@@ -451,6 +451,59 @@ static void test_err_overlap(void **state) {
     free(b);
 }
 
+/* The reference implementation's tiling rule: the non-empty tensors' data covers the data
+ * section exactly, in order, from offset 0 to the end of the file. */
+static void test_err_gap_and_trailing(void **state) {
+    (void)state;
+    static const uint8_t d[40];
+    /* 16 unused bytes between a [0, 8) and b [24, 32) */
+    expect_err("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+               "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[24,32]}}",
+               d, 32, FACET_E_FORMAT,
+               "x/model.safetensors: tensor 'b' data_offsets [24, 32] leave a gap of 16 unused "
+               "bytes after tensor 'a' [0, 8]",
+               NULL);
+    /* the first tensor must begin at 0 */
+    expect_err("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[4,8]}}", d, 8,
+               FACET_E_FORMAT, "tensor 'a' data_offsets [4, 8] leave a gap of 4", "offset 0",
+               NULL);
+    /* 8 bytes after the last tensor's data */
+    expect_err("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+               "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}",
+               d, 24, FACET_E_FORMAT,
+               "x/model.safetensors: 8 trailing bytes after the last tensor's data: tensor 'b' "
+               "data_offsets [8, 16] end at 16 but the data section holds 24 bytes",
+               NULL);
+    expect_err("{}", d, 3, FACET_E_FORMAT, "3 trailing bytes", "no tensor", NULL);
+    /* header order does not matter: b first in the header, a first in the data */
+    size_t len;
+    uint8_t *b = make_st("{\"b\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[5,8]},"
+                         "\"a\":{\"dtype\":\"U8\",\"shape\":[5],\"data_offsets\":[0,5]}}",
+                         d, 8, &len);
+    st_file f;
+    facet_error err = {0};
+    assert_int_equal(st_parse(b, len, "m", &f, &err), FACET_OK);
+    st_file_close(&f);
+    free(b);
+}
+
+/* A tensor named twice: jansson would keep the last entry, the reference keeps one of
+ * them; either way the logits would depend on the reader. */
+static void test_err_duplicate_name(void **state) {
+    (void)state;
+    static const uint8_t d[16];
+    expect_err("{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+               "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}",
+               d, 16, FACET_E_FORMAT,
+               "x/model.safetensors: tensor 'w' is named twice in the header (the second entry "
+               "at header byte 54)",
+               NULL);
+    /* a key repeated inside one entry is refused as a key */
+    expect_err("{\"w\":{\"dtype\":\"F32\",\"dtype\":\"I32\",\"shape\":[2],"
+               "\"data_offsets\":[0,8]}}",
+               d, 8, FACET_E_FORMAT, "key 'dtype' appears twice", NULL);
+}
+
 static void test_err_negative_shape(void **state) {
     (void)state;
     expect_err("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,-3],\"data_offsets\":[0,0]}}", NULL, 0,
@@ -688,6 +741,8 @@ int main(void) {
         cmocka_unit_test(test_err_size_mismatch),
         cmocka_unit_test(test_err_offsets_out_of_range),
         cmocka_unit_test(test_err_overlap),
+        cmocka_unit_test(test_err_gap_and_trailing),
+        cmocka_unit_test(test_err_duplicate_name),
         cmocka_unit_test(test_err_negative_shape),
         cmocka_unit_test(test_err_shape_overflow),
         cmocka_unit_test(test_err_offsets_type),
