@@ -26,6 +26,15 @@ HEADER_BYTES = 256
 ENTRY_BYTES = 256
 
 
+def pad_header(path, k):
+    """Grow a safetensors file by k bytes that keep it valid: k more spaces padding its
+    header (bytes after the last tensor's data would make it invalid)."""
+    data = pathlib.Path(path).read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    pathlib.Path(path).write_bytes((n + k).to_bytes(8, "little") + data[8:8 + n] + b" " * k +
+                                   data[8 + n:])
+
+
 def copy_ckpt(src, dst):
     shutil.copytree(str(src), str(dst), ignore=shutil.ignore_patterns(".facet-cache"))
     return pathlib.Path(dst)
@@ -168,8 +177,8 @@ DAMAGE = {
     "flip-index-offset": (lambda c: flip(c.cache, HEADER_BYTES + ENTRY_BYTES + 169), r"checksum"),
     "config-changed": (lambda c: (c.model / "config.json").write_text(
         (c.model / "config.json").read_text() + "\n"), r"config\.json"),
-    "safetensors-size-changed": (lambda c: open(c.model / "model.safetensors", "ab").write(
-        b"\0" * 8), r"file size"),
+    "safetensors-size-changed": (lambda c: pad_header(c.model / "model.safetensors", 8),
+                                 r"file size"),
     "safetensors-rewritten-same-size": (lambda c: os.utime(c.model / "model.safetensors", ns=(
         os.stat(c.model / "model.safetensors").st_atime_ns,
         os.stat(c.model / "model.safetensors").st_mtime_ns + 1000000000)), r"modification time"),
@@ -348,8 +357,7 @@ def test_biased_and_sharded_checkpoint(facet_bin, tmp_path, facet_shared, make_c
         c.expect(r"loaded")
     shards = sorted(p for p in c.model.iterdir() if p.name.endswith(".safetensors"))
     assert len(shards) == 2
-    with open(shards[1], "ab") as f:
-        f.write(b"\0" * 16)
+    pad_header(shards[1], 16)
     p, c.oracle = c.load({"FACET_NO_CACHE": "1"})
     c.expect(r"rejected \(.*file size.*\); rewrote")
     c.expect(r"loaded")
