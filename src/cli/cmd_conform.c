@@ -3,7 +3,12 @@
  *
  *   facet conform PATH [--backend cpu|cuda] [--json FILE]
  *   facet conform --table [--markdown]   (the declared table; Markdown for docs)
- *   facet onboard PATH [--ledger FILE.jsonl]
+ *   facet onboard PATH [--ledger FILE.jsonl] [--gate [--reference FILE.json |
+ *                 --reference-logits FILE --prompt-ids IDS] [-n N] [--threads N]]
+ *
+ * onboard --gate runs the identity gate (onboard_gate.h) and records its level in the
+ * ledger line ("verification"); conform --ledger FILE reads the newest such line for
+ * the same checkpoint folder back into its report and JSON.
  *
  * conform exit codes: 0 supported, 3 supported pending the tensor probe (no weights:
  * a bare config.json or a folder without *.safetensors), 2 refused, 1 unusable input.
@@ -15,6 +20,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/onboard_gate.h"
 #include "model/facts.h"
 #include "model/plan.h"
 #include "model/report.h"
@@ -92,25 +98,62 @@ static int write_json(const char *file, json_t *o) {
     return rc ? 1 : 0;
 }
 
+/* The absolute path of checkpoint folder PATH (a config.json path means its folder),
+ * the key that ties a ledger line to a checkpoint; NULL when it does not resolve. */
+static char *checkpoint_key(const char *path) {
+    char *abs = realpath(path, NULL);
+    if (!abs) return NULL;
+    size_t n = strlen(abs);
+    if (n > 12 && !strcmp(abs + n - 12, "/config.json")) abs[n - 12] = '\0';
+    return abs;
+}
+
+/* The "verification" object of the newest line of ledger `file` whose "checkpoint" is
+ * PATH's folder, or NULL (none, or no ledger). A missing ledger file is not an error; a
+ * line that is not JSON is skipped (the ledger is append-only and may be cut short). */
+static json_t *ledger_verification(const char *file, const char *path) {
+    char *key = checkpoint_key(path);
+    FILE *fp = key ? fopen(file, "r") : NULL;
+    json_t *found = NULL;
+    char *line = NULL;
+    size_t cap = 0;
+    while (fp && getline(&line, &cap, fp) > 0) {
+        json_t *o = json_loads(line, 0, NULL);
+        const char *ck = json_string_value(json_object_get(o, "checkpoint"));
+        json_t *v = json_object_get(o, "verification");
+        if (ck && !strcmp(ck, key) && json_is_object(v)) {
+            json_decref(found);
+            found = json_incref(v);
+        }
+        json_decref(o);
+    }
+    free(line);
+    if (fp) fclose(fp);
+    free(key);
+    return found;
+}
+
 static void conform_usage(FILE *out) {
-    fprintf(out, "usage: facet conform PATH [--backend cpu|cuda] [--json FILE|-]\n"
+    fprintf(out, "usage: facet conform PATH [--backend cpu|cuda] [--json FILE|-] [--ledger FILE.jsonl]\n"
                  "       facet conform --table [--markdown]\n"
                  "PATH: a checkpoint folder or a config.json. Exit: 0 supported, 3 supported\n"
-                 "pending the tensor probe (no weights), 2 refused, 1 unusable input.\n");
+                 "pending the tensor probe (no weights), 2 refused, 1 unusable input.\n"
+                 "--ledger: report the verification level `facet onboard --gate` recorded there.\n");
 }
 
 static facet_facts g_facts; /* large: keep off the stack */
 
 int cmd_conform(int argc, char **argv) {
-    const char *path = NULL, *backend = "cpu", *json_file = NULL;
+    const char *path = NULL, *backend = "cpu", *json_file = NULL, *ledger = NULL;
     int table = 0, markdown = 0;
     for (int i = 0; i < argc; i++) {
-        static const char *const value_opts[] = {"--backend", "--json", NULL};
+        static const char *const value_opts[] = {"--backend", "--json", "--ledger", NULL};
         if (cli_missing_value("conform", argv[i], i + 1 == argc, value_opts)) return 1;
         if (!strcmp(argv[i], "--table")) table = 1;
         else if (!strcmp(argv[i], "--markdown")) markdown = 1;
         else if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_file = argv[++i];
+        else if (!strcmp(argv[i], "--ledger") && i + 1 < argc) ledger = argv[++i];
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             conform_usage(stdout);
             return 0;
@@ -152,6 +195,13 @@ int cmd_conform(int argc, char **argv) {
     else fprintf(report, "plan: none\n");
     print_verdict(report, &v);
     rc = verdict_exit(&v);
+    json_t *verification = ledger ? ledger_verification(ledger, path) : NULL;
+    if (verification)
+        fprintf(report, "verification: %s against %s (%s, %s weights, ledger %s)\n",
+                json_string_value(json_object_get(verification, "level")),
+                json_string_value(json_object_get(verification, "oracle")),
+                json_string_value(json_object_get(verification, "backend")),
+                json_string_value(json_object_get(verification, "weights")), ledger);
 
     if (json_file) {
         json_t *o = json_object();
@@ -160,10 +210,15 @@ int cmd_conform(int argc, char **argv) {
         json_object_set_new(o, "facts", facet_facts_json(f));
         json_object_set_new(o, "verdict", facet_verdict_json(&v));
         json_object_set_new(o, "plan", have_plan ? facet_plan_json(&plan) : json_null());
+        json_object_set(o, "verification", verification ? verification : json_null());
         int wrc = write_json(json_file, o);
         json_decref(o);
-        if (wrc) return 1;
+        if (wrc) {
+            json_decref(verification);
+            return 1;
+        }
     }
+    json_decref(verification);
     return rc;
 }
 
@@ -172,8 +227,14 @@ int cmd_conform(int argc, char **argv) {
  * ------------------------------------------------------------------------------ */
 static void onboard_usage(FILE *out) {
     fprintf(out, "usage: facet onboard PATH [--ledger FILE.jsonl]\n"
+                 "                     [--gate [--reference FILE.json | --reference-logits FILE --prompt-ids IDS]\n"
+                 "                             [-n N] [--threads N]]\n"
                  "Prints the support-matrix row of a checkpoint (facts of note, verdict and\n"
-                 "plan per backend) and appends it as one JSON line to the ledger.\n");
+                 "plan per backend) and appends it as one JSON line to the ledger.\n"
+                 "--gate runs the identity gate: greedy in the exact path (f32 weights, f32 KV)\n"
+                 "against reference ids (prompt_ids, generated_ids), reference logits rows,\n"
+                 "the folder's expected.json, or the float64 reference (tests/ref) when present;\n"
+                 "the ledger line records the level. Exit 4 when the reference disagrees.\n");
 }
 
 static const char *short_verdict(const facet_verdict *v, char *buf, size_t cap) {
@@ -192,10 +253,22 @@ static const char *short_verdict(const facet_verdict *v, char *buf, size_t cap) 
 
 int cmd_onboard(int argc, char **argv) {
     const char *path = NULL, *ledger = NULL;
+    int gate = 0;
+    gate_options go = {0};
     for (int i = 0; i < argc; i++) {
-        static const char *const value_opts[] = {"--ledger", NULL};
+        static const char *const value_opts[] = {"--ledger", "--reference", "--reference-logits",
+                                                 "--prompt-ids", "-n", "--threads", NULL};
         if (cli_missing_value("onboard", argv[i], i + 1 == argc, value_opts)) return 1;
         if (!strcmp(argv[i], "--ledger") && i + 1 < argc) ledger = argv[++i];
+        else if (!strcmp(argv[i], "--gate")) gate = 1;
+        else if (!strcmp(argv[i], "--reference") && i + 1 < argc) go.reference = argv[++i];
+        else if (!strcmp(argv[i], "--reference-logits") && i + 1 < argc) go.reference_logits = argv[++i];
+        else if (!strcmp(argv[i], "--prompt-ids") && i + 1 < argc) go.prompt_ids = argv[++i];
+        else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+            if (!cli_parse_int("-n", argv[++i], 1, 1 << 20, &go.n)) return 1;
+        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            if (!cli_parse_int("--threads", argv[++i], 1, 1024, &go.n_threads)) return 1;
+        }
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             onboard_usage(stdout);
             return 0;
@@ -211,6 +284,14 @@ int cmd_onboard(int argc, char **argv) {
     }
     if (!path) {
         onboard_usage(stderr);
+        return 1;
+    }
+    if (!gate && (go.reference || go.reference_logits || go.prompt_ids || go.n)) {
+        fprintf(stderr, "facet: onboard: --reference, --reference-logits, --prompt-ids and -n need --gate\n");
+        return 1;
+    }
+    if (go.reference && go.reference_logits) {
+        fprintf(stderr, "facet: onboard: give --reference or --reference-logits, not both\n");
         return 1;
     }
     facet_facts *f = &g_facts;
@@ -243,9 +324,22 @@ int cmd_onboard(int argc, char **argv) {
         printf(" — |\n");
     }
 
+    json_t *evidence = NULL;
+    int gate_rc = 0;
+    if (gate) {
+        char folder[4096];
+        const char *dir = path;
+        if (!cli_model_folder(&dir, folder, sizeof folder)) return 1;
+        gate_rc = onboard_gate(dir, &go, &evidence);
+        if (!evidence) return gate_rc; /* could not run: printed */
+    }
     if (ledger) {
         json_t *o = json_object();
+        char *key = checkpoint_key(path);
         json_object_set_new(o, "name", json_string(base));
+        json_object_set_new(o, "checkpoint", key ? json_string(key) : json_null());
+        free(key);
+        if (evidence) json_object_set(o, "verification", evidence);
         json_object_set_new(o, "path", json_string(path));
         json_object_set_new(o, "model_type", json_string(f->model_type));
         json_object_set_new(o, "architecture", json_string(f->architecture));
@@ -264,10 +358,12 @@ int cmd_onboard(int argc, char **argv) {
             fprintf(stderr, "facet: onboard: cannot append to %s\n", ledger);
             if (fp) fclose(fp);
             free(s);
+            json_decref(evidence);
             return 1;
         }
         fclose(fp);
         free(s);
     }
-    return 0;
+    json_decref(evidence);
+    return gate_rc;
 }

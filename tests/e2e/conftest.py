@@ -43,6 +43,14 @@ import gen_checkpoint  # noqa: E402
 import reference  # noqa: E402
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "evidence(checkpoints=[...] | 'supported-corpus', config_classes=[...], backend='cpu', "
+        "weights=[...], oracle='...'): this test compares facet with an independent oracle "
+        "for those rows of docs/SUPPORT.md; scripts/gen-support reads the marker (Validated)")
+
+
 @pytest.fixture(scope="session")
 def repo_root():
     return REPO

@@ -19,4 +19,4 @@ def test_support_md_rows():
     configs = sorted(p.name for p in (REPO / "tests" / "data" / "configs").iterdir() if p.is_dir())
     for name in configs + ["stories260k"]:
         assert "\n| %s | " % name in text, name
-    assert "| stories260k | llama |" in text and "external oracle" in text
+    assert "| stories260k | llama |" in text and "| stories260k | cpu | Validated [V" in text

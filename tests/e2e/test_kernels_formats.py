@@ -42,6 +42,9 @@ def greedy(prompt_ids, n, weights, path, dump):
 
 @pytest.mark.parametrize("path", ["scalar", "avx2", "avx512"])
 @pytest.mark.parametrize("weights", ["f32", "f16", "bf16", "int8"])
+@pytest.mark.evidence(checkpoints=["stories260k"], backend="cpu",
+                      weights=["f32", "f16", "bf16", "int8"],
+                      oracle="published float64 ids, every kernel path")
 def test_formats_against_float64(weights, path, tmp_path):
     g = EXPECTED["greedy_from_bos"]
     got, _ = greedy(g["input_ids"], g["new_tokens"], weights, path, str(tmp_path / "bos.bin"))

@@ -241,6 +241,8 @@ def test_cli_tools(tmp_path):
 # ------------------------------------------------------------------ facet vs the reference
 
 @pytest.mark.parametrize("cell", CELLS, ids=cell_id)
+@pytest.mark.evidence(checkpoints=CONFIGS, backend="cpu", weights=["f32"],
+                      oracle="float64 reference, F32/BF16/F16 files, sharded")
 def test_facet_matches_reference(cell, make_checkpoint, reference_for, facet_generate):
     fam, dtype, shards = cell
     path = make_checkpoint(config_path(fam), dtype=dtype, shards=shards, shrink=SHRINK)
@@ -267,6 +269,8 @@ def test_facet_matches_reference(cell, make_checkpoint, reference_for, facet_gen
             int(np.argmax(e2)), e2.max())
 
 
+@pytest.mark.evidence(checkpoints=["stories260k"], backend="cpu", weights=["f32"],
+                      oracle="float64 reference logits")
 def test_facet_stories260k_logits_match_reference(repo_root, reference_for, facet_generate):
     """The bundled real model: facet's logits within 1e-4 of the reference at every
     position of a published prompt and its first 16 generated tokens."""

@@ -17,9 +17,6 @@ import pytest
 
 import compare
 
-# scripts/gen-support reads this marker: the file verifies every supported corpus config
-VERIFIES_ALL_SUPPORTED_CORPUS_CONFIGS = True
-
 N_PROMPT = 96
 N_GEN = 32
 WINDOW = 16
@@ -38,6 +35,8 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("corpus_cell", cells, ids=["%s-%s" % c for c in cells])
 
 
+@pytest.mark.evidence(checkpoints="supported-corpus", backend="cpu", weights=["f32"],
+                      oracle="float64 reference, F32 and BF16 files")
 def test_corpus_config_matches_reference(corpus_cell, repo_root, run_facet, make_checkpoint,
                                          reference_for, tmp_path):
     name, dtype = corpus_cell

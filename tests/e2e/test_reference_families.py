@@ -251,6 +251,9 @@ ENGINE_CELLS = [(fam, dtype) for fam in sorted(FAMILIES) for dtype in ("f32", "b
 
 
 @pytest.mark.parametrize("cell", ENGINE_CELLS, ids=lambda c: "%s-%s" % c)
+@pytest.mark.evidence(config_classes=["gemma", "gemma2", "gemma3", "phi3", "mistral", "granite",
+                                      "smollm3", "olmo2", "qwen3"],
+                      backend="cpu", weights=["f32"], oracle="float64 reference, F32 and BF16 files")
 def test_facet_family_matches_reference(cell, make_checkpoint, reference_for, run_facet, tmp_path):
     """Issue 6 acceptance shape: a 96-token prompt (longer than the 16-token windows)
     within 1e-4 relative error per position, 32 greedy steps identical while the
