@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "util/error.h"
+#include "util/str.h"
 
 /* ---------------------------------------------------------------- values ---- */
 
@@ -107,6 +108,9 @@ void jv_unref(jv v);
 
 jv jv_str(const char *s, size_t len);   /* NULL string object on OOM -> JV_NONE... */
 jv jv_cstr(const char *s);
+/* A string value holding b's bytes; frees b (keeping its limit). JV_NONE when out of
+ * memory or when an append to b had failed (its text would be incomplete). */
+jv jv_str_take(facet_str *b);
 jv jv_undef_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 jv jv_list_new(int flavor);
 int jv_list_push(jv list, jv item); /* takes ownership of item; 0 ok, -1 OOM */
@@ -125,26 +129,17 @@ int jv_hashable(jv v); /* Python hash() works: not a list, dict, view or a tuple
 int jv_equal(jv a, jv b);
 const char *jv_type_name(jv v); /* Python type name: str, int, list, dict, NoneType... */
 
-/* Growable byte buffer with a size limit (0 = none). */
-typedef struct jbuf {
-    char *p;
-    size_t n, cap, limit;
-    int over; /* set when the limit was hit */
-} jbuf;
-
-int jbuf_add(jbuf *b, const char *s, size_t n); /* 0 ok, -1 OOM or over limit */
-int jbuf_adds(jbuf *b, const char *s);
-int jbuf_addc(jbuf *b, char c);
-int jbuf_printf(jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void jbuf_free(jbuf *b);
+/* Text is built in the project's one growable string (util/str.h): a facet_str with
+ * `limit` set stops at the render's output limit (failed == FACET_STR_OVER, told apart
+ * from running out of memory, FACET_STR_NOMEM); its errors are sticky. */
 
 /* Python repr(float) (shortest round-trip, "1.0", "1e-05", "inf", "nan"). */
 void jv_format_float(double f, char out[40]);
 /* Python str(v) appended to b; str of a string is itself. Returns 0, or -1 on OOM
  * or an unprintable value (a generator). */
-int jv_to_pystr(jbuf *b, jv v);
+int jv_to_pystr(facet_str *b, jv v);
 /* Python repr(v). */
-int jv_to_pyrepr(jbuf *b, jv v);
+int jv_to_pyrepr(facet_str *b, jv v);
 
 /* ------------------------------------------------------------ JSON bridge ---- */
 
@@ -152,7 +147,7 @@ int jv_to_pyrepr(jbuf *b, jv v);
 jv jv_from_json(const json_t *j);
 /* json.dumps(v, ensure_ascii=False, indent=indent) (indent < 0: None). Returns 0, or
  * -1 with a Python-style TypeError text in *why for a non-serializable value. */
-int jv_tojson(jbuf *b, jv v, int indent, const char **why);
+int jv_tojson(facet_str *b, jv v, int indent, const char **why);
 
 /* json.dumps with every option transformers' tojson forwards: ensure_ascii (escape
  * non-ASCII as \uXXXX, surrogate pairs beyond the BMP), separators (item, key; NULL =
@@ -162,7 +157,7 @@ typedef struct jjson_opts {
     int ensure_ascii, sort_keys;
     const char *item_sep, *key_sep;
 } jjson_opts;
-int jv_tojson_opts(jbuf *b, jv v, const jjson_opts *o, const char **why);
+int jv_tojson_opts(facet_str *b, jv v, const jjson_opts *o, const char **why);
 
 /* ---------------------------------------------------------------- tokens ---- */
 
@@ -278,7 +273,7 @@ int jx_iterate(jctx *cx, const jnode *at, jv v, jv *out);
 /* Python comparison a < b (for sort/min/max): sets *lt. */
 int jx_less(jctx *cx, const jnode *at, jv a, jv b, int *lt);
 /* Python str() that fails as Jinja2 would on undefined attribute chains. */
-int jx_str(jctx *cx, const jnode *at, jv v, jbuf *b);
+int jx_str(jctx *cx, const jnode *at, jv v, facet_str *b);
 /* Report an Undefined being used where Jinja2 raises UndefinedError. */
 int jx_undef_error(jctx *cx, const jnode *at, jv v);
 

@@ -29,7 +29,7 @@ struct jctx {
     jlimits lim;
     int depth;
     int64_t iters;
-    jbuf *out;
+    facet_str *out;
     jscope *cur, *root;
     jscope **live;
     size_t nlive, caplive;
@@ -55,8 +55,8 @@ static int oom(jctx *cx, const jnode *n) {
 }
 
 /* A buffer write failed: the output limit or memory. */
-static int buf_fail(jctx *cx, const jnode *n, jbuf *b) {
-    if (b->over)
+static int buf_fail(jctx *cx, const jnode *n, facet_str *b) {
+    if (b->failed == FACET_STR_OVER)
         return jx_fail(cx, n, FACET_E_LIMIT, "rendered output exceeds the limit of %zu bytes", cx->lim.max_output);
     return oom(cx, n);
 }
@@ -70,10 +70,10 @@ int jx_undef_error(jctx *cx, const jnode *at, jv v) {
     return jx_fail(cx, at, FACET_E_TEMPLATE, "UndefinedError: undefined value");
 }
 
-int jx_str(jctx *cx, const jnode *at, jv v, jbuf *b) {
+int jx_str(jctx *cx, const jnode *at, jv v, facet_str *b) {
     if (jv_to_pystr(b, v) == 0) return 0;
     /* a container fails when it holds a macro, function or loop (below) */
-    if (b->over || (v.k != JV_LIST && v.k != JV_DICT && v.k != JV_NS && v.k != JV_MACRO && v.k != JV_LOOP &&
+    if (b->failed == FACET_STR_OVER || (v.k != JV_LIST && v.k != JV_DICT && v.k != JV_NS && v.k != JV_MACRO && v.k != JV_LOOP &&
                     v.k != JV_FUNC))
         return buf_fail(cx, at, b);
     return jx_fail(cx, at, FACET_E_UNSUPPORTED,
@@ -310,10 +310,10 @@ int jx_getitem(jctx *cx, const jnode *at, jv obj, jv key, jv *out) {
         *out = jv_undef_hint("'%s' has no attribute '%s'", obj_type_repr(obj), JS(key)->s);
         return 0;
     }
-    jbuf r = {0};
+    facet_str r = {0};
     jv_to_pyrepr(&r, key);
-    *out = jv_undef_hint("'%s' has no element %s", obj_type_repr(obj), r.p ? r.p : "?");
-    jbuf_free(&r);
+    *out = jv_undef_hint("'%s' has no element %s", obj_type_repr(obj), r.failed || !r.data ? "?" : r.data);
+    facet_str_free(&r);
     return 0;
 }
 
@@ -362,17 +362,16 @@ static int do_slice(jctx *cx, const jnode *at, jv obj, jv s0, jv s1, jv s2, jv *
         } else if (stop >= len) stop = step < 0 ? len - 1 : len;
     }
     if (obj.k == JV_STR) {
-        jbuf b = {0};
+        facet_str b = {0};
         int rc = 0;
         for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
-            if ((rc = jbuf_add(&b, JS(obj)->s + offs[i], offs[i + 1] - offs[i]))) break;
+            if ((rc = facet_str_append(&b, JS(obj)->s + offs[i], offs[i + 1] - offs[i]))) break;
         free(offs);
         if (rc) {
-            jbuf_free(&b);
+            facet_str_free(&b);
             return oom(cx, at);
         }
-        *out = jv_str(b.p ? b.p : "", b.n);
-        jbuf_free(&b);
+        *out = jv_str_take(&b);
         return out->k == JV_STR ? 0 : oom(cx, at);
     }
     jv l = jv_list_new(JL(obj)->flavor);
@@ -519,15 +518,14 @@ static int repeat(jctx *cx, const jnode *at, jv seq, int64_t n, jv *out) {
     if (seq.k == JV_STR) {
         if (n && (uint64_t)n > cx->lim.max_output / len) /* no product: it could wrap */
             return jx_fail(cx, at, FACET_E_LIMIT, "string repetition exceeds the output limit");
-        jbuf b = {0};
+        facet_str b = {0};
         for (int64_t i = 0; i < n; i++)
-            if (jbuf_add(&b, JS(seq)->s, JS(seq)->len)) {
-                jbuf_free(&b);
+            if (facet_str_append(&b, JS(seq)->s, JS(seq)->len)) {
+                facet_str_free(&b);
                 return oom(cx, at);
             }
-        *out = jv_str(b.p ? b.p : "", b.n);
-        jbuf_free(&b);
-        return 0;
+        *out = jv_str_take(&b);
+        return out->k == JV_STR ? 0 : oom(cx, at);
     }
     if (n && (uint64_t)n > (uint64_t)cx->lim.max_iterations / len)
         return jx_fail(cx, at, FACET_E_LIMIT, "list repetition exceeds the iteration limit");
@@ -545,13 +543,12 @@ static int repeat(jctx *cx, const jnode *at, jv seq, int64_t n, jv *out) {
 
 static int binop(jctx *cx, const jnode *at, const char *op, jv a, jv b, jv *out) {
     if (op[0] == '~') {
-        jbuf buf = {0};
+        facet_str buf = {0};
         if (jx_str(cx, at, a, &buf) || jx_str(cx, at, b, &buf)) {
-            jbuf_free(&buf);
+            facet_str_free(&buf);
             return -1;
         }
-        *out = jv_str(buf.p ? buf.p : "", buf.n);
-        jbuf_free(&buf);
+        *out = jv_str_take(&buf);
         return out->k == JV_STR ? 0 : oom(cx, at);
     }
     if (isnum(a) && isnum(b)) {
@@ -633,13 +630,12 @@ static int binop(jctx *cx, const jnode *at, const char *op, jv a, jv b, jv *out)
         }
     }
     if (op[0] == '+' && a.k == JV_STR && b.k == JV_STR) {
-        jbuf buf = {0};
-        if (jbuf_add(&buf, JS(a)->s, JS(a)->len) || jbuf_add(&buf, JS(b)->s, JS(b)->len)) {
-            jbuf_free(&buf);
+        facet_str buf = {0};
+        if (facet_str_append(&buf, JS(a)->s, JS(a)->len) || facet_str_append(&buf, JS(b)->s, JS(b)->len)) {
+            facet_str_free(&buf);
             return oom(cx, at);
         }
-        *out = jv_str(buf.p ? buf.p : "", buf.n);
-        jbuf_free(&buf);
+        *out = jv_str_take(&buf);
         return out->k == JV_STR ? 0 : oom(cx, at);
     }
     if (op[0] == '+' && a.k == JV_LIST && b.k == JV_LIST && JL(a)->flavor == JL(b)->flavor && JL_IS_SEQ(JL(a))) {
@@ -822,8 +818,8 @@ static int call_macro(jctx *cx, const jnode *at, jv fn, jv *args, size_t nargs, 
         return -1;
     }
     jscope *saved_scope = cx->cur;
-    jbuf *saved_out = cx->out;
-    jbuf buf = {0};
+    facet_str *saved_out = cx->out;
+    facet_str buf = {0};
     buf.limit = cx->lim.max_output;
     cx->cur = s;
     cx->out = &buf;
@@ -839,11 +835,10 @@ static int call_macro(jctx *cx, const jnode *at, jv fn, jv *args, size_t nargs, 
     cx->out = saved_out;
     scope_pop(cx, s);
     if (rc) {
-        jbuf_free(&buf);
+        facet_str_free(&buf);
         return -1;
     }
-    *out = jv_str(buf.p ? buf.p : "", buf.n);
-    jbuf_free(&buf);
+    *out = jv_str_take(&buf);
     return out->k == JV_STR ? 0 : oom(cx, at);
 }
 
@@ -900,13 +895,13 @@ static int builtin_call(jctx *cx, const jnode *at, const char *name, jv *args, s
         return 0;
     }
     if (!strcmp(name, "raise_exception")) {
-        jbuf b = {0};
+        facet_str b = {0};
         if (nargs >= 1 && jx_str(cx, at, args[0], &b)) {
-            jbuf_free(&b);
+            facet_str_free(&b);
             return -1;
         }
-        jx_fail(cx, at, FACET_E_TEMPLATE, "TemplateError: %s", b.p ? b.p : "");
-        jbuf_free(&b);
+        jx_fail(cx, at, FACET_E_TEMPLATE, "TemplateError: %s", facet_str_cstr(&b));
+        facet_str_free(&b);
         return -1;
     }
     if (!strcmp(name, "strftime_now")) {
@@ -1297,22 +1292,21 @@ static int set_ns_attr(jctx *cx, const jnode *at, const char *nsname, const char
 }
 
 static int capture(jctx *cx, const jnode *n, const jnlist *body, jv *out) {
-    jbuf *saved = cx->out;
-    jbuf buf = {0};
+    facet_str *saved = cx->out;
+    facet_str buf = {0};
     buf.limit = cx->lim.max_output;
     cx->out = &buf;
     int rc = exec_list(cx, body);
     cx->out = saved;
     if (rc < 0) {
-        jbuf_free(&buf);
+        facet_str_free(&buf);
         return -1;
     }
     if (rc > 0) {
-        jbuf_free(&buf);
+        facet_str_free(&buf);
         return jx_fail(cx, n, FACET_E_UNSUPPORTED, "unsupported construct: break/continue out of a captured block");
     }
-    *out = jv_str(buf.p ? buf.p : "", buf.n);
-    jbuf_free(&buf);
+    *out = jv_str_take(&buf);
     return out->k == JV_STR ? 0 : oom(cx, n);
 }
 
@@ -1401,7 +1395,7 @@ static int exec_for(jctx *cx, const jnode *n) {
 static int exec_stmt(jctx *cx, const jnode *n) {
     switch (n->k) {
     case N_TEXT:
-        if (jbuf_add(cx->out, JS(n->lit)->s, JS(n->lit)->len)) return buf_fail(cx, n, cx->out);
+        if (facet_str_append(cx->out, JS(n->lit)->s, JS(n->lit)->len)) return buf_fail(cx, n, cx->out);
         return 0;
     case N_OUTPUT: {
         jv v;
@@ -1535,7 +1529,7 @@ facet_status jinja_render(const jtemplate *t, const json_t *vars, const jlimits 
     cx.lim.max_depth = lim && lim->max_depth > 0 ? lim->max_depth : 100;
     cx.lim.max_iterations = lim && lim->max_iterations > 0 ? lim->max_iterations : 1000000;
     cx.lim.max_output = lim && lim->max_output > 0 ? lim->max_output : (64u << 20);
-    jbuf buf = {0};
+    facet_str buf = {0};
     buf.limit = cx.lim.max_output;
     cx.out = &buf;
     cx.root = scope_push(&cx, NULL, t->root);
@@ -1553,12 +1547,12 @@ facet_status jinja_render(const jtemplate *t, const json_t *vars, const jlimits 
     scope_pop(&cx, cx.root);
     free(cx.live);
     if (rc) {
-        jbuf_free(&buf);
+        facet_str_free(&buf);
         if (!cx.failed) return facet_err(err, FACET_E_INTERNAL, "template: break/continue escaped a loop");
         return err->status;
     }
-    if (!buf.p && jbuf_add(&buf, "", 0)) return facet_err(err, FACET_E_NOMEM, "template: out of memory");
-    *out = buf.p;
-    if (out_len) *out_len = buf.n;
+    if (out_len) *out_len = buf.len;
+    *out = facet_str_take(&buf);
+    if (!*out) return facet_err(err, FACET_E_NOMEM, "template: out of memory");
     return FACET_OK;
 }

@@ -43,24 +43,18 @@ static int check_kw(jctx *cx, const jnode *at, const char *filter, const fargs *
     return 0;
 }
 
-static jv bufstr(jbuf *b) {
-    jv r = jv_str(b->p ? b->p : "", b->n);
-    jbuf_free(b);
-    return r;
-}
-
 /* str(v) as a new string value. */
 static int soft_str(jctx *cx, const jnode *at, jv v, jv *out) {
     if (v.k == JV_STR) {
         *out = jv_ref(v);
         return 0;
     }
-    jbuf b = {0};
+    facet_str b = {0};
     if (jx_str(cx, at, v, &b)) {
-        jbuf_free(&b);
+        facet_str_free(&b);
         return -1;
     }
-    *out = bufstr(&b);
+    *out = jv_str_take(&b);
     return out->k == JV_STR ? 0 : oom(cx, at);
 }
 
@@ -276,26 +270,26 @@ static int do_map(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
 static int html_escape(jctx *cx, const jnode *at, jv v, jv *out) {
     jv s;
     if (soft_str(cx, at, v, &s)) return -1;
-    jbuf b = {0};
+    facet_str b = {0};
     int rc = 0;
     for (size_t i = 0; i < JS(s)->len && !rc; i++) {
         char c = JS(s)->s[i];
         switch (c) {
-        case '&': rc = jbuf_adds(&b, "&amp;"); break;
-        case '<': rc = jbuf_adds(&b, "&lt;"); break;
-        case '>': rc = jbuf_adds(&b, "&gt;"); break;
-        case '"': rc = jbuf_adds(&b, "&#34;"); break;
-        case '\'': rc = jbuf_adds(&b, "&#39;"); break;
-        default: rc = jbuf_addc(&b, c);
+        case '&': rc = facet_str_appendz(&b, "&amp;"); break;
+        case '<': rc = facet_str_appendz(&b, "&lt;"); break;
+        case '>': rc = facet_str_appendz(&b, "&gt;"); break;
+        case '"': rc = facet_str_appendz(&b, "&#34;"); break;
+        case '\'': rc = facet_str_appendz(&b, "&#39;"); break;
+        default: rc = facet_str_putc(&b, c);
         }
     }
     jv_unref(s);
     if (rc) {
-        jbuf_free(&b);
+        facet_str_free(&b);
         return oom(cx, at);
     }
-    *out = bufstr(&b);
-    return 0;
+    *out = jv_str_take(&b);
+    return out->k == JV_STR ? 0 : oom(cx, at);
 }
 
 static int do_indent(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
@@ -303,60 +297,44 @@ static int do_indent(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) 
     if (in.k != JV_STR) /* jinja2 do_indent: s += "\n" */
         return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: unsupported operand type(s) for +=: '%s' and 'str'", jv_type_name(in));
     jv *w = P(f, 0, "width"), *first = P(f, 1, "first"), *blank = P(f, 2, "blank");
-    jbuf ind = {0};
-    if (w && w->k == JV_STR) jbuf_add(&ind, JS(*w)->s, JS(*w)->len);
+    facet_str ind = {0};
+    if (w && w->k == JV_STR) facet_str_append(&ind, JS(*w)->s, JS(*w)->len);
     else {
         int64_t n = 4;
         if (w && (w->k == JV_INT || w->k == JV_BOOL)) n = w->k == JV_INT ? w->u.i : w->u.b;
         else if (w) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: indent width must be an integer or string");
         if (n > 10000) return jx_fail(cx, at, FACET_E_LIMIT, "indent width %lld too large", (long long)n);
-        for (int64_t i = 0; i < n; i++) jbuf_addc(&ind, ' ');
+        for (int64_t i = 0; i < n; i++) facet_str_putc(&ind, ' ');
     }
     jv s;
     if (soft_str(cx, at, in, &s)) {
-        jbuf_free(&ind);
+        facet_str_free(&ind);
         return -1;
     }
-    jbuf tmp = {0};
-    jbuf_add(&tmp, JS(s)->s, JS(s)->len);
-    jbuf_addc(&tmp, '\n'); /* Jinja's quirk: s += "\n" before splitlines */
+    facet_str tmp = {0};
+    facet_str_append(&tmp, JS(s)->s, JS(s)->len);
+    facet_str_putc(&tmp, '\n'); /* Jinja's quirk: s += "\n" before splitlines */
     jv_unref(s);
-    jv lines = jpy_splitlines(tmp.p, tmp.n, 0);
-    jbuf_free(&tmp);
+    jv lines = tmp.failed || ind.failed ? jv_none() : jpy_splitlines(facet_str_cstr(&tmp), tmp.len, 0);
+    facet_str_free(&tmp);
     if (lines.k != JV_LIST) {
-        jbuf_free(&ind);
+        facet_str_free(&ind);
         return oom(cx, at);
     }
-    jbuf b = {0};
+    facet_str b = {0};
     jlist *L = JL(lines);
-    const char *is = ind.p ? ind.p : "";
-    if (blank && jv_truthy(*blank)) {
-        for (size_t i = 0; i < L->n; i++) {
-            if (i) {
-                jbuf_addc(&b, '\n');
-                jbuf_adds(&b, is);
-            }
-            jbuf_add(&b, JS(L->v[i])->s, JS(L->v[i])->len);
+    const char *is = facet_str_cstr(&ind);
+    int indent_blank = blank && jv_truthy(*blank);
+    if (first && jv_truthy(*first)) facet_str_appendz(&b, is);
+    for (size_t i = 0; i < L->n; i++) {
+        if (i) {
+            facet_str_putc(&b, '\n');
+            if (indent_blank || JS(L->v[i])->len) facet_str_appendz(&b, is);
         }
-    } else {
-        for (size_t i = 0; i < L->n; i++) {
-            if (i) {
-                jbuf_addc(&b, '\n');
-                if (JS(L->v[i])->len) jbuf_adds(&b, is);
-            }
-            jbuf_add(&b, JS(L->v[i])->s, JS(L->v[i])->len);
-        }
+        facet_str_append(&b, JS(L->v[i])->s, JS(L->v[i])->len);
     }
     jv_unref(lines);
-    if (first && jv_truthy(*first)) {
-        jbuf nb = {0};
-        jbuf_adds(&nb, is);
-        jbuf_add(&nb, b.p ? b.p : "", b.n);
-        jbuf_free(&b);
-        b = nb;
-    }
-    jbuf_free(&ind);
-    *out = bufstr(&b);
+    *out = jv_str_take(&b);
     return out->k == JV_STR ? 0 : oom(cx, at);
 }
 
@@ -598,25 +576,25 @@ static int do_join(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
         jv_unref(seq);
         return -1;
     }
-    jbuf b = {0};
+    facet_str b = {0};
     int rc = 0;
     for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
         jv x;
         if (attr) rc = get_attr_path(cx, at, JL(seq)->v[i], *attr, &x);
         else x = jv_ref(JL(seq)->v[i]);
         if (rc) break;
-        if (i && jbuf_add(&b, JS(sep)->s, JS(sep)->len)) rc = oom(cx, at);
+        if (i && facet_str_append(&b, JS(sep)->s, JS(sep)->len)) rc = oom(cx, at);
         if (!rc) rc = jx_str(cx, at, x, &b);
         jv_unref(x);
     }
     jv_unref(seq);
     jv_unref(sep);
     if (rc) {
-        jbuf_free(&b);
+        facet_str_free(&b);
         return -1;
     }
-    *out = bufstr(&b);
-    return 0;
+    *out = jv_str_take(&b);
+    return out->k == JV_STR ? 0 : oom(cx, at);
 }
 
 static int do_tojson(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
@@ -640,16 +618,16 @@ static int do_tojson(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) 
         indent = v < 0 ? 0 : (int)v;
     }
     o.indent = indent;
-    jbuf b = {0};
+    facet_str b = {0};
     b.limit = 1u << 30;
     const char *why = NULL;
     if (jv_tojson_opts(&b, in, &o, &why)) {
-        jbuf_free(&b);
+        facet_str_free(&b);
         if (why) return jx_fail(cx, at, FACET_E_TEMPLATE, "%s", why);
         return oom(cx, at);
     }
-    *out = bufstr(&b);
-    return 0;
+    *out = jv_str_take(&b);
+    return out->k == JV_STR ? 0 : oom(cx, at);
 }
 
 static int do_batch(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
@@ -893,10 +871,11 @@ int jx_filter(jctx *cx, const jnode *at, const char *name, jv in, jv *args, size
         if (in.k == JV_STR) {
             jv seq;
             if ((*rc = jx_iterate(cx, at, in, &seq))) return 1;
-            jbuf b = {0};
-            for (size_t i = JL(seq)->n; i-- > 0;) jbuf_add(&b, JS(JL(seq)->v[i])->s, JS(JL(seq)->v[i])->len);
+            facet_str b = {0};
+            for (size_t i = JL(seq)->n; i-- > 0;) facet_str_append(&b, JS(JL(seq)->v[i])->s, JS(JL(seq)->v[i])->len);
             jv_unref(seq);
-            *out = bufstr(&b);
+            *out = jv_str_take(&b);
+            if (out->k != JV_STR) *rc = oom(cx, at);
             return 1;
         }
         jv seq;
@@ -958,17 +937,18 @@ int jx_filter(jctx *cx, const jnode *at, const char *name, jv in, jv *args, size
             *rc = jx_fail(cx, at, FACET_E_LIMIT, "center width too large");
             return 1;
         }
-        jbuf b = {0};
+        facet_str b = {0};
         if (width > (int64_t)len) { /* CPython str.center: extra space goes right unless odd total */
             size_t marg = (size_t)width - len, left = marg / 2 + (marg & (size_t)width & 1);
-            for (size_t i = 0; i < left; i++) jbuf_addc(&b, ' ');
-            jbuf_add(&b, JS(s)->s, JS(s)->len);
-            for (size_t i = 0; i < marg - left; i++) jbuf_addc(&b, ' ');
+            for (size_t i = 0; i < left; i++) facet_str_putc(&b, ' ');
+            facet_str_append(&b, JS(s)->s, JS(s)->len);
+            for (size_t i = 0; i < marg - left; i++) facet_str_putc(&b, ' ');
         } else {
-            jbuf_add(&b, JS(s)->s, JS(s)->len);
+            facet_str_append(&b, JS(s)->s, JS(s)->len);
         }
         jv_unref(s);
-        *out = bufstr(&b);
+        *out = jv_str_take(&b);
+        if (out->k != JV_STR) *rc = oom(cx, at);
         return 1;
     }
     if (!strcmp(name, "attr")) {

@@ -33,7 +33,7 @@ static size_t cp_len(const char *s, size_t n) {
 }
 
 /* Pad `body` (a number's sign already in front when numeric) into out. */
-static int pad(jbuf *out, const char *body, size_t bn, const spec *sp, int numeric) {
+static int pad(facet_str *out, const char *body, size_t bn, const spec *sp, int numeric) {
     size_t len = cp_len(body, bn);
     long w = sp->width;
     char align = sp->align ? sp->align : (numeric ? '>' : '<');
@@ -42,7 +42,7 @@ static int pad(jbuf *out, const char *body, size_t bn, const spec *sp, int numer
         align = numeric ? '=' : '<';
         fill = "0";
     }
-    if (w < 0 || (size_t)w <= len) return jbuf_add(out, body, bn);
+    if (w < 0 || (size_t)w <= len) return facet_str_append(out, body, bn);
     size_t padn = (size_t)w - len, left = 0, right = 0;
     switch (align) {
     case '<': right = padn; break;
@@ -51,17 +51,17 @@ static int pad(jbuf *out, const char *body, size_t bn, const spec *sp, int numer
     }
     size_t signlen = 0;
     if (align == '=' && numeric && bn && (body[0] == '-' || body[0] == '+' || body[0] == ' ')) signlen = 1;
-    if (jbuf_add(out, body, signlen)) return -1;
+    if (facet_str_append(out, body, signlen)) return -1;
     for (size_t i = 0; i < left; i++)
-        if (jbuf_adds(out, fill)) return -1;
-    if (jbuf_add(out, body + signlen, bn - signlen)) return -1;
+        if (facet_str_appendz(out, fill)) return -1;
+    if (facet_str_append(out, body + signlen, bn - signlen)) return -1;
     for (size_t i = 0; i < right; i++)
-        if (jbuf_adds(out, fill)) return -1;
+        if (facet_str_appendz(out, fill)) return -1;
     return 0;
 }
 
 /* Format one number per type; returns 0, 1 = type not valid for the value, -1 OOM. */
-static int number(jbuf *b, jv v, const spec *sp, int printf_style) {
+static int number(facet_str *b, jv v, const spec *sp, int printf_style) {
     char t = sp->type, tmp[512];
     double f = v.k == JV_FLOAT ? v.u.f : v.k == JV_INT ? (double)v.u.i : v.u.b;
     int64_t i = v.k == JV_INT ? v.u.i : v.u.b;
@@ -104,23 +104,23 @@ static int number(jbuf *b, jv v, const spec *sp, int printf_style) {
                 char z[512];
                 memset(z, '0', (size_t)sp->prec - dl);
                 strcpy(z + sp->prec - dl, digits);
-                return jbuf_adds(b, sgn) || jbuf_adds(b, prefix) || jbuf_adds(b, z) ? -1 : 0;
+                return facet_str_appendz(b, sgn) || facet_str_appendz(b, prefix) || facet_str_appendz(b, z) ? -1 : 0;
             }
         }
-        return jbuf_adds(b, sgn) || jbuf_adds(b, prefix) || jbuf_adds(b, digits) ? -1 : 0;
+        return facet_str_appendz(b, sgn) || facet_str_appendz(b, prefix) || facet_str_appendz(b, digits) ? -1 : 0;
     }
     if (!t || strchr("fFeEgG%", t)) {
         if (!t) {
             if (v.k != JV_FLOAT && sp->prec < 0) {
                 snprintf(tmp, sizeof tmp, "%s%lld", (i >= 0 && sp->sign == '+') ? "+" : (i >= 0 && sp->sign == ' ') ? " " : "",
                          (long long)i);
-                return jbuf_adds(b, tmp);
+                return facet_str_appendz(b, tmp);
             }
             if (sp->prec >= 0) return 1; /* Python's general format without a type: not implemented */
             char r[40];
             jv_format_float(f, r);
             snprintf(tmp, sizeof tmp, "%s%s", (f >= 0 || isnan(f)) && sp->sign == '+' ? "+" : (f >= 0 || isnan(f)) && sp->sign == ' ' ? " " : "", r);
-            return jbuf_adds(b, tmp);
+            return facet_str_appendz(b, tmp);
         }
         long p = sp->prec >= 0 ? sp->prec : 6;
         if (p > 300) return 1;
@@ -134,10 +134,10 @@ static int number(jbuf *b, jv v, const spec *sp, int printf_style) {
             char *big = malloc((size_t)need + 1);
             if (!big) return -1;
             snprintf(big, (size_t)need + 1, fmt, x);
-            int r = jbuf_add(b, big, (size_t)need);
+            int r = facet_str_append(b, big, (size_t)need);
             free(big);
             if (r) return -1;
-            return t == '%' ? jbuf_addc(b, '%') : 0;
+            return t == '%' ? facet_str_putc(b, '%') : 0;
         }
         snprintf(tmp, sizeof tmp, fmt, x);
         /* Python spells non-finite values inf/nan (upper case for F/E/G) */
@@ -147,19 +147,19 @@ static int number(jbuf *b, jv v, const spec *sp, int printf_style) {
             snprintf(tmp, sizeof tmp, "%s%s", x < 0 ? "-" : sp->sign == '+' ? "+" : sp->sign == ' ' ? " " : "",
                      up ? (isnan(x) ? "NAN" : "INF") : w);
         }
-        if (jbuf_adds(b, tmp)) return -1;
-        return t == '%' ? jbuf_addc(b, '%') : 0;
+        if (facet_str_appendz(b, tmp)) return -1;
+        return t == '%' ? facet_str_putc(b, '%') : 0;
     }
     return 1;
 }
 
 /* Format value v with spec (shared by str.format and %); out appended. */
-static int format_value(jctx *cx, const jnode *at, jv v, const spec *sp, int printf_style, jbuf *out) {
-    jbuf body = {0};
+static int format_value(jctx *cx, const jnode *at, jv v, const spec *sp, int printf_style, facet_str *out) {
+    facet_str body = {0};
     int numeric = 0, rc;
     if (sp->type == 's' || (!sp->type && !isnum(v)) || (sp->type == 'r')) {
         if (!printf_style && sp->type == 's' && v.k != JV_STR) {
-            jbuf_free(&body);
+            facet_str_free(&body);
             return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: Unknown format code 's' for object of type '%s'", jv_type_name(v));
         }
         if (!printf_style && !sp->type && v.k != JV_STR && v.k != JV_UNDEF && v.k != JV_NONE && !isnum(v) &&
@@ -167,21 +167,21 @@ static int format_value(jctx *cx, const jnode *at, jv v, const spec *sp, int pri
             return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: unsupported format string passed to %s.__format__", jv_type_name(v));
         rc = sp->type == 'r' ? jv_to_pyrepr(&body, v) : jx_str(cx, at, v, &body);
         if (rc) {
-            jbuf_free(&body);
+            facet_str_free(&body);
             return sp->type == 'r' ? jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: repr of a %s", jv_type_name(v)) : -1;
         }
         if (sp->prec >= 0) { /* truncate to prec code points */
             size_t k = 0, cps = 0;
-            while (k < body.n && cps < (size_t)sp->prec) {
+            while (k < body.len && cps < (size_t)sp->prec) {
                 k++;
-                while (k < body.n && ((unsigned char)body.p[k] & 0xC0) == 0x80) k++;
+                while (k < body.len && ((unsigned char)body.data[k] & 0xC0) == 0x80) k++;
                 cps++;
             }
-            body.n = k;
+            facet_str_truncate(&body, k);
         }
     } else {
         if (!isnum(v)) {
-            jbuf_free(&body);
+            facet_str_free(&body);
             if (v.k == JV_UNDEF) return jx_undef_error(cx, at, v);
             if (printf_style)
                 return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %%%c format: a real number is required, not %s", sp->type, jv_type_name(v));
@@ -190,13 +190,13 @@ static int format_value(jctx *cx, const jnode *at, jv v, const spec *sp, int pri
         numeric = 1;
         rc = number(&body, v, sp, printf_style);
         if (rc) {
-            jbuf_free(&body);
+            facet_str_free(&body);
             if (rc < 0) return jx_fail(cx, at, FACET_E_NOMEM, "out of memory");
             return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: format type '%c' with a %s", sp->type ? sp->type : '-', jv_type_name(v));
         }
     }
-    rc = pad(out, body.p ? body.p : "", body.n, sp, numeric);
-    jbuf_free(&body);
+    rc = pad(out, facet_str_cstr(&body), body.len, sp, numeric);
+    facet_str_free(&body);
     return rc ? jx_fail(cx, at, FACET_E_LIMIT, "formatted string too large") : 0;
 }
 
@@ -243,20 +243,20 @@ int jx_str_format(jctx *cx, const jnode *at, jv self, jv *args, size_t nargs, ch
     const char *s = JS(self)->s;
     size_t n = JS(self)->len, autoi = 0;
     int manual = 0;
-    jbuf b = {0};
+    facet_str b = {0};
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         if ((c == '{' || c == '}') && i + 1 < n && s[i + 1] == c) {
-            if (jbuf_addc(&b, c)) goto nomem;
+            if (facet_str_putc(&b, c)) goto nomem;
             i++;
             continue;
         }
         if (c == '}') {
-            jbuf_free(&b);
+            facet_str_free(&b);
             return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: Single '}' encountered in format string");
         }
         if (c != '{') {
-            if (jbuf_addc(&b, c)) goto nomem;
+            if (facet_str_putc(&b, c)) goto nomem;
             continue;
         }
         size_t e = i + 1;
@@ -267,13 +267,13 @@ int jx_str_format(jctx *cx, const jnode *at, jv self, jv *args, size_t nargs, ch
             e++;
         }
         if (e >= n) {
-            jbuf_free(&b);
+            facet_str_free(&b);
             return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: expected '}' before end of string");
         }
         const char *f = s + i + 1;
         size_t fl = e - i - 1;
         if (memchr(f, '{', fl)) {
-            jbuf_free(&b);
+            facet_str_free(&b);
             return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: nested replacement field in str.format");
         }
         const char *colon = memchr(f, ':', fl), *bang = memchr(f, '!', fl);
@@ -283,13 +283,13 @@ int jx_str_format(jctx *cx, const jnode *at, jv self, jv *args, size_t nargs, ch
         if (bang) {
             conv = bang + 1 < f + fl ? bang[1] : 0;
             if ((conv != 'r' && conv != 's') || (bang + 2 != f + fl && bang + 2 != colon)) {
-                jbuf_free(&b);
+                facet_str_free(&b);
                 return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: str.format conversion '!%c'", conv ? conv : '?');
             }
         }
         spec sp;
         if (parse_spec(colon ? colon + 1 : "", colon ? (size_t)(f + fl - colon - 1) : 0, &sp)) {
-            jbuf_free(&b);
+            facet_str_free(&b);
             return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: format spec '%.*s'", (int)(f + fl - colon - 1), colon + 1);
         }
         /* field name: first part (index or keyword), then .attr / [key] parts */
@@ -311,7 +311,7 @@ int jx_str_format(jctx *cx, const jnode *at, jv self, jv *args, size_t nargs, ch
             for (size_t q = 0; q < nkw; q++)
                 if (strlen(kwn[q]) == k && !memcmp(kwn[q], f, k)) found = &kwv[q];
             if (!found) {
-                jbuf_free(&b);
+                facet_str_free(&b);
                 return jx_fail(cx, at, FACET_E_TEMPLATE, "KeyError: '%.*s'", (int)k, f);
             }
             v = jv_ref(*found);
@@ -339,42 +339,40 @@ int jx_str_format(jctx *cx, const jnode *at, jv self, jv *args, size_t nargs, ch
             }
             jv_unref(v);
             if (rc) {
-                jbuf_free(&b);
+                facet_str_free(&b);
                 return -1;
             }
             v = nx;
         }
         if (conv == 'r' || conv == 's') {
-            jbuf t = {0};
+            facet_str t = {0};
             int rc = conv == 'r' ? jv_to_pyrepr(&t, v) : jx_str(cx, at, v, &t);
             jv_unref(v);
             if (rc) {
-                jbuf_free(&t);
-                jbuf_free(&b);
+                facet_str_free(&t);
+                facet_str_free(&b);
                 return conv == 'r' ? jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: repr of this value") : -1;
             }
-            v = jv_str(t.p ? t.p : "", t.n);
-            jbuf_free(&t);
+            v = jv_str_take(&t);
         }
         int rc = format_value(cx, at, v, &sp, 0, &b);
         jv_unref(v);
         if (rc) {
-            jbuf_free(&b);
+            facet_str_free(&b);
             return -1;
         }
         i = e;
     }
-    *out = jv_str(b.p ? b.p : "", b.n);
-    jbuf_free(&b);
-    return 0;
+    *out = jv_str_take(&b);
+    return out->k == JV_STR ? 0 : jx_fail(cx, at, FACET_E_NOMEM, "out of memory");
 nomem:
-    jbuf_free(&b);
+    facet_str_free(&b);
     return jx_fail(cx, at, FACET_E_NOMEM, "out of memory");
 mixed:
-    jbuf_free(&b);
+    facet_str_free(&b);
     return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: cannot switch between automatic field numbering and manual field specification");
 missing:
-    jbuf_free(&b);
+    facet_str_free(&b);
     return jx_fail(cx, at, FACET_E_TEMPLATE, "IndexError: Replacement index %zu out of range for positional args tuple", autoi);
 }
 
@@ -390,14 +388,14 @@ int jx_printf_format(jctx *cx, const jnode *at, jv fmt, jv argv, jv *out) {
     }
     const char *s = JS(fmt)->s;
     size_t n = JS(fmt)->len;
-    jbuf b = {0};
+    facet_str b = {0};
     for (size_t i = 0; i < n; i++) {
         if (s[i] != '%') {
-            if (jbuf_addc(&b, s[i])) goto nomem;
+            if (facet_str_putc(&b, s[i])) goto nomem;
             continue;
         }
         if (++i >= n) {
-            jbuf_free(&b);
+            facet_str_free(&b);
             return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: incomplete format");
         }
         jv v = jv_undef();
@@ -406,14 +404,14 @@ int jx_printf_format(jctx *cx, const jnode *at, jv fmt, jv argv, jv *out) {
             size_t e = i + 1;
             while (e < n && s[e] != ')') e++;
             if (e >= n || argv.k != JV_DICT) {
-                jbuf_free(&b);
+                facet_str_free(&b);
                 return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: format requires a mapping");
             }
             jv key = jv_str(s + i + 1, e - i - 1);
             jv *found = jv_dict_get(argv, key);
             jv_unref(key);
             if (!found) {
-                jbuf_free(&b);
+                facet_str_free(&b);
                 return jx_fail(cx, at, FACET_E_TEMPLATE, "KeyError: '%.*s'", (int)(e - i - 1), s + i + 1);
             }
             v = *found;
@@ -432,7 +430,7 @@ int jx_printf_format(jctx *cx, const jnode *at, jv fmt, jv argv, jv *out) {
         }
         if (sp.align == '<') sp.zero = 0;
         if (i < n && s[i] == '*') {
-            jbuf_free(&b);
+            facet_str_free(&b);
             return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: '*' width in %%-formatting");
         }
         /* digits saturate above the limit checked below (no overflow on long runs) */
@@ -444,27 +442,27 @@ int jx_printf_format(jctx *cx, const jnode *at, jv fmt, jv argv, jv *out) {
                 sp.prec = sp.prec > 1000000 ? sp.prec : sp.prec * 10 + (s[i] - '0');
         }
         if (sp.width > 100000 || sp.prec > 100000) {
-            jbuf_free(&b);
+            facet_str_free(&b);
             return jx_fail(cx, at, FACET_E_LIMIT, "%%-format width or precision too large");
         }
         if (i >= n) {
-            jbuf_free(&b);
+            facet_str_free(&b);
             return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: incomplete format");
         }
         char t = s[i];
         if (t == '%') {
-            if (jbuf_addc(&b, '%')) goto nomem;
+            if (facet_str_putc(&b, '%')) goto nomem;
             continue;
         }
         if (!strchr("srdifFeEgGxXo", t)) {
-            jbuf_free(&b);
+            facet_str_free(&b);
             if (t == 'c' || t == 'a')
                 return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: %%%c in %%-formatting", t);
             return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: unsupported format character '%c'", t);
         }
         if (!have) {
             if (used >= nargs) {
-                jbuf_free(&b);
+                facet_str_free(&b);
                 return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: not enough arguments for format string");
             }
             v = args[used++];
@@ -472,22 +470,21 @@ int jx_printf_format(jctx *cx, const jnode *at, jv fmt, jv argv, jv *out) {
         sp.type = t == 'i' ? 'd' : t;
         if (sp.zero && !sp.align && strchr("sr", sp.type)) sp.zero = 0;
         if (sp.type == 'd' && v.k == JV_STR) {
-            jbuf_free(&b);
+            facet_str_free(&b);
             return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %%d format: a real number is required, not str");
         }
         if (format_value(cx, at, v, &sp, 1, &b)) {
-            jbuf_free(&b);
+            facet_str_free(&b);
             return -1;
         }
     }
     if (is_tuple ? used < nargs : (used == 0 && !mapping && argv.k != JV_DICT)) {
-        jbuf_free(&b);
+        facet_str_free(&b);
         return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: not all arguments converted during string formatting");
     }
-    *out = jv_str(b.p ? b.p : "", b.n);
-    jbuf_free(&b);
-    return 0;
+    *out = jv_str_take(&b);
+    return out->k == JV_STR ? 0 : jx_fail(cx, at, FACET_E_NOMEM, "out of memory");
 nomem:
-    jbuf_free(&b);
+    facet_str_free(&b);
     return jx_fail(cx, at, FACET_E_NOMEM, "out of memory");
 }

@@ -46,10 +46,10 @@ jv jv_from_json(const json_t *j) {
     return jv_none();
 }
 
-static int json_str_ascii(jbuf *b, const char *s, size_t n);
+static int json_str_ascii(facet_str *b, const char *s, size_t n);
 
-static int json_str(jbuf *b, const char *s, size_t n) {
-    if (jbuf_addc(b, '"')) return -1;
+static int json_str(facet_str *b, const char *s, size_t n) {
+    if (facet_str_putc(b, '"')) return -1;
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -70,57 +70,57 @@ static int json_str(jbuf *b, const char *s, size_t n) {
             }
         }
         if (esc) {
-            if (jbuf_add(b, s + run, i - run) || jbuf_adds(b, esc)) return -1;
+            if (facet_str_append(b, s + run, i - run) || facet_str_appendz(b, esc)) return -1;
             run = i + 1;
         }
     }
-    if (jbuf_add(b, s + run, n - run)) return -1;
-    return jbuf_addc(b, '"');
+    if (facet_str_append(b, s + run, n - run)) return -1;
+    return facet_str_putc(b, '"');
 }
 
-static int json_float(jbuf *b, double f) {
-    if (isnan(f)) return jbuf_adds(b, "NaN");
-    if (isinf(f)) return jbuf_adds(b, f < 0 ? "-Infinity" : "Infinity");
+static int json_float(facet_str *b, double f) {
+    if (isnan(f)) return facet_str_appendz(b, "NaN");
+    if (isinf(f)) return facet_str_appendz(b, f < 0 ? "-Infinity" : "Infinity");
     char num[40];
     jv_format_float(f, num);
-    return jbuf_adds(b, num);
+    return facet_str_appendz(b, num);
 }
 
 /* ensure_ascii=True: everything beyond ASCII as \uXXXX (UTF-16 surrogate pairs). */
-static int json_str_ascii(jbuf *b, const char *s, size_t n) {
-    jbuf t = {0};
+static int json_str_ascii(facet_str *b, const char *s, size_t n) {
+    facet_str t = {0};
     int rc = json_str(&t, s, n);
-    for (size_t i = 0; !rc && i < t.n;) {
-        unsigned char c = (unsigned char)t.p[i];
+    for (size_t i = 0; !rc && i < t.len;) {
+        unsigned char c = (unsigned char)t.data[i];
         if (c < 0x80) {
-            rc = jbuf_addc(b, (char)c);
+            rc = facet_str_putc(b, (char)c);
             i++;
             continue;
         }
         uint32_t cp;
         size_t k = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
         cp = k == 1 ? c : c & (0xFF >> (k + 1));
-        for (size_t j = 1; j < k && i + j < t.n; j++) cp = (cp << 6) | ((unsigned char)t.p[i + j] & 0x3F);
+        for (size_t j = 1; j < k && i + j < t.len; j++) cp = (cp << 6) | ((unsigned char)t.data[i + j] & 0x3F);
         if (cp >= 0x10000) {
             cp -= 0x10000;
-            rc = jbuf_printf(b, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+            rc = facet_str_appendf(b, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
         } else {
-            rc = jbuf_printf(b, "\\u%04x", cp);
+            rc = facet_str_appendf(b, "\\u%04x", cp);
         }
         i += k;
     }
-    jbuf_free(&t);
+    facet_str_free(&t);
     return rc;
 }
 
-static int newline_indent(jbuf *b, int indent, int level) {
-    if (jbuf_addc(b, '\n')) return -1;
+static int newline_indent(facet_str *b, int indent, int level) {
+    if (facet_str_putc(b, '\n')) return -1;
     for (int i = 0; i < indent * level; i++)
-        if (jbuf_addc(b, ' ')) return -1;
+        if (facet_str_putc(b, ' ')) return -1;
     return 0;
 }
 
-static int dump_items(jbuf *b, jdict *d, const size_t *order, const jjson_opts *o, int level, const char *isep,
+static int dump_items(facet_str *b, jdict *d, const size_t *order, const jjson_opts *o, int level, const char *isep,
                       const char *ksep, const char **why);
 
 static int key_less(jv a, jv b) {
@@ -129,14 +129,14 @@ static int key_less(jv a, jv b) {
     return c < 0 || (c == 0 && JS(a)->len < JS(b)->len);
 }
 
-static int dump(jbuf *b, jv v, const jjson_opts *o, int level, const char **why) {
+static int dump(facet_str *b, jv v, const jjson_opts *o, int level, const char **why) {
     int indent = o->indent;
     const char *isep = o->item_sep ? o->item_sep : indent >= 0 ? "," : ", ";
     const char *ksep = o->key_sep ? o->key_sep : ": ";
     switch (v.k) {
-    case JV_NONE: return jbuf_adds(b, "null");
-    case JV_BOOL: return jbuf_adds(b, v.u.b ? "true" : "false");
-    case JV_INT: return jbuf_printf(b, "%lld", (long long)v.u.i);
+    case JV_NONE: return facet_str_appendz(b, "null");
+    case JV_BOOL: return facet_str_appendz(b, v.u.b ? "true" : "false");
+    case JV_INT: return facet_str_appendf(b, "%lld", (long long)v.u.i);
     case JV_FLOAT: return json_float(b, v.u.f);
     case JV_STR: return o->ensure_ascii ? json_str_ascii(b, JS(v)->s, JS(v)->len) : json_str(b, JS(v)->s, JS(v)->len);
     case JV_LIST: {
@@ -149,23 +149,23 @@ static int dump(jbuf *b, jv v, const jjson_opts *o, int level, const char **why)
             *why = msg[l->flavor];
             return -1;
         }
-        if (l->n == 0) return jbuf_adds(b, "[]");
+        if (l->n == 0) return facet_str_appendz(b, "[]");
         if (level > 512) {
             *why = "RecursionError: maximum recursion depth exceeded in tojson";
             return -1;
         }
-        if (jbuf_addc(b, '[')) return -1;
+        if (facet_str_putc(b, '[')) return -1;
         for (size_t i = 0; i < l->n; i++) {
-            if (i && jbuf_adds(b, isep)) return -1;
+            if (i && facet_str_appendz(b, isep)) return -1;
             if (indent >= 0 && newline_indent(b, indent, level + 1)) return -1;
             if (dump(b, l->v[i], o, level + 1, why)) return -1;
         }
         if (indent >= 0 && newline_indent(b, indent, level)) return -1;
-        return jbuf_addc(b, ']');
+        return facet_str_putc(b, ']');
     }
     case JV_DICT: {
         jdict *d = JD(v);
-        if (d->n == 0) return jbuf_adds(b, "{}");
+        if (d->n == 0) return facet_str_appendz(b, "{}");
         if (level > 512) {
             *why = "RecursionError: maximum recursion depth exceeded in tojson";
             return -1;
@@ -191,7 +191,7 @@ static int dump(jbuf *b, jv v, const jjson_opts *o, int level, const char **why)
         free(order);
         if (frc) return -1;
         if (indent >= 0 && newline_indent(b, indent, level)) return -1;
-        return jbuf_addc(b, '}');
+        return facet_str_putc(b, '}');
     }
     case JV_UNDEF: *why = "TypeError: Object of type Undefined is not JSON serializable"; return -1;
     case JV_NS: *why = "TypeError: Object of type Namespace is not JSON serializable"; return -1;
@@ -202,46 +202,46 @@ static int dump(jbuf *b, jv v, const jjson_opts *o, int level, const char **why)
     return -1;
 }
 
-static int dump_items(jbuf *b, jdict *d, const size_t *order, const jjson_opts *o, int level, const char *isep,
+static int dump_items(facet_str *b, jdict *d, const size_t *order, const jjson_opts *o, int level, const char *isep,
                       const char *ksep, const char **why) {
     int indent = o->indent;
     {
-        if (jbuf_addc(b, '{')) return -1;
+        if (facet_str_putc(b, '{')) return -1;
         for (size_t oi = 0; oi < d->n; oi++) {
             size_t i = order[oi];
-            if (oi && jbuf_adds(b, isep)) return -1;
+            if (oi && facet_str_appendz(b, isep)) return -1;
             if (indent >= 0 && newline_indent(b, indent, level + 1)) return -1;
             jv k = d->key[i];
             int rc;
             char num[64];
             switch (k.k) {
             case JV_STR: rc = o->ensure_ascii ? json_str_ascii(b, JS(k)->s, JS(k)->len) : json_str(b, JS(k)->s, JS(k)->len); break;
-            case JV_INT: snprintf(num, sizeof num, "\"%lld\"", (long long)k.u.i); rc = jbuf_adds(b, num); break;
-            case JV_BOOL: rc = jbuf_adds(b, k.u.b ? "\"true\"" : "\"false\""); break;
-            case JV_NONE: rc = jbuf_adds(b, "\"null\""); break;
+            case JV_INT: snprintf(num, sizeof num, "\"%lld\"", (long long)k.u.i); rc = facet_str_appendz(b, num); break;
+            case JV_BOOL: rc = facet_str_appendz(b, k.u.b ? "\"true\"" : "\"false\""); break;
+            case JV_NONE: rc = facet_str_appendz(b, "\"null\""); break;
             case JV_FLOAT: {
-                jbuf t = {0};
-                rc = json_float(&t, k.u.f) || json_str(b, t.p, t.n);
-                jbuf_free(&t);
+                facet_str t = {0};
+                rc = json_float(&t, k.u.f) || json_str(b, t.data, t.len);
+                facet_str_free(&t);
                 break;
             }
             default:
                 *why = "TypeError: keys must be str, int, float, bool or None";
                 return -1;
             }
-            if (rc || jbuf_adds(b, ksep)) return -1;
+            if (rc || facet_str_appendz(b, ksep)) return -1;
             if (dump(b, d->val[i], o, level + 1, why)) return -1;
         }
     }
     return 0;
 }
 
-int jv_tojson_opts(jbuf *b, jv v, const jjson_opts *o, const char **why) {
+int jv_tojson_opts(facet_str *b, jv v, const jjson_opts *o, const char **why) {
     *why = NULL;
     return dump(b, v, o, 0, why);
 }
 
-int jv_tojson(jbuf *b, jv v, int indent, const char **why) {
+int jv_tojson(facet_str *b, jv v, int indent, const char **why) {
     jjson_opts o = {indent, 0, 0, NULL, NULL};
     return jv_tojson_opts(b, v, &o, why);
 }

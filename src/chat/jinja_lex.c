@@ -196,17 +196,17 @@ static int lex_number(lexer *L, int line, int col) {
         }
     }
     /* the literal's digits without underscores, never truncated */
-    jbuf nb = {0};
-    int isf = 0, rc = 0;
+    facet_str nb = {0};
+    int isf = 0;
 #define DIGITS()                                                                                     \
     while (i < L->n && (isdig(L->s[i]) || (L->s[i] == '_' && i + 1 < L->n && isdig(L->s[i + 1])))) { \
-        if (L->s[i] != '_') rc |= jbuf_addc(&nb, L->s[i]);                                          \
+        if (L->s[i] != '_') facet_str_putc(&nb, L->s[i]);                                            \
         i++;                                                                                         \
     }
     DIGITS();
     if (i + 1 < L->n && L->s[i] == '.' && isdig(L->s[i + 1])) {
         isf = 1;
-        rc |= jbuf_addc(&nb, '.');
+        facet_str_putc(&nb, '.');
         i++;
         DIGITS();
     }
@@ -215,22 +215,22 @@ static int lex_number(lexer *L, int line, int col) {
         if (j < L->n && (L->s[j] == '+' || L->s[j] == '-')) j++;
         if (j < L->n && isdig(L->s[j])) {
             isf = 1;
-            rc |= jbuf_addc(&nb, 'e');
-            if (L->s[i + 1] == '-' || L->s[i + 1] == '+') rc |= jbuf_addc(&nb, L->s[i + 1]);
+            facet_str_putc(&nb, 'e');
+            if (L->s[i + 1] == '-' || L->s[i + 1] == '+') facet_str_putc(&nb, L->s[i + 1]);
             i = j;
             DIGITS();
         }
     }
 #undef DIGITS
-    if (rc || !nb.p) {
-        jbuf_free(&nb);
+    if (nb.failed || !nb.data) { /* errors are sticky: one check */
+        facet_str_free(&nb);
         return fail(L, FACET_E_NOMEM, "out of memory");
     }
-    const char *buf = nb.p;
-    size_t bn = nb.n;
+    const char *buf = nb.data;
+    size_t bn = nb.len;
     jtok *t = push(L, isf ? T_FLOAT : T_INT, line, col);
     if (!t) {
-        jbuf_free(&nb);
+        facet_str_free(&nb);
         return -1;
     }
     int bad = 0;
@@ -245,7 +245,7 @@ static int lex_number(lexer *L, int line, int col) {
         if (errno) bad = 2;
         t->i = v;
     }
-    jbuf_free(&nb);
+    facet_str_free(&nb);
     if (bad == 1) return fail(L, FACET_E_PARSE, "leading zeros in a decimal integer literal");
     if (bad == 2) return fail(L, FACET_E_UNSUPPORTED, "unsupported construct: integer literal beyond 64 bits");
     advance(L, i - L->pos);

@@ -86,10 +86,10 @@ static int is_cased(int32_t cp) {
     return 0;
 }
 
-static int put_cp(jbuf *b, int32_t cp) {
+static int put_cp(facet_str *b, int32_t cp) {
     utf8proc_uint8_t tmp[4];
     utf8proc_ssize_t k = utf8proc_encode_char(cp, tmp);
-    return jbuf_add(b, (const char *)tmp, (size_t)k);
+    return facet_str_append(b, (const char *)tmp, (size_t)k);
 }
 
 static int case_ignorable(int32_t cp) {
@@ -112,10 +112,10 @@ static int32_t lower_sigma(const int32_t *cps, size_t lo, size_t hi, size_t i) {
 
 /* Map code point i: kind 0 lower, 1 upper, 2 title (full mappings, as Python); the
  * string being lowered is cps[lo, hi) (for the Final_Sigma context). */
-static int put_mapped(jbuf *b, const int32_t *cps, size_t lo, size_t hi, size_t i, int kind) {
+static int put_mapped(facet_str *b, const int32_t *cps, size_t lo, size_t hi, size_t i, int kind) {
     int32_t cp = cps[i];
     const char *sp = jpy_special_case(cp, kind);
-    if (sp) return jbuf_adds(b, sp);
+    if (sp) return facet_str_appendz(b, sp);
     if (kind == 0) return put_cp(b, cp == 0x3A3 ? lower_sigma(cps, lo, hi, i) : utf8proc_tolower(cp));
     return put_cp(b, kind == 1 ? utf8proc_toupper(cp) : utf8proc_totitle(cp));
 }
@@ -129,7 +129,7 @@ jv jpy_case(const char *s, size_t n, int mode) {
         cps[m++] = cp_at(s, n, i, &k);
         i += k;
     }
-    jbuf b = {0};
+    facet_str b = {0};
     int prev_cased = 0, rc = 0;
     size_t word = 0, word_end = 0; /* mode 4: current word [word, word_end) */
     for (size_t i = 0; i < m && !rc; i++) {
@@ -163,20 +163,13 @@ jv jpy_case(const char *s, size_t n, int mode) {
         }
     }
     free(cps);
-    jv r = rc ? jv_none() : jv_str(b.p ? b.p : "", b.n);
-    jbuf_free(&b);
-    return r;
+    if (rc) facet_str_free(&b);
+    return rc ? jv_none() : jv_str_take(&b);
 }
 
 /* ------------------------------------------------------------------ helpers ---- */
 
 static int oom(jctx *cx, const jnode *at) { return jx_fail(cx, at, FACET_E_NOMEM, "out of memory"); }
-
-static jv sv(jbuf *b) {
-    jv r = jv_str(b->p ? b->p : "", b->n);
-    jbuf_free(b);
-    return r;
-}
 
 /* Fetch argument i (positional) or keyword `name`; NULL when absent. */
 static jv *arg(jv *args, size_t nargs, char **kwn, jv *kwv, size_t nkw, size_t i, const char *name) {
@@ -350,20 +343,20 @@ static int str_replace(jctx *cx, const jnode *at, jv self, jv *old, jv *new_, jv
     if (cnt && cnt->k == JV_INT) max = cnt->u.i;
     const char *s = JS(self)->s, *o = JS(*old)->s, *nw = JS(*new_)->s;
     size_t n = JS(self)->len, ol = JS(*old)->len, nl = JS(*new_)->len;
-    jbuf b = {0};
+    facet_str b = {0};
     int64_t done = 0;
     int rc = 0;
     if (ol == 0) {
         size_t i = 0;
         for (;;) {
             if (max < 0 || done < max) {
-                rc |= jbuf_add(&b, nw, nl);
+                rc |= facet_str_append(&b, nw, nl);
                 done++;
             }
             if (i >= n) break;
             size_t k;
             cp_at(s, n, i, &k);
-            rc |= jbuf_add(&b, s + i, k);
+            rc |= facet_str_append(&b, s + i, k);
             i += k;
         }
     } else {
@@ -371,19 +364,19 @@ static int str_replace(jctx *cx, const jnode *at, jv self, jv *old, jv *new_, jv
         for (;;) {
             const char *hit = (max < 0 || done < max) ? memmem(s + a, n - a, o, ol) : NULL;
             if (!hit) break;
-            rc |= jbuf_add(&b, s + a, (size_t)(hit - (s + a)));
-            rc |= jbuf_add(&b, nw, nl);
+            rc |= facet_str_append(&b, s + a, (size_t)(hit - (s + a)));
+            rc |= facet_str_append(&b, nw, nl);
             a = (size_t)(hit - s) + ol;
             done++;
         }
-        rc |= jbuf_add(&b, s + a, n - a);
+        rc |= facet_str_append(&b, s + a, n - a);
     }
     if (rc) {
-        jbuf_free(&b);
+        facet_str_free(&b);
         return jx_fail(cx, at, FACET_E_NOMEM, "out of memory in replace()");
     }
-    *out = sv(&b);
-    return 0;
+    *out = jv_str_take(&b);
+    return out->k == JV_STR ? 0 : oom(cx, at);
 }
 
 static int str_find(jctx *cx, const jnode *at, jv self, jv *sub, int rev, int count, jv *out) {
@@ -485,23 +478,23 @@ static int str_method(jctx *cx, const jnode *at, jv self, const char *name, jv *
         if (!it) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: join() takes exactly one argument");
         jv seq;
         if (jx_iterate(cx, at, *it, &seq)) return -1;
-        jbuf b = {0};
+        facet_str b = {0};
         for (size_t i = 0; i < JL(seq)->n; i++) {
             jv x = JL(seq)->v[i];
             if (x.k != JV_STR) {
                 jv_unref(seq);
-                jbuf_free(&b);
+                facet_str_free(&b);
                 return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: sequence item %zu: expected str instance, %s found", i, jv_type_name(x));
             }
-            if ((i && jbuf_add(&b, s, n)) || jbuf_add(&b, JS(x)->s, JS(x)->len)) {
+            if ((i && facet_str_append(&b, s, n)) || facet_str_append(&b, JS(x)->s, JS(x)->len)) {
                 jv_unref(seq);
-                jbuf_free(&b);
+                facet_str_free(&b);
                 return oom(cx, at);
             }
         }
         jv_unref(seq);
-        *out = sv(&b);
-        return 0;
+        *out = jv_str_take(&b);
+        return out->k == JV_STR ? 0 : oom(cx, at);
     }
     if (!strcmp(name, "format")) return jx_str_format(cx, at, self, args, nargs, kwn, kwv, nkw, out);
     if (!strncmp(name, "is", 2)) {

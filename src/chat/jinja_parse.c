@@ -519,16 +519,15 @@ static jnode *parse_primary(parser *P) {
             return n;
         }
     case T_STRING: {
-        jbuf b = {0};
+        facet_str b = {0};
         while (cur(P)->k == T_STRING) {
-            if (jbuf_add(&b, cur(P)->s, cur(P)->slen)) {
-                jbuf_free(&b);
+            if (facet_str_append(&b, cur(P)->s, cur(P)->slen)) {
+                facet_str_free(&b);
                 return fail(P, t, FACET_E_NOMEM, "out of memory");
             }
             next(P);
         }
-        jv s = jv_str(b.p ? b.p : "", b.n);
-        jbuf_free(&b);
+        jv s = jv_str_take(&b);
         if (s.k != JV_STR) return fail(P, t, FACET_E_NOMEM, "out of memory");
         return lit(P, t, s);
     }
@@ -711,20 +710,19 @@ static int parse_dotted_name(parser *P, char **out) {
         fail(P, cur(P), FACET_E_PARSE, "expected a filter or test name, got '%s'", tok_desc(cur(P)));
         return -1;
     }
-    jbuf b = {0};
-    jbuf_adds(&b, cur(P)->s);
+    facet_str b = {0};
+    facet_str_appendz(&b, cur(P)->s);
     next(P);
     while (is_op(P, ".") && peek(P, 1)->k == T_NAME) {
         next(P);
-        jbuf_addc(&b, '.');
-        jbuf_adds(&b, cur(P)->s);
+        facet_str_putc(&b, '.');
+        facet_str_appendz(&b, cur(P)->s);
         next(P);
     }
-    if (!b.p) {
+    if (!(*out = facet_str_take(&b))) { /* NULL when an append failed */
         fail(P, cur(P), FACET_E_NOMEM, "out of memory");
         return -1;
     }
-    *out = b.p;
     return 0;
 }
 

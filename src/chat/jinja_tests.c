@@ -59,13 +59,12 @@ static int cmp_test(jctx *cx, const jnode *at, const char *op, jv a, jv b, int *
 }
 
 static int case_test(jv v, int upper) {
-    jbuf b = {0};
+    facet_str b = {0};
     if (jv_to_pystr(&b, v)) {
-        jbuf_free(&b);
+        facet_str_free(&b);
         return 0;
     }
-    jv s = jv_str(b.p ? b.p : "", b.n);
-    jbuf_free(&b);
+    jv s = jv_str_take(&b);
     if (s.k != JV_STR) return 0;
     jv r;
     int rc = 0;

@@ -74,6 +74,12 @@ jv jv_str(const char *s, size_t len) {
 
 jv jv_cstr(const char *s) { return jv_str(s, strlen(s)); }
 
+jv jv_str_take(facet_str *b) {
+    jv v = b->failed ? jv_none() : jv_str(facet_str_cstr(b), b->len);
+    facet_str_free(b);
+    return v;
+}
+
 jv jv_undef_hint(const char *fmt, ...) {
     char buf[512];
     va_list ap;
@@ -257,53 +263,6 @@ const char *jv_type_name(jv v) {
 
 /* ---------------------------------------------------------------- buffers ---- */
 
-int jbuf_add(jbuf *b, const char *s, size_t n) {
-    if (b->over) return -1;
-    if (b->limit && b->n + n > b->limit) {
-        b->over = 1;
-        return -1;
-    }
-    if (b->n + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 256;
-        while (nc < b->n + n + 1) nc *= 2;
-        char *np = realloc(b->p, nc);
-        if (!np) return -1;
-        b->p = np;
-        b->cap = nc;
-    }
-    if (n) memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-    return 0;
-}
-
-int jbuf_adds(jbuf *b, const char *s) { return jbuf_add(b, s, strlen(s)); }
-int jbuf_addc(jbuf *b, char c) { return jbuf_add(b, &c, 1); }
-
-int jbuf_printf(jbuf *b, const char *fmt, ...) {
-    char tmp[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0) return -1;
-    if ((size_t)n < sizeof tmp) return jbuf_add(b, tmp, (size_t)n);
-    char *big = malloc((size_t)n + 1);
-    if (!big) return -1;
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    int rc = jbuf_add(b, big, (size_t)n);
-    free(big);
-    return rc;
-}
-
-void jbuf_free(jbuf *b) {
-    free(b->p);
-    b->p = NULL;
-    b->n = b->cap = 0;
-}
-
 /* ------------------------------------------------------------ float repr ---- */
 
 /* Python's float repr: the shortest digit string that round-trips, written in fixed
@@ -382,88 +341,88 @@ static int is_printable(int32_t cp) {
     }
 }
 
-static int repr_str(jbuf *b, const char *s, size_t n) {
+static int repr_str(facet_str *b, const char *s, size_t n) {
     int has_sq = memchr(s, '\'', n) != NULL, has_dq = memchr(s, '"', n) != NULL;
     char q = (has_sq && !has_dq) ? '"' : '\'';
-    if (jbuf_addc(b, q)) return -1;
+    if (facet_str_putc(b, q)) return -1;
     size_t i = 0;
     while (i < n) {
         utf8proc_int32_t cp;
         utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
         if (k <= 0) {
-            if (jbuf_printf(b, "\\x%02x", (unsigned char)s[i])) return -1;
+            if (facet_str_appendf(b, "\\x%02x", (unsigned char)s[i])) return -1;
             i++;
             continue;
         }
         int rc = 0;
         if (cp == '\\' || cp == q) {
-            rc = jbuf_addc(b, '\\') || jbuf_addc(b, (char)cp);
+            rc = facet_str_putc(b, '\\') || facet_str_putc(b, (char)cp);
         } else if (cp == '\n') {
-            rc = jbuf_adds(b, "\\n");
+            rc = facet_str_appendz(b, "\\n");
         } else if (cp == '\r') {
-            rc = jbuf_adds(b, "\\r");
+            rc = facet_str_appendz(b, "\\r");
         } else if (cp == '\t') {
-            rc = jbuf_adds(b, "\\t");
+            rc = facet_str_appendz(b, "\\t");
         } else if (cp < 0x20 || cp == 0x7f) {
-            rc = jbuf_printf(b, "\\x%02x", (unsigned)cp);
+            rc = facet_str_appendf(b, "\\x%02x", (unsigned)cp);
         } else if (cp >= 0x80 && !is_printable(cp)) {
-            if (cp <= 0xff) rc = jbuf_printf(b, "\\x%02x", (unsigned)cp);
-            else if (cp <= 0xffff) rc = jbuf_printf(b, "\\u%04x", (unsigned)cp);
-            else rc = jbuf_printf(b, "\\U%08x", (unsigned)cp);
+            if (cp <= 0xff) rc = facet_str_appendf(b, "\\x%02x", (unsigned)cp);
+            else if (cp <= 0xffff) rc = facet_str_appendf(b, "\\u%04x", (unsigned)cp);
+            else rc = facet_str_appendf(b, "\\U%08x", (unsigned)cp);
         } else {
-            rc = jbuf_add(b, s + i, (size_t)k);
+            rc = facet_str_append(b, s + i, (size_t)k);
         }
         if (rc) return -1;
         i += (size_t)k;
     }
-    return jbuf_addc(b, q);
+    return facet_str_putc(b, q);
 }
 
-static int str_or_repr(jbuf *b, jv v, int repr) {
+static int str_or_repr(facet_str *b, jv v, int repr) {
     char num[40];
     switch (v.k) {
-    case JV_UNDEF: return repr ? jbuf_adds(b, "Undefined") : 0;
-    case JV_NONE: return jbuf_adds(b, "None");
-    case JV_BOOL: return jbuf_adds(b, v.u.b ? "True" : "False");
-    case JV_INT: return jbuf_printf(b, "%lld", (long long)v.u.i);
-    case JV_FLOAT: jv_format_float(v.u.f, num); return jbuf_adds(b, num);
-    case JV_STR: return repr ? repr_str(b, JS(v)->s, JS(v)->len) : jbuf_add(b, JS(v)->s, JS(v)->len);
+    case JV_UNDEF: return repr ? facet_str_appendz(b, "Undefined") : 0;
+    case JV_NONE: return facet_str_appendz(b, "None");
+    case JV_BOOL: return facet_str_appendz(b, v.u.b ? "True" : "False");
+    case JV_INT: return facet_str_appendf(b, "%lld", (long long)v.u.i);
+    case JV_FLOAT: jv_format_float(v.u.f, num); return facet_str_appendz(b, num);
+    case JV_STR: return repr ? repr_str(b, JS(v)->s, JS(v)->len) : facet_str_append(b, JS(v)->s, JS(v)->len);
     case JV_LIST: {
         jlist *l = JL(v);
         if (l->flavor == JL_GEN) return -1; /* Python prints an address: not reproducible */
         if (l->flavor >= JL_KEYS) {
             static const char *const pre[] = {"dict_keys(", "dict_values(", "dict_items("};
-            if (jbuf_adds(b, pre[l->flavor - JL_KEYS])) return -1;
+            if (facet_str_appendz(b, pre[l->flavor - JL_KEYS])) return -1;
             jlist tmp = *l;
             tmp.flavor = JL_LIST;
             jv t = {JV_LIST, {.o = &tmp.h}};
             if (str_or_repr(b, t, 1)) return -1;
-            return jbuf_addc(b, ')');
+            return facet_str_putc(b, ')');
         }
         int tup = l->flavor == JL_TUPLE;
-        if (jbuf_addc(b, tup ? '(' : '[')) return -1;
+        if (facet_str_putc(b, tup ? '(' : '[')) return -1;
         for (size_t i = 0; i < l->n; i++) {
-            if (i && jbuf_adds(b, ", ")) return -1;
+            if (i && facet_str_appendz(b, ", ")) return -1;
             if (str_or_repr(b, l->v[i], 1)) return -1;
         }
-        if (tup && l->n == 1 && jbuf_addc(b, ',')) return -1;
-        return jbuf_addc(b, tup ? ')' : ']');
+        if (tup && l->n == 1 && facet_str_putc(b, ',')) return -1;
+        return facet_str_putc(b, tup ? ')' : ']');
     }
     case JV_DICT: case JV_NS: {
         jdict *d = JD(v);
-        if (v.k == JV_NS && jbuf_adds(b, "<Namespace ")) return -1;
-        if (jbuf_addc(b, '{')) return -1;
+        if (v.k == JV_NS && facet_str_appendz(b, "<Namespace ")) return -1;
+        if (facet_str_putc(b, '{')) return -1;
         for (size_t i = 0; i < d->n; i++) {
-            if (i && jbuf_adds(b, ", ")) return -1;
-            if (str_or_repr(b, d->key[i], 1) || jbuf_adds(b, ": ") || str_or_repr(b, d->val[i], 1))
+            if (i && facet_str_appendz(b, ", ")) return -1;
+            if (str_or_repr(b, d->key[i], 1) || facet_str_appendz(b, ": ") || str_or_repr(b, d->val[i], 1))
                 return -1;
         }
-        if (jbuf_addc(b, '}')) return -1;
-        return v.k == JV_NS ? jbuf_addc(b, '>') : 0;
+        if (facet_str_putc(b, '}')) return -1;
+        return v.k == JV_NS ? facet_str_putc(b, '>') : 0;
     }
     default: return -1; /* macros, loops, functions print addresses in Python */
     }
 }
 
-int jv_to_pystr(jbuf *b, jv v) { return str_or_repr(b, v, 0); }
-int jv_to_pyrepr(jbuf *b, jv v) { return str_or_repr(b, v, 1); }
+int jv_to_pystr(facet_str *b, jv v) { return str_or_repr(b, v, 0); }
+int jv_to_pyrepr(facet_str *b, jv v) { return str_or_repr(b, v, 1); }

@@ -60,7 +60,7 @@ void facet_toolcall_result_free(facet_toolcall_result *r) {
 
 typedef struct parse_state {
     facet_toolcall_result *r;
-    jbuf content, reasoning;
+    facet_str content, reasoning;
     uint32_t hash;
     int oom;
 } parse_state;
@@ -68,16 +68,15 @@ typedef struct parse_state {
 /* json.dumps form of a JSON value (", " / ": " separators, key order kept). */
 static char *dumps_py(const json_t *j) {
     jv v = jv_from_json(j);
-    jbuf b = {0};
+    facet_str b = {0};
     const char *why;
     int rc = jv_tojson(&b, v, -1, &why);
     jv_unref(v);
     if (rc) {
-        jbuf_free(&b);
+        facet_str_free(&b);
         return NULL;
     }
-    if (!b.p && jbuf_add(&b, "", 0)) return NULL;
-    return b.p;
+    return facet_str_take(&b); /* NULL when out of memory */
 }
 
 /* One call object {"name": str, "arguments"|"parameters": object or JSON string}. Returns
@@ -172,7 +171,7 @@ static int is_blank(const char *s, size_t n) {
 }
 
 static void keep(parse_state *S, const char *s, size_t n) {
-    if (jbuf_add(&S->content, s, n)) S->oom = 1;
+    if (facet_str_append(&S->content, s, n)) S->oom = 1;
 }
 
 static void parse_hermes(parse_state *S, const char *t, size_t n) {
@@ -340,7 +339,7 @@ static void harmony_message(parse_state *S, const char *h, size_t hn, const char
         while (cn + cl < h + hn && cn[cl] != ' ' && cn[cl] != '<') cl++;
     }
     if (cn && cl == 8 && !memcmp(cn, "analysis", 8)) {
-        if (jbuf_add(&S->reasoning, b, bn)) S->oom = 1;
+        if (facet_str_append(&S->reasoning, b, bn)) S->oom = 1;
     } else {
         keep(S, b, bn);
     }
@@ -387,24 +386,24 @@ facet_status facet_toolcall_parse(facet_toolcall_format format, const char *text
     case FACET_TOOLCALL_HARMONY: parse_harmony(&S, text, len); break;
     default: keep(&S, text, len); break;
     }
-    if (!S.oom && !S.content.p && jbuf_add(&S.content, "", 0)) S.oom = 1;
-    if (!S.oom && S.reasoning.p == NULL && format == FACET_TOOLCALL_HARMONY && jbuf_add(&S.reasoning, "", 0)) S.oom = 1;
+    if (!S.oom && !S.content.data && facet_str_append(&S.content, "", 0)) S.oom = 1;
+    if (!S.oom && S.reasoning.data == NULL && format == FACET_TOOLCALL_HARMONY && facet_str_append(&S.reasoning, "", 0)) S.oom = 1;
     if (S.oom) {
-        jbuf_free(&S.content);
-        jbuf_free(&S.reasoning);
+        facet_str_free(&S.content);
+        facet_str_free(&S.reasoning);
         facet_toolcall_result_free(out);
         return facet_err(err, FACET_E_NOMEM, "tool-call parse: out of memory");
     }
     if (out->n_calls) {
         /* the text around calls is kept, minus the whitespace that separated them */
-        size_t a = 0, b = S.content.n;
-        while (a < b && strchr(" \t\r\n", S.content.p[a])) a++;
-        while (b > a && strchr(" \t\r\n", S.content.p[b - 1])) b--;
-        memmove(S.content.p, S.content.p + a, b - a);
-        S.content.p[b - a] = 0;
+        size_t a = 0, b = S.content.len;
+        while (a < b && strchr(" \t\r\n", S.content.data[a])) a++;
+        while (b > a && strchr(" \t\r\n", S.content.data[b - 1])) b--;
+        memmove(S.content.data, S.content.data + a, b - a);
+        facet_str_truncate(&S.content, b - a);
     }
-    out->content = S.content.p;
-    out->reasoning = S.reasoning.p;
+    out->content = S.content.data;
+    out->reasoning = S.reasoning.data;
     return FACET_OK;
 }
 
