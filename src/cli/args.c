@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/str.h"
 #include "util/fs.h"
 
 int cli_parse_int(const char *opt, const char *v, long lo, long hi, int *out) {
@@ -65,25 +66,13 @@ int cli_parse_float(const char *opt, const char *v, float *out) {
 }
 
 int cli_read_stdin(char **data, size_t *len) {
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) return -1;
-    for (;;) {
-        if (n == cap) {
-            char *p = realloc(buf, cap *= 2);
-            if (!p) {
-                free(buf);
-                return -1;
-            }
-            buf = p;
-        }
-        size_t got = fread(buf + n, 1, cap - n, stdin);
-        n += got;
-        if (got == 0) break;
-    }
-    *data = buf;
-    *len = n;
-    return 0;
+    facet_str in = {0};
+    char chunk[1 << 16];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof chunk, stdin)) > 0) facet_str_append(&in, chunk, got);
+    *len = in.len;
+    *data = facet_str_take(&in); /* NULL when an append failed */
+    return *data ? 0 : -1;
 }
 
 int cli_env_mem_available(uint64_t *out) {

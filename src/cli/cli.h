@@ -9,6 +9,7 @@
 #include "facet.h"
 #include "facet_chat.h"
 #include "model/facts.h"
+#include "util/vec.h"
 
 int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
@@ -48,6 +49,22 @@ int cli_parse_weights(const char *opt, const char *v, facet_weight_format *out);
 /* Read all of standard input into *data (malloc'd, not NUL-terminated, *len bytes; the
  * caller frees it). Returns 0, or -1 when out of memory. */
 int cli_read_stdin(char **data, size_t *len);
+
+/* A list of token ids (FACET_VEC of int32_t; free(ids.data)). */
+typedef FACET_VEC(int32_t) cli_ids;
+
+/* Append the token ids of text (len bytes, need not be NUL-terminated) to *out: decimal
+ * ids 0..2147483647 separated by commas and/or whitespace, or a JSON array of them
+ * ("1,2,3", "1 2\n3", "[1, 2, 3]"). Returns 0, or 1 after printing "facet: OPT: SOURCE:
+ * MESSAGE" naming the bad token and its position (SOURCE: where the text came from, a
+ * file name or "standard input"; NULL for an argument, whose text the message quotes).
+ * On failure *out holds the ids before the bad one (the caller frees it). */
+int cli_parse_ids(cli_ids *out, const char *opt, const char *source, const char *text,
+                  size_t len);
+
+/* cli_parse_ids over an argument of option OPT: the ids themselves, "@FILE" (the file's
+ * text) or "-" (standard input's). Returns 0, or 1 after printing the error. */
+int cli_read_ids(cli_ids *out, const char *opt, const char *arg);
 
 /* Parse v as a whole number (strtof) into *out; on failure print the error, return 0. */
 int cli_parse_float(const char *opt, const char *v, float *out);

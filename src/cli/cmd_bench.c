@@ -166,7 +166,9 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: facet bench MODEL [--shapes 160,256,550] [--reps N] [--concurrency 1,4,8,16]\n"
                    "                   [-n N] [--threads N] [--weights auto|f32|bf16|f16|int8]\n"
-                   "                   [--kv-cache auto|f32|bf16|f16] [--json FILE]\n");
+                   "                   [--kv-cache auto|f32|bf16|f16] [--json FILE]\n"
+                   "example: facet bench models/stories260k --shapes 16 --reps 1 --concurrency 1 "
+                   "-n 16\n");
             return 0;
         } else if (!strcmp(a, "--shapes") && v) {
             if ((n_shapes = parse_list(v, shapes, 16, 1 << 20)) <= 0) {

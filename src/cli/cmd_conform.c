@@ -138,7 +138,8 @@ static void conform_usage(FILE *out) {
                  "       facet conform --table [--markdown]\n"
                  "PATH: a checkpoint folder or a config.json. Exit: 0 supported, 3 supported\n"
                  "pending the tensor probe (no weights), 2 refused, 1 unusable input.\n"
-                 "--ledger: report the verification level `facet onboard --gate` recorded there.\n");
+                 "--ledger: report the verification level `facet onboard --gate` recorded there.\n"
+                 "example: facet conform models/stories260k\n");
 }
 
 static facet_facts g_facts; /* large: keep off the stack */
@@ -234,7 +235,8 @@ static void onboard_usage(FILE *out) {
                  "--gate runs the identity gate: greedy in the exact path (f32 weights, f32 KV)\n"
                  "against reference ids (prompt_ids, generated_ids), reference logits rows,\n"
                  "the folder's expected.json, or the float64 reference (tests/ref) when present;\n"
-                 "the ledger line records the level. Exit 4 when the reference disagrees.\n");
+                 "the ledger line records the level. Exit 4 when the reference disagrees.\n"
+                 "example: facet onboard models/stories260k\n");
 }
 
 static const char *short_verdict(const facet_verdict *v, char *buf, size_t cap) {

@@ -26,7 +26,8 @@ static void plan_usage(FILE *out) {
                  "own precision: bf16, f16 or f32, what facet run loads by default),\n"
                  "--kv-cache to auto (f32 with f32 weights, f16 with f16, bf16 otherwise).\n"
                  "FACET_MEM_AVAILABLE=BYTES overrides the free\n"
-                 "RAM read from /proc/meminfo.\n");
+                 "RAM read from /proc/meminfo.\n"
+                 "example: facet plan models/stories260k --ctx 512 --batch 4\n");
 }
 
 static int parse_count(const char *opt, const char *s, int64_t *out) {

@@ -40,7 +40,8 @@ static void usage(FILE *out) {
             "  --timeout S        idle connection timeout in seconds (default 60)\n"
             "  --model-id NAME    served model name (default: the folder's name)\n"
             "  --shutdown-grace S seconds in-flight requests get on SIGINT/SIGTERM (default 5)\n"
-            "FACET_MEM_AVAILABLE=BYTES overrides the free RAM read from /proc/meminfo.\n");
+            "FACET_MEM_AVAILABLE=BYTES overrides the free RAM read from /proc/meminfo.\n"
+            "example: facet serve --port 8080\n");
 }
 
 int cmd_serve(int argc, char **argv) {

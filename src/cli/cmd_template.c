@@ -40,7 +40,9 @@ int cmd_template(int argc, char **argv) {
                    "[--add-generation-prompt] [--var NAME=JSON]...\n"
                    "Renders the model's chat template (tokenizer_config.json or\n"
                    "chat_template.jinja) over the messages, as transformers'\n"
-                   "apply_chat_template(tokenize=False) does, and prints the text.\n");
+                   "apply_chat_template(tokenize=False) does, and prints the text.\n"
+                   "example: facet template tests/data/chat/tokenizers__qwen2.5 --messages "
+                   "docs/examples/messages.json --add-generation-prompt\n");
             rc = 0;
             goto out;
         }

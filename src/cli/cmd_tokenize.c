@@ -140,7 +140,8 @@ int cmd_tokenize(int argc, char **argv) {
                    "Special tokens are added as the tokenizer's post-processor says;\n"
                    "--no-special is add_special_tokens=False. MODEL is any folder holding a\n"
                    "tokenizer.json. --jsonl reads lines {\"text\": S, \"add_special_tokens\": B}\n"
-                   "and prints one line {\"ids\": [...]} per input line.\n");
+                   "and prints one line {\"ids\": [...]} per input line.\n"
+                   "example: facet tokenize models/stories260k \"Once upon a time\"\n");
             return 0;
         }
         static const char *const value_opts[] = {"-f", "--jsonl", NULL};
@@ -236,7 +237,8 @@ int cmd_detokenize(int argc, char **argv) {
                    "Prints the text of the token ids exactly (no newline added), as\n"
                    "tokenizer.decode(ids) does; --skip-special is skip_special_tokens=True.\n"
                    "IDs are separate arguments or comma-separated. --jsonl reads lines\n"
-                   "{\"ids\": [...], \"skip_special_tokens\": B} and prints lines {\"text\": S}.\n");
+                   "{\"ids\": [...], \"skip_special_tokens\": B} and prints lines {\"text\": S}.\n"
+                   "example: facet detokenize models/stories260k 1 403 407 261 378\n");
             free(ids);
             return 0;
         }

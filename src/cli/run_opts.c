@@ -11,7 +11,7 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: facet run [MODEL] [-p TEXT | -f FILE | --prompt-ids 1,2,3 |\n"
+            "usage: facet run [MODEL] [-p TEXT | -f FILE|- | --prompt-ids 1,2,3|@FILE|- |\n"
             "                 --messages FILE.json [--tools FILE.json]] [-n MAX_NEW]\n"
             "                 [--threads N] [--ctx N] [--weights FMT] [--kv-cache TYPE] [--no-cache]\n"
             "                 [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
@@ -23,7 +23,9 @@ static void usage(FILE *out) {
             "*.safetensors, tokenizer.json); without it the bundled stories260k model runs.\n"
             "  -p TEXT            prompt text (tokenized with the tokenizer's special tokens)\n"
             "  -f FILE            prompt read from a UTF-8 file (- reads standard input)\n"
-            "  --prompt-ids LIST  token ids as given, nothing added\n"
+            "  --prompt-ids LIST  token ids as given, nothing added: comma- or whitespace-\n"
+            "                     separated, or a JSON array; @FILE reads them from FILE,\n"
+            "                     - from standard input\n"
             "  --messages FILE    a JSON array of chat messages, rendered by the checkpoint's\n"
             "                     chat template with the generation prompt; --tools FILE\n"
             "                     adds a JSON array of tool definitions\n"
@@ -52,7 +54,8 @@ static void usage(FILE *out) {
             "                     their natural-log probabilities, [[[id, logprob], ...], ...]\n"
             "  --ignore-eos       do not stop at eos_token_id\n"
             "  --dump-logits FILE write float32 little-endian logits, one row of vocab_size\n"
-            "                     per position of prompt + generated[:-1]\n");
+            "                     per position of prompt + generated[:-1]\n"
+            "example: facet run -p \"Once upon a time\" -n 16\n");
 }
 
 int run_parse_args(int argc, char **argv, run_opts *o) {
@@ -197,39 +200,12 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
 }
 
 int run_parse_ids(const char *text, int32_t **ids, size_t *n) {
-    size_t cap = 16, k = 0;
-    int32_t *a = malloc(cap * sizeof *a);
-    if (!a) return 1;
-    const char *p = text;
-    while (*p) {
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 0 || v > INT32_MAX) {
-            fprintf(stderr, "facet: --prompt-ids: expected comma-separated token ids, bad entry at '%s'\n", p);
-            free(a);
-            return 1;
-        }
-        if (k == cap) {
-            int32_t *b = realloc(a, 2 * cap * sizeof *a);
-            if (!b) {
-                free(a);
-                return 1;
-            }
-            a = b;
-            cap *= 2;
-        }
-        a[k++] = (int32_t)v;
-        p = end;
-        while (*p == ' ') p++;
-        if (*p == ',' && p[1]) p++;
-        else if (*p) { /* a trailing comma lands here too: an id is missing after it */
-            fprintf(stderr, "facet: --prompt-ids: unexpected '%c' in '%s'\n", *p, text);
-            free(a);
-            return 1;
-        }
+    cli_ids v = {0};
+    if (cli_read_ids(&v, "--prompt-ids", text)) {
+        free(v.data);
+        return 1;
     }
-    *ids = a;
-    *n = k;
+    *ids = v.data;
+    *n = v.len;
     return 0;
 }

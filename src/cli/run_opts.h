@@ -14,7 +14,7 @@ typedef struct run_opts {
     const char *model;        /* checkpoint folder; NULL = the bundled model         */
     const char *prompt;       /* -p TEXT                                             */
     const char *prompt_file;  /* -f FILE                                             */
-    const char *prompt_ids;   /* --prompt-ids 1,2,3                                  */
+    const char *prompt_ids;   /* --prompt-ids 1,2,3 | @FILE | -                      */
     const char *messages;     /* --messages FILE.json: rendered by the chat template */
     const char *tools;        /* --tools FILE.json (with --messages)                 */
     int max_new;              /* -n, default 256                                     */
@@ -36,7 +36,8 @@ typedef struct run_opts {
  * a usage error, which it prints). */
 int run_parse_args(int argc, char **argv, run_opts *o);
 
-/* Parse "1,2,3" into a malloc'd id array. Returns 0, or 1 after printing an error. */
+/* The ids of --prompt-ids's argument ("1,2,3", "@FILE" or "-": cli_read_ids) as a
+ * malloc'd array. Returns 0, or 1 after printing an error. */
 int run_parse_ids(const char *text, int32_t **ids, size_t *n);
 
 #endif
