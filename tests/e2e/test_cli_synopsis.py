@@ -1,7 +1,8 @@
 """The command-line synopsis is written in three places — each command's --help, README.md
 and DESIGN.md — and the two documents are checked here against --help, the one the
 code prints: every fenced synopsis line `facet CMD ...` (with its indented continuation
-lines) must name exactly the options that `facet CMD --help` names, so an option added
+lines) must name exactly the options of `facet CMD --help`'s usage lines (and those
+name every option the help describes or its example uses), so an option added
 to the code and its --help but not to the docs (or dropped from the code but left in
 the docs) fails. Every command `facet --help` lists must have a synopsis in both.
 
@@ -48,6 +49,28 @@ def help_text(facet_bin, cmd):
     return proc.stdout
 
 
+def help_options(facet_bin, cmd):
+    """The options of `facet CMD --help`'s usage block (its first line and the indented
+    lines after it), after checking that every option the rest of the help describes (a
+    line starting with an option) or its example uses is in that block."""
+    lines = help_text(facet_bin, cmd).splitlines()
+    n = 1
+    while n < len(lines) and lines[n][:1].isspace() and lines[n].strip():
+        n += 1
+    usage = options("\n".join(lines[:n]))
+    described = set()
+    for line in lines[n:]:
+        m = re.match(r"\s*(--?[A-Za-z][\w-]*)", line)
+        if m:
+            described.add(m.group(1))
+        if line.startswith("example: "):
+            described |= options(line)
+    described -= {"-h", "--help"}
+    assert described <= usage, "facet %s --help describes %s, its usage lines do not name" \
+        % (cmd, sorted(described - usage))
+    return usage
+
+
 def doc_synopses(path):
     """{command: [synopsis text, ...]} from the fenced blocks of a Markdown file."""
     found = {}
@@ -73,7 +96,7 @@ def test_doc_synopsis_matches_help(facet_bin, doc):
         if cmd not in synopses:
             problems.append("%s: no fenced synopsis line 'facet %s ...'" % (doc, cmd))
             continue
-        want = options(help_text(facet_bin, cmd))
+        want = help_options(facet_bin, cmd)
         have = set().union(*(options(s) for s in synopses[cmd]))
         if want - have:
             problems.append("%s: facet %s: --help names %s, the synopsis does not"
