@@ -34,7 +34,12 @@
  * (next() >> 11) * 2^-53. Each draw consumes exactly one 64-bit output, and greedy
  * choices (temperature 0, or a single kept token) consume none.
  *
- * Probabilities are computed in double from float32 logits. Errors follow facet.h.
+ * Probabilities are computed in double from float32 logits. Steps 1-4 run in float32;
+ * where float32 overflows (a temperature near 0, an extreme repetition_penalty: the
+ * largest processed logit is +inf, or all are -inf), they are redone in double with the
+ * maximum subtracted before the division by the temperature, so any positive temperature
+ * samples from the chain's distribution (tending to the argmax as it tends to 0) and
+ * the greedy choice stays the true argmax. Errors follow facet.h.
  */
 #ifndef FACET_SAMPLER_H
 #define FACET_SAMPLER_H
@@ -70,6 +75,16 @@ typedef struct facet_sampler_params {
 
 /* Set *p to the defaults above (sampling at temperature 1, everything else off). */
 void facet_sampler_params_default(facet_sampler_params *p);
+
+/* The float32 a sampling parameter given as a double (a command-line value, a JSON
+ * number) becomes: the one conversion `facet run` and `facet serve` share, so that both
+ * accept the same values. Returns 0 when x is not finite or |x| > 1e30 (*out unchanged);
+ * otherwise 1, with *out = (float)x, except that a nonzero x float32 would round to 0
+ * (|x| < 2^-150, e.g. 1e-50) becomes the smallest float32 of its sign: a positive
+ * temperature stays positive (the argmax limit of the distribution, equal maxima
+ * sharing it) instead of turning greedy. Each field's range is then checked by
+ * facet_sampler_params_validate. */
+int facet_sampler_param_from_double(double x, float *out);
 
 /* Check every field against its domain (non-finite values are invalid). Errors:
  * FACET_E_INVALID_ARGUMENT naming the parameter, its value and the expected range, e.g.

@@ -1,10 +1,14 @@
 /* args.c — number arguments of the subcommands, each checked fully. */
+#include <ctype.h>
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "facet_sampler.h"
 #include "util/str.h"
 #include "util/fs.h"
 
@@ -56,12 +60,22 @@ int cli_parse_float(const char *opt, const char *v, float *out) {
     char *end;
     errno = 0;
     if (!v) return 0; /* the caller says the value is missing */
-    float x = strtof(v, &end);
-    if (errno || end == v || *end) {
+    double x = strtod(v, &end);
+    if (end == v || *end || (errno == ERANGE && fabs(x) > 1)) {
         fprintf(stderr, "facet: %s expects a number, got '%s'\n", opt, v);
         return 0;
     }
-    *out = x;
+    if (errno == ERANGE && x == 0) { /* below double's range: a tiny nonzero value */
+        const char *p = v;
+        while (isspace((unsigned char)*p)) p++;
+        x = *p == '-' ? -DBL_TRUE_MIN : DBL_TRUE_MIN;
+    }
+    /* the server's conversion too (facet_sampler_param_from_double): one accepted range */
+    if (!facet_sampler_param_from_double(x, out)) {
+        fprintf(stderr, "facet: %s=%s is out of range (expected a finite number of magnitude "
+                        "at most 1e30)\n", opt, v);
+        return 0;
+    }
     return 1;
 }
 

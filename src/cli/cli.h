@@ -66,7 +66,9 @@ int cli_parse_ids(cli_ids *out, const char *opt, const char *source, const char 
  * text) or "-" (standard input's). Returns 0, or 1 after printing the error. */
 int cli_read_ids(cli_ids *out, const char *opt, const char *arg);
 
-/* Parse v as a whole number (strtof) into *out; on failure print the error, return 0. */
+/* Parse v as a whole number (strtod) into a sampling parameter *out, converted as the
+ * server converts JSON numbers (facet_sampler_param_from_double: |x| <= 1e30, a tiny
+ * nonzero value stays nonzero); on failure print the error, return 0. */
 int cli_parse_float(const char *opt, const char *v, float *out);
 
 /* When folder `path` holds weights: probe them into *f (facet_facts_probe) and, for a

@@ -1,5 +1,6 @@
 /* sampler.c — the sampling chain of facet_sampler.h: penalties, logit_bias,
  * temperature, top-k, min-p, top-p, seeded draw. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,14 @@ void facet_sampler_params_default(facet_sampler_params *p) {
     p->temperature = 1.0f;
     p->top_p = 1.0f;
     p->repetition_penalty = 1.0f;
+}
+
+int facet_sampler_param_from_double(double x, float *out) {
+    if (!isfinite(x) || fabs(x) > 1e30) return 0;
+    float f = (float)x;
+    if (f == 0.0f && x != 0.0) f = x > 0 ? FLT_TRUE_MIN : -FLT_TRUE_MIN;
+    *out = f;
+    return 1;
 }
 
 static facet_status bad(facet_error *err, const char *name, double v, const char *expected) {
@@ -157,6 +166,43 @@ static void apply_penalties(facet_sampler *s, const float *logits) {
     for (int i = 0; i < p->n_logit_bias; i++) w[p->logit_bias[i].token] += p->logit_bias[i].bias;
 }
 
+/* Steps 1-4 again in double, for a row where float32 overflowed (a temperature near 0,
+ * an extreme repetition_penalty): the processed logits minus their maximum, divided by
+ * t (1 when the choice is greedy), rounded back into s->work. The best logit becomes
+ * exactly 0 and the rest are <= 0 (-inf where exp() would give 0 anyway), so the order,
+ * the ties and every probability within double's range are those of exact arithmetic:
+ * as t -> 0 the chain's distribution tends to the argmax (shared evenly by equal maxima),
+ * never to the lowest of the ids float32 saturated to +inf. Uses s->prob as scratch. */
+static void process_in_double(facet_sampler *s, const float *logits, double t) {
+    const facet_sampler_params *p = &s->p;
+    double *d = s->prob;
+    double r = p->repetition_penalty;
+    for (int j = 0; j < s->n_vocab; j++) {
+        double x = logits[j];
+        if (s->seen[j]) x = x > 0 ? x / r : x * r;
+        if (s->count[j] > 0)
+            x -= (double)s->count[j] * p->frequency_penalty + p->presence_penalty;
+        d[j] = x;
+    }
+    for (int i = 0; i < p->n_logit_bias; i++) d[p->logit_bias[i].token] += p->logit_bias[i].bias;
+    double m = d[0];
+    for (int j = 1; j < s->n_vocab; j++)
+        if (d[j] > m) m = d[j];
+    for (int j = 0; j < s->n_vocab; j++) s->work[j] = (float)((d[j] - m) / t);
+}
+
+/* 1 when the largest entry of w is +inf or NaN, or every entry is -inf: float32 could
+ * not hold steps 1-4 and the row must be processed in double. */
+static int overflowed(const float *w, int n) {
+    float m = -INFINITY;
+    int nan = 0;
+    for (int j = 0; j < n; j++) {
+        m = w[j] > m ? w[j] : m;
+        nan |= w[j] != w[j];
+    }
+    return nan || !isfinite(m);
+}
+
 /* Candidate order: logit descending, then id ascending (a strict total order, so the
  * order, and with it every draw, is fully determined). */
 static int better(const float *w, int32_t x, int32_t y) {
@@ -213,8 +259,12 @@ int32_t facet_sampler_sample(facet_sampler *s, const float *logits) {
     const facet_sampler_params *p = &s->p;
     apply_penalties(s, logits);
     float *w = s->work;
-    if (p->temperature == 0.0f || p->top_k == 1) return facet_sample_greedy(w, s->n_vocab);
-    for (int j = 0; j < s->n_vocab; j++) w[j] /= p->temperature;
+    int greedy = p->temperature == 0.0f || p->top_k == 1;
+    if (!greedy)
+        for (int j = 0; j < s->n_vocab; j++) w[j] /= p->temperature;
+    if (overflowed(w, s->n_vocab))
+        process_in_double(s, logits, greedy ? 1.0 : (double)p->temperature);
+    if (greedy) return facet_sample_greedy(w, s->n_vocab);
     int n = s->n_vocab, sorted = 0;
     for (int32_t i = 0; i < n; i++) s->cand[i] = i;
     /* top-k: the k best, in order */

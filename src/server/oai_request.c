@@ -92,9 +92,8 @@ static int get_num(json_t *o, const char *key, float *out, oai_error *e) {
     if (!json_is_number(v))
         return BAD(key, "'%s' must be a number, got %s", key, facet_json_type_name(v));
     double x = json_number_value(v);
-    if (!isfinite(x) || fabs(x) > 1e30)
+    if (!facet_sampler_param_from_double(x, out)) /* the CLI's conversion too */
         return BAD(key, "'%s'=%g is out of range", key, x);
-    *out = (float)x;
     return 0;
 }
 

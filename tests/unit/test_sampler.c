@@ -319,6 +319,85 @@ static void test_distributions(void **state) {
     check_freq(&p, l, 4, t2);
 }
 
+/* Temperatures near 0 and extreme repetition penalties overflow float32 (l / T = +inf
+ * for every large logit): the chain must still sample its own distribution, which tends
+ * to the argmax as T -> 0 — never the lowest id among the saturated ones (issue 17). */
+static void test_float_overflow_keeps_the_distribution(void **state) {
+    (void)state;
+    const float l[5] = {10, 20, 50, 40, -30}; /* 10 / 1.5e-38 already exceeds FLT_MAX */
+    const float temps[3] = {1.5e-38f, 1e-40f, FLT_TRUE_MIN};
+    facet_sampler_params p;
+    for (int t = 0; t < 3; t++) {
+        facet_sampler_params_default(&p);
+        p.temperature = temps[t];
+        p.seed = (uint64_t)t;
+        facet_sampler *s = make(&p, 5);
+        for (int i = 0; i < 50; i++) assert_int_equal(facet_sampler_sample(s, l), 2);
+        facet_sampler_free(s);
+    }
+    /* equal maxima share the limit evenly: exp((l - max) / T) is 1 for both, 0 else */
+    const float tie[4] = {1, 50, 20, 50};
+    facet_sampler_params_default(&p);
+    p.temperature = 1e-40f;
+    p.seed = 5;
+    const double half[4] = {0, 0.5, 0, 0.5};
+    check_freq(&p, tie, 4, half);
+    /* a temperature that overflows only the top logits: 1e35 / 1e-5 > FLT_MAX but the
+     * gap between the two best, 1e30, is still huge at T = 1e-5: the best wins */
+    const float big[3] = {1e35f, 9.99999e34f, 0};
+    facet_sampler_params_default(&p);
+    p.temperature = 1e-5f;
+    facet_sampler *s = make(&p, 3);
+    assert_int_equal(facet_sampler_sample(s, big), 0);
+    facet_sampler_free(s);
+    /* repetition_penalty 1e-40 on tokens 0 and 2 (positive logits divided by it overflow
+     * to +inf): the greedy choice is the larger of them, 3 / r > 2 / r */
+    const float rl[4] = {2, 1, 3, 0.5f};
+    const int32_t seen[2] = {0, 2};
+    facet_error err;
+    facet_sampler_params_default(&p);
+    p.temperature = 0;
+    p.repetition_penalty = 1e-40f;
+    s = make(&p, 4);
+    assert_int_equal(facet_sampler_accept_prompt(s, seen, 2, &err), FACET_OK);
+    assert_int_equal(facet_sampler_sample(s, rl), 2);
+    facet_sampler_free(s);
+    /* repetition_penalty FLT_MAX on all-negative seen logits: every l * r is -inf in
+     * float32; the largest, -0.5 * r, is still the argmax */
+    const float nl[4] = {-1, -3, -2, -0.5f};
+    const int32_t all[4] = {0, 1, 2, 3};
+    p.repetition_penalty = FLT_MAX;
+    for (int greedy = 0; greedy < 2; greedy++) {
+        p.temperature = greedy ? 0.0f : 1.0f;
+        s = make(&p, 4);
+        assert_int_equal(facet_sampler_accept_prompt(s, all, 4, &err), FACET_OK);
+        assert_int_equal(facet_sampler_sample(s, nl), 3);
+        facet_sampler_free(s);
+    }
+}
+
+/* The conversion the CLI and the server share. */
+static void test_param_from_double(void **state) {
+    (void)state;
+    float f = 7;
+    assert_int_equal(facet_sampler_param_from_double(0.7, &f), 1);
+    assert_true(f == 0.7f);
+    assert_int_equal(facet_sampler_param_from_double(1e-40, &f), 1);
+    assert_true(f == 1e-40f && f > 0);
+    assert_int_equal(facet_sampler_param_from_double(1e-50, &f), 1);
+    assert_true(f == FLT_TRUE_MIN);
+    assert_int_equal(facet_sampler_param_from_double(-1e-50, &f), 1);
+    assert_true(f == -FLT_TRUE_MIN);
+    assert_int_equal(facet_sampler_param_from_double(0.0, &f), 1);
+    assert_true(f == 0);
+    assert_int_equal(facet_sampler_param_from_double(1e30, &f), 1);
+    f = 7;
+    assert_int_equal(facet_sampler_param_from_double(2e30, &f), 0);
+    assert_int_equal(facet_sampler_param_from_double(INFINITY, &f), 0);
+    assert_int_equal(facet_sampler_param_from_double(NAN, &f), 0);
+    assert_true(f == 7);
+}
+
 static void test_seeded_draws(void **state) {
     (void)state;
     /* With seed 42 and p = (0.5, 0.3, 0.15, 0.05), the reference PRNG's uniforms pick
@@ -501,6 +580,8 @@ int main(void) {
         cmocka_unit_test(test_logit_bias),          cmocka_unit_test(test_distributions),
         cmocka_unit_test(test_seeded_draws),        cmocka_unit_test(test_logprob_of),
         cmocka_unit_test(test_matches_full_sort_reference),
+        cmocka_unit_test(test_float_overflow_keeps_the_distribution),
+        cmocka_unit_test(test_param_from_double),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

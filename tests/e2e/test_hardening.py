@@ -1,0 +1,53 @@
+"""Inputs that were accepted and computed wrongly (issue 17), end to end on the bundled
+stories260k model or on small inputs each test builds.
+
+Oracles: the greedy continuation (`facet run` at temperature 0) for temperatures near 0,
+whose distribution tends to the argmax; Python's json for integers beyond 64 bits; the
+same command reading a file for `-f -`.
+"""
+
+import json
+
+import pytest
+
+from server_harness import Server
+
+
+@pytest.fixture(scope="module")
+def model(repo_root):
+    return repo_root / "models" / "stories260k"
+
+
+def run_ids(run_facet, model, *extra):
+    p = run_facet(["run", str(model), "--prompt-ids", "1,403", "-n", "8", "--json",
+                   "--ignore-eos", "--no-cache"] + list(extra), timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)["generated_ids"]
+
+
+def test_tiny_temperature_samples_the_argmax(facet_bin, run_facet, model):
+    """--temp 1.5e-38 divided the logits into +inf and sampled the lowest id of them; the
+    CLI refused 1e-40, which the server took. Any positive temperature now samples the
+    chain's distribution, here (no tied maxima) the greedy tokens, in the CLI and the
+    server alike; 1e-50, below float32's range, stays a positive temperature; both
+    refuse 1e31 the same way."""
+    greedy = run_ids(run_facet, model)
+    for t in ("1.5e-38", "1e-40", "1e-50"):
+        assert run_ids(run_facet, model, "--temp", t, "--seed", "3") == greedy, t
+    p = run_facet(["run", str(model), "-n", "1", "--temp", "1e31"], timeout=60)
+    assert p.returncode == 1 and "--temp=1e31 is out of range" in p.stderr, p.stderr
+
+    def complete(s, t):
+        status, r = s.post("/v1/completions", {"model": "stories260k", "prompt": [1, 403],
+                                               "max_tokens": 8, "temperature": t, "seed": 3})
+        return status, r
+
+    with Server(facet_bin, model, "--threads", "1") as s:
+        status, r0 = complete(s, 0)
+        assert status == 200, r0
+        for t in (1.5e-38, 1e-40, 1e-50):
+            status, r = complete(s, t)
+            assert status == 200, r
+            assert r["choices"][0]["text"] == r0["choices"][0]["text"], t
+        status, r = complete(s, 1e31)
+        assert status == 400 and "temperature" in r["error"]["message"], r
