@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "facet_sampler.h"
 #include "util/str.h"
+#include "util/error.h"
 #include "util/fs.h"
 
 int cli_parse_int(const char *opt, const char *v, long lo, long hi, int *out) {
@@ -87,6 +88,42 @@ int cli_read_stdin(char **data, size_t *len) {
     *len = in.len;
     *data = facet_str_take(&in); /* NULL when an append failed */
     return *data ? 0 : -1;
+}
+
+/* The option that read standard input, so that a second "-" is refused instead of
+ * reading an empty stream. */
+static const char *g_stdin_reader;
+
+facet_status cli_read_input(const char *opt, const char *path, size_t max_bytes, char **data,
+                            size_t *len, facet_error *err) {
+    *data = NULL;
+    *len = 0;
+    if (strcmp(path, "-")) return facet_read_file(path, max_bytes, data, len, err);
+    if (g_stdin_reader)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "%s -: standard input is already read by %s -; at most one option "
+                         "can read it", opt, g_stdin_reader);
+    g_stdin_reader = opt;
+    facet_str in = {.limit = max_bytes};
+    char chunk[1 << 16];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof chunk, stdin)) > 0 && !in.failed)
+        facet_str_append(&in, chunk, got);
+    if (ferror(stdin)) {
+        facet_str_free(&in);
+        return facet_err(err, FACET_E_IO, "%s -: cannot read standard input: %s", opt,
+                         strerror(errno));
+    }
+    if (in.failed == FACET_STR_OVER) {
+        facet_str_free(&in);
+        return facet_err(err, FACET_E_LIMIT, "%s -: standard input is larger than %zu bytes",
+                         opt, max_bytes);
+    }
+    *len = in.len;
+    *data = facet_str_take(&in);
+    if (!*data)
+        return facet_err(err, FACET_E_NOMEM, "%s -: out of memory reading standard input", opt);
+    return FACET_OK;
 }
 
 int cli_env_mem_available(uint64_t *out) {

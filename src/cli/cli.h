@@ -50,6 +50,15 @@ int cli_parse_weights(const char *opt, const char *v, facet_weight_format *out);
  * caller frees it). Returns 0, or -1 when out of memory. */
 int cli_read_stdin(char **data, size_t *len);
 
+/* Read the input file `path` of option `opt` whole (NUL-appended, *len bytes, the caller
+ * frees *data), or standard input when path is "-": the meaning of "-" for every option
+ * that takes an input file (-f, --messages, --tools, --reference, ...). At most
+ * max_bytes. Standard input feeds one option per process: a second "-" is
+ * FACET_E_INVALID_ARGUMENT naming both options. Errors: as facet_read_file, or for "-"
+ * FACET_E_IO / FACET_E_LIMIT / FACET_E_NOMEM naming the option. */
+facet_status cli_read_input(const char *opt, const char *path, size_t max_bytes, char **data,
+                            size_t *len, facet_error *err);
+
 /* A list of token ids (FACET_VEC of int32_t; free(ids.data)). */
 typedef FACET_VEC(int32_t) cli_ids;
 

@@ -30,16 +30,12 @@ static int is_eos(const facet_model_info *info, int32_t id) {
     return 0;
 }
 
-/* Read a UTF-8 text file whole; prints the error and returns NULL on failure. */
-static char *read_utf8(const char *path, size_t *len) {
+/* Read a UTF-8 text file (or standard input for "-") of option opt whole; prints the
+ * error and returns NULL on failure. */
+static char *read_utf8(const char *opt, const char *path, size_t *len) {
     facet_error err = {0};
     char *text;
-    if (!strcmp(path, "-")) { /* standard input, as tokenize reads it */
-        if (cli_read_stdin(&text, len)) {
-            fprintf(stderr, "facet: -f -: out of memory reading standard input\n");
-            return NULL;
-        }
-    } else if (facet_read_file(path, (size_t)1 << 30, &text, len, &err) != FACET_OK) {
+    if (cli_read_input(opt, path, (size_t)1 << 30, &text, len, &err) != FACET_OK) {
         cli_fail(&err);
         return NULL;
     }
@@ -56,9 +52,9 @@ static char *read_utf8(const char *path, size_t *len) {
 static char *render_chat(const run_opts *o, size_t *len) {
     facet_error err = {0};
     size_t ml, tl;
-    char *messages = read_utf8(o->messages, &ml), *tools = NULL, *out = NULL;
+    char *messages = read_utf8("--messages", o->messages, &ml), *tools = NULL, *out = NULL;
     if (!messages) return NULL;
-    if (o->tools && !(tools = read_utf8(o->tools, &tl))) {
+    if (o->tools && !(tools = read_utf8("--tools", o->tools, &tl))) {
         free(messages);
         return NULL;
     }
@@ -88,7 +84,7 @@ static int prompt_text_ids(const run_opts *o, facet_tokenizer *tok, int32_t **id
          * it) */
         add_special = 0;
     } else if (o->prompt_file) {
-        if (!(text = read_utf8(o->prompt_file, &len))) return 1;
+        if (!(text = read_utf8("-f", o->prompt_file, &len))) return 1;
     } else {
         const char *p = o->prompt ? o->prompt : "";
         len = strlen(p);

@@ -85,8 +85,8 @@ int cmd_template(int argc, char **argv) {
         goto out;
     }
     size_t len;
-    if (facet_read_file(msgs_path, MAX_INPUT_BYTES, &msgs, &len, &err) ||
-        (tools_path && facet_read_file(tools_path, MAX_INPUT_BYTES, &tools, &len, &err)) ||
+    if (cli_read_input("--messages", msgs_path, MAX_INPUT_BYTES, &msgs, &len, &err) ||
+        (tools_path && cli_read_input("--tools", tools_path, MAX_INPUT_BYTES, &tools, &len, &err)) ||
         facet_chat_template_load(model, &tpl, &err)) {
         rc = cli_fail(&err);
         goto out;

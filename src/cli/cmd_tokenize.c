@@ -172,7 +172,7 @@ int cmd_tokenize(int argc, char **argv) {
         return rc;
     }
     if (file) {
-        if (facet_read_file(file, (size_t)1 << 31, &data, &len, &err)) return cli_fail(&err);
+        if (cli_read_input("-f", file, (size_t)1 << 31, &data, &len, &err)) return cli_fail(&err);
     } else if (text) {
         len = strlen(text);
     } else if (cli_read_stdin(&data, &len)) {

@@ -79,7 +79,12 @@ static int ids_from_json(const char *file, const char *key, const json_t *a, int
 static int ref_from_ids_file(const char *file, const char *oracle, gate_ref *r) {
     json_t *root = NULL;
     facet_error err;
-    if (facet_json_load_file(file, 64u << 20, &root, &err) != FACET_OK) return cli_fail(&err);
+    char *text = NULL;
+    size_t len = 0;
+    facet_status st = cli_read_input("--reference", file, 64u << 20, &text, &len, &err);
+    if (st == FACET_OK) st = facet_json_parse(text, len, file, &root, &err);
+    free(text);
+    if (st != FACET_OK) return cli_fail(&err);
     const json_t *o = json_object_get(root, "greedy_from_bos");
     if (!json_is_object(o)) o = root;
     int rc = 1;
@@ -116,7 +121,8 @@ static int read_logits(const char *file, int vocab, gate_ref *r) {
     char *data = NULL;
     size_t len = 0;
     facet_error err;
-    if (facet_read_file(file, (size_t)1 << 36, &data, &len, &err) != FACET_OK) return cli_fail(&err);
+    if (cli_read_input("--reference-logits", file, (size_t)1 << 36, &data, &len, &err) != FACET_OK)
+        return cli_fail(&err);
     size_t row = sizeof(float) * (size_t)vocab;
     if (len == 0 || len % row) {
         fprintf(stderr, "facet: %s: %zu bytes is not a whole number of float32 rows of vocab_size %d\n",

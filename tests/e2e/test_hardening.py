@@ -7,6 +7,7 @@ same command reading a file for `-f -`.
 """
 
 import json
+import subprocess
 
 import pytest
 
@@ -51,3 +52,49 @@ def test_tiny_temperature_samples_the_argmax(facet_bin, run_facet, model):
             assert r["choices"][0]["text"] == r0["choices"][0]["text"], t
         status, r = complete(s, 1e31)
         assert status == 400 and "temperature" in r["error"]["message"], r
+
+
+CHAT = "tests/data/chat/configs__Qwen__Qwen2.5-0.5B-Instruct__resaved"
+
+
+def test_dash_is_standard_input_for_every_file_option(facet_bin, repo_root, model, tmp_path):
+    """`-f -` failed with "-: cannot open" in tokenize; every option that takes an input
+    file now reads standard input for "-", giving what the file gives, and a second "-"
+    in one command is refused by name instead of reading an empty stream."""
+
+    def facet(args, stdin):
+        return subprocess.run([str(facet_bin)] + args, input=stdin, capture_output=True,
+                              timeout=60)
+
+    text = tmp_path / "prompt.txt"
+    text.write_text("Once upon a time")
+    msgs = tmp_path / "messages.json"
+    msgs.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"type": "function", "function": {"name": "f"}}]))
+    chat = str(repo_root / CHAT)
+    cases = [
+        (["tokenize", str(model), "-f", "-"], ["tokenize", str(model), "-f", str(text)], text),
+        (["run", str(model), "-f", "-", "-n", "3", "--no-cache"],
+         ["run", str(model), "-f", str(text), "-n", "3", "--no-cache"], text),
+        (["template", chat, "--messages", "-"], ["template", chat, "--messages", str(msgs)], msgs),
+        (["template", chat, "--messages", str(msgs), "--tools", "-"],
+         ["template", chat, "--messages", str(msgs), "--tools", str(tools)], tools),
+    ]
+    for dash, named, src in cases:
+        a, b = facet(dash, src.read_bytes()), facet(named, b"")
+        assert b.returncode == 0, b.stderr
+        assert a.returncode == 0, (dash, a.stderr)
+        assert a.stdout == b.stdout and a.stdout, dash
+    import shutil
+    m = tmp_path / "m"
+    shutil.copytree(model, m, ignore=shutil.ignore_patterns(".facet-cache"))
+    p = facet(["onboard", str(m), "--gate", "--reference", "-", "-n", "4"],
+              (model / "expected.json").read_bytes())
+    assert p.returncode == 0, p.stderr
+    assert b"validated against reference ids (-): 1 prompt token, 4 greedy steps identical" \
+        in p.stdout + p.stderr
+    p = facet(["template", chat, "--messages", "-", "--tools", "-"], msgs.read_bytes())
+    assert p.returncode == 1
+    assert p.stderr.decode().strip() == ("facet: --tools -: standard input is already read by "
+                                         "--messages -; at most one option can read it")
