@@ -31,7 +31,6 @@
 #include "kernels/cpu/kernels.h"
 #include "util/error.h"
 
-facet_status facet_seq_reserve(facet_session *s, int seq, int need, facet_error *err);
 facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err);
 
 typedef struct {
@@ -55,7 +54,7 @@ static void attn_task(void *ctx, int task, int thread) {
     int first = 0;
     if (f->layer_sliding[j->layer] && f->sliding_window > 0 && pos - f->sliding_window + 1 > 0)
         first = (int)(pos - f->sliding_window + 1);
-    const facet_seq_cache *c = &s->seqs[j->seq_ids[r]];
+    const facet_kv_seq *c = &s->kv.seqs[j->seq_ids[r]];
     const float *q = s->q + (size_t)r * nh * hd + (size_t)h * hd;
     size_t kv_off = (size_t)(h / group) * hd;
     float *scores = s->scores + (size_t)thread * s->n_ctx;
@@ -64,7 +63,7 @@ static void attn_task(void *ctx, int task, int thread) {
     int n = pos + 1 - first;
     /* on a ring layer the chunk's own positions (>= base) are read from the scratch:
      * the ring still holds the window before the chunk and is written afterwards */
-    int ring = s->ring_cap && f->layer_sliding[j->layer];
+    int ring = facet_kv_is_ring(&s->kv, j->layer);
     int base = ring ? s->chunk_base[r] : pos + 1;
     const int *rows = s->chunk_order + s->chunk_group[r];
     /* a cache row of a 16-bit KV type is widened into this thread's buffer first */
@@ -76,8 +75,8 @@ static void attn_task(void *ctx, int task, int thread) {
         if (p >= base) {
             K = s->k + (size_t)rows[p - base] * kvd + kv_off;
         } else {
-            const uint8_t *key = c->k[j->layer] + facet_k_offset(s, c, j->layer, kvh, p);
-            facet_kv_load_strided(key, s->kv_type, wide, hd, FACET_KV_GROUP);
+            const uint8_t *key = facet_kv_key(&s->kv, c, j->layer, kvh, p);
+            facet_kv_load_strided(key, s->kv.type, wide, hd, FACET_KV_GROUP);
             K = wide;
         }
         float sc = facet_dot_f32(q, K, hd) * scale;
@@ -93,8 +92,8 @@ static void attn_task(void *ctx, int task, int thread) {
         if (p >= base) {
             V = s->v + (size_t)rows[p - base] * kvd + kv_off;
         } else {
-            const uint8_t *row = c->v[j->layer] + facet_v_offset(s, c, j->layer, kvh, p);
-            facet_kv_load(row, s->kv_type, wide, hd);
+            const uint8_t *row = facet_kv_value(&s->kv, c, j->layer, kvh, p);
+            facet_kv_load(row, s->kv.type, wide, hd);
             V = wide;
         }
         facet_axpy_f32(out, scores[t], V, hd);
@@ -137,10 +136,10 @@ static void group_attn_task(void *ctx, int task, int thread) {
     size_t qd = (size_t)nh * hd;
     int g = task / nh, h = task % nh;
     int r0 = s->group_row[g], n_q = s->group_len[g];
-    const facet_seq_cache *c = &s->seqs[j->seq_ids[r0]];
+    const facet_kv_seq *c = &s->kv.seqs[j->seq_ids[r0]];
     /* the head's first key group and value row */
-    const uint8_t *K = c->k[j->layer] + facet_k_offset(s, c, j->layer, h / group, 0);
-    const uint8_t *V = c->v[j->layer] + facet_v_offset(s, c, j->layer, h / group, 0);
+    const uint8_t *K = facet_kv_key(&s->kv, c, j->layer, h / group, 0);
+    const uint8_t *V = facet_kv_value(&s->kv, c, j->layer, h / group, 0);
     float *scratch = s->attn_scratch + (size_t)thread * s->attn_scratch_floats;
     const float *q = s->q + r0 * qd + (size_t)h * hd;
     float *out = s->att_out + r0 * qd + (size_t)h * hd;
@@ -148,11 +147,11 @@ static void group_attn_task(void *ctx, int task, int thread) {
         if (h % group) return;
         int *pos = s->attn_pos + (size_t)thread * nh;
         for (int i = 0; i < group; i++) pos[i] = s->pos[r0];
-        facet_attention_causal(q, (size_t)hd, pos, group, K, V, s->kv_type, (size_t)hd, hd,
+        facet_attention_causal(q, (size_t)hd, pos, group, K, V, s->kv.type, (size_t)hd, hd,
                                (float)f->attn_scale, out, (size_t)hd, scratch);
         return;
     }
-    facet_attention_causal(q, qd, s->pos + r0, n_q, K, V, s->kv_type, (size_t)hd, hd,
+    facet_attention_causal(q, qd, s->pos + r0, n_q, K, V, s->kv.type, (size_t)hd, hd,
                            (float)f->attn_scale, out, qd, scratch);
 }
 
@@ -246,14 +245,14 @@ static void qk_row(facet_session *s, int l, int r) {
     /* a bf16 cache is bf16 attention: the query is rounded like the keys, so each score
      * is a sum of exact products of bf16 values (FlashAttention's bf16 arithmetic), on
      * every path; on AVX512-BF16 the blocked kernel takes them from vdpbf16ps */
-    if (s->kv_type == FACET_KV_BF16) facet_kv_round(q, s->kv_type, qd);
-    if (!(s->ring_cap && f->layer_sliding[l])) {
+    if (s->kv.type == FACET_KV_BF16) facet_kv_round(q, s->kv.type, qd);
+    if (!facet_kv_is_ring(&s->kv, l)) {
         store_kv_row(s, l, r);
-    } else if (s->kv_type != FACET_KV_F32) {
+    } else if (s->kv.type != FACET_KV_F32) {
         /* a ring layer's attention reads this chunk's rows from the scratch: round them
          * as the cache will hold them, so the result does not depend on chunking */
-        facet_kv_round(k, s->kv_type, kvd);
-        facet_kv_round(s->v + (size_t)r * kvd, s->kv_type, kvd);
+        facet_kv_round(k, s->kv.type, kvd);
+        facet_kv_round(s->v + (size_t)r * kvd, s->kv.type, kvd);
     }
 }
 
@@ -288,23 +287,10 @@ static void ffn_out_row(facet_session *s, int l, int r) {
     residual_row(f, x, xn);
 }
 
-/* Store entry r's K/V row (after norm and RoPE) into its sequence's cache, rounded to
- * the cache's element type. On a ring layer, a position that a later entry of the same
- * chunk overwrites (pos + ring_cap <= the sequence's last position, len - 1, as the
- * chunk's positions are already counted in len) is skipped, so rows stored in parallel
- * never race for one ring slot. */
+/* Store entry r's K/V row (after norm and RoPE) into its sequence's cache. */
 static void store_kv_row(facet_session *s, int l, int r) {
-    const facet_facts *f = &s->model->facts;
-    int hd = (int)f->head_dim;
-    size_t kvd = (size_t)(f->num_key_value_heads * f->head_dim);
-    facet_seq_cache *c = &s->seqs[s->seq_ids[r]];
-    if (s->ring_cap && f->layer_sliding[l] && s->pos[r] + s->ring_cap <= c->len - 1) return;
-    for (int h = 0; h < f->num_key_value_heads; h++) {
-        size_t kat = facet_k_offset(s, c, l, h, s->pos[r]), vat = facet_v_offset(s, c, l, h, s->pos[r]);
-        facet_kv_store_strided(s->k + (size_t)r * kvd + (size_t)h * hd, s->kv_type, c->k[l] + kat,
-                               hd, FACET_KV_GROUP);
-        facet_kv_store(s->v + (size_t)r * kvd + (size_t)h * hd, s->kv_type, c->v[l] + vat, hd);
-    }
+    size_t kvd = (size_t)(s->model->facts.num_key_value_heads * s->model->facts.head_dim);
+    facet_kv_cache_store(&s->kv, s->seq_ids[r], l, s->pos[r], s->k + r * kvd, s->v + r * kvd);
 }
 
 /* Attention block of layer l for entries [0, n): reads s->x, adds into s->x. */
@@ -322,7 +308,7 @@ static void attention_block(facet_session *s, const int32_t *seq_ids, int n, int
         facet_matmul_multi(m->pool, 3, y, s->xn, w, b, n);
     }
     for_rows(s, l, n, qk_row); /* + the K/V store on global layers */
-    int ring = s->ring_cap && f->layer_sliding[l];
+    int ring = facet_kv_is_ring(&s->kv, l);
     attn_job aj = {s, seq_ids, l};
     if (!f->layer_sliding[l] && f->attn_logit_softcap == 0 && s->groups_contiguous)
         facet_pool_run(m->pool, s->n_groups * nh, group_attn_task, &aj);
@@ -434,14 +420,14 @@ facet_status facet_forward(facet_session *s, const facet_batch *b, float *logits
             added[seq]++;
     }
     for (int q = 0; q < s->n_seq_max && st == FACET_OK; q++)
-        if (added[q] && s->seqs[q].len + added[q] > s->n_ctx)
+        if (added[q] && s->kv.seqs[q].len + added[q] > s->n_ctx)
             st = facet_err(err, FACET_E_CONTEXT,
                            "sequence %d: %d tokens + %d new would exceed the context of %d tokens",
-                           q, s->seqs[q].len, added[q], s->n_ctx);
+                           q, s->kv.seqs[q].len, added[q], s->n_ctx);
     for (int q = 0; q < s->n_seq_max && st == FACET_OK; q++) {
         if (!added[q]) continue;
-        int seq_len = s->seqs[q].len + added[q];
-        st = facet_seq_reserve(s, q, seq_len, err);
+        int seq_len = s->kv.seqs[q].len + added[q];
+        st = facet_kv_cache_reserve(&s->kv, q, seq_len, err);
         /* longrope: this call's length picks the factors for all of its tokens, as
          * transformers' dynamic_rope_update does per forward call */
         s->rope_long[q] = m->inv_freq_long &&
@@ -457,7 +443,7 @@ facet_status facet_forward(facet_session *s, const facet_batch *b, float *logits
         int cn = n - c0 < FACET_FORWARD_CHUNK ? n - c0 : FACET_FORWARD_CHUNK;
         const int32_t *seq_ids = b->seq_ids + c0;
         /* positions: each sequence's next position, in batch order */
-        for (int r = 0; r < cn; r++) s->pos[r] = s->seqs[seq_ids[r]].len++;
+        for (int r = 0; r < cn; r++) s->pos[r] = s->kv.seqs[seq_ids[r]].len++;
         forward_layers(s, b->tokens + c0, seq_ids, cn);
         const uint8_t *want = b->want_logits ? b->want_logits + c0 : NULL;
         int k = 0;

@@ -8,6 +8,7 @@
 #define FACET_ENGINE_MODEL_INTERNAL_H
 
 #include "facet.h"
+#include "engine/kv_cache.h"
 #include "kernels/cpu/kernels.h"
 #include "model/facts.h"
 
@@ -67,35 +68,23 @@ struct facet_model {
     char *wcache_note;             /* one line for the user, or NULL                   */
 };
 
-/* KV cache of one sequence: per layer and KV head, `rows` positions (a multiple of
- * FACET_KV_GROUP): values [row][hd], keys transposed in groups of 16 rows
- * [row / 16][hd][16] (the layout facet_attention_causal reads), elements of the
- * session's kv_type (float32, bf16 or f16, kv_elt bytes each); each head's keys and
- * values are contiguous streams. Global layers
- * hold positions 0..len-1 at row = position, capacity growing on demand (doubling) up
- * to the session's n_ctx. Sliding-window layers hold a ring of exactly sliding_window
- * rows (row = position % window), so their memory is bounded by the window whatever the
- * context: KV bytes = k * (G * min(c, n_ctx) + S * min(c, w)), counts rounded up to whole
- * key groups of 16, as `facet plan` says. */
-typedef struct facet_seq_cache {
-    int len;                       /* tokens in the cache                              */
-    int cap;                       /* positions allocated per global layer (a multiple
-                                      of FACET_KV_GROUP)                                 */
-    uint8_t **k, **v;              /* [L] -> [nkv][rows x hd] of kv_type (see above)   */
-} facet_seq_cache;
-
 struct facet_session {
     facet_model *model;
     int n_seq_max;
     int n_ctx;
-    int ring_cap;                  /* rows of a sliding layer's ring (0: no ring)      */
-    facet_kv_type kv_type;         /* cache element type (resolved, never AUTO)        */
-    size_t kv_elt;                 /* bytes per cache element: 4 or 2                  */
-    facet_seq_cache *seqs;         /* [n_seq_max]                                      */
-    /* scratch for a batch of up to `scratch_rows` entries, grown on demand */
+    facet_kv_cache kv;             /* every sequence's KV cache (kv_cache.h)           */
+    /* Batch scratch, for a chunk of up to `scratch_rows` entries (R below), grown on
+     * demand by facet_session_scratch to what a batch needs (at most FACET_FORWARD_CHUNK
+     * rows); T = the pool's threads. Contents live for one facet_forward call. */
     int scratch_rows;
-    float *x, *xn, *q, *k, *v, *att_out, *gate, *up, *scores;
-    int *pos;                      /* [scratch_rows] position of each entry            */
+    float *x;                      /* (R, H) hidden states, the residual stream        */
+    float *xn;                     /* (R, H) a block's normed input, then its output   */
+    float *q;                      /* (R, nh*hd) queries                               */
+    float *k, *v;                  /* (R, nkv*hd) this chunk's keys and values         */
+    float *att_out;                /* (R, nh*hd) attention output, before o_proj       */
+    float *gate, *up;              /* (R, I) the FFN's gate and up projections         */
+    float *scores;                 /* (T, n_ctx) attn_task's scores of one query head  */
+    int *pos;                      /* (R) position of each entry                       */
     const int32_t *seq_ids;        /* the current chunk's sequence ids (borrowed from
                                       the batch during facet_forward)                  */
     /* the current chunk's entries grouped by sequence, so attention on a sliding layer
@@ -109,45 +98,15 @@ struct facet_session {
      * and decode batches are), which lets attention run a whole group per head at once */
     int n_groups, groups_contiguous;
     int *group_row, *group_len;
-    float *attn_scratch;           /* [threads][attn_scratch_floats]                    */
-    size_t attn_scratch_floats;    /* FACET_ATTN_SCRATCH(max(rows, heads), head_dim)    */
-    int *attn_pos;                 /* [threads][num_attention_heads] query positions     */
-    float *rope_cos, *rope_sin;    /* [scratch_rows][rope_dim/2] global layers         */
+    /* chunk_order, chunk_group, chunk_base, group_row, group_len: (R) each */
+    float *attn_scratch;           /* (T, attn_scratch_floats)                         */
+    size_t attn_scratch_floats;    /* FACET_ATTN_SCRATCH(max(R, nh), hd)               */
+    int *attn_pos;                 /* (T, nh) query positions                          */
+    float *rope_cos, *rope_sin;    /* (R, max(rope_dim/2, 1)) global layers            */
     float *rope_cos_local, *rope_sin_local; /* same for sliding layers with their own base */
     uint8_t *rope_long;            /* [n_seq_max] longrope: this call uses long factors */
     int *seq_added;                /* [n_seq_max] new tokens per sequence in this call   */
 };
-
-/* Row of position `pos` in layer l's cache (ring for sliding layers). */
-static inline size_t facet_kv_row(const facet_session *s, int layer, int pos) {
-    return (s->ring_cap && s->model->facts.layer_sliding[layer]) ? (size_t)(pos % s->ring_cap)
-                                                                   : (size_t)pos;
-}
-
-/* Rows allocated per KV head in layer l's buffers of cache c: the ring rounded up to
- * whole key groups on a ring layer, c->cap otherwise. */
-static inline size_t facet_kv_rows(const facet_session *s, const facet_seq_cache *c, int layer) {
-    if (s->ring_cap && s->model->facts.layer_sliding[layer])
-        return ((size_t)s->ring_cap + FACET_KV_GROUP - 1) / FACET_KV_GROUP * FACET_KV_GROUP;
-    return (size_t)c->cap;
-}
-
-/* Byte offset of position pos's value row (hd contiguous elements) of KV head kvh in
- * layer l's V buffer of cache c. */
-static inline size_t facet_v_offset(const facet_session *s, const facet_seq_cache *c, int layer,
-                                    int kvh, int pos) {
-    size_t hd = (size_t)s->model->facts.head_dim;
-    return ((size_t)kvh * facet_kv_rows(s, c, layer) + facet_kv_row(s, layer, pos)) * hd * s->kv_elt;
-}
-
-/* Byte offset of element 0 of position pos's key (hd elements FACET_KV_GROUP apart) of
- * KV head kvh in layer l's K buffer of cache c; pos 0 gives the head's first group. */
-static inline size_t facet_k_offset(const facet_session *s, const facet_seq_cache *c, int layer,
-                                    int kvh, int pos) {
-    size_t hd = (size_t)s->model->facts.head_dim, row = facet_kv_row(s, layer, pos);
-    return ((size_t)kvh * facet_kv_rows(s, c, layer) * hd +
-            row / FACET_KV_GROUP * hd * FACET_KV_GROUP + row % FACET_KV_GROUP) * s->kv_elt;
-}
 
 /* Compute inv_freq and the attention scale of RoPE from the facts (rope.c). */
 facet_status facet_rope_init(facet_model *m, facet_error *err);

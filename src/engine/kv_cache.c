@@ -1,0 +1,139 @@
+/*
+ * kv_cache.c — the per-sequence KV cache: creation, all-or-nothing growth, store,
+ * release (the contract is in kv_cache.h).
+ */
+#include "engine/kv_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/weights_policy.h"
+#include "util/error.h"
+
+/* Positions a GLOBAL slot starts with on a sequence's first reserve. */
+#define KV_FIRST_CAP 64
+
+facet_status facet_kv_cache_init(facet_kv_cache *kv, int n_layers, int n_kv_heads,
+                                 int head_dim, const uint8_t *layer_sliding,
+                                 int64_t sliding_window, facet_kv_type type, int n_seq_max,
+                                 int n_ctx, facet_error *err) {
+    memset(kv, 0, sizeof *kv);
+    kv->n_layers = n_layers;
+    kv->n_kv_heads = n_kv_heads;
+    kv->head_dim = head_dim;
+    kv->n_seq_max = n_seq_max;
+    kv->n_ctx = n_ctx;
+    kv->type = type;
+    kv->elt = facet_kv_type_bytes(type);
+    kv->kind = calloc((size_t)n_layers, 1);
+    kv->seqs = calloc((size_t)n_seq_max, sizeof *kv->seqs);
+    if (!kv->kind || !kv->seqs) {
+        facet_kv_cache_free(kv);
+        return facet_err(err, FACET_E_NOMEM, "KV cache tables for %d sequences", n_seq_max);
+    }
+    /* a window as long as the context needs no ring: such a layer is a global one */
+    int ring = sliding_window > 0 && sliding_window < n_ctx;
+    for (int l = 0; l < n_layers; l++)
+        if (ring && layer_sliding && layer_sliding[l]) {
+            kv->kind[l] = FACET_KV_SLOT_RING;
+            kv->ring_cap = (int)sliding_window;
+        }
+    return FACET_OK;
+}
+
+static void free_layers(const facet_kv_cache *kv, facet_kv_layer *layers) {
+    if (!layers) return;
+    for (int l = 0; l < kv->n_layers; l++) {
+        free(layers[l].k);
+        free(layers[l].v);
+    }
+    free(layers);
+}
+
+void facet_kv_cache_free(facet_kv_cache *kv) {
+    if (kv->seqs)
+        for (int i = 0; i < kv->n_seq_max; i++) free_layers(kv, kv->seqs[i].layers);
+    free(kv->seqs);
+    free(kv->kind);
+    memset(kv, 0, sizeof *kv);
+}
+
+facet_status facet_kv_cache_reserve(facet_kv_cache *kv, int seq, int need, facet_error *err) {
+    facet_kv_seq *c = &kv->seqs[seq];
+    if (need <= c->cap) return FACET_OK;
+    int L = kv->n_layers;
+    size_t head_row = (size_t)kv->head_dim * kv->elt; /* one position of one head */
+    size_t row_bytes = (size_t)kv->n_kv_heads * head_row;
+    int cap = c->cap ? c->cap : KV_FIRST_CAP;
+    while (cap < need) cap *= 2;
+    int ctx_rows = (kv->n_ctx + FACET_KV_GROUP - 1) / FACET_KV_GROUP * FACET_KV_GROUP;
+    if (cap > ctx_rows) cap = ctx_rows; /* whole key groups */
+
+    /* 1. allocate: a new table, new buffers for every GLOBAL slot, and the rings on the
+     * first reserve (a ring never grows: later reserves keep it) */
+    facet_kv_layer *nl = calloc((size_t)L, sizeof *nl);
+    if (!nl) return facet_err(err, FACET_E_NOMEM, "KV cache: layer table");
+    for (int l = 0; l < L; l++) {
+        if (facet_kv_is_ring(kv, l) && c->layers) {
+            nl[l] = c->layers[l];
+            continue;
+        }
+        size_t rows = facet_kv_is_ring(kv, l) ? facet_kv_rows(kv, c, l) : (size_t)cap;
+        nl[l].k = calloc(rows, row_bytes);
+        nl[l].v = calloc(rows, row_bytes);
+        if (!nl[l].k || !nl[l].v) {
+            /* free only what this call allocated; the sequence keeps its old slots */
+            for (int j = 0; j <= l; j++)
+                if (!(facet_kv_is_ring(kv, j) && c->layers)) {
+                    free(nl[j].k);
+                    free(nl[j].v);
+                }
+            free(nl);
+            return facet_err(err, FACET_E_NOMEM, "KV cache: %d positions", cap);
+        }
+    }
+
+    /* 2. commit: each GLOBAL slot's rows (whole key groups of keys, len values per head)
+     * move to their place at the new stride; nothing below can fail */
+    if (c->layers) {
+        size_t used = (size_t)(c->len + FACET_KV_GROUP - 1) / FACET_KV_GROUP * FACET_KV_GROUP;
+        for (int l = 0; l < L; l++) {
+            if (facet_kv_is_ring(kv, l)) continue;
+            for (int h = 0; h < kv->n_kv_heads && c->len > 0; h++) {
+                memcpy(nl[l].k + (size_t)h * cap * head_row,
+                       c->layers[l].k + (size_t)h * c->cap * head_row, used * head_row);
+                memcpy(nl[l].v + (size_t)h * cap * head_row,
+                       c->layers[l].v + (size_t)h * c->cap * head_row, (size_t)c->len * head_row);
+            }
+            free(c->layers[l].k);
+            free(c->layers[l].v);
+        }
+        free(c->layers);
+    }
+    c->layers = nl;
+    c->cap = cap;
+    return FACET_OK;
+}
+
+void facet_kv_cache_reset(facet_kv_cache *kv, int seq) { kv->seqs[seq].len = 0; }
+
+void facet_kv_cache_release(facet_kv_cache *kv, int seq) {
+    facet_kv_seq *c = &kv->seqs[seq];
+    free_layers(kv, c->layers);
+    c->layers = NULL;
+    c->len = c->cap = 0;
+}
+
+void facet_kv_cache_store(facet_kv_cache *kv, int seq, int layer, int pos, const float *k,
+                          const float *v) {
+    facet_kv_seq *c = &kv->seqs[seq];
+    /* ring: a later position of this chunk takes the same row (see the contract) */
+    if (facet_kv_is_ring(kv, layer) && pos + kv->ring_cap <= c->len - 1) return;
+    int hd = kv->head_dim;
+    for (int h = 0; h < kv->n_kv_heads; h++) {
+        uint8_t *kat = c->layers[layer].k + facet_kv_key_offset(kv, c, layer, h, pos);
+        uint8_t *vat = c->layers[layer].v + facet_kv_value_offset(kv, c, layer, h, pos);
+        facet_kv_store_strided(k + (size_t)h * hd, kv->type, kat, hd, FACET_KV_GROUP);
+        facet_kv_store(v + (size_t)h * hd, kv->type, vat, hd);
+    }
+}

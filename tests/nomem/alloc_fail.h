@@ -1,0 +1,41 @@
+/*
+ * alloc_fail.h — allocation-failure injection for the tests in tests/nomem (SQLite's
+ * malloc-failure loop, in facet's own code).
+ *
+ * These test executables are linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,
+ * --wrap=strdup,--wrap=strndup,--wrap=posix_memalign,--wrap=aligned_alloc, so every
+ * call to those functions from facet's object files (the test's own and those pulled
+ * from libfacet.a) goes through alloc_fail.c; jansson's allocations are routed there too
+ * (json_set_alloc_funcs, set by alloc_fail_arm). Allocations inside other libraries
+ * (pcre2, utf8proc, libc's getline and realpath, the C runtime) are not counted.
+ *
+ * When armed with n, the n-th counted allocation from then on fails (returns NULL,
+ * posix_memalign ENOMEM) and, with `persistent`, every later one as well; the others
+ * go to the C library. Counting is atomic, so allocations from the thread pool's workers
+ * count too (their order between threads is then not fixed; the sweeps below run the
+ * engine single-threaded or allocate only on the calling thread).
+ */
+#ifndef FACET_TESTS_ALLOC_FAIL_H
+#define FACET_TESTS_ALLOC_FAIL_H
+
+/* Arm: the n-th allocation from now (n >= 1) fails; with persistent, all after it too. */
+void alloc_fail_arm(long n, int persistent);
+
+/* Disarm; returns how many allocations failed since the last arm (0: the operation made
+ * fewer than n allocations, so the sweep is complete). */
+long alloc_fail_disarm(void);
+
+/* Allocations counted since the last arm. */
+long alloc_fail_count(void);
+
+/* Sweep helper: run op(ctx) with the n-th allocation failing, for n = 1, 2, ... while an
+ * allocation failed, calling check(ctx, n, status) after each failed run and once more
+ * with n = 0 after the first run in which nothing failed (the operation's success).
+ * Past `dense` runs, n advances by `stride` (dense = 0: every n). Returns the number of
+ * runs. */
+typedef int (*alloc_fail_op)(void *ctx);
+typedef void (*alloc_fail_check)(void *ctx, long n, int status);
+long alloc_fail_sweep(alloc_fail_op op, alloc_fail_check check, void *ctx, long dense,
+                      long stride);
+
+#endif
