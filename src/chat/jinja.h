@@ -277,8 +277,36 @@ int jx_str(jctx *cx, const jnode *at, jv v, facet_str *b);
 /* Report an Undefined being used where Jinja2 raises UndefinedError. */
 int jx_undef_error(jctx *cx, const jnode *at, jv v);
 
+/* Name tables (jinja_table.c). Filters, tests and methods are each an array of rows
+ * whose first member is the name (const char *), sorted by strcmp: jx_table_find
+ * returns the row named `name` or NULL (binary search); jx_table_sorted returns 1 when
+ * the names strictly increase (the tests check every table). jx_unexpected_kw returns
+ * the first of kwn[0..nkw) missing from the NULL-terminated list `accepted` (NULL:
+ * every keyword accepted), or NULL. */
+const void *jx_table_find(const void *rows, size_t n, size_t row_size, const char *name);
+int jx_table_sorted(const void *rows, size_t n, size_t row_size);
+const char *jx_unexpected_kw(const char *const *accepted, char *const *kwn, size_t nkw);
+/* Whether each file's table is sorted (for the tests). */
+int jx_filter_table_sorted(void);
+int jx_test_table_sorted(void);
+int jx_method_tables_sorted(void);
+
+/* Arguments of a filter or method call: positional a[0..n), keywords kwn[k] = kwv[k]
+ * (borrowed), and the mode of the table row being called. */
+typedef struct jargs {
+    jv *a;
+    size_t n;
+    char **kwn;
+    jv *kwv;
+    size_t nkw;
+    int mode;
+} jargs;
+/* Parameter i (positional) or keyword `name` (NULL: positional only); NULL if absent. */
+jv *jx_arg(const jargs *f, size_t i, const char *name);
+
 /* filters / tests / methods: return 1 if the name exists (result or error set), 0 if
- * unknown. rc receives 0 on success or -1 on error. */
+ * unknown or not implemented by facet (the caller fails naming it as an unsupported
+ * construct). rc receives 0 on success or -1 on error. */
 int jx_filter(jctx *cx, const jnode *at, const char *name, jv in, jv *args, size_t nargs,
               char **kwn, jv *kwv, size_t nkw, jv *out, int *rc);
 int jx_test(jctx *cx, const jnode *at, const char *name, jv in, jv *args, size_t nargs,

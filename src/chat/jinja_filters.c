@@ -17,32 +17,6 @@
 
 static int oom(jctx *cx, const jnode *at) { return jx_fail(cx, at, FACET_E_NOMEM, "out of memory"); }
 
-typedef struct fargs {
-    jv *a;
-    size_t n;
-    char **kwn;
-    jv *kwv;
-    size_t nkw;
-} fargs;
-
-/* Parameter `i` (0 = first after the filtered value) or keyword `name`. */
-static jv *P(const fargs *f, size_t i, const char *name) {
-    if (i < f->n) return &f->a[i];
-    for (size_t k = 0; k < f->nkw; k++)
-        if (!strcmp(f->kwn[k], name)) return &f->kwv[k];
-    return NULL;
-}
-
-static int check_kw(jctx *cx, const jnode *at, const char *filter, const fargs *f, const char *const *allowed) {
-    for (size_t k = 0; k < f->nkw; k++) {
-        int ok = 0;
-        for (int i = 0; allowed[i]; i++)
-            if (!strcmp(allowed[i], f->kwn[k])) ok = 1;
-        if (!ok) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s filter got an unexpected keyword argument '%s'", filter, f->kwn[k]);
-    }
-    return 0;
-}
-
 /* str(v) as a new string value. */
 static int soft_str(jctx *cx, const jnode *at, jv v, jv *out) {
     if (v.k == JV_STR) {
@@ -176,7 +150,10 @@ static int run_test(jctx *cx, const jnode *at, jv *testname, jv v, jv *targs, si
     return rc;
 }
 
-static int select_like(jctx *cx, const jnode *at, jv in, const fargs *f, int attr, int keep_if, jv *out) {
+/* select, reject, selectattr, rejectattr: mode bit 1 tests an attribute of each item,
+ * bit 2 keeps the items that pass (select) instead of those that fail (reject). */
+static int do_select(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    int attr = f->mode & 1, keep_if = (f->mode & 2) != 0;
     jv seq;
     if (!jv_truthy(in)) { /* jinja2.filters.select_or_reject: `if value:` */
         *out = jv_list_new(JL_GEN);
@@ -222,7 +199,7 @@ bad:
     return -1;
 }
 
-static int do_map(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
+static int do_map(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
     jv seq;
     if (!jv_truthy(in)) { /* jinja2.filters.sync_do_map: `if value:` */
         *out = jv_list_new(JL_GEN);
@@ -234,7 +211,7 @@ static int do_map(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
         jv_unref(seq);
         return oom(cx, at);
     }
-    jv *attr = P(f, 99, "attribute"), *def = P(f, 99, "default");
+    jv *attr = jx_arg(f, 99, "attribute"), *def = jx_arg(f, 99, "default");
     if (!attr && (f->n < 1 || f->a[0].k != JV_STR)) {
         jv_unref(seq);
         jv_unref(res);
@@ -267,9 +244,10 @@ static int do_map(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
     return 0;
 }
 
-static int html_escape(jctx *cx, const jnode *at, jv v, jv *out) {
+static int do_escape(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    (void)f;
     jv s;
-    if (soft_str(cx, at, v, &s)) return -1;
+    if (soft_str(cx, at, in, &s)) return -1;
     facet_str b = {0};
     int rc = 0;
     for (size_t i = 0; i < JS(s)->len && !rc; i++) {
@@ -292,11 +270,11 @@ static int html_escape(jctx *cx, const jnode *at, jv v, jv *out) {
     return out->k == JV_STR ? 0 : oom(cx, at);
 }
 
-static int do_indent(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
+static int do_indent(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
     if (in.k == JV_UNDEF) return jx_undef_error(cx, at, in);
     if (in.k != JV_STR) /* jinja2 do_indent: s += "\n" */
         return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: unsupported operand type(s) for +=: '%s' and 'str'", jv_type_name(in));
-    jv *w = P(f, 0, "width"), *first = P(f, 1, "first"), *blank = P(f, 2, "blank");
+    jv *w = jx_arg(f, 0, "width"), *first = jx_arg(f, 1, "first"), *blank = jx_arg(f, 2, "blank");
     facet_str ind = {0};
     if (w && w->k == JV_STR) facet_str_append(&ind, JS(*w)->s, JS(*w)->len);
     else {
@@ -354,8 +332,8 @@ static double py_round(double x, int64_t nd) {
     return r * p;
 }
 
-static int do_int(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
-    jv *def = P(f, 0, "default"), *base = P(f, 1, "base");
+static int do_int(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    jv *def = jx_arg(f, 0, "default"), *base = jx_arg(f, 1, "base");
     int b = 10;
     if (base && base->k == JV_INT) b = (int)base->u.i;
     switch (in.k) {
@@ -396,10 +374,10 @@ static int do_int(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
     return 0;
 }
 
-static int do_float(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
+static int do_float(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
     (void)cx;
     (void)at;
-    jv *def = P(f, 0, "default");
+    jv *def = jx_arg(f, 0, "default");
     switch (in.k) {
     case JV_INT: *out = jv_float((double)in.u.i); return 0;
     case JV_BOOL: *out = jv_float(in.u.b); return 0;
@@ -426,8 +404,9 @@ static int do_float(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
     return 0;
 }
 
-static int minmax(jctx *cx, const jnode *at, jv in, const fargs *f, int want_max, jv *out) {
-    jv *cs = P(f, 0, "case_sensitive"), *attr = P(f, 1, "attribute");
+static int do_minmax(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) { /* mode 1: max */
+    int want_max = f->mode;
+    jv *cs = jx_arg(f, 0, "case_sensitive"), *attr = jx_arg(f, 1, "attribute");
     jv seq;
     if (jx_iterate(cx, at, in, &seq)) return -1;
     if (JL(seq)->n == 0) {
@@ -466,13 +445,14 @@ static int minmax(jctx *cx, const jnode *at, jv in, const fargs *f, int want_max
     return rc;
 }
 
-static int do_sort(jctx *cx, const jnode *at, jv in, const fargs *f, int dictsort, jv *out) {
+static int do_sort(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) { /* mode 1: dictsort */
+    int dictsort = f->mode;
     jv seq;
     int reverse, cs;
     jv *attr = NULL;
     int by_value = 0;
     if (dictsort) {
-        jv *c = P(f, 0, "case_sensitive"), *by = P(f, 1, "by"), *r = P(f, 2, "reverse");
+        jv *c = jx_arg(f, 0, "case_sensitive"), *by = jx_arg(f, 1, "by"), *r = jx_arg(f, 2, "reverse");
         cs = c && jv_truthy(*c);
         reverse = r && jv_truthy(*r);
         if (by) {
@@ -492,8 +472,8 @@ static int do_sort(jctx *cx, const jnode *at, jv in, const fargs *f, int dictsor
             }
         }
     } else {
-        jv *r = P(f, 0, "reverse"), *c = P(f, 1, "case_sensitive");
-        attr = P(f, 2, "attribute");
+        jv *r = jx_arg(f, 0, "reverse"), *c = jx_arg(f, 1, "case_sensitive");
+        attr = jx_arg(f, 2, "attribute");
         reverse = r && jv_truthy(*r);
         cs = c && jv_truthy(*c);
         jv it;
@@ -537,8 +517,8 @@ static int do_sort(jctx *cx, const jnode *at, jv in, const fargs *f, int dictsor
     return 0;
 }
 
-static int do_unique(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
-    jv *c = P(f, 0, "case_sensitive"), *attr = P(f, 1, "attribute");
+static int do_unique(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    jv *c = jx_arg(f, 0, "case_sensitive"), *attr = jx_arg(f, 1, "attribute");
     jv seq;
     if (jx_iterate(cx, at, in, &seq)) return -1;
     jv res = jv_list_new(JL_GEN), seen = jv_list_new(JL_LIST);
@@ -566,8 +546,8 @@ static int do_unique(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) 
     return 0;
 }
 
-static int do_join(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
-    jv *d = P(f, 0, "d"), *attr = P(f, 1, "attribute");
+static int do_join(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    jv *d = jx_arg(f, 0, "d"), *attr = jx_arg(f, 1, "attribute");
     jv seq;
     if (jx_iterate(cx, at, in, &seq)) return -1;
     jv sep;
@@ -597,11 +577,9 @@ static int do_join(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
     return out->k == JV_STR ? 0 : oom(cx, at);
 }
 
-static int do_tojson(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
-    static const char *const kws[] = {"indent", "ensure_ascii", "separators", "sort_keys", NULL};
-    if (check_kw(cx, at, "tojson", f, kws)) return -1;
+static int do_tojson(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
     /* transformers: tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False) */
-    jv *ea = P(f, 0, "ensure_ascii"), *ind = P(f, 1, "indent"), *sep = P(f, 2, "separators"), *sk = P(f, 3, "sort_keys");
+    jv *ea = jx_arg(f, 0, "ensure_ascii"), *ind = jx_arg(f, 1, "indent"), *sep = jx_arg(f, 2, "separators"), *sk = jx_arg(f, 3, "sort_keys");
     jjson_opts o = {-1, ea && jv_truthy(*ea), sk && jv_truthy(*sk), NULL, NULL};
     if (sep && sep->k != JV_NONE) {
         if (sep->k != JV_LIST || JL(*sep)->n != 2 || JL(*sep)->v[0].k != JV_STR || JL(*sep)->v[1].k != JV_STR)
@@ -630,8 +608,8 @@ static int do_tojson(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) 
     return out->k == JV_STR ? 0 : oom(cx, at);
 }
 
-static int do_batch(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
-    jv *cnt = P(f, 0, "linecount"), *fill = P(f, 1, "fill_with");
+static int do_batch(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    jv *cnt = jx_arg(f, 0, "linecount"), *fill = jx_arg(f, 1, "fill_with");
     if (!cnt || cnt->k != JV_INT || cnt->u.i <= 0)
         return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: batch linecount must be a positive integer");
     jv seq;
@@ -665,8 +643,8 @@ static int do_batch(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
     return 0;
 }
 
-static int do_sum(jctx *cx, const jnode *at, jv in, const fargs *f, jv *out) {
-    jv *attr = P(f, 0, "attribute"), *start = P(f, 1, "start");
+static int do_sum(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    jv *attr = jx_arg(f, 0, "attribute"), *start = jx_arg(f, 1, "start");
     jv seq;
     if (jx_iterate(cx, at, in, &seq)) return -1;
     jv acc = start ? jv_ref(*start) : jv_int(0);
@@ -719,252 +697,357 @@ static int wordcount(jv s) {
     return c;
 }
 
-int jx_filter(jctx *cx, const jnode *at, const char *name, jv in, jv *args, size_t nargs, char **kwn, jv *kwv,
-              size_t nkw, jv *out, int *rc) {
-    fargs f = {args, nargs, kwn, kwv, nkw};
-    *rc = 0;
-    if (!strcmp(name, "tojson")) { *rc = do_tojson(cx, at, in, &f, out); return 1; }
-    if (!strcmp(name, "trim")) {
-        jv *chars = P(&f, 0, "chars");
-        jv s;
-        if ((*rc = soft_str(cx, at, in, &s))) return 1;
-        size_t a, e;
-        int has = chars && chars->k == JV_STR;
-        jpy_strip(JS(s)->s, JS(s)->len, has ? JS(*chars)->s : NULL, has ? JS(*chars)->len : 0, 1, 1, &a, &e);
-        *out = jv_str(JS(s)->s + a, e - a);
+static int do_trim(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    jv *chars = jx_arg(f, 0, "chars");
+    jv s;
+    if (soft_str(cx, at, in, &s)) return -1;
+    size_t a, e;
+    int has = chars && chars->k == JV_STR;
+    jpy_strip(JS(s)->s, JS(s)->len, has ? JS(*chars)->s : NULL, has ? JS(*chars)->len : 0, 1, 1, &a, &e);
+    *out = jv_str(JS(s)->s + a, e - a);
+    jv_unref(s);
+    return out->k == JV_STR ? 0 : oom(cx, at);
+}
+
+static int do_length(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    (void)f;
+    int64_t n = 0;
+    if (length_of(cx, at, in, &n)) return -1;
+    *out = jv_int(n);
+    return 0;
+}
+
+static int do_first(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) { /* mode 1: last */
+    int last = f->mode;
+    if (last && in.k == JV_LIST && JL(in)->flavor == JL_GEN)
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: 'generator' object is not reversible");
+    jv seq;
+    if (jx_iterate(cx, at, in, &seq)) return -1;
+    size_t n = JL(seq)->n;
+    *out = n ? jv_ref(JL(seq)->v[last ? n - 1 : 0]) : jv_undef_hint("No %s item, sequence was empty.", last ? "last" : "first");
+    jv_unref(seq);
+    return 0;
+}
+
+static int do_default(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    jv *dv = jx_arg(f, 0, "default_value"), *boolean = jx_arg(f, 1, "boolean");
+    int use = in.k == JV_UNDEF || (boolean && jv_truthy(*boolean) && !jv_truthy(in));
+    if (!use) *out = jv_ref(in);
+    else if (dv) *out = jv_ref(*dv);
+    else if ((*out = jv_cstr("")).k != JV_STR) return oom(cx, at);
+    return 0;
+}
+
+/* upper, lower, capitalize, title: mode is jpy_case's mode. */
+static int do_case(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    jv s;
+    if (soft_str(cx, at, in, &s)) return -1;
+    *out = jpy_case(JS(s)->s, JS(s)->len, f->mode);
+    jv_unref(s);
+    return out->k == JV_STR ? 0 : oom(cx, at);
+}
+
+static int do_replace(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    jv *old = jx_arg(f, 0, "old"), *nw = jx_arg(f, 1, "new"), *cnt = jx_arg(f, 2, "count");
+    jv s, o, n2;
+    if (soft_str(cx, at, in, &s)) return -1;
+    if (!old || !nw) {
         jv_unref(s);
-        return 1;
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: replace filter needs old and new");
     }
-    if (!strcmp(name, "length") || !strcmp(name, "count")) {
-        int64_t n = 0;
-        if (!(*rc = length_of(cx, at, in, &n))) *out = jv_int(n);
-        return 1;
-    }
-    if (!strcmp(name, "first") || !strcmp(name, "last")) {
-        int last = name[0] == 'l';
-        if (last && in.k == JV_LIST && JL(in)->flavor == JL_GEN) {
-            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: 'generator' object is not reversible");
-            return 1;
-        }
-        jv seq;
-        if ((*rc = jx_iterate(cx, at, in, &seq))) return 1;
-        size_t n = JL(seq)->n;
-        *out = n ? jv_ref(JL(seq)->v[last ? n - 1 : 0]) : jv_undef_hint("No %s item, sequence was empty.", last ? "last" : "first");
-        jv_unref(seq);
-        return 1;
-    }
-    if (!strcmp(name, "join")) { *rc = do_join(cx, at, in, &f, out); return 1; }
-    if (!strcmp(name, "default") || !strcmp(name, "d")) {
-        jv *dv = P(&f, 0, "default_value"), *boolean = P(&f, 1, "boolean");
-        int use = in.k == JV_UNDEF || (boolean && jv_truthy(*boolean) && !jv_truthy(in));
-        *out = use ? (dv ? jv_ref(*dv) : jv_cstr("")) : jv_ref(in);
-        return 1;
-    }
-    if (!strcmp(name, "upper") || !strcmp(name, "lower") || !strcmp(name, "capitalize") || !strcmp(name, "title")) {
-        jv s;
-        if ((*rc = soft_str(cx, at, in, &s))) return 1;
-        int mode = name[0] == 'l' ? 0 : name[0] == 'u' ? 1 : name[0] == 'c' ? 2 : 4;
-        *out = jpy_case(JS(s)->s, JS(s)->len, mode);
+    if (soft_str(cx, at, *old, &o)) {
         jv_unref(s);
-        if (out->k != JV_STR) *rc = oom(cx, at);
-        return 1;
+        return -1;
     }
-    if (!strcmp(name, "replace")) {
-        jv *old = P(&f, 0, "old"), *nw = P(&f, 1, "new"), *cnt = P(&f, 2, "count");
-        jv s, o, n2;
-        if ((*rc = soft_str(cx, at, in, &s))) return 1;
-        if (!old || !nw) {
-            jv_unref(s);
-            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: replace filter needs old and new");
-            return 1;
-        }
-        if ((*rc = soft_str(cx, at, *old, &o))) {
-            jv_unref(s);
-            return 1;
-        }
-        if ((*rc = soft_str(cx, at, *nw, &n2))) {
-            jv_unref(s);
-            jv_unref(o);
-            return 1;
-        }
-        jv margs[3] = {o, n2, cnt ? *cnt : jv_none()};
-        jx_method(cx, at, s, "replace", margs, cnt ? 3 : 2, NULL, NULL, 0, out, rc);
+    if (soft_str(cx, at, *nw, &n2)) {
         jv_unref(s);
         jv_unref(o);
-        jv_unref(n2);
-        return 1;
+        return -1;
     }
-    if (!strcmp(name, "string")) { *rc = soft_str(cx, at, in, out); return 1; }
-    if (!strcmp(name, "safe")) { *rc = soft_str(cx, at, in, out); return 1; }
-    if (!strcmp(name, "escape") || !strcmp(name, "e") || !strcmp(name, "forceescape")) { *rc = html_escape(cx, at, in, out); return 1; }
-    if (!strcmp(name, "int")) { *rc = do_int(cx, at, in, &f, out); return 1; }
-    if (!strcmp(name, "float")) { *rc = do_float(cx, at, in, &f, out); return 1; }
-    if (!strcmp(name, "list")) {
-        jv seq;
-        if ((*rc = jx_iterate(cx, at, in, &seq))) return 1;
-        if (JL(seq)->flavor == JL_LIST) {
-            *out = seq;
-            return 1;
+    jv margs[3] = {o, n2, cnt ? *cnt : jv_none()};
+    int rc = 0;
+    jx_method(cx, at, s, "replace", margs, cnt ? 3 : 2, NULL, NULL, 0, out, &rc);
+    jv_unref(s);
+    jv_unref(o);
+    jv_unref(n2);
+    return rc;
+}
+
+/* string, safe (facet does not autoescape: both are str()). */
+static int do_string(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    (void)f;
+    return soft_str(cx, at, in, out);
+}
+
+/* A copy of items[0..n) as a new list of the given flavor, in reverse order when asked. */
+static int list_copy(jctx *cx, const jnode *at, const jv *items, size_t n, int flavor, int reversed, jv *out) {
+    jv l = jv_list_new(flavor);
+    for (size_t i = 0; l.k == JV_LIST && i < n; i++)
+        if (jv_list_push(l, jv_ref(items[reversed ? n - 1 - i : i]))) {
+            jv_unref(l);
+            l = jv_none();
         }
-        jv l = jv_list_new(JL_LIST);
-        for (size_t i = 0; l.k == JV_LIST && i < JL(seq)->n; i++)
-            if (jv_list_push(l, jv_ref(JL(seq)->v[i]))) l = jv_none();
-        jv_unref(seq);
-        if (l.k != JV_LIST) *rc = oom(cx, at);
-        else *out = l;
-        return 1;
+    if (l.k != JV_LIST) return oom(cx, at);
+    *out = l;
+    return 0;
+}
+
+static int do_list(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    (void)f;
+    jv seq;
+    if (jx_iterate(cx, at, in, &seq)) return -1;
+    if (JL(seq)->flavor == JL_LIST) {
+        *out = seq;
+        return 0;
     }
-    if (!strcmp(name, "map")) { *rc = do_map(cx, at, in, &f, out); return 1; }
-    if (!strcmp(name, "select") || !strcmp(name, "reject")) { *rc = select_like(cx, at, in, &f, 0, name[0] == 's', out); return 1; }
-    if (!strcmp(name, "selectattr") || !strcmp(name, "rejectattr")) { *rc = select_like(cx, at, in, &f, 1, name[0] == 's', out); return 1; }
-    if (!strcmp(name, "unique")) { *rc = do_unique(cx, at, in, &f, out); return 1; }
-    if (!strcmp(name, "items")) {
-        if (in.k == JV_UNDEF) {
-            *out = jv_list_new(JL_GEN);
-            return 1;
-        }
-        if (in.k != JV_DICT) {
-            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: Can only get item pairs from a mapping.");
-            return 1;
-        }
-        jv l;
-        if (!jx_method(cx, at, in, "items", NULL, 0, NULL, NULL, 0, &l, rc) || *rc) return 1;
-        JL(l)->flavor = JL_GEN;
-        *out = l;
-        return 1;
+    int rc = list_copy(cx, at, JL(seq)->v, JL(seq)->n, JL_LIST, 0, out);
+    jv_unref(seq);
+    return rc;
+}
+
+static int do_items(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    (void)f;
+    if (in.k == JV_UNDEF) {
+        *out = jv_list_new(JL_GEN);
+        return out->k == JV_LIST ? 0 : oom(cx, at);
     }
-    if (!strcmp(name, "dictsort")) { *rc = do_sort(cx, at, in, &f, 1, out); return 1; }
-    if (!strcmp(name, "sort")) { *rc = do_sort(cx, at, in, &f, 0, out); return 1; }
-    if (!strcmp(name, "indent")) { *rc = do_indent(cx, at, in, &f, out); return 1; }
-    if (!strcmp(name, "round")) {
-        jv *prec = P(&f, 0, "precision"), *method = P(&f, 1, "method");
-        int64_t p = prec && prec->k == JV_INT ? prec->u.i : 0;
-        const char *m = method && method->k == JV_STR ? JS(*method)->s : "common";
-        if (in.k != JV_INT && in.k != JV_FLOAT && in.k != JV_BOOL) {
-            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: type %s doesn't define __round__ method", jv_type_name(in));
-            return 1;
-        }
-        double x = in.k == JV_FLOAT ? in.u.f : in.k == JV_INT ? (double)in.u.i : in.u.b;
-        if (!strcmp(m, "common")) {
-            if (in.k != JV_FLOAT) *out = jv_int(in.k == JV_INT ? in.u.i : in.u.b);
-            else *out = jv_float(py_round(x, p));
-        } else if (!strcmp(m, "ceil") || !strcmp(m, "floor")) {
-            double sc = pow(10.0, (double)p);
-            *out = jv_float((m[0] == 'c' ? ceil(x * sc) : floor(x * sc)) / sc);
-        } else {
-            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "FilterArgumentError: method must be common, ceil or floor");
-        }
-        return 1;
-    }
-    if (!strcmp(name, "abs")) {
-        if (in.k == JV_INT) {
-            if (in.u.i == INT64_MIN) *rc = jx_fail(cx, at, FACET_E_LIMIT, "abs exceeds 64 bits");
-            else *out = jv_int(in.u.i < 0 ? -in.u.i : in.u.i);
-        } else if (in.k == JV_BOOL) *out = jv_int(in.u.b);
-        else if (in.k == JV_FLOAT) *out = jv_float(fabs(in.u.f));
-        else *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: bad operand type for abs(): '%s'", jv_type_name(in));
-        return 1;
-    }
-    if (!strcmp(name, "sum")) { *rc = do_sum(cx, at, in, &f, out); return 1; }
-    if (!strcmp(name, "min") || !strcmp(name, "max")) { *rc = minmax(cx, at, in, &f, name[1] == 'a', out); return 1; }
-    if (!strcmp(name, "reverse")) {
-        if (in.k == JV_STR) {
-            jv seq;
-            if ((*rc = jx_iterate(cx, at, in, &seq))) return 1;
-            facet_str b = {0};
-            for (size_t i = JL(seq)->n; i-- > 0;) facet_str_append(&b, JS(JL(seq)->v[i])->s, JS(JL(seq)->v[i])->len);
-            jv_unref(seq);
-            *out = jv_str_take(&b);
-            if (out->k != JV_STR) *rc = oom(cx, at);
-            return 1;
-        }
-        jv seq;
-        if (in.k == JV_LIST && JL(in)->flavor == JL_GEN) {
-            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: argument to reversed() must be a sequence");
-            return 1;
-        }
-        if ((*rc = jx_iterate(cx, at, in, &seq))) return 1;
-        jv l = jv_list_new(JL_GEN);
-        for (size_t i = JL(seq)->n; l.k == JV_LIST && i-- > 0;)
-            if (jv_list_push(l, jv_ref(JL(seq)->v[i]))) l = jv_none();
-        jv_unref(seq);
-        if (l.k != JV_LIST) *rc = oom(cx, at);
-        else *out = l;
-        return 1;
-    }
-    if (!strcmp(name, "batch")) { *rc = do_batch(cx, at, in, &f, out); return 1; }
-    if (!strcmp(name, "wordcount")) {
-        jv s;
-        if ((*rc = soft_str(cx, at, in, &s))) return 1;
-        *out = jv_int(wordcount(s));
-        jv_unref(s);
-        return 1;
-    }
-    if (!strcmp(name, "format")) { /* jinja2 do_format: value % (args or kwargs) */
-        jv s;
-        if ((*rc = soft_str(cx, at, in, &s))) return 1;
-        if (nargs && nkw) {
-            jv_unref(s);
-            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "FilterArgumentError: can't handle positional and keyword arguments at the same time");
-            return 1;
-        }
-        jv a = jv_list_new(nkw ? JL_LIST : JL_TUPLE);
-        if (nkw) {
-            jv_unref(a);
-            a = jv_dict_new(0);
-            for (size_t k = 0; a.k == JV_DICT && k < nkw; k++)
-                if (jv_dict_set(a, jv_cstr(kwn[k]), jv_ref(kwv[k]))) a = jv_none();
-        } else {
-            for (size_t k = 0; a.k == JV_LIST && k < nargs; k++)
-                if (jv_list_push(a, jv_ref(args[k]))) a = jv_none();
-        }
-        if (a.k == JV_NONE) *rc = oom(cx, at);
-        else *rc = jx_printf_format(cx, at, s, a, out);
-        jv_unref(a);
-        jv_unref(s);
-        return 1;
-    }
-    if (!strcmp(name, "center")) {
-        jv *w = P(&f, 0, "width");
-        jv s;
-        if ((*rc = soft_str(cx, at, in, &s))) return 1;
-        int64_t width = w && w->k == JV_INT ? w->u.i : 80;
-        size_t len = 0;
-        for (size_t i = 0; i < JS(s)->len; i++)
-            if (((unsigned char)JS(s)->s[i] & 0xC0) != 0x80) len++;
-        if (width > 100000) {
-            jv_unref(s);
-            *rc = jx_fail(cx, at, FACET_E_LIMIT, "center width too large");
-            return 1;
-        }
-        facet_str b = {0};
-        if (width > (int64_t)len) { /* CPython str.center: extra space goes right unless odd total */
-            size_t marg = (size_t)width - len, left = marg / 2 + (marg & (size_t)width & 1);
-            for (size_t i = 0; i < left; i++) facet_str_putc(&b, ' ');
-            facet_str_append(&b, JS(s)->s, JS(s)->len);
-            for (size_t i = 0; i < marg - left; i++) facet_str_putc(&b, ' ');
-        } else {
-            facet_str_append(&b, JS(s)->s, JS(s)->len);
-        }
-        jv_unref(s);
-        *out = jv_str_take(&b);
-        if (out->k != JV_STR) *rc = oom(cx, at);
-        return 1;
-    }
-    if (!strcmp(name, "attr")) {
-        jv *nm = P(&f, 0, "name");
-        if (!nm || nm->k != JV_STR) {
-            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: attr filter needs a name");
-            return 1;
-        }
-        if (in.k == JV_DICT) *out = jv_undef_hint("'dict object' has no attribute '%s'", JS(*nm)->s);
-        if (in.k == JV_DICT && jx_has_method(in, JS(*nm)->s)) {
-            jv_unref(*out);
-            *out = jv_func(JS(*nm)->s, jv_ref(in));
-        } else if (in.k != JV_DICT) {
-            *rc = jx_getattr(cx, at, in, JS(*nm)->s, out);
-        }
-        return 1;
+    if (in.k != JV_DICT) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: Can only get item pairs from a mapping.");
+    int rc = 0;
+    if (!jx_method(cx, at, in, "items", NULL, 0, NULL, NULL, 0, out, &rc)) return jx_fail(cx, at, FACET_E_INTERNAL, "dict.items missing");
+    if (rc) return -1;
+    JL(*out)->flavor = JL_GEN;
+    return 0;
+}
+
+static int do_round(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    jv *prec = jx_arg(f, 0, "precision"), *method = jx_arg(f, 1, "method");
+    int64_t p = prec && prec->k == JV_INT ? prec->u.i : 0;
+    const char *m = method && method->k == JV_STR ? JS(*method)->s : "common";
+    if (in.k != JV_INT && in.k != JV_FLOAT && in.k != JV_BOOL)
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: type %s doesn't define __round__ method", jv_type_name(in));
+    double x = in.k == JV_FLOAT ? in.u.f : in.k == JV_INT ? (double)in.u.i : in.u.b;
+    if (!strcmp(m, "common")) {
+        if (in.k != JV_FLOAT) *out = jv_int(in.k == JV_INT ? in.u.i : in.u.b);
+        else *out = jv_float(py_round(x, p));
+    } else if (!strcmp(m, "ceil") || !strcmp(m, "floor")) {
+        double sc = pow(10.0, (double)p);
+        *out = jv_float((m[0] == 'c' ? ceil(x * sc) : floor(x * sc)) / sc);
+    } else {
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "FilterArgumentError: method must be common, ceil or floor");
     }
     return 0;
+}
+
+static int do_abs(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    (void)f;
+    if (in.k == JV_INT) {
+        if (in.u.i == INT64_MIN) return jx_fail(cx, at, FACET_E_LIMIT, "abs exceeds 64 bits");
+        *out = jv_int(in.u.i < 0 ? -in.u.i : in.u.i);
+    } else if (in.k == JV_BOOL) *out = jv_int(in.u.b);
+    else if (in.k == JV_FLOAT) *out = jv_float(fabs(in.u.f));
+    else return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: bad operand type for abs(): '%s'", jv_type_name(in));
+    return 0;
+}
+
+static int do_reverse(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    (void)f;
+    jv seq;
+    if (in.k == JV_STR) {
+        if (jx_iterate(cx, at, in, &seq)) return -1;
+        facet_str b = {0};
+        for (size_t i = JL(seq)->n; i-- > 0;) facet_str_append(&b, JS(JL(seq)->v[i])->s, JS(JL(seq)->v[i])->len);
+        jv_unref(seq);
+        *out = jv_str_take(&b);
+        return out->k == JV_STR ? 0 : oom(cx, at);
+    }
+    if (in.k == JV_LIST && JL(in)->flavor == JL_GEN)
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: argument to reversed() must be a sequence");
+    if (jx_iterate(cx, at, in, &seq)) return -1;
+    int rc = list_copy(cx, at, JL(seq)->v, JL(seq)->n, JL_GEN, 1, out);
+    jv_unref(seq);
+    return rc;
+}
+
+static int do_wordcount(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    (void)f;
+    jv s;
+    if (soft_str(cx, at, in, &s)) return -1;
+    *out = jv_int(wordcount(s));
+    jv_unref(s);
+    return 0;
+}
+
+static int do_format(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) { /* jinja2 do_format: value % (args or kwargs) */
+    jv s;
+    if (soft_str(cx, at, in, &s)) return -1;
+    if (f->n && f->nkw) {
+        jv_unref(s);
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "FilterArgumentError: can't handle positional and keyword arguments at the same time");
+    }
+    jv a = jv_list_new(f->nkw ? JL_LIST : JL_TUPLE);
+    if (f->nkw) {
+        jv_unref(a);
+        a = jv_dict_new(0);
+        for (size_t k = 0; a.k == JV_DICT && k < f->nkw; k++)
+            if (jv_dict_set(a, jv_cstr(f->kwn[k]), jv_ref(f->kwv[k]))) a = jv_none();
+    } else {
+        for (size_t k = 0; a.k == JV_LIST && k < f->n; k++)
+            if (jv_list_push(a, jv_ref(f->a[k]))) a = jv_none();
+    }
+    int rc = a.k == JV_NONE ? oom(cx, at) : jx_printf_format(cx, at, s, a, out);
+    jv_unref(a);
+    jv_unref(s);
+    return rc;
+}
+
+static int do_center(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    jv *w = jx_arg(f, 0, "width");
+    jv s;
+    if (soft_str(cx, at, in, &s)) return -1;
+    int64_t width = w && w->k == JV_INT ? w->u.i : 80;
+    size_t len = 0;
+    for (size_t i = 0; i < JS(s)->len; i++)
+        if (((unsigned char)JS(s)->s[i] & 0xC0) != 0x80) len++;
+    if (width > 100000) {
+        jv_unref(s);
+        return jx_fail(cx, at, FACET_E_LIMIT, "center width too large");
+    }
+    facet_str b = {0};
+    if (width > (int64_t)len) { /* CPython str.center: extra space goes right unless odd total */
+        size_t marg = (size_t)width - len, left = marg / 2 + (marg & (size_t)width & 1);
+        for (size_t i = 0; i < left; i++) facet_str_putc(&b, ' ');
+        facet_str_append(&b, JS(s)->s, JS(s)->len);
+        for (size_t i = 0; i < marg - left; i++) facet_str_putc(&b, ' ');
+    } else {
+        facet_str_append(&b, JS(s)->s, JS(s)->len);
+    }
+    jv_unref(s);
+    *out = jv_str_take(&b);
+    return out->k == JV_STR ? 0 : oom(cx, at);
+}
+
+static int do_attr(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
+    jv *nm = jx_arg(f, 0, "name");
+    if (!nm || nm->k != JV_STR) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: attr filter needs a name");
+    if (in.k != JV_DICT) return jx_getattr(cx, at, in, JS(*nm)->s, out);
+    if (jx_has_method(in, JS(*nm)->s)) *out = jv_func(JS(*nm)->s, jv_ref(in));
+    else *out = jv_undef_hint("'dict object' has no attribute '%s'", JS(*nm)->s);
+    return 0;
+}
+
+/* ------------------------------------------------------------ the table ---- */
+
+typedef int (*jfilter_fn)(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out);
+
+/* One row per filter name: Jinja2 3.1's builtins (jinja2/filters.py FILTERS) plus
+ * transformers' tojson. `kw` lists the keyword arguments the filter accepts (Jinja2's
+ * parameter names; NULL: any, for filters that pass keywords on); fn NULL marks a
+ * builtin facet does not implement, which fails as an unsupported construct naming it
+ * (the parser accepts every name here and rejects the rest, as Jinja2's compiler does).
+ * Sorted by name (strcmp) for binary search; test_chat_jinja checks the order. */
+typedef struct jfilter_row {
+    const char *name;
+    jfilter_fn fn;
+    int mode; /* jargs.mode */
+    const char *const *kw;
+} jfilter_row;
+
+static const char *const KW_NONE[] = {NULL};
+static const char *const KW_ATTR[] = {"name", NULL};
+static const char *const KW_BATCH[] = {"linecount", "fill_with", NULL};
+static const char *const KW_CENTER[] = {"width", NULL};
+static const char *const KW_DEFAULT[] = {"default_value", "boolean", NULL};
+static const char *const KW_DICTSORT[] = {"case_sensitive", "by", "reverse", NULL};
+static const char *const KW_FLOAT[] = {"default", NULL};
+static const char *const KW_INDENT[] = {"width", "first", "blank", NULL};
+static const char *const KW_INT[] = {"default", "base", NULL};
+static const char *const KW_JOIN[] = {"d", "attribute", NULL};
+static const char *const KW_MINMAX[] = {"case_sensitive", "attribute", NULL}; /* also unique */
+static const char *const KW_REPLACE[] = {"old", "new", "count", NULL};
+static const char *const KW_ROUND[] = {"precision", "method", NULL};
+static const char *const KW_SORT[] = {"reverse", "case_sensitive", "attribute", NULL};
+static const char *const KW_SUM[] = {"attribute", "start", NULL};
+static const char *const KW_TOJSON[] = {"ensure_ascii", "indent", "separators", "sort_keys", NULL};
+static const char *const KW_TRIM[] = {"chars", NULL};
+
+static const jfilter_row FILTERS[] = {
+    {"abs", do_abs, 0, KW_NONE},
+    {"attr", do_attr, 0, KW_ATTR},
+    {"batch", do_batch, 0, KW_BATCH},
+    {"capitalize", do_case, 2, KW_NONE},
+    {"center", do_center, 0, KW_CENTER},
+    {"count", do_length, 0, KW_NONE},
+    {"d", do_default, 0, KW_DEFAULT},
+    {"default", do_default, 0, KW_DEFAULT},
+    {"dictsort", do_sort, 1, KW_DICTSORT},
+    {"e", do_escape, 0, KW_NONE},
+    {"escape", do_escape, 0, KW_NONE},
+    {"filesizeformat", NULL, 0, NULL},
+    {"first", do_first, 0, KW_NONE},
+    {"float", do_float, 0, KW_FLOAT},
+    {"forceescape", do_escape, 0, KW_NONE},
+    {"format", do_format, 0, NULL},
+    {"groupby", NULL, 0, NULL},
+    {"indent", do_indent, 0, KW_INDENT},
+    {"int", do_int, 0, KW_INT},
+    {"items", do_items, 0, KW_NONE},
+    {"join", do_join, 0, KW_JOIN},
+    {"last", do_first, 1, KW_NONE},
+    {"length", do_length, 0, KW_NONE},
+    {"list", do_list, 0, KW_NONE},
+    {"lower", do_case, 0, KW_NONE},
+    {"map", do_map, 0, NULL},
+    {"max", do_minmax, 1, KW_MINMAX},
+    {"min", do_minmax, 0, KW_MINMAX},
+    {"pprint", NULL, 0, NULL},
+    {"random", NULL, 0, NULL},
+    {"reject", do_select, 0, NULL},
+    {"rejectattr", do_select, 1, NULL},
+    {"replace", do_replace, 0, KW_REPLACE},
+    {"reverse", do_reverse, 0, KW_NONE},
+    {"round", do_round, 0, KW_ROUND},
+    {"safe", do_string, 0, KW_NONE},
+    {"select", do_select, 2, NULL},
+    {"selectattr", do_select, 3, NULL},
+    {"slice", NULL, 0, NULL},
+    {"sort", do_sort, 0, KW_SORT},
+    {"string", do_string, 0, KW_NONE},
+    {"striptags", NULL, 0, NULL},
+    {"sum", do_sum, 0, KW_SUM},
+    {"title", do_case, 4, KW_NONE},
+    {"tojson", do_tojson, 0, KW_TOJSON},
+    {"trim", do_trim, 0, KW_TRIM},
+    {"truncate", NULL, 0, NULL},
+    {"unique", do_unique, 0, KW_MINMAX},
+    {"upper", do_case, 1, KW_NONE},
+    {"urlencode", NULL, 0, NULL},
+    {"urlize", NULL, 0, NULL},
+    {"wordcount", do_wordcount, 0, KW_NONE},
+    {"wordwrap", NULL, 0, NULL},
+    {"xmlattr", NULL, 0, NULL},
+};
+
+static const jfilter_row *filter_row(const char *name) {
+    return jx_table_find(FILTERS, sizeof FILTERS / sizeof FILTERS[0], sizeof FILTERS[0], name);
+}
+
+int jinja_filter_known(const char *name) { return filter_row(name) != NULL; }
+
+int jx_filter_table_sorted(void) {
+    return jx_table_sorted(FILTERS, sizeof FILTERS / sizeof FILTERS[0], sizeof FILTERS[0]);
+}
+
+int jx_filter(jctx *cx, const jnode *at, const char *name, jv in, jv *args, size_t nargs, char **kwn, jv *kwv,
+              size_t nkw, jv *out, int *rc) {
+    const jfilter_row *row = filter_row(name);
+    *rc = 0;
+    if (!row || !row->fn) return 0;
+    const char *bad = jx_unexpected_kw(row->kw, kwn, nkw);
+    if (bad) {
+        *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s filter got an unexpected keyword argument '%s'", name, bad);
+        return 1;
+    }
+    jargs f = {args, nargs, kwn, kwv, nkw, row->mode};
+    *rc = row->fn(cx, at, in, &f, out);
+    return 1;
 }

@@ -171,60 +171,11 @@ jv jpy_case(const char *s, size_t n, int mode) {
 
 static int oom(jctx *cx, const jnode *at) { return jx_fail(cx, at, FACET_E_NOMEM, "out of memory"); }
 
-/* Fetch argument i (positional) or keyword `name`; NULL when absent. */
-static jv *arg(jv *args, size_t nargs, char **kwn, jv *kwv, size_t nkw, size_t i, const char *name) {
-    if (i < nargs) return &args[i];
-    for (size_t k = 0; k < nkw; k++)
-        if (name && !strcmp(kwn[k], name)) return &kwv[k];
-    return NULL;
-}
-
 static long cp_count(const char *s, size_t n) {
     long c = 0;
     for (size_t i = 0; i < n; i++)
         if (((unsigned char)s[i] & 0xC0) != 0x80) c++;
     return c;
-}
-
-static const char *const STR_METHODS[] = {"strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith",
-                                          "endswith", "upper", "lower", "title", "capitalize", "replace", "find",
-                                          "rfind", "count", "join", "format", "isdigit", "isalpha", "isalnum",
-                                          "isspace", "islower", "isupper", NULL};
-static const char *const DICT_METHODS[] = {"items", "keys", "values", "get", "copy", NULL};
-static const char *const LIST_METHODS[] = {"index", "count", NULL};
-
-/* Methods Python has (and the immutable sandbox allows) that facet does not implement:
- * reaching one is an unsupported construct, never an undefined value. */
-static const char *const STR_UNIMPLEMENTED[] = {
-    "casefold", "center", "encode", "expandtabs", "format_map", "index", "isascii", "isdecimal",
-    "isidentifier", "isnumeric", "isprintable", "istitle", "ljust", "maketrans", "partition",
-    "removeprefix", "removesuffix", "rindex", "rjust", "rpartition", "swapcase", "translate",
-    "zfill", NULL};
-static const char *const DICT_UNIMPLEMENTED[] = {"fromkeys", NULL};
-static const char *const LIST_UNIMPLEMENTED[] = {"copy", NULL};
-
-static int listed(const char *const *l, const char *s) {
-    for (int i = 0; l[i]; i++)
-        if (!strcmp(l[i], s)) return 1;
-    return 0;
-}
-
-int jx_unimplemented_method(jv self, const char *name) {
-    switch (self.k) {
-    case JV_STR: return listed(STR_UNIMPLEMENTED, name);
-    case JV_DICT: return listed(DICT_UNIMPLEMENTED, name);
-    case JV_LIST: return JL(self)->flavor == JL_LIST && listed(LIST_UNIMPLEMENTED, name);
-    default: return 0;
-    }
-}
-
-int jx_has_method(jv self, const char *name) {
-    switch (self.k) {
-    case JV_STR: return listed(STR_METHODS, name);
-    case JV_DICT: return listed(DICT_METHODS, name);
-    case JV_LIST: return JL_IS_SEQ(JL(self)) && listed(LIST_METHODS, name);
-    default: return 0;
-    }
 }
 
 /* Python str.splitlines boundaries. */
@@ -440,94 +391,122 @@ static int str_is(jv self, const char *what) {
     return 1;
 }
 
-static int str_method(jctx *cx, const jnode *at, jv self, const char *name, jv *args, size_t nargs, char **kwn,
-                      jv *kwv, size_t nkw, jv *out) {
-    const char *s = JS(self)->s;
-    size_t n = JS(self)->len;
-    if (!strcmp(name, "strip") || !strcmp(name, "lstrip") || !strcmp(name, "rstrip")) {
-        jv *ch = arg(args, nargs, kwn, kwv, nkw, 0, "chars");
-        if (ch && ch->k != JV_NONE && ch->k != JV_STR)
-            return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s arg must be None or str", name);
-        size_t a, e;
-        int l = name[0] != 'r', r = name[0] != 'l';
-        jpy_strip(s, n, ch && ch->k == JV_STR ? JS(*ch)->s : NULL, ch && ch->k == JV_STR ? JS(*ch)->len : 0, l, r, &a, &e);
-        *out = jv_str(s + a, e - a);
-        return 0;
-    }
-    if (!strcmp(name, "split") || !strcmp(name, "rsplit"))
-        return do_split(cx, at, self, arg(args, nargs, kwn, kwv, nkw, 0, "sep"), arg(args, nargs, kwn, kwv, nkw, 1, "maxsplit"),
-                        name[0] == 'r', out);
-    if (!strcmp(name, "splitlines")) {
-        jv *ke = arg(args, nargs, kwn, kwv, nkw, 0, "keepends");
-        *out = jpy_splitlines(s, n, ke && jv_truthy(*ke));
-        return out->k == JV_LIST ? 0 : oom(cx, at);
-    }
-    if (!strcmp(name, "startswith") || !strcmp(name, "endswith"))
-        return affix(cx, at, self, arg(args, nargs, kwn, kwv, nkw, 0, NULL), name[0] == 'e', out);
-    if (!strcmp(name, "upper")) { *out = jpy_case(s, n, 1); return 0; }
-    if (!strcmp(name, "lower")) { *out = jpy_case(s, n, 0); return 0; }
-    if (!strcmp(name, "capitalize")) { *out = jpy_case(s, n, 2); return 0; }
-    if (!strcmp(name, "title")) { *out = jpy_case(s, n, 3); return 0; }
-    if (!strcmp(name, "replace"))
-        return str_replace(cx, at, self, arg(args, nargs, kwn, kwv, nkw, 0, "old"), arg(args, nargs, kwn, kwv, nkw, 1, "new"),
-                           arg(args, nargs, kwn, kwv, nkw, 2, "count"), out);
-    if (!strcmp(name, "find") || !strcmp(name, "rfind") || !strcmp(name, "count"))
-        return str_find(cx, at, self, arg(args, nargs, kwn, kwv, nkw, 0, NULL), name[0] == 'r', name[0] == 'c', out);
-    if (!strcmp(name, "join")) {
-        jv *it = arg(args, nargs, kwn, kwv, nkw, 0, NULL);
-        if (!it) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: join() takes exactly one argument");
-        jv seq;
-        if (jx_iterate(cx, at, *it, &seq)) return -1;
-        facet_str b = {0};
-        for (size_t i = 0; i < JL(seq)->n; i++) {
-            jv x = JL(seq)->v[i];
-            if (x.k != JV_STR) {
-                jv_unref(seq);
-                facet_str_free(&b);
-                return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: sequence item %zu: expected str instance, %s found", i, jv_type_name(x));
-            }
-            if ((i && facet_str_append(&b, s, n)) || facet_str_append(&b, JS(x)->s, JS(x)->len)) {
-                jv_unref(seq);
-                facet_str_free(&b);
-                return oom(cx, at);
-            }
-        }
-        jv_unref(seq);
-        *out = jv_str_take(&b);
-        return out->k == JV_STR ? 0 : oom(cx, at);
-    }
-    if (!strcmp(name, "format")) return jx_str_format(cx, at, self, args, nargs, kwn, kwv, nkw, out);
-    if (!strncmp(name, "is", 2)) {
-        *out = jv_bool(str_is(self, name));
-        return 0;
-    }
-    return jx_fail(cx, at, FACET_E_INTERNAL, "str method %s", name);
+/* ------------------------------------------------------------ the methods ---- */
+
+/* A method of self's type, called with m (m->mode: the row's mode); `name` is the
+ * method's name for messages. 0 ok, -1 error (set through jx_fail). */
+typedef int (*jmethod_fn)(jctx *cx, const jnode *at, jv self, const char *name, const jargs *m, jv *out);
+
+static int m_strip(jctx *cx, const jnode *at, jv self, const char *name, const jargs *m, jv *out) { /* mode bits: 1 left, 2 right */
+    jv *ch = jx_arg(m, 0, "chars");
+    if (ch && ch->k != JV_NONE && ch->k != JV_STR)
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s arg must be None or str", name);
+    size_t a, e;
+    int has = ch && ch->k == JV_STR;
+    jpy_strip(JS(self)->s, JS(self)->len, has ? JS(*ch)->s : NULL, has ? JS(*ch)->len : 0, m->mode & 1, (m->mode & 2) != 0, &a, &e);
+    *out = jv_str(JS(self)->s + a, e - a);
+    return out->k == JV_STR ? 0 : oom(cx, at);
 }
 
-static int dict_method(jctx *cx, const jnode *at, jv self, const char *name, jv *args, size_t nargs, char **kwn,
-                       jv *kwv, size_t nkw, jv *out) {
+static int m_split(jctx *cx, const jnode *at, jv self, const char *name, const jargs *m, jv *out) { /* mode 1: rsplit */
+    (void)name;
+    return do_split(cx, at, self, jx_arg(m, 0, "sep"), jx_arg(m, 1, "maxsplit"), m->mode, out);
+}
+
+static int m_splitlines(jctx *cx, const jnode *at, jv self, const char *name, const jargs *m, jv *out) {
+    (void)name;
+    jv *ke = jx_arg(m, 0, "keepends");
+    *out = jpy_splitlines(JS(self)->s, JS(self)->len, ke && jv_truthy(*ke));
+    return out->k == JV_LIST ? 0 : oom(cx, at);
+}
+
+static int m_affix(jctx *cx, const jnode *at, jv self, const char *name, const jargs *m, jv *out) { /* mode 1: endswith */
+    (void)name;
+    return affix(cx, at, self, jx_arg(m, 0, NULL), m->mode, out);
+}
+
+static int m_case(jctx *cx, const jnode *at, jv self, const char *name, const jargs *m, jv *out) { /* jpy_case mode */
+    (void)name;
+    *out = jpy_case(JS(self)->s, JS(self)->len, m->mode);
+    return out->k == JV_STR ? 0 : oom(cx, at);
+}
+
+static int m_replace(jctx *cx, const jnode *at, jv self, const char *name, const jargs *m, jv *out) {
+    (void)name;
+    return str_replace(cx, at, self, jx_arg(m, 0, "old"), jx_arg(m, 1, "new"), jx_arg(m, 2, "count"), out);
+}
+
+static int m_find(jctx *cx, const jnode *at, jv self, const char *name, const jargs *m, jv *out) { /* 0 find, 1 rfind, 2 count */
+    (void)name;
+    return str_find(cx, at, self, jx_arg(m, 0, NULL), m->mode == 1, m->mode == 2, out);
+}
+
+static int m_join(jctx *cx, const jnode *at, jv self, const char *name, const jargs *m, jv *out) {
+    (void)name;
+    jv *it = jx_arg(m, 0, NULL);
+    if (!it) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: join() takes exactly one argument");
+    jv seq;
+    if (jx_iterate(cx, at, *it, &seq)) return -1;
+    facet_str b = {0};
+    for (size_t i = 0; i < JL(seq)->n; i++) {
+        jv x = JL(seq)->v[i];
+        if (x.k != JV_STR) {
+            jv_unref(seq);
+            facet_str_free(&b);
+            return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: sequence item %zu: expected str instance, %s found", i, jv_type_name(x));
+        }
+        if (i) facet_str_append(&b, JS(self)->s, JS(self)->len);
+        facet_str_append(&b, JS(x)->s, JS(x)->len);
+    }
+    jv_unref(seq);
+    *out = jv_str_take(&b);
+    return out->k == JV_STR ? 0 : oom(cx, at);
+}
+
+static int m_format(jctx *cx, const jnode *at, jv self, const char *name, const jargs *m, jv *out) {
+    (void)name;
+    return jx_str_format(cx, at, self, m->a, m->n, m->kwn, m->kwv, m->nkw, out);
+}
+
+static int m_is(jctx *cx, const jnode *at, jv self, const char *name, const jargs *m, jv *out) {
+    (void)cx, (void)at, (void)m;
+    *out = jv_bool(str_is(self, name));
+    return 0;
+}
+
+static int m_get(jctx *cx, const jnode *at, jv self, const char *name, const jargs *m, jv *out) {
+    (void)name;
+    jv *k = jx_arg(m, 0, NULL), *def = jx_arg(m, 1, NULL);
+    if (!k) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: get expected at least 1 argument, got 0");
+    if (!jv_hashable(*k)) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: unhashable type: '%s'", jv_type_name(*k));
+    jv *v = jv_dict_get(self, *k);
+    *out = v ? jv_ref(*v) : def ? jv_ref(*def) : jv_none();
+    return 0;
+}
+
+static int m_copy(jctx *cx, const jnode *at, jv self, const char *name, const jargs *m, jv *out) {
+    (void)name, (void)m;
     jdict *d = JD(self);
-    if (!strcmp(name, "get")) {
-        jv *k = arg(args, nargs, kwn, kwv, nkw, 0, NULL), *def = arg(args, nargs, kwn, kwv, nkw, 1, NULL);
-        if (!k) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: get expected at least 1 argument, got 0");
-        if (!jv_hashable(*k)) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: unhashable type: '%s'", jv_type_name(*k));
-        jv *v = jv_dict_get(self, *k);
-        *out = v ? jv_ref(*v) : def ? jv_ref(*def) : jv_none();
-        return 0;
-    }
-    if (!strcmp(name, "copy")) {
-        jv c = jv_dict_new(0);
-        for (size_t i = 0; c.k == JV_DICT && i < d->n; i++)
-            if (jv_dict_set(c, jv_ref(d->key[i]), jv_ref(d->val[i]))) return oom(cx, at);
-        *out = c;
-        return c.k == JV_DICT ? 0 : oom(cx, at);
-    }
-    jv l = jv_list_new(name[0] == 'k' ? JL_KEYS : name[0] == 'v' ? JL_VALUES : JL_ITEMS);
+    jv c = jv_dict_new(0);
+    for (size_t i = 0; c.k == JV_DICT && i < d->n; i++)
+        if (jv_dict_set(c, jv_ref(d->key[i]), jv_ref(d->val[i]))) {
+            jv_unref(c);
+            c = jv_none();
+        }
+    *out = c;
+    return c.k == JV_DICT ? 0 : oom(cx, at);
+}
+
+/* keys(), values(), items(): mode is the view's list flavor. */
+static int m_view(jctx *cx, const jnode *at, jv self, const char *name, const jargs *m, jv *out) {
+    (void)name;
+    jdict *d = JD(self);
+    jv l = jv_list_new(m->mode);
     if (l.k != JV_LIST) return oom(cx, at);
     for (size_t i = 0; i < d->n; i++) {
         jv item;
-        if (name[0] == 'k') item = jv_ref(d->key[i]);
-        else if (name[0] == 'v') item = jv_ref(d->val[i]);
+        if (m->mode == JL_KEYS) item = jv_ref(d->key[i]);
+        else if (m->mode == JL_VALUES) item = jv_ref(d->val[i]);
         else {
             item = jv_list_new(JL_TUPLE);
             if (item.k != JV_LIST || jv_list_push(item, jv_ref(d->key[i])) || jv_list_push(item, jv_ref(d->val[i]))) {
@@ -545,29 +524,114 @@ static int dict_method(jctx *cx, const jnode *at, jv self, const char *name, jv 
     return 0;
 }
 
+/* list.index(x) (mode 0) and list.count(x) (mode 1). */
+static int m_index(jctx *cx, const jnode *at, jv self, const char *name, const jargs *m, jv *out) {
+    jv *x = jx_arg(m, 0, NULL);
+    if (!x) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s() takes exactly one argument (0 given)", name);
+    int64_t c = 0, first = -1;
+    for (size_t i = 0; i < JL(self)->n; i++)
+        if (jv_equal(JL(self)->v[i], *x)) {
+            if (first < 0) first = (int64_t)i;
+            c++;
+        }
+    if (m->mode) *out = jv_int(c);
+    else if (first < 0) return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: value is not in list");
+    else *out = jv_int(first);
+    return 0;
+}
+
+/* One table per receiver type, sorted by name (strcmp) for binary search. `kw` lists
+ * the keyword arguments a method accepts (NULL: any, for str.format); fn NULL marks a
+ * method Python has (and the immutable sandbox allows) that facet does not implement:
+ * reaching one is an unsupported construct naming it, never an undefined value. */
+typedef struct jmethod_row {
+    const char *name;
+    jmethod_fn fn;
+    int mode;
+    const char *const *kw;
+} jmethod_row;
+
+static const char *const KW_NONE[] = {NULL};
+static const char *const KW_STRIP[] = {"chars", NULL};
+static const char *const KW_SPLIT[] = {"sep", "maxsplit", NULL};
+static const char *const KW_SPLITLINES[] = {"keepends", NULL};
+static const char *const KW_REPLACE[] = {"old", "new", "count", NULL};
+
+static const jmethod_row STR_METHODS[] = {
+    {"capitalize", m_case, 2, KW_NONE},      {"casefold", NULL, 0, NULL},
+    {"center", NULL, 0, NULL},               {"count", m_find, 2, KW_NONE},
+    {"encode", NULL, 0, NULL},               {"endswith", m_affix, 1, KW_NONE},
+    {"expandtabs", NULL, 0, NULL},           {"find", m_find, 0, KW_NONE},
+    {"format", m_format, 0, NULL},           {"format_map", NULL, 0, NULL},
+    {"index", NULL, 0, NULL},                {"isalnum", m_is, 0, KW_NONE},
+    {"isalpha", m_is, 0, KW_NONE},           {"isascii", NULL, 0, NULL},
+    {"isdecimal", NULL, 0, NULL},            {"isdigit", m_is, 0, KW_NONE},
+    {"isidentifier", NULL, 0, NULL},         {"islower", m_is, 0, KW_NONE},
+    {"isnumeric", NULL, 0, NULL},            {"isprintable", NULL, 0, NULL},
+    {"isspace", m_is, 0, KW_NONE},           {"istitle", NULL, 0, NULL},
+    {"isupper", m_is, 0, KW_NONE},           {"join", m_join, 0, KW_NONE},
+    {"ljust", NULL, 0, NULL},                {"lower", m_case, 0, KW_NONE},
+    {"lstrip", m_strip, 1, KW_STRIP},        {"maketrans", NULL, 0, NULL},
+    {"partition", NULL, 0, NULL},            {"removeprefix", NULL, 0, NULL},
+    {"removesuffix", NULL, 0, NULL},         {"replace", m_replace, 0, KW_REPLACE},
+    {"rfind", m_find, 1, KW_NONE},           {"rindex", NULL, 0, NULL},
+    {"rjust", NULL, 0, NULL},                {"rpartition", NULL, 0, NULL},
+    {"rsplit", m_split, 1, KW_SPLIT},        {"rstrip", m_strip, 2, KW_STRIP},
+    {"split", m_split, 0, KW_SPLIT},         {"splitlines", m_splitlines, 0, KW_SPLITLINES},
+    {"startswith", m_affix, 0, KW_NONE},     {"strip", m_strip, 3, KW_STRIP},
+    {"swapcase", NULL, 0, NULL},             {"title", m_case, 3, KW_NONE},
+    {"translate", NULL, 0, NULL},            {"upper", m_case, 1, KW_NONE},
+    {"zfill", NULL, 0, NULL},
+};
+
+static const jmethod_row DICT_METHODS[] = {
+    {"copy", m_copy, 0, KW_NONE},          {"fromkeys", NULL, 0, NULL},
+    {"get", m_get, 0, KW_NONE},            {"items", m_view, JL_ITEMS, KW_NONE},
+    {"keys", m_view, JL_KEYS, KW_NONE},    {"values", m_view, JL_VALUES, KW_NONE},
+};
+
+/* lists and tuples; copy (unimplemented) is a list's only */
+static const jmethod_row LIST_METHODS[] = {
+    {"copy", NULL, 0, NULL},
+    {"count", m_index, 1, KW_NONE},
+    {"index", m_index, 0, KW_NONE},
+};
+
+#define ROWS(t) (t), sizeof(t) / sizeof((t)[0]), sizeof((t)[0])
+
+static const jmethod_row *method_row(jv self, const char *name) {
+    switch (self.k) {
+    case JV_STR: return jx_table_find(ROWS(STR_METHODS), name);
+    case JV_DICT: return jx_table_find(ROWS(DICT_METHODS), name);
+    case JV_LIST: return JL_IS_SEQ(JL(self)) ? jx_table_find(ROWS(LIST_METHODS), name) : NULL;
+    default: return NULL;
+    }
+}
+
+int jx_method_tables_sorted(void) {
+    return jx_table_sorted(ROWS(STR_METHODS)) && jx_table_sorted(ROWS(DICT_METHODS)) && jx_table_sorted(ROWS(LIST_METHODS));
+}
+
+int jx_unimplemented_method(jv self, const char *name) {
+    const jmethod_row *row = method_row(self, name);
+    return row && !row->fn && !(self.k == JV_LIST && JL(self)->flavor != JL_LIST);
+}
+
+int jx_has_method(jv self, const char *name) {
+    const jmethod_row *row = method_row(self, name);
+    return row && row->fn;
+}
+
 int jx_method(jctx *cx, const jnode *at, jv self, const char *name, jv *args, size_t nargs, char **kwn, jv *kwv,
               size_t nkw, jv *out, int *rc) {
-    if (!jx_has_method(self, name)) return 0;
-    if (self.k == JV_STR) *rc = str_method(cx, at, self, name, args, nargs, kwn, kwv, nkw, out);
-    else if (self.k == JV_DICT) *rc = dict_method(cx, at, self, name, args, nargs, kwn, kwv, nkw, out);
-    else {
-        jv *x = arg(args, nargs, kwn, kwv, nkw, 0, NULL);
-        if (!x) {
-            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s() takes exactly one argument (0 given)", name);
-            return 1;
-        }
-        int64_t c = 0, first = -1;
-        for (size_t i = 0; i < JL(self)->n; i++)
-            if (jv_equal(JL(self)->v[i], *x)) {
-                if (first < 0) first = (int64_t)i;
-                c++;
-            }
-        if (name[0] == 'c') *out = jv_int(c);
-        else if (first < 0) {
-            *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: value is not in list");
-            return 1;
-        } else *out = jv_int(first);
-        *rc = 0;
+    const jmethod_row *row = method_row(self, name);
+    if (!row || !row->fn) return 0;
+    const char *bad = jx_unexpected_kw(row->kw, kwn, nkw);
+    if (bad) {
+        *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s() got an unexpected keyword argument '%s'", name, bad);
+        return 1;
     }
+    jargs m = {args, nargs, kwn, kwv, nkw, row->mode};
+    *rc = row->fn(cx, at, self, name, &m, out);
     return 1;
 }

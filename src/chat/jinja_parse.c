@@ -760,21 +760,6 @@ static jnode *parse_filter(parser *P, jnode *n, int start_inline) {
     return n;
 }
 
-/* Jinja2 3.1's builtin filter names (jinja2/filters.py FILTERS); transformers adds
- * tojson. Jinja2 rejects other names when it compiles the template. */
-static const char *const JINJA_FILTERS[] = {
-    "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape",
-    "filesizeformat", "first", "float", "forceescape", "format", "groupby", "indent", "int", "items", "join", "last",
-    "length", "list", "lower", "map", "max", "min", "pprint", "random", "reject", "rejectattr", "replace", "reverse",
-    "round", "safe", "select", "selectattr", "slice", "sort", "string", "striptags", "sum", "title", "tojson", "trim",
-    "truncate", "unique", "upper", "urlencode", "urlize", "wordcount", "wordwrap", "xmlattr", NULL};
-
-int jinja_filter_known(const char *name) {
-    for (int i = 0; JINJA_FILTERS[i]; i++)
-        if (!strcmp(JINJA_FILTERS[i], name)) return 1;
-    return 0;
-}
-
 static jnode *parse_test(parser *P, jnode *n) {
     jtok *at = cur(P);
     next(P);

@@ -188,6 +188,29 @@ static void test_unsupported(void **state) {
                 "holding the namespace itself");
 }
 
+/* Filters, tests and methods are found by binary search in sorted tables; each row's
+ * keyword list is enforced, and a Jinja2 builtin facet lacks fails naming it. Expected
+ * renders and messages are Jinja2 3.1.2's (TypeError wording is facet's). */
+static void test_tables(void **state) {
+    (void)state;
+    assert_true(jx_filter_table_sorted());
+    assert_true(jx_test_table_sorted());
+    assert_true(jx_method_tables_sorted());
+    expect("{{ 'ab'|trim(chars='b') }}", NULL, "a");
+    expect("{{ [3,1,2]|sort(reverse=true)|join(',') }}", NULL, "3,2,1");
+    expect("{{ 4 is divisibleby 2 }}{{ 'a' is in 'abc' }}{{ 3 is ge 3 }}{{ 'x' is filter }}{{ 'upper' is test }}"
+           "{{ 'trim' is filter }}{{ 2.0 is odd }}{{ none is sameas none }}",
+           NULL, "TrueTrueTrueFalseTrueTrueFalseTrue");
+    expect("{{ [1,2,2]|count }}{{ 'Ab'|lower }}{{ 'ab'|title }}{{ [1,2]|last }}{{ [1,2]|max }}{{ {'b':1,'a':2}|dictsort }}",
+           NULL, "3abAb22[('a', 2), ('b', 1)]");
+    expect_fail("{{ 'a'|trim(foo=1) }}", NULL, FACET_E_TEMPLATE, "TypeError: trim filter got an unexpected keyword argument 'foo'");
+    expect_fail("{{ 'a b'.split(foo=1) }}", NULL, FACET_E_TEMPLATE, "TypeError: split() got an unexpected keyword argument 'foo'");
+    expect_fail("{{ {'a': 1}.get('a', default=2) }}", NULL, FACET_E_TEMPLATE, "unexpected keyword argument 'default'");
+    expect_fail("{{ 'x'|truncate(3) }}", NULL, FACET_E_UNSUPPORTED, "line 1:7: unsupported construct: filter 'truncate'");
+    expect_fail("{{ 'x'|nosuch }}", NULL, FACET_E_PARSE, "no filter named 'nosuch'");
+    expect_fail("{{ 'x' is nosuch }}", NULL, FACET_E_PARSE, "no test named 'nosuch'");
+}
+
 static void test_raise_exception(void **state) {
     (void)state;
     expect_fail("x\n  {{- raise_exception('Conversation roles must alternate user/assistant') }}", NULL,
@@ -226,6 +249,7 @@ int main(void) {
         cmocka_unit_test(test_json_bridge),    cmocka_unit_test(test_limits),
         cmocka_unit_test(test_limits_chain_height),
         cmocka_unit_test(test_limits_output),  cmocka_unit_test(test_unsupported),
+        cmocka_unit_test(test_tables),
         cmocka_unit_test(test_raise_exception), cmocka_unit_test(test_strftime_epoch),
         cmocka_unit_test(test_parse_errors),
     };
