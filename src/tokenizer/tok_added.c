@@ -54,7 +54,7 @@ facet_status tok_trie_build(tok_trie *t, const facet_tokenizer *tok, int normali
                             facet_error *err) {
     memset(t, 0, sizeof *t);
     if (new_node(t) < 0) return facet_err(err, FACET_E_NOMEM, "out of memory");
-    tok_buf nb = {0};
+    facet_str nb = {0};
     for (size_t i = 0; i < tok->n_added; i++) {
         const tok_added *a = &tok->added[i];
         if (a->normalized != normalized_set) continue;
@@ -64,18 +64,18 @@ facet_status tok_trie_build(tok_trie *t, const facet_tokenizer *tok, int normali
             nb.len = 0;
             facet_status st = tok_normalize(tok->normalizer, a->content, a->len, &nb, err);
             if (st) {
-                tok_buf_free(&nb);
+                facet_str_free(&nb);
                 return st;
             }
             s = nb.data;
             len = nb.len;
         }
         if (trie_insert(t, s, len, (int32_t)i)) {
-            tok_buf_free(&nb);
+            facet_str_free(&nb);
             return facet_err(err, FACET_E_NOMEM, "out of memory");
         }
     }
-    tok_buf_free(&nb);
+    facet_str_free(&nb);
     return FACET_OK;
 }
 

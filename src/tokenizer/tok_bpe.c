@@ -127,7 +127,7 @@ static int merge_all(const tok_pairmap *merges, word *w, heap *h) {
 }
 
 /* BPE::merge_word's character split into initial symbols. */
-static int split_chars(const tok_bpe *m, const char *wd, size_t len, word *w, tok_buf *tmp) {
+static int split_chars(const tok_bpe *m, const char *wd, size_t len, word *w, facet_str *tmp) {
     int32_t unk = -1;
     uint32_t unk_len = 0;
     for (size_t i = 0, k; i < len; i += k) {
@@ -138,8 +138,8 @@ static int split_chars(const tok_bpe *m, const char *wd, size_t len, word *w, to
         size_t sl = k;
         if ((!first && m->prefix) || (last && m->suffix)) {
             tmp->len = 0;
-            if ((!first && m->prefix && tok_buf_append(tmp, m->prefix, m->prefix_len)) || tok_buf_append(tmp, wd + i, k) ||
-                (last && m->suffix && tok_buf_append(tmp, m->suffix, m->suffix_len)))
+            if ((!first && m->prefix && facet_str_append(tmp, m->prefix, m->prefix_len)) || facet_str_append(tmp, wd + i, k) ||
+                (last && m->suffix && facet_str_append(tmp, m->suffix, m->suffix_len)))
                 return -1;
             s = tmp->data;
             sl = tmp->len;
@@ -250,7 +250,7 @@ facet_status tok_bpe_word(const facet_tokenizer *tok, const char *wd, size_t len
     }
     size_t start = out->n;
     if (m->wordpiece) {
-        tok_buf mw = {0};
+        facet_str mw = {0};
         const char *ws = wd;
         size_t wl = len;
         if (bytelevel) {
@@ -258,13 +258,13 @@ facet_status tok_bpe_word(const facet_tokenizer *tok, const char *wd, size_t len
             ws = mw.data, wl = mw.len;
         }
         facet_status wst = tok_wordpiece_word(tok, ws, wl, out, err);
-        tok_buf_free(&mw);
+        facet_str_free(&mw);
         if (!wst && cacheable) cache_put(tok->cache, wd, len, out->n > start ? out->v + start : NULL, out->n - start);
         return wst;
     }
     word w = {0};
     heap h = {0};
-    tok_buf mapped = {0}, tmp = {0};
+    facet_str mapped = {0}, tmp = {0};
     facet_status st = FACET_OK;
     const char *s = wd;
     size_t sl = len;
@@ -303,7 +303,7 @@ nomem:
 out:
     free(w.s);
     free(h.v);
-    tok_buf_free(&mapped);
-    tok_buf_free(&tmp);
+    facet_str_free(&mapped);
+    facet_str_free(&tmp);
     return st;
 }

@@ -29,8 +29,8 @@ const uint16_t tok_bytelevel_cp[256] = {
     0x0FC, 0x0FD, 0x0FE, 0x0FF,
 };
 
-int tok_bytelevel_map(tok_buf *out, const char *s, size_t len) {
-    if (tok_buf_reserve(out, 2 * len)) return -1;
+int tok_bytelevel_map(facet_str *out, const char *s, size_t len) {
+    if (facet_str_reserve(out, 2 * len)) return -1;
     char *o = out->data + out->len;
     for (size_t i = 0; i < len; i++) {
         uint16_t cp = tok_bytelevel_cp[(unsigned char)s[i]];

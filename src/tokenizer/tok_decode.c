@@ -116,35 +116,35 @@ facet_status tok_decoder_parse(const json_t *j, const char *path, tok_decoder **
 }
 
 /* Replace every occurrence of pat in s (left to right, non-overlapping) into out. */
-static int replace_lit(tok_buf *out, const char *s, size_t len, const char *pat, size_t plen, const char *rep,
+static int replace_lit(facet_str *out, const char *s, size_t len, const char *pat, size_t plen, const char *rep,
                        size_t rlen) {
     size_t i = 0;
-    if (!plen) return tok_buf_append(out, s, len);
+    if (!plen) return facet_str_append(out, s, len);
     while (i < len) {
         const char *hit = memmem(s + i, len - i, pat, plen);
         if (!hit) break;
         size_t at = (size_t)(hit - s);
-        if (tok_buf_append(out, s + i, at - i) || tok_buf_append(out, rep, rlen)) return -1;
+        if (facet_str_append(out, s + i, at - i) || facet_str_append(out, rep, rlen)) return -1;
         i = at + plen;
     }
-    return tok_buf_append(out, s + i, len - i);
+    return facet_str_append(out, s + i, len - i);
 }
 
 /* Apply a list of literal replacements in order, each over the whole string. */
-static int replace_seq(tok_buf *s, const char *const (*pairs)[2], size_t n) {
-    tok_buf tmp = {0};
+static int replace_seq(facet_str *s, const char *const (*pairs)[2], size_t n) {
+    facet_str tmp = {0};
     for (size_t k = 0; k < n; k++) {
         if (!s->len || !memmem(s->data, s->len, pairs[k][0], strlen(pairs[k][0]))) continue;
         tmp.len = 0;
         if (replace_lit(&tmp, s->data, s->len, pairs[k][0], strlen(pairs[k][0]), pairs[k][1], strlen(pairs[k][1]))) {
-            tok_buf_free(&tmp);
+            facet_str_free(&tmp);
             return -1;
         }
-        tok_buf t = *s;
+        facet_str t = *s;
         *s = tmp;
         tmp = t;
     }
-    tok_buf_free(&tmp);
+    facet_str_free(&tmp);
     return 0;
 }
 
@@ -156,7 +156,7 @@ static const char *const transformers_cleanup[][2] = {
     {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
     {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
 
-void tok_cleanup_spaces(tok_buf *out) {
+void tok_cleanup_spaces(facet_str *out) {
     /* on allocation failure the text is left as it is */
     (void)replace_seq(out, transformers_cleanup, sizeof transformers_cleanup / sizeof *transformers_cleanup);
 }
@@ -176,7 +176,7 @@ static int parse_byte_token(const char *s, size_t len, unsigned char *b) {
     return 1;
 }
 
-static int flush_bytes(tok_strlist *out, tok_buf *bytes) {
+static int flush_bytes(tok_strlist *out, facet_str *bytes) {
     if (!bytes->len) return 0;
     int rc = 0;
     if (tok_utf8_invalid_at(bytes->data, bytes->len) == bytes->len) rc = tok_strlist_push(out, bytes->data, bytes->len);
@@ -196,7 +196,7 @@ static size_t count_chars(const char *s, size_t len) {
 static facet_status step(const tok_decoder *d, tok_strlist *in, tok_strlist *out, facet_error *err);
 
 static facet_status step_tokens(const tok_decoder *d, tok_strlist *in, tok_strlist *out, facet_error *err) {
-    tok_buf tmp = {0};
+    facet_str tmp = {0};
     int rc = 0;
     char rep[4];
     size_t rlen;
@@ -204,16 +204,16 @@ static facet_status step_tokens(const tok_decoder *d, tok_strlist *in, tok_strli
         const char *s = in->text.data + in->off[i];
         size_t len = in->len[i], k;
         tmp.len = 0;
-        if (tok_buf_reserve(&tmp, len)) { rc = -1; break; }
+        if (facet_str_reserve(&tmp, len)) { rc = -1; break; }
         switch (d->type) {
         case TOK_DEC_METASPACE:
             rlen = tok_utf8_encode(d->replacement, rep);
             for (size_t p = 0; p < len && !rc; p += k) {
                 int32_t cp = tok_utf8_decode(s, len, p, &k);
                 if (cp == d->replacement) {
-                    if (!(i == 0 && d->prepend_scheme != TOK_PREPEND_NEVER)) rc = tok_buf_append(&tmp, " ", 1);
+                    if (!(i == 0 && d->prepend_scheme != TOK_PREPEND_NEVER)) rc = facet_str_append(&tmp, " ", 1);
                 } else {
-                    rc = tok_buf_append(&tmp, s + p, k);
+                    rc = facet_str_append(&tmp, s + p, k);
                 }
             }
             (void)rlen;
@@ -227,7 +227,7 @@ static facet_status step_tokens(const tok_decoder *d, tok_strlist *in, tok_strli
             while ((int)stop_cut < d->stop && stop_cut < chars - start_cut && e >= p + rlen &&
                    !memcmp(s + e - rlen, rep, rlen))
                 stop_cut++, e -= rlen;
-            rc = tok_buf_append(&tmp, s + p, e - p);
+            rc = facet_str_append(&tmp, s + p, e - p);
             break;
         }
         case TOK_DEC_REPLACE: {
@@ -235,23 +235,23 @@ static facet_status step_tokens(const tok_decoder *d, tok_strlist *in, tok_strli
             size_t nm, prev = 0;
             facet_status st = tok_pattern_find_all(&d->pattern, s, len, &m, &nm, err);
             if (st) {
-                tok_buf_free(&tmp);
+                facet_str_free(&tmp);
                 return st;
             }
             for (size_t q = 0; q < nm && !rc; q++) {
-                rc = tok_buf_append(&tmp, s + prev, m[q].start - prev) || tok_buf_append(&tmp, d->content, d->content_len);
+                rc = facet_str_append(&tmp, s + prev, m[q].start - prev) || facet_str_append(&tmp, d->content, d->content_len);
                 prev = m[q].end;
             }
-            if (!rc) rc = tok_buf_append(&tmp, s + prev, len - prev);
+            if (!rc) rc = facet_str_append(&tmp, s + prev, len - prev);
             free(m);
             break;
         }
         case TOK_DEC_WORDPIECE:
             if (i != 0) {
                 if (len >= d->content_len && !memcmp(s, d->content, d->content_len)) s += d->content_len, len -= d->content_len;
-                else rc = tok_buf_append(&tmp, " ", 1);
+                else rc = facet_str_append(&tmp, " ", 1);
             }
-            if (!rc) rc = tok_buf_append(&tmp, s, len);
+            if (!rc) rc = facet_str_append(&tmp, s, len);
             if (!rc && d->cleanup) rc = replace_seq(&tmp, wordpiece_cleanup, sizeof wordpiece_cleanup / sizeof *wordpiece_cleanup);
             break;
         case TOK_DEC_BPE:
@@ -263,13 +263,13 @@ static facet_status step_tokens(const tok_decoder *d, tok_strlist *in, tok_strli
             rc = replace_lit(&tmp, s, len, d->content, d->content_len, "", 0);
             if (!rc && d->cleanup) {
                 rc = replace_seq(&tmp, wordpiece_cleanup, sizeof wordpiece_cleanup / sizeof *wordpiece_cleanup);
-                tok_buf t2 = {0};
+                facet_str t2 = {0};
                 if (!rc) rc = replace_lit(&t2, tmp.data, tmp.len, d->content2, d->content2_len, " ", 1);
                 if (!rc) {
-                    tok_buf_free(&tmp);
+                    facet_str_free(&tmp);
                     tmp = t2;
                 } else {
-                    tok_buf_free(&t2);
+                    facet_str_free(&t2);
                 }
             }
             if (!rc && !tmp.len) continue;
@@ -278,7 +278,7 @@ static facet_status step_tokens(const tok_decoder *d, tok_strlist *in, tok_strli
         }
         if (!rc) rc = tok_strlist_push(out, tmp.data ? tmp.data : "", tmp.len);
     }
-    tok_buf_free(&tmp);
+    facet_str_free(&tmp);
     return rc ? facet_err(err, FACET_E_NOMEM, "out of memory decoding") : FACET_OK;
 }
 
@@ -303,7 +303,7 @@ static facet_status step(const tok_decoder *d, tok_strlist *in, tok_strlist *out
         break;
     }
     case TOK_DEC_BYTELEVEL: {
-        tok_buf bytes = {0}, text = {0};
+        facet_str bytes = {0}, text = {0};
         for (size_t i = 0; i < in->n && !rc; i++) {
             const char *s = in->text.data + in->off[i];
             size_t len = in->len[i], k, mark = bytes.len;
@@ -312,40 +312,40 @@ static facet_status step(const tok_decoder *d, tok_strlist *in, tok_strlist *out
                 int b = tok_bytelevel_byte(tok_utf8_decode(s, len, p, &k));
                 if (b < 0) { ok = 0; break; }
                 unsigned char byte = (unsigned char)b;
-                rc = tok_buf_append(&bytes, &byte, 1);
+                rc = facet_str_append(&bytes, &byte, 1);
             }
             if (!ok) { /* a token outside the alphabet contributes its own bytes */
                 bytes.len = mark;
-                rc = tok_buf_append(&bytes, s, len);
+                rc = facet_str_append(&bytes, s, len);
             }
         }
         if (!rc) rc = tok_utf8_lossy_append(&text, (const unsigned char *)(bytes.data ? bytes.data : ""), bytes.len);
         if (!rc) rc = tok_strlist_push(out, text.data ? text.data : "", text.len);
-        tok_buf_free(&bytes);
-        tok_buf_free(&text);
+        facet_str_free(&bytes);
+        facet_str_free(&text);
         break;
     }
     case TOK_DEC_BYTE_FALLBACK: {
-        tok_buf bytes = {0};
+        facet_str bytes = {0};
         for (size_t i = 0; i < in->n && !rc; i++) {
             const char *s = in->text.data + in->off[i];
             unsigned char b;
             if (parse_byte_token(s, in->len[i], &b)) {
-                rc = tok_buf_append(&bytes, &b, 1);
+                rc = facet_str_append(&bytes, &b, 1);
                 continue;
             }
             rc = flush_bytes(out, &bytes);
             if (!rc) rc = tok_strlist_push(out, s, in->len[i]);
         }
         if (!rc) rc = flush_bytes(out, &bytes);
-        tok_buf_free(&bytes);
+        facet_str_free(&bytes);
         break;
     }
     case TOK_DEC_FUSE: {
-        tok_buf all = {0};
-        for (size_t i = 0; i < in->n && !rc; i++) rc = tok_buf_append(&all, in->text.data + in->off[i], in->len[i]);
+        facet_str all = {0};
+        for (size_t i = 0; i < in->n && !rc; i++) rc = facet_str_append(&all, in->text.data + in->off[i], in->len[i]);
         if (!rc) rc = tok_strlist_push(out, all.data ? all.data : "", all.len);
-        tok_buf_free(&all);
+        facet_str_free(&all);
         break;
     }
     default: return step_tokens(d, in, out, err);
@@ -353,11 +353,11 @@ static facet_status step(const tok_decoder *d, tok_strlist *in, tok_strlist *out
     return rc ? facet_err(err, FACET_E_NOMEM, "out of memory decoding") : FACET_OK;
 }
 
-facet_status tok_decode_chain(const tok_decoder *d, tok_strlist *tokens, tok_buf *out, facet_error *err) {
+facet_status tok_decode_chain(const tok_decoder *d, tok_strlist *tokens, facet_str *out, facet_error *err) {
     tok_strlist res = {0};
     facet_status st = step(d, tokens, &res, err);
     for (size_t i = 0; i < res.n && !st; i++)
-        if (tok_buf_append(out, res.text.data + res.off[i], res.len[i]))
+        if (facet_str_append(out, res.text.data + res.off[i], res.len[i]))
             st = facet_err(err, FACET_E_NOMEM, "out of memory decoding");
     tok_strlist_free(&res);
     return st;

@@ -22,7 +22,7 @@ static facet_status encode_piece(const facet_tokenizer *tok, const char *s, size
 
 /* One piece of raw text between non-normalized added tokens. */
 static facet_status encode_segment(const facet_tokenizer *tok, const char *s, size_t len, int orig0,
-                                   tok_buf *norm, tok_words *a, tok_words *b, tok_ids *ids, facet_error *err) {
+                                   facet_str *norm, tok_words *a, tok_words *b, tok_ids *ids, facet_error *err) {
     const char *ns = s;
     size_t nlen = len;
     facet_status st;
@@ -59,7 +59,7 @@ facet_status facet_tokenize(const facet_tokenizer *tok, const char *text, size_t
         return facet_err(err, FACET_E_UTF8, "input is not valid UTF-8: byte offset %zu (byte 0x%02X)", bad,
                          (unsigned char)text[bad]);
     tok_ids ids = {0};
-    tok_buf norm = {0};
+    facet_str norm = {0};
     tok_words a = {0}, b = {0};
     tok_piece *pieces = NULL;
     size_t np = 0;
@@ -78,7 +78,7 @@ facet_status facet_tokenize(const facet_tokenizer *tok, const char *text, size_t
     for (size_t i = 0; add_special && i < tok->post.n_suffix && !st; i++)
         if (tok_ids_push(&ids, tok->post.suffix[i])) st = facet_err(err, FACET_E_NOMEM, "out of memory encoding");
     free(pieces);
-    tok_buf_free(&norm);
+    facet_str_free(&norm);
     tok_words_free(&a);
     tok_words_free(&b);
     if (st) {
@@ -92,7 +92,7 @@ facet_status facet_tokenize(const facet_tokenizer *tok, const char *text, size_t
 }
 
 /* The decoder chain's text for ids (without transformers' clean-up). */
-facet_status tok_decode_raw(const facet_tokenizer *tok, const int32_t *ids, size_t n, int skip_special, tok_buf *out,
+facet_status tok_decode_raw(const facet_tokenizer *tok, const int32_t *ids, size_t n, int skip_special, facet_str *out,
                             facet_error *err) {
     tok_strlist toks = {0};
     facet_status st = FACET_OK;
@@ -112,7 +112,7 @@ facet_status tok_decode_raw(const facet_tokenizer *tok, const int32_t *ids, size
         st = tok_decode_chain(tok->decoder, &toks, out, err);
     } else {
         for (size_t i = 0; i < toks.n; i++)
-            if ((i && tok_buf_append(out, " ", 1)) || tok_buf_append(out, toks.text.data + toks.off[i], toks.len[i]))
+            if ((i && facet_str_append(out, " ", 1)) || facet_str_append(out, toks.text.data + toks.off[i], toks.len[i]))
                 goto nomem;
     }
     goto out;
@@ -129,12 +129,12 @@ facet_status facet_detokenize(const facet_tokenizer *tok, const int32_t *ids, si
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "facet_detokenize: NULL argument");
     *text = NULL;
     *len = 0;
-    tok_buf out = {0};
+    facet_str out = {0};
     facet_status st = tok_decode_raw(tok, ids, n, skip_special, &out, err);
     if (!st && tok->clean_up_spaces) tok_cleanup_spaces(&out);
-    if (!st && tok_buf_append(&out, "", 0)) st = facet_err(err, FACET_E_NOMEM, "out of memory decoding");
+    if (!st && facet_str_append(&out, "", 0)) st = facet_err(err, FACET_E_NOMEM, "out of memory decoding");
     if (st) {
-        tok_buf_free(&out);
+        facet_str_free(&out);
         return st;
     }
     *text = out.data;

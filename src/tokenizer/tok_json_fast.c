@@ -38,7 +38,7 @@ static int hex4(const char *p, unsigned *v) {
 
 /* Parse a JSON string at c->i (which must be '"'). Decoded bytes go to out (cleared
  * first) unless out is NULL. Returns 0, or -1 on malformed input. */
-static int parse_string(scan *c, tok_buf *out) {
+static int parse_string(scan *c, facet_str *out) {
     if (c->i >= c->len || c->s[c->i] != '"') return -1;
     c->i++;
     if (out) out->len = 0;
@@ -52,11 +52,11 @@ static int parse_string(scan *c, tok_buf *out) {
         if (c->i >= c->len) return -1;
         /* skipping (out == NULL) leaves validation to whoever parses the value */
         if (out && tok_utf8_invalid_at(c->s + start, c->i - start) != c->i - start) return -1;
-        if (out && tok_buf_append(out, c->s + start, c->i - start)) return -1;
+        if (out && facet_str_append(out, c->s + start, c->i - start)) return -1;
         unsigned char ch = (unsigned char)c->s[c->i];
         if (ch == '"') {
             c->i++;
-            if (out && tok_buf_reserve(out, 0)) return -1;
+            if (out && facet_str_reserve(out, 0)) return -1;
             if (out) out->data[out->len] = '\0';
             return 0;
         }
@@ -89,12 +89,12 @@ static int parse_string(scan *c, tok_buf *out) {
             }
             char u[4];
             size_t n = tok_utf8_encode((int32_t)v, u);
-            if (out && tok_buf_append(out, u, n)) return -1;
+            if (out && facet_str_append(out, u, n)) return -1;
             continue;
         }
         default: return -1;
         }
-        if (out && tok_buf_append(out, &one, 1)) return -1;
+        if (out && facet_str_append(out, &one, 1)) return -1;
     }
 }
 
@@ -135,7 +135,7 @@ static int skip_value(scan *c) {
 facet_status tok_json_find_model_spans(const char *json, size_t len, const char *what,
                                        tok_json_spans *sp, facet_error *err) {
     scan c = {json, len, 0};
-    tok_buf key = {0};
+    facet_str key = {0};
     memset(sp, 0, sizeof *sp);
     ws(&c);
     if (c.i >= len || json[c.i] != '{') goto bad;
@@ -184,17 +184,17 @@ facet_status tok_json_find_model_spans(const char *json, size_t len, const char 
         goto bad;
     }
 done:
-    tok_buf_free(&key);
+    facet_str_free(&key);
     return FACET_OK;
 bad:
-    tok_buf_free(&key);
+    facet_str_free(&key);
     return facet_err(err, FACET_E_PARSE, "%s: not valid JSON near byte %zu", what, c.i);
 }
 
 #define BATCH 32
 
 typedef struct vbatch {
-    tok_buf keys;
+    facet_str keys;
     size_t off[BATCH], len[BATCH];
     int32_t val[BATCH];
     uint32_t hash[BATCH];
@@ -205,7 +205,7 @@ static int batch_add(vbatch *b, const char *k, size_t len, int32_t v) {
     b->off[b->n] = b->keys.len;
     b->len[b->n] = len;
     b->val[b->n] = v;
-    if (tok_buf_append(&b->keys, k, len)) return -1;
+    if (facet_str_append(&b->keys, k, len)) return -1;
     b->n++;
     return 0;
 }
@@ -226,7 +226,7 @@ static int batch_flush(vbatch *b, tok_strmap *m) {
 facet_status tok_json_parse_vocab(const char *s, size_t len, const char *what, tok_strmap *vocab,
                                   int32_t *max_id, facet_error *err) {
     scan c = {s, len, 0};
-    tok_buf key = {0};
+    facet_str key = {0};
     vbatch bt = {0};
     facet_status st = FACET_OK;
     *max_id = -1;
@@ -286,15 +286,15 @@ bad:
                    what, c.i);
 out:
     if (!st && batch_flush(&bt, vocab)) st = facet_err(err, FACET_E_NOMEM, "%s: out of memory reading model.vocab", what);
-    tok_buf_free(&key);
-    tok_buf_free(&bt.keys);
+    facet_str_free(&key);
+    facet_str_free(&bt.keys);
     return st;
 }
 
 facet_status tok_json_parse_merges(const char *s, size_t len, const char *what, tok_merge_fn fn,
                                    void *ctx, facet_error *err) {
     scan c = {s, len, 0};
-    tok_buf a = {0}, b = {0};
+    facet_str a = {0}, b = {0};
     facet_status st = FACET_OK;
     ws(&c);
     if (c.i >= len || s[c.i] != '[') {
@@ -353,7 +353,7 @@ bad:
     st = facet_err(err, FACET_E_PARSE, "%s: model.merges: not valid JSON near byte %zu of the value",
                    what, c.i);
 out:
-    tok_buf_free(&a);
-    tok_buf_free(&b);
+    facet_str_free(&a);
+    facet_str_free(&b);
     return st;
 }

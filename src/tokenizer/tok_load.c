@@ -21,7 +21,7 @@
 typedef struct merge_ctx {
     facet_tokenizer *tok;
     const char *what;
-    tok_buf text;              /* a, b and a+b of each pending merge */
+    facet_str text;              /* a, b and a+b of each pending merge */
     size_t off[MB][3], len[MB][3], rank[MB];
     uint32_t hash[MB][3];
     size_t n;
@@ -71,8 +71,8 @@ static facet_status add_merge(void *vctx, size_t rank, const char *a, size_t ale
     c->off[i][0] = c->text.len, c->len[i][0] = alen;
     c->off[i][1] = c->text.len + alen, c->len[i][1] = blen;
     c->off[i][2] = c->text.len + alen + blen, c->len[i][2] = alen + blen - skip;
-    if (tok_buf_append(&c->text, a, alen) || tok_buf_append(&c->text, b, blen) || tok_buf_append(&c->text, a, alen) ||
-        tok_buf_append(&c->text, b + skip, blen - skip))
+    if (facet_str_append(&c->text, a, alen) || facet_str_append(&c->text, b, blen) || facet_str_append(&c->text, a, alen) ||
+        facet_str_append(&c->text, b + skip, blen - skip))
         return facet_err(err, FACET_E_NOMEM, "out of memory reading merges");
     c->n++;
     return c->n == MB ? flush_merges(c, err) : FACET_OK;
@@ -225,11 +225,11 @@ static facet_status build_tables(facet_tokenizer *tok, int32_t max_vocab_id, fac
     /* byte tables: the ByteLevel character of each byte, and "<0xHH>" fallback tokens */
     for (int b = 0; b < 256; b++) {
         char key[8];
-        tok_buf tmp = {0};
+        facet_str tmp = {0};
         unsigned char byte = (unsigned char)b;
         if (tok_bytelevel_map(&tmp, (const char *)&byte, 1)) return facet_err(err, FACET_E_NOMEM, "out of memory");
         tok->bpe.byte_id[b] = tok_strmap_get(v, tmp.data, tmp.len);
-        tok_buf_free(&tmp);
+        facet_str_free(&tmp);
         if (b < 128) {
             char one = (char)b;
             tok->bpe.ascii_id[b] = tok_strmap_get(v, &one, 1);
@@ -398,13 +398,13 @@ facet_status tok_load_from_memory(const char *json, size_t len, const char *conf
         goto fail;
     }
     pthread_mutex_init(&tok->cache->lock, NULL);
-    tok_buf_free(&mc.text);
+    facet_str_free(&mc.text);
     json_decref(root);
     json_decref(cfg);
     *out = tok;
     return FACET_OK;
 fail:
-    tok_buf_free(&mc.text);
+    facet_str_free(&mc.text);
     json_decref(root);
     json_decref(cfg);
     facet_tokenizer_free(tok);

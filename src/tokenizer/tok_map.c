@@ -19,31 +19,6 @@ void *tok_table_calloc(size_t n, size_t size) {
     return p;
 }
 
-int tok_buf_reserve(tok_buf *b, size_t extra) {
-    if (b->len + extra + 1 <= b->cap) return 0;
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + extra + 1) cap *= 2;
-    char *p = realloc(b->data, cap);
-    if (!p) return -1;
-    b->data = p;
-    b->cap = cap;
-    return 0;
-}
-
-int tok_buf_append(tok_buf *b, const void *p, size_t n) {
-    if (tok_buf_reserve(b, n)) return -1;
-    if (n) memcpy(b->data + b->len, p, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return 0;
-}
-
-void tok_buf_free(tok_buf *b) {
-    free(b->data);
-    b->data = NULL;
-    b->len = b->cap = 0;
-}
-
 /* FNV-1a folded with a final mix; fast on short keys, which vocab keys are. */
 uint32_t tok_hash(const char *s, size_t len) {
     uint64_t h = 1469598103934665603ull;
@@ -73,7 +48,7 @@ int tok_strmap_reserve(tok_strmap *m, size_t n, size_t key_bytes) {
     size_t cap = m->cap ? m->cap : 64;
     while (cap < 2 * n) cap *= 2;
     if (cap > m->cap && strmap_rehash(m, cap)) return -1;
-    return tok_buf_reserve(&m->keys, key_bytes);
+    return facet_str_reserve(&m->keys, key_bytes);
 }
 
 int tok_strmap_put(tok_strmap *m, const char *key, size_t len, int32_t value) {
@@ -94,7 +69,7 @@ int tok_strmap_put_h(tok_strmap *m, const char *key, size_t len, uint32_t h, int
     }
     uint32_t off = (uint32_t)m->keys.len + 1;
     /* keys are stored NUL-terminated so callers can hand them out as C strings */
-    if (tok_buf_append(&m->keys, key, len) || tok_buf_append(&m->keys, "", 1)) return -1;
+    if (facet_str_append(&m->keys, key, len) || facet_str_append(&m->keys, "", 1)) return -1;
     m->slots[i] = (struct tok_strmap_slot){h, off, (uint32_t)len, value};
     m->n++;
     return 0;
@@ -117,7 +92,7 @@ int32_t tok_strmap_get_h(const tok_strmap *m, const char *key, size_t len, uint3
 
 void tok_strmap_free(tok_strmap *m) {
     free(m->slots);
-    tok_buf_free(&m->keys);
+    facet_str_free(&m->keys);
     memset(m, 0, sizeof *m);
 }
 
@@ -210,7 +185,7 @@ int tok_words_push(tok_words *w, const char *s, size_t len, int orig0) {
     sp->off = (uint32_t)w->text.len;
     sp->len = (uint32_t)len;
     sp->orig0 = (uint8_t)orig0;
-    if (tok_buf_append(&w->text, s, len)) return -1;
+    if (facet_str_append(&w->text, s, len)) return -1;
     w->n++;
     return 0;
 }
@@ -222,24 +197,24 @@ void tok_words_clear(tok_words *w) {
 }
 
 void tok_words_free(tok_words *w) {
-    tok_buf_free(&w->text);
+    facet_str_free(&w->text);
     free(w->spans);
     memset(w, 0, sizeof *w);
 }
 
 int tok_words_materialize(tok_words *w) {
     if (!w->bytelevel) return 0;
-    tok_buf nb = {0};
+    facet_str nb = {0};
     for (size_t i = 0; i < w->n; i++) {
         size_t off = nb.len;
         if (tok_bytelevel_map(&nb, w->text.data + w->spans[i].off, w->spans[i].len)) {
-            tok_buf_free(&nb);
+            facet_str_free(&nb);
             return -1;
         }
         w->spans[i].off = (uint32_t)off;
         w->spans[i].len = (uint32_t)(nb.len - off);
     }
-    tok_buf_free(&w->text);
+    facet_str_free(&w->text);
     w->text = nb;
     w->bytelevel = 0;
     return 0;
@@ -258,7 +233,7 @@ int tok_strlist_push(tok_strlist *l, const char *s, size_t len) {
     }
     l->off[l->n] = l->text.len;
     l->len[l->n] = len;
-    if (tok_buf_append(&l->text, s, len)) return -1;
+    if (facet_str_append(&l->text, s, len)) return -1;
     l->n++;
     return 0;
 }
@@ -269,7 +244,7 @@ void tok_strlist_clear(tok_strlist *l) {
 }
 
 void tok_strlist_free(tok_strlist *l) {
-    tok_buf_free(&l->text);
+    facet_str_free(&l->text);
     free(l->off);
     free(l->len);
     memset(l, 0, sizeof *l);

@@ -111,16 +111,16 @@ static int is_chinese(int32_t cp) {
            (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
-static int append_cp(tok_buf *out, int32_t cp) {
+static int append_cp(facet_str *out, int32_t cp) {
     char u[4];
-    return tok_buf_append(out, u, tok_utf8_encode(cp, u));
+    return facet_str_append(out, u, tok_utf8_encode(cp, u));
 }
 
-static int lowercase(const char *in, size_t len, tok_buf *out) {
+static int lowercase(const char *in, size_t len, facet_str *out) {
     for (size_t i = 0, n; i < len; i += n) {
         int32_t cp = tok_utf8_decode(in, len, i, &n);
         if (cp == 0x130) { /* the one unconditional multi-character lowercase mapping */
-            if (tok_buf_append(out, "i\xCC\x87", 3)) return -1;
+            if (facet_str_append(out, "i\xCC\x87", 3)) return -1;
             continue;
         }
         if (append_cp(out, cp < 0x80 ? (cp >= 'A' && cp <= 'Z' ? cp + 32 : cp) : utf8proc_tolower(cp))) return -1;
@@ -138,11 +138,11 @@ static int nf_inert(int32_t cp) {
     return p->combining_class == 0 && p->decomp_seqindex == UINT16_MAX && p->comb_index == UINT16_MAX;
 }
 
-static int map_run(const char *in, size_t len, tok_buf *out, utf8proc_option_t opt) {
+static int map_run(const char *in, size_t len, facet_str *out, utf8proc_option_t opt) {
     utf8proc_uint8_t *dst = NULL;
     utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)in, (utf8proc_ssize_t)len, &dst, opt | UTF8PROC_STABLE);
     if (n < 0) return -1;
-    int rc = tok_buf_append(out, dst, (size_t)n);
+    int rc = facet_str_append(out, dst, (size_t)n);
     free(dst);
     return rc;
 }
@@ -152,7 +152,7 @@ static int map_run(const char *in, size_t len, tok_buf *out, utf8proc_option_t o
  * normalized together with the ASCII character before it (a possible first element of
  * a composition). Splitting there is exact: ASCII and inert characters are starters
  * that never compose with what precedes them. */
-static int unicode_form(const char *in, size_t len, tok_buf *out, utf8proc_option_t opt) {
+static int unicode_form(const char *in, size_t len, facet_str *out, utf8proc_option_t opt) {
     size_t copied = 0, i = 0, k;
     while (i < len) {
         unsigned char c = (unsigned char)in[i];
@@ -173,14 +173,14 @@ static int unicode_form(const char *in, size_t len, tok_buf *out, utf8proc_optio
             if (nf_inert(c2)) break;
             end += k;
         }
-        if (tok_buf_append(out, in + copied, start - copied) || map_run(in + start, end - start, out, opt)) return -1;
+        if (facet_str_append(out, in + copied, start - copied) || map_run(in + start, end - start, out, opt)) return -1;
         copied = i = end;
     }
-    return tok_buf_append(out, in + copied, len - copied);
+    return facet_str_append(out, in + copied, len - copied);
 }
 
-static int bert(const tok_normalizer *n, const char *in, size_t len, tok_buf *out) {
-    tok_buf a = {0}, b = {0};
+static int bert(const tok_normalizer *n, const char *in, size_t len, facet_str *out) {
+    facet_str a = {0}, b = {0};
     int rc = -1;
     for (size_t i = 0, k; i < len; i += k) {
         int32_t cp = tok_utf8_decode(in, len, i, &k);
@@ -193,12 +193,12 @@ static int bert(const tok_normalizer *n, const char *in, size_t len, tok_buf *ou
             if (tok_is_whitespace(cp)) cp = ' ';
         }
         if (n->handle_chinese_chars && is_chinese(cp)) {
-            if (tok_buf_append(&a, " ", 1) || append_cp(&a, cp) || tok_buf_append(&a, " ", 1)) goto out;
+            if (facet_str_append(&a, " ", 1) || append_cp(&a, cp) || facet_str_append(&a, " ", 1)) goto out;
             continue;
         }
         if (append_cp(&a, cp)) goto out;
     }
-    if (!a.data && tok_buf_append(&a, "", 0)) goto out;
+    if (!a.data && facet_str_append(&a, "", 0)) goto out;
     int strip = n->strip_accents < 0 ? n->lowercase : n->strip_accents;
     if (strip) {
         if (unicode_form(a.data, a.len, &b, UTF8PROC_DECOMPOSE)) goto out;
@@ -206,38 +206,38 @@ static int bert(const tok_normalizer *n, const char *in, size_t len, tok_buf *ou
         for (size_t i = 0, k; i < b.len; i += k) {
             int32_t cp = tok_utf8_decode(b.data, b.len, i, &k);
             if (utf8proc_category(cp) == UTF8PROC_CATEGORY_MN) continue;
-            if (tok_buf_append(&a, b.data + i, k)) goto out;
+            if (facet_str_append(&a, b.data + i, k)) goto out;
         }
     }
-    rc = n->lowercase ? lowercase(a.data, a.len, out) : tok_buf_append(out, a.data, a.len);
+    rc = n->lowercase ? lowercase(a.data, a.len, out) : facet_str_append(out, a.data, a.len);
 out:
-    tok_buf_free(&a);
-    tok_buf_free(&b);
+    facet_str_free(&a);
+    facet_str_free(&b);
     return rc;
 }
 
-static facet_status apply_one(const tok_normalizer *n, const char *in, size_t len, tok_buf *out,
+static facet_status apply_one(const tok_normalizer *n, const char *in, size_t len, facet_str *out,
                               facet_error *err) {
     int rc = 0;
     switch (n->type) {
     case TOK_NORM_SEQUENCE: {
-        tok_buf cur = {0}, next = {0};
-        if (tok_buf_append(&cur, in, len)) rc = -1;
+        facet_str cur = {0}, next = {0};
+        if (facet_str_append(&cur, in, len)) rc = -1;
         for (size_t i = 0; !rc && i < n->n_children; i++) {
             next.len = 0;
             facet_status st = apply_one(n->children[i], cur.data, cur.len, &next, err);
             if (st) {
-                tok_buf_free(&cur);
-                tok_buf_free(&next);
+                facet_str_free(&cur);
+                facet_str_free(&next);
                 return st;
             }
-            tok_buf t = cur;
+            facet_str t = cur;
             cur = next;
             next = t;
         }
-        if (!rc) rc = tok_buf_append(out, cur.data, cur.len);
-        tok_buf_free(&cur);
-        tok_buf_free(&next);
+        if (!rc) rc = facet_str_append(out, cur.data, cur.len);
+        facet_str_free(&cur);
+        facet_str_free(&next);
         break;
     }
     case TOK_NORM_NFC: rc = unicode_form(in, len, out, UTF8PROC_COMPOSE); break;
@@ -254,13 +254,13 @@ static facet_status apply_one(const tok_normalizer *n, const char *in, size_t le
             if (!tok_is_whitespace(tok_utf8_decode(in, len, p, &k))) break;
             e = p;
         }
-        rc = tok_buf_append(out, in + s, e - s);
+        rc = facet_str_append(out, in + s, e - s);
         break;
     }
     case TOK_NORM_STRIP_ACCENTS:
         for (size_t i = 0, k; !rc && i < len; i += k) {
             int32_t cp = tok_utf8_decode(in, len, i, &k);
-            if (!is_mark(cp)) rc = tok_buf_append(out, in + i, k);
+            if (!is_mark(cp)) rc = facet_str_append(out, in + i, k);
         }
         break;
     case TOK_NORM_REPLACE: {
@@ -269,21 +269,21 @@ static facet_status apply_one(const tok_normalizer *n, const char *in, size_t le
         facet_status st = tok_pattern_find_all(&n->pattern, in, len, &m, &nm, err);
         if (st) return st;
         for (size_t i = 0; !rc && i < nm; i++) {
-            rc = tok_buf_append(out, in + prev, m[i].start - prev) ||
-                 tok_buf_append(out, n->content, n->content_len);
+            rc = facet_str_append(out, in + prev, m[i].start - prev) ||
+                 facet_str_append(out, n->content, n->content_len);
             prev = m[i].end;
         }
-        if (!rc) rc = tok_buf_append(out, in + prev, len - prev);
+        if (!rc) rc = facet_str_append(out, in + prev, len - prev);
         free(m);
         break;
     }
     case TOK_NORM_PREPEND:
-        if (len) rc = tok_buf_append(out, n->content, n->content_len);
-        if (!rc) rc = tok_buf_append(out, in, len);
+        if (len) rc = facet_str_append(out, n->content, n->content_len);
+        if (!rc) rc = facet_str_append(out, in, len);
         break;
     case TOK_NORM_APPEND:
-        rc = tok_buf_append(out, in, len);
-        if (!rc && len) rc = tok_buf_append(out, n->content, n->content_len);
+        rc = facet_str_append(out, in, len);
+        if (!rc && len) rc = facet_str_append(out, n->content, n->content_len);
         break;
     case TOK_NORM_NMT:
         /* drop ASCII/C1 controls, map other break and format characters to a space */
@@ -295,7 +295,7 @@ static facet_status apply_one(const tok_normalizer *n, const char *in, size_t le
             int space = cp == 0x09 || cp == 0x0A || cp == 0x0C || cp == 0x0D || cp == 0x1680 ||
                         (cp >= 0x200B && cp <= 0x200F) || cp == 0x2028 || cp == 0x2029 || cp == 0x2581 ||
                         cp == 0xFEFF || cp == 0xFFFD;
-            rc = space ? tok_buf_append(out, " ", 1) : tok_buf_append(out, in + i, k);
+            rc = space ? facet_str_append(out, " ", 1) : facet_str_append(out, in + i, k);
         }
         break;
     case TOK_NORM_BERT: rc = bert(n, in, len, out); break;
@@ -305,8 +305,8 @@ static facet_status apply_one(const tok_normalizer *n, const char *in, size_t le
     return FACET_OK;
 }
 
-facet_status tok_normalize(const tok_normalizer *n, const char *in, size_t len, tok_buf *out,
+facet_status tok_normalize(const tok_normalizer *n, const char *in, size_t len, facet_str *out,
                            facet_error *err) {
-    if (tok_buf_reserve(out, len)) return facet_err(err, FACET_E_NOMEM, "out of memory while normalizing");
+    if (facet_str_reserve(out, len)) return facet_err(err, FACET_E_NOMEM, "out of memory while normalizing");
     return apply_one(n, in, len, out, err);
 }

@@ -269,20 +269,20 @@ static facet_status split_pattern(tok_words *in, tok_words *out, const tok_patte
 static facet_status metaspace(const tok_pretok *p, tok_words *in, tok_words *out, lablist *l, facet_error *err) {
     char rep[4];
     size_t rlen = tok_utf8_encode(p->replacement, rep);
-    tok_buf w = {0};
+    facet_str w = {0};
     facet_status st = FACET_OK;
     for (size_t i = 0; i < in->n; i++) {
         const char *s = in->text.data + in->spans[i].off;
         size_t len = in->spans[i].len;
         w.len = 0;
-        int rc = tok_buf_reserve(&w, len + rlen);
+        int rc = facet_str_reserve(&w, len + rlen);
         for (size_t k = 0; !rc && k < len; k++)
-            rc = s[k] == ' ' ? tok_buf_append(&w, rep, rlen) : tok_buf_append(&w, s + k, 1);
+            rc = s[k] == ' ' ? facet_str_append(&w, rep, rlen) : facet_str_append(&w, s + k, 1);
         if (rc) goto nomem;
         int starts = w.len >= rlen && !memcmp(w.data, rep, rlen);
         if (!starts && (p->prepend_scheme == TOK_PREPEND_ALWAYS ||
                         (p->prepend_scheme == TOK_PREPEND_FIRST && in->spans[i].orig0))) {
-            if (tok_buf_reserve(&w, rlen)) goto nomem;
+            if (facet_str_reserve(&w, rlen)) goto nomem;
             memmove(w.data + rlen, w.data, w.len);
             memcpy(w.data, rep, rlen);
             w.len += rlen;
@@ -299,7 +299,7 @@ static facet_status metaspace(const tok_pretok *p, tok_words *in, tok_words *out
 nomem:
     st = facet_err(err, FACET_E_NOMEM, "out of memory pre-tokenizing");
 done:
-    tok_buf_free(&w);
+    facet_str_free(&w);
     return st;
 }
 
@@ -311,14 +311,14 @@ static facet_status bytelevel(const tok_pretok *p, tok_words *in, tok_words *out
         out->bytelevel = 1;
         return FACET_OK;
     }
-    tok_buf w = {0};
+    facet_str w = {0};
     facet_status st = FACET_OK;
     for (size_t i = 0; i < in->n && !st; i++) {
         const char *s = in->text.data + in->spans[i].off;
         size_t len = in->spans[i].len;
         w.len = 0;
-        if ((p->add_prefix_space && (len == 0 || s[0] != ' ') && tok_buf_append(&w, " ", 1)) ||
-            tok_buf_append(&w, s, len)) {
+        if ((p->add_prefix_space && (len == 0 || s[0] != ' ') && facet_str_append(&w, " ", 1)) ||
+            facet_str_append(&w, s, len)) {
             st = facet_err(err, FACET_E_NOMEM, "out of memory pre-tokenizing");
             break;
         }
@@ -331,7 +331,7 @@ static facet_status bytelevel(const tok_pretok *p, tok_words *in, tok_words *out
         if (!st && emit(out, w.data, in->spans[i].orig0, l, TOK_SPLIT_ISOLATED))
             st = facet_err(err, FACET_E_NOMEM, "out of memory pre-tokenizing");
     }
-    tok_buf_free(&w);
+    facet_str_free(&w);
     out->bytelevel = 1;
     return st;
 }

@@ -20,12 +20,12 @@ struct facet_detok_stream {
     const facet_tokenizer *tok;
     int skip_special;
     tok_ids ids;
-    tok_buf text;    /* scratch: the current decode */
-    tok_buf emitted; /* everything emitted so far */
-    tok_buf piece;   /* the last piece returned */
+    facet_str text;    /* scratch: the current decode */
+    facet_str emitted; /* everything emitted so far */
+    facet_str piece;   /* the last piece returned */
     int hold_last, has_fallback;
     int bytelevel;   /* incremental path: the decoder is ByteLevel alone, no clean-up */
-    tok_buf pending; /* ByteLevel bytes not yet converted (an unfinished character), or
+    facet_str pending; /* ByteLevel bytes not yet converted (an unfinished character), or
                         the pending <0xHH> byte group of the SentencePiece path */
     int sentencepiece;         /* incremental path: Replace("▁"->" "), ByteFallback, Fuse,
                                   [Strip(" ", start, 0)], no clean-up */
@@ -33,7 +33,7 @@ struct facet_detok_stream {
     int started;               /* a character other than a stripped space was emitted */
     tok_ids all;     /* every id pushed (the prompt's text for facet_detok_stream_mark) */
     size_t n_out;    /* bytes given out so far                                          */
-    tok_buf skip;    /* after a mark: the prompt's text not given out at the mark        */
+    facet_str skip;    /* after a mark: the prompt's text not given out at the mark        */
     size_t skip_pos; /* bytes of `skip` matched by later pieces                          */
     int skipping;    /* later pieces are still matched against `skip`                    */
 };
@@ -88,11 +88,11 @@ void facet_detok_stream_free(facet_detok_stream *s) {
     if (!s) return;
     free(s->ids.v);
     free(s->all.v);
-    tok_buf_free(&s->skip);
-    tok_buf_free(&s->text);
-    tok_buf_free(&s->emitted);
-    tok_buf_free(&s->piece);
-    tok_buf_free(&s->pending);
+    facet_str_free(&s->skip);
+    facet_str_free(&s->text);
+    facet_str_free(&s->emitted);
+    facet_str_free(&s->piece);
+    facet_str_free(&s->pending);
     free(s);
 }
 
@@ -122,14 +122,14 @@ static facet_status emit(facet_detok_stream *s, size_t n, int final, const char 
     if (st) return st;
     if (!final) s->text.len = stable_len(s, s->text.data ? s->text.data : "", s->text.len);
     if (s->tok->clean_up_spaces) tok_cleanup_spaces(&s->text);
-    if (tok_buf_append(&s->text, "", 0) || tok_buf_append(&s->piece, "", 0))
+    if (facet_str_append(&s->text, "", 0) || facet_str_append(&s->piece, "", 0))
         return facet_err(err, FACET_E_NOMEM, "out of memory decoding");
     if (s->text.len >= s->emitted.len) {
         if (memcmp(s->text.data, s->emitted.data ? s->emitted.data : "", s->emitted.len))
             return facet_err(err, FACET_E_INTERNAL, "streaming decode diverged from the text already emitted");
         size_t add = s->text.len - s->emitted.len;
-        if (tok_buf_append(&s->piece, s->text.data + s->emitted.len, add) ||
-            tok_buf_append(&s->emitted, s->text.data + s->emitted.len, add))
+        if (facet_str_append(&s->piece, s->text.data + s->emitted.len, add) ||
+            facet_str_append(&s->emitted, s->text.data + s->emitted.len, add))
             return facet_err(err, FACET_E_NOMEM, "out of memory decoding");
     } else if (final || memcmp(s->text.data, s->emitted.data, s->text.len)) {
         return facet_err(err, FACET_E_INTERNAL, "streaming decode diverged from the text already emitted");
@@ -140,16 +140,16 @@ static facet_status emit(facet_detok_stream *s, size_t n, int final, const char 
 }
 
 /* Append the ByteLevel bytes of one token to the pending bytes. */
-static int bytelevel_bytes(tok_buf *out, const char *t, size_t len) {
+static int bytelevel_bytes(facet_str *out, const char *t, size_t len) {
     size_t mark = out->len, k;
     for (size_t p = 0; p < len; p += k) {
         int b = tok_bytelevel_byte(tok_utf8_decode(t, len, p, &k));
         if (b < 0) { /* outside the alphabet: the token's own bytes */
             out->len = mark;
-            return tok_buf_append(out, t, len);
+            return facet_str_append(out, t, len);
         }
         unsigned char byte = (unsigned char)b;
-        if (tok_buf_append(out, &byte, 1)) return -1;
+        if (facet_str_append(out, &byte, 1)) return -1;
     }
     return 0;
 }
@@ -166,7 +166,7 @@ static facet_status bytelevel_emit(facet_detok_stream *s, int final, const char 
         used = tok_utf8_lossy_decided(&s->piece, (const unsigned char *)(s->pending.data ? s->pending.data : ""),
                                       s->pending.len);
     }
-    if (used == (size_t)-1 || tok_buf_append(&s->piece, "", 0))
+    if (used == (size_t)-1 || facet_str_append(&s->piece, "", 0))
         return facet_err(err, FACET_E_NOMEM, "out of memory decoding");
     if (used && s->pending.len > used) memmove(s->pending.data, s->pending.data + used, s->pending.len - used);
     s->pending.len -= used;
@@ -179,7 +179,7 @@ static facet_status bytelevel_emit(facet_detok_stream *s, int final, const char 
 static int sp_append(facet_detok_stream *s, const char *t, size_t len) {
     while (!s->started && len && s->stripped < s->strip_start && t[0] == ' ') t++, len--, s->stripped++;
     if (len) s->started = 1;
-    return tok_buf_append(&s->piece, t, len);
+    return facet_str_append(&s->piece, t, len);
 }
 
 /* ByteFallback's rule for a finished group: its UTF-8 if valid, else one U+FFFD per byte. */
@@ -212,7 +212,7 @@ static facet_status sp_push(facet_detok_stream *s, int32_t id, int final, const 
         }
         if (is_byte) {
             unsigned char b = (unsigned char)v;
-            rc = tok_buf_append(&s->pending, &b, 1);
+            rc = facet_str_append(&s->pending, &b, 1);
         } else {
             rc = sp_flush_group(s);
             /* Replace "▁" -> " " */
@@ -225,7 +225,7 @@ static facet_status sp_push(facet_detok_stream *s, int32_t id, int final, const 
             }
         }
     }
-    if (rc || tok_buf_append(&s->piece, "", 0))
+    if (rc || facet_str_append(&s->piece, "", 0))
         return facet_err(err, FACET_E_NOMEM, "out of memory decoding");
     *piece = s->piece.data;
     *len = s->piece.len;
@@ -239,7 +239,7 @@ static facet_status stream_push(facet_detok_stream *s, int32_t id, const char **
     /* an id without a token decodes to nothing (as facet_detokenize) */
     if (id >= tok->vocab_size || !tok->id_str[id] || (s->skip_special && tok->id_special[id])) {
         s->piece.len = 0;
-        if (tok_buf_append(&s->piece, "", 0)) return facet_err(err, FACET_E_NOMEM, "out of memory");
+        if (facet_str_append(&s->piece, "", 0)) return facet_err(err, FACET_E_NOMEM, "out of memory");
         *piece = s->piece.data;
         *len = 0;
         return FACET_OK;
@@ -301,18 +301,18 @@ facet_status facet_detok_stream_flush(facet_detok_stream *s, const char **piece,
 
 facet_status facet_detok_stream_mark(facet_detok_stream *s, const char **piece, size_t *len, facet_error *err) {
     if (!s || !piece || !len) return facet_err(err, FACET_E_INVALID_ARGUMENT, "facet_detok_stream_mark: NULL argument");
-    tok_buf t = {0};
+    facet_str t = {0};
     facet_status st = tok_decode_raw(s->tok, s->all.v, s->all.n, s->skip_special, &t, err);
     if (st) {
-        tok_buf_free(&t);
+        facet_str_free(&t);
         return st;
     }
     if (s->tok->clean_up_spaces) tok_cleanup_spaces(&t);
     s->skip.len = 0;
     size_t from = s->n_out < t.len ? s->n_out : t.len;
-    int bad = tok_buf_append(&s->skip, t.data ? t.data + from : "", t.len - from) ||
-              tok_buf_append(&s->skip, "", 0); /* NUL-terminated, len unchanged */
-    tok_buf_free(&t);
+    int bad = facet_str_append(&s->skip, t.data ? t.data + from : "", t.len - from) ||
+              facet_str_append(&s->skip, "", 0); /* NUL-terminated, len unchanged */
+    facet_str_free(&t);
     if (bad) return facet_err(err, FACET_E_NOMEM, "out of memory decoding");
     s->skip_pos = 0;
     s->skipping = s->skip.len > 0;

@@ -89,22 +89,22 @@ size_t tok_utf8_encode(int32_t cp, char *out) {
     return 4;
 }
 
-int tok_utf8_lossy_append(tok_buf *out, const unsigned char *s, size_t len) {
+int tok_utf8_lossy_append(facet_str *out, const unsigned char *s, size_t len) {
     size_t i = 0, run = 0, partial;
-    if (tok_buf_reserve(out, len)) return -1;
+    if (facet_str_reserve(out, len)) return -1;
     while (i < len) {
         if (s[i] < 0x80) { i++; continue; }
         size_t n = valid_at(s, len, i, &partial);
         if (n) { i += n; continue; }
-        if (tok_buf_append(out, s + run, i - run)) return -1;
-        if (tok_buf_append(out, "\xEF\xBF\xBD", 3)) return -1;
+        if (facet_str_append(out, s + run, i - run)) return -1;
+        if (facet_str_append(out, "\xEF\xBF\xBD", 3)) return -1;
         i += partial;
         run = i;
     }
-    return tok_buf_append(out, s + run, len - run);
+    return facet_str_append(out, s + run, len - run);
 }
 
-size_t tok_utf8_lossy_decided(tok_buf *out, const unsigned char *s, size_t len) {
+size_t tok_utf8_lossy_decided(facet_str *out, const unsigned char *s, size_t len) {
     size_t i = 0, run = 0, partial;
     int truncated;
     while (i < len) {
@@ -112,11 +112,11 @@ size_t tok_utf8_lossy_decided(tok_buf *out, const unsigned char *s, size_t len) 
         size_t n = valid_at_t(s, len, i, &partial, &truncated);
         if (n) { i += n; continue; }
         if (truncated) break; /* a valid start cut short by the end: undecided */
-        if (tok_buf_append(out, s + run, i - run) || tok_buf_append(out, "\xEF\xBF\xBD", 3)) return (size_t)-1;
+        if (facet_str_append(out, s + run, i - run) || facet_str_append(out, "\xEF\xBF\xBD", 3)) return (size_t)-1;
         i += partial;
         run = i;
     }
-    if (tok_buf_append(out, s + run, i - run)) return (size_t)-1;
+    if (facet_str_append(out, s + run, i - run)) return (size_t)-1;
     return i;
 }
 

@@ -23,7 +23,7 @@ facet_status tok_wordpiece_word(const facet_tokenizer *tok, const char *w, size_
     for (size_t i = 0; i < len; i++) chars += ((unsigned char)w[i] & 0xC0) != 0x80;
     if (chars > m->max_input_chars_per_word) return unk(m, out, err);
     size_t mark = out->n, start = 0;
-    tok_buf sub = {0};
+    facet_str sub = {0};
     facet_status st = FACET_OK;
     while (start < len) {
         size_t end = len;
@@ -33,7 +33,7 @@ facet_status tok_wordpiece_word(const facet_tokenizer *tok, const char *w, size_
             size_t sl = end - start;
             if (start > 0) {
                 sub.len = 0;
-                if (tok_buf_append(&sub, m->prefix, m->prefix_len) || tok_buf_append(&sub, w + start, end - start)) {
+                if (facet_str_append(&sub, m->prefix, m->prefix_len) || facet_str_append(&sub, w + start, end - start)) {
                     st = facet_err(err, FACET_E_NOMEM, "out of memory encoding");
                     goto out;
                 }
@@ -57,6 +57,6 @@ facet_status tok_wordpiece_word(const facet_tokenizer *tok, const char *w, size_
         start = end;
     }
 out:
-    tok_buf_free(&sub);
+    facet_str_free(&sub);
     return st;
 }

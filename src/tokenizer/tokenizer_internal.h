@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "facet_tokenizer.h"
+#include "util/str.h"
 
 /* Token ids are below this bound (2^22 = 4194304; the largest real vocabularies have
  * about 2.6e5 ids): the id tables are arrays indexed by id. */
@@ -32,15 +33,8 @@
  * sizes. Released with free(). */
 void *tok_table_calloc(size_t n, size_t size);
 
-/* ---- growable byte buffer --------------------------------------------------------- */
-typedef struct tok_buf {
-    char *data;
-    size_t len, cap;
-} tok_buf;
-
-int tok_buf_reserve(tok_buf *b, size_t extra);                 /* 0 ok, -1 no memory */
-int tok_buf_append(tok_buf *b, const void *p, size_t n);       /* 0 ok, -1 no memory */
-void tok_buf_free(tok_buf *b);
+/* Byte buffers are facet_str (util/str.h): NUL-terminated once anything was appended,
+ * 0 / -1 from every append. */
 
 /* ---- UTF-8 and Unicode helpers (tok_utf8.c) ---------------------------------------- */
 /* Offset of the first invalid byte of `s` (strict UTF-8: no overlongs, no surrogates,
@@ -54,11 +48,11 @@ size_t tok_utf8_seqlen(unsigned char c);
 size_t tok_utf8_encode(int32_t cp, char *out);
 /* Append `len` bytes as Rust's String::from_utf8_lossy does (each maximal invalid
  * subsequence becomes U+FFFD). */
-int tok_utf8_lossy_append(tok_buf *out, const unsigned char *s, size_t len);
+int tok_utf8_lossy_append(facet_str *out, const unsigned char *s, size_t len);
 /* The streaming form of tok_utf8_lossy_append: converts the longest prefix whose
  * conversion no further byte can change (everything but a valid-so-far sequence cut
  * short by the end) and returns its length, or (size_t)-1 when out of memory. */
-size_t tok_utf8_lossy_decided(tok_buf *out, const unsigned char *s, size_t len);
+size_t tok_utf8_lossy_decided(facet_str *out, const unsigned char *s, size_t len);
 /* Rust char::is_whitespace (the White_Space property). */
 int tok_is_whitespace(int32_t cp);
 /* Unicode punctuation (P*) or ASCII punctuation, as `tokenizers` is_punc. */
@@ -74,7 +68,7 @@ typedef struct tok_strmap {
         int32_t value;
     } *slots;
     size_t cap, n; /* cap is a power of two */
-    tok_buf keys;  /* the key bytes, each followed by a NUL */
+    facet_str keys;  /* the key bytes, each followed by a NUL */
 } tok_strmap;
 
 uint32_t tok_hash(const char *s, size_t len);
@@ -142,7 +136,7 @@ typedef struct tok_span {
 } tok_span;
 
 typedef struct tok_words {
-    tok_buf text;
+    facet_str text;
     tok_span *spans;
     size_t n, cap;
     int bytelevel; /* the words are raw bytes still to be mapped by the ByteLevel
@@ -158,7 +152,7 @@ int tok_words_materialize(tok_words *w);
 /* The ByteLevel alphabet: byte b is represented by code point tok_bytelevel_cp[b]. */
 extern const uint16_t tok_bytelevel_cp[256];
 /* Append the ByteLevel characters of bytes s[0..len) to out. */
-int tok_bytelevel_map(tok_buf *out, const char *s, size_t len);
+int tok_bytelevel_map(facet_str *out, const char *s, size_t len);
 /* The byte a ByteLevel character stands for, or -1. */
 int tok_bytelevel_byte(int32_t cp);
 
@@ -197,7 +191,7 @@ facet_status tok_normalizer_parse(const struct json_t *j, const char *path, tok_
                                   facet_error *err);
 void tok_normalizer_free(tok_normalizer *n);
 /* Normalize in[0..len) into out (appended). */
-facet_status tok_normalize(const tok_normalizer *n, const char *in, size_t len, tok_buf *out,
+facet_status tok_normalize(const tok_normalizer *n, const char *in, size_t len, facet_str *out,
                            facet_error *err);
 
 /* ---- pre-tokenizers (tok_pretokenize.c) ---------------------------------------------- */
@@ -281,7 +275,7 @@ void tok_decoder_free(tok_decoder *d);
 
 /* A list of token strings as the decoders pass them along (decode_chain). */
 typedef struct tok_strlist {
-    tok_buf text;
+    facet_str text;
     size_t *off, *len;
     size_t n, cap;
 } tok_strlist;
@@ -290,14 +284,14 @@ int tok_strlist_push(tok_strlist *l, const char *s, size_t len);
 void tok_strlist_clear(tok_strlist *l);
 void tok_strlist_free(tok_strlist *l);
 /* Run the decoder chain over *tokens and append the joined result to out. */
-facet_status tok_decode_chain(const tok_decoder *d, tok_strlist *tokens, tok_buf *out,
+facet_status tok_decode_chain(const tok_decoder *d, tok_strlist *tokens, facet_str *out,
                               facet_error *err);
 /* The decoder chain's text for ids (tok_encode.c), without the clean-up; ids are
  * checked against the vocabulary (FACET_E_INVALID_ARGUMENT). */
 facet_status tok_decode_raw(const facet_tokenizer *tok, const int32_t *ids, size_t n, int skip_special,
-                            tok_buf *out, facet_error *err);
+                            facet_str *out, facet_error *err);
 /* transformers' clean_up_tokenization (" ." -> "." ...) in place over out. */
-void tok_cleanup_spaces(tok_buf *out);
+void tok_cleanup_spaces(facet_str *out);
 
 /* ---- post-processors (tok_post.c) -------------------------------------------------- */
 typedef struct tok_post {

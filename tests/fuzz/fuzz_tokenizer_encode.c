@@ -20,17 +20,17 @@ static void stream_check(const int32_t *ids, size_t n, int skip) {
     if (facet_detokenize(tok, ids, n, skip, &whole, &wl, &err) != FACET_OK) __builtin_trap();
     facet_detok_stream *s;
     if (facet_detok_stream_create(tok, skip, &s, &err) != FACET_OK) __builtin_trap();
-    tok_buf acc = {0};
+    facet_str acc = {0};
     const char *piece;
     size_t pl;
     for (size_t i = 0; i <= n; i++) {
         facet_status st = i < n ? facet_detok_stream_push(s, ids[i], &piece, &pl, &err)
                                 : facet_detok_stream_flush(s, &piece, &pl, &err);
         if (st != FACET_OK) __builtin_trap();
-        tok_buf_append(&acc, piece, pl);
+        facet_str_append(&acc, piece, pl);
     }
     if (acc.len != wl || (wl && memcmp(acc.data, whole, wl))) __builtin_trap();
-    tok_buf_free(&acc);
+    facet_str_free(&acc);
     facet_detok_stream_free(s);
     free(whole);
 }

@@ -28,19 +28,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (facet_detokenize(tok, ids, n, 0, &out, &len, &err) == FACET_OK) {
             facet_detok_stream *s;
             if (facet_detok_stream_create(tok, 0, &s, &err) == FACET_OK) {
-                tok_buf acc = {0};
+                facet_str acc = {0};
                 const char *piece;
                 size_t pl;
                 int ok = 1;
                 for (size_t i = 0; i < n && ok; i++) {
                     ok = facet_detok_stream_push(s, ids[i], &piece, &pl, &err) == FACET_OK;
-                    if (ok) tok_buf_append(&acc, piece, pl);
+                    if (ok) facet_str_append(&acc, piece, pl);
                 }
                 if (ok && facet_detok_stream_flush(s, &piece, &pl, &err) == FACET_OK) {
-                    tok_buf_append(&acc, piece, pl);
+                    facet_str_append(&acc, piece, pl);
                     if (acc.len != len || (len && memcmp(acc.data, out, len))) __builtin_trap();
                 }
-                tok_buf_free(&acc);
+                facet_str_free(&acc);
                 facet_detok_stream_free(s);
             }
             free(out);

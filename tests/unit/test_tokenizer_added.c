@@ -53,7 +53,7 @@ static void check(const facet_tokenizer *tok, const char *text, const split *wan
             got++;
             continue;
         }
-        tok_buf norm = {0};
+        facet_str norm = {0};
         assert_int_equal(tok_normalize(tok->normalizer, text + raw[i].start, raw[i].end - raw[i].start, &norm, &err),
                          FACET_OK);
         assert_int_equal(tok_added_split(tok, &tok->trie_norm, norm.data, norm.len, &sub, &nsub, &err), FACET_OK);
@@ -69,7 +69,7 @@ static void check(const facet_tokenizer *tok, const char *text, const split *wan
             assert_memory_equal(norm.data + sub[k].start, want[got].text, len);
         }
         free(sub);
-        tok_buf_free(&norm);
+        facet_str_free(&norm);
     }
     assert_int_equal(got, n_want);
     free(raw);

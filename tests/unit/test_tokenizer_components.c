@@ -104,12 +104,12 @@ static void decode_case(const char *spec, const char *tokens, char sep, const ch
         if (!e) break;
         p = e + 1;
     }
-    tok_buf out = {0};
+    facet_str out = {0};
     assert_int_equal(tok_decode_chain(d, &l, &out, &err), FACET_OK);
-    tok_buf_append(&out, "", 0);
+    facet_str_append(&out, "", 0);
     if (strcmp(out.data, want)) fprintf(stderr, "%s: got \"%s\", want \"%s\"\n", spec, out.data, want);
     assert_string_equal(out.data, want);
-    tok_buf_free(&out);
+    facet_str_free(&out);
     tok_strlist_free(&l);
     tok_decoder_free(d);
     json_decref(j);
@@ -145,12 +145,12 @@ static void norm_case(const char *spec, const char *text, const char *want) {
     tok_normalizer *n = NULL;
     facet_error err;
     assert_int_equal(tok_normalizer_parse(j, "normalizer", &n, &err), FACET_OK);
-    tok_buf out = {0};
+    facet_str out = {0};
     assert_int_equal(tok_normalize(n, text, strlen(text), &out, &err), FACET_OK);
-    tok_buf_append(&out, "", 0);
+    facet_str_append(&out, "", 0);
     if (strcmp(out.data, want)) fprintf(stderr, "%s: got \"%s\", want \"%s\"\n", spec, out.data, want);
     assert_string_equal(out.data, want);
-    tok_buf_free(&out);
+    facet_str_free(&out);
     tok_normalizer_free(n);
     json_decref(j);
 }

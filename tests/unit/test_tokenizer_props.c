@@ -80,8 +80,8 @@ static char *decode_stream(const facet_tokenizer *tok, const int32_t *ids, size_
     facet_detok_stream *s;
     facet_error err;
     assert_int_equal(facet_detok_stream_create(tok, skip, &s, &err), FACET_OK);
-    tok_buf acc = {0};
-    tok_buf_append(&acc, "", 0);
+    facet_str acc = {0};
+    facet_str_append(&acc, "", 0);
     for (size_t i = 0; i <= n; i++) {
         const char *piece;
         size_t pl;
@@ -92,7 +92,7 @@ static char *decode_stream(const facet_tokenizer *tok, const int32_t *ids, size_
         assert_int_equal(strlen(piece) <= pl, 1);
         /* a piece never ends inside a UTF-8 sequence */
         assert_int_equal(tok_utf8_invalid_at(piece, pl), pl);
-        tok_buf_append(&acc, piece, pl);
+        facet_str_append(&acc, piece, pl);
     }
     facet_detok_stream_free(s);
     *out_len = acc.len;
@@ -112,23 +112,23 @@ static void check_mark(const facet_tokenizer *tok, const int32_t *ids, size_t n,
     assert_int_equal(facet_detokenize(tok, ids, n, skip, &F, &fl, &err), FACET_OK);
     facet_detok_stream *s;
     assert_int_equal(facet_detok_stream_create(tok, skip, &s, &err), FACET_OK);
-    tok_buf before = {0}, after = {0};
-    tok_buf_append(&before, "", 0);
-    tok_buf_append(&after, "", 0);
+    facet_str before = {0}, after = {0};
+    facet_str_append(&before, "", 0);
+    facet_str_append(&after, "", 0);
     const char *piece;
     size_t len;
     for (size_t i = 0; i < k; i++) {
         assert_int_equal(facet_detok_stream_push(s, ids[i], &piece, &len, &err), FACET_OK);
-        tok_buf_append(&before, piece, len);
+        facet_str_append(&before, piece, len);
     }
     assert_int_equal(facet_detok_stream_mark(s, &piece, &len, &err), FACET_OK);
-    tok_buf_append(&before, piece, len);
+    facet_str_append(&before, piece, len);
     for (size_t i = k; i <= n; i++) {
         facet_status st = i < n ? facet_detok_stream_push(s, ids[i], &piece, &len, &err)
                                 : facet_detok_stream_flush(s, &piece, &len, &err);
         assert_int_equal(st, FACET_OK);
         assert_int_equal(tok_utf8_invalid_at(piece, len), len);
-        tok_buf_append(&after, piece, len);
+        facet_str_append(&after, piece, len);
     }
     size_t j = 0;
     while (j < pl && j < fl && P[j] == F[j]) j++;
@@ -290,7 +290,7 @@ static void test_unicode_forms_match_utf8proc(void **state) {
         n.type = (tok_norm_type)(TOK_NORM_NFC + f);
         for (int it = 0; it < 300; it++) {
             size_t len = random_text(buf, 1 + rnd(150), 1);
-            tok_buf out = {0};
+            facet_str out = {0};
             facet_error err;
             assert_int_equal(tok_normalize(&n, buf, len, &out, &err), FACET_OK);
             utf8proc_uint8_t *want = NULL;
@@ -302,7 +302,7 @@ static void test_unicode_forms_match_utf8proc(void **state) {
                 fail();
             }
             free(want);
-            tok_buf_free(&out);
+            facet_str_free(&out);
         }
     }
     free(buf);
@@ -327,12 +327,12 @@ static void test_lossy_matches_python(void **state) {
         {"\xf1\x80\x80\xe2\x82\xac", 6, "\xef\xbf\xbd\xe2\x82\xac", 6},
     };
     for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
-        tok_buf out = {0}, pend = {0}, st = {0};
+        facet_str out = {0}, pend = {0}, st = {0};
         assert_int_equal(tok_utf8_lossy_append(&out, (const unsigned char *)c[i].in, c[i].n), 0);
         assert_int_equal(out.len, c[i].wn);
         assert_memory_equal(out.data, c[i].want, c[i].wn);
         for (size_t k = 0; k < c[i].n; k++) {
-            tok_buf_append(&pend, c[i].in + k, 1);
+            facet_str_append(&pend, c[i].in + k, 1);
             size_t used = tok_utf8_lossy_decided(&st, (const unsigned char *)pend.data, pend.len);
             memmove(pend.data, pend.data + used, pend.len - used);
             pend.len -= used;
@@ -340,9 +340,9 @@ static void test_lossy_matches_python(void **state) {
         tok_utf8_lossy_append(&st, (const unsigned char *)(pend.data ? pend.data : ""), pend.len);
         assert_int_equal(st.len, c[i].wn);
         assert_memory_equal(st.data, c[i].want, c[i].wn);
-        tok_buf_free(&out);
-        tok_buf_free(&pend);
-        tok_buf_free(&st);
+        facet_str_free(&out);
+        facet_str_free(&pend);
+        facet_str_free(&st);
     }
 }
 
@@ -386,14 +386,14 @@ static facet_status load_variant(const char *from, const char *to, facet_error *
     fclose(f);
     char *hit = memmem(data, len, from, strlen(from));
     assert_non_null(hit);
-    tok_buf b = {0};
-    tok_buf_append(&b, data, (size_t)(hit - data));
-    tok_buf_append(&b, to, strlen(to));
-    tok_buf_append(&b, hit + strlen(from), len - (size_t)(hit - data) - strlen(from));
+    facet_str b = {0};
+    facet_str_append(&b, data, (size_t)(hit - data));
+    facet_str_append(&b, to, strlen(to));
+    facet_str_append(&b, hit + strlen(from), len - (size_t)(hit - data) - strlen(from));
     facet_tokenizer *tok = NULL;
     facet_status st = tok_load_from_memory(b.data, b.len, NULL, 0, "tokenizer.json", &tok, err);
     facet_tokenizer_free(tok);
-    tok_buf_free(&b);
+    facet_str_free(&b);
     free(data);
     return st;
 }
