@@ -24,13 +24,7 @@ static int is_word_char(int32_t cp) {
 }
 
 static int32_t new_node(tok_trie *t) {
-    if (t->n_nodes == t->cap_nodes) {
-        size_t cap = t->cap_nodes ? t->cap_nodes * 2 : 64;
-        int32_t *p = realloc(t->terminal, cap * sizeof *p);
-        if (!p) return -1;
-        t->terminal = p;
-        t->cap_nodes = cap;
-    }
+    if (facet_array_reserve(t->terminal, t->cap_nodes, t->n_nodes + 1)) return -1;
     t->terminal[t->n_nodes] = -1;
     return (int32_t)t->n_nodes++;
 }
@@ -106,13 +100,7 @@ static int32_t last_char(const char *s, size_t end) {
 }
 
 static int push_piece(tok_piece **v, size_t *n, size_t *cap, size_t s, size_t e, int32_t id) {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 8;
-        tok_piece *p = realloc(*v, c * sizeof *p);
-        if (!p) return -1;
-        *v = p;
-        *cap = c;
-    }
+    if (facet_array_reserve(*v, *cap, *n + 1)) return -1;
     (*v)[(*n)++] = (tok_piece){s, e, id};
     return 0;
 }

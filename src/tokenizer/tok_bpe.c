@@ -34,13 +34,7 @@ typedef struct heap {
 } heap;
 
 static int heap_push(heap *h, merge_ev e) {
-    if (h->n == h->cap) {
-        size_t c = h->cap ? h->cap * 2 : 32;
-        merge_ev *p = realloc(h->v, c * sizeof *p);
-        if (!p) return -1;
-        h->v = p;
-        h->cap = c;
-    }
+    if (facet_array_reserve(h->v, h->cap, h->n + 1)) return -1;
     size_t i = h->n++;
     while (i) {
         size_t parent = (i - 1) / 2;
@@ -73,13 +67,7 @@ typedef struct word {
 } word;
 
 static int word_add(word *w, int32_t id, uint32_t len) {
-    if (w->n == w->cap) {
-        size_t c = w->cap ? w->cap * 2 : 32;
-        sym *p = realloc(w->s, c * sizeof *p);
-        if (!p) return -1;
-        w->s = p;
-        w->cap = c;
-    }
+    if (facet_array_reserve(w->s, w->cap, w->n + 1)) return -1;
     sym *s = &w->s[w->n];
     s->id = id;
     s->len = len;
@@ -207,23 +195,14 @@ static void cache_put(tok_cache *c, const char *wd, size_t len, const int32_t *i
         tok_strmap_free(&c->map);
         c->n_words = c->n_ids = 0;
     }
-    if (c->n_words == c->cap_words) {
-        size_t cap = c->cap_words ? c->cap_words * 2 : 1024;
-        uint32_t *s = realloc(c->start, cap * sizeof *s);
-        if (s) c->start = s;
-        uint32_t *k = realloc(c->count, cap * sizeof *k);
-        if (k) c->count = k;
-        if (!s || !k) goto out;
-        c->cap_words = cap;
+    if (c->n_words == c->cap_words) { /* start and count: parallel, one capacity */
+        size_t cs = c->cap_words, ck = c->cap_words;
+        int fail = facet_array_reserve(c->start, cs, c->n_words + 1) |
+                   facet_array_reserve(c->count, ck, c->n_words + 1);
+        c->cap_words = cs < ck ? cs : ck;
+        if (fail) goto out;
     }
-    if (c->n_ids + n > c->cap_ids) {
-        size_t cap = c->cap_ids ? c->cap_ids : 4096;
-        while (cap < c->n_ids + n) cap *= 2;
-        int32_t *p = realloc(c->ids, cap * sizeof *p);
-        if (!p) goto out;
-        c->ids = p;
-        c->cap_ids = cap;
-    }
+    if (facet_array_reserve(c->ids, c->cap_ids, c->n_ids + n)) goto out;
     if (tok_strmap_put(&c->map, wd, len, (int32_t)c->n_words)) {
         tok_strmap_free(&c->map);
         c->n_words = c->n_ids = 0;

@@ -161,25 +161,13 @@ void tok_pairmap_free(tok_pairmap *m) {
 }
 
 int tok_ids_push(tok_ids *ids, int32_t id) {
-    if (ids->n == ids->cap) {
-        size_t cap = ids->cap ? ids->cap * 2 : 64;
-        int32_t *p = realloc(ids->v, cap * sizeof *p);
-        if (!p) return -1;
-        ids->v = p;
-        ids->cap = cap;
-    }
+    if (facet_array_reserve(ids->v, ids->cap, ids->n + 1)) return -1;
     ids->v[ids->n++] = id;
     return 0;
 }
 
 int tok_words_push(tok_words *w, const char *s, size_t len, int orig0) {
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 16;
-        tok_span *p = realloc(w->spans, cap * sizeof *p);
-        if (!p) return -1;
-        w->spans = p;
-        w->cap = cap;
-    }
+    if (facet_array_reserve(w->spans, w->cap, w->n + 1)) return -1;
     if (w->text.len + len > UINT32_MAX) return -1;
     tok_span *sp = &w->spans[w->n];
     sp->off = (uint32_t)w->text.len;
@@ -221,15 +209,12 @@ int tok_words_materialize(tok_words *w) {
 }
 
 int tok_strlist_push(tok_strlist *l, const char *s, size_t len) {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        size_t *o = realloc(l->off, cap * sizeof *o);
-        if (!o) return -1;
-        l->off = o;
-        size_t *n = realloc(l->len, cap * sizeof *n);
-        if (!n) return -1;
-        l->len = n;
-        l->cap = cap;
+    if (l->n == l->cap) { /* off and len: parallel, one capacity */
+        size_t co = l->cap, cl = l->cap;
+        int fail = facet_array_reserve(l->off, co, l->n + 1) |
+                   facet_array_reserve(l->len, cl, l->n + 1);
+        l->cap = co < cl ? co : cl;
+        if (fail) return -1;
     }
     l->off[l->n] = l->text.len;
     l->len[l->n] = len;

@@ -38,13 +38,7 @@ void tok_pattern_free(tok_pattern *p) {
 }
 
 static int push_range(tok_range **v, size_t *n, size_t *cap, size_t s, size_t e) {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 16;
-        tok_range *p = realloc(*v, c * sizeof *p);
-        if (!p) return -1;
-        *v = p;
-        *cap = c;
-    }
+    if (facet_array_reserve(*v, *cap, *n + 1)) return -1;
     (*v)[*n].start = s;
     (*v)[(*n)++].end = e;
     return 0;

@@ -140,13 +140,7 @@ typedef struct lablist {
 } lablist;
 
 static int lab_push(lablist *l, size_t s, size_t e, int m) {
-    if (l->n == l->cap) {
-        size_t c = l->cap ? l->cap * 2 : 32;
-        lab *p = realloc(l->v, c * sizeof *p);
-        if (!p) return -1;
-        l->v = p;
-        l->cap = c;
-    }
+    if (facet_array_reserve(l->v, l->cap, l->n + 1)) return -1;
     l->v[l->n++] = (lab){s, e, m};
     return 0;
 }

@@ -23,6 +23,7 @@
 
 #include "facet_tokenizer.h"
 #include "util/str.h"
+#include "util/vec.h"
 
 /* Token ids are below this bound (2^22 = 4194304; the largest real vocabularies have
  * about 2.6e5 ids): the id tables are arrays indexed by id. */

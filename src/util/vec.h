@@ -37,6 +37,13 @@ int facet_vec_grow_(void *data_ptr, size_t *cap, size_t need, size_t elt_size);
 #define facet_vec_push(v, item)                                                               \
     (facet_vec_reserve((v), (v)->len + 1) ? -1 : ((v)->data[(v)->len++] = (item), 0))
 
+/* The same growth for an array whose pointer and capacity are kept under other names
+ * (`ptr` and `cap` lvalues, e.g. l->off and l->cap): room for `need` elements at ptr.
+ * 0 ok, -1 out of memory (nothing changed). Parallel arrays sharing one count grow each
+ * with its own copy of the capacity and keep the smaller. */
+#define facet_array_reserve(ptr, cap, need)                                                    \
+    ((size_t)(need) <= (cap) ? 0 : facet_vec_grow_(&(ptr), &(cap), (size_t)(need), sizeof *(ptr)))
+
 /* Free the elements' buffer and reset to empty. */
 #define facet_vec_free(v)          \
     do {                           \
