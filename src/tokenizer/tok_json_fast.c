@@ -22,6 +22,26 @@ static void ws(scan *c) {
     }
 }
 
+/* Enter a container that opens with `open` ('{' or '['): 1 when items follow, 0 when it
+ * is empty (`close` next), -1 when the value is not such a container. */
+static int enter(scan *c, char open, char close) {
+    ws(c);
+    if (c->i >= c->len || c->s[c->i] != open) return -1;
+    c->i++;
+    ws(c);
+    return c->i < c->len && c->s[c->i] == close ? 0 : 1;
+}
+
+/* After an item: 1 past a ',' (another item follows), 0 at `close`, -1 otherwise. */
+static int after_item(scan *c, char close) {
+    ws(c);
+    if (c->i < c->len && c->s[c->i] == ',') {
+        c->i++;
+        return 1;
+    }
+    return c->i < c->len && c->s[c->i] == close ? 0 : -1;
+}
+
 static int hex4(const char *p, unsigned *v) {
     *v = 0;
     for (int k = 0; k < 4; k++) {
@@ -230,14 +250,12 @@ facet_status tok_json_parse_vocab(const char *s, size_t len, const char *what, t
     vbatch bt = {0};
     facet_status st = FACET_OK;
     *max_id = -1;
-    ws(&c);
-    if (c.i >= len || s[c.i] != '{') {
+    int items = enter(&c, '{', '}');
+    if (items < 0) {
         st = facet_err(err, FACET_E_FORMAT, "%s: model.vocab: expected an object of token -> id", what);
         goto out;
     }
-    c.i++;
-    ws(&c);
-    if (c.i < len && s[c.i] == '}') goto out;
+    if (!items) goto out;
     size_t quotes = 0; /* two per key */
     for (const char *q = s, *e = s + len; (q = memchr(q, '"', (size_t)(e - q))); q++) quotes++;
     if (tok_strmap_reserve(vocab, quotes / 2 + 16, len)) {
@@ -275,10 +293,9 @@ facet_status tok_json_parse_vocab(const char *s, size_t len, const char *what, t
             goto out;
         }
         if (v > *max_id) *max_id = (int32_t)v;
-        ws(&c);
-        if (c.i < len && s[c.i] == ',') { c.i++; continue; }
-        if (c.i < len && s[c.i] == '}') break;
-        goto bad;
+        int more = after_item(&c, '}');
+        if (more < 0) goto bad;
+        if (!more) break;
     }
     goto out;
 bad:
@@ -296,14 +313,12 @@ facet_status tok_json_parse_merges(const char *s, size_t len, const char *what, 
     scan c = {s, len, 0};
     facet_str a = {0}, b = {0};
     facet_status st = FACET_OK;
-    ws(&c);
-    if (c.i >= len || s[c.i] != '[') {
+    int items = enter(&c, '[', ']');
+    if (items < 0) {
         st = facet_err(err, FACET_E_FORMAT, "%s: model.merges: expected an array", what);
         goto out;
     }
-    c.i++;
-    ws(&c);
-    if (c.i < len && s[c.i] == ']') goto out;
+    if (!items) goto out;
     size_t rank = 0;
     for (size_t n = 0;; n++) {
         ws(&c);
@@ -338,12 +353,12 @@ facet_status tok_json_parse_merges(const char *s, size_t len, const char *what, 
             goto out;
         }
         if (st != FACET_OK) goto out;
-    next:
-        ws(&c);
-        if (c.i < len && s[c.i] == ',') { c.i++; continue; }
-        if (c.i < len && s[c.i] == ']') break;
-        goto bad;
+    next: {
+        int more = after_item(&c, ']');
+        if (more < 0) goto bad;
+        if (!more) break;
         continue;
+    }
     pair:
         st = facet_err(err, FACET_E_FORMAT, "%s: model.merges[%zu]: expected a pair of two strings", what, n);
         goto out;
