@@ -202,41 +202,18 @@ int cmd_tokenize(int argc, char **argv) {
     return 0;
 }
 
-/* Parse ids from "12", "1,2,3" or "[1, 2]" into *ids. */
-static int parse_ids(const char *arg, int32_t **ids, size_t *n, size_t *cap) {
-    const char *p = arg;
-    while (*p) {
-        while (*p == ',' || *p == '[' || *p == ']' || *p == ' ') p++;
-        if (!*p) break;
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 0 || v > 0x7fffffff) return -1;
-        if (*n == *cap) {
-            *cap = *cap ? *cap * 2 : 64;
-            int32_t *q = realloc(*ids, *cap * sizeof *q);
-            if (!q) return -1;
-            *ids = q;
-        }
-        (*ids)[(*n)++] = (int32_t)v;
-        p = end;
-        if (*p && *p != ',' && *p != ']' && *p != ' ') return -1;
-    }
-    return 0;
-}
-
 int cmd_detokenize(int argc, char **argv) {
     const char *model = NULL, *jsonl = NULL;
     int skip_special = 0;
-    int32_t *ids = NULL;
-    size_t n = 0, cap = 0;
+    cli_ids v = {0};
+    int32_t *ids = NULL; /* v.data, freed through either name */
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: facet detokenize MODEL [--skip-special] ID...\n"
                    "       facet detokenize MODEL --jsonl FILE|- [--skip-special]\n"
                    "Prints the text of the token ids exactly (no newline added), as\n"
                    "tokenizer.decode(ids) does; --skip-special is skip_special_tokens=True.\n"
-                   "IDs are separate arguments or comma-separated. --jsonl reads lines\n"
+                   "IDs are separate arguments, comma-separated, or a JSON array. --jsonl reads lines\n"
                    "{\"ids\": [...], \"skip_special_tokens\": B} and prints lines {\"text\": S}.\n"
                    "example: facet detokenize models/stories260k 1 403 407 261 378\n");
             free(ids);
@@ -250,12 +227,16 @@ int cmd_detokenize(int argc, char **argv) {
         if (!strcmp(argv[i], "--skip-special")) skip_special = 1;
         else if (!strcmp(argv[i], "--jsonl") && i + 1 < argc) jsonl = argv[++i];
         else if (!model) model = argv[i];
-        else if (parse_ids(argv[i], &ids, &n, &cap)) {
-            fprintf(stderr, "facet: detokenize: '%s' is not a token id (expected integers 0..2147483647)\n", argv[i]);
-            free(ids);
-            return 1;
+        else {
+            int bad = cli_parse_ids(&v, "detokenize", NULL, argv[i], strlen(argv[i]));
+            ids = v.data;
+            if (bad) {
+                free(ids);
+                return 1;
+            }
         }
     }
+    size_t n = v.len;
     if (!model) {
         fprintf(stderr, "facet: usage: facet detokenize MODEL [--skip-special] ID...\n");
         free(ids);
