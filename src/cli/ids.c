@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/fs.h"
 
 /* An id list file larger than this is refused (16 bytes per id: ~4M ids). */
 #define IDS_FILE_MAX ((size_t)64 << 20)
@@ -94,18 +93,15 @@ int cli_read_ids(cli_ids *out, const char *opt, const char *arg) {
     char *data = NULL;
     size_t len = 0;
     const char *source = arg[0] == '@' ? arg + 1 : "standard input";
-    if (arg[0] == '@') {
-        facet_error err = {0};
-        if (!arg[1]) {
-            fprintf(stderr, "facet: %s: '@' needs a file name (@FILE)\n", opt);
-            return 1;
-        }
-        if (facet_read_file(arg + 1, IDS_FILE_MAX, &data, &len, &err) != FACET_OK) {
-            fprintf(stderr, "facet: %s: %s\n", opt, err.message);
-            return 1;
-        }
-    } else if (cli_read_stdin(&data, &len)) {
-        fprintf(stderr, "facet: %s: out of memory reading standard input\n", opt);
+    if (arg[0] == '@' && !arg[1]) {
+        fprintf(stderr, "facet: %s: '@' needs a file name (@FILE)\n", opt);
+        return 1;
+    }
+    facet_error err = {0};
+    if (cli_read_input(opt, arg[0] == '@' ? arg + 1 : "-", IDS_FILE_MAX, &data, &len, &err)) {
+        /* a file's errors name the file; standard input's name the option already */
+        if (arg[0] == '@') fprintf(stderr, "facet: %s: %s\n", opt, err.message);
+        else fprintf(stderr, "facet: %s\n", err.message);
         return 1;
     }
     int rc = cli_parse_ids(out, opt, source, data, len);
