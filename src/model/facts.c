@@ -250,6 +250,97 @@ static facet_status read_factor_array(reader *r, const char *key, json_t *v, dou
     return FACET_OK;
 }
 
+/* Two values of one fact are the same: numbers by value (32 == 32.0), rope type names by
+ * the type they name ("su" == "longrope"), anything else by JSON equality. */
+static int same_value(const json_t *a, const json_t *b, int is_type) {
+    if (json_is_number(a) && json_is_number(b)) return json_number_value(a) == json_number_value(b);
+    if (is_type && json_is_string(a) && json_is_string(b)) {
+        facet_rope_type ta = rope_from_name(json_string_value(a));
+        facet_rope_type tb = rope_from_name(json_string_value(b));
+        if (ta != FACET_ROPE_UNKNOWN && tb != FACET_ROPE_UNKNOWN) return ta == tb;
+    }
+    return json_equal((json_t *)a, (json_t *)b);
+}
+
+/* Two spellings of one fact that disagree (k1 = v1, k2 = v2; a NULL value is "absent"):
+ * which one transformers reads depends on its version, so the checkpoint is ambiguous.
+ * Strict: FACET_E_FORMAT naming both keys and values. Otherwise a note. */
+static facet_status conflict(reader *r, const char *k1, const json_t *v1, const char *k2,
+                             const json_t *v2, const char *why) {
+    char a[64] = "absent", b[64] = "absent";
+    if (v1) render(v1, a, sizeof a);
+    if (v2) render(v2, b, sizeof b);
+    if (!r->strict) {
+        facet_facts_note(r->f, "%s%s=%s and %s%s=%s disagree (%s)", r->prefix, k1, a, r->prefix,
+                         k2, b, why);
+        return FACET_OK;
+    }
+    return facet_err(r->err, FACET_E_FORMAT,
+                     "%s: %s%s=%s and %s%s=%s disagree: two spellings of one fact, and %s; "
+                     "remove one or make them equal",
+                     r->what, r->prefix, k1, a, r->prefix, k2, b, why);
+}
+
+/* A top-level key (rope_theta, partial_rotary_factor, ...) repeated inside the rope object
+ * o (named `name`) must agree with it: transformers v4 reads the top-level key, v5's
+ * rope standardization keeps the one inside the object. */
+static facet_status check_repeated(reader *r, json_t *o, const char *name, const char *key,
+                                   const char *top_key) {
+    json_t *top = json_object_get(r->obj, top_key);
+    json_t *in = json_object_get(o, key);
+    if (!top || json_is_null(top) || !in || json_is_null(in) || same_value(top, in, 0))
+        return FACET_OK;
+    char inner[96];
+    snprintf(inner, sizeof inner, "%s.%s", name, key);
+    return conflict(r, top_key, top, inner, in,
+                    "transformers v4 reads the first, v5 the second");
+}
+
+/* rope_scaling and rope_parameters both given: transformers v4 reads only rope_scaling;
+ * v5 takes rope_scaling in preference (merged into full_attention for per-layer
+ * parameters). They must say the same: the same rope type and the same value for every
+ * key either holds (rope_theta and partial_rotary_factor, which v5 moves into
+ * rope_parameters, are compared only when both hold them). */
+static facet_status check_scaling_vs_params(reader *r, json_t *scaling, json_t *params,
+                                            const char *pname) {
+    static const char *const type_keys[] = {"rope_type", "type"};
+    json_t *ts = NULL, *tp = NULL;
+    for (int i = 0; i < 2; i++) {
+        if (!ts || json_is_null(ts)) ts = json_object_get(scaling, type_keys[i]);
+        if (!tp || json_is_null(tp)) tp = json_object_get(params, type_keys[i]);
+    }
+    json_t *dflt = json_string("default");
+    int same_type = same_value(ts && !json_is_null(ts) ? ts : dflt,
+                               tp && !json_is_null(tp) ? tp : dflt, 1);
+    json_decref(dflt);
+    char k1[96], k2[96];
+    if (!same_type) {
+        snprintf(k2, sizeof k2, "%s.rope_type", pname);
+        return conflict(r, "rope_scaling.rope_type", ts, k2, tp,
+                        "transformers v4 reads rope_scaling, v5 prefers it only when present");
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        json_t *from = pass ? params : scaling, *other = pass ? scaling : params;
+        const char *k;
+        json_t *v;
+        json_object_foreach(from, k, v) {
+            if (!strcmp(k, "rope_type") || !strcmp(k, "type")) continue;
+            json_t *w = json_object_get(other, k);
+            int optional = !strcmp(k, "rope_theta") || !strcmp(k, "partial_rotary_factor");
+            if (json_is_null(v) || (w && !json_is_null(w) && same_value(v, w, 0)) ||
+                ((!w || json_is_null(w)) && optional))
+                continue;
+            snprintf(k1, sizeof k1, "rope_scaling.%s", k);
+            snprintf(k2, sizeof k2, "%s.%s", pname, k);
+            return pass ? conflict(r, k1, w, k2, v,
+                                   "transformers v4 reads rope_scaling, v5 prefers it")
+                        : conflict(r, k1, v, k2, w,
+                                   "transformers v4 reads rope_scaling, v5 prefers it");
+        }
+    }
+    return FACET_OK;
+}
+
 /* Read one rope parameter object (rope_scaling, rope_parameters or one of its per-layer
  * entries). `name` is its key for messages and for kept unknown keys. */
 static facet_status read_rope_object(reader *r, json_t *o, const char *name, int set_theta) {
@@ -258,7 +349,17 @@ static facet_status read_rope_object(reader *r, json_t *o, const char *name, int
     const char *k;
     json_t *v;
     json_t *type = json_object_get(o, "rope_type");
-    if (!type) type = json_object_get(o, "type");
+    json_t *legacy = json_object_get(o, "type");
+    if (type && !json_is_null(type) && legacy && !json_is_null(legacy) &&
+        !same_value(type, legacy, 1)) {
+        char k1[96], k2[96];
+        snprintf(k1, sizeof k1, "%s.rope_type", name);
+        snprintf(k2, sizeof k2, "%s.type", name);
+        TRY(conflict(r, k1, type, k2, legacy,
+                     "transformers v4 lets the legacy type overwrite rope_type, v5 keeps "
+                     "rope_type"));
+    }
+    if (!type || json_is_null(type)) type = legacy;
     if (type && !json_is_null(type)) {
         snprintf(key, sizeof key, "%s.rope_type", name);
         if (!json_is_string(type)) return bad(r, key, type, "a string");
@@ -388,6 +489,9 @@ static facet_status read_rope(reader *r, const facet_config_class *cls) {
                 }
             }
             if (json_is_object(local)) {
+                if (cls->reads_rope_local_base_freq)
+                    TRY(check_repeated(r, local, "rope_parameters.sliding_attention",
+                                       "rope_theta", "rope_local_base_freq"));
                 json_t *lt = json_object_get(local, "rope_theta");
                 TRY(get_num_from(r, lt, "rope_parameters.sliding_attention.rope_theta", 1,
                                  &f->rope_local_base_freq));
@@ -402,14 +506,21 @@ static facet_status read_rope(reader *r, const facet_config_class *cls) {
             o = params;
             name = "rope_parameters";
         }
-        if (json_is_object(scaling))
-            facet_facts_note(f, "rope_scaling is ignored: rope_parameters is present "
-                                "(transformers v5)");
+        if (json_is_object(scaling)) TRY(check_scaling_vs_params(r, scaling, o, name));
     } else if (json_is_object(scaling)) {
         o = scaling;
         name = "rope_scaling";
     }
     if (o) {
+        TRY(check_repeated(r, o, name, "rope_theta", "rope_theta"));
+        TRY(check_repeated(r, o, name, "partial_rotary_factor", "partial_rotary_factor"));
+        TRY(check_repeated(r, o, name, "original_max_position_embeddings",
+                           "original_max_position_embeddings"));
+        if (json_is_object(scaling) && o != scaling) {
+            TRY(check_repeated(r, scaling, "rope_scaling", "rope_theta", "rope_theta"));
+            TRY(check_repeated(r, scaling, "rope_scaling", "partial_rotary_factor",
+                               "partial_rotary_factor"));
+        }
         TRY(read_rope_object(r, o, name, 1));
         TRY(check_rope_required(r, o, name));
     }
@@ -521,6 +632,27 @@ static facet_status read_window(reader *r, const facet_config_class *cls) {
         facet_facts_note(f, "sliding_window=%lld is inert: >= max_position_embeddings=%lld",
                          (long long)window, (long long)f->max_position_embeddings);
         return FACET_OK;
+    }
+    /* layer_types and the key older transformers derive the windowed layers from
+     * (max_window_layers for Qwen2-style classes, sliding_window_pattern for Gemma 3)
+     * both given: they must name the same layers (issue 17) */
+    const char *rule = NULL;
+    if (have_types && cls->use_sliding_window_flag &&
+        json_object_get(r->obj, "max_window_layers"))
+        rule = "max_window_layers";
+    else if (have_types && cls->reads_sliding_window_pattern &&
+             json_object_get(r->obj, "sliding_window_pattern"))
+        rule = "sliding_window_pattern";
+    for (int64_t i = 0; rule && i < L; i++) {
+        int derived = rule[0] == 'm' ? i >= max_window_layers : ((i + 1) % pattern) != 0;
+        if (derived == typed[i]) continue;
+        char key[64];
+        snprintf(key, sizeof key, "layer_types[%lld]", (long long)i);
+        TRY(conflict(r, key, json_array_get(types, (size_t)i), rule,
+                     json_object_get(r->obj, rule),
+                     "transformers before layer_types derived the windowed layers from the "
+                     "second, later versions read the first"));
+        break;
     }
     for (int64_t i = 0; i < L; i++) {
         int s;
@@ -712,7 +844,16 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
     TRY(read_no_rope(&r, cls));
 
     f->tie_word_embeddings = cls->tie_word_embeddings;
-    if (f->text_config) TRY(get_bool(&top, "tie_word_embeddings", &f->tie_word_embeddings));
+    if (f->text_config) {
+        /* the wrapper's flag and the decoder's: older transformers tie by the first,
+         * newer ones by the second (get_text_config(decoder=True)) */
+        json_t *a = json_object_get(config, "tie_word_embeddings");
+        json_t *b = json_object_get(text, "tie_word_embeddings");
+        if (json_is_boolean(a) && json_is_boolean(b) && !same_value(a, b, 0))
+            TRY(conflict(&top, "tie_word_embeddings", a, "text_config.tie_word_embeddings", b,
+                         "older transformers tie by the first, newer ones by the second"));
+        TRY(get_bool(&top, "tie_word_embeddings", &f->tie_word_embeddings));
+    }
     TRY(get_bool(&r, "tie_word_embeddings", &f->tie_word_embeddings));
 
     /* stop ids: config (text object, then the wrapper), then generation_config */

@@ -98,3 +98,51 @@ def test_dash_is_standard_input_for_every_file_option(facet_bin, repo_root, mode
     assert p.returncode == 1
     assert p.stderr.decode().strip() == ("facet: --tools -: standard input is already read by "
                                          "--messages -; at most one option can read it")
+
+
+def copy_model(model, tmp_path, name="m"):
+    import shutil
+    d = tmp_path / name
+    shutil.copytree(model, d, ignore=shutil.ignore_patterns(".facet-cache"))
+    return d
+
+
+LLAMA3 = {"factor": 8, "low_freq_factor": 1, "high_freq_factor": 4,
+          "original_max_position_embeddings": 8192}
+
+
+@pytest.mark.parametrize("edit,needles", [
+    ({"rope_scaling": dict(LLAMA3, rope_type="llama3", type="linear")},
+     ['rope_scaling.rope_type="llama3" and rope_scaling.type="linear" disagree']),
+    ({"rope_scaling": dict(LLAMA3, rope_type="yarn", type="llama3")},
+     ['rope_scaling.rope_type="yarn" and rope_scaling.type="llama3" disagree']),
+    ({"rope_scaling": {"rope_type": "linear", "factor": 32},
+      "rope_parameters": {"rope_type": "linear", "factor": 16, "rope_theta": 10000.0}},
+     ["rope_scaling.factor=32 and rope_parameters.factor=16 disagree"]),
+    ({"rope_theta": 500000.0, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},
+     ["rope_theta=500000.0 and rope_parameters.rope_theta=10000.0 disagree"]),
+])
+def test_conflicting_rope_spellings_refused(facet_bin, model, tmp_path, edit, needles):
+    """Two spellings of one rope fact that disagree are ambiguous (transformers v4 and v5
+    read different ones): `run` and `conform` refuse, naming both keys and values; the
+    same spellings agreeing still run."""
+    d = copy_model(model, tmp_path)
+    cfg = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps(dict(cfg, **edit)))
+    for cmd in (["run", str(d), "-n", "1", "--no-cache"], ["conform", str(d)]):
+        p = subprocess.run([str(facet_bin)] + cmd, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 1, p.stderr
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(d / "config.json") in lines[0], p.stderr
+        for n in needles:
+            assert n in lines[0], lines[0]
+    agree = {k: (dict(v, type=v["rope_type"]) if k == "rope_scaling" and "type" in v else v)
+             for k, v in edit.items()}
+    if "rope_parameters" in edit:  # make them equal
+        agree = {"rope_scaling": {"rope_type": "linear", "factor": 16},
+                 "rope_parameters": {"rope_type": "linear", "factor": 16, "rope_theta": 10000.0},
+                 "rope_theta": 10000.0}
+    (d / "config.json").write_text(json.dumps(dict(cfg, **agree)))
+    p = subprocess.run([str(facet_bin), "run", str(d), "-n", "1", "--no-cache"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr

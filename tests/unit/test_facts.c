@@ -294,6 +294,106 @@ static void test_bad_inputs(void **state) {
     expect_error("{\"hidden_size\":64}", FACET_E_NOT_FOUND, "model_type");
 }
 
+#define L3 "\"factor\":8,\"low_freq_factor\":1,\"high_freq_factor\":4," \
+           "\"original_max_position_embeddings\":8192"
+
+/* Two spellings of one rope fact that disagree: transformers v4 and v5 read different
+ * ones, so the config is ambiguous and refused naming both keys and values (issue 17);
+ * spellings that agree stay accepted. */
+static void test_rope_spellings_disagree(void **state) {
+    (void)state;
+    facet_error err;
+    expect_error("{" BASE ",\"hidden_size\":64,\"rope_scaling\":{\"rope_type\":\"llama3\","
+                 "\"type\":\"linear\"," L3 "}}", FACET_E_FORMAT,
+                 "config.json: rope_scaling.rope_type=\"llama3\" and rope_scaling.type=\"linear\" "
+                 "disagree");
+    expect_error("{" BASE ",\"hidden_size\":64,\"rope_scaling\":{\"rope_type\":\"yarn\","
+                 "\"type\":\"llama3\"," L3 "}}", FACET_E_FORMAT,
+                 "rope_scaling.rope_type=\"yarn\" and rope_scaling.type=\"llama3\" disagree");
+    expect_error("{" BASE ",\"hidden_size\":64,"
+                 "\"rope_scaling\":{\"rope_type\":\"linear\",\"factor\":32},"
+                 "\"rope_parameters\":{\"rope_type\":\"linear\",\"factor\":16,"
+                 "\"rope_theta\":10000}}", FACET_E_FORMAT,
+                 "rope_scaling.factor=32 and rope_parameters.factor=16 disagree");
+    expect_error("{" BASE ",\"hidden_size\":64,"
+                 "\"rope_scaling\":{\"rope_type\":\"linear\",\"factor\":2},"
+                 "\"rope_parameters\":{\"rope_theta\":10000}}", FACET_E_FORMAT,
+                 "rope_scaling.rope_type=\"linear\" and rope_parameters.rope_type=absent");
+    expect_error("{" BASE ",\"hidden_size\":64,\"rope_theta\":500000,"
+                 "\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":10000}}",
+                 FACET_E_FORMAT, "rope_theta=500000 and rope_parameters.rope_theta=10000");
+    expect_error("{" BASE ",\"hidden_size\":64,\"partial_rotary_factor\":0.5,"
+                 "\"rope_parameters\":{\"rope_type\":\"default\",\"partial_rotary_factor\":0.25}}",
+                 FACET_E_FORMAT, "partial_rotary_factor=0.5 and "
+                 "rope_parameters.partial_rotary_factor=0.25");
+    expect_error("{" BASE ",\"hidden_size\":64,\"original_max_position_embeddings\":4096,"
+                 "\"rope_scaling\":{\"rope_type\":\"llama3\"," L3 "}}", FACET_E_FORMAT,
+                 "original_max_position_embeddings=4096 and "
+                 "rope_scaling.original_max_position_embeddings=8192");
+    /* agreeing spellings: the same type under both names, the same numbers written
+     * differently, rope_scaling repeated in rope_parameters (which adds rope_theta) */
+    assert_int_equal(from_text("{" BASE ",\"hidden_size\":64,\"rope_scaling\":{\"rope_type\":"
+                               "\"llama3\",\"type\":\"llama3\"," L3 "}}", &err), FACET_OK);
+    assert_int_equal(F.rope_type, FACET_ROPE_LLAMA3);
+    assert_int_equal(from_text("{" BASE ",\"hidden_size\":64,\"rope_theta\":10000,"
+                               "\"rope_scaling\":{\"type\":\"linear\",\"factor\":4},"
+                               "\"rope_parameters\":{\"rope_type\":\"linear\",\"factor\":4.0,"
+                               "\"rope_theta\":10000.0}}", &err), FACET_OK);
+    assert_int_equal(F.rope_type, FACET_ROPE_LINEAR);
+    assert_true(F.rope_factor == 4.0);
+    assert_int_equal(from_text("{" BASE ",\"hidden_size\":64,\"rope_scaling\":{\"type\":\"su\","
+                               "\"rope_type\":\"longrope\",\"short_factor\":[1],"
+                               "\"long_factor\":[2]}}", &err), FACET_OK);
+    /* a family outside the table reads leniently: a note, not an error */
+    assert_int_equal(from_text("{\"model_type\":\"mystery\",\"hidden_size\":64,"
+                               "\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+                               "\"vocab_size\":10,\"intermediate_size\":8,\"rope_scaling\":"
+                               "{\"rope_type\":\"yarn\",\"type\":\"linear\",\"factor\":2}}",
+                               &err), FACET_OK);
+    int noted = 0;
+    for (int i = 0; i < F.n_notes; i++)
+        noted |= strstr(F.notes[i].text, "rope_scaling.type=\"linear\" disagree") != NULL;
+    assert_true(noted);
+}
+
+/* layer_types beside the key older transformers derived the windowed layers from. */
+static void test_window_spellings_disagree(void **state) {
+    (void)state;
+    facet_error err;
+#define QW "\"model_type\":\"qwen2\",\"hidden_size\":64,\"num_hidden_layers\":2," \
+           "\"num_attention_heads\":4,\"vocab_size\":10,\"intermediate_size\":8," \
+           "\"max_position_embeddings\":100,\"sliding_window\":4"
+    expect_error("{" QW ",\"use_sliding_window\":true,\"max_window_layers\":1,\"layer_types\":"
+                 "[\"sliding_attention\",\"full_attention\"]}", FACET_E_FORMAT,
+                 "layer_types[0]=\"sliding_attention\" and max_window_layers=1 disagree");
+    assert_int_equal(from_text("{" QW ",\"use_sliding_window\":true,\"max_window_layers\":1,"
+                               "\"layer_types\":[\"full_attention\",\"sliding_attention\"]}",
+                               &err), FACET_OK);
+    assert_int_equal(F.n_sliding_layers, 1);
+    /* an inert window (use_sliding_window false) is not compared: Qwen2.5's own configs
+     * carry max_window_layers 21 with 28 full_attention layers */
+    assert_int_equal(from_text("{" QW ",\"use_sliding_window\":false,\"max_window_layers\":1,"
+                               "\"layer_types\":[\"full_attention\",\"full_attention\"]}",
+                               &err), FACET_OK);
+#define G3 "\"model_type\":\"gemma3_text\",\"hidden_size\":64,\"num_hidden_layers\":3," \
+           "\"num_attention_heads\":4,\"vocab_size\":10,\"intermediate_size\":8," \
+           "\"max_position_embeddings\":100,\"sliding_window\":4"
+    expect_error("{" G3 ",\"sliding_window_pattern\":3,\"layer_types\":[\"sliding_attention\","
+                 "\"full_attention\",\"full_attention\"]}", FACET_E_FORMAT,
+                 "layer_types[1]=\"full_attention\" and sliding_window_pattern=3 disagree");
+    assert_int_equal(from_text("{" G3 ",\"sliding_window_pattern\":3,\"layer_types\":["
+                               "\"sliding_attention\",\"sliding_attention\",\"full_attention\"]}",
+                               &err), FACET_OK);
+    assert_int_equal(F.n_sliding_layers, 2);
+    /* a multimodal wrapper's tie_word_embeddings against its text_config's */
+    expect_error("{\"model_type\":\"gemma3\",\"tie_word_embeddings\":false,\"text_config\":{"
+                 G3 ",\"tie_word_embeddings\":true}}", FACET_E_FORMAT,
+                 "tie_word_embeddings=false and text_config.tie_word_embeddings=true disagree");
+    assert_int_equal(from_text("{\"model_type\":\"gemma3\",\"tie_word_embeddings\":true,"
+                               "\"text_config\":{" G3 ",\"tie_word_embeddings\":true}}", &err),
+                     FACET_OK);
+}
+
 static void test_file_errors(void **state) {
     (void)state;
     facet_error err;
@@ -332,6 +432,8 @@ int main(void) {
         cmocka_unit_test(test_outside_families_read_leniently),
         cmocka_unit_test(test_mistral_class_default_window),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_rope_spellings_disagree),
+        cmocka_unit_test(test_window_spellings_disagree),
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_notes),
     };
