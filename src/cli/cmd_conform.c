@@ -21,16 +21,39 @@
 
 #include "cli/cli.h"
 #include "cli/onboard_gate.h"
+#include "io/gguf.h"
 #include "model/facts.h"
+#include "model/facts_gguf.h"
 #include "model/plan.h"
 #include "model/report.h"
 #include "model/table.h"
 
+/* A GGUF model given as PATH (a .gguf file, a split part, or a folder holding one). */
+static gguf_model g_gguf;
+static int g_is_gguf;
+
 /* Facts of PATH, probed when it has weights. Returns an exit code (0 ok, 1 unusable). */
 static int load_facts(const char *path, facet_facts *f, const char *backend) {
     facet_error err;
+    if (gguf_path_is_gguf(path)) {
+        if (gguf_model_open(path, &g_gguf, &err) != FACET_OK) return cli_fail(&err);
+        g_is_gguf = 1;
+        if (facet_facts_from_gguf(&g_gguf, f, &err) != FACET_OK) return cli_fail(&err);
+        return 0;
+    }
     if (facet_facts_read(path, f, &err) != FACET_OK) return cli_fail(&err);
     return cli_probe_weights(path, f, backend);
+}
+
+/* The table's verdict, plus for a GGUF model its tensor types and weight format. */
+static void judge(const facet_facts *f, const char *backend, facet_verdict *v) {
+    facet_judge(f, backend, v);
+    if (g_is_gguf) facet_gguf_judge(&g_gguf, v);
+}
+
+static void unload(void) {
+    if (g_is_gguf) gguf_model_close(&g_gguf);
+    g_is_gguf = 0;
 }
 
 static int verdict_exit(const facet_verdict *v) {
@@ -136,7 +159,8 @@ static json_t *ledger_verification(const char *file, const char *path) {
 static void conform_usage(FILE *out) {
     fprintf(out, "usage: facet conform PATH [--backend cpu|cuda] [--json FILE|-] [--ledger FILE.jsonl]\n"
                  "       facet conform --table [--markdown]\n"
-                 "PATH: a checkpoint folder or a config.json. Exit: 0 supported, 3 supported\n"
+                 "PATH: a checkpoint folder, a config.json, a .gguf file (any part of a split\n"
+                 "one) or a folder holding one GGUF model. Exit: 0 supported, 3 supported\n"
                  "pending the tensor probe (no weights), 2 refused, 1 unusable input.\n"
                  "--ledger: report the verification level `facet onboard --gate` recorded there.\n"
                  "example: facet conform models/stories260k\n");
@@ -179,10 +203,14 @@ int cmd_conform(int argc, char **argv) {
     }
     facet_facts *f = &g_facts;
     int rc = load_facts(path, f, backend);
-    if (rc) return rc;
+    if (rc) {
+        unload();
+        return rc;
+    }
 
     static facet_verdict v;
-    facet_judge(f, backend, &v);
+    judge(f, backend, &v);
+    unload();
     static facet_plan plan;
     int have_plan = default_plan(f, &plan);
 
@@ -298,11 +326,15 @@ int cmd_onboard(int argc, char **argv) {
     }
     facet_facts *f = &g_facts;
     int rc = load_facts(path, f, "cpu");
-    if (rc) return rc;
+    if (rc) {
+        unload();
+        return rc;
+    }
 
     static facet_verdict cpu, cuda;
-    facet_judge(f, "cpu", &cpu);
-    facet_judge(f, "cuda", &cuda);
+    judge(f, "cpu", &cpu);
+    judge(f, "cuda", &cuda);
+    unload();
     static facet_plan plan;
     int have_plan = default_plan(f, &plan);
 

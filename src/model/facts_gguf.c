@@ -1,0 +1,489 @@
+/*
+ * facts_gguf.c — GGUF metadata and tensor infos -> facet_facts (see facts_gguf.h).
+ *
+ * The metadata is checked key by key here (typed reads that name the GGUF key), then
+ * written as the config.json object the same family would have and handed to
+ * facet_facts_from_json, so one reader derives every implicit fact (defaults of the
+ * config class, head_dim, window pattern, rope) and the table judges keys it does not
+ * model. llama.cpp's own conventions are then applied, and the weight facts probed from
+ * the tensor infos.
+ */
+#include "model/facts_gguf.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/safetensors.h"
+#include "util/error.h"
+
+#define TRY(x)                                 \
+    do {                                       \
+        facet_status st_ = (x);                \
+        if (st_ != FACET_OK) return st_;       \
+    } while (0)
+
+/* general.architecture -> config.json model_type (the table's profiles). */
+static const struct {
+    const char *arch, *model_type;
+} ARCHS[] = {
+    {"llama", "llama"},   {"qwen2", "qwen2"},     {"qwen3", "qwen3"},
+    {"gemma", "gemma"},   {"gemma2", "gemma2"},   {"gemma3", "gemma3_text"},
+    {"phi3", "phi3"},     {"olmo2", "olmo2"},     {"smollm3", "smollm3"},
+    {"granite", "granite"},
+};
+#define N_ARCHS (sizeof ARCHS / sizeof ARCHS[0])
+
+static const char *model_type_of(const char *arch) {
+    for (size_t i = 0; i < N_ARCHS; i++)
+        if (!strcmp(ARCHS[i].arch, arch)) return ARCHS[i].model_type;
+    return NULL;
+}
+
+const char *facet_gguf_runnable_types(void) { return "F32, F16, BF16"; }
+
+static int runnable(uint32_t type) {
+    return type == GGML_F32 || type == GGML_F16 || type == GGML_BF16;
+}
+
+/* ---- reading <arch>.* keys ---------------------------------------------------------- */
+typedef struct ctx {
+    const gguf_file *g;         /* the first part: all metadata                          */
+    char arch[64];
+    json_t *cfg;                /* the config.json being written                         */
+    const char *used[64];       /* <arch>.* suffixes consumed                             */
+    int n_used;
+    facet_error *err;
+} ctx;
+
+static void use(ctx *c, const char *suffix) {
+    if (c->n_used < 64) c->used[c->n_used++] = suffix;
+}
+
+static int used(const ctx *c, const char *suffix) {
+    for (int i = 0; i < c->n_used; i++)
+        if (!strcmp(c->used[i], suffix)) return 1;
+    return 0;
+}
+
+static void key_of(const ctx *c, const char *suffix, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s.%s", c->arch, suffix);
+}
+
+/* Integer <arch>.suffix in [min, max] -> cfg[json_key] (when given). */
+static facet_status map_int(ctx *c, const char *suffix, const char *json_key, int required,
+                            int64_t min, int64_t max, int64_t *out) {
+    char key[160];
+    key_of(c, suffix, key, sizeof key);
+    use(c, suffix);
+    int present = 0;
+    int64_t v = 0;
+    TRY(gguf_get_int(c->g, key, required, min, max, &v, &present, c->err));
+    if (present) {
+        if (json_key) json_object_set_new(c->cfg, json_key, json_integer(v));
+        if (out) *out = v;
+    }
+    return FACET_OK;
+}
+
+static facet_status map_float(ctx *c, const char *suffix, const char *json_key, int required,
+                              double *out) {
+    char key[160];
+    key_of(c, suffix, key, sizeof key);
+    use(c, suffix);
+    int present = 0;
+    double v = 0;
+    TRY(gguf_get_float(c->g, key, required, 1, &v, &present, c->err));
+    if (present) {
+        if (json_key) json_object_set_new(c->cfg, json_key, json_real(v));
+        if (out) *out = v;
+    }
+    return FACET_OK;
+}
+
+/* A pair's value as JSON, for keys kept for the table (arrays: up to 64 scalars). */
+static json_t *kv_json(const gguf_kv *kv) {
+    if (kv->type == GGUF_T_STRING) return json_stringn((const char *)kv->val, kv->val_len);
+    if (kv->type == GGUF_T_BOOL) return json_boolean(kv->val[0]);
+    if (kv->type == GGUF_T_FLOAT32 || kv->type == GGUF_T_FLOAT64)
+        return json_real(gguf_kv_number(kv));
+    if (gguf_kv_is_int(kv)) return json_integer((json_int_t)gguf_kv_number(kv));
+    char buf[64];
+    gguf_kv_render(kv, buf, sizeof buf);
+    return json_string(buf); /* an array: its element type and count */
+}
+
+/* rope.scaling.*: linear and yarn become a rope_scaling object; anything else is kept
+ * under its GGUF name for the table. */
+static facet_status map_rope_scaling(ctx *c) {
+    char key[160];
+    const char *s = NULL;
+    uint64_t len = 0;
+    int present = 0;
+    key_of(c, "rope.scaling.type", key, sizeof key);
+    use(c, "rope.scaling.type");
+    TRY(gguf_get_str(c->g, key, 0, &s, &len, &present, c->err));
+    use(c, "rope.scaling.finetuned"); /* bookkeeping */
+    int64_t orig = 0;
+    TRY(map_int(c, "rope.scaling.original_context_length", NULL, 0, 1, INT64_C(1) << 40,
+                &orig));
+    if (orig) json_object_set_new(c->cfg, "original_max_position_embeddings", json_integer(orig));
+    if (!present || (len == 4 && !memcmp(s, "none", 4))) return FACET_OK;
+    int linear = len == 6 && !memcmp(s, "linear", 6), yarn = len == 4 && !memcmp(s, "yarn", 4);
+    if (!linear && !yarn) { /* longrope (factors in tensors), or a type facet does not know */
+        json_object_set_new(c->cfg, key, json_stringn(s, len));
+        return FACET_OK;
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "rope_type", json_string(linear ? "linear" : "yarn"));
+    double factor = 0, v = 0;
+    TRY(map_float(c, "rope.scaling.factor", NULL, 1, &factor));
+    json_object_set_new(o, "factor", json_real(factor));
+    if (yarn) {
+        if (orig) json_object_set_new(o, "original_max_position_embeddings", json_integer(orig));
+        v = 0;
+        TRY(map_float(c, "rope.scaling.yarn_beta_fast", NULL, 0, &v));
+        if (v) json_object_set_new(o, "beta_fast", json_real(v));
+        v = 0;
+        TRY(map_float(c, "rope.scaling.yarn_beta_slow", NULL, 0, &v));
+        if (v) json_object_set_new(o, "beta_slow", json_real(v));
+        v = 0;
+        TRY(map_float(c, "rope.scaling.attn_factor", NULL, 0, &v));
+        if (v) json_object_set_new(o, "attention_factor", json_real(v));
+    }
+    json_object_set_new(c->cfg, "rope_scaling", o);
+    return FACET_OK;
+}
+
+/* The vocabulary size: <arch>.vocab_size, else the tokenizer's token count, else the
+ * embedding's rows. */
+static facet_status map_vocab(ctx *c, const gguf_model *m) {
+    int64_t v = 0;
+    TRY(map_int(c, "vocab_size", NULL, 0, 1, INT64_C(1) << 26, &v));
+    const gguf_kv *tok = gguf_find_kv(c->g, "tokenizer.ggml.tokens");
+    const gguf_tensor *emb = gguf_model_find(m, "token_embd.weight");
+    if (!v && tok && tok->type == GGUF_T_ARRAY) v = (int64_t)tok->arr_n;
+    if (!v && emb && emb->n_dims == 2) v = emb->ne[1];
+    if (!v)
+        return facet_err(c->err, FACET_E_NOT_FOUND,
+                         "%s: no vocabulary size: no %s.vocab_size, no tokenizer.ggml.tokens "
+                         "and no 2-D token_embd.weight",
+                         c->g->path, c->arch);
+    json_object_set_new(c->cfg, "vocab_size", json_integer(v));
+    return FACET_OK;
+}
+
+static facet_status map_tokens(ctx *c) {
+    static const char *const eos_keys[] = {"tokenizer.ggml.eos_token_id",
+                                           "tokenizer.ggml.eot_token_id",
+                                           "tokenizer.ggml.eom_token_id"};
+    int64_t id = 0;
+    int present = 0;
+    TRY(gguf_get_int(c->g, "tokenizer.ggml.bos_token_id", 0, 0, INT32_MAX, &id, &present,
+                     c->err));
+    if (present) json_object_set_new(c->cfg, "bos_token_id", json_integer(id));
+    json_t *eos = json_array();
+    json_object_set_new(c->cfg, "eos_token_id", eos);
+    for (size_t i = 0; i < sizeof eos_keys / sizeof eos_keys[0]; i++) {
+        TRY(gguf_get_int(c->g, eos_keys[i], 0, 0, INT32_MAX, &id, &present, c->err));
+        if (present) json_array_append_new(eos, json_integer(id));
+    }
+    return FACET_OK;
+}
+
+/* Keys of the file the mapping above did not consume: <arch>.* and unknown namespaces
+ * are kept under their GGUF names; general.*, tokenizer.*, split.*, quantize.* are
+ * bookkeeping (tokenizer keys are the tokenizer's, not the forward pass's). */
+static void keep_rest(ctx *c) {
+    size_t alen = strlen(c->arch);
+    for (size_t i = 0; i < c->g->n_kv; i++) {
+        const gguf_kv *kv = &c->g->kv[i];
+        const char *k = kv->key;
+        if (!strncmp(k, "general.", 8) || !strncmp(k, "tokenizer.", 10) ||
+            !strncmp(k, "split.", 6) || !strncmp(k, "quantize.", 9))
+            continue;
+        if (!strncmp(k, c->arch, alen) && k[alen] == '.' && used(c, k + alen + 1)) continue;
+        json_object_set_new(c->cfg, k, kv_json(kv));
+    }
+}
+
+static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t *head_dim) {
+    json_t *cfg = c->cfg;
+    int64_t hidden = 0, heads = 0, kv_heads = 0, layers = 0, klen = 0, vlen = 0, rot = 0;
+    int req = known; /* outside the table: read what is there, the verdict refuses */
+    TRY(map_int(c, "block_count", "num_hidden_layers", req, 1, FACET_MAX_LAYERS, &layers));
+    TRY(map_int(c, "context_length", "max_position_embeddings", req, 1, INT32_MAX, NULL));
+    TRY(map_int(c, "embedding_length", "hidden_size", req, 1, INT64_C(1) << 20, &hidden));
+    TRY(map_int(c, "feed_forward_length", "intermediate_size", req, 1, INT64_C(1) << 24, NULL));
+    TRY(map_int(c, "attention.head_count", "num_attention_heads", req, 1, INT64_C(1) << 14,
+                &heads));
+    TRY(map_int(c, "attention.head_count_kv", "num_key_value_heads", 0, 1, INT64_C(1) << 14,
+                &kv_heads));
+    TRY(map_float(c, "attention.layer_norm_rms_epsilon", "rms_norm_eps", req, NULL));
+    TRY(map_float(c, "rope.freq_base", "rope_theta", 0, NULL));
+    TRY(map_int(c, "attention.key_length", NULL, 0, 1, INT64_C(1) << 16, &klen));
+    TRY(map_int(c, "attention.value_length", NULL, 0, 1, INT64_C(1) << 16, &vlen));
+    TRY(map_int(c, "rope.dimension_count", NULL, 0, 1, INT64_C(1) << 16, &rot));
+    /* head_dim: key_length, else hidden / heads (llama.cpp's n_embd_head_k) */
+    int64_t hd = klen ? klen : heads ? hidden / heads : 0;
+    *head_dim = hd;
+    if (hd) json_object_set_new(cfg, "head_dim", json_integer(hd));
+    if (vlen && vlen != hd) { /* value heads of another width: kept for the table */
+        char key[160];
+        key_of(c, "attention.value_length", key, sizeof key);
+        json_object_set_new(cfg, key, json_integer(vlen));
+    }
+    if (rot && hd && rot != hd)
+        json_object_set_new(cfg, "partial_rotary_factor", json_real((double)rot / (double)hd));
+    TRY(map_rope_scaling(c));
+
+    /* windows and Gemma's attention keys */
+    int64_t window = 0, pattern = 0;
+    TRY(map_int(c, "attention.sliding_window", NULL, 0, 0, INT64_C(1) << 40, &window));
+    json_object_set_new(cfg, "sliding_window", window ? json_integer(window) : json_null());
+    TRY(map_int(c, "attention.sliding_window_pattern", NULL, 0, 1, FACET_MAX_LAYERS, &pattern));
+    const char *mt = json_string_value(json_object_get(cfg, "model_type"));
+    if (pattern && !strcmp(mt, "gemma3_text"))
+        json_object_set_new(cfg, "sliding_window_pattern", json_integer(pattern));
+    else if (pattern && !(pattern == 2 && !strcmp(mt, "gemma2")))
+        json_object_set_new(cfg, "sliding_window_pattern", json_integer(pattern)); /* judged */
+    double base_swa = 0;
+    TRY(map_float(c, "rope.freq_base_swa", NULL, 0, &base_swa));
+    if (base_swa) json_object_set_new(cfg, "rope_local_base_freq", json_real(base_swa));
+    TRY(map_float(c, "attn_logit_softcapping", "attn_logit_softcapping", 0, NULL));
+    TRY(map_float(c, "final_logit_softcapping", "final_logit_softcapping", 0, NULL));
+    if (!strcmp(mt, "gemma2") || !strcmp(mt, "gemma3_text")) {
+        /* llama.cpp scales q.k by 1/sqrt(key_length), by 1/sqrt(hidden/heads) for the 27B
+         * shapes (46 layers Gemma 2, 62 layers Gemma 3), as the reference code does */
+        int big = (!strcmp(mt, "gemma2") && layers == 46) || (!strcmp(mt, "gemma3_text") && layers == 62);
+        int64_t s = big && heads ? hidden / heads : hd;
+        if (s > 0) json_object_set_new(cfg, "query_pre_attn_scalar", json_integer(s));
+    }
+    /* Granite's multipliers */
+    TRY(map_float(c, "embedding_scale", "embedding_multiplier", 0, NULL));
+    TRY(map_float(c, "residual_scale", "residual_multiplier", 0, NULL));
+    TRY(map_float(c, "logit_scale", "logits_scaling", 0, NULL));
+    TRY(map_float(c, "attention.scale", "attention_multiplier", 0, NULL));
+    TRY(map_vocab(c, m));
+    TRY(map_tokens(c));
+    (void)kv_heads;
+    return FACET_OK;
+}
+
+/* ---- weight facts from the tensor infos --------------------------------------------- */
+static const gguf_tensor *layer_tensor(const gguf_model *m, int64_t i, const char *what) {
+    char name[96];
+    snprintf(name, sizeof name, "blk.%" PRId64 ".%s", i, what);
+    return gguf_model_find(m, name);
+}
+
+/* Every layer has blk.N.<what>, or none does; *out = 1 for every. */
+static facet_status all_or_none(const gguf_model *m, int64_t L, const char *what,
+                                const char *alt, int *out, facet_error *err) {
+    int64_t n = 0, first_missing = -1, first_present = -1;
+    for (int64_t i = 0; i < L; i++) {
+        int has = layer_tensor(m, i, what) || (alt && layer_tensor(m, i, alt));
+        n += has;
+        if (has && first_present < 0) first_present = i;
+        if (!has && first_missing < 0) first_missing = i;
+    }
+    if (n && n != L)
+        return facet_err(err, FACET_E_FORMAT,
+                         "%s: tensor blk.%" PRId64 ".%s is present but blk.%" PRId64
+                         ".%s is missing; expected in every layer or none",
+                         m->files[0].path, first_present, what, first_missing, what);
+    *out = n == L && L > 0;
+    return FACET_OK;
+}
+
+static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err) {
+    const char *path = m->files[0].path;
+    int64_t L = f->num_hidden_layers;
+    const gguf_tensor *emb = gguf_model_find(m, "token_embd.weight");
+    if (!emb)
+        return facet_err(err, FACET_E_NOT_FOUND, "%s: tensor token_embd.weight is missing",
+                         path);
+    if (emb->n_dims != 2 || emb->ne[0] != f->hidden_size || emb->ne[1] != f->vocab_size)
+        return facet_err(err, FACET_E_FORMAT,
+                         "%s: tensor token_embd.weight has ne [%" PRId64 ", %" PRId64
+                         "] (n_dims %d), expected [%" PRId64 ", %" PRId64
+                         "] (hidden, vocab)",
+                         path, emb->ne[0], emb->ne[1], emb->n_dims, (int64_t)f->hidden_size,
+                         (int64_t)f->vocab_size);
+    /* every blk.N.* tensor belongs to a layer below block_count, and each layer has one */
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const char *n = m->by_name[i]->name;
+        char *end;
+        if (strncmp(n, "blk.", 4)) continue;
+        long long k = strtoll(n + 4, &end, 10);
+        if (end == n + 4 || *end != '.' || k < 0 || k >= L)
+            return facet_err(err, FACET_E_FORMAT,
+                             "%s: tensor %s names a layer outside 0..%" PRId64
+                             " (block_count %" PRId64 ")",
+                             path, n, L - 1, L);
+    }
+    for (int64_t i = 0; i < L; i++)
+        if (!layer_tensor(m, i, "attn_norm.weight"))
+            return facet_err(err, FACET_E_NOT_FOUND,
+                             "%s: tensor blk.%" PRId64 ".attn_norm.weight is missing "
+                             "(block_count %" PRId64 ")",
+                             path, i, L);
+    int q_bias = 0, o_bias = 0, qk_norm = 0, fused_qkv = 0, has_gate = 0, has_up = 0;
+    TRY(all_or_none(m, L, "attn_q.bias", "attn_qkv.bias", &q_bias, err));
+    TRY(all_or_none(m, L, "attn_output.bias", NULL, &o_bias, err));
+    TRY(all_or_none(m, L, "attn_q_norm.weight", NULL, &qk_norm, err));
+    TRY(all_or_none(m, L, "attn_qkv.weight", NULL, &fused_qkv, err));
+    TRY(all_or_none(m, L, "ffn_gate.weight", NULL, &has_gate, err));
+    TRY(all_or_none(m, L, "ffn_up.weight", NULL, &has_up, err));
+    f->qkv_bias = q_bias;
+    f->o_bias = o_bias;
+    f->qk_norm = qk_norm;
+    f->fused_qkv = fused_qkv;
+    f->fused_gate_up = has_up && !has_gate; /* Phi-3: ffn_up holds [gate; up] */
+    if (f->fused_gate_up) {
+        const gguf_tensor *up = layer_tensor(m, 0, "ffn_up.weight");
+        if (up->ne[1] != 2 * f->intermediate_size)
+            return facet_err(err, FACET_E_FORMAT,
+                             "%s: tensor %s has ne [%" PRId64 ", %" PRId64
+                             "] and no ffn_gate beside it; expected [%" PRId64 ", %" PRId64
+                             "] ([gate; up])",
+                             path, up->name, up->ne[0], up->ne[1], (int64_t)f->hidden_size,
+                             (int64_t)(2 * f->intermediate_size));
+    }
+    f->has_lm_head = gguf_model_find(m, "output.weight") != NULL;
+    if (f->tie_word_embeddings == f->has_lm_head)
+        facet_facts_note(f, "tie_word_embeddings=%d from the tensors: output.weight is %s",
+                         !f->has_lm_head, f->has_lm_head ? "present" : "absent (tied)");
+    f->tie_word_embeddings = !f->has_lm_head;
+    f->weight_bytes = 0;
+    f->dtype_mask = 0;
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const gguf_tensor *t = m->by_name[i];
+        f->weight_bytes += t->nbytes;
+        if (t->type == GGML_F32) f->dtype_mask |= 1u << ST_F32;
+        if (t->type == GGML_F16) f->dtype_mask |= 1u << ST_F16;
+        if (t->type == GGML_BF16) f->dtype_mask |= 1u << ST_BF16;
+    }
+    f->probed = 1;
+    return FACET_OK;
+}
+
+/* Llama 3 rope scaling as llama.cpp stores it: rope_freqs.weight, one divisor per
+ * rotated pair; the factor is the largest (the low-frequency band's). */
+static void rope_freqs(const gguf_model *m, facet_facts *f) {
+    const gguf_tensor *t = gguf_model_find(m, "rope_freqs.weight");
+    if (!t) return;
+    double factor = 0;
+    if (t->type == GGML_F32 && t->data)
+        for (int64_t i = 0; i < t->ne[0]; i++) {
+            float v;
+            memcpy(&v, t->data + 4 * i, 4);
+            if (isfinite(v) && v > factor) factor = v;
+        }
+    f->rope_type = FACET_ROPE_LLAMA3;
+    snprintf(f->rope_type_name, sizeof f->rope_type_name, "llama3");
+    if (factor > 0) f->rope_factor = factor;
+    facet_facts_note(f, "rope frequencies divided by rope_freqs.weight (%" PRId64
+                        " values, largest %g): Llama 3 scaling as llama.cpp stores it",
+                     t->ne[0], factor);
+}
+
+facet_status facet_facts_from_gguf(const gguf_model *m, facet_facts *f, facet_error *err) {
+    memset(f, 0, sizeof *f);
+    f->bos_token_id = -1;
+    facet_err_clear(err);
+    const gguf_file *g = &m->files[0];
+    const char *arch = NULL;
+    uint64_t alen = 0;
+    TRY(gguf_get_str(g, "general.architecture", 1, &arch, &alen, NULL, err));
+    if (alen == 0 || alen >= 64 || memchr(arch, 0, alen))
+        return facet_err(err, FACET_E_FORMAT,
+                         "%s: key general.architecture is \"%.*s\", expected a name of 1 to 63 "
+                         "bytes such as \"llama\"",
+                         g->path, (int)(alen > 64 ? 64 : alen), arch);
+    ctx c = {.g = g, .err = err};
+    memcpy(c.arch, arch, alen);
+    c.arch[alen] = 0;
+    const char *mt = model_type_of(c.arch);
+    c.cfg = json_object();
+    if (!c.cfg) return facet_err(err, FACET_E_NOMEM, "out of memory");
+    json_object_set_new(c.cfg, "model_type", json_string(mt ? mt : c.arch));
+    int64_t head_dim = 0;
+    facet_status st = build_config(&c, m, mt != NULL, &head_dim);
+    if (st == FACET_OK) {
+        keep_rest(&c);
+        char what[4200];
+        snprintf(what, sizeof what, "%s (GGUF metadata)", g->path);
+        st = facet_facts_from_json(c.cfg, NULL, what, f, err);
+    }
+    json_decref(c.cfg);
+    if (st != FACET_OK) return st;
+    if (!mt) {
+        facet_facts_note(f, "general.architecture=%s is not one facet maps", c.arch);
+        return FACET_OK; /* refused by the verdict; weight facts are not judged */
+    }
+    facet_facts_note(f, "facts from GGUF metadata: general.architecture=%s, %zu tensors in %zu "
+                        "file%s",
+                     c.arch, m->n_tensors, m->n_files, m->n_files == 1 ? "" : "s");
+    if (f->norm_weight_offset) {
+        f->norm_weight_offset = 0;
+        facet_facts_note(f, "RMSNorm weights hold the + 1 (llama.cpp's Gemma convention): "
+                            "norm_weight_offset=0");
+    }
+    rope_freqs(m, f);
+    return probe(m, f, err);
+}
+
+/* ---- the verdict's GGUF part -------------------------------------------------------- */
+static void add_refusal(facet_verdict *v, const char *fact, const char *value,
+                        const char *supported, const char *text) {
+    v->status = FACET_VERDICT_REFUSED;
+    if (v->n_refusals >= FACET_MAX_REFUSALS) {
+        v->refusals_dropped++;
+        return;
+    }
+    facet_refusal *r = &v->refusals[v->n_refusals++];
+    snprintf(r->fact, sizeof r->fact, "%.63s", fact);
+    snprintf(r->value, sizeof r->value, "%.95s", value);
+    snprintf(r->supported, sizeof r->supported, "%.191s", supported);
+    snprintf(r->text, sizeof r->text, "REFUSED: %.390s", text);
+}
+
+void facet_gguf_judge(const gguf_model *m, facet_verdict *v) {
+    char text[400], value[96];
+    const gguf_kv *a = gguf_find_kv(&m->files[0], "general.architecture");
+    if (a && a->type == GGUF_T_STRING) {
+        char arch[64];
+        snprintf(arch, sizeof arch, "%.*s", (int)(a->val_len > 63 ? 63 : a->val_len),
+                 (const char *)a->val);
+        if (!model_type_of(arch)) {
+            char list[192] = "";
+            for (size_t i = 0; i < N_ARCHS; i++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                         ARCHS[i].arch);
+            snprintf(text, sizeof text,
+                     "general.architecture=%s is not supported (supported: %s)", arch, list);
+            add_refusal(v, "general.architecture", arch, list, text);
+        }
+    }
+    /* one refusal per type the engine does not run, naming its first tensor in file order */
+    int seen[GGML_TYPE_COUNT] = {0};
+    for (size_t i = 0; i < m->n_files; i++)
+        for (size_t j = 0; j < m->files[i].n_tensors; j++) {
+            const gguf_tensor *t = &m->files[i].tensors[j];
+            if (runnable(t->type) || seen[t->type]++) continue;
+            size_t n = 0;
+            for (size_t k = 0; k < m->n_tensors; k++) n += m->by_name[k]->type == t->type;
+            snprintf(value, sizeof value, "%s", gguf_type_name(t->type));
+            snprintf(text, sizeof text,
+                     "tensor %s has type %s (%zu tensor%s of this type); supported: %s", t->name,
+                     gguf_type_name(t->type), n, n == 1 ? "" : "s", facet_gguf_runnable_types());
+            add_refusal(v, "tensor type", value, facet_gguf_runnable_types(), text);
+        }
+    add_refusal(v, "weight format", "GGUF", "safetensors",
+                "weight format=GGUF: running GGUF weights is not implemented yet (facts, plan "
+                "and tensor types are read; loading them is the next step of issue 18)");
+}
