@@ -1,0 +1,109 @@
+"""`facet conform` on GGUF files (issue 18, first step): facts from the metadata, the
+plan, and the verdict with each tensor type checked against what the engine runs.
+
+Oracle: ../shared/corpus/gguf (llama.cpp-written files; the README states the shapes:
+hidden 256, 2 layers, 4/2 heads, head_dim 64, vocab 512, rope theta per family, window
+16 on gemma3's layer 0) and the JSON each model's expected/<model>.json records. Skips
+loudly when the corpus is absent. Facet runs no GGUF weights yet, so every verdict is
+refused (exit 2) naming the weight format, and each quantized type by a tensor of it.
+"""
+
+import json
+import shutil
+
+import pytest
+
+FAMILIES = {
+    # file: (model_type, rope theta, extra words in the facts line)
+    "llama-F32": ("llama", "theta=500000", ["rope=llama3", "factor=32", "tie=0"]),
+    "qwen3-F32": ("qwen3", "theta=1e+06", ["qk_norm=1", "tie=1"]),
+    "gemma3-F32": ("gemma3_text", "theta=1e+06",
+                   ["local_theta=10000", "window=16 on 1/2 layers", "act=gelu_pytorch_tanh"]),
+    "phi3-F32": ("phi3", "theta=250000", ["tie=0"]),
+    "qwen2-F32": ("qwen2", "theta=1e+06", ["qkv_bias=1", "tie=1"]),
+}
+
+
+@pytest.fixture
+def corpus(facet_shared):
+    d = facet_shared / "corpus" / "gguf"
+    if not d.is_dir():
+        pytest.skip(f"SKIPPED LOUDLY: {d} is absent: GGUF conform was NOT tested")
+    return d
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_conform_family_facts(run_facet, corpus, name, tmp_path):
+    model_type, theta, words = FAMILIES[name]
+    out_json = tmp_path / "c.json"
+    p = run_facet(["conform", str(corpus / "models" / f"{name}.gguf"), "--json", str(out_json)])
+    assert p.returncode == 2, p.stdout + p.stderr
+    facts = next(line for line in p.stdout.splitlines() if line.startswith("facts: "))
+    assert facts.startswith(f"facts: {model_type}: layers=2 hidden=256 heads=4 kv_heads=2 "
+                            "head_dim=64 intermediate=256 vocab=512"), facts
+    for w in [theta, "(probed)", "eos=2"] + words:
+        assert w in facts, (w, facts)
+    assert "plan: weights f32" in p.stdout
+    assert "verdict: refused on cpu" in p.stdout
+    assert ("REFUSED: weight format=GGUF: running GGUF weights is not implemented yet"
+            in p.stdout)
+    assert "has type" not in p.stdout  # F32 files: every type runs
+    o = json.loads(out_json.read_text())
+    assert o["exit_code"] == 2
+    assert o["facts"]["hidden_size"] == 256 and o["facts"]["vocab_size"] == 512
+    assert [r["fact"] for r in o["verdict"]["refusals"]] == ["weight format"]
+
+
+def test_conform_quantized_types_refused_by_name(run_facet, corpus):
+    exp = json.loads((corpus / "expected" / "qwen3-Q4_K_M.json").read_text())
+    first = {}
+    for name, typ, _ in exp["tensors"]:  # file order: the first tensor of each type
+        first.setdefault(typ, name)
+    p = run_facet(["conform", str(corpus / "models" / "qwen3-Q4_K_M.gguf")])
+    assert p.returncode == 2
+    lines = [l for l in p.stdout.splitlines() if "has type" in l]
+    want = {t: n for t, n in first.items() if t not in ("F32", "F16", "BF16")}
+    assert len(lines) == len(want) == 2, lines
+    for typ, name in want.items():
+        count = exp["tensor_type_counts"][typ]
+        assert (f"REFUSED: tensor {name} has type {typ} ({count} tensors of this type); "
+                "supported: F32, F16, BF16") in lines, lines
+
+
+def test_conform_split_and_folder(run_facet, corpus, tmp_path):
+    first = corpus / "models" / "llama-Q4_K_M-split-00001-of-00002.gguf"
+    p = run_facet(["conform", str(first)])
+    assert p.returncode == 2 and "22 tensors in 2 files" in p.stdout, p.stdout + p.stderr
+    # a folder holding one model; then the folder with its second part missing
+    d = tmp_path / "m"
+    d.mkdir()
+    for part in ("00001", "00002"):
+        shutil.copy(corpus / "models" / f"llama-Q4_K_M-split-{part}-of-00002.gguf", d)
+    p = run_facet(["conform", str(d)])
+    assert p.returncode == 2 and "22 tensors in 2 files" in p.stdout, p.stdout + p.stderr
+    (d / "llama-Q4_K_M-split-00002-of-00002.gguf").unlink()
+    p = run_facet(["conform", str(d)])
+    assert p.returncode == 1
+    assert ("part 2 of 2 of this split model is missing: "
+            f"{d}/llama-Q4_K_M-split-00002-of-00002.gguf") in p.stderr, p.stderr
+
+
+def test_conform_moe_and_vocab_only(run_facet, corpus):
+    p = run_facet(["conform", str(corpus / "models" / "mixtral-F32.gguf")])
+    assert p.returncode == 2
+    assert "REFUSED: llama.expert_count=8 is not supported on cpu" in p.stdout
+    p = run_facet(["conform", str(corpus / "models" / "qwen3moe-F32.gguf")])
+    assert p.returncode == 2
+    assert "REFUSED: general.architecture=qwen3moe is not supported" in p.stdout
+    p = run_facet(["conform", str(corpus / "vocab" / "ggml-vocab-llama-spm.gguf")])
+    assert p.returncode == 1
+    # llama.cpp wrote the hparams into it, but no tensor
+    assert "ggml-vocab-llama-spm.gguf: tensor token_embd.weight is missing" in p.stderr
+
+
+def test_conform_bad_file(run_facet, tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + (2).to_bytes(4, "little") + bytes(16))
+    p = run_facet(["conform", str(bad)])
+    assert p.returncode == 1
+    assert f"{bad}: GGUF version 2, expected 3" in p.stderr
