@@ -15,6 +15,7 @@
 #include "io/safetensors.h"
 #include "model/tensors.h"
 #include "util/error.h"
+#include "util/vec.h"
 
 /* entry kinds of the weight cache */
 enum { KIND_VECTOR = 0, KIND_MATRIX = 1 };
@@ -75,13 +76,8 @@ static facet_status record(wload *ld, const char *name, int kind, const facet_wt
         ld->recording = 0;
         return FACET_OK;
     }
-    if (ld->n_rec == ld->cap_rec) {
-        size_t cap = ld->cap_rec ? 2 * ld->cap_rec : 256;
-        wload_rec *r = realloc(ld->rec, cap * sizeof *r);
-        if (!r) return facet_err(err, FACET_E_NOMEM, "weight cache list of %zu tensors", cap);
-        ld->rec = r;
-        ld->cap_rec = cap;
-    }
+    if (facet_array_reserve(ld->rec, ld->cap_rec, ld->n_rec + 1))
+        return facet_err(err, FACET_E_NOMEM, "weight cache list of %zu tensors", ld->n_rec + 1);
     wload_rec *r = &ld->rec[ld->n_rec++];
     memset(r, 0, sizeof *r);
     snprintf(r->name, sizeof r->name, "%s", name);

@@ -16,6 +16,7 @@
 #include "kernels/cpu/threadpool.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/str.h"
 
 #define NOTE_MAX 8192
 
@@ -45,12 +46,7 @@ static int cache_disabled(const facet_load_options *o) {
  */
 static facet_status layout_digest(facet_wformat format, uint8_t out[32], facet_error *err) {
     static const int shapes[][2] = {{37, 100}, {16, 64}, {5, 33}, {48, 256}};
-    size_t cap = 0;
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        cap += sizeof(facet_wtensor) + 64 + (size_t)shapes[s][0] * (size_t)shapes[s][1] * 8 + 4096;
-    uint8_t *buf = malloc(cap);
-    if (!buf) return facet_err(err, FACET_E_NOMEM, "weight cache layout probe");
-    size_t len = 0;
+    facet_str buf = {0}; /* what is hashed: per shape its struct, byte count and bytes */
     uint32_t rng = 12345u;
     facet_status st = FACET_OK;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0] && st == FACET_OK; s++) {
@@ -77,28 +73,16 @@ static facet_status layout_digest(facet_wformat format, uint8_t out[32], facet_e
             facet_wtensor meta = t;
             meta.data = NULL;
             meta.scales = NULL;
-            if (len + sizeof meta + sizeof bytes + bytes > cap) {
-                uint8_t *nb = realloc(buf, len + sizeof meta + sizeof bytes + bytes);
-                if (!nb) st = facet_err(err, FACET_E_NOMEM, "weight cache layout probe");
-                else {
-                    buf = nb;
-                    cap = len + sizeof meta + sizeof bytes + bytes;
-                }
-            }
-            if (st == FACET_OK) {
-                memcpy(buf + len, &meta, sizeof meta);
-                len += sizeof meta;
-                memcpy(buf + len, &bytes, sizeof bytes);
-                len += sizeof bytes;
-                memcpy(buf + len, t.data, bytes);
-                len += bytes;
-            }
+            facet_str_append(&buf, &meta, sizeof meta);
+            facet_str_append(&buf, &bytes, sizeof bytes);
+            if (facet_str_append(&buf, t.data, bytes))
+                st = facet_err(err, FACET_E_NOMEM, "weight cache layout probe");
         }
         free(t.data);
         free(t.scales);
     }
-    if (st == FACET_OK) st = wcache_sha256(buf, len, out, err);
-    free(buf);
+    if (st == FACET_OK) st = wcache_sha256(buf.data, buf.len, out, err);
+    facet_str_free(&buf);
     return st;
 }
 
