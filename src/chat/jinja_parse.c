@@ -1,7 +1,8 @@
 /*
  * jinja_parse.c — tokens to an AST, following the grammar of jinja2/parser.py (3.1):
  * operator precedence (or < and < not < compare < +,- < ~ < *,/,//,% < ** < unary <
- * postfix/filters/tests), conditional expressions, implicit tuples, slices, and the
+ * postfix/filters/tests; the binary levels are one table, BINOPS, read by precedence
+ * climbing), conditional expressions, implicit tuples, slices, and the
  * statements chat templates use (if, for, set, macro, call, filter, break, continue,
  * generation). Anything else fails naming the construct and its line:column.
  */
@@ -219,102 +220,73 @@ static int too_tall(parser *P, jnode *n, const jtok *at) {
     return 1;
 }
 
-static jnode *binop(parser *P, const jtok *at, const char *op, jnode *l, jnode *r) {
-    jnode *n = node(P, N_BINOP, at);
-    if (!n || !(n->name = strdup(op))) {
-        node_free(n);
-        node_free(l);
-        node_free(r);
-        return fail(P, at, FACET_E_NOMEM, "out of memory");
-    }
-    n->a = l;
-    n->b = r;
-    return n;
+/* Binary operators, loosest first, each left-associative (jinja2/parser.py: parse_or,
+ * parse_and, parse_math1, parse_concat, parse_math2, parse_pow). `not` and the
+ * comparison chain are the level between `and` and `+` (parse_not, parse_compare). */
+enum { PREC_OR = 1, PREC_AND, PREC_NOT, PREC_ADD, PREC_CONCAT, PREC_MUL, PREC_POW };
+
+typedef struct binop_row {
+    jtok_kind tok;    /* T_NAME (a keyword) or T_OP */
+    const char *text; /* the keyword or operator; an N_BINOP node keeps it as its name */
+    int prec;         /* PREC_* */
+    jnode_kind kind;  /* N_OR, N_AND or N_BINOP */
+} binop_row;
+
+static const binop_row BINOPS[] = {
+    {T_NAME, "or", PREC_OR, N_OR},       {T_NAME, "and", PREC_AND, N_AND},
+    {T_OP, "+", PREC_ADD, N_BINOP},      {T_OP, "-", PREC_ADD, N_BINOP},
+    {T_OP, "~", PREC_CONCAT, N_BINOP},   {T_OP, "*", PREC_MUL, N_BINOP},
+    {T_OP, "/", PREC_MUL, N_BINOP},      {T_OP, "//", PREC_MUL, N_BINOP},
+    {T_OP, "%", PREC_MUL, N_BINOP},      {T_OP, "**", PREC_POW, N_BINOP},
+};
+
+/* The binary operator at the current token, or NULL. */
+static const binop_row *binop_at(parser *P) {
+    const jtok *t = cur(P);
+    if (t->k != T_OP && t->k != T_NAME) return NULL;
+    for (size_t i = 0; i < sizeof BINOPS / sizeof BINOPS[0]; i++)
+        if (BINOPS[i].tok == t->k && !strcmp(BINOPS[i].text, t->k == T_OP ? t->op : t->s)) return &BINOPS[i];
+    return NULL;
 }
 
-static jnode *parse_pow(parser *P) {
-    jnode *l = parse_unary(P, 1);
-    while (l && is_op(P, "**")) {
+static jnode *parse_not(parser *P);
+
+/* Precedence climbing: an operand of level min_prec (a `not` expression or comparison
+ * chain up to PREC_NOT, a unary expression with its postfix and filters above), then
+ * every operator of level >= min_prec, its right operand parsed one level tighter so
+ * that equal levels group to the left. The tree's height is checked before a chain
+ * grows (too_tall). */
+static jnode *parse_binary(parser *P, int min_prec) {
+    jnode *l = min_prec <= PREC_NOT ? parse_not(P) : parse_unary(P, 1);
+    const binop_row *op;
+    while (l && (op = binop_at(P)) && op->prec >= min_prec) {
         jtok *at = cur(P);
         if (too_tall(P, l, at)) {
             node_free(l);
             return NULL;
         }
         next(P);
-        jnode *r = parse_unary(P, 1);
-        if (!r) {
+        jnode *r = parse_binary(P, op->prec + 1);
+        jnode *n = r ? node(P, op->kind, at) : NULL;
+        if (n && op->kind == N_BINOP && !(n->name = strdup(op->text))) {
+            node_free(n);
+            n = fail(P, at, FACET_E_NOMEM, "out of memory");
+        }
+        if (!n) {
             node_free(l);
+            node_free(r);
             return NULL;
         }
-        l = binop(P, at, "**", l, r);
-    }
-    return l;
-}
-
-static jnode *parse_math2(parser *P) {
-    jnode *l = parse_pow(P);
-    while (l && (is_op(P, "*") || is_op(P, "/") || is_op(P, "//") || is_op(P, "%"))) {
-        jtok *at = cur(P);
-        if (too_tall(P, l, at)) {
-            node_free(l);
-            return NULL;
-        }
-        char op[4];
-        strcpy(op, at->op);
-        next(P);
-        jnode *r = parse_pow(P);
-        if (!r) {
-            node_free(l);
-            return NULL;
-        }
-        l = binop(P, at, op, l, r);
-    }
-    return l;
-}
-
-static jnode *parse_concat(parser *P) {
-    jnode *l = parse_math2(P);
-    while (l && is_op(P, "~")) {
-        jtok *at = cur(P);
-        if (too_tall(P, l, at)) {
-            node_free(l);
-            return NULL;
-        }
-        next(P);
-        jnode *r = parse_math2(P);
-        if (!r) {
-            node_free(l);
-            return NULL;
-        }
-        l = binop(P, at, "~", l, r);
-    }
-    return l;
-}
-
-static jnode *parse_math1(parser *P) {
-    jnode *l = parse_concat(P);
-    while (l && (is_op(P, "+") || is_op(P, "-"))) {
-        jtok *at = cur(P);
-        if (too_tall(P, l, at)) {
-            node_free(l);
-            return NULL;
-        }
-        char op[4];
-        strcpy(op, at->op);
-        next(P);
-        jnode *r = parse_concat(P);
-        if (!r) {
-            node_free(l);
-            return NULL;
-        }
-        l = binop(P, at, op, l, r);
+        n->a = l;
+        n->b = r;
+        l = n;
     }
     return l;
 }
 
 static jnode *parse_compare(parser *P) {
     jtok *at = cur(P);
-    jnode *first = parse_math1(P);
+    jnode *first = parse_binary(P, PREC_ADD);
     if (!first) return NULL;
     jnode *cmp = NULL;
     for (;;) {
@@ -347,7 +319,7 @@ static jnode *parse_compare(parser *P) {
             return fail(P, t, FACET_E_UNSUPPORTED, "unsupported construct: more than 8 chained comparisons");
         }
         strcpy(cmp->ops[cmp->l1.n], op);
-        jnode *r = parse_math1(P);
+        jnode *r = parse_binary(P, PREC_ADD);
         if (!r || nl_push(P, &cmp->l1, r)) {
             node_free(r);
             node_free(cmp);
@@ -376,31 +348,8 @@ static jnode *parse_not(parser *P) {
     return parse_compare(P);
 }
 
-static jnode *parse_andor(parser *P, int is_or) {
-    jnode *l = is_or ? parse_andor(P, 0) : parse_not(P);
-    while (l && is_name(P, is_or ? "or" : "and")) {
-        jtok *at = cur(P);
-        if (too_tall(P, l, at)) {
-            node_free(l);
-            return NULL;
-        }
-        next(P);
-        jnode *r = is_or ? parse_andor(P, 0) : parse_not(P);
-        jnode *n = r ? node(P, is_or ? N_OR : N_AND, at) : NULL;
-        if (!n) {
-            node_free(l);
-            node_free(r);
-            return NULL;
-        }
-        n->a = l;
-        n->b = r;
-        l = n;
-    }
-    return l;
-}
-
 static jnode *parse_condexpr(parser *P) {
-    jnode *e1 = parse_andor(P, 1);
+    jnode *e1 = parse_binary(P, PREC_OR);
     while (e1 && is_name(P, "if")) {
         jtok *at = cur(P);
         if (too_tall(P, e1, at)) {
@@ -408,7 +357,7 @@ static jnode *parse_condexpr(parser *P) {
             return NULL;
         }
         next(P);
-        jnode *cond = parse_andor(P, 1), *e3 = NULL;
+        jnode *cond = parse_binary(P, PREC_OR), *e3 = NULL;
         if (cond && is_name(P, "else")) {
             next(P);
             e3 = parse_condexpr(P);
@@ -434,7 +383,7 @@ static jnode *parse_condexpr(parser *P) {
 
 static jnode *parse_expression(parser *P, int with_condexpr) {
     if (++P->depth > MAX_NEST) return fail(P, cur(P), FACET_E_LIMIT, "expression nesting deeper than %d", MAX_NEST);
-    jnode *n = with_condexpr ? parse_condexpr(P) : parse_andor(P, 1);
+    jnode *n = with_condexpr ? parse_condexpr(P) : parse_binary(P, PREC_OR);
     P->depth--;
     return n;
 }

@@ -211,6 +211,18 @@ static void test_tables(void **state) {
     expect_fail("{{ 'x' is nosuch }}", NULL, FACET_E_PARSE, "no test named 'nosuch'");
 }
 
+/* The binary operators' levels and left grouping (one table, precedence climbing);
+ * the expected text is Jinja2 3.1.2's. */
+static void test_operator_precedence(void **state) {
+    (void)state;
+    expect("{{ 2 + 3 * 4 ** 2 }}|{{ 2 ** 3 ** 2 }}|{{ 1 ~ 2 + '3' }}|{{ 10 - 4 - 3 }}|{{ 7 // 2 * 3 % 4 }}|{{ -2 ** 2 }}|"
+           "{{ not 1 == 2 and 0 or 'x' }}|{{ 1 + 1 in [2] }}|{{ 'a' ~ 1 * 2 ~ 'b' }}|{{ 3 - 1 if 0 else 2 or 4 }}|"
+           "{{ 1 or 0 and 0 }}",
+           NULL, "50|64|123|3|1|4|x|True|a2b|2|1");
+    expect_fail("{{ 1 ~ 2 + 3 }}", NULL, FACET_E_TEMPLATE, "TypeError");
+    expect_fail("{{ 1 + }}", NULL, FACET_E_PARSE, "line 1:8: unexpected");
+}
+
 static void test_raise_exception(void **state) {
     (void)state;
     expect_fail("x\n  {{- raise_exception('Conversation roles must alternate user/assistant') }}", NULL,
@@ -249,7 +261,7 @@ int main(void) {
         cmocka_unit_test(test_json_bridge),    cmocka_unit_test(test_limits),
         cmocka_unit_test(test_limits_chain_height),
         cmocka_unit_test(test_limits_output),  cmocka_unit_test(test_unsupported),
-        cmocka_unit_test(test_tables),
+        cmocka_unit_test(test_tables),         cmocka_unit_test(test_operator_precedence),
         cmocka_unit_test(test_raise_exception), cmocka_unit_test(test_strftime_epoch),
         cmocka_unit_test(test_parse_errors),
     };
