@@ -29,6 +29,8 @@ typedef enum facet_status {
     FACET_E_LIMIT = 10,           /* a resource bound was hit (depth, size, iterations) */
     FACET_E_NOT_FOUND = 11,       /* a required tensor, key or file entry is absent     */
     FACET_E_INTERNAL = 12,        /* a broken internal invariant (a bug in facet)       */
+    FACET_E_NUMERIC = 13,         /* a computation gave NaN or infinity (an overflowed
+                                     forward pass: non-finite logits)                  */
 } facet_status;
 
 /* Error detail filled by fallible calls. `message` is a NUL-terminated single line. */

@@ -14,20 +14,16 @@
 #include "cli/progress.h"
 #include "cli/run_opts.h"
 #include "facet_chat.h"
+#include "facet_generate.h"
 #include "model/facts.h"
 #include "util/fs.h"
+#include "util/str.h"
 #include "util/utf8.h"
 
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int is_eos(const facet_model_info *info, int32_t id) {
-    for (int i = 0; i < info->n_eos; i++)
-        if (info->eos_token_ids[i] == id) return 1;
-    return 0;
 }
 
 /* Read a UTF-8 text file (or standard input for "-") of option opt whole; prints the
@@ -117,8 +113,7 @@ static int prompt_ids(const run_opts *o, facet_tokenizer *tok, int32_t **ids, si
 /* Where generated text goes: stdout as it is final, or the --json "text". */
 typedef struct text_sink {
     int json;
-    char *buf;
-    size_t len, cap;
+    facet_str buf;
 } text_sink;
 
 static int sink_put(text_sink *t, const char *s, size_t n) {
@@ -128,16 +123,10 @@ static int sink_put(text_sink *t, const char *s, size_t n) {
         fflush(stdout);
         return 0;
     }
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = (t->len + n + 1) * 2;
-        char *b = realloc(t->buf, cap);
-        if (!b) return 1;
-        t->buf = b;
-        t->cap = cap;
+    if (facet_str_append(&t->buf, s, n)) {
+        fprintf(stderr, "facet: out of memory for the generated text (%zu bytes)\n", t->buf.len);
+        return 1;
     }
-    memcpy(t->buf + t->len, s, n);
-    t->len += n;
-    t->buf[t->len] = '\0';
     return 0;
 }
 
@@ -145,9 +134,8 @@ typedef struct run_state {
     const run_opts *o;
     facet_model_info info;
     facet_session *sess;
-    facet_sampler *sampler;
-    facet_detok_stream *stream;
-    facet_stop_matcher *stop;
+    facet_generator *gen;
+    int has_text;               /* the folder has a tokenizer: text, else ids        */
     FILE *dump;
     text_sink text;
     json_t *generated, *top;
@@ -166,37 +154,26 @@ static int dump_rows(run_state *rs, const float *logits, size_t rows) {
     return 0;
 }
 
-/* Record token `id` chosen from `logits`: JSON bookkeeping, then (with_text) its text
- * through the detokenizer and the stop matcher. *stopped is set when a stop string
- * matched. An end-of-sequence token is recorded without its text, as serve does. */
-static int emit(run_state *rs, const float *logits, int32_t id, int with_text, int *stopped) {
-    facet_error err = {0};
+/* Record the step's token chosen from `logits` (--json bookkeeping) and show its text.
+ * An end-of-sequence token is recorded without its text, as serve does. */
+static int emit(run_state *rs, const float *logits, const facet_gen_step *step) {
     const run_opts *o = rs->o;
     if (o->json) {
-        json_array_append_new(rs->generated, json_integer(id));
+        json_array_append_new(rs->generated, json_integer(step->token));
         if (o->top_logprobs > 0) {
             int32_t ids[64];
             double lp[64];
             int k = facet_top_logprobs(logits, rs->info.vocab_size, o->top_logprobs, ids, lp);
-            json_t *step = json_array();
-            for (int i = 0; i < k; i++) json_array_append_new(step, json_pack("[i,f]", ids[i], lp[i]));
-            json_array_append_new(rs->top, step);
+            json_t *top = json_array();
+            for (int i = 0; i < k; i++) json_array_append_new(top, json_pack("[i,f]", ids[i], lp[i]));
+            json_array_append_new(rs->top, top);
         }
     }
-    if (!rs->stream && with_text && !o->json) { /* no tokenizer: the id stands for the text */
-        printf(" %d", id);
+    if (!rs->has_text && !step->eos && !o->json) { /* no tokenizer: the id stands for the text */
+        printf(" %d", step->token);
         fflush(stdout);
     }
-    if (!rs->stream || !with_text) return 0;
-    const char *piece, *out;
-    size_t len, out_len;
-    int which = -1;
-    if (facet_detok_stream_push(rs->stream, id, &piece, &len, &err) != FACET_OK ||
-        facet_stop_matcher_push(rs->stop, piece, len, &out, &out_len, &which, &err) != FACET_OK)
-        return cli_fail(&err);
-    if (sink_put(&rs->text, out, out_len)) return 1;
-    *stopped = which >= 0;
-    return 0;
+    return sink_put(&rs->text, step->text, step->len);
 }
 
 /* Generate after the prompt; sets *finish. Returns 0 or an exit code. */
@@ -227,55 +204,22 @@ static int generate(run_state *rs, const char **finish, int *n_gen, double *t_pr
     if (dump_rows(rs, rs->logits, rows)) return 1;
     const float *last = rs->logits + (rows - 1) * V;
 
-    *finish = "length";
-    *n_gen = 0;
-    int n_ctx = facet_session_n_ctx(rs->sess), stopped = 0;
     double t1 = now_s();
-    while (*n_gen < o->max_new) {
-        int bad = facet_logits_nonfinite(last, (int)V);
-        if (bad >= 0) {
-            fprintf(stderr, "facet: run: the logits of generation step %d are not finite (id %d: "
-                            "%g): the forward pass overflowed%s\n", *n_gen, bad, last[bad],
-                    facet_session_kv_type(rs->sess) == FACET_KV_F16
-                        ? "; the f16 KV cache holds only values within +-65504 (--kv-cache bf16 "
-                          "or f32 keeps float32's range)"
-                        : "");
-            return 1;
-        }
-        int32_t next = facet_sampler_sample(rs->sampler, last);
-        facet_sampler_accept(rs->sampler, next);
-        (*n_gen)++;
-        int eos = !o->ignore_eos && is_eos(&rs->info, next);
-        if (emit(rs, last, next, !eos, &stopped)) return 1;
-        if (stopped || eos) {
-            *finish = "stop";
-            break;
-        }
-        /* the context counts the prompt and every generated token, as serve, transformers'
-         * max_length and vLLM's max_model_len do */
-        if (*n_gen >= o->max_new || rs->n_prompt + (size_t)*n_gen >= (size_t)n_ctx) break;
+    while (facet_generator_finish(rs->gen) == FACET_FINISH_NONE) {
+        facet_gen_step step;
+        if (facet_generator_step(rs->gen, last, &step, &err) != FACET_OK)
+            return err.status == FACET_E_NUMERIC ? cli_fail_at("run", &err) : cli_fail(&err);
+        if (emit(rs, last, &step)) return 1;
+        if (step.finish != FACET_FINISH_NONE) break;
         int32_t seq0 = 0;
-        if (facet_decode(rs->sess, 1, &seq0, &next, rs->logits, &err) != FACET_OK)
+        if (facet_decode(rs->sess, 1, &seq0, &step.token, rs->logits, &err) != FACET_OK)
             return cli_fail(&err);
         last = rs->logits;
         if (dump_rows(rs, rs->logits, 1)) return 1;
     }
     *t_decode = now_s() - t1;
-    if (rs->stream && !stopped) {
-        const char *piece, *out;
-        size_t len, out_len;
-        int which = -1;
-        if (facet_detok_stream_flush(rs->stream, &piece, &len, &err) != FACET_OK ||
-            facet_stop_matcher_push(rs->stop, piece, len, &out, &out_len, &which, &err) != FACET_OK)
-            return cli_fail(&err);
-        if (sink_put(&rs->text, out, out_len)) return 1;
-        if (which >= 0) {
-            *finish = "stop";
-        } else {
-            facet_stop_matcher_flush(rs->stop, &out, &out_len);
-            if (sink_put(&rs->text, out, out_len)) return 1;
-        }
-    }
+    *n_gen = facet_generator_n_generated(rs->gen);
+    *finish = facet_finish_reason_name(facet_generator_finish(rs->gen));
     return 0;
 }
 
@@ -308,7 +252,7 @@ static void print_json(run_state *rs, const char *finish, double t_load, double 
     for (size_t i = 0; i < rs->n_prompt; i++) json_array_append_new(pids, json_integer(rs->ids[i]));
     json_t *obj = json_pack("{s:o, s:O, s:s#, s:s, s:{s:f, s:f, s:f, s:f}}", "prompt_ids", pids,
                             "generated_ids", rs->generated, "text",
-                            rs->text.buf ? rs->text.buf : "", rs->text.len, "finish_reason", finish,
+                            facet_str_cstr(&rs->text.buf), rs->text.buf.len, "finish_reason", finish,
                             "timings", "load_s", t_load, "ttft_ms", ttft_ms, "prefill_tok_s",
                             prefill_tok_s, "decode_tok_s", decode_tok_s);
     if (rs->o->top_logprobs > 0) json_object_set(obj, "top_logprobs", rs->top);
@@ -378,10 +322,20 @@ int cmd_run(int argc, char **argv) {
     t_load = now_s() - t_load;
     facet_model_get_info(model, &rs.info);
     facet_session_options so = {1, n_ctx, o.kv_cache};
-    if (facet_session_create(model, &so, &rs.sess, &err) != FACET_OK ||
-        facet_sampler_create(&o.sampling, rs.info.vocab_size, &rs.sampler, &err) != FACET_OK ||
-        facet_sampler_accept_prompt(rs.sampler, rs.ids, rs.n_prompt, &err) != FACET_OK ||
-        facet_stop_matcher_create(o.stops, o.n_stops, &rs.stop, &err) != FACET_OK) {
+    if (facet_session_create(model, &so, &rs.sess, &err) != FACET_OK) {
+        rc = cli_fail(&err);
+        goto out;
+    }
+    tok = facet_model_tokenizer(model); /* the same one, now the model's */
+    rs.has_text = tok != NULL;
+    /* the generator primes its detokenizer with the prompt: its text is echoed when
+     * streaming, not part of --json's "text" */
+    facet_generator_options go = {
+        .sampling = &o.sampling, .n_vocab = rs.info.vocab_size, .tok = tok, .stops = o.stops,
+        .n_stops = o.n_stops, .eos_ids = rs.info.eos_token_ids,
+        .n_eos = o.ignore_eos ? 0 : rs.info.n_eos, .max_tokens = o.max_new, .n_ctx = n_ctx,
+        .kv_type = facet_session_kv_type(rs.sess)};
+    if (facet_generator_create(&go, rs.ids, rs.n_prompt, &rs.gen, &err) != FACET_OK) {
         rc = cli_fail(&err);
         goto out;
     }
@@ -394,30 +348,10 @@ int cmd_run(int argc, char **argv) {
         rc = 1;
         goto out;
     }
-    tok = facet_model_tokenizer(model); /* the same one, now the model's */
     if (tok) {
-        if (facet_detok_stream_create(tok, 1, &rs.stream, &err) != FACET_OK) {
-            rc = cli_fail(&err);
-            goto out;
-        }
-        /* the prompt's text: echoed when streaming, not part of --json's "text" */
-        for (size_t i = 0; i < rs.n_prompt; i++) {
-            const char *piece;
-            size_t len;
-            if (facet_detok_stream_push(rs.stream, rs.ids[i], &piece, &len, &err) != FACET_OK) {
-                rc = cli_fail(&err);
-                goto out;
-            }
-            if (!o.json && len) fwrite(piece, 1, len, stdout);
-        }
-        /* the prompt's held-back tail (echoed now); the pieces after it are the completion */
-        const char *piece;
         size_t len;
-        if (facet_detok_stream_mark(rs.stream, &piece, &len, &err) != FACET_OK) {
-            rc = cli_fail(&err);
-            goto out;
-        }
-        if (!o.json && len) fwrite(piece, 1, len, stdout);
+        const char *prompt_text = facet_generator_prompt_text(rs.gen, &len);
+        if (!o.json && len) fwrite(prompt_text, 1, len, stdout);
         if (!o.json) fflush(stdout);
     } else if (!o.json) { /* no text to show: the ids, prompt then generated, instead */
         fprintf(stderr, "facet: %s has no tokenizer.json: token ids are printed instead of text\n",
@@ -449,12 +383,10 @@ out:
         fprintf(stderr, "facet: --dump-logits: close failed\n");
         rc = 1;
     }
-    facet_detok_stream_free(rs.stream);
-    facet_stop_matcher_free(rs.stop);
-    facet_sampler_free(rs.sampler);
+    facet_generator_free(rs.gen);
     json_decref(rs.generated);
     json_decref(rs.top);
-    free(rs.text.buf);
+    facet_str_free(&rs.text.buf);
     free(rs.logits);
     free(rs.ids);
     facet_session_free(rs.sess);

@@ -57,11 +57,11 @@ static enum MHD_Result respond_whole(srv_server *s, struct MHD_Connection *c, sr
     /* done: the engine no longer touches the job */
     oai_error e;
     for (int i = 0; i < j->n_choices; i++) {
-        if (j->choices[i].finish == SRV_FINISH_ERROR) {
+        if (j->choices[i].out.finish == SRV_FINISH_ERROR) {
             oai_fail(&e, 500, "server_error", NULL, NULL, "generation failed: %s", j->error);
             return srv_respond_error(s, c, &e);
         }
-        if (j->choices[i].finish == SRV_FINISH_CANCEL) {
+        if (j->choices[i].out.finish == SRV_FINISH_CANCEL) {
             /* a client gone is counted as cancelled, as a stream's is, not as failed */
             if (gone) {
                 oai_fail(&e, 503, "server_error", NULL, "cancelled",
@@ -83,12 +83,12 @@ static enum MHD_Result respond_whole(srv_server *s, struct MHD_Connection *c, sr
         return srv_respond_error(s, c, &e);
     }
     for (int i = 0; i < j->n_choices; i++) {
-        const srv_choice *ch = &j->choices[i];
+        const srv_output *ch = &j->choices[i].out;
         finish[i] = oai_finish_name(ch->finish);
         if (m->kind == OAI_CHAT)
             messages[i] = srv_chat_build_message(s->toolcall_format, r->tools_active,
-                                                 r->tool_prefix, ch->text, ch->len,
-                                                 &finish[i]);
+                                                 r->tool_prefix, facet_str_cstr(&ch->text),
+                                                 ch->text.len, &finish[i]);
     }
     json_t *resp = oai_response(m, j, messages, finish);
     free(messages);
@@ -98,6 +98,14 @@ static enum MHD_Result respond_whole(srv_server *s, struct MHD_Connection *c, sr
 
 /* ----------------------------------------------------------- streaming ---- */
 
+/* What a stream has copied of one choice and sent of it. */
+typedef struct stream_choice {
+    srv_output out;             /* the choice's outputs as of the last copy             */
+    int ids_sent;
+    size_t text_sent, text_offset;
+    int fin_sent, role_sent;
+} stream_choice;
+
 typedef struct stream_ctx {
     srv_server *s;
     srv_job *job;
@@ -106,14 +114,13 @@ typedef struct stream_ctx {
     char id[64];
     char model[256];
     int include_usage;
-    int *ids_sent;
-    size_t *text_sent, *text_offset;
-    uint8_t *fin_sent, *role_sent;
+    stream_choice *ch;          /* [job->n_choices]                                     */
+    int done;                   /* the job was done at the last copy                    */
+    char error[512];            /* the job's error at the last copy                      */
     unsigned long seen;
-    char *buf;
-    size_t len, off, cap;
+    facet_str buf;              /* SSE bytes produced, sent from `off`                   */
+    size_t off;
     int finished;
-    int oom;
     int hold;        /* chat with tools: content sent whole at the end (tool calls)      */
     facet_toolcall_format fmt;
     char prefix[512];/* the assistant turn's opening (tool_choice required / named)      */
@@ -123,112 +130,94 @@ static void sse_append(stream_ctx *x, json_t *v) {
     char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
     json_decref(v);
     if (!s) {
-        x->oom = 1;
+        x->buf.failed = FACET_STR_NOMEM;
         return;
     }
-    size_t n = strlen(s) + 8;
-    if (x->len + n + 1 > x->cap) {
-        size_t cap = x->cap ? x->cap * 2 : 1024;
-        while (cap < x->len + n + 1) cap *= 2;
-        char *p = realloc(x->buf, cap);
-        if (!p) {
-            free(s);
-            x->oom = 1;
-            return;
-        }
-        x->buf = p;
-        x->cap = cap;
-    }
-    x->len += (size_t)snprintf(x->buf + x->len, x->cap - x->len, "data: %s\n\n", s);
+    facet_str_appendf(&x->buf, "data: %s\n\n", s);
     free(s);
 }
 
-static void sse_raw(stream_ctx *x, const char *s) {
-    size_t n = strlen(s);
-    if (x->len + n + 1 > x->cap) {
-        size_t cap = x->cap ? x->cap * 2 : 1024;
-        while (cap < x->len + n + 1) cap *= 2;
-        char *p = realloc(x->buf, cap);
-        if (!p) {
-            x->oom = 1;
-            return;
-        }
-        x->buf = p;
-        x->cap = cap;
-    }
-    memcpy(x->buf + x->len, s, n + 1);
-    x->len += n;
+/* Copy the job's new outputs (scheduler lock held: only copies, no JSON). Returns 0,
+ * or -1 out of memory. */
+static int stream_copy(stream_ctx *x) {
+    srv_job *j = x->job;
+    for (int i = 0; i < j->n_choices; i++)
+        if (!x->ch[i].fin_sent && srv_output_sync(&x->ch[i].out, &j->choices[i].out)) return -1;
+    x->done = j->done;
+    snprintf(x->error, sizeof x->error, "%s", j->error);
+    return 0;
 }
 
-/* Turn the job's new state into SSE events (called with the scheduler lock held). */
+/* Turn the copied state into SSE events (without the scheduler lock). */
 static void stream_produce(stream_ctx *x) {
-    srv_job *j = x->job;
+    srv_job *j = x->job; /* only its immutable request fields are read here */
     const oai_meta *m = &x->meta;
     for (int i = 0; i < j->n_choices; i++) {
-        srv_choice *c = &j->choices[i];
-        if (x->fin_sent[i]) continue;
-        if (m->kind == OAI_CHAT && !x->role_sent[i]) {
+        stream_choice *sc = &x->ch[i];
+        const srv_output *c = &sc->out;
+        if (sc->fin_sent) continue;
+        if (m->kind == OAI_CHAT && !sc->role_sent) {
             sse_append(x, oai_chunk(m, i, NULL, 0,
                                     json_pack("{s:s,s:s}", "role", "assistant", "content", ""),
                                     NULL, NULL));
-            x->role_sent[i] = 1;
+            sc->role_sent = 1;
         }
         if (c->finish == SRV_FINISH_ERROR || c->finish == SRV_FINISH_CANCEL) {
             oai_error e;
             if (c->finish == SRV_FINISH_ERROR)
-                oai_fail(&e, 500, "server_error", NULL, NULL, "generation failed: %s", j->error);
+                oai_fail(&e, 500, "server_error", NULL, NULL, "generation failed: %s", x->error);
             else
                 oai_fail(&e, 503, "server_error", NULL, "cancelled",
                          "the request was cancelled (server shutting down)");
             char *body = oai_error_json(&e);
             if (body) {
-                sse_raw(x, "data: ");
-                sse_raw(x, body);
-                sse_raw(x, "\n\n");
+                facet_str_appendf(&x->buf, "data: %s\n\n", body);
                 free(body);
             }
-            x->fin_sent[i] = 1;
+            sc->fin_sent = 1;
             continue;
         }
-        size_t new_text = c->len - x->text_sent[i];
+        int n_ids = (int)c->ids.len;
+        const char *text = facet_str_cstr(&c->text);
+        size_t new_text = c->text.len - sc->text_sent;
         /* chat with tools: the text may be a tool call, sent whole at the end */
         int hold = x->hold;
         if (new_text > 0 && !hold) {
-            json_t *lp = oai_logprobs(m, c, x->ids_sent[i], c->n_ids, j->prompt[j->n_prompt - 1],
-                                           &x->text_offset[i]);
-            const char *t = c->text + x->text_sent[i];
+            json_t *lp = oai_logprobs(m, c, sc->ids_sent, n_ids, j->prompt[j->n_prompt - 1],
+                                      &sc->text_offset);
+            const char *t = text + sc->text_sent;
             json_t *delta = m->kind == OAI_CHAT
                                 ? json_pack("{s:s%}", "content", t, new_text)
                                 : NULL;
             sse_append(x, oai_chunk(m, i, t, new_text, delta, lp, NULL));
-            x->text_sent[i] = c->len;
-            x->ids_sent[i] = c->n_ids;
+            sc->text_sent = c->text.len;
+            sc->ids_sent = n_ids;
         }
         if (c->finish != SRV_RUNNING) {
             const char *fin = oai_finish_name(c->finish);
             json_t *delta = NULL;
             if (m->kind == OAI_CHAT && hold)
-                delta = srv_chat_build_delta(x->fmt, 1, x->prefix, c->text, c->len, &fin);
-            json_t *lp = x->ids_sent[i] < c->n_ids
-                             ? oai_logprobs(m, c, x->ids_sent[i], c->n_ids, j->prompt[j->n_prompt - 1],
-                                           &x->text_offset[i])
+                delta = srv_chat_build_delta(x->fmt, 1, x->prefix, text, c->text.len, &fin);
+            json_t *lp = sc->ids_sent < n_ids
+                             ? oai_logprobs(m, c, sc->ids_sent, n_ids,
+                                            j->prompt[j->n_prompt - 1], &sc->text_offset)
                              : NULL;
             sse_append(x, oai_chunk(m, i, "", 0, delta, lp, fin));
-            x->ids_sent[i] = c->n_ids;
-            x->fin_sent[i] = 1;
+            sc->ids_sent = n_ids;
+            sc->fin_sent = 1;
         }
     }
-    if (j->done) {
+    if (x->done) {
         if (x->include_usage) {
             int completion = 0;
-            for (int i = 0; i < j->n_choices; i++) completion += j->choices[i].n_ids;
+            for (int i = 0; i < j->n_choices; i++) completion += (int)x->ch[i].out.ids.len;
             sse_append(x, json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", m->id, "object",
                                     m->kind == OAI_CHAT ? "chat.completion.chunk"
                                                         : "text_completion",
                                     "created", (json_int_t)m->created, "model", m->model,
                                     "choices", "usage", oai_usage(j->n_prompt, completion)));
         }
-        sse_raw(x, "data: [DONE]\n\n");
+        facet_str_appendz(&x->buf, "data: [DONE]\n\n");
         x->finished = 1;
     }
 }
@@ -236,22 +225,25 @@ static void stream_produce(stream_ctx *x) {
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream_ctx *x = cls;
-    while (x->off == x->len) {
+    while (x->off == x->buf.len) {
+        if (x->buf.failed) return MHD_CONTENT_READER_END_WITH_ERROR;
         if (x->finished) return MHD_CONTENT_READER_END_OF_STREAM;
-        if (x->oom) return MHD_CONTENT_READER_END_WITH_ERROR;
-        x->off = x->len = 0;
+        x->off = 0;
+        facet_str_truncate(&x->buf, 0);
         srv_sched_lock(x->s->sched);
         x->seen = srv_job_wait(x->s->sched, x->job, x->seen, 100);
-        stream_produce(x);
+        int copied = stream_copy(x) == 0;
         srv_sched_unlock(x->s->sched);
-        if (x->len == 0 && srv_client_gone(x->conn)) {
+        if (!copied) return MHD_CONTENT_READER_END_WITH_ERROR;
+        stream_produce(x);
+        if (x->buf.len == 0 && srv_client_gone(x->conn)) {
             srv_sched_cancel(x->s->sched, x->job);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
     }
-    size_t n = x->len - x->off;
+    size_t n = x->buf.len - x->off;
     if (n > max) n = max;
-    memcpy(buf, x->buf + x->off, n);
+    memcpy(buf, x->buf.data + x->off, n);
     x->off += n;
     return (ssize_t)n;
 }
@@ -260,13 +252,10 @@ static void stream_free(void *cls) {
     stream_ctx *x = cls;
     __atomic_sub_fetch(&x->s->live_streams, 1, __ATOMIC_SEQ_CST);
     srv_sched_cancel(x->s->sched, x->job); /* no-op when done */
+    for (int i = 0; i < x->job->n_choices; i++) srv_output_free(&x->ch[i].out);
     srv_job_release(x->s->sched, x->job);
-    free(x->ids_sent);
-    free(x->text_sent);
-    free(x->text_offset);
-    free(x->fin_sent);
-    free(x->role_sent);
-    free(x->buf);
+    free(x->ch);
+    facet_str_free(&x->buf);
     free(x);
 }
 
@@ -274,23 +263,9 @@ static enum MHD_Result respond_stream(srv_server *s, struct MHD_Connection *c, s
                                       const oai_meta *m, const oai_request *r) {
     stream_ctx *x = calloc(1, sizeof *x);
     size_t n = j->n_choices > 0 ? (size_t)j->n_choices : 1;
-    if (x) {
-        x->ids_sent = calloc(n, sizeof *x->ids_sent);
-        x->text_sent = calloc(n, sizeof *x->text_sent);
-        x->text_offset = calloc(n, sizeof *x->text_offset);
-        x->fin_sent = calloc(n, 1);
-        x->role_sent = calloc(n, 1);
-    }
-    if (!x || !x->ids_sent || !x->text_sent || !x->text_offset || !x->fin_sent ||
-        !x->role_sent) {
-        if (x) {
-            free(x->ids_sent);
-            free(x->text_sent);
-            free(x->text_offset);
-            free(x->fin_sent);
-            free(x->role_sent);
-            free(x);
-        }
+    if (x) x->ch = calloc(n, sizeof *x->ch);
+    if (!x || !x->ch) {
+        free(x);
         srv_sched_cancel(s->sched, j);
         srv_job_release(s->sched, j);
         oai_error e;

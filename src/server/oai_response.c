@@ -32,10 +32,10 @@ static json_t *text_json(const char *text, size_t len, json_t **bytes) {
 }
 
 /* The text chosen token i added to the detokenized stream. */
-static json_t *chosen_text(const srv_choice *c, int i, json_t **bytes) {
-    size_t a = i > 0 ? c->raw_end[i - 1] : 0, b = c->raw_end[i];
+static json_t *chosen_text(const srv_output *o, int i, json_t **bytes) {
+    size_t a = i > 0 ? o->raw_end.data[i - 1] : 0, b = o->raw_end.data[i];
     if (b < a) b = a;
-    return text_json(c->raw + a, b - a, bytes);
+    return text_json(facet_str_cstr(&o->raw) + a, b - a, bytes);
 }
 
 /* The text token `alt` would add after token `prev`: decode([prev, alt]) minus
@@ -61,7 +61,7 @@ static json_t *alt_text(const facet_tokenizer *tok, int32_t prev, int32_t alt, j
     return r;
 }
 
-json_t *oai_logprobs(const oai_meta *m, const srv_choice *c, int from, int to,
+json_t *oai_logprobs(const oai_meta *m, const srv_output *c, int from, int to,
                      int32_t prompt_last, size_t *text_offset) {
     if (!m->logprobs) return NULL;
     if (m->kind == OAI_CHAT) {
@@ -69,20 +69,20 @@ json_t *oai_logprobs(const oai_meta *m, const srv_choice *c, int from, int to,
         for (int i = from; i < to; i++) {
             json_t *bytes;
             json_t *tokstr = chosen_text(c, i, &bytes);
-            int32_t prev = i > 0 ? c->ids[i - 1] : prompt_last;
+            int32_t prev = i > 0 ? c->ids.data[i - 1] : prompt_last;
             json_t *tops = json_array();
             for (int k = 0; k < m->top_n; k++) {
-                int32_t tid = c->top_ids[(size_t)i * m->top_n + k];
+                int32_t tid = c->top_ids.data[(size_t)i * m->top_n + k];
                 if (tid < 0) continue;
                 json_t *tb;
                 json_t *ts = alt_text(m->tok, prev, tid, &tb);
                 json_array_append_new(tops, json_pack("{s:o,s:f,s:o}", "token", ts, "logprob",
-                                                      c->top_lp[(size_t)i * m->top_n + k],
+                                                      c->top_lp.data[(size_t)i * m->top_n + k],
                                                       "bytes", tb));
             }
             json_array_append_new(content,
                                   json_pack("{s:o,s:f,s:o,s:o}", "token", tokstr, "logprob",
-                                            c->logprob[i], "bytes", bytes, "top_logprobs",
+                                            c->logprob.data[i], "bytes", bytes, "top_logprobs",
                                             tops));
         }
         return json_pack("{s:o}", "content", content);
@@ -91,18 +91,18 @@ json_t *oai_logprobs(const oai_meta *m, const srv_choice *c, int from, int to,
            *offs = json_array();
     for (int i = from; i < to; i++) {
         json_t *ts = chosen_text(c, i, NULL);
-        int32_t prev = i > 0 ? c->ids[i - 1] : prompt_last;
+        int32_t prev = i > 0 ? c->ids.data[i - 1] : prompt_last;
         size_t tlen = json_string_length(ts);
         json_array_append_new(tokens, ts);
-        json_array_append_new(lps, json_real(c->logprob[i]));
+        json_array_append_new(lps, json_real(c->logprob.data[i]));
         json_t *top = json_object();
         for (int k = 0; k < m->top_n; k++) {
-            int32_t tid = c->top_ids[(size_t)i * m->top_n + k];
+            int32_t tid = c->top_ids.data[(size_t)i * m->top_n + k];
             if (tid < 0) continue;
             json_t *s = alt_text(m->tok, prev, tid, NULL);
             if (!json_object_get(top, json_string_value(s)))
                 json_object_set_new(top, json_string_value(s),
-                                    json_real(c->top_lp[(size_t)i * m->top_n + k]));
+                                    json_real(c->top_lp.data[(size_t)i * m->top_n + k]));
             json_decref(s);
         }
         json_array_append_new(tops, top);
@@ -118,10 +118,10 @@ json_t *oai_response(const oai_meta *m, const srv_job *j, json_t **messages,
     json_t *choices = json_array();
     int completion = 0;
     for (int i = 0; i < j->n_choices; i++) {
-        const srv_choice *c = &j->choices[i];
-        completion += c->n_ids;
+        const srv_output *c = &j->choices[i].out;
+        completion += (int)c->ids.len;
         size_t off = 0;
-        json_t *lp = oai_logprobs(m, c, 0, c->n_ids, j->prompt[j->n_prompt - 1], &off);
+        json_t *lp = oai_logprobs(m, c, 0, (int)c->ids.len, j->prompt[j->n_prompt - 1], &off);
         if (!lp) lp = json_null();
         json_t *ch;
         if (m->kind == OAI_CHAT)
@@ -129,7 +129,7 @@ json_t *oai_response(const oai_meta *m, const srv_job *j, json_t **messages,
                            lp, "finish_reason", finish[i]);
         else
             ch = json_pack("{s:i,s:o,s:o,s:s}", "index", i, "text",
-                           json_stringn(c->text, c->len), "logprobs", lp, "finish_reason",
+                           json_stringn(facet_str_cstr(&c->text), c->text.len), "logprobs", lp, "finish_reason",
                            finish[i]);
         json_array_append_new(choices, ch);
     }

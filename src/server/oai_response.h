@@ -29,11 +29,11 @@ const char *oai_finish_name(srv_finish f);
 /* {"prompt_tokens", "completion_tokens", "total_tokens"}. */
 json_t *oai_usage(int prompt_tokens, int completion_tokens);
 
-/* logprobs object for tokens [from, to) of choice c (prompt_last: the prompt's last id,
+/* logprobs object for tokens [from, to) of a choice's outputs c (prompt_last: the prompt's last id,
  * the context of the first token's alternatives); *text_offset (completions only)
  * advances by each token's text length. NULL when not requested. Token strings are
  * the text each token adds to the detokenized stream. */
-json_t *oai_logprobs(const oai_meta *m, const srv_choice *c, int from, int to,
+json_t *oai_logprobs(const oai_meta *m, const srv_output *c, int from, int to,
                      int32_t prompt_last, size_t *text_offset);
 
 /* The whole non-streaming response of a finished job; `message` (chat) is the assistant

@@ -9,6 +9,19 @@
 
 #include "util/error.h"
 
+/* One row of logits' results, computed by the engine thread without the lock and then
+ * appended to its choice under it. */
+typedef struct step_row {
+    srv_choice *c;
+    srv_job *j;
+    facet_status st;            /* of the generator step                                */
+    facet_error err;
+    facet_gen_step g;           /* the generator's pointers stay valid until its next step */
+    double lp;                  /* log-probability of the chosen id (logprobs asked)    */
+    int32_t tids[64];           /* top alternatives (top_n of them)                     */
+    double tlp[64];
+} step_row;
+
 struct srv_sched {
     pthread_mutex_t mu;
     pthread_cond_t work;        /* signalled on submit, cancel and stop                */
@@ -19,6 +32,7 @@ struct srv_sched {
     srv_metrics *m;
     int n_vocab, n_ctx, n_eos;
     int32_t eos[16];
+    facet_kv_type kv_type;
     srv_job *queue, *queue_tail; /* [mu] FIFO of waiting jobs                          */
     int n_queue;
     srv_job *running;           /* [mu] admitted jobs                                   */
@@ -33,6 +47,7 @@ struct srv_sched {
     srv_choice **b_choice;      /* entry -> choice that wants its logits (or NULL)     */
     srv_job **b_job;
     float *logits;              /* [max_batch][n_vocab]                                */
+    step_row *rows;             /* [max_batch] one per row of logits                   */
 };
 
 double srv_now(void) {
@@ -48,17 +63,8 @@ void srv_sched_unlock(srv_sched *s) { pthread_mutex_unlock(&s->mu); }
 
 static void job_free(srv_job *j) {
     for (int i = 0; i < j->n_choices; i++) {
-        srv_choice *c = &j->choices[i];
-        facet_sampler_free(c->sampler);
-        facet_detok_stream_free(c->detok);
-        facet_stop_matcher_free(c->stop);
-        free(c->ids);
-        free(c->logprob);
-        free(c->top_ids);
-        free(c->top_lp);
-        free(c->text);
-        free(c->raw);
-        free(c->raw_end);
+        facet_generator_free(j->choices[i].gen);
+        srv_output_free(&j->choices[i].out);
     }
     free(j->choices);
     free(j->prompt);
@@ -112,27 +118,15 @@ facet_status srv_job_create(srv_sched *s, const int32_t *prompt, int n_prompt, i
         c->slot = -1;
         facet_sampler_params p = j->sampling;
         p.seed = sampling->seed + (uint64_t)i;
-        st = facet_sampler_create(&p, s->n_vocab, &c->sampler, err);
-        if (st == FACET_OK) st = facet_sampler_accept_prompt(c->sampler, prompt, (size_t)n_prompt, err);
-        if (st == FACET_OK) st = facet_detok_stream_create(s->tok, 1, &c->detok, err);
-        /* the stream starts after the prompt, so the first token's text is decoded in
-         * context (a leading space stays, as in decode(prompt + out) - decode(prompt)) */
-        const char *piece;
-        size_t plen;
-        for (int k = 0; k < n_prompt && st == FACET_OK; k++)
-            st = facet_detok_stream_push(c->detok, prompt[k], &piece, &plen, err);
-        /* what the prompt's text holds back is not the completion's */
-        if (st == FACET_OK) st = facet_detok_stream_mark(c->detok, &piece, &plen, err);
-        if (st == FACET_OK)
-            st = facet_stop_matcher_create((const char *const *)j->stops, n_stops, &c->stop, err);
-        c->cap = 64;
-        c->text = malloc(c->cap);
-        if (st == FACET_OK && !c->text) st = facet_err(err, FACET_E_NOMEM, "choice text");
-        if (c->text) c->text[0] = '\0';
-        c->raw_cap = 64;
-        c->raw = malloc(c->raw_cap);
-        if (st == FACET_OK && !c->raw) st = facet_err(err, FACET_E_NOMEM, "choice text");
-        if (c->raw) c->raw[0] = '\0';
+        /* the generator's stream starts after the prompt, so the first token's text is
+         * decoded in context (a leading space stays, as in decode(prompt + out) -
+         * decode(prompt)) */
+        facet_generator_options go = {
+            .sampling = &p, .n_vocab = s->n_vocab, .tok = s->tok,
+            .stops = (const char *const *)j->stops, .n_stops = n_stops, .eos_ids = s->eos,
+            .n_eos = s->n_eos, .max_tokens = max_tokens, .n_ctx = s->n_ctx,
+            .kv_type = s->kv_type};
+        st = facet_generator_create(&go, prompt, (size_t)n_prompt, &c->gen, err);
     }
     if (st != FACET_OK) {
         job_free(j);
@@ -231,79 +225,73 @@ static void bump(srv_job *j) {
     pthread_cond_broadcast(&j->cond);
 }
 
-static int grow_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n) {
-    if (*len + n + 1 > *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        while (c < *len + n + 1) c *= 2;
-        char *q = realloc(*buf, c);
-        if (!q) return 0;
-        *buf = q;
-        *cap = c;
-    }
-    if (n) memcpy(*buf + *len, p, n);
-    *len += n;
-    (*buf)[*len] = '\0';
-    return 1;
+void srv_output_free(srv_output *o) {
+    facet_vec_free(&o->ids);
+    facet_vec_free(&o->logprob);
+    facet_vec_free(&o->top_ids);
+    facet_vec_free(&o->top_lp);
+    facet_vec_free(&o->raw_end);
+    facet_str_free(&o->raw);
+    facet_str_free(&o->text);
+    o->finish = SRV_RUNNING;
 }
 
-static int append_text(srv_choice *c, const char *p, size_t n) {
-    return n == 0 || grow_append(&c->text, &c->len, &c->cap, p, n);
+/* Make vector dst (a vec.h vector) as long as src, copying src's elements past dst's
+ * length: 0, or -1 out of memory (dst unchanged). */
+#define VEC_TAIL(dst, src) vec_tail_(&(dst).data, &(dst).len, &(dst).cap, (src).data, (src).len, \
+                                     sizeof *(dst).data)
+static int vec_tail_(void *dst_data, size_t *dst_len, size_t *dst_cap, const void *src,
+                     size_t src_len, size_t elt) {
+    if (src_len <= *dst_len) return 0;
+    if (facet_vec_grow_(dst_data, dst_cap, src_len, elt)) return -1;
+    char *d;
+    memcpy(&d, dst_data, sizeof d);
+    memcpy(d + *dst_len * elt, (const char *)src + *dst_len * elt, (src_len - *dst_len) * elt);
+    *dst_len = src_len;
+    return 0;
 }
 
-static int append_token(srv_choice *c, int top_n, int32_t id, double lp, const int32_t *tids,
-                        const double *tlp) {
-    if (c->n_ids == c->cap_ids) {
-        int cap = c->cap_ids ? c->cap_ids * 2 : 32;
-        int32_t *ids = realloc(c->ids, (size_t)cap * sizeof *ids);
-        if (ids) c->ids = ids;
-        double *l = realloc(c->logprob, (size_t)cap * sizeof *l);
-        if (l) c->logprob = l;
-        size_t *re = realloc(c->raw_end, (size_t)cap * sizeof *re);
-        if (re) c->raw_end = re;
-        if (!ids || !l || !re) return 0;
-        if (top_n > 0) {
-            int32_t *ti = realloc(c->top_ids, (size_t)cap * (size_t)top_n * sizeof *ti);
-            if (ti) c->top_ids = ti;
-            double *tl = realloc(c->top_lp, (size_t)cap * (size_t)top_n * sizeof *tl);
-            if (tl) c->top_lp = tl;
-            if (!ti || !tl) return 0;
-        }
-        c->cap_ids = cap;
-    }
-    c->ids[c->n_ids] = id;
-    c->logprob[c->n_ids] = lp;
-    c->raw_end[c->n_ids] = c->raw_len;
-    if (top_n > 0) {
-        memcpy(c->top_ids + (size_t)c->n_ids * top_n, tids, (size_t)top_n * sizeof *tids);
-        memcpy(c->top_lp + (size_t)c->n_ids * top_n, tlp, (size_t)top_n * sizeof *tlp);
-    }
-    c->n_ids++;
-    return 1;
+int srv_output_sync(srv_output *d, const srv_output *s) {
+    if (VEC_TAIL(d->ids, s->ids) || VEC_TAIL(d->logprob, s->logprob) ||
+        VEC_TAIL(d->top_ids, s->top_ids) || VEC_TAIL(d->top_lp, s->top_lp) ||
+        VEC_TAIL(d->raw_end, s->raw_end))
+        return -1;
+    if (s->raw.len > d->raw.len &&
+        facet_str_append(&d->raw, s->raw.data + d->raw.len, s->raw.len - d->raw.len))
+        return -1;
+    if (s->text.len > d->text.len &&
+        facet_str_append(&d->text, s->text.data + d->text.len, s->text.len - d->text.len))
+        return -1;
+    d->finish = s->finish;
+    return 0;
 }
 
-/* Finish a choice: flush held text (unless a stop string ended it). */
+/* Append one step's results to the choice's outputs (lock held). Returns 0, or -1 out
+ * of memory (the outputs keep their earlier tokens). */
+static int record(srv_choice *c, int top_n, const step_row *r) {
+    srv_output *o = &c->out;
+    size_t n = o->ids.len;
+    if (facet_vec_reserve(&o->ids, n + 1) || facet_vec_reserve(&o->logprob, n + 1) ||
+        facet_vec_reserve(&o->raw_end, n + 1) ||
+        facet_vec_reserve(&o->top_ids, (n + 1) * (size_t)top_n) ||
+        facet_vec_reserve(&o->top_lp, (n + 1) * (size_t)top_n) ||
+        facet_str_append(&o->raw, r->g.raw, r->g.raw_len) ||
+        facet_str_append(&o->text, r->g.text, r->g.len) || facet_str_reserve(&o->text, 0))
+        return -1;
+    for (int k = 0; k < top_n; k++) {
+        o->top_ids.data[o->top_ids.len++] = r->tids[k];
+        o->top_lp.data[o->top_lp.len++] = r->tlp[k];
+    }
+    o->logprob.data[n] = r->lp;
+    o->raw_end.data[n] = o->raw.len;
+    o->ids.data[n] = r->g.token;
+    o->ids.len = o->logprob.len = o->raw_end.len = n + 1;
+    return 0;
+}
+
+/* End a choice that the generator did not end: cancelled, or failed (lock held). */
 static void finish_choice(srv_choice *c, srv_finish f) {
-    if (c->finish != SRV_RUNNING) return;
-    if (f == SRV_FINISH_LENGTH || f == SRV_FINISH_STOP) {
-        const char *piece;
-        size_t len;
-        facet_error e;
-        if (facet_detok_stream_flush(c->detok, &piece, &len, &e) == FACET_OK && len > 0) {
-            if (grow_append(&c->raw, &c->raw_len, &c->raw_cap, piece, len) && c->n_ids > 0)
-                c->raw_end[c->n_ids - 1] = c->raw_len;
-            const char *out;
-            size_t olen;
-            int stopped;
-            if (facet_stop_matcher_push(c->stop, piece, len, &out, &olen, &stopped, &e) ==
-                FACET_OK)
-                append_text(c, out, olen);
-        }
-        const char *out;
-        size_t olen;
-        facet_stop_matcher_flush(c->stop, &out, &olen);
-        append_text(c, out, olen);
-    }
-    c->finish = f;
+    if (c->out.finish == SRV_RUNNING) c->out.finish = f;
 }
 
 /* Release the slots and KV reservation of a job whose choices all finished; remove it
@@ -311,7 +299,7 @@ static void finish_choice(srv_choice *c, srv_finish f) {
 static void retire(srv_sched *s, srv_job *j) {
     for (int i = 0; i < j->n_choices; i++) {
         srv_choice *c = &j->choices[i];
-        if (c->finish == SRV_RUNNING) c->finish = SRV_FINISH_CANCEL;
+        if (c->out.finish == SRV_RUNNING) c->out.finish = SRV_FINISH_CANCEL;
         if (c->slot >= 0) {
             /* freed, not kept: resident KV memory follows the budget's live reservations
              * rather than the longest request each slot ever served */
@@ -339,7 +327,7 @@ static void retire(srv_sched *s, srv_job *j) {
 
 static int job_all_finished(const srv_job *j) {
     for (int i = 0; i < j->n_choices; i++)
-        if (j->choices[i].finish == SRV_RUNNING) return 0;
+        if (j->choices[i].out.finish == SRV_RUNNING) return 0;
     return 1;
 }
 
@@ -354,7 +342,7 @@ static void admit(srv_sched *s) {
             if (s->queue_tail == j) s->queue_tail = prev;
             s->n_queue--;
             j->queued = 0;
-            for (int i = 0; i < j->n_choices; i++) j->choices[i].finish = SRV_FINISH_CANCEL;
+            for (int i = 0; i < j->n_choices; i++) j->choices[i].out.finish = SRV_FINISH_CANCEL;
             j->done = 1;
             bump(j);
             job_unref_locked(j);
@@ -400,7 +388,7 @@ static int build_batch(srv_sched *s, int *n_decode_out) {
     for (srv_job *j = s->running; j; j = j->next)
         for (int i = 0; i < j->n_choices; i++) {
             srv_choice *c = &j->choices[i];
-            if (c->finish != SRV_RUNNING || c->n_prefilled < j->n_prompt) continue;
+            if (c->out.finish != SRV_RUNNING || c->n_prefilled < j->n_prompt) continue;
             s->b_tok[n] = c->last;
             s->b_seq[n] = c->slot;
             s->b_want[n] = 1;
@@ -414,7 +402,7 @@ static int build_batch(srv_sched *s, int *n_decode_out) {
     for (srv_job *j = s->running; j && budget > 0; j = j->next)
         for (int i = 0; i < j->n_choices && budget > 0; i++) {
             srv_choice *c = &j->choices[i];
-            if (c->finish != SRV_RUNNING || c->n_prefilled >= j->n_prompt) continue;
+            if (c->out.finish != SRV_RUNNING || c->n_prefilled >= j->n_prompt) continue;
             int take = j->n_prompt - c->n_prefilled;
             if (take > budget) take = budget;
             for (int k = 0; k < take; k++) {
@@ -433,26 +421,35 @@ static int build_batch(srv_sched *s, int *n_decode_out) {
     return n;
 }
 
-static int is_eos(const srv_sched *s, int32_t id) {
-    for (int i = 0; i < s->n_eos; i++)
-        if (s->eos[i] == id) return 1;
-    return 0;
+/* Step choice c's generator with its logits row and compute the log-probabilities the
+ * request asks for (engine thread, without the lock: the generator and the row are the
+ * engine's alone). */
+static void step_choice(srv_sched *s, step_row *r, const float *row) {
+    const srv_job *j = r->j;
+    r->st = facet_generator_step(r->c->gen, row, &r->g, &r->err);
+    if (r->st != FACET_OK) return;
+    r->lp = 0;
+    if (j->want_logprobs) {
+        r->lp = facet_logprob_of(row, s->n_vocab, r->g.token);
+        if (j->top_n > 0) {
+            int got = facet_top_logprobs(row, s->n_vocab, j->top_n, r->tids, r->tlp);
+            for (int k = got; k < j->top_n; k++) {
+                r->tids[k] = -1;
+                r->tlp[k] = 0;
+            }
+        }
+    }
 }
 
-/* Sample the next token of choice c from its logits row. */
-static void advance(srv_sched *s, srv_job *j, srv_choice *c, const float *row, double now) {
-    int bad = facet_logits_nonfinite(row, s->n_vocab);
-    if (bad >= 0) { /* an overflowed forward pass: nothing meaningful to sample */
-        snprintf(j->error, sizeof j->error,
-                 "the logits are not finite (id %d: %g) after %d generated tokens: the forward "
-                 "pass overflowed%s", bad, row[bad], c->n_ids,
-                 facet_session_kv_type(s->session) == FACET_KV_F16
-                     ? "; the f16 KV cache holds only values within +-65504" : "");
+/* Append a stepped row's results to its choice (lock held). */
+static void publish(srv_sched *s, step_row *r, double now) {
+    srv_job *j = r->j;
+    srv_choice *c = r->c;
+    if (r->st != FACET_OK) {
+        snprintf(j->error, sizeof j->error, "%.500s", r->err.message);
         finish_choice(c, SRV_FINISH_ERROR);
         return;
     }
-    int32_t tok = facet_sampler_sample(c->sampler, row);
-    facet_sampler_accept(c->sampler, tok);
     if (j->t_first == 0) {
         j->t_first = now;
         pthread_mutex_lock(&s->m->mu);
@@ -464,20 +461,7 @@ static void advance(srv_sched *s, srv_job *j, srv_choice *c, const float *row, d
         pthread_mutex_unlock(&s->m->mu);
     }
     c->t_last = now;
-    int32_t tids[64];
-    double tlp[64];
-    double lp = 0;
-    if (j->want_logprobs) {
-        lp = facet_logprob_of(row, s->n_vocab, tok);
-        if (j->top_n > 0) {
-            int got = facet_top_logprobs(row, s->n_vocab, j->top_n, tids, tlp);
-            for (int k = got; k < j->top_n; k++) {
-                tids[k] = -1;
-                tlp[k] = 0;
-            }
-        }
-    }
-    if (!append_token(c, j->top_n, tok, lp, tids, tlp)) {
+    if (record(c, j->want_logprobs ? j->top_n : 0, r)) {
         snprintf(j->error, sizeof j->error, "out of memory recording generated tokens");
         finish_choice(c, SRV_FINISH_ERROR);
         return;
@@ -485,39 +469,9 @@ static void advance(srv_sched *s, srv_job *j, srv_choice *c, const float *row, d
     pthread_mutex_lock(&s->m->mu);
     s->m->generation_tokens++;
     pthread_mutex_unlock(&s->m->mu);
-    c->last = tok;
-    /* an eos id is generated (counted, with its logprobs, as `facet run` reports it)
-     * but adds no text */
-    if (is_eos(s, tok)) {
-        finish_choice(c, SRV_FINISH_STOP);
-        return;
-    }
-    const char *piece;
-    size_t plen;
-    facet_error e;
-    if (facet_detok_stream_push(c->detok, tok, &piece, &plen, &e) != FACET_OK) {
-        snprintf(j->error, sizeof j->error, "detokenizer: %.480s", e.message);
-        finish_choice(c, SRV_FINISH_ERROR);
-        return;
-    }
-    if (!grow_append(&c->raw, &c->raw_len, &c->raw_cap, piece, plen)) {
-        snprintf(j->error, sizeof j->error, "out of memory recording generated text");
-        finish_choice(c, SRV_FINISH_ERROR);
-        return;
-    }
-    c->raw_end[c->n_ids - 1] = c->raw_len;
-    const char *out;
-    size_t olen;
-    int stopped = -1;
-    if (facet_stop_matcher_push(c->stop, piece, plen, &out, &olen, &stopped, &e) != FACET_OK ||
-        !append_text(c, out, olen)) {
-        snprintf(j->error, sizeof j->error, "out of memory recording generated text");
-        finish_choice(c, SRV_FINISH_ERROR);
-        return;
-    }
-    if (stopped >= 0) finish_choice(c, SRV_FINISH_STOP);
-    else if (c->n_ids >= j->max_tokens || j->n_prompt + c->n_ids >= s->n_ctx)
-        finish_choice(c, SRV_FINISH_LENGTH);
+    c->last = r->g.token;
+    if (r->g.finish == FACET_FINISH_STOP) finish_choice(c, SRV_FINISH_STOP);
+    else if (r->g.finish == FACET_FINISH_LENGTH) finish_choice(c, SRV_FINISH_LENGTH);
 }
 
 static void *engine_main(void *arg) {
@@ -539,10 +493,22 @@ static void *engine_main(void *arg) {
         int n = build_batch(s, &n_decode);
         int n_prefill = n - n_decode;
         pthread_mutex_unlock(&s->mu);
+        /* unlocked: the running list and the batch's jobs change only on this thread
+         * (retire, admit), and each job's engine reference keeps it alive */
         facet_batch b = {n, s->b_tok, s->b_seq, s->b_want};
         facet_error e;
         facet_status st = facet_forward(s->session, &b, s->logits, &e);
         double now = srv_now();
+        int n_rows = 0;
+        if (st == FACET_OK)
+            for (int i = 0; i < n; i++) {
+                if (!s->b_want[i]) continue;
+                step_row *r = &s->rows[n_rows];
+                r->c = s->b_choice[i];
+                r->j = s->b_job[i];
+                step_choice(s, r, s->logits + (size_t)n_rows * (size_t)s->n_vocab);
+                n_rows++;
+            }
         pthread_mutex_lock(&s->mu);
         pthread_mutex_lock(&s->m->mu);
         s->m->steps++;
@@ -553,21 +519,15 @@ static void *engine_main(void *arg) {
             srv_hist_observe(&s->m->batch, n_decode);
         }
         pthread_mutex_unlock(&s->m->mu);
-        int row = 0;
-        for (int i = 0; i < n; i++) {
-            srv_job *j = s->b_job[i];
-            if (st != FACET_OK) {
-                if (!j->error[0])
-                    snprintf(j->error, sizeof j->error, "engine: %.480s", e.message);
+        if (st != FACET_OK) {
+            for (int i = 0; i < n; i++) {
+                srv_job *j = s->b_job[i];
+                if (!j->error[0]) snprintf(j->error, sizeof j->error, "engine: %.480s", e.message);
                 for (int k = 0; k < j->n_choices; k++)
                     finish_choice(&j->choices[k], SRV_FINISH_ERROR);
-                continue;
             }
-            if (!s->b_want[i]) continue;
-            srv_choice *c = s->b_choice[i];
-            advance(s, j, c, s->logits + (size_t)row * (size_t)s->n_vocab, now);
-            row++;
         }
+        for (int r = 0; r < n_rows; r++) publish(s, &s->rows[r], now);
         for (int i = 0; i < n; i++) bump(s->b_job[i]);
         for (srv_job *j = s->running, *next; j; j = next) {
             next = j->next;
@@ -594,6 +554,7 @@ static void free_buffers(srv_sched *s) {
     free(s->b_choice);
     free(s->b_job);
     free(s->logits);
+    free(s->rows);
     free(s);
 }
 
@@ -614,6 +575,7 @@ facet_status srv_sched_create(facet_model *model, facet_session *session,
     s->n_ctx = facet_session_n_ctx(session);
     s->n_eos = info.n_eos < 16 ? info.n_eos : 16;
     memcpy(s->eos, info.eos_token_ids, (size_t)s->n_eos * sizeof *s->eos);
+    s->kv_type = facet_session_kv_type(session);
     s->n_free = cfg->max_batch;
     s->cap_entries = cfg->max_batch + (cfg->chunk > 16 ? cfg->chunk : 16);
     size_t ne = (size_t)s->cap_entries;
@@ -624,8 +586,9 @@ facet_status srv_sched_create(facet_model *model, facet_session *session,
     s->b_choice = malloc(ne * sizeof *s->b_choice);
     s->b_job = malloc(ne * sizeof *s->b_job);
     s->logits = malloc((size_t)cfg->max_batch * (size_t)s->n_vocab * sizeof *s->logits);
+    s->rows = malloc((size_t)cfg->max_batch * sizeof *s->rows);
     if (!s->slot_used || !s->b_tok || !s->b_seq || !s->b_want || !s->b_choice || !s->b_job ||
-        !s->logits) {
+        !s->logits || !s->rows) {
         free_buffers(s);
         return facet_err(err, FACET_E_NOMEM, "scheduler buffers for %d sequences", cfg->max_batch);
     }

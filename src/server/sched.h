@@ -10,8 +10,12 @@
  * (the HTTP layer answers 503 with Retry-After). A cancelled job (client gone) leaves
  * the batch at the next step and its slots and KV reservation return to the pool.
  *
- * Locking: one mutex (sched->mu) guards every field marked [mu] below; the engine
- * thread alone touches the per-choice sampler, detokenizer and stop matcher.
+ * Locking: one mutex (sched->mu) guards every field marked [mu] below, and is held only
+ * for scheduling and for copying results: the engine thread runs the forward pass and
+ * each choice's generator step (sampling, detokenizing, stop strings, log-probabilities)
+ * without it, then takes it to append the step's results to the choices' outputs. The
+ * HTTP threads copy a job's outputs under it (srv_output_sync) and build their JSON
+ * after releasing it.
  */
 #ifndef FACET_SERVER_SCHED_H
 #define FACET_SERVER_SCHED_H
@@ -21,8 +25,10 @@
 #include <stdint.h>
 
 #include "facet.h"
-#include "facet_sampler.h"
+#include "facet_generate.h"
 #include "server/metrics.h"
+#include "util/str.h"
+#include "util/vec.h"
 
 typedef enum srv_finish {
     SRV_RUNNING = 0,
@@ -32,27 +38,36 @@ typedef enum srv_finish {
     SRV_FINISH_ERROR = 4,  /* the engine failed (job->error says why)                   */
 } srv_finish;
 
+/* What one choice has produced so far: appended by the engine thread, read by the HTTP
+ * threads (under sched->mu, or after the job is done). Token i's text is
+ * raw.data[raw_end[i-1] .. raw_end[i]) (from 0 for i = 0). */
+typedef struct srv_output {
+    FACET_VEC(int32_t) ids;     /* generated ids                                          */
+    FACET_VEC(double) logprob;  /* [ids.len] log-probability of each chosen id (raw)      */
+    FACET_VEC(int32_t) top_ids; /* [ids.len][top_n] (-1: fewer alternatives)              */
+    FACET_VEC(double) top_lp;   /* [ids.len][top_n]                                       */
+    FACET_VEC(size_t) raw_end;  /* [ids.len] raw.len after each id                       */
+    facet_str raw;              /* detokenized text of all ids (before stop strings)      */
+    facet_str text;             /* released text (stop strings removed)                   */
+    srv_finish finish;
+} srv_output;
+
+/* Append to dst what src has beyond dst (dst a copy of an earlier state of src: outputs
+ * only grow) and copy the finish. Returns 0, or -1 out of memory (then dst may hold
+ * some arrays longer than others; free it). */
+int srv_output_sync(srv_output *dst, const srv_output *src);
+
+/* Free an output's buffers and reset it to empty. */
+void srv_output_free(srv_output *o);
+
 /* One generated sequence (one of a request's n choices). */
 typedef struct srv_choice {
     int slot;                   /* sequence id in the session, -1 when none            */
     int n_prefilled;            /* prompt tokens already in the KV cache                */
     int32_t last;               /* the token to feed next (decode phase)                */
-    facet_sampler *sampler;     /* engine thread only                                   */
-    facet_detok_stream *detok;  /* engine thread only                                   */
-    facet_stop_matcher *stop;   /* engine thread only                                   */
-    /* [mu] outputs */
-    int32_t *ids;               /* generated ids                                        */
-    double *logprob;            /* [n_ids] log-probability of each chosen id (raw)      */
-    int32_t *top_ids;           /* [n_ids][top_n]                                       */
-    double *top_lp;             /* [n_ids][top_n]                                       */
-    int n_ids, cap_ids;
-    char *raw;                  /* detokenized text of all ids (before stop strings)    */
-    size_t raw_len, raw_cap;
-    size_t *raw_end;            /* [n_ids] raw_len after each id (token text spans)     */
-    char *text;                 /* released text (stop strings removed), NUL-terminated */
-    size_t len, cap;
-    srv_finish finish;
-    double t_last;              /* time of the last token (inter-token latency)         */
+    facet_generator *gen;       /* engine thread only (after submission)                */
+    double t_last;              /* engine thread: time of the last token (latency)      */
+    srv_output out;             /* [mu]                                                 */
 } srv_choice;
 
 /* One request. Created by the HTTP thread, shared with the engine thread. */

@@ -20,6 +20,7 @@ const char *facet_status_name(int code) {
     case FACET_E_LIMIT: return "FACET_E_LIMIT";
     case FACET_E_NOT_FOUND: return "FACET_E_NOT_FOUND";
     case FACET_E_INTERNAL: return "FACET_E_INTERNAL";
+    case FACET_E_NUMERIC: return "FACET_E_NUMERIC";
     default: return "FACET_E_UNKNOWN";
     }
 }
