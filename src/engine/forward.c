@@ -33,74 +33,8 @@
 
 facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err);
 
-typedef struct {
-    facet_session *s;
-    const int32_t *seq_ids;
-    int layer;
-} attn_job;
-
-/* One (entry, head) of attention over the entry's sequence cache: positions 0..pos, or
- * pos-w+1..pos on a sliding layer (transformers' sliding mask admits kv positions j with
- * pos - j < w). */
-static void attn_task(void *ctx, int task, int thread) {
-    const attn_job *j = ctx;
-    facet_session *s = j->s;
-    const facet_facts *f = &s->model->facts;
-    int nh = (int)f->num_attention_heads, hd = (int)f->head_dim;
-    int group = (int)(f->num_attention_heads / f->num_key_value_heads);
-    int kvd = (int)(f->num_key_value_heads * hd);
-    int r = task / nh, h = task % nh;
-    int pos = s->pos[r];
-    int first = 0;
-    if (f->layer_sliding[j->layer] && f->sliding_window > 0 && pos - f->sliding_window + 1 > 0)
-        first = (int)(pos - f->sliding_window + 1);
-    const facet_kv_seq *c = &s->kv.seqs[j->seq_ids[r]];
-    const float *q = s->q + (size_t)r * nh * hd + (size_t)h * hd;
-    size_t kv_off = (size_t)(h / group) * hd;
-    float *scores = s->scores + (size_t)thread * s->n_ctx;
-    float scale = (float)f->attn_scale;
-    float cap = (float)f->attn_logit_softcap;
-    int n = pos + 1 - first;
-    /* on a ring layer the chunk's own positions (>= base) are read from the scratch:
-     * the ring still holds the window before the chunk and is written afterwards */
-    int ring = facet_kv_is_ring(&s->kv, j->layer);
-    int base = ring ? s->chunk_base[r] : pos + 1;
-    const int *rows = s->chunk_order + s->chunk_group[r];
-    /* a cache row of a 16-bit KV type is widened into this thread's buffer first */
-    float *wide = s->attn_scratch + (size_t)thread * s->attn_scratch_floats;
-    int kvh = h / group;
-    for (int t = 0; t < n; t++) {
-        int p = first + t;
-        const float *K;
-        if (p >= base) {
-            K = s->k + (size_t)rows[p - base] * kvd + kv_off;
-        } else {
-            const uint8_t *key = facet_kv_key(&s->kv, c, j->layer, kvh, p);
-            facet_kv_load_strided(key, s->kv.type, wide, hd, FACET_KV_GROUP);
-            K = wide;
-        }
-        float sc = facet_dot_f32(q, K, hd) * scale;
-        if (cap > 0) sc = tanhf(sc / cap) * cap;
-        scores[t] = sc;
-    }
-    facet_softmax(scores, n);
-    float *out = s->att_out + (size_t)r * nh * hd + (size_t)h * hd;
-    memset(out, 0, sizeof(float) * (size_t)hd);
-    for (int t = 0; t < n; t++) {
-        int p = first + t;
-        const float *V;
-        if (p >= base) {
-            V = s->v + (size_t)rows[p - base] * kvd + kv_off;
-        } else {
-            const uint8_t *row = facet_kv_value(&s->kv, c, j->layer, kvh, p);
-            facet_kv_load(row, s->kv.type, wide, hd);
-            V = wide;
-        }
-        facet_axpy_f32(out, scores[t], V, hd);
-    }
-}
-
-/* Group the chunk's entries by sequence (position order kept) for attn_task. */
+/* Group the chunk's entries by sequence (position order kept): the attention kernel
+ * runs a sequence's queries together, and a ring layer's view reads the chunk's rows. */
 static void group_chunk(facet_session *s, const int32_t *seq_ids, int n) {
     int k = 0;
     s->n_groups = 0;
@@ -112,7 +46,7 @@ static void group_chunk(facet_session *s, const int32_t *seq_ids, int n) {
         for (int q = r; q < n; q++)
             if (seq_ids[q] == seq_ids[r]) {
                 s->chunk_group[q] = start;
-                s->chunk_base[q] = s->pos[r];
+                s->chunk_gid[q] = s->n_groups;
                 s->chunk_order[k++] = q;
             }
         s->group_row[s->n_groups] = r;
@@ -122,37 +56,176 @@ static void group_chunk(facet_session *s, const int32_t *seq_ids, int n) {
     }
 }
 
-/* One (sequence group, head) of causal attention with the blocked online-softmax kernel:
- * all of the group's queries read each key block once (prefill). A group of one entry
- * (decode) is run per KV head instead: that head's query heads are the query set, so
- * the cache is streamed once per KV head rather than once per query head (GQA). Used on
- * layers without a window or softcap, where every entry attends positions 0..pos. */
-static void group_attn_task(void *ctx, int task, int thread) {
+/* ---- attention over the cache ----
+ * Every layer runs the one blocked kernel (facet_attention) with its window, softcap and
+ * scale. Where a group's keys are read from:
+ * - global layers, and sliding layers without a ring (window >= context): the
+ *   sequence's cache, positions from 0 (each entry's row stored before attention);
+ * - a ring layer, a group of one entry (decode): the ring itself, its row stored first
+ *   (it overwrites position pos - ring_cap, older than the window);
+ * - a ring layer, a group of several entries (prefill): a view, a linear copy of the
+ *   ring's rows before the chunk and the chunk's own rows from the scratch (positions
+ *   v0 .. last), since the chunk's later rows would overwrite ring rows its earlier
+ *   queries still see; the ring is written after attention.
+ * The kernel's arithmetic depends only on a query and its keys' values, so the three
+ * give the same bits for a query (chunking does not change results). */
+
+typedef struct {
+    facet_session *s;
+    int layer, g0, g1; /* groups g0 .. g1 - 1 */
+} attn_job;
+
+static int ring_layer(const facet_session *s, int l) { return facet_kv_is_ring(&s->kv, l); }
+
+static facet_attn_params attn_params(const facet_session *s, int l) {
+    const facet_facts *f = &s->model->facts;
+    facet_attn_params P = {.head_dim = (int)f->head_dim, .scale = (float)f->attn_scale,
+                           .softcap = (float)f->attn_logit_softcap, .kv_type = s->kv.type,
+                           .v_stride = (size_t)f->head_dim, .path = s->attn_path};
+    if (f->layer_sliding[l] && f->sliding_window > 0) P.window = (int)f->sliding_window;
+    return P;
+}
+
+/* A ring layer's view of group g: first position (a multiple of FACET_ATTN_BLOCK) and
+ * rows per KV head (whole key groups) up to the group's last entry. */
+static int view_first(const facet_session *s, int g) {
+    int base = s->pos[s->group_row[g]];
+    int w = (int)s->model->facts.sliding_window;
+    return (base - w + 1 > 0 ? base - w + 1 : 0) / FACET_ATTN_BLOCK * FACET_ATTN_BLOCK;
+}
+static size_t view_rows(const facet_session *s, int g) {
+    int last = s->pos[s->group_row[g]] + s->group_len[g] - 1;
+    return (size_t)(last - view_first(s, g) + FACET_KV_GROUP) / FACET_KV_GROUP * FACET_KV_GROUP;
+}
+
+/* Build the view of (group, KV head) task = g * nkv + kvh for the groups of job j that
+ * need one: key groups and value rows before the chunk copied from the ring (those
+ * older than the ring holds are other positions' finite rows, weighted 0 by the
+ * kernel), the chunk's rows stored from the scratch (already rounded to the cache's
+ * type, so stored exactly). */
+static void view_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const attn_job *j = ctx;
+    facet_session *s = j->s;
+    const facet_facts *f = &s->model->facts;
+    int nkv = (int)f->num_key_value_heads, hd = (int)f->head_dim;
+    int g = j->g0 + task / nkv, kvh = task % nkv;
+    if (s->group_len[g] < 2) return;
+    size_t kvd = (size_t)nkv * hd, elt = s->kv.elt, rows = view_rows(s, g);
+    int v0 = view_first(s, g), r0 = s->group_row[g], base = s->pos[r0];
+    const facet_kv_seq *c = &s->kv.seqs[s->seq_ids[r0]];
+    uint8_t *vk = s->view_k + (s->view_off[g] * kvd + (size_t)kvh * rows * hd) * elt;
+    uint8_t *vv = s->view_v + (s->view_off[g] * kvd + (size_t)kvh * rows * hd) * elt;
+    size_t kgroup = (size_t)hd * FACET_KV_GROUP * elt;
+    for (int t = v0; t < base; t += FACET_KV_GROUP) /* whole key groups: the ring's too */
+        memcpy(vk + (size_t)(t - v0) * hd * elt,
+               facet_kv_key(&s->kv, c, j->layer, kvh, t), kgroup);
+    for (int t = v0; t < base; t++)
+        memcpy(vv + (size_t)(t - v0) * hd * elt,
+               facet_kv_value(&s->kv, c, j->layer, kvh, t), (size_t)hd * elt);
+    const int *order = s->chunk_order + s->chunk_group[r0];
+    for (int i = 0; i < s->group_len[g]; i++) {
+        size_t t = (size_t)(base + i - v0), r = (size_t)order[i];
+        facet_kv_store_strided(s->k + r * kvd + (size_t)kvh * hd, s->kv.type,
+                               vk + (t / FACET_KV_GROUP * hd * FACET_KV_GROUP + t % FACET_KV_GROUP) * elt,
+                               hd, FACET_KV_GROUP);
+        facet_kv_store(s->v + r * kvd + (size_t)kvh * hd, s->kv.type, vv + t * hd * elt, hd);
+    }
+}
+
+/* Task = (group g0 + task / nh, head task % nh) of job j. A group of one entry (decode)
+ * is run per KV head instead: that head's query heads are the query set, so the cache
+ * is streamed once per KV head rather than once per query head (GQA). A group whose
+ * entries are not adjacent in the batch runs entry by entry (same bits). */
+static void attn_task(void *ctx, int task, int thread) {
     const attn_job *j = ctx;
     facet_session *s = j->s;
     const facet_facts *f = &s->model->facts;
     int nh = (int)f->num_attention_heads, hd = (int)f->head_dim;
     int group = (int)(f->num_attention_heads / f->num_key_value_heads);
     size_t qd = (size_t)nh * hd;
-    int g = task / nh, h = task % nh;
+    int g = j->g0 + task / nh, h = task % nh, kvh = h / group;
     int r0 = s->group_row[g], n_q = s->group_len[g];
-    const facet_kv_seq *c = &s->kv.seqs[j->seq_ids[r0]];
-    /* the head's first key group and value row */
-    const uint8_t *K = facet_kv_key(&s->kv, c, j->layer, h / group, 0);
-    const uint8_t *V = facet_kv_value(&s->kv, c, j->layer, h / group, 0);
+    const facet_kv_seq *c = &s->kv.seqs[s->seq_ids[r0]];
+    facet_attn_params P = attn_params(s, j->layer);
+    const uint8_t *K, *V;
+    if (ring_layer(s, j->layer) && n_q > 1) {
+        size_t rows = view_rows(s, g), kvd = (size_t)f->num_key_value_heads * hd;
+        K = s->view_k + (s->view_off[g] * kvd + (size_t)kvh * rows * hd) * s->kv.elt;
+        V = s->view_v + (s->view_off[g] * kvd + (size_t)kvh * rows * hd) * s->kv.elt;
+        P.kv_pos0 = view_first(s, g);
+    } else {
+        /* the head's first key group and value row */
+        K = facet_kv_key(&s->kv, c, j->layer, kvh, 0);
+        V = facet_kv_value(&s->kv, c, j->layer, kvh, 0);
+        if (ring_layer(s, j->layer)) P.kv_ring = s->kv.ring_cap;
+    }
     float *scratch = s->attn_scratch + (size_t)thread * s->attn_scratch_floats;
-    const float *q = s->q + r0 * qd + (size_t)h * hd;
-    float *out = s->att_out + r0 * qd + (size_t)h * hd;
     if (n_q == 1) { /* decode: the first query head of each KV head does its group */
         if (h % group) return;
         int *pos = s->attn_pos + (size_t)thread * nh;
         for (int i = 0; i < group; i++) pos[i] = s->pos[r0];
-        facet_attention_causal(q, (size_t)hd, pos, group, K, V, s->kv.type, (size_t)hd, hd,
-                               (float)f->attn_scale, out, (size_t)hd, scratch);
+        if (P.sinks) P.sink_stride = 1;
+        facet_attention(&P, s->q + r0 * qd + (size_t)h * hd, (size_t)hd, pos, group, K, V,
+                        s->att_out + r0 * qd + (size_t)h * hd, (size_t)hd, scratch);
         return;
     }
-    facet_attention_causal(q, qd, s->pos + r0, n_q, K, V, s->kv.type, (size_t)hd, hd,
-                           (float)f->attn_scale, out, qd, scratch);
+    if (s->groups_contiguous) {
+        facet_attention(&P, s->q + r0 * qd + (size_t)h * hd, qd, s->pos + r0, n_q, K, V,
+                        s->att_out + r0 * qd + (size_t)h * hd, qd, scratch);
+        return;
+    }
+    const int *order = s->chunk_order + s->chunk_group[r0];
+    for (int i = 0; i < n_q; i++) {
+        size_t r = (size_t)order[i];
+        facet_attention(&P, s->q + r * qd + (size_t)h * hd, qd, s->pos + r, 1, K, V,
+                        s->att_out + r * qd + (size_t)h * hd, qd, scratch);
+    }
+}
+
+/* Grow the view buffers to `rows` rows of every KV head (k and v each). */
+static facet_status view_reserve(facet_session *s, size_t rows, facet_error *err) {
+    size_t bytes = rows * (size_t)(s->model->facts.num_key_value_heads * s->model->facts.head_dim) *
+                   s->kv.elt;
+    if (bytes <= s->view_bytes) return FACET_OK;
+    uint8_t *k = realloc(s->view_k, bytes);
+    if (!k) return facet_err(err, FACET_E_NOMEM, "attention view of %zu rows", rows);
+    s->view_k = k;
+    uint8_t *v = realloc(s->view_v, bytes);
+    if (!v) return facet_err(err, FACET_E_NOMEM, "attention view of %zu rows", rows);
+    s->view_v = v;
+    s->view_bytes = bytes;
+    return FACET_OK;
+}
+
+/* Attention of layer l for the chunk's entries: s->q (after RoPE), the cache (and the
+ * scratch's K/V rows on ring layers) -> s->att_out. A ring layer's views are built in
+ * rounds of as many groups as the view buffer holds (one group at least: facet_forward
+ * reserves that much before it changes anything). */
+static void attention(facet_session *s, int l) {
+    const facet_facts *f = &s->model->facts;
+    facet_pool *pool = s->model->pool;
+    int nh = (int)f->num_attention_heads, nkv = (int)f->num_key_value_heads;
+    if (!ring_layer(s, l)) {
+        attn_job j = {s, l, 0, s->n_groups};
+        facet_pool_run(pool, s->n_groups * nh, attn_task, &j);
+        return;
+    }
+    size_t row_bytes = (size_t)(nkv * f->head_dim) * s->kv.elt;
+    for (int g0 = 0; g0 < s->n_groups;) {
+        size_t rows = 0;
+        int g1 = g0;
+        for (; g1 < s->n_groups; g1++) {
+            size_t need = s->group_len[g1] > 1 ? view_rows(s, g1) : 0;
+            if (g1 > g0 && (rows + need) * row_bytes > s->view_bytes) break;
+            s->view_off[g1] = rows;
+            rows += need;
+        }
+        attn_job j = {s, l, g0, g1};
+        if (rows) facet_pool_run(pool, (g1 - g0) * nkv, view_task, &j);
+        facet_pool_run(pool, (g1 - g0) * nh, attn_task, &j);
+        g0 = g1;
+    }
 }
 
 /* ---- per-entry (row) steps between the matmuls ----
@@ -217,7 +290,8 @@ static void in_norm_row(facet_session *s, int l, int r) {
 
 static void store_kv_row(facet_session *s, int l, int r);
 
-/* q/k norm and RoPE of one entry; its K/V row goes into the cache on global layers. */
+/* q/k norm and RoPE of one entry; its K/V row goes into the cache, except on a ring
+ * layer in a group of several entries (see attention above). */
 static void qk_row(facet_session *s, int l, int r) {
     facet_model *m = s->model;
     const facet_facts *f = &m->facts;
@@ -246,11 +320,11 @@ static void qk_row(facet_session *s, int l, int r) {
      * is a sum of exact products of bf16 values (FlashAttention's bf16 arithmetic), on
      * every path; on AVX512-BF16 the blocked kernel takes them from vdpbf16ps */
     if (s->kv.type == FACET_KV_BF16) facet_kv_round(q, s->kv.type, qd);
-    if (!facet_kv_is_ring(&s->kv, l)) {
+    if (!ring_layer(s, l) || s->group_len[s->chunk_gid[r]] == 1) {
         store_kv_row(s, l, r);
     } else if (s->kv.type != FACET_KV_F32) {
-        /* a ring layer's attention reads this chunk's rows from the scratch: round them
-         * as the cache will hold them, so the result does not depend on chunking */
+        /* a ring layer's prefill reads this chunk's rows from the scratch (its view): round
+         * them as the cache will hold them, so the result does not depend on chunking */
         facet_kv_round(k, s->kv.type, kvd);
         facet_kv_round(s->v + (size_t)r * kvd, s->kv.type, kvd);
     }
@@ -294,11 +368,9 @@ static void store_kv_row(facet_session *s, int l, int r) {
 }
 
 /* Attention block of layer l for entries [0, n): reads s->x, adds into s->x. */
-static void attention_block(facet_session *s, const int32_t *seq_ids, int n, int l) {
+static void attention_block(facet_session *s, int n, int l) {
     facet_model *m = s->model;
-    const facet_facts *f = &m->facts;
     const facet_layer_weights *L = &m->w.layers[l];
-    int nh = (int)f->num_attention_heads;
 
     /* xn holds RMSNorm_in(x): the previous layer's ffn_out / the embeddings' in_norm */
     { /* q, k and v in one sweep: one activation prep, one pool run */
@@ -307,14 +379,9 @@ static void attention_block(facet_session *s, const int32_t *seq_ids, int n, int
         const float *const b[3] = {L->q_bias, L->k_bias, L->v_bias};
         facet_matmul_multi(m->pool, 3, y, s->xn, w, b, n);
     }
-    for_rows(s, l, n, qk_row); /* + the K/V store on global layers */
-    int ring = facet_kv_is_ring(&s->kv, l);
-    attn_job aj = {s, seq_ids, l};
-    if (!f->layer_sliding[l] && f->attn_logit_softcap == 0 && s->groups_contiguous)
-        facet_pool_run(m->pool, s->n_groups * nh, group_attn_task, &aj);
-    else
-        facet_pool_run(m->pool, n * nh, attn_task, &aj);
-    if (ring) for_rows(s, l, n, store_kv_row); /* after attention: see attn_task */
+    for_rows(s, l, n, qk_row); /* + the K/V store */
+    attention(s, l);
+    if (ring_layer(s, l)) for_rows(s, l, n, store_kv_row); /* after attention: see above */
     facet_matmul(m->pool, s->xn, s->att_out, &L->o_proj, L->o_bias, n);
     for_rows(s, l, n, attn_out_row); /* leaves the FFN's input in xn */
 }
@@ -366,7 +433,7 @@ static void forward_layers(facet_session *s, const int32_t *tokens, const int32_
     s->seq_ids = seq_ids;
     for (int l = 0; l < f->num_hidden_layers; l++) {
         for_rows(s, l, n, in_norm_row);
-        attention_block(s, seq_ids, n, l);
+        attention_block(s, n, l);
         ffn_block(s, n, l);
     }
 }
@@ -435,6 +502,10 @@ facet_status facet_forward(facet_session *s, const facet_batch *b, float *logits
     }
     if (st != FACET_OK) return st;
     st = facet_session_scratch(s, n < FACET_FORWARD_CHUNK ? n : FACET_FORWARD_CHUNK, err);
+    if (st == FACET_OK && s->kv.ring_cap) /* the largest view one group of a chunk needs */
+        st = view_reserve(s, (size_t)(f->sliding_window + FACET_ATTN_BLOCK + FACET_KV_GROUP +
+                                      (n < FACET_FORWARD_CHUNK ? n : FACET_FORWARD_CHUNK)),
+                          err);
     if (st != FACET_OK) return st;
 
     size_t V = (size_t)f->vocab_size;

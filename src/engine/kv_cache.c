@@ -36,7 +36,9 @@ facet_status facet_kv_cache_init(facet_kv_cache *kv, int n_layers, int n_kv_head
     for (int l = 0; l < n_layers; l++)
         if (ring && layer_sliding && layer_sliding[l]) {
             kv->kind[l] = FACET_KV_SLOT_RING;
-            kv->ring_cap = (int)sliding_window;
+            /* whole key groups: the attention kernel reads a ring by key groups */
+            kv->ring_cap = (int)((sliding_window + FACET_KV_GROUP - 1) / FACET_KV_GROUP *
+                                 FACET_KV_GROUP);
         }
     return FACET_OK;
 }

@@ -9,7 +9,8 @@
  *   FACET_KV_SLOT_GLOBAL  attention over every position: position p at row p; the rows
  *                         grow on demand (below), up to n_ctx rounded up to a key group.
  *   FACET_KV_SLOT_RING    sliding-window attention when the window is shorter than n_ctx:
- *                         a ring of exactly `ring_cap` (= sliding_window) positions,
+ *                         a ring of `ring_cap` positions (sliding_window rounded up to
+ *                         whole key groups, so a wrap falls between key groups),
  *                         position p at row p % ring_cap, allocated once in full on the
  *                         sequence's first reserve and never grown.
  *   (STATE, issue 26)     a recurrent mixer's state (Mamba conv and ssm state): a fixed
@@ -22,7 +23,7 @@
  *
  * Layout of a KV slot. Per KV head, `rows` positions (a multiple of FACET_KV_GROUP = 16;
  * facet_kv_rows): values [row][hd], keys transposed in groups of 16 rows
- * [row / 16][hd][16] (the layout facet_attention_causal reads); each head's keys and its
+ * [row / 16][hd][16] (the layout facet_attention reads); each head's keys and its
  * values are one contiguous stream, heads one after another. Elements are of the cache's
  * `type` (float32, bf16 or f16; `elt` bytes each). Buffers are zeroed when allocated: the
  * lanes of a key group past the last position are read (never used) by attention.
@@ -42,9 +43,10 @@
  * being counted in len already) is skipped, so rows stored in parallel never race for
  * one ring slot. Stores of distinct (sequence, position) pairs may run concurrently.
  *
- * Ring reading. Attention on a RING slot must read the current chunk's own positions from
- * the forward scratch, not the ring: the ring still holds the window before the chunk and
- * is written after attention (forward.c), so no entry needs a row older than the window.
+ * Ring reading. A chunk of several positions of one sequence must read its own positions
+ * from the forward scratch, not the ring: the ring still holds the window before the chunk
+ * and is written after attention (forward.c), so no entry needs a row older than the
+ * window. A single position (decode) is stored first and read from the ring.
  *
  * Release (facet_kv_cache_release) frees a sequence's buffers; len and cap return to 0 and the
  * next reserve grows it again from nothing. Reset (facet_kv_cache_reset) forgets the tokens and
@@ -86,7 +88,8 @@ typedef struct facet_kv_cache {
     int n_layers, n_kv_heads, head_dim;
     int n_seq_max;
     int n_ctx;                     /* positions per sequence at most                   */
-    int ring_cap;                  /* positions of a RING slot (0: no ring slots)      */
+    int ring_cap;                  /* positions of a RING slot, a multiple of 16 (0:
+                                      no ring slots)                                   */
     facet_kv_type type;            /* element type (resolved, never AUTO)              */
     size_t elt;                    /* bytes per element: 4 or 2                        */
     uint8_t *kind;                 /* [n_layers] facet_kv_slot_kind                    */
@@ -167,7 +170,7 @@ static inline const uint8_t *facet_kv_value(const facet_kv_cache *kv, const face
 }
 
 /* Position pos's key of KV head kvh in layer `layer` of sequence c; pos 0 gives the
- * head's first key group (what facet_attention_causal takes). */
+ * head's first key group (what facet_attention takes). */
 static inline const uint8_t *facet_kv_key(const facet_kv_cache *kv, const facet_kv_seq *c,
                                           int layer, int kvh, int pos) {
     return c->layers[layer].k + facet_kv_key_offset(kv, c, layer, kvh, pos);

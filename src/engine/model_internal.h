@@ -83,7 +83,6 @@ struct facet_session {
     float *k, *v;                  /* (R, nkv*hd) this chunk's keys and values         */
     float *att_out;                /* (R, nh*hd) attention output, before o_proj       */
     float *gate, *up;              /* (R, I) the FFN's gate and up projections         */
-    float *scores;                 /* (T, n_ctx) attn_task's scores of one query head  */
     int *pos;                      /* (R) position of each entry                       */
     const int32_t *seq_ids;        /* the current chunk's sequence ids (borrowed from
                                       the batch during facet_forward)                  */
@@ -91,14 +90,21 @@ struct facet_session {
      * can read the chunk's own K/V rows from the scratch (see forward.c):
      * chunk_order lists entry indices grouped by sequence in position order;
      * chunk_group[r] is where entry r's group starts in chunk_order;
-     * chunk_base[r] is the position of the first entry of that group */
-    int *chunk_order, *chunk_group, *chunk_base;
+     * chunk_gid[r] is the index of entry r's group (group_row, group_len) */
+    int *chunk_order, *chunk_group, *chunk_gid;
     /* the chunk's sequence groups: group g is entries group_row[g] .. + group_len[g] - 1
      * when groups_contiguous (each sequence's entries adjacent in the batch, as prefill
      * and decode batches are), which lets attention run a whole group per head at once */
     int n_groups, groups_contiguous;
     int *group_row, *group_len;
-    /* chunk_order, chunk_group, chunk_base, group_row, group_len: (R) each */
+    /* chunk_order, chunk_group, chunk_gid, group_row, group_len: (R) each */
+    size_t *view_off;              /* (R) per group: its view's first row of one KV head */
+    /* ring layers' prefill views (forward.c): per group, [nkv][rows] keys (transposed
+     * groups of 16) then, in view_v, values of the cache's type, view_off[g] * nkv rows
+     * in; view_bytes each, grown on demand by facet_forward (freed with the session) */
+    uint8_t *view_k, *view_v;
+    size_t view_bytes;
+    facet_attn_path attn_path;     /* the attention kernel's path, chosen at creation  */
     float *attn_scratch;           /* (T, attn_scratch_floats)                         */
     size_t attn_scratch_floats;    /* FACET_ATTN_SCRATCH(max(R, nh), hd)               */
     int *attn_pos;                 /* (T, nh) query positions                          */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/model_internal.h"
+#include "kernels/cpu/cpu_features.h"
 #include "model/weights_policy.h"
 #include "util/error.h"
 
@@ -47,6 +48,7 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
         free(s);
         return st;
     }
+    s->attn_path = facet_attn_path_for(facet_cpu());
     s->rope_long = calloc((size_t)o.n_seq_max, 1);
     s->seq_added = calloc((size_t)o.n_seq_max, sizeof(int));
     if (!s->rope_long || !s->seq_added) {
@@ -82,13 +84,13 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
         {(void **)&s->v, kvd, 0, F},       {(void **)&s->att_out, qd, 0, F},
         {(void **)&s->gate, I, 0, F},      {(void **)&s->up, I, 0, F},
         {(void **)&s->pos, 1, 0, N},       {(void **)&s->chunk_order, 1, 0, N},
-        {(void **)&s->chunk_group, 1, 0, N}, {(void **)&s->chunk_base, 1, 0, N},
+        {(void **)&s->chunk_group, 1, 0, N}, {(void **)&s->chunk_gid, 1, 0, N},
+        {(void **)&s->view_off, 1, 0, sizeof(size_t)},
         {(void **)&s->group_row, 1, 0, N}, {(void **)&s->group_len, 1, 0, N},
         {(void **)&s->attn_scratch, 0, s->attn_scratch_floats, F},
         {(void **)&s->attn_pos, 0, nh, N},
         {(void **)&s->rope_cos, half, 0, F}, {(void **)&s->rope_sin, half, 0, F},
         {(void **)&s->rope_cos_local, half, 0, F}, {(void **)&s->rope_sin_local, half, 0, F},
-        {(void **)&s->scores, 0, (size_t)s->n_ctx, F},
         {NULL, 0, 0, 0},
     };
     memcpy(t, b, sizeof b);
@@ -109,6 +111,8 @@ void facet_session_free(facet_session *s) {
     facet_kv_cache_free(&s->kv);
     free(s->rope_long);
     free(s->seq_added);
+    free(s->view_k);
+    free(s->view_v);
     free_scratch(s);
     free(s);
 }

@@ -1,7 +1,7 @@
 /*
  * The KV cache module (src/engine/kv_cache.h) under allocation failure, and its layout.
  *
- * A cache of 3 layers (layer 1 a sliding-window ring of 20 positions), 2 KV heads of 8
+ * A cache of 3 layers (layer 1 sliding, window 20: a ring of 32 positions), 2 KV heads of 8
  * dims, n_ctx 300, for each element type. Every position's keys and values are
  * hand-chosen integers below 250 (exact in bf16 and f16), so a read-back compares
  * exactly. Growth is swept over every allocation it makes: each failure must return
@@ -76,7 +76,8 @@ static void init(facet_kv_cache *kv, facet_kv_type type) {
                      FACET_OK);
 }
 
-/* Layout: ring layers hold exactly the window, global layers grow by doubling from 64 to
+/* Layout: ring layers hold the window rounded up to whole key groups (20 -> 32), global
+ * layers grow by doubling from 64 to
  * n_ctx rounded up to a key group (300 -> 304), and the contents survive each growth. */
 static void test_layout_and_growth(void **state) {
     (void)state;
@@ -84,7 +85,7 @@ static void test_layout_and_growth(void **state) {
     for (size_t t = 0; t < 3; t++) {
         facet_kv_cache kv;
         init(&kv, types[t]);
-        assert_int_equal(kv.ring_cap, WINDOW);
+        assert_int_equal(kv.ring_cap, 32); /* WINDOW 20 -> whole key groups */
         assert_true(facet_kv_is_ring(&kv, 1));
         assert_false(facet_kv_is_ring(&kv, 0));
         fill(&kv, 0, 5);
@@ -93,12 +94,12 @@ static void test_layout_and_growth(void **state) {
         /* hand-worked offsets (elements): key of head 1, position 17 on a global layer:
          * head 1's stream starts at 64 rows x 8 dims, position 17 is in key group 1
          * (8 x 16 elements further), lane 1; its value row is row 64 + 17 of 8 dims; on
-         * the ring (32 rows) position 45 is row 5 */
+         * the ring (32 rows) position 45 is row 13 */
         size_t e = kv.elt;
         assert_int_equal(facet_kv_key_offset(&kv, &kv.seqs[0], 0, 1, 17), (512 + 128 + 1) * e);
         assert_int_equal(facet_kv_value_offset(&kv, &kv.seqs[0], 0, 1, 17), (64 + 17) * 8 * e);
-        assert_int_equal(facet_kv_key_offset(&kv, &kv.seqs[0], 1, 1, 45), (256 + 5) * e);
-        assert_int_equal(facet_kv_value_offset(&kv, &kv.seqs[0], 1, 1, 45), (32 + 5) * 8 * e);
+        assert_int_equal(facet_kv_key_offset(&kv, &kv.seqs[0], 1, 1, 45), (256 + 13) * e);
+        assert_int_equal(facet_kv_value_offset(&kv, &kv.seqs[0], 1, 1, 45), (32 + 13) * 8 * e);
         check_contents(&kv, 0);
         fill(&kv, 0, 65);
         assert_int_equal(kv.seqs[0].cap, 128);
@@ -121,7 +122,7 @@ static void test_layout_and_growth(void **state) {
 }
 
 /* Ring store: positions of one chunk that a later position of the same chunk overwrites
- * are skipped (pos + 20 <= len - 1), the others land at pos % 20. */
+ * are skipped (pos + 32 <= len - 1), the others land at pos % 32 (the ring of 32 rows). */
 static void test_ring_store_skips_overwritten(void **state) {
     (void)state;
     facet_kv_cache kv;

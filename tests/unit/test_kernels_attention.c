@@ -1,9 +1,13 @@
 /* test_kernels_attention.c — facet_attention_causal against a float64 two-pass softmax
  * attention computed here (scores, max, exp, normalize, weighted sum of values), on
  * every CPU path and KV cache type (a 16-bit cache against the float64 attention over
- * the values it stores; with a bf16 cache the queries are bf16 values too); each query's result must be bit-identical whether it runs alone
- * or in a group (batch invariance), including groups of queries at scattered positions.
- * The KV row converters against the scalar rounding functions and hand-picked values. */
+ * the values it stores; with a bf16 cache the queries are bf16 values too); each query's
+ * result must be bit-identical whether it runs alone or in a group (batch invariance),
+ * including groups of queries at scattered positions. facet_attention with a window, a
+ * logit softcap and per-head sinks, GQA heads in one call, over a linear buffer, a
+ * buffer starting past position 0 and a ring, against the same float64 attention with
+ * the mask, cap and sink written out; the three layouts must agree bit for bit. The KV
+ * row converters against the scalar rounding functions and hand-picked values. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -169,6 +173,186 @@ static void test_kv_convert(void **state) {
     test_cpu_path_reset();
 }
 
+/* float64 attention of one query over keys first..pos with Gemma 2's cap (0: none) and
+ * a sink logit (NAN: none): softmax over {s_t} and the sink, the sink's value 0. */
+static void reference_full(const float *q, int first, int pos, const float *K, const float *V,
+                           int hd, double scale, double cap, double sink, double *out) {
+    int n = pos - first + 1;
+    double *s = malloc(sizeof(double) * (size_t)n), mx = isnan(sink) ? -INFINITY : sink, sum = 0;
+    for (int t = 0; t < n; t++) {
+        double d = 0;
+        for (int j = 0; j < hd; j++) d += (double)q[j] * K[(size_t)(first + t) * hd + j];
+        s[t] = d * scale;
+        if (cap > 0) s[t] = cap * tanh(s[t] / cap);
+        if (s[t] > mx) mx = s[t];
+    }
+    if (!isnan(sink)) sum = exp(sink - mx);
+    for (int t = 0; t < n; t++) sum += (s[t] = exp(s[t] - mx));
+    for (int j = 0; j < hd; j++) out[j] = 0;
+    for (int t = 0; t < n; t++)
+        for (int j = 0; j < hd; j++) out[j] += s[t] / sum * V[(size_t)(first + t) * hd + j];
+    free(s);
+}
+
+/* Keys/values of positions [p0, p1) of K/V ([t][hd] float32) stored at rows
+ * row(t) = ring ? t % ring : t - p0 of a buffer of `rows` rows (keys transposed in groups
+ * of 16), rounded to kvt; rows nobody stores hold `fill`. */
+__attribute__((noinline)) static void store_head(const float *K, const float *V, int hd, int p0, int p1, int ring,
+                       int rows, facet_kv_type kvt, float fill, void **Kc, void **Vc) {
+    size_t n = (size_t)rows * hd;
+    float *KT = malloc(sizeof(float) * n), *VR = malloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) KT[i] = VR[i] = fill;
+    for (int t = p0; t < p1; t++) {
+        int r = ring ? t % ring : t - p0;
+        for (int d = 0; d < hd; d++) {
+            KT[((size_t)(r / 16) * hd + d) * 16 + r % 16] = K[(size_t)t * hd + d];
+            VR[(size_t)r * hd + d] = V[(size_t)t * hd + d];
+        }
+    }
+    *Kc = malloc(4 * n);
+    *Vc = malloc(4 * n);
+    facet_kv_store(KT, kvt, *Kc, (int)n);
+    facet_kv_store(VR, kvt, *Vc, (int)n);
+    free(KT);
+    free(VR);
+}
+
+/*
+ * One KV head of `group` query heads, n_pos cached positions: queries at the last 40
+ * positions (prefill) and scattered ones, one call per head; the decode shape (the
+ * group's heads at the last position in one call, a sink each, sink_stride 1); and the
+ * same queries over a ring of `ring` rows and over a buffer from position p0.
+ */
+static void run_window_kv(int hd, int n_pos, int window, float cap, int sinks, int group,
+                          int ring, facet_kv_type kvt) {
+    float *K = malloc(sizeof(float) * (size_t)n_pos * hd), *V = malloc(sizeof(float) * (size_t)n_pos * hd);
+    for (size_t i = 0; i < (size_t)n_pos * hd; i++) {
+        K[i] = urand();
+        V[i] = urand();
+    }
+    facet_kv_round(K, kvt, n_pos * hd); /* the reference reads what the cache holds */
+    facet_kv_round(V, kvt, n_pos * hd);
+    void *Kl, *Vl, *Kr, *Vr, *Kp, *Vp;
+    int lin_rows = (n_pos + 15) / 16 * 16;
+    /* linear from 0: lanes past n_pos are NaN and must never reach a result */
+    store_head(K, V, hd, 0, n_pos, 0, lin_rows, kvt, NAN, &Kl, &Vl);
+    store_head(K, V, hd, n_pos > ring ? n_pos - ring : 0, n_pos, ring, ring, kvt, NAN, &Kr, &Vr);
+    /* from p0: the block of the earliest visible key a ring query can have */
+    int q_lo = n_pos - (ring - window + 1); /* earliest query whose window the ring holds */
+    int p0 = (q_lo - window + 1 > 0 ? q_lo - window + 1 : 0) / FACET_ATTN_BLOCK * FACET_ATTN_BLOCK;
+    store_head(K, V, hd, p0, n_pos, 0, (n_pos - p0 + 15) / 16 * 16, kvt, NAN, &Kp, &Vp);
+    enum { NQ = 24 };
+    int pos[NQ];
+    for (int i = 0; i < NQ; i++)
+        pos[i] = i < 16 ? n_pos - 16 + i : (int)((urand() + 1.0f) * 0.5f * (float)(n_pos - 1));
+    float *Q = malloc(sizeof(float) * (size_t)group * NQ * hd);
+    float qmag = cap > 0 ? 6.0f : 1.5f; /* scores past the cap */
+    for (size_t i = 0; i < (size_t)group * NQ * hd; i++) Q[i] = urand() * qmag;
+    if (kvt == FACET_KV_BF16) facet_kv_round(Q, kvt, group * NQ * hd);
+    float sink[8];
+    for (int h = 0; h < group; h++) sink[h] = urand() * 3.0f;
+    float *O = malloc(sizeof(float) * NQ * (size_t)hd), *o1 = malloc(sizeof(float) * (size_t)hd);
+    float *og = malloc(sizeof(float) * (size_t)group * hd), *or = malloc(sizeof(float) * (size_t)group * hd);
+    float *scratch = malloc(sizeof(float) * FACET_ATTN_SCRATCH(NQ, hd));
+    double *ref = malloc(sizeof(double) * (size_t)hd);
+    facet_attn_params P = {.head_dim = hd, .scale = 1.0f / sqrtf((float)hd), .softcap = cap,
+                           .window = window, .kv_type = kvt, .v_stride = (size_t)hd,
+                           .path = facet_attn_path_for(facet_cpu())};
+    const char *path = facet_cpu_level_name(facet_cpu()->level);
+    for (int h = 0; h < group; h++) {
+        const float *qh = Q + (size_t)h * NQ * hd;
+        P.sinks = sinks ? &sink[h] : NULL;
+        P.sink_stride = 0;
+        P.kv_ring = 0;
+        P.kv_pos0 = 0;
+        facet_attention(&P, qh, (size_t)hd, pos, NQ, Kl, Vl, O, (size_t)hd, scratch);
+        for (int i = 0; i < NQ; i++) {
+            int first = pos[i] - window + 1 > 0 && window > 0 ? pos[i] - window + 1 : 0;
+            reference_full(qh + (size_t)i * hd, first, pos[i], K, V, hd, P.scale, cap,
+                           sinks ? sink[h] : NAN, ref);
+            for (int j = 0; j < hd; j++)
+                if (fabs(O[(size_t)i * hd + j] - ref[j]) > 2e-5 * (1 + fabs(ref[j])))
+                    fail_msg("%s kv %s hd %d window %d cap %g sinks %d head %d query %d (pos %d) "
+                             "dim %d: got %.9g, float64 %.9g", path, facet_kv_type_name(kvt), hd,
+                             window, (double)cap, sinks, h, i, pos[i], j, O[(size_t)i * hd + j],
+                             ref[j]);
+            /* alone, and from the ring or the buffer from p0 where they hold its window */
+            facet_attention(&P, qh + (size_t)i * hd, (size_t)hd, &pos[i], 1, Kl, Vl, o1,
+                            (size_t)hd, scratch);
+            assert_memory_equal(o1, O + (size_t)i * hd, sizeof(float) * (size_t)hd);
+            if (pos[i] < q_lo) continue;
+            P.kv_ring = ring;
+            facet_attention(&P, qh + (size_t)i * hd, (size_t)hd, &pos[i], 1, Kr, Vr, o1,
+                            (size_t)hd, scratch);
+            assert_memory_equal(o1, O + (size_t)i * hd, sizeof(float) * (size_t)hd);
+            P.kv_ring = 0;
+            P.kv_pos0 = p0;
+            facet_attention(&P, qh + (size_t)i * hd, (size_t)hd, &pos[i], 1, Kp, Vp, o1,
+                            (size_t)hd, scratch);
+            assert_memory_equal(o1, O + (size_t)i * hd, sizeof(float) * (size_t)hd);
+            P.kv_pos0 = 0;
+        }
+    }
+    /* decode: the group's heads at the last position in one call (q rows hd apart) */
+    int dpos[8];
+    float *qd = malloc(sizeof(float) * (size_t)group * hd);
+    for (int h = 0; h < group; h++) {
+        dpos[h] = n_pos - 1;
+        memcpy(qd + (size_t)h * hd, Q + ((size_t)h * NQ + 15) * hd, sizeof(float) * (size_t)hd);
+    }
+    P.sinks = sinks ? sink : NULL;
+    P.sink_stride = 1;
+    P.kv_ring = 0;
+    facet_attention(&P, qd, (size_t)hd, dpos, group, Kl, Vl, og, (size_t)hd, scratch);
+    P.kv_ring = ring;
+    facet_attention(&P, qd, (size_t)hd, dpos, group, Kr, Vr, or, (size_t)hd, scratch);
+    assert_memory_equal(og, or, sizeof(float) * (size_t)group * hd);
+    for (int h = 0; h < group; h++) { /* as that head's own call with query 15 */
+        P.sinks = sinks ? &sink[h] : NULL;
+        P.sink_stride = 0;
+        P.kv_ring = 0;
+        facet_attention(&P, qd + (size_t)h * hd, (size_t)hd, dpos, 1, Kl, Vl, o1, (size_t)hd,
+                        scratch);
+        assert_memory_equal(o1, og + (size_t)h * hd, sizeof(float) * (size_t)hd);
+    }
+    free(qd);
+    free(K);
+    free(V);
+    free(Kl);
+    free(Vl);
+    free(Kr);
+    free(Vr);
+    free(Kp);
+    free(Vp);
+    free(Q);
+    free(O);
+    free(o1);
+    free(og);
+    free(or);
+    free(scratch);
+    free(ref);
+}
+
+static void test_attention_window_softcap_sinks(void **state) {
+    (void)state;
+    static const facet_kv_type kvts[3] = {FACET_KV_F32, FACET_KV_BF16, FACET_KV_F16};
+    FOR_EACH_CPU_PATH(p) {
+        for (int k = 0; k < 3; k++) {
+            /* hd, n_pos, window, cap, sinks, group, ring rows */
+            run_window_kv(64, 300, 100, 0.0f, 0, 4, 112, kvts[k]);  /* Gemma 3 local   */
+            run_window_kv(128, 200, 64, 50.0f, 0, 2, 64, kvts[k]);  /* Gemma 2 local   */
+            run_window_kv(128, 150, 0, 50.0f, 0, 2, 160, kvts[k]);  /* Gemma 2 global  */
+            run_window_kv(64, 250, 16, 0.0f, 1, 8, 16, kvts[k]);    /* a ring of 16 wraps
+                                                                       4x in a block   */
+            run_window_kv(64, 180, 40, 0.0f, 1, 2, 48, kvts[k]);    /* gpt-oss sinks   */
+            run_window_kv(8, 90, 20, 30.0f, 1, 3, 32, kvts[k]);     /* the generic path */
+            run_window_kv(80, 140, 1, 0.0f, 0, 1, 16, kvts[k]);     /* window of one   */
+            run_window_kv(96, 70, 200, 0.0f, 1, 2, 208, kvts[k]);   /* window > context */
+        }
+    }
+    test_cpu_path_reset();
+}
+
 static void test_attention_paths(void **state) {
     (void)state;
     FOR_EACH_CPU_PATH(p) {
@@ -189,6 +373,7 @@ static void test_attention_paths(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kv_convert),
-                                       cmocka_unit_test(test_attention_paths)};
+                                       cmocka_unit_test(test_attention_paths),
+                                       cmocka_unit_test(test_attention_window_softcap_sinks)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -314,57 +314,99 @@ static FACET_TGT_AVX512 float softmax_block_avx512(float *s, int n, float *m, fl
     return _mm512_reduce_add_ps(sum);
 }
 
-void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int n_q,
-                            const void *K, const void *V, facet_kv_type kv_type,
-                            size_t v_stride, int hd, float scale, float *out, size_t out_stride,
-                            float *scratch) {
+/* Where the keys of block [t0, t0 + len) lie: in runs of consecutive rows (seg_row[k],
+ * seg_len[k] keys; the runs follow each other in position order). One run in a linear
+ * buffer; in a ring a new run starts at row 0 at each wrap (its rows are a multiple of
+ * FACET_KV_GROUP, so a wrap falls between key groups; a ring shorter than the block
+ * wraps more than once). Returns the number of runs (at most B / G). */
+static int block_runs(const facet_attn_params *P, int t0, int len, size_t *seg_row, int *seg_len) {
+    if (P->kv_ring <= 0) {
+        seg_row[0] = (size_t)(t0 - P->kv_pos0);
+        seg_len[0] = len;
+        return 1;
+    }
+    int k = 0, r = t0 % P->kv_ring;
+    while (len > 0) {
+        int n = P->kv_ring - r < len ? P->kv_ring - r : len;
+        seg_row[k] = (size_t)r;
+        seg_len[k++] = n;
+        len -= n;
+        r = 0;
+    }
+    return k;
+}
+
+void facet_attention(const facet_attn_params *P, const float *q, size_t q_stride, const int *pos,
+                     int n_q, const void *K, const void *V, float *out, size_t out_stride,
+                     float *scratch) {
     enum { B = FACET_ATTN_BLOCK, G = FACET_KV_GROUP };
+    if (n_q <= 0) return;
+    int hd = P->head_dim;
+    facet_kv_type kv_type = P->kv_type;
+    size_t v_stride = P->v_stride;
+    float scale = P->scale, cap = P->softcap;
     float *s = scratch;                            /* [n_q][B] scores of the block        */
     float *acc = s + (size_t)n_q * B;              /* [n_q][hd] unnormalized output       */
     float *m = acc + (size_t)n_q * hd;             /* [n_q] running max                   */
     float *l = m + n_q;                            /* [n_q] running sum of exp            */
     float *kb = l + n_q, *vb = kb + (size_t)B * hd; /* the block widened to float32       */
     int *act = (int *)(vb + (size_t)B * hd);       /* [n_q] queries that see the block    */
-    uint16_t *q16 = (uint16_t *)(act + n_q);       /* [n_q][hd] bf16 queries (dp path)    */
+    int *first = act + n_q;                        /* [n_q] first visible position        */
+    uint16_t *q16 = (uint16_t *)(first + n_q);     /* [n_q][hd] bf16 queries (dp path)    */
     size_t elt = kv_type == FACET_KV_F32 ? 4 : 2;
     const uint8_t *Kb = K, *Vb = V;
-    int avx512 = facet_cpu()->level == FACET_CPU_AVX512;
-    int nc = hd / 16, last = 0;
+    const facet_attn_path path = P->path;
+    int avx512 = path != FACET_ATTN_GENERIC;
+    int nc = hd / 16, last = 0, lo = pos[0];
     /* AVX-512 with a register path for head_dim: the kernels read the cache as it is
      * (16-bit elements widened in registers); otherwise a 16-bit cache's block is widened
      * into kb / vb first */
     int fast = avx512 && hd % 16 == 0 && values_nc_ok(nc);
     /* a bf16 cache on a CPU with vdpbf16ps: scores from bf16 queries (copied once) */
-    int dp = fast && kv_type == FACET_KV_BF16 && facet_cpu()->avx512_bf16;
+    int dp = fast && kv_type == FACET_KV_BF16 && path == FACET_ATTN_AVX512_BF16;
     for (int i = 0; i < n_q; i++) {
         if (dp) facet_x_to_bf16_avx512bf16(q + (size_t)i * q_stride, q16 + (size_t)i * hd, hd);
-        m[i] = -INFINITY;
-        l[i] = 0.0f;
+        /* a sink is a key of logit sink[i] and value 0: start the running max there,
+         * its e^0 = 1 in the sum */
+        m[i] = P->sinks ? P->sinks[(size_t)i * P->sink_stride] : -INFINITY;
+        l[i] = P->sinks ? 1.0f : 0.0f;
         memset(acc + (size_t)i * hd, 0, sizeof(float) * (size_t)hd);
+        first[i] = P->window > 0 && pos[i] - P->window + 1 > 0 ? pos[i] - P->window + 1 : 0;
         if (pos[i] > last) last = pos[i];
+        if (first[i] < lo) lo = first[i];
     }
-    for (int t0 = 0; t0 <= last; t0 += B) {
+    /* blocks at multiples of B in absolute positions, whatever the call's queries: a
+     * query's blocks, and so its arithmetic, depend on its own position alone */
+    for (int t0 = lo / B * B; t0 <= last; t0 += B) {
         int t1 = t0 + B - 1 < last ? t0 + B - 1 : last; /* keys t0..t1 */
         int ng = (t1 - t0 + G) / G;                   /* groups of 16 keys in the block   */
-        /* keys: [group][hd][16] from group t0 / 16; values: rows v_stride apart. A 16-bit
-         * cache is widened into kb / vb (a group's lanes past t1 are never used). */
+        size_t seg_row[B / G] = {0};
+        int seg_len[B / G];
+        int nseg = block_runs(P, t0, ng * G, seg_row, seg_len);
+        /* keys: [group][hd][16]; values: rows v_stride apart, run by run. A 16-bit cache
+         * is widened into kb / vb (a group's lanes past t1 are never used), as is a
+         * float32 block of several runs off the AVX-512 path. */
         const float *KT = NULL, *Vx = NULL;
-        const void *KTc = Kb + (size_t)(t0 / G) * hd * G * elt, *Vc = Vb + (size_t)t0 * v_stride * elt;
+        const void *KTc = Kb + seg_row[0] / G * hd * G * elt, *Vc = Vb + seg_row[0] * v_stride * elt;
         size_t vs = v_stride;
-        if (kv_type == FACET_KV_F32) {
+        if (kv_type == FACET_KV_F32 && (fast || nseg == 1)) {
             KT = KTc;
             Vx = Vc;
         } else if (!fast) {
-            facet_kv_load(Kb + (size_t)(t0 / G) * hd * G * elt, kv_type, kb, ng * hd * G);
-            for (int t = t0; t <= t1; t++)
-                facet_kv_load(Vb + (size_t)t * v_stride * elt, kv_type, vb + (size_t)(t - t0) * hd, hd);
+            for (int k = 0, j0 = 0; k < nseg; j0 += seg_len[k++]) {
+                facet_kv_load(Kb + seg_row[k] / G * hd * G * elt, kv_type, kb + (size_t)j0 * hd,
+                              seg_len[k] * hd);
+                for (int j = 0; j < seg_len[k] && t0 + j0 + j <= t1; j++)
+                    facet_kv_load(Vb + (seg_row[k] + (size_t)j) * v_stride * elt, kv_type,
+                                  vb + (size_t)(j0 + j) * hd, hd);
+            }
             KT = kb;
             Vx = vb;
             vs = (size_t)hd;
         }
         int na = 0;
         for (int i = 0; i < n_q; i++)
-            if (pos[i] >= t0) act[na++] = i;
+            if (pos[i] >= t0 && first[i] <= t1) act[na++] = i;
         /* scores of every key of the block's groups, tiles of up to SCORE_QT queries */
         for (int a0 = 0; a0 < na; a0 += SCORE_QT) {
             int qt = na - a0 < SCORE_QT ? na - a0 : SCORE_QT;
@@ -379,13 +421,22 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
                 if (pos[act[a0 + u]] > tmax) tmax = pos[act[a0 + u]];
             }
             int ngt = ((tmax < t1 ? tmax : t1) - t0) / G + 1;
-            if (dp) scores_bf16dp(qh, qt, KTc, ngt, hd, scale, ss);
-            else if (fast) scores_avx512(qs, qt, KTc, kv_type, ngt, hd, scale, ss);
-            else scores_generic(qs, qt, KT, ngt, hd, scale, ss);
+            if (!fast) {
+                scores_generic(qs, qt, KT, ngt, hd, scale, ss);
+                continue;
+            }
+            for (int k = 0, g0 = 0; k < nseg && g0 < ngt; g0 += seg_len[k++] / G) {
+                int ngk = seg_len[k] / G < ngt - g0 ? seg_len[k] / G : ngt - g0;
+                const uint8_t *kt = Kb + seg_row[k] / G * hd * G * elt;
+                float *sk[6];
+                for (int u = 0; u < qt; u++) sk[u] = ss[u] + (size_t)g0 * G;
+                if (dp) scores_bf16dp(qh, qt, (const uint16_t *)kt, ngk, hd, scale, sk);
+                else scores_avx512(qs, qt, kt, kv_type, ngk, hd, scale, sk);
+            }
         }
         /* online softmax over the keys each query sees: new max, rescale of the old
          * sum and output */
-        float cs[4];
+        float cs[4], ones[4] = {1.0f, 1.0f, 1.0f, 1.0f};
         int ns[4], nq = 0;
         float *as[4];
         const float *ps[4];
@@ -393,6 +444,9 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
             int i = act[a];
             int te = pos[i] < t1 ? pos[i] : t1, n = te - t0 + 1;
             float *si = s + (size_t)i * B, *ai = acc + (size_t)i * hd;
+            if (cap > 0) /* Gemma 2: cap * tanh(score / cap) */
+                for (int j = 0; j < n; j++) si[j] = tanhf(si[j] / cap) * cap;
+            for (int j = 0; j < first[i] - t0; j++) si[j] = -INFINITY; /* before the window */
             float c, sum = 0.0f;
             if (avx512) {
                 sum = softmax_block_avx512(si, n, &m[i], &c);
@@ -415,7 +469,18 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
                 as[nq] = ai;
                 ps[nq] = si;
                 if (++nq == 4 || a == na - 1) {
-                    values_avx512(as, cs, Vc, kv_type, vs, ns, ps, nq, nc);
+                    /* run by run; past a ring's wrap the same chain goes on (x 1 is exact) */
+                    for (int k = 0, j0 = 0; k < nseg; j0 += seg_len[k++]) {
+                        int nk[4];
+                        const float *pk[4];
+                        for (int u = 0; u < nq; u++) {
+                            int left = ns[u] - j0;
+                            nk[u] = left < 0 ? 0 : left < seg_len[k] ? left : seg_len[k];
+                            pk[u] = ps[u] + j0;
+                        }
+                        values_avx512(as, k ? ones : cs, Vb + seg_row[k] * vs * elt, kv_type, vs,
+                                      nk, pk, nq, nc);
+                    }
                     nq = 0;
                 }
             } else {
@@ -429,4 +494,26 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
         const float *a = acc + (size_t)i * hd;
         for (int d = 0; d < hd; d++) o[d] = a[d] * inv;
     }
+}
+
+facet_attn_path facet_attn_path_for(const facet_cpu_info *cpu) {
+    if (cpu->level != FACET_CPU_AVX512) return FACET_ATTN_GENERIC;
+    return cpu->avx512_bf16 ? FACET_ATTN_AVX512_BF16 : FACET_ATTN_AVX512;
+}
+
+const char *facet_attn_path_name(facet_attn_path p) {
+    switch (p) {
+    case FACET_ATTN_AVX512_BF16: return "avx512-bf16";
+    case FACET_ATTN_AVX512: return "avx512";
+    default: return "generic";
+    }
+}
+
+void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int n_q,
+                            const void *K, const void *V, facet_kv_type kv_type,
+                            size_t v_stride, int hd, float scale, float *out, size_t out_stride,
+                            float *scratch) {
+    facet_attn_params P = {.head_dim = hd, .scale = scale, .kv_type = kv_type,
+                           .v_stride = v_stride, .path = facet_attn_path_for(facet_cpu())};
+    facet_attention(&P, q, q_stride, pos, n_q, K, V, out, out_stride, scratch);
 }

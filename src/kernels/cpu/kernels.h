@@ -149,26 +149,74 @@ void facet_kv_load_strided(const void *src, facet_kv_type type, float *dst, int 
 /* Keys are cached transposed in groups of this many positions: [group][head_dim][16]. */
 #define FACET_KV_GROUP 16
 
+/* The attention kernel's code path, resolved once from the CPU (facet_attn_path_for)
+ * and kept by whoever calls the kernel (the backend), not re-checked per call. */
+typedef enum facet_attn_path {
+    FACET_ATTN_GENERIC = 0,     /* portable C; a 16-bit block widened to float32 first  */
+    FACET_ATTN_AVX512 = 1,      /* AVX-512 tiles reading the cache as it is            */
+    FACET_ATTN_AVX512_BF16 = 2, /* and a bf16 cache's scores with vdpbf16ps            */
+} facet_attn_path;
+
+struct facet_cpu_info;
+/* The path for a CPU (cpu_features.h) and its name ("generic", "avx512",
+ * "avx512-bf16"). */
+facet_attn_path facet_attn_path_for(const struct facet_cpu_info *cpu);
+const char *facet_attn_path_name(facet_attn_path p);
+
 /*
- * Causal softmax attention of one head for n_q queries of one sequence:
- *   out[i] = sum_{t <= pos[i]} softmax_t(scale * q[i] . K[t]) V[t]
- * q: query i at q + i * q_stride (hd floats), pos[i] its absolute position (it attends
- * keys 0..pos[i]); K: the head's keys transposed in groups of FACET_KV_GROUP positions,
- * element d of position t at (t / 16 * hd + d) * 16 + t % 16 (every group that holds a
- * position <= max pos[i] present in full; lanes past it are read but never used); V:
- * the value of position t at element t * v_stride (hd elements); both of kv_type
- * (float32, bf16 or f16, widened exactly to float32 as a block is read); out: row i at
- * out + i * out_stride (hd floats, must not alias q). Keys go in blocks of
- * FACET_ATTN_BLOCK from position 0 with an online softmax (running max, rescaled sum
- * and output), each block's keys and values read once for all n_q queries: scores in
- * tiles of up to 6 queries x 64 keys (one FMA chain over d per score), values four
- * queries at a time. A query's result is bit-identical whatever the other queries of
- * the call (batch invariance). scratch: at least FACET_ATTN_SCRATCH(n_q, hd) floats;
- * nothing is allocated.
+ * One attention operation's constants, the same for every query of a call:
+ *   out[i] = sum_{first(i) <= t <= pos[i]} softmax_t(softcap(scale * q[i] . K[t])) V[t]
+ * with first(i) = max(0, pos[i] - window + 1) (window 0: 0), softcap(x) =
+ * softcap * tanh(x / softcap) (softcap 0: x), and, when sinks is non-NULL, one more
+ * logit sinks[i * sink_stride] in the softmax's denominator whose value is 0 (gpt-oss's
+ * per-head attention sinks; sink_stride 0 when every query of a call is one head).
+ * Keys and values of kv_type; values' rows v_stride elements apart. The head's buffers
+ * are linear (kv_ring 0: position t at row t - kv_pos0, kv_pos0 a multiple of
+ * FACET_ATTN_BLOCK and <= first(i) rounded down to one) or a ring (kv_ring > 0, a
+ * multiple of FACET_KV_GROUP and >= window: position t at row t % kv_ring, every visible
+ * position present).
+ */
+typedef struct facet_attn_params {
+    int head_dim;
+    float scale;
+    float softcap;
+    int window;
+    const float *sinks;
+    size_t sink_stride;
+    facet_kv_type kv_type;
+    size_t v_stride;
+    int kv_ring;
+    int kv_pos0;
+    facet_attn_path path;
+} facet_attn_params;
+
+/*
+ * Softmax attention of one head (or of the query heads of one KV head at one position)
+ * for n_q queries of one sequence, as facet_attn_params says. q: query i at
+ * q + i * q_stride (head_dim floats), pos[i] its absolute position; K: the head's keys
+ * transposed in groups of FACET_KV_GROUP rows, element d of row r at
+ * (r / 16 * hd + d) * 16 + r % 16 (every group holding a visible position present in
+ * full; lanes past the last visible one are read but never used); V: the value of row r
+ * at element r * v_stride. Rows before a query's window inside its first block are read
+ * and weighted 0, so they must hold finite values. out: row i at out + i * out_stride
+ * (must not alias q). Keys go in blocks of FACET_ATTN_BLOCK at multiples of it in
+ * absolute position with an online softmax (running max, rescaled sum and output), each
+ * block's keys and values read once for all n_q queries: scores in tiles of up to 6
+ * queries x 64 keys (one FMA chain over d per score), values four queries at a time.
+ * A query's result is bit-identical whatever the other queries of the call, and
+ * whether its keys come from a ring or a linear buffer (batch and chunk invariance).
+ * scratch: at least FACET_ATTN_SCRATCH(n_q, hd) floats; nothing is allocated.
  */
 #define FACET_ATTN_SCRATCH(n_q, hd)                                                       \
-    ((size_t)(n_q) * (FACET_ATTN_BLOCK + (size_t)(hd) + 3) + ((size_t)(n_q) * (hd) + 1) / 2 + \
+    ((size_t)(n_q) * (FACET_ATTN_BLOCK + (size_t)(hd) + 4) + ((size_t)(n_q) * (hd) + 1) / 2 + \
      2 * (size_t)FACET_ATTN_BLOCK * (size_t)(hd))
+void facet_attention(const facet_attn_params *p, const float *q, size_t q_stride, const int *pos,
+                     int n_q, const void *K, const void *V, float *out, size_t out_stride,
+                     float *scratch);
+
+/* facet_attention without window, softcap or sinks over a linear buffer from position 0
+ * (K and V as there with kv_pos0 0), on the path of facet_cpu() (the one-kernel bench
+ * and tests). */
 void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int n_q,
                             const void *K, const void *V, facet_kv_type kv_type,
                             size_t v_stride, int hd, float scale, float *out, size_t out_stride,
