@@ -855,6 +855,9 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
         TRY(get_bool(&top, "tie_word_embeddings", &f->tie_word_embeddings));
     }
     TRY(get_bool(&r, "tie_word_embeddings", &f->tie_word_embeddings));
+    f->tie_word_embeddings_given =
+        json_is_boolean(json_object_get(r.obj, "tie_word_embeddings")) ||
+        (f->text_config && json_is_boolean(json_object_get(config, "tie_word_embeddings")));
 
     /* stop ids: config (text object, then the wrapper), then generation_config */
     TRY(read_bos(&r, what, take(&r, "bos_token_id")));

@@ -124,6 +124,7 @@ typedef struct facet_facts {
     int o_bias;                    /* probed: o_proj.bias present                       */
     int qk_norm;                   /* probed: q_norm/k_norm present                     */
     int tie_word_embeddings;       /* config (class default when absent)                */
+    int tie_word_embeddings_given; /* 1: config.json states it (else the class default) */
     int has_lm_head;               /* probed: lm_head.weight present                    */
     int fused_qkv, fused_gate_up;  /* probed: Phi-3 qkv_proj / gate_up_proj             */
     int probed;                    /* 1 once weight facts come from tensor headers      */

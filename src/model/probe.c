@@ -133,6 +133,20 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
     if (ob != f->o_bias)
         facet_facts_note(f, "o_proj bias: config implies %s, tensors %s; tensors win",
                          f->o_bias ? "present" : "absent", ob ? "present" : "absent");
+    /* A norm the modeling code applies but the file lacks: transformers would run it with
+     * freshly initialised weights (a warning, not an error); dropping the norm instead
+     * would compute something else again. Neither is the checkpoint's model: refuse. An
+     * extra norm (or bias) present in the file still wins below. Absent biases are no
+     * such case: transformers initialises a missing Linear bias to zero, the same as
+     * none. */
+    if (f->qk_norm && !qn) {
+        facet_tensor_find(ck, facet_tensor_slot(FACET_TS_Q_NORM), prefix, 0, name, sizeof name);
+        return facet_err(err, FACET_E_NOT_FOUND,
+                         "checkpoint has no %s, but the %s modeling code applies q_norm and "
+                         "k_norm in every layer (transformers would initialise them afresh): "
+                         "the weights the config promises are missing",
+                         name, f->text_model_type[0] ? f->text_model_type : f->model_type);
+    }
     if (qn != f->qk_norm)
         facet_facts_note(f, "qk-norm: config class implies %s, tensors %s; tensors win",
                          f->qk_norm ? "present" : "absent", qn ? "present" : "absent");
@@ -140,10 +154,21 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
     f->o_bias = ob;
     f->qk_norm = qn;
 
-    /* lm_head: present means untied, whatever tie_word_embeddings says */
+    /* lm_head: present means untied, whatever tie_word_embeddings says. Absent while the
+     * config says untied: transformers would create a randomly initialised head, so there
+     * is no right answer to compute (the embeddings are not the head it would use). */
     const facet_tensor_row *head = facet_tensor_slot(FACET_TS_LM_HEAD);
     f->has_lm_head = facet_tensor_find(ck, head, prefix, 0, name, sizeof name) != NULL;
     TRY(expect_shape(ck, f, prefix, head, err));
+    if (!f->has_lm_head && !f->tie_word_embeddings)
+        return facet_err(err, FACET_E_NOT_FOUND,
+                         "checkpoint has no %s, but tie_word_embeddings is false (%s): an "
+                         "untied model needs its own output head (transformers would "
+                         "initialise one at random)",
+                         head->name, f->tie_word_embeddings_given
+                                         ? "config.json"
+                                         : "the config class's default; config.json omits "
+                                           "the key");
     if (f->has_lm_head == f->tie_word_embeddings)
         facet_facts_note(f, "tie_word_embeddings=%s but lm_head.weight is %s; tensors win "
                             "(%s)", f->tie_word_embeddings ? "true" : "false",

@@ -146,3 +146,29 @@ def test_conflicting_rope_spellings_refused(facet_bin, model, tmp_path, edit, ne
     p = subprocess.run([str(facet_bin), "run", str(d), "-n", "1", "--no-cache"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize("tie", [False, None])
+def test_untied_model_without_head_refused(facet_bin, model, tmp_path, tie):
+    """The bundled (tied) model with tie_word_embeddings false, or the key removed (llama's
+    class default is untied), and no lm_head.weight: it used to run with the embeddings
+    as the head; transformers would initialise a random head. Refused by name."""
+    d = copy_model(model, tmp_path)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg.pop("tie_word_embeddings", None)
+    if tie is not None:
+        cfg["tie_word_embeddings"] = tie
+    (d / "config.json").write_text(json.dumps(cfg))
+    why = "config.json" if tie is not None else "the config class's default"
+    for cmd in (["run", str(d), "-n", "1", "--no-cache"], ["conform", str(d)]):
+        p = subprocess.run([str(facet_bin)] + cmd, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 1, p.stdout + p.stderr
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1, p.stderr
+        assert "checkpoint has no lm_head.weight, but tie_word_embeddings is false (%s" % why \
+            in lines[0], lines[0]
+    cfg["tie_word_embeddings"] = True
+    (d / "config.json").write_text(json.dumps(cfg))
+    p = subprocess.run([str(facet_bin), "run", str(d), "-n", "1", "--no-cache"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr

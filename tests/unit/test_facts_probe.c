@@ -18,6 +18,8 @@
 typedef struct spec {
     int qkv_bias, o_bias, qk_norm, lm_head, bias_only_layer0, bad_k_shape, dtype_bf16;
     int tie_config;
+    int tie_absent;         /* omit tie_word_embeddings (the class default applies) */
+    const char *model_type; /* NULL: llama */
 } spec;
 
 static char dir[256];
@@ -43,10 +45,11 @@ static void write_checkpoint(const spec *s) {
     char path[512];
     snprintf(path, sizeof path, "%s/config.json", dir);
     FILE *fp = fopen(path, "w");
-    fprintf(fp, "{\"model_type\":\"llama\",\"hidden_size\":8,\"num_hidden_layers\":2,"
+    fprintf(fp, "{\"model_type\":\"%s\",\"hidden_size\":8,\"num_hidden_layers\":2,"
                 "\"num_attention_heads\":2,\"num_key_value_heads\":1,\"vocab_size\":16,"
-                "\"intermediate_size\":12,\"max_position_embeddings\":64,"
-                "\"tie_word_embeddings\":%s}", s->tie_config ? "true" : "false");
+                "\"intermediate_size\":12,\"max_position_embeddings\":64,\"head_dim\":4%s%s}",
+            s->model_type ? s->model_type : "llama", s->tie_absent ? "" : ",\"tie_word_embeddings\":",
+            s->tie_absent ? "" : s->tie_config ? "true" : "false");
     fclose(fp);
     char hdr[8192] = "{";
     uint64_t off = 0;
@@ -142,18 +145,55 @@ static void test_plain_untied(void **state) {
 static void test_biases_norms_tied(void **state) {
     (void)state;
     facet_error err;
-    spec s = {.qkv_bias = 1, .o_bias = 1, .qk_norm = 1, .lm_head = 0, .tie_config = 0,
+    spec s = {.qkv_bias = 1, .o_bias = 1, .qk_norm = 1, .lm_head = 0, .tie_config = 1,
               .dtype_bf16 = 1};
     assert_int_equal(probe(&s, &err), FACET_OK);
     assert_int_equal(F.qkv_bias, 1);
     assert_int_equal(F.o_bias, 1);
     assert_int_equal(F.qk_norm, 1);
     assert_int_equal(F.has_lm_head, 0);
-    assert_int_equal(F.tie_word_embeddings, 1); /* tensors win over tie=false */
+    assert_int_equal(F.tie_word_embeddings, 1);
     assert_int_equal(F.dtype_mask, (1u << ST_F32) | (1u << ST_BF16));
-    assert_true(has_note("tie_word_embeddings=false but lm_head.weight is absent"));
     assert_true(has_note("q/k/v bias: config implies absent, tensors present"));
     assert_true(has_note("qk-norm"));
+}
+
+/* An untied config without lm_head.weight: transformers would make a random head, so
+ * there is nothing right to compute (issue 17; it used to run with the embeddings). */
+static void test_untied_without_head_refused(void **state) {
+    (void)state;
+    facet_error err;
+    spec s = {.lm_head = 0, .tie_config = 0};
+    assert_int_equal(probe(&s, &err), FACET_E_NOT_FOUND);
+    assert_non_null(strstr(err.message, "checkpoint has no lm_head.weight, but "
+                                        "tie_word_embeddings is false (config.json)"));
+    /* llama's class default is untied: omitting the key is the same promise */
+    spec d = {.lm_head = 0, .tie_absent = 1};
+    assert_int_equal(probe(&d, &err), FACET_E_NOT_FOUND);
+    assert_non_null(strstr(err.message, "tie_word_embeddings is false (the config class's "
+                                        "default; config.json omits the key)"));
+    /* a class whose default is tied (smollm3) needs no head; a present head still wins
+     * over tie=true */
+    spec t = {.lm_head = 0, .tie_absent = 1, .model_type = "smollm3"};
+    assert_int_equal(probe(&t, &err), FACET_OK);
+    assert_int_equal(F.tie_word_embeddings, 1);
+    spec h = {.lm_head = 1, .tie_config = 1};
+    assert_int_equal(probe(&h, &err), FACET_OK);
+    assert_int_equal(F.tie_word_embeddings, 0);
+    assert_true(has_note("tie_word_embeddings=true but lm_head.weight is present; tensors win"));
+}
+
+/* A class whose modeling code applies q_norm/k_norm (qwen3) and a file without them. */
+static void test_promised_norm_missing_refused(void **state) {
+    (void)state;
+    facet_error err;
+    spec s = {.lm_head = 1, .tie_config = 0, .model_type = "qwen3"};
+    assert_int_equal(probe(&s, &err), FACET_E_NOT_FOUND);
+    assert_non_null(strstr(err.message, "checkpoint has no model.layers.0.self_attn.q_norm.weight, "
+                                        "but the qwen3 modeling code applies q_norm and k_norm"));
+    spec ok = {.lm_head = 1, .tie_config = 0, .model_type = "qwen3", .qk_norm = 1};
+    assert_int_equal(probe(&ok, &err), FACET_OK);
+    assert_int_equal(F.qk_norm, 1);
 }
 
 static void test_inconsistent_layers(void **state) {
@@ -212,6 +252,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_untied),
         cmocka_unit_test(test_biases_norms_tied),
+        cmocka_unit_test(test_untied_without_head_refused),
+        cmocka_unit_test(test_promised_norm_missing_refused),
         cmocka_unit_test(test_inconsistent_layers),
         cmocka_unit_test(test_shape_mismatch),
         cmocka_unit_test(test_tensor_table),
