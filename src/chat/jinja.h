@@ -280,12 +280,9 @@ int jx_undef_error(jctx *cx, const jnode *at, jv v);
 /* Name tables (jinja_table.c). Filters, tests and methods are each an array of rows
  * whose first member is the name (const char *), sorted by strcmp: jx_table_find
  * returns the row named `name` or NULL (binary search); jx_table_sorted returns 1 when
- * the names strictly increase (the tests check every table). jx_unexpected_kw returns
- * the first of kwn[0..nkw) missing from the NULL-terminated list `accepted` (NULL:
- * every keyword accepted), or NULL. */
+ * the names strictly increase (the tests check every table). */
 const void *jx_table_find(const void *rows, size_t n, size_t row_size, const char *name);
 int jx_table_sorted(const void *rows, size_t n, size_t row_size);
-const char *jx_unexpected_kw(const char *const *accepted, char *const *kwn, size_t nkw);
 /* Whether each file's table is sorted (for the tests). */
 int jx_filter_table_sorted(void);
 int jx_test_table_sorted(void);
@@ -303,6 +300,11 @@ typedef struct jargs {
 } jargs;
 /* Parameter i (positional) or keyword `name` (NULL: positional only); NULL if absent. */
 jv *jx_arg(const jargs *f, size_t i, const char *name);
+/* 0 when every keyword of f is in the NULL-terminated list `accepted` (NULL: any);
+ * else fails as Jinja2 does, "TypeError: <name><suffix> got an unexpected keyword
+ * argument 'k'" (suffix " filter" or "()"), and returns -1. */
+int jx_check_kw(jctx *cx, const jnode *at, const char *const *accepted, const jargs *f, const char *name,
+                const char *suffix);
 
 /* filters / tests / methods: return 1 if the name exists (result or error set), 0 if
  * unknown or not implemented by facet (the caller fails naming it as an unsupported

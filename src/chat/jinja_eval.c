@@ -317,6 +317,18 @@ int jx_getitem(jctx *cx, const jnode *at, jv obj, jv key, jv *out) {
     return 0;
 }
 
+/* A given slice bound clamped as PySlice_AdjustIndices does: negative counts from the
+ * end; out of range goes to the nearest end (one before the start when stepping back). */
+static int64_t slice_bound(int64_t i, int64_t len, int64_t step) {
+    if (i < 0) {
+        i += len;
+        if (i < 0) i = step < 0 ? -1 : 0;
+    } else if (i >= len) {
+        i = step < 0 ? len - 1 : len;
+    }
+    return i;
+}
+
 /* Python slice semantics (PySlice_AdjustIndices). */
 static int do_slice(jctx *cx, const jnode *at, jv obj, jv s0, jv s1, jv s2, jv *out) {
     if (obj.k == JV_UNDEF) return jx_undef_error(cx, at, obj);
@@ -344,23 +356,8 @@ static int do_slice(jctx *cx, const jnode *at, jv obj, jv s0, jv s1, jv s2, jv *
         *out = jv_undef_hint("'%s' has no element slice", obj_type_repr(obj));
         return 0;
     }
-    int64_t start, stop;
-    if (!has[0]) start = step < 0 ? len - 1 : 0;
-    else {
-        start = idx[0];
-        if (start < 0) {
-            start += len;
-            if (start < 0) start = step < 0 ? -1 : 0;
-        } else if (start >= len) start = step < 0 ? len - 1 : len;
-    }
-    if (!has[1]) stop = step < 0 ? -1 : len;
-    else {
-        stop = idx[1];
-        if (stop < 0) {
-            stop += len;
-            if (stop < 0) stop = step < 0 ? -1 : 0;
-        } else if (stop >= len) stop = step < 0 ? len - 1 : len;
-    }
+    int64_t start = has[0] ? slice_bound(idx[0], len, step) : step < 0 ? len - 1 : 0;
+    int64_t stop = has[1] ? slice_bound(idx[1], len, step) : step < 0 ? -1 : len;
     if (obj.k == JV_STR) {
         facet_str b = {0};
         int rc = 0;

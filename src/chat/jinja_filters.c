@@ -82,6 +82,25 @@ static int get_attr_path(jctx *cx, const jnode *at, jv item, jv attr, jv *out) {
     return 0;
 }
 
+/* What an item is judged by: its attribute path `attr` (the attribute= of sort,
+ * unique, min, max, sum, join), or the item itself when attr is NULL. */
+static int item_key(jctx *cx, const jnode *at, jv item, const jv *attr, jv *out) {
+    if (attr) return get_attr_path(cx, at, item, *attr, out);
+    *out = jv_ref(item);
+    return 0;
+}
+
+/* The tail of a filter that built `res`: hand it to *out when rc is 0, else release
+ * it. Returns 0 or -1. */
+static int finish(int rc, jv res, jv *out) {
+    if (rc) {
+        jv_unref(res);
+        return -1;
+    }
+    *out = res;
+    return 0;
+}
+
 static int lower_if_str(jv v, int case_sensitive, jv *out) {
     if (v.k == JV_STR && !case_sensitive) {
         *out = jpy_case(JS(v)->s, JS(v)->len, 0);
@@ -89,6 +108,16 @@ static int lower_if_str(jv v, int case_sensitive, jv *out) {
     }
     *out = jv_ref(v);
     return 0;
+}
+
+/* The key sort, min, max and unique compare: item_key, lower-cased when it is a string
+ * and the comparison is not case_sensitive. */
+static int compare_key(jctx *cx, const jnode *at, jv item, const jv *attr, int case_sensitive, jv *out) {
+    jv k;
+    if (item_key(cx, at, item, attr, &k)) return -1;
+    int rc = lower_if_str(k, case_sensitive, out) ? oom(cx, at) : 0;
+    jv_unref(k);
+    return rc;
 }
 
 /* Stable merge sort of keys[] carrying vals[]; Python's sorted() is stable. */
@@ -150,76 +179,55 @@ static int run_test(jctx *cx, const jnode *at, jv *testname, jv v, jv *targs, si
     return rc;
 }
 
+/* The start of select/reject and map (jinja2: `if value:`): a falsy input gives an
+ * empty generator in *out (returns 1); otherwise *seq holds the items and *res a new
+ * empty generator (returns 0). -1 on error. */
+static int gen_begin(jctx *cx, const jnode *at, jv in, jv *seq, jv *res, jv *out) {
+    if (!jv_truthy(in)) {
+        *out = jv_list_new(JL_GEN);
+        return out->k == JV_LIST ? 1 : oom(cx, at);
+    }
+    if (jx_iterate(cx, at, in, seq)) return -1;
+    *res = jv_list_new(JL_GEN);
+    if (res->k == JV_LIST) return 0;
+    jv_unref(*seq);
+    return oom(cx, at);
+}
+
 /* select, reject, selectattr, rejectattr: mode bit 1 tests an attribute of each item,
  * bit 2 keeps the items that pass (select) instead of those that fail (reject). */
 static int do_select(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
     int attr = f->mode & 1, keep_if = (f->mode & 2) != 0;
-    jv seq;
-    if (!jv_truthy(in)) { /* jinja2.filters.select_or_reject: `if value:` */
-        *out = jv_list_new(JL_GEN);
-        return out->k == JV_LIST ? 0 : oom(cx, at);
-    }
-    if (jx_iterate(cx, at, in, &seq)) return -1;
-    jv res = jv_list_new(JL_GEN);
-    if (res.k != JV_LIST) {
-        jv_unref(seq);
-        return oom(cx, at);
-    }
+    jv seq, res;
+    int rc = gen_begin(cx, at, in, &seq, &res, out);
+    if (rc) return rc < 0 ? -1 : 0;
     size_t base = attr ? 1 : 0;
-    if (attr && f->n < 1) {
-        jv_unref(seq);
-        jv_unref(res);
-        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: selectattr/rejectattr need an attribute name");
-    }
+    if (attr && f->n < 1)
+        rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: selectattr/rejectattr need an attribute name");
     jv *testname = f->n > base ? &f->a[base] : NULL;
     jv *targs = f->n > base + 1 ? &f->a[base + 1] : NULL;
     size_t nt = f->n > base + 1 ? f->n - base - 1 : 0;
-    for (size_t i = 0; i < JL(seq)->n; i++) {
+    for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
         jv item = JL(seq)->v[i], probe;
-        if (attr) {
-            if (get_attr_path(cx, at, item, f->a[0], &probe)) goto bad;
-        } else {
-            probe = jv_ref(item);
-        }
         int r;
-        int rc = run_test(cx, at, testname, probe, targs, nt, &r);
+        if ((rc = item_key(cx, at, item, attr ? &f->a[0] : NULL, &probe))) break;
+        rc = run_test(cx, at, testname, probe, targs, nt, &r);
         jv_unref(probe);
-        if (rc) goto bad;
-        if (r == keep_if && jv_list_push(res, jv_ref(item))) {
-            oom(cx, at);
-            goto bad;
-        }
+        if (!rc && r == keep_if && jv_list_push(res, jv_ref(item))) rc = oom(cx, at);
     }
     jv_unref(seq);
-    *out = res;
-    return 0;
-bad:
-    jv_unref(seq);
-    jv_unref(res);
-    return -1;
+    return finish(rc, res, out);
 }
 
 static int do_map(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
-    jv seq;
-    if (!jv_truthy(in)) { /* jinja2.filters.sync_do_map: `if value:` */
-        *out = jv_list_new(JL_GEN);
-        return out->k == JV_LIST ? 0 : oom(cx, at);
-    }
-    if (jx_iterate(cx, at, in, &seq)) return -1;
-    jv res = jv_list_new(JL_GEN);
-    if (res.k != JV_LIST) {
-        jv_unref(seq);
-        return oom(cx, at);
-    }
+    jv seq, res;
+    int rc = gen_begin(cx, at, in, &seq, &res, out);
+    if (rc) return rc < 0 ? -1 : 0;
     jv *attr = jx_arg(f, 99, "attribute"), *def = jx_arg(f, 99, "default");
-    if (!attr && (f->n < 1 || f->a[0].k != JV_STR)) {
-        jv_unref(seq);
-        jv_unref(res);
-        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: map requires a filter name or attribute=");
-    }
-    for (size_t i = 0; i < JL(seq)->n; i++) {
+    if (!attr && (f->n < 1 || f->a[0].k != JV_STR))
+        rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: map requires a filter name or attribute=");
+    for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
         jv item = JL(seq)->v[i], r;
-        int rc = 0;
         if (attr) {
             rc = get_attr_path(cx, at, item, *attr, &r);
             if (!rc && r.k == JV_UNDEF && def) {
@@ -228,20 +236,13 @@ static int do_map(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
             }
         } else {
             const char *fname = JS(f->a[0])->s;
-            char **kwn = f->kwn;
-            if (!jx_filter(cx, at, fname, item, f->a + 1, f->n - 1, kwn, f->kwv, f->nkw, &r, &rc))
+            if (!jx_filter(cx, at, fname, item, f->a + 1, f->n - 1, f->kwn, f->kwv, f->nkw, &r, &rc))
                 rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TemplateRuntimeError: No filter named '%s'.", fname);
         }
-        if (rc || jv_list_push(res, r)) {
-            if (!rc) oom(cx, at);
-            jv_unref(seq);
-            jv_unref(res);
-            return -1;
-        }
+        if (!rc && jv_list_push(res, r)) rc = oom(cx, at);
     }
     jv_unref(seq);
-    *out = res;
-    return 0;
+    return finish(rc, res, out);
 }
 
 static int do_escape(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
@@ -418,13 +419,8 @@ static int do_minmax(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) 
     jv bestk = jv_undef();
     int rc = 0;
     for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
-        jv k, kk;
-        if (attr) rc = get_attr_path(cx, at, JL(seq)->v[i], *attr, &k);
-        else k = jv_ref(JL(seq)->v[i]);
-        if (rc) break;
-        if (lower_if_str(k, cs && jv_truthy(*cs), &kk)) rc = oom(cx, at);
-        jv_unref(k);
-        if (rc) break;
+        jv kk;
+        if ((rc = compare_key(cx, at, JL(seq)->v[i], attr, cs && jv_truthy(*cs), &kk))) break;
         if (i == 0) {
             bestk = kk;
             continue;
@@ -496,25 +492,14 @@ static int do_sort(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) { 
     int rc = 0;
     size_t made = 0;
     for (size_t i = 0; i < n && !rc; i++) {
-        jv k;
         jv item = JL(seq)->v[i];
-        if (dictsort) k = jv_ref(JL(item)->v[by_value]);
-        else if (attr) rc = get_attr_path(cx, at, item, *attr, &k);
-        else k = jv_ref(item);
-        if (rc) break;
-        if (lower_if_str(k, cs, &keys[i])) rc = oom(cx, at);
-        jv_unref(k);
-        if (!rc) made++;
+        if (dictsort) item = JL(item)->v[by_value]; /* a (key, value) pair; attr is NULL */
+        if (!(rc = compare_key(cx, at, item, attr, cs, &keys[i]))) made++;
     }
     if (!rc) rc = sort_pairs(cx, at, keys, JL(seq)->v, n, reverse);
     for (size_t i = 0; i < made; i++) jv_unref(keys[i]);
     free(keys);
-    if (rc) {
-        jv_unref(seq);
-        return -1;
-    }
-    *out = seq;
-    return 0;
+    return finish(rc, seq, out);
 }
 
 static int do_unique(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
@@ -524,13 +509,8 @@ static int do_unique(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) 
     jv res = jv_list_new(JL_GEN), seen = jv_list_new(JL_LIST);
     int rc = (res.k != JV_LIST || seen.k != JV_LIST) ? oom(cx, at) : 0;
     for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
-        jv k, kk;
-        if (attr) rc = get_attr_path(cx, at, JL(seq)->v[i], *attr, &k);
-        else k = jv_ref(JL(seq)->v[i]);
-        if (rc) break;
-        if (lower_if_str(k, c && jv_truthy(*c), &kk)) rc = oom(cx, at);
-        jv_unref(k);
-        if (rc) break;
+        jv kk;
+        if ((rc = compare_key(cx, at, JL(seq)->v[i], attr, c && jv_truthy(*c), &kk))) break;
         int dup = 0;
         for (size_t j = 0; j < JL(seen)->n && !dup; j++) dup = jv_equal(JL(seen)->v[j], kk);
         if (dup) jv_unref(kk);
@@ -538,12 +518,7 @@ static int do_unique(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) 
     }
     jv_unref(seq);
     jv_unref(seen);
-    if (rc) {
-        jv_unref(res);
-        return -1;
-    }
-    *out = res;
-    return 0;
+    return finish(rc, res, out);
 }
 
 static int do_join(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
@@ -560,9 +535,7 @@ static int do_join(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
     int rc = 0;
     for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
         jv x;
-        if (attr) rc = get_attr_path(cx, at, JL(seq)->v[i], *attr, &x);
-        else x = jv_ref(JL(seq)->v[i]);
-        if (rc) break;
+        if ((rc = item_key(cx, at, JL(seq)->v[i], attr, &x))) break;
         if (i && facet_str_append(&b, JS(sep)->s, JS(sep)->len)) rc = oom(cx, at);
         if (!rc) rc = jx_str(cx, at, x, &b);
         jv_unref(x);
@@ -635,12 +608,7 @@ static int do_batch(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
     }
     jv_unref(cur);
     jv_unref(seq);
-    if (rc) {
-        jv_unref(res);
-        return -1;
-    }
-    *out = res;
-    return 0;
+    return finish(rc, res, out);
 }
 
 static int do_sum(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
@@ -651,9 +619,7 @@ static int do_sum(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
     int rc = 0;
     for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
         jv x;
-        if (attr) rc = get_attr_path(cx, at, JL(seq)->v[i], *attr, &x);
-        else x = jv_ref(JL(seq)->v[i]);
-        if (rc) break;
+        if ((rc = item_key(cx, at, JL(seq)->v[i], attr, &x))) break;
         int nacc = acc.k == JV_INT || acc.k == JV_BOOL || acc.k == JV_FLOAT;
         int nx = x.k == JV_INT || x.k == JV_BOOL || x.k == JV_FLOAT;
         if (!nacc || !nx) {
@@ -670,12 +636,7 @@ static int do_sum(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
         jv_unref(x);
     }
     jv_unref(seq);
-    if (rc) {
-        jv_unref(acc);
-        return -1;
-    }
-    *out = acc;
-    return 0;
+    return finish(rc, acc, out);
 }
 
 static int wordcount(jv s) {
@@ -1042,12 +1003,8 @@ int jx_filter(jctx *cx, const jnode *at, const char *name, jv in, jv *args, size
     const jfilter_row *row = filter_row(name);
     *rc = 0;
     if (!row || !row->fn) return 0;
-    const char *bad = jx_unexpected_kw(row->kw, kwn, nkw);
-    if (bad) {
-        *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s filter got an unexpected keyword argument '%s'", name, bad);
-        return 1;
-    }
     jargs f = {args, nargs, kwn, kwv, nkw, row->mode};
-    *rc = row->fn(cx, at, in, &f, out);
+    *rc = jx_check_kw(cx, at, row->kw, &f, name, " filter");
+    if (!*rc) *rc = row->fn(cx, at, in, &f, out);
     return 1;
 }

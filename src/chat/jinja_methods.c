@@ -626,12 +626,8 @@ int jx_method(jctx *cx, const jnode *at, jv self, const char *name, jv *args, si
               size_t nkw, jv *out, int *rc) {
     const jmethod_row *row = method_row(self, name);
     if (!row || !row->fn) return 0;
-    const char *bad = jx_unexpected_kw(row->kw, kwn, nkw);
-    if (bad) {
-        *rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s() got an unexpected keyword argument '%s'", name, bad);
-        return 1;
-    }
     jargs m = {args, nargs, kwn, kwv, nkw, row->mode};
-    *rc = row->fn(cx, at, self, name, &m, out);
+    *rc = jx_check_kw(cx, at, row->kw, &m, name, "()");
+    if (!*rc) *rc = row->fn(cx, at, self, name, &m, out);
     return 1;
 }

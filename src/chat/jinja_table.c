@@ -24,14 +24,16 @@ int jx_table_sorted(const void *rows, size_t n, size_t row_size) {
     return 1;
 }
 
-const char *jx_unexpected_kw(const char *const *accepted, char *const *kwn, size_t nkw) {
-    if (!accepted) return NULL;
-    for (size_t k = 0; k < nkw; k++) {
+int jx_check_kw(jctx *cx, const jnode *at, const char *const *accepted, const jargs *f, const char *name,
+                const char *suffix) {
+    for (size_t k = 0; accepted && k < f->nkw; k++) {
         int ok = 0;
-        for (size_t i = 0; accepted[i] && !ok; i++) ok = !strcmp(accepted[i], kwn[k]);
-        if (!ok) return kwn[k];
+        for (size_t i = 0; accepted[i] && !ok; i++) ok = !strcmp(accepted[i], f->kwn[k]);
+        if (!ok)
+            return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s%s got an unexpected keyword argument '%s'", name,
+                           suffix, f->kwn[k]);
     }
-    return NULL;
+    return 0;
 }
 
 jv *jx_arg(const jargs *f, size_t i, const char *name) {
