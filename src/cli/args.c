@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "io/gguf.h"
 #include "facet_sampler.h"
 #include "util/str.h"
 #include "util/error.h"
@@ -144,6 +145,7 @@ int cli_env_mem_available(uint64_t *out) {
 int cli_model_folder(const char **path, char *buf, size_t cap) {
     const char *p = *path;
     if (!p || facet_is_dir(p) || !facet_is_file(p)) return 1; /* folders; missing: the loader says */
+    if (gguf_path_is_gguf(p)) return 1; /* a .gguf file is a model */
     const char *slash = strrchr(p, '/');
     const char *base = slash ? slash + 1 : p;
     if (strcmp(base, "config.json")) {

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "model/facts_gguf.h"
 #include "cli/progress.h"
 #include "cli/run_opts.h"
 #include "facet_chat.h"
@@ -282,7 +283,7 @@ int cmd_run(int argc, char **argv) {
     /* what can be checked without the weights is checked before they are converted (a
      * large checkpoint converts for minutes): the config, --ctx, the prompt */
     facet_facts facts;
-    if (facet_facts_read(o.model, &facts, &err) != FACET_OK) return cli_fail(&err);
+    if (facet_facts_read_model(o.model, &facts, &err) != FACET_OK) return cli_fail(&err);
     int max_pos = (int)facts.max_position_embeddings; /* facts bound it to int */
     int n_ctx = o.ctx ? o.ctx : max_pos;
     if (n_ctx > max_pos) {

@@ -313,7 +313,8 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
                          "] (hidden, vocab)",
                          path, emb->ne[0], emb->ne[1], emb->n_dims, (int64_t)f->hidden_size,
                          (int64_t)f->vocab_size);
-    /* every blk.N.* tensor belongs to a layer below block_count, and each layer has one */
+    /* every blk.N.* tensor belongs to a layer below block_count, and each layer has some */
+    uint8_t seen[FACET_MAX_LAYERS] = {0};
     for (size_t i = 0; i < m->n_tensors; i++) {
         const char *n = m->by_name[i]->name;
         char *end;
@@ -324,13 +325,14 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
                              "%s: tensor %s names a layer outside 0..%" PRId64
                              " (block_count %" PRId64 ")",
                              path, n, L - 1, L);
+        seen[k] = 1;
     }
     for (int64_t i = 0; i < L; i++)
-        if (!layer_tensor(m, i, "attn_norm.weight"))
+        if (!seen[i])
             return facet_err(err, FACET_E_NOT_FOUND,
-                             "%s: tensor blk.%" PRId64 ".attn_norm.weight is missing "
-                             "(block_count %" PRId64 ")",
-                             path, i, L);
+                             "%s: no tensor blk.%" PRId64 ".* (block_count %" PRId64
+                             " says layer %" PRId64 " exists)",
+                             path, i, L, i);
     int q_bias = 0, o_bias = 0, qk_norm = 0, fused_qkv = 0, has_gate = 0, has_up = 0;
     TRY(all_or_none(m, L, "attn_q.bias", "attn_qkv.bias", &q_bias, err));
     TRY(all_or_none(m, L, "attn_output.bias", NULL, &o_bias, err));
@@ -371,24 +373,78 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
     return FACET_OK;
 }
 
-/* Llama 3 rope scaling as llama.cpp stores it: rope_freqs.weight, one divisor per
- * rotated pair; the factor is the largest (the low-frequency band's). */
-static void rope_freqs(const gguf_model *m, facet_facts *f) {
+/* The divisor llama3 scaling gives rotary pair i (transformers'
+ * _compute_llama3_parameters, as convert_hf_to_gguf.py writes rope_freqs.weight). */
+static double llama3_divisor(const facet_facts *f, int i, int rot, double factor, double lo,
+                             double hi, double orig) {
+    float expo = (float)(2 * i) / (float)rot;
+    double v = 1.0 / pow(f->rope_theta, (double)expo);
+    double wavelen = 2.0 * M_PI / v;
+    if (wavelen < orig / hi) return 1.0;
+    if (wavelen > orig / lo) return factor;
+    double smooth = (orig / wavelen - lo) / (hi - lo);
+    return 1.0 / ((1.0 - smooth) / factor + smooth);
+}
+
+/* Llama 3 rope scaling as llama.cpp stores it: rope_freqs.weight, one divisor of
+ * inv_freq per rotated pair. The divisors fix factor (the largest) and the two band
+ * edges original_max_position_embeddings / low_freq_factor and / high_freq_factor; the
+ * common parameter sets are tried and the first that reproduces every divisor (to 1e-5)
+ * becomes the facts, so the engine computes the same frequencies. None: rope_type
+ * "rope_freqs.weight", which the table refuses. */
+static facet_status rope_freqs(const gguf_model *m, facet_facts *f, facet_error *err) {
     const gguf_tensor *t = gguf_model_find(m, "rope_freqs.weight");
-    if (!t) return;
+    if (!t) return FACET_OK;
+    int rot = (int)(f->head_dim * f->partial_rotary_factor + 0.5);
+    if (t->type != GGML_F32 || t->n_dims != 1 || t->ne[0] != rot / 2 || rot < 2)
+        return facet_err(err, FACET_E_FORMAT,
+                         "%s: tensor rope_freqs.weight is %s with ne [%" PRId64
+                         "], expected F32 with ne [%d] (one divisor per rotated pair)",
+                         m->files[0].path, gguf_type_name(t->type), t->ne[0], rot / 2);
+    int n = rot / 2;
     double factor = 0;
-    if (t->type == GGML_F32 && t->data)
-        for (int64_t i = 0; i < t->ne[0]; i++) {
-            float v;
-            memcpy(&v, t->data + 4 * i, 4);
-            if (isfinite(v) && v > factor) factor = v;
-        }
-    f->rope_type = FACET_ROPE_LLAMA3;
-    snprintf(f->rope_type_name, sizeof f->rope_type_name, "llama3");
-    if (factor > 0) f->rope_factor = factor;
-    facet_facts_note(f, "rope frequencies divided by rope_freqs.weight (%" PRId64
-                        " values, largest %g): Llama 3 scaling as llama.cpp stores it",
-                     t->ne[0], factor);
+    for (int i = 0; i < n; i++) {
+        float v;
+        memcpy(&v, t->data + 4 * i, 4);
+        if (!(v > 0) || !isfinite(v))
+            return facet_err(err, FACET_E_FORMAT,
+                             "%s: tensor rope_freqs.weight[%d] is %g, expected a positive divisor",
+                             m->files[0].path, i, v);
+        if (v > factor) factor = v;
+    }
+    static const double origs[] = {8192, 4096, 2048, 16384, 32768, 65536, 131072};
+    static const double los[] = {1, 2, 0.5, 4}, his[] = {4, 8, 2, 16, 32};
+    for (size_t a = 0; a < sizeof origs / sizeof origs[0]; a++)
+        for (size_t b = 0; b < sizeof los / sizeof los[0]; b++)
+            for (size_t c = 0; c < sizeof his / sizeof his[0]; c++) {
+                if (his[c] <= los[b]) continue;
+                int ok = 1;
+                for (int i = 0; i < n && ok; i++) {
+                    float v;
+                    memcpy(&v, t->data + 4 * i, 4);
+                    double want = llama3_divisor(f, i, rot, factor, los[b], his[c], origs[a]);
+                    ok = fabs(v - want) <= 1e-5 * want;
+                }
+                if (!ok) continue;
+                f->rope_type = FACET_ROPE_LLAMA3;
+                snprintf(f->rope_type_name, sizeof f->rope_type_name, "llama3");
+                f->rope_factor = factor;
+                f->rope_low_freq_factor = los[b];
+                f->rope_high_freq_factor = his[c];
+                f->rope_original_max_position_embeddings = (int64_t)origs[a];
+                facet_facts_note(f, "rope_freqs.weight (%d divisors) is Llama 3 scaling with "
+                                    "factor %g, low_freq_factor %g, high_freq_factor %g, "
+                                    "original_max_position_embeddings %g (every divisor "
+                                    "reproduced)",
+                                 n, factor, los[b], his[c], origs[a]);
+                return FACET_OK;
+            }
+    f->rope_type = FACET_ROPE_UNKNOWN;
+    snprintf(f->rope_type_name, sizeof f->rope_type_name, "rope_freqs.weight");
+    facet_facts_note(f, "rope_freqs.weight (%d divisors, largest %g) matches no Llama 3 "
+                        "parameter set facet tries",
+                     n, factor);
+    return FACET_OK;
 }
 
 facet_status facet_facts_from_gguf(const gguf_model *m, facet_facts *f, facet_error *err) {
@@ -433,8 +489,18 @@ facet_status facet_facts_from_gguf(const gguf_model *m, facet_facts *f, facet_er
         facet_facts_note(f, "RMSNorm weights hold the + 1 (llama.cpp's Gemma convention): "
                             "norm_weight_offset=0");
     }
-    rope_freqs(m, f);
+    TRY(rope_freqs(m, f, err));
     return probe(m, f, err);
+}
+
+facet_status facet_facts_read_model(const char *path, facet_facts *f, facet_error *err) {
+    if (!gguf_path_is_gguf(path)) return facet_facts_read(path, f, err);
+    gguf_model m;
+    facet_status st = gguf_model_open(path, &m, err);
+    if (st != FACET_OK) return st;
+    st = facet_facts_from_gguf(&m, f, err);
+    gguf_model_close(&m);
+    return st;
 }
 
 /* ---- the verdict's GGUF part -------------------------------------------------------- */
@@ -483,7 +549,4 @@ void facet_gguf_judge(const gguf_model *m, facet_verdict *v) {
                      gguf_type_name(t->type), n, n == 1 ? "" : "s", facet_gguf_runnable_types());
             add_refusal(v, "tensor type", value, facet_gguf_runnable_types(), text);
         }
-    add_refusal(v, "weight format", "GGUF", "safetensors",
-                "weight format=GGUF: running GGUF weights is not implemented yet (facts, plan "
-                "and tensor types are read; loading them is the next step of issue 18)");
 }

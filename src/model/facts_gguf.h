@@ -13,8 +13,9 @@
  * (llama.expert_count=8: mixture-of-experts). llama.cpp's conventions: Gemma norm
  * weights hold the + 1 (so norm_weight_offset is 0); Gemma 2/3's attention scale is
  * 1/sqrt(key_length) (1/sqrt(hidden/heads) for the 27B shapes, as llama.cpp); Llama 3
- * rope scaling is the rope_freqs.weight tensor (rope_type llama3, factor its largest
- * divisor); the output matrix is tied when output.weight is absent.
+ * rope scaling is the rope_freqs.weight tensor (rope_type llama3 with the parameters
+ * that reproduce every divisor, or refused); the output matrix is tied when
+ * output.weight is absent.
  *
  * Weight facts come from the tensor infos (no data read but rope_freqs.weight's 32
  * floats): per-layer biases (blk.N.attn_q.bias, attn_output.bias), q/k norms, fused
@@ -39,14 +40,19 @@
  */
 facet_status facet_facts_from_gguf(const gguf_model *m, facet_facts *f, facet_error *err);
 
+/* Facts of a model path: a GGUF file (or a folder holding one, gguf_path_is_gguf) read
+ * with facet_facts_from_gguf, anything else with facet_facts_read. Errors: theirs, and
+ * gguf_model_open's. */
+facet_status facet_facts_read_model(const char *path, facet_facts *f, facet_error *err);
+
 /* The GGUF block types the engine runs (today: F32, F16, BF16, as a comma list). */
 const char *facet_gguf_runnable_types(void);
 
 /*
  * Add GGUF refusals to verdict *v (after facet_judge): general.architecture outside the
- * table; every tensor type the engine does not run, one refusal per type naming its
- * first tensor ("tensor blk.0.ffn_down.weight has type Q4_K; supported: F32, F16,
- * BF16"); and, while the engine cannot load GGUF weights, the weight format itself.
+ * table; every tensor type the engine does not run (all but F32, F16, BF16), one
+ * refusal per type naming its first tensor ("tensor blk.0.ffn_down.weight has type Q4_K; supported: F32, F16,
+ * BF16"), before any weight is read.
  * Sets v->status to REFUSED when any was added.
  */
 void facet_gguf_judge(const gguf_model *m, facet_verdict *v);

@@ -4,8 +4,9 @@ plan, and the verdict with each tensor type checked against what the engine runs
 Oracle: ../shared/corpus/gguf (llama.cpp-written files; the README states the shapes:
 hidden 256, 2 layers, 4/2 heads, head_dim 64, vocab 512, rope theta per family, window
 16 on gemma3's layer 0) and the JSON each model's expected/<model>.json records. Skips
-loudly when the corpus is absent. Facet runs no GGUF weights yet, so every verdict is
-refused (exit 2) naming the weight format, and each quantized type by a tensor of it.
+loudly when the corpus is absent. facet runs F32, F16 and BF16 GGUF weights (their
+logits are checked against llama.cpp's in test_gguf_logits.py); each other block type is
+refused by a tensor of it (exit 2).
 """
 
 import json
@@ -37,21 +38,19 @@ def test_conform_family_facts(run_facet, corpus, name, tmp_path):
     model_type, theta, words = FAMILIES[name]
     out_json = tmp_path / "c.json"
     p = run_facet(["conform", str(corpus / "models" / f"{name}.gguf"), "--json", str(out_json)])
-    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.returncode == 0, p.stdout + p.stderr
     facts = next(line for line in p.stdout.splitlines() if line.startswith("facts: "))
     assert facts.startswith(f"facts: {model_type}: layers=2 hidden=256 heads=4 kv_heads=2 "
                             "head_dim=64 intermediate=256 vocab=512"), facts
     for w in [theta, "(probed)", "eos=2"] + words:
         assert w in facts, (w, facts)
     assert "plan: weights f32" in p.stdout
-    assert "verdict: refused on cpu" in p.stdout
-    assert ("REFUSED: weight format=GGUF: running GGUF weights is not implemented yet"
-            in p.stdout)
-    assert "has type" not in p.stdout  # F32 files: every type runs
+    assert "verdict: supported on cpu" in p.stdout
+    assert "REFUSED" not in p.stdout  # F32 files: every type runs
     o = json.loads(out_json.read_text())
-    assert o["exit_code"] == 2
+    assert o["exit_code"] == 0
     assert o["facts"]["hidden_size"] == 256 and o["facts"]["vocab_size"] == 512
-    assert [r["fact"] for r in o["verdict"]["refusals"]] == ["weight format"]
+    assert o["verdict"]["refusals"] == []
 
 
 def test_conform_quantized_types_refused_by_name(run_facet, corpus):
@@ -74,6 +73,7 @@ def test_conform_split_and_folder(run_facet, corpus, tmp_path):
     first = corpus / "models" / "llama-Q4_K_M-split-00001-of-00002.gguf"
     p = run_facet(["conform", str(first)])
     assert p.returncode == 2 and "22 tensors in 2 files" in p.stdout, p.stdout + p.stderr
+    assert "has type Q4_K" in p.stdout
     # a folder holding one model; then the folder with its second part missing
     d = tmp_path / "m"
     d.mkdir()

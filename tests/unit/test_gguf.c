@@ -29,6 +29,7 @@
 
 #include "io/gguf.h"
 #include "model/facts_gguf.h"
+#include "model/gguf_checkpoint.h"
 #include "model/table.h"
 
 /* ---- building files ------------------------------------------------------------- */
@@ -576,11 +577,10 @@ static void test_facts_small(void **state) {
     facet_gguf_judge(&m, &v);
     gguf_model_close(&m);
     assert_int_equal(v.status, FACET_VERDICT_REFUSED);
-    assert_int_equal(v.n_refusals, 3);
+    assert_int_equal(v.n_refusals, 2);
     assert_string_equal(v.refusals[0].text, "REFUSED: tensor blk.0.attn_q.weight has type Q8_0 "
                                             "(1 tensor of this type); supported: F32, F16, BF16");
     assert_string_equal(v.refusals[1].value, "Q4_0");
-    assert_string_equal(v.refusals[2].fact, "weight format");
     free(b);
 }
 
@@ -643,6 +643,62 @@ static void test_key_missing(void **state) {
     facet_error err;
     expect_words(&err, facts_of(b, n, &facts, &err), FACET_E_NOT_FOUND,
                  "tensor token_embd.weight is missing", NULL);
+    free(b);
+}
+
+/* llama.cpp's Q/K permutation undone: convert_hf_to_gguf.py's permute stores HF row
+ * h*d + j*d/2 + i at GGUF row h*d + 2i + j. Rows hold their GGUF index; with 2 heads of
+ * d = 4 the HF order is then 0 2 1 3 4 6 5 7 (q), and with 1 KV head 0 2 1 3 (k). */
+static void test_checkpoint_unpermute(void **state) {
+    (void)state;
+    tdef t[6] = {{"token_embd.weight", 2, {2, 4}, GGML_F32, -1},
+                 {"blk.0.attn_norm.weight", 1, {2}, GGML_F32, -1},
+                 {"blk.0.attn_q.weight", 2, {2, 8}, GGML_F32, -1},
+                 {"blk.0.attn_k.weight", 2, {2, 4}, GGML_F32, -1},
+                 {"blk.0.ffn_norm.weight", 1, {2}, GGML_F32, -1},
+                 {"rope_freqs.weight", 1, {2}, GGML_F32, -1}};
+    kvdef kv[1] = {{"general.architecture", K_STR, 0, 0, "llama"}};
+    size_t n;
+    uint8_t *b = build(3, kv, 1, t, 6, 32, &n);
+    gguf_file g;
+    facet_error err;
+    assert_int_equal(parse(b, n, &g, &err), FACET_OK);
+    for (int k = 2; k <= 3; k++) /* row r of q and k holds r, r */
+        for (int64_t r = 0; r < g.tensors[k].ne[1]; r++) {
+            float v[2] = {(float)r, (float)r};
+            memcpy(b + g.data_offset + g.tensors[k].offset + 8 * r, v, 8);
+        }
+    gguf_model m;
+    assert_int_equal(gguf_model_wrap(&g, &m, &err), FACET_OK);
+    memset(&facts, 0, sizeof facts);
+    facts.num_hidden_layers = 1;
+    facts.num_attention_heads = 2;
+    facts.num_key_value_heads = 1;
+    facet_gguf_checkpoint c;
+    assert_int_equal(facet_gguf_checkpoint_open(&m, &facts, &c, &err), FACET_OK);
+    assert_int_equal(c.ck.n_tensors, 5); /* rope_freqs.weight is the facts' */
+    const st_tensor *q = st_checkpoint_find(&c.ck, "model.layers.0.self_attn.q_proj.weight");
+    const st_tensor *k = st_checkpoint_find(&c.ck, "model.layers.0.self_attn.k_proj.weight");
+    assert_non_null(q);
+    assert_non_null(k);
+    assert_int_equal(q->shape[0], 8); /* ne [2, 8] is the matrix [8, 2] */
+    assert_int_equal(q->shape[1], 2);
+    const float want_q[8] = {0, 2, 1, 3, 4, 6, 5, 7}, want_k[4] = {0, 2, 1, 3};
+    float got[16];
+    memcpy(got, q->data, sizeof got);
+    for (int r = 0; r < 8; r++) assert_true(got[2 * r] == want_q[r] && got[2 * r + 1] == want_q[r]);
+    memcpy(got, k->data, 8 * 4);
+    for (int r = 0; r < 4; r++) assert_true(got[2 * r] == want_k[r]);
+    assert_non_null(st_checkpoint_find(&c.ck, "model.embed_tokens.weight"));
+    assert_non_null(st_checkpoint_find(&c.ck, "model.layers.0.input_layernorm.weight"));
+    assert_non_null(st_checkpoint_find(&c.ck, "model.layers.0.post_attention_layernorm.weight"));
+    facet_gguf_checkpoint_close(&c);
+    /* a family with post-norms: ffn_norm is the pre-FFN norm */
+    facts.post_norms = 1;
+    assert_int_equal(facet_gguf_checkpoint_open(&m, &facts, &c, &err), FACET_OK);
+    assert_non_null(st_checkpoint_find(&c.ck, "model.layers.0.pre_feedforward_layernorm.weight"));
+    facet_gguf_checkpoint_close(&c);
+    gguf_model_close(&m);
     free(b);
 }
 
@@ -883,8 +939,8 @@ static void test_corpus_facts(void **state) {
         facet_judge(f, "cpu", &v);
         assert_int_equal(v.n_refusals, 0); /* the table runs every one of these shapes */
         facet_gguf_judge(&m, &v);
-        assert_int_equal(v.n_refusals, 1); /* F32 only: the weight format */
-        assert_string_equal(v.refusals[0].fact, "weight format");
+        assert_int_equal(v.n_refusals, 0); /* F32 only: every type runs */
+        assert_int_equal(v.status, FACET_VERDICT_SUPPORTED);
         gguf_model_close(&m);
     }
     /* a quantized file: each type refused by name, and MoE keys refused */
@@ -897,7 +953,7 @@ static void test_corpus_facts(void **state) {
     static facet_verdict v;
     facet_judge(&facts, "cpu", &v);
     facet_gguf_judge(&m, &v);
-    assert_int_equal(v.n_refusals, 3);
+    assert_int_equal(v.n_refusals, 2);
     assert_string_equal(v.refusals[0].text, "REFUSED: tensor output.weight has type Q6_K (3 "
                                             "tensors of this type); supported: F32, F16, BF16");
     assert_string_equal(v.refusals[1].text, "REFUSED: tensor token_embd.weight has type Q4_K (13 "
@@ -923,6 +979,7 @@ int main(void) {
         cmocka_unit_test(test_dims),            cmocka_unit_test(test_duplicates),
         cmocka_unit_test(test_facts_small),     cmocka_unit_test(test_key_wrong_type),
         cmocka_unit_test(test_key_missing),     cmocka_unit_test(test_split),
+        cmocka_unit_test(test_checkpoint_unpermute),
         cmocka_unit_test(test_corpus_tensors),  cmocka_unit_test(test_corpus_facts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

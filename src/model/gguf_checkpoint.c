@@ -1,0 +1,174 @@
+/*
+ * gguf_checkpoint.c — GGUF tensor names to Hugging Face module paths (see
+ * gguf_checkpoint.h).
+ */
+#include "model/gguf_checkpoint.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+/* blk.N.<gguf> -> model.layers.N.<hf>; post-norm families map ffn_norm elsewhere. */
+static const struct {
+    const char *gguf, *hf;
+} LAYER_NAMES[] = {
+    {"attn_norm.weight", "input_layernorm.weight"},
+    {"attn_q.weight", "self_attn.q_proj.weight"},
+    {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"},
+    {"attn_qkv.weight", "self_attn.qkv_proj.weight"},
+    {"attn_q.bias", "self_attn.q_proj.bias"},
+    {"attn_k.bias", "self_attn.k_proj.bias"},
+    {"attn_v.bias", "self_attn.v_proj.bias"},
+    {"attn_qkv.bias", "self_attn.qkv_proj.bias"},
+    {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_output.bias", "self_attn.o_proj.bias"},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"},
+    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},
+    {"ffn_down.weight", "mlp.down_proj.weight"},
+    {"ffn_gate.bias", "mlp.gate_proj.bias"},
+    {"ffn_up.bias", "mlp.up_proj.bias"},
+    {"ffn_down.bias", "mlp.down_proj.bias"},
+};
+
+int facet_gguf_arch_permutes_qk(const char *arch) {
+    return !strcmp(arch, "llama") || !strcmp(arch, "granite") || !strcmp(arch, "smollm3");
+}
+
+/* The Hugging Face name of GGUF tensor `g` into out; 0 when it has none, -1 when the
+ * loader does not take it (left out of the view). */
+static int hf_name(const char *g, const facet_facts *f, char *out, size_t cap) {
+    if (!strcmp(g, "token_embd.weight")) return snprintf(out, cap, "model.embed_tokens.weight"), 1;
+    if (!strcmp(g, "output_norm.weight")) return snprintf(out, cap, "model.norm.weight"), 1;
+    if (!strcmp(g, "output.weight")) return snprintf(out, cap, "lm_head.weight"), 1;
+    if (!strcmp(g, "rope_freqs.weight")) return -1; /* the facts carry its scaling */
+    if (strncmp(g, "blk.", 4)) return 0;
+    char *end;
+    long long layer = strtoll(g + 4, &end, 10);
+    if (end == g + 4 || *end != '.') return 0;
+    const char *rest = end + 1, *hf = NULL;
+    for (size_t i = 0; i < sizeof LAYER_NAMES / sizeof LAYER_NAMES[0] && !hf; i++)
+        if (!strcmp(rest, LAYER_NAMES[i].gguf)) hf = LAYER_NAMES[i].hf;
+    if (!strcmp(rest, "ffn_norm.weight")) /* the norm before the FFN */
+        hf = f->post_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight";
+    if (!strcmp(rest, "ffn_up.weight")) hf = f->fused_gate_up ? "mlp.gate_up_proj.weight" : "mlp.up_proj.weight";
+    if (!hf) return 0;
+    snprintf(out, cap, "model.layers.%lld.%s", layer, hf);
+    return 1;
+}
+
+static int cmp_st_name(const void *a, const void *b) {
+    return strcmp((*(const st_tensor *const *)a)->name, (*(const st_tensor *const *)b)->name);
+}
+
+/* Copy matrix `t` (rows of `row_bytes`) undoing llama.cpp's permutation over `heads`. */
+static facet_status unpermute(const gguf_tensor *t, int64_t heads, size_t elt, void **out,
+                              facet_error *err) {
+    int64_t rows = t->ne[1];
+    size_t row_bytes = (size_t)t->ne[0] * elt;
+    if (t->n_dims != 2 || heads <= 0 || rows % heads || (rows / heads) % 2)
+        return facet_err(err, FACET_E_FORMAT,
+                         "tensor %s: %" PRId64 " rows are not %" PRId64
+                         " heads of an even head_dim; cannot undo llama.cpp's Q/K permutation",
+                         t->name, rows, heads);
+    uint8_t *dst = malloc((size_t)rows * row_bytes);
+    if (!dst) return facet_err(err, FACET_E_NOMEM, "tensor %s: out of memory", t->name);
+    int64_t d = rows / heads, half = d / 2;
+    for (int64_t h = 0; h < heads; h++)
+        for (int64_t i = 0; i < half; i++)
+            for (int64_t j = 0; j < 2; j++)
+                memcpy(dst + (size_t)(h * d + j * half + i) * row_bytes,
+                       t->data + (size_t)(h * d + 2 * i + j) * row_bytes, row_bytes);
+    *out = dst;
+    return FACET_OK;
+}
+
+void facet_gguf_checkpoint_close(facet_gguf_checkpoint *c) {
+    if (!c) return;
+    st_checkpoint_close(&c->ck);
+    for (size_t i = 0; i < c->n_owned; i++) free(c->owned[i]);
+    free(c->owned);
+    memset(c, 0, sizeof *c);
+}
+
+facet_status facet_gguf_checkpoint_open(const gguf_model *m, const facet_facts *f,
+                                        facet_gguf_checkpoint *out, facet_error *err) {
+    memset(out, 0, sizeof *out);
+    const gguf_file *g0 = &m->files[0];
+    const gguf_kv *a = gguf_find_kv(g0, "general.architecture");
+    char arch[64] = "";
+    if (a && a->type == GGUF_T_STRING)
+        snprintf(arch, sizeof arch, "%.*s", (int)(a->val_len > 63 ? 63 : a->val_len),
+                 (const char *)a->val);
+    int permute = facet_gguf_arch_permutes_qk(arch);
+    st_checkpoint *ck = &out->ck;
+    ck->files = calloc(1, sizeof *ck->files);
+    st_file *sf = ck->files;
+    if (sf) {
+        ck->n_files = 1;
+        sf->path = strdup(g0->path);
+        sf->tensors = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *sf->tensors);
+    }
+    ck->by_name = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *ck->by_name);
+    out->owned = calloc(2 * (size_t)(f->num_hidden_layers + 1), sizeof *out->owned);
+    facet_status st = FACET_OK;
+    if (!sf || !sf->path || !sf->tensors || !ck->by_name || !out->owned)
+        st = facet_err(err, FACET_E_NOMEM, "%s: out of memory", g0->path);
+    for (size_t i = 0; st == FACET_OK && i < m->n_tensors; i++) {
+        const gguf_tensor *t = m->by_name[i];
+        char name[160];
+        int r = hf_name(t->name, f, name, sizeof name);
+        if (r < 0) continue;
+        if (r == 0) {
+            st = facet_err(err, FACET_E_UNSUPPORTED,
+                           "%s: tensor %s has no counterpart facet loads", g0->path, t->name);
+            break;
+        }
+        st_dtype dt = t->type == GGML_F32 ? ST_F32 : t->type == GGML_F16 ? ST_F16 : ST_BF16;
+        if (t->type != GGML_F32 && t->type != GGML_F16 && t->type != GGML_BF16) {
+            st = facet_err(err, FACET_E_UNSUPPORTED, "tensor %s has type %s; supported: F32, F16, BF16",
+                           t->name, gguf_type_name(t->type));
+            break;
+        }
+        st_tensor *s = &sf->tensors[sf->n_tensors];
+        s->name = strdup(name);
+        if (!s->name) {
+            st = facet_err(err, FACET_E_NOMEM, "%s: out of memory", g0->path);
+            break;
+        }
+        sf->n_tensors++;
+        s->dtype = dt;
+        s->ndim = t->n_dims;
+        for (int d = 0; d < t->n_dims; d++) s->shape[d] = t->ne[t->n_dims - 1 - d];
+        s->begin = 0;
+        s->end = t->nbytes;
+        s->data = t->data;
+        s->file_index = 0;
+        size_t len = strlen(t->name);
+        int is_q = len > 14 && !strcmp(t->name + len - 14, ".attn_q.weight");
+        int is_k = len > 14 && !strcmp(t->name + len - 14, ".attn_k.weight");
+        if (permute && (is_q || is_k)) {
+            void *buf = NULL;
+            st = unpermute(t, is_q ? f->num_attention_heads : f->num_key_value_heads,
+                           st_dtype_size(dt), &buf, err);
+            if (st != FACET_OK) break;
+            if (out->n_owned >= 2 * (size_t)(f->num_hidden_layers + 1)) {
+                free(buf);
+                st = facet_err(err, FACET_E_FORMAT, "%s: more q/k tensors than layers", g0->path);
+                break;
+            }
+            out->owned[out->n_owned++] = buf;
+            s->data = buf;
+        }
+        ck->by_name[ck->n_tensors++] = s;
+    }
+    if (st == FACET_OK) qsort(ck->by_name, ck->n_tensors, sizeof *ck->by_name, cmp_st_name);
+    if (st != FACET_OK) facet_gguf_checkpoint_close(out);
+    return st;
+}
