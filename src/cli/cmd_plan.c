@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "io/gguf.h"
+#include "model/facts_gguf.h"
 #include "model/facts.h"
 #include "model/plan.h"
 #include "model/report.h"
@@ -90,12 +92,24 @@ int cmd_plan(int argc, char **argv) {
 
     facet_facts *f = &g_facts;
     facet_error err;
-    if (facet_facts_read(path, f, &err) != FACET_OK) return cli_fail(&err);
-    int rc = cli_probe_weights(path, f, backend);
-    if (rc) return rc;
-
     static facet_verdict v;
-    facet_judge(f, backend, &v);
+    int rc;
+    if (gguf_path_is_gguf(path)) { /* facts and tensor types from the GGUF file */
+        gguf_model gm;
+        if (gguf_model_open(path, &gm, &err) != FACET_OK) return cli_fail(&err);
+        facet_status st = facet_facts_from_gguf(&gm, f, &err);
+        if (st == FACET_OK) {
+            facet_judge(f, backend, &v);
+            facet_gguf_judge(&gm, &v);
+        }
+        gguf_model_close(&gm);
+        if (st != FACET_OK) return cli_fail(&err);
+    } else {
+        if (facet_facts_read(path, f, &err) != FACET_OK) return cli_fail(&err);
+        rc = cli_probe_weights(path, f, backend);
+        if (rc) return rc;
+        facet_judge(f, backend, &v);
+    }
     static facet_plan p;
     if (facet_plan_make(f, &o, &p, &err) != FACET_OK) {
         if (f->family_known) return cli_fail(&err);

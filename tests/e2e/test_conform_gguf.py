@@ -107,3 +107,14 @@ def test_conform_bad_file(run_facet, tmp_path):
     p = run_facet(["conform", str(bad)])
     assert p.returncode == 1
     assert f"{bad}: GGUF version 2, expected 3" in p.stderr
+
+
+def test_plan_gguf(run_facet, corpus):
+    p = run_facet(["plan", str(corpus / "models" / "qwen3-F32.gguf")],)
+    assert p.returncode == 0, p.stderr
+    # by hand: (512*256 embedding + 2 * (3*256*256 + 2*128*256 + 2*256*256) matrices
+    # + 2 * (256 + 256 + 64 + 64) + 256 norms) * 4 bytes, tied (no lm_head)
+    assert "f32           3676160 bytes" in p.stdout
+    p = run_facet(["plan", str(corpus / "models" / "qwen3-Q4_0.gguf")])
+    assert p.returncode == 2, p.stderr
+    assert "REFUSED: tensor blk.0.attn_k.weight has type Q4_0 (14 tensors of this type)" in p.stdout
