@@ -19,6 +19,7 @@
 
 #include "util/error.h"
 #include "util/str.h"
+#include "util/vec.h"
 
 /* ---------------------------------------------------------------- values ---- */
 
@@ -64,9 +65,8 @@ enum { JL_LIST = 0, JL_TUPLE = 1, JL_GEN = 2, JL_KEYS = 3, JL_VALUES = 4, JL_ITE
 
 typedef struct jlist {
     jobj h;
-    int flavor; /* JL_LIST, JL_TUPLE or JL_GEN (a generator: truthy, no len/index) */
-    size_t n, cap;
-    jv *v;
+    int flavor; /* JL_LIST, JL_TUPLE, JL_GEN or a dict view (above) */
+    FACET_VEC(jv); /* the items: data[0..len), a growable array (util/vec.h) */
 } jlist;
 
 typedef struct jdict {
@@ -185,10 +185,7 @@ typedef struct jtok {
     double f;
 } jtok;
 
-typedef struct jtoks {
-    jtok *t;
-    size_t n, cap;
-} jtoks;
+typedef FACET_VEC(jtok) jtoks; /* the tokens, data[0..len), ending with T_EOF */
 
 /* Tokenize `src`. Errors: FACET_E_PARSE / FACET_E_UNSUPPORTED with line:column. */
 facet_status jinja_lex(const char *src, size_t len, jtoks *out, facet_error *err);
@@ -205,10 +202,7 @@ typedef enum jnode_kind {
     N_OR, N_COMPARE, N_COND, N_LIST, N_TUPLE, N_DICT, N_CALL, N_FILTER, N_TEST,
 } jnode_kind;
 
-typedef struct jnlist {
-    struct jnode **v;
-    size_t n, cap;
-} jnlist;
+typedef FACET_VEC(struct jnode *) jnlist; /* owned child nodes, data[0..len) */
 
 /* As jinja2's macro_body: a macro whose body reads `varargs` takes extra positional
  * arguments (a tuple), one that reads `kwargs` unknown keyword arguments (a dict), one
@@ -222,8 +216,7 @@ typedef struct jnode {
     jv lit;          /* LIT value */
     struct jnode *a, *b, *c, *d;
     jnlist l1, l2;   /* bodies, args, items; l2: else bodies, kwarg values, dict values */
-    char **names;    /* kwarg names (CALL/FILTER/TEST), targets (FOR/SET), params (MACRO) */
-    size_t nnames;
+    FACET_VEC(char *) names; /* owned: kwarg names (CALL/FILTER/TEST), targets (FOR/SET), params (MACRO) */
     int neg;         /* TEST: `is not` */
     int catches;     /* MACRO/CALLBLOCK: JN_CATCH_* bits (the body reads varargs, kwargs, caller) */
     int height;      /* levels of the tree under this node (parser's cache; 0 = not yet) */

@@ -31,8 +31,7 @@ struct jctx {
     int64_t iters;
     facet_str *out;
     jscope *cur, *root;
-    jscope **live;
-    size_t nlive, caplive;
+    FACET_VEC(jscope *) live; /* the scopes not yet popped (a macro checks its defining scope) */
     uint64_t serial;
     int64_t now;
     int now_local;
@@ -98,27 +97,20 @@ static jscope *scope_push(jctx *cx, jscope *parent, const jnode *at) {
     }
     s->parent = parent;
     s->serial = ++cx->serial;
-    if (cx->nlive == cx->caplive) {
-        size_t nc = cx->caplive ? cx->caplive * 2 : 16;
-        jscope **nl = realloc(cx->live, nc * sizeof *nl);
-        if (!nl) {
-            jv_unref(s->vars);
-            free(s);
-            oom(cx, at);
-            return NULL;
-        }
-        cx->live = nl;
-        cx->caplive = nc;
+    if (facet_vec_push(&cx->live, s)) {
+        jv_unref(s->vars);
+        free(s);
+        oom(cx, at);
+        return NULL;
     }
-    cx->live[cx->nlive++] = s;
     return s;
 }
 
 static void scope_pop(jctx *cx, jscope *s) {
-    for (size_t i = cx->nlive; i-- > 0;)
-        if (cx->live[i] == s) {
-            memmove(cx->live + i, cx->live + i + 1, (cx->nlive - i - 1) * sizeof *cx->live);
-            cx->nlive--;
+    for (size_t i = cx->live.len; i-- > 0;)
+        if (cx->live.data[i] == s) {
+            memmove(cx->live.data + i, cx->live.data + i + 1, (cx->live.len - i - 1) * sizeof *cx->live.data);
+            cx->live.len--;
             break;
         }
     jv_unref(s->vars);
@@ -126,8 +118,8 @@ static void scope_pop(jctx *cx, jscope *s) {
 }
 
 static int scope_alive(jctx *cx, jscope *s, uint64_t serial) {
-    for (size_t i = 0; i < cx->nlive; i++)
-        if (cx->live[i] == s && s->serial == serial) return 1;
+    for (size_t i = 0; i < cx->live.len; i++)
+        if (cx->live.data[i] == s && s->serial == serial) return 1;
     return 0;
 }
 
@@ -191,7 +183,7 @@ static int loop_attr(jctx *cx, const jnode *at, jv obj, const char *name, jv *ou
     (void)cx;
     (void)at;
     jloop *lp = (jloop *)obj.u.o;
-    int64_t n = (int64_t)lp->items->n, i = (int64_t)lp->idx;
+    int64_t n = (int64_t)lp->items->len, i = (int64_t)lp->idx;
     if (!strcmp(name, "index")) *out = jv_int(i + 1);
     else if (!strcmp(name, "index0")) *out = jv_int(i);
     else if (!strcmp(name, "revindex")) *out = jv_int(n - i);
@@ -202,9 +194,9 @@ static int loop_attr(jctx *cx, const jnode *at, jv obj, const char *name, jv *ou
     else if (!strcmp(name, "depth")) *out = jv_int(1);
     else if (!strcmp(name, "depth0")) *out = jv_int(0);
     else if (!strcmp(name, "previtem"))
-        *out = i > 0 ? jv_ref(lp->items->v[i - 1]) : jv_undef_hint("there is no previous item");
+        *out = i > 0 ? jv_ref(lp->items->data[i - 1]) : jv_undef_hint("there is no previous item");
     else if (!strcmp(name, "nextitem"))
-        *out = i + 1 < n ? jv_ref(lp->items->v[i + 1]) : jv_undef_hint("there is no next item");
+        *out = i + 1 < n ? jv_ref(lp->items->data[i + 1]) : jv_undef_hint("there is no next item");
     else if (!strcmp(name, "cycle")) *out = jv_func("cycle", jv_ref(obj));
     else if (!strcmp(name, "changed")) *out = jv_func("changed", jv_ref(obj));
     else *out = jv_undef_hint("'%s' has no attribute '%s'", obj_type_repr(obj), name);
@@ -275,10 +267,10 @@ int jx_getitem(jctx *cx, const jnode *at, jv obj, jv key, jv *out) {
         if (key.k == JV_INT || key.k == JV_BOOL) {
             int64_t i = key.k == JV_INT ? key.u.i : key.u.b;
             if (obj.k == JV_LIST) {
-                int64_t n = (int64_t)JL(obj)->n;
+                int64_t n = (int64_t)JL(obj)->len;
                 if (i < 0) i += n;
                 if (i >= 0 && i < n) {
-                    *out = jv_ref(JL(obj)->v[i]);
+                    *out = jv_ref(JL(obj)->data[i]);
                     return 0;
                 }
             } else {
@@ -351,7 +343,7 @@ static int do_slice(jctx *cx, const jnode *at, jv obj, jv s0, jv s1, jv s2, jv *
         if (n < 0) return oom(cx, at);
         len = n;
     } else if (obj.k == JV_LIST && JL_IS_SEQ(JL(obj))) {
-        len = (int64_t)JL(obj)->n;
+        len = (int64_t)JL(obj)->len;
     } else {
         *out = jv_undef_hint("'%s' has no element slice", obj_type_repr(obj));
         return 0;
@@ -374,7 +366,7 @@ static int do_slice(jctx *cx, const jnode *at, jv obj, jv s0, jv s1, jv s2, jv *
     jv l = jv_list_new(JL(obj)->flavor);
     if (l.k != JV_LIST) return oom(cx, at);
     for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
-        if (jv_list_push(l, jv_ref(JL(obj)->v[i]))) {
+        if (jv_list_push(l, jv_ref(JL(obj)->data[i]))) {
             jv_unref(l);
             return oom(cx, at);
         }
@@ -441,11 +433,11 @@ int jx_less(jctx *cx, const jnode *at, jv a, jv b, int *lt) {
     }
     if (a.k == JV_LIST && b.k == JV_LIST && JL(a)->flavor == JL(b)->flavor && JL_IS_SEQ(JL(a))) {
         jlist *x = JL(a), *y = JL(b);
-        for (size_t i = 0; i < x->n && i < y->n; i++) {
-            if (jv_equal(x->v[i], y->v[i])) continue;
-            return jx_less(cx, at, x->v[i], y->v[i], lt);
+        for (size_t i = 0; i < x->len && i < y->len; i++) {
+            if (jv_equal(x->data[i], y->data[i])) continue;
+            return jx_less(cx, at, x->data[i], y->data[i], lt);
         }
-        *lt = x->n < y->n;
+        *lt = x->len < y->len;
         return 0;
     }
     if (a.k == JV_UNDEF) return jx_undef_error(cx, at, a);
@@ -474,7 +466,7 @@ static int compare(jctx *cx, const jnode *at, const char *op, jv a, jv b, int *r
             if (!jv_hashable(a)) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: unhashable type: '%s'", jv_type_name(a));
             found = jv_dict_get(b, a) != NULL;
         } else if (b.k == JV_LIST) {
-            for (size_t i = 0; i < JL(b)->n && !found; i++) found = jv_equal(a, JL(b)->v[i]);
+            for (size_t i = 0; i < JL(b)->len && !found; i++) found = jv_equal(a, JL(b)->data[i]);
         } else if (b.k == JV_UNDEF) {
             found = 0;
         } else {
@@ -510,7 +502,7 @@ static int arith_err(jctx *cx, const jnode *at, const char *op, jv a, jv b) {
 static int repeat(jctx *cx, const jnode *at, jv seq, int64_t n, jv *out) {
     if (n < 0) n = 0;
     /* an empty sequence repeats to itself: no loop of n turns (n may be 2^63 - 1) */
-    size_t len = seq.k == JV_STR ? JS(seq)->len : JL(seq)->n;
+    size_t len = seq.k == JV_STR ? JS(seq)->len : JL(seq)->len;
     if (len == 0) n = 0;
     if (seq.k == JV_STR) {
         if (n && (uint64_t)n > cx->lim.max_output / len) /* no product: it could wrap */
@@ -529,8 +521,8 @@ static int repeat(jctx *cx, const jnode *at, jv seq, int64_t n, jv *out) {
     jv l = jv_list_new(JL(seq)->flavor);
     if (l.k != JV_LIST) return oom(cx, at);
     for (int64_t i = 0; i < n; i++)
-        for (size_t j = 0; j < JL(seq)->n; j++)
-            if (jv_list_push(l, jv_ref(JL(seq)->v[j]))) {
+        for (size_t j = 0; j < JL(seq)->len; j++)
+            if (jv_list_push(l, jv_ref(JL(seq)->data[j]))) {
                 jv_unref(l);
                 return oom(cx, at);
             }
@@ -640,8 +632,8 @@ static int binop(jctx *cx, const jnode *at, const char *op, jv a, jv b, jv *out)
         if (l.k != JV_LIST) return oom(cx, at);
         for (int s = 0; s < 2; s++) {
             jlist *src = JL(s ? b : a);
-            for (size_t i = 0; i < src->n; i++)
-                if (jv_list_push(l, jv_ref(src->v[i]))) {
+            for (size_t i = 0; i < src->len; i++)
+                if (jv_list_push(l, jv_ref(src->data[i]))) {
                     jv_unref(l);
                     return oom(cx, at);
                 }
@@ -684,23 +676,23 @@ static void args_free(argv_ *a) {
  * reserved in front of the positional array. */
 static int eval_args(jctx *cx, const jnode *n, size_t extra, argv_ *a) {
     memset(a, 0, sizeof *a);
-    a->pos = calloc(n->l1.n + extra + 1, sizeof(jv));
-    a->kw = calloc(n->l2.n + 1, sizeof(jv));
+    a->pos = calloc(n->l1.len + extra + 1, sizeof(jv));
+    a->kw = calloc(n->l2.len + 1, sizeof(jv));
     if (!a->pos || !a->kw) {
         free(a->pos);
         free(a->kw);
         return oom(cx, n);
     }
     a->npos = extra;
-    for (size_t i = 0; i < n->l1.n; i++) {
-        if (eval(cx, n->l1.v[i], &a->pos[a->npos])) {
+    for (size_t i = 0; i < n->l1.len; i++) {
+        if (eval(cx, n->l1.data[i], &a->pos[a->npos])) {
             args_free(a);
             return -1;
         }
         a->npos++;
     }
-    for (size_t i = 0; i < n->l2.n; i++) {
-        if (eval(cx, n->l2.v[i], &a->kw[a->nkw])) {
+    for (size_t i = 0; i < n->l2.len; i++) {
+        if (eval(cx, n->l2.data[i], &a->kw[a->nkw])) {
             args_free(a);
             return -1;
         }
@@ -741,21 +733,21 @@ static int kw_take(kwlist *kw, const char *name, jv *v) {
  * TypeError). */
 static int bind_args(jctx *cx, const jnode *at, const jnode *def, const char *mname, jscope *s, jv *args,
                      size_t nargs, kwlist *kw) {
-    size_t np = def->nnames;
+    size_t np = def->names.len;
     int explicit_caller = 0;
     for (size_t p = 0; p < np; p++) {
-        if (!strcmp(def->names[p], "caller")) explicit_caller = 1;
+        if (!strcmp(def->names.data[p], "caller")) explicit_caller = 1;
         jv v = jv_undef();
         if (p < nargs) {
             v = jv_ref(args[p]);
-        } else if (!kw_take(kw, def->names[p], &v)) {
-            if (p < def->l2.n && def->l2.v[p]) {
-                if (eval(cx, def->l2.v[p], &v)) return -1;
+        } else if (!kw_take(kw, def->names.data[p], &v)) {
+            if (p < def->l2.len && def->l2.data[p]) {
+                if (eval(cx, def->l2.data[p], &v)) return -1;
             } else {
-                v = jv_undef_hint("parameter '%s' was not provided", def->names[p]);
+                v = jv_undef_hint("parameter '%s' was not provided", def->names.data[p]);
             }
         }
-        if (scope_set(cx, at, s, def->names[p], v)) return -1;
+        if (scope_set(cx, at, s, def->names.data[p], v)) return -1;
     }
     if ((def->catches & JN_CATCH_CALLER) && !explicit_caller) {
         jv v;
@@ -911,20 +903,18 @@ static int builtin_call(jctx *cx, const jnode *at, const char *name, jv *args, s
         if (JS(args[0])->len > 4096) return jx_fail(cx, at, FACET_E_LIMIT, "strftime_now format longer than 4096 bytes");
         /* strftime returns 0 when the buffer is too small: grow it (an expansion is at
          * most ~100 bytes per conversion, so 256x the format length always fits) */
-        size_t cap = 256, k = 0;
-        char *buf = NULL;
-        for (; cap <= 256 * (JS(args[0])->len + 4); cap *= 4) {
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
+        facet_str buf = {0};
+        size_t k = 0;
+        for (size_t cap = 256; cap <= 256 * (JS(args[0])->len + 4); cap *= 4) {
+            if (facet_str_reserve(&buf, cap)) { /* room for cap bytes */
+                facet_str_free(&buf);
                 return oom(cx, at);
             }
-            buf = nb;
-            k = strftime(buf, cap, JS(args[0])->s, &tm);
+            k = strftime(buf.data, cap, JS(args[0])->s, &tm);
             if (k > 0) break;
         }
-        *out = jv_str(buf, k);
-        free(buf);
+        *out = jv_str(facet_str_cstr(&buf), k);
+        facet_str_free(&buf);
         return out->k == JV_STR ? 0 : oom(cx, at);
     }
     return jx_fail(cx, at, FACET_E_INTERNAL, "unknown builtin %s", name);
@@ -985,7 +975,7 @@ static int apply_filter(jctx *cx, const jnode *f, jv input, jv *out) {
         return -1;
     }
     int rc = 0;
-    int known = jx_filter(cx, f, f->name, in, a.pos, a.npos, f->names, a.kw, a.nkw, out, &rc);
+    int known = jx_filter(cx, f, f->name, in, a.pos, a.npos, f->names.data, a.kw, a.nkw, out, &rc);
     args_free(&a);
     jv_unref(in);
     if (!known) return jx_fail(cx, f, FACET_E_UNSUPPORTED, "unsupported construct: filter '%s'", f->name);
@@ -1009,7 +999,7 @@ static int apply_filter_chain(jctx *cx, const jnode *f, jv input, jv *out) {
         }
         int rc = 0;
         jv r;
-        int known = jx_filter(cx, chain[i], chain[i]->name, v, a.pos, a.npos, chain[i]->names, a.kw, a.nkw, &r, &rc);
+        int known = jx_filter(cx, chain[i], chain[i]->name, v, a.pos, a.npos, chain[i]->names.data, a.kw, a.nkw, &r, &rc);
         args_free(&a);
         jv_unref(v);
         if (!known) return jx_fail(cx, chain[i], FACET_E_UNSUPPORTED, "unsupported construct: filter '%s'", chain[i]->name);
@@ -1110,9 +1100,9 @@ static int eval(jctx *cx, const jnode *n, jv *out) {
         jv left;
         if (eval(cx, n->a, &left)) return -1;
         int res = 1;
-        for (size_t i = 0; i < n->l1.n && res; i++) {
+        for (size_t i = 0; i < n->l1.len && res; i++) {
             jv right;
-            if (eval(cx, n->l1.v[i], &right)) {
+            if (eval(cx, n->l1.data[i], &right)) {
                 jv_unref(left);
                 return -1;
             }
@@ -1141,9 +1131,9 @@ static int eval(jctx *cx, const jnode *n, jv *out) {
     case N_LIST: case N_TUPLE: {
         jv l = jv_list_new(n->k == N_TUPLE ? JL_TUPLE : JL_LIST);
         if (l.k != JV_LIST) return oom(cx, n);
-        for (size_t i = 0; i < n->l1.n; i++) {
+        for (size_t i = 0; i < n->l1.len; i++) {
             jv x;
-            if (eval(cx, n->l1.v[i], &x)) {
+            if (eval(cx, n->l1.data[i], &x)) {
                 jv_unref(l);
                 return -1;
             }
@@ -1158,9 +1148,9 @@ static int eval(jctx *cx, const jnode *n, jv *out) {
     case N_DICT: {
         jv d = jv_dict_new(0);
         if (d.k != JV_DICT) return oom(cx, n);
-        for (size_t i = 0; i < n->l1.n; i++) {
+        for (size_t i = 0; i < n->l1.len; i++) {
             jv k, v;
-            if (eval(cx, n->l1.v[i], &k)) {
+            if (eval(cx, n->l1.data[i], &k)) {
                 jv_unref(d);
                 return -1;
             }
@@ -1170,7 +1160,7 @@ static int eval(jctx *cx, const jnode *n, jv *out) {
                 jv_unref(d);
                 return -1;
             }
-            if (eval(cx, n->l2.v[i], &v)) {
+            if (eval(cx, n->l2.data[i], &v)) {
                 jv_unref(k);
                 jv_unref(d);
                 return -1;
@@ -1191,7 +1181,7 @@ static int eval(jctx *cx, const jnode *n, jv *out) {
             jv_unref(fn);
             return -1;
         }
-        int rc = jx_call_value(cx, n, fn, a.pos, a.npos, n->names, a.kw, a.nkw, out);
+        int rc = jx_call_value(cx, n, fn, a.pos, a.npos, n->names.data, a.kw, a.nkw, out);
         args_free(&a);
         jv_unref(fn);
         return rc;
@@ -1201,7 +1191,7 @@ static int eval(jctx *cx, const jnode *n, jv *out) {
         jv in;
         if (eval(cx, n->a, &in)) return -1;
         argv_ a;
-        if (n->nnames) {
+        if (n->names.len) {
             jv_unref(in);
             return jx_fail(cx, n, FACET_E_UNSUPPORTED, "unsupported construct: keyword arguments to test '%s'", n->name);
         }
@@ -1234,14 +1224,14 @@ static int assign_targets(jctx *cx, const jnode *at, jscope *s, char **names, si
         jv_unref(v);
         if (rc) return -1;
     }
-    if (JL(seq)->n != nn) {
-        size_t got = JL(seq)->n;
+    if (JL(seq)->len != nn) {
+        size_t got = JL(seq)->len;
         jv_unref(seq);
         if (got > nn) return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: too many values to unpack (expected %zu)", nn);
         return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: not enough values to unpack (expected %zu, got %zu)", nn, got);
     }
     for (size_t i = 0; i < nn; i++)
-        if (scope_set(cx, at, s, names[i], jv_ref(JL(seq)->v[i]))) {
+        if (scope_set(cx, at, s, names[i], jv_ref(JL(seq)->data[i]))) {
             jv_unref(seq);
             return -1;
         }
@@ -1255,8 +1245,8 @@ static int holds(jv v, const jobj *o, int depth) {
     if (v.u.o == o) return 1;
     switch (v.k) {
     case JV_LIST:
-        for (size_t i = 0; i < JL(v)->n; i++)
-            if (holds(JL(v)->v[i], o, depth + 1)) return 1;
+        for (size_t i = 0; i < JL(v)->len; i++)
+            if (holds(JL(v)->data[i], o, depth + 1)) return 1;
         return 0;
     case JV_DICT: case JV_NS:
         for (size_t i = 0; i < JD(v)->n; i++)
@@ -1319,7 +1309,7 @@ static int exec_for(jctx *cx, const jnode *n) {
             jv_unref(seq);
             return oom(cx, n);
         }
-        for (size_t i = 0; i < JL(seq)->n; i++) {
+        for (size_t i = 0; i < JL(seq)->len; i++) {
             if (++cx->iters > cx->lim.max_iterations) {
                 jv_unref(seq);
                 jv_unref(kept);
@@ -1330,13 +1320,13 @@ static int exec_for(jctx *cx, const jnode *n) {
             jscope *saved = cx->cur;
             jv c = jv_undef();
             if (!rc) {
-                rc = assign_targets(cx, n, s, n->names, n->nnames, n->neg, jv_ref(JL(seq)->v[i]));
+                rc = assign_targets(cx, n, s, n->names.data, n->names.len, n->neg, jv_ref(JL(seq)->data[i]));
                 cx->cur = s;
                 if (!rc) rc = eval(cx, n->b, &c);
                 cx->cur = saved;
                 scope_pop(cx, s);
             }
-            if (!rc && jv_truthy(c) && jv_list_push(kept, jv_ref(JL(seq)->v[i]))) rc = oom(cx, n);
+            if (!rc && jv_truthy(c) && jv_list_push(kept, jv_ref(JL(seq)->data[i]))) rc = oom(cx, n);
             jv_unref(c);
             if (rc) {
                 jv_unref(seq);
@@ -1347,7 +1337,7 @@ static int exec_for(jctx *cx, const jnode *n) {
         jv_unref(seq);
         seq = kept;
     }
-    if (JL(seq)->n == 0) {
+    if (JL(seq)->len == 0) {
         jv_unref(seq);
         rc = exec_list(cx, &n->l2);
         return rc;
@@ -1361,7 +1351,7 @@ static int exec_for(jctx *cx, const jnode *n) {
     lp->items = JL(seq); /* takes the reference */
     jv loopv = {JV_LOOP, {.o = &lp->h}};
     rc = 0;
-    for (size_t i = 0; i < lp->items->n && rc >= 0; i++) {
+    for (size_t i = 0; i < lp->items->len && rc >= 0; i++) {
         if (++cx->iters > cx->lim.max_iterations) {
             rc = jx_fail(cx, n, FACET_E_LIMIT, "more than %lld loop iterations", (long long)cx->lim.max_iterations);
             break;
@@ -1373,7 +1363,7 @@ static int exec_for(jctx *cx, const jnode *n) {
             break;
         }
         rc = scope_set(cx, n, s, "loop", jv_ref(loopv));
-        if (!rc) rc = assign_targets(cx, n, s, n->names, n->nnames, n->neg, jv_ref(lp->items->v[i]));
+        if (!rc) rc = assign_targets(cx, n, s, n->names.data, n->names.len, n->neg, jv_ref(lp->items->data[i]));
         jscope *saved = cx->cur;
         cx->cur = s;
         if (!rc) rc = exec_list(cx, &n->l1);
@@ -1412,8 +1402,8 @@ static int exec_stmt(jctx *cx, const jnode *n) {
     case N_SET: {
         jv v;
         if (eval(cx, n->b, &v)) return -1;
-        if (n->name) return set_ns_attr(cx, n, n->names[0], n->name, v);
-        return assign_targets(cx, n, cx->cur, n->names, n->nnames, n->neg, v);
+        if (n->name) return set_ns_attr(cx, n, n->names.data[0], n->name, v);
+        return assign_targets(cx, n, cx->cur, n->names.data, n->names.len, n->neg, v);
     }
     case N_SETBLOCK: {
         jv v;
@@ -1425,8 +1415,8 @@ static int exec_stmt(jctx *cx, const jnode *n) {
             if (rc) return -1;
             v = f;
         }
-        if (n->name) return set_ns_attr(cx, n, n->names[0], n->name, v);
-        return scope_set(cx, n, cx->cur, n->names[0], v);
+        if (n->name) return set_ns_attr(cx, n, n->names.data[0], n->name, v);
+        return scope_set(cx, n, cx->cur, n->names.data[0], v);
     }
     case N_MACRO: case N_CALLBLOCK: {
         jmacro *m = calloc(1, sizeof *m);
@@ -1453,7 +1443,7 @@ static int exec_stmt(jctx *cx, const jnode *n) {
         jv res = jv_undef();
         int rc;
         if (fn.k == JV_MACRO)
-            rc = call_macro(cx, n, fn, a.pos, a.npos, call->names, a.kw, a.nkw, mv, &res);
+            rc = call_macro(cx, n, fn, a.pos, a.npos, call->names.data, a.kw, a.nkw, mv, &res);
         else
             rc = jx_fail(cx, n, FACET_E_UNSUPPORTED, "unsupported construct: {%% call %%} of a non-macro");
         args_free(&a);
@@ -1475,17 +1465,17 @@ static int exec_stmt(jctx *cx, const jnode *n) {
     }
     case N_GENERATION: return exec_list(cx, &n->l1);
     case N_WITH: {
-        jv *vals = calloc(n->nnames + 1, sizeof(jv));
+        jv *vals = calloc(n->names.len + 1, sizeof(jv));
         if (!vals) return oom(cx, n);
         size_t k = 0;
         int rc = 0;
-        for (; k < n->nnames && !rc; k++)
-            if (eval(cx, n->l2.v[k], &vals[k])) rc = -1;
+        for (; k < n->names.len && !rc; k++)
+            if (eval(cx, n->l2.data[k], &vals[k])) rc = -1;
         if (rc) k--;
         jscope *s = rc ? NULL : scope_push(cx, cx->cur, n);
         if (!rc && !s) rc = -1;
         for (size_t i = 0; i < k; i++) {
-            if (!rc) rc = scope_set(cx, n, s, n->names[i], vals[i]);
+            if (!rc) rc = scope_set(cx, n, s, n->names.data[i], vals[i]);
             else jv_unref(vals[i]);
         }
         free(vals);
@@ -1505,8 +1495,8 @@ static int exec_stmt(jctx *cx, const jnode *n) {
 }
 
 static int exec_list(jctx *cx, const jnlist *body) {
-    for (size_t i = 0; i < body->n; i++) {
-        int rc = exec_stmt(cx, body->v[i]);
+    for (size_t i = 0; i < body->len; i++) {
+        int rc = exec_stmt(cx, body->data[i]);
         if (rc) return rc;
     }
     return 0;
@@ -1542,7 +1532,7 @@ facet_status jinja_render(const jtemplate *t, const json_t *vars, const jlimits 
     }
     if (!rc) rc = exec_list(&cx, &t->root->l1);
     scope_pop(&cx, cx.root);
-    free(cx.live);
+    facet_vec_free(&cx.live);
     if (rc) {
         facet_str_free(&buf);
         if (!cx.failed) return facet_err(err, FACET_E_INTERNAL, "template: break/continue escaped a loop");

@@ -44,10 +44,10 @@ static int length_of(jctx *cx, const jnode *at, jv v, int64_t *n) {
     }
     case JV_LIST:
         if (JL(v)->flavor == JL_GEN) break;
-        *n = (int64_t)JL(v)->n;
+        *n = (int64_t)JL(v)->len;
         return 0;
     case JV_DICT: *n = (int64_t)JD(v)->n; return 0;
-    case JV_LOOP: *n = (int64_t)((jloop *)v.u.o)->items->n; return 0;
+    case JV_LOOP: *n = (int64_t)((jloop *)v.u.o)->items->len; return 0;
     default: break;
     }
     return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: object of type '%s' has no len()", jv_type_name(v));
@@ -207,8 +207,8 @@ static int do_select(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) 
     jv *testname = f->n > base ? &f->a[base] : NULL;
     jv *targs = f->n > base + 1 ? &f->a[base + 1] : NULL;
     size_t nt = f->n > base + 1 ? f->n - base - 1 : 0;
-    for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
-        jv item = JL(seq)->v[i], probe;
+    for (size_t i = 0; i < JL(seq)->len && !rc; i++) {
+        jv item = JL(seq)->data[i], probe;
         int r;
         if ((rc = item_key(cx, at, item, attr ? &f->a[0] : NULL, &probe))) break;
         rc = run_test(cx, at, testname, probe, targs, nt, &r);
@@ -226,8 +226,8 @@ static int do_map(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
     jv *attr = jx_arg(f, 99, "attribute"), *def = jx_arg(f, 99, "default");
     if (!attr && (f->n < 1 || f->a[0].k != JV_STR))
         rc = jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: map requires a filter name or attribute=");
-    for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
-        jv item = JL(seq)->v[i], r;
+    for (size_t i = 0; i < JL(seq)->len && !rc; i++) {
+        jv item = JL(seq)->data[i], r;
         if (attr) {
             rc = get_attr_path(cx, at, item, *attr, &r);
             if (!rc && r.k == JV_UNDEF && def) {
@@ -305,12 +305,12 @@ static int do_indent(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) 
     const char *is = facet_str_cstr(&ind);
     int indent_blank = blank && jv_truthy(*blank);
     if (first && jv_truthy(*first)) facet_str_appendz(&b, is);
-    for (size_t i = 0; i < L->n; i++) {
+    for (size_t i = 0; i < L->len; i++) {
         if (i) {
             facet_str_putc(&b, '\n');
-            if (indent_blank || JS(L->v[i])->len) facet_str_appendz(&b, is);
+            if (indent_blank || JS(L->data[i])->len) facet_str_appendz(&b, is);
         }
-        facet_str_append(&b, JS(L->v[i])->s, JS(L->v[i])->len);
+        facet_str_append(&b, JS(L->data[i])->s, JS(L->data[i])->len);
     }
     jv_unref(lines);
     *out = jv_str_take(&b);
@@ -410,7 +410,7 @@ static int do_minmax(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) 
     jv *cs = jx_arg(f, 0, "case_sensitive"), *attr = jx_arg(f, 1, "attribute");
     jv seq;
     if (jx_iterate(cx, at, in, &seq)) return -1;
-    if (JL(seq)->n == 0) {
+    if (JL(seq)->len == 0) {
         jv_unref(seq);
         *out = jv_undef_hint("No aggregated item, sequence was empty.");
         return 0;
@@ -418,9 +418,9 @@ static int do_minmax(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) 
     size_t best = 0;
     jv bestk = jv_undef();
     int rc = 0;
-    for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
+    for (size_t i = 0; i < JL(seq)->len && !rc; i++) {
         jv kk;
-        if ((rc = compare_key(cx, at, JL(seq)->v[i], attr, cs && jv_truthy(*cs), &kk))) break;
+        if ((rc = compare_key(cx, at, JL(seq)->data[i], attr, cs && jv_truthy(*cs), &kk))) break;
         if (i == 0) {
             bestk = kk;
             continue;
@@ -436,7 +436,7 @@ static int do_minmax(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) 
         }
     }
     jv_unref(bestk);
-    if (!rc) *out = jv_ref(JL(seq)->v[best]);
+    if (!rc) *out = jv_ref(JL(seq)->data[best]);
     jv_unref(seq);
     return rc;
 }
@@ -475,15 +475,15 @@ static int do_sort(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) { 
         jv it;
         if (jx_iterate(cx, at, in, &it)) return -1;
         seq = jv_list_new(JL_LIST);
-        for (size_t i = 0; seq.k == JV_LIST && i < JL(it)->n; i++)
-            if (jv_list_push(seq, jv_ref(JL(it)->v[i]))) {
+        for (size_t i = 0; seq.k == JV_LIST && i < JL(it)->len; i++)
+            if (jv_list_push(seq, jv_ref(JL(it)->data[i]))) {
                 jv_unref(seq);
                 seq = jv_none();
             }
         jv_unref(it);
         if (seq.k != JV_LIST) return oom(cx, at);
     }
-    size_t n = JL(seq)->n;
+    size_t n = JL(seq)->len;
     jv *keys = calloc(n + 1, sizeof(jv));
     if (!keys) {
         jv_unref(seq);
@@ -492,11 +492,11 @@ static int do_sort(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) { 
     int rc = 0;
     size_t made = 0;
     for (size_t i = 0; i < n && !rc; i++) {
-        jv item = JL(seq)->v[i];
-        if (dictsort) item = JL(item)->v[by_value]; /* a (key, value) pair; attr is NULL */
+        jv item = JL(seq)->data[i];
+        if (dictsort) item = JL(item)->data[by_value]; /* a (key, value) pair; attr is NULL */
         if (!(rc = compare_key(cx, at, item, attr, cs, &keys[i]))) made++;
     }
-    if (!rc) rc = sort_pairs(cx, at, keys, JL(seq)->v, n, reverse);
+    if (!rc) rc = sort_pairs(cx, at, keys, JL(seq)->data, n, reverse);
     for (size_t i = 0; i < made; i++) jv_unref(keys[i]);
     free(keys);
     return finish(rc, seq, out);
@@ -508,13 +508,13 @@ static int do_unique(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) 
     if (jx_iterate(cx, at, in, &seq)) return -1;
     jv res = jv_list_new(JL_GEN), seen = jv_list_new(JL_LIST);
     int rc = (res.k != JV_LIST || seen.k != JV_LIST) ? oom(cx, at) : 0;
-    for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
+    for (size_t i = 0; i < JL(seq)->len && !rc; i++) {
         jv kk;
-        if ((rc = compare_key(cx, at, JL(seq)->v[i], attr, c && jv_truthy(*c), &kk))) break;
+        if ((rc = compare_key(cx, at, JL(seq)->data[i], attr, c && jv_truthy(*c), &kk))) break;
         int dup = 0;
-        for (size_t j = 0; j < JL(seen)->n && !dup; j++) dup = jv_equal(JL(seen)->v[j], kk);
+        for (size_t j = 0; j < JL(seen)->len && !dup; j++) dup = jv_equal(JL(seen)->data[j], kk);
         if (dup) jv_unref(kk);
-        else if (jv_list_push(seen, kk) || jv_list_push(res, jv_ref(JL(seq)->v[i]))) rc = oom(cx, at);
+        else if (jv_list_push(seen, kk) || jv_list_push(res, jv_ref(JL(seq)->data[i]))) rc = oom(cx, at);
     }
     jv_unref(seq);
     jv_unref(seen);
@@ -533,9 +533,9 @@ static int do_join(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
     }
     facet_str b = {0};
     int rc = 0;
-    for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
+    for (size_t i = 0; i < JL(seq)->len && !rc; i++) {
         jv x;
-        if ((rc = item_key(cx, at, JL(seq)->v[i], attr, &x))) break;
+        if ((rc = item_key(cx, at, JL(seq)->data[i], attr, &x))) break;
         if (i && facet_str_append(&b, JS(sep)->s, JS(sep)->len)) rc = oom(cx, at);
         if (!rc) rc = jx_str(cx, at, x, &b);
         jv_unref(x);
@@ -555,10 +555,10 @@ static int do_tojson(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) 
     jv *ea = jx_arg(f, 0, "ensure_ascii"), *ind = jx_arg(f, 1, "indent"), *sep = jx_arg(f, 2, "separators"), *sk = jx_arg(f, 3, "sort_keys");
     jjson_opts o = {-1, ea && jv_truthy(*ea), sk && jv_truthy(*sk), NULL, NULL};
     if (sep && sep->k != JV_NONE) {
-        if (sep->k != JV_LIST || JL(*sep)->n != 2 || JL(*sep)->v[0].k != JV_STR || JL(*sep)->v[1].k != JV_STR)
+        if (sep->k != JV_LIST || JL(*sep)->len != 2 || JL(*sep)->data[0].k != JV_STR || JL(*sep)->data[1].k != JV_STR)
             return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: separators must be a (item_separator, key_separator) pair of strings");
-        o.item_sep = JS(JL(*sep)->v[0])->s;
-        o.key_sep = JS(JL(*sep)->v[1])->s;
+        o.item_sep = JS(JL(*sep)->data[0])->s;
+        o.key_sep = JS(JL(*sep)->data[1])->s;
     }
     int indent = -1;
     if (ind && ind->k != JV_NONE) {
@@ -589,19 +589,19 @@ static int do_batch(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
     if (jx_iterate(cx, at, in, &seq)) return -1;
     jv res = jv_list_new(JL_GEN), cur = jv_none();
     int rc = res.k == JV_LIST ? 0 : oom(cx, at);
-    for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
+    for (size_t i = 0; i < JL(seq)->len && !rc; i++) {
         if (cur.k != JV_LIST) {
             cur = jv_list_new(JL_LIST);
             if (cur.k != JV_LIST) rc = oom(cx, at);
         }
-        if (!rc && jv_list_push(cur, jv_ref(JL(seq)->v[i]))) rc = oom(cx, at);
-        if (!rc && (int64_t)JL(cur)->n == cnt->u.i) {
+        if (!rc && jv_list_push(cur, jv_ref(JL(seq)->data[i]))) rc = oom(cx, at);
+        if (!rc && (int64_t)JL(cur)->len == cnt->u.i) {
             if (jv_list_push(res, cur)) rc = oom(cx, at);
             cur = jv_none();
         }
     }
     if (!rc && cur.k == JV_LIST) {
-        while (fill && (int64_t)JL(cur)->n < cnt->u.i && !rc)
+        while (fill && (int64_t)JL(cur)->len < cnt->u.i && !rc)
             if (jv_list_push(cur, jv_ref(*fill))) rc = oom(cx, at);
         if (jv_list_push(res, cur)) rc = oom(cx, at);
         cur = jv_none();
@@ -617,9 +617,9 @@ static int do_sum(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
     if (jx_iterate(cx, at, in, &seq)) return -1;
     jv acc = start ? jv_ref(*start) : jv_int(0);
     int rc = 0;
-    for (size_t i = 0; i < JL(seq)->n && !rc; i++) {
+    for (size_t i = 0; i < JL(seq)->len && !rc; i++) {
         jv x;
-        if ((rc = item_key(cx, at, JL(seq)->v[i], attr, &x))) break;
+        if ((rc = item_key(cx, at, JL(seq)->data[i], attr, &x))) break;
         int nacc = acc.k == JV_INT || acc.k == JV_BOOL || acc.k == JV_FLOAT;
         int nx = x.k == JV_INT || x.k == JV_BOOL || x.k == JV_FLOAT;
         if (!nacc || !nx) {
@@ -684,8 +684,8 @@ static int do_first(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
         return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: 'generator' object is not reversible");
     jv seq;
     if (jx_iterate(cx, at, in, &seq)) return -1;
-    size_t n = JL(seq)->n;
-    *out = n ? jv_ref(JL(seq)->v[last ? n - 1 : 0]) : jv_undef_hint("No %s item, sequence was empty.", last ? "last" : "first");
+    size_t n = JL(seq)->len;
+    *out = n ? jv_ref(JL(seq)->data[last ? n - 1 : 0]) : jv_undef_hint("No %s item, sequence was empty.", last ? "last" : "first");
     jv_unref(seq);
     return 0;
 }
@@ -761,7 +761,7 @@ static int do_list(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
         *out = seq;
         return 0;
     }
-    int rc = list_copy(cx, at, JL(seq)->v, JL(seq)->n, JL_LIST, 0, out);
+    int rc = list_copy(cx, at, JL(seq)->data, JL(seq)->len, JL_LIST, 0, out);
     jv_unref(seq);
     return rc;
 }
@@ -816,7 +816,7 @@ static int do_reverse(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out)
     if (in.k == JV_STR) {
         if (jx_iterate(cx, at, in, &seq)) return -1;
         facet_str b = {0};
-        for (size_t i = JL(seq)->n; i-- > 0;) facet_str_append(&b, JS(JL(seq)->v[i])->s, JS(JL(seq)->v[i])->len);
+        for (size_t i = JL(seq)->len; i-- > 0;) facet_str_append(&b, JS(JL(seq)->data[i])->s, JS(JL(seq)->data[i])->len);
         jv_unref(seq);
         *out = jv_str_take(&b);
         return out->k == JV_STR ? 0 : oom(cx, at);
@@ -824,7 +824,7 @@ static int do_reverse(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out)
     if (in.k == JV_LIST && JL(in)->flavor == JL_GEN)
         return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: argument to reversed() must be a sequence");
     if (jx_iterate(cx, at, in, &seq)) return -1;
-    int rc = list_copy(cx, at, JL(seq)->v, JL(seq)->n, JL_GEN, 1, out);
+    int rc = list_copy(cx, at, JL(seq)->data, JL(seq)->len, JL_GEN, 1, out);
     jv_unref(seq);
     return rc;
 }

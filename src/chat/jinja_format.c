@@ -383,8 +383,8 @@ int jx_printf_format(jctx *cx, const jnode *at, jv fmt, jv argv, jv *out) {
     int is_tuple = argv.k == JV_LIST && JL(argv)->flavor == JL_TUPLE;
     int mapping = argv.k == JV_DICT || (argv.k == JV_LIST && !is_tuple); /* has __getitem__ */
     if (is_tuple) {
-        args = JL(argv)->v;
-        nargs = JL(argv)->n;
+        args = JL(argv)->data;
+        nargs = JL(argv)->len;
     }
     const char *s = JS(fmt)->s;
     size_t n = JS(fmt)->len;

@@ -149,16 +149,16 @@ static int dump(facet_str *b, jv v, const jjson_opts *o, int level, const char *
             *why = msg[l->flavor];
             return -1;
         }
-        if (l->n == 0) return facet_str_appendz(b, "[]");
+        if (l->len == 0) return facet_str_appendz(b, "[]");
         if (level > 512) {
             *why = "RecursionError: maximum recursion depth exceeded in tojson";
             return -1;
         }
         if (facet_str_putc(b, '[')) return -1;
-        for (size_t i = 0; i < l->n; i++) {
+        for (size_t i = 0; i < l->len; i++) {
             if (i && facet_str_appendz(b, isep)) return -1;
             if (indent >= 0 && newline_indent(b, indent, level + 1)) return -1;
-            if (dump(b, l->v[i], o, level + 1, why)) return -1;
+            if (dump(b, l->data[i], o, level + 1, why)) return -1;
         }
         if (indent >= 0 && newline_indent(b, indent, level)) return -1;
         return facet_str_putc(b, ']');

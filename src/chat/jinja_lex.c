@@ -38,18 +38,11 @@ static int fail(lexer *L, facet_status st, const char *msg) {
 }
 
 static jtok *push(lexer *L, jtok_kind k, int line, int col) {
-    if (L->out->n == L->out->cap) {
-        size_t nc = L->out->cap ? L->out->cap * 2 : 64;
-        jtok *nt = realloc(L->out->t, nc * sizeof(jtok));
-        if (!nt) {
-            fail(L, FACET_E_NOMEM, "out of memory");
-            return NULL;
-        }
-        L->out->t = nt;
-        L->out->cap = nc;
+    if (facet_vec_push(L->out, (jtok){0})) {
+        fail(L, FACET_E_NOMEM, "out of memory");
+        return NULL;
     }
-    jtok *t = &L->out->t[L->out->n++];
-    memset(t, 0, sizeof *t);
+    jtok *t = &L->out->data[L->out->len - 1];
     t->k = k;
     t->line = line;
     t->col = col;
@@ -474,7 +467,6 @@ facet_status jinja_lex(const char *src, size_t len, jtoks *out, facet_error *err
 }
 
 void jinja_toks_free(jtoks *t) {
-    for (size_t i = 0; i < t->n; i++) free(t->t[i].s);
-    free(t->t);
-    memset(t, 0, sizeof *t);
+    for (size_t i = 0; i < t->len; i++) free(t->data[i].s);
+    facet_vec_free(t);
 }

@@ -271,8 +271,8 @@ static int affix(jctx *cx, const jnode *at, jv self, jv *p, int end, jv *out) {
     size_t nc = 1;
     if (p->k == JV_STR) one[0] = *p;
     else if (p->k == JV_LIST && JL(*p)->flavor == JL_TUPLE) {
-        cands = JL(*p)->v;
-        nc = JL(*p)->n;
+        cands = JL(*p)->data;
+        nc = JL(*p)->len;
     } else {
         return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s first arg must be str or a tuple of str, not %s",
                        end ? "endswith" : "startswith", jv_type_name(*p));
@@ -448,8 +448,8 @@ static int m_join(jctx *cx, const jnode *at, jv self, const char *name, const ja
     jv seq;
     if (jx_iterate(cx, at, *it, &seq)) return -1;
     facet_str b = {0};
-    for (size_t i = 0; i < JL(seq)->n; i++) {
-        jv x = JL(seq)->v[i];
+    for (size_t i = 0; i < JL(seq)->len; i++) {
+        jv x = JL(seq)->data[i];
         if (x.k != JV_STR) {
             jv_unref(seq);
             facet_str_free(&b);
@@ -529,8 +529,8 @@ static int m_index(jctx *cx, const jnode *at, jv self, const char *name, const j
     jv *x = jx_arg(m, 0, NULL);
     if (!x) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s() takes exactly one argument (0 given)", name);
     int64_t c = 0, first = -1;
-    for (size_t i = 0; i < JL(self)->n; i++)
-        if (jv_equal(JL(self)->v[i], *x)) {
+    for (size_t i = 0; i < JL(self)->len; i++)
+        if (jv_equal(JL(self)->data[i], *x)) {
             if (first < 0) first = (int64_t)i;
             c++;
         }

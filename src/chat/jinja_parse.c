@@ -26,10 +26,10 @@ typedef struct parser {
     int loop_depth;
 } parser;
 
-static jtok *cur(parser *P) { return &P->tk.t[P->i]; }
+static jtok *cur(parser *P) { return &P->tk.data[P->i]; }
 static jtok *peek(parser *P, size_t k) {
     size_t j = P->i + k;
-    return j < P->tk.n ? &P->tk.t[j] : &P->tk.t[P->tk.n - 1];
+    return j < P->tk.len ? &P->tk.data[j] : &P->tk.data[P->tk.len - 1];
 }
 static void next(parser *P) {
     if (cur(P)->k != T_EOF) P->i++;
@@ -97,40 +97,23 @@ static jnode *node(parser *P, jnode_kind k, const jtok *at) {
 }
 
 static int nl_push(parser *P, jnlist *l, jnode *x) {
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 4;
-        jnode **nv = realloc(l->v, nc * sizeof(jnode *));
-        if (!nv) {
-            fail(P, cur(P), FACET_E_NOMEM, "out of memory");
-            return -1;
-        }
-        l->v = nv;
-        l->cap = nc;
-    }
-    l->v[l->n++] = x;
-    return 0;
+    if (facet_vec_push(l, x) == 0) return 0;
+    fail(P, cur(P), FACET_E_NOMEM, "out of memory");
+    return -1;
 }
 
 static int name_push(parser *P, jnode *n, const char *s) {
-    char **nv = realloc(n->names, (n->nnames + 1) * sizeof(char *));
-    if (!nv) {
-        fail(P, cur(P), FACET_E_NOMEM, "out of memory");
-        return -1;
-    }
-    n->names = nv;
-    n->names[n->nnames] = strdup(s ? s : "");
-    if (!n->names[n->nnames]) {
-        fail(P, cur(P), FACET_E_NOMEM, "out of memory");
-        return -1;
-    }
-    n->nnames++;
-    return 0;
+    char *d = strdup(s ? s : "");
+    if (d && facet_vec_push(&n->names, d) == 0) return 0;
+    free(d);
+    fail(P, cur(P), FACET_E_NOMEM, "out of memory");
+    return -1;
 }
 
 static void node_free(jnode *n);
 static void nl_free(jnlist *l) {
-    for (size_t i = 0; i < l->n; i++) node_free(l->v[i]);
-    free(l->v);
+    for (size_t i = 0; i < l->len; i++) node_free(l->data[i]);
+    free(l->data);
 }
 static void node_free(jnode *n) {
     if (!n) return;
@@ -142,8 +125,8 @@ static void node_free(jnode *n) {
     node_free(n->d);
     nl_free(&n->l1);
     nl_free(&n->l2);
-    for (size_t i = 0; i < n->nnames; i++) free(n->names[i]);
-    free(n->names);
+    for (size_t i = 0; i < n->names.len; i++) free(n->names.data[i]);
+    free(n->names.data);
     free(n);
 }
 
@@ -169,7 +152,7 @@ static jnode *parse_tuple(parser *P, int simplified, int with_condexpr, const ch
     if (!tup) return NULL;
     int is_tuple = 0;
     for (;;) {
-        if (tup->l1.n && expect_op(P, ",")) goto bad;
+        if (tup->l1.len && expect_op(P, ",")) goto bad;
         if (tuple_end(P, extra)) break;
         jnode *x = simplified ? parse_primary(P) : parse_expression(P, with_condexpr);
         if (!x || nl_push(P, &tup->l1, x)) {
@@ -180,9 +163,9 @@ static jnode *parse_tuple(parser *P, int simplified, int with_condexpr, const ch
         else break;
     }
     if (!is_tuple) {
-        if (tup->l1.n) {
-            jnode *x = tup->l1.v[0];
-            tup->l1.n = 0;
+        if (tup->l1.len) {
+            jnode *x = tup->l1.data[0];
+            tup->l1.len = 0;
             node_free(tup);
             return x;
         }
@@ -205,10 +188,10 @@ static int node_height(jnode *n) {
     jnode *kids[] = {n->a, n->b, n->c, n->d};
     for (int i = 0; i < 4; i++)
         if ((x = node_height(kids[i])) > h) h = x;
-    for (size_t i = 0; i < n->l1.n; i++)
-        if ((x = node_height(n->l1.v[i])) > h) h = x;
-    for (size_t i = 0; i < n->l2.n; i++)
-        if ((x = node_height(n->l2.v[i])) > h) h = x;
+    for (size_t i = 0; i < n->l1.len; i++)
+        if ((x = node_height(n->l1.data[i])) > h) h = x;
+    for (size_t i = 0; i < n->l2.len; i++)
+        if ((x = node_height(n->l2.data[i])) > h) h = x;
     return n->height = h + 1;
 }
 
@@ -314,11 +297,11 @@ static jnode *parse_compare(parser *P) {
             }
             cmp->a = first;
         }
-        if (cmp->l1.n >= 8) {
+        if (cmp->l1.len >= 8) {
             node_free(cmp);
             return fail(P, t, FACET_E_UNSUPPORTED, "unsupported construct: more than 8 chained comparisons");
         }
-        strcpy(cmp->ops[cmp->l1.n], op);
+        strcpy(cmp->ops[cmp->l1.len], op);
         jnode *r = parse_binary(P, PREC_ADD);
         if (!r || nl_push(P, &cmp->l1, r)) {
             node_free(r);
@@ -428,7 +411,7 @@ static jnode *parse_seq(parser *P, jnode_kind k, const char *close) {
     jnode *n = node(P, k, at);
     if (!n) return NULL;
     while (!is_op(P, close)) {
-        if (n->l1.n && expect_op(P, ",")) goto bad;
+        if (n->l1.len && expect_op(P, ",")) goto bad;
         if (is_op(P, close)) break;
         jnode *x = parse_expression(P, 1);
         if (!x || nl_push(P, &n->l1, x)) {
@@ -522,7 +505,7 @@ static int parse_call_args(parser *P, jnode *n) {
                 return -1;
             }
         } else {
-            if (n->nnames) {
+            if (n->names.len) {
                 fail(P, cur(P), FACET_E_PARSE, "positional argument after keyword argument");
                 return -1;
             }
@@ -800,7 +783,7 @@ static int parse_target(parser *P, jnode *n, int with_ns, const char *extra_end)
         }
         if (name_push(P, n, cur(P)->s)) return -1;
         next(P);
-        if (with_ns && n->nnames == 1 && !paren && is_op(P, ".")) {
+        if (with_ns && n->names.len == 1 && !paren && is_op(P, ".")) {
             next(P);
             if (cur(P)->k != T_NAME) {
                 fail(P, cur(P), FACET_E_PARSE, "expected an attribute name, got '%s'", tok_desc(cur(P)));
@@ -826,7 +809,7 @@ static int parse_target(parser *P, jnode *n, int with_ns, const char *extra_end)
 static int parse_signature(parser *P, jnode *n) {
     if (expect_op(P, "(")) return -1;
     while (!is_op(P, ")")) {
-        if (n->nnames && expect_op(P, ",")) return -1;
+        if (n->names.len && expect_op(P, ",")) return -1;
         if (is_op(P, ")")) break;
         if (cur(P)->k != T_NAME) {
             fail(P, cur(P), FACET_E_PARSE, "expected a parameter name, got '%s'", tok_desc(cur(P)));
@@ -838,7 +821,7 @@ static int parse_signature(parser *P, jnode *n) {
         if (is_op(P, "=")) {
             next(P);
             if (!(def = parse_expression(P, 1))) return -1;
-        } else if (n->l2.n && n->l2.v[n->l2.n - 1]) {
+        } else if (n->l2.len && n->l2.data[n->l2.len - 1]) {
             fail(P, cur(P), FACET_E_PARSE, "non-default argument follows default argument");
             return -1;
         }
@@ -861,7 +844,7 @@ static int special_bit(const char *name) {
 }
 
 static void drop_stored(const jnode *n, int *open) {
-    for (size_t i = 0; i < n->nnames; i++) *open &= ~special_bit(n->names[i]);
+    for (size_t i = 0; i < n->names.len; i++) *open &= ~special_bit(n->names.data[i]);
 }
 
 /* jinja2's find_undeclared over a macro body, in its node order: a special name read
@@ -886,8 +869,8 @@ static void visit_catches(const jnode *n, int *open, int *found) {
     visit_catches(n->b, open, found);
     visit_catches(n->c, open, found);
     visit_catches(n->d, open, found);
-    for (size_t i = 0; i < n->l1.n; i++) visit_catches(n->l1.v[i], open, found);
-    for (size_t i = 0; i < n->l2.n; i++) visit_catches(n->l2.v[i], open, found);
+    for (size_t i = 0; i < n->l1.len; i++) visit_catches(n->l1.data[i], open, found);
+    for (size_t i = 0; i < n->l2.len; i++) visit_catches(n->l2.data[i], open, found);
 }
 
 /* JN_CATCH_* bits of macro (or call block) n, as jinja2's macro_body decides them: the
@@ -895,8 +878,8 @@ static void visit_catches(const jnode *n, int *open, int *found) {
  * only when no parameter is named caller (JN_CATCH_CALLER then binds it). */
 static int macro_catches(const jnode *n) {
     int open = JN_CATCH_CALLER | JN_CATCH_KWARGS | JN_CATCH_VARARGS, found = 0;
-    for (size_t i = 0; i < n->l1.n; i++) visit_catches(n->l1.v[i], &open, &found);
-    for (size_t i = 0; i < n->nnames; i++) found &= ~special_bit(n->names[i]);
+    for (size_t i = 0; i < n->l1.len; i++) visit_catches(n->l1.data[i], &open, &found);
+    for (size_t i = 0; i < n->names.len; i++) found &= ~special_bit(n->names.data[i]);
     return found;
 }
 
@@ -1048,7 +1031,7 @@ static jnode *parse_statement(parser *P) {
         n = node(P, N_WITH, t);
         if (!n) return NULL;
         while (cur(P)->k != T_BLOCK_END) {
-            if (n->nnames && expect_op(P, ",")) goto bad;
+            if (n->names.len && expect_op(P, ",")) goto bad;
             if (cur(P)->k != T_NAME) {
                 fail(P, cur(P), FACET_E_PARSE, "expected a name in {%% with %%}, got '%s'", tok_desc(cur(P)));
                 goto bad;

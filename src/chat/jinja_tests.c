@@ -141,7 +141,7 @@ static int t_in(jctx *cx, const jnode *at, jv v, const jv *arg, int mode, int *r
         if (!jv_hashable(v)) return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: unhashable type: '%s'", jv_type_name(v));
         *res = jv_dict_get(seq, v) != NULL;
     } else if (seq.k == JV_LIST) {
-        for (size_t i = 0; i < JL(seq)->n && !*res; i++) *res = jv_equal(v, JL(seq)->v[i]);
+        for (size_t i = 0; i < JL(seq)->len && !*res; i++) *res = jv_equal(v, JL(seq)->data[i]);
     } else if (seq.k != JV_UNDEF) {
         return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: argument of type '%s' is not iterable", jv_type_name(seq));
     }

@@ -32,8 +32,8 @@ void jv_unref(jv v) {
     switch (v.k) {
     case JV_LIST: {
         jlist *l = JL(v);
-        for (size_t i = 0; i < l->n; i++) jv_unref(l->v[i]);
-        free(l->v);
+        for (size_t i = 0; i < l->len; i++) jv_unref(l->data[i]);
+        free(l->data);
         break;
     }
     case JV_DICT: case JV_NS: {
@@ -101,19 +101,9 @@ jv jv_list_new(int flavor) {
 }
 
 int jv_list_push(jv list, jv item) {
-    jlist *l = JL(list);
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 8;
-        jv *nv = realloc(l->v, nc * sizeof(jv));
-        if (!nv) {
-            jv_unref(item);
-            return -1;
-        }
-        l->v = nv;
-        l->cap = nc;
-    }
-    l->v[l->n++] = item;
-    return 0;
+    if (facet_vec_push(JL(list), item) == 0) return 0;
+    jv_unref(item);
+    return -1;
 }
 
 jv jv_dict_new(int ns) {
@@ -149,18 +139,16 @@ int jv_dict_set(jv dict, jv key, jv val) {
         return 0;
     }
     jdict *d = JD(dict);
-    if (d->n == d->cap) {
-        size_t nc = d->cap ? d->cap * 2 : 8;
-        jv *nk = realloc(d->key, nc * sizeof(jv));
-        if (nk) d->key = nk;
-        jv *nv = nk ? realloc(d->val, nc * sizeof(jv)) : NULL;
-        if (!nk || !nv) {
+    if (d->n == d->cap) { /* keys and values: two arrays grown by vec.h's one routine */
+        size_t kcap = d->cap, vcap = d->cap;
+        int bad = facet_vec_grow_(&d->key, &kcap, d->n + 1, sizeof(jv)) ||
+                  facet_vec_grow_(&d->val, &vcap, d->n + 1, sizeof(jv));
+        d->cap = kcap < vcap ? kcap : vcap;
+        if (bad) {
             jv_unref(key);
             jv_unref(val);
             return -1;
         }
-        d->val = nv;
-        d->cap = nc;
     }
     d->key[d->n] = key;
     d->val[d->n] = val;
@@ -188,7 +176,7 @@ int jv_truthy(jv v) {
     case JV_INT: return v.u.i != 0;
     case JV_FLOAT: return v.u.f != 0.0;
     case JV_STR: return JS(v)->len != 0;
-    case JV_LIST: return JL(v)->flavor == JL_GEN || JL(v)->n != 0;
+    case JV_LIST: return JL(v)->flavor == JL_GEN || JL(v)->len != 0;
     case JV_DICT: return JD(v)->n != 0;
     default: return 1;
     }
@@ -198,8 +186,8 @@ int jv_hashable(jv v) {
     if (v.k == JV_DICT) return 0;
     if (v.k != JV_LIST) return 1;
     if (JL(v)->flavor != JL_TUPLE) return JL(v)->flavor == JL_GEN;
-    for (size_t i = 0; i < JL(v)->n; i++)
-        if (!jv_hashable(JL(v)->v[i])) return 0;
+    for (size_t i = 0; i < JL(v)->len; i++)
+        if (!jv_hashable(JL(v)->data[i])) return 0;
     return 1;
 }
 
@@ -222,9 +210,9 @@ int jv_equal(jv a, jv b) {
         jlist *x = JL(a), *y = JL(b);
         if (x->flavor == JL_GEN || y->flavor == JL_GEN || x->flavor == JL_VALUES) return x == y;
         if (x->flavor != y->flavor && (!JL_IS_SEQ(x) || !JL_IS_SEQ(y))) return 0;
-        if ((x->flavor == JL_TUPLE) != (y->flavor == JL_TUPLE) || x->n != y->n) return 0;
-        for (size_t i = 0; i < x->n; i++)
-            if (!jv_equal(x->v[i], y->v[i])) return 0;
+        if ((x->flavor == JL_TUPLE) != (y->flavor == JL_TUPLE) || x->len != y->len) return 0;
+        for (size_t i = 0; i < x->len; i++)
+            if (!jv_equal(x->data[i], y->data[i])) return 0;
         return 1;
     }
     case JV_DICT: {
@@ -401,11 +389,11 @@ static int str_or_repr(facet_str *b, jv v, int repr) {
         }
         int tup = l->flavor == JL_TUPLE;
         if (facet_str_putc(b, tup ? '(' : '[')) return -1;
-        for (size_t i = 0; i < l->n; i++) {
+        for (size_t i = 0; i < l->len; i++) {
             if (i && facet_str_appendz(b, ", ")) return -1;
-            if (str_or_repr(b, l->v[i], 1)) return -1;
+            if (str_or_repr(b, l->data[i], 1)) return -1;
         }
-        if (tup && l->n == 1 && facet_str_putc(b, ',')) return -1;
+        if (tup && l->len == 1 && facet_str_putc(b, ',')) return -1;
         return facet_str_putc(b, tup ? ')' : ']');
     }
     case JV_DICT: case JV_NS: {
