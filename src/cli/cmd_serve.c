@@ -2,6 +2,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,41 @@ static void usage(FILE *out) {
             "  --shutdown-grace S seconds in-flight requests get on SIGINT/SIGTERM (default 5)\n"
             "FACET_MEM_AVAILABLE=BYTES overrides the free RAM read from /proc/meminfo.\n"
             "example: facet serve --port 8080\n");
+}
+
+/* The server's log lines, on stderr. */
+static void log_line(void *user, const char *line) {
+    (void)user;
+    fprintf(stderr, "facet serve: %s\n", line);
+}
+
+/* Start the server, serve until SIGINT or SIGTERM, then stop it (in-flight requests get
+ * the shutdown grace). Returns 0 or an exit code. */
+static int serve(facet_server_config *c) {
+    /* SIGINT/SIGTERM are taken by sigwait below: block them before the server starts
+     * its threads, so that every thread inherits the mask; a client that closes its
+     * socket mid-response must not kill the process */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    signal(SIGPIPE, SIG_IGN);
+    c->log = log_line;
+    facet_server *srv = NULL;
+    facet_error err;
+    if (facet_server_start(c, &srv, &err) != FACET_OK) {
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return cli_fail(&err);
+    }
+    int sig = 0;
+    sigwait(&set, &sig);
+    fprintf(stderr, "facet serve: %s received, shutting down\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    facet_server_stop(srv);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    fprintf(stderr, "facet serve: stopped\n");
+    return 0;
 }
 
 int cmd_serve(int argc, char **argv) {
@@ -103,7 +140,5 @@ int cmd_serve(int argc, char **argv) {
     char model_buf[4096];
     if (!cli_model_folder(&c.model_dir, model_buf, sizeof model_buf)) return 1;
     if (!cli_env_mem_available(&c.mem_available)) return 1; /* tests: a fixed machine size */
-    facet_error err;
-    if (facet_server_run(&c, &err) != FACET_OK) return cli_fail(&err);
-    return 0;
+    return serve(&c);
 }

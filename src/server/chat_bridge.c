@@ -134,10 +134,8 @@ int srv_chat_prompt(srv_server *s, oai_request *r, int32_t **ids, size_t *n, oai
     free(mjson);
     free(tjson);
     if (st != FACET_OK)
-        return oai_fail(e, st == FACET_E_NOMEM ? 500 : 400,
-                        st == FACET_E_NOMEM ? "server_error" : "invalid_request_error",
-                        "messages", "chat_template_error", "the chat template failed: %s",
-                        fe.message);
+        return oai_fail_status(e, st, "messages", "chat_template_error",
+                               "the chat template failed: %s", fe.message);
     if (with_tools) {
         r->tools_active = 1;
         tool_prefix(s->toolcall_format, r, r->tool_prefix, sizeof r->tool_prefix);
@@ -156,8 +154,7 @@ int srv_chat_prompt(srv_server *s, oai_request *r, int32_t **ids, size_t *n, oai
     /* apply_chat_template tokenizes the rendered text without adding special tokens */
     st = facet_tokenize(s->tok, text, len, 0, ids, n, &fe);
     free(text);
-    if (st != FACET_OK)
-        return oai_fail(e, 400, "invalid_request_error", "messages", NULL, "%s", fe.message);
+    if (st != FACET_OK) return oai_fail_status(e, st, "messages", NULL, "%s", fe.message);
     return 0;
 }
 

@@ -11,12 +11,12 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "util/str.h"
 #include "util/utf8.h"
 
 /* Per-connection request state (MHD's con_cls). */
 typedef struct conn_ctx {
-    char *body;
-    size_t len, cap;
+    facet_str body;             /* limit: the config's max_body                         */
     int too_big;
 } conn_ctx;
 
@@ -47,7 +47,7 @@ static enum MHD_Result respond_error(srv_server *s, struct MHD_Connection *c,
                                      const oai_error *e, int failure) {
     /* server-side failures are worth a line in the server's log; client errors are not */
     if (e->http_status >= 500 && e->http_status != 503)
-        fprintf(stderr, "facet serve: %d %s\n", e->http_status, e->message);
+        srv_log(s, "%d %s", e->http_status, e->message);
     char *body = oai_error_json(e);
     if (!body) return MHD_NO;
     enum MHD_Result r = respond(s, c, (unsigned)e->http_status, body, strlen(body),
@@ -89,11 +89,24 @@ int srv_client_gone(struct MHD_Connection *c) {
 
 /* ------------------------------------------------------------ endpoints ---- */
 
+/* The served model's object: OpenAI's fields, vLLM's max_model_len, and what a client
+ * needs to know before it calls: whether chat completions work (a usable chat template),
+ * the tool-call format the template shows (null when none: tools are refused), the
+ * context length, and that there is no embeddings endpoint. */
+static json_t *model_object(const srv_server *s) {
+    int tools = s->chat && s->toolcall_format != FACET_TOOLCALL_NONE;
+    return json_pack("{s:s,s:s,s:I,s:s,s:i,s:{s:b,s:o,s:i,s:b}}", "id", s->model_id, "object",
+                     "model", "created", (json_int_t)s->created, "owned_by", "facet",
+                     "max_model_len", s->n_ctx, "capabilities", "chat_template", s->chat != NULL,
+                     "tools",
+                     tools ? json_string(facet_toolcall_format_name(s->toolcall_format))
+                           : json_null(),
+                     "context_length", s->n_ctx, "embeddings", 0);
+}
+
 static enum MHD_Result handle_models(srv_server *s, struct MHD_Connection *c) {
-    json_t *m = json_pack("{s:s,s:s,s:I,s:s,s:i}", "id", s->model_id, "object", "model",
-                          "created", (json_int_t)s->created, "owned_by", "facet",
-                          "max_model_len", s->n_ctx);
-    return srv_respond_json(s, c, 200, json_pack("{s:s,s:[o]}", "object", "list", "data", m));
+    return srv_respond_json(s, c, 200,
+                            json_pack("{s:s,s:[o]}", "object", "list", "data", model_object(s)));
 }
 
 static enum MHD_Result handle_model(srv_server *s, struct MHD_Connection *c, const char *id) {
@@ -103,10 +116,7 @@ static enum MHD_Result handle_model(srv_server *s, struct MHD_Connection *c, con
                  "The model '%.200s' does not exist", id);
         return srv_respond_error(s, c, &e);
     }
-    return srv_respond_json(s, c, 200,
-                            json_pack("{s:s,s:s,s:I,s:s,s:i}", "id", s->model_id, "object",
-                                      "model", "created", (json_int_t)s->created, "owned_by",
-                                      "facet", "max_model_len", s->n_ctx));
+    return srv_respond_json(s, c, 200, model_object(s));
 }
 
 static enum MHD_Result handle_metrics(srv_server *s, struct MHD_Connection *c) {
@@ -168,7 +178,7 @@ static enum MHD_Result handle_tokenize(srv_server *s, struct MHD_Connection *c,
     facet_error fe;
     if (facet_tokenize(s->tok, json_string_value(p), json_string_length(p),
                        add ? json_is_true(add) : 1, &ids, &n, &fe) != FACET_OK) {
-        oai_fail(&e, 400, "invalid_request_error", "prompt", NULL, "%s", fe.message);
+        oai_fail_status(&e, fe.status, "prompt", NULL, "%s", fe.message);
         goto fail;
     }
     json_t *arr = json_array();
@@ -216,7 +226,7 @@ static enum MHD_Result handle_detokenize(srv_server *s, struct MHD_Connection *c
     size_t tlen;
     facet_error fe;
     if (facet_detokenize(s->tok, ids, n, 0, &text, &tlen, &fe) != FACET_OK) {
-        oai_fail(&e, 400, "invalid_request_error", "tokens", NULL, "%s", fe.message);
+        oai_fail_status(&e, fe.status, "tokens", NULL, "%s", fe.message);
         goto fail;
     }
     free(ids);
@@ -296,6 +306,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!ctx) {
         ctx = calloc(1, sizeof *ctx);
         if (!ctx) return MHD_NO;
+        ctx->body.limit = s->cfg.max_body;
         *con_cls = ctx;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) ctx->too_big = 1;
@@ -304,21 +315,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (ctx->too_big || ctx->len + n > s->cfg.max_body) {
+        if (ctx->too_big) return MHD_YES; /* read on, to answer 413 */
+        if (facet_str_append(&ctx->body, upload_data, n)) {
+            if (ctx->body.failed != FACET_STR_OVER) return MHD_NO;
             ctx->too_big = 1;
-            return MHD_YES;
         }
-        if (ctx->len + n + 1 > ctx->cap) {
-            size_t cap = ctx->cap ? ctx->cap : 4096;
-            while (cap < ctx->len + n + 1) cap *= 2;
-            char *p = realloc(ctx->body, cap);
-            if (!p) return MHD_NO;
-            ctx->body = p;
-            ctx->cap = cap;
-        }
-        memcpy(ctx->body + ctx->len, upload_data, n);
-        ctx->len += n;
-        ctx->body[ctx->len] = '\0';
         return MHD_YES;
     }
     if (ctx->too_big) {
@@ -327,7 +328,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                  "the request body is larger than the limit of %zu bytes", s->cfg.max_body);
         return srv_respond_error(s, c, &e);
     }
-    return route(s, c, method, url, ctx->body ? ctx->body : "", ctx->len);
+    return route(s, c, method, url, facet_str_cstr(&ctx->body), ctx->body.len);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -337,7 +338,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)toe;
     conn_ctx *ctx = *con_cls;
     if (ctx) {
-        free(ctx->body);
+        facet_str_free(&ctx->body);
         free(ctx);
         *con_cls = NULL;
     }

@@ -16,7 +16,8 @@
 #include "server/sched.h"
 #include "server/server.h"
 
-typedef struct srv_server {
+/* The server object (facet_server of server.h). */
+struct facet_server {
     facet_server_config cfg;
     char model_id[256];
     facet_model *model;
@@ -35,7 +36,11 @@ typedef struct srv_server {
     int live_streams;          /* SSE responses not yet freed by libmicrohttpd (atomic):
                                   shutdown waits for them so a cancelled stream still
                                   delivers its last event and [DONE]                    */
-} srv_server;
+};
+typedef struct facet_server srv_server;
+
+/* Send one printf-formatted line to the config's log callback (nothing when none). */
+void srv_log(const srv_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Queue a response with `status`, a body (copied) and content type (503s get
  * Retry-After); counts it in facet_requests_total, and in facet_requests_failed_total

@@ -35,7 +35,7 @@ static int prompt_ids(srv_server *s, oai_request *r, int32_t **ids, size_t *n,
     }
     facet_error fe;
     if (facet_tokenize(s->tok, r->prompt_text, r->prompt_len, 1, ids, n, &fe) != FACET_OK)
-        return oai_fail(e, 400, "invalid_request_error", "prompt", NULL, "%s", fe.message);
+        return oai_fail_status(e, fe.status, "prompt", NULL, "%s", fe.message);
     return 0;
 }
 
@@ -353,9 +353,7 @@ enum MHD_Result srv_handle_generate(srv_server *s, struct MHD_Connection *c, oai
     facet_error fe;
     if (srv_job_create(s->sched, ids, (int)n, max_tokens, r.n, &r.sampling, r.stops, r.n_stops,
                        r.logprobs, r.top_logprobs, &job, &fe) != FACET_OK) {
-        oai_fail(&e, fe.status == FACET_E_NOMEM ? 500 : 400,
-                 fe.status == FACET_E_NOMEM ? "server_error" : "invalid_request_error", NULL,
-                 NULL, "%s", fe.message);
+        oai_fail_status(&e, fe.status, NULL, NULL, "%s", fe.message);
         goto fail;
     }
     if (srv_sched_submit(s->sched, job)) {

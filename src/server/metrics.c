@@ -1,10 +1,10 @@
 /* metrics.c — Prometheus text rendering of srv_metrics (see metrics.h). */
 #include "server/metrics.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/str.h"
 
 static const double time_bounds[SRV_HIST_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                      0.1,   0.25,   0.5,   1,    2.5,   5,
@@ -31,64 +31,29 @@ void srv_hist_observe(srv_hist *h, double v) {
     h->count++;
 }
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(sbuf *b, const char *fmt, ...) {
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = 1;
-            return;
-        }
-        if (b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap * 2 + (size_t)n;
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-}
-
-static void counter(sbuf *b, const char *name, const char *help, uint64_t v) {
-    put(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,
+static void counter(facet_str *b, const char *name, const char *help, uint64_t v) {
+    facet_str_appendf(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,
         (unsigned long long)v);
 }
 
-static void gauge(sbuf *b, const char *name, const char *help, double v) {
-    put(b, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", name, help, name, name, v);
+static void gauge(facet_str *b, const char *name, const char *help, double v) {
+    facet_str_appendf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", name, help, name, name, v);
 }
 
-static void hist(sbuf *b, const char *name, const char *help, const srv_hist *h) {
-    put(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+static void hist(facet_str *b, const char *name, const char *help, const srv_hist *h) {
+    facet_str_appendf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     uint64_t cum = 0;
     for (int i = 0; i < SRV_HIST_BUCKETS; i++) {
         cum += h->counts[i];
-        put(b, "%s_bucket{le=\"%g\"} %llu\n", name, h->bounds[i], (unsigned long long)cum);
+        facet_str_appendf(b, "%s_bucket{le=\"%g\"} %llu\n", name, h->bounds[i], (unsigned long long)cum);
     }
     cum += h->counts[SRV_HIST_BUCKETS];
-    put(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.17g\n%s_count %llu\n", name,
+    facet_str_appendf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.17g\n%s_count %llu\n", name,
         (unsigned long long)cum, name, h->sum, name, (unsigned long long)h->count);
 }
 
 char *srv_metrics_render(srv_metrics *m) {
-    sbuf b = {malloc(4096), 0, 4096, 0};
-    if (!b.p) return NULL;
-    b.p[0] = '\0';
+    facet_str b = {0};
     pthread_mutex_lock(&m->mu);
     counter(&b, "facet_requests_total", "HTTP requests answered.", m->requests_total);
     counter(&b, "facet_requests_failed_total",
@@ -121,9 +86,5 @@ char *srv_metrics_render(srv_metrics *m) {
     hist(&b, "facet_request_duration_seconds", "Arrival to last generated token.", &m->e2e);
     hist(&b, "facet_batch_size", "Sequences decoded per engine step.", &m->batch);
     pthread_mutex_unlock(&m->mu);
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
+    return facet_str_take(&b); /* NULL when an append failed */
 }

@@ -23,6 +23,32 @@ int oai_fail(oai_error *e, int http_status, const char *type, const char *param,
     return -1;
 }
 
+int oai_http_status(facet_status st, const char **type) {
+    switch (st) {
+    case FACET_E_NOMEM:
+    case FACET_E_INTERNAL:
+    case FACET_E_NUMERIC:
+    case FACET_E_IO:
+        *type = "server_error";
+        return 500;
+    default:
+        *type = "invalid_request_error";
+        return 400;
+    }
+}
+
+int oai_fail_status(oai_error *e, facet_status st, const char *param, const char *code,
+                    const char *fmt, ...) {
+    const char *type;
+    int http = oai_http_status(st, &type);
+    oai_fail(e, http, type, param, code, "%s", "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 char *oai_error_json(const oai_error *e) {
     json_t *o = json_pack("{s:{s:s,s:s,s:o,s:o}}", "error", "message", e->message, "type",
                           e->type ? e->type : "invalid_request_error", "param",
@@ -425,16 +451,14 @@ int oai_request_parse(const char *body, size_t len, oai_kind kind, const oai_lim
             goto done;
         }
     }
+    /* one model is served: a request that names none means it (as llama-server and
+     * vLLM accept); a name must be the served one */
     json_t *model = field(o, "model");
-    if (!model) {
-        rc = BAD("model", "'model' is required");
-        goto done;
-    }
-    if (!json_is_string(model)) {
+    if (model && !json_is_string(model)) {
         rc = BAD("model", "'model' must be a string, got %s", facet_json_type_name(model));
         goto done;
     }
-    if (strcmp(json_string_value(model), lim->model_id)) {
+    if (model && strcmp(json_string_value(model), lim->model_id)) {
         rc = oai_fail(e, 404, "invalid_request_error", "model", "model_not_found",
                       "The model '%.200s' does not exist (this server serves '%.200s')",
                       json_string_value(model), lim->model_id);

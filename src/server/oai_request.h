@@ -29,6 +29,17 @@ typedef struct oai_error {
 int oai_fail(oai_error *e, int http_status, const char *type, const char *param,
              const char *code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
+/* The server's one mapping from a library status to an HTTP answer: returns the HTTP
+ * status and sets *type to the OpenAI error type. What fails on the server's side —
+ * FACET_E_NOMEM, FACET_E_INTERNAL, FACET_E_NUMERIC (an overflowed forward pass),
+ * FACET_E_IO — is 500 "server_error"; every other status comes from what the request
+ * asked (a bad id, text, template input, a limit) and is 400 "invalid_request_error". */
+int oai_http_status(facet_status st, const char **type);
+
+/* oai_fail with the HTTP status and type of `st` (oai_http_status). Returns -1. */
+int oai_fail_status(oai_error *e, facet_status st, const char *param, const char *code,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
 /* Serialize *e as {"error": {...}} (malloc'd, NUL-terminated). */
 char *oai_error_json(const oai_error *e);
 

@@ -1,8 +1,7 @@
-/* server.c — `facet serve` lifecycle: load, listen, wait for SIGINT/SIGTERM, drain,
- * shut down (see server.h). */
+/* server.c — the server's lifecycle: load, listen; drain and shut down (see server.h). */
 #include "server/server.h"
 
-#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +53,16 @@ static facet_status check_config(const facet_server_config *c, facet_error *err)
     return FACET_OK;
 }
 
+void srv_log(const srv_server *s, const char *fmt, ...) {
+    if (!s->cfg.log) return;
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    s->cfg.log(s->cfg.log_user, line);
+}
+
 static void teardown(srv_server *s) {
     if (s->sched) srv_sched_stop(s->sched);
     /* the scheduler has ended every job (cancelled ones carry their error event); give
@@ -72,7 +81,9 @@ static void teardown(srv_server *s) {
     free(s);
 }
 
-facet_status facet_server_run(const facet_server_config *cfg, facet_error *err) {
+facet_status facet_server_start(const facet_server_config *cfg, facet_server **out,
+                                facet_error *err) {
+    *out = NULL;
     facet_status st = check_config(cfg, err);
     if (st != FACET_OK) return st;
     /* size the KV budget before the weights load: MemAvailable then is what weights + KV
@@ -96,18 +107,8 @@ facet_status facet_server_run(const facet_server_config *cfg, facet_error *err) 
             return facet_err(err, FACET_E_NOMEM, "%s", budget_line);
         }
     }
-    /* SIGINT/SIGTERM are taken by sigwait below: block them in every thread we start */
-    sigset_t set, old;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, &old);
-    signal(SIGPIPE, SIG_IGN);
     srv_server *s = calloc(1, sizeof *s);
-    if (!s) {
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        return facet_err(err, FACET_E_NOMEM, "server");
-    }
+    if (!s) return facet_err(err, FACET_E_NOMEM, "server");
     s->cfg = *cfg;
     srv_metrics_init(&s->metrics);
     if (cfg->model_id) snprintf(s->model_id, sizeof s->model_id, "%s", cfg->model_id);
@@ -122,10 +123,10 @@ facet_status facet_server_run(const facet_server_config *cfg, facet_error *err) 
         goto fail;
     }
     srv_chat_init(s);
-    if (!s->chat) fprintf(stderr, "facet serve: chat completions unavailable: %s\n", s->chat_error);
+    if (!s->chat) srv_log(s, "chat completions unavailable: %s", s->chat_error);
     facet_model_info info;
     facet_model_get_info(s->model, &info);
-    for (int i = 0; i < info.n_notes; i++) fprintf(stderr, "facet serve: note: %s\n", info.notes[i]);
+    for (int i = 0; i < info.n_notes; i++) srv_log(s, "note: %s", info.notes[i]);
     facet_session_options so = {cfg->max_batch, cfg->n_ctx, cfg->kv_cache};
     st = facet_session_create(s->model, &so, &s->session, err);
     if (st != FACET_OK) goto fail;
@@ -145,26 +146,26 @@ facet_status facet_server_run(const facet_server_config *cfg, facet_error *err) 
                            planned ? "the plan's context differs from the session's"
                                    : plan_err.message,
                            budget_line, sizeof budget_line);
-    fprintf(stderr, "facet serve: %s\n", budget_line);
-    fprintf(stderr,
-            "facet serve: listening on http://%s:%d (model '%s', ctx %d, max batch %d, KV "
-            "budget %d tokens)\n",
+    srv_log(s, "%s", budget_line);
+    srv_log(s,
+            "listening on http://%s:%d (model '%s', ctx %d, max batch %d, KV budget %d "
+            "tokens)",
             s->cfg.host, s->cfg.port, s->model_id, s->n_ctx, s->cfg.max_batch,
             s->cfg.kv_budget);
-    int sig = 0;
-    sigwait(&set, &sig);
-    fprintf(stderr, "facet serve: %s received, shutting down\n",
-            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    *out = s;
+    return FACET_OK;
+fail:
+    teardown(s);
+    return st;
+}
+
+int facet_server_port(const facet_server *s) { return s->cfg.port; }
+
+void facet_server_stop(facet_server *s) {
+    if (!s) return;
     /* stop accepting; let in-flight requests finish within the grace period */
     srv_http_quiesce(s);
     double deadline = srv_now() + s->cfg.shutdown_grace_s;
     while (!srv_sched_idle(s->sched) && srv_now() < deadline) usleep(20000);
     teardown(s);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    fprintf(stderr, "facet serve: stopped\n");
-    return FACET_OK;
-fail:
-    teardown(s);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return st;
 }

@@ -5,6 +5,14 @@
  * /v1/chat/completions (SSE streaming with "stream": true), GET /metrics (Prometheus
  * text), POST /tokenize, POST /detokenize. HTTP is libmicrohttpd with one thread per
  * connection; one engine thread runs the continuous-batching scheduler (sched.h).
+ *
+ * The server is its own library (facetserver) over libfacet. Like libfacet it prints
+ * nothing and installs no signal handler: what an operator should read (the KV budget,
+ * the address, notes, server-side failures) goes to the config's log callback, and the
+ * caller decides when to stop (`facet serve` waits for SIGINT/SIGTERM in cmd_serve.c).
+ * The caller should ignore SIGPIPE (a client that closes mid-response) and, when it
+ * waits for signals with sigwait, block them before facet_server_start so that the
+ * server's threads inherit the mask.
  */
 #ifndef FACET_SERVER_SERVER_H
 #define FACET_SERVER_SERVER_H
@@ -33,21 +41,35 @@ typedef struct facet_server_config {
     size_t max_body;         /* request body limit in bytes, default 4 MiB (413 above) */
     int timeout_s;           /* idle connection timeout, default 60                    */
     int max_connections;     /* concurrent connections, default 512                    */
-    int shutdown_grace_s;    /* seconds in-flight requests get on SIGINT/SIGTERM,
+    int shutdown_grace_s;    /* seconds in-flight requests get in facet_server_stop,
                                 default 5; then they are cancelled                     */
+    void (*log)(void *user, const char *line); /* one line for the operator (no newline),
+                                called from any server thread; NULL = silent           */
+    void *log_user;
 } facet_server_config;
 
 /* Defaults above. */
 void facet_server_config_default(facet_server_config *c);
 
-/* Size the KV budget to the machine (budget.h), load the model, listen, serve until
- * SIGINT or SIGTERM, then stop accepting, let in-flight requests finish within the grace
- * period, cancel the rest and free everything. Prints on stderr, once ready, one line
- * saying the KV budget and why (a "warning:" when an explicit budget exceeds the free
- * memory), then "facet serve: listening on http://HOST:PORT (...)". Returns FACET_OK
- * after a clean shutdown; errors: those of facet_model_load, FACET_E_IO (cannot listen),
- * FACET_E_INVALID_ARGUMENT (bad config), FACET_E_NOMEM (out of memory, or no memory left
- * for the KV cache after the weights and no kv_budget given: before any weight loads). */
-facet_status facet_server_run(const facet_server_config *cfg, facet_error *err);
+typedef struct facet_server facet_server;
+
+/* Size the KV budget to the machine (budget.h), load the model, start the engine thread
+ * and listen. Logs, once ready, one line saying the KV budget and why (a "warning:" when
+ * an explicit budget exceeds the free memory), then "listening on http://HOST:PORT
+ * (...)"; before them, the model's notes and why chat completions are unavailable, if
+ * so. *out is stopped and freed with facet_server_stop. Errors: those of
+ * facet_model_load, FACET_E_IO (cannot listen), FACET_E_INVALID_ARGUMENT (bad config),
+ * FACET_E_NOT_FOUND (no tokenizer.json), FACET_E_NOMEM (out of memory, or no memory
+ * left for the KV cache after the weights and no kv_budget given: before any weight
+ * loads). */
+facet_status facet_server_start(const facet_server_config *cfg, facet_server **out,
+                                facet_error *err);
+
+/* The TCP port the server listens on (the one chosen when cfg->port was 0). */
+int facet_server_port(const facet_server *s);
+
+/* Stop accepting connections, let in-flight requests finish within the config's
+ * shutdown grace, cancel the rest, and free everything. NULL is accepted. */
+void facet_server_stop(facet_server *s);
 
 #endif

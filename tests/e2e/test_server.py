@@ -67,6 +67,34 @@ def test_health_and_models(server):
     assert status == 404 and json.loads(data)["error"]["code"] == "model_not_found"
 
 
+def test_models_capabilities(server):
+    """The model object says what a client can call: stories260k has no chat template
+    (chat completions refused, no tool format), its context is max_position_embeddings
+    (config.json: 512), and no model has embeddings; /v1/models/ID gives the same."""
+    status, _, data = server.get("/v1/models")
+    m = json.loads(data)["data"][0]
+    assert m["capabilities"] == {"chat_template": False, "tools": None, "context_length": 512,
+                                 "embeddings": False}, m
+    assert m["max_model_len"] == 512
+    status, _, data = server.get("/v1/models/stories260k")
+    assert status == 200 and json.loads(data) == m
+
+
+def test_model_may_be_omitted(server, run_facet, model):
+    """One model is served: a request without "model" (or with null) means it, and the
+    answer names it; an unknown name is still refused with 404."""
+    ids = PROMPTS[0]
+    ref = run_greedy(run_facet, model, ids, 8)
+    for extra in ({}, {"model": None}):
+        status, r = server.post("/v1/completions", dict(prompt=ids, max_tokens=8,
+                                                        temperature=0, **extra))
+        assert status == 200, r
+        assert r["model"] == "stories260k" and r["choices"][0]["text"] == ref["text"]
+    status, r = server.post("/v1/completions", {"model": "gpt-4", "prompt": ids})
+    assert status == 404 and r["error"]["code"] == "model_not_found", r
+    assert "'gpt-4' does not exist" in r["error"]["message"]
+
+
 @pytest.mark.parametrize("ids", PROMPTS)
 def test_greedy_matches_facet_run(server, run_facet, model, ids):
     n = 40
@@ -267,7 +295,7 @@ ERROR_CASES = [
      ["bogus_param"]),
     ({"model": "stories260k", "prompt": "a", "echo": True}, 400, "echo", ["echo"]),
     ({"model": "other", "prompt": "a"}, 404, "model", ["other"]),
-    ({"prompt": "a"}, 400, "model", ["model"]),
+    ({"model": 5, "prompt": "a"}, 400, "model", ["string"]),  # omitted: the served one
     ({"model": "stories260k", "prompt": [1, 99999]}, 400, "prompt", ["99999"]),
     ({"model": "stories260k", "prompt": [1] * 600}, 400, "prompt", ["512"]),
     ({"model": "stories260k", "prompt": [1, 2], "max_tokens": 600}, 400, "max_tokens", ["512"]),

@@ -42,6 +42,29 @@ def server(facet_bin, chat_model):
         s.stop()
 
 
+def test_models_capabilities_chat(server, tool_server):
+    """A chat template shows in /v1/models: TinyLlama's turns have no tool-call syntax
+    (tools null), Qwen2.5's have Hermes <tool_call> (tools "hermes"); the contexts are
+    the configs' max_position_embeddings (512, and 1024 for the tool model)."""
+    caps = [json.loads(s.get("/v1/models")[2])["data"][0]["capabilities"]
+            for s in (server, tool_server)]
+    assert caps[0] == {"chat_template": True, "tools": None, "context_length": 512,
+                       "embeddings": False}
+    assert caps[1] == {"chat_template": True, "tools": "hermes", "context_length": 1024,
+                       "embeddings": False}
+
+
+def test_chat_without_model(server, run_facet, chat_model):
+    """A chat request that omits "model" is answered by the one served model."""
+    n = 6
+    _, want = expected(run_facet, chat_model[0], chat_model[1], MESSAGES, n)
+    status, r = server.post("/v1/chat/completions", {"messages": MESSAGES, "max_tokens": n,
+                                                     "temperature": 0})
+    assert status == 200, r
+    assert r["model"] == "stories260k-chat"
+    assert r["choices"][0]["message"]["content"] == want["text"]
+
+
 def test_chat_matches_template_and_run(server, run_facet, chat_model):
     model, template = chat_model
     ids, ref = expected(run_facet, model, template, MESSAGES, 40)

@@ -116,12 +116,25 @@ static void test_chat_fields(void **state) {
     oai_request_free(&r);
 }
 
+/* One model is served: a request without "model" (or with null) means it. */
+static void test_model_optional(void **state) {
+    (void)state;
+    oai_request r;
+    parse_ok("{\"prompt\":\"a\"}", OAI_COMPLETION, &r);
+    assert_string_equal(r.prompt_text, "a");
+    oai_request_free(&r);
+    parse_ok("{\"model\":null,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+             OAI_CHAT, &r);
+    oai_request_free(&r);
+    parse_bad("{\"model\":\"other\",\"prompt\":\"a\"}", OAI_COMPLETION, 404, "model",
+              "The model 'other' does not exist (this server serves 'm')");
+}
+
 static void test_errors(void **state) {
     (void)state;
     const oai_kind C = OAI_COMPLETION, H = OAI_CHAT;
     parse_bad("{\"model\":\"m\",", C, 400, "", "JSON");
     parse_bad("[]", C, 400, "", "object");
-    parse_bad("{\"prompt\":\"a\"}", C, 400, "model", "required");
     parse_bad("{\"model\":3,\"prompt\":\"a\"}", C, 400, "model", "string");
     parse_bad("{\"model\":\"x\",\"prompt\":\"a\"}", C, 404, "model", "'x'");
     parse_bad("{\"model\":\"m\"}", C, 400, "prompt", "required");
@@ -224,6 +237,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_completion_fields),
         cmocka_unit_test(test_chat_fields),
+        cmocka_unit_test(test_model_optional),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_metrics_text),
     };
