@@ -5,6 +5,7 @@ own expected text), and the sampling / stop / chat options end to end."""
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -199,3 +200,44 @@ def test_prompt_from_standard_input():
     assert p.returncode == 0, p.stderr
     got, want = json.loads(p.stdout), run_json("-p", "Once upon a time", "-n", "4")
     assert got["prompt_ids"] == want["prompt_ids"] and got["text"] == want["text"]
+
+
+def run_on_terminal(*args):
+    """Run facet with stdout and stderr on one pseudo-terminal, as a user sees it; the
+    bytes it shows, with the terminal's \\r\\n read back as \\n."""
+    import pty
+    exe = os.environ.get("FACET_BIN", str(REPO / "build" / "facet"))
+    master, slave = pty.openpty()
+    p = subprocess.Popen([exe] + [str(a) for a in args], stdout=slave, stderr=slave,
+                         stdin=subprocess.DEVNULL)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert p.wait(timeout=120) == 0, out
+    return out.decode().replace("\r\n", "\n")
+
+
+def test_terminal_text_ends_before_the_stats_line():
+    """On a terminal the streamed text ends with a newline, so the stats line on stderr
+    starts a line of its own (the README's first command); stdout to a pipe is the same
+    text and newline, byte for byte, and --json stays one JSON line."""
+    case = EXPECTED["prompts"][0]
+    n = len(case["generated_ids"])
+    shown = run_on_terminal("run", "-p", case["prompt"], "-n", n)
+    text, stats = shown.split("\nfacet: load ", 1)
+    assert text == case["full_text"]
+    assert re.match(r"[0-9.]+ s \| prefill %d tokens, TTFT [0-9.]+ ms, [0-9.]+ tok/s \| decode "
+                    r"%d tokens, [0-9.]+ tok/s \| finish: length\n" % (len(case["prompt_ids"]), n),
+                    stats), stats
+    assert facet("run", "-p", case["prompt"], "-n", n).stdout == case["full_text"] + "\n"
+    shown = run_on_terminal("run", "--json", "-p", case["prompt"], "-n", n)
+    lines = [l for l in shown.split("\n") if l.startswith("{")]
+    assert len(lines) == 1 and json.loads(lines[0])["generated_ids"] == case["generated_ids"]
