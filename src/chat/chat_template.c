@@ -96,15 +96,15 @@ static facet_status special_vars(const json_t *cfg, const char *path, json_t *ou
 }
 
 /* tokenizer_config.json holds integers beyond 64 bits (model_max_length 1e30 written
- * as an integer), which jansson refuses; only its strings matter here, so integers are
- * read as reals. */
+ * as an integer), which jansson refuses: read exactly (util/json.h), as every tree whose
+ * strings reach the template is. */
 static facet_status load_config(const char *path, json_t **out, facet_error *err) {
     char *text;
     size_t len;
     facet_status st = facet_read_file(path, MAX_CONFIG_BYTES, &text, &len, err);
     if (st) return st;
     json_error_t je;
-    *out = json_loadb(text, len, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL, &je);
+    *out = facet_json_loadb_exact(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     free(text);
     if (!*out) return facet_err(err, FACET_E_PARSE, "%s:%d:%d: not valid JSON: %s", path, je.line, je.column, je.text);
     return FACET_OK;
@@ -220,7 +220,7 @@ facet_status facet_chat_template_from_string(const char *source, const char *spe
     t->tokens = json_array();
     facet_status st = FACET_OK;
     if (special_tokens_json) {
-        st = facet_json_parse(special_tokens_json, strlen(special_tokens_json), "special tokens", &t->special, err);
+        st = facet_json_parse_exact(special_tokens_json, strlen(special_tokens_json), "special tokens", &t->special, err);
         if (!st && !json_is_object(t->special))
             st = facet_err(err, FACET_E_PARSE, "special tokens: expected a JSON object");
     } else {
@@ -268,15 +268,15 @@ facet_status facet_chat_render(const facet_chat_template *tpl, const char *messa
     if (out_len) *out_len = 0;
     if (!tpl || !messages_json) return facet_err(err, FACET_E_INVALID_ARGUMENT, "chat render: template and messages are required");
     json_t *vars = json_object(), *msgs = NULL, *tools = NULL, *extra = NULL;
-    facet_status st = facet_json_parse(messages_json, strlen(messages_json), "messages", &msgs, err);
+    facet_status st = facet_json_parse_exact(messages_json, strlen(messages_json), "messages", &msgs, err);
     if (!st && !json_is_array(msgs)) st = facet_err(err, FACET_E_PARSE, "messages: expected a JSON array, got %s", facet_json_type_name(msgs));
     if (!st && tools_json) {
-        st = facet_json_parse(tools_json, strlen(tools_json), "tools", &tools, err);
+        st = facet_json_parse_exact(tools_json, strlen(tools_json), "tools", &tools, err);
         if (!st && !json_is_array(tools) && !json_is_null(tools))
             st = facet_err(err, FACET_E_PARSE, "tools: expected a JSON array, got %s", facet_json_type_name(tools));
     }
     if (!st && vars_json) {
-        st = facet_json_parse(vars_json, strlen(vars_json), "variables", &extra, err);
+        st = facet_json_parse_exact(vars_json, strlen(vars_json), "variables", &extra, err);
         if (!st && !json_is_object(extra)) st = facet_err(err, FACET_E_PARSE, "variables: expected a JSON object, got %s", facet_json_type_name(extra));
     }
     if (!st) {

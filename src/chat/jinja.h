@@ -36,6 +36,10 @@ typedef enum jv_kind {
     JV_MACRO, /* o = jmacro                                                      */
     JV_LOOP,  /* o = jloop (the `loop` variable of a for block)                  */
     JV_FUNC,  /* o = jfunc: a global function or a bound method                  */
+    JV_BIGINT, /* o = jstr: an integer beyond 64 bits from JSON input, its decimal
+                * text ("-" and digits). Python's int: str(), repr(), tojson, ==, the
+                * integer/number tests and |int/|float take it exactly; arithmetic and
+                * ordering refuse it by name (facet computes in 64 bits). */
 } jv_kind;
 
 typedef struct jobj {
@@ -108,6 +112,7 @@ void jv_unref(jv v);
 
 jv jv_str(const char *s, size_t len);   /* NULL string object on OOM -> JV_NONE... */
 jv jv_cstr(const char *s);
+jv jv_bigint(const char *digits); /* a JV_BIGINT of its decimal text; JV_NONE on OOM */
 /* A string value holding b's bytes; frees b (keeping its limit). JV_NONE when out of
  * memory or when an append to b had failed (its text would be incomplete). */
 jv jv_str_take(facet_str *b);

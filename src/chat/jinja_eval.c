@@ -151,7 +151,7 @@ static const char *obj_type_repr(jv v) {
     switch (v.k) {
     case JV_NONE: return "None";
     case JV_BOOL: return "bool object";
-    case JV_INT: return "int object";
+    case JV_INT: case JV_BIGINT: return "int object";
     case JV_FLOAT: return "float object";
     case JV_STR: return "str object";
     case JV_LIST:
@@ -419,6 +419,16 @@ static int isnum(jv v) { return v.k == JV_INT || v.k == JV_FLOAT || v.k == JV_BO
 static double fval(jv v) { return v.k == JV_FLOAT ? v.u.f : v.k == JV_INT ? (double)v.u.i : v.u.b; }
 static int64_t ival(jv v) { return v.k == JV_INT ? v.u.i : v.u.b; }
 
+/* An integer beyond 64 bits (JSON input): printed exactly, never computed with. */
+static int bigint_err(jctx *cx, const jnode *at, const char *op, jv a, jv b) {
+    jv big = a.k == JV_BIGINT ? a : b;
+    return jx_fail(cx, at, FACET_E_UNSUPPORTED,
+                   "'%s' on the integer %.*s, which is beyond 64 bits: facet keeps such "
+                   "integers exact for output (str, tojson, ==) but does no arithmetic or "
+                   "ordering on them", op, (int)(JS(big)->len > 60 ? 60 : JS(big)->len),
+                   JS(big)->s);
+}
+
 int jx_less(jctx *cx, const jnode *at, jv a, jv b, int *lt) {
     if (isnum(a) && isnum(b)) {
         if (a.k != JV_FLOAT && b.k != JV_FLOAT) *lt = ival(a) < ival(b);
@@ -442,6 +452,7 @@ int jx_less(jctx *cx, const jnode *at, jv a, jv b, int *lt) {
     }
     if (a.k == JV_UNDEF) return jx_undef_error(cx, at, a);
     if (b.k == JV_UNDEF) return jx_undef_error(cx, at, b);
+    if (a.k == JV_BIGINT || b.k == JV_BIGINT) return bigint_err(cx, at, "<", a, b);
     return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: '<' not supported between instances of '%s' and '%s'",
                    jv_type_name(a), jv_type_name(b));
 }
@@ -491,6 +502,7 @@ static int compare(jctx *cx, const jnode *at, const char *op, jv a, jv b, int *r
 static int arith_err(jctx *cx, const jnode *at, const char *op, jv a, jv b) {
     if (a.k == JV_UNDEF) return jx_undef_error(cx, at, a);
     if (b.k == JV_UNDEF) return jx_undef_error(cx, at, b);
+    if (a.k == JV_BIGINT || b.k == JV_BIGINT) return bigint_err(cx, at, op, a, b);
     if (!strcmp(op, "+") && a.k == JV_STR)
         return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: can only concatenate str (not \"%s\") to str", jv_type_name(b));
     if (!strcmp(op, "+") && a.k == JV_LIST && JL(a)->flavor == JL_LIST)

@@ -338,7 +338,7 @@ static int do_int(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
     int b = 10;
     if (base && base->k == JV_INT) b = (int)base->u.i;
     switch (in.k) {
-    case JV_INT: *out = jv_ref(in); return 0;
+    case JV_INT: case JV_BIGINT: *out = jv_ref(in); return 0;
     case JV_BOOL: *out = jv_int(in.u.b); return 0;
     case JV_FLOAT:
         if (!isfinite(in.u.f)) return jx_fail(cx, at, FACET_E_TEMPLATE, "OverflowError: cannot convert float infinity or NaN to integer");
@@ -381,6 +381,7 @@ static int do_float(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) {
     jv *def = jx_arg(f, 0, "default");
     switch (in.k) {
     case JV_INT: *out = jv_float((double)in.u.i); return 0;
+    case JV_BIGINT: *out = jv_float(strtod(JS(in)->s, NULL)); return 0; /* rounded, as float() */
     case JV_BOOL: *out = jv_float(in.u.b); return 0;
     case JV_FLOAT: *out = in; return 0;
     case JV_STR: {

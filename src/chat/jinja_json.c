@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "chat/jinja.h"
+#include "util/json.h"
 
 jv jv_from_json(const json_t *j) {
     switch (json_typeof(j)) {
@@ -20,7 +21,13 @@ jv jv_from_json(const json_t *j) {
     case JSON_FALSE: return jv_bool(0);
     case JSON_INTEGER: return jv_int((int64_t)json_integer_value(j));
     case JSON_REAL: return jv_float(json_real_value(j));
-    case JSON_STRING: return jv_str(json_string_value(j), json_string_length(j));
+    case JSON_STRING: { /* trees come from facet_json_parse_exact: big integers are marked */
+        const char *digits = facet_json_exact_int(j);
+        if (digits) return jv_bigint(digits);
+        size_t n;
+        const char *s = facet_json_exact_string(j, &n);
+        return jv_str(s, n);
+    }
     case JSON_ARRAY: {
         jv l = jv_list_new(JL_LIST);
         if (l.k != JV_LIST) return l;
@@ -137,6 +144,7 @@ static int dump(facet_str *b, jv v, const jjson_opts *o, int level, const char *
     case JV_NONE: return facet_str_appendz(b, "null");
     case JV_BOOL: return facet_str_appendz(b, v.u.b ? "true" : "false");
     case JV_INT: return facet_str_appendf(b, "%lld", (long long)v.u.i);
+    case JV_BIGINT: return facet_str_append(b, JS(v)->s, JS(v)->len);
     case JV_FLOAT: return json_float(b, v.u.f);
     case JV_STR: return o->ensure_ascii ? json_str_ascii(b, JS(v)->s, JS(v)->len) : json_str(b, JS(v)->s, JS(v)->len);
     case JV_LIST: {
@@ -217,6 +225,7 @@ static int dump_items(facet_str *b, jdict *d, const size_t *order, const jjson_o
             switch (k.k) {
             case JV_STR: rc = o->ensure_ascii ? json_str_ascii(b, JS(k)->s, JS(k)->len) : json_str(b, JS(k)->s, JS(k)->len); break;
             case JV_INT: snprintf(num, sizeof num, "\"%lld\"", (long long)k.u.i); rc = facet_str_appendz(b, num); break;
+            case JV_BIGINT: rc = json_str(b, JS(k)->s, JS(k)->len); break;
             case JV_BOOL: rc = facet_str_appendz(b, k.u.b ? "\"true\"" : "\"false\""); break;
             case JV_NONE: rc = facet_str_appendz(b, "\"null\""); break;
             case JV_FLOAT: {

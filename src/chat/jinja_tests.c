@@ -59,9 +59,9 @@ static int t_kind(jctx *cx, const jnode *at, jv v, const jv *arg, int mode, int 
     case K_BOOLEAN: *res = v.k == JV_BOOL; break;
     case K_FALSE: *res = v.k == JV_BOOL && !v.u.b; break;
     case K_TRUE: *res = v.k == JV_BOOL && v.u.b; break;
-    case K_INTEGER: *res = v.k == JV_INT; break;
+    case K_INTEGER: *res = v.k == JV_INT || v.k == JV_BIGINT; break;
     case K_FLOAT: *res = v.k == JV_FLOAT; break;
-    case K_NUMBER: *res = v.k == JV_INT || v.k == JV_FLOAT || v.k == JV_BOOL; break;
+    case K_NUMBER: *res = v.k == JV_INT || v.k == JV_BIGINT || v.k == JV_FLOAT || v.k == JV_BOOL; break;
     case K_STRING: *res = v.k == JV_STR; break;
     case K_MAPPING: *res = v.k == JV_DICT; break;
     case K_SEQUENCE:

@@ -16,7 +16,7 @@ int jv_is_obj(jv v) {
     switch (v.k) {
     case JV_UNDEF: return v.u.o != NULL;
     case JV_STR: case JV_LIST: case JV_DICT: case JV_NS: case JV_MACRO: case JV_LOOP:
-    case JV_FUNC: return v.u.o != NULL;
+    case JV_FUNC: case JV_BIGINT: return v.u.o != NULL;
     default: return 0;
     }
 }
@@ -205,7 +205,8 @@ int jv_equal(jv a, jv b) {
     if (a.k != b.k) return 0;
     switch (a.k) {
     case JV_UNDEF: case JV_NONE: return 1;
-    case JV_STR: return JS(a)->len == JS(b)->len && !memcmp(JS(a)->s, JS(b)->s, JS(a)->len);
+    case JV_STR: case JV_BIGINT:
+        return JS(a)->len == JS(b)->len && !memcmp(JS(a)->s, JS(b)->s, JS(a)->len);
     case JV_LIST: {
         jlist *x = JL(a), *y = JL(b);
         if (x->flavor == JL_GEN || y->flavor == JL_GEN || x->flavor == JL_VALUES) return x == y;
@@ -245,6 +246,7 @@ const char *jv_type_name(jv v) {
     case JV_MACRO: return "Macro";
     case JV_LOOP: return "LoopContext";
     case JV_FUNC: return "function";
+    case JV_BIGINT: return "int";
     }
     return "object";
 }
@@ -375,6 +377,7 @@ static int str_or_repr(facet_str *b, jv v, int repr) {
     case JV_INT: return facet_str_appendf(b, "%lld", (long long)v.u.i);
     case JV_FLOAT: jv_format_float(v.u.f, num); return facet_str_appendz(b, num);
     case JV_STR: return repr ? repr_str(b, JS(v)->s, JS(v)->len) : facet_str_append(b, JS(v)->s, JS(v)->len);
+    case JV_BIGINT: return facet_str_append(b, JS(v)->s, JS(v)->len);
     case JV_LIST: {
         jlist *l = JL(v);
         if (l->flavor == JL_GEN) return -1; /* Python prints an address: not reproducible */
@@ -414,3 +417,9 @@ static int str_or_repr(facet_str *b, jv v, int repr) {
 
 int jv_to_pystr(facet_str *b, jv v) { return str_or_repr(b, v, 0); }
 int jv_to_pyrepr(facet_str *b, jv v) { return str_or_repr(b, v, 1); }
+
+jv jv_bigint(const char *digits) {
+    jv v = jv_cstr(digits);
+    if (v.k == JV_STR) v.k = JV_BIGINT;
+    return v;
+}

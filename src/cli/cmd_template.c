@@ -59,7 +59,7 @@ int cmd_template(int argc, char **argv) {
             json_t *v;
             char what[300];
             snprintf(what, sizeof what, "--var %.*s", (int)(eq - spec) > 200 ? 200 : (int)(eq - spec), spec);
-            if (facet_json_parse(eq + 1, strlen(eq + 1), what, &v, &err)) {
+            if (facet_json_parse_exact(eq + 1, strlen(eq + 1), what, &v, &err)) {
                 rc = cli_fail(&err);
                 goto out;
             }
@@ -91,7 +91,7 @@ int cmd_template(int argc, char **argv) {
         rc = cli_fail(&err);
         goto out;
     }
-    vars_text = json_dumps(vars, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    vars_text = facet_json_dumps_exact(vars); /* --var values may hold big integers */
     size_t out_len;
     if (facet_chat_render(tpl, msgs, tools, add_gen, vars_text, &out, &out_len, &err)) {
         rc = cli_chat_fail(&err, tpl, msgs_path, tools_path);

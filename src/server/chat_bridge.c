@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/json.h"
 
 void srv_chat_init(srv_server *s) {
     facet_error err;
@@ -119,9 +120,10 @@ int srv_chat_prompt(srv_server *s, oai_request *r, int32_t **ids, size_t *n, oai
                         "\"none\"",
                         s->model_id);
     json_t *msgs = normalize_messages(r->messages);
-    char *mjson = msgs ? json_dumps(msgs, JSON_COMPACT) : NULL;
+    /* the request's integers beyond 64 bits written back exactly (util/json.h) */
+    char *mjson = msgs ? facet_json_dumps_exact(msgs) : NULL;
     json_decref(msgs);
-    char *tjson = with_tools ? json_dumps(r->tools, JSON_COMPACT) : NULL;
+    char *tjson = with_tools ? facet_json_dumps_exact(r->tools) : NULL;
     if (!mjson || (with_tools && !tjson)) {
         free(mjson);
         free(tjson);

@@ -416,9 +416,35 @@ static int parse_chat_only(oai_request *r, json_t *o, const oai_limits *lim, oai
     return 0;
 }
 
+/* The first integer beyond 64 bits in v (kept exact by the loader), or NULL. */
+static const char *find_bigint(const json_t *v) {
+    const char *d = facet_json_exact_int(v);
+    size_t i;
+    const char *k;
+    json_t *x;
+    if (json_is_array(v))
+        json_array_foreach(v, i, x) if ((d = find_bigint(x))) return d;
+    if (json_is_object(v))
+        json_object_foreach((json_t *)v, k, x) if ((d = find_bigint(x))) return d;
+    return d;
+}
+
 json_t *oai_parse_json(const char *body, size_t len, oai_error *e) {
     json_error_t je;
-    json_t *v = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    /* integers beyond 64 bits stay exact (a tool's JSON schema may hold one, for the chat
+     * template to print); anywhere but messages and tools they are refused */
+    json_t *v = facet_json_loadb_exact(body, len, JSON_REJECT_DUPLICATES, &je);
+    const char *k, *big = NULL;
+    json_t *x;
+    json_object_foreach(v, k, x) {
+        if (strcmp(k, "messages") && strcmp(k, "tools") && (big = find_bigint(x))) break;
+    }
+    if (big) {
+        oai_fail(e, 400, "invalid_request_error", k, NULL,
+                 "'%s' holds the JSON integer %.40s, which is beyond 64 bits", k, big);
+        json_decref(v);
+        return NULL;
+    }
     if (v) return v;
     if (json_error_code(&je) == json_error_null_character) /* jansson's text names its flag */
         oai_fail(e, 400, "invalid_request_error", NULL, NULL,

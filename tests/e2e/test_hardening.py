@@ -172,3 +172,42 @@ def test_untied_model_without_head_refused(facet_bin, model, tmp_path, tie):
     p = subprocess.run([str(facet_bin), "run", str(d), "-n", "1", "--no-cache"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
+
+
+BIG_TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {
+    "type": "object", "properties": {"x": {"type": "integer", "maximum": 18446744073709551615,
+                                           "minimum": -99999999999999999999999}}}}}]
+
+
+def test_big_json_integers_rendered_exactly(facet_bin, repo_root, model, tmp_path):
+    """A tool schema's "maximum": 2^64 - 1 was "not valid JSON" for `facet template`,
+    `run --tools` and the server; Python's json and tojson carry it exactly. The oracle:
+    Python's json.dumps of the same tool inside the Qwen2.5 template's <tools> block, and
+    for `run`, the ids `tokenize` gives for the text `template` renders."""
+    def facet(args):
+        p = subprocess.run([str(facet_bin)] + args, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    msgs = tmp_path / "messages.json"
+    msgs.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(BIG_TOOLS))
+    chat = repo_root / CHAT
+    text = facet(["template", str(chat), "--messages", str(msgs), "--tools", str(tools),
+                  "--add-generation-prompt"])
+    assert "\n" + json.dumps(BIG_TOOLS[0], ensure_ascii=False) + "\n" in text, text
+    # run --tools: the bundled model (512 positions) with a short template printing the
+    # tools with tojson
+    d = copy_model(model, tmp_path)
+    tc = json.loads((d / "tokenizer_config.json").read_text()) \
+        if (d / "tokenizer_config.json").exists() else {}
+    tc["chat_template"] = ("{% for t in tools %}{{ t.function.parameters | tojson }}{% endfor %}"
+                           "{% for m in messages %}{{ m.content }}{% endfor %}")
+    (d / "tokenizer_config.json").write_text(json.dumps(tc))
+    text = facet(["template", str(d), "--messages", str(msgs), "--tools", str(tools)])
+    assert text == json.dumps(BIG_TOOLS[0]["function"]["parameters"]) + "hi", text
+    ids = json.loads(facet(["tokenize", str(d), "--no-special", text]))
+    out = json.loads(facet(["run", str(d), "--messages", str(msgs), "--tools", str(tools),
+                            "-n", "1", "--json", "--no-cache"]))
+    assert out["prompt_ids"] == ids

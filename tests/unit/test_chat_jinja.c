@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "chat/jinja.h"
+#include "util/json.h"
 
 #define EPOCH 1721952000
 
@@ -255,6 +256,40 @@ static void test_parse_errors(void **state) {
     }
 }
 
+/* JSON integers beyond 64 bits (issue 17): read exactly (util/json.h), printed as
+ * Python prints them (values from CPython 3.11's json.loads + str / json.dumps), and
+ * refused by name in arithmetic and ordering. */
+static void render_big(const char *src, facet_status want, const char *out_or_needle) {
+    json_t *vars = NULL;
+    facet_error err = {0};
+    const char *text = "{\"x\": 18446744073709551615, \"n\": -99999999999999999999999,"
+                       " \"s\": \"\\u0000i12\", \"small\": 9223372036854775807}";
+    assert_int_equal(facet_json_parse_exact(text, strlen(text), "vars", &vars, &err), FACET_OK);
+    char *out = NULL;
+    facet_status st = render_src(src, vars, NULL, &out, &err);
+    if (st != want) fprintf(stderr, "%s -> %s\n", src, st ? err.message : out);
+    assert_int_equal(st, want);
+    if (!st) assert_string_equal(out, out_or_needle);
+    else assert_non_null(strstr(err.message, out_or_needle));
+    free(out);
+    json_decref(vars);
+}
+
+static void test_big_integers(void **state) {
+    (void)state;
+    render_big("{{ x }} {{ n }} {{ [x, n] }} {{ {'k': x} | tojson }} {{ x | string }}", FACET_OK,
+               "18446744073709551615 -99999999999999999999999 [18446744073709551615, "
+               "-99999999999999999999999] {\"k\": 18446744073709551615} 18446744073709551615");
+    render_big("{{ x is integer }} {{ x is number }} {{ x is string }} {{ x == x }} {{ x == n }} "
+               "{{ x | int }} {{ x | float }} {{ small }} {{ s | length }} {{ s is string }}",
+               FACET_OK, "True True False True False 18446744073709551615 1.8446744073709552e+19 "
+               "9223372036854775807 4 True");
+    render_big("{{ x + 1 }}", FACET_E_UNSUPPORTED,
+               "'+' on the integer 18446744073709551615, which is beyond 64 bits");
+    render_big("{{ 2 * n }}", FACET_E_UNSUPPORTED, "'*' on the integer -99999999999999999999999");
+    render_big("{{ x > 1 }}", FACET_E_UNSUPPORTED, "beyond 64 bits");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oracle_cases),   cmocka_unit_test(test_float_repr),
@@ -264,6 +299,7 @@ int main(void) {
         cmocka_unit_test(test_tables),         cmocka_unit_test(test_operator_precedence),
         cmocka_unit_test(test_raise_exception), cmocka_unit_test(test_strftime_epoch),
         cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_big_integers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 
 #include "server/metrics.h"
 #include "server/oai_request.h"
+#include "util/json.h"
 
 static const oai_limits LIM = {"m", 512, 16, 16, 20};
 
@@ -208,6 +209,26 @@ static void test_errors(void **state) {
               "\"prompt\":\"a\"}", H, 400, "prompt", "Unrecognized");
 }
 
+/* JSON integers beyond 64 bits (issue 17): exact inside tools and messages, written back
+ * exactly for the chat template; refused by name anywhere else. */
+static void test_big_integers(void **state) {
+    (void)state;
+    oai_request r;
+    parse_ok("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+             "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":"
+             "{\"maximum\":18446744073709551615,\"minimum\":-18446744073709551616}}}]}",
+             OAI_CHAT, &r);
+    char *t = facet_json_dumps_exact(r.tools);
+    assert_string_equal(t, "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":"
+                           "{\"maximum\":18446744073709551615,\"minimum\":-18446744073709551616}}}]");
+    free(t);
+    oai_request_free(&r);
+    parse_bad("{\"model\":\"m\",\"prompt\":\"a\",\"max_tokens\":99999999999999999999999}",
+              OAI_COMPLETION, 400, "max_tokens", "JSON integer 99999999999999999999999");
+    parse_bad("{\"model\":\"m\",\"prompt\":[1,18446744073709551615]}", OAI_COMPLETION, 400,
+              "prompt", "beyond 64 bits");
+}
+
 static void test_metrics_text(void **state) {
     (void)state;
     srv_metrics m;
@@ -239,6 +260,7 @@ int main(void) {
         cmocka_unit_test(test_chat_fields),
         cmocka_unit_test(test_model_optional),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_big_integers),
         cmocka_unit_test(test_metrics_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
