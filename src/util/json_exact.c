@@ -17,11 +17,15 @@
 #include "util/json.h"
 #include "util/str.h"
 
-/* 1 when the integer literal s[0..n) (optional '-', digits) lies outside json_int_t. */
+/* 1 when the integer literal s[0..n) (optional '-', digits) lies outside json_int_t.
+ * A literal JSON does not allow (a leading zero, no digits) is left to jansson. */
 static int beyond_int64(const char *s, size_t n) {
     int neg = s[0] == '-';
     const char *d = s + neg;
     size_t nd = n - (size_t)neg;
+    for (size_t i = 0; i < nd; i++)
+        if (d[i] < '0' || d[i] > '9') return 0;
+    if (nd == 0 || (d[0] == '0' && nd > 1)) return 0;
     const char *lim = neg ? "9223372036854775808" : "9223372036854775807";
     if (nd != 19) return nd > 19;
     return memcmp(d, lim, 19) > 0;
@@ -66,7 +70,7 @@ static int rewrite(const char *s, size_t len, facet_str *out) {
                 if (s[e] == '.' || s[e] == 'e' || s[e] == 'E') integer = 0;
                 e++;
             }
-            if (integer && e > i + (c == '-') && beyond_int64(s + i, e - i)) {
+            if (integer && beyond_int64(s + i, e - i)) {
                 facet_str_append(out, s + copied, i - copied);
                 facet_str_appendz(out, "\"\\u0000i");
                 facet_str_append(out, s + i, e - i);
