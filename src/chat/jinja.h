@@ -106,6 +106,12 @@ static inline jv jv_bool(int b) { jv v = {JV_BOOL, {.b = b != 0}}; return v; }
 static inline jv jv_int(int64_t i) { jv v = {JV_INT, {.i = i}}; return v; }
 static inline jv jv_float(double f) { jv v = {JV_FLOAT, {.f = f}}; return v; }
 
+/* Set (per thread) when a value could not be allocated: the constructors below then
+ * return None (jv_list_push / jv_dict_set -1), which the evaluator cannot always tell
+ * from a real None; jinja_render clears it first and reports FACET_E_NOMEM when it is
+ * set at the end, whatever the template did with the None. */
+extern _Thread_local int jv_oom;
+
 int jv_is_obj(jv v);
 jv jv_ref(jv v);   /* +1 reference, returns v */
 void jv_unref(jv v);
@@ -148,7 +154,8 @@ int jv_to_pyrepr(facet_str *b, jv v);
 
 /* ------------------------------------------------------------ JSON bridge ---- */
 
-/* Map a jansson value to a template value (objects keep key order). */
+/* Map a jansson value to a template value (objects keep key order). JV_UNDEF when out
+ * of memory (no JSON value maps to Undefined). */
 jv jv_from_json(const json_t *j);
 /* json.dumps(v, ensure_ascii=False, indent=indent) (indent < 0: None). Returns 0, or
  * -1 with a Python-style TypeError text in *why for a non-serializable value. */

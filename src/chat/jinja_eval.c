@@ -1531,6 +1531,7 @@ facet_status jinja_render(const jtemplate *t, const json_t *vars, const jlimits 
     facet_str buf = {0};
     buf.limit = cx.lim.max_output;
     cx.out = &buf;
+    jv_oom = 0;
     cx.root = scope_push(&cx, NULL, t->root);
     if (!cx.root) return err->status;
     cx.cur = cx.root;
@@ -1539,12 +1540,21 @@ facet_status jinja_render(const jtemplate *t, const json_t *vars, const jlimits 
         const char *k;
         json_t *x;
         json_object_foreach((json_t *)vars, k, x) {
-            if ((rc = scope_set(&cx, t->root, cx.root, k, jv_from_json(x)))) break;
+            jv v = jv_from_json(x);
+            if (v.k == JV_UNDEF) {
+                rc = oom(&cx, t->root);
+                break;
+            }
+            if ((rc = scope_set(&cx, t->root, cx.root, k, v))) break;
         }
     }
     if (!rc) rc = exec_list(&cx, &t->root->l1);
     scope_pop(&cx, cx.root);
     facet_vec_free(&cx.live);
+    if (jv_oom) { /* a value became None for want of memory: the output cannot be trusted */
+        facet_str_free(&buf);
+        return facet_err(err, FACET_E_NOMEM, "template: out of memory");
+    }
     if (rc) {
         facet_str_free(&buf);
         if (!cx.failed) return facet_err(err, FACET_E_INTERNAL, "template: break/continue escaped a loop");

@@ -23,29 +23,43 @@ jv jv_from_json(const json_t *j) {
     case JSON_REAL: return jv_float(json_real_value(j));
     case JSON_STRING: { /* trees come from facet_json_parse_exact: big integers are marked */
         const char *digits = facet_json_exact_int(j);
-        if (digits) return jv_bigint(digits);
         size_t n;
-        const char *s = facet_json_exact_string(j, &n);
-        return jv_str(s, n);
+        const char *s = digits ? NULL : facet_json_exact_string(j, &n);
+        jv v = digits ? jv_bigint(digits) : jv_str(s, n);
+        return v.k == JV_STR || v.k == JV_BIGINT ? v : jv_undef();
     }
     case JSON_ARRAY: {
         jv l = jv_list_new(JL_LIST);
-        if (l.k != JV_LIST) return l;
+        if (l.k != JV_LIST) return jv_undef();
         size_t i;
         json_t *x;
         json_array_foreach(j, i, x) {
-            if (jv_list_push(l, jv_from_json(x))) break;
+            jv v = jv_from_json(x);
+            if (v.k == JV_UNDEF || jv_list_push(l, v)) {
+                jv_unref(l);
+                return jv_undef();
+            }
         }
         return l;
     }
     case JSON_OBJECT: {
         jv d = jv_dict_new(0);
-        if (d.k != JV_DICT) return d;
+        if (d.k != JV_DICT) return jv_undef();
         const char *k;
         size_t klen;
         json_t *x;
         json_object_keylen_foreach((json_t *)j, k, klen, x) {
-            if (jv_dict_set(d, jv_str(k, klen), jv_from_json(x))) break;
+            jv key = jv_str(k, klen), v = jv_from_json(x);
+            if (key.k != JV_STR || v.k == JV_UNDEF) {
+                jv_unref(key);
+                jv_unref(v);
+                jv_unref(d);
+                return jv_undef();
+            }
+            if (jv_dict_set(d, key, v)) {
+                jv_unref(d);
+                return jv_undef();
+            }
         }
         return d;
     }

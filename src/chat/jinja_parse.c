@@ -789,9 +789,12 @@ static int parse_target(parser *P, jnode *n, int with_ns, const char *extra_end)
                 fail(P, cur(P), FACET_E_PARSE, "expected an attribute name, got '%s'", tok_desc(cur(P)));
                 return -1;
             }
-            n->name = strdup(cur(P)->s);
+            if (!(n->name = strdup(cur(P)->s))) {
+                fail(P, cur(P), FACET_E_NOMEM, "out of memory");
+                return -1;
+            }
             next(P);
-            return n->name ? 0 : -1;
+            return 0;
         }
         if (!is_op(P, ",")) break;
         n->neg = 1; /* tuple target */
@@ -980,7 +983,10 @@ static jnode *parse_statement(parser *P) {
             fail(P, cur(P), FACET_E_PARSE, "expected a macro name, got '%s'", tok_desc(cur(P)));
             goto bad;
         }
-        if (!(n->name = strdup(cur(P)->s))) goto bad;
+        if (!(n->name = strdup(cur(P)->s))) {
+            fail(P, cur(P), FACET_E_NOMEM, "out of memory");
+            goto bad;
+        }
         next(P);
         static const char *const ends[] = {"endmacro", NULL};
         int saved = P->loop_depth;

@@ -61,9 +61,11 @@ void jv_unref(jv v) {
     free(v.u.o);
 }
 
+_Thread_local int jv_oom;
+
 jv jv_str(const char *s, size_t len) {
     jstr *o = malloc(sizeof(jstr) + len + 1);
-    if (!o) return jv_none();
+    if (!o) return jv_oom = 1, jv_none();
     o->h.rc = 1;
     o->len = len;
     if (len) memcpy(o->s, s, len);
@@ -75,6 +77,7 @@ jv jv_str(const char *s, size_t len) {
 jv jv_cstr(const char *s) { return jv_str(s, strlen(s)); }
 
 jv jv_str_take(facet_str *b) {
+    if (b->failed == FACET_STR_NOMEM) jv_oom = 1;
     jv v = b->failed ? jv_none() : jv_str(facet_str_cstr(b), b->len);
     facet_str_free(b);
     return v;
@@ -93,7 +96,7 @@ jv jv_undef_hint(const char *fmt, ...) {
 
 jv jv_list_new(int flavor) {
     jlist *l = calloc(1, sizeof *l);
-    if (!l) return jv_none();
+    if (!l) return jv_oom = 1, jv_none();
     l->h.rc = 1;
     l->flavor = flavor;
     jv v = {JV_LIST, {.o = &l->h}};
@@ -103,12 +106,13 @@ jv jv_list_new(int flavor) {
 int jv_list_push(jv list, jv item) {
     if (facet_vec_push(JL(list), item) == 0) return 0;
     jv_unref(item);
+    jv_oom = 1;
     return -1;
 }
 
 jv jv_dict_new(int ns) {
     jdict *d = calloc(1, sizeof *d);
-    if (!d) return jv_none();
+    if (!d) return jv_oom = 1, jv_none();
     d->h.rc = 1;
     jv v = {ns ? JV_NS : JV_DICT, {.o = &d->h}};
     return v;
@@ -147,6 +151,7 @@ int jv_dict_set(jv dict, jv key, jv val) {
         if (bad) {
             jv_unref(key);
             jv_unref(val);
+            jv_oom = 1;
             return -1;
         }
     }
@@ -160,6 +165,7 @@ jv jv_func(const char *name, jv self) {
     jfunc *f = calloc(1, sizeof *f);
     if (!f) {
         jv_unref(self);
+        jv_oom = 1;
         return jv_none();
     }
     f->h.rc = 1;

@@ -68,6 +68,7 @@ typedef struct parse_state {
 /* json.dumps form of a JSON value (", " / ": " separators, key order kept). */
 static char *dumps_py(const json_t *j) {
     jv v = jv_from_json(j);
+    if (v.k == JV_UNDEF) return NULL; /* out of memory */
     facet_str b = {0};
     const char *why;
     int rc = jv_tojson(&b, v, -1, &why);

@@ -12,6 +12,7 @@
 typedef struct scan {
     const char *s;
     size_t len, i;
+    int nomem; /* parse_string failed for want of memory, not on the text */
 } scan;
 
 static void ws(scan *c) {
@@ -72,11 +73,11 @@ static int parse_string(scan *c, facet_str *out) {
         if (c->i >= c->len) return -1;
         /* skipping (out == NULL) leaves validation to whoever parses the value */
         if (out && tok_utf8_invalid_at(c->s + start, c->i - start) != c->i - start) return -1;
-        if (out && facet_str_append(out, c->s + start, c->i - start)) return -1;
+        if (out && facet_str_append(out, c->s + start, c->i - start)) return c->nomem = 1, -1;
         unsigned char ch = (unsigned char)c->s[c->i];
         if (ch == '"') {
             c->i++;
-            if (out && facet_str_reserve(out, 0)) return -1;
+            if (out && facet_str_reserve(out, 0)) return c->nomem = 1, -1;
             if (out) out->data[out->len] = '\0';
             return 0;
         }
@@ -109,12 +110,12 @@ static int parse_string(scan *c, facet_str *out) {
             }
             char u[4];
             size_t n = tok_utf8_encode((int32_t)v, u);
-            if (out && facet_str_append(out, u, n)) return -1;
+            if (out && facet_str_append(out, u, n)) return c->nomem = 1, -1;
             continue;
         }
         default: return -1;
         }
-        if (out && facet_str_append(out, &one, 1)) return -1;
+        if (out && facet_str_append(out, &one, 1)) return c->nomem = 1, -1;
     }
 }
 
@@ -154,7 +155,7 @@ static int skip_value(scan *c) {
 
 facet_status tok_json_find_model_spans(const char *json, size_t len, const char *what,
                                        tok_json_spans *sp, facet_error *err) {
-    scan c = {json, len, 0};
+    scan c = {json, len, 0, 0};
     facet_str key = {0};
     memset(sp, 0, sizeof *sp);
     ws(&c);
@@ -208,6 +209,7 @@ done:
     return FACET_OK;
 bad:
     facet_str_free(&key);
+    if (c.nomem) return facet_err(err, FACET_E_NOMEM, "%s: out of memory", what);
     return facet_err(err, FACET_E_PARSE, "%s: not valid JSON near byte %zu", what, c.i);
 }
 
@@ -245,7 +247,7 @@ static int batch_flush(vbatch *b, tok_strmap *m) {
 
 facet_status tok_json_parse_vocab(const char *s, size_t len, const char *what, tok_strmap *vocab,
                                   int32_t *max_id, facet_error *err) {
-    scan c = {s, len, 0};
+    scan c = {s, len, 0, 0};
     facet_str key = {0};
     vbatch bt = {0};
     facet_status st = FACET_OK;
@@ -299,6 +301,10 @@ facet_status tok_json_parse_vocab(const char *s, size_t len, const char *what, t
     }
     goto out;
 bad:
+    if (c.nomem) {
+        st = facet_err(err, FACET_E_NOMEM, "%s: out of memory reading model.vocab", what);
+        goto out;
+    }
     st = facet_err(err, FACET_E_PARSE, "%s: model.vocab: not valid JSON near byte %zu of the value",
                    what, c.i);
 out:
@@ -310,7 +316,7 @@ out:
 
 facet_status tok_json_parse_merges(const char *s, size_t len, const char *what, tok_merge_fn fn,
                                    void *ctx, facet_error *err) {
-    scan c = {s, len, 0};
+    scan c = {s, len, 0, 0};
     facet_str a = {0}, b = {0};
     facet_status st = FACET_OK;
     int items = enter(&c, '[', ']');
@@ -360,11 +366,16 @@ facet_status tok_json_parse_merges(const char *s, size_t len, const char *what, 
         continue;
     }
     pair:
+        if (c.nomem) goto bad;
         st = facet_err(err, FACET_E_FORMAT, "%s: model.merges[%zu]: expected a pair of two strings", what, n);
         goto out;
     }
     goto out;
 bad:
+    if (c.nomem) {
+        st = facet_err(err, FACET_E_NOMEM, "%s: out of memory reading model.merges", what);
+        goto out;
+    }
     st = facet_err(err, FACET_E_PARSE, "%s: model.merges: not valid JSON near byte %zu of the value",
                    what, c.i);
 out:

@@ -312,6 +312,7 @@ facet_status tok_load_from_memory(const char *json, size_t len, const char *conf
     json_t *root = NULL, *cfg = NULL;
     merge_ctx mc = {0};
     facet_status st = tok_json_find_model_spans(json, len, what, &sp, err);
+    if (st == FACET_E_NOMEM) return st;
     if (st != FACET_OK) {
         /* let jansson name line and column when it can */
         json_t *probe = NULL;

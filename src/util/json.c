@@ -6,10 +6,16 @@
 #include "util/error.h"
 #include "util/fs.h"
 
+int facet_json_nomem(const json_error_t *je) {
+    return json_error_code(je) == json_error_out_of_memory || !je->text[0];
+}
+
 facet_status facet_json_parse(const char *text, size_t len, const char *what, json_t **out,
                               facet_error *err) {
     json_error_t je;
     *out = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    if (!*out && facet_json_nomem(&je))
+        return facet_err(err, FACET_E_NOMEM, "%s: out of memory parsing JSON", what);
     if (!*out)
         return facet_err(err, FACET_E_PARSE, "%s:%d:%d: not valid JSON: %s", what, je.line,
                          je.column, je.text);

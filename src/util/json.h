@@ -12,9 +12,14 @@
 
 #include "facet_status.h"
 
+/* 1 if a jansson load that returned NULL with *je failed for want of memory rather than
+ * on the text: jansson says so (json_error_out_of_memory) or, where an allocation of a
+ * value fails, leaves the error text empty, which no parse error does. */
+int facet_json_nomem(const json_error_t *je);
+
 /* Parse `len` bytes of `text` as one JSON value. `what` names the source in messages
- * (a path). Errors: FACET_E_PARSE "WHAT:LINE:COLUMN: reason". The caller owns *out
- * (json_decref). */
+ * (a path). Errors: FACET_E_PARSE "WHAT:LINE:COLUMN: reason", FACET_E_NOMEM. The caller
+ * owns *out (json_decref). */
 facet_status facet_json_parse(const char *text, size_t len, const char *what, json_t **out,
                               facet_error *err);
 

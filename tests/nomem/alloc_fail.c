@@ -2,8 +2,10 @@
 #include "alloc_fail.h"
 
 #include <errno.h>
+#include <execinfo.h>
 #include <jansson.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +21,7 @@ static atomic_long g_target;     /* 0: disarmed */
 static atomic_long g_count;      /* allocations since the arm */
 static atomic_long g_failed;     /* failures since the arm */
 static atomic_int g_persistent;
+static atomic_int g_json;        /* count jansson's allocations */
 
 /* 1 if this allocation is to fail. */
 static int fail_now(void) {
@@ -27,6 +30,11 @@ static int fail_now(void) {
     long n = atomic_fetch_add(&g_count, 1) + 1;
     if (n == target || (n > target && atomic_load(&g_persistent))) {
         atomic_fetch_add(&g_failed, 1);
+        if (getenv("ALLOC_FAIL_TRACE")) { /* debugging a sweep: where the n-th one is */
+            void *frames[16];
+            fprintf(stderr, "alloc_fail: allocation %ld fails here:\n", n);
+            backtrace_symbols_fd(frames, backtrace(frames, 16), 2);
+        }
         return 1;
     }
     return 0;
@@ -58,7 +66,9 @@ void *__wrap_aligned_alloc(size_t align, size_t n) {
 }
 
 /* jansson allocates through its own hooks: point them at the counting malloc. */
-static void *json_malloc(size_t n) { return __wrap_malloc(n); }
+static void *json_malloc(size_t n) {
+    return atomic_load(&g_json) ? __wrap_malloc(n) : __real_malloc(n);
+}
 static void json_free(void *p) { free(p); }
 
 void alloc_fail_arm(long n, int persistent) {
@@ -77,6 +87,10 @@ long alloc_fail_disarm(void) {
     atomic_store(&g_target, 0);
     return atomic_load(&g_failed);
 }
+
+void alloc_fail_json(int on) { atomic_store(&g_json, on); }
+
+long alloc_fail_target(void) { return atomic_load(&g_target); }
 
 long alloc_fail_count(void) { return atomic_load(&g_count); }
 

@@ -5,9 +5,12 @@
  * These test executables are linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,
  * --wrap=strdup,--wrap=strndup,--wrap=posix_memalign,--wrap=aligned_alloc, so every
  * call to those functions from facet's object files (the test's own and those pulled
- * from libfacet.a) goes through alloc_fail.c; jansson's allocations are routed there too
- * (json_set_alloc_funcs, set by alloc_fail_arm). Allocations inside other libraries
- * (pcre2, utf8proc, libc's getline and realpath, the C runtime) are not counted.
+ * from libfacet.a) goes through alloc_fail.c. Allocations inside other libraries
+ * (pcre2, utf8proc, libc's getline and realpath, the C runtime) are not counted, nor,
+ * unless a test asks (alloc_fail_json), jansson's: jansson 2.14's lexer ignores a failed
+ * growth of its token buffer and drops the byte, so a failure there turns a valid
+ * "LlamaForCausalLM" into "LlamaForCausalM" without any error — nothing its caller can
+ * detect. The sweeps that build JSON (the server's responses) count them.
  *
  * When armed with n, the n-th counted allocation from then on fails (returns NULL,
  * posix_memalign ENOMEM) and, with `persistent`, every later one as well; the others
@@ -24,6 +27,13 @@ void alloc_fail_arm(long n, int persistent);
 /* Disarm; returns how many allocations failed since the last arm (0: the operation made
  * fewer than n allocations, so the sweep is complete). */
 long alloc_fail_disarm(void);
+
+/* Count jansson's allocations (json_set_alloc_funcs) from the next arm on (1) or not
+ * (0, the default). Only for code that builds JSON values: see above for parsing. */
+void alloc_fail_json(int on);
+
+/* The n of the last arm (0: disarmed), for messages. */
+long alloc_fail_target(void);
 
 /* Allocations counted since the last arm. */
 long alloc_fail_count(void);
