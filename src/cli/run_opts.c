@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,11 +60,35 @@ static void usage(FILE *out) {
             "example: facet run -p \"Once upon a time\" -n 16\n");
 }
 
+/* The sampling options that take a number, and the facet_sampler_params field each sets
+ * (validated together by facet_sampler_params_validate after parsing). */
+typedef struct sampling_opt {
+    const char *name;
+    size_t offset;
+} sampling_opt;
+
+static const sampling_opt sampling_floats[] = {
+    {"--temp", offsetof(facet_sampler_params, temperature)},
+    {"--temperature", offsetof(facet_sampler_params, temperature)},
+    {"--top-p", offsetof(facet_sampler_params, top_p)},
+    {"--min-p", offsetof(facet_sampler_params, min_p)},
+    {"--repeat-penalty", offsetof(facet_sampler_params, repetition_penalty)},
+    {"--presence-penalty", offsetof(facet_sampler_params, presence_penalty)},
+    {"--frequency-penalty", offsetof(facet_sampler_params, frequency_penalty)},
+};
+
+static const sampling_opt *sampling_float(const char *a) {
+    for (size_t i = 0; i < sizeof sampling_floats / sizeof sampling_floats[0]; i++)
+        if (!strcmp(a, sampling_floats[i].name)) return &sampling_floats[i];
+    return NULL;
+}
+
 int run_parse_args(int argc, char **argv, run_opts *o) {
     memset(o, 0, sizeof *o);
     o->max_new = 256;
     facet_sampler_params_default(&o->sampling);
     o->sampling.temperature = 0.0f; /* greedy unless asked */
+    const sampling_opt *field;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -126,27 +151,12 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
             if (!cli_parse_int(a, v, 0, 64, &o->top_logprobs)) return 1;
         } else if (!strcmp(a, "--ignore-eos")) {
             o->ignore_eos = 1;
-        } else if (!strcmp(a, "--temp") || !strcmp(a, "--temperature")) {
+        } else if ((field = sampling_float(a))) {
             NEED_VALUE;
-            if (!cli_parse_float(a, v, &o->sampling.temperature)) return 1;
+            if (!cli_parse_float(a, v, (float *)((char *)&o->sampling + field->offset))) return 1;
         } else if (!strcmp(a, "--top-k")) {
             NEED_VALUE;
             if (!cli_parse_int(a, v, 0, INT_MAX, &o->sampling.top_k)) return 1;
-        } else if (!strcmp(a, "--top-p")) {
-            NEED_VALUE;
-            if (!cli_parse_float(a, v, &o->sampling.top_p)) return 1;
-        } else if (!strcmp(a, "--min-p")) {
-            NEED_VALUE;
-            if (!cli_parse_float(a, v, &o->sampling.min_p)) return 1;
-        } else if (!strcmp(a, "--repeat-penalty")) {
-            NEED_VALUE;
-            if (!cli_parse_float(a, v, &o->sampling.repetition_penalty)) return 1;
-        } else if (!strcmp(a, "--presence-penalty")) {
-            NEED_VALUE;
-            if (!cli_parse_float(a, v, &o->sampling.presence_penalty)) return 1;
-        } else if (!strcmp(a, "--frequency-penalty")) {
-            NEED_VALUE;
-            if (!cli_parse_float(a, v, &o->sampling.frequency_penalty)) return 1;
         } else if (!strcmp(a, "--seed")) {
             NEED_VALUE;
             char *end;
