@@ -108,7 +108,9 @@ facet_status facet_detok_stream_create(const facet_tokenizer *tok, int skip_spec
                               facet_detok_stream **out, facet_error *err);
 
 /* Push one id. *piece points to the newly final text (NUL-terminated, may be empty),
- * owned by the stream and valid until the next call on it; *len is its length. */
+ * owned by the stream and valid until the next call on it; *len is its length.
+ * Errors: FACET_E_NOMEM (its buffers' errors are sticky, util/str.h), or the decoder's;
+ * after an error on push, flush or mark the stream's text is incomplete: free it. */
 facet_status facet_detok_stream_push(facet_detok_stream *s, int32_t id, const char **piece,
                             size_t *len, facet_error *err);
 
