@@ -5,7 +5,9 @@
  * (completions or chat); the rest is the body. On success the parsed struct is checked
  * against the limits it promises (token ids in range, n, stops, biases), then the
  * error JSON path is exercised too. Seeds (tests/fuzz/seeds/fuzz_server_request/) are
- * small valid and invalid bodies of both endpoints written by hand.
+ * small valid and invalid bodies of both endpoints written by hand (chat_tools_bigint and
+ * completion_bigint: JSON integers beyond 64 bits, kept exact in tools, refused
+ * elsewhere).
  */
 #include <stddef.h>
 #include <stdint.h>
