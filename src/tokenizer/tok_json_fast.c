@@ -23,6 +23,15 @@ static void ws(scan *c) {
     }
 }
 
+/* Why a scan of `value` ("model.vocab") stopped: a string it could not store, or input
+ * that is not valid JSON at byte c->i. */
+static facet_status scan_error(const scan *c, const char *what, const char *value,
+                               facet_error *err) {
+    if (c->nomem) return facet_err(err, FACET_E_NOMEM, "%s: out of memory reading %s", what, value);
+    return facet_err(err, FACET_E_PARSE, "%s: %s: not valid JSON near byte %zu of the value", what,
+                     value, c->i);
+}
+
 /* Enter a container that opens with `open` ('{' or '['): 1 when items follow, 0 when it
  * is empty (`close` next), -1 when the value is not such a container. */
 static int enter(scan *c, char open, char close) {
@@ -301,12 +310,7 @@ facet_status tok_json_parse_vocab(const char *s, size_t len, const char *what, t
     }
     goto out;
 bad:
-    if (c.nomem) {
-        st = facet_err(err, FACET_E_NOMEM, "%s: out of memory reading model.vocab", what);
-        goto out;
-    }
-    st = facet_err(err, FACET_E_PARSE, "%s: model.vocab: not valid JSON near byte %zu of the value",
-                   what, c.i);
+    st = scan_error(&c, what, "model.vocab", err);
 out:
     if (!st && batch_flush(&bt, vocab)) st = facet_err(err, FACET_E_NOMEM, "%s: out of memory reading model.vocab", what);
     facet_str_free(&key);
@@ -372,12 +376,7 @@ facet_status tok_json_parse_merges(const char *s, size_t len, const char *what, 
     }
     goto out;
 bad:
-    if (c.nomem) {
-        st = facet_err(err, FACET_E_NOMEM, "%s: out of memory reading model.merges", what);
-        goto out;
-    }
-    st = facet_err(err, FACET_E_PARSE, "%s: model.merges: not valid JSON near byte %zu of the value",
-                   what, c.i);
+    st = scan_error(&c, what, "model.merges", err);
 out:
     facet_str_free(&a);
     facet_str_free(&b);
