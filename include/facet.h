@@ -8,7 +8,8 @@
  *   facet_session_create(model)    KV caches for up to n_seq_max sequences
  *   facet_forward / facet_prefill / facet_decode
  *                                  append tokens to sequences, get logits
- *   facet_sample_greedy / facet_top_logprobs
+ *   facet_sample_greedy / facet_top_logprobs, or a facet_generator (facet_generate.h)
+ *                                  per sequence: logits -> token, text, finish reason
  *   facet_tokenize / facet_detokenize (facet_tokenizer.h)
  *   facet_session_free, facet_model_free
  *
@@ -272,8 +273,8 @@ int facet_top_logprobs(const float *logits, int n_vocab, int k, int32_t *ids,
 /* Index of the first NaN or infinite value among logits[0..n_vocab), or -1 when all are
  * finite. A non-finite logit means the forward pass overflowed (e.g. an f16 KV cache
  * holding a key or value beyond +-65504); sampling from such a row is meaningless, so
- * `facet run` and `facet serve` check each row before they sample and stop with an
- * error naming the step. */
+ * facet_generator_step (used by `facet run` and `facet serve`) checks each row before it
+ * samples and fails with FACET_E_NUMERIC naming the step. */
 int facet_logits_nonfinite(const float *logits, int n_vocab);
 
 #ifdef __cplusplus
