@@ -10,6 +10,7 @@
  */
 #include "model/facts_gguf.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -104,14 +105,35 @@ static facet_status map_float(ctx *c, const char *suffix, const char *json_key, 
     return FACET_OK;
 }
 
-/* A pair's value as JSON, for keys kept for the table (arrays: up to 64 scalars). */
+/* Printable ASCII of s (n bytes, at most cap - 1), other bytes as '?': names and values
+ * that are not valid UTF-8 still reach the table, recognizably. */
+static const char *ascii(const char *s, uint64_t n, char *buf, size_t cap) {
+    size_t k = 0;
+    for (uint64_t i = 0; i < n && k + 1 < cap; i++)
+        buf[k++] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+    buf[k] = 0;
+    return buf;
+}
+
+/* A pair's value as JSON, for keys kept for the table (arrays: their type and count). */
 static json_t *kv_json(const gguf_kv *kv) {
-    if (kv->type == GGUF_T_STRING) return json_stringn((const char *)kv->val, kv->val_len);
+    if (kv->type == GGUF_T_STRING) {
+        json_t *v = json_stringn((const char *)kv->val, kv->val_len);
+        char buf[96];
+        return v ? v : json_string(ascii((const char *)kv->val, kv->val_len, buf, sizeof buf));
+    }
     if (kv->type == GGUF_T_BOOL) return json_boolean(kv->val[0]);
     if (kv->type == GGUF_T_FLOAT32 || kv->type == GGUF_T_FLOAT64)
-        return json_real(gguf_kv_number(kv));
-    if (gguf_kv_is_int(kv)) return json_integer((json_int_t)gguf_kv_number(kv));
+        return isfinite(gguf_kv_number(kv)) ? json_real(gguf_kv_number(kv))
+                                            : json_string(isnan(gguf_kv_number(kv)) ? "nan" : "inf");
     char buf[64];
+    if (gguf_kv_is_int(kv)) { /* exact: through its decimal text (a u64 may not fit) */
+        gguf_kv_render(kv, buf, sizeof buf);
+        errno = 0;
+        char *end;
+        long long v = strtoll(buf, &end, 10);
+        return errno || *end ? json_string(buf) : json_integer((json_int_t)v);
+    }
     gguf_kv_render(kv, buf, sizeof buf);
     return json_string(buf); /* an array: its element type and count */
 }
@@ -206,7 +228,8 @@ static void keep_rest(ctx *c) {
             !strncmp(k, "split.", 6) || !strncmp(k, "quantize.", 9))
             continue;
         if (!strncmp(k, c->arch, alen) && k[alen] == '.' && used(c, k + alen + 1)) continue;
-        json_object_set_new(c->cfg, k, kv_json(kv));
+        char safe[64];
+        json_object_set_new(c->cfg, ascii(k, strlen(k), safe, sizeof safe), kv_json(kv));
     }
 }
 
@@ -455,11 +478,15 @@ facet_status facet_facts_from_gguf(const gguf_model *m, facet_facts *f, facet_er
     const char *arch = NULL;
     uint64_t alen = 0;
     TRY(gguf_get_str(g, "general.architecture", 1, &arch, &alen, NULL, err));
-    if (alen == 0 || alen >= 64 || memchr(arch, 0, alen))
+    int plain = alen > 0 && alen < 64;
+    for (uint64_t i = 0; i < alen && plain; i++)
+        plain = (arch[i] >= 'a' && arch[i] <= 'z') || (arch[i] >= '0' && arch[i] <= '9') ||
+                arch[i] == '_' || arch[i] == '-' || arch[i] == '.';
+    if (!plain)
         return facet_err(err, FACET_E_FORMAT,
-                         "%s: key general.architecture is \"%.*s\", expected a name of 1 to 63 "
-                         "bytes such as \"llama\"",
-                         g->path, (int)(alen > 64 ? 64 : alen), arch);
+                         "%s: key general.architecture is \"%s\", expected a name of 1 to 63 "
+                         "lowercase letters, digits, '_', '-' or '.' such as \"llama\"",
+                         g->path, ascii(arch, alen, (char[72]){0}, 72));
     ctx c = {.g = g, .err = err};
     memcpy(c.arch, arch, alen);
     c.arch[alen] = 0;

@@ -8,7 +8,9 @@
  * tests/fuzz/gguf_seeds.py): a llama-shaped model with F32/F16/Q8_0 tensors and every
  * value type incl. a nested array, the same with Q4_K, a vocabulary-only file,
  * general.alignment 64, the first part of a split model; and three the reader refuses:
- * a misaligned tensor, a name given twice, a removed type id.
+ * a misaligned tensor, a name given twice, a removed type id. regress_*.gguf: inputs the
+ * fuzzer found (an architecture name that is not UTF-8; a u64 key past INT64_MAX kept
+ * for the table), kept so they stay fixed.
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -611,6 +611,13 @@ static void test_key_wrong_type(void **state) {
                  "key general.architecture is 1 (a u32), expected a string", NULL);
     free(b);
     memcpy(kv, LLAMA_KV, sizeof kv);
+    kv[0] = (kvdef){"general.architecture", K_STR, 0, 0, "Llama\xff"};
+    b = build(3, kv, N_LLAMA_KV, LLAMA_T, N_LLAMA_T, 32, &n);
+    expect_words(&err, facts_of(b, n, &facts, &err), FACET_E_FORMAT,
+                 "key general.architecture is \"Llama?\", expected a name of 1 to 63 lowercase",
+                 NULL);
+    free(b);
+    memcpy(kv, LLAMA_KV, sizeof kv);
     kv[5] = (kvdef){"llama.attention.head_count", K_U32, 0, 0, NULL};
     b = build(3, kv, N_LLAMA_KV, LLAMA_T, N_LLAMA_T, 32, &n);
     expect_words(&err, facts_of(b, n, &facts, &err), FACET_E_FORMAT,
