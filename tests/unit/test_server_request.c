@@ -131,6 +131,34 @@ static void test_model_optional(void **state) {
               "The model 'other' does not exist (this server serves 'm')");
 }
 
+/* The one status -> HTTP mapping: the server's own failures are 500 server_error, what
+ * the request asked for is 400 invalid_request_error. */
+static void test_status_mapping(void **state) {
+    (void)state;
+    const struct { facet_status st; int http; const char *type; } rows[] = {
+        {FACET_E_NOMEM, 500, "server_error"},
+        {FACET_E_INTERNAL, 500, "server_error"},
+        {FACET_E_NUMERIC, 500, "server_error"},
+        {FACET_E_IO, 500, "server_error"},
+        {FACET_E_INVALID_ARGUMENT, 400, "invalid_request_error"},
+        {FACET_E_UTF8, 400, "invalid_request_error"},
+        {FACET_E_TEMPLATE, 400, "invalid_request_error"},
+        {FACET_E_LIMIT, 400, "invalid_request_error"},
+        {FACET_E_CONTEXT, 400, "invalid_request_error"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const char *type = NULL;
+        assert_int_equal(oai_http_status(rows[i].st, &type), rows[i].http);
+        assert_string_equal(type, rows[i].type);
+    }
+    oai_error e;
+    assert_int_equal(oai_fail_status(&e, FACET_E_NOMEM, "messages", NULL, "x=%d", 3), -1);
+    assert_int_equal(e.http_status, 500);
+    assert_string_equal(e.type, "server_error");
+    assert_string_equal(e.param, "messages");
+    assert_string_equal(e.message, "x=3");
+}
+
 static void test_errors(void **state) {
     (void)state;
     const oai_kind C = OAI_COMPLETION, H = OAI_CHAT;
@@ -259,6 +287,7 @@ int main(void) {
         cmocka_unit_test(test_completion_fields),
         cmocka_unit_test(test_chat_fields),
         cmocka_unit_test(test_model_optional),
+        cmocka_unit_test(test_status_mapping),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_big_integers),
         cmocka_unit_test(test_metrics_text),
