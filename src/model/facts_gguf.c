@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "io/safetensors.h"
+#include "model/gguf_checkpoint.h"
 #include "util/error.h"
 
 #define TRY(x)                                 \
@@ -517,6 +518,16 @@ facet_status facet_facts_from_gguf(const gguf_model *m, facet_facts *f, facet_er
                             "norm_weight_offset=0");
     }
     TRY(rope_freqs(m, f, err));
+    /* LongRoPE as llama.cpp stores it (Phi-3.5): factor tensors; not mapped yet */
+    const char *lr = gguf_model_find(m, "rope_factors_long.weight")    ? "rope_factors_long.weight"
+                     : gguf_model_find(m, "rope_factors_short.weight") ? "rope_factors_short.weight"
+                                                                       : NULL;
+    if (lr) {
+        f->rope_type = FACET_ROPE_UNKNOWN;
+        snprintf(f->rope_type_name, sizeof f->rope_type_name, "%s", lr);
+        facet_facts_note(f, "tensor %s holds LongRoPE factors, which facet does not read from "
+                            "GGUF yet", lr);
+    }
     return probe(m, f, err);
 }
 
@@ -531,6 +542,13 @@ facet_status facet_facts_read_model(const char *path, facet_facts *f, facet_erro
 }
 
 /* ---- the verdict's GGUF part -------------------------------------------------------- */
+/* A tensor's name without its "blk.N." layer prefix. */
+static const char *layer_kind(const char *name) {
+    if (strncmp(name, "blk.", 4)) return name;
+    const char *dot = strchr(name + 4, '.');
+    return dot ? dot + 1 : name;
+}
+
 static void add_refusal(facet_verdict *v, const char *fact, const char *value,
                         const char *supported, const char *text) {
     v->status = FACET_VERDICT_REFUSED;
@@ -561,6 +579,25 @@ void facet_gguf_judge(const gguf_model *m, facet_verdict *v) {
                      "general.architecture=%s is not supported (supported: %s)", arch, list);
             add_refusal(v, "general.architecture", arch, list, text);
         }
+    }
+    /* tensors the loader has no place for (names of llama.cpp's outside the table): one
+     * refusal per kind, blk.N. aside, naming its first tensor and how many there are */
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const char *n = m->by_name[i]->name, *kind = layer_kind(n);
+        if (facet_gguf_tensor_known(n)) continue;
+        int first = 1;
+        size_t count = 0;
+        for (size_t k = 0; k < m->n_tensors; k++) {
+            if (strcmp(layer_kind(m->by_name[k]->name), kind)) continue;
+            if (k < i) first = 0;
+            count++;
+        }
+        if (!first) continue;
+        snprintf(text, sizeof text,
+                 "tensor %s (%zu tensor%s of this kind) is not one facet loads: its layer kind "
+                 "is outside the table",
+                 n, count, count == 1 ? "" : "s");
+        add_refusal(v, "tensor", n, "the tensors of the table's families", text);
     }
     /* one refusal per type the engine does not run, naming its first tensor in file order */
     int seen[GGML_TYPE_COUNT] = {0};

@@ -63,6 +63,13 @@ static int hf_name(const char *g, const facet_facts *f, char *out, size_t cap) {
     return 1;
 }
 
+int facet_gguf_tensor_known(const char *name) {
+    facet_facts f;
+    memset(&f, 0, sizeof f);
+    char buf[160];
+    return hf_name(name, &f, buf, sizeof buf) != 0;
+}
+
 static int cmp_st_name(const void *a, const void *b) {
     return strcmp((*(const st_tensor *const *)a)->name, (*(const st_tensor *const *)b)->name);
 }

@@ -40,6 +40,10 @@ facet_status facet_gguf_checkpoint_open(const gguf_model *m, const facet_facts *
 
 void facet_gguf_checkpoint_close(facet_gguf_checkpoint *c);
 
+/* Nonzero when GGUF tensor `name` has a Hugging Face counterpart the loader takes (or is
+ * one whose meaning the facts carry, rope_freqs.weight). */
+int facet_gguf_tensor_known(const char *name);
+
 /* Nonzero when general.architecture `arch` is one whose files carry llama.cpp's Q/K
  * row permutation. */
 int facet_gguf_arch_permutes_qk(const char *arch);

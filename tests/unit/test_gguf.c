@@ -584,6 +584,35 @@ static void test_facts_small(void **state) {
     free(b);
 }
 
+/* Tensors outside the table and LongRoPE factor tensors are refused by name. */
+static void test_facts_refused_tensors(void **state) {
+    (void)state;
+    tdef t[N_LLAMA_T + 2];
+    memcpy(t, LLAMA_T, sizeof LLAMA_T);
+    t[N_LLAMA_T] = (tdef){"blk.0.ffn_gate_inp.weight", 2, {64, 8}, GGML_F32, -1};
+    t[N_LLAMA_T + 1] = (tdef){"rope_factors_long.weight", 1, {8}, GGML_F32, -1};
+    size_t n;
+    uint8_t *b = build(3, LLAMA_KV, N_LLAMA_KV, t, N_LLAMA_T + 2, 32, &n);
+    gguf_file g;
+    facet_error err;
+    assert_int_equal(parse(b, n, &g, &err), FACET_OK);
+    gguf_model m;
+    assert_int_equal(gguf_model_wrap(&g, &m, &err), FACET_OK);
+    assert_int_equal(facet_facts_from_gguf(&m, &facts, &err), FACET_OK);
+    assert_int_equal(facts.rope_type, FACET_ROPE_UNKNOWN);
+    static facet_verdict v;
+    facet_judge(&facts, "cpu", &v);
+    facet_gguf_judge(&m, &v);
+    static char buf[FACET_MAX_REFUSALS * 420];
+    facet_verdict_format(&v, buf, sizeof buf);
+    assert_non_null(strstr(buf, "REFUSED: rope_type=rope_factors_long.weight is not supported"));
+    assert_non_null(strstr(buf, "REFUSED: tensor blk.0.ffn_gate_inp.weight (1 tensor of this "
+                                "kind) is not one facet loads"));
+    assert_non_null(strstr(buf, "REFUSED: tensor rope_factors_long.weight (1 tensor"));
+    gguf_model_close(&m);
+    free(b);
+}
+
 static void test_key_wrong_type(void **state) {
     (void)state;
     kvdef kv[N_LLAMA_KV];
@@ -985,6 +1014,7 @@ int main(void) {
         cmocka_unit_test(test_misaligned),      cmocka_unit_test(test_unknown_type),
         cmocka_unit_test(test_dims),            cmocka_unit_test(test_duplicates),
         cmocka_unit_test(test_facts_small),     cmocka_unit_test(test_key_wrong_type),
+        cmocka_unit_test(test_facts_refused_tensors),
         cmocka_unit_test(test_key_missing),     cmocka_unit_test(test_split),
         cmocka_unit_test(test_checkpoint_unpermute),
         cmocka_unit_test(test_corpus_tensors),  cmocka_unit_test(test_corpus_facts),
