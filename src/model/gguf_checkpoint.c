@@ -9,57 +9,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/tensors.h"
 #include "util/error.h"
-
-/* blk.N.<gguf> -> model.layers.N.<hf>; post-norm families map ffn_norm elsewhere. */
-static const struct {
-    const char *gguf, *hf;
-} LAYER_NAMES[] = {
-    {"attn_norm.weight", "input_layernorm.weight"},
-    {"attn_q.weight", "self_attn.q_proj.weight"},
-    {"attn_k.weight", "self_attn.k_proj.weight"},
-    {"attn_v.weight", "self_attn.v_proj.weight"},
-    {"attn_qkv.weight", "self_attn.qkv_proj.weight"},
-    {"attn_q.bias", "self_attn.q_proj.bias"},
-    {"attn_k.bias", "self_attn.k_proj.bias"},
-    {"attn_v.bias", "self_attn.v_proj.bias"},
-    {"attn_qkv.bias", "self_attn.qkv_proj.bias"},
-    {"attn_output.weight", "self_attn.o_proj.weight"},
-    {"attn_output.bias", "self_attn.o_proj.bias"},
-    {"attn_q_norm.weight", "self_attn.q_norm.weight"},
-    {"attn_k_norm.weight", "self_attn.k_norm.weight"},
-    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
-    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
-    {"ffn_gate.weight", "mlp.gate_proj.weight"},
-    {"ffn_down.weight", "mlp.down_proj.weight"},
-    {"ffn_gate.bias", "mlp.gate_proj.bias"},
-    {"ffn_up.bias", "mlp.up_proj.bias"},
-    {"ffn_down.bias", "mlp.down_proj.bias"},
-};
 
 int facet_gguf_arch_permutes_qk(const char *arch) {
     return !strcmp(arch, "llama") || !strcmp(arch, "granite") || !strcmp(arch, "smollm3");
 }
 
-/* The Hugging Face name of GGUF tensor `g` into out; 0 when it has none, -1 when the
- * loader does not take it (left out of the view). */
+/* The Hugging Face name of GGUF tensor `g` into out, from the tensor table's GGUF
+ * names (model/tensors.h); 0 when it has none, -1 when the loader does not take it (left
+ * out of the view). */
 static int hf_name(const char *g, const facet_facts *f, char *out, size_t cap) {
-    if (!strcmp(g, "token_embd.weight")) return snprintf(out, cap, "model.embed_tokens.weight"), 1;
-    if (!strcmp(g, "output_norm.weight")) return snprintf(out, cap, "model.norm.weight"), 1;
-    if (!strcmp(g, "output.weight")) return snprintf(out, cap, "lm_head.weight"), 1;
     if (!strcmp(g, "rope_freqs.weight")) return -1; /* the facts carry its scaling */
-    if (strncmp(g, "blk.", 4)) return 0;
-    char *end;
-    long long layer = strtoll(g + 4, &end, 10);
-    if (end == g + 4 || *end != '.') return 0;
-    const char *rest = end + 1, *hf = NULL;
-    for (size_t i = 0; i < sizeof LAYER_NAMES / sizeof LAYER_NAMES[0] && !hf; i++)
-        if (!strcmp(rest, LAYER_NAMES[i].gguf)) hf = LAYER_NAMES[i].hf;
-    if (!strcmp(rest, "ffn_norm.weight")) /* the norm before the FFN */
-        hf = f->post_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight";
-    if (!strcmp(rest, "ffn_up.weight")) hf = f->fused_gate_up ? "mlp.gate_up_proj.weight" : "mlp.up_proj.weight";
-    if (!hf) return 0;
-    snprintf(out, cap, "model.layers.%lld.%s", layer, hf);
+    long long layer = -1;
+    const char *rest = g;
+    if (!strncmp(g, "blk.", 4)) {
+        char *end;
+        layer = strtoll(g + 4, &end, 10);
+        if (end == g + 4 || *end != '.' || layer < 0) return 0;
+        rest = end + 1;
+    }
+    const facet_tensor_row *r = facet_tensor_from_gguf(rest, layer >= 0, f);
+    if (!r) return 0;
+    if (r->root == FACET_TR_LAYER) snprintf(out, cap, "model.layers.%lld.%s", layer, r->name);
+    else if (r->root == FACET_TR_MODEL) snprintf(out, cap, "model.%s", r->name);
+    else snprintf(out, cap, "%s", r->name);
     return 1;
 }
 

@@ -22,51 +22,68 @@ static int split_gate_up(const facet_facts *f) { return !f->fused_gate_up; }
 static int mlp_bias(const facet_facts *f) { return f->mlp_bias; }
 static int lm_head(const facet_facts *f) { return f->has_lm_head; }
 
-#define NO_SPLIT -1, 0, {0}
-#define VEC(root, name, d0, slot, when) \
-    {root, name, NULL, {d0, FACET_TD_NONE}, 0, slot, NO_SPLIT, when}
-#define MAT(root, name, d0, d1, slot, when) {root, name, NULL, {d0, d1}, 1, slot, NO_SPLIT, when}
+/* a float32 vector / a weight matrix with a slot of its own; G: its GGUF name */
+#define VEC(root_, name_, gguf_, d0, slot_, when_)                                          \
+    {.root = root_, .name = name_, .gguf = gguf_, .dims = {d0, FACET_TD_NONE}, .matrix = 0,  \
+     .slot = slot_, .fused = -1, .when = when_}
+#define MAT(root_, name_, gguf_, d0, d1, slot_, when_)                                      \
+    {.root = root_, .name = name_, .gguf = gguf_, .dims = {d0, d1}, .matrix = 1,             \
+     .slot = slot_, .fused = -1, .when = when_}
 #define L FACET_TR_LAYER
 #define H FACET_TD_HIDDEN
 
 const facet_tensor_row facet_tensor_rows[] = {
-    MAT(FACET_TR_MODEL, "embed_tokens.weight", FACET_TD_VOCAB, H, FACET_TS_EMBED_TOKENS, always),
-    VEC(L, "input_layernorm.weight", H, FACET_TS_INPUT_LAYERNORM, pre_norms),
+    MAT(FACET_TR_MODEL, "embed_tokens.weight", "token_embd.weight", FACET_TD_VOCAB, H,
+        FACET_TS_EMBED_TOKENS, always),
+    VEC(L, "input_layernorm.weight", "attn_norm.weight", H, FACET_TS_INPUT_LAYERNORM, pre_norms),
     /* Phi-3: rows are q, then k, then v */
-    {L, "self_attn.qkv_proj.weight", NULL, {FACET_TD_QKV, H}, 1, FACET_TS_FUSED,
-     FACET_TF_QKV_PROJ, 3, {FACET_TS_Q_PROJ, FACET_TS_K_PROJ, FACET_TS_V_PROJ}, fused_qkv},
-    MAT(L, "self_attn.q_proj.weight", FACET_TD_Q, H, FACET_TS_Q_PROJ, split_qkv),
-    MAT(L, "self_attn.k_proj.weight", FACET_TD_KV, H, FACET_TS_K_PROJ, split_qkv),
-    MAT(L, "self_attn.v_proj.weight", FACET_TD_KV, H, FACET_TS_V_PROJ, split_qkv),
+    {.root = L, .name = "self_attn.qkv_proj.weight", .gguf = "attn_qkv.weight",
+     .dims = {FACET_TD_QKV, H}, .matrix = 1, .slot = FACET_TS_FUSED, .fused = FACET_TF_QKV_PROJ,
+     .n_split = 3, .split = {FACET_TS_Q_PROJ, FACET_TS_K_PROJ, FACET_TS_V_PROJ}, .when = fused_qkv},
+    MAT(L, "self_attn.q_proj.weight", "attn_q.weight", FACET_TD_Q, H, FACET_TS_Q_PROJ, split_qkv),
+    MAT(L, "self_attn.k_proj.weight", "attn_k.weight", FACET_TD_KV, H, FACET_TS_K_PROJ, split_qkv),
+    MAT(L, "self_attn.v_proj.weight", "attn_v.weight", FACET_TD_KV, H, FACET_TS_V_PROJ, split_qkv),
     /* probed only: a fused bias decides qkv_bias; the loader reads q/k/v biases */
-    {L, "self_attn.qkv_proj.bias", NULL, {FACET_TD_QKV, FACET_TD_NONE}, 0, FACET_TS_FUSED,
-     FACET_TF_QKV_BIAS, 3, {FACET_TS_Q_BIAS, FACET_TS_K_BIAS, FACET_TS_V_BIAS}, NULL},
-    VEC(L, "self_attn.q_proj.bias", FACET_TD_Q, FACET_TS_Q_BIAS, qkv_bias),
-    VEC(L, "self_attn.k_proj.bias", FACET_TD_KV, FACET_TS_K_BIAS, qkv_bias),
-    VEC(L, "self_attn.v_proj.bias", FACET_TD_KV, FACET_TS_V_BIAS, qkv_bias),
-    MAT(L, "self_attn.o_proj.weight", H, FACET_TD_Q, FACET_TS_O_PROJ, always),
-    VEC(L, "self_attn.o_proj.bias", H, FACET_TS_O_BIAS, o_bias),
-    VEC(L, "self_attn.q_norm.weight", FACET_TD_Q_NORM, FACET_TS_Q_NORM, qk_norm),
-    VEC(L, "self_attn.k_norm.weight", FACET_TD_K_NORM, FACET_TS_K_NORM, qk_norm),
-    VEC(L, "post_attention_layernorm.weight", H, FACET_TS_POST_ATTENTION_LAYERNORM, always),
-    VEC(L, "pre_feedforward_layernorm.weight", H, FACET_TS_PRE_FEEDFORWARD_LAYERNORM,
-        pre_ffn_norm),
-    VEC(L, "post_feedforward_layernorm.weight", H, FACET_TS_POST_FEEDFORWARD_LAYERNORM,
-        post_norms),
+    {.root = L, .name = "self_attn.qkv_proj.bias", .gguf = "attn_qkv.bias",
+     .dims = {FACET_TD_QKV, FACET_TD_NONE}, .matrix = 0, .slot = FACET_TS_FUSED,
+     .fused = FACET_TF_QKV_BIAS, .n_split = 3,
+     .split = {FACET_TS_Q_BIAS, FACET_TS_K_BIAS, FACET_TS_V_BIAS}, .when = NULL},
+    VEC(L, "self_attn.q_proj.bias", "attn_q.bias", FACET_TD_Q, FACET_TS_Q_BIAS, qkv_bias),
+    VEC(L, "self_attn.k_proj.bias", "attn_k.bias", FACET_TD_KV, FACET_TS_K_BIAS, qkv_bias),
+    VEC(L, "self_attn.v_proj.bias", "attn_v.bias", FACET_TD_KV, FACET_TS_V_BIAS, qkv_bias),
+    MAT(L, "self_attn.o_proj.weight", "attn_output.weight", H, FACET_TD_Q, FACET_TS_O_PROJ, always),
+    VEC(L, "self_attn.o_proj.bias", "attn_output.bias", H, FACET_TS_O_BIAS, o_bias),
+    VEC(L, "self_attn.q_norm.weight", "attn_q_norm.weight", FACET_TD_Q_NORM, FACET_TS_Q_NORM,
+        qk_norm),
+    VEC(L, "self_attn.k_norm.weight", "attn_k_norm.weight", FACET_TD_K_NORM, FACET_TS_K_NORM,
+        qk_norm),
+    /* the norm before the FFN in pre-norm families; on the attention output in post-norm
+     * ones, whose norm before the FFN is pre_feedforward_layernorm (GGUF's ffn_norm) */
+    {.root = L, .name = "post_attention_layernorm.weight", .gguf = "ffn_norm.weight",
+     .gguf_post = "post_attention_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
+     .slot = FACET_TS_POST_ATTENTION_LAYERNORM, .fused = -1, .when = always},
+    VEC(L, "pre_feedforward_layernorm.weight", "ffn_norm.weight", H,
+        FACET_TS_PRE_FEEDFORWARD_LAYERNORM, pre_ffn_norm),
+    VEC(L, "post_feedforward_layernorm.weight", "post_ffw_norm.weight", H,
+        FACET_TS_POST_FEEDFORWARD_LAYERNORM, post_norms),
     /* Phi-3: rows are gate, then up */
-    {L, "mlp.gate_up_proj.weight", NULL, {FACET_TD_FFN2, H}, 1, FACET_TS_FUSED,
-     FACET_TF_GATE_UP_PROJ, 2, {FACET_TS_GATE_PROJ, FACET_TS_UP_PROJ}, fused_gate_up},
-    MAT(L, "mlp.gate_proj.weight", FACET_TD_FFN, H, FACET_TS_GATE_PROJ, split_gate_up),
-    MAT(L, "mlp.up_proj.weight", FACET_TD_FFN, H, FACET_TS_UP_PROJ, split_gate_up),
-    MAT(L, "mlp.down_proj.weight", H, FACET_TD_FFN, FACET_TS_DOWN_PROJ, always),
+    {.root = L, .name = "mlp.gate_up_proj.weight", .gguf = "ffn_up.weight",
+     .dims = {FACET_TD_FFN2, H}, .matrix = 1, .slot = FACET_TS_FUSED,
+     .fused = FACET_TF_GATE_UP_PROJ, .n_split = 2, .split = {FACET_TS_GATE_PROJ, FACET_TS_UP_PROJ},
+     .when = fused_gate_up},
+    MAT(L, "mlp.gate_proj.weight", "ffn_gate.weight", FACET_TD_FFN, H, FACET_TS_GATE_PROJ,
+        split_gate_up),
+    MAT(L, "mlp.up_proj.weight", "ffn_up.weight", FACET_TD_FFN, H, FACET_TS_UP_PROJ, split_gate_up),
+    MAT(L, "mlp.down_proj.weight", "ffn_down.weight", H, FACET_TD_FFN, FACET_TS_DOWN_PROJ, always),
     /* Llama's mlp_bias: gate, up and down all carry a bias */
-    VEC(L, "mlp.gate_proj.bias", FACET_TD_FFN, FACET_TS_GATE_BIAS, mlp_bias),
-    VEC(L, "mlp.up_proj.bias", FACET_TD_FFN, FACET_TS_UP_BIAS, mlp_bias),
-    VEC(L, "mlp.down_proj.bias", H, FACET_TS_DOWN_BIAS, mlp_bias),
-    VEC(FACET_TR_MODEL, "norm.weight", H, FACET_TS_NORM, always),
+    VEC(L, "mlp.gate_proj.bias", "ffn_gate.bias", FACET_TD_FFN, FACET_TS_GATE_BIAS, mlp_bias),
+    VEC(L, "mlp.up_proj.bias", "ffn_up.bias", FACET_TD_FFN, FACET_TS_UP_BIAS, mlp_bias),
+    VEC(L, "mlp.down_proj.bias", "ffn_down.bias", H, FACET_TS_DOWN_BIAS, mlp_bias),
+    VEC(FACET_TR_MODEL, "norm.weight", "output_norm.weight", H, FACET_TS_NORM, always),
     /* present means untied, whatever tie_word_embeddings says (probe.c) */
-    {FACET_TR_TOP, "lm_head.weight", "language_model.lm_head.weight", {FACET_TD_VOCAB, H}, 1,
-     FACET_TS_LM_HEAD, NO_SPLIT, lm_head},
+    {.root = FACET_TR_TOP, .name = "lm_head.weight", .alt = "language_model.lm_head.weight",
+     .gguf = "output.weight", .dims = {FACET_TD_VOCAB, H}, .matrix = 1, .slot = FACET_TS_LM_HEAD,
+     .fused = -1, .when = lm_head},
 };
 const size_t facet_tensor_count = sizeof facet_tensor_rows / sizeof facet_tensor_rows[0];
 
@@ -177,4 +194,24 @@ int facet_tensor_qk_norm_full(const st_checkpoint *ck, const facet_facts *f, con
         facet_tensor_find(ck, facet_tensor_slot(FACET_TS_Q_NORM), prefix, layer, name, sizeof name);
     int64_t q_dim = f->num_attention_heads * f->head_dim;
     return qn && qn->ndim == 1 && qn->shape[0] == q_dim && q_dim != f->head_dim;
+}
+
+const char *facet_tensor_gguf_name(const facet_tensor_row *r, const facet_facts *f) {
+    return f->post_norms && r->gguf_post ? r->gguf_post : r->gguf;
+}
+
+const facet_tensor_row *facet_tensor_from_gguf(const char *g, int layer, const facet_facts *f) {
+    const facet_tensor_row *best = NULL;
+    int best_rank = -1;
+    for (size_t i = 0; i < facet_tensor_count; i++) {
+        const facet_tensor_row *r = &facet_tensor_rows[i];
+        if ((r->root == FACET_TR_LAYER) != (layer != 0)) continue;
+        int named = r->gguf && !strcmp(g, r->gguf), named_post = r->gguf_post && !strcmp(g, r->gguf_post);
+        if (!named && !named_post) continue;
+        /* rank: the name for these facts, and a row the loader needs, win */
+        const char *own = facet_tensor_gguf_name(r, f);
+        int rank = 2 * !strcmp(g, own) + (r->when && r->when(f));
+        if (rank > best_rank) best = r, best_rank = rank;
+    }
+    return best;
 }

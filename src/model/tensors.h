@@ -16,6 +16,9 @@
  * the MODEL rows before the first LAYER row, every LAYER row for layer 0, then layer 1,
  * ..., then the remaining rows.
  *
+ * Each row also carries its GGUF (llama.cpp) name, by which a GGUF file's tensors are
+ * seen under the Hugging Face names (model/gguf_checkpoint.c).
+ *
  * A new layer kind adds its rows (and a slot id, and the loader's field for the slot).
  */
 #ifndef FACET_MODEL_TENSORS_H
@@ -94,6 +97,10 @@ typedef struct facet_tensor_row {
     facet_tslot split[FACET_TENSOR_SPLIT_MAX];
     int (*when)(const facet_facts *f); /* the loader needs it; NULL: the loader never
                                           reads this row (probed only)                   */
+    const char *gguf;         /* its name in a GGUF (llama.cpp) file, below "blk.N." for
+                                 LAYER rows; NULL: GGUF has none                          */
+    const char *gguf_post;    /* the GGUF name in post-norm families (facts post_norms),
+                                 when it differs, else NULL                               */
 } facet_tensor_row;
 
 /* The table: facet_tensor_rows[0 .. facet_tensor_count - 1], in the loader's order. */
@@ -103,6 +110,15 @@ extern const size_t facet_tensor_count;
 /* The row of slot `s` / of fused row `id` (never NULL for a valid id). */
 const facet_tensor_row *facet_tensor_slot(facet_tslot s);
 const facet_tensor_row *facet_tensor_fused(facet_tfused id);
+
+/* Row r's GGUF name for facts f (gguf_post in post-norm families when it has one). */
+const char *facet_tensor_gguf_name(const facet_tensor_row *r, const facet_facts *f);
+
+/* The row a GGUF tensor name stands for, with facts f: `g` is the name below "blk.N."
+ * when `layer` is nonzero, else the whole name ("token_embd.weight"). Several rows may
+ * carry one GGUF name (ffn_norm.weight, ffn_up.weight): the row whose name it is for
+ * these facts and which the loader needs wins. NULL when no row has that name. */
+const facet_tensor_row *facet_tensor_from_gguf(const char *g, int layer, const facet_facts *f);
 
 /* The value of axis `d` for facts `f`; `full_qk_norm`: the q/k norms span the whole
  * projection (facet_tensor_qk_norm_full). FACET_TD_NONE is 0. */

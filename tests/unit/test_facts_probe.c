@@ -248,6 +248,45 @@ static void test_tensor_table(void **state) {
     assert_int_equal(facet_tdim_value(FACET_TD_K_NORM, &f, 0), 16);
 }
 
+/* GGUF names through the table: the names llama.cpp writes, and the two it gives several
+ * tensors (ffn_norm: the norm before the FFN; ffn_up: fused in Phi-3) resolved by facts. */
+static void test_tensor_gguf_names(void **state) {
+    (void)state;
+    facet_facts f;
+    memset(&f, 0, sizeof f);
+    f.pre_norms = 1;
+    static const struct {
+        const char *gguf;
+        int layer, post_norms, fused_gate_up;
+        const char *hf;
+    } cases[] = {
+        {"token_embd.weight", 0, 0, 0, "embed_tokens.weight"},
+        {"output_norm.weight", 0, 0, 0, "norm.weight"},
+        {"output.weight", 0, 0, 0, "lm_head.weight"},
+        {"attn_norm.weight", 1, 0, 0, "input_layernorm.weight"},
+        {"attn_qkv.bias", 1, 0, 0, "self_attn.qkv_proj.bias"},
+        {"attn_output.weight", 1, 0, 0, "self_attn.o_proj.weight"},
+        {"ffn_norm.weight", 1, 0, 0, "post_attention_layernorm.weight"},   /* Llama */
+        {"ffn_norm.weight", 1, 1, 0, "pre_feedforward_layernorm.weight"},  /* Gemma 2/3 */
+        {"post_attention_norm.weight", 1, 1, 0, "post_attention_layernorm.weight"},
+        {"post_ffw_norm.weight", 1, 1, 0, "post_feedforward_layernorm.weight"},
+        {"ffn_up.weight", 1, 0, 0, "mlp.up_proj.weight"},
+        {"ffn_up.weight", 1, 0, 1, "mlp.gate_up_proj.weight"},             /* Phi-3 */
+        {"ffn_up.bias", 1, 0, 0, "mlp.up_proj.bias"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        f.post_norms = cases[i].post_norms;
+        f.fused_gate_up = cases[i].fused_gate_up;
+        const facet_tensor_row *r = facet_tensor_from_gguf(cases[i].gguf, cases[i].layer, &f);
+        assert_non_null(r);
+        assert_string_equal(r->name, cases[i].hf);
+        assert_int_equal(r->root == FACET_TR_LAYER, cases[i].layer);
+    }
+    assert_null(facet_tensor_from_gguf("attn_norm.weight", 0, &f)); /* a layer name at the top */
+    assert_null(facet_tensor_from_gguf("token_embd.weight", 1, &f));
+    assert_null(facet_tensor_from_gguf("ffn_gate_exps.weight", 1, &f)); /* MoE: no row yet */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_untied),
@@ -257,6 +296,7 @@ int main(void) {
         cmocka_unit_test(test_inconsistent_layers),
         cmocka_unit_test(test_shape_mismatch),
         cmocka_unit_test(test_tensor_table),
+        cmocka_unit_test(test_tensor_gguf_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
