@@ -73,6 +73,10 @@ struct facet_session {
     int n_seq_max;
     int n_ctx;
     facet_kv_cache kv;             /* every sequence's KV cache (kv_cache.h)           */
+    struct facet_backend *be;      /* the operations, resolved at creation (backend.h) */
+    /* each layer's kinds, chosen from the facts at creation (layer.h) */
+    const struct facet_mixer_kind **mixers; /* [L]                                       */
+    const struct facet_ffn_kind **ffns;     /* [L]                                       */
     /* Batch scratch, for a chunk of up to `scratch_rows` entries (R below), grown on
      * demand by facet_session_scratch to what a batch needs (at most FACET_FORWARD_CHUNK
      * rows); T = the pool's threads. Contents live for one facet_forward call. */
@@ -98,16 +102,6 @@ struct facet_session {
     int n_groups, groups_contiguous;
     int *group_row, *group_len;
     /* chunk_order, chunk_group, chunk_gid, group_row, group_len: (R) each */
-    size_t *view_off;              /* (R) per group: its view's first row of one KV head */
-    /* ring layers' prefill views (forward.c): per group, [nkv][rows] keys (transposed
-     * groups of 16) then, in view_v, values of the cache's type, view_off[g] * nkv rows
-     * in; view_bytes each, grown on demand by facet_forward (freed with the session) */
-    uint8_t *view_k, *view_v;
-    size_t view_bytes;
-    facet_attn_path attn_path;     /* the attention kernel's path, chosen at creation  */
-    float *attn_scratch;           /* (T, attn_scratch_floats)                         */
-    size_t attn_scratch_floats;    /* FACET_ATTN_SCRATCH(max(R, nh), hd)               */
-    int *attn_pos;                 /* (T, nh) query positions                          */
     float *rope_cos, *rope_sin;    /* (R, max(rope_dim/2, 1)) global layers            */
     float *rope_cos_local, *rope_sin_local; /* same for sliding layers with their own base */
     uint8_t *rope_long;            /* [n_seq_max] longrope: this call uses long factors */

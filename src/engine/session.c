@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
+#include "engine/layer.h"
 #include "engine/model_internal.h"
-#include "kernels/cpu/cpu_features.h"
 #include "model/weights_policy.h"
 #include "util/error.h"
 
@@ -48,14 +49,32 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
         free(s);
         return st;
     }
-    s->attn_path = facet_attn_path_for(facet_cpu());
+    /* the backend and each layer's kinds, once: forward.c only calls through them */
+    st = facet_backend_cpu_create(model->pool, &s->be, err);
+    if (st != FACET_OK) {
+        facet_session_free(s);
+        return st;
+    }
+    int L = (int)f->num_hidden_layers;
+    s->mixers = calloc((size_t)L ? (size_t)L : 1, sizeof *s->mixers);
+    s->ffns = calloc((size_t)L ? (size_t)L : 1, sizeof *s->ffns);
+    if (!s->mixers || !s->ffns) {
+        facet_session_free(s);
+        return facet_err(err, FACET_E_NOMEM, "session layer table");
+    }
+    for (int l = 0; l < L; l++) {
+        s->mixers[l] = facet_layer_mixer(f, l);
+        s->ffns[l] = facet_layer_ffn(f, l);
+        if (!s->mixers[l] || !s->ffns[l]) {
+            const char *what = s->mixers[l] ? "FFN" : "mixer";
+            facet_session_free(s);
+            return facet_err(err, FACET_E_UNSUPPORTED, "layer %d: no %s kind runs it", l, what);
+        }
+    }
     s->rope_long = calloc((size_t)o.n_seq_max, 1);
     s->seq_added = calloc((size_t)o.n_seq_max, sizeof(int));
     if (!s->rope_long || !s->seq_added) {
-        facet_kv_cache_free(&s->kv);
-        free(s->rope_long);
-        free(s->seq_added);
-        free(s);
+        facet_session_free(s);
         return facet_err(err, FACET_E_NOMEM, "session sequences");
     }
     *out = s;
@@ -85,10 +104,7 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
         {(void **)&s->gate, I, 0, F},      {(void **)&s->up, I, 0, F},
         {(void **)&s->pos, 1, 0, N},       {(void **)&s->chunk_order, 1, 0, N},
         {(void **)&s->chunk_group, 1, 0, N}, {(void **)&s->chunk_gid, 1, 0, N},
-        {(void **)&s->view_off, 1, 0, sizeof(size_t)},
         {(void **)&s->group_row, 1, 0, N}, {(void **)&s->group_len, 1, 0, N},
-        {(void **)&s->attn_scratch, 0, s->attn_scratch_floats, F},
-        {(void **)&s->attn_pos, 0, nh, N},
         {(void **)&s->rope_cos, half, 0, F}, {(void **)&s->rope_sin, half, 0, F},
         {(void **)&s->rope_cos_local, half, 0, F}, {(void **)&s->rope_sin_local, half, 0, F},
         {NULL, 0, 0, 0},
@@ -111,8 +127,9 @@ void facet_session_free(facet_session *s) {
     facet_kv_cache_free(&s->kv);
     free(s->rope_long);
     free(s->seq_added);
-    free(s->view_k);
-    free(s->view_v);
+    if (s->be) s->be->ops->free(s->be);
+    free(s->mixers);
+    free(s->ffns);
     free_scratch(s);
     free(s);
 }
@@ -147,12 +164,7 @@ facet_kv_type facet_session_kv_type(const facet_session *s) { return s->kv.type;
 facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err);
 facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err) {
     if (rows <= s->scratch_rows) return FACET_OK;
-    const facet_facts *f = &s->model->facts;
     free_scratch(s);
-    /* per thread: a prefill group of up to `rows` queries, or one decode entry's query
-     * heads of a KV head (at most num_attention_heads) */
-    int n_q = rows > f->num_attention_heads ? rows : (int)f->num_attention_heads;
-    s->attn_scratch_floats = FACET_ATTN_SCRATCH(n_q, f->head_dim);
     size_t threads = (size_t)facet_pool_size(s->model->pool);
     scratch_buf t[SCRATCH_BUFS];
     scratch_table(s, t);

@@ -501,6 +501,13 @@ facet_attn_path facet_attn_path_for(const facet_cpu_info *cpu) {
     return cpu->avx512_bf16 ? FACET_ATTN_AVX512_BF16 : FACET_ATTN_AVX512;
 }
 
+const char *facet_attention_kernel_name(facet_attn_path p, facet_kv_type t, int hd) {
+    int fast = p != FACET_ATTN_GENERIC && hd % 16 == 0 && values_nc_ok(hd / 16);
+    if (!fast) return t == FACET_KV_F32 ? "blocked-generic" : "blocked-generic (block widened)";
+    if (t == FACET_KV_BF16 && p == FACET_ATTN_AVX512_BF16) return "blocked-avx512bf16";
+    return "blocked-avx512";
+}
+
 const char *facet_attn_path_name(facet_attn_path p) {
     switch (p) {
     case FACET_ATTN_AVX512_BF16: return "avx512-bf16";

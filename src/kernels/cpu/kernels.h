@@ -18,6 +18,19 @@ typedef enum facet_wformat {
     FACET_WF_F16 = 2,  /* IEEE half                                                    */
     FACET_WF_Q8 = 3,   /* int8, one float32 scale per block of 32 along the input dim  */
 } facet_wformat;
+#define FACET_WF_COUNT 4 /* formats above (not an enumerator: switches stay exhaustive) */
+
+/* The run-time format of a public facet_weight_format (facet.h) that is not AUTO (AUTO is
+ * resolved first, facet_auto_weights); FACET_WF_F32 for anything else. The one mapping
+ * between the public and the internal enum. */
+static inline facet_wformat facet_wformat_of(facet_weight_format w) {
+    switch (w) {
+    case FACET_WEIGHTS_BF16: return FACET_WF_BF16;
+    case FACET_WEIGHTS_F16: return FACET_WF_F16;
+    case FACET_WEIGHTS_INT8: return FACET_WF_Q8;
+    default: return FACET_WF_F32;
+    }
+}
 
 /*
  * A weight matrix [rows][cols] in the PyTorch nn.Linear layout (rows = output
@@ -56,9 +69,41 @@ const char *facet_wformat_name(facet_wformat f);
 /* Bytes of a weight tensor's data (packed: with its padding and q8 scales). */
 size_t facet_wtensor_bytes(const facet_wtensor *w);
 
+/* Bytes of a [rows][cols] matrix packed in format f (panels of 16 output rows, the input
+ * dim padded to 32, int8 with its f16 scales), what facet_wtensor_convert allocates;
+ * saturates at UINT64_MAX instead of wrapping (`facet plan` of an absurd config). */
+uint64_t facet_wtensor_packed_bytes(facet_wformat f, uint64_t rows, uint64_t cols);
+
 /* Copy row `row` of W into out (cols floats), widened to float32 (embedding lookup;
  * int8 rows dequantized as q * scale). */
 void facet_wtensor_row(const facet_wtensor *w, int row, float *out);
+
+/*
+ * The CPU kernels chosen for one CPU, resolved once (facet_cpu_kernels_resolve) by whoever
+ * runs many calls (the CPU backend, at session creation) and passed to each call, so no
+ * call re-checks the CPU: per weight format its matmul micro-kernel (the first of the
+ * format's candidates, closest first, that the CPU can run), and the attention path.
+ */
+struct facet_ukernel;
+typedef struct facet_cpu_kernels {
+    const struct facet_ukernel *matmul[FACET_WF_COUNT];
+    int attn;                      /* facet_attn_path                                   */
+} facet_cpu_kernels;
+struct facet_cpu_info;
+void facet_cpu_kernels_resolve(facet_cpu_kernels *k, const struct facet_cpu_info *cpu);
+
+/* Name of the matmul kernel k runs for format f (e.g. "bf16-avx512bf16", "int8-avx2"),
+ * and of the format's best kernel on any CPU (its first candidate). */
+const char *facet_matmul_kernel_name(const facet_cpu_kernels *k, facet_wformat f);
+const char *facet_matmul_kernel_best(facet_wformat f);
+
+/* facet_matmul and facet_matmul_multi with the kernels of k (below: of facet_cpu() at
+ * the call). */
+void facet_matmul_k(const facet_cpu_kernels *k, facet_pool *pool, float *Y, const float *X,
+                    const struct facet_wtensor *W, const float *bias, int n_rows);
+void facet_matmul_multi_k(const facet_cpu_kernels *k, facet_pool *pool, int n_mats,
+                          float *const *Y, const float *X, const struct facet_wtensor *const *W,
+                          const float *const *bias, int n_rows);
 
 /*
  * Y[r][o] = sum_i X[r][i] * W[o][i] (+ bias[o]) for any weight format: X is
@@ -162,6 +207,10 @@ struct facet_cpu_info;
  * "avx512-bf16"). */
 facet_attn_path facet_attn_path_for(const struct facet_cpu_info *cpu);
 const char *facet_attn_path_name(facet_attn_path p);
+/* The attention kernel facet_attention runs on path p for a cache of type t and head_dim
+ * hd: "blocked-avx512bf16" (vdpbf16ps scores), "blocked-avx512" (the AVX-512 tiles), or
+ * "blocked-generic" (portable C; a 16-bit cache's block widened first). */
+const char *facet_attention_kernel_name(facet_attn_path p, facet_kv_type t, int hd);
 
 /*
  * One attention operation's constants, the same for every query of a call:

@@ -28,22 +28,54 @@ const char *facet_wformat_name(facet_wformat f) {
     return "unknown";
 }
 
-const facet_ukernel *facet_ukernel_select(facet_wformat f) {
-    const facet_cpu_info *c = facet_cpu();
-    int avx2 = c->level >= FACET_CPU_AVX2, avx512 = c->level >= FACET_CPU_AVX512;
-    switch (f) {
-    case FACET_WF_F32:
-        return avx512 ? &facet_uk_f32_avx512 : avx2 ? &facet_uk_f32_avx2 : &facet_uk_f32_scalar;
-    case FACET_WF_F16:
-        return avx512 ? &facet_uk_f16_avx512 : avx2 ? &facet_uk_f16_avx2 : &facet_uk_f16_scalar;
-    case FACET_WF_BF16:
-        return c->avx512_bf16 ? &facet_uk_bf16_avx512bf16
-               : avx2         ? &facet_uk_bf16_avx2
-                              : &facet_uk_bf16_scalar;
-    case FACET_WF_Q8:
-        return c->avx512_vnni ? &facet_uk_q8_avx512vnni : avx2 ? &facet_uk_q8_avx2 : &facet_uk_q8_scalar;
+/* Per weight format, its micro-kernels closest first, each with the CPU capability it
+ * needs: the one list that both the engine (facet_cpu_kernels_resolve) and `facet plan`
+ * (through the backend) choose from. */
+enum { NEED_NONE, NEED_AVX2, NEED_AVX512, NEED_AVX512_BF16, NEED_AVX512_VNNI };
+static const struct {
+    const facet_ukernel *uk;
+    int need;
+} candidates[FACET_WF_COUNT][3] = {
+    [FACET_WF_F32] = {{&facet_uk_f32_avx512, NEED_AVX512}, {&facet_uk_f32_avx2, NEED_AVX2},
+                      {&facet_uk_f32_scalar, NEED_NONE}},
+    [FACET_WF_BF16] = {{&facet_uk_bf16_avx512bf16, NEED_AVX512_BF16}, {&facet_uk_bf16_avx2, NEED_AVX2},
+                       {&facet_uk_bf16_scalar, NEED_NONE}},
+    [FACET_WF_F16] = {{&facet_uk_f16_avx512, NEED_AVX512}, {&facet_uk_f16_avx2, NEED_AVX2},
+                      {&facet_uk_f16_scalar, NEED_NONE}},
+    [FACET_WF_Q8] = {{&facet_uk_q8_avx512vnni, NEED_AVX512_VNNI}, {&facet_uk_q8_avx2, NEED_AVX2},
+                     {&facet_uk_q8_scalar, NEED_NONE}},
+};
+
+static int has_capability(const facet_cpu_info *c, int need) {
+    switch (need) {
+    case NEED_AVX2: return c->level >= FACET_CPU_AVX2;
+    case NEED_AVX512: return c->level >= FACET_CPU_AVX512;
+    case NEED_AVX512_BF16: return c->avx512_bf16;
+    case NEED_AVX512_VNNI: return c->avx512_vnni;
+    default: return 1;
     }
-    return &facet_uk_f32_scalar;
+}
+
+const facet_ukernel *facet_ukernel_for(facet_wformat f, const facet_cpu_info *cpu) {
+    if ((int)f < 0 || f >= FACET_WF_COUNT) return &facet_uk_f32_scalar;
+    for (int i = 0; i < 3; i++)
+        if (has_capability(cpu, candidates[f][i].need)) return candidates[f][i].uk;
+    return candidates[f][2].uk;
+}
+
+const facet_ukernel *facet_ukernel_select(facet_wformat f) { return facet_ukernel_for(f, facet_cpu()); }
+
+const char *facet_matmul_kernel_best(facet_wformat f) {
+    return (int)f >= 0 && f < FACET_WF_COUNT ? candidates[f][0].uk->name : "none";
+}
+
+const char *facet_matmul_kernel_name(const facet_cpu_kernels *k, facet_wformat f) {
+    return (int)f >= 0 && f < FACET_WF_COUNT ? k->matmul[f]->name : "none";
+}
+
+void facet_cpu_kernels_resolve(facet_cpu_kernels *k, const facet_cpu_info *cpu) {
+    for (int f = 0; f < FACET_WF_COUNT; f++) k->matmul[f] = facet_ukernel_for((facet_wformat)f, cpu);
+    k->attn = (int)facet_attn_path_for(cpu);
 }
 
 /* ---- activation preparation ---- */
@@ -178,9 +210,9 @@ static void mm_task(void *ctx, int task, int thread) {
  * panel bytes and the kernel (a task exceeds CHUNK_BYTES only when one kernel call's
  * panels do), not on the other matrices.
  */
-static void mm_run(facet_pool *pool, int n_mats, float *const *Y, const float *X,
-                   const facet_wtensor *const *W, const float *const *bias, int n_rows) {
-    const facet_ukernel *uk = facet_ukernel_select(W[0]->format);
+static void mm_run(const facet_ukernel *uk, facet_pool *pool, int n_mats, float *const *Y,
+                   const float *X, const facet_wtensor *const *W, const float *const *bias,
+                   int n_rows) {
     int cols = W[0]->cols, kp = facet_packed_kp(cols), nblk = kp / FACET_Q8_BLOCK;
 
     /* activations in the kernel's format */
@@ -255,28 +287,47 @@ static void mm_run(facet_pool *pool, int n_mats, float *const *Y, const float *X
     free(owned);
 }
 
-void facet_matmul(facet_pool *pool, float *Y, const float *X, const facet_wtensor *W,
-                  const float *bias, int n_rows) {
+void facet_matmul_k(const facet_cpu_kernels *k, facet_pool *pool, float *Y, const float *X,
+                    const facet_wtensor *W, const float *bias, int n_rows) {
     if (n_rows <= 0) return;
     if (!W->packed) {
         facet_matmul_f32(pool, Y, X, (const float *)W->data, bias, n_rows, W->cols, W->rows);
         return;
     }
-    mm_run(pool, 1, &Y, X, &W, &bias, n_rows);
+    mm_run(k->matmul[W->format], pool, 1, &Y, X, &W, &bias, n_rows);
 }
 
-void facet_matmul_multi(facet_pool *pool, int n_mats, float *const *Y, const float *X,
-                        const facet_wtensor *const *W, const float *const *bias, int n_rows) {
+void facet_matmul_multi_k(const facet_cpu_kernels *k, facet_pool *pool, int n_mats,
+                          float *const *Y, const float *X, const facet_wtensor *const *W,
+                          const float *const *bias, int n_rows) {
     if (n_rows <= 0 || n_mats <= 0) return;
     int fused = 1;
     for (int m = 0; m < n_mats; m++)
         if (!W[m]->packed || W[m]->format != W[0]->format || W[m]->cols != W[0]->cols) fused = 0;
     if (!fused) {
-        for (int m = 0; m < n_mats; m++) facet_matmul(pool, Y[m], X, W[m], bias ? bias[m] : NULL, n_rows);
+        for (int m = 0; m < n_mats; m++)
+            facet_matmul_k(k, pool, Y[m], X, W[m], bias ? bias[m] : NULL, n_rows);
         return;
     }
     for (int m0 = 0; m0 < n_mats; m0 += MM_MAX_MATS) {
         int n = n_mats - m0 < MM_MAX_MATS ? n_mats - m0 : MM_MAX_MATS;
-        mm_run(pool, n, Y + m0, X, W + m0, bias ? bias + m0 : NULL, n_rows);
+        mm_run(k->matmul[W[0]->format], pool, n, Y + m0, X, W + m0, bias ? bias + m0 : NULL,
+               n_rows);
     }
+}
+
+/* The kernels of facet_cpu() at the time of the call (tests and benches that switch
+ * paths with FACET_CPU between calls). */
+void facet_matmul(facet_pool *pool, float *Y, const float *X, const facet_wtensor *W,
+                  const float *bias, int n_rows) {
+    facet_cpu_kernels k;
+    facet_cpu_kernels_resolve(&k, facet_cpu());
+    facet_matmul_k(&k, pool, Y, X, W, bias, n_rows);
+}
+
+void facet_matmul_multi(facet_pool *pool, int n_mats, float *const *Y, const float *X,
+                        const facet_wtensor *const *W, const float *const *bias, int n_rows) {
+    facet_cpu_kernels k;
+    facet_cpu_kernels_resolve(&k, facet_cpu());
+    facet_matmul_multi_k(&k, pool, n_mats, Y, X, W, bias, n_rows);
 }

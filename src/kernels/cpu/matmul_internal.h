@@ -65,7 +65,9 @@ typedef struct facet_ukernel {
                            * tile for that                                               */
 } facet_ukernel;
 
-/* The kernel for a packed format at the current CPU level (facet_cpu()). */
+/* The kernel for a packed format on a CPU: the first of the format's candidates (closest
+ * first) whose capability it has; facet_ukernel_select asks facet_cpu(). */
+const facet_ukernel *facet_ukernel_for(facet_wformat f, const struct facet_cpu_info *cpu);
 const facet_ukernel *facet_ukernel_select(facet_wformat f);
 
 /* Kernels per format and path (NULL-free: every format has a scalar kernel). */

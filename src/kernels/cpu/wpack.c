@@ -83,6 +83,23 @@ static size_t packed_bytes(facet_wformat f, int rows, int cols) {
     return panels * facet_panel_bytes(f, facet_packed_kp(cols));
 }
 
+uint64_t facet_wtensor_packed_bytes(facet_wformat f, uint64_t rows, uint64_t cols) {
+    uint64_t panels = (rows + FACET_PANEL - 1) / FACET_PANEL;
+    uint64_t kp = (cols + FACET_KALIGN - 1) / FACET_KALIGN * FACET_KALIGN, per;
+    switch (f) {
+    case FACET_WF_F32: per = 4 * FACET_PANEL; break;
+    case FACET_WF_BF16:
+    case FACET_WF_F16: per = 2 * FACET_PANEL; break;
+    default: /* per 32 inputs: the int8 block and its scale, FACET_Q8_PBLOCK per panel */
+        kp /= FACET_Q8_BLOCK;
+        per = FACET_Q8_PBLOCK;
+        break;
+    }
+    if (panels && kp > UINT64_MAX / panels) return UINT64_MAX; /* saturates, never wraps */
+    uint64_t n = panels * kp;
+    return n && per > UINT64_MAX / n ? UINT64_MAX : n * per;
+}
+
 /* Zeroed memory for a packed tensor; huge-page backed when it spans one. free() frees. */
 static void *weight_alloc(size_t bytes) {
     void *p = NULL;

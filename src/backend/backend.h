@@ -1,0 +1,115 @@
+/*
+ * backend.h — the compute backend interface: the operations the forward pass runs, as one
+ * table of functions chosen once, when a session is created (ggml's ggml_backend_i in
+ * spirit). src/engine calls only through it and never asks which CPU (or device) it runs
+ * on; src/backend/backend_cpu.c implements it with the kernels of src/kernels/cpu.
+ *
+ * Granularity. Each operation is a step of a layer over a whole chunk of batch entries
+ * (matmul over a weight, attention of a layer, a K/V store), or over one entry's row
+ * (norms, RoPE, activation, rounding) called from `run`'s parallel tasks. A backend whose
+ * memory is not the host's (Vulkan, issue 24) implements the chunk operations on its
+ * device and keeps the weights it was given (a facet_wtensor is the key of its device
+ * copy); a backend spread over MPI ranks splits the weights' output rows (matmul) and the
+ * heads (attention) among its ranks. The row operations then move into chunk operations
+ * of the same names; the table grows, the engine's calls keep their shape.
+ *
+ * Shapes use src/model/facts.h's names: H hidden_size, nh/nkv heads, hd head_dim.
+ * Threads: every operation may be called from `run`'s tasks except run, reserve and free.
+ */
+#ifndef FACET_BACKEND_H
+#define FACET_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/kv_cache.h"
+#include "facet.h"
+#include "kernels/cpu/kernels.h"
+
+typedef struct facet_backend facet_backend;
+
+/* A parallel task: task in [0, n_tasks), thread in [0, threads). */
+typedef void (*facet_task_fn)(void *ctx, int task, int thread);
+
+/*
+ * One layer's attention over a chunk of batch entries (rows), grouped by sequence.
+ * q: (n_rows, nh*hd) after norm and RoPE (rounded to bf16 when the cache is bf16);
+ * k, v: (n_rows, nkv*hd) the chunk's own keys and values, rounded to the cache's type;
+ * out: (n_rows, nh*hd). Group g is one sequence's entries: group_len[g] of them,
+ * order[order_at[r] ..] in position order for any of its entries r (the first is
+ * group_row[g]), rows group_row[g] .. + group_len[g] - 1 when contiguous; pos[r] is entry
+ * r's position, seq_ids[r] its sequence in kv. Every entry
+ * of a non-ring layer, and a single-entry group of a ring layer, is already stored in the
+ * cache; a ring layer's other entries are stored after the call (see forward.c).
+ */
+typedef struct facet_attn_chunk {
+    const facet_attn_params *p;    /* window, softcap, scale, sinks, cache type        */
+    facet_kv_cache *kv;
+    int layer;
+    int n_heads, n_kv_heads;
+    int n_rows;
+    const float *q, *k, *v;
+    float *out;
+    const int *pos;
+    const int32_t *seq_ids;
+    int n_groups, contiguous;
+    const int *group_row, *group_len, *order_at, *order;
+} facet_attn_chunk;
+
+typedef struct facet_backend_ops {
+    const char *name;              /* "cpu"                                            */
+    void (*free)(facet_backend *be);
+
+    /* parallel for: fn(ctx, task, thread) for every task, returning when all are done */
+    void (*run)(facet_backend *be, int n_tasks, facet_task_fn fn, void *ctx);
+    int (*threads)(const facet_backend *be);
+    /* make the backend's own scratch hold a chunk of n_rows entries of a model with
+     * n_heads query heads over cache kv (attention of up to max(n_rows, n_heads) queries
+     * per call, ring layers' views); called before anything of a batch is applied.
+     * Errors: FACET_E_NOMEM (the backend unchanged, usable). */
+    facet_status (*reserve)(facet_backend *be, const facet_kv_cache *kv, int n_heads,
+                            int n_rows, facet_error *err);
+
+    /* Y (n_rows, W->rows) = X (n_rows, W->cols) W^T (+ bias); _multi: several weights
+     * of one input (q/k/v, gate/up), each Y[m] bit for bit what matmul gives */
+    void (*matmul)(facet_backend *be, float *Y, const float *X, const facet_wtensor *W,
+                   const float *bias, int n_rows);
+    void (*matmul_multi)(facet_backend *be, int n_mats, float *const *Y, const float *X,
+                         const facet_wtensor *const *W, const float *const *bias, int n_rows);
+    /* a layer's attention over a chunk (facet_attn_chunk) */
+    void (*attention)(facet_backend *be, const facet_attn_chunk *c);
+    /* store entry position pos of sequence seq in the cache (k, v: nkv*hd floats) */
+    void (*kv_store)(facet_backend *be, facet_kv_cache *kv, int seq, int layer, int pos,
+                     const float *k, const float *v);
+
+    /* rows: y = RMSNorm(x) (offset + w), y may alias x; RoPE of n_heads heads of x;
+     * gate = act(gate) * up; x rounded to what a cache of type t holds */
+    void (*rmsnorm)(const facet_backend *be, float *y, const float *x, const float *w, int n,
+                    double eps, float offset);
+    void (*rope)(const facet_backend *be, float *x, int n_heads, int head_dim, int rot,
+                 const float *cos, const float *sin);
+    void (*gated_act)(const facet_backend *be, float *gate, const float *up, int n, int act);
+    void (*kv_round)(const facet_backend *be, float *x, facet_kv_type t, int n);
+
+    /* what runs, for `facet plan` and the bench: the matmul kernel of a weight format
+     * and that format's best kernel anywhere; the attention kernel for a cache type and
+     * head_dim; bytes of a [rows][cols] weight in a format as the backend stores it */
+    const char *(*matmul_kernel)(const facet_backend *be, facet_wformat f);
+    const char *(*matmul_kernel_best)(const facet_backend *be, facet_wformat f);
+    const char *(*attention_kernel)(const facet_backend *be, facet_kv_type t, int head_dim);
+    uint64_t (*weight_bytes)(const facet_backend *be, facet_wformat f, uint64_t rows,
+                             uint64_t cols);
+} facet_backend_ops;
+
+struct facet_backend {
+    const facet_backend_ops *ops;
+};
+
+/*
+ * The CPU backend over `pool` (borrowed; NULL: the calling thread alone), its kernels
+ * resolved from facet_cpu() now, once (kernels.h facet_cpu_kernels). Free with
+ * be->ops->free. Errors: FACET_E_NOMEM.
+ */
+facet_status facet_backend_cpu_create(facet_pool *pool, facet_backend **out, facet_error *err);
+
+#endif

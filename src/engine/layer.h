@@ -1,0 +1,60 @@
+/*
+ * layer.h — a decoder layer as declared kinds: a mixer (the block that mixes positions:
+ * attention today; latent attention and recurrent mixers next) and an FFN (dense today;
+ * mixture-of-experts next), each kind chosen per layer from the facts (facet_layer_kinds)
+ * when a session is created and called through this table, so adding a kind adds a file
+ * and a row, and touches no other kind's code.
+ *
+ * The layer loop (forward.c), for entries [0, n) of the chunk:
+ *   xn = RMSNorm_in(x)                          facet_rows_in_norm
+ *   mixer->forward(s, l, n):  xn -> xn          (the block's output, before its post-norm)
+ *   x += post_norm(xn); xn = FFN input norm(x)  facet_rows_mixer_out
+ *   ffn->forward(s, l, n):    xn -> xn
+ *   x += post_norm(xn)                          facet_rows_ffn_out
+ * A kind reads and writes the session's batch scratch (model_internal.h) and runs its
+ * arithmetic through the session's backend (src/backend/backend.h).
+ */
+#ifndef FACET_ENGINE_LAYER_H
+#define FACET_ENGINE_LAYER_H
+
+#include "engine/model_internal.h"
+
+typedef struct facet_mixer_kind {
+    const char *name;              /* "attention"                                      */
+    /* 1 if this kind runs layer l of the facts (the first kind that takes it wins) */
+    int (*takes)(const facet_facts *f, int l);
+    void (*forward)(facet_session *s, int l, int n);
+} facet_mixer_kind;
+
+typedef struct facet_ffn_kind {
+    const char *name;              /* "dense"                                          */
+    int (*takes)(const facet_facts *f, int l);
+    void (*forward)(facet_session *s, int l, int n);
+} facet_ffn_kind;
+
+/* The kinds (mixer_attention.c, ffn_dense.c). */
+extern const facet_mixer_kind facet_mixer_attention;
+extern const facet_ffn_kind facet_ffn_dense;
+
+/* The mixer and FFN kind of layer l of the facts; NULL when no kind takes it (the
+ * capability table refuses such a checkpoint before it loads). */
+const facet_mixer_kind *facet_layer_mixer(const facet_facts *f, int l);
+const facet_ffn_kind *facet_layer_ffn(const facet_facts *f, int l);
+
+/* ---- per-entry (row) steps, shared by the kinds ----
+ * Each row's arithmetic is independent of the others and of how rows are split over
+ * threads, so spreading them over the backend's threads keeps batch invariance. */
+typedef void (*facet_row_fn)(facet_session *s, int l, int r);
+
+/* fn(s, l, r) for every entry r < n of layer l, in parallel when n is large. */
+void facet_for_rows(facet_session *s, int l, int n, facet_row_fn fn);
+
+/* y = RMSNorm(x) over one row of hidden_size (w NULL: copy through). */
+void facet_norm_row(const facet_session *s, float *y, const float *x, const float *w);
+
+/* The layer loop's row steps (above). */
+void facet_rows_in_norm(facet_session *s, int l, int r);
+void facet_rows_mixer_out(facet_session *s, int l, int r);
+void facet_rows_ffn_out(facet_session *s, int l, int r);
+
+#endif

@@ -1,0 +1,102 @@
+/*
+ * mixer_attention.c — the softmax attention mixer kind (layer.h), as transformers'
+ * LlamaAttention and the families that share it (qwen2/3, mistral, gemma 1-3, phi3,
+ * olmo2, granite, smollm3), every variation a fact:
+ *   q,k,v = h W^T (+ bias)                      [qkv_bias]
+ *   q,k = RMSNorm per head or over the projection   [qk_norm]
+ *   RoPE(q, k) at the position (global or local table)  [not on no_rope layers]
+ *   a = softmax(softcap(q k^T * scale) + causal / window mask) v   (GQA)
+ *   h = a W_o^T (+ bias)                        [o_bias]
+ * The attention itself is the backend's one operation (backend.h facet_attn_chunk) with
+ * the layer's window, softcap and scale.
+ */
+#include "backend/backend.h"
+#include "engine/layer.h"
+
+/* Every layer of today's families. */
+static int attention_takes(const facet_facts *f, int l) {
+    (void)f;
+    (void)l;
+    return 1;
+}
+
+static int ring_layer(const facet_session *s, int l) { return facet_kv_is_ring(&s->kv, l); }
+
+/* Store entry r's K/V row (after norm and RoPE) into its sequence's cache. */
+static void store_kv_row(facet_session *s, int l, int r) {
+    size_t kvd = (size_t)(s->model->facts.num_key_value_heads * s->model->facts.head_dim);
+    s->be->ops->kv_store(s->be, &s->kv, s->seq_ids[r], l, s->pos[r], s->k + r * kvd,
+                         s->v + r * kvd);
+}
+
+/* q/k norm and RoPE of one entry; its K/V row goes into the cache, except on a ring
+ * layer in a group of several entries (stored after attention: backend_cpu.c). */
+static void qk_row(facet_session *s, int l, int r) {
+    facet_model *m = s->model;
+    const facet_backend *be = s->be;
+    const facet_facts *f = &m->facts;
+    const facet_layer_weights *L = &m->w.layers[l];
+    int nh = (int)f->num_attention_heads, nkv = (int)f->num_key_value_heads, hd = (int)f->head_dim;
+    int qd = nh * hd, kvd = nkv * hd, half = m->rope_dim / 2;
+    float off = (float)f->norm_weight_offset;
+    int local = m->inv_freq_local && f->layer_sliding[l];
+    float *q = s->q + (size_t)r * qd, *k = s->k + (size_t)r * kvd;
+    if (L->q_norm && L->qk_norm_full) { /* OLMo 2: over the whole projection */
+        be->ops->rmsnorm(be, q, q, L->q_norm, qd, f->rms_norm_eps, off);
+        be->ops->rmsnorm(be, k, k, L->k_norm, kvd, f->rms_norm_eps, off);
+    } else if (L->q_norm) { /* Qwen 3, Gemma 3: over each head */
+        for (int h = 0; h < nh; h++)
+            be->ops->rmsnorm(be, q + h * hd, q + h * hd, L->q_norm, hd, f->rms_norm_eps, off);
+        for (int h = 0; h < nkv; h++)
+            be->ops->rmsnorm(be, k + h * hd, k + h * hd, L->k_norm, hd, f->rms_norm_eps, off);
+    }
+    const float *cs = (local ? s->rope_cos_local : s->rope_cos) + (size_t)r * half;
+    const float *sn = (local ? s->rope_sin_local : s->rope_sin) + (size_t)r * half;
+    if (!f->layer_no_rope[l]) { /* SmolLM3's NoPE layers attend without positions */
+        be->ops->rope(be, q, nh, hd, m->rope_dim, cs, sn);
+        be->ops->rope(be, k, nkv, hd, m->rope_dim, cs, sn);
+    }
+    /* a bf16 cache is bf16 attention: the query is rounded like the keys, so each score
+     * is a sum of exact products of bf16 values (FlashAttention's bf16 arithmetic), on
+     * every path; on AVX512-BF16 the blocked kernel takes them from vdpbf16ps */
+    if (s->kv.type == FACET_KV_BF16) be->ops->kv_round(be, q, s->kv.type, qd);
+    if (!ring_layer(s, l) || s->group_len[s->chunk_gid[r]] == 1) {
+        store_kv_row(s, l, r);
+    } else if (s->kv.type != FACET_KV_F32) {
+        /* a ring layer's prefill reads this chunk's rows from the scratch (its view): round
+         * them as the cache will hold them, so the result does not depend on chunking */
+        be->ops->kv_round(be, k, s->kv.type, kvd);
+        be->ops->kv_round(be, s->v + (size_t)r * kvd, s->kv.type, kvd);
+    }
+}
+
+/* xn (RMSNorm_in(x)) -> xn (o_proj's output) for entries [0, n) of layer l. */
+static void attention_forward(facet_session *s, int l, int n) {
+    facet_backend *be = s->be;
+    const facet_facts *f = &s->model->facts;
+    const facet_layer_weights *L = &s->model->w.layers[l];
+    { /* q, k and v in one sweep: one activation prep, one parallel run */
+        float *const y[3] = {s->q, s->k, s->v};
+        const facet_wtensor *const w[3] = {&L->q_proj, &L->k_proj, &L->v_proj};
+        const float *const b[3] = {L->q_bias, L->k_bias, L->v_bias};
+        be->ops->matmul_multi(be, 3, y, s->xn, w, b, n);
+    }
+    facet_for_rows(s, l, n, qk_row); /* + the K/V store */
+    facet_attn_params P = {.head_dim = (int)f->head_dim, .scale = (float)f->attn_scale,
+                           .softcap = (float)f->attn_logit_softcap, .kv_type = s->kv.type,
+                           .v_stride = (size_t)f->head_dim};
+    if (f->layer_sliding[l] && f->sliding_window > 0) P.window = (int)f->sliding_window;
+    facet_attn_chunk c = {.p = &P, .kv = &s->kv, .layer = l,
+                          .n_heads = (int)f->num_attention_heads,
+                          .n_kv_heads = (int)f->num_key_value_heads, .n_rows = n, .q = s->q,
+                          .k = s->k, .v = s->v, .out = s->att_out, .pos = s->pos,
+                          .seq_ids = s->seq_ids, .n_groups = s->n_groups,
+                          .contiguous = s->groups_contiguous, .group_row = s->group_row,
+                          .group_len = s->group_len, .order_at = s->chunk_group,
+                          .order = s->chunk_order};
+    be->ops->attention(be, &c);
+    if (ring_layer(s, l)) facet_for_rows(s, l, n, store_kv_row); /* after attention */
+    be->ops->matmul(be, s->xn, s->att_out, &L->o_proj, L->o_bias, n);
+}
+
+const facet_mixer_kind facet_mixer_attention = {"attention", attention_takes, attention_forward};
