@@ -20,6 +20,7 @@
 
 #include "io/safetensors.h"
 #include "model/gguf_checkpoint.h"
+#include "model/tensors.h"
 #include "util/error.h"
 
 #define TRY(x)                                 \
@@ -187,7 +188,7 @@ static facet_status map_vocab(ctx *c, const gguf_model *m) {
     int64_t v = 0;
     TRY(map_int(c, "vocab_size", NULL, 0, 1, INT64_C(1) << 26, &v));
     const gguf_kv *tok = gguf_find_kv(c->g, "tokenizer.ggml.tokens");
-    const gguf_tensor *emb = gguf_model_find(m, "token_embd.weight");
+    const gguf_tensor *emb = gguf_model_find(m, facet_tensor_slot(FACET_TS_EMBED_TOKENS)->gguf);
     if (!v && tok && tok->type == GGUF_T_ARRAY) v = (int64_t)tok->arr_n;
     if (!v && emb && emb->n_dims == 2) v = emb->ne[1];
     if (!v)
@@ -326,16 +327,16 @@ static facet_status all_or_none(const gguf_model *m, int64_t L, const char *what
 static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err) {
     const char *path = m->files[0].path;
     int64_t L = f->num_hidden_layers;
-    const gguf_tensor *emb = gguf_model_find(m, "token_embd.weight");
+    const char *emb_name = facet_tensor_slot(FACET_TS_EMBED_TOKENS)->gguf;
+    const gguf_tensor *emb = gguf_model_find(m, emb_name);
     if (!emb)
-        return facet_err(err, FACET_E_NOT_FOUND, "%s: tensor token_embd.weight is missing",
-                         path);
+        return facet_err(err, FACET_E_NOT_FOUND, "%s: tensor %s is missing", path, emb_name);
     if (emb->n_dims != 2 || emb->ne[0] != f->hidden_size || emb->ne[1] != f->vocab_size)
         return facet_err(err, FACET_E_FORMAT,
-                         "%s: tensor token_embd.weight has ne [%" PRId64 ", %" PRId64
+                         "%s: tensor %s has ne [%" PRId64 ", %" PRId64
                          "] (n_dims %d), expected [%" PRId64 ", %" PRId64
                          "] (hidden, vocab)",
-                         path, emb->ne[0], emb->ne[1], emb->n_dims, (int64_t)f->hidden_size,
+                         path, emb_name, emb->ne[0], emb->ne[1], emb->n_dims, (int64_t)f->hidden_size,
                          (int64_t)f->vocab_size);
     /* every blk.N.* tensor belongs to a layer below block_count, and each layer has some */
     uint8_t seen[FACET_MAX_LAYERS] = {0};
@@ -358,19 +359,23 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
                              " says layer %" PRId64 " exists)",
                              path, i, L, i);
     int q_bias = 0, o_bias = 0, qk_norm = 0, fused_qkv = 0, has_gate = 0, has_up = 0;
-    TRY(all_or_none(m, L, "attn_q.bias", "attn_qkv.bias", &q_bias, err));
-    TRY(all_or_none(m, L, "attn_output.bias", NULL, &o_bias, err));
-    TRY(all_or_none(m, L, "attn_q_norm.weight", NULL, &qk_norm, err));
-    TRY(all_or_none(m, L, "attn_qkv.weight", NULL, &fused_qkv, err));
-    TRY(all_or_none(m, L, "ffn_gate.weight", NULL, &has_gate, err));
-    TRY(all_or_none(m, L, "ffn_up.weight", NULL, &has_up, err));
+    /* the tensors' GGUF names are the tensor table's (model/tensors.h) */
+#define GGUF(slot) facet_tensor_slot(slot)->gguf
+    TRY(all_or_none(m, L, GGUF(FACET_TS_Q_BIAS), facet_tensor_fused(FACET_TF_QKV_BIAS)->gguf,
+                    &q_bias, err));
+    TRY(all_or_none(m, L, GGUF(FACET_TS_O_BIAS), NULL, &o_bias, err));
+    TRY(all_or_none(m, L, GGUF(FACET_TS_Q_NORM), NULL, &qk_norm, err));
+    TRY(all_or_none(m, L, facet_tensor_fused(FACET_TF_QKV_PROJ)->gguf, NULL, &fused_qkv, err));
+    TRY(all_or_none(m, L, GGUF(FACET_TS_GATE_PROJ), NULL, &has_gate, err));
+    TRY(all_or_none(m, L, GGUF(FACET_TS_UP_PROJ), NULL, &has_up, err));
+#undef GGUF
     f->qkv_bias = q_bias;
     f->o_bias = o_bias;
     f->qk_norm = qk_norm;
     f->fused_qkv = fused_qkv;
     f->fused_gate_up = has_up && !has_gate; /* Phi-3: ffn_up holds [gate; up] */
     if (f->fused_gate_up) {
-        const gguf_tensor *up = layer_tensor(m, 0, "ffn_up.weight");
+        const gguf_tensor *up = layer_tensor(m, 0, facet_tensor_slot(FACET_TS_UP_PROJ)->gguf);
         if (up->ne[1] != 2 * f->intermediate_size)
             return facet_err(err, FACET_E_FORMAT,
                              "%s: tensor %s has ne [%" PRId64 ", %" PRId64
@@ -379,7 +384,7 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
                              path, up->name, up->ne[0], up->ne[1], (int64_t)f->hidden_size,
                              (int64_t)(2 * f->intermediate_size));
     }
-    f->has_lm_head = gguf_model_find(m, "output.weight") != NULL;
+    f->has_lm_head = gguf_model_find(m, facet_tensor_slot(FACET_TS_LM_HEAD)->gguf) != NULL;
     if (f->tie_word_embeddings == f->has_lm_head)
         facet_facts_note(f, "tie_word_embeddings=%d from the tensors: output.weight is %s",
                          !f->has_lm_head, f->has_lm_head ? "present" : "absent (tied)");
