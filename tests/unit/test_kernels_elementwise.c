@@ -49,6 +49,46 @@ static void check_silu(int n) {
     free(g0);
 }
 
+/* gelu_pytorch_tanh: within 1e-6 of |g u| of the float64 0.5 g (1 + tanh(u)) (the
+ * scalar path's 1 + tanhf(u) cancels for negative g, so the bound is on the input's
+ * scale, not the result's) */
+static void check_gelu_tanh(int n) {
+    float *g = malloc(sizeof(float) * (size_t)n), *u = malloc(sizeof(float) * (size_t)n);
+    float *g0 = malloc(sizeof(float) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        double mag = i % 7 == 0 ? 60.0 : i % 5 == 0 ? 1e-6 : 6.0;
+        g0[i] = g[i] = (float)(urand() * mag);
+        u[i] = (float)urand();
+    }
+    if (n > 3) {
+        g0[0] = g[0] = -0.0f;
+        g0[1] = g[1] = -3.0e13f; /* g^3 overflows float: the product is -0 */
+        g0[2] = g[2] = 3.0e13f;
+    }
+    facet_gated_act(g, u, n, 1);
+    for (int i = 0; i < n; i++) {
+        double x = g0[i], c = 0.7978845608028654;
+        double want = 0.5 * x * (1.0 + tanh(c * (x + 0.044715 * x * x * x))) * u[i];
+        if (!(fabs(g[i] - want) <= 1e-6 * fabs(x * u[i]) + 1e-30))
+            fail_msg("%s n %d i %d: gelu_tanh(%.9g) * %.9g = %.9g, float64 %.9g",
+                     facet_cpu_level_name(facet_cpu()->level), n, i, g0[i], u[i], g[i], want);
+    }
+    free(g);
+    free(u);
+    free(g0);
+}
+
+static void test_gelu_tanh_paths(void **state) {
+    (void)state;
+    FOR_EACH_CPU_PATH(p) {
+        check_gelu_tanh(1);
+        check_gelu_tanh(16);
+        check_gelu_tanh(37);
+        check_gelu_tanh(3072);
+    }
+    test_cpu_path_reset();
+}
+
 static void test_silu_paths(void **state) {
     (void)state;
     FOR_EACH_CPU_PATH(p) {
@@ -108,7 +148,7 @@ static void test_q8_quantize_paths(void **state) {
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_silu_paths),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_silu_paths), cmocka_unit_test(test_gelu_tanh_paths),
                                        cmocka_unit_test(test_q8_quantize_paths)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -275,9 +275,10 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
 void facet_softmax(float *x, int n);
 
 /* gate[i] = act(gate[i]) * up[i] for i < n; act: 0 silu, 1 gelu tanh, 2 gelu erf
- * (values of facet_act). SiLU on the AVX-512 path uses a vector e^x within 2 ulp of
- * expf for whole groups of 16 (the rest, and every other path, libm's expf); the split
- * depends only on n, so a row's result does not depend on its batch. */
+ * (values of facet_act). SiLU and gelu tanh (as g sigmoid(2u), the same function) on the
+ * AVX-512 path use a vector e^x within 2 ulp of expf for whole groups of 16 (the rest,
+ * and every other path, libm's expf / tanhf); the split depends only on n, so a row's
+ * result does not depend on its batch. */
 void facet_gated_act(float *gate, const float *up, int n, int act);
 
 /* Dot product of two float32 vectors of length n: fused multiply-adds into SIMD lanes
