@@ -408,7 +408,7 @@ facet_status facet_toolcall_parse(facet_toolcall_format format, const char *text
     return FACET_OK;
 }
 
-char *facet_toolcall_result_json(const facet_toolcall_result *r) {
+json_t *toolcall_result_array(const facet_toolcall_result *r) {
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < r->n_calls; i++) {
         json_t *fn = json_pack("{s:s, s:s}", "name", r->calls[i].name, "arguments", r->calls[i].arguments);
@@ -418,6 +418,11 @@ char *facet_toolcall_result_json(const facet_toolcall_result *r) {
             return NULL;
         }
     }
+    return arr;
+}
+
+char *facet_toolcall_result_json(const facet_toolcall_result *r) {
+    json_t *arr = toolcall_result_array(r);
     char *s = arr ? json_dumps(arr, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(arr);
     return s;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat/chat_internal.h"
 #include "util/error.h"
 #include "util/json.h"
 
@@ -161,61 +162,65 @@ int srv_chat_prompt(srv_server *s, oai_request *r, int32_t **ids, size_t *n, oai
 }
 
 /* Parse prefix + text; *calls is the OpenAI tool_calls array (NULL when none) and
- * *content the remaining text (a new reference, null when empty and calls exist). */
-static void parse_calls(facet_toolcall_format fmt, const char *prefix, const char *text,
-                        size_t len, json_t **calls, json_t **content) {
+ * *content the remaining text (a new reference, null when empty and calls exist).
+ * Returns 0, or -1 out of memory (nothing set). */
+static int parse_calls(facet_toolcall_format fmt, const char *prefix, const char *text,
+                       size_t len, json_t **calls, json_t **content) {
     *calls = NULL;
     *content = NULL;
     size_t pl = strlen(prefix);
     char *all = malloc(pl + len + 1);
-    if (!all) return;
+    if (!all) return -1;
     memcpy(all, prefix, pl);
     memcpy(all + pl, text, len);
     all[pl + len] = '\0';
     facet_toolcall_result res;
     facet_error e;
     memset(&res, 0, sizeof res);
-    if (facet_toolcall_parse(fmt, all, pl + len, &res, &e) == FACET_OK && res.n_calls > 0) {
-        char *js = facet_toolcall_result_json(&res);
-        json_t *arr = js ? json_loads(js, 0, NULL) : NULL;
-        free(js);
-        if (json_is_array(arr) && json_array_size(arr) > 0) {
-            *calls = arr;
-            /* whitespace around the calls is not content */
-            const char *c = res.content;
-            size_t cl = strlen(c);
-            while (cl && (c[cl - 1] == ' ' || c[cl - 1] == '\n')) cl--;
-            while (cl && (*c == ' ' || *c == '\n')) c++, cl--;
-            *content = cl ? json_stringn(c, cl) : json_null();
-        } else {
+    int rc = 0;
+    if (facet_toolcall_parse(fmt, all, pl + len, &res, &e) != FACET_OK) {
+        rc = -1; /* FACET_E_NOMEM, its only error */
+    } else if (res.n_calls > 0) {
+        json_t *arr = toolcall_result_array(&res);
+        /* whitespace around the calls is not content */
+        const char *c = res.content;
+        size_t cl = strlen(c);
+        while (cl && (c[cl - 1] == ' ' || c[cl - 1] == '\n')) cl--;
+        while (cl && (*c == ' ' || *c == '\n')) c++, cl--;
+        json_t *ct = cl ? json_stringn(c, cl) : json_null();
+        if (!arr || !ct) {
             json_decref(arr);
+            json_decref(ct);
+            rc = -1;
+        } else {
+            *calls = arr;
+            *content = ct;
         }
     }
     facet_toolcall_result_free(&res);
     free(all);
+    return rc;
 }
 
 json_t *srv_chat_build_message(facet_toolcall_format fmt, int tools_active, const char *prefix,
                                const char *text, size_t len, const char **finish) {
     if (tools_active) {
         json_t *calls, *content;
-        parse_calls(fmt, prefix, text, len, &calls, &content);
+        if (parse_calls(fmt, prefix, text, len, &calls, &content)) return NULL;
         if (calls) {
             *finish = "tool_calls";
-            return json_pack("{s:s,s:o,s:o}", "role", "assistant", "content",
-                             content ? content : json_null(), "tool_calls", calls);
+            return json_pack("{s:s,s:o,s:o}", "role", "assistant", "content", content,
+                             "tool_calls", calls);
         }
-        json_decref(content);
         /* no call recognized: the opening the prompt was given belongs to the text */
         size_t pl = strlen(prefix);
         char *all = malloc(pl + len + 1);
-        if (all) {
-            memcpy(all, prefix, pl);
-            memcpy(all + pl, text, len);
-            json_t *m = json_pack("{s:s,s:s%}", "role", "assistant", "content", all, pl + len);
-            free(all);
-            return m;
-        }
+        if (!all) return NULL;
+        memcpy(all, prefix, pl);
+        memcpy(all + pl, text, len);
+        json_t *m = json_pack("{s:s,s:s%}", "role", "assistant", "content", all, pl + len);
+        free(all);
+        return m;
     }
     return json_pack("{s:s,s:s%}", "role", "assistant", "content", text, len);
 }
@@ -228,7 +233,12 @@ json_t *srv_chat_build_delta(facet_toolcall_format fmt, int tools_active, const 
     json_t *calls = json_object_get(m, "tool_calls");
     size_t i;
     json_t *c;
-    json_array_foreach(calls, i, c) json_object_set_new(c, "index", json_integer((json_int_t)i));
+    json_array_foreach(calls, i, c) {
+        if (json_object_set_new(c, "index", json_integer((json_int_t)i))) {
+            json_decref(m);
+            return NULL;
+        }
+    }
     if (calls && json_is_null(json_object_get(m, "content"))) json_object_del(m, "content");
     return m;
 }

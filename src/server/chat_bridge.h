@@ -42,12 +42,13 @@ int srv_chat_prompt(srv_server *s, oai_request *r, int32_t **ids, size_t *n, oai
 /* The assistant message of a finished choice of text `text` (len bytes):
  * {"role": "assistant", "content": text}, or, when tools are active and
  * prefix + text parses as calls in `fmt`, content (the rest of the text, null when
- * empty) and "tool_calls" (then *finish becomes "tool_calls"). Pure: no server state. */
+ * empty) and "tool_calls" (then *finish becomes "tool_calls"). Pure: no server state.
+ * NULL when out of memory. */
 json_t *srv_chat_build_message(facet_toolcall_format fmt, int tools_active, const char *prefix,
                                const char *text, size_t len, const char **finish);
 
 /* The same as a streaming delta: {"content": ...} and/or {"tool_calls": [{"index": i,
- * "id", "type", "function"}]}. */
+ * "id", "type", "function"}]}. NULL when out of memory. */
 json_t *srv_chat_build_delta(facet_toolcall_format fmt, int tools_active, const char *prefix,
                              const char *text, size_t len, const char **finish);
 

@@ -189,7 +189,13 @@ static void stream_produce(stream_ctx *x) {
             json_t *delta = m->kind == OAI_CHAT
                                 ? json_pack("{s:s%}", "content", t, new_text)
                                 : NULL;
-            sse_append(x, oai_chunk(m, i, t, new_text, delta, lp, NULL));
+            if ((m->logprobs && !lp) || (m->kind == OAI_CHAT && !delta)) { /* out of memory */
+                json_decref(lp);
+                json_decref(delta);
+                x->buf.failed = FACET_STR_NOMEM;
+            } else {
+                sse_append(x, oai_chunk(m, i, t, new_text, delta, lp, NULL));
+            }
             sc->text_sent = c->text.len;
             sc->ids_sent = n_ids;
         }
@@ -202,7 +208,14 @@ static void stream_produce(stream_ctx *x) {
                              ? oai_logprobs(m, c, sc->ids_sent, n_ids,
                                             j->prompt[j->n_prompt - 1], &sc->text_offset)
                              : NULL;
-            sse_append(x, oai_chunk(m, i, "", 0, delta, lp, fin));
+            if ((m->kind == OAI_CHAT && hold && !delta) ||
+                (m->logprobs && sc->ids_sent < n_ids && !lp)) { /* out of memory */
+                json_decref(lp);
+                json_decref(delta);
+                x->buf.failed = FACET_STR_NOMEM;
+            } else {
+                sse_append(x, oai_chunk(m, i, "", 0, delta, lp, fin));
+            }
             sc->ids_sent = n_ids;
             sc->fin_sent = 1;
         }

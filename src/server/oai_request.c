@@ -49,13 +49,18 @@ int oai_fail_status(oai_error *e, facet_status st, const char *param, const char
     return -1;
 }
 
+static int utf8_ok(const char *s) { return facet_utf8_validate(s, strlen(s)) == strlen(s); }
+
 char *oai_error_json(const oai_error *e) {
-    json_t *o = json_pack("{s:{s:s,s:s,s:o,s:o}}", "error", "message", e->message, "type",
-                          e->type ? e->type : "invalid_request_error", "param",
-                          e->param[0] ? json_string(e->param) : json_null(), "code",
-                          e->code[0] ? json_string(e->code) : json_null());
-    /* messages may quote invalid UTF-8 from a body: jansson refuses it, so fall back */
-    if (!o)
+    json_t *o = NULL;
+    /* messages may quote invalid UTF-8 from a body: jansson refuses it, so fall back (and
+     * only then: a NULL from json_pack is otherwise out of memory) */
+    if (utf8_ok(e->message) && utf8_ok(e->param) && utf8_ok(e->code))
+        o = json_pack("{s:{s:s,s:s,s:o,s:o}}", "error", "message", e->message, "type",
+                      e->type ? e->type : "invalid_request_error", "param",
+                      e->param[0] ? json_string(e->param) : json_null(), "code",
+                      e->code[0] ? json_string(e->code) : json_null());
+    else
         o = json_pack("{s:{s:s,s:s,s:n,s:n}}", "error", "message", "invalid request", "type",
                       e->type ? e->type : "invalid_request_error", "param", "code");
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;

@@ -32,13 +32,15 @@ json_t *oai_usage(int prompt_tokens, int completion_tokens);
 /* logprobs object for tokens [from, to) of a choice's outputs c (prompt_last: the prompt's last id,
  * the context of the first token's alternatives); *text_offset (completions only)
  * advances by each token's text length. NULL when not requested. Token strings are
- * the text each token adds to the detokenized stream. */
+ * the text each token adds to the detokenized stream. NULL also when out of memory (a
+ * caller that asked for them must not send the response without them). */
 json_t *oai_logprobs(const oai_meta *m, const srv_output *c, int from, int to,
                      int32_t prompt_last, size_t *text_offset);
 
 /* The whole non-streaming response of a finished job; `message` (chat) is the assistant
  * message object of each choice, built by the caller (content / tool_calls), and
- * `finish` its finish_reason. */
+ * `finish` its finish_reason (the references of messages are taken). NULL when out of
+ * memory (a message NULL included), never a response with a part missing. */
 json_t *oai_response(const oai_meta *m, const srv_job *j, json_t **messages,
                      const char **finish);
 

@@ -10,7 +10,9 @@
  * unless a test asks (alloc_fail_json), jansson's: jansson 2.14's lexer ignores a failed
  * growth of its token buffer and drops the byte, so a failure there turns a valid
  * "LlamaForCausalLM" into "LlamaForCausalM" without any error — nothing its caller can
- * detect. The sweeps that build JSON (the server's responses) count them.
+ * detect; and json_dumps, when an allocation of its own fails, has returned a text with
+ * an object key emptied ({"":"stop"} for {"finish_reason":"stop"}). The sweeps count them
+ * only while JSON values are built (the server's responses), not parsed or dumped.
  *
  * When armed with n, the n-th counted allocation from then on fails (returns NULL,
  * posix_memalign ENOMEM) and, with `persistent`, every later one as well; the others
