@@ -10,11 +10,13 @@
  * server then answers 500); a response that is produced must be byte for byte the one
  * of a run that never failed (no silently dropped field or array element). jansson's
  * allocations are counted while the responses are built (not while JSON is parsed —
- * the body, a tool call's arguments — or serialized: see alloc_fail.h). The sweeps are
- * exhaustive (every n up to the first run without a failure) except the chat answered
- * with a tool call, whose ~10,000 allocations (most of them jansson's, one per byte of
- * the logprobs' "bytes" arrays) are swept densely over the first 3,000 (parse, prompt,
- * the first tokens' logprobs) and then every 7th, to keep the suite's ASan run short.
+ * the body, a tool call's arguments — or serialized: see alloc_fail.h). The completion
+ * is swept exhaustively (every n up to the first run without a failure); the chat
+ * requests, whose response building makes most of their allocations (jansson's, one
+ * per byte of the logprobs' "bytes" arrays: ~2,200 in all answered with text, ~10,700
+ * answered with a tool call), densely over the first 1,500 (parse, prompt, the copy
+ * and the first tokens' logprobs) and then every 5th (text) or 13th (tool call), to
+ * keep the suite's ASan run near 15 s of CPU.
  */
 #include <jansson.h>
 #include <setjmp.h>
@@ -236,9 +238,9 @@ static void test_chat_with_tools(void **state) {
         "\"logprobs\":true,\"top_logprobs\":2,\"stop\":\"\\n\\n\",\"max_tokens\":64}";
     /* the model answers with a call (Qwen3's Hermes syntax), then with plain text */
     make_output("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>");
-    sweep(OAI_CHAT, body, "chat, tool call", 3000, 7);
+    sweep(OAI_CHAT, body, "chat, tool call", 1500, 13);
     make_output("It is sunny.");
-    sweep(OAI_CHAT, body, "chat, text", 0, 1);
+    sweep(OAI_CHAT, body, "chat, text", 1500, 5);
 }
 
 int main(void) {
