@@ -886,197 +886,191 @@ static int macro_catches(const jnode *n) {
     return found;
 }
 
+/* `%}`, then the body up to {% END %}, then that tag's `%}`. 0 ok, -1 failed. */
+static int block_body(parser *P, jnlist *body, const char *end) {
+    const char *const ends[] = {end, NULL};
+    if (block_end(P) || subparse(P, body, ends)) return -1;
+    next(P);
+    return block_end(P);
+}
+
+/* The body of a macro or {% call %} block (up to {% END %}): break/continue there do
+ * not reach an enclosing loop. Leaves the parser on END. 0 ok, -1 failed. */
+static int callable_body(parser *P, jnode *n, const char *end) {
+    const char *const ends[] = {end, NULL};
+    int saved = P->loop_depth;
+    P->loop_depth = 0;
+    int rc = block_end(P) || subparse(P, &n->l1, ends);
+    P->loop_depth = saved;
+    if (rc) return -1;
+    n->catches = macro_catches(n);
+    next(P);
+    return 0;
+}
+
+/* Each statement parser fills the node n (of the row's kind) that the dispatcher made
+ * for keyword token t, after which the parser stands: 0 ok, -1 after fail(). */
+static int stmt_if(parser *P, jtok *t, jnode *n) {
+    (void)t;
+    jnode *curif = n;
+    if (!(n->a = parse_tuple(P, 0, 0, NULL, 0)) || block_end(P)) return -1;
+    for (;;) {
+        static const char *const ends[] = {"elif", "else", "endif", NULL};
+        if (subparse(P, &curif->l1, ends)) return -1;
+        jtok *e = cur(P);
+        next(P);
+        if (strcmp(e->s, "elif")) return !strcmp(e->s, "else") ? block_body(P, &curif->l2, "endif") : block_end(P);
+        jnode *el = node(P, N_IF, e);
+        if (!el || nl_push(P, &curif->l2, el)) {
+            node_free(el);
+            return -1;
+        }
+        curif = el;
+        if (!(el->a = parse_tuple(P, 0, 0, NULL, 0)) || block_end(P)) return -1;
+    }
+}
+
+static int stmt_for(parser *P, jtok *t, jnode *n) {
+    (void)t;
+    if (parse_target(P, n, 0, "in")) return -1;
+    if (!is_name(P, "in")) {
+        fail(P, cur(P), FACET_E_PARSE, "expected 'in' in for loop, got '%s'", tok_desc(cur(P)));
+        return -1;
+    }
+    next(P);
+    if (!(n->a = parse_tuple(P, 0, 0, "recursive", 0))) return -1;
+    if (is_name(P, "if")) {
+        next(P);
+        if (!(n->b = parse_expression(P, 1))) return -1;
+    }
+    if (is_name(P, "recursive")) {
+        fail(P, cur(P), FACET_E_UNSUPPORTED, "unsupported construct: recursive for loop");
+        return -1;
+    }
+    if (block_end(P)) return -1;
+    static const char *const ends[] = {"endfor", "else", NULL};
+    P->loop_depth++;
+    int rc = subparse(P, &n->l1, ends);
+    P->loop_depth--;
+    if (rc) return -1;
+    int has_else = is_name(P, "else");
+    next(P);
+    return has_else ? block_body(P, &n->l2, "endfor") : block_end(P);
+}
+
+static int stmt_set(parser *P, jtok *t, jnode *n) {
+    if (parse_target(P, n, 1, NULL)) return -1;
+    if (is_op(P, "=")) {
+        next(P);
+        return !(n->b = parse_tuple(P, 0, 1, NULL, 0)) || block_end(P) ? -1 : 0;
+    }
+    n->k = N_SETBLOCK;
+    if (n->neg) {
+        fail(P, t, FACET_E_PARSE, "a block set takes one target");
+        return -1;
+    }
+    if (is_op(P, "|") && !(n->a = parse_filter(P, NULL, 0))) return -1;
+    return block_body(P, &n->l1, "endset");
+}
+
+static int stmt_macro(parser *P, jtok *t, jnode *n) {
+    (void)t;
+    if (cur(P)->k != T_NAME) {
+        fail(P, cur(P), FACET_E_PARSE, "expected a macro name, got '%s'", tok_desc(cur(P)));
+        return -1;
+    }
+    if (!(n->name = strdup(cur(P)->s))) {
+        fail(P, cur(P), FACET_E_NOMEM, "out of memory");
+        return -1;
+    }
+    next(P);
+    if (parse_signature(P, n) || callable_body(P, n, "endmacro")) return -1;
+    if (cur(P)->k == T_NAME) next(P); /* {% endmacro name %} */
+    return block_end(P);
+}
+
+static int stmt_call(parser *P, jtok *t, jnode *n) {
+    if (is_op(P, "(") && parse_signature(P, n)) return -1;
+    if (!(n->a = parse_expression(P, 1))) return -1;
+    if (n->a->k != N_CALL) {
+        fail(P, t, FACET_E_PARSE, "expected a call after {%% call %%}");
+        return -1;
+    }
+    return callable_body(P, n, "endcall") || block_end(P) ? -1 : 0;
+}
+
+static int stmt_filter(parser *P, jtok *t, jnode *n) {
+    (void)t;
+    return !(n->a = parse_filter(P, NULL, 1)) || block_body(P, &n->l1, "endfilter") ? -1 : 0;
+}
+
+/* {% with a = x, b = y %}...{% endwith %}: values evaluated outside, names scoped */
+static int stmt_with(parser *P, jtok *t, jnode *n) {
+    (void)t;
+    while (cur(P)->k != T_BLOCK_END) {
+        if (n->names.len && expect_op(P, ",")) return -1;
+        if (cur(P)->k != T_NAME) {
+            fail(P, cur(P), FACET_E_PARSE, "expected a name in {%% with %%}, got '%s'", tok_desc(cur(P)));
+            return -1;
+        }
+        if (name_push(P, n, cur(P)->s)) return -1;
+        next(P);
+        if (expect_op(P, "=")) return -1;
+        jnode *v = parse_expression(P, 1);
+        if (!v || nl_push(P, &n->l2, v)) {
+            node_free(v);
+            return -1;
+        }
+    }
+    return block_body(P, &n->l1, "endwith");
+}
+
+static int stmt_generation(parser *P, jtok *t, jnode *n) {
+    (void)t;
+    return block_body(P, &n->l1, "endgeneration");
+}
+
+static int stmt_loop_control(parser *P, jtok *t, jnode *n) { /* break, continue */
+    (void)n;
+    if (!P->loop_depth) {
+        fail(P, t, FACET_E_PARSE, "'%s' outside of a loop", t->s);
+        return -1;
+    }
+    return block_end(P);
+}
+
+/* The statements facet parses: keyword, node kind, parser (sorted by keyword for
+ * binary search). Any other {% name %} is an unsupported construct naming it. */
+typedef struct stmt_row {
+    const char *keyword;
+    jnode_kind kind;
+    int (*parse)(parser *P, jtok *t, jnode *n);
+} stmt_row;
+
+static const stmt_row STATEMENTS[] = {
+    {"break", N_BREAK, stmt_loop_control},    {"call", N_CALLBLOCK, stmt_call},
+    {"continue", N_CONTINUE, stmt_loop_control}, {"filter", N_FILTERBLOCK, stmt_filter},
+    {"for", N_FOR, stmt_for},                 {"generation", N_GENERATION, stmt_generation},
+    {"if", N_IF, stmt_if},                    {"macro", N_MACRO, stmt_macro},
+    {"set", N_SET, stmt_set},                 {"with", N_WITH, stmt_with},
+};
+
+int jx_statement_table_sorted(void) {
+    return jx_table_sorted(STATEMENTS, sizeof STATEMENTS / sizeof STATEMENTS[0], sizeof STATEMENTS[0]);
+}
+
 static jnode *parse_statement(parser *P) {
     jtok *t = cur(P);
     if (t->k != T_NAME) return fail(P, t, FACET_E_PARSE, "expected a statement name, got '%s'", tok_desc(t));
-    const char *kw = t->s;
-    jnode *n = NULL;
-    if (!strcmp(kw, "if")) {
-        next(P);
-        n = node(P, N_IF, t);
-        if (!n) return NULL;
-        jnode *curif = n;
-        if (!(n->a = parse_tuple(P, 0, 0, NULL, 0)) || block_end(P)) goto bad;
-        for (;;) {
-            static const char *const ends[] = {"elif", "else", "endif", NULL};
-            if (subparse(P, &curif->l1, ends)) goto bad;
-            jtok *e = cur(P);
-            next(P);
-            if (!strcmp(e->s, "elif")) {
-                jnode *el = node(P, N_IF, e);
-                if (!el || nl_push(P, &curif->l2, el)) {
-                    node_free(el);
-                    goto bad;
-                }
-                curif = el;
-                if (!(el->a = parse_tuple(P, 0, 0, NULL, 0)) || block_end(P)) goto bad;
-                continue;
-            }
-            if (!strcmp(e->s, "else")) {
-                static const char *const ends2[] = {"endif", NULL};
-                if (block_end(P) || subparse(P, &curif->l2, ends2)) goto bad;
-                next(P);
-            }
-            if (block_end(P)) goto bad;
-            return n;
-        }
+    const stmt_row *row = jx_table_find(STATEMENTS, sizeof STATEMENTS / sizeof STATEMENTS[0], sizeof STATEMENTS[0], t->s);
+    if (!row) return fail(P, t, FACET_E_UNSUPPORTED, "unsupported construct: {%% %s %%}", t->s);
+    next(P);
+    jnode *n = node(P, row->kind, t);
+    if (n && row->parse(P, t, n)) {
+        node_free(n);
+        n = NULL;
     }
-    if (!strcmp(kw, "for")) {
-        next(P);
-        n = node(P, N_FOR, t);
-        if (!n || parse_target(P, n, 0, "in")) goto bad;
-        if (!is_name(P, "in")) {
-            fail(P, cur(P), FACET_E_PARSE, "expected 'in' in for loop, got '%s'", tok_desc(cur(P)));
-            goto bad;
-        }
-        next(P);
-        if (!(n->a = parse_tuple(P, 0, 0, "recursive", 0))) goto bad;
-        if (is_name(P, "if")) {
-            next(P);
-            if (!(n->b = parse_expression(P, 1))) goto bad;
-        }
-        if (is_name(P, "recursive")) {
-            fail(P, cur(P), FACET_E_UNSUPPORTED, "unsupported construct: recursive for loop");
-            goto bad;
-        }
-        if (block_end(P)) goto bad;
-        static const char *const ends[] = {"endfor", "else", NULL};
-        P->loop_depth++;
-        int rc = subparse(P, &n->l1, ends);
-        P->loop_depth--;
-        if (rc) goto bad;
-        if (is_name(P, "else")) {
-            next(P);
-            static const char *const ends2[] = {"endfor", NULL};
-            if (block_end(P) || subparse(P, &n->l2, ends2)) goto bad;
-        }
-        next(P);
-        if (block_end(P)) goto bad;
-        return n;
-    }
-    if (!strcmp(kw, "set")) {
-        next(P);
-        n = node(P, N_SET, t);
-        if (!n || parse_target(P, n, 1, NULL)) goto bad;
-        if (is_op(P, "=")) {
-            next(P);
-            if (!(n->b = parse_tuple(P, 0, 1, NULL, 0)) || block_end(P)) goto bad;
-            return n;
-        }
-        n->k = N_SETBLOCK;
-        if (n->neg) {
-            fail(P, t, FACET_E_PARSE, "a block set takes one target");
-            goto bad;
-        }
-        if (is_op(P, "|") && !(n->a = parse_filter(P, NULL, 0))) goto bad;
-        static const char *const ends[] = {"endset", NULL};
-        if (block_end(P) || subparse(P, &n->l1, ends)) goto bad;
-        next(P);
-        if (block_end(P)) goto bad;
-        return n;
-    }
-    if (!strcmp(kw, "macro")) {
-        next(P);
-        n = node(P, N_MACRO, t);
-        if (!n) return NULL;
-        if (cur(P)->k != T_NAME) {
-            fail(P, cur(P), FACET_E_PARSE, "expected a macro name, got '%s'", tok_desc(cur(P)));
-            goto bad;
-        }
-        if (!(n->name = strdup(cur(P)->s))) {
-            fail(P, cur(P), FACET_E_NOMEM, "out of memory");
-            goto bad;
-        }
-        next(P);
-        static const char *const ends[] = {"endmacro", NULL};
-        int saved = P->loop_depth;
-        P->loop_depth = 0;
-        int rc = parse_signature(P, n) || block_end(P) || subparse(P, &n->l1, ends);
-        P->loop_depth = saved;
-        if (rc) goto bad;
-        n->catches = macro_catches(n);
-        next(P);
-        if (cur(P)->k == T_NAME) next(P); /* {% endmacro name %} */
-        if (block_end(P)) goto bad;
-        return n;
-    }
-    if (!strcmp(kw, "call")) {
-        next(P);
-        n = node(P, N_CALLBLOCK, t);
-        if (!n) return NULL;
-        if (is_op(P, "(") && parse_signature(P, n)) goto bad;
-        if (!(n->a = parse_expression(P, 1))) goto bad;
-        if (n->a->k != N_CALL) {
-            fail(P, t, FACET_E_PARSE, "expected a call after {%% call %%}");
-            goto bad;
-        }
-        static const char *const ends[] = {"endcall", NULL};
-        int saved = P->loop_depth;
-        P->loop_depth = 0;
-        int rc = block_end(P) || subparse(P, &n->l1, ends);
-        P->loop_depth = saved;
-        if (rc) goto bad;
-        n->catches = macro_catches(n);
-        next(P);
-        if (block_end(P)) goto bad;
-        return n;
-    }
-    if (!strcmp(kw, "filter")) {
-        next(P);
-        n = node(P, N_FILTERBLOCK, t);
-        if (!n || !(n->a = parse_filter(P, NULL, 1))) goto bad;
-        static const char *const ends[] = {"endfilter", NULL};
-        if (block_end(P) || subparse(P, &n->l1, ends)) goto bad;
-        next(P);
-        if (block_end(P)) goto bad;
-        return n;
-    }
-    if (!strcmp(kw, "with")) {
-        /* {% with a = x, b = y %}...{% endwith %}: values evaluated outside, names scoped */
-        next(P);
-        n = node(P, N_WITH, t);
-        if (!n) return NULL;
-        while (cur(P)->k != T_BLOCK_END) {
-            if (n->names.len && expect_op(P, ",")) goto bad;
-            if (cur(P)->k != T_NAME) {
-                fail(P, cur(P), FACET_E_PARSE, "expected a name in {%% with %%}, got '%s'", tok_desc(cur(P)));
-                goto bad;
-            }
-            if (name_push(P, n, cur(P)->s)) goto bad;
-            next(P);
-            if (expect_op(P, "=")) goto bad;
-            jnode *v = parse_expression(P, 1);
-            if (!v || nl_push(P, &n->l2, v)) {
-                node_free(v);
-                goto bad;
-            }
-        }
-        static const char *const ends[] = {"endwith", NULL};
-        if (block_end(P) || subparse(P, &n->l1, ends)) goto bad;
-        next(P);
-        if (block_end(P)) goto bad;
-        return n;
-    }
-    if (!strcmp(kw, "generation")) {
-        next(P);
-        n = node(P, N_GENERATION, t);
-        static const char *const ends[] = {"endgeneration", NULL};
-        if (!n || block_end(P) || subparse(P, &n->l1, ends)) goto bad;
-        next(P);
-        if (block_end(P)) goto bad;
-        return n;
-    }
-    if (!strcmp(kw, "break") || !strcmp(kw, "continue")) {
-        if (!P->loop_depth) return fail(P, t, FACET_E_PARSE, "'%s' outside of a loop", kw);
-        next(P);
-        n = node(P, kw[0] == 'b' ? N_BREAK : N_CONTINUE, t);
-        if (!n || block_end(P)) goto bad;
-        return n;
-    }
-    return fail(P, t, FACET_E_UNSUPPORTED, "unsupported construct: {%% %s %%}", kw);
-bad:
-    node_free(n);
-    return NULL;
+    return n;
 }
 
 /* Parse statements into body until a {% NAME %} with NAME in ends; leaves the parser
