@@ -133,7 +133,7 @@ int cmd_plan(int argc, char **argv) {
     char a[32], b[32], c[32], d[32];
     printf("weights at run time (matrices packed in the format, norms and biases f32; int8 = "
            "one f16 scale per 32 inputs):\n");
-    for (int i = 0; i < FACET_PLAN_N_FORMATS; i++) {
+    for (int i = 0; i < FACET_WF_COUNT; i++) {
         facet_bytes_text(p.weight_bytes[i], a, sizeof a);
         printf("  %-5s %15llu bytes (%s)%s\n", facet_plan_format_name(i),
                (unsigned long long)p.weight_bytes[i], a, i == p.weights ? "   <- chosen" : "");
@@ -160,8 +160,10 @@ int cmd_plan(int argc, char **argv) {
                p.ffn_path);
     else /* the plan's kernel paths are the CPU's */
         printf("kernels (%s): none in this binary\n", backend);
-    for (int i = 0; i < p.n_groups; i++)
-        printf("  layers %d-%d: %s\n", p.groups[i].first, p.groups[i].last, p.groups[i].attention);
+    for (int i = 0; i < p.n_groups; i++) /* + what a CPU session runs there */
+        printf("  layers %d-%d: %s%s%s\n", p.groups[i].first, p.groups[i].last,
+               p.groups[i].attention, strcmp(backend, "cpu") ? "" : "; ",
+               strcmp(backend, "cpu") ? "" : p.groups[i].kernels);
     printf("verdict: %s on %s\n", facet_verdict_status_name(v.status), v.backend);
     static char buf[FACET_MAX_REFUSALS * 420];
     facet_verdict_format(&v, buf, sizeof buf);

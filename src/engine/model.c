@@ -27,10 +27,6 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
     facet_load_options o = {0};
     if (opts) o = *opts;
     /* the run-time format of weight matrices; AUTO is float32 in this build */
-    static const facet_wformat formats[] = {
-        [FACET_WEIGHTS_AUTO] = FACET_WF_F32, [FACET_WEIGHTS_F32] = FACET_WF_F32,
-        [FACET_WEIGHTS_BF16] = FACET_WF_BF16, [FACET_WEIGHTS_F16] = FACET_WF_F16,
-        [FACET_WEIGHTS_INT8] = FACET_WF_Q8};
     facet_model *m = NULL;
     if ((int)o.weights < 0 || (int)o.weights > FACET_WEIGHTS_INT8) {
         facet_tokenizer_free(o.tokenizer);
@@ -78,7 +74,7 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
         m->pool = facet_pool_create(o.n_threads);
         if (!m->pool) st = facet_err(err, FACET_E_NOMEM, "cannot start %d worker threads", o.n_threads);
     }
-    if (st == FACET_OK) st = facet_weights_load(m, dir, &ck, formats[m->weights], &o, err);
+    if (st == FACET_OK) st = facet_weights_load(m, dir, &ck, facet_wformat_of(m->weights), &o, err);
     if (is_gguf) {
         facet_gguf_checkpoint_close(&gck);
         gguf_model_close(&gg);

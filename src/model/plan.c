@@ -8,71 +8,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
+#include "engine/layer.h"
 #include "io/safetensors.h"
-#include "kernels/cpu/cpu_features.h"
 #include "util/error.h"
 #include "util/fs.h"
 
 #define MAX_BATCH (1LL << 20)
 
-/* ---------------------------------------------------------------------------------
- * Declared path capabilities of the CPU backend (src/kernels/cpu): per weight format,
- * the matmul kernels closest first, each with the CPU capability it needs; the plan
- * takes the first this CPU has (facet_cpu()), degrading to the portable kernel, never
- * failing. The names are the kernels' own (facet_ukernel.name).
- * ------------------------------------------------------------------------------ */
-enum { NEED_NONE, NEED_AVX2, NEED_AVX512, NEED_AVX512_BF16, NEED_AVX512_VNNI };
-
-static const struct {
-    const char *name;
-    int need;
-} matmul_paths[FACET_PLAN_N_FORMATS][3] = {
-    [FACET_PLAN_F32] = {{"f32-avx512", NEED_AVX512}, {"f32-avx2", NEED_AVX2}, {"f32-scalar", NEED_NONE}},
-    [FACET_PLAN_BF16] = {{"bf16-avx512bf16", NEED_AVX512_BF16}, {"bf16-avx2", NEED_AVX2},
-                         {"bf16-scalar", NEED_NONE}},
-    [FACET_PLAN_F16] = {{"f16-avx512", NEED_AVX512}, {"f16-avx2", NEED_AVX2}, {"f16-scalar", NEED_NONE}},
-    [FACET_PLAN_INT8] = {{"int8-avx512vnni", NEED_AVX512_VNNI}, {"int8-avx2", NEED_AVX2},
-                         {"int8-scalar", NEED_NONE}},
-};
-
 /* What `--weights auto` loads: the checkpoint's own precision (weights_policy.c, the
  * same function the loader calls). */
-static int auto_format(const facet_facts *f) {
-    switch (facet_auto_weights(f)) {
-    case FACET_WEIGHTS_BF16: return FACET_PLAN_BF16;
-    case FACET_WEIGHTS_F16: return FACET_PLAN_F16;
-    default: return FACET_PLAN_F32;
-    }
+static int auto_format(const facet_facts *f) { return (int)facet_wformat_of(facet_auto_weights(f)); }
+
+int facet_plan_weights(facet_weight_format w) {
+    return w == FACET_WEIGHTS_AUTO ? FACET_PLAN_AUTO : (int)facet_wformat_of(w);
 }
 
-/* Packed run-time layout (src/kernels/cpu/matmul_internal.h): output rows in panels of
- * 16 (last one zero-padded), the input dim padded to a multiple of 32; int8 stores per
- * block of 32 inputs and row 32 bytes + one f16 scale. */
-#define PANEL 16
-#define KALIGN 32
-
-static int has_capability(int need) {
-    const facet_cpu_info *c = facet_cpu();
-    switch (need) {
-    case NEED_AVX2: return c->level >= FACET_CPU_AVX2;
-    case NEED_AVX512: return c->level >= FACET_CPU_AVX512;
-    case NEED_AVX512_BF16: return c->avx512_bf16;
-    case NEED_AVX512_VNNI: return c->avx512_vnni;
-    default: return 1;
-    }
-}
-
+/* The kernels' names and packed sizes come from the CPU backend the engine creates for a
+ * session (backend.h), resolved the same way, never from a copy here. */
 const char *facet_plan_matmul_path(int fmt) {
-    if (fmt < 0 || fmt >= FACET_PLAN_N_FORMATS) return "none";
-    for (int i = 0; i < 3; i++)
-        if (has_capability(matmul_paths[fmt][i].need)) return matmul_paths[fmt][i].name;
-    return "none";
+    facet_backend *be = NULL;
+    if (fmt < 0 || fmt >= FACET_WF_COUNT || facet_backend_cpu_create(NULL, &be, NULL) != FACET_OK)
+        return "none";
+    const char *name = be->ops->matmul_kernel(be, (facet_wformat)fmt);
+    be->ops->free(be);
+    return name;
 }
-
-static const char *const format_names[FACET_PLAN_N_FORMATS] = {"f32", "bf16", "f16", "int8"};
 
 const char *facet_plan_format_name(int fmt) {
-    return fmt >= 0 && fmt < FACET_PLAN_N_FORMATS ? format_names[fmt] : "auto";
+    return fmt >= 0 && fmt < FACET_WF_COUNT ? facet_wformat_name((facet_wformat)fmt) : "auto";
 }
 
 int facet_plan_format_parse(const char *s, int *fmt) {
@@ -80,8 +44,8 @@ int facet_plan_format_parse(const char *s, int *fmt) {
         *fmt = FACET_PLAN_AUTO;
         return 0;
     }
-    for (int i = 0; i < FACET_PLAN_N_FORMATS; i++)
-        if (!strcmp(s, format_names[i])) {
+    for (int i = 0; i < FACET_WF_COUNT; i++)
+        if (!strcmp(s, facet_wformat_name((facet_wformat)i))) {
             *fmt = i;
             return 0;
         }
@@ -97,21 +61,10 @@ static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UI
 
 static uint64_t u(int64_t x) { return x > 0 ? (uint64_t)x : 0; }
 
-/* Run-time bytes of a [rows][cols] matrix packed in a format (see PANEL above). */
-static uint64_t matrix_bytes(uint64_t rows, uint64_t cols, int fmt) {
-    uint64_t rp = (rows + PANEL - 1) / PANEL * PANEL, kp = (cols + KALIGN - 1) / KALIGN * KALIGN;
-    uint64_t n = sat_mul(rp, kp);
-    switch (fmt) {
-    case FACET_PLAN_F32: return sat_mul(n, 4);
-    case FACET_PLAN_BF16:
-    case FACET_PLAN_F16: return sat_mul(n, 2);
-    default: return sat_add(n, sat_mul(sat_mul(rp, kp / KALIGN), 2)); /* int8 + f16 scales */
-    }
-}
-
 /* Weight bytes in format fmt: 2-D matrices in fmt, vectors (norms, biases) in f32. */
-static uint64_t weight_bytes(const facet_facts *f, int fmt, uint64_t *n_params,
-                             uint64_t *n_matrix) {
+static uint64_t weight_bytes(const facet_backend *be, const facet_facts *f, int fmt,
+                             uint64_t *n_params, uint64_t *n_matrix) {
+#define matrix_bytes(rows, cols, fmt) be->ops->weight_bytes(be, (facet_wformat)(fmt), rows, cols)
     uint64_t H = u(f->hidden_size), I = u(f->intermediate_size), V = u(f->vocab_size);
     uint64_t nh = u(f->num_attention_heads), nkv = u(f->num_key_value_heads), hd = u(f->head_dim);
     uint64_t L = u(f->num_hidden_layers);
@@ -144,6 +97,7 @@ static uint64_t weight_bytes(const facet_facts *f, int fmt, uint64_t *n_params,
     if (n_matrix) *n_matrix = mat;
     if (n_params) *n_params = sat_add(sat_add(mat, sat_mul(vec, L)), H);
     return bytes;
+#undef matrix_bytes
 }
 
 /* k: K and V bytes of one layer and position (2 x num_key_value_heads x head_dim x elt). */
@@ -163,18 +117,20 @@ uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c, uint64_t elt) {
     return sat_mul(k, sat_add(sat_mul(G, cg), sat_mul(S, cs)));
 }
 
-static void choose_format(const facet_facts *f, int requested, facet_plan *p) {
+static void choose_format(const facet_backend *be, const facet_facts *f, int requested,
+                          facet_plan *p) {
     p->requested = requested;
     p->weights = requested == FACET_PLAN_AUTO ? auto_format(f) : requested;
-    snprintf(p->matmul_path, sizeof p->matmul_path, "%s", facet_plan_matmul_path(p->weights));
-    const char *best = matmul_paths[p->weights][0].name;
+    facet_wformat w = (facet_wformat)p->weights;
+    snprintf(p->matmul_path, sizeof p->matmul_path, "%s", be->ops->matmul_kernel(be, w));
+    const char *best = be->ops->matmul_kernel_best(be, w);
     if (strcmp(best, p->matmul_path))
         snprintf(p->weights_note, sizeof p->weights_note,
                  "%s matmul: this CPU lacks %s; using %s (the closest declared path)",
-                 format_names[p->weights], best, p->matmul_path);
+                 facet_wformat_name(w), best, p->matmul_path);
 }
 
-static void kernel_paths(const facet_facts *f, facet_plan *p) {
+static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_plan *p) {
     snprintf(p->norm_path, sizeof p->norm_path, "rmsnorm%s eps=%g",
              f->norm_weight_offset ? "(1+w)" : "", f->rms_norm_eps);
     snprintf(p->rope_path, sizeof p->rope_path, "rope-%.31s rotate_half theta=%g%s",
@@ -185,8 +141,15 @@ static void kernel_paths(const facet_facts *f, facet_plan *p) {
     p->n_groups = 0;
     for (int64_t l = 0; l < f->num_hidden_layers; l++) {
         int s = f->layer_sliding[l];
+        /* the layer's kinds and kernels, as a session resolves them */
+        const facet_mixer_kind *mk = facet_layer_mixer(f, (int)l);
+        const facet_ffn_kind *fk = facet_layer_ffn(f, (int)l);
+        char kern[128];
+        snprintf(kern, sizeof kern, "mixer %s (%s), ffn %s (%s)", mk ? mk->name : "none",
+                 be->ops->attention_kernel(be, p->kv_type, (int)f->head_dim),
+                 fk ? fk->name : "none", p->matmul_path);
         facet_plan_group *g = p->n_groups ? &p->groups[p->n_groups - 1] : NULL;
-        if (g && g->sliding == s && g->last == l - 1) {
+        if (g && g->sliding == s && g->last == l - 1 && !strcmp(g->kernels, kern)) {
             g->last = (int)l;
             continue;
         }
@@ -197,6 +160,7 @@ static void kernel_paths(const facet_facts *f, facet_plan *p) {
         g = &p->groups[p->n_groups++];
         g->first = g->last = (int)l;
         g->sliding = s;
+        snprintf(g->kernels, sizeof g->kernels, "%s", kern);
         int64_t nh = f->num_attention_heads, nkv = f->num_key_value_heads;
         char win[48] = "";
         if (s) snprintf(win, sizeof win, ", window %lld (ring)", (long long)f->sliding_window);
@@ -232,17 +196,20 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "--batch %lld is outside 1..%lld",
                          (long long)batch, (long long)MAX_BATCH);
     if (opts->weights != FACET_PLAN_AUTO &&
-        (opts->weights < 0 || opts->weights >= FACET_PLAN_N_FORMATS))
+        (opts->weights < 0 || opts->weights >= FACET_WF_COUNT))
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "unknown weight format %d", opts->weights);
-
-    for (int fmt = 0; fmt < FACET_PLAN_N_FORMATS; fmt++)
-        out->weight_bytes[fmt] = weight_bytes(f, fmt, &out->n_params, &out->n_matrix_params);
-    choose_format(f, opts->weights, out);
     if (opts->kv_cache < FACET_KV_AUTO || opts->kv_cache > FACET_KV_F16)
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "unknown KV cache type %d", (int)opts->kv_cache);
-    /* plan formats f32, bf16, f16, int8 are facet_weight_format 1..4 */
+    /* the backend a session would create: its kernels' names and packed sizes */
+    facet_backend *be = NULL;
+    facet_status bst = facet_backend_cpu_create(NULL, &be, err);
+    if (bst != FACET_OK) return bst;
+    for (int fmt = 0; fmt < FACET_WF_COUNT; fmt++)
+        out->weight_bytes[fmt] = weight_bytes(be, f, fmt, &out->n_params, &out->n_matrix_params);
+    choose_format(be, f, opts->weights, out);
     out->kv_type = opts->kv_cache;
-    if (out->kv_type == FACET_KV_AUTO) out->kv_type = facet_auto_kv((facet_weight_format)(out->weights + 1));
+    if (out->kv_type == FACET_KV_AUTO)
+        out->kv_type = facet_auto_kv(facet_wformat_public((facet_wformat)out->weights));
     uint64_t elt = facet_kv_type_bytes(out->kv_type);
     const char *kvn = facet_kv_type_name(out->kv_type);
 
@@ -275,7 +242,10 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
     out->mem_available = opts->mem_available;
     if (!out->mem_available) {
         facet_status st = facet_mem_available(&out->mem_available, err);
-        if (st != FACET_OK) return st;
+        if (st != FACET_OK) {
+            be->ops->free(be);
+            return st;
+        }
     }
     uint64_t avail = out->mem_available;
     out->fits = out->total_bytes <= avail;
@@ -293,6 +263,7 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
     else if (!per || (avail - w) / per > (uint64_t)INT64_MAX) out->max_batch_at_ctx = INT64_MAX;
     else out->max_batch_at_ctx = (int64_t)((avail - w) / per);
 
-    kernel_paths(f, out);
+    kernel_paths(be, f, out);
+    be->ops->free(be);
     return FACET_OK;
 }

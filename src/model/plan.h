@@ -31,41 +31,45 @@
 #include <stdint.h>
 
 #include "facet.h"
+#include "kernels/cpu/kernels.h"
 #include "model/facts.h"
 
-typedef enum facet_plan_format {
-    FACET_PLAN_F32 = 0,
-    FACET_PLAN_BF16,
-    FACET_PLAN_F16,
-    FACET_PLAN_INT8, /* int8 matrices, one f16 scale per block of 32 inputs and row     */
-    FACET_PLAN_N_FORMATS,
-    FACET_PLAN_AUTO = -1,
-} facet_plan_format;
+/* Weight formats are the kernels' facet_wformat (kernels.h: FACET_WF_F32, _BF16, _F16,
+ * _Q8 = int8 with one f16 scale per block of 32 inputs and row; FACET_WF_COUNT of them);
+ * FACET_PLAN_AUTO asks for the checkpoint's own precision. */
+#define FACET_PLAN_AUTO (-1)
+
+/* The plan's format for a public facet_weight_format: FACET_PLAN_AUTO for AUTO, else its
+ * facet_wformat (facet_wformat_of, the one mapping). */
+int facet_plan_weights(facet_weight_format w);
 
 typedef struct facet_plan_opts {
     int64_t ctx;            /* positions per sequence; 0 = max_position_embeddings  */
     int64_t batch;          /* concurrent sequences; 0 = 1                           */
-    int weights;            /* facet_plan_format, or FACET_PLAN_AUTO (the checkpoint's own precision, what
-                               facet run --weights auto loads)                       */
+    int weights;            /* facet_wformat, or FACET_PLAN_AUTO (the checkpoint's own
+                               precision, what facet run --weights auto loads)       */
     uint64_t mem_available; /* bytes; 0 = read MemAvailable from /proc/meminfo        */
     facet_kv_type kv_cache; /* KV cache element type; FACET_KV_AUTO (0) follows the
                                chosen weights (facet_auto_kv), as facet run does       */
 } facet_plan_opts;
 
-/* Consecutive layers that run the same kernel paths. */
+/* Consecutive layers that run the same kinds and kernels. */
 typedef struct facet_plan_group {
     int first, last;        /* layer range, inclusive                                */
     int sliding;            /* 1: windowed attention                                 */
     char attention[96];     /* "causal GQA 32q/8kv hd=64" / "... window 4096 (ring)"  */
+    /* what the engine runs, from its own resolution (layer.h kinds, the CPU backend's
+     * kernels): "mixer attention (blocked-avx512bf16), ffn dense (bf16-avx512bf16)" */
+    char kernels[128];
 } facet_plan_group;
 
 typedef struct facet_plan {
     /* parameters and weights */
     uint64_t n_params;                          /* all parameters                    */
     uint64_t n_matrix_params;                   /* of them in 2-D matrices           */
-    uint64_t weight_bytes[FACET_PLAN_N_FORMATS]; /* matrices in the format, vectors f32 */
-    int requested;                              /* facet_plan_format asked for        */
-    int weights;                                /* facet_plan_format chosen           */
+    uint64_t weight_bytes[FACET_WF_COUNT]; /* matrices in the format, vectors f32 */
+    int requested;                              /* facet_wformat asked for (or AUTO)  */
+    int weights;                                /* facet_wformat chosen               */
     char weights_note[200];                     /* a matmul path below the format's best */
 
     /* KV cache */
@@ -101,9 +105,10 @@ const char *facet_plan_format_name(int fmt);
 /* Parse "auto|f32|bf16|f16|int8" into *fmt. Returns 0 on success, -1 otherwise. */
 int facet_plan_format_parse(const char *s, int *fmt);
 
-/* The matmul kernel this CPU runs for a format: the first of the format's declared
- * paths (closest first) whose capability facet_cpu() reports, e.g. "bf16-avx512bf16",
- * "int8-avx2", "f32-scalar". */
+/* The matmul kernel this CPU runs for a format, as the CPU backend resolves it now (the
+ * first of the format's kernels, closest first, that facet_cpu() can run), e.g.
+ * "bf16-avx512bf16", "int8-avx2", "f32-scalar"; "none" for a bad format or when the
+ * backend cannot be made (out of memory). */
 const char *facet_plan_matmul_path(int fmt);
 
 /* Bytes of one sequence's KV cache at context c with elements of elt bytes (the

@@ -189,7 +189,7 @@ json_t *facet_verdict_json(const facet_verdict *v) {
 json_t *facet_plan_json(const facet_plan *p) {
     json_t *o = json_object();
     json_t *w = json_object();
-    for (int i = 0; i < FACET_PLAN_N_FORMATS; i++)
+    for (int i = 0; i < FACET_WF_COUNT; i++)
         json_object_set_new(w, facet_plan_format_name(i), json_integer((json_int_t)p->weight_bytes[i]));
     json_object_set_new(o, "weight_bytes", w);
     json_object_set_new(o, "n_params", json_integer((json_int_t)p->n_params));
@@ -222,10 +222,11 @@ json_t *facet_plan_json(const facet_plan *p) {
     json_object_set_new(k, "ffn", json_string(p->ffn_path));
     json_t *g = json_array();
     for (int i = 0; i < p->n_groups; i++)
-        json_array_append_new(g, json_pack("{s:i, s:i, s:b, s:s}", "first", p->groups[i].first,
-                                           "last", p->groups[i].last, "sliding",
-                                           p->groups[i].sliding, "attention",
-                                           p->groups[i].attention));
+        json_array_append_new(g, json_pack("{s:i, s:i, s:b, s:s, s:s}", "first",
+                                           p->groups[i].first, "last", p->groups[i].last,
+                                           "sliding", p->groups[i].sliding, "attention",
+                                           p->groups[i].attention, "kernels",
+                                           p->groups[i].kernels));
     json_object_set_new(k, "layers", g);
     json_object_set_new(o, "kernels", k);
     return o;

@@ -118,10 +118,7 @@ facet_status srv_kv_plan(const char *dir, int n_ctx, facet_weight_format weights
         }
     }
     if (st == FACET_OK) {
-        /* facet_weight_format f32, bf16, f16, int8 are plan formats 0..3 */
-        facet_plan_opts o = {.ctx = n_ctx, .batch = 1,
-                             .weights = weights == FACET_WEIGHTS_AUTO ? FACET_PLAN_AUTO
-                                                                      : (int)weights - 1,
+        facet_plan_opts o = {.ctx = n_ctx, .batch = 1, .weights = facet_plan_weights(weights),
                              .mem_available = mem_available, .kv_cache = kv_cache};
         st = facet_plan_make(f, &o, p, err);
     }

@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (facet_plan_make(&F, &o, &P, &err) == FACET_OK) json_decref(facet_plan_json(&P));
         o.ctx = 1;
         o.batch = 3;
-        o.weights = FACET_PLAN_INT8;
+        o.weights = FACET_WF_Q8;
         if (facet_plan_make(&F, &o, &P, &err) == FACET_OK) json_decref(facet_plan_json(&P));
     }
     json_decref(cfg);

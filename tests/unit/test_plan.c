@@ -47,18 +47,18 @@ static void plan(int64_t ctx, int64_t batch, int fmt, uint64_t mem) {
 static void test_dense_gqa(void **state) {
     (void)state;
     read_cfg("meta-llama__Llama-3.2-1B-Instruct__resaved");
-    plan(4096, 4, FACET_PLAN_F32, 8ull << 30);
+    plan(4096, 4, FACET_WF_F32, 8ull << 30);
     /* embed 128256*2048 = 262668288; per layer q,o 2*2048*2048 + k,v 2*512*2048 +
      * gate,up,down 3*8192*2048 = 60817408 matrix + 2*2048 norm; final norm 2048:
      * 262668288 + 16*(60817408 + 4096) + 2048 = 1235814400 (HF's published count) */
     assert_int_equal(P.n_params, 1235814400ull);
-    assert_int_equal(P.weight_bytes[FACET_PLAN_F32], 4943257600ull);
+    assert_int_equal(P.weight_bytes[FACET_WF_F32], 4943257600ull);
     /* bf16: matrices 2 B (1235746816 * 2) + vectors 4 B (67584 * 4) */
-    assert_int_equal(P.weight_bytes[FACET_PLAN_BF16], 2471763968ull);
-    assert_int_equal(P.weight_bytes[FACET_PLAN_F16], 2471763968ull);
+    assert_int_equal(P.weight_bytes[FACET_WF_BF16], 2471763968ull);
+    assert_int_equal(P.weight_bytes[FACET_WF_F16], 2471763968ull);
     /* int8: 1 B per matrix element + one f16 scale per 32 = 1235746816 * 1.0625 + 270336
      * (every dim here is a multiple of 16 rows / 32 inputs: no packing padding) */
-    assert_int_equal(P.weight_bytes[FACET_PLAN_INT8], 1313251328ull);
+    assert_int_equal(P.weight_bytes[FACET_WF_Q8], 1313251328ull);
     /* k = 2 * 8 * 64 * 4 = 4096 B per layer and position; naive 16 * 4096 */
     assert_int_equal(P.kv_bytes_per_layer_position, 4096);
     assert_int_equal(P.kv_bytes_per_token_naive, 65536);
@@ -73,9 +73,9 @@ static void test_dense_gqa(void **state) {
      * groups of 16, so 13904 is the largest context whose groups fit (13920 > 13910) */
     assert_int_equal(P.max_ctx_at_batch, 13904);
     assert_int_equal(P.n_groups, 1);
-    assert_int_equal(P.weights, FACET_PLAN_F32);
+    assert_int_equal(P.weights, FACET_WF_F32);
     /* a machine too small for the weights */
-    plan(4096, 1, FACET_PLAN_F32, 1ull << 30);
+    plan(4096, 1, FACET_WF_F32, 1ull << 30);
     assert_int_equal(P.fits, 0);
     assert_int_equal(P.max_ctx_at_batch, 0);
     assert_int_equal(P.max_batch_at_ctx, 0);
@@ -89,7 +89,7 @@ static void test_mistral_window(void **state) {
               "\"num_attention_heads\":32,\"num_key_value_heads\":8,\"vocab_size\":32000,"
               "\"max_position_embeddings\":32768,\"sliding_window\":4096,"
               "\"rope_theta\":10000.0,\"rms_norm_eps\":1e-05,\"tie_word_embeddings\":false}");
-    plan(8192, 1, FACET_PLAN_F32, 64ull << 30);
+    plan(8192, 1, FACET_WF_F32, 64ull << 30);
     assert_int_equal(P.n_params, 7241732096ull); /* Mistral 7B's published count */
     assert_int_equal(P.kv_bytes_per_layer_position, 8192); /* 2 * 8 * 128 * 4 */
     assert_int_equal(P.kv_bytes_per_token_naive, 262144); /* 32 * 8192 */
@@ -99,10 +99,10 @@ static void test_mistral_window(void **state) {
     /* 32 layers * min(8192, 4096) * 8192 */
     assert_int_equal(P.kv_bytes_per_sequence, 1073741824ull);
     assert_true(P.kv_bytes_per_token_actual == 131072.0);
-    plan(2048, 1, FACET_PLAN_F32, 64ull << 30); /* below the window: naive */
+    plan(2048, 1, FACET_WF_F32, 64ull << 30); /* below the window: naive */
     assert_int_equal(P.kv_bytes_per_sequence, 536870912ull);
     /* the KV of a windowed model stops growing: every ctx fits once weights do */
-    plan(32768, 1, FACET_PLAN_F32, 64ull << 30);
+    plan(32768, 1, FACET_WF_F32, 64ull << 30);
     assert_int_equal(P.max_ctx_at_batch, 32768);
     assert_int_equal(P.kv_bytes_per_sequence, 1073741824ull);
 }
@@ -112,7 +112,7 @@ static void test_mistral_window(void **state) {
 static void test_gemma3_local_global(void **state) {
     (void)state;
     read_cfg("google__medgemma-27b-it");
-    plan(8192, 1, FACET_PLAN_BF16, 1ull << 40);
+    plan(8192, 1, FACET_WF_BF16, 1ull << 40);
     /* bf16 weights: the KV cache follows them in bf16, 2 B per element */
     assert_int_equal(P.kv_type, FACET_KV_BF16);
     assert_int_equal(P.kv_bytes_per_layer_position, 8192); /* 2 * 16 * 128 * 2 */
@@ -122,10 +122,10 @@ static void test_gemma3_local_global(void **state) {
     /* 8192 * (10 * 8192 + 52 * min(8192, 1024)) = 8192 * 135168 */
     assert_int_equal(P.kv_bytes_per_sequence, 1107296256ull);
     assert_true(P.kv_bytes_per_token_actual == 135168.0);
-    plan(512, 1, FACET_PLAN_BF16, 1ull << 40); /* below the window: 62 * 512 * 8192 */
+    plan(512, 1, FACET_WF_BF16, 1ull << 40); /* below the window: 62 * 512 * 8192 */
     assert_int_equal(P.kv_bytes_per_sequence, 260046848ull);
     /* an f32 cache asked for: 4 B per element, twice the bytes */
-    facet_plan_opts o = {.ctx = 8192, .batch = 1, .weights = FACET_PLAN_BF16,
+    facet_plan_opts o = {.ctx = 8192, .batch = 1, .weights = FACET_WF_BF16,
                          .mem_available = 1ull << 40, .kv_cache = FACET_KV_F32};
     facet_error err;
     assert_int_equal(facet_plan_make(&F, &o, &P, &err), FACET_OK);
@@ -135,19 +135,26 @@ static void test_gemma3_local_global(void **state) {
     o.kv_cache = (facet_kv_type)7;
     assert_int_equal(facet_plan_make(&F, &o, &P, &err), FACET_E_INVALID_ARGUMENT);
     /* auto per weight format: f32 -> f32, f16 -> f16, int8 -> bf16 */
-    plan(512, 1, FACET_PLAN_F32, 1ull << 40);
+    plan(512, 1, FACET_WF_F32, 1ull << 40);
     assert_int_equal(P.kv_type, FACET_KV_F32);
-    plan(512, 1, FACET_PLAN_F16, 1ull << 40);
+    plan(512, 1, FACET_WF_F16, 1ull << 40);
     assert_int_equal(P.kv_type, FACET_KV_F16);
-    plan(512, 1, FACET_PLAN_INT8, 1ull << 40);
+    plan(512, 1, FACET_WF_Q8, 1ull << 40);
     assert_int_equal(P.kv_type, FACET_KV_BF16);
-    plan(512, 1, FACET_PLAN_BF16, 1ull << 40);
+    plan(512, 1, FACET_WF_BF16, 1ull << 40);
     /* groups: 5 windowed, 1 global, ... , and 2 windowed at the end */
     assert_int_equal(P.n_groups, 21);
     assert_int_equal(P.groups[0].first, 0);
     assert_int_equal(P.groups[0].last, 4);
     assert_int_equal(P.groups[1].first, 5);
     assert_int_equal(P.groups[1].sliding, 0);
+    /* each group names what a session runs there: the kinds and the kernels the CPU
+     * backend resolves (medgemma-27b: head_dim 128, a bf16 cache for bf16 weights) */
+    char want[128];
+    snprintf(want, sizeof want, "mixer attention (%s), ffn dense (%s)",
+             facet_attention_kernel_name(facet_attn_path_for(facet_cpu()), FACET_KV_BF16, 128),
+             facet_ukernel_select(FACET_WF_BF16)->name);
+    for (int i = 0; i < P.n_groups; i++) assert_string_equal(P.groups[i].kernels, want);
 }
 
 /* Window-inert: DeepSeek-R1-Distill-Qwen-32B names sliding_window 131072 but
@@ -155,17 +162,17 @@ static void test_gemma3_local_global(void **state) {
 static void test_window_inert(void **state) {
     (void)state;
     read_cfg("deepseek-ai__DeepSeek-R1-Distill-Qwen-32B");
-    plan(32768, 2, FACET_PLAN_BF16, 1ull << 40);
+    plan(32768, 2, FACET_WF_BF16, 1ull << 40);
     assert_int_equal(P.n_sliding_layers, 0);
     assert_int_equal(P.kv_bytes_per_token_naive, 262144); /* 64 * 2 * 8 * 128 * 2 (bf16) */
     assert_int_equal(P.kv_bytes_per_sequence, 262144ull * 32768);
-    assert_int_equal(P.weights, FACET_PLAN_BF16);
-    assert_int_equal(P.total_bytes, P.weight_bytes[FACET_PLAN_BF16] + 2 * 262144ull * 32768);
+    assert_int_equal(P.weights, FACET_WF_BF16);
+    assert_int_equal(P.total_bytes, P.weight_bytes[FACET_WF_BF16] + 2 * 262144ull * 32768);
     /* a window at max_position_embeddings is inert too */
     from_text("{\"model_type\":\"mistral\",\"hidden_size\":64,\"intermediate_size\":128,"
               "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
               "\"vocab_size\":100,\"max_position_embeddings\":4096,\"sliding_window\":4096}");
-    plan(4096, 1, FACET_PLAN_F32, 1ull << 30);
+    plan(4096, 1, FACET_WF_F32, 1ull << 30);
     assert_int_equal(P.n_sliding_layers, 0);
     assert_int_equal(P.kv_bytes_per_sequence, 2ull * 2 * 2 * 16 * 4 * 4096);
 }
@@ -177,13 +184,13 @@ static void test_packing_padding(void **state) {
     from_text("{\"model_type\":\"llama\",\"hidden_size\":64,\"intermediate_size\":172,"
               "\"num_hidden_layers\":5,\"num_attention_heads\":8,\"num_key_value_heads\":4,"
               "\"vocab_size\":512,\"max_position_embeddings\":512,\"tie_word_embeddings\":true}");
-    plan(0, 1, FACET_PLAN_F32, 1ull << 30);
+    plan(0, 1, FACET_WF_F32, 1ull << 30);
     /* embed 512x64; per layer q,o 64x64, k,v 32x64, gate,up 172->176 rows x 64,
      * down 64 x 172->192 inputs; vectors 2*64 per layer + 64 */
     uint64_t mat = 512 * 64 + 5 * (2 * 64 * 64 + 2 * 32 * 64 + 2 * 176 * 64 + 64 * 192);
-    assert_int_equal(P.weight_bytes[FACET_PLAN_F32], 4 * mat + 4 * (5 * 128 + 64));
-    assert_int_equal(P.weight_bytes[FACET_PLAN_BF16], 2 * mat + 4 * (5 * 128 + 64));
-    assert_int_equal(P.weight_bytes[FACET_PLAN_INT8], mat + mat / 16 + 4 * (5 * 128 + 64));
+    assert_int_equal(P.weight_bytes[FACET_WF_F32], 4 * mat + 4 * (5 * 128 + 64));
+    assert_int_equal(P.weight_bytes[FACET_WF_BF16], 2 * mat + 4 * (5 * 128 + 64));
+    assert_int_equal(P.weight_bytes[FACET_WF_Q8], mat + mat / 16 + 4 * (5 * 128 + 64));
     /* parameters count the real (unpadded) elements */
     assert_int_equal(P.n_params, 512 * 64 + 5 * (2 * 64 * 64 + 2 * 32 * 64 + 3 * 172 * 64 + 128) + 64);
 }
@@ -192,13 +199,11 @@ static void test_packing_padding(void **state) {
 static void test_matmul_paths_match_kernels(void **state) {
     (void)state;
     static const char *const levels[] = {"scalar", "avx2", "avx512", NULL};
-    static const facet_wformat wf[FACET_PLAN_N_FORMATS] = {FACET_WF_F32, FACET_WF_BF16,
-                                                           FACET_WF_F16, FACET_WF_Q8};
     for (int l = 0; levels[l]; l++) {
         setenv("FACET_CPU", levels[l], 1);
         facet_cpu_refresh();
-        for (int fmt = 0; fmt < FACET_PLAN_N_FORMATS; fmt++)
-            assert_string_equal(facet_plan_matmul_path(fmt), facet_ukernel_select(wf[fmt])->name);
+        for (int fmt = 0; fmt < FACET_WF_COUNT; fmt++)
+            assert_string_equal(facet_plan_matmul_path(fmt), facet_ukernel_select((facet_wformat)fmt)->name);
     }
     unsetenv("FACET_CPU");
     facet_cpu_refresh();
@@ -216,7 +221,7 @@ static void test_bad_options(void **state) {
     assert_int_equal(facet_plan_make(&F, &o, &P, &err), FACET_E_INVALID_ARGUMENT);
     int fmt;
     assert_int_equal(facet_plan_format_parse("int8", &fmt), 0);
-    assert_int_equal(fmt, FACET_PLAN_INT8);
+    assert_int_equal(fmt, FACET_WF_Q8);
     assert_int_equal(facet_plan_format_parse("q4", &fmt), -1);
     /* a family read leniently (no attention heads) has no plan */
     read_cfg("state-spaces__mamba-2.8b-hf");

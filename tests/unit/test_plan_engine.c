@@ -29,8 +29,8 @@ static void test_weight_bytes_match_engine(void **state) {
     static const struct {
         facet_weight_format engine;
         int plan;
-    } formats[] = {{FACET_WEIGHTS_F32, FACET_PLAN_F32}, {FACET_WEIGHTS_BF16, FACET_PLAN_BF16},
-                   {FACET_WEIGHTS_F16, FACET_PLAN_F16}, {FACET_WEIGHTS_INT8, FACET_PLAN_INT8},
+    } formats[] = {{FACET_WEIGHTS_F32, FACET_WF_F32}, {FACET_WEIGHTS_BF16, FACET_WF_BF16},
+                   {FACET_WEIGHTS_F16, FACET_WF_F16}, {FACET_WEIGHTS_INT8, FACET_WF_Q8},
                    {FACET_WEIGHTS_AUTO, FACET_PLAN_AUTO}};
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
         facet_load_options o = {.n_threads = 1, .weights = formats[i].engine, .no_cache = 1};

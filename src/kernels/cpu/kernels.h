@@ -32,6 +32,16 @@ static inline facet_wformat facet_wformat_of(facet_weight_format w) {
     }
 }
 
+/* The public format of a run-time one (the inverse of facet_wformat_of). */
+static inline facet_weight_format facet_wformat_public(facet_wformat f) {
+    switch (f) {
+    case FACET_WF_BF16: return FACET_WEIGHTS_BF16;
+    case FACET_WF_F16: return FACET_WEIGHTS_F16;
+    case FACET_WF_Q8: return FACET_WEIGHTS_INT8;
+    default: return FACET_WEIGHTS_F32;
+    }
+}
+
 /*
  * A weight matrix [rows][cols] in the PyTorch nn.Linear layout (rows = output
  * features, cols = input features). As the loader fills it, it is row-major float32
