@@ -21,7 +21,7 @@ static void usage(FILE *out) {
             "                 [--dump-logits FILE]\n"
             "\n"
             "Generation, greedy unless --temp > 0. MODEL is a Hugging Face checkpoint folder (config.json,\n"
-            "*.safetensors, tokenizer.json) or a GGUF file of F32/F16/BF16 tensors (ids only: use\n"
+            "*.safetensors, tokenizer.json) or a GGUF file of F32/F16/BF16/Q8_0 tensors (ids only: use\n"
             "--prompt-ids); without it the bundled stories260k model runs.\n"
             "  -p TEXT            prompt text (tokenized with the tokenizer's special tokens)\n"
             "  -f FILE            prompt read from a UTF-8 file (- reads standard input)\n"

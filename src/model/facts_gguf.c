@@ -46,10 +46,21 @@ static const char *model_type_of(const char *arch) {
     return NULL;
 }
 
-const char *facet_gguf_runnable_types(void) { return "F32, F16, BF16"; }
+const char *facet_gguf_runnable_types(void) { return "F32, F16, BF16, Q8_0"; }
 
 static int runnable(uint32_t type) {
-    return type == GGML_F32 || type == GGML_F16 || type == GGML_BF16;
+    return type == GGML_F32 || type == GGML_F16 || type == GGML_BF16 || type == GGML_Q8_0;
+}
+
+int facet_gguf_matrices_q8_0(const gguf_model *m) {
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const gguf_tensor *t = m->by_name[i];
+        if (t->n_dims < 2) continue;
+        if (t->type != GGML_Q8_0) return 0;
+        n++;
+    }
+    return n > 0;
 }
 
 /* ---- reading <arch>.* keys ---------------------------------------------------------- */

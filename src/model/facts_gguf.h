@@ -45,14 +45,20 @@ facet_status facet_facts_from_gguf(const gguf_model *m, facet_facts *f, facet_er
  * gguf_model_open's. */
 facet_status facet_facts_read_model(const char *path, facet_facts *f, facet_error *err);
 
-/* The GGUF block types the engine runs (today: F32, F16, BF16, as a comma list). */
+/* The GGUF block types the engine runs (today: F32, F16, BF16, Q8_0, as a comma list).
+ * Q8_0 blocks (an f16 scale per 32 int8 weights) are facet's own int8 format: they load
+ * exactly as float32 and, with --weights int8 (auto for files whose matrices are all
+ * Q8_0), re-pack into the same scales and int8 values. */
 const char *facet_gguf_runnable_types(void);
+
+/* Nonzero when every matrix (2-D or more) of `m` is Q8_0. */
+int facet_gguf_matrices_q8_0(const gguf_model *m);
 
 /*
  * Add GGUF refusals to verdict *v (after facet_judge): general.architecture outside the
- * table; every tensor type the engine does not run (all but F32, F16, BF16), one
+ * table; every tensor type the engine does not run (all but F32, F16, BF16, Q8_0), one
  * refusal per type naming its first tensor ("tensor blk.0.ffn_down.weight has type Q4_K; supported: F32, F16,
- * BF16"), before any weight is read.
+ * BF16, Q8_0"), before any weight is read.
  * Sets v->status to REFUSED when any was added.
  */
 void facet_gguf_judge(const gguf_model *m, facet_verdict *v);

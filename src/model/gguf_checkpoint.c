@@ -48,9 +48,24 @@ static int cmp_st_name(const void *a, const void *b) {
     return strcmp((*(const st_tensor *const *)a)->name, (*(const st_tensor *const *)b)->name);
 }
 
-/* Copy matrix `t` (rows of `row_bytes`) undoing llama.cpp's permutation over `heads`. */
-static facet_status unpermute(const gguf_tensor *t, int64_t heads, size_t elt, void **out,
-                              facet_error *err) {
+/* Q8_0 (ggml's block_q8_0: an f16 scale d, then 32 int8 q) to float32 d * q, which is
+ * exact: an f16 times an int8 fits float32's 24-bit mantissa. */
+static facet_status dequant_q8_0(const gguf_tensor *t, void **out, facet_error *err) {
+    uint64_t blocks = t->nbytes / 34;
+    float *dst = malloc((size_t)(blocks ? blocks : 1) * 32 * sizeof *dst);
+    if (!dst) return facet_err(err, FACET_E_NOMEM, "tensor %s: out of memory", t->name);
+    const uint8_t *p = t->data;
+    for (uint64_t b = 0; b < blocks; b++, p += 34) {
+        float d = st_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+        for (int k = 0; k < 32; k++) dst[b * 32 + k] = d * (float)(int8_t)p[2 + k];
+    }
+    *out = dst;
+    return FACET_OK;
+}
+
+/* Copy matrix `t` (its data at src, rows of ne[0] elements) undoing llama.cpp's permutation over `heads`. */
+static facet_status unpermute(const gguf_tensor *t, const uint8_t *src, int64_t heads,
+                              size_t elt, void **out, facet_error *err) {
     int64_t rows = t->ne[1];
     size_t row_bytes = (size_t)t->ne[0] * elt;
     if (t->n_dims != 2 || heads <= 0 || rows % heads || (rows / heads) % 2)
@@ -65,7 +80,7 @@ static facet_status unpermute(const gguf_tensor *t, int64_t heads, size_t elt, v
         for (int64_t i = 0; i < half; i++)
             for (int64_t j = 0; j < 2; j++)
                 memcpy(dst + (size_t)(h * d + j * half + i) * row_bytes,
-                       t->data + (size_t)(h * d + 2 * i + j) * row_bytes, row_bytes);
+                       src + (size_t)(h * d + 2 * i + j) * row_bytes, row_bytes);
     *out = dst;
     return FACET_OK;
 }
@@ -97,7 +112,7 @@ facet_status facet_gguf_checkpoint_open(const gguf_model *m, const facet_facts *
         sf->tensors = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *sf->tensors);
     }
     ck->by_name = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *ck->by_name);
-    out->owned = calloc(2 * (size_t)(f->num_hidden_layers + 1), sizeof *out->owned);
+    out->owned = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *out->owned);
     facet_status st = FACET_OK;
     if (!sf || !sf->path || !sf->tensors || !ck->by_name || !out->owned)
         st = facet_err(err, FACET_E_NOMEM, "%s: out of memory", g0->path);
@@ -112,9 +127,18 @@ facet_status facet_gguf_checkpoint_open(const gguf_model *m, const facet_facts *
             break;
         }
         st_dtype dt = t->type == GGML_F32 ? ST_F32 : t->type == GGML_F16 ? ST_F16 : ST_BF16;
-        if (t->type != GGML_F32 && t->type != GGML_F16 && t->type != GGML_BF16) {
-            st = facet_err(err, FACET_E_UNSUPPORTED, "tensor %s has type %s; supported: F32, F16, BF16",
-                           t->name, gguf_type_name(t->type));
+        const uint8_t *data = t->data;
+        if (t->type == GGML_Q8_0) { /* to float32, exactly: d * q */
+            void *buf = NULL;
+            st = dequant_q8_0(t, &buf, err);
+            if (st != FACET_OK) break;
+            out->owned[out->n_owned++] = buf;
+            data = buf;
+            dt = ST_F32;
+        } else if (t->type != GGML_F32 && t->type != GGML_F16 && t->type != GGML_BF16) {
+            st = facet_err(err, FACET_E_UNSUPPORTED,
+                           "tensor %s has type %s; supported: F32, F16, BF16, Q8_0", t->name,
+                           gguf_type_name(t->type));
             break;
         }
         st_tensor *s = &sf->tensors[sf->n_tensors];
@@ -128,21 +152,19 @@ facet_status facet_gguf_checkpoint_open(const gguf_model *m, const facet_facts *
         s->ndim = t->n_dims;
         for (int d = 0; d < t->n_dims; d++) s->shape[d] = t->ne[t->n_dims - 1 - d];
         s->begin = 0;
-        s->end = t->nbytes;
-        s->data = t->data;
+        s->end = t->type == GGML_Q8_0 ? t->nbytes / 34 * 32 * 4 : t->nbytes;
+        s->data = data;
         s->file_index = 0;
         size_t len = strlen(t->name);
         int is_q = len > 14 && !strcmp(t->name + len - 14, ".attn_q.weight");
         int is_k = len > 14 && !strcmp(t->name + len - 14, ".attn_k.weight");
         if (permute && (is_q || is_k)) {
             void *buf = NULL;
-            st = unpermute(t, is_q ? f->num_attention_heads : f->num_key_value_heads,
+            st = unpermute(t, data, is_q ? f->num_attention_heads : f->num_key_value_heads,
                            st_dtype_size(dt), &buf, err);
             if (st != FACET_OK) break;
-            if (out->n_owned >= 2 * (size_t)(f->num_hidden_layers + 1)) {
-                free(buf);
-                st = facet_err(err, FACET_E_FORMAT, "%s: more q/k tensors than layers", g0->path);
-                break;
+            if (data != t->data) { /* the dequantized copy is replaced by its permutation */
+                free(out->owned[--out->n_owned]);
             }
             out->owned[out->n_owned++] = buf;
             s->data = buf;

@@ -3,7 +3,8 @@
  * loader (src/engine/weights.c) and its tensor table (tensors.h) read GGUF weights
  * unchanged.
  *
- * Each GGUF tensor of a float type (F32, F16, BF16) becomes an st_tensor with the
+ * Each GGUF tensor of type F32, F16, BF16 or Q8_0 (dequantized exactly to F32, d * q, in
+ * a copy the view owns) becomes an st_tensor with the
  * module path the Hugging Face modeling code uses (blk.N.attn_q.weight ->
  * model.layers.N.self_attn.q_proj.weight, token_embd.weight -> model.embed_tokens.weight,
  * output.weight -> lm_head.weight, ffn_norm -> post_attention_layernorm, or
@@ -32,7 +33,7 @@ typedef struct facet_gguf_checkpoint {
 /*
  * Build the view of model `m` whose facts are `f` (facet_facts_from_gguf). The model
  * must outlive the view. Errors: FACET_E_UNSUPPORTED naming a tensor of a type other
- * than F32/F16/BF16 or a GGUF name with no Hugging Face counterpart, FACET_E_FORMAT (a
+ * than F32/F16/BF16/Q8_0 or a GGUF name with no Hugging Face counterpart, FACET_E_FORMAT (a
  * permuted tensor whose rows are not heads x an even head_dim), FACET_E_NOMEM.
  */
 facet_status facet_gguf_checkpoint_open(const gguf_model *m, const facet_facts *f,

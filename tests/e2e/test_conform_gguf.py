@@ -66,7 +66,7 @@ def test_conform_quantized_types_refused_by_name(run_facet, corpus):
     for typ, name in want.items():
         count = exp["tensor_type_counts"][typ]
         assert (f"REFUSED: tensor {name} has type {typ} ({count} tensors of this type); "
-                "supported: F32, F16, BF16") in lines, lines
+                "supported: F32, F16, BF16, Q8_0") in lines, lines
 
 
 def test_conform_split_and_folder(run_facet, corpus, tmp_path):

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "io/gguf.h"
+#include "kernels/cpu/kernels.h"
 #include "model/facts_gguf.h"
 #include "model/gguf_checkpoint.h"
 #include "model/table.h"
@@ -577,10 +578,10 @@ static void test_facts_small(void **state) {
     facet_gguf_judge(&m, &v);
     gguf_model_close(&m);
     assert_int_equal(v.status, FACET_VERDICT_REFUSED);
-    assert_int_equal(v.n_refusals, 2);
-    assert_string_equal(v.refusals[0].text, "REFUSED: tensor blk.0.attn_q.weight has type Q8_0 "
-                                            "(1 tensor of this type); supported: F32, F16, BF16");
-    assert_string_equal(v.refusals[1].value, "Q4_0");
+    assert_int_equal(v.n_refusals, 1); /* Q8_0 runs */
+    assert_string_equal(v.refusals[0].text, "REFUSED: tensor blk.0.ffn_down.weight has type Q4_0 "
+                                            "(1 tensor of this type); supported: F32, F16, BF16, "
+                                            "Q8_0");
     free(b);
 }
 
@@ -991,9 +992,9 @@ static void test_corpus_facts(void **state) {
     facet_gguf_judge(&m, &v);
     assert_int_equal(v.n_refusals, 2);
     assert_string_equal(v.refusals[0].text, "REFUSED: tensor output.weight has type Q6_K (3 "
-                                            "tensors of this type); supported: F32, F16, BF16");
+                                            "tensors of this type); supported: F32, F16, BF16, Q8_0");
     assert_string_equal(v.refusals[1].text, "REFUSED: tensor token_embd.weight has type Q4_K (13 "
-                                            "tensors of this type); supported: F32, F16, BF16");
+                                            "tensors of this type); supported: F32, F16, BF16, Q8_0");
     gguf_model_close(&m);
     snprintf(path, sizeof path, "%s/models/mixtral-F32.gguf", root);
     assert_int_equal(gguf_model_open(path, &m, &err), FACET_OK);
@@ -1002,6 +1003,49 @@ static void test_corpus_facts(void **state) {
     assert_int_equal(v.status, FACET_VERDICT_REFUSED);
     assert_string_equal(v.refusals[0].fact, "llama.expert_count");
     assert_string_equal(v.refusals[0].value, "8");
+    gguf_model_close(&m);
+}
+
+/* Q8_0 is facet's int8 format: every Q8_0 matrix of a corpus file, dequantized by the
+ * view (d * q in float32) and packed by facet_wtensor_convert into int8, reads back
+ * bit-identical (same f16 scales, same int8 values; llama.cpp's quantizer gives each
+ * block a largest |q| of 127, so amax / 127 is its own d). */
+static void test_corpus_q8_0_is_int8(void **state) {
+    (void)state;
+    char root[4096], path[4300];
+    if (!corpus_root(root, sizeof root)) skip();
+    snprintf(path, sizeof path, "%s/models/qwen3-Q8_0.gguf", root);
+    gguf_model m;
+    facet_error err;
+    assert_int_equal(gguf_model_open(path, &m, &err), FACET_OK);
+    assert_true(facet_gguf_matrices_q8_0(&m));
+    assert_int_equal(facet_facts_from_gguf(&m, &facts, &err), FACET_OK);
+    facet_gguf_checkpoint c;
+    assert_int_equal(facet_gguf_checkpoint_open(&m, &facts, &c, &err), FACET_OK);
+    int n = 0;
+    for (size_t i = 0; i < c.ck.n_tensors; i++) {
+        const st_tensor *t = c.ck.by_name[i];
+        if (t->ndim != 2) continue;
+        int rows = (int)t->shape[0], cols = (int)t->shape[1];
+        float *w = malloc((size_t)rows * cols * sizeof *w), *back = malloc((size_t)cols * sizeof *back);
+        assert_non_null(w);
+        memcpy(w, t->data, (size_t)rows * cols * sizeof *w);
+        float *orig = malloc((size_t)rows * cols * sizeof *orig);
+        memcpy(orig, w, (size_t)rows * cols * sizeof *orig);
+        facet_wtensor wt = {.format = FACET_WF_F32, .rows = rows, .cols = cols, .data = w};
+        assert_int_equal(facet_wtensor_convert(&wt, FACET_WF_Q8, &err), FACET_OK);
+        for (int r = 0; r < rows; r++) {
+            facet_wtensor_row(&wt, r, back);
+            assert_memory_equal(back, orig + (size_t)r * cols, (size_t)cols * sizeof *back);
+        }
+        free(wt.data);
+        free(wt.scales);
+        free(orig);
+        free(back);
+        n++;
+    }
+    assert_int_equal(n, 15); /* token_embd + 7 matrices x 2 layers */
+    facet_gguf_checkpoint_close(&c);
     gguf_model_close(&m);
 }
 
@@ -1018,6 +1062,7 @@ int main(void) {
         cmocka_unit_test(test_key_missing),     cmocka_unit_test(test_split),
         cmocka_unit_test(test_checkpoint_unpermute),
         cmocka_unit_test(test_corpus_tensors),  cmocka_unit_test(test_corpus_facts),
+        cmocka_unit_test(test_corpus_q8_0_is_int8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
