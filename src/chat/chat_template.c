@@ -106,6 +106,7 @@ static facet_status load_config(const char *path, json_t **out, facet_error *err
     json_error_t je;
     *out = facet_json_loadb_exact(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     free(text);
+    if (!*out && facet_json_nomem(&je)) return facet_err(err, FACET_E_NOMEM, "%s: out of memory", path);
     if (!*out) return facet_err(err, FACET_E_PARSE, "%s:%d:%d: not valid JSON: %s", path, je.line, je.column, je.text);
     return FACET_OK;
 }

@@ -451,7 +451,9 @@ json_t *oai_parse_json(const char *body, size_t len, oai_error *e) {
         return NULL;
     }
     if (v) return v;
-    if (json_error_code(&je) == json_error_null_character) /* jansson's text names its flag */
+    if (facet_json_nomem(&je))
+        oai_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+    else if (json_error_code(&je) == json_error_null_character) /* jansson's text names its flag */
         oai_fail(e, 400, "invalid_request_error", NULL, NULL,
                  "a string in the body holds \\u0000 (NUL), which facet does not accept "
                  "(line %d, column %d)", je.line, je.column);

@@ -96,6 +96,7 @@ json_t *facet_json_loadb_exact(const char *text, size_t len, size_t flags, json_
         if (rc < 0) {
             memset(je, 0, sizeof *je);
             snprintf(je->text, sizeof je->text, "out of memory");
+            je->text[JSON_ERROR_TEXT_LENGTH - 1] = json_error_out_of_memory; /* its code */
             return NULL;
         }
         return json_loadb(text, len, flags, je);
@@ -114,6 +115,8 @@ facet_status facet_json_parse_exact(const char *text, size_t len, const char *wh
                                     json_t **out, facet_error *err) {
     json_error_t je;
     *out = facet_json_loadb_exact(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    if (!*out && facet_json_nomem(&je))
+        return facet_err(err, FACET_E_NOMEM, "%s: out of memory parsing JSON", what);
     if (!*out)
         return facet_err(err, FACET_E_PARSE, "%s:%d:%d: not valid JSON: %s", what, je.line,
                          je.column, je.text);

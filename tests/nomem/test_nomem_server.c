@@ -234,7 +234,8 @@ static void test_chat_with_tools(void **state) {
         "{\"role\":\"user\",\"content\":\"Weather in Paris?\"}],"
         "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
         "\"description\":\"Weather of a city\",\"parameters\":{\"type\":\"object\","
-        "\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}}}],"
+        "\"properties\":{\"city\":{\"type\":\"string\"},\"n\":{\"type\":\"integer\","
+        "\"maximum\":123456789012345678901234567890}},\"required\":[\"city\"]}}}],"
         "\"logprobs\":true,\"top_logprobs\":2,\"stop\":\"\\n\\n\",\"max_tokens\":64}";
     /* the model answers with a call (Qwen3's Hermes syntax), then with plain text */
     make_output("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>");

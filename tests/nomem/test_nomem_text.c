@@ -3,7 +3,8 @@
  * stories260k tokenizer.json, a SentencePiece-style BPE, and a byte-level BPE built here
  * with added tokens, a Split + ByteLevel pre-tokenizer and a template post-processor),
  * encode, decode and the streaming decoder; chat template load and render (Qwen3's
- * template from tests/data/chat, with tools and tool calls).
+ * template from tests/data/chat, with tools and tool calls, and with integers beyond 64
+ * bits in the messages and tools).
  *
  * Every failed run must return FACET_E_NOMEM with nothing to free, and leave the
  * object usable: the same call without a failure gives the output of a call that never
@@ -320,6 +321,21 @@ static void test_chat_template(void **state) {
     }
     fclose(f);
     assert_true(cases >= 5);
+    /* integers beyond 64 bits in the messages and tools: the exact reader rewrites the
+     * text first (an allocation of its own); expected: a render that never failed */
+    c.messages = "[{\"role\": \"user\", \"content\": \"n\", \"n\": 123456789012345678901234567890}]";
+    c.tools = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+              "{\"type\": \"object\", \"properties\": {\"x\": {\"type\": \"integer\", "
+              "\"maximum\": 99999999999999999999999}}}}}]";
+    c.vars = NULL;
+    char *want = NULL;
+    assert_int_equal(facet_chat_render(c.tpl, c.messages, c.tools, 1, NULL, &want, NULL, NULL),
+                     FACET_OK);
+    assert_non_null(strstr(want, "99999999999999999999999"));
+    c.want = want;
+    total += alloc_fail_sweep(render_op, render_check, &c, 0, 1);
+    cases++;
+    free(want);
     print_message("render: %ld runs over %ld cases\n", total, cases);
     facet_chat_template_free(c.tpl);
 }
