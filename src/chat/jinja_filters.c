@@ -313,6 +313,7 @@ static int do_indent(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) 
         facet_str_append(&b, JS(L->data[i])->s, JS(L->data[i])->len);
     }
     jv_unref(lines);
+    facet_str_free(&ind);
     *out = jv_str_take(&b);
     return out->k == JV_STR ? 0 : oom(cx, at);
 }
