@@ -293,6 +293,7 @@ int jx_filter_table_sorted(void);
 int jx_test_table_sorted(void);
 int jx_method_tables_sorted(void);
 int jx_statement_table_sorted(void);
+int jx_global_table_sorted(void);
 
 /* Arguments of a filter or method call: positional a[0..n), keywords kwn[k] = kwv[k]
  * (borrowed), and the mode of the table row being called. */

@@ -133,15 +133,15 @@ static int scope_set(jctx *cx, const jnode *at, jscope *s, const char *name, jv 
     return 0;
 }
 
-static const char *const GLOBALS[] = {"range", "namespace", "dict", "raise_exception", "strftime_now", NULL};
+typedef struct jglobal_row jglobal_row;
+static const jglobal_row *global_row(const char *name);
 
 static jv lookup(jctx *cx, const char *name) {
     for (jscope *s = cx->cur; s; s = s->parent) {
         jv *v = jv_dict_gets(s->vars, name);
         if (v) return jv_ref(*v);
     }
-    for (int i = 0; GLOBALS[i]; i++)
-        if (!strcmp(GLOBALS[i], name)) return jv_func(name, jv_undef());
+    if (global_row(name)) return jv_func(name, jv_undef());
     return jv_undef_hint("'%s' is undefined", name);
 }
 
@@ -843,93 +843,128 @@ static int call_macro(jctx *cx, const jnode *at, jv fn, jv *args, size_t nargs, 
     return out->k == JV_STR ? 0 : oom(cx, at);
 }
 
-static int builtin_call(jctx *cx, const jnode *at, const char *name, jv *args, size_t nargs, char **kwn, jv *kwv,
-                        size_t nkw, jv *out) {
-    if (!strcmp(name, "range")) {
-        int64_t a[3] = {0, 0, 1};
-        if (nargs < 1 || nargs > 3 || nkw)
-            return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: range expected 1 to 3 integer arguments");
-        for (size_t i = 0; i < nargs; i++) {
-            if (args[i].k != JV_INT && args[i].k != JV_BOOL)
-                return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: '%s' object cannot be interpreted as an integer", jv_type_name(args[i]));
-        }
-        if (nargs == 1) a[1] = ival(args[0]);
-        else {
-            a[0] = ival(args[0]);
-            a[1] = ival(args[1]);
-            if (nargs == 3) a[2] = ival(args[2]);
-        }
-        if (a[2] == 0) return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: range() arg 3 must not be zero");
-        double cnt = a[2] > 0 ? ceil(((double)a[1] - (double)a[0]) / (double)a[2]) : ceil(((double)a[0] - (double)a[1]) / -(double)a[2]);
-        if (cnt > MAX_RANGE)
-            return jx_fail(cx, at, FACET_E_LIMIT, "OverflowError: Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).", MAX_RANGE);
-        jv l = jv_list_new(JL_LIST);
-        if (l.k != JV_LIST) return oom(cx, at);
-        for (int64_t i = a[0]; a[2] > 0 ? i < a[1] : i > a[1]; i += a[2])
-            if (jv_list_push(l, jv_int(i))) {
-                jv_unref(l);
-                return oom(cx, at);
-            }
-        *out = l;
-        return 0;
+/* ------------------------------------------------------- global functions ---- */
+
+static int g_range(jctx *cx, const jnode *at, const char *name, const jargs *g, jv *out) {
+    (void)name;
+    int64_t a[3] = {0, 0, 1};
+    if (g->n < 1 || g->n > 3 || g->nkw)
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: range expected 1 to 3 integer arguments");
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->a[i].k != JV_INT && g->a[i].k != JV_BOOL)
+            return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: '%s' object cannot be interpreted as an integer", jv_type_name(g->a[i]));
     }
-    if (!strcmp(name, "namespace") || !strcmp(name, "dict")) {
-        jv d = jv_dict_new(name[0] == 'n');
-        if (d.k != JV_DICT && d.k != JV_NS) return oom(cx, at);
-        for (size_t i = 0; i < nargs; i++) {
-            if (args[i].k != JV_DICT && args[i].k != JV_NS) {
-                jv_unref(d);
-                return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s() positional argument must be a mapping", name);
-            }
-            for (size_t k = 0; k < JD(args[i])->n; k++)
-                if (jv_dict_set(d, jv_ref(JD(args[i])->key[k]), jv_ref(JD(args[i])->val[k]))) {
-                    jv_unref(d);
-                    return oom(cx, at);
-                }
+    if (g->n == 1) a[1] = ival(g->a[0]);
+    else {
+        a[0] = ival(g->a[0]);
+        a[1] = ival(g->a[1]);
+        if (g->n == 3) a[2] = ival(g->a[2]);
+    }
+    if (a[2] == 0) return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: range() arg 3 must not be zero");
+    double cnt = a[2] > 0 ? ceil(((double)a[1] - (double)a[0]) / (double)a[2]) : ceil(((double)a[0] - (double)a[1]) / -(double)a[2]);
+    if (cnt > MAX_RANGE)
+        return jx_fail(cx, at, FACET_E_LIMIT, "OverflowError: Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).", MAX_RANGE);
+    jv l = jv_list_new(JL_LIST);
+    if (l.k != JV_LIST) return oom(cx, at);
+    for (int64_t i = a[0]; a[2] > 0 ? i < a[1] : i > a[1]; i += a[2])
+        if (jv_list_push(l, jv_int(i))) {
+            jv_unref(l);
+            return oom(cx, at);
         }
-        for (size_t k = 0; k < nkw; k++)
-            if (jv_dict_set(d, jv_cstr(kwn[k]), jv_ref(kwv[k]))) {
+    *out = l;
+    return 0;
+}
+
+static int g_dict(jctx *cx, const jnode *at, const char *name, const jargs *g, jv *out) { /* dict(), namespace() (mode 1) */
+    jv d = jv_dict_new(g->mode);
+    if (d.k != JV_DICT && d.k != JV_NS) return oom(cx, at);
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->a[i].k != JV_DICT && g->a[i].k != JV_NS) {
+            jv_unref(d);
+            return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: %s() positional argument must be a mapping", name);
+        }
+        for (size_t k = 0; k < JD(g->a[i])->n; k++)
+            if (jv_dict_set(d, jv_ref(JD(g->a[i])->key[k]), jv_ref(JD(g->a[i])->val[k]))) {
                 jv_unref(d);
                 return oom(cx, at);
             }
-        *out = d;
-        return 0;
     }
-    if (!strcmp(name, "raise_exception")) {
-        facet_str b = {0};
-        if (nargs >= 1 && jx_str(cx, at, args[0], &b)) {
-            facet_str_free(&b);
-            return -1;
+    for (size_t k = 0; k < g->nkw; k++)
+        if (jv_dict_set(d, jv_cstr(g->kwn[k]), jv_ref(g->kwv[k]))) {
+            jv_unref(d);
+            return oom(cx, at);
         }
-        jx_fail(cx, at, FACET_E_TEMPLATE, "TemplateError: %s", facet_str_cstr(&b));
+    *out = d;
+    return 0;
+}
+
+static int g_raise_exception(jctx *cx, const jnode *at, const char *name, const jargs *g, jv *out) {
+    (void)name, (void)out;
+    facet_str b = {0};
+    if (g->n >= 1 && jx_str(cx, at, g->a[0], &b)) {
         facet_str_free(&b);
         return -1;
     }
-    if (!strcmp(name, "strftime_now")) {
-        if (nargs != 1 || args[0].k != JV_STR)
-            return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: strftime_now() takes one string argument");
-        time_t t = (time_t)cx->now;
-        struct tm tm;
-        if (!(cx->now_local ? localtime_r(&t, &tm) : gmtime_r(&t, &tm)))
-            return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: time out of range");
-        if (JS(args[0])->len > 4096) return jx_fail(cx, at, FACET_E_LIMIT, "strftime_now format longer than 4096 bytes");
-        /* strftime returns 0 when the buffer is too small: grow it (an expansion is at
-         * most ~100 bytes per conversion, so 256x the format length always fits) */
-        facet_str buf = {0};
-        size_t k = 0;
-        for (size_t cap = 256; cap <= 256 * (JS(args[0])->len + 4); cap *= 4) {
-            if (facet_str_reserve(&buf, cap)) { /* room for cap bytes */
-                facet_str_free(&buf);
-                return oom(cx, at);
-            }
-            k = strftime(buf.data, cap, JS(args[0])->s, &tm);
-            if (k > 0) break;
+    jx_fail(cx, at, FACET_E_TEMPLATE, "TemplateError: %s", facet_str_cstr(&b));
+    facet_str_free(&b);
+    return -1;
+}
+
+static int g_strftime_now(jctx *cx, const jnode *at, const char *name, const jargs *g, jv *out) {
+    (void)name;
+    if (g->n != 1 || g->a[0].k != JV_STR)
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "TypeError: strftime_now() takes one string argument");
+    time_t t = (time_t)cx->now;
+    struct tm tm;
+    if (!(cx->now_local ? localtime_r(&t, &tm) : gmtime_r(&t, &tm)))
+        return jx_fail(cx, at, FACET_E_TEMPLATE, "ValueError: time out of range");
+    if (JS(g->a[0])->len > 4096) return jx_fail(cx, at, FACET_E_LIMIT, "strftime_now format longer than 4096 bytes");
+    /* strftime returns 0 when the buffer is too small: grow it (an expansion is at
+     * most ~100 bytes per conversion, so 256x the format length always fits) */
+    facet_str buf = {0};
+    size_t k = 0;
+    for (size_t cap = 256; cap <= 256 * (JS(g->a[0])->len + 4); cap *= 4) {
+        if (facet_str_reserve(&buf, cap)) { /* room for cap bytes */
+            facet_str_free(&buf);
+            return oom(cx, at);
         }
-        *out = jv_str(facet_str_cstr(&buf), k);
-        facet_str_free(&buf);
-        return out->k == JV_STR ? 0 : oom(cx, at);
+        k = strftime(buf.data, cap, JS(g->a[0])->s, &tm);
+        if (k > 0) break;
     }
-    return jx_fail(cx, at, FACET_E_INTERNAL, "unknown builtin %s", name);
+    *out = jv_str(facet_str_cstr(&buf), k);
+    facet_str_free(&buf);
+    return out->k == JV_STR ? 0 : oom(cx, at);
+}
+
+/* The global functions a template may call (transformers adds raise_exception and
+ * strftime_now to Jinja2's range, dict and namespace), sorted by name for binary
+ * search; a name here resolves to a function value unless a variable shadows it. */
+typedef struct jglobal_row {
+    const char *name;
+    int (*fn)(jctx *cx, const jnode *at, const char *name, const jargs *g, jv *out);
+    int mode;
+} jglobal_row;
+
+static const jglobal_row GLOBALS[] = {
+    {"dict", g_dict, 0},
+    {"namespace", g_dict, 1},
+    {"raise_exception", g_raise_exception, 0},
+    {"range", g_range, 0},
+    {"strftime_now", g_strftime_now, 0},
+};
+
+static const jglobal_row *global_row(const char *name) {
+    return jx_table_find(GLOBALS, sizeof GLOBALS / sizeof GLOBALS[0], sizeof GLOBALS[0], name);
+}
+
+int jx_global_table_sorted(void) { return jx_table_sorted(GLOBALS, sizeof GLOBALS / sizeof GLOBALS[0], sizeof GLOBALS[0]); }
+
+static int builtin_call(jctx *cx, const jnode *at, const char *name, jv *args, size_t nargs, char **kwn, jv *kwv,
+                        size_t nkw, jv *out) {
+    const jglobal_row *row = global_row(name);
+    if (!row) return jx_fail(cx, at, FACET_E_INTERNAL, "unknown builtin %s", name);
+    jargs g = {args, nargs, kwn, kwv, nkw, row->mode};
+    return row->fn(cx, at, name, &g, out);
 }
 
 int jx_call_value(jctx *cx, const jnode *at, jv fn, jv *args, size_t nargs, char **kwn, jv *kwv, size_t nkw, jv *out) {

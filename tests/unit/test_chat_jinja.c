@@ -198,6 +198,7 @@ static void test_tables(void **state) {
     assert_true(jx_test_table_sorted());
     assert_true(jx_method_tables_sorted());
     assert_true(jx_statement_table_sorted());
+    assert_true(jx_global_table_sorted());
     expect("{{ 'ab'|trim(chars='b') }}", NULL, "a");
     expect("{{ [3,1,2]|sort(reverse=true)|join(',') }}", NULL, "3,2,1");
     expect("{{ 4 is divisibleby 2 }}{{ 'a' is in 'abc' }}{{ 3 is ge 3 }}{{ 'x' is filter }}{{ 'upper' is test }}"
