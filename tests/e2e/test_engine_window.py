@@ -1,4 +1,5 @@
-"""Sliding-window layers keep a ring of exactly `sliding_window` KV rows. A prompt longer
+"""Sliding-window layers keep a ring of `sliding_window` KV rows (rounded up to whole key
+groups of 16). A prompt longer
 than one forward chunk (256 entries) and many windows long must still match the float64
 reference at every position, and a batch that mixes sequences must not disturb it.
 Oracle: tests/ref/reference.py (Hugging Face mask semantics: a window w admits keys j
