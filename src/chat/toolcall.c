@@ -22,6 +22,7 @@
 #include "chat/chat_internal.h"
 #include "chat/jinja.h"
 #include "util/error.h"
+#include "util/json.h"
 
 const char *facet_toolcall_format_name(facet_toolcall_format f) {
     switch (f) {
@@ -94,9 +95,11 @@ static int add_call(parse_state *S, const json_t *obj) {
     } else if (json_is_object(args)) {
         argtext = dumps_py(args);
     } else if (json_is_string(args)) {
-        json_t *inner = json_loads(json_string_value(args), JSON_DECODE_ANY, NULL);
+        json_error_t je;
+        json_t *inner = json_loads(json_string_value(args), JSON_DECODE_ANY, &je);
         int ok = json_is_object(inner);
         json_decref(inner);
+        if (!inner && facet_json_nomem(&je)) return -1;
         if (!ok) return 0;
         argtext = strdup(json_string_value(args));
     } else {
@@ -154,12 +157,14 @@ static int add_calls(parse_state *S, const json_t *j) {
 }
 
 /* Parse one JSON value at the start of s (after whitespace); *used = bytes consumed
- * (including leading whitespace). NULL when it does not parse. */
-static json_t *json_prefix(const char *s, size_t n, size_t *used) {
+ * (including leading whitespace). NULL when it does not parse, or (S->oom set) when
+ * jansson says it ran out of memory. */
+static json_t *json_prefix(parse_state *S, const char *s, size_t n, size_t *used) {
     size_t ws = 0;
     while (ws < n && (s[ws] == ' ' || s[ws] == '\n' || s[ws] == '\t' || s[ws] == '\r')) ws++;
     json_error_t je;
     json_t *j = json_loadb(s + ws, n - ws, JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY, &je);
+    if (!j && facet_json_nomem(&je)) S->oom = 1;
     if (!j) return NULL;
     *used = ws + (size_t)je.position;
     return j;
@@ -186,7 +191,7 @@ static void parse_hermes(parse_state *S, const char *t, size_t n) {
         if (!c) break; /* partial: an unclosed block stays content */
         size_t ie = (size_t)(c - t), after = ie + sizeof CLOSE - 1;
         size_t used = 0;
-        json_t *j = json_prefix(t + ib, ie - ib, &used);
+        json_t *j = json_prefix(S, t + ib, ie - ib, &used);
         int rc = 0;
         if (j && is_blank(t + ib + used, ie - ib - used)) rc = add_call(S, j);
         json_decref(j);
@@ -221,7 +226,7 @@ static int parse_json_calls(parse_state *S, const char *t, size_t n) {
     int any = 0;
     while (pos < n) {
         size_t used;
-        json_t *j = json_prefix(t + pos, n - pos, &used);
+        json_t *j = json_prefix(S, t + pos, n - pos, &used);
         int rc = j ? add_calls(S, j) : 0;
         json_decref(j);
         if (rc < 0) S->oom = 1;
@@ -274,7 +279,7 @@ static void parse_mistral(parse_state *S, const char *t, size_t n) {
         size_t used = 0, end = 0;
         int rc = 0;
         if (ws < n && (t[ws] == '[' || t[ws] == '{')) {
-            json_t *j = json_prefix(t + ws, n - ws, &used);
+            json_t *j = json_prefix(S, t + ws, n - ws, &used);
             rc = j ? add_calls(S, j) : 0;
             json_decref(j);
             end = ws + used;
@@ -284,7 +289,7 @@ static void parse_mistral(parse_state *S, const char *t, size_t n) {
             size_t nl = a ? (size_t)(a - (t + b)) : 0;
             if (a && nl > 0 && nl < 256 && !memchr(t + b, '\n', nl) && !memchr(t + b, ' ', nl)) {
                 size_t ab = (size_t)(a - t) + sizeof ARGS - 1;
-                json_t *args = json_prefix(t + ab, n - ab, &used);
+                json_t *args = json_prefix(S, t + ab, n - ab, &used);
                 if (json_is_object(args)) {
                     json_t *obj = json_object();
                     json_object_set_new(obj, "name", json_stringn(t + b, nl));
@@ -319,7 +324,7 @@ static void harmony_message(parse_state *S, const char *h, size_t hn, const char
         size_t nl = 0;
         while (nm + nl < h + hn && nm[nl] != ' ' && nm[nl] != '<' && nm[nl] != '\n') nl++;
         size_t used = 0;
-        json_t *args = nl ? json_prefix(b, bn, &used) : NULL;
+        json_t *args = nl ? json_prefix(S, b, bn, &used) : NULL;
         int rc = 0;
         if (json_is_object(args) && is_blank(b + used, bn - used)) {
             json_t *obj = json_object();
