@@ -109,7 +109,8 @@ static void view_task(void *ctx, int task, int thread) {
         facet_kv_store_strided(c->k + r * kvd + (size_t)kvh * hd, kv->type,
                                vk + (t / FACET_KV_GROUP * hd * FACET_KV_GROUP + t % FACET_KV_GROUP) * elt,
                                hd, FACET_KV_GROUP);
-        facet_kv_store(c->v + r * kvd + (size_t)kvh * hd, kv->type, vv + t * hd * elt, hd);
+        facet_kv_store_at(j->b->k.level, c->v + r * kvd + (size_t)kvh * hd, kv->type,
+                          vv + t * hd * elt, hd);
     }
 }
 
@@ -252,13 +253,11 @@ static void cpu_rope(const facet_backend *be, float *x, int n_heads, int head_di
 }
 
 static void cpu_gated_act(const facet_backend *be, float *gate, const float *up, int n, int act) {
-    (void)be;
-    facet_gated_act(gate, up, n, act);
+    facet_gated_act_at(ccpu(be)->k.level, gate, up, n, act);
 }
 
 static void cpu_kv_round(const facet_backend *be, float *x, facet_kv_type t, int n) {
-    (void)be;
-    facet_kv_round(x, t, n);
+    facet_kv_round_at(ccpu(be)->k.level, x, t, n);
 }
 
 static const char *cpu_matmul_kernel(const facet_backend *be, facet_wformat f) {

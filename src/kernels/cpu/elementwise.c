@@ -82,9 +82,13 @@ static FACET_TGT_AVX512 int gelu_tanh_avx512(float *gate, const float *up, int n
 }
 
 void facet_gated_act(float *gate, const float *up, int n, int act) {
+    facet_gated_act_at(facet_cpu()->level, gate, up, n, act);
+}
+
+void facet_gated_act_at(int level, float *gate, const float *up, int n, int act) {
     int i = 0;
-    if (act == 0 && facet_cpu()->level == FACET_CPU_AVX512) i = silu_avx512(gate, up, n);
-    if (act == 1 && facet_cpu()->level == FACET_CPU_AVX512) i = gelu_tanh_avx512(gate, up, n);
+    if (act == 0 && level == FACET_CPU_AVX512) i = silu_avx512(gate, up, n);
+    if (act == 1 && level == FACET_CPU_AVX512) i = gelu_tanh_avx512(gate, up, n);
     for (; i < n; i++) {
         float g = gate[i], a;
         switch (act) {

@@ -98,6 +98,7 @@ struct facet_ukernel;
 typedef struct facet_cpu_kernels {
     const struct facet_ukernel *matmul[FACET_WF_COUNT];
     int attn;                      /* facet_attn_path                                   */
+    int level;                     /* facet_cpu_level, for the _at row kernels below    */
 } facet_cpu_kernels;
 struct facet_cpu_info;
 void facet_cpu_kernels_resolve(facet_cpu_kernels *k, const struct facet_cpu_info *cpu);
@@ -190,6 +191,12 @@ void facet_kv_load(const void *src, facet_kv_type type, float *dst, int n);
 /* x[0..n) replaced by what a cache of `type` holds for it (store, then load; f32: as
  * is): for rows attention reads from the batch scratch instead of the cache. */
 void facet_kv_round(float *x, facet_kv_type type, int n);
+
+/* The three above at a CPU level resolved by the caller (facet_cpu_kernels.level), the
+ * plain ones at facet_cpu()'s; the same bits on every level. */
+void facet_kv_store_at(int level, const float *src, facet_kv_type type, void *dst, int n);
+void facet_kv_load_at(int level, const void *src, facet_kv_type type, float *dst, int n);
+void facet_kv_round_at(int level, float *x, facet_kv_type type, int n);
 
 /*
  * facet_kv_store_strided / facet_kv_load_strided: the same for n elements `stride`
@@ -290,6 +297,8 @@ void facet_softmax(float *x, int n);
  * and every other path, libm's expf / tanhf); the split depends only on n, so a row's
  * result does not depend on its batch. */
 void facet_gated_act(float *gate, const float *up, int n, int act);
+/* facet_gated_act at a CPU level resolved by the caller (facet_cpu_kernels.level). */
+void facet_gated_act_at(int level, float *gate, const float *up, int n, int act);
 
 /* Dot product of two float32 vectors of length n: fused multiply-adds into SIMD lanes
  * at the CPU's level (cpu_features.h), lanes summed in a fixed order; the same inputs

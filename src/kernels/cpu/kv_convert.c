@@ -64,11 +64,11 @@ static FACET_TGT_AVX2 void f16_load_f16c(const uint16_t *src, float *dst, int n)
     for (; i < n; i++) dst[i] = facet_f16_to_f32(src[i]);
 }
 
-void facet_kv_store(const float *src, facet_kv_type type, void *dst, int n) {
+void facet_kv_store_at(int level, const float *src, facet_kv_type type, void *dst, int n) {
     switch (type) {
     case FACET_KV_BF16: bf16_store(src, dst, n); return;
     case FACET_KV_F16:
-        if (facet_cpu()->level >= FACET_CPU_AVX2) {
+        if (level >= FACET_CPU_AVX2) {
             f16_store_f16c(src, dst, n);
         } else {
             uint16_t *d = dst;
@@ -79,17 +79,16 @@ void facet_kv_store(const float *src, facet_kv_type type, void *dst, int n) {
     }
 }
 
-void facet_kv_load(const void *src, facet_kv_type type, float *dst, int n) {
+void facet_kv_load_at(int level, const void *src, facet_kv_type type, float *dst, int n) {
     switch (type) {
     case FACET_KV_BF16: {
-        int level = facet_cpu()->level;
         if (level >= FACET_CPU_AVX512) bf16_load_avx512(src, dst, n);
         else if (level >= FACET_CPU_AVX2) bf16_load_avx2(src, dst, n);
         else bf16_load(src, dst, n);
         return;
     }
     case FACET_KV_F16:
-        if (facet_cpu()->level >= FACET_CPU_AVX2) {
+        if (level >= FACET_CPU_AVX2) {
             f16_load_f16c(src, dst, n);
         } else {
             const uint16_t *s = src;
@@ -100,14 +99,26 @@ void facet_kv_load(const void *src, facet_kv_type type, float *dst, int n) {
     }
 }
 
-void facet_kv_round(float *x, facet_kv_type type, int n) {
+void facet_kv_store(const float *src, facet_kv_type type, void *dst, int n) {
+    facet_kv_store_at(facet_cpu()->level, src, type, dst, n);
+}
+
+void facet_kv_load(const void *src, facet_kv_type type, float *dst, int n) {
+    facet_kv_load_at(facet_cpu()->level, src, type, dst, n);
+}
+
+void facet_kv_round_at(int level, float *x, facet_kv_type type, int n) {
     if (type == FACET_KV_F32) return;
     uint16_t h[64];
     for (int i0 = 0; i0 < n; i0 += 64) {
         int k = n - i0 < 64 ? n - i0 : 64;
-        facet_kv_store(x + i0, type, h, k);
-        facet_kv_load(h, type, x + i0, k);
+        facet_kv_store_at(level, x + i0, type, h, k);
+        facet_kv_load_at(level, h, type, x + i0, k);
     }
+}
+
+void facet_kv_round(float *x, facet_kv_type type, int n) {
+    facet_kv_round_at(facet_cpu()->level, x, type, n);
 }
 
 void facet_kv_store_strided(const float *src, facet_kv_type type, void *dst, int n, int stride) {

@@ -76,6 +76,7 @@ const char *facet_matmul_kernel_name(const facet_cpu_kernels *k, facet_wformat f
 void facet_cpu_kernels_resolve(facet_cpu_kernels *k, const facet_cpu_info *cpu) {
     for (int f = 0; f < FACET_WF_COUNT; f++) k->matmul[f] = facet_ukernel_for((facet_wformat)f, cpu);
     k->attn = (int)facet_attn_path_for(cpu);
+    k->level = (int)cpu->level;
 }
 
 /* ---- activation preparation ---- */
