@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "util/fs.h"
 
 /* ---- the ggml type table ------------------------------------------------------------
  * Bytes per block follow ggml's block structs: e.g. Q4_0 = f16 scale + 16 bytes of
@@ -468,25 +469,10 @@ facet_status gguf_parse(const uint8_t *buf, size_t size, const char *what, gguf_
 
 facet_status gguf_open(const char *path, gguf_file *out, facet_error *err) {
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return facet_err(err, FACET_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return facet_err(err, FACET_E_IO, "%s: not a readable regular file", path);
-    }
-    size_t size = (size_t)sb.st_size;
-    void *map = NULL;
-    if (size > 0) {
-        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            return facet_err(err, FACET_E_IO, "%s: cannot mmap %zu bytes: %s", path, size,
-                             strerror(e));
-        }
-    }
-    close(fd);
+    void *map;
+    size_t size;
+    facet_status mst = facet_map_file(path, &map, &size, err);
+    if (mst != FACET_OK) return mst;
     static const uint8_t empty[1];
     facet_status st = gguf_parse(map ? (const uint8_t *)map : empty, size, path, out, err);
     if (st != FACET_OK) {

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/json.h"
 
 /* The reference implementation refuses headers above 100 MB; so does facet, so that a
@@ -442,30 +443,10 @@ facet_status st_parse(const uint8_t *buf, size_t size, const char *what, st_file
 
 facet_status st_open(const char *path, st_file *out, facet_error *err) {
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return facet_err(err, FACET_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return facet_err(err, FACET_E_IO, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return facet_err(err, FACET_E_IO, "%s: not a regular file", path);
-    }
-    size_t size = (size_t)sb.st_size;
-    void *map = NULL;
-    if (size > 0) {
-        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            return facet_err(err, FACET_E_IO, "%s: cannot mmap %zu bytes: %s", path, size,
-                             strerror(e));
-        }
-    }
-    close(fd);
+    void *map;
+    size_t size;
+    facet_status mst = facet_map_file(path, &map, &size, err);
+    if (mst != FACET_OK) return mst;
     static const uint8_t empty[1];
     facet_status st = st_parse(map ? (const uint8_t *)map : empty, size, path, out, err);
     if (st != FACET_OK) {

@@ -2,10 +2,13 @@
 #include "util/fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/error.h"
 
@@ -73,5 +76,35 @@ facet_status facet_mem_available(uint64_t *bytes, facet_error *err) {
     fclose(fp);
     if (!ok) return facet_err(err, FACET_E_IO, "/proc/meminfo: no MemAvailable line");
     *bytes = kb > UINT64_MAX / 1024 ? UINT64_MAX : (uint64_t)kb * 1024;
+    return FACET_OK;
+}
+
+facet_status facet_map_file(const char *path, void **map, size_t *size, facet_error *err) {
+    *map = NULL;
+    *size = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return facet_err(err, FACET_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return facet_err(err, FACET_E_IO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return facet_err(err, FACET_E_IO, "%s: not a regular file", path);
+    }
+    size_t n = (size_t)sb.st_size;
+    if (n > 0) {
+        void *p = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            return facet_err(err, FACET_E_IO, "%s: cannot mmap %zu bytes: %s", path, n, strerror(e));
+        }
+        *map = p;
+        *size = n;
+    }
+    close(fd);
     return FACET_OK;
 }

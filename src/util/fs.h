@@ -15,6 +15,12 @@
 facet_status facet_read_file(const char *path, size_t max_bytes, char **data, size_t *len,
                              facet_error *err);
 
+/* Map the whole regular file `path` read-only (MAP_PRIVATE): *map and *size receive the
+ * mapping (NULL and 0 for an empty file); the caller releases it with munmap(*map, *size)
+ * when *map is not NULL. Errors: FACET_E_IO naming the path and the system error ("cannot
+ * open", "cannot stat", "not a regular file", "cannot mmap N bytes"). */
+facet_status facet_map_file(const char *path, void **map, size_t *size, facet_error *err);
+
 /* Join dir and name with one '/' into buf (size cap); returns buf, or NULL if the result
  * does not fit. */
 char *facet_path_join(char *buf, size_t cap, const char *dir, const char *name);

@@ -14,12 +14,16 @@ facet_status facet_json_parse(const char *text, size_t len, const char *what, js
                               facet_error *err) {
     json_error_t je;
     *out = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    if (!*out && facet_json_nomem(&je))
+    return facet_json_load_status(*out, &je, what, err);
+}
+
+facet_status facet_json_load_status(const json_t *v, const json_error_t *je, const char *what,
+                                    facet_error *err) {
+    if (v) return FACET_OK;
+    if (facet_json_nomem(je))
         return facet_err(err, FACET_E_NOMEM, "%s: out of memory parsing JSON", what);
-    if (!*out)
-        return facet_err(err, FACET_E_PARSE, "%s:%d:%d: not valid JSON: %s", what, je.line,
-                         je.column, je.text);
-    return FACET_OK;
+    return facet_err(err, FACET_E_PARSE, "%s:%d:%d: not valid JSON: %s", what, je->line,
+                     je->column, je->text);
 }
 
 facet_status facet_json_load_file(const char *path, size_t max_bytes, json_t **out,

@@ -17,6 +17,12 @@
  * value fails, leaves the error text empty, which no parse error does. */
 int facet_json_nomem(const json_error_t *je);
 
+/* The status of a jansson load that returned `v` with error `je`, for source `what`:
+ * FACET_OK when v is not NULL, else FACET_E_NOMEM ("WHAT: out of memory parsing JSON")
+ * or FACET_E_PARSE ("WHAT:LINE:COLUMN: not valid JSON: reason"). */
+facet_status facet_json_load_status(const json_t *v, const json_error_t *je, const char *what,
+                                    facet_error *err);
+
 /* Parse `len` bytes of `text` as one JSON value. `what` names the source in messages
  * (a path). Errors: FACET_E_PARSE "WHAT:LINE:COLUMN: reason", FACET_E_NOMEM. The caller
  * owns *out (json_decref). */

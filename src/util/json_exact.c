@@ -115,12 +115,7 @@ facet_status facet_json_parse_exact(const char *text, size_t len, const char *wh
                                     json_t **out, facet_error *err) {
     json_error_t je;
     *out = facet_json_loadb_exact(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    if (!*out && facet_json_nomem(&je))
-        return facet_err(err, FACET_E_NOMEM, "%s: out of memory parsing JSON", what);
-    if (!*out)
-        return facet_err(err, FACET_E_PARSE, "%s:%d:%d: not valid JSON: %s", what, je.line,
-                         je.column, je.text);
-    return FACET_OK;
+    return facet_json_load_status(*out, &je, what, err);
 }
 
 const char *facet_json_exact_int(const json_t *v) {
