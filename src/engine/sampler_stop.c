@@ -1,10 +1,12 @@
 /* sampler_stop.c — stop strings over streamed text with hold-back (facet_sampler.h). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "facet_sampler.h"
 #include "util/error.h"
 #include "util/utf8.h"
+#include "util/vec.h"
 
 struct facet_stop_matcher {
     int n;
@@ -63,17 +65,6 @@ nomem:
     return facet_err(err, FACET_E_NOMEM, "stop matcher of %d strings", n_stops);
 }
 
-static int reserve(char **buf, size_t *cap, size_t need) {
-    if (need <= *cap) return 1;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    char *p = realloc(*buf, c);
-    if (!p) return 0;
-    *buf = p;
-    *cap = c;
-    return 1;
-}
-
 /* Move the first n bytes of pending into out (replacing out's content). push keeps out
  * at least as large as pending, so this never allocates. */
 static void release(facet_stop_matcher *m, size_t n) {
@@ -122,8 +113,9 @@ facet_status facet_stop_matcher_push(facet_stop_matcher *m, const char *text, si
     *out_len = 0;
     *stopped = m->stopped;
     if (m->stopped >= 0) return FACET_OK;
-    if (!reserve(&m->pending, &m->cap_pending, m->n_pending + len + 1) ||
-        !reserve(&m->out, &m->cap_out, m->n_pending + len + 1))
+    if (len > SIZE_MAX - 1 - m->n_pending ||
+        facet_array_reserve(m->pending, m->cap_pending, m->n_pending + len + 1) ||
+        facet_array_reserve(m->out, m->cap_out, m->n_pending + len + 1))
         return facet_err(err, FACET_E_NOMEM, "stop matcher buffer of %zu bytes",
                          m->n_pending + len);
     memcpy(m->pending + m->n_pending, text, len);
