@@ -88,7 +88,10 @@ static int ref_from_ids_file(const char *file, const char *oracle, gate_ref *r) 
     const json_t *o = json_object_get(root, "greedy_from_bos");
     if (!json_is_object(o)) o = root;
     int rc = 1;
-    const char *pkey = json_object_get(o, "prompt_ids") ? "prompt_ids" : "input_ids";
+    /* "input_ids" (expected.json's spelling) only where it is there: a file with neither
+     * is told about prompt_ids, the key the README documents */
+    const char *pkey = json_object_get(o, "input_ids") && !json_object_get(o, "prompt_ids")
+                           ? "input_ids" : "prompt_ids";
     if (!json_is_object(o)) {
         fprintf(stderr, "facet: %s: expected a JSON object with prompt_ids and generated_ids\n", file);
         goto done;
@@ -139,6 +142,14 @@ static int read_logits(const char *file, int vocab, gate_ref *r) {
     }
     memcpy(r->logits, data, len);
     free(data);
+    /* a non-finite reference row compares as NaN (inf - inf), which no threshold fails:
+     * such a file is no reference at all */
+    for (size_t i = 0; i < len / sizeof(float); i++)
+        if (!isfinite(r->logits[i])) {
+            fprintf(stderr, "facet: %s: row %zu, token %zu is %g; reference logits must be finite\n",
+                    file, i / (size_t)vocab, i % (size_t)vocab, r->logits[i]);
+            return 1;
+        }
     return 0;
 }
 
@@ -258,7 +269,8 @@ static double rel_error(const float *got, const float *want, int vocab) {
         d += e * e;
         w += (double)want[i] * want[i];
     }
-    return w > 0 ? sqrt(d / w) : sqrt(d);
+    double r = w > 0 ? sqrt(d / w) : sqrt(d);
+    return isnan(r) ? INFINITY : r; /* NaN logits must fail the gate, not pass every '>' */
 }
 
 int onboard_gate(const char *dir, const gate_options *o, json_t **evidence) {
@@ -319,6 +331,12 @@ int onboard_gate(const char *dir, const gate_options *o, json_t **evidence) {
         if (r.prompt[i] >= V) {
             fprintf(stderr, "facet: onboard: reference prompt id %d at %zu is outside the vocabulary (%d)\n",
                     r.prompt[i], i, V);
+            goto done;
+        }
+    for (size_t i = 0; i < r.n_gen; i++) /* an id facet cannot choose: a broken reference */
+        if (r.gen[i] >= V) {
+            fprintf(stderr, "facet: onboard: reference generated id %d at %zu is outside the vocabulary (%d)\n",
+                    r.gen[i], i, V);
             goto done;
         }
 

@@ -171,3 +171,34 @@ def test_gate_option_errors(facet_bin):
     assert p.returncode == 1 and "need --gate" in p.stderr
     p = run(facet_bin, "onboard", REPO / "models" / "stories260k", "--gate", "--reference-logits", "x")
     assert p.returncode == 1 and "--reference-logits needs --prompt-ids" in p.stderr
+
+
+def test_gate_refuses_a_broken_reference(facet_bin, tmp_path):
+    """A reference the gate cannot compare against is unusable input (exit 1), never
+    'validated' or a recorded 'failed': a non-finite logit made the row's relative error
+    NaN (inf - inf), which passed the 1e-4 threshold, and a generated id outside the
+    vocabulary was recorded as facet's failure."""
+    import numpy as np
+    model = REPO / "models" / "stories260k"
+    dump = tmp_path / "ok.f32"
+    p = run(facet_bin, "run", model, "--prompt-ids", "1,403", "-n", "3", "--dump-logits", dump)
+    assert p.returncode == 0, p.stderr
+    rows = np.fromfile(dump, dtype="<f4")
+    for value in (np.inf, np.nan):
+        bad = rows.copy()
+        bad[512 + 5] = value  # row 1, token 5
+        path = tmp_path / "bad.f32"
+        bad.tofile(path)
+        ledger = tmp_path / "ledger.jsonl"
+        p = run(facet_bin, "onboard", model, "--gate", "--reference-logits", path,
+                "--prompt-ids", "1,403", "--ledger", ledger)
+        assert p.returncode == 1, (value, p.returncode, p.stderr)
+        assert "row 1, token 5" in p.stderr and "must be finite" in p.stderr, p.stderr
+        assert not ledger.exists()
+    ref = tmp_path / "ref.json"
+    ref.write_text(json.dumps({"prompt_ids": [1], "generated_ids": [403, 99999]}))
+    p = run(facet_bin, "onboard", model, "--gate", "--reference", ref)
+    assert p.returncode == 1 and "generated id 99999 at 1 is outside the vocabulary" in p.stderr, p.stderr
+    ref.write_text("{}")
+    p = run(facet_bin, "onboard", model, "--gate", "--reference", ref)
+    assert p.returncode == 1 and '"prompt_ids" must be' in p.stderr, p.stderr
