@@ -435,6 +435,19 @@ static double llama3_divisor(const facet_facts *f, int i, int rot, double factor
 static facet_status rope_freqs(const gguf_model *m, facet_facts *f, facet_error *err) {
     const gguf_tensor *t = gguf_model_find(m, "rope_freqs.weight");
     if (!t) return FACET_OK;
+    if (f->rope_type != FACET_ROPE_DEFAULT) {
+        /* llama.cpp divides by these divisors on top of the declared rope scaling; facet
+         * runs one rope type, so taking either alone computes frequencies nobody has */
+        char declared[sizeof f->rope_type_name];
+        snprintf(declared, sizeof declared, "%s", f->rope_type_name);
+        facet_facts_note(f, "rope_freqs.weight and rope scaling '%s' both present: llama.cpp "
+                            "applies both, facet runs one rope type",
+                         declared);
+        f->rope_type = FACET_ROPE_UNKNOWN;
+        snprintf(f->rope_type_name, sizeof f->rope_type_name, "rope_freqs.weight+%.12s",
+                 declared);
+        return FACET_OK;
+    }
     int rot = (int)(f->head_dim * f->partial_rotary_factor + 0.5);
     if (t->type != GGML_F32 || t->n_dims != 1 || t->ne[0] != rot / 2 || rot < 2)
         return facet_err(err, FACET_E_FORMAT,

@@ -614,6 +614,41 @@ static void test_facts_refused_tensors(void **state) {
     free(b);
 }
 
+/* rope_freqs.weight on top of a declared rope.scaling (linear or yarn): llama.cpp applies
+ * both, so the facts refuse the pair instead of running the divisors' llama3 alone. */
+static void test_rope_freqs_with_scaling(void **state) {
+    (void)state;
+    kvdef kv[N_LLAMA_KV + 2];
+    memcpy(kv, LLAMA_KV, sizeof LLAMA_KV);
+    tdef t[N_LLAMA_T + 1];
+    memcpy(t, LLAMA_T, sizeof LLAMA_T);
+    t[N_LLAMA_T] = (tdef){"rope_freqs.weight", 1, {8}, GGML_F32, -1}; /* head_dim 16 */
+    for (int scaled = 0; scaled <= 1; scaled++) {
+        kv[N_LLAMA_KV] = (kvdef){"llama.rope.scaling.type", K_STR, 0, 0, "linear"};
+        kv[N_LLAMA_KV + 1] = (kvdef){"llama.rope.scaling.factor", K_F32, 0, 4.0, NULL};
+        size_t n;
+        uint8_t *b = build(3, kv, N_LLAMA_KV + 2 * scaled, t, N_LLAMA_T + 1, 32, &n);
+        gguf_file g;
+        facet_error err;
+        assert_int_equal(parse(b, n, &g, &err), FACET_OK);
+        const float one = 1.0f; /* every divisor 1: llama3 with factor 1 reproduces them */
+        for (int i = 0; i < 8; i++)
+            memcpy(b + g.data_offset + g.tensors[N_LLAMA_T].offset + 4 * i, &one, 4);
+        gguf_file_close(&g);
+        assert_int_equal(facts_of(b, n, &facts, &err), FACET_OK);
+        if (!scaled) {
+            assert_int_equal(facts.rope_type, FACET_ROPE_LLAMA3);
+        } else {
+            assert_int_equal(facts.rope_type, FACET_ROPE_UNKNOWN);
+            assert_string_equal(facts.rope_type_name, "rope_freqs.weight+linear");
+            static facet_verdict v;
+            facet_judge(&facts, "cpu", &v);
+            assert_int_equal(v.status, FACET_VERDICT_REFUSED);
+        }
+        free(b);
+    }
+}
+
 static void test_key_wrong_type(void **state) {
     (void)state;
     kvdef kv[N_LLAMA_KV];
@@ -1058,7 +1093,7 @@ int main(void) {
         cmocka_unit_test(test_misaligned),      cmocka_unit_test(test_unknown_type),
         cmocka_unit_test(test_dims),            cmocka_unit_test(test_duplicates),
         cmocka_unit_test(test_facts_small),     cmocka_unit_test(test_key_wrong_type),
-        cmocka_unit_test(test_facts_refused_tensors),
+        cmocka_unit_test(test_facts_refused_tensors), cmocka_unit_test(test_rope_freqs_with_scaling),
         cmocka_unit_test(test_key_missing),     cmocka_unit_test(test_split),
         cmocka_unit_test(test_checkpoint_unpermute),
         cmocka_unit_test(test_corpus_tensors),  cmocka_unit_test(test_corpus_facts),
