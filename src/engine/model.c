@@ -67,10 +67,9 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
         st = facet_gguf_checkpoint_open(&gg, &m->facts, &gck, err);
         ck = gck.ck; /* borrowed: closed with gck below */
     }
-    /* auto: the checkpoint's own precision, decided by the probed dtypes */
+    /* auto: the checkpoint's own precision, decided by the probed dtypes (int8 for a GGUF
+     * file whose matrices are all Q8_0) */
     m->weights = o.weights == FACET_WEIGHTS_AUTO ? facet_auto_weights(&m->facts) : o.weights;
-    if (is_gguf && o.weights == FACET_WEIGHTS_AUTO && st == FACET_OK && facet_gguf_matrices_q8_0(&gg))
-        m->weights = FACET_WEIGHTS_INT8; /* Q8_0 is facet's int8 format: its own precision */
     /* the pool first: the weight cache's checksums are verified over it */
     if (st == FACET_OK) {
         m->pool = facet_pool_create(o.n_threads);

@@ -409,6 +409,7 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
         if (t->type == GGML_F16) f->dtype_mask |= 1u << ST_F16;
         if (t->type == GGML_BF16) f->dtype_mask |= 1u << ST_BF16;
     }
+    f->matrices_q8_0 = facet_gguf_matrices_q8_0(m);
     f->probed = 1;
     return FACET_OK;
 }

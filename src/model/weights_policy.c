@@ -7,6 +7,9 @@
 
 facet_weight_format facet_auto_weights(const facet_facts *f) {
     if (f->probed) {
+        /* Q8_0 blocks are facet's int8 format: the file's own precision, so run, plan and
+         * bench agree on what auto loads */
+        if (f->matrices_q8_0) return FACET_WEIGHTS_INT8;
         uint32_t m = f->dtype_mask;
         if (m == (1u << ST_BF16)) return FACET_WEIGHTS_BF16;
         if (m == (1u << ST_F16)) return FACET_WEIGHTS_F16;

@@ -11,9 +11,11 @@
  * The run-time weight format `--weights auto` chooses: the checkpoint's own precision,
  * so that no weight is rounded — bf16 for a BF16 checkpoint, f16 for an F16 one, f32
  * otherwise (F32, or mixed dtypes). Probed facts decide by the tensors' dtypes; a bare
- * config (no probe) by its torch_dtype / dtype key. int8 is never chosen automatically:
- * on random-weight shapes it flips greedy picks at margins below its quantization noise
- * (bench/RESULTS-perf.md), so it stays one flag away.
+ * config (no probe) by its torch_dtype / dtype key. int8 is chosen automatically only for
+ * a GGUF file whose matrices are all Q8_0 (facts.matrices_q8_0: its blocks are facet's
+ * int8 format, so nothing is rounded); elsewhere it flips greedy picks at margins below
+ * its quantization noise on random-weight shapes (bench/RESULTS-perf.md), so it stays
+ * one flag away.
  */
 facet_weight_format facet_auto_weights(const facet_facts *f);
 

@@ -118,3 +118,25 @@ def test_plan_gguf(run_facet, corpus):
     p = run_facet(["plan", str(corpus / "models" / "qwen3-Q4_0.gguf")])
     assert p.returncode == 2, p.stderr
     assert "REFUSED: tensor blk.0.attn_k.weight has type Q4_0 (14 tensors of this type)" in p.stdout
+
+
+def test_plan_q8_0_says_what_run_loads(run_facet, corpus):
+    """A Q8_0 file runs as int8 with a bf16 KV cache under auto (its blocks are facet's
+    int8 format); plan and conform's plan line said f32 weights and an f32 cache, four
+    times the weight bytes run holds, because only the loader knew about Q8_0."""
+    path = str(corpus / "models" / "qwen3-Q8_0.gguf")
+    p = run_facet(["plan", path, "--json"])
+    assert p.returncode == 0, p.stderr
+    plan = json.loads(p.stdout)
+    assert plan["weights_requested"] == "auto" and plan["weights"] == "int8", plan["weights"]
+    assert plan["kv_cache"] == "bf16", plan["kv_cache"]
+    p = run_facet(["conform", path])
+    assert p.returncode == 0, p.stderr
+    assert "plan: weights int8" in p.stdout and "(bf16)" in p.stdout, p.stdout
+    p = run_facet(["bench", path, "--shapes", "8", "--reps", "1", "--concurrency", "1",
+                   "-n", "2", "--threads", "1"])
+    assert p.returncode == 0, p.stderr
+    assert "weights int8" in p.stdout and "KV cache bf16" in p.stdout, p.stdout
+    # an F32 file stays f32
+    p = run_facet(["plan", str(corpus / "models" / "qwen3-F32.gguf"), "--json"])
+    assert json.loads(p.stdout)["weights"] == "f32"
