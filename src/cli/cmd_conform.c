@@ -131,9 +131,27 @@ static char *checkpoint_key(const char *path) {
     return abs;
 }
 
+/* Field `k` of a ledger verification: a string without control characters (it is
+ * printed on one report line), else NULL. */
+static const char *ledger_field(const json_t *v, const char *k) {
+    const char *s = json_string_value(json_object_get(v, k));
+    for (const char *c = s; c && *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) return NULL;
+    return s;
+}
+
+/* A verification object as onboard writes it: level "validated" or "failed", and the
+ * oracle, backend and weights as one-line strings. */
+static int ledger_well_formed(const json_t *v) {
+    const char *level = ledger_field(v, "level");
+    return level && (!strcmp(level, "validated") || !strcmp(level, "failed")) &&
+           ledger_field(v, "oracle") && ledger_field(v, "backend") && ledger_field(v, "weights");
+}
+
 /* The "verification" object of the newest line of ledger `file` whose "checkpoint" is
  * PATH's folder, or NULL (none, or no ledger). A missing ledger file is not an error; a
- * line that is not JSON is skipped (the ledger is append-only and may be cut short). */
+ * line that is not JSON, or whose verification is not as onboard writes it, is skipped
+ * (the ledger is append-only and may be cut short). */
 static json_t *ledger_verification(const char *file, const char *path) {
     char *key = checkpoint_key(path);
     FILE *fp = key ? fopen(file, "r") : NULL;
@@ -144,7 +162,7 @@ static json_t *ledger_verification(const char *file, const char *path) {
         json_t *o = json_loads(line, 0, NULL);
         const char *ck = json_string_value(json_object_get(o, "checkpoint"));
         json_t *v = json_object_get(o, "verification");
-        if (ck && !strcmp(ck, key) && json_is_object(v)) {
+        if (ck && !strcmp(ck, key) && json_is_object(v) && ledger_well_formed(v)) {
             json_decref(found);
             found = json_incref(v);
         }
@@ -227,10 +245,11 @@ int cmd_conform(int argc, char **argv) {
     json_t *verification = ledger ? ledger_verification(ledger, path) : NULL;
     if (verification)
         fprintf(report, "verification: %s against %s (%s, %s weights, ledger %s)\n",
-                json_string_value(json_object_get(verification, "level")),
-                json_string_value(json_object_get(verification, "oracle")),
-                json_string_value(json_object_get(verification, "backend")),
-                json_string_value(json_object_get(verification, "weights")), ledger);
+                ledger_field(verification, "level"), ledger_field(verification, "oracle"),
+                ledger_field(verification, "backend"), ledger_field(verification, "weights"),
+                ledger);
+    else if (ledger)
+        fprintf(report, "verification: none recorded for this checkpoint in ledger %s\n", ledger);
 
     if (json_file) {
         json_t *o = json_object();

@@ -202,3 +202,30 @@ def test_gate_refuses_a_broken_reference(facet_bin, tmp_path):
     ref.write_text("{}")
     p = run(facet_bin, "onboard", model, "--gate", "--reference", ref)
     assert p.returncode == 1 and '"prompt_ids" must be' in p.stderr, p.stderr
+
+
+def test_conform_ledger_skips_malformed_lines(facet_bin, tmp_path):
+    """conform --ledger takes only a verification as onboard writes it: a level that was
+    not a string was printed through printf's %s as a NULL pointer ('(null)', undefined
+    behaviour), and an oracle holding a newline printed a line of its own (a forged
+    'REFUSED:'). A ledger with no usable line says so instead of printing nothing."""
+    model = REPO / "models" / "stories260k"
+    key = str(model.resolve())
+    ledger = tmp_path / "ledger.jsonl"
+    good = {"level": "validated", "oracle": "published ids", "backend": "cpu", "weights": "f32"}
+    ledger.write_text("\n".join(json.dumps(x) for x in [
+        {"checkpoint": key, "verification": good},
+        {"checkpoint": key, "verification": {"level": 5}},
+        {"checkpoint": key, "verification": dict(good, level="failed", oracle="x\nREFUSED: forged")},
+    ]) + "\nnot json\n")
+    out = tmp_path / "c.json"
+    p = run(facet_bin, "conform", model, "--ledger", ledger, "--json", out)
+    assert p.returncode == 0, p.stderr
+    assert "(null)" not in p.stdout and "REFUSED" not in p.stdout, p.stdout
+    assert "verification: validated against published ids (cpu, f32 weights" in p.stdout, p.stdout
+    assert json.loads(out.read_text())["verification"] == good
+    for text in ("garbage\n", json.dumps({"checkpoint": key, "verification": {"level": 5}}) + "\n"):
+        ledger.write_text(text)
+        p = run(facet_bin, "conform", model, "--ledger", ledger)
+        assert p.returncode == 0 and "(null)" not in p.stdout, p.stdout
+        assert "verification: none recorded for this checkpoint in ledger" in p.stdout, p.stdout
