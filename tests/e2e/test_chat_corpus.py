@@ -171,6 +171,10 @@ def test_template_sources(facet_bin, tmp_path):
     (tmp_path / "m.json").write_text('{"role": "user"}', encoding="utf-8")
     rc, out, err = _template(facet_bin, tmp_path)
     assert rc == 1 and err == "facet: %s: messages: expected a JSON array, got object\n" % (tmp_path / "m.json")
+    # an integer beyond 64 bits is named as the integer it is (held as a marked string)
+    (tmp_path / "m.json").write_text('18446744073709551616', encoding="utf-8")
+    rc, out, err = _template(facet_bin, tmp_path)
+    assert rc == 1 and err == "facet: %s: messages: expected a JSON array, got integer\n" % (tmp_path / "m.json")
     # a template runtime error names the template's file
     (tmp_path / "m.json").write_text('[{"role": "user", "content": "x"}]', encoding="utf-8")
     (tmp_path / "chat_template.jinja").write_text('x\n  {{- raise_exception("roles must alternate") }}', encoding="utf-8")
