@@ -293,6 +293,13 @@ int onboard_gate(const char *dir, const gate_options *o, json_t **evidence) {
     char local[4096], script_buf[4096];
     snprintf(local, sizeof local, "%s/expected.json", dir);
     const char *script = NULL;
+    if (o->prompt_ids && !o->reference_logits && (o->reference || facet_is_file(local))) {
+        /* the ids file holds its own prompt: running it while the given ids go unused
+         * would report a gate on a prompt the user did not ask for */
+        fprintf(stderr, "facet: onboard: --prompt-ids goes with --reference-logits; %s holds "
+                        "its own prompt\n", o->reference ? o->reference : local);
+        goto done;
+    }
     if (o->reference) {
         if (ref_from_ids_file(o->reference, "reference ids", &r)) goto done;
     } else if (o->reference_logits) {

@@ -171,6 +171,10 @@ def test_gate_option_errors(facet_bin):
     assert p.returncode == 1 and "need --gate" in p.stderr
     p = run(facet_bin, "onboard", REPO / "models" / "stories260k", "--gate", "--reference-logits", "x")
     assert p.returncode == 1 and "--reference-logits needs --prompt-ids" in p.stderr
+    # --prompt-ids beside an ids file (or expected.json) would go unused: refused, not ignored
+    p = run(facet_bin, "onboard", REPO / "models" / "stories260k", "--gate", "--prompt-ids", "1,403")
+    assert p.returncode == 1 and "--prompt-ids goes with --reference-logits" in p.stderr, p.stderr
+    assert "expected.json holds its own prompt" in p.stderr, p.stderr
 
 
 def test_gate_refuses_a_broken_reference(facet_bin, tmp_path):
