@@ -227,14 +227,22 @@ static int generate(run_state *rs, const char **finish, int *n_gen, double *t_pr
 /* Validate the prompt against the vocabulary and the context. */
 static int check_prompt(const run_opts *o, int vocab_size, int max_position_embeddings,
                         const int32_t *ids, size_t n, int n_ctx) {
+    /* ids given as such name where they came from (README: "an error names the file") */
+    const char *src = !o->prompt_ids ? NULL
+                      : o->prompt_ids[0] == '@' ? o->prompt_ids + 1
+                      : !strcmp(o->prompt_ids, "-") ? "standard input" : NULL;
+    char where[1100] = "";
+    if (o->prompt_ids)
+        snprintf(where, sizeof where, "--prompt-ids: %.1000s%s", src ? src : "", src ? ": " : "");
     if (n == 0) {
-        fprintf(stderr, "facet: the prompt is empty (no tokens); give text, or --prompt-ids\n");
+        if (o->prompt_ids) fprintf(stderr, "facet: %sno token ids\n", where);
+        else fprintf(stderr, "facet: the prompt is empty (no tokens); give text, or --prompt-ids\n");
         return 1;
     }
     for (size_t i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= vocab_size) {
-            fprintf(stderr, "facet: prompt token %d at index %zu is outside [0, %d)\n", ids[i], i,
-                    vocab_size);
+            fprintf(stderr, "facet: %sprompt token %d at index %zu is outside [0, %d)\n", where,
+                    ids[i], i, vocab_size);
             return 1;
         }
     if (n >= (size_t)n_ctx) {

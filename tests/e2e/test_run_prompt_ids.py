@@ -95,3 +95,19 @@ def test_prompt_ids_missing_file_and_stdin_errors(facet_bin, tmp_path):
     proc = run(facet_bin, "-", 1, stdin="7 x\n")
     assert proc.returncode == 1
     assert proc.stderr.startswith("facet: --prompt-ids: standard input: bad token 'x' (id 2)")
+
+
+def test_prompt_ids_vocab_and_empty_errors_name_the_source(facet_bin, tmp_path):
+    """An id outside the vocabulary or a file with no ids names the file (or standard
+    input), as the parse errors do; they said 'prompt token 512 ...' and 'the prompt is
+    empty ...; give text, or --prompt-ids' without saying where the ids came from."""
+    f = tmp_path / "ids.txt"
+    f.write_text("1 2 512\n")
+    proc = run(facet_bin, "@" + str(f), 1)
+    assert proc.returncode == 1
+    assert proc.stderr == "facet: --prompt-ids: %s: prompt token 512 at index 2 is outside [0, 512)\n" % f
+    f.write_text("\n")
+    proc = run(facet_bin, "@" + str(f), 1)
+    assert proc.returncode == 1 and proc.stderr == "facet: --prompt-ids: %s: no token ids\n" % f
+    proc = run(facet_bin, "-", 1, stdin="[]")
+    assert proc.returncode == 1 and proc.stderr == "facet: --prompt-ids: standard input: no token ids\n"
