@@ -124,7 +124,8 @@ static int get_num(json_t *o, const char *key, float *out, oai_error *e) {
         return BAD(key, "'%s' must be a number, got %s", key, facet_json_type_name(v));
     double x = json_number_value(v);
     if (!facet_sampler_param_from_double(x, out)) /* the CLI's conversion too */
-        return BAD(key, "'%s'=%g is out of range", key, x);
+        return BAD(key, "'%s'=%g is out of range (expected a finite number of magnitude at most 1e30)",
+                   key, x);
     return 0;
 }
 

@@ -52,6 +52,8 @@ def test_tiny_temperature_samples_the_argmax(facet_bin, run_facet, model):
             assert r["choices"][0]["text"] == r0["choices"][0]["text"], t
         status, r = complete(s, 1e31)
         assert status == 400 and "temperature" in r["error"]["message"], r
+        # the same expectation as the CLI's (it said only 'out of range')
+        assert "expected a finite number of magnitude at most 1e30" in r["error"]["message"], r
 
 
 CHAT = "tests/data/chat/configs__Qwen__Qwen2.5-0.5B-Instruct__resaved"
