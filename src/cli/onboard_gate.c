@@ -18,6 +18,7 @@
 #include "cli/cli.h"
 #include "cli/run_opts.h"
 #include "facet.h"
+#include "io/gguf.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/str.h"
@@ -315,6 +316,11 @@ int onboard_gate(const char *dir, const gate_options *o, json_t **evidence) {
         snprintf(r.oracle, sizeof r.oracle, "reference logits (%s)", o->reference_logits);
     } else if (facet_is_file(local)) {
         if (ref_from_ids_file(local, "published ids", &r)) goto done;
+    } else if (gguf_path_is_gguf(dir)) { /* tests/ref reads Hugging Face folders only */
+        fprintf(stderr, "facet: onboard --gate: the float64 reference reads checkpoint folders, "
+                        "not GGUF files: give --reference FILE.json or --reference-logits FILE "
+                        "--prompt-ids IDS for %s\n", dir);
+        goto done;
     } else if ((script = reference_script(script_buf, sizeof script_buf))) {
         if (o->prompt_ids) {
             if (run_parse_ids(o->prompt_ids, &r.prompt, &r.n_prompt) || !r.n_prompt) {

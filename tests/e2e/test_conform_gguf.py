@@ -140,3 +140,12 @@ def test_plan_q8_0_says_what_run_loads(run_facet, corpus):
     # an F32 file stays f32
     p = run_facet(["plan", str(corpus / "models" / "qwen3-F32.gguf"), "--json"])
     assert json.loads(p.stdout)["weights"] == "f32"
+
+
+def test_onboard_gate_on_gguf_needs_a_reference(run_facet, corpus):
+    """The float64 reference (tests/ref) reads checkpoint folders: on a GGUF file it died
+    with a Python traceback (NotADirectoryError). The gate now says what to give."""
+    p = run_facet(["onboard", str(corpus / "models" / "qwen3-F32.gguf"), "--gate"])
+    assert p.returncode == 1, p.stderr
+    assert "Traceback" not in p.stderr, p.stderr
+    assert "not GGUF files: give --reference FILE.json or --reference-logits" in p.stderr, p.stderr
