@@ -99,6 +99,12 @@ int cli_env_mem_available(uint64_t *out);
  * error for any other file (model.safetensors, tokenizer.json, ...). */
 int cli_model_folder(const char **path, char *buf, size_t cap);
 
+/* cli_model_folder for the commands that read only text files (tokenize, detokenize,
+ * template): a GGUF file is refused by name too, since facet reads no tokenizer or chat
+ * template from GGUF metadata yet (the folder lookups said "FILE.gguf/tokenizer.json: no
+ * tokenizer.json in this folder" or "no such folder"). */
+int cli_text_folder(const char **path, char *buf, size_t cap);
+
 /* Print a facet_chat_render error of template `tpl`: one about the messages or tools JSON
  * ("messages:...", "tools:...") or the template itself ("template line L:C: ...") is
  * prefixed with the file it came from. Returns cli_fail's exit code. */

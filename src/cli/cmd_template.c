@@ -80,7 +80,7 @@ int cmd_template(int argc, char **argv) {
         goto out;
     }
     char model_buf[4096];
-    if (!cli_model_folder(&model, model_buf, sizeof model_buf)) {
+    if (!cli_text_folder(&model, model_buf, sizeof model_buf)) {
         rc = 1;
         goto out;
     }

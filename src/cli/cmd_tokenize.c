@@ -124,7 +124,7 @@ static int batch_detokenize(const facet_tokenizer *tok, json_t *j, int skip_spec
 static int load_or_fail(const char *model, facet_tokenizer **tok) {
     facet_error err = {0};
     char model_buf[4096];
-    if (!cli_model_folder(&model, model_buf, sizeof model_buf)) return 1;
+    if (!cli_text_folder(&model, model_buf, sizeof model_buf)) return 1;
     if (facet_tokenizer_load(model, tok, &err)) return cli_fail(&err);
     return 0;
 }

@@ -149,3 +149,19 @@ def test_onboard_gate_on_gguf_needs_a_reference(run_facet, corpus):
     assert p.returncode == 1, p.stderr
     assert "Traceback" not in p.stderr, p.stderr
     assert "not GGUF files: give --reference FILE.json or --reference-logits" in p.stderr, p.stderr
+
+
+def test_text_commands_refuse_a_gguf_file_by_name(run_facet, corpus, tmp_path):
+    """tokenize, detokenize and template read no GGUF metadata yet: they looked for
+    FILE.gguf/tokenizer.json ('no tokenizer.json in this folder') or said 'no such
+    folder' of a file that exists."""
+    path = str(corpus / "models" / "qwen3-F32.gguf")
+    msgs = tmp_path / "m.json"
+    msgs.write_text('[{"role": "user", "content": "x"}]')
+    for cmd in (["tokenize", path, "hi"], ["detokenize", path, "1"],
+                ["template", path, "--messages", str(msgs)]):
+        p = run_facet(cmd)
+        assert p.returncode == 1, (cmd, p.stderr)
+        assert p.stderr == f"facet: {path} is a GGUF file: facet reads no tokenizer or chat " \
+            "template from GGUF metadata yet (issue 18); give a folder holding tokenizer.json " \
+            "(or the chat template)\n", (cmd, p.stderr)
