@@ -12,6 +12,7 @@
 #include "server/chat_bridge.h"
 #include "server/http.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 void facet_server_config_default(facet_server_config *c) {
     memset(c, 0, sizeof *c);
@@ -26,12 +27,35 @@ void facet_server_config_default(facet_server_config *c) {
     c->shutdown_grace_s = 5;
 }
 
-static void model_id_of(const char *dir, char *out, size_t cap) {
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/') n--;
-    size_t b = n;
-    while (b > 0 && dir[b - 1] != '/') b--;
-    snprintf(out, cap, "%.*s", (int)(n - b), dir + b);
+/* The served model id: --model-id, else the folder's name. It is echoed in every
+ * response, so it must be whole (a truncated id 404s the client that names it) and
+ * UTF-8 (JSON cannot carry anything else: every response would be a 500). */
+static facet_status model_id_of(const facet_server_config *c, char *out, size_t cap,
+                                facet_error *err) {
+    const char *id = c->model_id, *what = "--model-id";
+    size_t n;
+    if (id) {
+        n = strlen(id);
+    } else {
+        const char *dir = c->model_dir ? c->model_dir : "";
+        size_t e = strlen(dir);
+        while (e > 1 && dir[e - 1] == '/') e--;
+        size_t b = e;
+        while (b > 0 && dir[b - 1] != '/') b--;
+        id = dir + b;
+        n = e - b;
+        what = "the model id (the folder's name; --model-id sets another)";
+    }
+    if (n >= cap)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "%s is %zu bytes, expected at most %zu",
+                         what, n, cap - 1);
+    size_t ok = facet_utf8_validate(id, n);
+    if (ok != n)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "%s is not valid UTF-8 (byte %zu)", what,
+                         ok);
+    memcpy(out, id, n);
+    out[n] = 0;
+    return FACET_OK;
 }
 
 static facet_status check_config(const facet_server_config *c, facet_error *err) {
@@ -86,6 +110,9 @@ facet_status facet_server_start(const facet_server_config *cfg, facet_server **o
     *out = NULL;
     facet_status st = check_config(cfg, err);
     if (st != FACET_OK) return st;
+    char model_id[sizeof ((srv_server *)0)->model_id];
+    st = model_id_of(cfg, model_id, sizeof model_id, err);
+    if (st != FACET_OK) return st;
     /* size the KV budget before the weights load: MemAvailable then is what weights + KV
      * must fit (facet plan's model), and a machine too small fails before converting.
      * A plan that cannot be made (a checkpoint the loader refuses) leaves the budget
@@ -111,8 +138,7 @@ facet_status facet_server_start(const facet_server_config *cfg, facet_server **o
     if (!s) return facet_err(err, FACET_E_NOMEM, "server");
     s->cfg = *cfg;
     srv_metrics_init(&s->metrics);
-    if (cfg->model_id) snprintf(s->model_id, sizeof s->model_id, "%s", cfg->model_id);
-    else model_id_of(cfg->model_dir, s->model_id, sizeof s->model_id);
+    memcpy(s->model_id, model_id, sizeof model_id);
     facet_load_options lo = {.n_threads = cfg->threads, .weights = cfg->weights};
     st = facet_model_load(cfg->model_dir, &lo, &s->model, err);
     if (st != FACET_OK) goto fail;

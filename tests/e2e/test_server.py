@@ -95,6 +95,28 @@ def test_model_may_be_omitted(server, run_facet, model):
     assert "'gpt-4' does not exist" in r["error"]["message"]
 
 
+def test_model_id_must_be_whole_utf8(facet_bin, model, tmp_path):
+    """The model id is echoed in every response: one that is not UTF-8 (--model-id, or a
+    folder's name) made every /v1/models and completion a 500 'cannot serialize the
+    response', and one past 255 bytes was cut (mid-character, or so that the client
+    naming it in full got 404). Both are refused at startup, before the weights load."""
+    import os
+    import shutil
+    import subprocess
+    bad_dir = os.path.join(os.fsencode(tmp_path), b"m\xff")
+    shutil.copytree(os.fsencode(model), bad_dir,
+                    ignore=shutil.ignore_patterns(b".facet-cache"))
+    cases = [([b"--model-id", b"x\xffy"], "--model-id is not valid UTF-8 (byte 1)"),
+             ([b"--model-id", "é".encode() * 200], "--model-id is 400 bytes, expected at most 255"),
+             ([], "the model id (the folder's name; --model-id sets another) is not valid UTF-8")]
+    for extra, want in cases:
+        target = bad_dir if not extra else os.fsencode(model)
+        p = subprocess.run([os.fsencode(facet_bin), b"serve", target, b"--port", b"0"] + extra,
+                           capture_output=True, timeout=30)
+        err = p.stderr.decode(errors="replace")
+        assert p.returncode == 1 and want in err, (extra, p.returncode, err)
+
+
 @pytest.mark.parametrize("ids", PROMPTS)
 def test_greedy_matches_facet_run(server, run_facet, model, ids):
     n = 40
@@ -491,7 +513,7 @@ def test_curl(server, run_facet, model):
     assert json.loads(p.stdout)["choices"][0]["text"] == ref["text"]
     p = subprocess.run([curl, "-sSN", "--max-time", "30", url, "-H",
                         "Content-Type: application/json", "-d", json.dumps(dict(body, stream=True))],
-                       capture_output=True, timeout=60)
+                       capture_output=True, timeout=30)
     events = [e for e in p.stdout.split(b"\n\n") if e.strip()]
     assert events[-1] == b"data: [DONE]"
     text = "".join(json.loads(e[6:])["choices"][0]["text"] for e in events[:-1])
