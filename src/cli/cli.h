@@ -87,6 +87,13 @@ int cli_parse_float(const char *opt, const char *v, float *out);
  * verdict stays pending). */
 int cli_probe_weights(const char *path, facet_facts *f, const char *backend);
 
+/* The same check for a GGUF model `m` with facts `f` (facet_facts_from_gguf): unless the
+ * verdict (with its GGUF refusals) is refused, every tensor the loader will take is
+ * found with its shape in the headers-only view, so conform and plan do not call
+ * "supported" a file run refuses. Returns 0, or 1 after printing the error. */
+struct gguf_model;
+int cli_probe_gguf_weights(const struct gguf_model *m, const facet_facts *f, const char *backend);
+
 /* FACET_MEM_AVAILABLE (bytes, 1..CLI_MAX_MEM_BYTES; overrides /proc/meminfo's
  * MemAvailable, for tests and capacity planning) into *out when set. Returns 1 (unset:
  * *out untouched), or 0 after printing the error for a value that is not such a count. */

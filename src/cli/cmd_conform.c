@@ -39,7 +39,7 @@ static int load_facts(const char *path, facet_facts *f, const char *backend) {
         if (gguf_model_open(path, &g_gguf, &err) != FACET_OK) return cli_fail(&err);
         g_is_gguf = 1;
         if (facet_facts_from_gguf(&g_gguf, f, &err) != FACET_OK) return cli_fail(&err);
-        return 0;
+        return cli_probe_gguf_weights(&g_gguf, f, backend);
     }
     if (facet_facts_read(path, f, &err) != FACET_OK) return cli_fail(&err);
     return cli_probe_weights(path, f, backend);

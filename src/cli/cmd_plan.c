@@ -102,8 +102,13 @@ int cmd_plan(int argc, char **argv) {
             facet_judge(f, backend, &v);
             facet_gguf_judge(&gm, &v);
         }
+        if (st != FACET_OK) {
+            gguf_model_close(&gm);
+            return cli_fail(&err);
+        }
+        rc = cli_probe_gguf_weights(&gm, f, backend);
         gguf_model_close(&gm);
-        if (st != FACET_OK) return cli_fail(&err);
+        if (rc) return rc;
     } else {
         if (facet_facts_read(path, f, &err) != FACET_OK) return cli_fail(&err);
         rc = cli_probe_weights(path, f, backend);

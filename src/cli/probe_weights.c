@@ -8,7 +8,10 @@
 
 #include "cli/cli.h"
 #include "engine/weights_check.h"
+#include "io/gguf.h"
 #include "io/safetensors.h"
+#include "model/facts_gguf.h"
+#include "model/gguf_checkpoint.h"
 #include "model/probe.h"
 #include "model/table.h"
 #include "util/error.h"
@@ -34,4 +37,25 @@ int cli_probe_weights(const char *path, facet_facts *f, const char *backend) {
     /* a family outside the table is refused on model_type, whatever its tensors */
     if (st != FACET_OK && f->family_known) return cli_fail(&err);
     return 0;
+}
+
+int cli_probe_gguf_weights(const gguf_model *m, const facet_facts *f, const char *backend) {
+    facet_error err;
+    facet_verdict *v = malloc(sizeof *v);
+    if (!v) {
+        facet_err(&err, FACET_E_NOMEM, "out of memory");
+        return cli_fail(&err);
+    }
+    facet_judge(f, backend, v);
+    facet_gguf_judge(m, v);
+    int refused = v->status == FACET_VERDICT_REFUSED;
+    free(v);
+    if (refused) return 0; /* the refusals are the answer */
+    facet_gguf_checkpoint c;
+    facet_status st = facet_gguf_checkpoint_open_headers(m, f, &c, &err);
+    if (st == FACET_OK) {
+        st = facet_weights_check(f, &c.ck, &err);
+        facet_gguf_checkpoint_close(&c);
+    }
+    return st == FACET_OK ? 0 : cli_fail(&err);
 }

@@ -93,8 +93,10 @@ void facet_gguf_checkpoint_close(facet_gguf_checkpoint *c) {
     memset(c, 0, sizeof *c);
 }
 
-facet_status facet_gguf_checkpoint_open(const gguf_model *m, const facet_facts *f,
-                                        facet_gguf_checkpoint *out, facet_error *err) {
+/* The view; headers_only: names, dtypes and shapes as the full view has them, data
+ * left pointing into the mapping (no Q8_0 copy, no un-permuted copy). */
+static facet_status open_view(const gguf_model *m, const facet_facts *f, int headers_only,
+                              facet_gguf_checkpoint *out, facet_error *err) {
     memset(out, 0, sizeof *out);
     const gguf_file *g0 = &m->files[0];
     const gguf_kv *a = gguf_find_kv(g0, "general.architecture");
@@ -128,7 +130,9 @@ facet_status facet_gguf_checkpoint_open(const gguf_model *m, const facet_facts *
         }
         st_dtype dt = t->type == GGML_F32 ? ST_F32 : t->type == GGML_F16 ? ST_F16 : ST_BF16;
         const uint8_t *data = t->data;
-        if (t->type == GGML_Q8_0) { /* to float32, exactly: d * q */
+        if (t->type == GGML_Q8_0 && headers_only) {
+            dt = ST_F32;
+        } else if (t->type == GGML_Q8_0) { /* to float32, exactly: d * q */
             void *buf = NULL;
             st = dequant_q8_0(t, &buf, err);
             if (st != FACET_OK) break;
@@ -158,7 +162,7 @@ facet_status facet_gguf_checkpoint_open(const gguf_model *m, const facet_facts *
         size_t len = strlen(t->name);
         int is_q = len > 14 && !strcmp(t->name + len - 14, ".attn_q.weight");
         int is_k = len > 14 && !strcmp(t->name + len - 14, ".attn_k.weight");
-        if (permute && (is_q || is_k)) {
+        if (permute && (is_q || is_k) && !headers_only) {
             void *buf = NULL;
             st = unpermute(t, data, is_q ? f->num_attention_heads : f->num_key_value_heads,
                            st_dtype_size(dt), &buf, err);
@@ -174,4 +178,14 @@ facet_status facet_gguf_checkpoint_open(const gguf_model *m, const facet_facts *
     if (st == FACET_OK) qsort(ck->by_name, ck->n_tensors, sizeof *ck->by_name, cmp_st_name);
     if (st != FACET_OK) facet_gguf_checkpoint_close(out);
     return st;
+}
+
+facet_status facet_gguf_checkpoint_open(const gguf_model *m, const facet_facts *f,
+                                        facet_gguf_checkpoint *out, facet_error *err) {
+    return open_view(m, f, 0, out, err);
+}
+
+facet_status facet_gguf_checkpoint_open_headers(const gguf_model *m, const facet_facts *f,
+                                                facet_gguf_checkpoint *out, facet_error *err) {
+    return open_view(m, f, 1, out, err);
 }

@@ -39,6 +39,11 @@ typedef struct facet_gguf_checkpoint {
 facet_status facet_gguf_checkpoint_open(const gguf_model *m, const facet_facts *f,
                                         facet_gguf_checkpoint *out, facet_error *err);
 
+/* The same view for a check of names and shapes only (conform, plan): no tensor is
+ * dequantized or un-permuted, so its data must not be read. */
+facet_status facet_gguf_checkpoint_open_headers(const gguf_model *m, const facet_facts *f,
+                                                facet_gguf_checkpoint *out, facet_error *err);
+
 void facet_gguf_checkpoint_close(facet_gguf_checkpoint *c);
 
 /* Nonzero when GGUF tensor `name` has a Hugging Face counterpart the loader takes (or is

@@ -165,3 +165,29 @@ def test_text_commands_refuse_a_gguf_file_by_name(run_facet, corpus, tmp_path):
         assert p.stderr == f"facet: {path} is a GGUF file: facet reads no tokenizer or chat " \
             "template from GGUF metadata yet (issue 18); give a folder holding tokenizer.json " \
             "(or the chat template)\n", (cmd, p.stderr)
+
+
+def test_conform_and_plan_check_tensor_shapes(run_facet, corpus, tmp_path):
+    """conform and plan on a GGUF file run the loader's tensor check (names and shapes,
+    from a view that reads no tensor data), as they do on safetensors: a file whose
+    blk.0.attn_k.weight has its two dims swapped was 'supported' (exit 0) while run
+    refused it."""
+    import struct
+    b = bytearray((corpus / "models" / "qwen3-F32.gguf").read_bytes())
+    name = b"blk.0.attn_k.weight"
+    i = b.index(struct.pack("<Q", len(name)) + name) + 8 + len(name)
+    assert struct.unpack_from("<I", b, i)[0] == 2
+    d0, d1 = struct.unpack_from("<QQ", b, i + 4)
+    struct.pack_into("<QQ", b, i + 4, d1, d0)
+    bad = tmp_path / "kswap.gguf"
+    bad.write_bytes(bytes(b))
+    want = ("checkpoint: tensor 'model.layers.0.self_attn.k_proj.weight' has shape [256, 128], "
+            "expected [128, 256]")
+    for cmd in (["conform", str(bad)], ["plan", str(bad)],
+                ["run", str(bad), "--prompt-ids", "1", "-n", "1"]):
+        p = run_facet(cmd)
+        assert p.returncode == 1 and want in p.stderr, (cmd, p.returncode, p.stdout, p.stderr)
+    # the corpus files still pass, Q8_0 (not dequantized by the check) included
+    for ok in ("qwen3-F32", "qwen3-Q8_0", "llama-F16", "gemma3-Q8_0", "phi3-F32"):
+        p = run_facet(["conform", str(corpus / "models" / f"{ok}.gguf")])
+        assert p.returncode == 0, (ok, p.stderr)
