@@ -406,16 +406,24 @@ int cmd_onboard(int argc, char **argv) {
         json_object_set_new(o, "facts", facet_facts_json(f));
         char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(o);
-        FILE *fp = fopen(ledger, "a");
-        if (!fp || !s || fprintf(fp, "%s\n", s) < 0) {
+        /* a ledger cut short (its last line without its newline) gets the newline first:
+         * appended to that fragment, this line was no JSON either and conform --ledger
+         * never found it; a failed write or close (a full disk) is an error */
+        FILE *fp = fopen(ledger, "a+");
+        int cut = 0;
+        if (fp && fseek(fp, -1, SEEK_END) == 0) {
+            int c = fgetc(fp);
+            cut = c != EOF && c != '\n';
+        }
+        int ok = fp && s && fseek(fp, 0, SEEK_END) == 0 &&
+                 fprintf(fp, "%s%s\n", cut ? "\n" : "", s) >= 0;
+        if (fp && fclose(fp) != 0) ok = 0;
+        free(s);
+        if (!ok) {
             fprintf(stderr, "facet: onboard: cannot append to %s\n", ledger);
-            if (fp) fclose(fp);
-            free(s);
             json_decref(evidence);
             return 1;
         }
-        fclose(fp);
-        free(s);
     }
     json_decref(evidence);
     return gate_rc;

@@ -233,3 +233,22 @@ def test_conform_ledger_skips_malformed_lines(facet_bin, tmp_path):
         p = run(facet_bin, "conform", model, "--ledger", ledger)
         assert p.returncode == 0 and "(null)" not in p.stdout, p.stdout
         assert "verification: none recorded for this checkpoint in ledger" in p.stdout, p.stdout
+
+
+def test_onboard_appends_after_a_ledger_cut_short(facet_bin, tmp_path):
+    """A ledger whose last line was cut short (no newline) had the new line glued to the
+    fragment: the gate passed (exit 0) but conform --ledger never found the level."""
+    model = REPO / "models" / "stories260k"
+    ledger = tmp_path / "ledger.jsonl"
+    ledger.write_text('{"checkpoint": "x", "verif')
+    p = run(facet_bin, "onboard", model, "--gate", "--ledger", ledger)
+    assert p.returncode == 0, p.stderr
+    lines = ledger.read_text().splitlines()
+    assert lines[0] == '{"checkpoint": "x", "verif' and len(lines) == 2
+    assert json.loads(lines[1])["verification"]["level"] == "validated"
+    p = run(facet_bin, "conform", model, "--ledger", ledger)
+    assert "verification: validated against published ids" in p.stdout, p.stdout
+    p = run(facet_bin, "onboard", model, "--ledger", ledger)  # a whole last line: no blank line
+    assert p.returncode == 0 and len(ledger.read_text().splitlines()) == 3
+    p = run(facet_bin, "onboard", model, "--ledger", "/dev/full")
+    assert p.returncode == 1 and "cannot append to /dev/full" in p.stderr, p.stderr
