@@ -1,4 +1,5 @@
 /* main.c — subcommand dispatch for the facet CLI. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,7 +63,19 @@ int main(int argc, char **argv) {
         return argc < 2 ? 1 : 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 2, argv + 2);
+        if (!strcmp(argv[1], commands[i].name)) {
+            int rc = commands[i].fn(argc - 2, argv + 2);
+            /* output that did not reach stdout (a full disk, a closed file) is a failure,
+             * not exit 0 with the file cut short: stdio reports it only here (a command
+             * that failed has said why already) */
+            int flush_failed = rc == 0 && fflush(stdout) != 0, e = errno;
+            if (rc == 0 && (flush_failed || ferror(stdout))) {
+                fprintf(stderr, "facet: %s: writing standard output failed: %s\n",
+                        commands[i].name, flush_failed ? strerror(e) : "an earlier write failed");
+                rc = 1;
+            }
+            return rc;
+        }
     fprintf(stderr, "facet: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 1;

@@ -455,3 +455,16 @@ def test_prompt_errors_come_before_any_weight_is_converted(facet, tmp_path, case
     assert want in p.stderr and p.stderr.count("\n") == 1, p.stderr
     assert "convert" not in p.stderr
     assert not (d / ".facet-cache").exists()
+
+
+@pytest.mark.parametrize("cmd", [["run", "-p", "Once", "-n", "4"], ["run", "-p", "Once", "-n", "4", "--json"],
+                                 ["tokenize", BUNDLED, "Once"], ["detokenize", BUNDLED, "1", "403"],
+                                 ["conform", BUNDLED], ["plan", BUNDLED]])
+def test_stdout_write_failure_exits_1(facet, cmd):
+    """Output that cannot be written (stdout on a full disk) exits 1 naming it; run,
+    tokenize, detokenize, conform and plan exited 0 with their output lost."""
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([facet] + [str(a) for a in cmd], stdout=full, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+    assert p.returncode == 1, (cmd, p.returncode, p.stderr)
+    assert "writing standard output failed: " in p.stderr and p.stderr.count("\n") <= 3, p.stderr
