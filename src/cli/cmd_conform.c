@@ -409,14 +409,15 @@ int cmd_onboard(int argc, char **argv) {
         /* a ledger cut short (its last line without its newline) gets the newline first:
          * appended to that fragment, this line was no JSON either and conform --ledger
          * never found it; a failed write or close (a full disk) is an error */
-        FILE *fp = fopen(ledger, "a+");
+        FILE *fp = fopen(ledger, "a");
         int cut = 0;
-        if (fp && fseek(fp, -1, SEEK_END) == 0) {
-            int c = fgetc(fp);
+        FILE *rd = fp ? fopen(ledger, "r") : NULL; /* a pipe or terminal: nothing to read */
+        if (rd && fseek(rd, -1, SEEK_END) == 0) {
+            int c = fgetc(rd);
             cut = c != EOF && c != '\n';
         }
-        int ok = fp && s && fseek(fp, 0, SEEK_END) == 0 &&
-                 fprintf(fp, "%s%s\n", cut ? "\n" : "", s) >= 0;
+        if (rd) fclose(rd);
+        int ok = fp && s && fprintf(fp, "%s%s\n", cut ? "\n" : "", s) >= 0;
         if (fp && fclose(fp) != 0) ok = 0;
         free(s);
         if (!ok) {

@@ -252,3 +252,7 @@ def test_onboard_appends_after_a_ledger_cut_short(facet_bin, tmp_path):
     assert p.returncode == 0 and len(ledger.read_text().splitlines()) == 3
     p = run(facet_bin, "onboard", model, "--ledger", "/dev/full")
     assert p.returncode == 1 and "cannot append to /dev/full" in p.stderr, p.stderr
+    # a ledger that is a pipe (no seeking) is still appended to
+    p = subprocess.run(f"{facet_bin} onboard {model} --ledger /dev/stdout | cat", shell=True,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and '"verification"' not in p.stdout and '{"architecture"' in p.stdout, p.stderr
