@@ -436,7 +436,9 @@ static double llama3_divisor(const facet_facts *f, int i, int rot, double factor
 static facet_status rope_freqs(const gguf_model *m, facet_facts *f, facet_error *err) {
     const gguf_tensor *t = gguf_model_find(m, "rope_freqs.weight");
     if (!t) return FACET_OK;
-    if (f->rope_type != FACET_ROPE_DEFAULT) {
+    /* linear scaling by 1 is no scaling: the divisors alone are the whole scheme */
+    int identity = f->rope_type == FACET_ROPE_LINEAR && f->rope_factor == 1.0;
+    if (f->rope_type != FACET_ROPE_DEFAULT && !identity) {
         /* llama.cpp divides by these divisors on top of the declared rope scaling; facet
          * runs one rope type, so taking either alone computes frequencies nobody has */
         char declared[sizeof f->rope_type_name];

@@ -623,11 +623,12 @@ static void test_rope_freqs_with_scaling(void **state) {
     tdef t[N_LLAMA_T + 1];
     memcpy(t, LLAMA_T, sizeof LLAMA_T);
     t[N_LLAMA_T] = (tdef){"rope_freqs.weight", 1, {8}, GGML_F32, -1}; /* head_dim 16 */
-    for (int scaled = 0; scaled <= 1; scaled++) {
+    for (int scaled = 0; scaled <= 2; scaled++) { /* none, linear x4, linear x1 */
         kv[N_LLAMA_KV] = (kvdef){"llama.rope.scaling.type", K_STR, 0, 0, "linear"};
-        kv[N_LLAMA_KV + 1] = (kvdef){"llama.rope.scaling.factor", K_F32, 0, 4.0, NULL};
+        kv[N_LLAMA_KV + 1] =
+            (kvdef){"llama.rope.scaling.factor", K_F32, 0, scaled == 2 ? 1.0 : 4.0, NULL};
         size_t n;
-        uint8_t *b = build(3, kv, N_LLAMA_KV + 2 * scaled, t, N_LLAMA_T + 1, 32, &n);
+        uint8_t *b = build(3, kv, N_LLAMA_KV + 2 * !!scaled, t, N_LLAMA_T + 1, 32, &n);
         gguf_file g;
         facet_error err;
         assert_int_equal(parse(b, n, &g, &err), FACET_OK);
@@ -636,7 +637,7 @@ static void test_rope_freqs_with_scaling(void **state) {
             memcpy(b + g.data_offset + g.tensors[N_LLAMA_T].offset + 4 * i, &one, 4);
         gguf_file_close(&g);
         assert_int_equal(facts_of(b, n, &facts, &err), FACET_OK);
-        if (!scaled) {
+        if (scaled != 1) { /* linear by 1 scales nothing: the divisors are the scheme */
             assert_int_equal(facts.rope_type, FACET_ROPE_LLAMA3);
         } else {
             assert_int_equal(facts.rope_type, FACET_ROPE_UNKNOWN);
