@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "io/gguf.h"
 #include "kernels/cpu/membw.h"
 #include "model/weights_policy.h"
 #include "util/error.h"
@@ -280,7 +281,12 @@ int cmd_bench(int argc, char **argv) {
         printf("read bandwidth %.1f GB/s (triad %.1f GB/s) | peak f32 FMA %.1f GFLOP/s, %s %.1f "
                "GFLOP/s | decode ceiling %.1f tok/s\n",
                bw, triad, gflops, weights_name, gflops_fmt, bw / gb);
-    char how[96] = "cache NOT used: see facet run for why";
+    char how[1200] = "cache NOT used: see facet run for why";
+    if (info.weight_cache == FACET_WCACHE_OFF) /* run prints nothing then: say why here */
+        snprintf(how, sizeof how, "cache NOT used: %s",
+                 info.weight_cache_note && info.weight_cache_note[0] ? info.weight_cache_note
+                 : gguf_path_is_gguf(model_dir) ? "GGUF models have no weight cache yet"
+                                                : "the weight cache is off (FACET_NO_CACHE)");
     if (cache_hit)
         snprintf(how, sizeof how, "weight cache mapped, %.0f%% of the weights on 2 MiB pages",
                  info.weight_bytes ? fmin(100.0, 100.0 * (double)info.weight_cache_huge_bytes /

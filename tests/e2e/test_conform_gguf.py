@@ -137,6 +137,8 @@ def test_plan_q8_0_says_what_run_loads(run_facet, corpus):
                    "-n", "2", "--threads", "1"])
     assert p.returncode == 0, p.stderr
     assert "weights int8" in p.stdout and "KV cache bf16" in p.stdout, p.stdout
+    # run prints nothing about a cache it never tries: bench says why itself
+    assert "cache NOT used: GGUF models have no weight cache yet" in p.stdout, p.stdout
     # an F32 file stays f32
     p = run_facet(["plan", str(corpus / "models" / "qwen3-F32.gguf"), "--json"])
     assert json.loads(p.stdout)["weights"] == "f32"
