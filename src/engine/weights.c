@@ -155,6 +155,16 @@ static facet_status cached_mat(wload *ld, const char *name, int64_t rows, int64_
     return FACET_OK;
 }
 
+/* Error `st` of converting tensor `name`, its message prefixed with the name (the values
+ * that failed are in it); out of memory stays as it is. */
+static facet_status name_tensor(const char *name, facet_status st, facet_error *err) {
+    if (st == FACET_E_NOMEM) return st;
+    char why[sizeof err->message];
+    memcpy(why, err->message, sizeof why);
+    why[sizeof why - 1] = 0;
+    return facet_err(err, st, "tensor %s: %s", name, why);
+}
+
 /* Convert a row-major float32 [rows, cols] buffer (taken over) into a run-time matrix. */
 static facet_status convert_mat(wload *ld, const char *name, float *data, int64_t rows,
                                 int64_t cols, facet_wtensor *wt, facet_error *err) {
@@ -164,7 +174,7 @@ static facet_status convert_mat(wload *ld, const char *name, float *data, int64_
     wt->data = data;
     wt->scales = NULL;
     facet_status st = facet_wtensor_convert(wt, ld->format, err);
-    if (st != FACET_OK) return st;
+    if (st != FACET_OK) return name_tensor(name, st, err);
     return record(ld, name, KIND_MATRIX, wt, wt->data, facet_wtensor_bytes(wt), err);
 }
 

@@ -468,3 +468,20 @@ def test_stdout_write_failure_exits_1(facet, cmd):
                            text=True, timeout=120)
     assert p.returncode == 1, (cmd, p.returncode, p.stderr)
     assert "writing standard output failed: " in p.stderr and p.stderr.count("\n") <= 3, p.stderr
+
+
+def test_int8_packing_failure_names_the_tensor(facet, tmp_path):
+    """A weight int8 cannot scale (an inf) is refused naming the tensor; the message said
+    only "a block's max |w| = inf", leaving the user to search every matrix."""
+    d = copy_model(tmp_path)
+    st = d / "model.safetensors"
+    b = bytearray(st.read_bytes())
+    n = struct.unpack_from("<Q", b, 0)[0]
+    header = json.loads(b[8:8 + n])
+    name = "model.layers.1.self_attn.q_proj.weight"
+    start = header[name]["data_offsets"][0]
+    assert header[name]["dtype"] == "F32"
+    struct.pack_into("<f", b, 8 + n + start + 4 * 70, float("inf"))
+    st.write_bytes(bytes(b))
+    p = run(facet, ["run", d, "--prompt-ids", "1", "-n", "1", "--weights", "int8", "--no-cache"])
+    assert_clean_error(p, "tensor %s: int8 weights: a block's max |w| = inf" % name)
