@@ -378,6 +378,7 @@ int cmd_run(int argc, char **argv) {
         print_json(&rs, finish, t_load, ttft_ms, prefill_tok_s, decode_tok_s);
     } else {
         fputc('\n', stdout);
+        fflush(stdout); /* before the stats: one pipe or file for both (2>&1) keeps order */
         fprintf(stderr,
                 "facet: load %.3f s | prefill %zu tokens, TTFT %.1f ms, %.1f tok/s | decode %d "
                 "tokens, %.1f tok/s | finish: %s\n",

@@ -241,3 +241,16 @@ def test_terminal_text_ends_before_the_stats_line():
     shown = run_on_terminal("run", "--json", "-p", case["prompt"], "-n", n)
     lines = [l for l in shown.split("\n") if l.startswith("{")]
     assert len(lines) == 1 and json.loads(lines[0])["generated_ids"] == case["generated_ids"]
+
+
+def test_text_line_ends_before_the_stats_on_one_pipe():
+    """With stdout and stderr on one pipe (2>&1, a log file), the newline that ends the
+    text comes before the stats line; it sat in stdout's buffer while the stats went out,
+    so the log read '...mom saidfacet: load ...'."""
+    exe = os.environ.get("FACET_BIN", str(REPO / "build" / "facet"))
+    p = subprocess.run([exe, "run", "-p", "Once upon a time", "-n", "8"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("Once upon a time") and "facet:" not in lines[0], lines
+    assert lines[1].startswith("facet: load "), lines
