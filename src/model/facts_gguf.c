@@ -401,14 +401,22 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
                          !f->has_lm_head, f->has_lm_head ? "present" : "absent (tied)");
     f->tie_word_embeddings = !f->has_lm_head;
     f->weight_bytes = 0;
+    /* The dtypes are the matrices' (2-D tensors): llama.cpp writes every 1-D tensor (norms,
+     * biases, rope_freqs) as F32 whatever the file's type, so an F16 or BF16 file counted
+     * whole would read as mixed and `--weights auto` would widen it to f32, where a
+     * safetensors checkpoint of that precision runs in it. A file whose matrices are all
+     * quantized keeps the F32 of its vectors. */
+    uint32_t all = 0, matrices = 0;
     f->dtype_mask = 0;
     for (size_t i = 0; i < m->n_tensors; i++) {
         const gguf_tensor *t = m->by_name[i];
         f->weight_bytes += t->nbytes;
-        if (t->type == GGML_F32) f->dtype_mask |= 1u << ST_F32;
-        if (t->type == GGML_F16) f->dtype_mask |= 1u << ST_F16;
-        if (t->type == GGML_BF16) f->dtype_mask |= 1u << ST_BF16;
+        uint32_t bit = t->type == GGML_F32 ? 1u << ST_F32 : t->type == GGML_F16 ? 1u << ST_F16
+                     : t->type == GGML_BF16 ? 1u << ST_BF16 : 0;
+        all |= bit;
+        if (t->n_dims >= 2) matrices |= bit;
     }
+    f->dtype_mask = matrices ? matrices : all;
     f->matrices_q8_0 = facet_gguf_matrices_q8_0(m);
     f->probed = 1;
     return FACET_OK;

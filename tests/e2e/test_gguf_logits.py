@@ -75,6 +75,18 @@ def test_gguf_logits_match_llama_cpp(run_facet, corpus, name, tmp_path):
     run_and_compare(run_facet, corpus, name, tmp_path, "f32", 0.05)
 
 
+@pytest.mark.parametrize("name", ["llama-F16", "llama-BF16", "qwen3-F16", "qwen3-BF16"])
+def test_gguf_16bit_auto_runs_in_the_files_precision(run_facet, corpus, name, tmp_path):
+    """--weights auto keeps a 16-bit file's precision, as for a safetensors checkpoint:
+    llama.cpp writes the norms F32 in every file, so the dtypes are the matrices'."""
+    p = run_facet(["plan", str(corpus / "models" / (name + ".gguf")), "--json"])
+    assert p.returncode == 0, p.stderr
+    plan = json.loads(p.stdout)
+    want = "bf16" if name.endswith("BF16") else "f16"
+    assert plan["weights"] == want and plan["kv_cache"] == want, (plan["weights"], plan["kv_cache"])
+    run_and_compare(run_facet, corpus, name, tmp_path, "auto", 0.05)
+
+
 @pytest.mark.parametrize("weights", ["auto", "f32"])
 @pytest.mark.parametrize("name", Q8_0)
 def test_gguf_q8_0_logits_match_llama_cpp(run_facet, corpus, name, weights, tmp_path):
