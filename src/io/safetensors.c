@@ -441,21 +441,15 @@ facet_status st_parse(const uint8_t *buf, size_t size, const char *what, st_file
     return FACET_OK;
 }
 
+/* st_parse behind the parser type of facet_map_parse. */
+static facet_status parse_file(const uint8_t *buf, size_t size, const char *what, void *out,
+                               facet_error *err) {
+    return st_parse(buf, size, what, out, err);
+}
+
 facet_status st_open(const char *path, st_file *out, facet_error *err) {
     memset(out, 0, sizeof *out);
-    void *map;
-    size_t size;
-    facet_status mst = facet_map_file(path, &map, &size, err);
-    if (mst != FACET_OK) return mst;
-    static const uint8_t empty[1];
-    facet_status st = st_parse(map ? (const uint8_t *)map : empty, size, path, out, err);
-    if (st != FACET_OK) {
-        if (map) munmap(map, size);
-        return st;
-    }
-    out->map = map;
-    out->map_size = size;
-    return FACET_OK;
+    return facet_map_parse(path, parse_file, out, &out->map, &out->map_size, err);
 }
 
 const st_tensor *st_file_find(const st_file *f, const char *name) {

@@ -108,3 +108,20 @@ facet_status facet_map_file(const char *path, void **map, size_t *size, facet_er
     close(fd);
     return FACET_OK;
 }
+
+facet_status facet_map_parse(const char *path, facet_parse_fn parse, void *out, void **map,
+                             size_t *size, facet_error *err) {
+    void *m;
+    size_t n;
+    facet_status st = facet_map_file(path, &m, &n, err);
+    if (st != FACET_OK) return st;
+    static const uint8_t empty[1];
+    st = parse(m ? (const uint8_t *)m : empty, n, path, out, err);
+    if (st != FACET_OK) {
+        if (m) munmap(m, n);
+        return st;
+    }
+    *map = m;
+    *size = n;
+    return FACET_OK;
+}

@@ -21,6 +21,18 @@ facet_status facet_read_file(const char *path, size_t max_bytes, char **data, si
  * open", "cannot stat", "not a regular file", "cannot mmap N bytes"). */
 facet_status facet_map_file(const char *path, void **map, size_t *size, facet_error *err);
 
+/* A parser of a whole file's bytes (buf may not be NUL-terminated; size may be 0). */
+typedef facet_status (*facet_parse_fn)(const uint8_t *buf, size_t size, const char *what,
+                                       void *out, facet_error *err);
+
+/* Map `path` (facet_map_file) and parse its bytes with parse(buf, size, path, out, err);
+ * an empty file is parsed as zero bytes. On success *map and *size receive the mapping,
+ * which the caller keeps while `out` points into it (munmap(*map, *size) when *map is not
+ * NULL); on any failure nothing stays mapped and *map / *size are not written. Errors:
+ * facet_map_file's, or the parser's. */
+facet_status facet_map_parse(const char *path, facet_parse_fn parse, void *out, void **map,
+                             size_t *size, facet_error *err);
+
 /* Join dir and name with one '/' into buf (size cap); returns buf, or NULL if the result
  * does not fit. */
 char *facet_path_join(char *buf, size_t cap, const char *dir, const char *name);
