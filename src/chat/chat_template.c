@@ -262,12 +262,6 @@ static int64_t render_now(int *local) {
     return (int64_t)time(NULL);
 }
 
-/* The JSON type of a value of an exact tree: an integer beyond 64 bits is held as a
- * marked string, but the input spelled an integer. */
-static const char *exact_type_name(const json_t *v) {
-    return facet_json_exact_int(v) ? "integer" : facet_json_type_name(v);
-}
-
 facet_status facet_chat_render(const facet_chat_template *tpl, const char *messages_json, const char *tools_json,
                                int add_generation_prompt, const char *vars_json, char **out_text, size_t *out_len,
                                facet_error *err) {
@@ -276,15 +270,15 @@ facet_status facet_chat_render(const facet_chat_template *tpl, const char *messa
     if (!tpl || !messages_json) return facet_err(err, FACET_E_INVALID_ARGUMENT, "chat render: template and messages are required");
     json_t *vars = json_object(), *msgs = NULL, *tools = NULL, *extra = NULL;
     facet_status st = facet_json_parse_exact(messages_json, strlen(messages_json), "messages", &msgs, err);
-    if (!st && !json_is_array(msgs)) st = facet_err(err, FACET_E_PARSE, "messages: expected a JSON array, got %s", exact_type_name(msgs));
+    if (!st && !json_is_array(msgs)) st = facet_err(err, FACET_E_PARSE, "messages: expected a JSON array, got %s", facet_json_exact_type_name(msgs));
     if (!st && tools_json) {
         st = facet_json_parse_exact(tools_json, strlen(tools_json), "tools", &tools, err);
         if (!st && !json_is_array(tools) && !json_is_null(tools))
-            st = facet_err(err, FACET_E_PARSE, "tools: expected a JSON array, got %s", exact_type_name(tools));
+            st = facet_err(err, FACET_E_PARSE, "tools: expected a JSON array, got %s", facet_json_exact_type_name(tools));
     }
     if (!st && vars_json) {
         st = facet_json_parse_exact(vars_json, strlen(vars_json), "variables", &extra, err);
-        if (!st && !json_is_object(extra)) st = facet_err(err, FACET_E_PARSE, "variables: expected a JSON object, got %s", exact_type_name(extra));
+        if (!st && !json_is_object(extra)) st = facet_err(err, FACET_E_PARSE, "variables: expected a JSON object, got %s", facet_json_exact_type_name(extra));
     }
     if (!st) {
         int with_tools = tools && !json_is_null(tools);

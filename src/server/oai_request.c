@@ -235,11 +235,17 @@ static int parse_prompt(oai_request *r, json_t *o, const oai_limits *lim, oai_er
     return 0;
 }
 
+/* Messages and tools keep integers beyond 64 bits as marker strings (oai_parse_json):
+ * a field that must be text is a string that is no such marker, and a value's type is
+ * named as the body spelled it. */
+static int is_text(const json_t *v) { return json_is_string(v) && !facet_json_exact_int(v); }
+
 static int parse_messages(oai_request *r, json_t *o, oai_error *e) {
     json_t *v = field(o, "messages");
     if (!v) return BAD("messages", "'messages' is required");
     if (!json_is_array(v))
-        return BAD("messages", "'messages' must be an array, got %s", facet_json_type_name(v));
+        return BAD("messages", "'messages' must be an array, got %s",
+                   facet_json_exact_type_name(v));
     if (json_array_size(v) == 0)
         return BAD("messages", "'messages' must contain at least one message");
     size_t i;
@@ -247,9 +253,9 @@ static int parse_messages(oai_request *r, json_t *o, oai_error *e) {
     json_array_foreach(v, i, m) {
         if (!json_is_object(m))
             return BAD("messages", "'messages[%zu]' must be an object, got %s", i,
-                       facet_json_type_name(m));
+                       facet_json_exact_type_name(m));
         json_t *role = json_object_get(m, "role");
-        if (!json_is_string(role))
+        if (!is_text(role))
             return BAD("messages", "'messages[%zu].role' must be a string", i);
         const char *rs = json_string_value(role);
         if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") &&
@@ -257,17 +263,17 @@ static int parse_messages(oai_request *r, json_t *o, oai_error *e) {
             return BAD("messages", "'messages[%zu].role'='%.32s' is not one of system, "
                        "developer, user, assistant, tool", i, rs);
         json_t *c = json_object_get(m, "content");
-        if (c && !json_is_null(c) && !json_is_string(c) && !json_is_array(c))
+        if (c && !json_is_null(c) && !is_text(c) && !json_is_array(c))
             return BAD("messages", "'messages[%zu].content' must be a string or an array, "
-                       "got %s", i, facet_json_type_name(c));
+                       "got %s", i, facet_json_exact_type_name(c));
         if (json_is_array(c)) {
             size_t j;
             json_t *part;
             json_array_foreach(c, j, part) {
                 json_t *type = json_object_get(part, "type");
-                if (!json_is_object(part) || !json_is_string(type) ||
+                if (!json_is_object(part) || !is_text(type) ||
                     strcmp(json_string_value(type), "text") ||
-                    !json_is_string(json_object_get(part, "text")))
+                    !is_text(json_object_get(part, "text")))
                     return BAD("messages", "'messages[%zu].content[%zu]' is not a text part "
                                "(only {\"type\": \"text\", \"text\": ...} is supported)", i, j);
             }
@@ -282,15 +288,16 @@ static int parse_tools(oai_request *r, json_t *o, oai_error *e) {
     r->tool_choice = OAI_TOOL_NONE;
     if (v) {
         if (!json_is_array(v))
-            return BAD("tools", "'tools' must be an array, got %s", facet_json_type_name(v));
+            return BAD("tools", "'tools' must be an array, got %s",
+                       facet_json_exact_type_name(v));
         size_t i;
         json_t *t;
         json_array_foreach(v, i, t) {
             json_t *type = json_object_get(t, "type");
             json_t *fn = json_object_get(t, "function");
-            if (!json_is_object(t) || !json_is_string(type) ||
+            if (!json_is_object(t) || !is_text(type) ||
                 strcmp(json_string_value(type), "function") || !json_is_object(fn) ||
-                !json_is_string(json_object_get(fn, "name")))
+                !is_text(json_object_get(fn, "name")))
                 return BAD("tools", "'tools[%zu]' must be {\"type\": \"function\", "
                            "\"function\": {\"name\": ...}}", i);
         }

@@ -54,6 +54,10 @@ facet_status facet_json_parse_exact(const char *text, size_t len, const char *wh
 /* The literal text ("-", digits) of a big-integer marker, or NULL when v is none. */
 const char *facet_json_exact_int(const json_t *v);
 
+/* facet_json_type_name of a value of an exact tree: "integer" for a big-integer marker
+ * (the input spelled an integer). */
+const char *facet_json_exact_type_name(const json_t *v);
+
 /* A string value of an exact tree as the input spelled it (its "\0s" mark removed);
  * *len bytes. v must be a string (and not a big-integer marker). */
 const char *facet_json_exact_string(const json_t *v, size_t *len);

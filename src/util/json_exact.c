@@ -124,6 +124,10 @@ const char *facet_json_exact_int(const json_t *v) {
     return s[0] == '\0' && s[1] == 'i' ? s + 2 : NULL;
 }
 
+const char *facet_json_exact_type_name(const json_t *v) {
+    return facet_json_exact_int(v) ? "integer" : facet_json_type_name(v);
+}
+
 const char *facet_json_exact_string(const json_t *v, size_t *len) {
     const char *s = json_string_value(v);
     size_t n = json_string_length(v);

@@ -255,6 +255,18 @@ static void test_big_integers(void **state) {
               OAI_COMPLETION, 400, "max_tokens", "JSON integer 99999999999999999999999");
     parse_bad("{\"model\":\"m\",\"prompt\":[1,18446744073709551615]}", OAI_COMPLETION, 400,
               "prompt", "beyond 64 bits");
+    /* inside messages and tools a big integer is kept, but it is no text: a field that
+     * must be a string refuses it and names the type the body spelled */
+    parse_bad("{\"messages\":[{\"role\":\"user\",\"content\":18446744073709551616}]}",
+              OAI_CHAT, 400, "messages", "must be a string or an array, got integer");
+    parse_bad("{\"messages\":[{\"role\":18446744073709551616,\"content\":\"x\"}]}", OAI_CHAT,
+              400, "messages", "'messages[0].role' must be a string");
+    parse_bad("{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+              "\"text\":-99999999999999999999}]}]}",
+              OAI_CHAT, 400, "messages", "is not a text part");
+    parse_bad("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":"
+              "\"function\",\"function\":{\"name\":18446744073709551616}}]}",
+              OAI_CHAT, 400, "tools", "'tools[0]' must be");
 }
 
 static void test_metrics_text(void **state) {
