@@ -29,14 +29,18 @@
         if (st_ != FACET_OK) return st_;       \
     } while (0)
 
-/* general.architecture -> config.json model_type (the table's profiles). */
+/* general.architecture -> config.json model_type (the table's profiles), and whether
+ * llama.cpp's converter stores the family's attn_q / attn_k rows permuted for its
+ * interleaved ("NORM") rope (convert_hf_to_gguf.py's LlamaModel.permute), which the
+ * checkpoint view undoes (gguf_checkpoint.h). */
 static const struct {
     const char *arch, *model_type;
+    int permutes_qk;
 } ARCHS[] = {
-    {"llama", "llama"},   {"qwen2", "qwen2"},     {"qwen3", "qwen3"},
-    {"gemma", "gemma"},   {"gemma2", "gemma2"},   {"gemma3", "gemma3_text"},
-    {"phi3", "phi3"},     {"olmo2", "olmo2"},     {"smollm3", "smollm3"},
-    {"granite", "granite"},
+    {"llama", "llama", 1},     {"qwen2", "qwen2", 0},     {"qwen3", "qwen3", 0},
+    {"gemma", "gemma", 0},     {"gemma2", "gemma2", 0},   {"gemma3", "gemma3_text", 0},
+    {"phi3", "phi3", 0},       {"olmo2", "olmo2", 0},     {"smollm3", "smollm3", 1},
+    {"granite", "granite", 1},
 };
 #define N_ARCHS (sizeof ARCHS / sizeof ARCHS[0])
 
@@ -44,6 +48,12 @@ static const char *model_type_of(const char *arch) {
     for (size_t i = 0; i < N_ARCHS; i++)
         if (!strcmp(ARCHS[i].arch, arch)) return ARCHS[i].model_type;
     return NULL;
+}
+
+int facet_gguf_arch_permutes_qk(const char *arch) {
+    for (size_t i = 0; i < N_ARCHS; i++)
+        if (!strcmp(ARCHS[i].arch, arch)) return ARCHS[i].permutes_qk;
+    return 0;
 }
 
 const char *facet_gguf_runnable_types(void) { return "F32, F16, BF16, Q8_0"; }

@@ -45,6 +45,11 @@ facet_status facet_facts_from_gguf(const gguf_model *m, facet_facts *f, facet_er
  * gguf_model_open's. */
 facet_status facet_facts_read_model(const char *path, facet_facts *f, facet_error *err);
 
+/* Nonzero when general.architecture `arch` is one whose files carry llama.cpp's Q/K
+ * row permutation (a column of the architecture table in facts_gguf.c); 0 for an
+ * architecture outside it. */
+int facet_gguf_arch_permutes_qk(const char *arch);
+
 /* The GGUF block types the engine runs (today: F32, F16, BF16, Q8_0, as a comma list).
  * Q8_0 blocks (an f16 scale per 32 int8 weights) are facet's own int8 format: they load
  * exactly as float32 and, with --weights int8 (auto for files whose matrices are all

@@ -9,12 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/facts_gguf.h"
 #include "model/tensors.h"
 #include "util/error.h"
-
-int facet_gguf_arch_permutes_qk(const char *arch) {
-    return !strcmp(arch, "llama") || !strcmp(arch, "granite") || !strcmp(arch, "smollm3");
-}
 
 /* The Hugging Face name of GGUF tensor `g` into out, from the tensor table's GGUF
  * names (model/tensors.h); 0 when it has none, -1 when the loader does not take it (left

@@ -50,8 +50,4 @@ void facet_gguf_checkpoint_close(facet_gguf_checkpoint *c);
  * one whose meaning the facts carry, rope_freqs.weight). */
 int facet_gguf_tensor_known(const char *name);
 
-/* Nonzero when general.architecture `arch` is one whose files carry llama.cpp's Q/K
- * row permutation. */
-int facet_gguf_arch_permutes_qk(const char *arch);
-
 #endif
