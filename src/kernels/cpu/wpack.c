@@ -78,26 +78,20 @@ size_t facet_panel_bytes(facet_wformat f, int kp) {
     return 0;
 }
 
-static size_t packed_bytes(facet_wformat f, int rows, int cols) {
-    size_t panels = (size_t)(rows + FACET_PANEL - 1) / FACET_PANEL;
-    return panels * facet_panel_bytes(f, facet_packed_kp(cols));
-}
-
+/* Panels of FACET_PANEL rows times KALIGN-column slices of facet_panel_bytes each (a
+ * panel's bytes are linear in kp, a multiple of FACET_KALIGN): the one size formula,
+ * for the allocation (packed_bytes) and for `facet plan` (through the backend). */
 uint64_t facet_wtensor_packed_bytes(facet_wformat f, uint64_t rows, uint64_t cols) {
     uint64_t panels = (rows + FACET_PANEL - 1) / FACET_PANEL;
-    uint64_t kp = (cols + FACET_KALIGN - 1) / FACET_KALIGN * FACET_KALIGN, per;
-    switch (f) {
-    case FACET_WF_F32: per = 4 * FACET_PANEL; break;
-    case FACET_WF_BF16:
-    case FACET_WF_F16: per = 2 * FACET_PANEL; break;
-    default: /* per 32 inputs: the int8 block and its scale, FACET_Q8_PBLOCK per panel */
-        kp /= FACET_Q8_BLOCK;
-        per = FACET_Q8_PBLOCK;
-        break;
-    }
-    if (panels && kp > UINT64_MAX / panels) return UINT64_MAX; /* saturates, never wraps */
-    uint64_t n = panels * kp;
+    uint64_t slices = (cols + FACET_KALIGN - 1) / FACET_KALIGN;
+    uint64_t per = facet_panel_bytes(f, FACET_KALIGN);
+    if (panels && slices > UINT64_MAX / panels) return UINT64_MAX; /* saturates, never wraps */
+    uint64_t n = panels * slices;
     return n && per > UINT64_MAX / n ? UINT64_MAX : n * per;
+}
+
+static size_t packed_bytes(facet_wformat f, int rows, int cols) {
+    return (size_t)facet_wtensor_packed_bytes(f, (uint64_t)rows, (uint64_t)cols);
 }
 
 /* Zeroed memory for a packed tensor; huge-page backed when it spans one. free() frees. */
