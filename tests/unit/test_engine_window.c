@@ -8,7 +8,7 @@
  *     reads the ring; its prefill reads a view of the ring plus the chunk's own rows),
  *   - interleaved entry by entry with two other sequences in two batches (groups whose
  *     entries are not adjacent; several ring views in one chunk; a group of one entry),
- * for a float32 and a bf16 cache. (The arithmetic of a query depends on its own keys
+ * for a float32, a bf16 and an f16 cache. (The arithmetic of a query depends on its own keys
  * alone: test_kernels_attention checks the kernel's window, ring and views against
  * float64 on every CPU path; test_engine_window.py checks the windowed model against
  * the float64 reference.)
@@ -157,6 +157,7 @@ static void test_window_batches(void **state) {
     (void)state;
     run_kv(FACET_KV_F32);
     run_kv(FACET_KV_BF16);
+    run_kv(FACET_KV_F16); /* rounded as the bf16 rows are, by another converter */
 }
 
 int main(void) {
