@@ -30,8 +30,6 @@
 #include "engine/model_internal.h"
 #include "util/error.h"
 
-facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err);
-
 /* Group the chunk's entries by sequence (position order kept): the attention kernel
  * runs a sequence's queries together, and a ring layer's view reads the chunk's rows. */
 static void group_chunk(facet_session *s, const int32_t *seq_ids, int n) {

@@ -79,7 +79,7 @@ struct facet_session {
     const struct facet_ffn_kind **ffns;     /* [L]                                       */
     /* Batch scratch, for a chunk of up to `scratch_rows` entries (R below), grown on
      * demand by facet_session_scratch to what a batch needs (at most FACET_FORWARD_CHUNK
-     * rows); T = the pool's threads. Contents live for one facet_forward call. */
+     * rows). Contents live for one facet_forward call. */
     int scratch_rows;
     float *x;                      /* (R, H) hidden states, the residual stream        */
     float *xn;                     /* (R, H) a block's normed input, then its output   */
@@ -107,6 +107,11 @@ struct facet_session {
     uint8_t *rope_long;            /* [n_seq_max] longrope: this call uses long factors */
     int *seq_added;                /* [n_seq_max] new tokens per sequence in this call   */
 };
+
+/* Grow the session's batch scratch to `rows` entries (nothing when it holds them
+ * already: no allocation per decode step). On FACET_E_NOMEM the scratch is left empty
+ * (scratch_rows 0), the session usable (session.c). */
+facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err);
 
 /* Compute inv_freq and the attention scale of RoPE from the facts (rope.c). */
 facet_status facet_rope_init(facet_model *m, facet_error *err);

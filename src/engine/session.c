@@ -82,13 +82,13 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
 }
 
 /* The batch scratch as a table (shapes in model_internal.h), so allocation and release
- * name the same buffers: per buffer, elements per row and per thread. */
+ * name the same buffers: per buffer, elements per row and their size. */
 typedef struct {
     void **buf;
-    size_t per_row, per_thread, elt;
+    size_t per_row, elt;
 } scratch_buf;
 
-enum { SCRATCH_BUFS = 22 };
+enum { SCRATCH_BUFS = 19 }; /* the buffers and the NULL that ends them */
 
 static void scratch_table(facet_session *s, scratch_buf *t) {
     const facet_facts *f = &s->model->facts;
@@ -98,16 +98,16 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
     size_t half = s->model->rope_dim / 2 ? (size_t)s->model->rope_dim / 2 : 1;
     size_t F = sizeof(float), N = sizeof(int);
     scratch_buf b[SCRATCH_BUFS] = {
-        {(void **)&s->x, H, 0, F},         {(void **)&s->xn, H, 0, F},
-        {(void **)&s->q, qd, 0, F},        {(void **)&s->k, kvd, 0, F},
-        {(void **)&s->v, kvd, 0, F},       {(void **)&s->att_out, qd, 0, F},
-        {(void **)&s->gate, I, 0, F},      {(void **)&s->up, I, 0, F},
-        {(void **)&s->pos, 1, 0, N},       {(void **)&s->chunk_order, 1, 0, N},
-        {(void **)&s->chunk_group, 1, 0, N}, {(void **)&s->chunk_gid, 1, 0, N},
-        {(void **)&s->group_row, 1, 0, N}, {(void **)&s->group_len, 1, 0, N},
-        {(void **)&s->rope_cos, half, 0, F}, {(void **)&s->rope_sin, half, 0, F},
-        {(void **)&s->rope_cos_local, half, 0, F}, {(void **)&s->rope_sin_local, half, 0, F},
-        {NULL, 0, 0, 0},
+        {(void **)&s->x, H, F},           {(void **)&s->xn, H, F},
+        {(void **)&s->q, qd, F},          {(void **)&s->k, kvd, F},
+        {(void **)&s->v, kvd, F},         {(void **)&s->att_out, qd, F},
+        {(void **)&s->gate, I, F},        {(void **)&s->up, I, F},
+        {(void **)&s->pos, 1, N},         {(void **)&s->chunk_order, 1, N},
+        {(void **)&s->chunk_group, 1, N}, {(void **)&s->chunk_gid, 1, N},
+        {(void **)&s->group_row, 1, N},   {(void **)&s->group_len, 1, N},
+        {(void **)&s->rope_cos, half, F}, {(void **)&s->rope_sin, half, F},
+        {(void **)&s->rope_cos_local, half, F}, {(void **)&s->rope_sin_local, half, F},
+        {NULL, 0, 0},
     };
     memcpy(t, b, sizeof b);
 }
@@ -159,17 +159,13 @@ int facet_session_n_ctx(const facet_session *s) { return s->n_ctx; }
 
 facet_kv_type facet_session_kv_type(const facet_session *s) { return s->kv.type; }
 
-/* Grow the batch scratch to `rows` entries (nothing when it holds them already). On
- * FACET_E_NOMEM the scratch is left empty (scratch_rows 0), the session usable. */
-facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err);
 facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err) {
     if (rows <= s->scratch_rows) return FACET_OK;
     free_scratch(s);
-    size_t threads = (size_t)facet_pool_size(s->model->pool);
     scratch_buf t[SCRATCH_BUFS];
     scratch_table(s, t);
     for (scratch_buf *b = t; b->buf; b++) {
-        *b->buf = malloc(((size_t)rows * b->per_row + threads * b->per_thread) * b->elt);
+        *b->buf = malloc((size_t)rows * b->per_row * b->elt);
         if (!*b->buf) {
             free_scratch(s);
             return facet_err(err, FACET_E_NOMEM, "batch scratch for %d rows", rows);
