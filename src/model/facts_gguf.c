@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "io/safetensors.h"
+#include "model/config_class.h"
 #include "model/gguf_checkpoint.h"
 #include "model/tensors.h"
 #include "util/error.h"
@@ -29,31 +30,42 @@
         if (st_ != FACET_OK) return st_;       \
     } while (0)
 
-/* general.architecture -> config.json model_type (the table's profiles), and whether
- * llama.cpp's converter stores the family's attn_q / attn_k rows permuted for its
- * interleaved ("NORM") rope (convert_hf_to_gguf.py's LlamaModel.permute), which the
- * checkpoint view undoes (gguf_checkpoint.h). */
-static const struct {
+/* general.architecture -> config.json model_type (the table's profiles), with the
+ * conventions llama.cpp keeps per family rather than in the file's keys:
+ *   permutes_qk: its converter stores attn_q / attn_k rows permuted for its interleaved
+ *     ("NORM") rope (convert_hf_to_gguf.py's LlamaModel.permute), which the checkpoint
+ *     view undoes (gguf_checkpoint.h);
+ *   scale_27b_layers: nonzero for the families whose q.k scale llama.cpp fixes itself,
+ *     1/sqrt(key_length), except 1/sqrt(hidden/heads) for its 27B type, the block_count
+ *     given here (as the reference code's query_pre_attn_scalar). */
+typedef struct {
     const char *arch, *model_type;
     int permutes_qk;
-} ARCHS[] = {
-    {"llama", "llama", 1},     {"qwen2", "qwen2", 0},     {"qwen3", "qwen3", 0},
-    {"gemma", "gemma", 0},     {"gemma2", "gemma2", 0},   {"gemma3", "gemma3_text", 0},
-    {"phi3", "phi3", 0},       {"olmo2", "olmo2", 0},     {"smollm3", "smollm3", 1},
-    {"granite", "granite", 1},
+    int64_t scale_27b_layers;
+} arch_row;
+static const arch_row ARCHS[] = {
+    {"llama", "llama", 1, 0},     {"qwen2", "qwen2", 0, 0},       {"qwen3", "qwen3", 0, 0},
+    {"gemma", "gemma", 0, 0},     {"gemma2", "gemma2", 0, 46},    {"gemma3", "gemma3_text", 0, 62},
+    {"phi3", "phi3", 0, 0},       {"olmo2", "olmo2", 0, 0},       {"smollm3", "smollm3", 1, 0},
+    {"granite", "granite", 1, 0},
 };
 #define N_ARCHS (sizeof ARCHS / sizeof ARCHS[0])
 
-static const char *model_type_of(const char *arch) {
+/* The row of general.architecture `arch`, or NULL. */
+static const arch_row *arch_of(const char *arch) {
     for (size_t i = 0; i < N_ARCHS; i++)
-        if (!strcmp(ARCHS[i].arch, arch)) return ARCHS[i].model_type;
+        if (!strcmp(ARCHS[i].arch, arch)) return &ARCHS[i];
     return NULL;
 }
 
+static const char *model_type_of(const char *arch) {
+    const arch_row *r = arch_of(arch);
+    return r ? r->model_type : NULL;
+}
+
 int facet_gguf_arch_permutes_qk(const char *arch) {
-    for (size_t i = 0; i < N_ARCHS; i++)
-        if (!strcmp(ARCHS[i].arch, arch)) return ARCHS[i].permutes_qk;
-    return 0;
+    const arch_row *r = arch_of(arch);
+    return r && r->permutes_qk;
 }
 
 const char *facet_gguf_runnable_types(void) { return "F32, F16, BF16, Q8_0"; }
@@ -291,20 +303,22 @@ static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t
     TRY(map_int(c, "attention.sliding_window", NULL, 0, 0, INT64_C(1) << 40, &window));
     json_object_set_new(cfg, "sliding_window", window ? json_integer(window) : json_null());
     TRY(map_int(c, "attention.sliding_window_pattern", NULL, 0, 1, FACET_MAX_LAYERS, &pattern));
-    const char *mt = json_string_value(json_object_get(cfg, "model_type"));
-    if (pattern && !strcmp(mt, "gemma3_text"))
+    /* passed on unless the config class implies it without reading the key (Gemma 2
+     * alternates by its modeling code); the class reads it (Gemma 3) or the table judges it */
+    const facet_config_class *cls =
+        facet_config_class_find(json_string_value(json_object_get(cfg, "model_type")));
+    if (pattern && !(!cls->reads_sliding_window_pattern && pattern == cls->sliding_window_pattern))
         json_object_set_new(cfg, "sliding_window_pattern", json_integer(pattern));
-    else if (pattern && !(pattern == 2 && !strcmp(mt, "gemma2")))
-        json_object_set_new(cfg, "sliding_window_pattern", json_integer(pattern)); /* judged */
     double base_swa = 0;
     TRY(map_float(c, "rope.freq_base_swa", NULL, 0, &base_swa));
     if (base_swa) json_object_set_new(cfg, "rope_local_base_freq", json_real(base_swa));
     TRY(map_float(c, "attn_logit_softcapping", "attn_logit_softcapping", 0, NULL));
     TRY(map_float(c, "final_logit_softcapping", "final_logit_softcapping", 0, NULL));
-    if (!strcmp(mt, "gemma2") || !strcmp(mt, "gemma3_text")) {
+    const arch_row *row = arch_of(c->arch);
+    if (row && row->scale_27b_layers) {
         /* llama.cpp scales q.k by 1/sqrt(key_length), by 1/sqrt(hidden/heads) for the 27B
-         * shapes (46 layers Gemma 2, 62 layers Gemma 3), as the reference code does */
-        int big = (!strcmp(mt, "gemma2") && layers == 46) || (!strcmp(mt, "gemma3_text") && layers == 62);
+         * shapes, as the reference code does */
+        int big = layers == row->scale_27b_layers;
         int64_t s = big && heads ? hidden / heads : hd;
         if (s > 0) json_object_set_new(cfg, "query_pre_attn_scalar", json_integer(s));
     }

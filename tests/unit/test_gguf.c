@@ -585,6 +585,64 @@ static void test_facts_small(void **state) {
     free(b);
 }
 
+/* Gemma 2 conventions llama.cpp keeps outside the file's keys (hand-worked from its
+ * llama-model.cpp): q.k scaled by 1/sqrt(key_length), by 1/sqrt(hidden/heads) for the
+ * 27B type (block_count 46); sliding_window_pattern 2 is the family's own alternation
+ * (no key passed on), another value reaches the table, which judges it. */
+static facet_status gemma2_facts(uint64_t layers, uint64_t pattern, facet_facts *f,
+                                 facet_verdict *v) {
+    kvdef kv[13] = {
+        {"general.architecture", K_STR, 0, 0, "gemma2"},
+        {"gemma2.block_count", K_U32, layers, 0, NULL},
+        {"gemma2.context_length", K_U32, 128, 0, NULL},
+        {"gemma2.embedding_length", K_U32, 64, 0, NULL},
+        {"gemma2.feed_forward_length", K_U32, 96, 0, NULL},
+        {"gemma2.attention.head_count", K_U32, 4, 0, NULL},
+        {"gemma2.attention.head_count_kv", K_U32, 2, 0, NULL},
+        {"gemma2.attention.key_length", K_U32, 32, 0, NULL},
+        {"gemma2.attention.value_length", K_U32, 32, 0, NULL},
+        {"gemma2.attention.layer_norm_rms_epsilon", K_F32, 0, 1e-6, NULL},
+        {"gemma2.vocab_size", K_U32, 32, 0, NULL},
+        {"gemma2.attention.sliding_window", K_U32, 16, 0, NULL},
+        {"gemma2.attention.sliding_window_pattern", K_U32, pattern, 0, NULL},
+    };
+    static char names[64][40];
+    tdef t[66];
+    int nt = 0;
+    t[nt++] = (tdef){"token_embd.weight", 2, {64, 32}, GGML_F32, -1};
+    for (uint64_t i = 0; i < layers; i++) {
+        snprintf(names[i], sizeof names[i], "blk.%u.attn_norm.weight", (unsigned)i);
+        t[nt++] = (tdef){names[i], 1, {64}, GGML_F32, -1};
+    }
+    t[nt++] = (tdef){"output_norm.weight", 1, {64}, GGML_F32, -1};
+    size_t n;
+    uint8_t *b = build(3, kv, pattern ? 13 : 12, t, nt, 32, &n);
+    facet_error err;
+    facet_status st = facts_of(b, n, f, &err);
+    free(b);
+    if (st == FACET_OK) facet_judge(f, "cpu", v);
+    return st;
+}
+
+static void test_facts_gemma2_conventions(void **state) {
+    (void)state;
+    static facet_verdict v;
+    assert_int_equal(gemma2_facts(2, 0, &facts, &v), FACET_OK);
+    assert_string_equal(facts.model_type, "gemma2");
+    assert_true(facts.query_pre_attn_scalar == 32.0); /* key_length */
+    assert_int_equal(gemma2_facts(46, 0, &facts, &v), FACET_OK);
+    assert_true(facts.query_pre_attn_scalar == 16.0); /* 27B: hidden 64 / 4 heads */
+    assert_int_equal(gemma2_facts(4, 2, &facts, &v), FACET_OK);
+    for (int i = 0; i < 4; i++) assert_int_equal(facts.layer_sliding[i], (i + 1) % 2 != 0);
+    for (int i = 0; i < v.n_refusals; i++)
+        assert_null(strstr(v.refusals[i].fact, "sliding_window_pattern"));
+    assert_int_equal(gemma2_facts(4, 3, &facts, &v), FACET_OK);
+    int judged = 0;
+    for (int i = 0; i < v.n_refusals; i++)
+        judged |= strstr(v.refusals[i].fact, "sliding_window_pattern") != NULL;
+    assert_true(judged);
+}
+
 /* Tensors outside the table and LongRoPE factor tensors are refused by name. */
 static void test_facts_refused_tensors(void **state) {
     (void)state;
@@ -1093,7 +1151,8 @@ int main(void) {
         cmocka_unit_test(test_counts_past_end), cmocka_unit_test(test_tensor_past_end),
         cmocka_unit_test(test_misaligned),      cmocka_unit_test(test_unknown_type),
         cmocka_unit_test(test_dims),            cmocka_unit_test(test_duplicates),
-        cmocka_unit_test(test_facts_small),     cmocka_unit_test(test_key_wrong_type),
+        cmocka_unit_test(test_facts_small),
+        cmocka_unit_test(test_facts_gemma2_conventions),     cmocka_unit_test(test_key_wrong_type),
         cmocka_unit_test(test_facts_refused_tensors), cmocka_unit_test(test_rope_freqs_with_scaling),
         cmocka_unit_test(test_key_missing),     cmocka_unit_test(test_split),
         cmocka_unit_test(test_checkpoint_unpermute),
