@@ -29,6 +29,12 @@ static void store_kv_row(facet_session *s, int l, int r) {
                          s->v + r * kvd);
 }
 
+/* A ring layer's store after attention: the rows of groups of several entries (a group
+ * of one stored its row before, in qk_row: decode stores once). */
+static void store_ring_row(facet_session *s, int l, int r) {
+    if (s->group_len[s->chunk_gid[r]] > 1) store_kv_row(s, l, r);
+}
+
 /* q/k norm and RoPE of one entry; its K/V row goes into the cache, except on a ring
  * layer in a group of several entries (stored after attention: backend_cpu.c). */
 static void qk_row(facet_session *s, int l, int r) {
@@ -95,7 +101,7 @@ static void attention_forward(facet_session *s, int l, int n) {
                           .group_len = s->group_len, .order_at = s->chunk_group,
                           .order = s->chunk_order};
     be->ops->attention(be, &c);
-    if (ring_layer(s, l)) facet_for_rows(s, l, n, store_kv_row); /* after attention */
+    if (ring_layer(s, l)) facet_for_rows(s, l, n, store_ring_row); /* after attention */
     be->ops->matmul(be, s->xn, s->att_out, &L->o_proj, L->o_bias, n);
 }
 
