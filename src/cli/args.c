@@ -81,16 +81,6 @@ int cli_parse_float(const char *opt, const char *v, float *out) {
     return 1;
 }
 
-int cli_read_stdin(char **data, size_t *len) {
-    facet_str in = {0};
-    char chunk[1 << 16];
-    size_t got;
-    while ((got = fread(chunk, 1, sizeof chunk, stdin)) > 0) facet_str_append(&in, chunk, got);
-    *len = in.len;
-    *data = facet_str_take(&in); /* NULL when an append failed */
-    return *data ? 0 : -1;
-}
-
 /* The option that read standard input, so that a second "-" is refused instead of
  * reading an empty stream. */
 static const char *g_stdin_reader;

@@ -46,10 +46,6 @@ int cli_missing_value(const char *cmd, const char *a, int last, const char *cons
  * v NULL: 0 and nothing printed, the caller names the missing value). */
 int cli_parse_weights(const char *opt, const char *v, facet_weight_format *out);
 
-/* Read all of standard input into *data (malloc'd, not NUL-terminated, *len bytes; the
- * caller frees it). Returns 0, or -1 when out of memory. */
-int cli_read_stdin(char **data, size_t *len);
-
 /* Read the input file `path` of option `opt` whole (NUL-appended, *len bytes, the caller
  * frees *data), or standard input when path is "-": the meaning of "-" for every option
  * that takes an input file (-f, --messages, --tools, --reference, ...). At most

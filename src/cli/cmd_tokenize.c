@@ -175,9 +175,8 @@ int cmd_tokenize(int argc, char **argv) {
         if (cli_read_input("-f", file, (size_t)1 << 31, &data, &len, &err)) return cli_fail(&err);
     } else if (text) {
         len = strlen(text);
-    } else if (cli_read_stdin(&data, &len)) {
-        fprintf(stderr, "facet: tokenize: cannot read standard input\n");
-        return 1;
+    } else if (cli_read_input("tokenize", "-", (size_t)1 << 31, &data, &len, &err)) {
+        return cli_fail(&err);
     }
     facet_tokenizer *tok;
     int rc = load_or_fail(model, &tok);
