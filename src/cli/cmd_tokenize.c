@@ -205,7 +205,6 @@ int cmd_detokenize(int argc, char **argv) {
     const char *model = NULL, *jsonl = NULL;
     int skip_special = 0;
     cli_ids v = {0};
-    int32_t *ids = NULL; /* v.data, freed through either name */
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: facet detokenize MODEL [--skip-special] ID...\n"
@@ -215,49 +214,46 @@ int cmd_detokenize(int argc, char **argv) {
                    "IDs are separate arguments, comma-separated, or a JSON array. --jsonl reads lines\n"
                    "{\"ids\": [...], \"skip_special_tokens\": B} and prints lines {\"text\": S}.\n"
                    "example: facet detokenize models/stories260k 1 403 407 261 378\n");
-            free(ids);
+            free(v.data);
             return 0;
         }
         static const char *const value_opts[] = {"--jsonl", NULL};
         if (cli_missing_value("detokenize", argv[i], i + 1 == argc, value_opts)) {
-            free(ids);
+            free(v.data);
             return 1;
         }
         if (!strcmp(argv[i], "--skip-special")) skip_special = 1;
         else if (!strcmp(argv[i], "--jsonl") && i + 1 < argc) jsonl = argv[++i];
         else if (!model) model = argv[i];
         else {
-            int bad = cli_parse_ids(&v, "detokenize", NULL, argv[i], strlen(argv[i]));
-            ids = v.data;
-            if (bad) {
-                free(ids);
+            if (cli_parse_ids(&v, "detokenize", NULL, argv[i], strlen(argv[i]))) {
+                free(v.data);
                 return 1;
             }
         }
     }
-    size_t n = v.len;
     if (!model) {
         fprintf(stderr, "facet: usage: facet detokenize MODEL [--skip-special] ID...\n");
-        free(ids);
+        free(v.data);
         return 1;
     }
     facet_error err = {0};
     facet_tokenizer *tok;
     int rc = load_or_fail(model, &tok);
     if (rc) {
-        free(ids);
+        free(v.data);
         return rc;
     }
     if (jsonl) {
-        free(ids);
+        free(v.data);
         rc = batch(tok, jsonl, skip_special, batch_detokenize);
         facet_tokenizer_free(tok);
         return rc;
     }
     char *text;
     size_t len;
-    facet_status st = facet_detokenize(tok, ids, n, skip_special, &text, &len, &err);
-    free(ids);
+    facet_status st = facet_detokenize(tok, v.data, v.len, skip_special, &text, &len, &err);
+    free(v.data);
     facet_tokenizer_free(tok);
     if (st) return cli_fail(&err);
     fwrite(text, 1, len, stdout);
