@@ -271,7 +271,7 @@ static const char *ne_str(const int64_t *ne, int n, char *buf, size_t cap) {
     return buf;
 }
 
-static facet_status parse_tensor_info(cursor *c, gguf_tensor *t, uint64_t i) {
+static facet_status parse_tensor_info(cursor *c, gguf_tensor *t) {
     char ctx[128], sb[128];
     snprintf(ctx, sizeof ctx, "the info of tensor '%s'", t->name);
     uint64_t nd;
@@ -295,7 +295,7 @@ static facet_status parse_tensor_info(cursor *c, gguf_tensor *t, uint64_t i) {
     TRY(rd(c, 4, ctx, &type));
     TRY(rd(c, 8, ctx, &off));
     t->offset = off;
-    if (!gguf_type_known((uint32_t)type) || type > UINT32_MAX)
+    if (!gguf_type_known((uint32_t)type)) /* rd of 4 bytes: type fits uint32 */
         return facet_err(c->err, FACET_E_FORMAT,
                          "%s: tensor '%s' has type id %" PRIu64
                          ", which is no ggml type (known: 0..%d less the removed 4, 5, 31-33, "
@@ -330,7 +330,6 @@ static facet_status parse_tensor_info(cursor *c, gguf_tensor *t, uint64_t i) {
         }
     }
     t->nbytes = zero ? 0 : rows_bytes;
-    (void)i;
     return FACET_OK;
 }
 
@@ -455,7 +454,7 @@ facet_status gguf_parse(const uint8_t *buf, size_t size, const char *what, gguf_
         st = take_name(&c, "tensor", i, GGUF_MAX_NAME, &t->name);
         if (st != FACET_OK) break;
         out->n_tensors++;
-        st = parse_tensor_info(&c, t, i);
+        st = parse_tensor_info(&c, t);
     }
     if (st == FACET_OK &&
         (dup = duplicate(&out->tensors[0].name, out->n_tensors, sizeof *out->tensors, &nomem)))

@@ -270,7 +270,7 @@ static void keep_rest(ctx *c) {
 
 static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t *head_dim) {
     json_t *cfg = c->cfg;
-    int64_t hidden = 0, heads = 0, kv_heads = 0, layers = 0, klen = 0, vlen = 0, rot = 0;
+    int64_t hidden = 0, heads = 0, layers = 0, klen = 0, vlen = 0, rot = 0;
     int req = known; /* outside the table: read what is there, the verdict refuses */
     TRY(map_int(c, "block_count", "num_hidden_layers", req, 1, FACET_MAX_LAYERS, &layers));
     TRY(map_int(c, "context_length", "max_position_embeddings", req, 1, INT32_MAX, NULL));
@@ -279,7 +279,7 @@ static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t
     TRY(map_int(c, "attention.head_count", "num_attention_heads", req, 1, INT64_C(1) << 14,
                 &heads));
     TRY(map_int(c, "attention.head_count_kv", "num_key_value_heads", 0, 1, INT64_C(1) << 14,
-                &kv_heads));
+                NULL));
     TRY(map_float(c, "attention.layer_norm_rms_epsilon", "rms_norm_eps", req, NULL));
     TRY(map_float(c, "rope.freq_base", "rope_theta", 0, NULL));
     TRY(map_int(c, "attention.key_length", NULL, 0, 1, INT64_C(1) << 16, &klen));
@@ -329,7 +329,6 @@ static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t
     TRY(map_float(c, "attention.scale", "attention_multiplier", 0, NULL));
     TRY(map_vocab(c, m));
     TRY(map_tokens(c));
-    (void)kv_heads;
     return FACET_OK;
 }
 
