@@ -779,13 +779,15 @@ static void test_key_missing(void **state) {
 
 /* llama.cpp's Q/K permutation undone: convert_hf_to_gguf.py's permute stores HF row
  * h*d + j*d/2 + i at GGUF row h*d + 2i + j. Rows hold their GGUF index; with 2 heads of
- * d = 4 the HF order is then 0 2 1 3 4 6 5 7 (q), and with 1 KV head 0 2 1 3 (k). */
+ * d = 6 the HF order is then 0 2 4 1 3 5 6 8 10 7 9 11 (q), and with 1 KV head 0 2 4 1 3 5
+ * (k). d = 6, not 4: for d = 4 the permutation is its own inverse, so undoing it the
+ * wrong way round would pass too (the inverse gives 0 3 1 4 2 5). */
 static void test_checkpoint_unpermute(void **state) {
     (void)state;
     tdef t[6] = {{"token_embd.weight", 2, {2, 4}, GGML_F32, -1},
                  {"blk.0.attn_norm.weight", 1, {2}, GGML_F32, -1},
-                 {"blk.0.attn_q.weight", 2, {2, 8}, GGML_F32, -1},
-                 {"blk.0.attn_k.weight", 2, {2, 4}, GGML_F32, -1},
+                 {"blk.0.attn_q.weight", 2, {2, 12}, GGML_F32, -1},
+                 {"blk.0.attn_k.weight", 2, {2, 6}, GGML_F32, -1},
                  {"blk.0.ffn_norm.weight", 1, {2}, GGML_F32, -1},
                  {"rope_freqs.weight", 1, {2}, GGML_F32, -1}};
     kvdef kv[1] = {{"general.architecture", K_STR, 0, 0, "llama"}};
@@ -812,14 +814,14 @@ static void test_checkpoint_unpermute(void **state) {
     const st_tensor *k = st_checkpoint_find(&c.ck, "model.layers.0.self_attn.k_proj.weight");
     assert_non_null(q);
     assert_non_null(k);
-    assert_int_equal(q->shape[0], 8); /* ne [2, 8] is the matrix [8, 2] */
+    assert_int_equal(q->shape[0], 12); /* ne [2, 12] is the matrix [12, 2] */
     assert_int_equal(q->shape[1], 2);
-    const float want_q[8] = {0, 2, 1, 3, 4, 6, 5, 7}, want_k[4] = {0, 2, 1, 3};
-    float got[16];
+    const float want_q[12] = {0, 2, 4, 1, 3, 5, 6, 8, 10, 7, 9, 11}, want_k[6] = {0, 2, 4, 1, 3, 5};
+    float got[24];
     memcpy(got, q->data, sizeof got);
-    for (int r = 0; r < 8; r++) assert_true(got[2 * r] == want_q[r] && got[2 * r + 1] == want_q[r]);
-    memcpy(got, k->data, 8 * 4);
-    for (int r = 0; r < 4; r++) assert_true(got[2 * r] == want_k[r]);
+    for (int r = 0; r < 12; r++) assert_true(got[2 * r] == want_q[r] && got[2 * r + 1] == want_q[r]);
+    memcpy(got, k->data, 12 * 4);
+    for (int r = 0; r < 6; r++) assert_true(got[2 * r] == want_k[r]);
     assert_non_null(st_checkpoint_find(&c.ck, "model.embed_tokens.weight"));
     assert_non_null(st_checkpoint_find(&c.ck, "model.layers.0.input_layernorm.weight"));
     assert_non_null(st_checkpoint_find(&c.ck, "model.layers.0.post_attention_layernorm.weight"));
