@@ -31,26 +31,32 @@ static int beyond_int64(const char *s, size_t n) {
     return memcmp(d, lim, 19) > 0;
 }
 
-/* The end of the string literal that opens at s[i] == '"', or len if unterminated. */
-static size_t string_end(const char *s, size_t len, size_t i) {
+/* The end of the string literal that opens at s[i] == '"', or len if unterminated;
+ * *nul is set when the literal holds the escape \u0000 (a NUL character). */
+static size_t string_end(const char *s, size_t len, size_t i, int *nul) {
     for (i++; i < len; i++) {
-        if (s[i] == '\\') i++;
-        else if (s[i] == '"') return i + 1;
+        if (s[i] == '\\') {
+            if (len - i >= 6 && s[i + 1] == 'u' && !memcmp(s + i + 2, "0000", 4)) *nul = 1;
+            i++;
+        } else if (s[i] == '"') {
+            return i + 1;
+        }
     }
     return len;
 }
 
 /* Rewrite text into *out when it holds a big integer or a string value beginning with
  * NUL. Returns 1 when rewritten, 0 when the text can go to jansson as it is, -1 when
- * out of memory. The scan does not validate: anything it does not recognise is copied
- * and left for jansson to judge. */
-static int rewrite(const char *s, size_t len, facet_str *out) {
+ * out of memory; *nul is set when a string (key or value) holds a NUL. The scan does
+ * not validate: anything it does not recognise is copied and left for jansson to
+ * judge. */
+static int rewrite(const char *s, size_t len, facet_str *out, int *nul) {
     int changed = 0;
     size_t copied = 0; /* s[0..copied) is in out */
     for (size_t i = 0; i < len;) {
         char c = s[i];
         if (c == '"') {
-            size_t e = string_end(s, len, i);
+            size_t e = string_end(s, len, i, nul);
             size_t k = e;
             while (k < len && (s[k] == ' ' || s[k] == '\t' || s[k] == '\n' || s[k] == '\r')) k++;
             int is_key = k < len && s[k] == ':';
@@ -90,7 +96,8 @@ static int rewrite(const char *s, size_t len, facet_str *out) {
 
 json_t *facet_json_loadb_exact(const char *text, size_t len, size_t flags, json_error_t *je) {
     facet_str r = {0};
-    int rc = rewrite(text, len, &r);
+    int nul = 0;
+    int rc = rewrite(text, len, &r, &nul);
     if (rc <= 0) {
         facet_str_free(&r);
         if (rc < 0) {
@@ -101,8 +108,9 @@ json_t *facet_json_loadb_exact(const char *text, size_t len, size_t flags, json_
         }
         return json_loadb(text, len, flags, je);
     }
-    /* a string holding NUL where the caller refuses them: jansson's own error */
-    if (!(flags & JSON_ALLOW_NUL) && memmem(text, len, "\\u0000", 6)) {
+    /* a string holding NUL where the caller refuses them: jansson's own error (the
+     * rewritten text holds NULs of its own markers, so the text as given is judged) */
+    if (!(flags & JSON_ALLOW_NUL) && nul) {
         facet_str_free(&r);
         return json_loadb(text, len, flags, je);
     }

@@ -58,8 +58,17 @@ static void test_big_integers_exact(void **state) {
     json_error_t je;
     const char *nul = "[\"a\\u0000\", 18446744073709551615]";
     assert_null(facet_json_loadb_exact(nul, strlen(nul), 0, &je));
-    v = facet_json_loadb_exact(nul + 13, strlen(nul + 13) - 1, JSON_DECODE_ANY, &je);
+    v = facet_json_loadb_exact(nul + 12, strlen(nul + 12) - 1, JSON_DECODE_ANY, &je);
     assert_non_null(v); /* the big integer alone, no NUL: accepted */
+    assert_string_equal(facet_json_exact_int(v), "18446744073709551615");
+    json_decref(v);
+    /* an escaped backslash before "u0000" is text, not a NUL: accepted (Python's
+     * json.loads gives the 6 characters \u0000) */
+    const char *bs = "[\"\\\\u0000\", 18446744073709551615]";
+    v = facet_json_loadb_exact(bs, strlen(bs), 0, &je);
+    assert_non_null(v);
+    assert_string_equal(json_string_value(json_array_get(v, 0)), "\\u0000");
+    assert_string_equal(facet_json_exact_int(json_array_get(v, 1)), "18446744073709551615");
     json_decref(v);
 }
 
