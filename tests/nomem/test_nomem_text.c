@@ -2,7 +2,8 @@
  * Allocation failure in the text path (alloc_fail.h): tokenizer load (the bundled
  * stories260k tokenizer.json, a SentencePiece-style BPE, and a byte-level BPE built here
  * with added tokens, a Split + ByteLevel pre-tokenizer and a template post-processor),
- * encode, decode and the streaming decoder; chat template load and render (Qwen3's
+ * encode, decode and the streaming decoder; the generator (facet_generate.h: create and
+ * step with a stop string held across tokens); chat template load and render (Qwen3's
  * template from tests/data/chat, with tools and tool calls, and with integers beyond 64
  * bits in the messages and tools).
  *
@@ -22,6 +23,7 @@
 
 #include "alloc_fail.h"
 #include "facet_chat.h"
+#include "facet_generate.h"
 #include "facet_tokenizer.h"
 #include "tokenizer/tokenizer_internal.h"
 
@@ -233,6 +235,70 @@ static void test_codec(void **state) {
     }
 }
 
+/* ---- generator ---- */
+
+/* A generation as one operation: create (prompt "<s> Once", stop string "time!", eos
+ * </s>, max_tokens 4), then a step per one-hot row of 407 " upon", 261 " a", 378
+ * " time", 432 ",". Hand-worked: "time" is held as a prefix of the stop string and
+ * released by ","; the fourth token ends it with length. */
+#define GEN_V 512
+static char gen_text[256];
+static facet_error gen_err;
+static facet_finish_reason gen_finish;
+
+static int generate_op(void *p) {
+    facet_tokenizer *tok = p;
+    static const int32_t prompt[] = {1, 403}, eos[] = {2}, ids[] = {407, 261, 378, 432};
+    static const char *const stops[] = {"time!"};
+    static float row[GEN_V];
+    facet_sampler_params sp;
+    facet_sampler_params_default(&sp);
+    sp.temperature = 0;
+    facet_generator_options o = {.sampling = &sp, .n_vocab = GEN_V, .tok = tok, .stops = stops,
+                                 .n_stops = 1, .eos_ids = eos, .n_eos = 1, .max_tokens = 4,
+                                 .n_ctx = 64};
+    memset(&gen_err, 0, sizeof gen_err);
+    gen_text[0] = 0;
+    gen_finish = FACET_FINISH_NONE;
+    facet_generator *g = NULL;
+    facet_status st = facet_generator_create(&o, prompt, 2, &g, &gen_err);
+    size_t at = 0;
+    for (int i = 0; st == FACET_OK && i < 4 && gen_finish == FACET_FINISH_NONE; i++) {
+        memset(row, 0, sizeof row);
+        row[ids[i]] = 10.0f;
+        facet_gen_step step;
+        st = facet_generator_step(g, row, &step, &gen_err);
+        if (st == FACET_OK) {
+            assert_true(at + step.len < sizeof gen_text);
+            memcpy(gen_text + at, step.text, step.len + 1);
+            at += step.len;
+            gen_finish = step.finish;
+        }
+    }
+    facet_generator_free(g);
+    return (int)st;
+}
+
+static void generate_check(void *p, long n, int st) {
+    (void)p;
+    if (n) {
+        expect_nomem(n, st, &gen_err, "generator");
+        return;
+    }
+    assert_int_equal(st, FACET_OK);
+    assert_string_equal(gen_text, " upon a time,");
+    assert_int_equal(gen_finish, FACET_FINISH_LENGTH);
+}
+
+static void test_generator(void **state) {
+    (void)state;
+    facet_tokenizer *tok;
+    assert_int_equal(facet_tokenizer_load(MODEL_DIR, &tok, NULL), FACET_OK);
+    long runs = alloc_fail_sweep(generate_op, generate_check, tok, 0, 1);
+    print_message("generator: %ld runs\n", runs);
+    facet_tokenizer_free(tok);
+}
+
 /* ---- chat template ---- */
 
 typedef struct {
@@ -344,6 +410,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tokenizer_load),
         cmocka_unit_test(test_codec),
+        cmocka_unit_test(test_generator),
         cmocka_unit_test(test_chat_template),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
