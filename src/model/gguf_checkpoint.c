@@ -138,8 +138,8 @@ static facet_status open_view(const gguf_model *m, const facet_facts *f, int hea
             dt = ST_F32;
         } else if (t->type != GGML_F32 && t->type != GGML_F16 && t->type != GGML_BF16) {
             st = facet_err(err, FACET_E_UNSUPPORTED,
-                           "tensor %s has type %s; supported: F32, F16, BF16, Q8_0", t->name,
-                           gguf_type_name(t->type));
+                           "tensor %s has type %s; supported: %s", t->name,
+                           gguf_type_name(t->type), facet_gguf_runnable_types());
             break;
         }
         st_tensor *s = &sf->tensors[sf->n_tensors];
