@@ -1,0 +1,123 @@
+/*
+ * quant.h — the GGUF (ggml) weight block types facet runs natively (issue 18): their
+ * block layouts, the activation blocks each type's dot product reads, and per type its
+ * row dequantizer and dot-product kernels.
+ *
+ * A quantized weight matrix [rows][cols] is kept as the file stores it: row r is
+ * cols / block consecutive blocks (block_bytes each), rows one after the other (GGUF's
+ * ne[0] = cols is the fastest axis). Nothing is widened at load, so decode reads the
+ * file's bytes per weight.
+ *
+ * Layouts and arithmetic follow the GGUF specification and ggml's block definitions
+ * (ggml-common.h, ggml-quants.c; read, not copied). All multi-byte fields little-endian;
+ * "f16" is an IEEE half stored as uint16_t.
+ *
+ *   Q4_0   32: f16 d; 16 B qs (element j: low nibble of qs[j] for j < 16, high nibble of
+ *              qs[j-16] above)                         w = d * (q - 8)
+ *   Q4_1   32: f16 d, f16 m; 16 B qs (as Q4_0)          w = d * q + m
+ *   Q5_0   32: f16 d; 4 B qh (bit j = 5th bit of element j); 16 B qs   w = d * (q - 16)
+ *   Q5_1   32: f16 d, f16 m; 4 B qh; 16 B qs            w = d * q + m
+ *   Q8_0   32: f16 d; 32 int8 qs                        w = d * q
+ *   IQ4_NL 32: f16 d; 16 B qs (as Q4_0)                 w = d * kvalues_iq4nl[q]
+ *   Q2_K  256: 16 B scales (low nibble scale, high nibble min, per 16), 64 B qs (2-bit),
+ *              f16 d, f16 dmin                          w = d * sc * q - dmin * m
+ *   Q3_K  256: 32 B hmask, 64 B qs (2-bit low), 12 B scales (16 x 6-bit, biased by 32),
+ *              f16 d                                    w = d * (sc - 32) * (q - 4*!hbit)
+ *   Q4_K  256: f16 d, f16 dmin, 12 B scales (8 x 6-bit scale + 8 x 6-bit min), 128 B qs
+ *                                                       w = d * sc * q - dmin * m
+ *   Q5_K  256: as Q4_K plus 32 B qh (5th bit)           w = d * sc * q - dmin * m
+ *   Q6_K  256: 128 B ql, 64 B qh, 16 int8 scales, f16 d w = d * sc * (q - 32)
+ *   IQ4_XS 256: f16 d, u16 scales_h, 4 B scales_l, 128 B qs
+ *                                                       w = d * (ls - 32) * kvalues_iq4nl[q]
+ * (the element order inside each K block is ggml's; see each kernel file.)
+ *
+ * Activations: before a matmul each row of X is quantized once into the block kind the
+ * weight type's dot reads (ggml's vec_dot_type): Q8_0 for Q4_0, Q5_0, Q8_0 and IQ4_NL;
+ * Q8_1 for Q4_1 and Q5_1; Q8_K for the K types and IQ4_XS. The dot of one weight row with
+ * one activation row is then integer products per block, scaled and summed in float.
+ */
+#ifndef FACET_KERNELS_QUANT_H
+#define FACET_KERNELS_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The block types with kernels, in this order. */
+typedef enum facet_qtype {
+    FACET_QT_Q4_0, FACET_QT_Q4_1, FACET_QT_Q5_0, FACET_QT_Q5_1, FACET_QT_Q8_0,
+    FACET_QT_IQ4_NL,
+    FACET_QT_Q2_K, FACET_QT_Q3_K, FACET_QT_Q4_K, FACET_QT_Q5_K, FACET_QT_Q6_K,
+    FACET_QT_IQ4_XS,
+    FACET_QT_COUNT
+} facet_qtype;
+
+/* Activation block kinds. */
+typedef enum facet_qxkind { FACET_QX_Q8_0, FACET_QX_Q8_1, FACET_QX_Q8_K } facet_qxkind;
+
+/* 32 activations: d = f16(max|x| / 127), qs = round(x / d) (ties away from zero, as
+ * ggml's roundf), 34 bytes. */
+typedef struct facet_blk_q8_0 {
+    uint16_t d;
+    int8_t qs[32];
+} facet_blk_q8_0;
+
+/* As q8_0 plus s = f16(d * sum(qs)), for the types with a min (Q4_1, Q5_1); 36 bytes. */
+typedef struct facet_blk_q8_1 {
+    uint16_t d, s;
+    int8_t qs[32];
+} facet_blk_q8_1;
+
+/* 256 activations as ggml's quantize_row_q8_K: with m the element of largest magnitude,
+ * d = -m / 127 (float), qs = min(127, round(x / d)), bsums[i] = sum of qs[16 i .. 16 i + 15];
+ * 292 bytes. */
+typedef struct facet_blk_q8_K {
+    float d;
+    int8_t qs[256];
+    int16_t bsums[16];
+} facet_blk_q8_K;
+
+/* The dot product of one weight row (n elements, n a multiple of the type's block, in
+ * the type's blocks) with one activation row (n elements in the type's activation
+ * blocks): *s = sum_i w[i] * x[i] as the blocks' integer arithmetic gives it. */
+typedef void (*facet_qdot_fn)(int n, float *s, const void *w, const void *x);
+
+/* What a block type is and the kernels it runs with. dot_avx2 / dot_avx512 are NULL
+ * where the type has no such path (the next lower one runs); every path of a type gives
+ * the same sums up to float summation order. */
+typedef struct facet_qtype_traits {
+    const char *name;         /* GGUF's spelling: "Q4_K"                                 */
+    uint32_t ggml_type;       /* the id in GGUF tensor infos (io/gguf.h gguf_type)       */
+    int block;                /* elements per block: 32 or 256                           */
+    size_t block_bytes;       /* bytes per block                                         */
+    facet_qxkind xkind;       /* the activation blocks its dot reads                     */
+    /* w: n elements (multiple of block) of the type -> out: n floats, exactly the
+     * format's value of each weight (float arithmetic as ggml's dequantize_row_*). */
+    void (*dequant_row)(const void *w, float *out, int64_t n);
+    facet_qdot_fn dot_scalar, dot_avx2, dot_avx512;
+} facet_qtype_traits;
+
+/* Traits of type t (t < FACET_QT_COUNT), and the facet_qtype of a ggml type id (-1 for
+ * a type without kernels). */
+const facet_qtype_traits *facet_qtype_traits_of(facet_qtype t);
+int facet_qtype_of_ggml(uint32_t ggml_type);
+
+/* Bytes of one activation block of a kind, and elements per block (32 or 256). */
+size_t facet_qx_block_bytes(facet_qxkind k);
+int facet_qx_block(facet_qxkind k);
+
+/* Quantize n floats (a multiple of the kind's block) into activation blocks at out. */
+void facet_quantize_row_q8_0(const float *x, void *out, int64_t n);
+void facet_quantize_row_q8_1(const float *x, void *out, int64_t n);
+void facet_quantize_row_q8_K(const float *x, void *out, int64_t n);
+
+/* The traits of each type (quant_legacy.c: the 32-element types; quant_k.c: the 256-
+ * element ones). */
+extern const facet_qtype_traits facet_qt_q4_0, facet_qt_q4_1, facet_qt_q5_0, facet_qt_q5_1,
+    facet_qt_q8_0, facet_qt_iq4_nl;
+extern const facet_qtype_traits facet_qt_q2_K, facet_qt_q3_K, facet_qt_q4_K, facet_qt_q5_K,
+    facet_qt_q6_K, facet_qt_iq4_xs;
+
+/* The 16 values IQ4_NL and IQ4_XS map a 4-bit index to (ggml's kvalues_iq4nl). */
+extern const int8_t facet_kvalues_iq4nl[16];
+
+#endif
