@@ -67,9 +67,10 @@ typedef struct facet_blk_q8_1 {
     int8_t qs[32];
 } facet_blk_q8_1;
 
-/* 256 activations as ggml's quantize_row_q8_K: with m the element of largest magnitude,
- * d = -m / 127 (float), qs = min(127, round(x / d)), bsums[i] = sum of qs[16 i .. 16 i + 15];
- * 292 bytes. */
+/* 256 activations as ggml's quantize_row_q8_K: with m the element of largest magnitude
+ * (the first on a tie), iscale = -127 / m, qs = min(127, round-half-even(iscale * x)),
+ * d = 1 / iscale (float arithmetic), bsums[i] = sum of qs[16 i .. 16 i + 15]; an all-zero
+ * block is d = 0 and zeros; 292 bytes. */
 typedef struct facet_blk_q8_K {
     float d;
     int8_t qs[256];
@@ -94,6 +95,9 @@ typedef struct facet_qtype_traits {
      * format's value of each weight (float arithmetic as ggml's dequantize_row_*). */
     void (*dequant_row)(const void *w, float *out, int64_t n);
     facet_qdot_fn dot_scalar, dot_avx2, dot_avx512;
+    /* AVX-512 with VNNI (vpdpbusd / vpdpwssd): runs in place of dot_avx512 where
+     * facet_cpu()->avx512_vnni; NULL where the type has none (dot_avx512 runs). */
+    facet_qdot_fn dot_avx512vnni;
 } facet_qtype_traits;
 
 /* Traits of type t (t < FACET_QT_COUNT), and the facet_qtype of a ggml type id (-1 for
