@@ -84,9 +84,106 @@ void facet_kq_dot_q5_K_avx2(int n, float *s, const void *w, const void *x) {
 void facet_kq_dot_iq4_xs_avx2(int n, float *s, const void *w, const void *x) {
     generic_dot_avx2(facet_kq_unpack_iq4_xs, sizeof(kq_iq4_xs), n, s, w, x);
 }
-void facet_kq_dot_q6_K_avx2(int n, float *s, const void *w, const void *x) {
-    generic_dot_avx2(facet_kq_unpack_q6_K, sizeof(kq_q6_K), n, s, w, x);
+
+/* The 8 six-bit scales (low 8 bytes) and mins (high 8 bytes) of a Q4_K / Q5_K block's 12
+ * packed bytes (quant_k.c facet_kq_scale_min_k4), four at a time in 32-bit words. */
+FACET_INLINE void scale_min_words(const uint8_t *s12, uint32_t out[4]) {
+    uint32_t u0, u1, u2;
+    memcpy(&u0, s12, 4);
+    memcpy(&u1, s12 + 4, 4);
+    memcpy(&u2, s12 + 8, 4);
+    out[0] = u0 & 0x3f3f3f3fu;                                     /* scales 0..3 */
+    out[1] = (u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u);        /* scales 4..7 */
+    out[2] = u1 & 0x3f3f3f3fu;                                     /* mins 0..3   */
+    out[3] = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u); /* mins 4..7   */
 }
-void facet_kq_dot_q4_K_avx2(int n, float *s, const void *w, const void *x) {
-    generic_dot_avx2(facet_kq_unpack_q4_K, sizeof(kq_q4_K), n, s, w, x);
+
+/* Q4_K fused: per 64 elements (32 bytes of qs), the low nibbles against activations
+ * 0..31 and the high against 32..63, each pair-summed by maddubs (15 * 127 * 2 fits 16
+ * bits) and weighted by its sub-block scale with madd; the mins go through bsums. */
+void FACET_TGT_AVX2 facet_kq_dot_q4_K_avx2(int n, float *s, const void *w, const void *x) {
+    const kq_q4_K *b = w;
+    const facet_blk_q8_K *y = x;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps();
+    __m128 accm = _mm_setzero_ps();
+    for (int i = 0; i < n / 256; i++) {
+        const float d = y[i].d * _cvtsh_ss(b[i].d), dmin = y[i].d * _cvtsh_ss(b[i].dmin);
+        uint32_t sm[4];
+        scale_min_words(b[i].scales, sm);
+        __m128i scm = _mm_setr_epi32((int)sm[0], (int)sm[1], (int)sm[2], (int)sm[3]);
+        __m256i sc16 = _mm256_cvtepu8_epi16(scm); /* scales 0..7 | mins 0..7 as i16 */
+        /* mins: sum_j m[j] * (bsums[2j] + bsums[2j+1]) */
+        __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
+        __m128i bs2 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+        __m128i msum = _mm_madd_epi16(_mm256_extracti128_si256(sc16, 1), bs2);
+        accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(msum), accm);
+        /* both 128-bit lanes hold the 8 scales as i16 */
+        __m256i scl = _mm256_permute4x64_epi64(sc16, 0x44);
+        __m256i sumi0 = _mm256_setzero_si256(), sumi1 = _mm256_setzero_si256();
+        const uint8_t *q = b[i].qs;
+        const int8_t *xq = y[i].qs;
+        for (int c = 0; c < 4; c++) {
+            /* broadcast scale 2c (i16 lane 2c: bytes 4c, 4c+1) and 2c + 1 */
+            const __m256i s0 = _mm256_shuffle_epi8(scl, _mm256_set1_epi16((short)(0x0100 + 0x0202 * 2 * c)));
+            const __m256i s1 = _mm256_shuffle_epi8(scl, _mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * c + 1))));
+            __m256i qb = _mm256_loadu_si256((const __m256i *)(q + 32 * c));
+            __m256i lo = _mm256_and_si256(qb, m4), hi = _mm256_and_si256(_mm256_srli_epi16(qb, 4), m4);
+            __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(xq + 64 * c)));
+            __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(xq + 64 * c + 32)));
+            sumi0 = _mm256_add_epi32(sumi0, _mm256_madd_epi16(p0, s0));
+            sumi1 = _mm256_add_epi32(sumi1, _mm256_madd_epi16(p1, s1));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sumi0, sumi1)), acc);
+    }
+    __m128 m = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
+    m = _mm_add_ss(m, _mm_movehdup_ps(m));
+    *s = hsum_f32_avx2(acc) - _mm_cvtss_f32(m);
+}
+
+/* Q6_K fused: per half of 128 elements, 32 bytes of ql (twice) and of qh give the four
+ * runs of 32 six-bit values (0..63, the -32 taken out below through bsums: 63 * 127 * 2
+ * fits 16 bits for maddubs); each run is two groups of 16 with their int8 scales. */
+void FACET_TGT_AVX2 facet_kq_dot_q6_K_avx2(int n, float *s, const void *w, const void *x) {
+    const kq_q6_K *b = w;
+    const facet_blk_q8_K *y = x;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x30);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n / 256; i++) {
+        const float d = y[i].d * _cvtsh_ss(b[i].d);
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b[i].scales));
+        /* 32 * sum_g sc[g] * bsums[g]: the -32 of every value */
+        __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        __m256i sumi = _mm256_slli_epi32(corr, 5);
+        sumi = _mm256_sub_epi32(_mm256_setzero_si256(), sumi);
+        for (int h = 0; h < 2; h++) {
+            /* both lanes: the 8 scales of this half */
+            __m256i scl = _mm256_permute4x64_epi64(sc16, h ? 0xEE : 0x44);
+            const uint8_t *ql = b[i].ql + 64 * h, *qh = b[i].qh + 32 * h;
+            const int8_t *xq = y[i].qs + 128 * h;
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
+            __m256i q6[4] = {
+                _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m3)),
+                _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m3)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m3)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                _mm256_and_si256(_mm256_srli_epi16(hb, 2), m3)),
+            };
+            for (int k = 0; k < 4; k++) {
+                /* groups 2k (low lane) and 2k + 1 (high lane) of this half */
+                const __m256i sk = _mm256_shuffle_epi8(
+                    scl, _mm256_setr_epi8(4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k,
+                                          4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1,
+                                          4 * k, 4 * k + 1, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3,
+                                          4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3,
+                                          4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3));
+                __m256i p = _mm256_maddubs_epi16(q6[k], _mm256_loadu_si256((const __m256i *)(xq + 32 * k)));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sk));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    *s = hsum_f32_avx2(acc);
 }

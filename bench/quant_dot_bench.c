@@ -1,0 +1,115 @@
+/*
+ * quant_dot_bench.c — decode-shaped throughput of one 256-element GGUF block type's dot
+ * kernel (quant_k*.c): a random ROWS x K matrix of the type (far larger than the caches)
+ * times one Q8_K activation row, every dot path the CPU has, on 1..T threads (each thread a contiguous
+ * share of the rows), against the read bandwidth ceiling measured the same way
+ * (membw.c). Prints, per path and thread count, the best of REPS passes as GB/s of
+ * weight bytes and the fraction of the ceiling.
+ *
+ *   quant_dot_bench [TYPE=Q4_K] [K=4096] [MB=256] [T=2] [REPS=7] [PATH=all]
+ *
+ * PATH (scalar, avx2 or avx512) runs that path only, e.g. under `perf stat` with a
+ * matrix that fits the cache (MB=1) to count the kernel's cycles per superblock.
+ *
+ * Built by CMake with the rest: BUILD/quant_dot_bench.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/membw.h"
+#include "kernels/cpu/quant.h"
+#include "kernels/cpu/threadpool.h"
+
+static double clock_s(clockid_t id) {
+    struct timespec t;
+    clock_gettime(id, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
+
+typedef struct {
+    facet_qdot_fn fn;
+    const uint8_t *W;
+    size_t row_bytes;
+    int K, rows, nt;
+    const void *x;
+    float *y;
+} job;
+
+static void run_share(void *ctx, int task, int thread) {
+    (void)thread;
+    job *j = ctx;
+    int r0 = (int)((long)j->rows * task / j->nt), r1 = (int)((long)j->rows * (task + 1) / j->nt);
+    for (int r = r0; r < r1; r++) j->fn(j->K, &j->y[r], j->W + (size_t)r * j->row_bytes, j->x);
+}
+
+int main(int argc, char **argv) {
+    const char *tname = argc > 1 ? argv[1] : "Q4_K";
+    int K = argc > 2 ? atoi(argv[2]) : 4096;
+    double mb = argc > 3 ? atof(argv[3]) : 256;
+    int T = argc > 4 ? atoi(argv[4]) : 2, reps = argc > 5 ? atoi(argv[5]) : 7;
+    const char *only = argc > 6 ? argv[6] : NULL;
+    const facet_qtype_traits *const ktypes[] = {&facet_qt_q2_K, &facet_qt_q3_K, &facet_qt_q4_K,
+                                                &facet_qt_q5_K, &facet_qt_q6_K, &facet_qt_iq4_xs};
+    const facet_qtype_traits *t = NULL;
+    for (size_t i = 0; i < sizeof ktypes / sizeof ktypes[0]; i++)
+        if (!strcmp(ktypes[i]->name, tname)) t = ktypes[i];
+    if (!t || K % t->block || mb <= 0 || T < 1) {
+        fprintf(stderr, "usage: quant_dot_bench [TYPE] [K multiple of the block] [MB] [T] [REPS]\n");
+        return 1;
+    }
+    size_t row_bytes = (size_t)(K / t->block) * t->block_bytes;
+    int rows = (int)(mb * (1 << 20) / row_bytes);
+    size_t bytes = row_bytes * rows;
+    uint8_t *W = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+    /* random bytes; the f16 scale fields are random too: whatever they hold, the kernels
+     * do the same work (a NaN or inf in the sums does not slow integer code) */
+    uint64_t s = 88172645463325252ull;
+    for (size_t i = 0; i < bytes; i += 8) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        memcpy(W + i, &s, bytes - i < 8 ? bytes - i : 8);
+    }
+    float *xf = malloc(sizeof(float) * K), *y = malloc(sizeof(float) * rows);
+    for (int i = 0; i < K; i++) xf[i] = (float)((i * 7919) % 255 - 127) / 64.0f;
+    void *xq = malloc(sizeof(facet_blk_q8_K) * (size_t)(K / 256));
+    facet_quantize_row_q8_K(xf, xq, K);
+
+    const facet_cpu_info *c = facet_cpu();
+    struct {
+        const char *name;
+        facet_qdot_fn fn;
+    } paths[3] = {{"scalar", t->dot_scalar}, {"avx2", t->dot_avx2}, {"avx512", t->dot_avx512}};
+    int np = c->avx512_vnni ? 3 : c->detected >= FACET_CPU_AVX2 ? 2 : 1; /* dot_avx512 needs VNNI */
+
+    printf("%s K=%d rows=%d: %.1f MB of weights\n", t->name, K, rows, bytes / 1e6);
+    for (int nt = 1; nt <= T; nt++) {
+        facet_pool *pool = facet_pool_create(nt);
+        double bw = only ? 0 : facet_measure_read_bandwidth(pool, bytes, reps);
+        printf("threads %d: read ceiling %.1f GB/s\n", nt, bw);
+        for (int p = 0; p < np; p++) {
+            if (only && strcmp(only, paths[p].name)) continue;
+            job j = {paths[p].fn, W, row_bytes, K, rows, nt, xq, y};
+            double best = 1e30, best_cpu = 1e30;
+            for (int r = 0; r < reps; r++) {
+                double t0 = now_s(), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+                facet_pool_run(pool, nt, run_share, &j);
+                double dt = now_s() - t0, dc = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+                if (dt < best) best = dt;
+                if (dc < best_cpu) best_cpu = dc;
+            }
+            printf("  %-11s %7.2f ms  %6.1f GB/s  %5.1f%% of ceiling", paths[p].name, best * 1e3,
+                   bytes / best / 1e9, 100 * bytes / best / 1e9 / bw);
+            /* one thread: the calling thread's CPU time too, which a loaded machine's
+             * other processes do not inflate (the kernel's own speed) */
+            if (nt == 1) printf("  (cpu time: %.1f GB/s)", bytes / best_cpu / 1e9);
+            printf("\n");
+        }
+        facet_pool_free(pool);
+    }
+    free(W), free(xf), free(y), free(xq);
+    return 0;
+}
