@@ -48,6 +48,7 @@ typedef enum facet_weight_format {
     FACET_WEIGHTS_BF16 = 2,
     FACET_WEIGHTS_F16 = 3,
     FACET_WEIGHTS_INT8 = 4,
+    FACET_WEIGHTS_Q4 = 5, /* 4 bits + an f16 scale per 32 inputs (GGUF Q4_0's values)   */
 } facet_weight_format;
 
 /* Why the FACET_CPU environment variable did not take effect (an unknown name, or a path
@@ -55,7 +56,7 @@ typedef enum facet_weight_format {
  * took effect. The library never prints; `facet` prints this on stderr. */
 const char *facet_cpu_note(void);
 
-/* Name of a weight format: "auto", "f32", "bf16", "f16", "int8" ("unknown" out of
+/* Name of a weight format: "auto", "f32", "bf16", "f16", "int8", "q4" ("unknown" out of
  * range), as the CLI's --weights spells it. */
 const char *facet_weight_format_name(facet_weight_format f);
 

@@ -4,7 +4,7 @@
  * (weight bytes read per token over the measured read-only bandwidth).
  *
  *   facet bench MODEL [--shapes 160,256,550] [--reps N] [--concurrency 1,4,8,16]
- *                     [-n N] [--threads N] [--weights auto|f32|bf16|f16|int8]
+ *                     [-n N] [--threads N] [--weights auto|f32|bf16|f16|int8|q4]
  *                     [--kv-cache auto|f32|bf16|f16] [--json FILE]
  *
  * Ceilings: the read-only stream over 1 GiB allocated as the weights are (2 MiB
@@ -166,7 +166,7 @@ int cmd_bench(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: facet bench MODEL [--shapes 160,256,550] [--reps N] [--concurrency 1,4,8,16]\n"
-                   "                   [-n N] [--threads N] [--weights auto|f32|bf16|f16|int8]\n"
+                   "                   [-n N] [--threads N] [--weights auto|f32|bf16|f16|int8|q4]\n"
                    "                   [--kv-cache auto|f32|bf16|f16] [--json FILE]\n"
                    "example: facet bench models/stories260k --shapes 16 --reps 1 --concurrency 1 "
                    "-n 16\n");
@@ -266,9 +266,8 @@ int cmd_bench(int argc, char **argv) {
     double bw = pool ? facet_measure_read_bandwidth(pool, (size_t)1 << 30, 5) : 0;
     double triad = pool ? facet_measure_triad_bandwidth(pool, (size_t)256 << 20, 3) : 0;
     double gflops = pool ? facet_measure_peak_gflops(pool) : 0;
-    static const facet_wformat wf[] = {FACET_WF_F32, FACET_WF_F32, FACET_WF_BF16, FACET_WF_F16,
-                                       FACET_WF_Q8};
-    double gflops_fmt = pool ? facet_measure_peak_gflops_format(pool, wf[info.weights]) : 0;
+    double gflops_fmt =
+        pool ? facet_measure_peak_gflops_format(pool, facet_wformat_of(info.weights)) : 0;
 
     double gb = (double)info.weight_bytes / 1e9;
     const char *kv_name = facet_kv_type_name(kv == FACET_KV_AUTO ? facet_auto_kv(info.weights) : kv);
@@ -326,7 +325,8 @@ int cmd_bench(int argc, char **argv) {
             continue;
         }
         double ttft[MAX_PREFILL_REPS], peak[MAX_PREFILL_REPS], ofp[MAX_PREFILL_REPS];
-        int n = time_prefill(model, V, L, kv, reps, pool, wf[info.weights], ttft, peak, &err);
+        int n = time_prefill(model, V, L, kv, reps, pool, facet_wformat_of(info.weights), ttft, peak,
+                            &err);
         if (n <= 0) goto report; /* err says why; no decode after a failed prefill */
         /* GFLOP/s: 2 flops per weight of the layers' matrices per token (lm_head and
          * attention not counted); "of peak" the median of each prefill's GFLOP/s over the

@@ -21,7 +21,7 @@
 #include "model/table.h"
 
 static void plan_usage(FILE *out) {
-    fprintf(out, "usage: facet plan MODEL [--ctx N] [--batch B] [--weights auto|f32|bf16|f16|int8]\n"
+    fprintf(out, "usage: facet plan MODEL [--ctx N] [--batch B] [--weights auto|f32|bf16|f16|int8|q4]\n"
                  "                  [--kv-cache auto|f32|bf16|f16] [--backend cpu|cuda] [--json]\n"
                  "MODEL: a checkpoint folder or a config.json. --ctx defaults to\n"
                  "max_position_embeddings, --batch to 1, --weights to auto (the checkpoint's\n"
@@ -59,7 +59,7 @@ int cmd_plan(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--weights") && i + 1 < argc) {
             if (facet_plan_format_parse(argv[++i], &o.weights)) {
                 fprintf(stderr, "facet: plan: --weights '%s' is not one of auto, f32, bf16, "
-                                "f16, int8\n", argv[i]);
+                                "f16, int8, q4\n", argv[i]);
                 return 1;
             }
         } else if (!strcmp(argv[i], "--kv-cache") && i + 1 < argc) {
@@ -137,7 +137,7 @@ int cmd_plan(int argc, char **argv) {
     }
     char a[32], b[32], c[32], d[32];
     printf("weights at run time (matrices packed in the format, norms and biases f32; int8 = "
-           "one f16 scale per 32 inputs):\n");
+           "one f16 scale per 32 inputs; q4 = 4 bits + one f16 scale per 32):\n");
     for (int i = 0; i < FACET_WF_COUNT; i++) {
         facet_bytes_text(p.weight_bytes[i], a, sizeof a);
         printf("  %-5s %15llu bytes (%s)%s\n", facet_plan_format_name(i),

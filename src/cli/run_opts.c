@@ -36,7 +36,7 @@ static void usage(FILE *out) {
             "                     the context is full\n"
             "  --threads N        worker threads (default: all cores)\n"
             "  --weights FMT      run-time weight format: auto (default: the checkpoint's own\n"
-            "                     precision, bf16 / f16 / f32), f32, bf16, f16, int8\n"
+            "                     precision, bf16 / f16 / f32), f32, bf16, f16, int8, q4\n"
             "  --kv-cache TYPE    KV cache element type: auto (default: f32 with f32 weights,\n"
             "                     f16 with f16, bf16 otherwise), f32, bf16, f16\n"
             "  --ctx N            context cap in tokens (default max_position_embeddings)\n"

@@ -28,7 +28,7 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
     if (opts) o = *opts;
     /* the run-time format of weight matrices; AUTO is float32 in this build */
     facet_model *m = NULL;
-    if ((int)o.weights < 0 || (int)o.weights > FACET_WEIGHTS_INT8) {
+    if ((int)o.weights < 0 || (int)o.weights > FACET_WEIGHTS_Q4) {
         facet_tokenizer_free(o.tokenizer);
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "unknown weights format %d", (int)o.weights);
     }

@@ -34,7 +34,7 @@ facet_kv_type facet_auto_kv(facet_weight_format w) {
 }
 
 const char *facet_weight_format_name(facet_weight_format f) {
-    static const char *names[] = {"auto", "f32", "bf16", "f16", "int8"};
+    static const char *names[] = {"auto", "f32", "bf16", "f16", "int8", "q4"};
     return (unsigned)f < sizeof names / sizeof names[0] ? names[f] : "unknown";
 }
 

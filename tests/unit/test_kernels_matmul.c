@@ -8,7 +8,11 @@
  *   - format precision: against the unrounded float32 operands the error stays within the
  *     format's bound: bf16 2^-8 relative per weight (2^-9 each for weight and activation
  *     on the vdpbf16ps path), f16 2^-11, int8 half a quantization step per element:
- *     sum(|x| dw + |w| dx + dw dx) with dw <= max|w_block| / 254 * (1 + 2^-10).
+ *     sum(|x| dw + |w| dx + dw dx) with dw <= max|w_block| / 254 * (1 + 2^-10); q4 (the
+ *     q4 quantizer's definition, matmul_internal.h, written again here; its activations
+ *     as int8's) per block ||x||_2 ||dw||_2 + sum |w'| dx, where the chosen scale's error
+ *     is at most that of the candidate m / -8: ||dw||_2 <= sqrt(32) max|w_block| / 8
+ *     * (1 + 2^-9).
  * Every path (FACET_CPU=scalar, avx2, avx512 where the CPU has it) runs each case; rows
  * are checked to be bit-identical whatever the batch size, and paths that compute the
  * same operations in the same order (f32, f16, int8 everywhere; bf16 scalar vs AVX2) are
@@ -71,13 +75,49 @@ static void model_q8_x(const float *v, float *out) {
     }
 }
 
-/* row of n values in a format, blocks of 32 for q8 (zero-padded past n) */
+/* one q4 block of 32 weights: the candidates d = f16(m / c) and their least-squares
+ * refits, codes clamp(round_even(w * (1 / d)), -8, 7), the first smallest squared error
+ * wins; the dequantized values d * code into out, the scale into *dout */
+static void model_q4_w_d(const float *v, float *out, float *dout) {
+    static const float cand[] = {-9.0f, -8.5f, -8.0f, -7.5f, -7.0f, 7.0f, 7.5f, 8.0f};
+    float m = 0, bq[32] = {0}, bd = 0;
+    for (int i = 0; i < 32; i++)
+        if (fabsf(v[i]) > fabsf(m)) m = v[i];
+    double best = INFINITY;
+    for (int c = 0; m != 0 && c < 8; c++) {
+        float d = model_f16(m / cand[c]);
+        for (int pass = 0; pass < 2; pass++) {
+            float q[32], id = d != 0 ? 1.0f / d : 0;
+            double e = 0, swq = 0, sqq = 0;
+            for (int i = 0; i < 32; i++) {
+                float t = v[i] * id;
+                q[i] = nearbyintf(t < -8 ? -8 : t > 7 ? 7 : t);
+                e += ((double)v[i] - (double)d * q[i]) * ((double)v[i] - (double)d * q[i]);
+                swq += (double)v[i] * q[i];
+                sqq += (double)q[i] * q[i];
+            }
+            if (e < best) {
+                best = e;
+                bd = d;
+                memcpy(bq, q, sizeof q);
+            }
+            if (pass == 1 || sqq == 0) break;
+            d = model_f16((float)(swq / sqq));
+            if (!isfinite(d)) break;
+        }
+    }
+    for (int i = 0; i < 32; i++) out[i] = bq[i] * bd;
+    if (dout) *dout = bd;
+}
+static void model_q4_w(const float *v, float *out) { model_q4_w_d(v, out, NULL); }
+
+/* row of n values in a format, blocks of 32 for q8 and q4 (zero-padded past n) */
 static void model_row(facet_wformat f, int is_x, const float *v, int n, float *out) {
-    if (f == FACET_WF_Q8) {
+    if (f == FACET_WF_Q8 || f == FACET_WF_Q4) {
         for (int b = 0; b < n; b += 32) {
             float in[32] = {0}, o[32];
             memcpy(in, v + b, sizeof(float) * (size_t)(n - b < 32 ? n - b : 32));
-            is_x ? model_q8_x(in, o) : model_q8_w(in, o);
+            is_x ? model_q8_x(in, o) : f == FACET_WF_Q8 ? model_q8_w(in, o) : model_q4_w(in, o);
             memcpy(out + b, o, sizeof(float) * (size_t)(n - b < 32 ? n - b : 32));
         }
         return;
@@ -171,7 +211,7 @@ static void check_case(const facet_wtensor *w, facet_wformat fmt, int rows, int 
         /* bound on the weight's own error */
         for (int r = 0; r < n; r++) {
             const float *x = X + (size_t)r * cols;
-            if (fmt == FACET_WF_Q8) model_row(fmt, 1, x, cols, xr);
+            if (fmt == FACET_WF_Q8 || fmt == FACET_WF_Q4) model_row(fmt, 1, x, cols, xr);
             else if (vdp) model_row(FACET_WF_BF16, 1, x, cols, xr);
             else memcpy(xr, x, sizeof(float) * (size_t)cols);
             double exact = 0, mag = 0, ref = 0, prec = 0;
@@ -201,6 +241,18 @@ static void check_case(const facet_wtensor *w, facet_wformat fmt, int rows, int 
                     for (int k = b0; k < b0 + 32 && k < cols; k++)
                         prec += fabs(x[k]) * dw + fabs(wo[k]) * dx + dw * dx;
                 }
+            } else if (fmt == FACET_WF_Q4) {
+                for (int b0 = 0; b0 < cols; b0 += 32) {
+                    double wa = 0, xa = 0, xx = 0;
+                    for (int k = b0; k < b0 + 32 && k < cols; k++) {
+                        wa = fmax(wa, fabs(wo[k]));
+                        xa = fmax(xa, fabs(x[k]));
+                        xx += (double)x[k] * x[k];
+                    }
+                    double dx = xa / 254.0 * (1 + 0x1p-20);
+                    prec += sqrt(xx) * sqrt(32.0) * wa / 8.0 * (1 + 0x1p-9);
+                    for (int k = b0; k < b0 + 32 && k < cols; k++) prec += fabs(wr[k]) * dx;
+                }
             } else {
                 double eps = fmt == FACET_WF_BF16 ? (vdp ? 0x1p-7 + 0x1p-16 : 0x1p-8)
                              : fmt == FACET_WF_F16 ? 0x1p-11 : 0;
@@ -216,7 +268,8 @@ static void check_case(const facet_wtensor *w, facet_wformat fmt, int rows, int 
     free(back);
 }
 
-static const facet_wformat formats[] = {FACET_WF_F32, FACET_WF_F16, FACET_WF_BF16, FACET_WF_Q8};
+static const facet_wformat formats[] = {FACET_WF_F32, FACET_WF_F16, FACET_WF_BF16, FACET_WF_Q8,
+                                        FACET_WF_Q4};
 /* f32 [64 x 4096] with 13 rows blocks the input dim (weights of a task > 512 KiB) */
 static const shape shapes[] = {{37, 172}, {64, 256}, {130, 96}, {64, 4096}, {1, 40}};
 static const int batch[] = {1, 5, 13, 32};
@@ -456,6 +509,85 @@ static void test_convert_errors(void **state) {
     free(w.data);
     facet_wtensor e = {FACET_WF_F32, 0, 32, NULL, NULL, 0};
     assert_int_equal(facet_wtensor_convert(&e, FACET_WF_F32, &err), FACET_E_INVALID_ARGUMENT);
+    /* q4: a non-finite value, and a block whose scale m / 7 f16 cannot hold */
+    for (int i = 0; i < 2; i++) {
+        d = calloc(64, sizeof(float));
+        d[40] = i ? 7.0f * 65504.0f * 1.01f : NAN;
+        facet_wtensor q = {FACET_WF_F32, 2, 32, d, NULL, 0};
+        assert_int_equal(facet_wtensor_convert(&q, FACET_WF_Q4, &err), FACET_E_INVALID_ARGUMENT);
+        assert_non_null(strstr(err.message, "q4 weights"));
+        assert_ptr_equal(q.data, d);
+        free(d);
+    }
+}
+
+/* The q4 quantizer on hand-worked blocks: codes, the f16 bits of d, and the packed
+ * tensor's values (facet_wtensor_row) and bytes per panel block. */
+static void test_q4_quantizer_blocks(void **state) {
+    (void)state;
+    uint8_t q[32];
+    uint16_t h;
+    float w[32];
+    /* exact grid 0.25 * (k - 8): c = -8 gives d = 0.25 (m = -2, the first of largest |w|)
+     * and zero error; the earlier candidates (c = -9, -8.5 and their refits) do not */
+    for (int i = 0; i < 32; i++) w[i] = 0.25f * (float)(i % 16 - 8);
+    assert_int_equal(facet_q4_quantize_block(w, 32, q, &h), 0);
+    assert_int_equal(h, 0x3400); /* 0.25 */
+    for (int i = 0; i < 32; i++) assert_int_equal(q[i], i % 16);
+    /* one spike 1 at k = 3, n = 5 (zeros past n): c = -9 gives d = f16(-1/9), code 0,
+     * error (1 - 8/9)^2; its refit sum(w q') / sum(q'^2) = -8 / 64 = -0.125 is exact */
+    memset(w, 0, sizeof w);
+    w[3] = 1.0f;
+    assert_int_equal(facet_q4_quantize_block(w, 5, q, &h), 0);
+    assert_int_equal(h, 0xb000); /* -0.125 */
+    for (int i = 0; i < 32; i++) assert_int_equal(q[i], i == 3 ? 0 : 8);
+    /* all zero: d = 0, every code 8 */
+    assert_int_equal(facet_q4_quantize_block(w, 0, q, &h), 0);
+    assert_int_equal(h, 0);
+    for (int i = 0; i < 32; i++) assert_int_equal(q[i], 8);
+    /* 1, 0.6 x 31: Q4_0's single d = 1 / -8 leaves 0.6 at code -5 (0.625, error 0.025
+     * each); c = -7.5 gives d = -2/15 (f16 -0.13330078), 0.6 -> -4.5012 -> code -5 ->
+     * 0.6665, worse; the refit of c = -9's codes (those of c = -8 too): (1 * -8 + 31 * 0.6 * -5) / (64 + 31 * 25)
+     * = -101 / 839 = -0.120381 -> f16 -0.12036133: 0.6 -> -4.985 -> -5 (0.60181, error
+     * 0.0018) and 1 -> -8.31 -> -8 (0.96289, error 0.037): sum 1.48e-3 vs 0.0194 */
+    for (int i = 0; i < 32; i++) w[i] = i ? 0.6f : 1.0f;
+    assert_int_equal(facet_q4_quantize_block(w, 32, q, &h), 0);
+    float d = facet_f16_to_f32(h), ref[32], dref;
+    model_q4_w_d(w, ref, &dref);
+    assert_true(d == dref);
+    double e = 0, e40 = 0;
+    for (int i = 0; i < 32; i++) {
+        e += (w[i] - d * (q[i] - 8)) * (double)(w[i] - d * (q[i] - 8));
+        double q40 = floor(w[i] * -8.0 + 8.5) - 8; /* Q4_0: d = m / -8, codes floor(w / d + 8.5) */
+        e40 += (w[i] + 0.125 * q40) * (w[i] + 0.125 * q40);
+        assert_true(ref[i] == d * (float)(q[i] - 8));
+    }
+    assert_true(e <= 1.5e-3 && e40 > 0.019); /* the search's gain on this block */
+    /* non-finite or too large */
+    w[7] = INFINITY;
+    assert_int_equal(facet_q4_quantize_block(w, 32, q, &h), -1);
+    w[7] = -7.0f * 65504.0f * 1.001f;
+    assert_int_equal(facet_q4_quantize_block(w, 32, q, &h), -1);
+    /* the packed layout: 288 bytes a panel block; a lane's 16 bytes are GGUF Q4_0's qs */
+    assert_int_equal((int)facet_panel_bytes(FACET_WF_Q4, 64), 2 * 288);
+    float *m = calloc(17 * 40, sizeof(float));
+    for (int i = 0; i < 17 * 40; i++) m[i] = 0.25f * (float)(i % 16 - 8);
+    facet_wtensor t = make_w(FACET_WF_Q4, 17, 40, m);
+    assert_int_equal((int)facet_wtensor_bytes(&t), 2 * 2 * 288); /* 2 panels x 2 blocks */
+    float row[40];
+    for (int r = 0; r < 17; r++) {
+        facet_wtensor_row(&t, r, row);
+        for (int k = 0; k < 40; k++) assert_true(row[k] == m[r * 40 + k]);
+    }
+    /* lane 1 (row 1) of the first block: element k at byte (k % 16 / 4) * 64 + 4 + k % 4,
+     * k < 16 low nibble, k + 16 high */
+    const uint8_t *b0 = t.data;
+    for (int k = 0; k < 16; k++) {
+        int lo = (40 + k) % 16, hi = (40 + k + 16) % 16;
+        assert_int_equal(b0[(k / 4) * 64 + 4 + k % 4], lo | hi << 4);
+    }
+    free(t.data);
+    free(m);
 }
 
 /* facet_dot_f32 / facet_axpy_f32 on every path against float64 */
@@ -510,6 +642,7 @@ int main(void) {
         cmocka_unit_test(test_cpu_env),
         cmocka_unit_test(test_bf16_f16_rounding),
         cmocka_unit_test(test_convert_errors),
+        cmocka_unit_test(test_q4_quantizer_blocks),
         cmocka_unit_test(test_dot_axpy_paths),
         cmocka_unit_test(test_matmul_paths),
         cmocka_unit_test(test_matmul_batch_rows_identical),

@@ -17,8 +17,9 @@ typedef enum facet_wformat {
     FACET_WF_BF16 = 1, /* bfloat16 (the high half of a float32)                        */
     FACET_WF_F16 = 2,  /* IEEE half                                                    */
     FACET_WF_Q8 = 3,   /* int8, one float32 scale per block of 32 along the input dim  */
+    FACET_WF_Q4 = 4,   /* 4-bit, w = d * (q - 8), one f16 d per block of 32 inputs      */
 } facet_wformat;
-#define FACET_WF_COUNT 4 /* formats above (not an enumerator: switches stay exhaustive) */
+#define FACET_WF_COUNT 5 /* formats above (not an enumerator: switches stay exhaustive) */
 
 /* The run-time format of a public facet_weight_format (facet.h) that is not AUTO (AUTO is
  * resolved first, facet_auto_weights); FACET_WF_F32 for anything else. The one mapping
@@ -28,6 +29,7 @@ static inline facet_wformat facet_wformat_of(facet_weight_format w) {
     case FACET_WEIGHTS_BF16: return FACET_WF_BF16;
     case FACET_WEIGHTS_F16: return FACET_WF_F16;
     case FACET_WEIGHTS_INT8: return FACET_WF_Q8;
+    case FACET_WEIGHTS_Q4: return FACET_WF_Q4;
     default: return FACET_WF_F32;
     }
 }
@@ -38,6 +40,7 @@ static inline facet_weight_format facet_wformat_public(facet_wformat f) {
     case FACET_WF_BF16: return FACET_WEIGHTS_BF16;
     case FACET_WF_F16: return FACET_WEIGHTS_F16;
     case FACET_WF_Q8: return FACET_WEIGHTS_INT8;
+    case FACET_WF_Q4: return FACET_WEIGHTS_Q4;
     default: return FACET_WEIGHTS_F32;
     }
 }
@@ -65,15 +68,17 @@ typedef struct facet_wtensor {
  * transparent huge pages when it spans one). Every format may be asked for, f32
  * included. Rounding: bf16 and f16 round to nearest even (bf16 values of a bf16
  * checkpoint are kept exactly); int8 follows llama.cpp's Q8_0 idea: per block of 32
- * inputs, scale = max|w| / 127 stored as f16, q = round_even(w / scale) in [-127, 127].
+ * inputs, scale = max|w| / 127 stored as f16, q = round_even(w / scale) in [-127, 127];
+ * q4 stores GGUF Q4_0's values (w = d * (q - 8), q in [0, 15], f16 d per block of 32)
+ * with d chosen by a small least-squares search (facet_q4_quantize_block, matmul_internal.h).
  * A tensor already packed in `to` is left as it is. Errors: FACET_E_UNSUPPORTED to
  * repack into another format, FACET_E_INVALID_ARGUMENT for an empty shape or an int8
- * block without a finite f16 scale, FACET_E_NOMEM.
+ * block (int8, q4) without a finite f16 scale, FACET_E_NOMEM.
  */
 #include "facet_status.h"
 facet_status facet_wtensor_convert(facet_wtensor *w, facet_wformat to, facet_error *err);
 
-/* Name of a format: "f32", "bf16", "f16", "int8". */
+/* Name of a format: "f32", "bf16", "f16", "int8", "q4". */
 const char *facet_wformat_name(facet_wformat f);
 
 /* Bytes of a weight tensor's data (packed: with its padding and q8 scales). */
@@ -124,9 +129,9 @@ void facet_matmul_multi_k(const facet_cpu_kernels *k, facet_pool *pool, int n_ma
  * all n_rows (decode: one sweep for every sequence; prefill: register tiles of rows x
  * 16-output panels, weights reused from cache across row tiles). Activations as the
  * format computes them: f32 and f16 multiply float32 X; bf16 multiplies X rounded to
- * bf16 with vdpbf16ps on CPUs with AVX512-BF16 and float32 X otherwise; int8 quantizes X
- * per row and block of 32 to int8 (scale max|x| / 127) and sums integer products per
- * block. Every row of Y is computed with the same operations in the same order whatever
+ * bf16 with vdpbf16ps on CPUs with AVX512-BF16 and float32 X otherwise; int8 and q4
+ * quantize X per row and block of 32 to int8 (scale max|x| / 127) and sum integer
+ * products per block. Every row of Y is computed with the same operations in the same order whatever
  * n_rows is, so a sequence's result does not depend on what else is in the batch.
  * Scratch for the prepared X comes from the pool (facet_pool_scratch), or malloc when
  * pool is NULL; should that allocation fail, Y is filled with NaN.

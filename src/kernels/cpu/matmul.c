@@ -24,6 +24,7 @@ const char *facet_wformat_name(facet_wformat f) {
     case FACET_WF_BF16: return "bf16";
     case FACET_WF_F16: return "f16";
     case FACET_WF_Q8: return "int8";
+    case FACET_WF_Q4: return "q4";
     }
     return "unknown";
 }
@@ -44,6 +45,8 @@ static const struct {
                       {&facet_uk_f16_scalar, NEED_NONE}},
     [FACET_WF_Q8] = {{&facet_uk_q8_avx512vnni, NEED_AVX512_VNNI}, {&facet_uk_q8_avx2, NEED_AVX2},
                      {&facet_uk_q8_scalar, NEED_NONE}},
+    [FACET_WF_Q4] = {{&facet_uk_q4_avx512vnni, NEED_AVX512_VNNI}, {&facet_uk_q4_avx2, NEED_AVX2},
+                     {&facet_uk_q4_scalar, NEED_NONE}},
 };
 
 static int has_capability(const facet_cpu_info *c, int need) {

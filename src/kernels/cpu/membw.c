@@ -248,7 +248,7 @@ double facet_measure_peak_gflops_format(facet_pool *pool, facet_wformat format) 
     if (format == FACET_WF_BF16 && cpu->avx512_bf16) {
         j.kind = 1;
         j.ops_per_iter = 12.0 * 16 * 2 * 2; /* two products a lane, 2 flops each */
-    } else if (format == FACET_WF_Q8 && cpu->level >= FACET_CPU_AVX2) {
+    } else if ((format == FACET_WF_Q8 || format == FACET_WF_Q4) && cpu->level >= FACET_CPU_AVX2) {
         j.kind = 2;
         j.ops_per_iter = 12.0 * (cpu->level == FACET_CPU_AVX512 ? 64 : 32) * 2;
     }

@@ -27,7 +27,7 @@ double facet_measure_peak_gflops(facet_pool *pool);
 
 /* Peak multiply-add rate of the instruction the matmul kernel of `format` is built on,
  * in GFLOP/s (2 ops per multiply-add): vdpbf16ps for bf16 where the CPU has AVX512-BF16,
- * vpdpbusd (AVX512-VNNI) or maddubs+madd (AVX2) for int8 (integer ops counted as flops),
+ * vpdpbusd (AVX512-VNNI) or maddubs+madd (AVX2) for int8 and q4 (integer ops counted as flops),
  * the float32 FMA otherwise (f32, f16, bf16 without AVX512-BF16). */
 #include "kernels/cpu/kernels.h"
 double facet_measure_peak_gflops_format(facet_pool *pool, facet_wformat format);

@@ -74,6 +74,7 @@ size_t facet_panel_bytes(facet_wformat f, int kp) {
     case FACET_WF_BF16:
     case FACET_WF_F16: return (size_t)kp * FACET_PANEL * 2;
     case FACET_WF_Q8: return (size_t)(kp / FACET_Q8_BLOCK) * FACET_Q8_PBLOCK;
+    case FACET_WF_Q4: return (size_t)(kp / FACET_Q8_BLOCK) * FACET_Q4_PBLOCK;
     }
     return 0;
 }
@@ -137,6 +138,25 @@ static facet_status q8_block(const float *w, int n, uint8_t *q, int q_stride, ui
     return FACET_OK;
 }
 
+/* q4: one block of 32 input values (padded with zeros) of lane l, into its panel block
+ * (the codes' nibbles and its f16 scale; padding values get code 8, a zero weight). */
+static facet_status q4_block(const float *w, int n, uint8_t *blk, int l, facet_error *err) {
+    uint8_t q[32];
+    uint16_t h;
+    if (facet_q4_quantize_block(w, n, q, &h) != 0) {
+        float amax = 0.0f;
+        for (int i = 0; i < n; i++)
+            if (!(fabsf(w[i]) <= amax)) amax = fabsf(w[i]); /* NaN propagates into amax */
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "q4 weights: a block's max |w| = %g has no finite f16 scale "
+                         "(needs a finite value <= %g)", (double)amax, 7.0 * 65504.0);
+    }
+    for (int k = 0; k < 16; k++)
+        blk[(k / 4) * 64 + l * 4 + k % 4] = (uint8_t)(q[k] | q[k + 16] << 4);
+    memcpy(blk + FACET_Q8_BLOCK * FACET_PANEL / 2 + l * 2, &h, 2);
+    return FACET_OK;
+}
+
 static facet_status pack(const float *src, int rows, int cols, facet_wformat f, uint8_t *dst,
                          facet_error *err) {
     int kp = facet_packed_kp(cols);
@@ -168,6 +188,13 @@ static facet_status pack(const float *src, int rows, int cols, facet_wformat f, 
                 memcpy(blk + FACET_Q8_BLOCK * FACET_PANEL + l * 2, &h, 2);
             }
             break;
+        case FACET_WF_Q4: /* padding rows stay zero bytes: d = 0, a zero weight */
+            for (int b = 0; b < kp / FACET_Q8_BLOCK; b++) {
+                int k0 = b * FACET_Q8_BLOCK, n = cols - k0 < FACET_Q8_BLOCK ? cols - k0 : FACET_Q8_BLOCK;
+                facet_status st = q4_block(w + k0, n, panel + (size_t)b * FACET_Q4_PBLOCK, l, err);
+                if (st != FACET_OK) return st;
+            }
+            break;
         }
     }
     /* q8 padding rows: 0 is stored as 128 */
@@ -194,7 +221,8 @@ facet_status facet_wtensor_convert(facet_wtensor *w, facet_wformat to, facet_err
         return facet_err(err, FACET_E_INVALID_ARGUMENT,
                          "weights: conversion input must be row-major f32, got %s",
                          facet_wformat_name(w->format));
-    if (to != FACET_WF_F32 && to != FACET_WF_BF16 && to != FACET_WF_F16 && to != FACET_WF_Q8)
+    if (to != FACET_WF_F32 && to != FACET_WF_BF16 && to != FACET_WF_F16 && to != FACET_WF_Q8 &&
+        to != FACET_WF_Q4)
         return facet_err(err, FACET_E_UNSUPPORTED, "weights format %d is not built into this version",
                          (int)to);
     if (w->rows <= 0 || w->cols <= 0)
@@ -251,6 +279,17 @@ void facet_wtensor_row(const facet_wtensor *w, int row, float *out) {
             uint16_t h;
             memcpy(&h, blk + FACET_Q8_BLOCK * FACET_PANEL + l * 2, 2);
             int q = (int)blk[(size_t)(i / 4) * FACET_PANEL * 4 + l * 4 + i % 4] - 128;
+            out[k] = (float)q * facet_f16_to_f32(h);
+        }
+        return;
+    case FACET_WF_Q4:
+        for (int k = 0; k < cols; k++) {
+            const uint8_t *blk = panel + (size_t)(k / FACET_Q8_BLOCK) * FACET_Q4_PBLOCK;
+            int i = k % FACET_Q8_BLOCK;
+            uint16_t h;
+            memcpy(&h, blk + FACET_Q8_BLOCK * FACET_PANEL / 2 + l * 2, 2);
+            uint8_t byte = blk[((i % 16) / 4) * 64 + l * 4 + i % 4];
+            int q = (i < 16 ? byte & 15 : byte >> 4) - 8;
             out[k] = (float)q * facet_f16_to_f32(h);
         }
         return;
