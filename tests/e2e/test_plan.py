@@ -39,9 +39,10 @@ def test_dense_gqa_llama32_1b(facet_bin):
     assert proc.returncode == 0, proc.stderr
     # 1235814400 parameters (embed 128256*2048 + 16 layers * 60821504 + 2048), tied
     assert p["n_params"] == 1235814400
-    # int8: one byte per weight + one f16 scale per 32 inputs and row
+    # int8: one byte per weight + one f16 scale per 32 inputs and row; q4: half a byte
     assert p["weight_bytes"] == {"f32": 4943257600, "bf16": 2471763968, "f16": 2471763968,
-                                 "int8": 1235746816 + 1235746816 // 16 + 4 * 67584}
+                                 "int8": 1235746816 + 1235746816 // 16 + 4 * 67584,
+                                 "q4": 1235746816 // 2 + 1235746816 // 16 + 4 * 67584}
     assert p["kv_bytes_per_layer_position"] == 2 * 8 * 64 * 4
     assert p["kv_bytes_per_token_naive"] == 16 * 4096
     assert p["kv_bytes_per_sequence"] == 16 * 4096 * 4096
@@ -132,7 +133,7 @@ def test_text_output(facet_bin):
     (["--ctx", "0"], "--ctx '0' is not a positive integer"),
     (["--ctx", "99999"], "--ctx 99999 is outside 1..max_position_embeddings (4096)"),
     (["--batch", "x"], "--batch 'x'"),
-    (["--weights", "q4"], "--weights 'q4'"),
+    (["--weights", "q5"], "--weights 'q5' is not one of auto, f32, bf16, f16, int8, q4"),
 ])
 def test_bad_options(facet_bin, args, needle):
     proc = subprocess.run([str(facet_bin), "plan", str(CONFIGS / "meta-llama__Llama-2-7b-hf")] + args,
