@@ -78,9 +78,6 @@ void facet_kq_dot_q2_K_avx2(int n, float *s, const void *w, const void *x) {
 void facet_kq_dot_q3_K_avx2(int n, float *s, const void *w, const void *x) {
     generic_dot_avx2(facet_kq_unpack_q3_K, sizeof(kq_q3_K), n, s, w, x);
 }
-void facet_kq_dot_q5_K_avx2(int n, float *s, const void *w, const void *x) {
-    generic_dot_avx2(facet_kq_unpack_q5_K, sizeof(kq_q5_K), n, s, w, x);
-}
 void facet_kq_dot_iq4_xs_avx2(int n, float *s, const void *w, const void *x) {
     generic_dot_avx2(facet_kq_unpack_iq4_xs, sizeof(kq_iq4_xs), n, s, w, x);
 }
@@ -98,19 +95,24 @@ FACET_INLINE void scale_min_words(const uint8_t *s12, uint32_t out[4]) {
     out[3] = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u); /* mins 4..7   */
 }
 
-/* Q4_K fused: per 64 elements (32 bytes of qs), the low nibbles against activations
- * 0..31 and the high against 32..63, each pair-summed by maddubs (15 * 127 * 2 fits 16
- * bits) and weighted by its sub-block scale with madd; the mins go through bsums. */
-void FACET_TGT_AVX2 facet_kq_dot_q4_K_avx2(int n, float *s, const void *w, const void *x) {
-    const kq_q4_K *b = w;
-    const facet_blk_q8_K *y = x;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+/* Q4_K and Q5_K fused: per 64 elements (32 bytes of qs), the low nibbles against
+ * activations 0..31 and the high against 32..63 (Q5_K: plus 16 where bit 2c / 2c + 1 of
+ * qh is set), each pair-summed by maddubs (31 * 127 * 2 fits 16 bits) and weighted by
+ * its sub-block scale with madd; the mins go through bsums. */
+FACET_INLINE FACET_TGT_AVX2 void k4_dot_avx2(int n, float *s, const uint8_t *w, size_t bytes,
+                                             int five, const facet_blk_q8_K *y) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
     __m256 acc = _mm256_setzero_ps();
     __m128 accm = _mm_setzero_ps();
-    for (int i = 0; i < n / 256; i++) {
-        const float d = y[i].d * _cvtsh_ss(b[i].d), dmin = y[i].d * _cvtsh_ss(b[i].dmin);
+    for (int i = 0; i < n / 256; i++, w += bytes) {
+        /* Q4_K: d, dmin, scales[12], qs[128]; Q5_K: the same with qh[32] before qs */
+        uint16_t dh, mh;
+        memcpy(&dh, w, 2);
+        memcpy(&mh, w + 2, 2);
+        const float d = y[i].d * _cvtsh_ss(dh), dmin = y[i].d * _cvtsh_ss(mh);
+        const uint8_t *q = w + (five ? 48 : 16);
         uint32_t sm[4];
-        scale_min_words(b[i].scales, sm);
+        scale_min_words(w + 4, sm);
         __m128i scm = _mm_setr_epi32((int)sm[0], (int)sm[1], (int)sm[2], (int)sm[3]);
         __m256i sc16 = _mm256_cvtepu8_epi16(scm); /* scales 0..7 | mins 0..7 as i16 */
         /* mins: sum_j m[j] * (bsums[2j] + bsums[2j+1]) */
@@ -120,8 +122,8 @@ void FACET_TGT_AVX2 facet_kq_dot_q4_K_avx2(int n, float *s, const void *w, const
         accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(msum), accm);
         /* both 128-bit lanes hold the 8 scales as i16 */
         __m256i scl = _mm256_permute4x64_epi64(sc16, 0x44);
+        __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
         __m256i sumi0 = _mm256_setzero_si256(), sumi1 = _mm256_setzero_si256();
-        const uint8_t *q = b[i].qs;
         const int8_t *xq = y[i].qs;
         for (int c = 0; c < 4; c++) {
             /* broadcast scale 2c (i16 lane 2c: bytes 4c, 4c+1) and 2c + 1 */
@@ -129,6 +131,13 @@ void FACET_TGT_AVX2 facet_kq_dot_q4_K_avx2(int n, float *s, const void *w, const
             const __m256i s1 = _mm256_shuffle_epi8(scl, _mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * c + 1))));
             __m256i qb = _mm256_loadu_si256((const __m256i *)(q + 32 * c));
             __m256i lo = _mm256_and_si256(qb, m4), hi = _mm256_and_si256(_mm256_srli_epi16(qb, 4), m4);
+            if (five) {
+                /* bits 2c, 2c + 1 of each byte to bit 4 (shifts within 16-bit lanes: the
+                 * mask keeps only bits that stay in their byte) */
+                __m256i hc = _mm256_srli_epi16(qh, 2 * c);
+                lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(hc, 4), b4));
+                hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(hc, 3), b4));
+            }
             __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(xq + 64 * c)));
             __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(xq + 64 * c + 32)));
             sumi0 = _mm256_add_epi32(sumi0, _mm256_madd_epi16(p0, s0));
@@ -139,6 +148,14 @@ void FACET_TGT_AVX2 facet_kq_dot_q4_K_avx2(int n, float *s, const void *w, const
     __m128 m = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
     m = _mm_add_ss(m, _mm_movehdup_ps(m));
     *s = hsum_f32_avx2(acc) - _mm_cvtss_f32(m);
+}
+
+void FACET_TGT_AVX2 facet_kq_dot_q4_K_avx2(int n, float *s, const void *w, const void *x) {
+    k4_dot_avx2(n, s, w, sizeof(kq_q4_K), 0, x);
+}
+
+void FACET_TGT_AVX2 facet_kq_dot_q5_K_avx2(int n, float *s, const void *w, const void *x) {
+    k4_dot_avx2(n, s, w, sizeof(kq_q5_K), 1, x);
 }
 
 /* Q6_K fused: per half of 128 elements, 32 bytes of ql (twice) and of qh give the four

@@ -61,11 +61,34 @@ void facet_kq_dot_q2_K_avx512(int n, float *s, const void *w, const void *x) {
 void facet_kq_dot_q3_K_avx512(int n, float *s, const void *w, const void *x) {
     generic_dot_avx512(facet_kq_unpack_q3_K, sizeof(kq_q3_K), n, s, w, x);
 }
-void facet_kq_dot_q5_K_avx512(int n, float *s, const void *w, const void *x) {
-    generic_dot_avx512(facet_kq_unpack_q5_K, sizeof(kq_q5_K), n, s, w, x);
-}
 void facet_kq_dot_iq4_xs_avx512(int n, float *s, const void *w, const void *x) {
     generic_dot_avx512(facet_kq_unpack_iq4_xs, sizeof(kq_iq4_xs), n, s, w, x);
+}
+
+/* Q4_K / Q5_K scales: the 8 six-bit scales and the 8 six-bit mins of the 12 packed
+ * bytes (quant_k.c facet_kq_scale_min_k4), one per byte. */
+FACET_INLINE void k4_scales(const uint8_t *s12, uint64_t *sc8, uint64_t *m8) {
+    uint32_t u0, u1, u2;
+    memcpy(&u0, s12, 4);
+    memcpy(&u1, s12 + 4, 4);
+    memcpy(&u2, s12 + 8, 4);
+    *sc8 = (u0 & 0x3f3f3f3fu) | (uint64_t)((u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u)) << 32;
+    *m8 = (u1 & 0x3f3f3f3fu) | (uint64_t)(((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u)) << 32;
+}
+
+/* sum_j m[j] * (bsums[2j] + bsums[2j + 1]): each 6-bit min against both its bsums. */
+FACET_INLINE FACET_TGT_AVX512VNNI __m256i k4_min_sums(uint64_t m8, const int16_t *bsums) {
+    __m128i mv = _mm_cvtsi64_si128((long long)m8);
+    __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mv, mv));
+    return _mm256_madd_epi16(m16, _mm256_loadu_si256((const __m256i *)bsums));
+}
+
+/* pshufb control for chunk c of a Q4_K / Q5_K superblock: from a register whose every
+ * 128-bit lane holds the 8 scales as bytes, the low 256 bits take scale 2c and the high
+ * 256 bits scale 2c + 1 as i16 (zero high byte). */
+FACET_INLINE FACET_TGT_AVX512VNNI __m512i k4_scale_sel(int c) {
+    return _mm512_inserti64x4(_mm512_set1_epi16((short)(0x8000 | (2 * c))),
+                              _mm256_set1_epi16((short)(0x8000 | (2 * c + 1))), 1);
 }
 
 /* Q4_K fused. Per 64 elements: the 32 bytes of qs broadcast to both halves of a zmm,
@@ -78,35 +101,57 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q4_K_avx512(int n, float *s, const void *
     const facet_blk_q8_K *y = x;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i shift = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
-    /* pshufb control per chunk c: the 256-bit halves take byte 2c / 2c + 1 of each 128-bit
-     * lane as the low byte of every i16, zero high byte */
-    __m512i sel[4];
-    for (int c = 0; c < 4; c++)
-        sel[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(0x8000 | (2 * c))),
-                                    _mm256_set1_epi16((short)(0x8000 | (2 * c + 1))), 1);
+    const __m512i sel[4] = {k4_scale_sel(0), k4_scale_sel(1), k4_scale_sel(2), k4_scale_sel(3)};
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     __m256 accm = _mm256_setzero_ps();
     for (int i = 0; i < n / 256; i++) {
         const float d = y[i].d * _cvtsh_ss(b[i].d), dmin = y[i].d * _cvtsh_ss(b[i].dmin);
-        uint32_t u0, u1, u2;
-        memcpy(&u0, b[i].scales, 4);
-        memcpy(&u1, b[i].scales + 4, 4);
-        memcpy(&u2, b[i].scales + 8, 4);
-        uint64_t sc8 = (u0 & 0x3f3f3f3fu) |
-                       (uint64_t)((u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u)) << 32;
-        uint64_t m8 = (u1 & 0x3f3f3f3fu) |
-                      (uint64_t)(((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u)) << 32;
-        /* mins: sum_j m[j] * (bsums[2j] + bsums[2j + 1]), each min against both bsums */
-        __m128i mv = _mm_cvtsi64_si128((long long)m8);
-        __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mv, mv));
-        __m256i msum = _mm256_madd_epi16(m16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(msum), accm);
+        uint64_t sc8, m8;
+        k4_scales(b[i].scales, &sc8, &m8);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(k4_min_sums(m8, y[i].bsums)), accm);
         __m512i scb = _mm512_set1_epi64((long long)sc8);
         __m512i sumi = _mm512_setzero_si512();
         for (int c = 0; c < 4; c++) {
             __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * c)));
             __m512i q4 = _mm512_and_si512(_mm512_srlv_epi64(qb, shift), m4);
             __m512i p = _mm512_maddubs_epi16(q4, _mm512_loadu_si512(y[i].qs + 64 * c));
+            sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_shuffle_epi8(scb, sel[c]));
+        }
+        if (i & 1) acc1 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc1);
+        else acc0 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc0);
+    }
+    *s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) -
+         _mm512_reduce_add_ps(_mm512_zextps256_ps512(accm));
+}
+
+/* Q5_K fused: Q4_K's kernel plus the 5th bit: the 32 bytes of qh, broadcast, tested
+ * against bit 2c (low half) / 2c + 1 (high half) add 16 to the nibble (31 * 127 * 2 still
+ * fits 16 bits for maddubs). */
+void FACET_TGT_AVX512VNNI facet_kq_dot_q5_K_avx512(int n, float *s, const void *w, const void *x) {
+    const kq_q5_K *b = w;
+    const facet_blk_q8_K *y = x;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
+    const __m512i shift = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
+    const __m512i sel[4] = {k4_scale_sel(0), k4_scale_sel(1), k4_scale_sel(2), k4_scale_sel(3)};
+    __m512i bit[4];
+    for (int c = 0; c < 4; c++)
+        bit[c] = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (2 * c))),
+                                    _mm256_set1_epi8((char)(1 << (2 * c + 1))), 1);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();
+    for (int i = 0; i < n / 256; i++) {
+        const float d = y[i].d * _cvtsh_ss(b[i].d), dmin = y[i].d * _cvtsh_ss(b[i].dmin);
+        uint64_t sc8, m8;
+        k4_scales(b[i].scales, &sc8, &m8);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(k4_min_sums(m8, y[i].bsums)), accm);
+        __m512i scb = _mm512_set1_epi64((long long)sc8);
+        __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)b[i].qh));
+        __m512i sumi = _mm512_setzero_si512();
+        for (int c = 0; c < 4; c++) {
+            __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * c)));
+            __m512i q4 = _mm512_and_si512(_mm512_srlv_epi64(qb, shift), m4);
+            __m512i q5 = _mm512_mask_add_epi8(q4, _mm512_test_epi8_mask(qh, bit[c]), q4, sixteen);
+            __m512i p = _mm512_maddubs_epi16(q5, _mm512_loadu_si512(y[i].qs + 64 * c));
             sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_shuffle_epi8(scb, sel[c]));
         }
         if (i & 1) acc1 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc1);
