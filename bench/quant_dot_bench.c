@@ -6,10 +6,11 @@
  * (membw.c). Prints, per path and thread count, the best of REPS passes as GB/s of
  * weight bytes and the fraction of the ceiling.
  *
- *   quant_dot_bench [TYPE=Q4_K] [K=4096] [MB=256] [T=2] [REPS=7] [PATH=all]
+ *   quant_dot_bench [TYPE=Q4_K] [K=4096] [MB=256] [T=2] [REPS=7] [PATH=all] [INNER=1]
  *
- * PATH (scalar, avx2 or avx512) runs that path only, e.g. under `perf stat` with a
- * matrix that fits the cache (MB=1) to count the kernel's cycles per superblock.
+ * PATH (scalar, avx2 or avx512) runs that path only. INNER > 1 repeats the pass INNER
+ * times per timing: with a matrix that fits the cache (MB=0.5) that times the kernel's
+ * own speed rather than memory's.
  *
  * Built by CMake with the rest: BUILD/quant_dot_bench.
  */
@@ -35,7 +36,7 @@ typedef struct {
     facet_qdot_fn fn;
     const uint8_t *W;
     size_t row_bytes;
-    int K, rows, nt;
+    int K, rows, nt, inner;
     const void *x;
     float *y;
 } job;
@@ -44,7 +45,8 @@ static void run_share(void *ctx, int task, int thread) {
     (void)thread;
     job *j = ctx;
     int r0 = (int)((long)j->rows * task / j->nt), r1 = (int)((long)j->rows * (task + 1) / j->nt);
-    for (int r = r0; r < r1; r++) j->fn(j->K, &j->y[r], j->W + (size_t)r * j->row_bytes, j->x);
+    for (int k = 0; k < j->inner; k++)
+        for (int r = r0; r < r1; r++) j->fn(j->K, &j->y[r], j->W + (size_t)r * j->row_bytes, j->x);
 }
 
 int main(int argc, char **argv) {
@@ -52,7 +54,8 @@ int main(int argc, char **argv) {
     int K = argc > 2 ? atoi(argv[2]) : 4096;
     double mb = argc > 3 ? atof(argv[3]) : 256;
     int T = argc > 4 ? atoi(argv[4]) : 2, reps = argc > 5 ? atoi(argv[5]) : 7;
-    const char *only = argc > 6 ? argv[6] : NULL;
+    const char *only = argc > 6 && strcmp(argv[6], "all") ? argv[6] : NULL;
+    int inner = argc > 7 ? atoi(argv[7]) : 1;
     const facet_qtype_traits *const ktypes[] = {&facet_qt_q2_K, &facet_qt_q3_K, &facet_qt_q4_K,
                                                 &facet_qt_q5_K, &facet_qt_q6_K, &facet_qt_iq4_xs};
     const facet_qtype_traits *t = NULL;
@@ -92,7 +95,7 @@ int main(int argc, char **argv) {
         printf("threads %d: read ceiling %.1f GB/s\n", nt, bw);
         for (int p = 0; p < np; p++) {
             if (only && strcmp(only, paths[p].name)) continue;
-            job j = {paths[p].fn, W, row_bytes, K, rows, nt, xq, y};
+            job j = {paths[p].fn, W, row_bytes, K, rows, nt, inner, xq, y};
             double best = 1e30, best_cpu = 1e30;
             for (int r = 0; r < reps; r++) {
                 double t0 = now_s(), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
@@ -101,11 +104,12 @@ int main(int argc, char **argv) {
                 if (dt < best) best = dt;
                 if (dc < best_cpu) best_cpu = dc;
             }
+            double moved = (double)bytes * inner;
             printf("  %-11s %7.2f ms  %6.1f GB/s  %5.1f%% of ceiling", paths[p].name, best * 1e3,
-                   bytes / best / 1e9, 100 * bytes / best / 1e9 / bw);
+                   moved / best / 1e9, 100 * moved / best / 1e9 / bw);
             /* one thread: the calling thread's CPU time too, which a loaded machine's
              * other processes do not inflate (the kernel's own speed) */
-            if (nt == 1) printf("  (cpu time: %.1f GB/s)", bytes / best_cpu / 1e9);
+            if (nt == 1) printf("  (cpu time: %.1f GB/s)", moved / best_cpu / 1e9);
             printf("\n");
         }
         facet_pool_free(pool);

@@ -1,13 +1,11 @@
 /*
  * quant_k_avx2.c — AVX2 dots of the 256-element block types with Q8_K activations.
  *
- * Q2_K, Q3_K, Q5_K and IQ4_XS: the superblock is unpacked to int8 values and per-16
- * scales (quant_k.c), then multiplied with maddubs (the sign trick makes both operands
- * fit: |q|, |x| <= 127, so a pair of products never saturates 16 bits) and madd with
- * the scales; the integer sums are exact, so these give the portable dot's value bit
- * for bit. Q4_K and Q6_K, the types of most files' large matrices, run fused kernels
- * that decode the nibbles in registers and keep float accumulators across superblocks
- * (same sums up to float summation order).
+ * As quant_k_avx512.c, 32 elements at a time: each kernel decodes a superblock in
+ * registers to unsigned bytes lined up with 32 consecutive activations (Q3_K's -4 and
+ * Q6_K's -32 return exactly through bsums; IQ4_XS's signed values use the sign trick),
+ * maddubs pair-sums (at most 127 * 127 * 2, no saturation), madd weights each group by
+ * its scale; exact integer sums per superblock meet d in float accumulators.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -15,71 +13,11 @@
 #include "kernels/cpu/quant_k_internal.h"
 #include "kernels/cpu/ukernel_gen.h"
 
-FACET_INLINE FACET_TGT_AVX2 int32_t hsum_i32_avx2(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-}
-
 FACET_INLINE FACET_TGT_AVX2 float hsum_f32_avx2(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
-}
-
-/* One unpacked superblock against one Q8_K block: the exact integer sums, then the
- * portable dot's float step. */
-static FACET_TGT_AVX2 float sb_dot_avx2(const kq_sb *u, const facet_blk_q8_K *y) {
-    /* scale g in both 16-bit halves of a 32-bit lane: within each 128-bit lane,
-     * lo = [sc0..3 | sc8..11], hi = [sc4..7 | sc12..15] */
-    __m256i sc = _mm256_loadu_si256((const __m256i *)u->sc);
-    __m256i lo = _mm256_unpacklo_epi16(sc, sc), hi = _mm256_unpackhi_epi16(sc, sc);
-    const __m256i i01 = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-    const __m256i i23 = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
-    const __m256i i45 = _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5);
-    const __m256i i67 = _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7);
-    const __m256i sv[8] = {
-        _mm256_permutevar8x32_epi32(lo, i01), _mm256_permutevar8x32_epi32(lo, i23),
-        _mm256_permutevar8x32_epi32(hi, i01), _mm256_permutevar8x32_epi32(hi, i23),
-        _mm256_permutevar8x32_epi32(lo, i45), _mm256_permutevar8x32_epi32(lo, i67),
-        _mm256_permutevar8x32_epi32(hi, i45), _mm256_permutevar8x32_epi32(hi, i67),
-    };
-    __m256i acc = _mm256_setzero_si256();
-    for (int c = 0; c < 8; c++) {
-        __m256i q = _mm256_loadu_si256((const __m256i *)(u->q + 32 * c));
-        __m256i x = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * c));
-        __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(x, q));
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, sv[c]));
-    }
-    __m256i m = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)u->m),
-                                  _mm256_loadu_si256((const __m256i *)y->bsums));
-    int32_t isum = hsum_i32_avx2(acc), msum = hsum_i32_avx2(m);
-    return y->d * (u->d * (float)isum - u->dmin * (float)msum);
-}
-
-static FACET_TGT_AVX2 void generic_dot_avx2(kq_unpack_fn unpack, size_t bytes, int n, float *s,
-                                            const void *w, const void *x) {
-    const uint8_t *p = w;
-    const facet_blk_q8_K *y = x;
-    kq_sb u;
-    float sum = 0.0f;
-    for (int b = 0; b < n / 256; b++) {
-        unpack(p + (size_t)b * bytes, &u);
-        sum += sb_dot_avx2(&u, &y[b]);
-    }
-    *s = sum;
-}
-
-void facet_kq_dot_q2_K_avx2(int n, float *s, const void *w, const void *x) {
-    generic_dot_avx2(facet_kq_unpack_q2_K, sizeof(kq_q2_K), n, s, w, x);
-}
-void facet_kq_dot_q3_K_avx2(int n, float *s, const void *w, const void *x) {
-    generic_dot_avx2(facet_kq_unpack_q3_K, sizeof(kq_q3_K), n, s, w, x);
-}
-void facet_kq_dot_iq4_xs_avx2(int n, float *s, const void *w, const void *x) {
-    generic_dot_avx2(facet_kq_unpack_iq4_xs, sizeof(kq_iq4_xs), n, s, w, x);
 }
 
 /* The 8 six-bit scales (low 8 bytes) and mins (high 8 bytes) of a Q4_K / Q5_K block's 12
@@ -197,6 +135,120 @@ void FACET_TGT_AVX2 facet_kq_dot_q6_K_avx2(int n, float *s, const void *w, const
                                           4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3,
                                           4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3));
                 __m256i p = _mm256_maddubs_epi16(q6[k], _mm256_loadu_si256((const __m256i *)(xq + 32 * k)));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sk));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    *s = hsum_f32_avx2(acc);
+}
+
+/* Q2_K and Q3_K: element 128 h + 32 j + t has bits 2j, 2j + 1 of qs[32 h + t] (Q3_K: plus
+ * 4 where bit 4h + j of hmask[t] is set; its -4 comes back through bsums, exactly); run j
+ * is the groups of 16 8h + 2j, 8h + 2j + 1 with their scales (Q2_K: 4-bit, plus 4-bit
+ * mins through bsums; Q3_K: 6-bit biased by 32). */
+FACET_INLINE FACET_TGT_AVX2 __m256i runs_avx2(const uint8_t *qs, const uint8_t *hmask, __m256i sc16,
+                                              const int8_t *xq) {
+    const __m256i m2 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++) {
+        /* both lanes: this half's 8 scales */
+        __m256i scl = _mm256_permute4x64_epi64(sc16, h ? 0xEE : 0x44);
+        __m256i qb = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
+        __m256i hm = hmask ? _mm256_loadu_si256((const __m256i *)hmask) : _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            __m256i q = _mm256_and_si256(_mm256_srli_epi16(qb, 2 * j), m2);
+            if (hmask) {
+                const __m256i bit = _mm256_set1_epi8((char)(1 << (4 * h + j)));
+                q = _mm256_add_epi8(q, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), four));
+            }
+            const __m256i sj = _mm256_shuffle_epi8(
+                scl, _mm256_setr_epi8(4 * j, 4 * j + 1, 4 * j, 4 * j + 1, 4 * j, 4 * j + 1, 4 * j, 4 * j + 1,
+                                      4 * j, 4 * j + 1, 4 * j, 4 * j + 1, 4 * j, 4 * j + 1, 4 * j, 4 * j + 1,
+                                      4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3, 4 * j + 2,
+                                      4 * j + 3, 4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3, 4 * j + 2, 4 * j + 3,
+                                      4 * j + 2, 4 * j + 3));
+            __m256i p = _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)(xq + 128 * h + 32 * j)));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sj));
+        }
+    }
+    return sumi;
+}
+
+void FACET_TGT_AVX2 facet_kq_dot_q2_K_avx2(int n, float *s, const void *w, const void *x) {
+    const kq_q2_K *b = w;
+    const facet_blk_q8_K *y = x;
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    for (int i = 0; i < n / 256; i++) {
+        const float d = y[i].d * _cvtsh_ss(b[i].d), dmin = y[i].d * _cvtsh_ss(b[i].dmin);
+        __m128i sb = _mm_loadu_si128((const __m128i *)b[i].scales);
+        __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sb, _mm_set1_epi8(0x0F)));
+        __m256i m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sb, 4), _mm_set1_epi8(0x0F)));
+        __m256i msum = _mm256_madd_epi16(m16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(msum), accm);
+        __m256i sumi = runs_avx2(b[i].qs, NULL, sc16, y[i].qs);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    *s = hsum_f32_avx2(acc) - hsum_f32_avx2(accm);
+}
+
+void FACET_TGT_AVX2 facet_kq_dot_q3_K_avx2(int n, float *s, const void *w, const void *x) {
+    const kq_q3_K *b = w;
+    const facet_blk_q8_K *y = x;
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n / 256; i++) {
+        const float d = y[i].d * _cvtsh_ss(b[i].d);
+        /* scale s: low 4 bits from the nibbles of scales[0..7] (low nibbles first), high
+         * 2 bits from scales[8 + s % 4] >> 2 (s / 4) */
+        uint32_t u0, u1, u2;
+        memcpy(&u0, b[i].scales, 4);
+        memcpy(&u1, b[i].scales + 4, 4);
+        memcpy(&u2, b[i].scales + 8, 4);
+        __m128i s6 = _mm_setr_epi32((int)((u0 & 0x0f0f0f0fu) | ((u2 << 4) & 0x30303030u)),
+                                    (int)((u1 & 0x0f0f0f0fu) | ((u2 << 2) & 0x30303030u)),
+                                    (int)(((u0 >> 4) & 0x0f0f0f0fu) | (u2 & 0x30303030u)),
+                                    (int)(((u1 >> 4) & 0x0f0f0f0fu) | ((u2 >> 2) & 0x30303030u)));
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(s6, _mm_set1_epi8(32)));
+        __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        __m256i sumi = _mm256_sub_epi32(runs_avx2(b[i].qs, b[i].hmask, sc16, y[i].qs), _mm256_slli_epi32(corr, 2));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    *s = hsum_f32_avx2(acc);
+}
+
+/* IQ4_XS: 32 bytes of qs are two sub-blocks; each one's low nibbles (elements 0..15) and
+ * high nibbles (16..31) are put side by side, the values looked up with pshufb and
+ * multiplied with the sign trick (|kvalue| <= 127); the 8 six-bit scales (biased by 32)
+ * are decoded with shifts of scales_l and scales_h. */
+void FACET_TGT_AVX2 facet_kq_dot_iq4_xs_avx2(int n, float *s, const void *w, const void *x) {
+    const kq_iq4_xs *b = w;
+    const facet_blk_q8_K *y = x;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i tab = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)facet_kvalues_iq4nl));
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n / 256; i++) {
+        const float d = y[i].d * _cvtsh_ss(b[i].d);
+        uint32_t sl;
+        memcpy(&sl, b[i].scales_l, 4);
+        uint64_t lo = sl, hi = b[i].scales_h;
+        lo = (lo | lo << 16) & 0x0000FFFF0000FFFFull;
+        lo = (lo | lo << 8) & 0x00FF00FF00FF00FFull;
+        lo = (lo | lo << 4) & 0x0F0F0F0F0F0F0F0Full; /* byte j: 4 low bits of scale j */
+        hi = (hi | hi << 24) & 0x000000FF000000FFull;
+        hi = (hi | hi << 12) & 0x000F000F000F000Full;
+        hi = (hi | hi << 6) & 0x0303030303030303ull; /* byte j: 2 high bits of scale j */
+        __m128i ls = _mm_sub_epi8(_mm_cvtsi64_si128((long long)(lo | hi << 4)), _mm_set1_epi8(32));
+        __m256i scl = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(ls)); /* 8 i16, both lanes */
+        __m256i sumi = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            __m256i qb = _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * c));
+            __m256i lo4 = _mm256_and_si256(qb, m4), hi4 = _mm256_and_si256(_mm256_srli_epi16(qb, 4), m4);
+            for (int k = 0; k < 2; k++) {
+                __m256i idx = k ? _mm256_permute2x128_si256(lo4, hi4, 0x31) : _mm256_permute2x128_si256(lo4, hi4, 0x20);
+                __m256i v = _mm256_shuffle_epi8(tab, idx);
+                __m256i xq = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c + 32 * k));
+                __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(v), _mm256_sign_epi8(xq, v));
+                const __m256i sk = _mm256_shuffle_epi8(scl, _mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * c + k))));
                 sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sk));
             }
         }

@@ -1,11 +1,16 @@
 /*
  * quant_k_avx512.c — AVX-512 VNNI dots of the 256-element block types with Q8_K
  * activations (avx512f/bw/vl/dq + vnni: quant.h's dot_avx512 runs only where the CPU has
- * VNNI). vpdpwssd multiplies the maddubs pair sums by the scales and accumulates in one.
+ * VNNI).
  *
- * As in quant_k_avx2.c: Q2_K, Q3_K, Q5_K and IQ4_XS unpack the superblock (quant_k.c)
- * and sum exactly in integers (bit for bit the portable dot); Q4_K and Q6_K run fused
- * kernels with float accumulators across superblocks.
+ * Every kernel decodes a superblock in registers, 64 elements at a time lined up with 64
+ * consecutive activations: the weights as unsigned bytes (the types' offsets, -4 for
+ * Q3_K and -32 for Q6_K, come back exactly through bsums; IQ4_XS's signed values go
+ * through the sign trick), maddubs pair-sums them with the int8 activations (no pair
+ * exceeds 16 bits: at most 127 * 127 * 2), vpdpwssd weights each group of 16 or 32 by its
+ * scale and accumulates. The integer sums of a superblock are exact; they meet d in float
+ * once per superblock, in float accumulators summed at the end (so the result equals the
+ * portable dot up to float summation order).
  */
 #include <immintrin.h>
 #include <string.h>
@@ -13,7 +18,8 @@
 #include "kernels/cpu/quant_k_internal.h"
 #include "kernels/cpu/ukernel_gen.h"
 
-/* 16-bit lane indices: chunk c of 64 elements covers groups 4c .. 4c + 3, 8 lanes each. */
+/* vpermw indices: chunk c of 64 elements covers the groups of 16 4c .. 4c + 3, 8 i16
+ * lanes each after maddubs. */
 FACET_INLINE FACET_TGT_AVX512VNNI __m512i group_index(int c) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_inserti128_si256(
                                   _mm256_castsi128_si256(_mm_set1_epi16((short)(4 * c))),
@@ -22,47 +28,6 @@ FACET_INLINE FACET_TGT_AVX512VNNI __m512i group_index(int c) {
                                   _mm256_castsi128_si256(_mm_set1_epi16((short)(4 * c + 2))),
                                   _mm_set1_epi16((short)(4 * c + 3)), 1),
                               1);
-}
-
-/* One unpacked superblock against one Q8_K block, exact integer sums (see the file top). */
-static FACET_TGT_AVX512VNNI float sb_dot_avx512(const kq_sb *u, const facet_blk_q8_K *y) {
-    __m512i sc = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)u->sc));
-    __m512i acc = _mm512_setzero_si512();
-    for (int c = 0; c < 4; c++) {
-        __m512i q = _mm512_loadu_si512(u->q + 64 * c);
-        __m512i x = _mm512_loadu_si512(y->qs + 64 * c);
-        __m512i sx = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(q), _mm512_setzero_si512(), x);
-        __m512i p = _mm512_maddubs_epi16(_mm512_abs_epi8(q), sx);
-        acc = _mm512_dpwssd_epi32(acc, p, _mm512_permutexvar_epi16(group_index(c), sc));
-    }
-    __m256i m = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)u->m),
-                                  _mm256_loadu_si256((const __m256i *)y->bsums));
-    int32_t isum = _mm512_reduce_add_epi32(acc);
-    int32_t msum = _mm512_reduce_add_epi32(_mm512_castsi256_si512(m) /* upper half zero */);
-    return y->d * (u->d * (float)isum - u->dmin * (float)msum);
-}
-
-static FACET_TGT_AVX512VNNI void generic_dot_avx512(kq_unpack_fn unpack, size_t bytes, int n, float *s,
-                                                const void *w, const void *x) {
-    const uint8_t *p = w;
-    const facet_blk_q8_K *y = x;
-    kq_sb u;
-    float sum = 0.0f;
-    for (int b = 0; b < n / 256; b++) {
-        unpack(p + (size_t)b * bytes, &u);
-        sum += sb_dot_avx512(&u, &y[b]);
-    }
-    *s = sum;
-}
-
-void facet_kq_dot_q2_K_avx512(int n, float *s, const void *w, const void *x) {
-    generic_dot_avx512(facet_kq_unpack_q2_K, sizeof(kq_q2_K), n, s, w, x);
-}
-void facet_kq_dot_q3_K_avx512(int n, float *s, const void *w, const void *x) {
-    generic_dot_avx512(facet_kq_unpack_q3_K, sizeof(kq_q3_K), n, s, w, x);
-}
-void facet_kq_dot_iq4_xs_avx512(int n, float *s, const void *w, const void *x) {
-    generic_dot_avx512(facet_kq_unpack_iq4_xs, sizeof(kq_iq4_xs), n, s, w, x);
 }
 
 /* Q4_K / Q5_K scales: the 8 six-bit scales and the 8 six-bit mins of the 12 packed
@@ -192,6 +157,131 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q6_K_avx512(int n, float *s, const void *
             __m512i pb = _mm512_maddubs_epi16(qb, _mm512_loadu_si512(xq + 64));
             sumi = _mm512_dpwssd_epi32(sumi, pa, _mm512_permutexvar_epi16(h ? g2 : g0, sc));
             sumi = _mm512_dpwssd_epi32(sumi, pb, _mm512_permutexvar_epi16(h ? g3 : g1, sc));
+        }
+        if (i & 1) acc1 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc1);
+        else acc0 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc0);
+    }
+    *s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+/* Q2_K: element 128 h + 32 j + t is bits 2j, 2j + 1 of qs[32 h + t]: 32 bytes broadcast
+ * to both zmm halves and shifted by 2j (low half) and 2j + 2 give two runs of 32 at once;
+ * 4-bit scales and mins per 16, the mins through bsums. */
+void FACET_TGT_AVX512VNNI facet_kq_dot_q2_K_avx512(int n, float *s, const void *w, const void *x) {
+    const kq_q2_K *b = w;
+    const facet_blk_q8_K *y = x;
+    const __m512i m2 = _mm512_set1_epi8(3);
+    const __m512i sh0 = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2), sh1 = _mm512_setr_epi64(4, 4, 4, 4, 6, 6, 6, 6);
+    const __m512i g[4] = {group_index(0), group_index(1), group_index(2), group_index(3)};
+    __m512 acc = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();
+    for (int i = 0; i < n / 256; i++) {
+        const float d = y[i].d * _cvtsh_ss(b[i].d), dmin = y[i].d * _cvtsh_ss(b[i].dmin);
+        __m128i sb = _mm_loadu_si128((const __m128i *)b[i].scales);
+        __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sb, _mm_set1_epi8(0x0F)));
+        __m256i m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sb, 4), _mm_set1_epi8(0x0F)));
+        __m256i msum = _mm256_madd_epi16(m16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(msum), accm);
+        __m512i sc = _mm512_castsi256_si512(sc16);
+        __m512i sumi = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * h)));
+            for (int jj = 0; jj < 2; jj++) {
+                __m512i q2 = _mm512_and_si512(_mm512_srlv_epi64(qb, jj ? sh1 : sh0), m2);
+                __m512i p = _mm512_maddubs_epi16(q2, _mm512_loadu_si512(y[i].qs + 128 * h + 64 * jj));
+                sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_permutexvar_epi16(g[2 * h + jj], sc));
+            }
+        }
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
+    }
+    *s = _mm512_reduce_add_ps(acc) - _mm512_reduce_add_ps(_mm512_zextps256_ps512(accm));
+}
+
+/* Q3_K: Q2_K's low bits plus 4 where bit 4h + j of hmask[t] is set (values 0..7; the -4
+ * of every value comes back through bsums); 16 six-bit scales, biased by 32. */
+void FACET_TGT_AVX512VNNI facet_kq_dot_q3_K_avx512(int n, float *s, const void *w, const void *x) {
+    const kq_q3_K *b = w;
+    const facet_blk_q8_K *y = x;
+    const __m512i m2 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+    const __m512i sh0 = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2), sh1 = _mm512_setr_epi64(4, 4, 4, 4, 6, 6, 6, 6);
+    const __m512i g[4] = {group_index(0), group_index(1), group_index(2), group_index(3)};
+    __m512i hbit[4]; /* run pair k = 2h + jj: bit 2k in the low half, 2k + 1 in the high */
+    for (int k = 0; k < 4; k++)
+        hbit[k] = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (2 * k))),
+                                     _mm256_set1_epi8((char)(1 << (2 * k + 1))), 1);
+    __m512 acc = _mm512_setzero_ps();
+    for (int i = 0; i < n / 256; i++) {
+        const float d = y[i].d * _cvtsh_ss(b[i].d);
+        /* scale s: low 4 bits from the nibbles of scales[0..7] (low nibbles first), high
+         * 2 bits from scales[8 + s % 4] >> 2 (s / 4) */
+        uint32_t u0, u1, u2;
+        memcpy(&u0, b[i].scales, 4);
+        memcpy(&u1, b[i].scales + 4, 4);
+        memcpy(&u2, b[i].scales + 8, 4);
+        __m128i s6 = _mm_setr_epi32((int)((u0 & 0x0f0f0f0fu) | ((u2 << 4) & 0x30303030u)),
+                                    (int)((u1 & 0x0f0f0f0fu) | ((u2 << 2) & 0x30303030u)),
+                                    (int)(((u0 >> 4) & 0x0f0f0f0fu) | (u2 & 0x30303030u)),
+                                    (int)(((u1 >> 4) & 0x0f0f0f0fu) | ((u2 >> 2) & 0x30303030u)));
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(s6, _mm_set1_epi8(32)));
+        __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        __m512i sumi = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 2)));
+        __m512i sc = _mm512_castsi256_si512(sc16);
+        __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)b[i].hmask));
+        for (int h = 0; h < 2; h++) {
+            __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * h)));
+            for (int jj = 0; jj < 2; jj++) {
+                __m512i q2 = _mm512_and_si512(_mm512_srlv_epi64(qb, jj ? sh1 : sh0), m2);
+                __m512i q3 = _mm512_mask_add_epi8(q2, _mm512_test_epi8_mask(hm, hbit[2 * h + jj]), q2, four);
+                __m512i p = _mm512_maddubs_epi16(q3, _mm512_loadu_si512(y[i].qs + 128 * h + 64 * jj));
+                sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_permutexvar_epi16(g[2 * h + jj], sc));
+            }
+        }
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
+    }
+    *s = _mm512_reduce_add_ps(acc);
+}
+
+/* IQ4_XS: sub-block j's 16 bytes give its elements 0..15 (low nibbles) and 16..31 (high);
+ * the 32 bytes of two sub-blocks, their 128-bit halves each duplicated and shifted by 0 /
+ * 4, line up with 64 activations. pshufb looks up |kvalue| (the table is negative
+ * exactly for indices 0..7, whose activations are negated instead); the 8 six-bit
+ * scales, biased by 32, are decoded with a few shifts of scales_l and scales_h. */
+void FACET_TGT_AVX512VNNI facet_kq_dot_iq4_xs_avx512(int n, float *s, const void *w, const void *x) {
+    const kq_iq4_xs *b = w;
+    const facet_blk_q8_K *y = x;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+    const __m512i shift = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4);
+    int8_t absk[16];
+    for (int k = 0; k < 16; k++)
+        absk[k] = (int8_t)(facet_kvalues_iq4nl[k] < 0 ? -facet_kvalues_iq4nl[k] : facet_kvalues_iq4nl[k]);
+    const __m512i tab = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)absk));
+    __m512i sel[4]; /* i16 scale 2c in the low 256 bits, 2c + 1 in the high */
+    for (int c = 0; c < 4; c++)
+        sel[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(0x0100 + 0x0404 * c)),
+                                    _mm256_set1_epi16((short)(0x0302 + 0x0404 * c)), 1);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    for (int i = 0; i < n / 256; i++) {
+        const float d = y[i].d * _cvtsh_ss(b[i].d);
+        uint32_t sl;
+        memcpy(&sl, b[i].scales_l, 4);
+        uint64_t lo = sl, hi = b[i].scales_h;
+        lo = (lo | lo << 16) & 0x0000FFFF0000FFFFull;
+        lo = (lo | lo << 8) & 0x00FF00FF00FF00FFull;
+        lo = (lo | lo << 4) & 0x0F0F0F0F0F0F0F0Full; /* byte j: 4 low bits of scale j */
+        hi = (hi | hi << 24) & 0x000000FF000000FFull;
+        hi = (hi | hi << 12) & 0x000F000F000F000Full;
+        hi = (hi | hi << 6) & 0x0303030303030303ull; /* byte j: 2 high bits of scale j */
+        __m128i ls = _mm_sub_epi8(_mm_cvtsi64_si128((long long)(lo | hi << 4)), _mm_set1_epi8(32));
+        __m512i scb = _mm512_broadcast_i32x4(_mm_cvtepi8_epi16(ls));
+        __m512i sumi = _mm512_setzero_si512();
+        for (int c = 0; c < 4; c++) {
+            __m512i qv = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * c)));
+            qv = _mm512_shuffle_i64x2(qv, qv, 0x50); /* 128-bit lanes 0, 0, 1, 1 */
+            __m512i idx = _mm512_and_si512(_mm512_srlv_epi64(qv, shift), m4);
+            __m512i xq = _mm512_loadu_si512(y[i].qs + 64 * c);
+            xq = _mm512_mask_sub_epi8(xq, _mm512_testn_epi8_mask(idx, eight), _mm512_setzero_si512(), xq);
+            __m512i p = _mm512_maddubs_epi16(_mm512_shuffle_epi8(tab, idx), xq);
+            sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_shuffle_epi8(scb, sel[c]));
         }
         if (i & 1) acc1 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc1);
         else acc0 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc0);
