@@ -17,6 +17,7 @@ static void usage(FILE *out) {
             "                   [--ctx N] [--threads N] [--weights FMT] [--kv-cache TYPE]\n"
             "                   [--kv-budget TOKENS] [--max-queue N]\n"
             "                   [--chunk N] [--max-body BYTES] [--timeout S]\n"
+            "                   [--max-connections N]\n"
             "                   [--model-id NAME] [--shutdown-grace S]\n"
             "\n"
             "OpenAI-compatible HTTP server (continuous batching). MODEL is a checkpoint\n"
@@ -39,7 +40,10 @@ static void usage(FILE *out) {
             "  --max-queue N      waiting requests before 503 + Retry-After (default 256)\n"
             "  --chunk N          tokens per engine step, decode + prefill (default 256)\n"
             "  --max-body BYTES   request body limit, 413 above (default 4194304)\n"
-            "  --timeout S        idle connection timeout in seconds (default 60)\n"
+            "  --timeout S        idle connection timeout in seconds, and the most a client\n"
+            "                     may take to send one whole request (default 60)\n"
+            "  --max-connections N  open connections before requests get 503 +\n"
+            "                     Retry-After; /health still answers (default 512)\n"
             "  --model-id NAME    served model name (default: the folder's name)\n"
             "  --shutdown-grace S seconds in-flight requests get on SIGINT/SIGTERM (default 5)\n"
             "FACET_MEM_AVAILABLE=BYTES overrides the free RAM read from /proc/meminfo.\n"
@@ -116,6 +120,8 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--max-queue")) ok = cli_parse_int(a, v, 0, 1 << 20, &c.max_queue), i++;
         else if (!strcmp(a, "--chunk")) ok = cli_parse_int(a, v, 1, 1 << 16, &c.chunk), i++;
         else if (!strcmp(a, "--timeout")) ok = cli_parse_int(a, v, 1, 86400, &c.timeout_s), i++;
+        else if (!strcmp(a, "--max-connections"))
+            ok = cli_parse_int(a, v, 1, 65536, &c.max_connections), i++;
         else if (!strcmp(a, "--shutdown-grace"))
             ok = cli_parse_int(a, v, 0, 3600, &c.shutdown_grace_s), i++;
         else if (!strcmp(a, "--max-body")) {

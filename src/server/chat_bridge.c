@@ -2,9 +2,13 @@
  * (facet_chat.h; see chat_bridge.h). */
 #include "server/chat_bridge.h"
 
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "chat/chat_internal.h"
 #include "util/error.h"
@@ -47,6 +51,11 @@ static json_t *normalize_messages(json_t *messages) {
     json_array_foreach(messages, i, m) {
         json_t *c = json_deep_copy(m);
         json_t *content = json_object_get(c, "content");
+        /* null or absent content (an assistant turn with tool_calls, as the OpenAI SDK
+         * returns it) is "" to templates, as vLLM gives it: templates test and slice it
+         * as a string */
+        if (!content || json_is_null(content))
+            json_object_set_new(c, "content", json_string(""));
         if (json_is_array(content)) {
             size_t j, len = 0;
             json_t *part;
@@ -161,6 +170,47 @@ int srv_chat_prompt(srv_server *s, oai_request *r, int32_t **ids, size_t *n, oai
     return 0;
 }
 
+/* splitmix64's output function: distinct inputs give distinct outputs (a bijection). */
+static uint64_t mix64(uint64_t x) {
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* A tool-call id unique within this process and unlikely to repeat across restarts:
+ * "call_" + 24 hex digits, the mix of a per-process base (start time, pid) and a
+ * counter. The parser's own ids hash the output text, so two requests (or two choices)
+ * that produce the same call would share one id. */
+static void fresh_call_id(char *out, size_t cap) {
+    static _Atomic uint64_t counter;
+    static _Atomic uint64_t base;
+    uint64_t b = atomic_load(&base);
+    if (!b) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t want = mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^
+                              ((uint64_t)getpid() << 16)) | 1;
+        uint64_t zero = 0;
+        atomic_compare_exchange_strong(&base, &zero, want);
+        b = atomic_load(&base);
+    }
+    uint64_t n = atomic_fetch_add(&counter, 1);
+    snprintf(out, cap, "call_%016llx%08llx", (unsigned long long)mix64(b + n),
+             (unsigned long long)(mix64(b ^ (n * 0x9e3779b97f4a7c15ULL)) & 0xffffffffULL));
+}
+
+/* Give every call of the array a fresh id. Returns 0, or -1 out of memory. */
+static int fresh_ids(json_t *calls) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(calls, i, c) {
+        char id[64];
+        fresh_call_id(id, sizeof id);
+        if (json_object_set_new(c, "id", json_string(id))) return -1;
+    }
+    return 0;
+}
+
 /* Parse prefix + text; *calls is the OpenAI tool_calls array (NULL when none) and
  * *content the remaining text (a new reference, null when empty and calls exist).
  * Returns 0, or -1 out of memory (nothing set). */
@@ -188,7 +238,7 @@ static int parse_calls(facet_toolcall_format fmt, const char *prefix, const char
         while (cl && (c[cl - 1] == ' ' || c[cl - 1] == '\n')) cl--;
         while (cl && (*c == ' ' || *c == '\n')) c++, cl--;
         json_t *ct = cl ? json_stringn(c, cl) : json_null();
-        if (!arr || !ct) {
+        if (!arr || !ct || fresh_ids(arr)) {
             json_decref(arr);
             json_decref(ct);
             rc = -1;
@@ -223,6 +273,64 @@ json_t *srv_chat_build_message(facet_toolcall_format fmt, int tools_active, cons
         return m;
     }
     return json_pack("{s:s,s:s%}", "role", "assistant", "content", text, len);
+}
+
+/* Bytes of text[0, len) before marker m or before a tail that starts m. */
+static size_t before_marker(const char *text, size_t len, const char *m) {
+    size_t ml = strlen(m);
+    const char *at = memmem(text, len, m, ml);
+    if (at) return (size_t)(at - text);
+    for (size_t k = ml - 1 < len ? ml - 1 : len; k > 0; k--)
+        if (!memcmp(text + len - k, m, k)) return len - k;
+    return len;
+}
+
+size_t srv_chat_stream_safe(facet_toolcall_format fmt, const char *prefix, const char *text,
+                            size_t len) {
+    if (prefix[0]) return 0;
+    switch (fmt) {
+    case FACET_TOOLCALL_HERMES: return before_marker(text, len, "<tool_call>");
+    case FACET_TOOLCALL_MISTRAL: return before_marker(text, len, "[TOOL_CALLS]");
+    case FACET_TOOLCALL_LLAMA3: {
+        size_t b = 0;
+        while (b < len && strchr(" \t\r\n", text[b])) b++;
+        if (b == len || text[b] == '{' || text[b] == '[') return 0;
+        return before_marker(text, len, "<|python_tag|>");
+    }
+    default: return 0;
+    }
+}
+
+json_t *srv_chat_final_delta(facet_toolcall_format fmt, const char *prefix, const char *text,
+                             size_t len, size_t sent, const char **finish) {
+    json_t *d = srv_chat_build_delta(fmt, 1, prefix, text, len, finish);
+    if (!d || sent == 0) return d;
+    json_t *c = json_object_get(d, "content");
+    if (!json_object_get(d, "tool_calls")) {
+        /* no call: the content is the text itself (no opening: sent > 0 means none) */
+        json_t *rest = json_stringn(text + sent, len - sent);
+        if (!rest || json_object_set_new(d, "content", rest)) {
+            json_decref(d);
+            return NULL;
+        }
+        return d;
+    }
+    /* calls: the parsed content begins with the text sent (less its leading blanks) */
+    const char *s = text;
+    size_t sl = sent;
+    while (sl && strchr(" \t\r\n", *s)) s++, sl--;
+    const char *pc = json_string_value(c);
+    size_t pl = json_string_length(c);
+    if (pc && pl > sl && !memcmp(pc, s, sl)) {
+        json_t *rest = json_stringn(pc + sl, pl - sl);
+        if (!rest || json_object_set_new(d, "content", rest)) {
+            json_decref(d);
+            return NULL;
+        }
+    } else if (c) {
+        json_object_del(d, "content");
+    }
+    return d;
 }
 
 json_t *srv_chat_build_delta(facet_toolcall_format fmt, int tools_active, const char *prefix,

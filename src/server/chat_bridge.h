@@ -11,8 +11,10 @@
  * `[TOOL_CALLS][{"name": "`; a named function adds its name and `", "arguments": `
  * (LLAMA3: `"parameters"`)), so the model continues inside a call. The opening is part
  * of the prompt and is prepended to the output before parsing. Streamed responses with
- * tools hold the text until the end (a call is only known once complete) and send
- * either the content or the tool_calls in the final chunk.
+ * tools send the text as it comes up to what could still become a call
+ * (srv_chat_stream_safe: the start of a call marker, held until it is one or is not),
+ * and from a marker on hold the rest until the end, whose chunk carries the tool_calls
+ * (or, when no call parses, the held text as content).
  */
 #ifndef FACET_SERVER_CHAT_BRIDGE_H
 #define FACET_SERVER_CHAT_BRIDGE_H
@@ -46,6 +48,23 @@ int srv_chat_prompt(srv_server *s, oai_request *r, int32_t **ids, size_t *n, oai
  * NULL when out of memory. */
 json_t *srv_chat_build_message(facet_toolcall_format fmt, int tools_active, const char *prefix,
                                const char *text, size_t len, const char **finish);
+
+/* How many leading bytes of a choice's text so far (len bytes, still growing) a stream
+ * may send as content while tools are active: the bytes before the first call marker,
+ * or before a tail that is the start of one ("<tool" of HERMES `<tool_call>`, "[TOOL"
+ * of MISTRAL `[TOOL_CALLS]`, LLAMA3's `<|python_tag|>`). LLAMA3 also calls with bare
+ * JSON: an output whose first non-blank byte is '{' or '[' (or that is all blank so
+ * far) is held whole, as is every HARMONY output and every output after a non-empty
+ * tool_choice opening `prefix` (the whole output is then a call). Never decreases as
+ * the text grows. */
+size_t srv_chat_stream_safe(facet_toolcall_format fmt, const char *prefix, const char *text,
+                            size_t len);
+
+/* The final delta of a tools stream that has sent sent bytes of text as content:
+ * srv_chat_build_delta of the whole text with the content already sent left out (the
+ * text around calls is trimmed as in the whole message). NULL when out of memory. */
+json_t *srv_chat_final_delta(facet_toolcall_format fmt, const char *prefix, const char *text,
+                             size_t len, size_t sent, const char **finish);
 
 /* The same as a streaming delta: {"content": ...} and/or {"tool_calls": [{"index": i,
  * "id", "type", "function"}]}. NULL when out of memory. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "util/error.h"
@@ -258,9 +259,27 @@ static enum MHD_Result wrong_method(srv_server *s, struct MHD_Connection *c, con
     return srv_respond_error(s, c, &e);
 }
 
+/* The POST endpoints, whose bodies are JSON. */
+static int post_endpoint(const char *url) {
+    return !strcmp(url, "/v1/completions") || !strcmp(url, "/v1/chat/completions") ||
+           !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize");
+}
+
+/* Content-Type application/json, parameters (charset) allowed, case-insensitive. */
+static int json_content_type(const char *ct) {
+    static const char want[] = "application/json";
+    if (!ct) return 0;
+    while (*ct == ' ' || *ct == '\t') ct++;
+    if (strncasecmp(ct, want, sizeof want - 1)) return 0;
+    ct += sizeof want - 1;
+    while (*ct == ' ' || *ct == '\t') ct++;
+    return *ct == '\0' || *ct == ';';
+}
+
 static enum MHD_Result route(srv_server *s, struct MHD_Connection *c, const char *method,
                              const char *url, const char *body, size_t len) {
-    int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    /* HEAD is GET without the body (libmicrohttpd leaves the body out) */
+    int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
     if (!strcmp(url, "/health")) {
         if (!get) return wrong_method(s, c, method, url);
         return srv_respond(s, c, 200, "{\"status\":\"ok\"}", 15, "application/json");
@@ -308,8 +327,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!ctx) return MHD_NO;
         ctx->body.limit = s->cfg.max_body;
         *con_cls = ctx;
+        /* answers given before the body is read (libmicrohttpd then sends no
+         * "100 Continue", reads no body and closes the connection after the answer) */
+        oai_error e;
+        if (srv_conns_over(s) && strcmp(url, "/health")) {
+            oai_fail(&e, 503, "server_error", NULL, "too_many_connections",
+                     "the server has more than %d connections open (--max-connections); "
+                     "retry later", s->cfg.max_connections);
+            return srv_respond_error(s, c, &e);
+        }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) ctx->too_big = 1;
+        if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
+            oai_fail(&e, 413, "invalid_request_error", NULL, "request_too_large",
+                     "the request body (Content-Length %.40s) is larger than the limit of "
+                     "%zu bytes", cl, s->cfg.max_body);
+            return srv_respond_error(s, c, &e);
+        }
+        if (!strcmp(method, "POST") && post_endpoint(url) &&
+            !json_content_type(
+                MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"))) {
+            const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+            oai_fail(&e, 415, "invalid_request_error", NULL, "unsupported_media_type",
+                     "the body must be JSON with Content-Type: application/json (got %.100s)",
+                     ct ? ct : "no Content-Type");
+            return srv_respond_error(s, c, &e);
+        }
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
@@ -322,6 +364,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         return MHD_YES;
     }
+    srv_conn_receiving(s, c, 0); /* the whole request is in */
     if (ctx->too_big) {
         oai_error e;
         oai_fail(&e, 413, "invalid_request_error", NULL, "request_too_large",
@@ -333,15 +376,41 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)cls;
-    (void)c;
     (void)toe;
+    srv_conn_receiving(cls, c, 1); /* the next request of a kept-alive connection */
     conn_ctx *ctx = *con_cls;
     if (ctx) {
         facet_str_free(&ctx->body);
         free(ctx);
         *con_cls = NULL;
     }
+}
+
+static int hexval(char ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+/* libmicrohttpd's URL unescaping, except that %2F stays as it is: an encoded slash is
+ * part of a path segment, not a separator (/v1%2Fmodels is not /v1/models). */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s) {
+    (void)cls;
+    (void)c;
+    char *w = s;
+    for (const char *r = s; *r;) {
+        int hi, lo;
+        if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 &&
+            !(hi == 2 && lo == 15)) {
+            *w++ = (char)(hi * 16 + lo);
+            r += 3;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+    return (size_t)(w - s);
 }
 
 facet_status srv_http_start(srv_server *s, facet_error *err) {
@@ -353,13 +422,16 @@ facet_status srv_http_start(srv_server *s, facet_error *err) {
         return facet_err(err, FACET_E_INVALID_ARGUMENT,
                          "--host '%s' is not an IPv4 address (expected e.g. 127.0.0.1)",
                          s->cfg.host);
+    facet_status st = srv_conns_start(s, err);
+    if (st != FACET_OK) return st;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ITC;
     s->daemon = MHD_start_daemon(
         flags, (uint16_t)s->cfg.port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)s->cfg.max_connections, MHD_OPTION_END);
+        (unsigned)srv_conns_hard_limit(s), MHD_OPTION_NOTIFY_CONNECTION, srv_conns_notify, s,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
     if (!s->daemon)
         return facet_err(err, FACET_E_IO, "cannot listen on %s:%d (address in use?)",
                          s->cfg.host, s->cfg.port);
@@ -378,4 +450,5 @@ void srv_http_quiesce(srv_server *s) {
 void srv_http_stop(srv_server *s) {
     if (s->daemon) MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
+    srv_conns_destroy(s);
 }

@@ -16,6 +16,25 @@
 #include "server/sched.h"
 #include "server/server.h"
 
+/* The TCP connections (http_conn.c): how many are open, and the request deadline.
+ * A connection counts from accept to close. Past cfg.max_connections, requests other
+ * than /health are answered 503 (too_many_connections, Retry-After); libmicrohttpd
+ * accepts up to srv_conns_hard_limit connections so that those answers and /health
+ * have room, and resets beyond. A connection receiving one request (headers and body)
+ * for more than cfg.timeout_s seconds is shut down, however it paces its bytes (the
+ * idle timeout alone restarts on every byte). */
+#define SRV_CONN_SPARE_MIN 16
+typedef struct srv_conn srv_conn;
+typedef struct srv_conns {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    srv_conn *head;             /* [mu] open connections                                 */
+    int count;                  /* [mu]                                                  */
+    unsigned long cut;          /* [mu] connections shut down at the request deadline    */
+    int stop, inited, started;
+    pthread_t reaper;
+} srv_conns;
+
 /* The server object (facet_server of server.h). */
 struct facet_server {
     facet_server_config cfg;
@@ -33,6 +52,7 @@ struct facet_server {
     facet_chat_template *chat; /* NULL when the folder has no usable chat template     */
     char chat_error[512];      /* why chat is unavailable (when chat is NULL)            */
     facet_toolcall_format toolcall_format; /* the template's tool-call syntax            */
+    srv_conns conns;           /* TCP connections (http_conn.c)                          */
     int live_streams;          /* SSE responses not yet freed by libmicrohttpd (atomic):
                                   shutdown waits for them so a cancelled stream still
                                   delivers its last event and [DONE]                    */
@@ -66,6 +86,21 @@ enum MHD_Result srv_handle_generate(srv_server *s, struct MHD_Connection *c, oai
 
 /* Nonzero when the peer of connection c has closed or reset its side. */
 int srv_client_gone(struct MHD_Connection *c);
+
+/* libmicrohttpd's connection notification: counts and tracks connections. */
+void srv_conns_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                      enum MHD_ConnectionNotificationCode toe);
+/* Mark connection c as receiving a request (1: its deadline starts now) or not (0). */
+void srv_conn_receiving(srv_server *s, struct MHD_Connection *c, int receiving);
+/* Nonzero when more than cfg.max_connections connections are open. */
+int srv_conns_over(srv_server *s);
+/* The connections libmicrohttpd accepts: max_connections plus a quarter (at least
+ * SRV_CONN_SPARE_MIN) for 503 answers and /health. */
+int srv_conns_hard_limit(const srv_server *s);
+/* Start the deadline thread / stop it / stop it and free the lock (idempotent). */
+facet_status srv_conns_start(srv_server *s, facet_error *err);
+void srv_conns_stop(srv_server *s);
+void srv_conns_destroy(srv_server *s);
 
 /* Start / stop the HTTP daemon. */
 facet_status srv_http_start(srv_server *s, facet_error *err);

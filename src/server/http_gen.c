@@ -121,7 +121,7 @@ typedef struct stream_ctx {
     facet_str buf;              /* SSE bytes produced, sent from `off`                   */
     size_t off;
     int finished;
-    int hold;        /* chat with tools: content sent whole at the end (tool calls)      */
+    int hold;        /* chat with tools: text that may become a call is held             */
     facet_toolcall_format fmt;
     char prefix[512];/* the assistant turn's opening (tool_choice required / named)      */
 } stream_ctx;
@@ -179,10 +179,12 @@ static void stream_produce(stream_ctx *x) {
         }
         int n_ids = (int)c->ids.len;
         const char *text = facet_str_cstr(&c->text);
-        size_t new_text = c->text.len - sc->text_sent;
-        /* chat with tools: the text may be a tool call, sent whole at the end */
+        /* chat with tools: text that may still become a tool call waits (chat_bridge.h) */
         int hold = x->hold;
-        if (new_text > 0 && !hold) {
+        size_t sendable = hold ? srv_chat_stream_safe(x->fmt, x->prefix, text, c->text.len)
+                               : c->text.len;
+        size_t new_text = sendable > sc->text_sent ? sendable - sc->text_sent : 0;
+        if (new_text > 0) {
             json_t *lp = oai_logprobs(m, c, sc->ids_sent, n_ids, j->prompt[j->n_prompt - 1],
                                       &sc->text_offset);
             const char *t = text + sc->text_sent;
@@ -196,14 +198,15 @@ static void stream_produce(stream_ctx *x) {
             } else {
                 sse_append(x, oai_chunk(m, i, t, new_text, delta, lp, NULL));
             }
-            sc->text_sent = c->text.len;
+            sc->text_sent = sendable;
             sc->ids_sent = n_ids;
         }
         if (c->finish != SRV_RUNNING) {
             const char *fin = oai_finish_name(c->finish);
             json_t *delta = NULL;
             if (m->kind == OAI_CHAT && hold)
-                delta = srv_chat_build_delta(x->fmt, 1, x->prefix, text, c->text.len, &fin);
+                delta = srv_chat_final_delta(x->fmt, x->prefix, text, c->text.len,
+                                             sc->text_sent, &fin);
             json_t *lp = sc->ids_sent < n_ids
                              ? oai_logprobs(m, c, sc->ids_sent, n_ids,
                                             j->prompt[j->n_prompt - 1], &sc->text_offset)
@@ -326,6 +329,13 @@ enum MHD_Result srv_handle_generate(srv_server *s, struct MHD_Connection *c, oai
     size_t n = 0;
     enum MHD_Result res;
     srv_job *job = NULL;
+    /* a job's choices run together: more than the slots would wait forever */
+    if (r.n > s->cfg.max_batch) {
+        oai_fail(&e, 400, "invalid_request_error", "n", NULL,
+                 "'n'=%d is more than the %d sequences this server runs at once "
+                 "(--max-batch %d)", r.n, s->cfg.max_batch, s->cfg.max_batch);
+        goto fail;
+    }
     if (prompt_ids(s, &r, &ids, &n, &e)) goto fail;
     if (n == 0) {
         oai_fail(&e, 400, "invalid_request_error", kind == OAI_CHAT ? "messages" : "prompt", NULL,
@@ -342,7 +352,13 @@ enum MHD_Result srv_handle_generate(srv_server *s, struct MHD_Connection *c, oai
     }
     int room = s->n_ctx - (int)n;
     int max_tokens = r.max_tokens;
-    if (max_tokens < 0) max_tokens = kind == OAI_COMPLETION ? (room < 16 ? room : 16) : room;
+    if (max_tokens < 0) {
+        /* not given: what the context and the KV budget allow (completions: OpenAI's
+         * 16 at most); a limit the client never sent is never its error */
+        max_tokens = kind == OAI_COMPLETION ? (room < 16 ? room : 16) : room;
+        long per_choice = (long)s->cfg.kv_budget / r.n - (long)n;
+        if (per_choice >= 1 && per_choice < max_tokens) max_tokens = (int)per_choice;
+    }
     if (max_tokens > room) {
         oai_fail(&e, 400, "invalid_request_error",
                  kind == OAI_CHAT ? "max_completion_tokens" : "max_tokens",
@@ -355,7 +371,10 @@ enum MHD_Result srv_handle_generate(srv_server *s, struct MHD_Connection *c, oai
     long need = (long)r.n * ((long)n + max_tokens);
     if (need > s->cfg.kv_budget) {
         /* the parameter to lower: n when several choices are asked, else the length */
-        const char *param = r.n > 1 ? "n" : kind == OAI_CHAT ? "max_completion_tokens" : "max_tokens";
+        const char *param = r.n > 1                ? "n"
+                            : r.max_tokens < 0     ? (kind == OAI_CHAT ? "messages" : "prompt")
+                            : kind == OAI_CHAT     ? "max_completion_tokens"
+                                                   : "max_tokens";
         oai_fail(&e, 400, "invalid_request_error", param, "kv_budget_exceeded",
                  "the request needs %ld KV-cache tokens (n=%d x (%zu prompt + %d completion)); "
                  "the server's budget is %d",
@@ -384,7 +403,8 @@ enum MHD_Result srv_handle_generate(srv_server *s, struct MHD_Connection *c, oai
     unsigned long num = __atomic_add_fetch(&s->next_id, 1, __ATOMIC_RELAXED);
     snprintf(id, sizeof id, "%s-%lx%08lx", kind == OAI_CHAT ? "chatcmpl" : "cmpl",
              (unsigned long)s->created, num);
-    oai_meta m = {kind, id, (long)time(NULL), s->model_id, s->tok, r.logprobs, r.top_logprobs};
+    oai_meta m = {kind, id, (long)time(NULL), s->model_id, s->tok, r.logprobs, r.top_logprobs,
+                  r.stream && r.include_usage};
     if (r.stream) {
         res = respond_stream(s, c, job, &m, &r); /* the stream owns the job now */
     } else {

@@ -364,6 +364,10 @@ static int parse_common(oai_request *r, json_t *o, const oai_limits *lim, oai_er
         if (get_bool(so, "include_usage", &r->include_usage, e)) return -1;
     }
     if (get_num(o, "temperature", &sp->temperature, e)) return -1;
+    /* OpenAI's range (the sampler itself takes any temperature >= 0) */
+    if (sp->temperature > 2.0f)
+        return BAD("temperature", "'temperature'=%g is out of range (expected 0 <= "
+                   "temperature <= 2)", (double)sp->temperature);
     if (get_num(o, "top_p", &sp->top_p, e)) return -1;
     if (get_num(o, "min_p", &sp->min_p, e)) return -1;
     if (get_num(o, "presence_penalty", &sp->presence_penalty, e)) return -1;

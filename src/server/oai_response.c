@@ -198,7 +198,13 @@ json_t *oai_chunk(const oai_meta *m, int index, const char *text, size_t len,
         ch = json_pack("{s:i,s:o,s:o,s:o}", "index", index, "text", json_stringn(text, len),
                        "logprobs", logprobs, "finish_reason", fin);
     }
-    return json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", m->id, "object",
-                     m->kind == OAI_CHAT ? "chat.completion.chunk" : "text_completion",
-                     "created", (json_int_t)m->created, "model", m->model, "choices", ch);
+    json_t *chunk = json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", m->id, "object",
+                              m->kind == OAI_CHAT ? "chat.completion.chunk" : "text_completion",
+                              "created", (json_int_t)m->created, "model", m->model, "choices",
+                              ch);
+    if (chunk && m->include_usage && json_object_set_new(chunk, "usage", json_null())) {
+        json_decref(chunk);
+        return NULL;
+    }
+    return chunk;
 }

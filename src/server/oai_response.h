@@ -21,6 +21,8 @@ typedef struct oai_meta {
     const facet_tokenizer *tok;
     int logprobs;              /* logprobs requested                                     */
     int top_n;                 /* top entries per token                                  */
+    int include_usage;         /* stream_options.include_usage: chunks carry "usage": null
+                                  (the last one, built apart, the counts)                */
 } oai_meta;
 
 /* "stop", "length", "tool_calls" (or NULL while running). */

@@ -486,6 +486,12 @@ static void *engine_main(void *arg) {
         admit(s);
         if (s->stop && !s->running && !s->queue) break;
         if (!s->running) {
+            /* idle (jobs may have left by cancellation, before any step saw it) */
+            pthread_mutex_lock(&s->m->mu);
+            s->m->batch_running = 0;
+            s->m->kv_used = s->kv_used;
+            s->m->slots_used = s->cfg.max_batch - s->n_free;
+            pthread_mutex_unlock(&s->m->mu);
             pthread_cond_wait(&s->work, &s->mu);
             continue;
         }
@@ -513,8 +519,8 @@ static void *engine_main(void *arg) {
         pthread_mutex_lock(&s->m->mu);
         s->m->steps++;
         s->m->prompt_tokens += (uint64_t)n_prefill;
+        s->m->batch_running = n_decode; /* 0 in a prefill-only step */
         if (n_decode > 0) {
-            s->m->batch_running = n_decode;
             if (n_decode > s->m->batch_max) s->m->batch_max = n_decode;
             srv_hist_observe(&s->m->batch, n_decode);
         }

@@ -71,6 +71,12 @@ static facet_status check_config(const facet_server_config *c, facet_error *err)
                          c->max_queue);
     if (c->chunk < 1)
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "--chunk %d (expected >= 1)", c->chunk);
+    if (c->max_connections < 1 || c->max_connections > 65536)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "--max-connections %d (expected "
+                         "1..65536)", c->max_connections);
+    if (c->timeout_s < 1)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "--timeout %d (expected >= 1)",
+                         c->timeout_s);
     if (c->kv_budget < 0)
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "--kv-budget %d (expected >= 0)",
                          c->kv_budget);

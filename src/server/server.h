@@ -39,8 +39,11 @@ typedef struct facet_server_config {
     int max_queue;           /* waiting requests before 503, default 256               */
     int chunk;               /* tokens per engine step (decode + prefill), default 256  */
     size_t max_body;         /* request body limit in bytes, default 4 MiB (413 above) */
-    int timeout_s;           /* idle connection timeout, default 60                    */
-    int max_connections;     /* concurrent connections, default 512                    */
+    int timeout_s;           /* idle connection timeout, and the most seconds a client
+                                may take to send one whole request (headers and body),
+                                default 60                                             */
+    int max_connections;     /* open connections before requests get 503 (/health
+                                still answers), default 512 (http.h)                   */
     int shutdown_grace_s;    /* seconds in-flight requests get in facet_server_stop,
                                 default 5; then they are cancelled                     */
     void (*log)(void *user, const char *line); /* one line for the operator (no newline),

@@ -71,7 +71,7 @@ def test_truncated_bodies(server):
         s.close()
     # a body cut short but the connection kept open: the idle timeout (2 s) ends it
     s = raw_socket(server.port, timeout=10)
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{\"a\"")
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"a\"")
     t0 = time.time()
     try:
         data = s.recv(4096)
@@ -156,7 +156,7 @@ def test_disconnect_while_waiting_whole_response(server):
         s = raw_socket(server.port)
         body = json.dumps({"model": "stories260k", "prompt": [1], "max_tokens": 500,
                            "temperature": 1.0, "seed": i}).encode()
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
                   % len(body) + body)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.close()
@@ -177,7 +177,7 @@ def test_disconnect_counts_as_cancelled_only(server, stream):
     body = json.dumps({"model": "stories260k", "prompt": [1], "max_tokens": 500, "n": 16,
                        "temperature": 1.0, "seed": 3, "logit_bias": {"1": -100, "2": -100},
                        "stream": stream}).encode()
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
               % len(body) + body)
     running = wait_until(lambda: server.metrics()["facet_sequence_slots_used"] > 0, 10, 0.005)
     s.close()
@@ -203,7 +203,7 @@ def test_shutdown_with_clients_that_never_read(facet_bin, repo_root):
             body = json.dumps({"model": "stories260k", "prompt": [1], "max_tokens": 500,
                                "n": 8, "temperature": 1, "seed": i, "stream": True,
                                "logprobs": 5}).encode()
-            k.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+            k.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
                       % len(body) + body)
             socks.append(k)
         time.sleep(1.0)

@@ -105,12 +105,36 @@ static void test_stream_delta(void **state) {
     json_decref(d);
 }
 
+/* Tool-call ids are unique: the same output twice (two requests, or two choices of
+ * n=2) and two calls in one output each get their own id (they were a hash of the
+ * text, so equal outputs shared one). */
+static void test_call_ids_are_unique(void **state) {
+    (void)state;
+    const char *fin;
+    const char *t = "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"a\", "
+                    "\"arguments\": {}}]";
+    json_t *m1 = build(FACET_TOOLCALL_MISTRAL, 1, "", t, &fin);
+    json_t *m2 = build(FACET_TOOLCALL_MISTRAL, 1, "", t, &fin);
+    const char *ids[4];
+    for (int i = 0; i < 4; i++) {
+        json_t *calls = json_object_get(i < 2 ? m1 : m2, "tool_calls");
+        ids[i] = json_string_value(json_object_get(json_array_get(calls, (size_t)(i % 2)), "id"));
+        assert_non_null(ids[i]);
+        assert_int_equal(strncmp(ids[i], "call_", 5), 0);
+        assert_int_equal(strlen(ids[i]), 5 + 24);
+        for (int k = 0; k < i; k++) assert_string_not_equal(ids[i], ids[k]);
+    }
+    json_decref(m1);
+    json_decref(m2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_content),
         cmocka_unit_test(test_hermes),
         cmocka_unit_test(test_llama3_and_mistral),
         cmocka_unit_test(test_stream_delta),
+        cmocka_unit_test(test_call_ids_are_unique),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
