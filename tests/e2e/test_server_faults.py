@@ -258,18 +258,20 @@ def test_default_max_tokens_is_not_a_budget_error(facet_bin, chat_model):
 
 # ------------------------------------------------ 7. incremental tool streams ------
 def test_tool_stream_is_incremental(facet_bin, qwen3_model):
-    """With tools, a 30-token answer came as one content event at the end: now each
-    token's text comes as it is generated (none of it can become <tool_call>)."""
+    """With tools, an answer came as one content event at the end: now its text comes
+    as it is generated (none of it can become <tool_call>). The stream coalesces the
+    tokens of steps the reader missed, so the count asked is far below the 200 tokens,
+    and far above the 1 event of holding."""
     tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
     body = {"messages": [{"role": "user", "content": "Hi"}], "tools": tools,
-            "max_tokens": 30, "temperature": 0, "stream": True,
+            "max_tokens": 200, "temperature": 0, "stream": True,
             "logit_bias": dict(BANNED_EOS, **{"63": -100, "504": -100})}  # both "<"
     with Server(facet_bin, qwen3_model, "--threads", "1") as s:
         st, chunks, done, _ = s.stream("/v1/chat/completions", body)
         assert st == 200 and done
         contents = [c["choices"][0]["delta"].get("content") for c in chunks if c["choices"]]
         pieces = [x for x in contents[1:] if x]
-        assert len(pieces) >= 25, contents
+        assert len(pieces) >= 10, contents
         body.pop("stream")
         st, whole = s.post("/v1/chat/completions", body)
         assert "".join(pieces) == whole["choices"][0]["message"]["content"]
