@@ -8,7 +8,7 @@
  *
  *   quant_dot_bench [TYPE=Q4_K] [K=4096] [MB=256] [T=2] [REPS=7] [PATH=all] [INNER=1]
  *
- * PATH (scalar, avx2 or avx512) runs that path only. INNER > 1 repeats the pass INNER
+ * PATH (scalar, avx2, avx512, avx512vnni) runs that path only. INNER > 1 repeats the pass INNER
  * times per timing: with a matrix that fits the cache (MB=0.5) that times the kernel's
  * own speed rather than memory's.
  *
@@ -85,8 +85,12 @@ int main(int argc, char **argv) {
     struct {
         const char *name;
         facet_qdot_fn fn;
-    } paths[3] = {{"scalar", t->dot_scalar}, {"avx2", t->dot_avx2}, {"avx512", t->dot_avx512}};
-    int np = c->avx512_vnni ? 3 : c->detected >= FACET_CPU_AVX2 ? 2 : 1; /* dot_avx512 needs VNNI */
+    } paths[4] = {{"scalar", t->dot_scalar}};
+    int np = 1;
+    if (c->detected >= FACET_CPU_AVX2 && t->dot_avx2) paths[np].name = "avx2", paths[np++].fn = t->dot_avx2;
+    if (c->detected >= FACET_CPU_AVX512 && t->dot_avx512)
+        paths[np].name = "avx512", paths[np++].fn = t->dot_avx512;
+    if (c->avx512_vnni && t->dot_avx512vnni) paths[np].name = "avx512vnni", paths[np++].fn = t->dot_avx512vnni;
 
     printf("%s K=%d rows=%d: %.1f MB of weights\n", t->name, K, rows, bytes / 1e6);
     for (int nt = 1; nt <= T; nt++) {

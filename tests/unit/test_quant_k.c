@@ -6,7 +6,8 @@
  *     (tests/data/quant_k: 16 superblocks copied from llama.cpp-quantized corpus files and
  *     5 crafted extremes per type; the NumPy dequantizer tests/ref/ggml_kquants.py is
  *     written from the ggml layouts, see SOURCE.md there).
- *   - every dot path (portable, AVX2, AVX-512 VNNI, each where the CPU has it)
+ *   - every dot path (portable, AVX2, AVX-512, AVX-512 VNNI, each the type has and the CPU
+ *     runs)
  *     equals the float64 dot of the dequantized weights with the dequantized Q8_K
  *     activations (d * qs) up to float32 rounding: |err| <= 1e-5 * sum |w x| + 1e-30.
  *   - facet_quantize_row_q8_K against its definition (quant.h) on random rows and on
@@ -63,6 +64,8 @@ static void test_traits(void **state) {
         assert_int_equal(t->xkind, FACET_QX_Q8_K);
         assert_non_null(t->dequant_row);
         assert_non_null(t->dot_scalar);
+        assert_non_null(t->dot_avx2);
+        assert_non_null(t->dot_avx512vnni);
     }
 }
 
@@ -101,14 +104,14 @@ typedef struct {
     facet_qdot_fn fn;
 } dot_path;
 
-static int paths_of(const facet_qtype_traits *t, dot_path out[3]) {
+static int paths_of(const facet_qtype_traits *t, dot_path out[4]) {
     const facet_cpu_info *c = facet_cpu();
     int n = 0;
     out[n++] = (dot_path){"scalar", t->dot_scalar};
     if (c->detected >= FACET_CPU_AVX2 && t->dot_avx2) out[n++] = (dot_path){"avx2", t->dot_avx2};
-    /* dot_avx512 may use VNNI (quant.h); avx512_vnni is reported at the level in use and
-     * the test runs at the detected one */
-    if (c->avx512_vnni && t->dot_avx512) out[n++] = (dot_path){"avx512", t->dot_avx512};
+    if (c->detected >= FACET_CPU_AVX512 && t->dot_avx512) out[n++] = (dot_path){"avx512", t->dot_avx512};
+    /* avx512_vnni is reported at the level in use: the test runs at the detected one */
+    if (c->avx512_vnni && t->dot_avx512vnni) out[n++] = (dot_path){"avx512vnni", t->dot_avx512vnni};
     return n;
 }
 
@@ -123,7 +126,7 @@ static void test_dot_paths(void **state) {
         const facet_qtype_traits *t = types[k].t;
         uint8_t *blk = read_file(types[k].file, "bin", NSB * types[k].bytes);
         t->dequant_row(blk, wf, NSB * 256);
-        dot_path paths[3];
+        dot_path paths[4];
         int np = paths_of(t, paths);
         for (int kind = 0; kind < 3; kind++) {
             for (int i = 0; i < NSB * 256; i++) {
@@ -196,7 +199,7 @@ static void test_dot_random_blocks(void **state) {
             ref += (double)wf[i] * xv;
             mag += fabs((double)wf[i] * xv);
         }
-        dot_path paths[3];
+        dot_path paths[4];
         int np = paths_of(t, paths);
         for (int p = 0; p < np; p++) {
             float got = NAN;

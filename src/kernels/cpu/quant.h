@@ -83,8 +83,7 @@ typedef struct facet_blk_q8_K {
 typedef void (*facet_qdot_fn)(int n, float *s, const void *w, const void *x);
 
 /* What a block type is and the kernels it runs with. dot_avx2 / dot_avx512 are NULL
- * where the type has no such path (the next lower one runs); dot_avx512 may use
- * AVX-512 VNNI (runs only where facet_cpu()->avx512_vnni); every path of a type gives
+ * where the type has no such path (the next lower one runs); every path of a type gives
  * the same sums up to float summation order. */
 typedef struct facet_qtype_traits {
     const char *name;         /* GGUF's spelling: "Q4_K"                                 */
@@ -96,6 +95,9 @@ typedef struct facet_qtype_traits {
      * format's value of each weight (float arithmetic as ggml's dequantize_row_*). */
     void (*dequant_row)(const void *w, float *out, int64_t n);
     facet_qdot_fn dot_scalar, dot_avx2, dot_avx512;
+    /* AVX-512 with VNNI (vpdpbusd / vpdpwssd): runs in place of dot_avx512 where
+     * facet_cpu()->avx512_vnni; NULL where the type has none (dot_avx512 runs). */
+    facet_qdot_fn dot_avx512vnni;
 } facet_qtype_traits;
 
 /* Traits of type t (t < FACET_QT_COUNT), and the facet_qtype of a ggml type id (-1 for

@@ -182,7 +182,7 @@ static void dot_row(kq_unpack_fn unpack, size_t bytes, int n, float *s, const vo
     *s = sum;
 }
 
-#define KQ_TYPE(lower, NAME, id, bytes_)                                                            \
+#define KQ_TYPE(lower, NAME, id, bytes_)                                                      \
     _Static_assert(sizeof(kq_##lower) == (bytes_), #NAME " block size");                      \
     static void dequant_##lower(const void *w, float *out, int64_t n) {                       \
         dequant_row(facet_kq_unpack_##lower, bytes_, w, out, n);                              \
@@ -193,7 +193,8 @@ static void dot_row(kq_unpack_fn unpack, size_t bytes, int n, float *s, const vo
     const facet_qtype_traits facet_qt_##lower = {                                             \
         .name = NAME, .ggml_type = id, .block = 256, .block_bytes = bytes_,                   \
         .xkind = FACET_QX_Q8_K, .dequant_row = dequant_##lower, .dot_scalar = dot_##lower,    \
-        .dot_avx2 = facet_kq_dot_##lower##_avx2, .dot_avx512 = facet_kq_dot_##lower##_avx512, \
+        .dot_avx2 = facet_kq_dot_##lower##_avx2,                                              \
+        .dot_avx512vnni = facet_kq_dot_##lower##_avx512vnni,                                  \
     };
 
 /* ggml type ids (GGUF tensor info): Q2_K 10, Q3_K 11, Q4_K 12, Q5_K 13, Q6_K 14, IQ4_XS 23. */

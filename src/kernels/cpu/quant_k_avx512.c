@@ -1,7 +1,7 @@
 /*
  * quant_k_avx512.c — AVX-512 VNNI dots of the 256-element block types with Q8_K
- * activations (avx512f/bw/vl/dq + vnni: quant.h's dot_avx512 runs only where the CPU has
- * VNNI).
+ * activations (avx512f/bw/vl/dq + vnni: quant.h's dot_avx512vnni; a CPU with AVX-512 but
+ * no VNNI runs the AVX2 dots).
  *
  * Every kernel decodes a superblock in registers, 64 elements at a time lined up with 64
  * consecutive activations: the weights as unsigned bytes (the types' offsets, -4 for
@@ -61,7 +61,7 @@ FACET_INLINE FACET_TGT_AVX512VNNI __m512i k4_scale_sel(int c) {
  * activations (low nibbles = sub-block 2c, high = 2c + 1); maddubs pair-sums them (15 *
  * 127 * 2 fits 16 bits) and vpdpwssd weights each half by its sub-block scale. Scales
  * and mins are unpacked once per superblock; the mins go through bsums. */
-void FACET_TGT_AVX512VNNI facet_kq_dot_q4_K_avx512(int n, float *s, const void *w, const void *x) {
+void FACET_TGT_AVX512VNNI facet_kq_dot_q4_K_avx512vnni(int n, float *s, const void *w, const void *x) {
     const kq_q4_K *b = w;
     const facet_blk_q8_K *y = x;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -92,7 +92,7 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q4_K_avx512(int n, float *s, const void *
 /* Q5_K fused: Q4_K's kernel plus the 5th bit: the 32 bytes of qh, broadcast, tested
  * against bit 2c (low half) / 2c + 1 (high half) add 16 to the nibble (31 * 127 * 2 still
  * fits 16 bits for maddubs). */
-void FACET_TGT_AVX512VNNI facet_kq_dot_q5_K_avx512(int n, float *s, const void *w, const void *x) {
+void FACET_TGT_AVX512VNNI facet_kq_dot_q5_K_avx512vnni(int n, float *s, const void *w, const void *x) {
     const kq_q5_K *b = w;
     const facet_blk_q8_K *y = x;
     const __m512i m4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
@@ -131,7 +131,7 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q5_K_avx512(int n, float *s, const void *
  * each run's 2 high bits by per-half shifts; the values 0..63 (63 * 127 * 2 fits 16 bits
  * for maddubs) meet 64 consecutive activations, vpdpwssd weights each group of 16 by its
  * int8 scale, and the -32 of every value comes back through bsums, exactly. */
-void FACET_TGT_AVX512VNNI facet_kq_dot_q6_K_avx512(int n, float *s, const void *w, const void *x) {
+void FACET_TGT_AVX512VNNI facet_kq_dot_q6_K_avx512vnni(int n, float *s, const void *w, const void *x) {
     const kq_q6_K *b = w;
     const facet_blk_q8_K *y = x;
     const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x30);
@@ -167,7 +167,7 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q6_K_avx512(int n, float *s, const void *
 /* Q2_K: element 128 h + 32 j + t is bits 2j, 2j + 1 of qs[32 h + t]: 32 bytes broadcast
  * to both zmm halves and shifted by 2j (low half) and 2j + 2 give two runs of 32 at once;
  * 4-bit scales and mins per 16, the mins through bsums. */
-void FACET_TGT_AVX512VNNI facet_kq_dot_q2_K_avx512(int n, float *s, const void *w, const void *x) {
+void FACET_TGT_AVX512VNNI facet_kq_dot_q2_K_avx512vnni(int n, float *s, const void *w, const void *x) {
     const kq_q2_K *b = w;
     const facet_blk_q8_K *y = x;
     const __m512i m2 = _mm512_set1_epi8(3);
@@ -199,7 +199,7 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q2_K_avx512(int n, float *s, const void *
 
 /* Q3_K: Q2_K's low bits plus 4 where bit 4h + j of hmask[t] is set (values 0..7; the -4
  * of every value comes back through bsums); 16 six-bit scales, biased by 32. */
-void FACET_TGT_AVX512VNNI facet_kq_dot_q3_K_avx512(int n, float *s, const void *w, const void *x) {
+void FACET_TGT_AVX512VNNI facet_kq_dot_q3_K_avx512vnni(int n, float *s, const void *w, const void *x) {
     const kq_q3_K *b = w;
     const facet_blk_q8_K *y = x;
     const __m512i m2 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
@@ -246,7 +246,7 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q3_K_avx512(int n, float *s, const void *
  * 4, line up with 64 activations. pshufb looks up |kvalue| (the table is negative
  * exactly for indices 0..7, whose activations are negated instead); the 8 six-bit
  * scales, biased by 32, are decoded with a few shifts of scales_l and scales_h. */
-void FACET_TGT_AVX512VNNI facet_kq_dot_iq4_xs_avx512(int n, float *s, const void *w, const void *x) {
+void FACET_TGT_AVX512VNNI facet_kq_dot_iq4_xs_avx512vnni(int n, float *s, const void *w, const void *x) {
     const kq_iq4_xs *b = w;
     const facet_blk_q8_K *y = x;
     const __m512i m4 = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);

@@ -79,19 +79,20 @@ void facet_kq_unpack_iq4_xs(const void *blk, kq_sb *u);
 /* Q4_K / Q5_K: the 8 six-bit scales and 8 six-bit mins of the 12 packed bytes. */
 void facet_kq_scale_min_k4(const uint8_t *s12, uint8_t sc[8], uint8_t m[8]);
 
-/* The SIMD dots (quant_k_avx2.c, quant_k_avx512.c: AVX-512 with VNNI, as every
- * dot_avx512 of quant.h), facet_qdot_fn signature. */
+/* The SIMD dots (quant_k_avx2.c; quant_k_avx512.c: AVX-512 with VNNI, quant.h's
+ * dot_avx512vnni), facet_qdot_fn signature. The K types have no AVX-512 path without
+ * VNNI (dot_avx512 NULL): such CPUs run the AVX2 dots. */
 void facet_kq_dot_q2_K_avx2(int n, float *s, const void *w, const void *x);
 void facet_kq_dot_q3_K_avx2(int n, float *s, const void *w, const void *x);
 void facet_kq_dot_q4_K_avx2(int n, float *s, const void *w, const void *x);
 void facet_kq_dot_q5_K_avx2(int n, float *s, const void *w, const void *x);
 void facet_kq_dot_q6_K_avx2(int n, float *s, const void *w, const void *x);
 void facet_kq_dot_iq4_xs_avx2(int n, float *s, const void *w, const void *x);
-void facet_kq_dot_q2_K_avx512(int n, float *s, const void *w, const void *x);
-void facet_kq_dot_q3_K_avx512(int n, float *s, const void *w, const void *x);
-void facet_kq_dot_q4_K_avx512(int n, float *s, const void *w, const void *x);
-void facet_kq_dot_q5_K_avx512(int n, float *s, const void *w, const void *x);
-void facet_kq_dot_q6_K_avx512(int n, float *s, const void *w, const void *x);
-void facet_kq_dot_iq4_xs_avx512(int n, float *s, const void *w, const void *x);
+void facet_kq_dot_q2_K_avx512vnni(int n, float *s, const void *w, const void *x);
+void facet_kq_dot_q3_K_avx512vnni(int n, float *s, const void *w, const void *x);
+void facet_kq_dot_q4_K_avx512vnni(int n, float *s, const void *w, const void *x);
+void facet_kq_dot_q5_K_avx512vnni(int n, float *s, const void *w, const void *x);
+void facet_kq_dot_q6_K_avx512vnni(int n, float *s, const void *w, const void *x);
+void facet_kq_dot_iq4_xs_avx512vnni(int n, float *s, const void *w, const void *x);
 
 #endif
