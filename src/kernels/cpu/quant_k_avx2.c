@@ -83,9 +83,7 @@ FACET_INLINE FACET_TGT_AVX2 void k4_dot_avx2(int n, float *s, const uint8_t *w, 
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sumi0, sumi1)), acc);
     }
-    __m128 m = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
-    m = _mm_add_ss(m, _mm_movehdup_ps(m));
-    *s = hsum_f32_avx2(acc) - _mm_cvtss_f32(m);
+    *s = hsum_f32_avx2(_mm256_sub_ps(acc, _mm256_zextps128_ps256(accm)));
 }
 
 void FACET_TGT_AVX2 facet_kq_dot_q4_K_avx2(int n, float *s, const void *w, const void *x) {
@@ -189,7 +187,7 @@ void FACET_TGT_AVX2 facet_kq_dot_q2_K_avx2(int n, float *s, const void *w, const
         __m256i sumi = runs_avx2(b[i].qs, NULL, sc16, y[i].qs);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
-    *s = hsum_f32_avx2(acc) - hsum_f32_avx2(accm);
+    *s = hsum_f32_avx2(_mm256_sub_ps(acc, accm));
 }
 
 void FACET_TGT_AVX2 facet_kq_dot_q3_K_avx2(int n, float *s, const void *w, const void *x) {

@@ -18,17 +18,35 @@
 #include "kernels/cpu/quant_k_internal.h"
 #include "kernels/cpu/ukernel_gen.h"
 
+/* Constant tables, loaded with one aligned load each (building them with set1/insert
+ * cost ~30 instructions per call, 20% of a 1024-column row). R<n>(v): v n times. */
+#define R8(v) v, v, v, v, v, v, v, v
+#define R16(v) R8(v), R8(v)
+#define R32(v) R16(v), R16(v)
 /* vpermw indices: chunk c of 64 elements covers the groups of 16 4c .. 4c + 3, 8 i16
- * lanes each after maddubs. */
-FACET_INLINE FACET_TGT_AVX512VNNI __m512i group_index(int c) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_inserti128_si256(
-                                  _mm256_castsi128_si256(_mm_set1_epi16((short)(4 * c))),
-                                  _mm_set1_epi16((short)(4 * c + 1)), 1)),
-                              _mm256_inserti128_si256(
-                                  _mm256_castsi128_si256(_mm_set1_epi16((short)(4 * c + 2))),
-                                  _mm_set1_epi16((short)(4 * c + 3)), 1),
-                              1);
+ * lanes each after maddubs */
+#define GI(c) {R8(4 * c), R8(4 * c + 1), R8(4 * c + 2), R8(4 * c + 3)}
+static const int16_t group_idx[4][32] __attribute__((aligned(64))) = {GI(0), GI(1), GI(2), GI(3)};
+/* pshufb controls for Q4_K / Q5_K chunk c: from a register whose every 128-bit lane
+ * holds the 8 scales as bytes, the low 256 bits take byte 2c and the high 256 bits byte
+ * 2c + 1 as an i16 (0x80: zero high byte) */
+#define K4SEL(c) {R16(0x8000 | (2 * c)), R16(0x8000 | (2 * c + 1))}
+static const uint16_t k4_sel[4][32] __attribute__((aligned(64))) = {K4SEL(0), K4SEL(1), K4SEL(2), K4SEL(3)};
+/* IQ4_XS chunk c: i16 scale 2c (bytes 4c, 4c + 1) in the low 256 bits, 2c + 1 in the high */
+#define IQSEL(c) {R16(0x0100 + 0x0404 * c), R16(0x0302 + 0x0404 * c)}
+static const uint16_t iq4_sel[4][32] __attribute__((aligned(64))) = {IQSEL(0), IQSEL(1), IQSEL(2), IQSEL(3)};
+/* bit 2k in the low 32 bytes, bit 2k + 1 in the high: Q5_K's qh bit of chunk k, Q3_K's
+ * hmask bit of run pair k */
+#define BITS(k) {R32(1 << (2 * k)), R32(1 << (2 * k + 1))}
+static const uint8_t bit_pair[4][64] __attribute__((aligned(64))) = {BITS(0), BITS(1), BITS(2), BITS(3)};
+
+FACET_INLINE FACET_TGT_AVX512VNNI __m512i ld(const void *table) { return _mm512_load_si512(table); }
+
+/* sum of 16 floats minus the sum of 8 (the min terms): one horizontal reduction */
+FACET_INLINE FACET_TGT_AVX512VNNI float sum_minus(__m512 a, __m256 m) {
+    return _mm512_reduce_add_ps(_mm512_sub_ps(a, _mm512_zextps256_ps512(m)));
 }
+
 
 /* Q4_K / Q5_K scales: the 8 six-bit scales and the 8 six-bit mins of the 12 packed
  * bytes (quant_k.c facet_kq_scale_min_k4), one per byte. */
@@ -48,14 +66,6 @@ FACET_INLINE FACET_TGT_AVX512VNNI __m256i k4_min_sums(uint64_t m8, const int16_t
     return _mm256_madd_epi16(m16, _mm256_loadu_si256((const __m256i *)bsums));
 }
 
-/* pshufb control for chunk c of a Q4_K / Q5_K superblock: from a register whose every
- * 128-bit lane holds the 8 scales as bytes, the low 256 bits take scale 2c and the high
- * 256 bits scale 2c + 1 as i16 (zero high byte). */
-FACET_INLINE FACET_TGT_AVX512VNNI __m512i k4_scale_sel(int c) {
-    return _mm512_inserti64x4(_mm512_set1_epi16((short)(0x8000 | (2 * c))),
-                              _mm256_set1_epi16((short)(0x8000 | (2 * c + 1))), 1);
-}
-
 /* Q4_K fused. Per 64 elements: the 32 bytes of qs broadcast to both halves of a zmm,
  * shifted by 0 (low half) or 4 (high half) and masked, line up with 64 consecutive
  * activations (low nibbles = sub-block 2c, high = 2c + 1); maddubs pair-sums them (15 *
@@ -66,7 +76,6 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q4_K_avx512vnni(int n, float *s, const vo
     const facet_blk_q8_K *y = x;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i shift = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
-    const __m512i sel[4] = {k4_scale_sel(0), k4_scale_sel(1), k4_scale_sel(2), k4_scale_sel(3)};
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     __m256 accm = _mm256_setzero_ps();
     for (int i = 0; i < n / 256; i++) {
@@ -80,13 +89,12 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q4_K_avx512vnni(int n, float *s, const vo
             __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * c)));
             __m512i q4 = _mm512_and_si512(_mm512_srlv_epi64(qb, shift), m4);
             __m512i p = _mm512_maddubs_epi16(q4, _mm512_loadu_si512(y[i].qs + 64 * c));
-            sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_shuffle_epi8(scb, sel[c]));
+            sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_shuffle_epi8(scb, ld(k4_sel[c])));
         }
         if (i & 1) acc1 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc1);
         else acc0 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc0);
     }
-    *s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) -
-         _mm512_reduce_add_ps(_mm512_zextps256_ps512(accm));
+    *s = sum_minus(_mm512_add_ps(acc0, acc1), accm);
 }
 
 /* Q5_K fused: Q4_K's kernel plus the 5th bit: the 32 bytes of qh, broadcast, tested
@@ -97,11 +105,6 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q5_K_avx512vnni(int n, float *s, const vo
     const facet_blk_q8_K *y = x;
     const __m512i m4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
     const __m512i shift = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
-    const __m512i sel[4] = {k4_scale_sel(0), k4_scale_sel(1), k4_scale_sel(2), k4_scale_sel(3)};
-    __m512i bit[4];
-    for (int c = 0; c < 4; c++)
-        bit[c] = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (2 * c))),
-                                    _mm256_set1_epi8((char)(1 << (2 * c + 1))), 1);
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     __m256 accm = _mm256_setzero_ps();
     for (int i = 0; i < n / 256; i++) {
@@ -115,15 +118,14 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q5_K_avx512vnni(int n, float *s, const vo
         for (int c = 0; c < 4; c++) {
             __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * c)));
             __m512i q4 = _mm512_and_si512(_mm512_srlv_epi64(qb, shift), m4);
-            __m512i q5 = _mm512_mask_add_epi8(q4, _mm512_test_epi8_mask(qh, bit[c]), q4, sixteen);
+            __m512i q5 = _mm512_mask_add_epi8(q4, _mm512_test_epi8_mask(qh, ld(bit_pair[c])), q4, sixteen);
             __m512i p = _mm512_maddubs_epi16(q5, _mm512_loadu_si512(y[i].qs + 64 * c));
-            sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_shuffle_epi8(scb, sel[c]));
+            sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_shuffle_epi8(scb, ld(k4_sel[c])));
         }
         if (i & 1) acc1 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc1);
         else acc0 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc0);
     }
-    *s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) -
-         _mm512_reduce_add_ps(_mm512_zextps256_ps512(accm));
+    *s = sum_minus(_mm512_add_ps(acc0, acc1), accm);
 }
 
 /* Q6_K fused. Per half of 128 elements: 64 bytes of ql give the low nibbles of runs 0, 1
@@ -137,7 +139,6 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q6_K_avx512vnni(int n, float *s, const vo
     const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x30);
     const __m512i shl_a = _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2);
     const __m512i shr_b = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
-    const __m512i g0 = group_index(0), g1 = group_index(1), g2 = group_index(2), g3 = group_index(3);
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     for (int i = 0; i < n / 256; i++) {
         const float d = y[i].d * _cvtsh_ss(b[i].d);
@@ -155,8 +156,8 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q6_K_avx512vnni(int n, float *s, const vo
             const int8_t *xq = y[i].qs + 128 * h;
             __m512i pa = _mm512_maddubs_epi16(qa, _mm512_loadu_si512(xq));
             __m512i pb = _mm512_maddubs_epi16(qb, _mm512_loadu_si512(xq + 64));
-            sumi = _mm512_dpwssd_epi32(sumi, pa, _mm512_permutexvar_epi16(h ? g2 : g0, sc));
-            sumi = _mm512_dpwssd_epi32(sumi, pb, _mm512_permutexvar_epi16(h ? g3 : g1, sc));
+            sumi = _mm512_dpwssd_epi32(sumi, pa, _mm512_permutexvar_epi16(ld(group_idx[2 * h]), sc));
+            sumi = _mm512_dpwssd_epi32(sumi, pb, _mm512_permutexvar_epi16(ld(group_idx[2 * h + 1]), sc));
         }
         if (i & 1) acc1 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc1);
         else acc0 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc0);
@@ -172,7 +173,6 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q2_K_avx512vnni(int n, float *s, const vo
     const facet_blk_q8_K *y = x;
     const __m512i m2 = _mm512_set1_epi8(3);
     const __m512i sh0 = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2), sh1 = _mm512_setr_epi64(4, 4, 4, 4, 6, 6, 6, 6);
-    const __m512i g[4] = {group_index(0), group_index(1), group_index(2), group_index(3)};
     __m512 acc = _mm512_setzero_ps();
     __m256 accm = _mm256_setzero_ps();
     for (int i = 0; i < n / 256; i++) {
@@ -189,12 +189,12 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q2_K_avx512vnni(int n, float *s, const vo
             for (int jj = 0; jj < 2; jj++) {
                 __m512i q2 = _mm512_and_si512(_mm512_srlv_epi64(qb, jj ? sh1 : sh0), m2);
                 __m512i p = _mm512_maddubs_epi16(q2, _mm512_loadu_si512(y[i].qs + 128 * h + 64 * jj));
-                sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_permutexvar_epi16(g[2 * h + jj], sc));
+                sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_permutexvar_epi16(ld(group_idx[2 * h + jj]), sc));
             }
         }
         acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
     }
-    *s = _mm512_reduce_add_ps(acc) - _mm512_reduce_add_ps(_mm512_zextps256_ps512(accm));
+    *s = sum_minus(acc, accm);
 }
 
 /* Q3_K: Q2_K's low bits plus 4 where bit 4h + j of hmask[t] is set (values 0..7; the -4
@@ -204,11 +204,6 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q3_K_avx512vnni(int n, float *s, const vo
     const facet_blk_q8_K *y = x;
     const __m512i m2 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
     const __m512i sh0 = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2), sh1 = _mm512_setr_epi64(4, 4, 4, 4, 6, 6, 6, 6);
-    const __m512i g[4] = {group_index(0), group_index(1), group_index(2), group_index(3)};
-    __m512i hbit[4]; /* run pair k = 2h + jj: bit 2k in the low half, 2k + 1 in the high */
-    for (int k = 0; k < 4; k++)
-        hbit[k] = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (2 * k))),
-                                     _mm256_set1_epi8((char)(1 << (2 * k + 1))), 1);
     __m512 acc = _mm512_setzero_ps();
     for (int i = 0; i < n / 256; i++) {
         const float d = y[i].d * _cvtsh_ss(b[i].d);
@@ -231,9 +226,9 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q3_K_avx512vnni(int n, float *s, const vo
             __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * h)));
             for (int jj = 0; jj < 2; jj++) {
                 __m512i q2 = _mm512_and_si512(_mm512_srlv_epi64(qb, jj ? sh1 : sh0), m2);
-                __m512i q3 = _mm512_mask_add_epi8(q2, _mm512_test_epi8_mask(hm, hbit[2 * h + jj]), q2, four);
+                __m512i q3 = _mm512_mask_add_epi8(q2, _mm512_test_epi8_mask(hm, ld(bit_pair[2 * h + jj])), q2, four);
                 __m512i p = _mm512_maddubs_epi16(q3, _mm512_loadu_si512(y[i].qs + 128 * h + 64 * jj));
-                sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_permutexvar_epi16(g[2 * h + jj], sc));
+                sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_permutexvar_epi16(ld(group_idx[2 * h + jj]), sc));
             }
         }
         acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc);
@@ -251,14 +246,9 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_iq4_xs_avx512vnni(int n, float *s, const 
     const facet_blk_q8_K *y = x;
     const __m512i m4 = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
     const __m512i shift = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4);
-    int8_t absk[16];
-    for (int k = 0; k < 16; k++)
-        absk[k] = (int8_t)(facet_kvalues_iq4nl[k] < 0 ? -facet_kvalues_iq4nl[k] : facet_kvalues_iq4nl[k]);
+    /* |facet_kvalues_iq4nl| (test_quant_k checks this kernel against the table itself) */
+    static const uint8_t absk[16] = {127, 104, 83, 65, 49, 35, 22, 10, 1, 13, 25, 38, 53, 69, 89, 113};
     const __m512i tab = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)absk));
-    __m512i sel[4]; /* i16 scale 2c in the low 256 bits, 2c + 1 in the high */
-    for (int c = 0; c < 4; c++)
-        sel[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(0x0100 + 0x0404 * c)),
-                                    _mm256_set1_epi16((short)(0x0302 + 0x0404 * c)), 1);
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     for (int i = 0; i < n / 256; i++) {
         const float d = y[i].d * _cvtsh_ss(b[i].d);
@@ -281,7 +271,7 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_iq4_xs_avx512vnni(int n, float *s, const 
             __m512i xq = _mm512_loadu_si512(y[i].qs + 64 * c);
             xq = _mm512_mask_sub_epi8(xq, _mm512_testn_epi8_mask(idx, eight), _mm512_setzero_si512(), xq);
             __m512i p = _mm512_maddubs_epi16(_mm512_shuffle_epi8(tab, idx), xq);
-            sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_shuffle_epi8(scb, sel[c]));
+            sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_shuffle_epi8(scb, ld(iq4_sel[c])));
         }
         if (i & 1) acc1 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc1);
         else acc0 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc0);
