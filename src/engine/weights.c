@@ -132,7 +132,7 @@ static facet_status load_vec(wload *ld, const char *name, int64_t n, float **out
 /* Take a matrix from the cache: the entry's meta is the tensor struct as the writer's
  * build left it (pointers cleared), the data lies in the mapping. */
 static facet_status cached_mat(wload *ld, const char *name, int64_t rows, int64_t cols,
-                               facet_wtensor *wt, facet_error *err) {
+                               facet_wformat fmt, facet_wtensor *wt, facet_error *err) {
     const wcache_entry *e = NULL;
     facet_status st = next_entry(ld, name, KIND_MATRIX, &e, err);
     if (st != FACET_OK) return st;
@@ -142,13 +142,13 @@ static facet_status cached_mat(wload *ld, const char *name, int64_t rows, int64_
     memcpy(wt, e->meta, sizeof *wt);
     wt->data = (void *)(uintptr_t)e->data;
     wt->scales = NULL;
-    if (wt->format != ld->format || wt->rows != rows || wt->cols != cols ||
+    if (wt->format != fmt || wt->rows != rows || wt->cols != cols ||
         facet_wtensor_bytes(wt) != e->bytes) {
         facet_status s = facet_err(err, FACET_E_FORMAT,
                                    "'%s' is a [%d, %d] %s matrix of %llu bytes, expected [%lld, %lld] %s",
                                    name, wt->rows, wt->cols, facet_wformat_name(wt->format),
                                    (unsigned long long)e->bytes, (long long)rows, (long long)cols,
-                                   facet_wformat_name(ld->format));
+                                   facet_wformat_name(fmt));
         memset(wt, 0, sizeof *wt);
         return s;
     }
@@ -165,31 +165,34 @@ static facet_status name_tensor(const char *name, facet_status st, facet_error *
     return facet_err(err, st, "tensor %s: %s", name, why);
 }
 
-/* Convert a row-major float32 [rows, cols] buffer (taken over) into a run-time matrix. */
+/* Convert a row-major float32 [rows, cols] buffer (taken over) into a run-time matrix of
+ * format fmt. */
 static facet_status convert_mat(wload *ld, const char *name, float *data, int64_t rows,
-                                int64_t cols, facet_wtensor *wt, facet_error *err) {
+                                int64_t cols, facet_wformat fmt, facet_wtensor *wt,
+                                facet_error *err) {
     wt->format = FACET_WF_F32;
     wt->rows = (int)rows;
     wt->cols = (int)cols;
     wt->data = data;
     wt->scales = NULL;
-    facet_status st = facet_wtensor_convert(wt, ld->format, err);
+    facet_status st = facet_wtensor_convert(wt, fmt, err);
     if (st != FACET_OK) return name_tensor(name, st, err);
     return record(ld, name, KIND_MATRIX, wt, wt->data, facet_wtensor_bytes(wt), err);
 }
 
-/* A weight matrix of shape (rows, cols) in the run-time format. */
+/* A weight matrix of shape (rows, cols) in run-time format fmt. */
 static facet_status load_mat(wload *ld, const char *name, int64_t rows, int64_t cols,
-                             facet_wtensor *wt, uint64_t *bytes, facet_error *err) {
+                             facet_wformat fmt, facet_wtensor *wt, uint64_t *bytes,
+                             facet_error *err) {
     const st_tensor *t;
     facet_status st = find_tensor(ld->ck, name, rows, cols, &t, err);
     if (st != FACET_OK || ld->check_only) return st;
     if (ld->cache) {
-        st = cached_mat(ld, name, rows, cols, wt, err);
+        st = cached_mat(ld, name, rows, cols, fmt, wt, err);
     } else {
         float *f = NULL;
         if ((st = read_f32(t, &f, err)) != FACET_OK) return st;
-        st = convert_mat(ld, name, f, rows, cols, wt, err);
+        st = convert_mat(ld, name, f, rows, cols, fmt, wt, err);
     }
     if (st != FACET_OK) return st;
     *bytes += facet_wtensor_bytes(wt);
@@ -213,14 +216,14 @@ static facet_status load_split(wload *ld, const char *name, const int64_t *parts
         char part[300];
         snprintf(part, sizeof part, "%s[%lld:%lld]", name, (long long)r0, (long long)(r0 + parts[i]));
         if (ld->cache) {
-            st = cached_mat(ld, part, parts[i], cols, out[i], err);
+            st = cached_mat(ld, part, parts[i], cols, ld->format, out[i], err);
         } else {
             size_t count = (size_t)parts[i] * (size_t)cols;
             float *d = malloc(sizeof(float) * count);
             if (!d) st = facet_err(err, FACET_E_NOMEM, "cannot allocate a slice of '%s'", name);
             else {
                 memcpy(d, fused + (size_t)r0 * (size_t)cols, sizeof(float) * count);
-                st = convert_mat(ld, part, d, parts[i], cols, out[i], err);
+                st = convert_mat(ld, part, d, parts[i], cols, ld->format, out[i], err);
             }
         }
         if (st == FACET_OK) *bytes += facet_wtensor_bytes(out[i]);
@@ -293,7 +296,11 @@ static facet_status load_row(wload *ld, const facet_facts *f, facet_weights *w,
         return load_split(ld, name, parts, r->n_split, d1, outs, &w->bytes, err);
     }
     void *dst = slot_ptr(w, L, r->root, r->slot);
-    if (r->matrix) return load_mat(ld, name, d0, d1, dst, &w->bytes, err);
+    /* the output projection (lm_head, or the embedding that serves as it when tied) in
+     * its own format (facet_wformat_output) */
+    int output = r->slot == FACET_TS_LM_HEAD || (r->slot == FACET_TS_EMBED_TOKENS && !f->has_lm_head);
+    facet_wformat fmt = output ? facet_wformat_output(ld->format) : ld->format;
+    if (r->matrix) return load_mat(ld, name, d0, d1, fmt, dst, &w->bytes, err);
     return load_vec(ld, name, d0, dst, &w->bytes, err);
 }
 

@@ -42,15 +42,18 @@ static int cache_disabled(const facet_load_options *o) {
  * values converted by facet_wtensor_convert, hashed with their struct (pointers
  * cleared) and bytes. A change to the packing, the padding, the int8 rounding or the
  * struct changes the digest, so a cache from another build is rejected without anyone
- * having to remember to bump a version.
+ * having to remember to bump a version. Both the format and its output projection's
+ * (facet_wformat_output, when another) are probed.
  */
 static facet_status layout_digest(facet_wformat format, uint8_t out[32], facet_error *err) {
-    static const int shapes[][2] = {{37, 100}, {16, 64}, {5, 33}, {48, 256}};
+    static const int shapes[4][2] = {{37, 100}, {16, 64}, {5, 33}, {48, 256}};
     facet_str buf = {0}; /* what is hashed: per shape its struct, byte count and bytes */
     uint32_t rng = 12345u;
     facet_status st = FACET_OK;
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0] && st == FACET_OK; s++) {
-        int rows = shapes[s][0], cols = shapes[s][1];
+    int n_probe = facet_wformat_output(format) != format ? 2 : 1;
+    for (int s = 0; s < n_probe * 4 && st == FACET_OK; s++) {
+        int rows = shapes[s % 4][0], cols = shapes[s % 4][1];
+        facet_wformat probe = s < 4 ? format : facet_wformat_output(format);
         facet_wtensor t;
         memset(&t, 0, sizeof t);
         t.format = FACET_WF_F32;
@@ -67,7 +70,7 @@ static facet_status layout_digest(facet_wformat format, uint8_t out[32], facet_e
             d[i] = ((float)(rng >> 9) / 8388608.0f - 0.5f) * mag;
         }
         t.data = d;
-        st = facet_wtensor_convert(&t, format, err);
+        st = facet_wtensor_convert(&t, probe, err);
         if (st == FACET_OK) {
             size_t bytes = facet_wtensor_bytes(&t);
             facet_wtensor meta = t;

@@ -61,7 +61,8 @@ static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UI
 
 static uint64_t u(int64_t x) { return x > 0 ? (uint64_t)x : 0; }
 
-/* Weight bytes in format fmt: 2-D matrices in fmt, vectors (norms, biases) in f32. */
+/* Weight bytes in format fmt: 2-D matrices in fmt (the output projection in
+ * facet_wformat_output(fmt)), vectors (norms, biases) in f32. */
 static uint64_t weight_bytes(const facet_backend *be, const facet_facts *f, int fmt,
                              uint64_t *n_params, uint64_t *n_matrix) {
 #define matrix_bytes(rows, cols, fmt) be->ops->weight_bytes(be, (facet_wformat)(fmt), rows, cols)
@@ -73,9 +74,10 @@ static uint64_t weight_bytes(const facet_backend *be, const facet_facts *f, int 
 
     /* matrices: [rows, cols] */
     uint64_t m[][2] = {{q, H}, {kv, H}, {kv, H}, {H, q}, {I, H}, {I, H}, {H, I}};
-    uint64_t bytes = matrix_bytes(V, H, fmt), mat = sat_mul(V, H);
+    int out_fmt = (int)facet_wformat_output((facet_wformat)fmt);
+    uint64_t bytes = matrix_bytes(V, H, untied ? fmt : out_fmt), mat = sat_mul(V, H);
     if (untied) {
-        bytes = sat_add(bytes, matrix_bytes(V, H, fmt));
+        bytes = sat_add(bytes, matrix_bytes(V, H, out_fmt));
         mat = sat_add(mat, sat_mul(V, H));
     }
     uint64_t layer_bytes = 0, layer_mat = 0;

@@ -45,6 +45,15 @@ static inline facet_weight_format facet_wformat_public(facet_wformat f) {
     }
 }
 
+/* The format of the output projection (lm_head, or the embedding matrix when it serves as
+ * the lm_head) for run-time format f: int8 for q4, f otherwise. A 4-bit output adds its
+ * error straight to the logits: on the GGUF corpus's qwen3 (tied) model an all-q4 run was
+ * 0.29 relative logit error from f32 vs 0.23 with an int8 output (llama.cpp's Q4_0 file,
+ * whose output llama-quantize keeps at Q6_K: 0.25); bench/RESULTS.md. */
+static inline facet_wformat facet_wformat_output(facet_wformat f) {
+    return f == FACET_WF_Q4 ? FACET_WF_Q8 : f;
+}
+
 /*
  * A weight matrix [rows][cols] in the PyTorch nn.Linear layout (rows = output
  * features, cols = input features). As the loader fills it, it is row-major float32
