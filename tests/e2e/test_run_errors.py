@@ -470,9 +470,10 @@ def test_stdout_write_failure_exits_1(facet, cmd):
     assert "writing standard output failed: " in p.stderr and p.stderr.count("\n") <= 3, p.stderr
 
 
-def test_int8_packing_failure_names_the_tensor(facet, tmp_path):
-    """A weight int8 cannot scale (an inf) is refused naming the tensor; the message said
-    only "a block's max |w| = inf", leaving the user to search every matrix."""
+@pytest.mark.parametrize("weights", ["int8", "q4"])
+def test_int8_packing_failure_names_the_tensor(facet, tmp_path, weights):
+    """A weight int8 (or q4) cannot scale (an inf) is refused naming the tensor; the message
+    said only "a block's max |w| = inf", leaving the user to search every matrix."""
     d = copy_model(tmp_path)
     st = d / "model.safetensors"
     b = bytearray(st.read_bytes())
@@ -483,5 +484,5 @@ def test_int8_packing_failure_names_the_tensor(facet, tmp_path):
     assert header[name]["dtype"] == "F32"
     struct.pack_into("<f", b, 8 + n + start + 4 * 70, float("inf"))
     st.write_bytes(bytes(b))
-    p = run(facet, ["run", d, "--prompt-ids", "1", "-n", "1", "--weights", "int8", "--no-cache"])
-    assert_clean_error(p, "tensor %s: int8 weights: a block's max |w| = inf" % name)
+    p = run(facet, ["run", d, "--prompt-ids", "1", "-n", "1", "--weights", weights, "--no-cache"])
+    assert_clean_error(p, "tensor %s: %s weights: a block's max |w| = inf" % (name, weights))

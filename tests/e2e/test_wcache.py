@@ -107,7 +107,7 @@ def bf16_ckpt(tmp_path_factory):
 
 
 CELLS = [("bundled", "f32"), ("bundled", "bf16"), ("bundled", "f16"), ("bundled", "int8"),
-         ("bf16", "bf16"), ("bf16", "int8")]
+         ("bundled", "q4"), ("bf16", "bf16"), ("bf16", "int8"), ("bf16", "q4")]
 
 
 @pytest.mark.parametrize("src,weights", CELLS)

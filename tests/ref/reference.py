@@ -233,12 +233,14 @@ class Cache:
 class Reference:
     """The float64 forward pass of one checkpoint folder (see the module doc)."""
 
-    def __init__(self, folder, embed_scale_dtype="float32", kv_round=None):
+    def __init__(self, folder, embed_scale_dtype="float32", kv_round=None, weights_round=None):
         """kv_round: None (float64 keys and values), or "bf16" / "f16": each key (after
         the norm and RoPE) and value is rounded to float32 and then to that type, round to
         nearest even, before it enters the cache, as a 16-bit KV cache stores it. With
         "bf16" the query is rounded the same way (a bf16 cache is bf16 attention: scores
-        are products of bf16 values, as FlashAttention computes them in bf16)."""
+        are products of bf16 values, as FlashAttention computes them in bf16).
+        weights_round: None, or "q4" / "int8": every weight matrix read back as facet's
+        block format stores it (weights_round.py); activations stay float64."""
         if kv_round not in (None, "bf16", "f16"):
             raise ValueError("kv_round %r: expected None, 'bf16' or 'f16'" % (kv_round,))
         self.kv_round = kv_round
@@ -253,6 +255,9 @@ class Reference:
         self.prefix = emb[0][: -len("embed_tokens.weight")]
         heads = [n for n in names if n.endswith("lm_head.weight")]
         self.lm_head_name = heads[0] if heads else None
+        if weights_round:
+            import weights_round as wr
+            self.w = wr.RoundedStore(self.w, weights_round, self.lm_head_name or emb[0])
         self.embed_scale_dtype = embed_scale_dtype
         f = self.facts
         if f.num_attention_heads % f.num_key_value_heads:
