@@ -41,7 +41,11 @@ typedef struct facet_chat_template facet_chat_template;
  *      {"name", "template"} entries ("default" is used, "tool_use" when tools are given);
  *   3. DIR/chat_template.json {"chat_template": "..."} (processor format).
  * Special tokens come from DIR/tokenizer_config.json when it exists. No tokenizer.json
- * is needed. On success *out is owned by the caller (facet_chat_template_free).
+ * is needed. When none of these is there and `dir` is a GGUF model (a .gguf file, a
+ * split part, or a folder holding one), the template is its tokenizer.chat_template
+ * metadata (tokenizer.chat_template.tool_use when tools are given), and bos_token,
+ * eos_token, unk_token, sep_token and pad_token are the tokenizer.ggml.tokens of the
+ * tokenizer.ggml.*_token_id keys. On success *out is owned by the caller (facet_chat_template_free).
  * Errors: FACET_E_NOT_FOUND when `dir` is not a folder or has no chat template; FACET_E_IO /
  * FACET_E_PARSE / FACET_E_FORMAT for unreadable or malformed files; FACET_E_PARSE or
  * FACET_E_UNSUPPORTED (construct named, with template line:column) when the template

@@ -18,6 +18,7 @@
  * Sequence. From tokenizer_config.json: add_bos_token / add_eos_token for
  * LlamaTokenizer(Fast) and GemmaTokenizer(Fast), clean_up_tokenization_spaces,
  * split_special_tokens (`legacy` changes nothing once tokenizer.json exists).
+ * GGUF metadata (tokenizer.ggml.*): see facet_tokenizer_load.
  * Refused with FACET_E_UNSUPPORTED naming the type: models Unigram and WordLevel;
  * normalizer Precompiled; pre-tokenizer UnicodeScripts; BPE dropout;
  * a Llama-class config with add_prefix_space (transformers rebuilds that tokenizer from
@@ -47,13 +48,27 @@ typedef struct facet_tokenizer facet_tokenizer;
 /*
  * Load the tokenizer of folder `dir`: tokenizer.json plus, when present,
  * tokenizer_config.json (add_bos_token / add_eos_token, clean_up_tokenization_spaces,
- * as transformers reads them). On success *out is owned by the caller and released by
+ * as transformers reads them). Without a tokenizer.json, `dir` may be a GGUF model (a
+ * .gguf file, any part of a split file, or a folder holding one): the tokenizer is
+ * built from its tokenizer.ggml.* metadata as llama.cpp's llama-vocab.cpp reads it
+ * (models "llama" = SentencePiece, "gpt2" = byte-level BPE with the pre-tokenizer
+ * named by tokenizer.ggml.pre, "bert" = WordPiece; docs/SUPPORT.md lists the names);
+ * a folder holding both prefers tokenizer.json. A GGUF tokenizer encodes as
+ * llama_tokenize (add_special = BOS/EOS per tokenizer.ggml.add_bos_token /
+ * add_eos_token; special-token text parsed unless facet_tokenizer_set_split_special)
+ * and decodes with the SentencePiece, ByteLevel or WordPiece rules. On success *out is owned by the caller and released by
  * facet_tokenizer_free. Errors: FACET_E_IO (no tokenizer.json), FACET_E_PARSE (not
  * JSON; the message names file, line and column), FACET_E_FORMAT (a field of the wrong
  * type, naming its JSON path), FACET_E_UNSUPPORTED (a model/normalizer/pre-tokenizer/
  * decoder type not implemented, named).
  */
 facet_status facet_tokenizer_load(const char *dir, facet_tokenizer **out, facet_error *err);
+
+/* Nonzero when facet_tokenizer_load(path) has a tokenizer to read: `path` is a folder
+ * holding tokenizer.json, or a GGUF model (a .gguf file, a split part, or a folder
+ * holding one) whose metadata has tokenizer.ggml.model. A GGUF file that cannot be
+ * parsed counts as having one, so that loading it reports the error. */
+int facet_tokenizer_present(const char *path);
 
 /* Release a tokenizer. NULL is accepted. */
 void facet_tokenizer_free(facet_tokenizer *tok);
@@ -77,6 +92,13 @@ facet_status facet_tokenize(const facet_tokenizer *tok, const char *text, size_t
  */
 facet_status facet_detokenize(const facet_tokenizer *tok, const int32_t *ids, size_t n,
                      int skip_special, char **text, size_t *len, facet_error *err);
+
+/* Whether special-token text in the input is matched as the special token (the
+ * default: as transformers and llama.cpp's parse_special = true) or tokenized as plain
+ * text (split != 0: tokenizer_config.json's split_special_tokens = true, llama.cpp's
+ * parse_special = false; a GGUF vocabulary's user-defined tokens are still matched,
+ * as llama.cpp matches them). Call before the tokenizer is shared between threads. */
+void facet_tokenizer_set_split_special(facet_tokenizer *tok, int split);
 
 /* Number of token ids the tokenizer defines (vocab plus added tokens; the highest id
  * plus one). */

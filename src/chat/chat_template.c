@@ -11,6 +11,7 @@
 #include "facet_chat.h"
 #include "chat/chat_internal.h"
 #include "chat/jinja.h"
+#include "io/gguf.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -111,8 +112,79 @@ static facet_status load_config(const char *path, json_t **out, facet_error *err
     return FACET_OK;
 }
 
+/* The text of token `id_key`'s id in the GGUF file's token list, set as variable `name`;
+ * absent or out-of-range ids set nothing (the tokenizer's load reports those). */
+static void gguf_special_var(const gguf_file *f, const char *id_key, const char *name, json_t *out) {
+    int64_t id;
+    int present = 0;
+    const gguf_kv *toks = gguf_find_kv(f, "tokenizer.ggml.tokens");
+    if (!toks || gguf_get_int(f, id_key, 0, 0, INT32_MAX, &id, &present, NULL) != FACET_OK || !present) return;
+    const char *s;
+    uint64_t len;
+    if (gguf_arr_str(toks, (uint64_t)id, &s, &len)) json_object_set_new(out, name, json_stringn_nocheck(s, len));
+}
+
+/* The chat template of a GGUF model: tokenizer.chat_template (and .tool_use), with the
+ * special tokens and the control / user-defined token strings of its vocabulary. */
+static facet_status load_gguf(const char *path, facet_chat_template *t, facet_error *err) {
+    gguf_model gm;
+    facet_status st = gguf_model_open(path, &gm, err);
+    if (st) return st;
+    const gguf_file *f = &gm.files[0];
+    const char *src;
+    uint64_t len;
+    int present = 0;
+    st = gguf_get_str(f, "tokenizer.chat_template", 0, &src, &len, &present, err);
+    if (!st && !present)
+        st = facet_err(err, FACET_E_NOT_FOUND, "%s: no chat template (the GGUF metadata has no tokenizer.chat_template)",
+                       f->path);
+    if (!st && memchr(src, 0, (size_t)len))
+        st = facet_err(err, FACET_E_FORMAT, "%s: key tokenizer.chat_template holds a NUL byte, expected Jinja text",
+                       f->path);
+    if (!st && !(t->src_default = strndup(src, (size_t)len))) st = facet_err(err, FACET_E_NOMEM, "out of memory");
+    if (!st && gguf_get_str(f, "tokenizer.chat_template.tool_use", 0, &src, &len, &present, NULL) == FACET_OK &&
+        present && !memchr(src, 0, (size_t)len) && !(t->src_tools = strndup(src, (size_t)len)))
+        st = facet_err(err, FACET_E_NOMEM, "out of memory");
+    if (!st) {
+        static const char *const keys[][2] = {{"tokenizer.ggml.bos_token_id", "bos_token"},
+                                              {"tokenizer.ggml.eos_token_id", "eos_token"},
+                                              {"tokenizer.ggml.unknown_token_id", "unk_token"},
+                                              {"tokenizer.ggml.seperator_token_id", "sep_token"},
+                                              {"tokenizer.ggml.padding_token_id", "pad_token"}};
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) gguf_special_var(f, keys[i][0], keys[i][1], t->special);
+        /* control (3) and user-defined (4) tokens: the added tokens of tokenizer.json */
+        const gguf_kv *toks = gguf_find_kv(f, "tokenizer.ggml.tokens"), *types = gguf_find_kv(f, "tokenizer.ggml.token_type");
+        if (toks && types && types->type == GGUF_T_ARRAY && types->arr_type == GGUF_T_INT32) {
+            uint64_t pos = 0;
+            for (uint64_t i = 0; i < types->arr_n && gguf_arr_str_next(toks, &pos, &src, &len); i++) {
+                const uint8_t *v = types->val + 4 * i;
+                int32_t ty = (int32_t)((uint32_t)v[0] | (uint32_t)v[1] << 8 | (uint32_t)v[2] << 16 | (uint32_t)v[3] << 24);
+                if (ty == 3 || ty == 4) json_array_append_new(t->tokens, json_stringn_nocheck(src, len));
+            }
+        }
+        char what[4200];
+        snprintf(what, sizeof what, "%s: tokenizer.chat_template", f->path);
+        st = compile(t, what, err);
+    }
+    gguf_model_close(&gm);
+    return st;
+}
+
 facet_status facet_chat_template_load(const char *dir, facet_chat_template **out, facet_error *err) {
     *out = NULL;
+    if (!facet_is_dir(dir) && gguf_path_is_gguf(dir)) { /* a .gguf file: its metadata */
+        facet_chat_template *t = calloc(1, sizeof *t);
+        if (!t) return facet_err(err, FACET_E_NOMEM, "%s: out of memory", dir);
+        t->special = json_object();
+        t->tokens = json_array();
+        facet_status st = load_gguf(dir, t, err);
+        if (st) {
+            facet_chat_template_free(t);
+            return st;
+        }
+        *out = t;
+        return FACET_OK;
+    }
     if (!facet_is_dir(dir))
         return facet_err(err, FACET_E_NOT_FOUND, "%s: no such folder (a chat template is read from "
                          "a model folder)", dir);
@@ -198,6 +270,10 @@ facet_status facet_chat_template_load(const char *dir, facet_chat_template **out
         t->src_default = strdup(src);
         json_decref(j);
         st = compile(t, path, err);
+        goto done;
+    }
+    if (gguf_path_is_gguf(dir)) { /* a folder holding a GGUF model: its metadata */
+        st = load_gguf(dir, t, err);
         goto done;
     }
     st = facet_err(err, FACET_E_NOT_FOUND,

@@ -156,14 +156,8 @@ int cli_model_folder(const char **path, char *buf, size_t cap) {
 }
 
 int cli_text_folder(const char **path, char *buf, size_t cap) {
-    if (!cli_model_folder(path, buf, cap)) return 0;
-    if (*path && facet_is_file(*path) && gguf_path_is_gguf(*path)) {
-        fprintf(stderr, "facet: %s is a GGUF file: facet reads no tokenizer or chat template "
-                        "from GGUF metadata yet (issue 18); give a folder holding tokenizer.json "
-                        "(or the chat template)\n", *path);
-        return 0;
-    }
-    return 1;
+    /* a GGUF file passes as it is: its metadata holds the tokenizer and chat template */
+    return cli_model_folder(path, buf, cap);
 }
 
 int cli_chat_fail(const facet_error *err, const facet_chat_template *tpl, const char *messages_path,

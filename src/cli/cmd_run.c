@@ -302,9 +302,7 @@ int cmd_run(int argc, char **argv) {
     /* the folder's tokenizer, loaded once: it encodes the prompt here, and the model
      * takes it over for the output text */
     facet_tokenizer *tok = NULL;
-    char tp[4096];
-    if (facet_path_join(tp, sizeof tp, o.model, "tokenizer.json") && facet_is_file(tp) &&
-        facet_tokenizer_load(o.model, &tok, &err) != FACET_OK)
+    if (facet_tokenizer_present(o.model) && facet_tokenizer_load(o.model, &tok, &err) != FACET_OK)
         return cli_fail(&err);
     if ((rc = prompt_ids(&o, tok, &rs.ids, &rs.n_prompt)) ||
         (rc = check_prompt(&o, (int)facts.vocab_size, max_pos, rs.ids, rs.n_prompt, n_ctx))) {

@@ -121,25 +121,28 @@ static int batch_detokenize(const facet_tokenizer *tok, json_t *j, int skip_spec
 
 /* The tokenizer of MODEL (a folder, or its config.json). Returns 0, or the exit code
  * after printing the error. */
-static int load_or_fail(const char *model, facet_tokenizer **tok) {
+static int load_or_fail(const char *model, int split_special, facet_tokenizer **tok) {
     facet_error err = {0};
     char model_buf[4096];
     if (!cli_text_folder(&model, model_buf, sizeof model_buf)) return 1;
     if (facet_tokenizer_load(model, tok, &err)) return cli_fail(&err);
+    facet_tokenizer_set_split_special(*tok, split_special);
     return 0;
 }
 
 int cmd_tokenize(int argc, char **argv) {
     const char *model = NULL, *text = NULL, *file = NULL, *jsonl = NULL;
-    int add_special = 1;
+    int add_special = 1, split_special = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: facet tokenize MODEL [TEXT | -f FILE] [--no-special]\n"
-                   "       facet tokenize MODEL --jsonl FILE|- [--no-special]\n"
+            printf("usage: facet tokenize MODEL [TEXT | -f FILE] [--no-special] [--split-special]\n"
+                   "       facet tokenize MODEL --jsonl FILE|- [--no-special] [--split-special]\n"
                    "Prints the token ids of TEXT (or FILE, or standard input) as a JSON array.\n"
                    "Special tokens are added as the tokenizer's post-processor says;\n"
-                   "--no-special is add_special_tokens=False. MODEL is any folder holding a\n"
-                   "tokenizer.json. --jsonl reads lines {\"text\": S, \"add_special_tokens\": B}\n"
+                   "--no-special is add_special_tokens=False. --split-special tokenizes special-\n"
+                   "token text in the input as plain text (split_special_tokens=True; llama.cpp's\n"
+                   "parse_special=false). MODEL is a folder holding a tokenizer.json, or a GGUF\n"
+                   "model (its tokenizer.ggml.* metadata). --jsonl reads lines {\"text\": S, \"add_special_tokens\": B}\n"
                    "and prints one line {\"ids\": [...]} per input line.\n"
                    "example: facet tokenize models/stories260k \"Once upon a time\"\n");
             return 0;
@@ -147,6 +150,7 @@ int cmd_tokenize(int argc, char **argv) {
         static const char *const value_opts[] = {"-f", "--jsonl", NULL};
         if (cli_missing_value("tokenize", argv[i], i + 1 == argc, value_opts)) return 1;
         if (!strcmp(argv[i], "--no-special")) add_special = 0;
+        else if (!strcmp(argv[i], "--split-special")) split_special = 1;
         else if (!strcmp(argv[i], "-f") && i + 1 < argc) file = argv[++i];
         else if (!strcmp(argv[i], "--jsonl") && i + 1 < argc) jsonl = argv[++i];
         else if (!model) model = argv[i];
@@ -165,7 +169,7 @@ int cmd_tokenize(int argc, char **argv) {
     size_t len = 0;
     if (jsonl) {
         facet_tokenizer *bt;
-        int rc = load_or_fail(model, &bt);
+        int rc = load_or_fail(model, split_special, &bt);
         if (rc) return rc;
         rc = batch(bt, jsonl, add_special, batch_tokenize);
         facet_tokenizer_free(bt);
@@ -179,7 +183,7 @@ int cmd_tokenize(int argc, char **argv) {
         return cli_fail(&err);
     }
     facet_tokenizer *tok;
-    int rc = load_or_fail(model, &tok);
+    int rc = load_or_fail(model, split_special, &tok);
     if (rc) {
         free(data);
         return rc;
@@ -239,7 +243,7 @@ int cmd_detokenize(int argc, char **argv) {
     }
     facet_error err = {0};
     facet_tokenizer *tok;
-    int rc = load_or_fail(model, &tok);
+    int rc = load_or_fail(model, 0, &tok);
     if (rc) {
         free(v.data);
         return rc;

@@ -84,9 +84,7 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
     }
     if (st == FACET_OK) st = facet_rope_init(m, err);
     if (st == FACET_OK) {
-        char path[4096];
-        if (!m->tokenizer && facet_path_join(path, sizeof path, dir, "tokenizer.json") &&
-            facet_is_file(path))
+        if (!m->tokenizer && facet_tokenizer_present(dir)) /* tokenizer.json or GGUF metadata */
             st = facet_tokenizer_load(dir, &m->tokenizer, err);
     }
     if (st != FACET_OK) {

@@ -64,6 +64,10 @@ facet_status facet_tokenize(const facet_tokenizer *tok, const char *text, size_t
     tok_piece *pieces = NULL;
     size_t np = 0;
     facet_status st = FACET_OK;
+    if (tok->gguf.kind != TOK_GGUF_NONE) { /* a vocabulary from GGUF metadata */
+        st = tok_gguf_encode(tok, text, len, add_special, &ids, err);
+        goto done;
+    }
     for (size_t i = 0; add_special && i < tok->post.n_prefix && !st; i++)
         if (tok_ids_push(&ids, tok->post.prefix[i])) st = facet_err(err, FACET_E_NOMEM, "out of memory encoding");
     if (!st && len) st = tok_added_split(tok, &tok->trie_raw, text, len, &pieces, &np, err);
@@ -77,6 +81,7 @@ facet_status facet_tokenize(const facet_tokenizer *tok, const char *text, size_t
     }
     for (size_t i = 0; add_special && i < tok->post.n_suffix && !st; i++)
         if (tok_ids_push(&ids, tok->post.suffix[i])) st = facet_err(err, FACET_E_NOMEM, "out of memory encoding");
+done:
     free(pieces);
     facet_str_free(&norm);
     tok_words_free(&a);

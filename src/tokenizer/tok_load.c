@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/gguf.h"
 #include "tokenizer/tokenizer_internal.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -196,7 +197,7 @@ static facet_status parse_model(facet_tokenizer *tok, const json_t *model, const
     return FACET_OK;
 }
 
-static facet_status build_tables(facet_tokenizer *tok, int32_t max_vocab_id, facet_error *err) {
+facet_status tok_build_tables(facet_tokenizer *tok, int32_t max_vocab_id, facet_error *err) {
     int32_t max_id = max_vocab_id;
     for (size_t i = 0; i < tok->n_added; i++)
         if (tok->added[i].id > max_id) max_id = tok->added[i].id;
@@ -377,7 +378,7 @@ facet_status tok_load_from_memory(const char *json, size_t len, const char *conf
             goto fail;
     }
     if ((st = parse_added(tok, root, what, err))) goto fail;
-    if ((st = build_tables(tok, max_id, err))) goto fail;
+    if ((st = tok_build_tables(tok, max_id, err))) goto fail;
     if ((st = parse_components(tok, root, what, err))) goto fail;
     if (config_json) {
         /* integers as reals: configs carry values like model_max_length = 1e30 that do
@@ -420,6 +421,14 @@ facet_status facet_tokenizer_load(const char *dir, facet_tokenizer **out, facet_
     if (!facet_path_join(path, sizeof path, dir, "tokenizer.json") ||
         !facet_path_join(cpath, sizeof cpath, dir, "tokenizer_config.json"))
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "path too long: %.200s", dir);
+    if (!facet_is_file(path) && gguf_path_is_gguf(dir)) { /* the vocabulary in GGUF metadata */
+        gguf_model gm;
+        facet_status st = gguf_model_open(dir, &gm, err);
+        if (st) return st;
+        st = tok_load_gguf(&gm.files[0], out, err);
+        gguf_model_close(&gm);
+        return st;
+    }
     if (!facet_is_file(path))
         return facet_err(err, FACET_E_IO, "%s: no tokenizer.json in this folder", path);
     facet_status st = facet_read_file(path, TOK_MAX_FILE, &data, &len, err);
@@ -440,6 +449,19 @@ facet_status facet_tokenizer_load(const char *dir, facet_tokenizer **out, facet_
         memcpy(err->message, msg, sizeof msg);
     }
     return st;
+}
+
+int facet_tokenizer_present(const char *path) {
+    char tj[4096];
+    if (!path) return 0;
+    if (facet_path_join(tj, sizeof tj, path, "tokenizer.json") && facet_is_file(tj)) return 1;
+    if (!gguf_path_is_gguf(path)) return 0;
+    gguf_model gm;
+    facet_error err = {0};
+    if (gguf_model_open(path, &gm, &err) != FACET_OK) return 1; /* the load says why */
+    int has = gguf_find_kv(&gm.files[0], "tokenizer.ggml.model") != NULL;
+    gguf_model_close(&gm);
+    return has;
 }
 
 void tok_cache_free(tok_cache *c);
@@ -464,11 +486,16 @@ void facet_tokenizer_free(facet_tokenizer *tok) {
     free(tok->id_len);
     free(tok->id_special);
     free(tok->id_bytefallback);
+    tok_gguf_free(&tok->gguf);
     if (tok->cache) {
         tok_cache_free(tok->cache);
         free(tok->cache);
     }
     free(tok);
+}
+
+void facet_tokenizer_set_split_special(facet_tokenizer *tok, int split) {
+    if (tok) tok->split_special = split != 0;
 }
 
 int facet_tokenizer_vocab_size(const facet_tokenizer *tok) { return tok ? tok->vocab_size : 0; }

@@ -395,6 +395,44 @@ facet_status tok_jget_char(const struct json_t *o, const char *key, const char *
 facet_status tok_wordpiece_word(const facet_tokenizer *tok, const char *word, size_t len, tok_ids *out,
                                 facet_error *err);
 
+/* ---- vocabularies from GGUF metadata (tok_gguf.c, tok_gguf_encode.c) ----------------
+ * A GGUF file's tokenizer.ggml.* keys describe llama.cpp's tokenizers, which do not go
+ * through the tokenizer.json pipeline: the id tables, the vocabulary map, the merges,
+ * the pre-tokenizer (a Sequence of Split regexes + ByteLevel), the post-processor (BOS /
+ * EOS) and the decoder chain of the struct below are filled from the metadata, and
+ * facet_tokenize runs tok_gguf_encode instead of the added-token / normalizer steps. */
+typedef enum tok_gguf_kind {
+    TOK_GGUF_NONE = 0, /* a tokenizer.json tokenizer                                    */
+    TOK_GGUF_SPM,      /* "llama": SentencePiece, score-ordered merges, <0xHH> bytes      */
+    TOK_GGUF_BPE,      /* "gpt2": byte-level BPE after the pre-tokenizer's regex splits   */
+    TOK_GGUF_WPM,      /* "bert": WordPiece over the converted vocabulary (words "▁w")    */
+} tok_gguf_kind;
+
+/* llama.cpp's token types (tokenizer.ggml.token_type, llama_token_type). */
+enum {
+    TOK_TYPE_UNDEFINED = 0, TOK_TYPE_NORMAL = 1, TOK_TYPE_UNKNOWN = 2, TOK_TYPE_CONTROL = 3,
+    TOK_TYPE_USER_DEFINED = 4, TOK_TYPE_UNUSED = 5, TOK_TYPE_BYTE = 6, TOK_TYPE_COUNT = 7
+};
+
+typedef struct tok_gguf {
+    tok_gguf_kind kind;
+    float *score;            /* SPM: per id (0 when the file has no scores)              */
+    uint8_t *type;           /* per id, a TOK_TYPE_*                                     */
+    int32_t *special;        /* ids of control, user-defined and unknown tokens, longest
+                                text first: split out of the text before tokenizing      */
+    size_t n_special;
+    int add_space_prefix;    /* SPM: " " before the text (and after each special token)  */
+    int lowercase, strip_accents; /* WPM                                                 */
+    size_t max_token_len;    /* bytes of the longest token                               */
+    int32_t unk_id, bos_id, eos_id, sep_id; /* -1 when absent                            */
+} tok_gguf;
+
+/* Encode text[0..len) with a GGUF tokenizer (valid UTF-8, checked by the caller); ids
+ * appended to *out, BOS/EOS per add_special and the file's add_bos/add_eos flags. */
+facet_status tok_gguf_encode(const facet_tokenizer *tok, const char *text, size_t len, int add_special,
+                             tok_ids *out, facet_error *err);
+void tok_gguf_free(tok_gguf *g);
+
 /* ---- the tokenizer ----------------------------------------------------------------- */
 struct facet_tokenizer {
     tok_bpe bpe;
@@ -416,7 +454,20 @@ struct facet_tokenizer {
     int split_special;            /* tokenizer_config.json split_special_tokens: special
                                      added tokens are not matched in the text */
     tok_cache *cache;
+    tok_gguf gguf;                /* kind TOK_GGUF_NONE for tokenizer.json               */
 };
+
+/* The id tables (id_str, id_len, id_special, id_bytefallback, vocab_size) and the byte
+ * tables of tok->bpe from the vocabulary map and the added tokens (tok_load.c). */
+facet_status tok_build_tables(facet_tokenizer *tok, int32_t max_vocab_id, facet_error *err);
+
+/* Build a tokenizer from a GGUF file's tokenizer.ggml.* metadata (tok_gguf.c). Errors
+ * name the file, the key, the value and what was expected: FACET_E_NOT_FOUND (a required
+ * key is missing), FACET_E_FORMAT (a key of the wrong type, an index or count out of
+ * range, a merge naming no token), FACET_E_UNSUPPORTED (a tokenizer model or
+ * pre-tokenizer name not implemented, with the supported names). */
+struct gguf_file;
+facet_status tok_load_gguf(const struct gguf_file *f, facet_tokenizer **out, facet_error *err);
 
 /* Apply tokenizer_config.json (tok_config.c). Errors name the config field. */
 facet_status tok_apply_config(facet_tokenizer *tok, const struct json_t *cfg, facet_error *err);

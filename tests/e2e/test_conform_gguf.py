@@ -153,20 +153,24 @@ def test_onboard_gate_on_gguf_needs_a_reference(run_facet, corpus):
     assert "not GGUF files: give --reference FILE.json or --reference-logits" in p.stderr, p.stderr
 
 
-def test_text_commands_refuse_a_gguf_file_by_name(run_facet, corpus, tmp_path):
-    """tokenize, detokenize and template read no GGUF metadata yet: they looked for
-    FILE.gguf/tokenizer.json ('no tokenizer.json in this folder') or said 'no such
-    folder' of a file that exists."""
+def test_text_commands_read_the_gguf_metadata(run_facet, corpus, tmp_path):
+    """tokenize, detokenize and template take a GGUF file (issue 18): the tokenizer comes
+    from its tokenizer.ggml.* metadata (the stories260K SentencePiece vocabulary: 'Once'
+    is 403 after BOS 1, as the README's prompt ids say), and a file without
+    tokenizer.chat_template says so by the key's name."""
     path = str(corpus / "models" / "qwen3-F32.gguf")
     msgs = tmp_path / "m.json"
     msgs.write_text('[{"role": "user", "content": "x"}]')
-    for cmd in (["tokenize", path, "hi"], ["detokenize", path, "1"],
-                ["template", path, "--messages", str(msgs)]):
-        p = run_facet(cmd)
-        assert p.returncode == 1, (cmd, p.stderr)
-        assert p.stderr == f"facet: {path} is a GGUF file: facet reads no tokenizer or chat " \
-            "template from GGUF metadata yet (issue 18); give a folder holding tokenizer.json " \
-            "(or the chat template)\n", (cmd, p.stderr)
+    p = run_facet(["tokenize", path, "Once upon a time"])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "[1,403,407,261,378]\n"
+    p = run_facet(["detokenize", path, "403,407,261,378"])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "Once upon a time"
+    p = run_facet(["template", path, "--messages", str(msgs)])
+    assert p.returncode == 1, p.stderr
+    assert p.stderr == f"facet: {path}: no chat template (the GGUF metadata has no " \
+        "tokenizer.chat_template)\n", p.stderr
 
 
 def test_conform_and_plan_check_tensor_shapes(run_facet, corpus, tmp_path):
