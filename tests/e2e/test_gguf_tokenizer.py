@@ -210,3 +210,71 @@ def test_bad_metadata_refused(run_facet, tmp_path, case):
     assert len(lines) == 1, p.stderr
     assert str(path) in lines[0] and want in lines[0], (case, lines[0])
     assert "Traceback" not in p.stderr and "Sanitizer" not in p.stderr
+
+
+CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}assistant:{% endif %}")
+
+
+@pytest.fixture
+def chat_gguf(corpus, tmp_path):
+    """llama-Q8_0.gguf with a tokenizer.chat_template added to its metadata."""
+    data = (corpus / "models" / "llama-Q8_0.gguf").read_bytes()
+    p = tmp_path / "chat.gguf"
+    p.write_bytes(gv.add_kvs(data, [("tokenizer.chat_template", gv.STR, CHAT_TEMPLATE)]))
+    return p
+
+
+def test_run_messages_uses_the_metadata_template(run_facet, chat_gguf, tmp_path):
+    """run --messages renders tokenizer.chat_template ('<s>' from bos_token_id 1) and
+    tokenizes the text with special text parsed and no BOS added (as for tokenizer.json
+    models): the ids equal tokenize --no-special of the rendered text, '<s>' being 1."""
+    msgs = tmp_path / "m.json"
+    msgs.write_text('[{"role": "user", "content": "Once upon a time"}]')
+    p = run_facet(["template", str(chat_gguf), "--messages", str(msgs), "--add-generation-prompt"])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "<s>user: Once upon a time\nassistant:"
+    t = run_facet(["tokenize", str(chat_gguf), "--no-special", p.stdout])
+    assert t.returncode == 0, t.stderr
+    want = json.loads(t.stdout)
+    assert want[0] == 1 and want.count(1) == 1
+    r = run_facet(["run", str(chat_gguf), "--messages", str(msgs), "-n", "2", "--json"])
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["prompt_ids"] == want
+
+
+def test_server_chat_uses_the_metadata_template(facet_bin, run_facet, chat_gguf):
+    """serve on a .gguf: its tokenizer and chat template come from the metadata; a greedy
+    chat completion equals run --prompt-ids on the rendered prompt's ids."""
+    from server_harness import Server
+    messages = [{"role": "user", "content": "Once upon a time"}]
+    with Server(facet_bin, chat_gguf) as srv:
+        st, r = srv.post("/v1/chat/completions", {"messages": messages, "temperature": 0,
+                                                  "max_completion_tokens": 5})
+        assert st == 200, r
+    prompt = "<s>user: Once upon a time\nassistant:"
+    ids = json.loads(run_facet(["tokenize", str(chat_gguf), "--no-special", prompt]).stdout)
+    assert r["usage"]["prompt_tokens"] == len(ids)
+    ref = run_facet(["run", str(chat_gguf), "--prompt-ids", ",".join(map(str, ids)), "-n", "5", "--json"])
+    assert ref.returncode == 0, ref.stderr
+    out = json.loads(ref.stdout)
+    assert r["choices"][0]["message"]["content"] == out["text"]
+    assert r["usage"]["completion_tokens"] == len(out["generated_ids"])
+
+
+def test_folder_prefers_tokenizer_json(run_facet, corpus, repo_root, tmp_path):
+    """A folder holding the .gguf and a tokenizer.json (+ tokenizer_config.json) uses those
+    files: TinyLlama's tokenizer gives its own ids for the text, not stories260K's."""
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "llama-Q8_0.gguf").symlink_to(corpus / "models" / "llama-Q8_0.gguf")
+    src = repo_root / "tests" / "data" / "tokenizers" / "tinyllama-1.1b-chat-v1.0"
+    want = run_facet(["tokenize", str(src), "Once upon a time"])
+    assert want.returncode == 0, want.stderr
+    gguf = run_facet(["tokenize", str(d), "Once upon a time"])
+    assert gguf.stdout == "[1,403,407,261,378]\n", gguf.stderr
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        (d / f).write_bytes((src / f).read_bytes())
+    got = run_facet(["tokenize", str(d), "Once upon a time"])
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == want.stdout != gguf.stdout

@@ -40,6 +40,44 @@ def gguf_bytes(kvs):
     return out
 
 
+def _skip_value(b, pos, t):
+    if t == STR:
+        return pos + 8 + struct.unpack_from("<Q", b, pos)[0]
+    if t == ARR:
+        et, n = struct.unpack_from("<IQ", b, pos)
+        pos += 12
+        if et in _SCALAR:
+            return pos + n * struct.calcsize(_SCALAR[et])
+        for _ in range(n):
+            pos = _skip_value(b, pos, et)
+        return pos
+    return pos + struct.calcsize(_SCALAR[t])
+
+
+def add_kvs(data, kvs, alignment=32):
+    """A copy of GGUF file `data` with the pairs kvs appended to its metadata and the
+    tensor data moved to the next multiple of `alignment` (tensor offsets are relative
+    to the data section, so they stay)."""
+    b = bytes(data)
+    n_tensors, n_kv = struct.unpack_from("<QQ", b, 8)
+    pos = 24
+    for _ in range(n_kv):
+        pos += 8 + struct.unpack_from("<Q", b, pos)[0]
+        t = struct.unpack_from("<I", b, pos)[0]
+        pos = _skip_value(b, pos + 4, t)
+    kv_end = pos
+    for _ in range(n_tensors):
+        pos += 8 + struct.unpack_from("<Q", b, pos)[0]
+        nd = struct.unpack_from("<I", b, pos)[0]
+        pos += 4 + 8 * nd + 4 + 8
+    info_end = pos
+    data_start = -(-info_end // alignment) * alignment
+    extra = b"".join(_str(k) + struct.pack("<I", t) + _value(t, v) for k, t, v in kvs)
+    head = b[:8] + struct.pack("<QQ", n_tensors, n_kv + len(kvs)) + b[24:kv_end] + extra + b[kv_end:info_end]
+    head += b"\0" * (-len(head) % alignment)
+    return head + b[data_start:]
+
+
 def spm_kvs():
     """A SentencePiece vocabulary: <unk> <s> </s>, 256 byte tokens, pieces with scores."""
     pieces = [("▁", -1.0), ("a", -2.0), ("b", -2.0), ("ab", -1.5), ("▁ab", -1.2), ("▁a", -3.0),
