@@ -244,27 +244,27 @@ static int cmp_special(const void *a, const void *b) {
 }
 
 /* BOS / EOS around the text when add_special, as the file's flags say. */
-static facet_status set_post(facet_tokenizer *tok, const gguf_file *f, facet_error *err) {
+static facet_status set_post(facet_tokenizer *tok, const gguf_file *f, const tok_gguf_pre *pre, facet_error *err) {
     tok_gguf *g = &tok->gguf;
-    int add_bos = g->kind != TOK_GGUF_BPE, add_eos = 0, add_sep = g->kind == TOK_GGUF_WPM;
+    int add_bos = g->kind != TOK_GGUF_BPE || pre->add_bos, add_eos = 0, add_sep = g->kind == TOK_GGUF_WPM;
     facet_status st;
     if ((st = get_flag(f, "tokenizer.ggml.add_bos_token", &add_bos, err)) ||
-        (st = get_flag(f, "tokenizer.ggml.add_eos_token", &add_eos, err)) ||
-        (st = get_flag(f, "tokenizer.ggml.add_sep_token", &add_sep, err)))
+        (st = get_flag(f, "tokenizer.ggml.add_eos_token", &add_eos, err)))
         return st;
-    if (g->kind == TOK_GGUF_WPM) add_bos = 1; /* llama.cpp: [CLS] ... [SEP] always */
-    int32_t pre = add_bos ? g->bos_id : -1;
+    if (g->kind == TOK_GGUF_WPM) add_bos = add_sep = 1; /* llama.cpp: [CLS] ... [SEP] always */
+    int32_t first = add_bos ? g->bos_id : -1;
     int32_t post = g->kind == TOK_GGUF_WPM ? (add_sep ? g->sep_id : -1) : (add_eos ? g->eos_id : -1);
-    const char *missing = add_bos && pre < 0 ? "add_bos_token is true but there is no bos_token_id"
-                          : g->kind == TOK_GGUF_WPM && add_sep && post < 0
-                              ? "add_sep_token is true but there is no seperator_token_id"
+    const char *missing = g->kind == TOK_GGUF_WPM && (first < 0 || post < 0)
+                              ? "model is bert, which puts [CLS] and [SEP] around the text, but bos_token_id "
+                                "(default 101) or seperator_token_id (default 102) names no token"
+                          : add_bos && first < 0 ? "add_bos_token is true but there is no bos_token_id"
                           : g->kind != TOK_GGUF_WPM && add_eos && post < 0
                               ? "add_eos_token is true but there is no eos_token_id"
                               : NULL;
     if (missing) return facet_err(err, FACET_E_FORMAT, "%s: tokenizer.ggml.%s", f->path, missing);
-    if (pre >= 0) {
+    if (first >= 0) {
         if (!(tok->post.prefix = malloc(sizeof(int32_t)))) return facet_err(err, FACET_E_NOMEM, "out of memory");
-        tok->post.prefix[0] = pre, tok->post.n_prefix = 1;
+        tok->post.prefix[0] = first, tok->post.n_prefix = 1;
     }
     if (post >= 0) {
         if (!(tok->post.suffix = malloc(sizeof(int32_t)))) return facet_err(err, FACET_E_NOMEM, "out of memory");
@@ -349,7 +349,7 @@ static facet_status load(facet_tokenizer *tok, const gguf_file *f, facet_error *
     qsort(order, g->n_special, sizeof *order, cmp_special);
     for (size_t i = 0; i < g->n_special; i++) g->special[i] = order[i].id;
     free(order);
-    if ((st = set_post(tok, f, err))) return st;
+    if ((st = set_post(tok, f, pre, err))) return st;
     return build_chains(tok, f, pre, err);
 }
 

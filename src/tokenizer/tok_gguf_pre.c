@@ -8,8 +8,9 @@
  * the GPT-2 byte alphabet and merged by BPE. The expressions are those of each model's
  * tokenizer.json, in the form llama.cpp runs them (its case-insensitive contractions
  * spelled out as ASCII classes, "$" as the end of the piece). The table also carries
- * llama.cpp's two per-name switches: ignore_merges (a word that is a token is taken
- * whole) and the clean-up of spaces on decoding. */
+ * llama.cpp's per-name switches: ignore_merges (a word that is a token is taken whole),
+ * the clean-up of spaces on decoding, and whether BOS is added when the file has no
+ * tokenizer.ggml.add_bos_token. */
 #include <stdio.h>
 #include <string.h>
 
@@ -84,29 +85,29 @@ static const char *const gpt4o[] = {
     GPT4O_CASED_WORD "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", NULL};
 static const char *const dflt[] = {"[\\p{P}\\$\\+<=>\\^~\\|]+", GPT2_SPLIT, "\\p{N}+", "[0-9][0-9][0-9]", NULL};
 
-/* name, expressions, ignore_merges, clean up spaces on decoding */
+/* name, expressions, ignore_merges, clean up spaces on decoding, BOS added by default */
 static const tok_gguf_pre table[] = {
-    {"default", dflt, 0, 1},
-    {"llama3", llama3, 1, 1},        {"llama-v3", llama3, 1, 1},      {"llama-bpe", llama3, 1, 1},
-    {"falcon3", llama3, 1, 1},       {"pixtral", llama3, 1, 1},       {"dbrx", llama3, 0, 1},
-    {"smaug-bpe", llama3, 0, 1},     {"chatglm-bpe", llama3, 0, 1},   {"glm4", llama3, 0, 1},
-    {"deepseek-llm", deepseek_llm, 0, 0},
-    {"deepseek-coder", deepseek_coder, 0, 0},
-    {"deepseek-v3", deepseek_v3, 0, 0},
-    {"falcon", falcon, 0, 1},
-    {"starcoder", starcoder, 0, 1},  {"refact", starcoder, 0, 1},     {"command-r", starcoder, 0, 0},
-    {"smollm", starcoder, 0, 0},     {"codeshell", starcoder, 0, 1},  {"exaone", starcoder, 0, 1},
-    {"minerva-7b", starcoder, 0, 1},
-    {"gpt-2", gpt2, 0, 1},           {"phi-2", gpt2, 0, 1},           {"mpt", gpt2, 0, 1},
-    {"olmo", gpt2, 0, 1},            {"jais", gpt2, 0, 1},            {"roberta-bpe", gpt2, 0, 1},
-    {"qwen2", qwen2, 0, 0},          {"deepseek-r1-qwen", qwen2, 0, 0}, {"stablelm2", qwen2, 0, 1},
-    {"megrez", qwen2, 0, 1},
-    {"qwen35", qwen35, 0, 0},
-    {"poro-chat", bloom, 0, 0},      {"bloom", bloom, 0, 1},          {"gpt3-finnish", bloom, 0, 1},
-    {"viking", viking, 0, 0},
-    {"tekken", tekken, 1, 0},
-    {"gpt-4o", gpt4o, 0, 0},         {"llama4", gpt4o, 0, 0},
-    {NULL, NULL, 0, 0},
+    {"default", dflt, 0, 1, 0},
+    {"llama3", llama3, 1, 1, 1},        {"llama-v3", llama3, 1, 1, 1},      {"llama-bpe", llama3, 1, 1, 1},
+    {"falcon3", llama3, 1, 1, 1},       {"pixtral", llama3, 1, 1, 1},       {"dbrx", llama3, 0, 1, 0},
+    {"smaug-bpe", llama3, 0, 1, 0},     {"chatglm-bpe", llama3, 0, 1, 0},   {"glm4", llama3, 0, 1, 0},
+    {"deepseek-llm", deepseek_llm, 0, 0, 0},
+    {"deepseek-coder", deepseek_coder, 0, 0, 0},
+    {"deepseek-v3", deepseek_v3, 0, 0, 0},
+    {"falcon", falcon, 0, 1, 0},
+    {"starcoder", starcoder, 0, 1, 0},  {"refact", starcoder, 0, 1, 0},     {"command-r", starcoder, 0, 0, 0},
+    {"smollm", starcoder, 0, 0, 0},     {"codeshell", starcoder, 0, 1, 0},  {"exaone", starcoder, 0, 1, 0},
+    {"minerva-7b", starcoder, 0, 1, 0},
+    {"gpt-2", gpt2, 0, 1, 0},           {"phi-2", gpt2, 0, 1, 0},           {"mpt", gpt2, 0, 1, 0},
+    {"olmo", gpt2, 0, 1, 0},            {"jais", gpt2, 0, 1, 0},            {"roberta-bpe", gpt2, 0, 1, 0},
+    {"qwen2", qwen2, 0, 0, 0},          {"deepseek-r1-qwen", qwen2, 0, 0, 0}, {"stablelm2", qwen2, 0, 1, 0},
+    {"megrez", qwen2, 0, 1, 0},
+    {"qwen35", qwen35, 0, 0, 0},
+    {"poro-chat", bloom, 0, 0, 0},      {"bloom", bloom, 0, 1, 0},          {"gpt3-finnish", bloom, 0, 1, 0},
+    {"viking", viking, 0, 0, 0},
+    {"tekken", tekken, 1, 0, 1},
+    {"gpt-4o", gpt4o, 0, 0, 0},         {"llama4", gpt4o, 0, 0, 0},
+    {NULL, NULL, 0, 0, 0},
 };
 
 const tok_gguf_pre *tok_gguf_pre_find(const char *name, size_t len) {

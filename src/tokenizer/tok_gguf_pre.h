@@ -10,6 +10,7 @@ typedef struct tok_gguf_pre {
     const char *const *regex; /* PCRE2 sources, NULL-terminated, applied in order      */
     int ignore_merges;        /* a pre-tokenized word that is a token is taken whole   */
     int clean_spaces;         /* decoding applies clean_up_tokenization_spaces         */
+    int add_bos;              /* BOS added when tokenizer.ggml.add_bos_token is absent */
 } tok_gguf_pre;
 
 /* The entry named name[0..len), or NULL. */
