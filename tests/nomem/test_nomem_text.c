@@ -2,7 +2,8 @@
  * Allocation failure in the text path (alloc_fail.h): tokenizer load (the bundled
  * stories260k tokenizer.json, a SentencePiece-style BPE, and a byte-level BPE built here
  * with added tokens, a Split + ByteLevel pre-tokenizer and a template post-processor),
- * encode, decode and the streaming decoder; the generator (facet_generate.h: create and
+ * encode, decode and the streaming decoder; tokenizers from GGUF metadata (load and
+ * encode, the SentencePiece, BPE and WordPiece seeds of fuzz_gguf_tokenizer); the generator (facet_generate.h: create and
  * step with a stop string held across tokens); chat template load and render (Qwen3's
  * template from tests/data/chat, with tools and tool calls, and with integers beyond 64
  * bits in the messages and tools).
@@ -109,6 +110,75 @@ static void test_tokenizer_load(void **state) {
         tokload_ctx c = {.bytelevel = b};
         long runs = alloc_fail_sweep(tokload_op, tokload_check, &c, 0, 1);
         print_message("tokenizer load (%s): %ld runs\n", b ? "byte-level" : "stories260k", runs);
+    }
+}
+
+/* ---- a tokenizer from GGUF metadata (the fuzz seeds: SentencePiece, BPE, WordPiece) -- */
+
+#define GGUF_SEEDS FACET_SOURCE_DIR "/tests/fuzz/seeds/fuzz_gguf_tokenizer/"
+
+typedef struct {
+    const char *path, *text;
+    facet_tokenizer *tok;
+    int32_t *ids, want[64];
+    size_t n, n_want;
+    facet_error err;
+} gguf_ctx;
+
+static int ggufload_op(void *p) {
+    gguf_ctx *c = p;
+    memset(&c->err, 0, sizeof c->err);
+    c->tok = (facet_tokenizer *)0x1;
+    return (int)facet_tokenizer_load(c->path, &c->tok, &c->err);
+}
+
+static void ggufload_check(void *p, long n, int st) {
+    gguf_ctx *c = p;
+    if (n) {
+        expect_nomem(n, st, &c->err, c->path);
+        assert_null(c->tok);
+        return;
+    }
+    if (st != FACET_OK) fail_msg("%s: %s", c->path, c->err.message);
+    facet_tokenizer_free(c->tok);
+}
+
+static int ggufenc_op(void *p) {
+    gguf_ctx *c = p;
+    memset(&c->err, 0, sizeof c->err);
+    c->ids = NULL;
+    return (int)facet_tokenize(c->tok, c->text, strlen(c->text), 1, &c->ids, &c->n, &c->err);
+}
+
+static void ggufenc_check(void *p, long n, int st) {
+    gguf_ctx *c = p;
+    if (n && st != FACET_OK) {
+        expect_nomem(n, st, &c->err, c->path);
+        return;
+    }
+    assert_int_equal(st, FACET_OK);
+    assert_int_equal(c->n, c->n_want);
+    assert_memory_equal(c->ids, c->want, c->n * sizeof *c->ids);
+    free(c->ids);
+}
+
+static void test_gguf_tokenizer(void **state) {
+    (void)state;
+    static const char *const names[] = {"spm.gguf", "bpe.gguf", "wpm.gguf"};
+    for (int i = 0; i < 3; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s%s", GGUF_SEEDS, names[i]);
+        gguf_ctx c = {.path = path, .text = "hello ab playing, c <|user|>ab h\xC3\xA9llo\n\n <s>"};
+        long runs = alloc_fail_sweep(ggufload_op, ggufload_check, &c, 0, 1);
+        assert_int_equal(facet_tokenizer_load(path, &c.tok, NULL), FACET_OK);
+        int32_t *ids;
+        assert_int_equal(facet_tokenize(c.tok, c.text, strlen(c.text), 1, &ids, &c.n_want, NULL), FACET_OK);
+        assert_true(c.n_want <= 64);
+        memcpy(c.want, ids, c.n_want * sizeof *ids);
+        free(ids);
+        runs += alloc_fail_sweep(ggufenc_op, ggufenc_check, &c, 0, 1);
+        facet_tokenizer_free(c.tok);
+        print_message("GGUF tokenizer %s: %ld runs\n", names[i], runs);
     }
 }
 
@@ -409,6 +479,7 @@ static void test_chat_template(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tokenizer_load),
+        cmocka_unit_test(test_gguf_tokenizer),
         cmocka_unit_test(test_codec),
         cmocka_unit_test(test_generator),
         cmocka_unit_test(test_chat_template),
