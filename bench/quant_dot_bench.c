@@ -6,11 +6,13 @@
  * (membw.c). Prints, per path and thread count, the best of REPS passes as GB/s of
  * weight bytes and the fraction of the ceiling.
  *
- *   quant_dot_bench [TYPE=Q4_K] [K=4096] [MB=256] [T=2] [REPS=7] [PATH=all] [INNER=1]
+ *   quant_dot_bench [TYPE=Q4_K] [K=4096] [MB=256] [T=2] [REPS=7] [PATH=all] [INNER=1] [NR=1]
  *
  * PATH (scalar, avx2, avx512, avx512vnni) runs that path only. INNER > 1 repeats the pass INNER
  * times per timing: with a matrix that fits the cache (MB=0.5) that times the kernel's
- * own speed rather than memory's.
+ * own speed rather than memory's. NR (1..4) activation rows per weight row, as a prefill
+ * runs them: through the path's several-row dot where the type has one (quant.h dotx_*),
+ * else the single-row dot NR times; GB/s then counts the weight bytes NR times.
  *
  * Built by CMake with the rest: BUILD/quant_dot_bench.
  */
@@ -34,6 +36,9 @@ static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
 
 typedef struct {
     facet_qdot_fn fn;
+    facet_qdotx_fn fnx; /* NR > 1: several activation rows per weight row, when the path has it */
+    int nr;
+    size_t xstride;
     const uint8_t *W;
     size_t row_bytes;
     int K, rows, nt, inner;
@@ -45,8 +50,16 @@ static void run_share(void *ctx, int task, int thread) {
     (void)thread;
     job *j = ctx;
     int r0 = (int)((long)j->rows * task / j->nt), r1 = (int)((long)j->rows * (task + 1) / j->nt);
+    float s[FACET_QDOTX_MAX];
     for (int k = 0; k < j->inner; k++)
-        for (int r = r0; r < r1; r++) j->fn(j->K, &j->y[r], j->W + (size_t)r * j->row_bytes, j->x);
+        for (int r = r0; r < r1; r++) {
+            const uint8_t *w = j->W + (size_t)r * j->row_bytes;
+            if (j->nr == 1) j->fn(j->K, &j->y[r], w, j->x);
+            else if (j->fnx) j->fnx(j->K, j->nr, s, w, j->x, j->xstride), j->y[r] = s[0];
+            else
+                for (int a = 0; a < j->nr; a++)
+                    j->fn(j->K, &s[a], w, (const uint8_t *)j->x + a * j->xstride), j->y[r] = s[0];
+        }
 }
 
 int main(int argc, char **argv) {
@@ -55,7 +68,8 @@ int main(int argc, char **argv) {
     double mb = argc > 3 ? atof(argv[3]) : 256;
     int T = argc > 4 ? atoi(argv[4]) : 2, reps = argc > 5 ? atoi(argv[5]) : 7;
     const char *only = argc > 6 && strcmp(argv[6], "all") ? argv[6] : NULL;
-    int inner = argc > 7 ? atoi(argv[7]) : 1;
+    int inner = argc > 7 ? atoi(argv[7]) : 1, nr = argc > 8 ? atoi(argv[8]) : 1;
+    if (nr < 1 || nr > FACET_QDOTX_MAX) nr = 1;
     const facet_qtype_traits *const ktypes[] = {&facet_qt_q2_K, &facet_qt_q3_K, &facet_qt_q4_K,
                                                 &facet_qt_q5_K, &facet_qt_q6_K, &facet_qt_iq4_xs};
     const facet_qtype_traits *t = NULL;
@@ -78,19 +92,23 @@ int main(int argc, char **argv) {
     }
     float *xf = malloc(sizeof(float) * K), *y = malloc(sizeof(float) * rows);
     for (int i = 0; i < K; i++) xf[i] = (float)((i * 7919) % 255 - 127) / 64.0f;
-    void *xq = malloc(sizeof(facet_blk_q8_K) * (size_t)(K / 256));
-    facet_quantize_row_q8_K(xf, xq, K);
+    size_t xstride = sizeof(facet_blk_q8_K) * (size_t)(K / 256);
+    void *xq = malloc(xstride * FACET_QDOTX_MAX);
+    for (int a = 0; a < FACET_QDOTX_MAX; a++) facet_quantize_row_q8_K(xf, (uint8_t *)xq + a * xstride, K);
 
     const facet_cpu_info *c = facet_cpu();
     struct {
         const char *name;
         facet_qdot_fn fn;
-    } paths[4] = {{"scalar", t->dot_scalar}};
+        facet_qdotx_fn fnx;
+    } paths[4] = {{"scalar", t->dot_scalar, NULL}};
     int np = 1;
-    if (c->detected >= FACET_CPU_AVX2 && t->dot_avx2) paths[np].name = "avx2", paths[np++].fn = t->dot_avx2;
+    if (c->detected >= FACET_CPU_AVX2 && t->dot_avx2)
+        paths[np].name = "avx2", paths[np].fnx = t->dotx_avx2, paths[np++].fn = t->dot_avx2;
     if (c->detected >= FACET_CPU_AVX512 && t->dot_avx512)
-        paths[np].name = "avx512", paths[np++].fn = t->dot_avx512;
-    if (c->avx512_vnni && t->dot_avx512vnni) paths[np].name = "avx512vnni", paths[np++].fn = t->dot_avx512vnni;
+        paths[np].name = "avx512", paths[np].fnx = NULL, paths[np++].fn = t->dot_avx512;
+    if (c->avx512_vnni && t->dot_avx512vnni)
+        paths[np].name = "avx512vnni", paths[np].fnx = t->dotx_avx512vnni, paths[np++].fn = t->dot_avx512vnni;
 
     printf("%s K=%d rows=%d: %.1f MB of weights\n", t->name, K, rows, bytes / 1e6);
     for (int nt = 1; nt <= T; nt++) {
@@ -99,7 +117,7 @@ int main(int argc, char **argv) {
         printf("threads %d: read ceiling %.1f GB/s\n", nt, bw);
         for (int p = 0; p < np; p++) {
             if (only && strcmp(only, paths[p].name)) continue;
-            job j = {paths[p].fn, W, row_bytes, K, rows, nt, inner, xq, y};
+            job j = {paths[p].fn, paths[p].fnx, nr, xstride, W, row_bytes, K, rows, nt, inner, xq, y};
             double best = 1e30, best_cpu = 1e30;
             for (int r = 0; r < reps; r++) {
                 double t0 = now_s(), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
@@ -108,7 +126,7 @@ int main(int argc, char **argv) {
                 if (dt < best) best = dt;
                 if (dc < best_cpu) best_cpu = dc;
             }
-            double moved = (double)bytes * inner;
+            double moved = (double)bytes * inner * nr;
             printf("  %-11s %7.2f ms  %6.1f GB/s  %5.1f%% of ceiling", paths[p].name, best * 1e3,
                    moved / best / 1e9, 100 * moved / best / 1e9 / bw);
             /* one thread: the calling thread's CPU time too, which a loaded machine's

@@ -215,6 +215,55 @@ static void test_dot_random_blocks(void **state) {
     free(xq);
 }
 
+/* The several-row dots: each row's sum equals, bit for bit, the same path's single-row
+ * dot of that row (quant.h), for 1..FACET_QDOTX_MAX rows laid out with a stride larger
+ * than a row (the stride is honoured, nothing between rows is read as data). */
+static void test_dotx_rows(void **state) {
+    (void)state;
+    enum { NB = 5, NR = FACET_QDOTX_MAX };
+    const facet_cpu_info *c = facet_cpu();
+    size_t xstride = NB * sizeof(facet_blk_q8_K) + 96;
+    uint8_t *xs = malloc(xstride * NR);
+    float *xf = malloc(NB * 256 * sizeof(float));
+    memset(xs, 0x7f, xstride * NR); /* the gaps: would add large values if read */
+    for (int r = 0; r < NR; r++) {
+        for (int i = 0; i < NB * 256; i++) xf[i] = (float)((rnd_unit() * 2 - 1) * (1 + r));
+        facet_quantize_row_q8_K(xf, xs + r * xstride, NB * 256);
+    }
+    int checked = 0;
+    for (size_t k = 0; k < NTYPES; k++) {
+        const facet_qtype_traits *t = types[k].t;
+        uint8_t *blk = read_file(types[k].file, "bin", NSB * types[k].bytes);
+        struct {
+            facet_qdotx_fn x;
+            facet_qdot_fn one;
+            int runs;
+        } p[2] = {{t->dotx_avx2, t->dot_avx2, c->detected >= FACET_CPU_AVX2},
+                  {t->dotx_avx512vnni, t->dot_avx512vnni, c->avx512_vnni}};
+        for (int pi = 0; pi < 2; pi++) {
+            if (!p[pi].x || !p[pi].runs) continue;
+            assert_non_null(p[pi].one);
+            for (int nr = 1; nr <= NR; nr++) {
+                /* the weights: superblocks 16..20 (crafted) of the data file */
+                float got[NR], want;
+                p[pi].x(NB * 256, nr, got, blk + 16 * types[k].bytes, xs, xstride);
+                for (int r = 0; r < nr; r++) {
+                    p[pi].one(NB * 256, &want, blk + 16 * types[k].bytes, xs + r * xstride);
+                    if (memcmp(&got[r], &want, sizeof want))
+                        fail_msg("%s path %d rows %d: row %d %.9g, single-row dot %.9g", types[k].file, pi,
+                                 nr, r, got[r], want);
+                }
+                checked++;
+            }
+        }
+        free(blk);
+    }
+    /* Q4_K, Q5_K and Q6_K have them where the CPU has VNNI */
+    if (c->avx512_vnni) assert_true(checked >= 3 * NR);
+    free(xs);
+    free(xf);
+}
+
 /* facet_quantize_row_q8_K against quant.h's definition, block by block. */
 static void check_q8_K_block(const float *x, const facet_blk_q8_K *y) {
     float amax = 0, m = 0;
@@ -280,6 +329,7 @@ int main(void) {
         cmocka_unit_test(test_dequant_matches_numpy),
         cmocka_unit_test(test_dot_paths),
         cmocka_unit_test(test_dot_random_blocks),
+        cmocka_unit_test(test_dotx_rows),
         cmocka_unit_test(test_q8_K_quantizer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -82,6 +82,13 @@ typedef struct facet_blk_q8_K {
  * blocks): *s = sum_i w[i] * x[i] as the blocks' integer arithmetic gives it. */
 typedef void (*facet_qdot_fn)(int n, float *s, const void *w, const void *x);
 
+/* The same for nr (1..FACET_QDOTX_MAX) activation rows at x, x + xstride, ... (bytes):
+ * s[r] = the dot of w with row r, equal to what the type's dot of the same path gives
+ * for that row. Decodes each weight block once for all nr rows (prefill). */
+#define FACET_QDOTX_MAX 4
+typedef void (*facet_qdotx_fn)(int n, int nr, float *s, const void *w, const void *x,
+                               size_t xstride);
+
 /* What a block type is and the kernels it runs with. dot_avx2 / dot_avx512 are NULL
  * where the type has no such path (the next lower one runs); every path of a type gives
  * the same sums up to float summation order. */
@@ -98,6 +105,9 @@ typedef struct facet_qtype_traits {
     /* AVX-512 with VNNI (vpdpbusd / vpdpwssd): runs in place of dot_avx512 where
      * facet_cpu()->avx512_vnni; NULL where the type has none (dot_avx512 runs). */
     facet_qdot_fn dot_avx512vnni;
+    /* Several activation rows at once (facet_qdotx_fn), on the path of the same name;
+     * NULL where the type has none (its single-row dot runs once per row). */
+    facet_qdotx_fn dotx_avx2, dotx_avx512vnni;
 } facet_qtype_traits;
 
 /* Traits of type t (t < FACET_QT_COUNT), and the facet_qtype of a ggml type id (-1 for

@@ -59,110 +59,147 @@ FACET_INLINE void k4_scales(const uint8_t *s12, uint64_t *sc8, uint64_t *m8) {
     *m8 = (u1 & 0x3f3f3f3fu) | (uint64_t)(((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u)) << 32;
 }
 
-/* sum_j m[j] * (bsums[2j] + bsums[2j + 1]): each 6-bit min against both its bsums. */
-FACET_INLINE FACET_TGT_AVX512VNNI __m256i k4_min_sums(uint64_t m8, const int16_t *bsums) {
-    __m128i mv = _mm_cvtsi64_si128((long long)m8);
-    __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mv, mv));
-    return _mm256_madd_epi16(m16, _mm256_loadu_si256((const __m256i *)bsums));
-}
-
-/* Q4_K fused. Per 64 elements: the 32 bytes of qs broadcast to both halves of a zmm,
- * shifted by 0 (low half) or 4 (high half) and masked, line up with 64 consecutive
- * activations (low nibbles = sub-block 2c, high = 2c + 1); maddubs pair-sums them (15 *
- * 127 * 2 fits 16 bits) and vpdpwssd weights each half by its sub-block scale. Scales
- * and mins are unpacked once per superblock; the mins go through bsums. */
-void FACET_TGT_AVX512VNNI facet_kq_dot_q4_K_avx512vnni(int n, float *s, const void *w, const void *x) {
-    const kq_q4_K *b = w;
-    const facet_blk_q8_K *y = x;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const __m512i shift = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    __m256 accm = _mm256_setzero_ps();
-    for (int i = 0; i < n / 256; i++) {
-        const float d = y[i].d * _cvtsh_ss(b[i].d), dmin = y[i].d * _cvtsh_ss(b[i].dmin);
-        uint64_t sc8, m8;
-        k4_scales(b[i].scales, &sc8, &m8);
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(k4_min_sums(m8, y[i].bsums)), accm);
-        __m512i scb = _mm512_set1_epi64((long long)sc8);
-        __m512i sumi = _mm512_setzero_si512();
-        for (int c = 0; c < 4; c++) {
-            __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * c)));
-            __m512i q4 = _mm512_and_si512(_mm512_srlv_epi64(qb, shift), m4);
-            __m512i p = _mm512_maddubs_epi16(q4, _mm512_loadu_si512(y[i].qs + 64 * c));
-            sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_shuffle_epi8(scb, ld(k4_sel[c])));
-        }
-        if (i & 1) acc1 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc1);
-        else acc0 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc0);
-    }
-    *s = sum_minus(_mm512_add_ps(acc0, acc1), accm);
-}
-
-/* Q5_K fused: Q4_K's kernel plus the 5th bit: the 32 bytes of qh, broadcast, tested
- * against bit 2c (low half) / 2c + 1 (high half) add 16 to the nibble (31 * 127 * 2 still
- * fits 16 bits for maddubs). */
-void FACET_TGT_AVX512VNNI facet_kq_dot_q5_K_avx512vnni(int n, float *s, const void *w, const void *x) {
-    const kq_q5_K *b = w;
-    const facet_blk_q8_K *y = x;
+/* Q4_K and Q5_K fused, for NR activation rows (1..4, a constant where inlined). Per 64
+ * elements: the 32 bytes of qs broadcast to both halves of a zmm, shifted by 0 (low
+ * half) or 4 (high half) and masked, line up with 64 consecutive activations (low
+ * nibbles = sub-block 2c, high = 2c + 1); Q5_K adds 16 where bit 2c / 2c + 1 of qh (also
+ * broadcast) is set. maddubs pair-sums them with the activations (31 * 127 * 2 fits 16
+ * bits) and vpdpwssd weights each half by its sub-block scale. Scales, mins and the
+ * weights are decoded once per superblock for all NR rows; each row's arithmetic is the
+ * same whatever NR (so a row's sum does not depend on the rows beside it). */
+FACET_INLINE FACET_TGT_AVX512VNNI void k4_rows(int n, const int NR, float *s, const uint8_t *w,
+                                               const int five, const uint8_t *x, size_t xstride) {
+    const size_t bytes = five ? sizeof(kq_q5_K) : sizeof(kq_q4_K);
     const __m512i m4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
     const __m512i shift = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    __m256 accm = _mm256_setzero_ps();
-    for (int i = 0; i < n / 256; i++) {
-        const float d = y[i].d * _cvtsh_ss(b[i].d), dmin = y[i].d * _cvtsh_ss(b[i].dmin);
-        uint64_t sc8, m8;
-        k4_scales(b[i].scales, &sc8, &m8);
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(k4_min_sums(m8, y[i].bsums)), accm);
-        __m512i scb = _mm512_set1_epi64((long long)sc8);
-        __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)b[i].qh));
-        __m512i sumi = _mm512_setzero_si512();
-        for (int c = 0; c < 4; c++) {
-            __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * c)));
-            __m512i q4 = _mm512_and_si512(_mm512_srlv_epi64(qb, shift), m4);
-            __m512i q5 = _mm512_mask_add_epi8(q4, _mm512_test_epi8_mask(qh, ld(bit_pair[c])), q4, sixteen);
-            __m512i p = _mm512_maddubs_epi16(q5, _mm512_loadu_si512(y[i].qs + 64 * c));
-            sumi = _mm512_dpwssd_epi32(sumi, p, _mm512_shuffle_epi8(scb, ld(k4_sel[c])));
-        }
-        if (i & 1) acc1 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc1);
-        else acc0 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc0);
+    __m512 acc[FACET_QDOTX_MAX];
+    __m256 accm[FACET_QDOTX_MAX];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) {
+        acc[r] = _mm512_setzero_ps();
+        accm[r] = _mm256_setzero_ps();
     }
-    *s = sum_minus(_mm512_add_ps(acc0, acc1), accm);
+    for (int i = 0; i < n / 256; i++, w += bytes) {
+        /* Q4_K: d, dmin, scales[12], qs[128]; Q5_K: the same with qh[32] before qs */
+        uint16_t dh, mh;
+        memcpy(&dh, w, 2);
+        memcpy(&mh, w + 2, 2);
+        const float wd = _cvtsh_ss(dh), wmin = _cvtsh_ss(mh);
+        uint64_t sc8, m8;
+        k4_scales(w + 4, &sc8, &m8);
+        __m128i mv = _mm_cvtsi64_si128((long long)m8);
+        const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mv, mv));
+        const __m512i scb = _mm512_set1_epi64((long long)sc8);
+        const uint8_t *qs = w + (five ? 48 : 16);
+        __m512i qh = five ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(w + 16)))
+                          : _mm512_setzero_si512();
+        __m512i q[4], sc[4];
+        for (int c = 0; c < 4; c++) {
+            __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * c)));
+            q[c] = _mm512_and_si512(_mm512_srlv_epi64(qb, shift), m4);
+            if (five) q[c] = _mm512_mask_add_epi8(q[c], _mm512_test_epi8_mask(qh, ld(bit_pair[c])), q[c], sixteen);
+            sc[c] = _mm512_shuffle_epi8(scb, ld(k4_sel[c]));
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            const facet_blk_q8_K *y = (const facet_blk_q8_K *)(x + r * xstride) + i;
+            const float d = y->d * wd, dmin = y->d * wmin;
+            __m256i msum = _mm256_madd_epi16(m16, _mm256_loadu_si256((const __m256i *)y->bsums));
+            accm[r] = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(msum), accm[r]);
+            __m512i sumi = _mm512_setzero_si512();
+            for (int c = 0; c < 4; c++)
+                sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q[c], _mm512_loadu_si512(y->qs + 64 * c)), sc[c]);
+            acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc[r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) s[r] = sum_minus(acc[r], accm[r]);
 }
 
-/* Q6_K fused. Per half of 128 elements: 64 bytes of ql give the low nibbles of runs 0, 1
- * (masked) and 2, 3 (shifted), the 32 bytes of qh broadcast to both 256-bit halves give
- * each run's 2 high bits by per-half shifts; the values 0..63 (63 * 127 * 2 fits 16 bits
- * for maddubs) meet 64 consecutive activations, vpdpwssd weights each group of 16 by its
- * int8 scale, and the -32 of every value comes back through bsums, exactly. */
-void FACET_TGT_AVX512VNNI facet_kq_dot_q6_K_avx512vnni(int n, float *s, const void *w, const void *x) {
-    const kq_q6_K *b = w;
-    const facet_blk_q8_K *y = x;
+void FACET_TGT_AVX512VNNI facet_kq_dot_q4_K_avx512vnni(int n, float *s, const void *w, const void *x) {
+    k4_rows(n, 1, s, w, 0, x, 0);
+}
+
+void FACET_TGT_AVX512VNNI facet_kq_dot_q5_K_avx512vnni(int n, float *s, const void *w, const void *x) {
+    k4_rows(n, 1, s, w, 1, x, 0);
+}
+
+void FACET_TGT_AVX512VNNI facet_kq_dotx_q4_K_avx512vnni(int n, int nr, float *s, const void *w,
+                                                        const void *x, size_t xstride) {
+    switch (nr) {
+    case 1: k4_rows(n, 1, s, w, 0, x, xstride); return;
+    case 2: k4_rows(n, 2, s, w, 0, x, xstride); return;
+    case 3: k4_rows(n, 3, s, w, 0, x, xstride); return;
+    default: k4_rows(n, 4, s, w, 0, x, xstride); return;
+    }
+}
+
+void FACET_TGT_AVX512VNNI facet_kq_dotx_q5_K_avx512vnni(int n, int nr, float *s, const void *w,
+                                                        const void *x, size_t xstride) {
+    switch (nr) {
+    case 1: k4_rows(n, 1, s, w, 1, x, xstride); return;
+    case 2: k4_rows(n, 2, s, w, 1, x, xstride); return;
+    case 3: k4_rows(n, 3, s, w, 1, x, xstride); return;
+    default: k4_rows(n, 4, s, w, 1, x, xstride); return;
+    }
+}
+
+/* Q6_K fused, for NR activation rows (as k4_rows). Per half of 128 elements: 64 bytes of
+ * ql give the low nibbles of runs 0, 1 (masked) and 2, 3 (shifted), the 32 bytes of qh
+ * broadcast to both 256-bit halves give each run's 2 high bits by per-half shifts; the
+ * values 0..63 (63 * 127 * 2 fits 16 bits for maddubs) meet 64 consecutive activations,
+ * vpdpwssd weights each group of 16 by its int8 scale, and the -32 of every value comes
+ * back through bsums, exactly. */
+FACET_INLINE FACET_TGT_AVX512VNNI void q6_rows(int n, const int NR, float *s, const kq_q6_K *b,
+                                               const uint8_t *x, size_t xstride) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x30);
     const __m512i shl_a = _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2);
     const __m512i shr_b = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    __m512 acc[FACET_QDOTX_MAX];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) acc[r] = _mm512_setzero_ps();
     for (int i = 0; i < n / 256; i++) {
-        const float d = y[i].d * _cvtsh_ss(b[i].d);
-        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b[i].scales));
-        __m512i sc = _mm512_castsi256_si512(sc16);
-        __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
-        __m512i sumi = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5)));
+        const float wd = _cvtsh_ss(b[i].d);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b[i].scales));
+        const __m512i sc = _mm512_castsi256_si512(sc16);
+        __m512i q[4], g[4];
         for (int h = 0; h < 2; h++) {
             __m512i ql = _mm512_loadu_si512(b[i].ql + 64 * h);
             __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b[i].qh + 32 * h)));
             /* runs 0|1: (ql & 15) | (qh << 4 | qh << 2) & 0x30; runs 2|3: (ql >> 4) & 15 | (qh | qh >> 2) & 0x30 */
-            __m512i qa = _mm512_ternarylogic_epi64(_mm512_and_si512(_mm512_sllv_epi64(qh, shl_a), m3), ql, m4, 0xF8);
-            __m512i qb = _mm512_ternarylogic_epi64(_mm512_and_si512(_mm512_srlv_epi64(qh, shr_b), m3),
-                                                   _mm512_srli_epi16(ql, 4), m4, 0xF8);
-            const int8_t *xq = y[i].qs + 128 * h;
-            __m512i pa = _mm512_maddubs_epi16(qa, _mm512_loadu_si512(xq));
-            __m512i pb = _mm512_maddubs_epi16(qb, _mm512_loadu_si512(xq + 64));
-            sumi = _mm512_dpwssd_epi32(sumi, pa, _mm512_permutexvar_epi16(ld(group_idx[2 * h]), sc));
-            sumi = _mm512_dpwssd_epi32(sumi, pb, _mm512_permutexvar_epi16(ld(group_idx[2 * h + 1]), sc));
+            q[2 * h] = _mm512_ternarylogic_epi64(_mm512_and_si512(_mm512_sllv_epi64(qh, shl_a), m3), ql, m4, 0xF8);
+            q[2 * h + 1] = _mm512_ternarylogic_epi64(_mm512_and_si512(_mm512_srlv_epi64(qh, shr_b), m3),
+                                                     _mm512_srli_epi16(ql, 4), m4, 0xF8);
+            g[2 * h] = _mm512_permutexvar_epi16(ld(group_idx[2 * h]), sc);
+            g[2 * h + 1] = _mm512_permutexvar_epi16(ld(group_idx[2 * h + 1]), sc);
         }
-        if (i & 1) acc1 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc1);
-        else acc0 = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc0);
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            const facet_blk_q8_K *y = (const facet_blk_q8_K *)(x + r * xstride) + i;
+            const float d = y->d * wd;
+            __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y->bsums));
+            __m512i sumi = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5)));
+            for (int c = 0; c < 4; c++)
+                sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q[c], _mm512_loadu_si512(y->qs + 64 * c)), g[c]);
+            acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc[r]);
+        }
     }
-    *s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) s[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+void FACET_TGT_AVX512VNNI facet_kq_dot_q6_K_avx512vnni(int n, float *s, const void *w, const void *x) {
+    q6_rows(n, 1, s, w, x, 0);
+}
+
+void FACET_TGT_AVX512VNNI facet_kq_dotx_q6_K_avx512vnni(int n, int nr, float *s, const void *w,
+                                                        const void *x, size_t xstride) {
+    switch (nr) {
+    case 1: q6_rows(n, 1, s, w, x, xstride); return;
+    case 2: q6_rows(n, 2, s, w, x, xstride); return;
+    case 3: q6_rows(n, 3, s, w, x, xstride); return;
+    default: q6_rows(n, 4, s, w, x, xstride); return;
+    }
 }
 
 /* Q2_K: element 128 h + 32 j + t is bits 2j, 2j + 1 of qs[32 h + t]: 32 bytes broadcast

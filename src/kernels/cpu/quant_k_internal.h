@@ -94,5 +94,9 @@ void facet_kq_dot_q4_K_avx512vnni(int n, float *s, const void *w, const void *x)
 void facet_kq_dot_q5_K_avx512vnni(int n, float *s, const void *w, const void *x);
 void facet_kq_dot_q6_K_avx512vnni(int n, float *s, const void *w, const void *x);
 void facet_kq_dot_iq4_xs_avx512vnni(int n, float *s, const void *w, const void *x);
+/* several activation rows (facet_qdotx_fn) */
+void facet_kq_dotx_q4_K_avx512vnni(int n, int nr, float *s, const void *w, const void *x, size_t xstride);
+void facet_kq_dotx_q5_K_avx512vnni(int n, int nr, float *s, const void *w, const void *x, size_t xstride);
+void facet_kq_dotx_q6_K_avx512vnni(int n, int nr, float *s, const void *w, const void *x, size_t xstride);
 
 #endif
