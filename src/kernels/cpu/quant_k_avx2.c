@@ -33,36 +33,45 @@ FACET_INLINE void scale_min_words(const uint8_t *s12, uint32_t out[4]) {
     out[3] = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u); /* mins 4..7   */
 }
 
-/* Q4_K and Q5_K fused: per 64 elements (32 bytes of qs), the low nibbles against
- * activations 0..31 and the high against 32..63 (Q5_K: plus 16 where bit 2c / 2c + 1 of
- * qh is set), each pair-summed by maddubs (31 * 127 * 2 fits 16 bits) and weighted by
- * its sub-block scale with madd; the mins go through bsums. */
-FACET_INLINE FACET_TGT_AVX2 void k4_dot_avx2(int n, float *s, const uint8_t *w, size_t bytes,
-                                             int five, const facet_blk_q8_K *y) {
+/* Q4_K and Q5_K fused, for NR activation rows (1..4, a constant where inlined): per 64
+ * elements (32 bytes of qs), the low nibbles against activations 0..31 and the high
+ * against 32..63 (Q5_K: plus 16 where bit 2c / 2c + 1 of qh is set), each pair-summed by
+ * maddubs (31 * 127 * 2 fits 16 bits) and weighted by its sub-block scale with madd; the
+ * mins go through bsums. The weights are decoded once per chunk for all NR rows; each
+ * row's arithmetic is the same whatever NR (exact integer sums, the same float steps). */
+FACET_INLINE FACET_TGT_AVX2 void k4_rows_avx2(int n, const int NR, float *s, const uint8_t *w,
+                                              const int five, const uint8_t *x, size_t xstride) {
+    const size_t bytes = five ? sizeof(kq_q5_K) : sizeof(kq_q4_K);
     const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
-    __m256 acc = _mm256_setzero_ps();
-    __m128 accm = _mm_setzero_ps();
+    __m256 acc[FACET_QDOTX_MAX];
+    __m128 accm[FACET_QDOTX_MAX];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) acc[r] = _mm256_setzero_ps(), accm[r] = _mm_setzero_ps();
     for (int i = 0; i < n / 256; i++, w += bytes) {
         /* Q4_K: d, dmin, scales[12], qs[128]; Q5_K: the same with qh[32] before qs */
         uint16_t dh, mh;
         memcpy(&dh, w, 2);
         memcpy(&mh, w + 2, 2);
-        const float d = y[i].d * _cvtsh_ss(dh), dmin = y[i].d * _cvtsh_ss(mh);
+        const float wd = _cvtsh_ss(dh), wmin = _cvtsh_ss(mh);
         const uint8_t *q = w + (five ? 48 : 16);
         uint32_t sm[4];
         scale_min_words(w + 4, sm);
         __m128i scm = _mm_setr_epi32((int)sm[0], (int)sm[1], (int)sm[2], (int)sm[3]);
         __m256i sc16 = _mm256_cvtepu8_epi16(scm); /* scales 0..7 | mins 0..7 as i16 */
-        /* mins: sum_j m[j] * (bsums[2j] + bsums[2j+1]) */
-        __m256i bs = _mm256_loadu_si256((const __m256i *)y[i].bsums);
-        __m128i bs2 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-        __m128i msum = _mm_madd_epi16(_mm256_extracti128_si256(sc16, 1), bs2);
-        accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(msum), accm);
+        __m128i mins = _mm256_extracti128_si256(sc16, 1);
         /* both 128-bit lanes hold the 8 scales as i16 */
         __m256i scl = _mm256_permute4x64_epi64(sc16, 0x44);
         __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
-        __m256i sumi0 = _mm256_setzero_si256(), sumi1 = _mm256_setzero_si256();
-        const int8_t *xq = y[i].qs;
+        __m256i sumi[FACET_QDOTX_MAX];
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            const facet_blk_q8_K *y = (const facet_blk_q8_K *)(x + r * xstride) + i;
+            /* mins: sum_j m[j] * (bsums[2j] + bsums[2j+1]) */
+            __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+            __m128i bs2 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            accm[r] = _mm_fmadd_ps(_mm_set1_ps(y->d * wmin), _mm_cvtepi32_ps(_mm_madd_epi16(mins, bs2)), accm[r]);
+            sumi[r] = _mm256_setzero_si256();
+        }
         for (int c = 0; c < 4; c++) {
             /* broadcast scale 2c (i16 lane 2c: bytes 4c, 4c+1) and 2c + 1 */
             const __m256i s0 = _mm256_shuffle_epi8(scl, _mm256_set1_epi16((short)(0x0100 + 0x0202 * 2 * c)));
@@ -76,55 +85,86 @@ FACET_INLINE FACET_TGT_AVX2 void k4_dot_avx2(int n, float *s, const uint8_t *w, 
                 lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(hc, 4), b4));
                 hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(hc, 3), b4));
             }
-            __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(xq + 64 * c)));
-            __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(xq + 64 * c + 32)));
-            sumi0 = _mm256_add_epi32(sumi0, _mm256_madd_epi16(p0, s0));
-            sumi1 = _mm256_add_epi32(sumi1, _mm256_madd_epi16(p1, s1));
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++) {
+                const int8_t *xq = ((const facet_blk_q8_K *)(x + r * xstride) + i)->qs + 64 * c;
+                __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)xq));
+                __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(xq + 32)));
+                sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(_mm256_madd_epi16(p0, s0), _mm256_madd_epi16(p1, s1)));
+            }
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sumi0, sumi1)), acc);
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            const float d = ((const facet_blk_q8_K *)(x + r * xstride) + i)->d * wd;
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+        }
     }
-    *s = hsum_f32_avx2(_mm256_sub_ps(acc, _mm256_zextps128_ps256(accm)));
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) s[r] = hsum_f32_avx2(_mm256_sub_ps(acc[r], _mm256_zextps128_ps256(accm[r])));
 }
 
 void FACET_TGT_AVX2 facet_kq_dot_q4_K_avx2(int n, float *s, const void *w, const void *x) {
-    k4_dot_avx2(n, s, w, sizeof(kq_q4_K), 0, x);
+    k4_rows_avx2(n, 1, s, w, 0, x, 0);
 }
 
 void FACET_TGT_AVX2 facet_kq_dot_q5_K_avx2(int n, float *s, const void *w, const void *x) {
-    k4_dot_avx2(n, s, w, sizeof(kq_q5_K), 1, x);
+    k4_rows_avx2(n, 1, s, w, 1, x, 0);
 }
 
-/* Q6_K fused: per half of 128 elements, 32 bytes of ql (twice) and of qh give the four
- * runs of 32 six-bit values (0..63, the -32 taken out below through bsums: 63 * 127 * 2
- * fits 16 bits for maddubs); each run is two groups of 16 with their int8 scales. */
-void FACET_TGT_AVX2 facet_kq_dot_q6_K_avx2(int n, float *s, const void *w, const void *x) {
-    const kq_q6_K *b = w;
-    const facet_blk_q8_K *y = x;
+void FACET_TGT_AVX2 facet_kq_dotx_q4_K_avx2(int n, int nr, float *s, const void *w, const void *x,
+                                            size_t xstride) {
+    switch (nr) {
+    case 1: k4_rows_avx2(n, 1, s, w, 0, x, xstride); return;
+    case 2: k4_rows_avx2(n, 2, s, w, 0, x, xstride); return;
+    case 3: k4_rows_avx2(n, 3, s, w, 0, x, xstride); return;
+    default: k4_rows_avx2(n, 4, s, w, 0, x, xstride); return;
+    }
+}
+
+void FACET_TGT_AVX2 facet_kq_dotx_q5_K_avx2(int n, int nr, float *s, const void *w, const void *x,
+                                            size_t xstride) {
+    switch (nr) {
+    case 1: k4_rows_avx2(n, 1, s, w, 1, x, xstride); return;
+    case 2: k4_rows_avx2(n, 2, s, w, 1, x, xstride); return;
+    case 3: k4_rows_avx2(n, 3, s, w, 1, x, xstride); return;
+    default: k4_rows_avx2(n, 4, s, w, 1, x, xstride); return;
+    }
+}
+
+/* Q6_K fused, for NR activation rows (as k4_rows_avx2): per half of 128 elements, 32
+ * bytes of ql (twice) and of qh give the four runs of 32 six-bit values (0..63, the -32
+ * taken out through bsums: 63 * 127 * 2 fits 16 bits for maddubs); each run is two
+ * groups of 16 with their int8 scales. */
+FACET_INLINE FACET_TGT_AVX2 void q6_rows_avx2(int n, const int NR, float *s, const kq_q6_K *b,
+                                              const uint8_t *x, size_t xstride) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x30);
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[FACET_QDOTX_MAX];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) acc[r] = _mm256_setzero_ps();
     for (int i = 0; i < n / 256; i++) {
-        const float d = y[i].d * _cvtsh_ss(b[i].d);
+        const float wd = _cvtsh_ss(b[i].d);
         __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b[i].scales));
-        /* 32 * sum_g sc[g] * bsums[g]: the -32 of every value */
-        __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
-        __m256i sumi = _mm256_slli_epi32(corr, 5);
-        sumi = _mm256_sub_epi32(_mm256_setzero_si256(), sumi);
+        __m256i sumi[FACET_QDOTX_MAX];
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            const facet_blk_q8_K *y = (const facet_blk_q8_K *)(x + r * xstride) + i;
+            /* 32 * sum_g sc[g] * bsums[g]: the -32 of every value */
+            __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y->bsums));
+            sumi[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
+        }
         for (int h = 0; h < 2; h++) {
             /* both lanes: the 8 scales of this half */
             __m256i scl = _mm256_permute4x64_epi64(sc16, h ? 0xEE : 0x44);
             const uint8_t *ql = b[i].ql + 64 * h, *qh = b[i].qh + 32 * h;
-            const int8_t *xq = y[i].qs + 128 * h;
             __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
             __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
             __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
-            __m256i q6[4] = {
-                _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m3)),
-                _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m3)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m3)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                _mm256_and_si256(_mm256_srli_epi16(hb, 2), m3)),
-            };
             for (int k = 0; k < 4; k++) {
+                __m256i lk = k & 1 ? l1 : l0;
+                if (k >= 2) lk = _mm256_srli_epi16(lk, 4);
+                __m256i hk = k == 0 ? _mm256_slli_epi16(hb, 4) : k == 1 ? _mm256_slli_epi16(hb, 2)
+                           : k == 2 ? hb : _mm256_srli_epi16(hb, 2);
+                __m256i q6 = _mm256_or_si256(_mm256_and_si256(lk, m4), _mm256_and_si256(hk, m3));
                 /* groups 2k (low lane) and 2k + 1 (high lane) of this half */
                 const __m256i sk = _mm256_shuffle_epi8(
                     scl, _mm256_setr_epi8(4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k, 4 * k + 1, 4 * k,
@@ -132,13 +172,36 @@ void FACET_TGT_AVX2 facet_kq_dot_q6_K_avx2(int n, float *s, const void *w, const
                                           4 * k, 4 * k + 1, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3,
                                           4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3,
                                           4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3, 4 * k + 2, 4 * k + 3));
-                __m256i p = _mm256_maddubs_epi16(q6[k], _mm256_loadu_si256((const __m256i *)(xq + 32 * k)));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sk));
+#pragma GCC unroll 4
+                for (int r = 0; r < NR; r++) {
+                    const int8_t *xq = ((const facet_blk_q8_K *)(x + r * xstride) + i)->qs + 128 * h + 32 * k;
+                    __m256i p = _mm256_maddubs_epi16(q6, _mm256_loadu_si256((const __m256i *)xq));
+                    sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p, sk));
+                }
             }
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            const float d = ((const facet_blk_q8_K *)(x + r * xstride) + i)->d * wd;
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+        }
     }
-    *s = hsum_f32_avx2(acc);
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) s[r] = hsum_f32_avx2(acc[r]);
+}
+
+void FACET_TGT_AVX2 facet_kq_dot_q6_K_avx2(int n, float *s, const void *w, const void *x) {
+    q6_rows_avx2(n, 1, s, w, x, 0);
+}
+
+void FACET_TGT_AVX2 facet_kq_dotx_q6_K_avx2(int n, int nr, float *s, const void *w, const void *x,
+                                            size_t xstride) {
+    switch (nr) {
+    case 1: q6_rows_avx2(n, 1, s, w, x, xstride); return;
+    case 2: q6_rows_avx2(n, 2, s, w, x, xstride); return;
+    case 3: q6_rows_avx2(n, 3, s, w, x, xstride); return;
+    default: q6_rows_avx2(n, 4, s, w, x, xstride); return;
+    }
 }
 
 /* Q2_K and Q3_K: element 128 h + 32 j + t has bits 2j, 2j + 1 of qs[32 h + t] (Q3_K: plus

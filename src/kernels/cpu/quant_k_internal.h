@@ -98,5 +98,8 @@ void facet_kq_dot_iq4_xs_avx512vnni(int n, float *s, const void *w, const void *
 void facet_kq_dotx_q4_K_avx512vnni(int n, int nr, float *s, const void *w, const void *x, size_t xstride);
 void facet_kq_dotx_q5_K_avx512vnni(int n, int nr, float *s, const void *w, const void *x, size_t xstride);
 void facet_kq_dotx_q6_K_avx512vnni(int n, int nr, float *s, const void *w, const void *x, size_t xstride);
+void facet_kq_dotx_q4_K_avx2(int n, int nr, float *s, const void *w, const void *x, size_t xstride);
+void facet_kq_dotx_q5_K_avx2(int n, int nr, float *s, const void *w, const void *x, size_t xstride);
+void facet_kq_dotx_q6_K_avx2(int n, int nr, float *s, const void *w, const void *x, size_t xstride);
 
 #endif
