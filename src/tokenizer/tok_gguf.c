@@ -37,6 +37,7 @@ void tok_gguf_free(tok_gguf *g) {
     free(g->score);
     free(g->type);
     free(g->special);
+    free(g->strip);
     memset(g, 0, sizeof *g);
 }
 
@@ -243,6 +244,48 @@ static int cmp_special(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+static int str_has(const char *s, uint64_t len, const char *sub) {
+    size_t n = strlen(sub);
+    for (uint64_t i = 0; i + n <= len; i++)
+        if (!memcmp(s + i, sub, n)) return 1;
+    return 0;
+}
+
+/* The whitespace stripping llama.cpp gives special tokens by model name (llama-vocab.cpp,
+ * after the special-token cache is built): Phi-3's special tokens swallow the whitespace
+ * after them (not <unk>, <s>, <|endoftext|>; </s> too), jina v2 / nomic-bert-moe /
+ * jina-bert-v3's <mask> and ModernBERT's [MASK] the whitespace before them. */
+static facet_status set_strip(facet_tokenizer *tok, const gguf_file *f, facet_error *err) {
+    tok_gguf *g = &tok->gguf;
+    int n = tok->vocab_size;
+    if (!(g->strip = calloc((size_t)n, 1))) return facet_err(err, FACET_E_NOMEM, "out of memory");
+    const char *name = "", *pre = "", *arch = "";
+    uint64_t nl = 0, pl = 0, al = 0;
+    gguf_get_str(f, "general.name", 0, &name, &nl, NULL, NULL);
+    gguf_get_str(f, "tokenizer.ggml.pre", 0, &pre, &pl, NULL, NULL);
+    gguf_get_str(f, "general.architecture", 0, &arch, &al, NULL, NULL);
+    char lower[256];
+    size_t ll = nl < sizeof lower ? (size_t)nl : sizeof lower;
+    for (size_t i = 0; i < ll; i++) lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+    if (str_has(pre, pl, "jina-v2-de") || str_has(pre, pl, "jina-v2-es") || str_has(pre, pl, "jina-v2-code") ||
+        str_has(arch, al, "nomic-bert-moe") || str_has(arch, al, "jina-bert-v3")) {
+        int32_t id = tok_strmap_get(&tok->bpe.vocab, "<mask>", 6);
+        if (id >= 0) g->strip[id] |= TOK_STRIP_LEFT;
+    } else if (str_has(lower, ll, "phi-3") || str_has(lower, ll, "phi3")) {
+        for (size_t i = 0; i < g->n_special; i++) g->strip[g->special[i]] |= TOK_STRIP_RIGHT;
+        static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
+        int32_t id = tok_strmap_get(&tok->bpe.vocab, "</s>", 4);
+        if (id >= 0) g->strip[id] |= TOK_STRIP_RIGHT;
+        for (int k = 0; k < 3; k++)
+            if ((id = tok_strmap_get(&tok->bpe.vocab, keep[k], strlen(keep[k]))) >= 0)
+                g->strip[id] &= (uint8_t)~TOK_STRIP_RIGHT;
+    } else if (str_has(lower, ll, "modern-bert")) {
+        int32_t id = tok_strmap_get(&tok->bpe.vocab, "[MASK]", 6);
+        if (id >= 0) g->strip[id] |= TOK_STRIP_LEFT;
+    }
+    return FACET_OK;
+}
+
 /* BOS / EOS around the text when add_special, as the file's flags say. */
 static facet_status set_post(facet_tokenizer *tok, const gguf_file *f, const tok_gguf_pre *pre, facet_error *err) {
     tok_gguf *g = &tok->gguf;
@@ -349,7 +392,7 @@ static facet_status load(facet_tokenizer *tok, const gguf_file *f, facet_error *
     qsort(order, g->n_special, sizeof *order, cmp_special);
     for (size_t i = 0; i < g->n_special; i++) g->special[i] = order[i].id;
     free(order);
-    if ((st = set_post(tok, f, pre, err))) return st;
+    if ((st = set_strip(tok, f, err)) || (st = set_post(tok, f, pre, err))) return st;
     return build_chains(tok, f, pre, err);
 }
 

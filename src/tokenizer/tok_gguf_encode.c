@@ -4,7 +4,8 @@
  * 1. Special-token split: for each control, user-defined and unknown token, longest
  *    text first, every occurrence in the text not yet split becomes that token. With
  *    split_special set (parse_special = false in llama.cpp) control and unknown tokens
- *    are left in the text; user-defined ones are still split out.
+ *    are left in the text; user-defined ones are still split out. A token marked to
+ *    strip (tok_gguf.strip) takes the ASCII whitespace before or after it along.
  * 2. Each remaining piece of text, by model:
  *    SentencePiece ("llama"): a space before the piece when add_space_prefix and the
  *      piece starts the text or follows a special token; spaces become U+2581 "▁"; the
@@ -35,6 +36,11 @@ typedef struct frag {
 
 typedef FACET_VEC(frag) frag_vec;
 
+/* C isspace in the "C" locale, as llama.cpp's strip test */
+static int is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
 static int split_specials(const facet_tokenizer *tok, const char *text, size_t len, frag_vec *out) {
     frag_vec cur = {0}, next = {0};
     int rc = 0;
@@ -54,13 +60,16 @@ static int split_specials(const facet_tokenizer *tok, const char *text, size_t l
                 continue;
             }
             size_t p = f.start;
+            uint8_t strip = g->strip[id];
             for (;;) {
                 const char *m = memmem(text + p, f.end - p, s, sl);
                 if (!m) break;
-                size_t at = (size_t)(m - text);
-                if (at > p && (rc = facet_vec_push(&next, ((frag){p, at, -1})))) break;
+                size_t at = (size_t)(m - text), left_end = at;
+                while ((strip & TOK_STRIP_LEFT) && left_end > p && is_space(text[left_end - 1])) left_end--;
+                if (left_end > p && (rc = facet_vec_push(&next, ((frag){p, left_end, -1})))) break;
                 if ((rc = facet_vec_push(&next, ((frag){at, at + sl, id})))) break;
                 p = at + sl;
+                while ((strip & TOK_STRIP_RIGHT) && p < f.end && is_space(text[p])) p++;
             }
             if (!rc && p < f.end) rc = facet_vec_push(&next, ((frag){p, f.end, -1}));
         }

@@ -414,6 +414,8 @@ enum {
     TOK_TYPE_USER_DEFINED = 4, TOK_TYPE_UNUSED = 5, TOK_TYPE_BYTE = 6, TOK_TYPE_COUNT = 7
 };
 
+enum { TOK_STRIP_LEFT = 1, TOK_STRIP_RIGHT = 2 };
+
 typedef struct tok_gguf {
     tok_gguf_kind kind;
     float *score;            /* SPM: per id (0 when the file has no scores)              */
@@ -421,6 +423,9 @@ typedef struct tok_gguf {
     int32_t *special;        /* ids of control, user-defined and unknown tokens, longest
                                 text first: split out of the text before tokenizing      */
     size_t n_special;
+    uint8_t *strip;          /* per id: TOK_STRIP_LEFT / _RIGHT, the whitespace a special
+                                token's match swallows on that side (llama.cpp sets these
+                                by model name: Phi-3's special tokens, jina's <mask>)      */
     int add_space_prefix;    /* SPM: " " before the text (and after each special token)  */
     int lowercase, strip_accents; /* WPM                                                 */
     size_t max_token_len;    /* bytes of the longest token                               */

@@ -150,6 +150,21 @@ def test_handmade_vocabularies(run_facet, tmp_path):
     assert p.stdout == "ab h<|user|>"
 
 
+def test_phi3_special_tokens_take_the_whitespace_after_them(run_facet, tmp_path):
+    """llama.cpp marks a Phi-3 model's special tokens (by general.name) to swallow the
+    whitespace after them, as Phi-3's tokenizer.json does (rstrip): '<|user|>\\n ab' is
+    <|user|> '▁ab' there, <|user|> '▁' <0x0A> '▁ab' for another model."""
+    kvs = gv.spm_kvs()
+    other = write(tmp_path, "other.gguf", kvs + [("general.name", gv.STR, "Some Model")])
+    phi3 = write(tmp_path, "phi3.gguf", kvs + [("general.name", gv.STR, "Phi-3 mini")])
+    p = run_facet(["tokenize", str(other), "<|user|>\n ab"])
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == [1, 266, 259, 3 + 0x0A, 263]
+    p = run_facet(["tokenize", str(phi3), "<|user|>\n ab"])
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == [1, 266, 263]
+
+
 def test_chat_template_from_metadata(run_facet, tmp_path):
     """template and run --messages render tokenizer.chat_template, bos_token being the
     text of tokenizer.ggml.bos_token_id."""
