@@ -144,6 +144,12 @@ int cmd_plan(int argc, char **argv) {
                (unsigned long long)p.weight_bytes[i], a, i == p.weights ? "   <- chosen" : "");
     }
     if (p.weights_note[0]) printf("  note: %s\n", p.weights_note);
+    facet_bytes_text(p.decode_bytes_per_token, a, sizeof a);
+    printf("parameters: %llu total, %llu read per decoded token%s; %s read per decoded token "
+           "(%s)\n", (unsigned long long)p.n_params, (unsigned long long)p.n_active_params,
+           f->n_sparse_layers ? " (attention, router, the k chosen experts and the shared "
+                                "expert, dense layers, one embedding row, lm_head)" : "",
+           a, facet_plan_format_name(p.weights));
     printf("KV cache: %s\n", p.kv_layout);
     printf("  per token, naive (layers x kv_heads x head_dim x 2 x %d B): %llu bytes\n",
            p.kv_type == FACET_KV_F32 ? 4 : 2, (unsigned long long)p.kv_bytes_per_token_naive);

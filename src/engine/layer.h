@@ -32,9 +32,11 @@ typedef struct facet_ffn_kind {
     void (*forward)(facet_session *s, int l, int n);
 } facet_ffn_kind;
 
-/* The kinds (mixer_attention.c, ffn_dense.c). */
+/* The kinds (mixer_attention.c, ffn_dense.c, ffn_moe.c: mixture of experts on the
+ * layers the facts mark sparse). */
 extern const facet_mixer_kind facet_mixer_attention;
 extern const facet_ffn_kind facet_ffn_dense;
+extern const facet_ffn_kind facet_ffn_moe;
 
 /* The mixer and FFN kind of layer l of the facts; NULL when no kind takes it (the
  * capability table refuses such a checkpoint before it loads). */

@@ -16,6 +16,13 @@
  * prompts) are processed in chunks of this size, which bounds the scratch memory. */
 #define FACET_FORWARD_CHUNK 256
 
+/* One routed expert of a mixture-of-experts layer: down(act(gate h) * up h), EI =
+ * moe_intermediate_size. */
+typedef struct facet_expert {
+    facet_wtensor gate, up;     /* (EI, H)                                             */
+    facet_wtensor down;         /* (H, EI)                                             */
+} facet_expert;
+
 /* One decoder layer's weights. Matrices are facet_wtensor in the run-time format,
  * PyTorch nn.Linear layout (out, in); norms and biases are float32 vectors. Optional
  * tensors are NULL (vectors) or have data == NULL (matrices) when the facts say the
@@ -37,6 +44,13 @@ typedef struct facet_layer_weights {
     facet_wtensor down_proj;    /* (H, I)                                              */
     float *gate_bias, *up_bias; /* (I)                               when mlp_bias     */
     float *down_bias;           /* (H)                               when mlp_bias     */
+    /* a mixture-of-experts layer (facts layer_sparse) has these instead of the dense
+     * FFN's: E = num_experts, SI = shared_expert_intermediate_size */
+    facet_wtensor router;       /* (E, H)                                              */
+    facet_expert *experts;      /* [E], NULL on dense layers                           */
+    facet_wtensor shared_gate, shared_up; /* (SI, H)                  when SI > 0       */
+    facet_wtensor shared_down;  /* (H, SI)                                             */
+    facet_wtensor shared_expert_gate; /* (1, H)                       shared_expert_gate */
 } facet_layer_weights;
 
 typedef struct facet_weights {
@@ -86,7 +100,17 @@ struct facet_session {
     float *q;                      /* (R, nh*hd) queries                               */
     float *k, *v;                  /* (R, nkv*hd) this chunk's keys and values         */
     float *att_out;                /* (R, nh*hd) attention output, before o_proj       */
-    float *gate, *up;              /* (R, I) the FFN's gate and up projections         */
+    float *gate, *up;              /* (R, max(I, EI, SI)) the FFN's gate and up
+                                      projections (a dense FFN, one expert's gathered
+                                      rows or the shared expert's)                     */
+    /* mixture-of-experts layers (ffn_moe.c; E experts, k per token, 0 rows when dense) */
+    float *moe_logits;             /* (R, E) router logits                             */
+    int *moe_ids;                  /* (R, k) chosen experts                            */
+    float *moe_w;                  /* (R, k) their weights                             */
+    int *moe_pair;                 /* (R * k) entry * k + slot, grouped by expert      */
+    int *moe_start;                /* (E + 1) where each expert's pairs start          */
+    float *moe_x, *moe_y;          /* (R, H) an expert's gathered input, its output    */
+    float *moe_acc;                /* (R, H) the layer's output being summed           */
     int *pos;                      /* (R) position of each entry                       */
     const int32_t *seq_ids;        /* the current chunk's sequence ids (borrowed from
                                       the batch during facet_forward)                  */

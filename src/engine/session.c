@@ -86,28 +86,40 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
 typedef struct {
     void **buf;
     size_t per_row, elt;
+    size_t fixed;                  /* elements beyond rows * per_row                   */
 } scratch_buf;
 
-enum { SCRATCH_BUFS = 19 }; /* the buffers and the NULL that ends them */
+enum { SCRATCH_BUFS = 27 }; /* the buffers and the NULL that ends them */
 
 static void scratch_table(facet_session *s, scratch_buf *t) {
     const facet_facts *f = &s->model->facts;
     size_t H = (size_t)f->hidden_size, I = (size_t)f->intermediate_size;
+    int moe = f->n_sparse_layers > 0;
+    size_t E = moe ? (size_t)f->num_experts : 0, K = moe ? (size_t)f->num_experts_per_tok : 0;
+    size_t HM = moe ? H : 0;
+    if (moe && (size_t)f->moe_intermediate_size > I) I = (size_t)f->moe_intermediate_size;
+    if (moe && (size_t)f->shared_expert_intermediate_size > I)
+        I = (size_t)f->shared_expert_intermediate_size;
     size_t nh = (size_t)f->num_attention_heads;
     size_t qd = nh * (size_t)f->head_dim, kvd = (size_t)(f->num_key_value_heads * f->head_dim);
     size_t half = s->model->rope_dim / 2 ? (size_t)s->model->rope_dim / 2 : 1;
     size_t F = sizeof(float), N = sizeof(int);
     scratch_buf b[SCRATCH_BUFS] = {
-        {(void **)&s->x, H, F},           {(void **)&s->xn, H, F},
-        {(void **)&s->q, qd, F},          {(void **)&s->k, kvd, F},
-        {(void **)&s->v, kvd, F},         {(void **)&s->att_out, qd, F},
-        {(void **)&s->gate, I, F},        {(void **)&s->up, I, F},
-        {(void **)&s->pos, 1, N},         {(void **)&s->chunk_order, 1, N},
-        {(void **)&s->chunk_group, 1, N}, {(void **)&s->chunk_gid, 1, N},
-        {(void **)&s->group_row, 1, N},   {(void **)&s->group_len, 1, N},
-        {(void **)&s->rope_cos, half, F}, {(void **)&s->rope_sin, half, F},
-        {(void **)&s->rope_cos_local, half, F}, {(void **)&s->rope_sin_local, half, F},
-        {NULL, 0, 0},
+        {(void **)&s->x, H, F, 0},           {(void **)&s->xn, H, F, 0},
+        {(void **)&s->q, qd, F, 0},          {(void **)&s->k, kvd, F, 0},
+        {(void **)&s->v, kvd, F, 0},         {(void **)&s->att_out, qd, F, 0},
+        {(void **)&s->gate, I, F, 0},        {(void **)&s->up, I, F, 0},
+        {(void **)&s->pos, 1, N, 0},         {(void **)&s->chunk_order, 1, N, 0},
+        {(void **)&s->chunk_group, 1, N, 0}, {(void **)&s->chunk_gid, 1, N, 0},
+        {(void **)&s->group_row, 1, N, 0},   {(void **)&s->group_len, 1, N, 0},
+        {(void **)&s->rope_cos, half, F, 0}, {(void **)&s->rope_sin, half, F, 0},
+        {(void **)&s->rope_cos_local, half, F, 0}, {(void **)&s->rope_sin_local, half, F, 0},
+        {(void **)&s->moe_logits, E, F, 0},  {(void **)&s->moe_ids, K, N, 0},
+        {(void **)&s->moe_w, K, F, 0},       {(void **)&s->moe_pair, K, N, 0},
+        {(void **)&s->moe_start, 0, N, moe ? E + 1 : 0},
+        {(void **)&s->moe_x, HM, F, 0},      {(void **)&s->moe_y, HM, F, 0},
+        {(void **)&s->moe_acc, HM, F, 0},
+        {NULL, 0, 0, 0},
     };
     memcpy(t, b, sizeof b);
 }
@@ -165,8 +177,9 @@ facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err)
     scratch_buf t[SCRATCH_BUFS];
     scratch_table(s, t);
     for (scratch_buf *b = t; b->buf; b++) {
-        *b->buf = malloc((size_t)rows * b->per_row * b->elt);
-        if (!*b->buf) {
+        size_t bytes = ((size_t)rows * b->per_row + b->fixed) * b->elt;
+        *b->buf = bytes ? malloc(bytes) : NULL;
+        if (bytes && !*b->buf) {
             free_scratch(s);
             return facet_err(err, FACET_E_NOMEM, "batch scratch for %d rows", rows);
         }

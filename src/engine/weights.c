@@ -71,7 +71,7 @@ static facet_status record(wload *ld, const char *name, int kind, const facet_wt
                            const void *data, uint64_t bytes, facet_error *err) {
     if (!ld->recording) return FACET_OK;
     if (strlen(name) >= WCACHE_NAME_MAX || (meta && meta->scales)) {
-        snprintf(ld->uncacheable, sizeof ld->uncacheable, "tensor '%s' %s", name,
+        snprintf(ld->uncacheable, sizeof ld->uncacheable, "tensor '%.200s' %s", name,
                  meta && meta->scales ? "keeps separate scales" : "has too long a name");
         ld->recording = 0;
         return FACET_OK;
@@ -234,6 +234,59 @@ static facet_status load_split(wload *ld, const char *name, const int64_t *parts
     return st;
 }
 
+/* A 3-D tensor [E, d0, d1] (every expert's matrix of one kind), each expert's slice split
+ * by rows into n parts of parts[i] rows, part i going to out[i][e] ("NAME[e][r0:r1]" in
+ * the cache). */
+static facet_status load_experts3d(wload *ld, const char *name, int64_t E, const int64_t *parts,
+                                   int n, int64_t d1, facet_wtensor *const *out, size_t stride,
+                                   uint64_t *bytes, facet_error *err) {
+    int64_t d0 = 0;
+    for (int i = 0; i < n; i++) d0 += parts[i];
+    const st_tensor *t = st_checkpoint_find(ld->ck, name);
+    if (!t) return facet_err(err, FACET_E_NOT_FOUND, "checkpoint: tensor '%s' is missing", name);
+    if (t->ndim != 3 || t->shape[0] != E || t->shape[1] != d0 || t->shape[2] != d1) {
+        char got[128] = "";
+        size_t off = 0;
+        for (int i = 0; i < t->ndim && off < sizeof got - 24; i++)
+            off += (size_t)snprintf(got + off, sizeof got - off, "%s%lld", i ? ", " : "",
+                                    (long long)t->shape[i]);
+        return facet_err(err, FACET_E_FORMAT,
+                         "checkpoint: tensor '%s' has shape [%s], expected [%lld, %lld, %lld] "
+                         "from config.json (experts, rows, columns)",
+                         name, got, (long long)E, (long long)d0, (long long)d1);
+    }
+    if (ld->check_only) return FACET_OK;
+    float *all = NULL;
+    facet_status st = FACET_OK;
+    if (!ld->cache && (st = read_f32(t, &all, err)) != FACET_OK) return st;
+    for (int64_t e = 0; e < E && st == FACET_OK; e++) {
+        int64_t r0 = 0;
+        for (int i = 0; i < n && st == FACET_OK; i++) {
+            facet_wtensor *wt = (facet_wtensor *)((char *)out[i] + (size_t)e * stride);
+            char part[300];
+            snprintf(part, sizeof part, "%s[%lld][%lld:%lld]", name, (long long)e, (long long)r0,
+                     (long long)(r0 + parts[i]));
+            if (ld->cache) {
+                st = cached_mat(ld, part, parts[i], d1, ld->format, wt, err);
+            } else {
+                size_t count = (size_t)parts[i] * (size_t)d1;
+                float *d = malloc(sizeof(float) * count);
+                if (!d) st = facet_err(err, FACET_E_NOMEM, "cannot allocate a slice of '%s'", name);
+                else {
+                    memcpy(d, all + ((size_t)e * (size_t)d0 + (size_t)r0) * (size_t)d1,
+                           sizeof(float) * count);
+                    st = convert_mat(ld, part, d, parts[i], d1, ld->format, wt, err);
+                }
+            }
+            if (st == FACET_OK) *bytes += facet_wtensor_bytes(wt);
+            r0 += parts[i];
+        }
+    }
+    free(all);
+    if (st == FACET_OK) progress(ld, t);
+    return st;
+}
+
 #define TRY(call)                                                           \
     do {                                                                    \
         facet_status s_ = (call);                                           \
@@ -266,12 +319,26 @@ static const size_t slot_field[FACET_TS_COUNT] = {
     [FACET_TS_GATE_BIAS] = offsetof(facet_layer_weights, gate_bias),
     [FACET_TS_UP_BIAS] = offsetof(facet_layer_weights, up_bias),
     [FACET_TS_DOWN_BIAS] = offsetof(facet_layer_weights, down_bias),
+    [FACET_TS_ROUTER] = offsetof(facet_layer_weights, router),
+    [FACET_TS_EXPERT_GATE] = offsetof(facet_expert, gate),
+    [FACET_TS_EXPERT_UP] = offsetof(facet_expert, up),
+    [FACET_TS_EXPERT_DOWN] = offsetof(facet_expert, down),
+    [FACET_TS_SHARED_GATE] = offsetof(facet_layer_weights, shared_gate),
+    [FACET_TS_SHARED_UP] = offsetof(facet_layer_weights, shared_up),
+    [FACET_TS_SHARED_DOWN] = offsetof(facet_layer_weights, shared_down),
+    [FACET_TS_SHARED_EXPERT_GATE] = offsetof(facet_layer_weights, shared_expert_gate),
     [FACET_TS_NORM] = offsetof(facet_weights, norm),
     [FACET_TS_LM_HEAD] = offsetof(facet_weights, lm_head),
 };
 
-/* The field of slot `s` (row root `root`): in layer L, or in w. */
+static int expert_slot(facet_tslot s) {
+    return s == FACET_TS_EXPERT_GATE || s == FACET_TS_EXPERT_UP || s == FACET_TS_EXPERT_DOWN;
+}
+
+/* The field of slot `s` (row root `root`): in layer L (expert 0's for the expert slots:
+ * the next expert's is sizeof(facet_expert) further), or in w. */
 static void *slot_ptr(facet_weights *w, facet_layer_weights *L, facet_troot root, facet_tslot s) {
+    if (expert_slot(s)) return (char *)L->experts + slot_field[s];
     return (char *)(root == FACET_TR_LAYER ? (void *)L : (void *)w) + slot_field[s];
 }
 
@@ -281,10 +348,30 @@ static facet_status load_row(wload *ld, const facet_facts *f, facet_weights *w,
                              facet_layer_weights *L, const facet_tensor_row *r, const char *prefix,
                              int64_t layer, facet_error *err) {
     if (!r->when || !r->when(f)) return FACET_OK;
+    if (r->root == FACET_TR_LAYER && !facet_tensor_in_layer(r, f, layer)) return FACET_OK;
     char name[256];
     facet_tensor_find(ld->ck, r, prefix, layer, name, sizeof name);
     int full = L ? L->qk_norm_full : 0;
     int64_t d0 = facet_tdim_value(r->dims[0], f, full), d1 = facet_tdim_value(r->dims[1], f, full);
+    if (r->tail) { /* one matrix per expert */
+        for (int64_t e = 0; e < f->num_experts; e++) {
+            facet_tensor_find_expert(ld->ck, r, prefix, layer, e, name, sizeof name);
+            facet_wtensor *dst = (facet_wtensor *)((char *)slot_ptr(w, L, r->root, r->slot) +
+                                                   (size_t)e * sizeof(facet_expert));
+            TRY(load_mat(ld, name, d0, d1, ld->format, dst, &w->bytes, err));
+        }
+        return FACET_OK;
+    }
+    if (r->experts3d) { /* [E, d0, d1]: each expert's slice split into its parts */
+        int64_t parts[FACET_TENSOR_SPLIT_MAX];
+        facet_wtensor *outs[FACET_TENSOR_SPLIT_MAX];
+        for (int p = 0; p < r->n_split; p++) {
+            parts[p] = facet_tdim_value(facet_tensor_slot(r->split[p])->dims[0], f, full);
+            outs[p] = slot_ptr(w, L, r->root, r->split[p]);
+        }
+        return load_experts3d(ld, name, f->num_experts, parts, r->n_split, d1, outs,
+                              sizeof(facet_expert), &w->bytes, err);
+    }
     if (r->slot == FACET_TS_FUSED) { /* split by rows into its parts' slots */
         int64_t parts[FACET_TENSOR_SPLIT_MAX];
         facet_wtensor *outs[FACET_TENSOR_SPLIT_MAX];
@@ -324,6 +411,10 @@ facet_status facet_weights_walk(facet_model *m, wload *ld, facet_error *err) {
         while (end < facet_tensor_count && facet_tensor_rows[end].root == FACET_TR_LAYER) end++;
         for (int64_t l = 0; l < f->num_hidden_layers; l++) {
             facet_layer_weights *L = &w->layers[l];
+            if (f->layer_sparse[l] && f->num_experts > 0) {
+                L->experts = calloc((size_t)f->num_experts, sizeof *L->experts);
+                if (!L->experts) return facet_err(err, FACET_E_NOMEM, "expert table");
+            }
             /* the norm's length says its scope: one head, or the whole projection */
             if (f->qk_norm) L->qk_norm_full = facet_tensor_qk_norm_full(ld->ck, f, prefix, l);
             for (size_t k = i; k < end; k++)
@@ -349,6 +440,7 @@ facet_status facet_weights_check(const facet_facts *f, const st_checkpoint *ck, 
     m->facts = *f;
     wload ld = {.ck = ck, .check_only = 1};
     facet_status st = facet_weights_walk(m, &ld, err);
+    for (int64_t l = 0; m->w.layers && l < f->num_hidden_layers; l++) free(m->w.layers[l].experts);
     free(m->w.layers); /* a check walk fills no tensor */
     free(m);
     return st;
@@ -366,19 +458,29 @@ void facet_weights_free(facet_model *m) {
     if (w->cache) { /* every tensor lies in the cache's mapping */
         wcache_close(w->cache);
         free(w->cache);
+        for (int64_t l = 0; w->layers && l < m->facts.num_hidden_layers; l++)
+            free(w->layers[l].experts);
         free(w->layers);
         memset(w, 0, sizeof *w);
         return;
     }
     if (w->layers) {
         for (int64_t l = 0; l < m->facts.num_hidden_layers; l++) {
-            for (size_t i = 0; i < facet_tensor_count; i++) {
-                const facet_tensor_row *r = &facet_tensor_rows[i];
-                if (r->root != FACET_TR_LAYER || r->slot == FACET_TS_FUSED) continue;
-                void *p = slot_ptr(w, &w->layers[l], r->root, r->slot);
+            facet_layer_weights *L = &w->layers[l];
+            /* by slot, not row: several rows (a layout's spellings) may fill one slot */
+            for (int s = 0; s < FACET_TS_COUNT; s++) {
+                const facet_tensor_row *r = facet_tensor_slot((facet_tslot)s);
+                if (r->root != FACET_TR_LAYER || expert_slot((facet_tslot)s)) continue;
+                void *p = slot_ptr(w, L, r->root, (facet_tslot)s);
                 if (r->matrix) wtensor_free(p);
                 else free(*(float **)p);
             }
+            for (int64_t e = 0; L->experts && e < m->facts.num_experts; e++) {
+                wtensor_free(&L->experts[e].gate);
+                wtensor_free(&L->experts[e].up);
+                wtensor_free(&L->experts[e].down);
+            }
+            free(L->experts);
         }
         free(w->layers);
     }

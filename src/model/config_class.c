@@ -4,6 +4,7 @@
  * transformers (models/<name>/configuration_<name>.py and modeling_<name>.py).
  */
 #include "model/config_class.h"
+#include "model/facts.h"
 
 #include <string.h>
 
@@ -59,6 +60,47 @@ static const facet_config_class classes[] = {
     {.model_type = "granite", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
      .act_key = "hidden_act", .act_default = "silu",
      .qkv_bias = -1, .o_bias = -1, .pre_norms = 1, .reads_multipliers = 1},
+    /* mixture of experts (issue 27): MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig,
+     * OlmoeConfig, GraniteMoeConfig, GraniteMoeSharedConfig */
+    {.model_type = "mixtral", .max_position_embeddings = 131072, .tie_word_embeddings = 0, .rope_theta = 1e6, .rms_norm_eps = 1e-5,
+     .act_key = "hidden_act", .act_default = "silu", .reads_sliding_window = 1,
+     .qkv_bias = 0, .o_bias = 0, .pre_norms = 1,
+     .moe = 1, .experts_key = "num_local_experts", .num_experts = 8, .num_experts_per_tok = 2,
+     .router = FACET_ROUTER_TOPK_SOFTMAX, .norm_topk_prob = 1},
+    {.model_type = "qwen2_moe", .max_position_embeddings = 32768, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
+     .act_key = "hidden_act", .act_default = "silu",
+     .reads_sliding_window = 1, .sliding_window = 4096, .use_sliding_window_flag = 1,
+     .max_window_layers = 28, .qkv_bias = 1, .o_bias = 0, .pre_norms = 1,
+     .moe = 1, .experts_key = "num_experts", .num_experts = 60, .num_experts_per_tok = 4,
+     .moe_size_key = "moe_intermediate_size", .moe_intermediate_size = 1408,
+     .router = FACET_ROUTER_SOFTMAX_TOPK, .norm_topk_prob = -1, .norm_topk_default = 0,
+     .shared_key = "shared_expert_intermediate_size", .shared_default = 5632, .shared_gate = 1,
+     .reads_sparse_step = 1},
+    {.model_type = "qwen3_moe", .max_position_embeddings = 32768, .tie_word_embeddings = 0, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-6, .act_key = "hidden_act", .act_default = "silu",
+     .reads_sliding_window = 1, .sliding_window = 4096, .use_sliding_window_flag = 1,
+     .max_window_layers = 28, .qkv_bias = -1, .o_bias = -1, .qk_norm = 1, .pre_norms = 1,
+     .moe = 1, .experts_key = "num_experts", .num_experts = 128, .num_experts_per_tok = 8,
+     .moe_size_key = "moe_intermediate_size", .moe_intermediate_size = 768,
+     .router = FACET_ROUTER_SOFTMAX_TOPK, .norm_topk_prob = -1, .norm_topk_default = 0,
+     .reads_sparse_step = 1},
+    /* q/k norms over the whole projection (their length says: probe) */
+    {.model_type = "olmoe", .max_position_embeddings = 4096, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-5,
+     .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = -1, .qk_norm = 1, .pre_norms = 1,
+     .moe = 1, .experts_key = "num_experts", .num_experts = 64, .num_experts_per_tok = 8,
+     .router = FACET_ROUTER_SOFTMAX_TOPK, .norm_topk_prob = -1, .norm_topk_default = 0},
+    {.model_type = "granitemoe", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
+     .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1, .reads_multipliers = 1,
+     .moe = 1, .experts_key = "num_local_experts", .num_experts = 8, .num_experts_per_tok = 2,
+     .router = FACET_ROUTER_TOPK_SOFTMAX, .norm_topk_prob = 1},
+    {.model_type = "granitemoeshared", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
+     .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1, .reads_multipliers = 1,
+     .moe = 1, .experts_key = "num_local_experts", .num_experts = 8, .num_experts_per_tok = 2,
+     .router = FACET_ROUTER_TOPK_SOFTMAX, .norm_topk_prob = 1,
+     .shared_key = "shared_intermediate_size", .shared_default = 0},
 };
 /* clang-format on */
 

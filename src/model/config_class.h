@@ -53,6 +53,23 @@ typedef struct facet_config_class {
     int reads_no_rope;            /* SmolLM3: no_rope_layers / no_rope_layer_interval   */
     int64_t no_rope_layer_interval; /* class default: layer i has no RoPE iff
                                      (i + 1) % interval == 0                            */
+    /* mixture of experts (moe 0: the class has none; its expert keys stay unread and
+     * the table refuses them) */
+    int moe;
+    const char *experts_key;      /* "num_local_experts" or "num_experts"              */
+    int64_t num_experts;          /* class defaults                                    */
+    int64_t num_experts_per_tok;
+    const char *moe_size_key;     /* "moe_intermediate_size", or NULL: the experts are
+                                     intermediate_size wide                            */
+    int64_t moe_intermediate_size;
+    int router;                   /* facet_moe_router                                   */
+    int norm_topk_prob;           /* -1: read norm_topk_prob (default norm_topk_default);
+                                     else fixed by the modeling code                   */
+    int norm_topk_default;
+    const char *shared_key;       /* the shared expert's size key, or NULL             */
+    int64_t shared_default;       /* its class default (0 = none)                      */
+    int shared_gate;              /* the shared expert has a sigmoid gate               */
+    int reads_sparse_step;        /* decoder_sparse_step and mlp_only_layers (Qwen-MoE) */
 } facet_config_class;
 
 /* The class for `model_type`, or the generic PretrainedConfig defaults (model_type "")

@@ -565,6 +565,74 @@ static facet_status read_no_rope(reader *r, const facet_config_class *cls) {
     return FACET_OK;
 }
 
+/* ---------------------------------------------------------------------------------
+ * Mixture of experts: the classes whose modeling code routes (config_class.c moe)
+ * ------------------------------------------------------------------------------ */
+#define MAX_EXPERTS 4096
+#define MAX_EXPERTS_PER_TOK 64
+
+static facet_status read_moe(reader *r, const facet_config_class *cls) {
+    facet_facts *f = r->f;
+    int64_t L = f->num_hidden_layers;
+    memset(f->layer_sparse, 0, sizeof f->layer_sparse);
+    f->n_sparse_layers = 0;
+    f->moe_router = FACET_ROUTER_NONE;
+    if (!cls->moe) return FACET_OK;
+    f->num_experts = cls->num_experts;
+    f->num_experts_per_tok = cls->num_experts_per_tok;
+    /* Qwen-MoE: num_experts 0 makes every layer dense (its modeling code's test) */
+    TRY(get_int(r, cls->experts_key, 0, cls->reads_sparse_step ? 0 : 1, MAX_EXPERTS,
+                &f->num_experts, NULL));
+    TRY(get_int(r, "num_experts_per_tok", 0, 1, MAX_EXPERTS_PER_TOK, &f->num_experts_per_tok,
+                NULL));
+    if (f->num_experts && f->num_experts_per_tok > f->num_experts) {
+        char expected[96];
+        snprintf(expected, sizeof expected, "at most %s=%lld", cls->experts_key,
+                 (long long)f->num_experts);
+        return bad(r, "num_experts_per_tok", json_object_get(r->obj, "num_experts_per_tok"),
+                   expected);
+    }
+    f->moe_intermediate_size = cls->moe_size_key ? cls->moe_intermediate_size : f->intermediate_size;
+    if (cls->moe_size_key)
+        TRY(get_int(r, cls->moe_size_key, 0, 1, MAX_INTERMEDIATE, &f->moe_intermediate_size, NULL));
+    f->moe_router = (facet_moe_router)cls->router;
+    f->norm_topk_prob = cls->norm_topk_prob >= 0 ? cls->norm_topk_prob : cls->norm_topk_default;
+    if (cls->norm_topk_prob < 0) TRY(get_bool(r, "norm_topk_prob", &f->norm_topk_prob));
+    f->shared_expert_intermediate_size = cls->shared_key ? cls->shared_default : 0;
+    if (cls->shared_key)
+        TRY(get_int(r, cls->shared_key, 0, 0, MAX_INTERMEDIATE,
+                    &f->shared_expert_intermediate_size, NULL));
+    f->shared_expert_gate = cls->shared_gate && f->shared_expert_intermediate_size > 0;
+
+    /* which layers route: Qwen-MoE's rule, (i + 1) % decoder_sparse_step == 0 and i not
+     * in mlp_only_layers; every layer elsewhere */
+    int64_t step = 1;
+    uint8_t dense[FACET_MAX_LAYERS] = {0};
+    if (cls->reads_sparse_step) {
+        TRY(get_int(r, "decoder_sparse_step", 0, 1, FACET_MAX_LAYERS, &step, NULL));
+        json_t *list = take(r, "mlp_only_layers");
+        if (list && !json_is_null(list)) {
+            char expected[96];
+            snprintf(expected, sizeof expected, "an array of layer indices in [0, %lld)",
+                     (long long)L);
+            if (!json_is_array(list)) return bad(r, "mlp_only_layers", list, expected);
+            size_t i;
+            json_t *v;
+            json_array_foreach(list, i, v) {
+                if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= L)
+                    return bad(r, "mlp_only_layers", list, expected);
+                dense[json_integer_value(v)] = 1;
+            }
+        }
+    }
+    for (int64_t i = 0; i < L && f->num_experts > 0; i++) {
+        f->layer_sparse[i] = !dense[i] && (i + 1) % step == 0;
+        f->n_sparse_layers += f->layer_sparse[i];
+    }
+    if (!f->n_sparse_layers) f->moe_router = FACET_ROUTER_NONE;
+    return FACET_OK;
+}
+
 static facet_status read_window(reader *r, const facet_config_class *cls) {
     facet_facts *f = r->f;
     int64_t L = f->num_hidden_layers;
@@ -842,6 +910,7 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
     TRY(read_rope(&r, cls));
     TRY(read_window(&r, cls));
     TRY(read_no_rope(&r, cls));
+    TRY(read_moe(&r, cls));
 
     f->tie_word_embeddings = cls->tie_word_embeddings;
     if (f->text_config) {

@@ -40,6 +40,31 @@ typedef enum facet_act {
     FACET_ACT_UNKNOWN,
 } facet_act;
 
+/* How a mixture-of-experts router turns its logits (one per expert) into the weights of
+ * the k experts a token runs (num_experts_per_tok). The k chosen are the k largest logits
+ * either way (softmax is monotonic); ties go to the lower expert index, as torch.topk
+ * returns them on CPU. */
+typedef enum facet_moe_router {
+    FACET_ROUTER_NONE = 0,          /* dense: no router                                 */
+    FACET_ROUTER_SOFTMAX_TOPK,      /* softmax over every expert, then the top k of the
+                                       probabilities, renormalized over the k only when
+                                       norm_topk_prob (Qwen2/3-MoE, OLMoE)              */
+    FACET_ROUTER_TOPK_SOFTMAX,      /* top k of the logits, softmax over those k
+                                       (Mixtral, Granite-MoE: always sums to 1)          */
+} facet_moe_router;
+
+/* Where a checkpoint keeps its experts (probed from the tensor names). */
+typedef enum facet_experts_layout {
+    FACET_EXPERTS_NONE = 0,
+    FACET_EXPERTS_W123,             /* block_sparse_moe.experts.N.w1/w3/w2 (Mixtral)     */
+    FACET_EXPERTS_PROJ,             /* mlp.experts.N.gate_proj/up_proj/down_proj (Qwen-MoE,
+                                       OLMoE)                                            */
+    FACET_EXPERTS_FUSED,            /* mlp.experts.gate_up_proj [E, 2 I, H] + down_proj
+                                       [E, H, I], 3-D (newer transformers)               */
+    FACET_EXPERTS_GRANITE,          /* block_sparse_moe.input_linear [E, 2 I, H] +
+                                       output_linear [E, H, I], 3-D (Granite-MoE)        */
+} facet_experts_layout;
+
 /* A config.json key the fact reader did not consume (its value rendered as compact
  * JSON, truncated). The capability table classifies each one: known-inert, or
  * math-changing (refused), so no key that changes the math is ever silently ignored. */
@@ -128,6 +153,20 @@ typedef struct facet_facts {
     int has_lm_head;               /* probed: lm_head.weight present                    */
     int fused_qkv, fused_gate_up;  /* probed: Phi-3 qkv_proj / gate_up_proj             */
     int probed;                    /* 1 once weight facts come from tensor headers      */
+
+    /* mixture of experts (num_experts 0: every layer's FFN is dense) */
+    int64_t num_experts;           /* num_local_experts / num_experts                    */
+    int64_t num_experts_per_tok;   /* k                                                  */
+    int64_t moe_intermediate_size; /* each routed expert's intermediate size (the class's
+                                      intermediate_size where it has one size)           */
+    facet_moe_router moe_router;
+    int norm_topk_prob;            /* SOFTMAX_TOPK: renormalize the k weights to sum 1   */
+    int64_t shared_expert_intermediate_size; /* 0 = no shared expert                     */
+    int shared_expert_gate;        /* 1: the shared expert's output times
+                                      sigmoid(x . shared_expert_gate) (Qwen2-MoE)        */
+    int n_sparse_layers;           /* count of layer_sparse[i] == 1                      */
+    uint8_t layer_sparse[FACET_MAX_LAYERS]; /* per layer: 1 = mixture-of-experts FFN     */
+    facet_experts_layout experts_layout; /* probed (FACET_EXPERTS_NONE before the probe)  */
 
     /* stop */
     int32_t bos_token_id;          /* -1 when absent                                    */

@@ -61,45 +61,99 @@ static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UI
 
 static uint64_t u(int64_t x) { return x > 0 ? (uint64_t)x : 0; }
 
+/* Sums over the weights in one format: all of them, and what one decoded token reads. */
+typedef struct {
+    const facet_backend *be;
+    int fmt;
+    uint64_t bytes, params, mat;          /* every tensor                                */
+    uint64_t active_bytes, active_params; /* what one decoded token reads               */
+} wsum;
+
+/* `count` [rows, cols] matrices in format fmt, `active` of them read per decoded token. */
+static void add_mat_in(wsum *w, int fmt, uint64_t rows, uint64_t cols, uint64_t count,
+                       uint64_t active) {
+    uint64_t b = w->be->ops->weight_bytes(w->be, (facet_wformat)fmt, rows, cols);
+    uint64_t n = sat_mul(rows, cols);
+    w->bytes = sat_add(w->bytes, sat_mul(b, count));
+    w->mat = sat_add(w->mat, sat_mul(n, count));
+    w->params = sat_add(w->params, sat_mul(n, count));
+    w->active_bytes = sat_add(w->active_bytes, sat_mul(b, active));
+    w->active_params = sat_add(w->active_params, sat_mul(n, active));
+}
+
+static void add_mat(wsum *w, uint64_t rows, uint64_t cols, uint64_t count, uint64_t active) {
+    add_mat_in(w, w->fmt, rows, cols, count, active);
+}
+
+/* `count` float32 vectors of n elements (norms, biases), all read per token. */
+static void add_vec(wsum *w, uint64_t n, uint64_t count) {
+    w->bytes = sat_add(w->bytes, sat_mul(sat_mul(n, 4), count));
+    w->params = sat_add(w->params, sat_mul(n, count));
+    w->active_bytes = sat_add(w->active_bytes, sat_mul(sat_mul(n, 4), count));
+    w->active_params = sat_add(w->active_params, sat_mul(n, count));
+}
+
 /* Weight bytes in format fmt: 2-D matrices in fmt (the output projection in
- * facet_wformat_output(fmt)), vectors (norms, biases) in f32. */
-static uint64_t weight_bytes(const facet_backend *be, const facet_facts *f, int fmt,
-                             uint64_t *n_params, uint64_t *n_matrix) {
-#define matrix_bytes(rows, cols, fmt) be->ops->weight_bytes(be, (facet_wformat)(fmt), rows, cols)
+ * facet_wformat_output(fmt)), vectors (norms, biases) in f32. A
+ * mixture-of-experts layer holds the router, num_experts experts of
+ * moe_intermediate_size and the shared expert; a decoded token reads the router, its
+ * num_experts_per_tok experts and the shared expert. The embedding table is read one row
+ * per token; an untied lm_head whole. */
+static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, wsum *w) {
+    memset(w, 0, sizeof *w);
+    w->be = be;
+    w->fmt = fmt;
     uint64_t H = u(f->hidden_size), I = u(f->intermediate_size), V = u(f->vocab_size);
     uint64_t nh = u(f->num_attention_heads), nkv = u(f->num_key_value_heads), hd = u(f->head_dim);
-    uint64_t L = u(f->num_hidden_layers);
+    uint64_t L = u(f->num_hidden_layers), S = (uint64_t)f->n_sparse_layers;
+    uint64_t D = L > S ? L - S : 0;
     uint64_t q = sat_mul(nh, hd), kv = sat_mul(nkv, hd);
     int untied = f->probed ? f->has_lm_head : !f->tie_word_embeddings;
 
-    /* matrices: [rows, cols] */
-    uint64_t m[][2] = {{q, H}, {kv, H}, {kv, H}, {H, q}, {I, H}, {I, H}, {H, I}};
+    /* embeddings: one row read per token; the tied head reads them all */
     int out_fmt = (int)facet_wformat_output((facet_wformat)fmt);
-    uint64_t bytes = matrix_bytes(V, H, untied ? fmt : out_fmt), mat = sat_mul(V, H);
-    if (untied) {
-        bytes = sat_add(bytes, matrix_bytes(V, H, out_fmt));
-        mat = sat_add(mat, sat_mul(V, H));
-    }
-    uint64_t layer_bytes = 0, layer_mat = 0;
-    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-        layer_bytes = sat_add(layer_bytes, matrix_bytes(m[i][0], m[i][1], fmt));
-        layer_mat = sat_add(layer_mat, sat_mul(m[i][0], m[i][1]));
+    uint64_t emb = be->ops->weight_bytes(be, (facet_wformat)(untied ? fmt : out_fmt), V, H);
+    w->bytes = emb;
+    w->mat = w->params = sat_mul(V, H);
+    w->active_params = untied ? H : sat_mul(V, H);
+    w->active_bytes = untied ? (V ? emb / V : 0) : emb;
+    if (untied) add_mat_in(w, out_fmt, V, H, 1, 1);
+    /* attention, every layer */
+    add_mat(w, q, H, L, L);
+    add_mat(w, kv, H, 2 * L, 2 * L);
+    add_mat(w, H, q, L, L);
+    /* dense FFN layers */
+    add_mat(w, I, H, 2 * D, 2 * D);
+    add_mat(w, H, I, D, D);
+    if (S) { /* mixture-of-experts layers */
+        uint64_t E = u(f->num_experts), K = u(f->num_experts_per_tok);
+        uint64_t EI = u(f->moe_intermediate_size), SI = u(f->shared_expert_intermediate_size);
+        add_mat(w, E, H, S, S);
+        add_mat(w, EI, H, sat_mul(2 * E, S), sat_mul(2 * K, S));
+        add_mat(w, H, EI, sat_mul(E, S), sat_mul(K, S));
+        if (SI) {
+            add_mat(w, SI, H, 2 * S, 2 * S);
+            add_mat(w, H, SI, S, S);
+        }
+        if (SI && f->shared_expert_gate) add_mat(w, 1, H, S, S);
     }
     /* vectors per layer: norms, biases, q/k norms (one head_dim each, per head) */
-    uint64_t vec = sat_mul(H, (uint64_t)(2 * (f->pre_norms ? 1 : 0) + 2 * (f->post_norms ? 1 : 0)));
-    if (f->qkv_bias) vec = sat_add(vec, sat_add(q, sat_mul(kv, 2)));
-    if (f->o_bias) vec = sat_add(vec, H);
-    if (f->mlp_bias) vec = sat_add(vec, sat_add(sat_mul(I, 2), H));
-    if (f->qk_norm) vec = sat_add(vec, sat_mul(hd, 2));
-    layer_bytes = sat_add(layer_bytes, sat_mul(vec, 4));
+    add_vec(w, H, sat_mul(L, (uint64_t)(2 * (f->pre_norms ? 1 : 0) + 2 * (f->post_norms ? 1 : 0))));
+    if (f->qkv_bias) add_vec(w, sat_add(q, sat_mul(kv, 2)), L);
+    if (f->o_bias) add_vec(w, H, L);
+    if (f->mlp_bias) add_vec(w, sat_add(sat_mul(I, 2), H), D);
+    if (f->qk_norm) add_vec(w, sat_mul(hd, 2), L);
+    add_vec(w, H, 1); /* final norm */
+}
 
-    bytes = sat_add(bytes, sat_mul(layer_bytes, L));
-    bytes = sat_add(bytes, sat_mul(H, 4)); /* final norm */
-    mat = sat_add(mat, sat_mul(layer_mat, L));
-    if (n_matrix) *n_matrix = mat;
-    if (n_params) *n_params = sat_add(sat_add(mat, sat_mul(vec, L)), H);
-    return bytes;
-#undef matrix_bytes
+/* Weight bytes in format fmt (weight_sums). */
+static uint64_t weight_bytes(const facet_backend *be, const facet_facts *f, int fmt,
+                             uint64_t *n_params, uint64_t *n_matrix) {
+    wsum w;
+    weight_sums(be, f, fmt, &w);
+    if (n_matrix) *n_matrix = w.mat;
+    if (n_params) *n_params = w.params;
+    return w.bytes;
 }
 
 /* k: K and V bytes of one layer and position (2 x num_key_value_heads x head_dim x elt). */
@@ -209,6 +263,12 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
     for (int fmt = 0; fmt < FACET_WF_COUNT; fmt++)
         out->weight_bytes[fmt] = weight_bytes(be, f, fmt, &out->n_params, &out->n_matrix_params);
     choose_format(be, f, opts->weights, out);
+    {
+        wsum ws;
+        weight_sums(be, f, out->weights, &ws);
+        out->n_active_params = ws.active_params;
+        out->decode_bytes_per_token = ws.active_bytes;
+    }
     out->kv_type = opts->kv_cache;
     if (out->kv_type == FACET_KV_AUTO)
         out->kv_type = facet_auto_kv(facet_wformat_public((facet_wformat)out->weights));

@@ -15,12 +15,19 @@
 
 #define NAME_CAP 512
 
-/* A per-layer fact: row `r` present in layer 0 decides; every other layer must agree. */
-static facet_status layer_fact(const st_checkpoint *ck, const char *prefix, int64_t L,
-                               const facet_tensor_row *r, int *out, facet_error *err) {
+/* A per-layer fact: row `r` present in the first layer that holds it (its scope: every
+ * layer, the dense-FFN or the mixture-of-experts ones) decides; every other such layer
+ * must agree. No layer holds it: absent. */
+static facet_status layer_fact(const st_checkpoint *ck, const facet_facts *f, const char *prefix,
+                               int64_t L, const facet_tensor_row *r, int *out, facet_error *err) {
     char name[NAME_CAP];
-    int first = facet_tensor_find(ck, r, prefix, 0, name, sizeof name) != NULL;
-    for (int64_t i = 1; i < L; i++) {
+    int64_t l0 = 0;
+    while (l0 < L && !facet_tensor_in_layer(r, f, l0)) l0++;
+    *out = 0;
+    if (l0 == L) return FACET_OK;
+    int first = facet_tensor_find(ck, r, prefix, l0, name, sizeof name) != NULL;
+    for (int64_t i = l0 + 1; i < L; i++) {
+        if (!facet_tensor_in_layer(r, f, i)) continue;
         int here = facet_tensor_find(ck, r, prefix, i, name, sizeof name) != NULL;
         if (here != first)
             return facet_err(err, FACET_E_FORMAT,
@@ -88,10 +95,35 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
         return facet_err(err, FACET_E_NOT_FOUND, "checkpoint has no %s", name);
     TRY(expect_shape(ck, f, prefix, embed, err));
 
+    /* where the experts are (mixture-of-experts layers): the first sparse layer's names */
+    f->experts_layout = FACET_EXPERTS_NONE;
+    if (f->n_sparse_layers) {
+        static const struct {
+            const char *name;
+            facet_experts_layout layout;
+        } layouts[] = {{"block_sparse_moe.experts.0.w1.weight", FACET_EXPERTS_W123},
+                       {"mlp.experts.0.gate_proj.weight", FACET_EXPERTS_PROJ},
+                       {"mlp.experts.gate_up_proj", FACET_EXPERTS_FUSED},
+                       {"block_sparse_moe.input_linear.weight", FACET_EXPERTS_GRANITE}};
+        int64_t l0 = 0;
+        while (!f->layer_sparse[l0]) l0++;
+        for (size_t i = 0; i < sizeof layouts / sizeof layouts[0] && !f->experts_layout; i++) {
+            snprintf(name, sizeof name, "%slayers.%lld.%s", prefix, (long long)l0, layouts[i].name);
+            if (st_checkpoint_find(ck, name)) f->experts_layout = layouts[i].layout;
+        }
+        if (!f->experts_layout)
+            return facet_err(err, FACET_E_NOT_FOUND,
+                             "checkpoint has no expert tensors in layer %lld, a mixture-of-experts "
+                             "layer (expected %slayers.%lld.block_sparse_moe.experts.0.w1.weight, "
+                             "mlp.experts.0.gate_proj.weight, mlp.experts.gate_up_proj or "
+                             "block_sparse_moe.input_linear.weight)",
+                             (long long)l0, prefix, (long long)l0);
+    }
+
     /* fused projections (Phi-3) */
     int fused_qkv = 0, fused_gate_up = 0;
-    TRY(layer_fact(ck, prefix, L, facet_tensor_fused(FACET_TF_QKV_PROJ), &fused_qkv, err));
-    TRY(layer_fact(ck, prefix, L, facet_tensor_fused(FACET_TF_GATE_UP_PROJ), &fused_gate_up,
+    TRY(layer_fact(ck, f, prefix, L, facet_tensor_fused(FACET_TF_QKV_PROJ), &fused_qkv, err));
+    TRY(layer_fact(ck, f, prefix, L, facet_tensor_fused(FACET_TF_GATE_UP_PROJ), &fused_gate_up,
                    err));
     f->fused_qkv = fused_qkv;
     f->fused_gate_up = fused_gate_up;
@@ -107,21 +139,21 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
     /* biases: q, k, v must come together */
     int qb = 0, kb = 0, vb = 0, ob = 0;
     if (fused_qkv) {
-        TRY(layer_fact(ck, prefix, L, facet_tensor_fused(FACET_TF_QKV_BIAS), &qb, err));
+        TRY(layer_fact(ck, f, prefix, L, facet_tensor_fused(FACET_TF_QKV_BIAS), &qb, err));
         kb = vb = qb;
     } else {
-        TRY(layer_fact(ck, prefix, L, facet_tensor_slot(FACET_TS_Q_BIAS), &qb, err));
-        TRY(layer_fact(ck, prefix, L, facet_tensor_slot(FACET_TS_K_BIAS), &kb, err));
-        TRY(layer_fact(ck, prefix, L, facet_tensor_slot(FACET_TS_V_BIAS), &vb, err));
+        TRY(layer_fact(ck, f, prefix, L, facet_tensor_slot(FACET_TS_Q_BIAS), &qb, err));
+        TRY(layer_fact(ck, f, prefix, L, facet_tensor_slot(FACET_TS_K_BIAS), &kb, err));
+        TRY(layer_fact(ck, f, prefix, L, facet_tensor_slot(FACET_TS_V_BIAS), &vb, err));
     }
     if (qb != kb || qb != vb)
         return facet_err(err, FACET_E_FORMAT,
                          "%slayers.0.self_attn: q/k/v biases present %d/%d/%d; expected all "
                          "three or none", prefix, qb, kb, vb);
-    TRY(layer_fact(ck, prefix, L, facet_tensor_slot(FACET_TS_O_BIAS), &ob, err));
+    TRY(layer_fact(ck, f, prefix, L, facet_tensor_slot(FACET_TS_O_BIAS), &ob, err));
     int qn = 0, kn = 0;
-    TRY(layer_fact(ck, prefix, L, facet_tensor_slot(FACET_TS_Q_NORM), &qn, err));
-    TRY(layer_fact(ck, prefix, L, facet_tensor_slot(FACET_TS_K_NORM), &kn, err));
+    TRY(layer_fact(ck, f, prefix, L, facet_tensor_slot(FACET_TS_Q_NORM), &qn, err));
+    TRY(layer_fact(ck, f, prefix, L, facet_tensor_slot(FACET_TS_K_NORM), &kn, err));
     if (qn != kn)
         return facet_err(err, FACET_E_FORMAT,
                          "%slayers.0.self_attn: q_norm %s but k_norm %s; expected both or "

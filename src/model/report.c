@@ -55,6 +55,18 @@ void facet_facts_line(const facet_facts *f, char *buf, size_t cap) {
            f->qk_norm, f->tie_word_embeddings, f->probed ? " (probed)" : " (config)");
     if (f->attn_logit_softcap) APPEND(buf, cap, " attn_softcap=%g", f->attn_logit_softcap);
     if (f->final_logit_softcap) APPEND(buf, cap, " final_softcap=%g", f->final_logit_softcap);
+    if (f->n_sparse_layers) {
+        APPEND(buf, cap, " experts=%lld top_k=%lld expert_intermediate=%lld router=%s%s "
+                         "sparse_layers=%d",
+               (long long)f->num_experts, (long long)f->num_experts_per_tok,
+               (long long)f->moe_intermediate_size,
+               f->moe_router == FACET_ROUTER_TOPK_SOFTMAX ? "topk-softmax" : "softmax-topk",
+               f->moe_router == FACET_ROUTER_SOFTMAX_TOPK && f->norm_topk_prob ? "-renorm" : "",
+               f->n_sparse_layers);
+        if (f->shared_expert_intermediate_size)
+            APPEND(buf, cap, " shared_expert=%lld%s", (long long)f->shared_expert_intermediate_size,
+                   f->shared_expert_gate ? "(gated)" : "");
+    }
     APPEND(buf, cap, " eos=");
     for (int i = 0; i < f->n_eos; i++) APPEND(buf, cap, "%s%d", i ? "," : "", f->eos_token_ids[i]);
     if (!f->n_eos) APPEND(buf, cap, "none");
@@ -91,6 +103,10 @@ void facet_facts_of_note(const facet_facts *f, char *buf, size_t cap) {
     if (f->o_bias) APPEND(buf, cap, ", o bias");
     if (f->post_norms) APPEND(buf, cap, ", post-norms");
     if (f->attn_logit_softcap || f->final_logit_softcap) APPEND(buf, cap, ", softcaps");
+    if (f->n_sparse_layers)
+        APPEND(buf, cap, ", MoE %lld experts top-%lld%s", (long long)f->num_experts,
+               (long long)f->num_experts_per_tok,
+               f->shared_expert_intermediate_size ? " + shared" : "");
     APPEND(buf, cap, ", %s", f->tie_word_embeddings ? "tied" : "untied");
 }
 
@@ -151,6 +167,13 @@ json_t *facet_facts_json(const facet_facts *f) {
     SETB("has_lm_head", f->has_lm_head);
     SETB("fused_qkv", f->fused_qkv);
     SETB("fused_gate_up", f->fused_gate_up);
+    SETI("num_experts", f->num_experts);
+    SETI("num_experts_per_tok", f->num_experts_per_tok);
+    SETI("moe_intermediate_size", f->moe_intermediate_size);
+    SETI("shared_expert_intermediate_size", f->shared_expert_intermediate_size);
+    SETB("shared_expert_gate", f->shared_expert_gate);
+    SETB("norm_topk_prob", f->norm_topk_prob);
+    SETI("n_sparse_layers", f->n_sparse_layers);
     SETB("probed", f->probed);
     SETI("bos_token_id", f->bos_token_id);
     json_object_set_new(o, "eos_token_id", int_array(f->eos_token_ids, f->n_eos));
@@ -193,6 +216,9 @@ json_t *facet_plan_json(const facet_plan *p) {
         json_object_set_new(w, facet_plan_format_name(i), json_integer((json_int_t)p->weight_bytes[i]));
     json_object_set_new(o, "weight_bytes", w);
     json_object_set_new(o, "n_params", json_integer((json_int_t)p->n_params));
+    json_object_set_new(o, "n_active_params", json_integer((json_int_t)p->n_active_params));
+    json_object_set_new(o, "decode_bytes_per_token",
+                        json_integer((json_int_t)p->decode_bytes_per_token));
     json_object_set_new(o, "int8_scales", json_string("one f16 scale per block of 32 inputs and row"));
     json_object_set_new(o, "weights_requested", json_string(facet_plan_format_name(p->requested)));
     json_object_set_new(o, "weights", json_string(facet_plan_format_name(p->weights)));

@@ -30,7 +30,10 @@
  * gated FFN with silu, gelu_pytorch_tanh or gelu (erf); optional q/k/v and o biases,
  * per-head or whole-projection q/k RMSNorm, layers without RoPE (NoPE), fused qkv / gate_up projections (split at
  * load), Granite's embedding/residual/logits multipliers, mlp biases (Llama's
- * mlp_bias); tied or untied lm_head.
+ * mlp_bias); tied or untied lm_head. Mixture-of-experts FFNs (engine/ffn_moe.c): a
+ * router over up to 4096 experts picking k <= 64 by either routing rule, an optional
+ * shared expert with or without its sigmoid gate, dense and sparse layers mixed, the
+ * experts stored per expert or as 3-D tensors (split at load).
  * Each of these was checked against the float64 reference on shrunk checkpoints of the
  * corpus configs (tests/e2e/test_reference_families.py). */
 static const facet_caps cpu_dense = {
@@ -54,6 +57,10 @@ static const facet_caps cpu_dense = {
     .no_rope_layers = 1,
     .qkv_bias = ALLOW_BOTH, .o_bias = ALLOW_BOTH, .qk_norm = ALLOW_BOTH, .tied = ALLOW_BOTH,
     .fused_qkv = ALLOW_BOTH, .fused_gate_up = ALLOW_BOTH,
+    .moe_routers = BIT(FACET_ROUTER_NONE) | BIT(FACET_ROUTER_SOFTMAX_TOPK) |
+                   BIT(FACET_ROUTER_TOPK_SOFTMAX),
+    .experts_per_tok_max = 64,
+    .shared_expert = ALLOW_BOTH,
     .dtypes = DTYPES_FLOAT,
 };
 
@@ -78,6 +85,7 @@ static const facet_caps cuda_dense = {
     .sliding_window = 0,
     .qkv_bias = ALLOW_BOTH, .o_bias = ALLOW_BOTH, .qk_norm = ALLOW_BOTH, .tied = ALLOW_BOTH,
     .fused_qkv = ALLOW_FALSE, .fused_gate_up = ALLOW_FALSE,
+    .moe_routers = BIT(FACET_ROUTER_NONE), .shared_expert = ALLOW_FALSE,
     .dtypes = BIT(ST_F16) | BIT(ST_BF16),
 };
 
@@ -109,6 +117,21 @@ const facet_profile facet_profiles[] = {
      "SmolLM3 (every 4th layer without RoPE)", &cpu_dense, &cuda_dense},
     {"granite", {"GraniteForCausalLM"},
      "Granite 3 dense (embedding/attention/residual/logits multipliers)", &cpu_dense, &cuda_dense},
+    {"mixtral", {"MixtralForCausalLM"},
+     "Mixtral (mixture of experts: top-k of the router logits, softmax over the k)",
+     &cpu_dense, &cuda_dense},
+    {"qwen2_moe", {"Qwen2MoeForCausalLM"},
+     "Qwen1.5/2-MoE (softmax then top-k, shared expert with a sigmoid gate, sparse step)",
+     &cpu_dense, &cuda_dense},
+    {"qwen3_moe", {"Qwen3MoeForCausalLM"},
+     "Qwen3-MoE (qk-norm; softmax then top-k, renormalized)", &cpu_dense, &cuda_dense},
+    {"olmoe", {"OlmoeForCausalLM"},
+     "OLMoE (q/k norm over the projection; softmax then top-k, not renormalized)",
+     &cpu_dense, &cuda_dense},
+    {"granitemoe", {"GraniteMoeForCausalLM"},
+     "Granite 3 MoE (multipliers; 3-D expert tensors)", &cpu_dense, &cuda_dense},
+    {"granitemoeshared", {"GraniteMoeSharedForCausalLM"},
+     "Granite MoE with a shared expert", &cpu_dense, &cuda_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 
@@ -187,6 +210,19 @@ const facet_key_rule facet_key_rules[] = {
     {"experts_per_token", FACET_KEY_MATH, "mixture-of-experts routing"},
     {"moe_intermediate_size", FACET_KEY_MATH, "mixture-of-experts layers"},
     {"n_shared_experts", FACET_KEY_MATH, "mixture-of-experts shared experts"},
+    {"shared_expert_intermediate_size", FACET_KEY_MATH, "mixture-of-experts shared experts"},
+    {"n_group", FACET_KEY_MATH, "group-limited expert routing (DeepSeek)"},
+    {"topk_group", FACET_KEY_MATH, "group-limited expert routing (DeepSeek)"},
+    {"topk_method", FACET_KEY_MATH, "group-limited expert routing (DeepSeek)"},
+    {"scoring_func", FACET_KEY_MATH, "a router score function other than softmax"},
+    {"routed_scaling_factor", FACET_KEY_MATH, "scaled routed-expert weights"},
+    {"first_k_dense_replace", FACET_KEY_MATH, "dense layers before the first MoE layer (DeepSeek)"},
+    {"moe_layer_freq", FACET_KEY_MATH, "a mixture-of-experts layer frequency"},
+    {"decoder_sparse_step", FACET_KEY_MATH, "a mixture-of-experts layer frequency"},
+    {"mlp_only_layers", FACET_KEY_MATH, "dense layers among mixture-of-experts ones"},
+    {"norm_topk_prob", FACET_KEY_MATH, "renormalized mixture-of-experts routing"},
+    {"router_jitter_noise", FACET_KEY_INERT, NULL}, /* training only */
+    {"input_jitter_noise", FACET_KEY_INERT, NULL},  /* training only */
     {"kv_lora_rank", FACET_KEY_MATH, "multi-head latent attention"},
     {"q_lora_rank", FACET_KEY_MATH, "multi-head latent attention"},
     {"qk_rope_head_dim", FACET_KEY_MATH, "multi-head latent attention"},

@@ -38,6 +38,10 @@ typedef struct facet_caps {
     int attn_scale_custom;        /* scale other than 1/sqrt(head_dim)                 */
     int sliding_window;           /* windowed layers (an inert window always passes)   */
     int no_rope_layers;           /* layers without RoPE (SmolLM3's NoPE layers)        */
+    /* mixture of experts */
+    unsigned moe_routers;         /* BIT(facet_moe_router); BIT(NONE): dense layers     */
+    int64_t experts_per_tok_max;  /* k                                                  */
+    unsigned shared_expert;       /* ALLOW_*: a shared expert beside the routed ones    */
     /* weight facts (decided by the tensor probe) */
     unsigned qkv_bias, o_bias, qk_norm, tied, fused_qkv, fused_gate_up; /* ALLOW_*     */
     unsigned dtypes;              /* BIT(st_dtype)                                     */

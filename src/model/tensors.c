@@ -21,6 +21,18 @@ static int fused_gate_up(const facet_facts *f) { return f->fused_gate_up; }
 static int split_gate_up(const facet_facts *f) { return !f->fused_gate_up; }
 static int mlp_bias(const facet_facts *f) { return f->mlp_bias; }
 static int lm_head(const facet_facts *f) { return f->has_lm_head; }
+static int w123(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_W123; }
+static int proj(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_PROJ; }
+static int fused3d(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_FUSED; }
+static int mlp_gate(const facet_facts *f) { return proj(f) || fused3d(f); }
+static int granite3d(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_GRANITE; }
+static int shared_mlp(const facet_facts *f) {
+    return f->shared_expert_intermediate_size > 0 && !granite3d(f);
+}
+static int shared_gate(const facet_facts *f) { return shared_mlp(f) && f->shared_expert_gate; }
+static int granite_shared(const facet_facts *f) {
+    return f->shared_expert_intermediate_size > 0 && granite3d(f);
+}
 
 /* a float32 vector / a weight matrix with a slot of its own; G: its GGUF name */
 #define VEC(root_, name_, gguf_, d0, slot_, when_)                                          \
@@ -31,6 +43,21 @@ static int lm_head(const facet_facts *f) { return f->has_lm_head; }
      .slot = slot_, .fused = -1, .when = when_}
 #define L FACET_TR_LAYER
 #define H FACET_TD_HIDDEN
+/* a dense-FFN / a mixture-of-experts layer's matrix */
+#define DENSE(...) {__VA_ARGS__, .scope = FACET_SCOPE_DENSE}
+#define SMAT(name_, gguf_, d0, d1, slot_, when_)                                             \
+    {.root = L, .name = name_, .gguf = gguf_, .dims = {d0, d1}, .matrix = 1, .slot = slot_,  \
+     .fused = -1, .when = when_, .scope = FACET_SCOPE_SPARSE}
+/* one matrix per expert: NAME E.TAIL */
+#define EXPERT(name_, tail_, d0, d1, slot_, when_)                                          \
+    {.root = L, .name = name_, .tail = tail_, .dims = {d0, d1}, .matrix = 1, .slot = slot_,  \
+     .fused = -1, .when = when_, .scope = FACET_SCOPE_SPARSE}
+/* a 3-D [E, d0, d1] tensor split per expert into n parts along d0 */
+#define EXPERTS3D(name_, d0, d1, n_, s0, s1, when_)                                         \
+    {.root = L, .name = name_, .dims = {d0, d1}, .matrix = 1, .slot = FACET_TS_FUSED,        \
+     .fused = -1, .n_split = n_, .split = {s0, s1}, .when = when_,                          \
+     .scope = FACET_SCOPE_SPARSE, .experts3d = 1}
+#define EF FACET_TD_EFFN
 
 const facet_tensor_row facet_tensor_rows[] = {
     MAT(FACET_TR_MODEL, "embed_tokens.weight", "token_embd.weight", FACET_TD_VOCAB, H,
@@ -67,18 +94,64 @@ const facet_tensor_row facet_tensor_rows[] = {
     VEC(L, "post_feedforward_layernorm.weight", "post_ffw_norm.weight", H,
         FACET_TS_POST_FEEDFORWARD_LAYERNORM, post_norms),
     /* Phi-3: rows are gate, then up */
-    {.root = L, .name = "mlp.gate_up_proj.weight", .gguf = "ffn_up.weight",
-     .dims = {FACET_TD_FFN2, H}, .matrix = 1, .slot = FACET_TS_FUSED,
-     .fused = FACET_TF_GATE_UP_PROJ, .n_split = 2, .split = {FACET_TS_GATE_PROJ, FACET_TS_UP_PROJ},
-     .when = fused_gate_up},
-    MAT(L, "mlp.gate_proj.weight", "ffn_gate.weight", FACET_TD_FFN, H, FACET_TS_GATE_PROJ,
-        split_gate_up),
-    MAT(L, "mlp.up_proj.weight", "ffn_up.weight", FACET_TD_FFN, H, FACET_TS_UP_PROJ, split_gate_up),
-    MAT(L, "mlp.down_proj.weight", "ffn_down.weight", H, FACET_TD_FFN, FACET_TS_DOWN_PROJ, always),
+    DENSE(.root = L, .name = "mlp.gate_up_proj.weight", .gguf = "ffn_up.weight",
+          .dims = {FACET_TD_FFN2, H}, .matrix = 1, .slot = FACET_TS_FUSED,
+          .fused = FACET_TF_GATE_UP_PROJ, .n_split = 2,
+          .split = {FACET_TS_GATE_PROJ, FACET_TS_UP_PROJ}, .when = fused_gate_up),
+    DENSE(.root = L, .name = "mlp.gate_proj.weight", .gguf = "ffn_gate.weight",
+          .dims = {FACET_TD_FFN, H}, .matrix = 1, .slot = FACET_TS_GATE_PROJ, .fused = -1,
+          .when = split_gate_up),
+    DENSE(.root = L, .name = "mlp.up_proj.weight", .gguf = "ffn_up.weight",
+          .dims = {FACET_TD_FFN, H}, .matrix = 1, .slot = FACET_TS_UP_PROJ, .fused = -1,
+          .when = split_gate_up),
+    DENSE(.root = L, .name = "mlp.down_proj.weight", .gguf = "ffn_down.weight",
+          .dims = {H, FACET_TD_FFN}, .matrix = 1, .slot = FACET_TS_DOWN_PROJ, .fused = -1,
+          .when = always),
     /* Llama's mlp_bias: gate, up and down all carry a bias */
-    VEC(L, "mlp.gate_proj.bias", "ffn_gate.bias", FACET_TD_FFN, FACET_TS_GATE_BIAS, mlp_bias),
-    VEC(L, "mlp.up_proj.bias", "ffn_up.bias", FACET_TD_FFN, FACET_TS_UP_BIAS, mlp_bias),
-    VEC(L, "mlp.down_proj.bias", "ffn_down.bias", H, FACET_TS_DOWN_BIAS, mlp_bias),
+    DENSE(.root = L, .name = "mlp.gate_proj.bias", .gguf = "ffn_gate.bias",
+          .dims = {FACET_TD_FFN, FACET_TD_NONE}, .slot = FACET_TS_GATE_BIAS, .fused = -1,
+          .when = mlp_bias),
+    DENSE(.root = L, .name = "mlp.up_proj.bias", .gguf = "ffn_up.bias",
+          .dims = {FACET_TD_FFN, FACET_TD_NONE}, .slot = FACET_TS_UP_BIAS, .fused = -1,
+          .when = mlp_bias),
+    DENSE(.root = L, .name = "mlp.down_proj.bias", .gguf = "ffn_down.bias",
+          .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_DOWN_BIAS, .fused = -1, .when = mlp_bias),
+    /* mixture-of-experts layers: the router, by layout */
+    SMAT("block_sparse_moe.gate.weight", NULL, FACET_TD_EXPERTS, H,
+         FACET_TS_ROUTER, w123),
+    SMAT("mlp.gate.weight", NULL, FACET_TD_EXPERTS, H, FACET_TS_ROUTER, mlp_gate),
+    SMAT("block_sparse_moe.router.layer.weight", NULL, FACET_TD_EXPERTS, H, FACET_TS_ROUTER,
+         granite3d),
+    /* the experts: Mixtral's w1 (gate), w3 (up), w2 (down) */
+    EXPERT("block_sparse_moe.experts.", "w1.weight", EF, H, FACET_TS_EXPERT_GATE, w123),
+    EXPERT("block_sparse_moe.experts.", "w3.weight", EF, H, FACET_TS_EXPERT_UP, w123),
+    EXPERT("block_sparse_moe.experts.", "w2.weight", H, EF, FACET_TS_EXPERT_DOWN, w123),
+    EXPERT("mlp.experts.", "gate_proj.weight", EF, H, FACET_TS_EXPERT_GATE, proj),
+    EXPERT("mlp.experts.", "up_proj.weight", EF, H, FACET_TS_EXPERT_UP, proj),
+    EXPERT("mlp.experts.", "down_proj.weight", H, EF, FACET_TS_EXPERT_DOWN, proj),
+    /* 3-D: each expert's rows are gate then up (chunk(2) of the projection) */
+    EXPERTS3D("mlp.experts.gate_up_proj", FACET_TD_EFFN2, H, 2, FACET_TS_EXPERT_GATE,
+              FACET_TS_EXPERT_UP, fused3d),
+    EXPERTS3D("mlp.experts.down_proj", H, EF, 1, FACET_TS_EXPERT_DOWN, 0, fused3d),
+    EXPERTS3D("block_sparse_moe.input_linear.weight", FACET_TD_EFFN2, H, 2,
+              FACET_TS_EXPERT_GATE, FACET_TS_EXPERT_UP, granite3d),
+    EXPERTS3D("block_sparse_moe.output_linear.weight", H, EF, 1, FACET_TS_EXPERT_DOWN, 0,
+              granite3d),
+    /* the shared expert (Qwen2-MoE, gated; Granite-MoE-shared, ungated and fused) */
+    SMAT("mlp.shared_expert.gate_proj.weight", NULL, FACET_TD_SFFN, H, FACET_TS_SHARED_GATE,
+         shared_mlp),
+    SMAT("mlp.shared_expert.up_proj.weight", NULL, FACET_TD_SFFN, H, FACET_TS_SHARED_UP,
+         shared_mlp),
+    SMAT("mlp.shared_expert.down_proj.weight", NULL, H, FACET_TD_SFFN, FACET_TS_SHARED_DOWN,
+         shared_mlp),
+    SMAT("mlp.shared_expert_gate.weight", NULL, FACET_TD_ONE, H, FACET_TS_SHARED_EXPERT_GATE,
+         shared_gate),
+    {.root = L, .name = "shared_mlp.input_linear.weight", .dims = {FACET_TD_SFFN2, H},
+     .matrix = 1, .slot = FACET_TS_FUSED, .fused = FACET_TF_SHARED_INPUT, .n_split = 2,
+     .split = {FACET_TS_SHARED_GATE, FACET_TS_SHARED_UP}, .when = granite_shared,
+     .scope = FACET_SCOPE_SPARSE},
+    SMAT("shared_mlp.output_linear.weight", NULL, H, FACET_TD_SFFN, FACET_TS_SHARED_DOWN,
+         granite_shared),
     VEC(FACET_TR_MODEL, "norm.weight", "output_norm.weight", H, FACET_TS_NORM, always),
     /* present means untied, whatever tie_word_embeddings says (probe.c) */
     {.root = FACET_TR_TOP, .name = "lm_head.weight", .alt = "language_model.lm_head.weight",
@@ -89,6 +162,17 @@ const size_t facet_tensor_count = sizeof facet_tensor_rows / sizeof facet_tensor
 
 #undef L
 #undef H
+#undef EF
+#undef DENSE
+#undef SMAT
+#undef EXPERT
+#undef EXPERTS3D
+
+int facet_tensor_in_layer(const facet_tensor_row *r, const facet_facts *f, int64_t layer) {
+    if (r->root != FACET_TR_LAYER) return 0;
+    int sparse = layer >= 0 && layer < FACET_MAX_LAYERS && f->layer_sparse[layer];
+    return r->scope == FACET_SCOPE_ALL || (r->scope == FACET_SCOPE_SPARSE) == sparse;
+}
 
 const facet_tensor_row *facet_tensor_slot(facet_tslot s) {
     for (size_t i = 0; i < facet_tensor_count; i++)
@@ -116,6 +200,12 @@ int64_t facet_tdim_value(facet_tdim d, const facet_facts *f, int full_qk_norm) {
     case FACET_TD_QKV: return q + 2 * kv;
     case FACET_TD_Q_NORM: return full_qk_norm ? q : f->head_dim;
     case FACET_TD_K_NORM: return full_qk_norm ? kv : f->head_dim;
+    case FACET_TD_ONE: return 1;
+    case FACET_TD_EXPERTS: return f->num_experts;
+    case FACET_TD_EFFN: return f->moe_intermediate_size;
+    case FACET_TD_EFFN2: return 2 * f->moe_intermediate_size;
+    case FACET_TD_SFFN: return f->shared_expert_intermediate_size;
+    case FACET_TD_SFFN2: return 2 * f->shared_expert_intermediate_size;
     }
     return 0;
 }
@@ -132,6 +222,12 @@ const char *facet_tdim_name(facet_tdim d) {
     case FACET_TD_QKV: return "(num_attention_heads + 2 * num_key_value_heads) * head_dim";
     case FACET_TD_Q_NORM: return "head_dim (or num_attention_heads * head_dim)";
     case FACET_TD_K_NORM: return "head_dim (or num_key_value_heads * head_dim)";
+    case FACET_TD_ONE: return "1";
+    case FACET_TD_EXPERTS: return "num_experts";
+    case FACET_TD_EFFN: return "the experts' intermediate size";
+    case FACET_TD_EFFN2: return "2 * the experts' intermediate size";
+    case FACET_TD_SFFN: return "the shared expert's intermediate size";
+    case FACET_TD_SFFN2: return "2 * the shared expert's intermediate size";
     }
     return "?";
 }
@@ -168,6 +264,7 @@ const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_r
     switch (r->root) {
     case FACET_TR_MODEL: snprintf(name, cap, "%s%s", prefix, r->name); break;
     case FACET_TR_LAYER:
+        if (r->tail) return facet_tensor_find_expert(ck, r, prefix, layer, 0, name, cap);
         snprintf(name, cap, "%slayers.%lld.%s", prefix, (long long)layer, r->name);
         break;
     case FACET_TR_TOP: {
@@ -184,6 +281,14 @@ const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_r
         return NULL;
     }
     }
+    return st_checkpoint_find(ck, name);
+}
+
+const st_tensor *facet_tensor_find_expert(const st_checkpoint *ck, const facet_tensor_row *r,
+                                          const char *prefix, int64_t layer, int64_t expert,
+                                          char *name, size_t cap) {
+    snprintf(name, cap, "%slayers.%lld.%s%lld.%s", prefix, (long long)layer, r->name,
+             (long long)expert, r->tail ? r->tail : "");
     return st_checkpoint_find(ck, name);
 }
 

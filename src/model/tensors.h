@@ -19,6 +19,15 @@
  * Each row also carries its GGUF (llama.cpp) name, by which a GGUF file's tensors are
  * seen under the Hugging Face names (model/gguf_checkpoint.c).
  *
+ * Mixture-of-experts rows (issue 27) come in two shapes. A per-expert row (`tail` set)
+ * names one tensor per expert: PREFIX "layers." N "." NAME E "." TAIL for E in
+ * [0, num_experts) (block_sparse_moe.experts.3.w1.weight). A 3-D row (`experts3d`) is
+ * one tensor [num_experts, dims[0], dims[1]] whose expert slices the loader splits by
+ * rows into the per-expert slots `split` names, as a fused row. `scope` says which layers
+ * hold a row: every layer, the dense-FFN ones or the sparse (mixture-of-experts) ones
+ * (facts layer_sparse). Several rows may fill one slot (the spellings of each layout);
+ * their `when` predicates, on the probed experts_layout, pick one.
+ *
  * A new layer kind adds its rows (and a slot id, and the loader's field for the slot).
  */
 #ifndef FACET_MODEL_TENSORS_H
@@ -42,6 +51,12 @@ typedef enum facet_tdim {
     FACET_TD_QKV,      /* (num_attention_heads + 2 * num_key_value_heads) * head_dim  */
     FACET_TD_Q_NORM,   /* head_dim, or Q when the norm spans the projection (OLMo 2)  */
     FACET_TD_K_NORM,   /* head_dim, or KV when the norm spans the projection          */
+    FACET_TD_ONE,      /* 1 (the shared expert's gate is a [1, H] linear)             */
+    FACET_TD_EXPERTS,  /* num_experts                                                 */
+    FACET_TD_EFFN,     /* moe_intermediate_size (one routed expert)                   */
+    FACET_TD_EFFN2,    /* 2 * moe_intermediate_size (an expert's gate and up fused)   */
+    FACET_TD_SFFN,     /* shared_expert_intermediate_size                             */
+    FACET_TD_SFFN2,    /* 2 * shared_expert_intermediate_size                         */
 } facet_tdim;
 
 /* Destination of a tensor in the loaded model (one per non-fused row). */
@@ -67,6 +82,14 @@ typedef enum facet_tslot {
     FACET_TS_GATE_BIAS,
     FACET_TS_UP_BIAS,
     FACET_TS_DOWN_BIAS,
+    FACET_TS_ROUTER,           /* (E, H) the router's logits                         */
+    FACET_TS_EXPERT_GATE,      /* per expert (EI, H)                                  */
+    FACET_TS_EXPERT_UP,        /* per expert (EI, H)                                  */
+    FACET_TS_EXPERT_DOWN,      /* per expert (H, EI)                                  */
+    FACET_TS_SHARED_GATE,      /* (SI, H) the shared expert                           */
+    FACET_TS_SHARED_UP,        /* (SI, H)                                             */
+    FACET_TS_SHARED_DOWN,      /* (H, SI)                                             */
+    FACET_TS_SHARED_EXPERT_GATE, /* (1, H) its sigmoid gate (Qwen2-MoE)               */
     FACET_TS_NORM,
     FACET_TS_LM_HEAD,
     FACET_TS_COUNT,
@@ -78,10 +101,18 @@ typedef enum facet_tfused {
     FACET_TF_QKV_PROJ,
     FACET_TF_QKV_BIAS, /* probed only: the loader takes q/k/v biases unfused */
     FACET_TF_GATE_UP_PROJ,
+    FACET_TF_SHARED_INPUT, /* Granite-MoE-shared shared_mlp.input_linear: gate, up */
     FACET_TF_COUNT,
 } facet_tfused;
 
 typedef enum facet_troot { FACET_TR_MODEL, FACET_TR_LAYER, FACET_TR_TOP } facet_troot;
+
+/* Which layers hold a LAYER row. */
+typedef enum facet_tscope {
+    FACET_SCOPE_ALL = 0,
+    FACET_SCOPE_DENSE,  /* layers whose FFN is dense (the dense MLP's tensors)          */
+    FACET_SCOPE_SPARSE, /* mixture-of-experts layers (router, experts, shared expert)   */
+} facet_tscope;
 
 #define FACET_TENSOR_SPLIT_MAX 3
 
@@ -101,7 +132,14 @@ typedef struct facet_tensor_row {
                                  LAYER rows; NULL: GGUF has none                          */
     const char *gguf_post;    /* the GGUF name in post-norm families (facts post_norms),
                                  when it differs, else NULL                               */
+    facet_tscope scope;       /* LAYER rows: which layers hold it                          */
+    const char *tail;         /* per-expert rows: the name after the expert index, else NULL */
+    int experts3d;            /* 1: [num_experts, dims[0], dims[1]], split per expert into
+                                 the `split` slots                                         */
 } facet_tensor_row;
+
+/* Whether layer `layer` of facts f holds row r (its scope). */
+int facet_tensor_in_layer(const facet_tensor_row *r, const facet_facts *f, int64_t layer);
 
 /* The table: facet_tensor_rows[0 .. facet_tensor_count - 1], in the loader's order. */
 extern const facet_tensor_row facet_tensor_rows[];
@@ -140,6 +178,11 @@ const st_tensor *facet_tensor_with_prefix(const st_checkpoint *ck, const char *n
  * tried). TOP rows try `name`, then `alt`. */
 const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_row *r,
                                    const char *prefix, int64_t layer, char *name, size_t cap);
+
+/* facet_tensor_find for per-expert rows: expert `expert`'s tensor of row r. */
+const st_tensor *facet_tensor_find_expert(const st_checkpoint *ck, const facet_tensor_row *r,
+                                          const char *prefix, int64_t layer, int64_t expert,
+                                          char *name, size_t cap);
 
 /* Whether layer `layer`'s q_norm spans the whole projection (num_attention_heads *
  * head_dim elements, and that is not head_dim) rather than one head: its length says. */

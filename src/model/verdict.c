@@ -224,6 +224,44 @@ RANGE(range_no_rope) {
     snprintf(b, n, "%s", c->no_rope_layers ? "any per-layer pattern" : "none (RoPE on every layer)");
 }
 
+static const char *router_name(int r) {
+    static const char *const names[] = {"none (dense)", "softmax-topk", "topk-softmax"};
+    return r >= 0 && r <= FACET_ROUTER_TOPK_SOFTMAX ? names[r] : "unknown";
+}
+
+CHECK(check_router) {
+    if (f->moe_router == FACET_ROUTER_NONE)
+        snprintf(v, n, "%s", router_name(f->moe_router));
+    else
+        snprintf(v, n, "%s%s, top-%lld of %lld experts on %d of %lld layers",
+                 router_name(f->moe_router),
+                 f->moe_router == FACET_ROUTER_SOFTMAX_TOPK && f->norm_topk_prob ? " renormalized" : "",
+                 (long long)f->num_experts_per_tok, (long long)f->num_experts, f->n_sparse_layers,
+                 (long long)f->num_hidden_layers);
+    return (c->moe_routers & BIT(f->moe_router)) &&
+           (f->moe_router == FACET_ROUTER_NONE || f->num_experts_per_tok <= c->experts_per_tok_max);
+}
+RANGE(range_router) {
+    (void)f;
+    join_bits(c->moe_routers, FACET_ROUTER_TOPK_SOFTMAX + 1, router_name, b, n);
+    if (c->moe_routers & ~BIT(FACET_ROUTER_NONE))
+        snprintf(b + strlen(b), n - strlen(b), "; top-k up to %lld", (long long)c->experts_per_tok_max);
+}
+
+CHECK(check_shared_expert) {
+    if (f->shared_expert_intermediate_size > 0)
+        snprintf(v, n, "%lld%s", (long long)f->shared_expert_intermediate_size,
+                 f->shared_expert_gate ? " (sigmoid gate)" : "");
+    else
+        snprintf(v, n, "none");
+    return allows(c->shared_expert, f->moe_router != FACET_ROUTER_NONE &&
+                                        f->shared_expert_intermediate_size > 0);
+}
+RANGE(range_shared_expert) {
+    (void)f;
+    snprintf(b, n, "%s", c->shared_expert & ALLOW_TRUE ? "any size, gated or not" : "none");
+}
+
 CHECK(check_dtypes) {
     unsigned bad = f->dtype_mask & ~c->dtypes;
     join_bits(bad ? bad : f->dtype_mask, ST_DTYPE_COUNT, dtype_name, v, n);
@@ -254,6 +292,8 @@ const facet_row facet_rows[] = {
     {"attention scale",          0, check_attn_scale,         range_attn_scale},
     {"sliding_window",           0, check_window,             range_window},
     {"no_rope_layers",           0, check_no_rope,            range_no_rope},
+    {"moe router",               0, check_router,             range_router},
+    {"shared expert",            0, check_shared_expert,      range_shared_expert},
     {"q/k/v bias",               1, check_qkv_bias,           range_qkv_bias},
     {"o_proj bias",              1, check_o_bias,             range_o_bias},
     {"qk-norm",                  1, check_qk_norm,            range_qk_norm},

@@ -42,15 +42,15 @@ EXPECTED = {
     "baichuan-inc__Baichuan2-13B-Chat": (REFUSED, ["model_type"]),
     "deepseek-ai__DeepSeek-R1-Distill-Qwen-32B": (PENDING, []),  # window inert
     "deepseek-ai__DeepSeek-V3": (REFUSED, [
-        "model_type", "rope_scaling.mscale", "rope_scaling.mscale_all_dim", "kv_lora_rank",
-        "moe_intermediate_size", "n_routed_experts", "n_shared_experts", "num_experts_per_tok",
-        "num_nextn_predict_layers", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-        "quantization_config", "v_head_dim"]),
+        "model_type", "rope_scaling.mscale", "rope_scaling.mscale_all_dim",
+        "first_k_dense_replace", "kv_lora_rank", "moe_intermediate_size", "moe_layer_freq",
+        "n_group", "n_routed_experts", "n_shared_experts", "norm_topk_prob",
+        "num_experts_per_tok", "num_nextn_predict_layers", "q_lora_rank", "qk_nope_head_dim",
+        "qk_rope_head_dim", "quantization_config", "routed_scaling_factor", "scoring_func",
+        "topk_group", "topk_method", "v_head_dim"]),
     "google__gemma-2b-it": (PENDING, []),
     "google__medgemma-27b-it": (PENDING, []),  # its text decoder (text_config)
-    "ibm-granite__granite-3.1-1b-a400m-instruct": (REFUSED, [
-        "model_type", "attention_multiplier", "embedding_multiplier", "logits_scaling",
-        "num_experts_per_tok", "num_local_experts", "residual_multiplier"]),
+    "ibm-granite__granite-3.1-1b-a400m-instruct": (PENDING, []),  # MoE 32 experts top-8
     "ibm-granite__granite-3b-code-instruct-128k": (PENDING, []),  # mlp_bias, head_dim 80
     "instructlab__granite-7b-lab": (PENDING, []),
     "internlm__internlm2-chat-7b": (REFUSED, ["model_type"]),
@@ -63,8 +63,7 @@ EXPECTED = {
     "microsoft__phi-4": (PENDING, []),
     "mistralai__Devstral-Small-2507": (PENDING, []),
     "mistralai__Mistral-7B-Instruct-v0.3": (PENDING, []),
-    "mistralai__Mixtral-8x7B-v0.1": (REFUSED, ["model_type", "num_experts_per_tok",
-                                               "num_local_experts"]),
+    "mistralai__Mixtral-8x7B-v0.1": (PENDING, []),  # MoE 8 experts top-2
     "openai-community__gpt2-xl": (REFUSED, ["model_type", "layer_norm_epsilon"]),
     "openai__gpt-oss-20b": (REFUSED, ["model_type", "experts_per_token", "num_experts_per_tok",
                                       "num_local_experts", "quantization_config",
@@ -139,10 +138,16 @@ def test_known_refusal_texts(run_facet, tmp_path):
     _, obj = conform(run_facet, CONFIGS / "state-spaces__mamba-2.8b-hf", tmp_path=tmp_path)
     assert obj["verdict"]["refusals"][0]["text"] == (
         "REFUSED: model_type=mamba is not supported on cpu (supported: llama, mistral, qwen2, qwen3, "
-        "gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, smollm3, granite)")
-    _, obj = conform(run_facet, CONFIGS / "mistralai__Mixtral-8x7B-v0.1", tmp_path=tmp_path)
+        "gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, smollm3, granite, mixtral, qwen2_moe, "
+        "qwen3_moe, olmoe, granitemoe, granitemoeshared)")
+    _, obj = conform(run_facet, CONFIGS / "mistralai__Mixtral-8x7B-v0.1", "--backend", "cuda",
+                     tmp_path=tmp_path)
     texts = [r["text"] for r in obj["verdict"]["refusals"]]
-    assert any(t.startswith("REFUSED: num_local_experts=8 is not supported on cpu") for t in texts)
+    assert "REFUSED: moe router=topk-softmax, top-2 of 8 experts on 32 of 32 layers is not " \
+           "supported on cuda (supported: none (dense))" in texts
+    _, obj = conform(run_facet, CONFIGS / "openai__gpt-oss-20b", tmp_path=tmp_path)
+    texts = [r["text"] for r in obj["verdict"]["refusals"]]
+    assert any(t.startswith("REFUSED: num_local_experts=32 is not supported on cpu") for t in texts)
     _, obj = conform(run_facet, CONFIGS / "deepseek-ai__DeepSeek-V3", tmp_path=tmp_path)
     assert any(r["fact"] == "kv_lora_rank" and r["value"] == "512" for r in obj["verdict"]["refusals"])
 

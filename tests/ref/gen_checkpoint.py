@@ -182,6 +182,11 @@ def shrink_config(config, num_hidden_layers=2, num_key_value_heads=None,
     else:
         inter_new = inter
 
+    # mixture-of-experts widths keep their ratio to hidden_size (multiples of 8)
+    for key in ("moe_intermediate_size", "shared_expert_intermediate_size", "shared_intermediate_size"):
+        if isinstance(cfg.get(key), int) and cfg[key] > 0 and key not in overrides:
+            cfg[key] = _round_to(hidden_new * cfg[key] / hidden, 8)
+
     old_layers = int(cfg["num_hidden_layers"])
     cfg["num_hidden_layers"] = int(num_hidden_layers)
     cfg["num_attention_heads"] = heads_new
@@ -281,11 +286,60 @@ def synthetic_config(head_dim=64, qk_norm=False, sliding_window=None, rope="plai
 
 # ---------------------------------------------------------------------------- tensors
 
-def tensor_specs(config):
+EXPERTS_LAYOUTS = ("w123", "proj", "fused", "granite")
+
+
+def moe_specs(f, p, layout):
+    """Tensors of one mixture-of-experts layer (prefix p = "model.layers.N."), by layout:
+      w123    block_sparse_moe.gate + block_sparse_moe.experts.E.w1/w3/w2 (Mixtral)
+      proj    mlp.gate + mlp.experts.E.gate_proj/up_proj/down_proj (Qwen-MoE, OLMoE)
+      fused   mlp.gate + mlp.experts.gate_up_proj [E, 2 I, H] (rows: gate then up) and
+              mlp.experts.down_proj [E, H, I] (newer transformers' 3-D experts)
+      granite block_sparse_moe.router.layer + input_linear [E, 2 I, H] / output_linear
+              [E, H, I] (GraniteMoeParallelExperts)
+    plus the shared expert (Qwen2-MoE mlp.shared_expert.* and shared_expert_gate [1, H];
+    Granite-MoE-shared shared_mlp.input_linear [2 S, H] / output_linear [H, S])."""
+    H, E, I = f.hidden_size, f.num_experts, f.moe_intermediate_size
+    out = []
+    router = {"w123": "block_sparse_moe.gate.weight", "proj": "mlp.gate.weight",
+              "fused": "mlp.gate.weight", "granite": "block_sparse_moe.router.layer.weight"}[layout]
+    out.append((p + router, (E, H), ("linear", H)))
+    if layout in ("w123", "proj"):
+        names = (("w1", "w3", "w2") if layout == "w123" else ("gate_proj", "up_proj", "down_proj"))
+        base = "block_sparse_moe.experts." if layout == "w123" else "mlp.experts."
+        for e in range(E):
+            q = p + base + "%d." % e
+            out.append((q + names[0] + ".weight", (I, H), ("linear", H)))
+            out.append((q + names[1] + ".weight", (I, H), ("linear", H)))
+            out.append((q + names[2] + ".weight", (H, I), ("linear", I)))
+    elif layout == "fused":
+        out.append((p + "mlp.experts.gate_up_proj", (E, 2 * I, H), ("linear", H)))
+        out.append((p + "mlp.experts.down_proj", (E, H, I), ("linear", I)))
+    else:
+        out.append((p + "block_sparse_moe.input_linear.weight", (E, 2 * I, H), ("linear", H)))
+        out.append((p + "block_sparse_moe.output_linear.weight", (E, H, I), ("linear", I)))
+    S = f.shared_intermediate_size
+    if S and layout == "granite":
+        out.append((p + "shared_mlp.input_linear.weight", (2 * S, H), ("linear", H)))
+        out.append((p + "shared_mlp.output_linear.weight", (H, S), ("linear", S)))
+    elif S:
+        for name, shape, fan in (("gate_proj", (S, H), H), ("up_proj", (S, H), H),
+                                 ("down_proj", (H, S), S)):
+            out.append((p + "mlp.shared_expert.%s.weight" % name, shape, ("linear", fan)))
+        if f.shared_gate:
+            out.append((p + "mlp.shared_expert_gate.weight", (1, H), ("linear", H)))
+    return out
+
+
+def tensor_specs(config, experts_layout=None):
     """[(name, shape, init)] of the checkpoint a Hugging Face *ForCausalLM of this
     config loads, in a stable order. init is one of ("embed",), ("linear", fan_in),
-    ("bias",), ("norm",) — see init_tensor."""
+    ("bias",), ("norm",) — see init_tensor. experts_layout: the mixture-of-experts
+    tensor names (moe_specs; None: the config class's own)."""
     f = hf_facts.facts(config)
+    layout = experts_layout or f.experts_layout
+    if layout is not None and layout not in EXPERTS_LAYOUTS:
+        raise ValueError("experts_layout %r: expected one of %s" % (layout, EXPERTS_LAYOUTS))
     H, I, V = f.hidden_size, f.intermediate_size, f.vocab_size
     nh, kv, hd = f.num_attention_heads, f.num_key_value_heads, f.head_dim
     specs = [("model.embed_tokens.weight", (V, H), ("embed",))]
@@ -316,6 +370,9 @@ def tensor_specs(config):
             specs.append((p + "pre_feedforward_layernorm.weight", (H,), ("norm",)))
         if f.block in ("sandwich", "post"):
             specs.append((p + "post_feedforward_layernorm.weight", (H,), ("norm",)))
+        if f.sparse_layers and f.sparse_layers[i]:
+            specs.extend(moe_specs(f, p, layout))
+            continue
         if f.fused:
             specs.append((p + "mlp.gate_up_proj.weight", (2 * I, H), ("linear", H)))
         else:
@@ -383,7 +440,8 @@ def init_tensor(name, shape, init, seed, facts, logit_std=2.0, bias_std=0.1, nor
             std = sc["lm_head"]
         else:
             std = gain / math.sqrt(init[1])
-            if facts.block == "pre" and (name.endswith("o_proj.weight") or name.endswith("down_proj.weight")):
+            if facts.block == "pre" and name.endswith(("o_proj.weight", "down_proj.weight", "w2.weight",
+                                                       "experts.down_proj", "output_linear.weight")):
                 std *= sc["out_gain"]
             if facts.qk_norm is None and (name.endswith("q_proj.weight") or name.endswith("k_proj.weight")):
                 std *= sc["qk_gain"]
@@ -431,14 +489,16 @@ def _set_dtype_keys(config, torch_name):
 
 
 def write_checkpoint(config, out_dir, dtype="f32", shards=1, seed=0, generation_config=None,
-                     logit_std=2.0, bias_std=0.1, norm_noise=0.1, gain=2.0, overwrite=True):
+                     logit_std=2.0, bias_std=0.1, norm_noise=0.1, gain=2.0, overwrite=True,
+                     experts_layout=None):
     """Write config.json, generation_config.json and the safetensors of config to out_dir
     (created). dtype: "f32" | "bf16" | "f16"; shards: 1 -> model.safetensors, N > 1 ->
     model-0000i-of-0000N.safetensors + model.safetensors.index.json. config may be a
     dict or a path (its generation_config.json is used when generation_config is None;
     else one with bos/eos from the config is written). torch_dtype/dtype keys present in
     the config are set to the storage dtype. logit_std, bias_std, norm_noise, gain: see
-    init_tensor. Returns out_dir."""
+    init_tensor. experts_layout: the mixture-of-experts tensor names (moe_specs; None:
+    the config class's own). Returns out_dir."""
     if dtype not in DTYPES:
         raise ValueError("dtype %r: expected one of %s" % (dtype, sorted(DTYPES)))
     st_dtype, torch_name = DTYPES[dtype]
@@ -450,7 +510,7 @@ def write_checkpoint(config, out_dir, dtype="f32", shards=1, seed=0, generation_
                          "gen_checkpoint.text_only_config(config) instead")
     _set_dtype_keys(config, torch_name)
     facts = hf_facts.facts(config)
-    specs = tensor_specs(config)
+    specs = tensor_specs(config, experts_layout)
 
     os.makedirs(out_dir, exist_ok=True)
     if overwrite:

@@ -68,6 +68,57 @@ FAMILIES = {
     "smollm3": dict(tie=True, eps=1e-6, theta=2000000.0, act_keys=("hidden_act",), act="silu",
                     qkv_bias="attention_bias", mlp_bias=True, sliding="qwen",
                     sliding_default=None, no_rope=True),
+    # Mixture of experts (moe: see MOE below). Mixtral: MixtralConfig's
+    # sliding_window defaults to None.
+    "mixtral": dict(tie=False, eps=1e-5, theta=1e6, act_keys=("hidden_act",), act="silu",
+                    qkv_bias="never", sliding="all", sliding_default=None, moe="mixtral"),
+    "qwen2_moe": dict(tie=False, eps=1e-6, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                      qkv_bias="always", sliding="qwen", sliding_default=4096, moe="qwen2_moe"),
+    "qwen3_moe": dict(tie=False, eps=1e-6, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                      qkv_bias="attention_bias", qk_norm="head", sliding="qwen",
+                      sliding_default=4096, moe="qwen3_moe"),
+    # OlmoeAttention: q_norm over hidden_size, k_norm over kv heads x head_dim, both on
+    # the projections before the head split; pre-norm blocks (unlike OLMo 2)
+    "olmoe": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                  qkv_bias="attention_bias", qk_norm="full", sliding="none", moe="olmoe"),
+    "granitemoe": dict(tie=False, eps=1e-6, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                       qkv_bias="attention_bias", sliding="none", granite=True, moe="granitemoe"),
+    "granitemoeshared": dict(tie=False, eps=1e-6, theta=10000.0, act_keys=("hidden_act",),
+                             act="silu", qkv_bias="attention_bias", sliding="none", granite=True,
+                             moe="granitemoeshared"),
+}
+
+# Mixture-of-experts semantics per config class (transformers modeling_*.py):
+#   experts_key / experts, top_k: the number of experts key and the class defaults
+#   router: "topk_softmax" (Mixtral: softmax, top-k, renormalize -- the same weights as a
+#           softmax over the k logits; GraniteMoeTopKGating: top-k of the logits then
+#           softmax over them) or "softmax_topk" (Qwen2/3-MoE, OLMoE: softmax, top-k,
+#           renormalized only when norm_topk_prob)
+#   norm: None (the modeling code always normalizes / never reads the key) or the class
+#         default of norm_topk_prob
+#   moe_size: the key of each expert's width (None: intermediate_size)
+#   shared: the shared expert's size key and default (None: none); shared_gate: its
+#           sigmoid gate (Qwen2-MoE's shared_expert_gate)
+#   sparse_step: decoder_sparse_step / mlp_only_layers pick the sparse layers
+#   layout: the expert tensor names the class's checkpoints use
+MOE = {
+    "mixtral": dict(experts_key="num_local_experts", experts=8, top_k=2, router="topk_softmax",
+                    norm=None, moe_size=None, shared=None, layout="w123"),
+    "qwen2_moe": dict(experts_key="num_experts", experts=60, top_k=4, router="softmax_topk",
+                      norm=False, moe_size=("moe_intermediate_size", 1408),
+                      shared=("shared_expert_intermediate_size", 5632), shared_gate=True,
+                      sparse_step=True, layout="proj"),
+    "qwen3_moe": dict(experts_key="num_experts", experts=128, top_k=8, router="softmax_topk",
+                      norm=False, moe_size=("moe_intermediate_size", 768), shared=None,
+                      sparse_step=True, layout="proj"),
+    "olmoe": dict(experts_key="num_experts", experts=64, top_k=8, router="softmax_topk",
+                  norm=False, moe_size=None, shared=None, layout="proj"),
+    "granitemoe": dict(experts_key="num_local_experts", experts=8, top_k=2,
+                       router="topk_softmax", norm=None, moe_size=None, shared=None,
+                       layout="granite"),
+    "granitemoeshared": dict(experts_key="num_local_experts", experts=8, top_k=2,
+                             router="topk_softmax", norm=None, moe_size=None,
+                             shared=("shared_intermediate_size", 0), layout="granite"),
 }
 
 # model_type of a multimodal wrapper -> the model_type of its text_config's family.
@@ -129,6 +180,16 @@ class Facts:
     rope_global: RopeSpec
     rope_local: RopeSpec     # rope of sliding layers (== rope_global unless dual base)
     use_rope: list = field(default_factory=list)  # per layer bool (SmolLM3 NoPE layers)
+    # mixture of experts (num_experts 0: dense; see MOE)
+    num_experts: int = 0
+    top_k: int = 0
+    moe_intermediate_size: int = 0
+    router: Optional[str] = None       # "topk_softmax" | "softmax_topk"
+    norm_topk_prob: bool = True
+    shared_intermediate_size: int = 0
+    shared_gate: bool = False
+    sparse_layers: list = field(default_factory=list)  # per layer bool
+    experts_layout: Optional[str] = None  # class default tensor names: w123 | proj | granite
 
 
 def text_config(config):
@@ -291,6 +352,31 @@ def facts(config):
     else:
         use_rope = [True] * n_layers
 
+    moe = {}
+    if fam.get("moe"):
+        spec = MOE[fam["moe"]]
+        E = int(_get(cfg, spec["experts_key"], spec["experts"]))
+        k = int(_get(cfg, "num_experts_per_tok", spec["top_k"]))
+        msz = spec["moe_size"]
+        ei = int(_get(cfg, msz[0], msz[1])) if msz else int(cfg["intermediate_size"])
+        sh = spec["shared"]
+        si = int(_get(cfg, sh[0], sh[1])) if sh else 0
+        norm = True if spec["norm"] is None else bool(_get(cfg, "norm_topk_prob", spec["norm"]))
+        if spec.get("sparse_step"):
+            step = int(_get(cfg, "decoder_sparse_step", 1))
+            dense = set(_get(cfg, "mlp_only_layers", []))
+            sparse = [E > 0 and i not in dense and (i + 1) % step == 0 for i in range(n_layers)]
+        else:
+            sparse = [True] * n_layers
+        moe = dict(num_experts=E, top_k=k, moe_intermediate_size=ei, router=spec["router"],
+                   norm_topk_prob=norm, shared_intermediate_size=si,
+                   shared_gate=bool(spec.get("shared_gate")) and si > 0, sparse_layers=sparse,
+                   experts_layout=spec["layout"])
+    else:
+        for key in ("num_local_experts", "num_experts", "num_experts_per_tok", "experts_per_token"):
+            if cfg.get(key):
+                raise NotImplementedError("%s=%r in a %s config is not implemented" % (key, cfg[key], mt))
+
     return Facts(
         model_type=mt, family=fam, hidden_size=hidden,
         intermediate_size=int(cfg["intermediate_size"]), num_hidden_layers=n_layers,
@@ -308,5 +394,5 @@ def facts(config):
         residual_multiplier=resid, logits_scaling=logits_scaling,
         layer_types=layer_types, sliding_window=None if window is None else int(window),
         rope_global=rope("full_attention"), rope_local=rope("sliding_attention"),
-        use_rope=use_rope,
+        use_rope=use_rope, **moe,
     )

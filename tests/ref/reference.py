@@ -44,6 +44,16 @@ Semantics pinned here (each with its transformers source):
   embedding_multiplier.
 - Logits: lm_head (or the tied embedding), / logits_scaling (Granite), tanh final
   softcap (Gemma 2).
+- Mixture of experts (mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe,
+  granitemoeshared): router logits = x W_gate^T; the k experts are the k largest logits
+  (a stable descending sort: equal logits go to the lower expert index); weights
+  softmax over all experts, then renormalized over the k (Mixtral; Qwen/OLMoE when
+  norm_topk_prob) or not (Qwen/OLMoE default) -- GraniteMoeTopKGating's softmax over the
+  k logits is the renormalized form; output = sum_j w_j expert_j(x) (expert_j a gated
+  FFN, down(act(gate x) * up x)), + sigmoid(x . shared_expert_gate) * shared(x)
+  (Qwen2-MoE) or + shared_mlp(x) (Granite-MoE-shared). Layers outside decoder_sparse_step
+  / in mlp_only_layers are dense (Qwen-MoE). Expert tensors are read in any layout the
+  generator writes (per expert, or 3-D [E, 2 I, H] with gate rows first).
 
 CLI:
     tests/ref/reference.py MODEL --prompt-ids 1,2,3 [-n 32] [--dump-logits FILE]
@@ -365,6 +375,8 @@ class Reference:
 
     def _mlp(self, layer, x):
         f = self.facts
+        if f.sparse_layers and f.sparse_layers[layer]:
+            return self._moe(layer, x)
         p = "layers.%d.mlp." % layer
         if f.fused:
             gu = self._linear(x, p + "gate_up_proj")
@@ -373,6 +385,70 @@ class Reference:
             gate = self._linear(x, p + "gate_proj")
             up = self._linear(x, p + "up_proj")
         return self._linear(activation(f.hidden_act, gate) * up, p + "down_proj")
+
+    def route(self, logits):
+        """(ids [T, k], weights [T, k]) of router logits [T, E] (see the module doc)."""
+        f = self.facts
+        logits = np.asarray(logits, dtype=np.float64)
+        order = np.argsort(-logits, axis=-1, kind="stable")[:, : f.top_k]
+        p = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        p /= p.sum(axis=-1, keepdims=True)
+        w = np.take_along_axis(p, order, axis=-1)
+        if f.router == "topk_softmax" or f.norm_topk_prob:
+            w = w / w.sum(axis=-1, keepdims=True)
+        return order, w
+
+    def _experts(self, layer):
+        """[(gate [I, H], up [I, H], down [H, I])] per expert and the router's [E, H]."""
+        f = self.facts
+        p = "layers.%d." % layer
+        E, I = f.num_experts, f.moe_intermediate_size
+        if self._opt(p + "block_sparse_moe.experts.0.w1.weight") is not None:
+            q = p + "block_sparse_moe.experts.%d."
+            ex = [(self._t(q % e + "w1.weight"), self._t(q % e + "w3.weight"),
+                   self._t(q % e + "w2.weight")) for e in range(E)]
+            return ex, self._t(p + "block_sparse_moe.gate.weight")
+        if self._opt(p + "mlp.experts.0.gate_proj.weight") is not None:
+            q = p + "mlp.experts.%d."
+            ex = [(self._t(q % e + "gate_proj.weight"), self._t(q % e + "up_proj.weight"),
+                   self._t(q % e + "down_proj.weight")) for e in range(E)]
+            return ex, self._t(p + "mlp.gate.weight")
+        if self._opt(p + "mlp.experts.gate_up_proj") is not None:
+            gu, dn, router = (self._t(p + "mlp.experts.gate_up_proj"), self._t(p + "mlp.experts.down_proj"),
+                              self._t(p + "mlp.gate.weight"))
+        else:
+            gu = self._t(p + "block_sparse_moe.input_linear.weight")
+            dn = self._t(p + "block_sparse_moe.output_linear.weight")
+            router = self._t(p + "block_sparse_moe.router.layer.weight")
+        return [(gu[e, :I], gu[e, I:], dn[e]) for e in range(E)], router
+
+    def _moe(self, layer, x):
+        f = self.facts
+        p = "layers.%d." % layer
+        experts, router = self._experts(layer)
+        ids, w = self.route(x @ router.T)
+        out = np.zeros_like(x)
+        for e in range(f.num_experts):  # expert order, as the modeling code's loop
+            rows, slot = np.nonzero(ids == e)
+            if not len(rows):
+                continue
+            g, u, d = experts[e]
+            xe = x[rows]
+            y = (activation(f.hidden_act, xe @ g.T) * (xe @ u.T)) @ d.T
+            out[rows] += w[rows, slot][:, None] * y
+        S = f.shared_intermediate_size
+        if S and self._opt(p + "shared_mlp.input_linear.weight") is not None:
+            gu = x @ self._t(p + "shared_mlp.input_linear.weight").T
+            out = out + (activation(f.hidden_act, gu[:, :S]) * gu[:, S:]) @ self._t(
+                p + "shared_mlp.output_linear.weight").T
+        elif S:
+            q = p + "mlp.shared_expert."
+            y = (activation(f.hidden_act, x @ self._t(q + "gate_proj.weight").T) *
+                 (x @ self._t(q + "up_proj.weight").T)) @ self._t(q + "down_proj.weight").T
+            if f.shared_gate:
+                y = y / (1.0 + np.exp(-(x @ self._t(p + "mlp.shared_expert_gate.weight").T)))
+            out = out + y
+        return out
 
     def _layer(self, layer, h, positions, cache):
         f = self.facts

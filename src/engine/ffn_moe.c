@@ -1,0 +1,155 @@
+/*
+ * ffn_moe.c — the mixture-of-experts FFN kind (layer.h): transformers'
+ * MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock,
+ * OlmoeSparseMoeBlock and GraniteMoe(Shared)MoE, every variation a fact:
+ *   logits = h W_router^T                         (E per token)
+ *   (ids, w) = route(logits)                      k experts, moe_route.h
+ *   y = sum over the k of w_j * down_j(act(gate_j h) * up_j h)   (experts in id order)
+ *   y += [sigmoid(h . g)] * shared(h)             [shared expert; gate: Qwen2-MoE]
+ *
+ * Grouping. The chunk's (token, expert) pairs are sorted by expert (a counting sort,
+ * token order kept within an expert); each expert that any token chose runs once over
+ * the gathered rows of its tokens, so its weights are read once per chunk (prefill) or
+ * once per decode step for every sequence that chose it; an expert nobody chose is not
+ * read. Each expert's matmuls are the backend's, split over the threads by output rows;
+ * a token's result is summed over its experts in expert order, so it does not depend on
+ * which other tokens share the chunk (batched decode and chunked prefill give the bits
+ * of one sequence alone).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "engine/layer.h"
+#include "engine/moe_route.h"
+
+static int moe_takes(const facet_facts *f, int l) {
+    return f->num_experts > 0 && l >= 0 && l < FACET_MAX_LAYERS && f->layer_sparse[l];
+}
+
+void facet_moe_route(const float *logits, int E, int k, facet_moe_router router, int norm,
+                     int *ids, float *w) {
+    /* selection: k passes of argmax over the experts not yet taken (k is small) */
+    for (int j = 0; j < k; j++) {
+        int best = -1;
+        for (int e = 0; e < E; e++) {
+            int taken = 0;
+            for (int i = 0; i < j && !taken; i++) taken = ids[i] == e;
+            if (taken || isnan(logits[e])) continue;
+            if (best < 0 || logits[e] > logits[best]) best = e;
+        }
+        if (best < 0) /* only NaNs left: the lowest index not taken */
+            for (int e = 0; e < E && best < 0; e++) {
+                int taken = 0;
+                for (int i = 0; i < j && !taken; i++) taken = ids[i] == e;
+                if (!taken) best = e;
+            }
+        ids[j] = best;
+    }
+    double m = logits[ids[0]], chosen = 0, all = 0;
+    for (int j = 0; j < k; j++) chosen += exp((double)logits[ids[j]] - m);
+    int over_all = router == FACET_ROUTER_SOFTMAX_TOPK && !norm;
+    if (over_all)
+        for (int e = 0; e < E; e++) all += exp((double)logits[e] - m);
+    double denom = over_all ? all : chosen;
+    for (int j = 0; j < k; j++) w[j] = (float)(exp((double)logits[ids[j]] - m) / denom);
+}
+
+/* Route entry r: its k expert ids and weights from the router logits. */
+static void route_row(facet_session *s, int l, int r) {
+    (void)l;
+    const facet_facts *f = &s->model->facts;
+    int E = (int)f->num_experts, k = (int)f->num_experts_per_tok;
+    facet_moe_route(s->moe_logits + (size_t)r * E, E, k, f->moe_router, f->norm_topk_prob,
+                    s->moe_ids + (size_t)r * k, s->moe_w + (size_t)r * k);
+}
+
+/* gate = act(gate) * up over rows [0, n) of width `width`, in parallel when many. */
+typedef struct {
+    facet_session *s;
+    int width, per, n;
+} act_job;
+
+static void act_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const act_job *j = ctx;
+    facet_session *s = j->s;
+    int act = (int)s->model->facts.act;
+    int r1 = (task + 1) * j->per < j->n ? (task + 1) * j->per : j->n;
+    for (int r = task * j->per; r < r1; r++)
+        s->be->ops->gated_act(s->be, s->gate + (size_t)r * j->width, s->up + (size_t)r * j->width,
+                              j->width, act);
+}
+
+static void act_rows(facet_session *s, int n, int width) {
+    facet_backend *be = s->be;
+    int threads = be->ops->threads(be);
+    int tasks = threads > 1 && n >= 8 ? threads * 2 : 1;
+    act_job j = {s, width, (n + tasks - 1) / tasks, n};
+    be->ops->run(be, (n + j.per - 1) / j.per, act_task, &j);
+}
+
+/* y (n, H) = down(act(gate x) * up x) for rows x (n, H) of a gated FFN of width I. */
+static void gated_ffn(facet_session *s, float *y, const float *x, const facet_wtensor *gate,
+                      const facet_wtensor *up, const facet_wtensor *down, int n) {
+    facet_backend *be = s->be;
+    float *const out[2] = {s->gate, s->up};
+    const facet_wtensor *const w[2] = {gate, up};
+    const float *const b[2] = {NULL, NULL};
+    be->ops->matmul_multi(be, 2, out, x, w, b, n);
+    act_rows(s, n, gate->rows);
+    be->ops->matmul(be, y, s->gate, down, NULL, n);
+}
+
+/* xn (the FFN's input norm) -> xn (its output) for entries [0, n) of layer l. */
+static void moe_forward(facet_session *s, int l, int n) {
+    facet_backend *be = s->be;
+    const facet_facts *f = &s->model->facts;
+    const facet_layer_weights *L = &s->model->w.layers[l];
+    int E = (int)f->num_experts, k = (int)f->num_experts_per_tok;
+    size_t H = (size_t)f->hidden_size;
+
+    be->ops->matmul(be, s->moe_logits, s->xn, &L->router, NULL, n);
+    facet_for_rows(s, l, n, route_row);
+
+    /* counting sort of the n * k (entry, slot) pairs by expert, entry order kept */
+    int *start = s->moe_start; /* [E + 1] */
+    memset(start, 0, sizeof(int) * (size_t)(E + 1));
+    for (int i = 0; i < n * k; i++) start[s->moe_ids[i] + 1]++;
+    for (int e = 0; e < E; e++) start[e + 1] += start[e];
+    for (int i = 0; i < n * k; i++) s->moe_pair[start[s->moe_ids[i]]++] = i;
+    for (int e = E; e > 0; e--) start[e] = start[e - 1];
+    start[0] = 0;
+
+    float *acc = s->moe_acc;
+    memset(acc, 0, sizeof(float) * (size_t)n * H);
+    for (int e = 0; e < E; e++) {
+        int c = start[e + 1] - start[e];
+        if (!c) continue; /* nobody chose it: its weights are not read */
+        const int *pairs = s->moe_pair + start[e];
+        for (int i = 0; i < c; i++)
+            memcpy(s->moe_x + (size_t)i * H, s->xn + (size_t)(pairs[i] / k) * H, sizeof(float) * H);
+        const facet_expert *x = &L->experts[e];
+        gated_ffn(s, s->moe_y, s->moe_x, &x->gate, &x->up, &x->down, c);
+        for (int i = 0; i < c; i++) {
+            float wt = s->moe_w[pairs[i]];
+            float *a = acc + (size_t)(pairs[i] / k) * H;
+            const float *y = s->moe_y + (size_t)i * H;
+            for (size_t d = 0; d < H; d++) a[d] += wt * y[d];
+        }
+    }
+    if (L->shared_down.data) { /* the shared expert: every entry */
+        gated_ffn(s, s->moe_y, s->xn, &L->shared_gate, &L->shared_up, &L->shared_down, n);
+        float *g = s->moe_logits; /* (n, 1): the routing is done with the logits */
+        if (L->shared_expert_gate.data) be->ops->matmul(be, g, s->xn, &L->shared_expert_gate, NULL, n);
+        for (int r = 0; r < n; r++) {
+            float sg = L->shared_expert_gate.data ? 1.0f / (1.0f + expf(-g[r])) : 1.0f;
+            float *a = acc + (size_t)r * H;
+            const float *y = s->moe_y + (size_t)r * H;
+            for (size_t d = 0; d < H; d++) a[d] += sg * y[d];
+        }
+    }
+    memcpy(s->xn, acc, sizeof(float) * (size_t)n * H);
+}
+
+const facet_ffn_kind facet_ffn_moe = {"moe", moe_takes, moe_forward};
