@@ -294,6 +294,8 @@ static facet_status set_post(facet_tokenizer *tok, const gguf_file *f, const tok
     if ((st = get_flag(f, "tokenizer.ggml.add_bos_token", &add_bos, err)) ||
         (st = get_flag(f, "tokenizer.ggml.add_eos_token", &add_eos, err)))
         return st;
+    /* a default BOS without a BOS token is dropped; only the file's own flag insists */
+    if (add_bos && g->bos_id < 0 && !gguf_find_kv(f, "tokenizer.ggml.add_bos_token")) add_bos = 0;
     if (g->kind == TOK_GGUF_WPM) add_bos = add_sep = 1; /* llama.cpp: [CLS] ... [SEP] always */
     int32_t first = add_bos ? g->bos_id : -1;
     int32_t post = g->kind == TOK_GGUF_WPM ? (add_sep ? g->sep_id : -1) : (add_eos ? g->eos_id : -1);
