@@ -107,12 +107,14 @@ void facet_q8_quantize_row(const float *x, int n, int8_t *q, float *scale, int32
  * With m the value of largest |w| (the first on ties), for each c of -9, -8.5, -8, -7.5,
  * -7, 7, 7.5, 8 in that order: d = f16(m / c), codes q_i = 8 + clamp(round_even(w_i *
  * (1 / d)), -8, 7), then the least-squares d' = f16(sum w_i (q_i - 8) / sum (q_i - 8)^2)
- * of those codes (skipped when that sum is 0) with its own codes; of these candidates
- * the first with the smallest sum (w_i - d (q_i - 8))^2 (in double) wins. m = 0, or a d
- * that rounds to 0 in f16: d = 0 and every code 8. The search lowers the RMS error of
- * N(0, 1) weights ~6% below Q4_0's single scale m / -8 (bench/RESULTS.md). Writes the 32
- * codes (0..15) to q and the f16 bits of d to *d. Returns 0, or -1 when the block has a
- * NaN or infinity or f16 cannot hold m / 7 (|m| > 7 * 65504).
+ * of those codes (skipped when that sum is 0 or d' is not finite) with its own codes; of
+ * these candidates the first with the smallest sum (w_i - d (q_i - 8))^2 wins (sums in
+ * double, element i into partial sum i % 8, reduced pairwise: the same bits on every
+ * path). m = 0, or a d that rounds to 0 in f16: d = 0 and every code 8. The search lowers
+ * the RMS error of N(0, 1) weights ~6% below Q4_0's single scale m / -8
+ * (bench/RESULTS.md). Writes the 32 codes (0..15) to q and the f16 bits of d to *d.
+ * Returns 0, or -1 when the block has a NaN or infinity or f16 cannot hold m / 7
+ * (|m| > 7 * 65504).
  */
 int facet_q4_quantize_block(const float *w, int n, uint8_t q[32], uint16_t *d);
 

@@ -27,19 +27,68 @@
 /* round to nearest even of t, |t| <= 8 (adding 1.5 * 2^23 leaves no fraction bits) */
 static inline float round_even_small(float t) { return (t + 12582912.0f) - 12582912.0f; }
 
-/* Codes of w[0..32) for scale d (0: all 8) and their squared error in double. */
-static double q4_codes(const float *w, float d, uint8_t *q) {
+/* Codes of w[0..32) for scale d (0: all 8), their squared error and sum w_i (q_i - 8) in
+ * double (each summed in 8 partial sums, element i into sum i % 8, reduced pairwise: the
+ * conversion's time is in this function, and the order lets AVX-512 compute the same
+ * bits), and sum (q_i - 8)^2 into *sqq. */
+typedef struct {
+    double err, swq;
+    int32_t sqq;
+} q4_eval;
+
+static q4_eval q4_codes(const float *w, float d, uint8_t *q) {
     float id = d != 0.0f ? 1.0f / d : 0.0f;
-    double err = 0.0;
-    for (int i = 0; i < 32; i++) {
-        float t = w[i] * id;
-        t = t < -8.0f ? -8.0f : t > 7.0f ? 7.0f : t;
-        float c = round_even_small(t);
-        q[i] = (uint8_t)((int)c + 8);
-        double e = (double)w[i] - (double)d * (double)c;
-        err += e * e;
+    double pe[8] = {0}, pw[8] = {0};
+    int32_t qq = 0;
+    for (int i0 = 0; i0 < 32; i0 += 8)
+        for (int j = 0; j < 8; j++) {
+            float t = w[i0 + j] * id;
+            t = t < -8.0f ? -8.0f : t > 7.0f ? 7.0f : t;
+            float c = round_even_small(t);
+            q[i0 + j] = (uint8_t)((int)c + 8);
+            double e = (double)w[i0 + j] - (double)(d * c); /* d * c: exact in float */
+            pe[j] += e * e;
+            pw[j] += (double)w[i0 + j] * (double)c;
+            qq += (int32_t)c * (int32_t)c;
+        }
+    q4_eval r = {((pe[0] + pe[1]) + (pe[2] + pe[3])) + ((pe[4] + pe[5]) + (pe[6] + pe[7])),
+                 ((pw[0] + pw[1]) + (pw[2] + pw[3])) + ((pw[4] + pw[5]) + (pw[6] + pw[7])), qq};
+    return r;
+}
+
+/* q4_codes in AVX-512, bit for bit: the same float operations per element, and lane j of
+ * the double accumulators is partial sum j. */
+static FACET_TGT_AVX512 q4_eval q4_codes_avx512(const float *w, float d, uint8_t *q) {
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const __m512 idv = _mm512_set1_ps(id), dv = _mm512_set1_ps(d), magic = _mm512_set1_ps(12582912.0f);
+    const __m512 lo = _mm512_set1_ps(-8.0f), hi = _mm512_set1_ps(7.0f);
+    __m512d pe = _mm512_setzero_pd(), pw = _mm512_setzero_pd();
+    __m512i qq = _mm512_setzero_si512();
+    for (int h = 0; h < 2; h++) {
+        __m512 wv = _mm512_loadu_ps(w + 16 * h);
+        __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(wv, idv), lo), hi);
+        __m512 c = _mm512_sub_ps(_mm512_add_ps(t, magic), magic);
+        __m512i ci = _mm512_cvtps_epi32(c);
+        qq = _mm512_add_epi32(qq, _mm512_mullo_epi32(ci, ci));
+        _mm_storeu_si128((__m128i *)(q + 16 * h),
+                         _mm512_cvtepi32_epi8(_mm512_add_epi32(ci, _mm512_set1_epi32(8))));
+        __m512 p = _mm512_mul_ps(c, dv);
+        for (int half = 0; half < 2; half++) {
+            __m512d wd = _mm512_cvtps_pd(half ? _mm512_extractf32x8_ps(wv, 1) : _mm512_castps512_ps256(wv));
+            __m512d pd = _mm512_cvtps_pd(half ? _mm512_extractf32x8_ps(p, 1) : _mm512_castps512_ps256(p));
+            __m512d cd = _mm512_cvtps_pd(half ? _mm512_extractf32x8_ps(c, 1) : _mm512_castps512_ps256(c));
+            __m512d e = _mm512_sub_pd(wd, pd);
+            pe = _mm512_add_pd(pe, _mm512_mul_pd(e, e));
+            pw = _mm512_add_pd(pw, _mm512_mul_pd(wd, cd));
+        }
     }
-    return err;
+    double a[8], b[8];
+    _mm512_storeu_pd(a, pe);
+    _mm512_storeu_pd(b, pw);
+    q4_eval r = {((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])),
+                 ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7])),
+                 _mm512_reduce_add_epi32(qq)};
+    return r;
 }
 
 int facet_q4_quantize_block(const float *wn, int n, uint8_t q[32], uint16_t *dbits) {
@@ -51,41 +100,27 @@ int facet_q4_quantize_block(const float *wn, int n, uint8_t q[32], uint16_t *dbi
         if (fabsf(w[i]) > fabsf(m)) m = w[i];
     }
     if (fabsf(m) > 7.0f * 65504.0f) return -1;
+    memset(q, 8, 32);
+    *dbits = 0;
+    if (m == 0.0f) return 0; /* d = 0: every code 8 (an all-zero block) */
+    int avx512 = facet_cpu()->level >= FACET_CPU_AVX512;
     uint8_t cq[32];
-    uint16_t best_h = 0;
-    double best = q4_codes(w, 0.0f, q); /* d = 0: every code 8 (an all-zero block) */
-    if (m == 0.0f) {
-        *dbits = 0;
-        return 0;
-    }
-    int have = 0;
+    double best = 0.0;
     for (size_t c = 0; c < sizeof cands / sizeof cands[0]; c++) {
-        uint16_t h[2];
-        h[0] = facet_f32_to_f16(m / cands[c]);
-        for (int s = 0; s < 2; s++) {
-            float d = facet_f16_to_f32(h[s]);
-            double e = q4_codes(w, d, cq);
-            if (!have || e < best) {
-                best = e;
-                best_h = h[s];
+        uint16_t h = facet_f32_to_f16(m / cands[c]);
+        for (int s = 0; s < 2; s++) { /* the candidate, then its least-squares refit */
+            float d = facet_f16_to_f32(h);
+            q4_eval e = avx512 ? q4_codes_avx512(w, d, cq) : q4_codes(w, d, cq);
+            if (c == 0 && s == 0 ? 1 : e.err < best) {
+                best = e.err;
+                *dbits = h;
                 memcpy(q, cq, 32);
-                have = 1;
             }
-            if (s == 1) break;
-            double swq = 0.0;
-            long sqq = 0;
-            for (int i = 0; i < 32; i++) {
-                int v = (int)cq[i] - 8;
-                swq += (double)w[i] * v;
-                sqq += v * v;
-            }
-            if (sqq == 0) break;
-            float dl = (float)(swq / (double)sqq);
-            h[1] = facet_f32_to_f16(dl);
-            if (!isfinite(facet_f16_to_f32(h[1]))) break;
+            if (s == 1 || e.sqq == 0) break;
+            h = facet_f32_to_f16((float)(e.swq / (double)e.sqq));
+            if (!isfinite(facet_f16_to_f32(h))) break;
         }
     }
-    *dbits = best_h;
     return 0;
 }
 
