@@ -212,6 +212,15 @@ facet_status facet_seq_reset(facet_session *session, int seq, facet_error *err);
  * outside [0, n_seq_max)). */
 facet_status facet_seq_release(facet_session *session, int seq, facet_error *err);
 
+/* Keep the first n_keep tokens of sequence `seq` and forget the rest: the next token goes
+ * at position n_keep; the KV memory is kept. A server's prefix cache uses it to start a
+ * new request from a finished one's shared prefix. Errors: FACET_E_INVALID_ARGUMENT
+ * (seq outside [0, n_seq_max), n_keep outside [0, length]), FACET_E_UNSUPPORTED (the
+ * model has sliding-window ring layers, the sequence is longer than their ring and
+ * n_keep < length: the ring has overwritten rows the kept positions need; the sequence
+ * is unchanged). */
+facet_status facet_seq_truncate(facet_session *session, int seq, int n_keep, facet_error *err);
+
 /* Number of tokens sequence `seq` holds in its KV cache (its next position); -1 if
  * `seq` is out of range. */
 int facet_seq_length(const facet_session *session, int seq);

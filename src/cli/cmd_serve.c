@@ -17,7 +17,7 @@ static void usage(FILE *out) {
             "                   [--ctx N] [--threads N] [--weights FMT] [--kv-cache TYPE]\n"
             "                   [--kv-budget TOKENS] [--max-queue N]\n"
             "                   [--chunk N] [--max-body BYTES] [--timeout S]\n"
-            "                   [--max-connections N]\n"
+            "                   [--max-connections N] [--deadline S] [--no-prefix-cache]\n"
             "                   [--model-id NAME] [--shutdown-grace S]\n"
             "\n"
             "OpenAI-compatible HTTP server (continuous batching). MODEL is a checkpoint\n"
@@ -33,8 +33,9 @@ static void usage(FILE *out) {
             "                     precision), f32, bf16, f16, int8, q4 (as facet run)\n"
             "  --kv-cache TYPE    KV cache element type: auto (default: f32 with f32 weights,\n"
             "                     f16 with f16, bf16 otherwise), f32, bf16, f16\n"
-            "  --kv-budget T      KV-cache tokens all running requests may reserve; requests\n"
-            "                     wait beyond it (default max-batch x ctx, lowered to what\n"
+            "  --kv-budget T      KV-cache tokens the server holds (running requests as they\n"
+            "                     grow, cached prefixes); requests wait, and the newest is\n"
+            "                     preempted, beyond it (default max-batch x ctx, lowered to what\n"
             "                     fits MemAvailable after the weights as facet plan counts\n"
             "                     them, less a 10%% margin; a larger T is warned about)\n"
             "  --max-queue N      waiting requests before 503 + Retry-After (default 256)\n"
@@ -44,6 +45,12 @@ static void usage(FILE *out) {
             "                     may take to send one whole request (default 60)\n"
             "  --max-connections N  open connections before requests get 503 +\n"
             "                     Retry-After; /health still answers (default 512)\n"
+            "  --deadline S       end a request S seconds after it arrived: waiting, 503\n"
+            "                     deadline_exceeded; running, it returns what it has with\n"
+            "                     finish_reason length (default 0: no deadline)\n"
+            "  --no-prefix-cache  free each finished request's KV instead of keeping it for\n"
+            "                     requests that share its prefix (kept by default, within\n"
+            "                     the KV budget, least recently used evicted first)\n"
             "  --model-id NAME    served model name (default: the folder's name)\n"
             "  --shutdown-grace S seconds in-flight requests get on SIGINT/SIGTERM (default 5)\n"
             "FACET_MEM_AVAILABLE=BYTES overrides the free RAM read from /proc/meminfo.\n"
@@ -120,7 +127,16 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--max-queue")) ok = cli_parse_int(a, v, 0, 1 << 20, &c.max_queue), i++;
         else if (!strcmp(a, "--chunk")) ok = cli_parse_int(a, v, 1, 1 << 16, &c.chunk), i++;
         else if (!strcmp(a, "--timeout")) ok = cli_parse_int(a, v, 1, 86400, &c.timeout_s), i++;
-        else if (!strcmp(a, "--max-connections"))
+        else if (!strcmp(a, "--no-prefix-cache")) c.no_prefix_cache = 1;
+        else if (!strcmp(a, "--deadline")) {
+            float d = 0;
+            ok = cli_parse_float(a, v, &d), i++;
+            if (ok && !(d >= 0)) {
+                fprintf(stderr, "facet: serve: --deadline expects seconds >= 0, got '%s'\n", v);
+                return 1;
+            }
+            c.deadline_s = d;
+        } else if (!strcmp(a, "--max-connections"))
             ok = cli_parse_int(a, v, 1, 65536, &c.max_connections), i++;
         else if (!strcmp(a, "--shutdown-grace"))
             ok = cli_parse_int(a, v, 0, 3600, &c.shutdown_grace_s), i++;

@@ -162,6 +162,24 @@ facet_status facet_seq_release(facet_session *s, int seq, facet_error *err) {
     return FACET_OK;
 }
 
+facet_status facet_seq_truncate(facet_session *s, int seq, int n_keep, facet_error *err) {
+    if (seq < 0 || seq >= s->n_seq_max)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "sequence id %d out of range [0, %d)", seq,
+                         s->n_seq_max);
+    int len = s->kv.seqs[seq].len;
+    if (n_keep < 0 || n_keep > len)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "cannot keep %d tokens of sequence %d, which holds %d", n_keep, seq, len);
+    /* a ring row is overwritten only once the sequence has wrapped around it */
+    if (n_keep < len && s->kv.ring_cap > 0 && len > s->kv.ring_cap)
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "sequence %d cannot be cut back to %d of its %d tokens: its "
+                         "sliding-window layers keep only the last %d positions",
+                         seq, n_keep, len, s->kv.ring_cap);
+    s->kv.seqs[seq].len = n_keep;
+    return FACET_OK;
+}
+
 int facet_seq_length(const facet_session *s, int seq) {
     if (seq < 0 || seq >= s->n_seq_max) return -1;
     return s->kv.seqs[seq].len;

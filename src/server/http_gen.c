@@ -68,6 +68,10 @@ static enum MHD_Result respond_whole(srv_server *s, struct MHD_Connection *c, sr
                          "the request was cancelled (client gone)");
                 return srv_respond_gone(s, c, &e);
             }
+            if (j->deadline_hit) {
+                oai_fail(&e, 503, "server_error", NULL, "deadline_exceeded", "%s", j->error);
+                return srv_respond_error(s, c, &e);
+            }
             oai_fail(&e, 503, "server_error", NULL, "cancelled",
                      "the request was cancelled (server shutting down)");
             return srv_respond_error(s, c, &e);
@@ -166,6 +170,8 @@ static void stream_produce(stream_ctx *x) {
             oai_error e;
             if (c->finish == SRV_FINISH_ERROR)
                 oai_fail(&e, 500, "server_error", NULL, NULL, "generation failed: %s", x->error);
+            else if (x->error[0]) /* the deadline passed before it started */
+                oai_fail(&e, 503, "server_error", NULL, "deadline_exceeded", "%s", x->error);
             else
                 oai_fail(&e, 503, "server_error", NULL, "cancelled",
                          "the request was cancelled (server shutting down)");
@@ -231,7 +237,7 @@ static void stream_produce(stream_ctx *x) {
                                     m->kind == OAI_CHAT ? "chat.completion.chunk"
                                                         : "text_completion",
                                     "created", (json_int_t)m->created, "model", m->model,
-                                    "choices", "usage", oai_usage(j->n_prompt, completion)));
+                                    "choices", "usage", oai_usage(j->n_prompt, completion, j->n_cached)));
         }
         facet_str_appendz(&x->buf, "data: [DONE]\n\n");
         x->finished = 1;

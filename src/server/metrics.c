@@ -72,10 +72,33 @@ char *srv_metrics_render(srv_metrics *m) {
     gauge(&b, "facet_batch_size_max", "Largest number of sequences decoded in one step.",
           m->batch_max);
     gauge(&b, "facet_queue_length", "Requests waiting for admission.", m->queue_length);
-    gauge(&b, "facet_kv_cache_tokens_used", "KV-cache tokens reserved by running requests.",
+    gauge(&b, "facet_kv_cache_tokens_used",
+          "KV-cache tokens of running requests (held, and prompt still to prefill).",
           m->kv_used);
+    gauge(&b, "facet_kv_cache_tokens_cached", "KV-cache tokens kept as cached prefixes.",
+          m->kv_cached);
+    gauge(&b, "facet_kv_cache_tokens_peak",
+          "Most KV-cache tokens held and still to prefill at once (never above the budget).",
+          m->kv_peak);
+    counter(&b, "facet_prefix_cache_hits_total",
+            "Admitted requests that started from a cached prefix.", m->prefix_hits);
+    counter(&b, "facet_prefix_cache_hit_tokens_total",
+            "Tokens taken from the prefix cache instead of prefilled.", m->prefix_hit_tokens);
+    counter(&b, "facet_prefix_cache_query_tokens_total",
+            "Tokens admitted sequences needed in their KV cache (hit rate denominator).",
+            m->prefix_query_tokens);
+    counter(&b, "facet_prefix_cache_evictions_total",
+            "Cached prefixes evicted (least recently used first) for room.",
+            m->prefix_evictions);
+    counter(&b, "facet_preemptions_total",
+            "Running requests returned to the queue when the KV budget ran out.",
+            m->preemptions);
+    counter(&b, "facet_admission_waits_total",
+            "Requests that waited for a sequence slot or KV room.", m->admission_waits);
+    counter(&b, "facet_requests_deadline_total", "Requests ended by --deadline.",
+            m->deadline_expired);
     gauge(&b, "facet_kv_cache_tokens_budget", "KV-cache token budget.", m->kv_budget);
-    gauge(&b, "facet_kv_cache_usage_ratio", "KV-cache reservation / budget.",
+    gauge(&b, "facet_kv_cache_usage_ratio", "KV-cache tokens of running requests / budget.",
           m->kv_budget ? (double)m->kv_used / m->kv_budget : 0.0);
     gauge(&b, "facet_sequence_slots_used", "Sequence slots in use.", m->slots_used);
     gauge(&b, "facet_sequence_slots_total", "Sequence slots (--max-batch).", m->slots_total);

@@ -32,7 +32,17 @@ typedef struct srv_metrics {
     int batch_running;              /* sequences in the last step                       */
     int batch_max;                  /* largest batch since start                        */
     int queue_length;
-    int kv_used, kv_budget;         /* KV tokens reserved / budget                      */
+    int kv_used, kv_budget;         /* KV tokens of running requests (held + still to
+                                       prefill) / budget                               */
+    int kv_cached;                  /* KV tokens of cached prefixes (free sequences)    */
+    int kv_peak;                    /* most KV tokens held + to prefill at once          */
+    uint64_t prefix_hits;           /* admissions that started from a cached prefix     */
+    uint64_t prefix_hit_tokens;     /* tokens taken from the prefix cache               */
+    uint64_t prefix_query_tokens;   /* tokens admitted sequences needed in their cache  */
+    uint64_t prefix_evictions;      /* cached prefixes evicted for room                 */
+    uint64_t preemptions;           /* running requests sent back to the queue          */
+    uint64_t admission_waits;       /* requests that waited for sequences or KV room    */
+    uint64_t deadline_expired;      /* requests ended by --deadline                     */
     int slots_used, slots_total;
     srv_hist ttft;                  /* seconds from arrival to first token              */
     srv_hist itl;                   /* seconds between tokens of one sequence           */

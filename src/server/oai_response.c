@@ -16,9 +16,11 @@ const char *oai_finish_name(srv_finish f) {
     }
 }
 
-json_t *oai_usage(int prompt_tokens, int completion_tokens) {
-    return json_pack("{s:i,s:i,s:i}", "prompt_tokens", prompt_tokens, "completion_tokens",
-                     completion_tokens, "total_tokens", prompt_tokens + completion_tokens);
+json_t *oai_usage(int prompt_tokens, int completion_tokens, int cached_tokens) {
+    return json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", prompt_tokens,
+                     "completion_tokens", completion_tokens, "total_tokens",
+                     prompt_tokens + completion_tokens, "prompt_tokens_details",
+                     "cached_tokens", cached_tokens);
 }
 
 /* Append v to array a (taking v's reference). A NULL v (a builder out of memory) or a
@@ -182,7 +184,7 @@ json_t *oai_response(const oai_meta *m, const srv_job *j, json_t **messages,
     return json_pack("{s:s,s:s,s:I,s:s,s:o,s:o}", "id", m->id, "object",
                      m->kind == OAI_CHAT ? "chat.completion" : "text_completion", "created",
                      (json_int_t)m->created, "model", m->model, "choices", choices, "usage",
-                     oai_usage(j->n_prompt, completion));
+                     oai_usage(j->n_prompt, completion, j->n_cached));
 }
 
 json_t *oai_chunk(const oai_meta *m, int index, const char *text, size_t len,

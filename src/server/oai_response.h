@@ -28,8 +28,10 @@ typedef struct oai_meta {
 /* "stop", "length", "tool_calls" (or NULL while running). */
 const char *oai_finish_name(srv_finish f);
 
-/* {"prompt_tokens", "completion_tokens", "total_tokens"}. */
-json_t *oai_usage(int prompt_tokens, int completion_tokens);
+/* {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details":
+ * {"cached_tokens"}} (OpenAI's shape; cached: prompt tokens the prefix cache supplied
+ * to the first choice). */
+json_t *oai_usage(int prompt_tokens, int completion_tokens, int cached_tokens);
 
 /* logprobs object for tokens [from, to) of a choice's outputs c (prompt_last: the prompt's last id,
  * the context of the first token's alternatives); *text_offset (completions only)

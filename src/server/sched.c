@@ -22,6 +22,16 @@ typedef struct step_row {
     double tlp[64];
 } step_row;
 
+/* One sequence of the session: a running choice's, or a cached prefix (free). */
+typedef struct slot_info {
+    srv_choice *owner;          /* the running choice, NULL when free                   */
+    int n;                      /* tokens its KV cache holds (its length)               */
+    FACET_VEC(int32_t) toks;    /* the first of them (all unless an append failed:
+                                   `frozen`, then a prefix that still matches)          */
+    int frozen;
+    double last_use;            /* when it was last fed or freed (LRU eviction)          */
+} slot_info;
+
 struct srv_sched {
     pthread_mutex_t mu;
     pthread_cond_t work;        /* signalled on submit, cancel and stop                */
@@ -36,8 +46,10 @@ struct srv_sched {
     srv_job *queue, *queue_tail; /* [mu] FIFO of waiting jobs                          */
     int n_queue;
     srv_job *running;           /* [mu] admitted jobs                                   */
-    uint8_t *slot_used;         /* [mu] [max_batch]                                     */
-    int n_free, kv_used;
+    slot_info *slots;           /* [mu] [n_slots]                                       */
+    int n_owned;                /* [mu] slots held by running choices (<= max_batch)    */
+    int kv_held;                /* [mu] tokens in every slot's KV cache (sum of toks)   */
+    int kv_cached;              /* [mu] of them, in free slots (cached prefixes)        */
     int stop;
     pthread_t thread;
     /* step buffers (engine thread) */
@@ -58,6 +70,9 @@ double srv_now(void) {
 
 void srv_sched_lock(srv_sched *s) { pthread_mutex_lock(&s->mu); }
 void srv_sched_unlock(srv_sched *s) { pthread_mutex_unlock(&s->mu); }
+
+static int job_fits(const srv_sched *s, const srv_job *j, int pending);
+static int pending_prefill(const srv_sched *s);
 
 /* ---------------------------------------------------------------- jobs ---- */
 
@@ -155,8 +170,7 @@ void srv_job_release(srv_sched *s, srv_job *j) {
 int srv_sched_submit(srv_sched *s, srv_job *j) {
     pthread_mutex_lock(&s->mu);
     /* a job that the engine can admit at once never counts against the queue limit */
-    int need = j->n_choices * (j->n_prompt + j->max_tokens);
-    int fits_now = !s->queue && s->n_free >= j->n_choices && s->kv_used + need <= s->cfg.kv_budget;
+    int fits_now = !s->queue && job_fits(s, j, pending_prefill(s));
     if (s->stop || (!fits_now && s->n_queue >= s->cfg.max_queue)) {
         pthread_mutex_unlock(&s->mu);
         return -1;
@@ -294,23 +308,138 @@ static void finish_choice(srv_choice *c, srv_finish f) {
     if (c->out.finish == SRV_RUNNING) c->out.finish = f;
 }
 
-/* Release the slots and KV reservation of a job whose choices all finished; remove it
- * from the running list; drop the engine's reference. */
+/* ------------------------------------------------------- slots and KV ---- */
+
+/* Tokens choice c must have in its KV cache before it decodes: the prompt, then every
+ * generated token but the last (which the next decode entry feeds). */
+static int choice_target(const srv_job *j, const srv_choice *c) {
+    int g = (int)c->out.ids.len;
+    return g == 0 ? j->n_prompt : j->n_prompt + g - 1;
+}
+
+/* The token at position pos of choice c's sequence. */
+static int32_t choice_token(const srv_job *j, const srv_choice *c, int pos) {
+    return pos < j->n_prompt ? j->prompt[pos] : c->out.ids.data[pos - j->n_prompt];
+}
+
+/* Prompt (and, after a preemption, generated) tokens admitted jobs have still to feed. */
+static int pending_prefill(const srv_sched *s) {
+    int n = 0;
+    for (const srv_job *j = s->running; j; j = j->next)
+        for (int i = 0; i < j->n_choices; i++) {
+            const srv_choice *c = &j->choices[i];
+            if (c->slot >= 0 && c->out.finish == SRV_RUNNING && c->n_fed < choice_target(j, c))
+                n += choice_target(j, c) - c->n_fed;
+        }
+    return n;
+}
+
+static void count_metric(srv_sched *s, uint64_t *counter, uint64_t by) {
+    pthread_mutex_lock(&s->m->mu);
+    *counter += by;
+    pthread_mutex_unlock(&s->m->mu);
+}
+
+/* Forget slot k's KV and tokens (its memory is freed). */
+static void slot_clear(srv_sched *s, int k) {
+    slot_info *si = &s->slots[k];
+    s->kv_held -= si->n;
+    if (!si->owner) s->kv_cached -= si->n;
+    si->n = 0;
+    si->toks.len = 0;
+    si->frozen = 0;
+    facet_seq_release(s->session, k, NULL);
+}
+
+/* Evict the least recently used cached prefix, skipping slot `keep` (-1: none).
+ * Returns 1, or 0 when none is left. */
+static int evict_lru(srv_sched *s, int keep) {
+    int best = -1;
+    for (int k = 0; k < s->cfg.n_slots; k++) {
+        slot_info *si = &s->slots[k];
+        if (si->owner || k == keep || si->n == 0) continue;
+        if (best < 0 || si->last_use < s->slots[best].last_use) best = k;
+    }
+    if (best < 0) return 0;
+    slot_clear(s, best);
+    count_metric(s, &s->m->prefix_evictions, 1);
+    return 1;
+}
+
+/* Common prefix of slot k's tokens and choice c's first `limit` tokens. */
+static int slot_match(const srv_sched *s, int k, const srv_job *j, const srv_choice *c,
+                      int limit) {
+    const slot_info *si = &s->slots[k];
+    int n = (int)si->toks.len < limit ? (int)si->toks.len : limit, m = 0;
+    while (m < n && si->toks.data[m] == choice_token(j, c, m)) m++;
+    return m;
+}
+
+/* Give choice c a free slot: the one whose cached tokens share the longest prefix with
+ * c's (cut to it), else an empty one, else the least recently used (cleared). Returns
+ * the tokens reused. */
+static int take_slot(srv_sched *s, srv_job *j, srv_choice *c) {
+    int target = choice_target(j, c);
+    /* the prompt's last token is fed again when its logits are needed */
+    int limit = c->out.ids.len == 0 ? target - 1 : target;
+    int best = -1, best_m = 0, empty = -1, lru = -1;
+    for (int k = 0; k < s->cfg.n_slots; k++) {
+        slot_info *si = &s->slots[k];
+        if (si->owner) continue;
+        if (si->n == 0) {
+            if (empty < 0) empty = k;
+            continue;
+        }
+        if (lru < 0 || si->last_use < s->slots[lru].last_use) lru = k;
+        if (!s->cfg.prefix_cache) continue;
+        int m = slot_match(s, k, j, c, limit);
+        if (m > best_m) best = k, best_m = m;
+    }
+    int k = best >= 0 ? best : empty >= 0 ? empty : lru;
+    slot_info *si = &s->slots[k];
+    int keep = k == best ? best_m : 0;
+    if (keep > 0 && facet_seq_truncate(s->session, k, keep, NULL) != FACET_OK) keep = 0;
+    if (keep == 0) {
+        slot_clear(s, k);
+        facet_seq_reset(s->session, k, NULL);
+    } else {
+        s->kv_held -= si->n - keep;
+        s->kv_cached -= si->n - keep;
+        si->n = keep;
+        si->toks.len = (size_t)keep; /* keep <= toks.len: the list is whole again */
+        si->frozen = 0;
+    }
+    s->kv_cached -= keep; /* owned now */
+    si->owner = c;
+    s->n_owned++;
+    c->slot = k;
+    c->n_fed = keep;
+    return keep;
+}
+
+/* Free choice c's slot: kept as a cached prefix, or cleared (no prefix cache, or its KV
+ * may be incomplete after an engine error). */
+static void drop_slot(srv_sched *s, srv_choice *c, int keep) {
+    if (c->slot < 0) return;
+    slot_info *si = &s->slots[c->slot];
+    si->owner = NULL;
+    si->last_use = srv_now();
+    s->kv_cached += si->n;
+    s->n_owned--;
+    if (!keep || !s->cfg.prefix_cache) slot_clear(s, c->slot);
+    c->slot = -1;
+}
+
+/* Release the slots of a job whose choices all finished (kept as cached prefixes);
+ * remove it from the running list; drop the engine's reference. */
 static void retire(srv_sched *s, srv_job *j) {
+    int failed = 0;
+    for (int i = 0; i < j->n_choices; i++) failed |= j->choices[i].out.finish == SRV_FINISH_ERROR;
     for (int i = 0; i < j->n_choices; i++) {
         srv_choice *c = &j->choices[i];
         if (c->out.finish == SRV_RUNNING) c->out.finish = SRV_FINISH_CANCEL;
-        if (c->slot >= 0) {
-            /* freed, not kept: resident KV memory follows the budget's live reservations
-             * rather than the longest request each slot ever served */
-            facet_seq_release(s->session, c->slot, NULL);
-            s->slot_used[c->slot] = 0;
-            s->n_free++;
-            c->slot = -1;
-        }
+        drop_slot(s, c, !failed);
     }
-    s->kv_used -= j->kv_need;
-    j->kv_need = 0;
     for (srv_job **p = &s->running; *p; p = &(*p)->next)
         if (*p == j) {
             *p = j->next;
@@ -325,14 +454,61 @@ static void retire(srv_sched *s, srv_job *j) {
     job_unref_locked(j);
 }
 
+/* Return running job j to the head of the queue (its KV freed, its outputs kept):
+ * readmitted, it feeds its prompt and generated tokens again. */
+static void preempt(srv_sched *s, srv_job *j) {
+    for (int i = 0; i < j->n_choices; i++) {
+        srv_choice *c = &j->choices[i];
+        if (c->slot < 0) continue;
+        drop_slot(s, c, 0);
+        c->n_fed = 0;
+    }
+    for (srv_job **p = &s->running; *p; p = &(*p)->next)
+        if (*p == j) {
+            *p = j->next;
+            break;
+        }
+    j->running = 0;
+    j->queued = 1;
+    j->preempted++;
+    j->next = s->queue;
+    s->queue = j;
+    if (!s->queue_tail) s->queue_tail = j;
+    s->n_queue++;
+    count_metric(s, &s->m->preemptions, 1);
+}
+
 static int job_all_finished(const srv_job *j) {
     for (int i = 0; i < j->n_choices; i++)
         if (j->choices[i].out.finish == SRV_RUNNING) return 0;
     return 1;
 }
 
-/* Remove cancelled jobs from the queue; admit waiting jobs in FIFO order while slots and
- * the KV budget allow. */
+static int job_unfinished(const srv_job *j) {
+    int n = 0;
+    for (int i = 0; i < j->n_choices; i++) n += j->choices[i].out.finish == SRV_RUNNING;
+    return n;
+}
+
+/* Whether job j's unfinished choices can start now: sequences under max_batch, and
+ * their tokens to feed (less what the prefix cache may supply, counted as nothing here)
+ * plus their first generated token within the budget once every cached prefix is
+ * evicted. The running sequences' growth is not reserved: make_room preempts when it
+ * comes (by then others may have finished). */
+static int job_fits(const srv_sched *s, const srv_job *j, int pending) {
+    int n = job_unfinished(j);
+    if (s->n_owned + n > s->cfg.max_batch) return 0;
+    long need = 0;
+    for (int i = 0; i < j->n_choices; i++)
+        if (j->choices[i].out.finish == SRV_RUNNING) need += choice_target(j, &j->choices[i]);
+    long used = (long)s->kv_held - s->kv_cached + pending;
+    return used + need + n <= s->cfg.kv_budget;
+}
+
+static void update_metrics(srv_sched *s);
+
+/* Remove cancelled jobs from the queue; admit waiting jobs in FIFO order while
+ * sequences and the KV budget allow (job_fits), evicting cached prefixes as needed. */
 static void admit(srv_sched *s) {
     srv_job **p = &s->queue, *prev = NULL;
     while (*p) {
@@ -342,7 +518,7 @@ static void admit(srv_sched *s) {
             if (s->queue_tail == j) s->queue_tail = prev;
             s->n_queue--;
             j->queued = 0;
-            for (int i = 0; i < j->n_choices; i++) j->choices[i].out.finish = SRV_FINISH_CANCEL;
+            for (int i = 0; i < j->n_choices; i++) finish_choice(&j->choices[i], SRV_FINISH_CANCEL);
             j->done = 1;
             bump(j);
             job_unref_locked(j);
@@ -351,35 +527,91 @@ static void admit(srv_sched *s) {
         prev = j;
         p = &j->next;
     }
+    int pending = pending_prefill(s);
     while (s->queue) {
         srv_job *j = s->queue;
-        int need = j->n_choices * (j->n_prompt + j->max_tokens);
-        if (s->n_free < j->n_choices || s->kv_used + need > s->cfg.kv_budget) break;
+        if (!job_fits(s, j, pending)) {
+            if (!j->waited) {
+                j->waited = 1;
+                count_metric(s, &s->m->admission_waits, 1);
+            }
+            break;
+        }
         s->queue = j->next;
         if (!s->queue) s->queue_tail = NULL;
         s->n_queue--;
         j->queued = 0;
         j->running = 1;
-        j->kv_need = need;
-        s->kv_used += need;
-        for (int i = 0, slot = 0; i < j->n_choices; i++) {
-            while (s->slot_used[slot]) slot++;
-            s->slot_used[slot] = 1;
-            s->n_free--;
-            j->choices[i].slot = slot;
-            facet_seq_reset(s->session, slot, NULL);
+        uint64_t reused = 0, asked = 0;
+        for (int i = 0; i < j->n_choices; i++) {
+            srv_choice *c = &j->choices[i];
+            if (c->out.finish != SRV_RUNNING) continue;
+            int m = take_slot(s, j, c);
+            if (i == 0 && !j->preempted) j->n_cached = m < j->n_prompt ? m : j->n_prompt;
+            reused += (uint64_t)m;
+            asked += (uint64_t)choice_target(j, c);
+            pending += choice_target(j, c) - m;
         }
+        /* room for what is left to feed: evict cached prefixes (LRU) */
+        while (s->kv_held + pending > s->cfg.kv_budget && evict_lru(s, -1)) {
+        }
+        pthread_mutex_lock(&s->m->mu);
+        s->m->prefix_query_tokens += asked;
+        s->m->prefix_hit_tokens += reused;
+        if (reused) s->m->prefix_hits++;
+        pthread_mutex_unlock(&s->m->mu);
         /* append to the running list (keeps arrival order for prefill) */
         j->next = NULL;
         srv_job **t = &s->running;
         while (*t) t = &(*t)->next;
         *t = j;
     }
-    pthread_mutex_lock(&s->m->mu);
-    s->m->queue_length = s->n_queue;
-    s->m->kv_used = s->kv_used;
-    s->m->slots_used = s->cfg.max_batch - s->n_free;
-    pthread_mutex_unlock(&s->m->mu);
+    update_metrics(s);
+}
+
+/* Make room in the budget for this step: `grow` tokens of decode entries on top of what
+ * is held and pending. Evicts cached prefixes, then preempts the newest running jobs
+ * (never the last one: the HTTP layer sized every job to the budget alone). */
+static void make_room(srv_sched *s) {
+    for (;;) {
+        int grow = 0;
+        for (srv_job *j = s->running; j; j = j->next)
+            for (int i = 0; i < j->n_choices; i++) {
+                srv_choice *c = &j->choices[i];
+                grow += c->slot >= 0 && c->out.finish == SRV_RUNNING &&
+                        c->n_fed >= choice_target(j, c);
+            }
+        if (s->kv_held + pending_prefill(s) + grow <= s->cfg.kv_budget) return;
+        if (evict_lru(s, -1)) continue;
+        srv_job *newest = NULL;
+        int n_jobs = 0;
+        for (srv_job *j = s->running; j; j = j->next, n_jobs++)
+            if (!newest || j->t_submit >= newest->t_submit) newest = j;
+        if (n_jobs <= 1) return;
+        preempt(s, newest);
+    }
+}
+
+/* Append an entry feeding `tok` to choice c's slot. */
+static void add_entry(srv_sched *s, int n, srv_job *j, srv_choice *c, int32_t tok, int want) {
+    slot_info *si = &s->slots[c->slot];
+    s->b_tok[n] = tok;
+    s->b_seq[n] = c->slot;
+    s->b_want[n] = (uint8_t)want;
+    s->b_choice[n] = want ? c : NULL;
+    s->b_job[n] = j;
+    /* the token list follows the KV cache; after a failed growth it stays the prefix
+     * it was (still a true match), frozen */
+    if (!si->frozen) {
+        if (facet_vec_reserve(&si->toks, si->toks.len + 1) == 0)
+            si->toks.data[si->toks.len++] = tok;
+        else
+            si->frozen = 1;
+    }
+    si->n++;
+    si->last_use = srv_now();
+    s->kv_held++;
+    c->n_fed++;
 }
 
 /* Build one step's batch. Returns the number of entries. */
@@ -388,13 +620,9 @@ static int build_batch(srv_sched *s, int *n_decode_out) {
     for (srv_job *j = s->running; j; j = j->next)
         for (int i = 0; i < j->n_choices; i++) {
             srv_choice *c = &j->choices[i];
-            if (c->out.finish != SRV_RUNNING || c->n_prefilled < j->n_prompt) continue;
-            s->b_tok[n] = c->last;
-            s->b_seq[n] = c->slot;
-            s->b_want[n] = 1;
-            s->b_choice[n] = c;
-            s->b_job[n] = j;
-            n++;
+            if (c->slot < 0 || c->out.finish != SRV_RUNNING || c->n_fed < choice_target(j, c))
+                continue;
+            add_entry(s, n++, j, c, c->last, 1);
             n_decode++;
         }
     int budget = s->cfg.chunk - n_decode;
@@ -402,19 +630,15 @@ static int build_batch(srv_sched *s, int *n_decode_out) {
     for (srv_job *j = s->running; j && budget > 0; j = j->next)
         for (int i = 0; i < j->n_choices && budget > 0; i++) {
             srv_choice *c = &j->choices[i];
-            if (c->out.finish != SRV_RUNNING || c->n_prefilled >= j->n_prompt) continue;
-            int take = j->n_prompt - c->n_prefilled;
+            int target = choice_target(j, c);
+            if (c->slot < 0 || c->out.finish != SRV_RUNNING || c->n_fed >= target) continue;
+            int take = target - c->n_fed;
             if (take > budget) take = budget;
+            int logits_at = c->out.ids.len == 0 ? j->n_prompt - 1 : -1;
             for (int k = 0; k < take; k++) {
-                int pos = c->n_prefilled + k;
-                s->b_tok[n] = j->prompt[pos];
-                s->b_seq[n] = c->slot;
-                s->b_want[n] = pos == j->n_prompt - 1;
-                s->b_choice[n] = s->b_want[n] ? c : NULL;
-                s->b_job[n] = j;
-                n++;
+                int pos = c->n_fed;
+                add_entry(s, n++, j, c, choice_token(j, c, pos), pos == logits_at);
             }
-            c->n_prefilled += take;
             budget -= take;
         }
     *n_decode_out = n_decode;
@@ -474,14 +698,49 @@ static void publish(srv_sched *s, step_row *r, double now) {
     else if (r->g.finish == FACET_FINISH_LENGTH) finish_choice(c, SRV_FINISH_LENGTH);
 }
 
+/* Publish the KV and slot gauges (lock held). */
+static void update_metrics(srv_sched *s) {
+    int pending = pending_prefill(s);
+    pthread_mutex_lock(&s->m->mu);
+    s->m->queue_length = s->n_queue;
+    s->m->kv_used = s->kv_held - s->kv_cached + pending;
+    s->m->kv_cached = s->kv_cached;
+    if (s->kv_held + pending > s->m->kv_peak) s->m->kv_peak = s->kv_held + pending;
+    s->m->slots_used = s->n_owned;
+    pthread_mutex_unlock(&s->m->mu);
+}
+
+/* End the jobs older than the deadline (lock held): waiting ones are cancelled (their
+ * answer says why), running ones finish with what they have (finish_reason length). */
+static void apply_deadline(srv_sched *s) {
+    double now = srv_now();
+    for (srv_job *j = s->queue; j; j = j->next)
+        if (!j->cancelled && now - j->t_submit > s->cfg.deadline_s) {
+            j->cancelled = j->deadline_hit = 1;
+            snprintf(j->error, sizeof j->error,
+                     "the request did not start within the server's deadline of %g s "
+                     "(--deadline)", s->cfg.deadline_s);
+            count_metric(s, &s->m->deadline_expired, 1);
+        }
+    for (srv_job *j = s->running; j; j = j->next)
+        if (!j->deadline_hit && now - j->t_submit > s->cfg.deadline_s) {
+            j->deadline_hit = 1;
+            for (int i = 0; i < j->n_choices; i++)
+                finish_choice(&j->choices[i], SRV_FINISH_LENGTH);
+            bump(j);
+            count_metric(s, &s->m->deadline_expired, 1);
+        }
+}
+
 static void *engine_main(void *arg) {
     srv_sched *s = arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        /* cancelled running jobs leave before the step */
+        if (s->cfg.deadline_s > 0) apply_deadline(s);
+        /* cancelled (and deadline-ended) running jobs leave before the step */
         for (srv_job *j = s->running, *next; j; j = next) {
             next = j->next;
-            if (j->cancelled || s->stop) retire(s, j);
+            if (j->cancelled || s->stop || job_all_finished(j)) retire(s, j);
         }
         admit(s);
         if (s->stop && !s->running && !s->queue) break;
@@ -489,14 +748,19 @@ static void *engine_main(void *arg) {
             /* idle (jobs may have left by cancellation, before any step saw it) */
             pthread_mutex_lock(&s->m->mu);
             s->m->batch_running = 0;
-            s->m->kv_used = s->kv_used;
-            s->m->slots_used = s->cfg.max_batch - s->n_free;
             pthread_mutex_unlock(&s->m->mu);
+            update_metrics(s);
             pthread_cond_wait(&s->work, &s->mu);
             continue;
         }
+        make_room(s);
         int n_decode;
         int n = build_batch(s, &n_decode);
+        if (n == 0) { /* nothing to feed (cannot last: every running choice has a slot) */
+            struct timespec ts = deadline_in(10);
+            pthread_cond_timedwait(&s->work, &s->mu, &ts);
+            continue;
+        }
         int n_prefill = n - n_decode;
         pthread_mutex_unlock(&s->mu);
         /* unlocked: the running list and the batch's jobs change only on this thread
@@ -541,9 +805,8 @@ static void *engine_main(void *arg) {
         }
         pthread_mutex_lock(&s->m->mu);
         if (!s->running) s->m->batch_running = 0;
-        s->m->kv_used = s->kv_used;
-        s->m->slots_used = s->cfg.max_batch - s->n_free;
         pthread_mutex_unlock(&s->m->mu);
+        update_metrics(s);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -553,7 +816,9 @@ static void *engine_main(void *arg) {
 
 /* Free the scheduler's buffers and the struct itself. */
 static void free_buffers(srv_sched *s) {
-    free(s->slot_used);
+    if (s->slots)
+        for (int k = 0; k < s->cfg.n_slots; k++) facet_vec_free(&s->slots[k].toks);
+    free(s->slots);
     free(s->b_tok);
     free(s->b_seq);
     free(s->b_want);
@@ -582,10 +847,10 @@ facet_status srv_sched_create(facet_model *model, facet_session *session,
     s->n_eos = info.n_eos < 16 ? info.n_eos : 16;
     memcpy(s->eos, info.eos_token_ids, (size_t)s->n_eos * sizeof *s->eos);
     s->kv_type = facet_session_kv_type(session);
-    s->n_free = cfg->max_batch;
+    if (s->cfg.n_slots < cfg->max_batch) s->cfg.n_slots = cfg->max_batch;
     s->cap_entries = cfg->max_batch + (cfg->chunk > 16 ? cfg->chunk : 16);
     size_t ne = (size_t)s->cap_entries;
-    s->slot_used = calloc((size_t)cfg->max_batch, 1);
+    s->slots = calloc((size_t)s->cfg.n_slots, sizeof *s->slots);
     s->b_tok = malloc(ne * sizeof *s->b_tok);
     s->b_seq = malloc(ne * sizeof *s->b_seq);
     s->b_want = malloc(ne);
@@ -593,7 +858,7 @@ facet_status srv_sched_create(facet_model *model, facet_session *session,
     s->b_job = malloc(ne * sizeof *s->b_job);
     s->logits = malloc((size_t)cfg->max_batch * (size_t)s->n_vocab * sizeof *s->logits);
     s->rows = malloc((size_t)cfg->max_batch * sizeof *s->rows);
-    if (!s->slot_used || !s->b_tok || !s->b_seq || !s->b_want || !s->b_choice || !s->b_job ||
+    if (!s->slots || !s->b_tok || !s->b_seq || !s->b_want || !s->b_choice || !s->b_job ||
         !s->logits || !s->rows) {
         free_buffers(s);
         return facet_err(err, FACET_E_NOMEM, "scheduler buffers for %d sequences", cfg->max_batch);

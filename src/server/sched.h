@@ -4,11 +4,32 @@
  * One engine thread owns the facet_session. Each step it builds one facet_batch: one
  * decode entry for every running sequence, then chunks of waiting prompts (prefill) up
  * to a per-step token budget, so a long prompt delays running streams by at most one
- * chunk. Requests join and leave between steps. Admission control: a request needs n
- * free sequence slots and n * (prompt + max_tokens) tokens of the KV budget; until both
- * are free it waits in a bounded FIFO queue; when the queue is full, submission fails
- * (the HTTP layer answers 503 with Retry-After). A cancelled job (client gone) leaves
- * the batch at the next step and its slots and KV reservation return to the pool.
+ * chunk. Requests join and leave between steps. A cancelled job (client gone) leaves
+ * the batch at the next step.
+ *
+ * KV admitted by use. The budget counts the KV tokens the session holds: those of
+ * running sequences (which grow by one per generated token), the prompt tokens admitted
+ * jobs have still to prefill, and the cached prefixes below. A waiting job is admitted
+ * (FIFO) when max_batch leaves room for its n sequences and the budget for its prompt
+ * (less what the prefix cache supplies) plus one step's growth of every running
+ * sequence, after evicting cached prefixes least recently used first; it is not held
+ * to prompt + max_tokens. When a step's growth would pass the budget, cached prefixes
+ * are evicted first, then the newest running job is preempted (vLLM's recompute
+ * policy): its KV is freed and it returns to the head of the queue with the tokens it
+ * generated; readmitted, it prefills prompt + those tokens again and continues, its
+ * output unchanged. The HTTP layer refuses a job whose n x (prompt + max_tokens) alone
+ * exceeds the budget, so the oldest job can always run to its end. When the queue is
+ * full, submission fails (503 with Retry-After).
+ *
+ * Prefix cache (cfg.prefix_cache). The session has 2 x max_batch sequences; at most
+ * max_batch run, the others keep the KV of finished (or cancelled) sequences with the
+ * tokens it holds. A new sequence takes the free sequence whose tokens share the
+ * longest prefix with its own (at most all but the prompt's last token, whose logits
+ * it needs), cuts it to that prefix (facet_seq_truncate) and prefills only the rest.
+ * The match compares token ids, so a reused prefix is the same tokens at the same
+ * positions and the KV rows are those a fresh prefill computes (the engine's forward
+ * pass does not depend on how a sequence was chunked): outputs never change.
+ * Cached prefixes count in the budget and are evicted least recently used first.
  *
  * Locking: one mutex (sched->mu) guards every field marked [mu] below, and is held only
  * for scheduling and for copying results: the engine thread runs the forward pass and
@@ -63,7 +84,7 @@ void srv_output_free(srv_output *o);
 /* One generated sequence (one of a request's n choices). */
 typedef struct srv_choice {
     int slot;                   /* sequence id in the session, -1 when none            */
-    int n_prefilled;            /* prompt tokens already in the KV cache                */
+    int n_fed;                  /* tokens in the slot's KV cache: prompt, then generated */
     int32_t last;               /* the token to feed next (decode phase)                */
     facet_generator *gen;       /* engine thread only (after submission)                */
     double t_last;              /* engine thread: time of the last token (latency)      */
@@ -87,7 +108,10 @@ typedef struct srv_job {
     /* [mu] state */
     int queued, running, done;  /* done: every choice finished                           */
     int cancelled;
-    int kv_need;                /* tokens reserved in the KV budget while running        */
+    int deadline_hit;           /* cancelled by the config's deadline                    */
+    int preempted;              /* times preempted back to the queue                     */
+    int waited;                 /* found at the queue's head without room (counted once) */
+    int n_cached;               /* prompt tokens choice 0 took from the prefix cache     */
     unsigned long version;      /* bumped on every change of the outputs                 */
     char error[512];            /* SRV_FINISH_ERROR detail                                */
     double t_submit, t_first;   /* seconds (monotonic)                                   */
@@ -100,6 +124,12 @@ typedef struct srv_sched_config {
     int kv_budget;              /* tokens all running sequences may reserve              */
     int max_queue;              /* waiting jobs before submissions fail                  */
     int chunk;                  /* tokens per step (decode entries + prefill chunks)     */
+    int n_slots;                /* the session's sequences (n_seq_max): max_batch, or
+                                   2 x max_batch with the prefix cache                   */
+    int prefix_cache;           /* keep finished sequences' KV for reuse                 */
+    double deadline_s;          /* a job still unfinished this long after submission is
+                                   ended (0 = none): waiting, cancelled (deadline_hit);
+                                   running, finished as by length                       */
 } srv_sched_config;
 
 typedef struct srv_sched srv_sched;

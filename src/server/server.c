@@ -77,6 +77,9 @@ static facet_status check_config(const facet_server_config *c, facet_error *err)
     if (c->timeout_s < 1)
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "--timeout %d (expected >= 1)",
                          c->timeout_s);
+    if (!(c->deadline_s >= 0))
+        return facet_err(err, FACET_E_INVALID_ARGUMENT, "--deadline %g (expected >= 0)",
+                         c->deadline_s);
     if (c->kv_budget < 0)
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "--kv-budget %d (expected >= 0)",
                          c->kv_budget);
@@ -159,7 +162,10 @@ facet_status facet_server_start(const facet_server_config *cfg, facet_server **o
     facet_model_info info;
     facet_model_get_info(s->model, &info);
     for (int i = 0; i < info.n_notes; i++) srv_log(s, "note: %s", info.notes[i]);
-    facet_session_options so = {cfg->max_batch, cfg->n_ctx, cfg->kv_cache};
+    /* with the prefix cache, as many free sequences as running ones keep finished
+     * requests' KV (tables only: KV memory grows with use, within the budget) */
+    int n_slots = cfg->no_prefix_cache ? cfg->max_batch : 2 * cfg->max_batch;
+    facet_session_options so = {n_slots, cfg->n_ctx, cfg->kv_cache};
     st = facet_session_create(s->model, &so, &s->session, err);
     if (st != FACET_OK) goto fail;
     s->n_ctx = facet_session_n_ctx(s->session);
@@ -169,7 +175,8 @@ facet_status facet_server_start(const facet_server_config *cfg, facet_server **o
     s->cfg.kv_budget = budget.tokens;
     s->created = (long)time(NULL);
     s->limits = (oai_limits){s->model_id, s->n_vocab, 16, 16, 20};
-    srv_sched_config sc = {s->cfg.max_batch, s->cfg.kv_budget, s->cfg.max_queue, s->cfg.chunk};
+    srv_sched_config sc = {s->cfg.max_batch, s->cfg.kv_budget, s->cfg.max_queue, s->cfg.chunk,
+                           n_slots, !s->cfg.no_prefix_cache, s->cfg.deadline_s};
     st = srv_sched_create(s->model, s->session, &sc, &s->metrics, &s->sched, err);
     if (st != FACET_OK) goto fail;
     st = srv_http_start(s, err);

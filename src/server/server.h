@@ -44,6 +44,11 @@ typedef struct facet_server_config {
                                 default 60                                             */
     int max_connections;     /* open connections before requests get 503 (/health
                                 still answers), default 512 (http.h)                   */
+    int no_prefix_cache;     /* 1: free a finished request's KV instead of keeping it
+                                as a cached prefix (sched.h)                           */
+    double deadline_s;       /* a request unfinished this long after arrival is ended:
+                                waiting, 503 deadline_exceeded; running, it finishes
+                                with what it has (finish_reason length); 0 = none      */
     int shutdown_grace_s;    /* seconds in-flight requests get in facet_server_stop,
                                 default 5; then they are cancelled                     */
     void (*log)(void *user, const char *line); /* one line for the operator (no newline),

@@ -74,7 +74,8 @@ def test_openai_node_client(node, facet_bin, run_facet, chat_model):
     assert out["chat_stream"]["content"] == chat_ref["text"]
     assert out["chat_stream"]["role"] == "assistant"
     assert out["chat_stream"]["finish_reason"] == chat["finish_reason"]
-    assert out["chat_stream"]["usage"] == chat["usage"]
+    counts = ("prompt_tokens", "completion_tokens", "total_tokens")  # cached_tokens differ
+    assert [out["chat_stream"]["usage"][k] for k in counts] == [chat["usage"][k] for k in counts]
 
 
 def test_openai_node_client_tool_round_trip(node, facet_bin, run_facet, repo_root, tmp_path):
