@@ -244,6 +244,35 @@ static void test_seq_release(void **state) {
     facet_session_free(s);
 }
 
+/* facet_seq_truncate keeps a prefix: a sequence that held 100 tokens, cut to 60 and fed
+ * a different tail of 40 (in chunks other than the first run's), gives the logits of
+ * that whole sequence prefilled from nothing, bit for bit (a server's prefix cache
+ * reuses a finished request's KV this way). Out-of-range lengths are typed errors. */
+static void test_seq_truncate(void **state) {
+    (void)state;
+    facet_error err = {0};
+    facet_session *s;
+    facet_session_options so = {.n_seq_max = 2, .n_ctx = 256};
+    assert_int_equal(facet_session_create(model, &so, &s, &err), FACET_OK);
+    int32_t ids[100], other[100];
+    for (int i = 0; i < 100; i++) {
+        ids[i] = 3 + (i * 37) % 500;
+        other[i] = i < 60 ? ids[i] : 3 + (i * 91) % 500;
+    }
+    float a[512], b[512];
+    assert_int_equal(facet_prefill(s, 0, ids, 100, NULL, &err), FACET_OK);
+    assert_int_equal(facet_seq_truncate(s, 0, 101, &err), FACET_E_INVALID_ARGUMENT);
+    assert_int_equal(facet_seq_truncate(s, 0, -1, &err), FACET_E_INVALID_ARGUMENT);
+    assert_int_equal(facet_seq_truncate(s, 2, 0, &err), FACET_E_INVALID_ARGUMENT);
+    assert_int_equal(facet_seq_truncate(s, 0, 60, &err), FACET_OK);
+    assert_int_equal(facet_seq_length(s, 0), 60);
+    assert_int_equal(facet_prefill(s, 0, other + 60, 25, NULL, &err), FACET_OK);
+    assert_int_equal(facet_prefill(s, 0, other + 85, 15, a, &err), FACET_OK);
+    assert_int_equal(facet_prefill(s, 1, other, 100, b, &err), FACET_OK);
+    assert_memory_equal(a, b, sizeof a);
+    facet_session_free(s);
+}
+
 static void test_status_names(void **state) {
     (void)state;
     assert_string_equal(facet_status_name(FACET_OK), "FACET_OK");
@@ -278,6 +307,7 @@ int main(void) {
         cmocka_unit_test(test_kv_cache_16bit),
         cmocka_unit_test(test_context_overflow),
         cmocka_unit_test(test_seq_release),
+        cmocka_unit_test(test_seq_truncate),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_top_logprobs),
     };
