@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "facet.h"
+#include "kernels/cpu/quant.h"
 #include "kernels/cpu/threadpool.h"
 
 /* Storage format of a weight matrix at run time. */
@@ -18,8 +19,32 @@ typedef enum facet_wformat {
     FACET_WF_F16 = 2,  /* IEEE half                                                    */
     FACET_WF_Q8 = 3,   /* int8, one float32 scale per block of 32 along the input dim  */
     FACET_WF_Q4 = 4,   /* 4-bit, w = d * (q - 8), one f16 d per block of 32 inputs      */
+    /* GGUF block types (kernels/cpu/quant.h), kept as the file stores them: row r is
+     * cols / block consecutive blocks, rows one after another; never converted to. The
+     * value is FACET_WF_GGUF + the facet_qtype. */
+    FACET_WF_GGUF_Q4_0 = 5,
+    FACET_WF_GGUF_Q4_1 = 6,
+    FACET_WF_GGUF_Q5_0 = 7,
+    FACET_WF_GGUF_Q5_1 = 8,
+    FACET_WF_GGUF_Q8_0 = 9,
+    FACET_WF_GGUF_IQ4_NL = 10,
+    FACET_WF_GGUF_Q2_K = 11,
+    FACET_WF_GGUF_Q3_K = 12,
+    FACET_WF_GGUF_Q4_K = 13,
+    FACET_WF_GGUF_Q5_K = 14,
+    FACET_WF_GGUF_Q6_K = 15,
+    FACET_WF_GGUF_IQ4_XS = 16,
 } facet_wformat;
-#define FACET_WF_COUNT 5 /* formats above (not an enumerator: switches stay exhaustive) */
+/* facet's own formats (F32 .. Q4: what facet_wtensor_convert packs into and --weights
+ * names), not an enumerator so switches stay exhaustive. */
+#define FACET_WF_COUNT 5
+#define FACET_WF_GGUF FACET_WF_GGUF_Q4_0 /* the first GGUF block type                    */
+#define FACET_WF_ALL 17                  /* every format, the GGUF block types included    */
+
+/* The facet_qtype (quant.h) of a GGUF block format, or -1 for facet's own formats. */
+static inline int facet_wformat_qtype(facet_wformat f) {
+    return (int)f >= FACET_WF_GGUF && (int)f < FACET_WF_ALL ? (int)f - FACET_WF_GGUF : -1;
+}
 
 /* The run-time format of a public facet_weight_format (facet.h) that is not AUTO (AUTO is
  * resolved first, facet_auto_weights); FACET_WF_F32 for anything else. The one mapping
@@ -87,19 +112,32 @@ typedef struct facet_wtensor {
 #include "facet_status.h"
 facet_status facet_wtensor_convert(facet_wtensor *w, facet_wformat to, facet_error *err);
 
-/* Name of a format: "f32", "bf16", "f16", "int8", "q4". */
+/* Name of a format: "f32", "bf16", "f16", "int8", "q4", or a GGUF block type's own ("Q4_0"). */
 const char *facet_wformat_name(facet_wformat f);
 
-/* Bytes of a weight tensor's data (packed: with its padding and q8 scales). */
+/*
+ * Make *w a [rows][cols] tensor of GGUF block format f (facet_wformat_qtype(f) >= 0), packed,
+ * holding a copy of src: the file's rows of blocks (rows * cols / block * block_bytes
+ * bytes), in memory allocated as facet_wtensor_convert's (2 MiB-aligned, huge pages
+ * advised; freed with free()). cols must be a multiple of the type's block. Errors:
+ * FACET_E_UNSUPPORTED for a type without kernels, FACET_E_INVALID_ARGUMENT for a shape
+ * the type cannot hold (empty, or cols not a multiple of its block), FACET_E_NOMEM.
+ */
+facet_status facet_wtensor_blocks(facet_wtensor *w, facet_wformat f, int rows, int cols,
+                                  const void *src, facet_error *err);
+
+/* Bytes of a weight tensor's data (packed: with its padding and q8 scales; a GGUF block
+ * format: its rows of blocks). */
 size_t facet_wtensor_bytes(const facet_wtensor *w);
 
 /* Bytes of a [rows][cols] matrix packed in format f (panels of 16 output rows, the input
- * dim padded to 32, int8 with its f16 scales), what facet_wtensor_convert allocates;
+ * dim padded to 32, int8 with its f16 scales), what facet_wtensor_convert allocates (a
+ * GGUF block format: rows * ceil(cols / block) * block_bytes);
  * saturates at UINT64_MAX instead of wrapping (`facet plan` of an absurd config). */
 uint64_t facet_wtensor_packed_bytes(facet_wformat f, uint64_t rows, uint64_t cols);
 
 /* Copy row `row` of W into out (cols floats), widened to float32 (embedding lookup;
- * int8 rows dequantized as q * scale). */
+ * int8 rows dequantized as q * scale, GGUF block rows by their type's dequantizer). */
 void facet_wtensor_row(const facet_wtensor *w, int row, float *out);
 
 /*
@@ -113,6 +151,12 @@ typedef struct facet_cpu_kernels {
     const struct facet_ukernel *matmul[FACET_WF_COUNT];
     int attn;                      /* facet_attn_path                                   */
     int level;                     /* facet_cpu_level, for the _at row kernels below    */
+    /* per GGUF block type (facet_qtype): its dot product on this CPU (quant.h
+     * facet_qdot_fn; AVX-512 VNNI, AVX-512, AVX2 or scalar, the first the type has and the
+     * CPU runs; NULL for a type without kernels) and which path that is (0 scalar, 1 avx2,
+     * 2 avx512, 3 avx512vnni) */
+    facet_qdot_fn qdot[FACET_QT_COUNT];
+    int qpath[FACET_QT_COUNT];
 } facet_cpu_kernels;
 struct facet_cpu_info;
 void facet_cpu_kernels_resolve(facet_cpu_kernels *k, const struct facet_cpu_info *cpu);
@@ -144,6 +188,9 @@ void facet_matmul_multi_k(const facet_cpu_kernels *k, facet_pool *pool, int n_ma
  * n_rows is, so a sequence's result does not depend on what else is in the batch.
  * Scratch for the prepared X comes from the pool (facet_pool_scratch), or malloc when
  * pool is NULL; should that allocation fail, Y is filled with NaN.
+ * GGUF block formats (quant.h) quantize each X row once into the activation blocks
+ * their type's dot reads (Q8_0, Q8_1 or Q8_K), then a task per group of output rows
+ * reads each weight row once for all n_rows, one dot per (row, output) pair.
  */
 void facet_matmul(facet_pool *pool, float *Y, const float *X, const facet_wtensor *W,
                   const float *bias, int n_rows);

@@ -25,6 +25,11 @@ const char *facet_wformat_name(facet_wformat f) {
     case FACET_WF_F16: return "f16";
     case FACET_WF_Q8: return "int8";
     case FACET_WF_Q4: return "q4";
+    case FACET_WF_GGUF_Q4_0: case FACET_WF_GGUF_Q4_1: case FACET_WF_GGUF_Q5_0:
+    case FACET_WF_GGUF_Q5_1: case FACET_WF_GGUF_Q8_0: case FACET_WF_GGUF_IQ4_NL:
+    case FACET_WF_GGUF_Q2_K: case FACET_WF_GGUF_Q3_K: case FACET_WF_GGUF_Q4_K:
+    case FACET_WF_GGUF_Q5_K: case FACET_WF_GGUF_Q6_K: case FACET_WF_GGUF_IQ4_XS:
+        return facet_qtype_traits_of((facet_qtype)facet_wformat_qtype(f))->name;
     }
     return "unknown";
 }
@@ -69,10 +74,14 @@ const facet_ukernel *facet_ukernel_for(facet_wformat f, const facet_cpu_info *cp
 const facet_ukernel *facet_ukernel_select(facet_wformat f) { return facet_ukernel_for(f, facet_cpu()); }
 
 const char *facet_matmul_kernel_best(facet_wformat f) {
+    int qt = facet_wformat_qtype(f);
+    if (qt >= 0) return facet_qkernel_best(qt);
     return (int)f >= 0 && f < FACET_WF_COUNT ? candidates[f][0].uk->name : "none";
 }
 
 const char *facet_matmul_kernel_name(const facet_cpu_kernels *k, facet_wformat f) {
+    int qt = facet_wformat_qtype(f);
+    if (qt >= 0) return k->qdot[qt] ? facet_qkernel_name(qt, k->qpath[qt]) : "none";
     return (int)f >= 0 && f < FACET_WF_COUNT ? k->matmul[f]->name : "none";
 }
 
@@ -80,6 +89,7 @@ void facet_cpu_kernels_resolve(facet_cpu_kernels *k, const facet_cpu_info *cpu) 
     for (int f = 0; f < FACET_WF_COUNT; f++) k->matmul[f] = facet_ukernel_for((facet_wformat)f, cpu);
     k->attn = (int)facet_attn_path_for(cpu);
     k->level = (int)cpu->level;
+    facet_qkernels_resolve(k, cpu);
 }
 
 /* ---- activation preparation ---- */
@@ -298,6 +308,10 @@ void facet_matmul_k(const facet_cpu_kernels *k, facet_pool *pool, float *Y, cons
         facet_matmul_f32(pool, Y, X, (const float *)W->data, bias, n_rows, W->cols, W->rows);
         return;
     }
+    if (facet_wformat_qtype(W->format) >= 0) {
+        facet_qmatmul(k, pool, 1, &Y, X, &W, &bias, n_rows);
+        return;
+    }
     mm_run(k->matmul[W->format], pool, 1, &Y, X, &W, &bias, n_rows);
 }
 
@@ -311,6 +325,10 @@ void facet_matmul_multi_k(const facet_cpu_kernels *k, facet_pool *pool, int n_ma
     if (!fused) {
         for (int m = 0; m < n_mats; m++)
             facet_matmul_k(k, pool, Y[m], X, W[m], bias ? bias[m] : NULL, n_rows);
+        return;
+    }
+    if (facet_wformat_qtype(W[0]->format) >= 0) {
+        facet_qmatmul(k, pool, n_mats, Y, X, W, bias, n_rows);
         return;
     }
     for (int m0 = 0; m0 < n_mats; m0 += MM_MAX_MATS) {

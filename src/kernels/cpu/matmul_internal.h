@@ -87,6 +87,20 @@ extern const facet_ukernel facet_uk_bf16_scalar, facet_uk_bf16_avx2, facet_uk_bf
 extern const facet_ukernel facet_uk_q8_scalar, facet_uk_q8_avx2, facet_uk_q8_avx512vnni;
 extern const facet_ukernel facet_uk_q4_scalar, facet_uk_q4_avx2, facet_uk_q4_avx512vnni;
 
+/* GGUF block formats (matmul_qblock.c). facet_qkernels_resolve fills k->qdot/qpath for
+ * a CPU; facet_qkernel_name names type qtype's path (0 scalar, 1 avx2, 2 avx512, 3 avx512
+ * with VNNI: "Q4_0-avx2";
+ * "none" for a type without kernels), facet_qkernel_best its best path on any CPU.
+ * facet_qmatmul: Y[m] = X W[m]^T (+ bias[m]) for n_mats matrices all of one GGUF block
+ * format and one cols (kernels.h facet_matmul_multi's contract; NaN-filled Y when the
+ * activation scratch cannot be had or the type has no kernels). */
+void facet_qkernels_resolve(facet_cpu_kernels *k, const struct facet_cpu_info *cpu);
+const char *facet_qkernel_name(int qtype, int path);
+const char *facet_qkernel_best(int qtype);
+void facet_qmatmul(const facet_cpu_kernels *k, facet_pool *pool, int n_mats, float *const *Y,
+                   const float *X, const facet_wtensor *const *W, const float *const *bias,
+                   int n_rows);
+
 /* Scalar conversions (round to nearest even; NaN kept a NaN). */
 uint16_t facet_f32_to_bf16(float x);
 float facet_bf16_to_f32(uint16_t h);

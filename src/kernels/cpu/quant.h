@@ -54,14 +54,18 @@ typedef enum facet_qtype {
 /* Activation block kinds. */
 typedef enum facet_qxkind { FACET_QX_Q8_0, FACET_QX_Q8_1, FACET_QX_Q8_K } facet_qxkind;
 
-/* 32 activations: d = f16(max|x| / 127), qs = round(x / d) (ties away from zero, as
- * ggml's roundf), 34 bytes. */
+/* 32 activations as llama.cpp's x86 quantize_row_q8_0 (the CPU backend's, whose blocks
+ * the corpus logits come from): amax = max|x|, d = f16(amax / 127), qs =
+ * round-half-even(x * (127 / amax)) in float arithmetic (all-zero block: d = 0, qs = 0);
+ * 34 bytes. (ggml's portable reference rounds x * (1 / d) half away from zero instead; the
+ * two differ in rare last-bit cases.) */
 typedef struct facet_blk_q8_0 {
     uint16_t d;
     int8_t qs[32];
 } facet_blk_q8_0;
 
-/* As q8_0 plus s = f16(d * sum(qs)), for the types with a min (Q4_1, Q5_1); 36 bytes. */
+/* As q8_0 plus s = f16((amax / 127) * sum(qs)), for the types with a min (Q4_1, Q5_1);
+ * 36 bytes. */
 typedef struct facet_blk_q8_1 {
     uint16_t d, s;
     int8_t qs[32];
@@ -115,6 +119,14 @@ typedef struct facet_qtype_traits {
 const facet_qtype_traits *facet_qtype_traits_of(facet_qtype t);
 int facet_qtype_of_ggml(uint32_t ggml_type);
 
+/* Nonzero when type t has its kernels (a dequantizer and at least the scalar dot): only
+ * those run, and facet_qtype_of_ggml answers -1 for the others. */
+int facet_qtype_runs(facet_qtype t);
+
+/* "F32, F16, BF16, Q4_0, ...": the GGUF tensor types the engine runs, the block types in
+ * facet_qtype order as the table has kernels for them (refusal messages). Static text. */
+const char *facet_qtype_runnable_list(void);
+
 /* Bytes of one activation block of a kind, and elements per block (32 or 256). */
 size_t facet_qx_block_bytes(facet_qxkind k);
 int facet_qx_block(facet_qxkind k);
@@ -123,6 +135,8 @@ int facet_qx_block(facet_qxkind k);
 void facet_quantize_row_q8_0(const float *x, void *out, int64_t n);
 void facet_quantize_row_q8_1(const float *x, void *out, int64_t n);
 void facet_quantize_row_q8_K(const float *x, void *out, int64_t n);
+/* The quantizer of kind k (one of the three above). */
+void facet_quantize_row_qx(facet_qxkind k, const float *x, void *out, int64_t n);
 
 /* The traits of each type (quant_legacy.c: the 32-element types; quant_k.c: the 256-
  * element ones). */

@@ -75,14 +75,22 @@ size_t facet_panel_bytes(facet_wformat f, int kp) {
     case FACET_WF_F16: return (size_t)kp * FACET_PANEL * 2;
     case FACET_WF_Q8: return (size_t)(kp / FACET_Q8_BLOCK) * FACET_Q8_PBLOCK;
     case FACET_WF_Q4: return (size_t)(kp / FACET_Q8_BLOCK) * FACET_Q4_PBLOCK;
+    default: return 0; /* GGUF block formats have no panels */
     }
-    return 0;
 }
 
 /* Panels of FACET_PANEL rows times KALIGN-column slices of facet_panel_bytes each (a
  * panel's bytes are linear in kp, a multiple of FACET_KALIGN): the one size formula,
  * for the allocation (packed_bytes) and for `facet plan` (through the backend). */
 uint64_t facet_wtensor_packed_bytes(facet_wformat f, uint64_t rows, uint64_t cols) {
+    int qt = facet_wformat_qtype(f);
+    if (qt >= 0) { /* rows of blocks */
+        const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)qt);
+        uint64_t per_row = (cols + (uint64_t)q->block - 1) / (uint64_t)q->block;
+        if (rows && per_row > UINT64_MAX / rows) return UINT64_MAX;
+        uint64_t n = rows * per_row;
+        return n && q->block_bytes > UINT64_MAX / n ? UINT64_MAX : n * q->block_bytes;
+    }
     uint64_t panels = (rows + FACET_PANEL - 1) / FACET_PANEL;
     uint64_t slices = (cols + FACET_KALIGN - 1) / FACET_KALIGN;
     uint64_t per = facet_panel_bytes(f, FACET_KALIGN);
@@ -178,6 +186,9 @@ static facet_status pack(const float *src, int rows, int cols, facet_wformat f, 
                 ((uint16_t *)panel)[((size_t)(k / 2) * FACET_PANEL + l) * 2 + k % 2] =
                     facet_f32_to_bf16(w[k]);
             break;
+        default: /* facet_wtensor_convert packs only facet's own formats */
+            return facet_err(err, FACET_E_UNSUPPORTED, "weights: cannot pack into %s",
+                             facet_wformat_name(f));
         case FACET_WF_Q8:
             for (int b = 0; b < kp / FACET_Q8_BLOCK; b++) {
                 uint8_t *blk = panel + (size_t)b * FACET_Q8_PBLOCK;
@@ -245,6 +256,32 @@ facet_status facet_wtensor_convert(facet_wtensor *w, facet_wformat to, facet_err
     return FACET_OK;
 }
 
+facet_status facet_wtensor_blocks(facet_wtensor *w, facet_wformat f, int rows, int cols,
+                                  const void *src, facet_error *err) {
+    int qt = facet_wformat_qtype(f);
+    if (qt < 0 || !facet_qtype_runs((facet_qtype)qt))
+        return facet_err(err, FACET_E_UNSUPPORTED, "weights: %s blocks have no kernels",
+                         qt < 0 ? facet_wformat_name(f) : facet_qtype_traits_of((facet_qtype)qt)->name);
+    int block = facet_qtype_traits_of((facet_qtype)qt)->block;
+    if (rows <= 0 || cols <= 0 || cols % block)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "weights: a [%d, %d] matrix cannot be held in %s blocks (rows of a "
+                         "multiple of %d elements)", rows, cols, facet_wformat_name(f), block);
+    size_t bytes = (size_t)facet_wtensor_packed_bytes(f, (uint64_t)rows, (uint64_t)cols);
+    void *data = weight_alloc(bytes);
+    if (!data)
+        return facet_err(err, FACET_E_NOMEM, "weights: cannot allocate %zu bytes for a [%d, %d] %s matrix",
+                         bytes, rows, cols, facet_wformat_name(f));
+    memcpy(data, src, bytes);
+    w->format = f;
+    w->rows = rows;
+    w->cols = cols;
+    w->data = data;
+    w->scales = NULL;
+    w->packed = 1;
+    return FACET_OK;
+}
+
 size_t facet_wtensor_bytes(const facet_wtensor *w) {
     if (w->packed) return packed_bytes(w->format, w->rows, w->cols);
     return (size_t)w->rows * (size_t)w->cols * sizeof(float);
@@ -254,6 +291,13 @@ void facet_wtensor_row(const facet_wtensor *w, int row, float *out) {
     int cols = w->cols;
     if (!w->packed) {
         memcpy(out, (const float *)w->data + (size_t)row * cols, sizeof(float) * (size_t)cols);
+        return;
+    }
+    int qt = facet_wformat_qtype(w->format);
+    if (qt >= 0) { /* one row of blocks */
+        size_t bytes = (size_t)facet_wtensor_packed_bytes(w->format, 1, (uint64_t)cols);
+        facet_qtype_traits_of((facet_qtype)qt)
+            ->dequant_row((const uint8_t *)w->data + (size_t)row * bytes, out, cols);
         return;
     }
     int kp = facet_packed_kp(cols), l = row % FACET_PANEL;
@@ -293,5 +337,6 @@ void facet_wtensor_row(const facet_wtensor *w, int row, float *out) {
             out[k] = (float)q * facet_f16_to_f32(h);
         }
         return;
+    default: return; /* GGUF block formats: above */
     }
 }

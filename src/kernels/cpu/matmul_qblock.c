@@ -1,0 +1,198 @@
+/*
+ * matmul_qblock.c — facet_matmul for weights in a GGUF block format (quant.h): each X
+ * row quantized once into the activation blocks the type's dot reads, the output rows
+ * split into thread-pool tasks (one run for every matrix sharing X), each task reading
+ * its weight rows once for all input rows: input rows go in tiles of QX_TILE, and for
+ * each tile every weight row of the task is dotted with the tile's rows while it sits
+ * in L1, the task's rows (under TASK_BYTES) staying in L2 from one tile to the next.
+ * Every output is one call of the type's dot on (its weight row, its X row), so a row's
+ * result is the same whatever n_rows is.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/matmul_internal.h"
+
+/* Input rows per tile: their quantized blocks (4 x 4.3 KiB at 4096 columns of Q8_0
+ * activations) stay in L1 next to the weight row being dotted. */
+#define QX_TILE 4
+/* A task's weight rows kept under this many bytes, so a prefill's row tiles re-read them
+ * from L2 (half of a 1 MiB L2, as matmul.c). */
+#define TASK_BYTES (512u << 10)
+/* Rows quantized serially below this; above, the quantization is spread over the pool. */
+#define PREP_PARALLEL_ROWS 8
+#define QMM_MAX_MATS 8
+
+/* Paths: 0 scalar, 1 avx2, 2 avx512, 3 avx512 with VNNI. */
+static const char *const path_suffix[4] = {"scalar", "avx2", "avx512", "avx512vnni"};
+static char path_names[FACET_QT_COUNT][4][32];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void make_names(void) {
+    for (int t = 0; t < FACET_QT_COUNT; t++)
+        for (int p = 0; p < 4; p++)
+            snprintf(path_names[t][p], sizeof path_names[t][p], "%s-%s",
+                     facet_qtype_traits_of((facet_qtype)t)->name, path_suffix[p]);
+}
+
+const char *facet_qkernel_name(int qtype, int path) {
+    if (qtype < 0 || qtype >= FACET_QT_COUNT || path < 0 || path > 3) return "none";
+    if (!facet_qtype_runs((facet_qtype)qtype)) return "none";
+    pthread_once(&names_once, make_names);
+    return path_names[qtype][path];
+}
+
+/* Per type, the closest path this CPU runs: AVX-512 VNNI, AVX-512, AVX2, scalar (the
+ * first the type has). */
+void facet_qkernels_resolve(facet_cpu_kernels *k, const facet_cpu_info *cpu) {
+    for (int t = 0; t < FACET_QT_COUNT; t++) {
+        const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)t);
+        k->qdot[t] = NULL;
+        k->qpath[t] = 0;
+        if (!facet_qtype_runs((facet_qtype)t)) continue;
+        int avx512 = cpu->level >= FACET_CPU_AVX512;
+        if (q->dot_avx512vnni && avx512 && cpu->avx512_vnni) {
+            k->qdot[t] = q->dot_avx512vnni;
+            k->qpath[t] = 3;
+        } else if (q->dot_avx512 && avx512) {
+            k->qdot[t] = q->dot_avx512;
+            k->qpath[t] = 2;
+        } else if (q->dot_avx2 && cpu->level >= FACET_CPU_AVX2) {
+            k->qdot[t] = q->dot_avx2;
+            k->qpath[t] = 1;
+        } else {
+            k->qdot[t] = q->dot_scalar;
+        }
+    }
+}
+
+const char *facet_qkernel_best(int qtype) {
+    const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)qtype);
+    if (!q) return "none";
+    return facet_qkernel_name(qtype, q->dot_avx512vnni ? 3 : q->dot_avx512 ? 2 : q->dot_avx2 ? 1 : 0);
+}
+
+/* ---- activation quantization ---- */
+
+typedef struct {
+    const float *X;
+    int cols;
+    facet_qxkind kind;
+    uint8_t *out;
+    size_t stride;
+} qprep;
+
+static void qprep_task(void *ctx, int r, int thread) {
+    (void)thread;
+    const qprep *p = ctx;
+    facet_quantize_row_qx(p->kind, p->X + (size_t)r * p->cols, p->out + (size_t)r * p->stride,
+                          p->cols);
+}
+
+/* ---- the sweep ---- */
+
+typedef struct {
+    const uint8_t *W;
+    float *Y;
+    const float *bias;
+    int n_out, task0;
+} qmm_mat;
+
+typedef struct {
+    facet_qdot_fn dot;
+    const uint8_t *X;
+    size_t xstride, wrow;
+    int n_rows, cols, gr, n_mats;
+    qmm_mat m[QMM_MAX_MATS];
+} qmm_job;
+
+static void qmm_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const qmm_job *j = ctx;
+    int mi = 0;
+    while (mi + 1 < j->n_mats && task >= j->m[mi + 1].task0) mi++;
+    const qmm_mat *m = &j->m[mi];
+    int o0 = (task - m->task0) * j->gr, o1 = o0 + j->gr < m->n_out ? o0 + j->gr : m->n_out;
+    for (int r0 = 0; r0 < j->n_rows; r0 += QX_TILE) {
+        int r1 = r0 + QX_TILE < j->n_rows ? r0 + QX_TILE : j->n_rows;
+        for (int o = o0; o < o1; o++) {
+            const uint8_t *w = m->W + (size_t)o * j->wrow;
+            float b = m->bias ? m->bias[o] : 0.0f;
+            for (int r = r0; r < r1; r++) {
+                float v;
+                j->dot(j->cols, &v, w, j->X + (size_t)r * j->xstride);
+                m->Y[(size_t)r * m->n_out + o] = m->bias ? v + b : v;
+            }
+        }
+    }
+}
+
+static void qmm_run(const facet_cpu_kernels *k, facet_pool *pool, int n_mats, float *const *Y,
+                    const float *X, const facet_wtensor *const *W, const float *const *bias,
+                    int n_rows) {
+    int qt = facet_wformat_qtype(W[0]->format), cols = W[0]->cols;
+    const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)qt);
+    facet_qdot_fn dot = q ? k->qdot[qt] : NULL;
+    int xb = q ? facet_qx_block(q->xkind) : 0;
+    size_t stride = q ? (size_t)(cols / (xb ? xb : 1)) * facet_qx_block_bytes(q->xkind) : 0;
+    size_t need = stride * (size_t)n_rows;
+    void *owned = NULL, *scratch = NULL;
+    if (dot && cols % xb == 0 && cols % q->block == 0)
+        scratch = pool ? facet_pool_scratch(pool, need) : (owned = malloc(need ? need : 1));
+    if (!scratch) { /* no kernels, a shape the type cannot hold, or out of memory */
+        for (int m = 0; m < n_mats; m++)
+            for (size_t i = 0; i < (size_t)n_rows * W[m]->rows; i++) Y[m][i] = NAN;
+        return;
+    }
+    qprep p = {X, cols, q->xkind, scratch, stride};
+    if (pool && n_rows >= PREP_PARALLEL_ROWS)
+        facet_pool_run(pool, n_rows, qprep_task, &p);
+    else
+        for (int r = 0; r < n_rows; r++) qprep_task(&p, r, 0);
+
+    qmm_job j;
+    j.dot = dot;
+    j.X = scratch;
+    j.xstride = stride;
+    j.wrow = (size_t)(cols / q->block) * q->block_bytes;
+    j.n_rows = n_rows;
+    j.cols = cols;
+    j.n_mats = n_mats;
+    int total = 0;
+    for (int m = 0; m < n_mats; m++) {
+        j.m[m] = (qmm_mat){W[m]->data, Y[m], bias ? bias[m] : NULL, W[m]->rows, 0};
+        total += W[m]->rows;
+    }
+    /* about 4 tasks per thread, in groups of 4 rows, each within TASK_BYTES */
+    int threads = pool ? facet_pool_size(pool) : 1;
+    int gr = (total + threads * 4 - 1) / (threads * 4);
+    gr = (gr + 3) / 4 * 4;
+    int cap = (int)(TASK_BYTES / j.wrow) / 4 * 4;
+    if (cap < 4) cap = 4;
+    if (gr > cap) gr = cap;
+    if (gr < 4) gr = 4;
+    j.gr = gr;
+    int n_tasks = 0;
+    for (int m = 0; m < n_mats; m++) {
+        j.m[m].task0 = n_tasks;
+        n_tasks += (j.m[m].n_out + gr - 1) / gr;
+    }
+    if (pool)
+        facet_pool_run_shares(pool, n_tasks, qmm_task, &j);
+    else
+        for (int t = 0; t < n_tasks; t++) qmm_task(&j, t, 0);
+    free(owned);
+}
+
+void facet_qmatmul(const facet_cpu_kernels *k, facet_pool *pool, int n_mats, float *const *Y,
+                   const float *X, const facet_wtensor *const *W, const float *const *bias,
+                   int n_rows) {
+    for (int m0 = 0; m0 < n_mats; m0 += QMM_MAX_MATS) {
+        int n = n_mats - m0 < QMM_MAX_MATS ? n_mats - m0 : QMM_MAX_MATS;
+        qmm_run(k, pool, n, Y + m0, X, W + m0, bias ? bias + m0 : NULL, n_rows);
+    }
+}
