@@ -49,6 +49,10 @@ typedef enum facet_weight_format {
     FACET_WEIGHTS_F16 = 3,
     FACET_WEIGHTS_INT8 = 4,
     FACET_WEIGHTS_Q4 = 5, /* 4 bits + an f16 scale per 32 inputs (GGUF Q4_0's values)   */
+    /* each matrix in the checkpoint's own type: a GGUF file's block types (Q4_0, Q8_0,
+     * ...) run as the file stores them, F32/F16/BF16 matrices as f32/f16/bf16; what AUTO
+     * picks for a GGUF file with block-type matrices */
+    FACET_WEIGHTS_GGUF = 6,
 } facet_weight_format;
 
 /* Why the FACET_CPU environment variable did not take effect (an unknown name, or a path
@@ -56,8 +60,8 @@ typedef enum facet_weight_format {
  * took effect. The library never prints; `facet` prints this on stderr. */
 const char *facet_cpu_note(void);
 
-/* Name of a weight format: "auto", "f32", "bf16", "f16", "int8", "q4" ("unknown" out of
- * range), as the CLI's --weights spells it. */
+/* Name of a weight format: "auto", "f32", "bf16", "f16", "int8", "q4", "gguf" ("unknown"
+ * out of range), as the CLI's --weights spells it. */
 const char *facet_weight_format_name(facet_weight_format f);
 
 /*
@@ -73,7 +77,8 @@ typedef void (*facet_load_progress_fn)(void *user, const char *step, uint64_t do
 typedef struct facet_load_options {
     int n_threads;               /* worker threads; 0 = number of online CPUs          */
     facet_weight_format weights; /* run-time weight format; AUTO = the checkpoint's own
-                                    precision (bf16 / f16 / f32), never int8           */
+                                    precision (bf16 / f16 / f32; a GGUF file with block-
+                                    type matrices: GGUF, its own types), never int8    */
     int no_cache;                /* 1: neither read nor write the weight cache (so does
                                     the environment variable FACET_NO_CACHE=1)         */
     facet_load_progress_fn progress; /* NULL: no progress reports                      */

@@ -49,12 +49,12 @@ int cli_missing_value(const char *cmd, const char *a, int last, const char *cons
 }
 
 int cli_parse_weights(const char *opt, const char *v, facet_weight_format *out) {
-    for (int f = FACET_WEIGHTS_AUTO; v && f <= FACET_WEIGHTS_Q4; f++)
+    for (int f = FACET_WEIGHTS_AUTO; v && f <= FACET_WEIGHTS_GGUF; f++)
         if (!strcmp(v, facet_weight_format_name((facet_weight_format)f))) {
             *out = (facet_weight_format)f;
             return 1;
         }
-    if (v) fprintf(stderr, "facet: %s expects auto, f32, bf16, f16, int8 or q4, got '%s'\n", opt, v);
+    if (v) fprintf(stderr, "facet: %s expects auto, f32, bf16, f16, int8, q4 or gguf, got '%s'\n", opt, v);
     return 0; /* v NULL: the caller says the value is missing */
 }
 

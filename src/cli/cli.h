@@ -41,8 +41,8 @@ int cli_parse_kv_type(const char *opt, const char *v, facet_kv_type *out);
  * is one of opts (a NULL-terminated list of the options that take a value); else 0. */
 int cli_missing_value(const char *cmd, const char *a, int last, const char *const *opts);
 
-/* Parse v as a weight format, "auto|f32|bf16|f16|int8", into *out; on failure print
- * "facet: OPT expects auto, f32, bf16, f16 or int8, got 'V'" and return 0 (1 on success;
+/* Parse v as a weight format, "auto|f32|bf16|f16|int8|gguf", into *out; on failure print
+ * "facet: OPT expects auto, f32, bf16, f16, int8 or gguf, got 'V'" and return 0 (1 on success;
  * v NULL: 0 and nothing printed, the caller names the missing value). */
 int cli_parse_weights(const char *opt, const char *v, facet_weight_format *out);
 

@@ -266,8 +266,10 @@ int cmd_bench(int argc, char **argv) {
     double bw = pool ? facet_measure_read_bandwidth(pool, (size_t)1 << 30, 5) : 0;
     double triad = pool ? facet_measure_triad_bandwidth(pool, (size_t)256 << 20, 3) : 0;
     double gflops = pool ? facet_measure_peak_gflops(pool) : 0;
-    double gflops_fmt =
-        pool ? facet_measure_peak_gflops_format(pool, facet_wformat_of(info.weights)) : 0;
+    /* the instruction whose peak is measured: GGUF block types multiply 8-bit activation
+     * blocks, as int8 does */
+    facet_wformat peak_fmt = info.weights == FACET_WEIGHTS_GGUF ? FACET_WF_Q8 : facet_wformat_of(info.weights);
+    double gflops_fmt = pool ? facet_measure_peak_gflops_format(pool, peak_fmt) : 0;
 
     double gb = (double)info.weight_bytes / 1e9;
     const char *kv_name = facet_kv_type_name(kv == FACET_KV_AUTO ? facet_auto_kv(info.weights) : kv);

@@ -24,6 +24,7 @@
 #include "io/gguf.h"
 #include "model/facts.h"
 #include "model/facts_gguf.h"
+#include "model/gguf_checkpoint.h"
 #include "model/plan.h"
 #include "model/report.h"
 #include "model/table.h"
@@ -45,10 +46,44 @@ static int load_facts(const char *path, facet_facts *f, const char *backend) {
     return cli_probe_weights(path, f, backend);
 }
 
+/* A GGUF model's weights as they run in its own types (gguf_checkpoint.h): bytes, formats
+ * (bit facet_wformat) and "Q4_0 x15 (540 KiB), ..." per type, read by judge(). */
+static uint64_t g_gguf_bytes;
+static uint32_t g_gguf_formats;
+static char g_gguf_types[512];
+
+static void gguf_types(const gguf_model *m) {
+    uint64_t bytes[GGML_TYPE_COUNT] = {0};
+    int count[GGML_TYPE_COUNT] = {0};
+    g_gguf_bytes = 0;
+    g_gguf_formats = 0;
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        int fmt;
+        uint64_t b = facet_gguf_tensor_run_bytes(m->by_name[i], &fmt);
+        if (!b) continue;
+        g_gguf_bytes += b;
+        if (fmt >= 0) g_gguf_formats |= 1u << fmt;
+        bytes[m->by_name[i]->type] += b;
+        count[m->by_name[i]->type]++;
+    }
+    size_t off = 0;
+    g_gguf_types[0] = 0;
+    for (int t = 0; t < GGML_TYPE_COUNT && off < sizeof g_gguf_types; t++) {
+        if (!count[t]) continue;
+        char b[32];
+        facet_bytes_text(bytes[t], b, sizeof b);
+        off += (size_t)snprintf(g_gguf_types + off, sizeof g_gguf_types - off, "%s%s x%d (%s)",
+                                off ? ", " : "", gguf_type_name((uint32_t)t), count[t], b);
+    }
+}
+
 /* The table's verdict, plus for a GGUF model its tensor types and weight format. */
 static void judge(const facet_facts *f, const char *backend, facet_verdict *v) {
     facet_judge(f, backend, v);
-    if (g_is_gguf) facet_gguf_judge(&g_gguf, v);
+    if (g_is_gguf) {
+        facet_gguf_judge(&g_gguf, v);
+        gguf_types(&g_gguf);
+    }
 }
 
 static void unload(void) {
@@ -69,7 +104,8 @@ static int verdict_exit(const facet_verdict *v) {
  * families in the table (`facet plan` plans any complete shape on request). */
 static int default_plan(const facet_facts *f, facet_plan *p) {
     if (!f->family_known) return 0;
-    facet_plan_opts o = {.ctx = 0, .batch = 1, .weights = FACET_PLAN_AUTO};
+    facet_plan_opts o = {.ctx = 0, .batch = 1, .weights = FACET_PLAN_AUTO,
+                         .gguf_weight_bytes = g_gguf_bytes, .gguf_formats = g_gguf_formats};
     facet_error err;
     return facet_plan_make(f, &o, p, &err) == FACET_OK;
 }
@@ -84,6 +120,8 @@ static void print_plan_brief(FILE *out, const facet_plan *p) {
         fprintf(out, ", %d windowed layers bounded by %lld", p->n_sliding_layers,
                 (long long)p->window);
     fprintf(out, "; %s; %s; %s; %s\n", p->matmul_path, p->norm_path, p->rope_path, p->ffn_path);
+    if (p->weights == FACET_PLAN_GGUF && g_gguf_types[0])
+        fprintf(out, "plan: gguf tensors as they run: %s\n", g_gguf_types);
     if (p->weights_note[0]) fprintf(out, "plan: %s\n", p->weights_note);
     for (int i = 0; i < p->n_groups; i++)
         fprintf(out, "plan: layers %d-%d: %s\n", p->groups[i].first, p->groups[i].last,

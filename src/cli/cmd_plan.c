@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "io/gguf.h"
 #include "model/facts_gguf.h"
+#include "model/gguf_checkpoint.h"
 #include "model/facts.h"
 #include "model/plan.h"
 #include "model/report.h"
@@ -45,6 +46,30 @@ static int parse_count(const char *opt, const char *s, int64_t *out) {
 }
 
 static facet_facts g_facts;
+
+/* A GGUF file's tensors as they run in their own types (--weights gguf, what auto picks
+ * for a file with block-type matrices): their bytes and formats into o, and the list
+ * [{name, type, bytes}] in name order, the per-type totals into types ({type: {tensors,
+ * bytes}}). */
+static json_t *gguf_tensors(const gguf_model *m, facet_plan_opts *o, json_t *types) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const gguf_tensor *t = m->by_name[i];
+        int fmt;
+        uint64_t b = facet_gguf_tensor_run_bytes(t, &fmt);
+        if (!b) continue;
+        o->gguf_weight_bytes += b;
+        if (fmt >= 0) o->gguf_formats |= 1u << fmt;
+        const char *tn = gguf_type_name(t->type);
+        json_array_append_new(a, json_pack("{s:s, s:s, s:I}", "name", t->name, "type", tn,
+                                           "bytes", (json_int_t)b));
+        json_t *e = json_object_get(types, tn);
+        if (!e) json_object_set_new(types, tn, e = json_pack("{s:i, s:I}", "tensors", 0, "bytes", (json_int_t)0));
+        json_object_set_new(e, "tensors", json_integer(json_integer_value(json_object_get(e, "tensors")) + 1));
+        json_object_set_new(e, "bytes", json_integer(json_integer_value(json_object_get(e, "bytes")) + (json_int_t)b));
+    }
+    return a;
+}
 
 int cmd_plan(int argc, char **argv) {
     const char *path = NULL, *backend = "cpu";
@@ -94,6 +119,7 @@ int cmd_plan(int argc, char **argv) {
     facet_error err;
     static facet_verdict v;
     int rc;
+    json_t *gg_list = NULL, *gg_types = json_object();
     if (gguf_path_is_gguf(path)) { /* facts and tensor types from the GGUF file */
         gguf_model gm;
         if (gguf_model_open(path, &gm, &err) != FACET_OK) return cli_fail(&err);
@@ -107,6 +133,7 @@ int cmd_plan(int argc, char **argv) {
             return cli_fail(&err);
         }
         rc = cli_probe_gguf_weights(&gm, f, backend);
+        if (!rc) gg_list = gguf_tensors(&gm, &o, gg_types);
         gguf_model_close(&gm);
         if (rc) return rc;
     } else {
@@ -130,6 +157,14 @@ int cmd_plan(int argc, char **argv) {
     if (json) {
         json_t *out = facet_plan_json(&p);
         json_object_set_new(out, "verdict", facet_verdict_json(&v));
+        if (gg_list) { /* a GGUF file: every tensor as it runs in its own type */
+            json_object_set_new(json_object_get(out, "weight_bytes"), "gguf",
+                                json_integer((json_int_t)p.weight_bytes[FACET_PLAN_GGUF]));
+            json_object_set_new(out, "gguf_tensors", gg_list);
+            json_object_set_new(out, "gguf_types", gg_types);
+        } else {
+            json_decref(gg_types);
+        }
         json_dumpf(out, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(out);
@@ -142,6 +177,25 @@ int cmd_plan(int argc, char **argv) {
         facet_bytes_text(p.weight_bytes[i], a, sizeof a);
         printf("  %-5s %15llu bytes (%s)%s\n", facet_plan_format_name(i),
                (unsigned long long)p.weight_bytes[i], a, i == p.weights ? "   <- chosen" : "");
+    }
+    if (gg_list) {
+        facet_bytes_text(p.weight_bytes[FACET_PLAN_GGUF], a, sizeof a);
+        printf("  %-5s %15llu bytes (%s)%s  each matrix in the file's own type:\n", "gguf",
+               (unsigned long long)p.weight_bytes[FACET_PLAN_GGUF], a,
+               p.weights == FACET_PLAN_GGUF ? "   <- chosen" : "");
+        const char *tn;
+        json_t *e;
+        json_object_foreach(gg_types, tn, e) {
+            facet_bytes_text((uint64_t)json_integer_value(json_object_get(e, "bytes")), a, sizeof a);
+            long long nt = (long long)json_integer_value(json_object_get(e, "tensors"));
+            printf("        %-6s %4lld tensor%s %12lld bytes (%s)\n", tn, nt, nt == 1 ? " " : "s",
+                   (long long)json_integer_value(json_object_get(e, "bytes")), a);
+        }
+        printf("        (every tensor's type and bytes: facet plan --json, gguf_tensors)\n");
+        json_decref(gg_list);
+        json_decref(gg_types);
+    } else {
+        json_decref(gg_types);
     }
     if (p.weights_note[0]) printf("  note: %s\n", p.weights_note);
     facet_bytes_text(p.decode_bytes_per_token, a, sizeof a);

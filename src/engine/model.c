@@ -28,7 +28,7 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
     if (opts) o = *opts;
     /* the run-time format of weight matrices; AUTO is float32 in this build */
     facet_model *m = NULL;
-    if ((int)o.weights < 0 || (int)o.weights > FACET_WEIGHTS_Q4) {
+    if ((int)o.weights < 0 || (int)o.weights > FACET_WEIGHTS_GGUF) {
         facet_tokenizer_free(o.tokenizer);
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "unknown weights format %d", (int)o.weights);
     }
@@ -67,8 +67,8 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
         st = facet_gguf_checkpoint_open(&gg, &m->facts, &gck, err);
         ck = gck.ck; /* borrowed: closed with gck below */
     }
-    /* auto: the checkpoint's own precision, decided by the probed dtypes (int8 for a GGUF
-     * file whose matrices are all Q8_0) */
+    /* auto: the checkpoint's own precision, decided by the probed dtypes (a GGUF file's
+     * own block types when its matrices have any) */
     m->weights = o.weights == FACET_WEIGHTS_AUTO ? facet_auto_weights(&m->facts) : o.weights;
     /* the pool first: the weight cache's checksums are verified over it */
     if (st == FACET_OK) {

@@ -13,6 +13,7 @@
 #include "engine/weights_check.h"
 #include "engine/weights_load.h"
 #include "io/safetensors.h"
+#include "kernels/cpu/quant.h"
 #include "model/tensors.h"
 #include "util/error.h"
 #include "util/vec.h"
@@ -46,12 +47,30 @@ static facet_status find_tensor(const st_checkpoint *ck, const char *name, int64
     return FACET_OK;
 }
 
+/* Bytes of one row of a 2-D GGUF block tensor (its rows of blocks). */
+static size_t block_row_bytes(const st_tensor *t) {
+    return t->shape[0] > 0 ? (size_t)((t->end - t->begin) / (uint64_t)t->shape[0]) : 0;
+}
+
+/* A GGUF block tensor widened to float32 by its type's dequantizer, row by row. */
+static facet_status dequant_blocks(const st_tensor *t, float *dst, facet_error *err) {
+    const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)(t->gguf_qtype - 1));
+    int64_t rows = t->ndim == 2 ? t->shape[0] : 1, cols = t->shape[t->ndim - 1];
+    if (!q || !t->data || cols % q->block)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "tensor '%s': cannot dequantize (rows of %lld elements)", t->name,
+                         (long long)cols);
+    size_t rb = t->ndim == 2 ? block_row_bytes(t) : (size_t)(t->end - t->begin);
+    for (int64_t r = 0; r < rows; r++) q->dequant_row(t->data + (size_t)r * rb, dst + r * cols, cols);
+    return FACET_OK;
+}
+
 /* Read tensor `t` as a malloc'd float32 array. */
 static facet_status read_f32(const st_tensor *t, float **out, facet_error *err) {
     size_t n = (size_t)st_tensor_numel(t);
     float *buf = malloc(n * sizeof(float));
     if (!buf) return facet_err(err, FACET_E_NOMEM, "cannot allocate %zu floats for '%s'", n, t->name);
-    facet_status st = st_tensor_to_f32(t, buf, err);
+    facet_status st = t->gguf_qtype ? dequant_blocks(t, buf, err) : st_tensor_to_f32(t, buf, err);
     if (st != FACET_OK) {
         free(buf);
         return st;
@@ -165,6 +184,14 @@ static facet_status name_tensor(const char *name, facet_status st, facet_error *
     return facet_err(err, st, "tensor %s: %s", name, why);
 }
 
+/* The run-time format of matrix t: fmt (the walk's), or with native weights its own type
+ * (a GGUF block type as stored; F16, BF16 as f16, bf16; anything else f32). */
+static facet_wformat mat_format(const wload *ld, const st_tensor *t, facet_wformat fmt) {
+    if (!ld->native) return fmt;
+    if (t->gguf_qtype) return (facet_wformat)(FACET_WF_GGUF + t->gguf_qtype - 1);
+    return t->dtype == ST_F16 ? FACET_WF_F16 : t->dtype == ST_BF16 ? FACET_WF_BF16 : FACET_WF_F32;
+}
+
 /* Convert a row-major float32 [rows, cols] buffer (taken over) into a run-time matrix of
  * format fmt. */
 static facet_status convert_mat(wload *ld, const char *name, float *data, int64_t rows,
@@ -180,6 +207,15 @@ static facet_status convert_mat(wload *ld, const char *name, float *data, int64_
     return record(ld, name, KIND_MATRIX, wt, wt->data, facet_wtensor_bytes(wt), err);
 }
 
+/* Rows [r0, r0 + rows) of GGUF block tensor t kept in its block type (copied as stored). */
+static facet_status block_mat(wload *ld, const char *name, const st_tensor *t, int64_t r0,
+                              int64_t rows, int64_t cols, facet_wtensor *wt, facet_error *err) {
+    facet_status st = facet_wtensor_blocks(wt, mat_format(ld, t, ld->format), (int)rows, (int)cols,
+                                           t->data + (size_t)r0 * block_row_bytes(t), err);
+    if (st != FACET_OK) return name_tensor(name, st, err);
+    return record(ld, name, KIND_MATRIX, wt, wt->data, facet_wtensor_bytes(wt), err);
+}
+
 /* A weight matrix of shape (rows, cols) in run-time format fmt. */
 static facet_status load_mat(wload *ld, const char *name, int64_t rows, int64_t cols,
                              facet_wformat fmt, facet_wtensor *wt, uint64_t *bytes,
@@ -189,10 +225,12 @@ static facet_status load_mat(wload *ld, const char *name, int64_t rows, int64_t 
     if (st != FACET_OK || ld->check_only) return st;
     if (ld->cache) {
         st = cached_mat(ld, name, rows, cols, fmt, wt, err);
+    } else if (ld->native && t->gguf_qtype) {
+        st = block_mat(ld, name, t, 0, rows, cols, wt, err);
     } else {
         float *f = NULL;
         if ((st = read_f32(t, &f, err)) != FACET_OK) return st;
-        st = convert_mat(ld, name, f, rows, cols, fmt, wt, err);
+        st = convert_mat(ld, name, f, rows, cols, mat_format(ld, t, fmt), wt, err);
     }
     if (st != FACET_OK) return st;
     *bytes += facet_wtensor_bytes(wt);
@@ -210,20 +248,23 @@ static facet_status load_split(wload *ld, const char *name, const int64_t *parts
     facet_status st = find_tensor(ld->ck, name, rows, cols, &t, err);
     if (st != FACET_OK || ld->check_only) return st;
     float *fused = NULL;
-    if (!ld->cache && (st = read_f32(t, &fused, err)) != FACET_OK) return st;
+    int blocks = ld->native && t->gguf_qtype; /* parts sliced from the rows of blocks */
+    if (!ld->cache && !blocks && (st = read_f32(t, &fused, err)) != FACET_OK) return st;
     int64_t r0 = 0;
     for (int i = 0; i < n && st == FACET_OK; i++) {
         char part[300];
         snprintf(part, sizeof part, "%s[%lld:%lld]", name, (long long)r0, (long long)(r0 + parts[i]));
         if (ld->cache) {
             st = cached_mat(ld, part, parts[i], cols, ld->format, out[i], err);
+        } else if (blocks) {
+            st = block_mat(ld, part, t, r0, parts[i], cols, out[i], err);
         } else {
             size_t count = (size_t)parts[i] * (size_t)cols;
             float *d = malloc(sizeof(float) * count);
             if (!d) st = facet_err(err, FACET_E_NOMEM, "cannot allocate a slice of '%s'", name);
             else {
                 memcpy(d, fused + (size_t)r0 * (size_t)cols, sizeof(float) * count);
-                st = convert_mat(ld, part, d, parts[i], cols, ld->format, out[i], err);
+                st = convert_mat(ld, part, d, parts[i], cols, mat_format(ld, t, ld->format), out[i], err);
             }
         }
         if (st == FACET_OK) *bytes += facet_wtensor_bytes(out[i]);

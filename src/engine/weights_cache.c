@@ -224,6 +224,7 @@ facet_status facet_weights_load(facet_model *m, const char *dir, const st_checkp
     memset(&ld, 0, sizeof ld);
     ld.ck = ck;
     ld.format = format;
+    ld.native = m->weights == FACET_WEIGHTS_GGUF;
     ld.progress = opts ? opts->progress : NULL;
     ld.user = opts ? opts->progress_user : NULL;
     for (size_t i = 0; i < ck->n_tensors; i++) ld.total += ck->by_name[i]->end - ck->by_name[i]->begin;
@@ -232,6 +233,10 @@ facet_status facet_weights_load(facet_model *m, const char *dir, const st_checkp
     wcache_key key;
     facet_error ke = {0};
     int use_cache = !cache_disabled(opts);
+    if (use_cache && ld.native) { /* the cache holds one format; native weights are mixed */
+        append(note, sizeof note, "weight cache: off (gguf weights keep each matrix's type)");
+        use_cache = 0;
+    }
     char lp[4096], up[4096];
     if (use_cache && cache_key(m, dir, ck, format, &key, &ke) != FACET_OK) {
         append(note, sizeof note, "weight cache: off (%s)", ke.message);

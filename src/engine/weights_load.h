@@ -23,6 +23,8 @@ typedef struct wload_rec {
 typedef struct wload {
     const st_checkpoint *ck;
     facet_wformat format;          /* run-time format of matrices                       */
+    int native;                    /* 1: each matrix in its own type instead (GGUF block
+                                    * types as stored, F16/BF16/F32 as f16/bf16/f32)      */
     const wcache_file *cache;      /* take tensors from here (m->w.cache)               */
     size_t next;                   /* next cache entry                                  */
     int check_only;                /* find and shape-check tensors, read no data        */

@@ -41,6 +41,10 @@ typedef struct st_tensor {
     uint64_t begin, end;        /* byte offsets in the data section                    */
     const uint8_t *data;        /* NULL when parsed from a buffer without data         */
     int file_index;             /* which shard of a checkpoint holds it                */
+    int gguf_qtype;             /* GGUF view only (model/gguf_checkpoint.h): 1 + the
+                                 * facet_qtype of a tensor kept in its GGUF block type
+                                 * (data: rows of blocks, end - begin bytes; dtype F32 is
+                                 * what it widens to); 0 for every other tensor          */
 } st_tensor;
 
 /* One parsed safetensors file. */

@@ -176,7 +176,9 @@ typedef struct facet_facts {
     /* weights */
     uint64_t weight_bytes;         /* sum of tensor bytes (probed)                      */
     uint32_t dtype_mask;           /* bit per st_dtype present (probed)                 */
-    int matrices_q8_0;             /* GGUF: every matrix is Q8_0 (auto weights: int8)   */
+    int matrices_q8_0;             /* GGUF: every matrix is Q8_0                         */
+    int gguf_block_matrices;       /* GGUF: matrices in a block type with kernels (auto
+                                    * weights: the file's own types, FACET_WEIGHTS_GGUF)  */
 
     int n_notes;
     facet_fact_note notes[16];

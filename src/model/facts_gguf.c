@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "io/safetensors.h"
+#include "kernels/cpu/quant.h"
 #include "model/config_class.h"
 #include "model/gguf_checkpoint.h"
 #include "model/tensors.h"
@@ -68,10 +69,12 @@ int facet_gguf_arch_permutes_qk(const char *arch) {
     return r && r->permutes_qk;
 }
 
-const char *facet_gguf_runnable_types(void) { return "F32, F16, BF16, Q8_0"; }
+/* The block types with kernels come from their traits table (kernels/cpu/quant.h). */
+const char *facet_gguf_runnable_types(void) { return facet_qtype_runnable_list(); }
 
 static int runnable(uint32_t type) {
-    return type == GGML_F32 || type == GGML_F16 || type == GGML_BF16 || type == GGML_Q8_0;
+    return type == GGML_F32 || type == GGML_F16 || type == GGML_BF16 ||
+           facet_qtype_of_ggml(type) >= 0;
 }
 
 int facet_gguf_matrices_q8_0(const gguf_model *m) {
@@ -441,6 +444,9 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
     }
     f->dtype_mask = matrices ? matrices : all;
     f->matrices_q8_0 = facet_gguf_matrices_q8_0(m);
+    f->gguf_block_matrices = 0;
+    for (size_t i = 0; i < m->n_tensors; i++)
+        f->gguf_block_matrices += m->by_name[i]->n_dims >= 2 && facet_qtype_of_ggml(m->by_name[i]->type) >= 0;
     f->probed = 1;
     return FACET_OK;
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/quant.h"
 #include "model/facts_gguf.h"
 #include "model/tensors.h"
 #include "util/error.h"
@@ -41,30 +43,36 @@ int facet_gguf_tensor_known(const char *name) {
     return hf_name(name, &f, buf, sizeof buf) != 0;
 }
 
+uint64_t facet_gguf_tensor_run_bytes(const gguf_tensor *t, int *format) {
+    *format = -1;
+    char buf[160];
+    facet_facts f;
+    memset(&f, 0, sizeof f);
+    if (hf_name(t->name, &f, buf, sizeof buf) <= 0) return 0;
+    uint64_t n = 1;
+    for (int d = 0; d < t->n_dims; d++) n *= (uint64_t)t->ne[d]; /* bounded by the reader */
+    int qt = facet_qtype_of_ggml(t->type);
+    if (t->n_dims < 2) return qt >= 0 || t->type <= GGML_F16 || t->type == GGML_BF16 ? n * 4 : 0;
+    if (qt >= 0) {
+        *format = FACET_WF_GGUF + qt;
+        return t->nbytes;
+    }
+    facet_wformat w = t->type == GGML_F16 ? FACET_WF_F16 : t->type == GGML_BF16 ? FACET_WF_BF16 : FACET_WF_F32;
+    if (t->type != GGML_F32 && t->type != GGML_F16 && t->type != GGML_BF16) return 0;
+    *format = (int)w;
+    return facet_wtensor_packed_bytes(w, n / (uint64_t)t->ne[0], (uint64_t)t->ne[0]);
+}
+
 static int cmp_st_name(const void *a, const void *b) {
     return strcmp((*(const st_tensor *const *)a)->name, (*(const st_tensor *const *)b)->name);
 }
 
-/* Q8_0 (ggml's block_q8_0: an f16 scale d, then 32 int8 q) to float32 d * q, which is
- * exact: an f16 times an int8 fits float32's 24-bit mantissa. */
-static facet_status dequant_q8_0(const gguf_tensor *t, void **out, facet_error *err) {
-    uint64_t blocks = t->nbytes / 34;
-    float *dst = malloc((size_t)(blocks ? blocks : 1) * 32 * sizeof *dst);
-    if (!dst) return facet_err(err, FACET_E_NOMEM, "tensor %s: out of memory", t->name);
-    const uint8_t *p = t->data;
-    for (uint64_t b = 0; b < blocks; b++, p += 34) {
-        float d = st_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
-        for (int k = 0; k < 32; k++) dst[b * 32 + k] = d * (float)(int8_t)p[2 + k];
-    }
-    *out = dst;
-    return FACET_OK;
-}
-
-/* Copy matrix `t` (its data at src, rows of ne[0] elements) undoing llama.cpp's permutation over `heads`. */
+/* Copy matrix `t` (its data at src, rows of row_bytes: ne[0] elements, or their blocks)
+ * undoing llama.cpp's permutation over `heads`; whole rows move, so a block type's rows
+ * move as they are. */
 static facet_status unpermute(const gguf_tensor *t, const uint8_t *src, int64_t heads,
-                              size_t elt, void **out, facet_error *err) {
+                              size_t row_bytes, void **out, facet_error *err) {
     int64_t rows = t->ne[1];
-    size_t row_bytes = (size_t)t->ne[0] * elt;
     if (t->n_dims != 2 || heads <= 0 || rows % heads || (rows / heads) % 2)
         return facet_err(err, FACET_E_FORMAT,
                          "tensor %s: %" PRId64 " rows are not %" PRId64
@@ -91,7 +99,7 @@ void facet_gguf_checkpoint_close(facet_gguf_checkpoint *c) {
 }
 
 /* The view; headers_only: names, dtypes and shapes as the full view has them, data
- * left pointing into the mapping (no Q8_0 copy, no un-permuted copy). */
+ * left pointing into the mapping (no un-permuted copy). */
 static facet_status open_view(const gguf_model *m, const facet_facts *f, int headers_only,
                               facet_gguf_checkpoint *out, facet_error *err) {
     memset(out, 0, sizeof *out);
@@ -127,15 +135,9 @@ static facet_status open_view(const gguf_model *m, const facet_facts *f, int hea
         }
         st_dtype dt = t->type == GGML_F32 ? ST_F32 : t->type == GGML_F16 ? ST_F16 : ST_BF16;
         const uint8_t *data = t->data;
-        if (t->type == GGML_Q8_0 && headers_only) {
-            dt = ST_F32;
-        } else if (t->type == GGML_Q8_0) { /* to float32, exactly: d * q */
-            void *buf = NULL;
-            st = dequant_q8_0(t, &buf, err);
-            if (st != FACET_OK) break;
-            out->owned[out->n_owned++] = buf;
-            data = buf;
-            dt = ST_F32;
+        int qt = facet_qtype_of_ggml(t->type);
+        if (qt >= 0) {
+            dt = ST_F32; /* what the loader widens it to when asked for another format */
         } else if (t->type != GGML_F32 && t->type != GGML_F16 && t->type != GGML_BF16) {
             st = facet_err(err, FACET_E_UNSUPPORTED,
                            "tensor %s has type %s; supported: %s", t->name,
@@ -153,20 +155,19 @@ static facet_status open_view(const gguf_model *m, const facet_facts *f, int hea
         s->ndim = t->n_dims;
         for (int d = 0; d < t->n_dims; d++) s->shape[d] = t->ne[t->n_dims - 1 - d];
         s->begin = 0;
-        s->end = t->type == GGML_Q8_0 ? t->nbytes / 34 * 32 * 4 : t->nbytes;
+        s->end = t->nbytes;
         s->data = data;
         s->file_index = 0;
+        s->gguf_qtype = qt + 1;
         size_t len = strlen(t->name);
         int is_q = len > 14 && !strcmp(t->name + len - 14, ".attn_q.weight");
         int is_k = len > 14 && !strcmp(t->name + len - 14, ".attn_k.weight");
         if (permute && (is_q || is_k) && !headers_only) {
             void *buf = NULL;
+            size_t row_bytes = t->ne[1] ? (size_t)(t->nbytes / (uint64_t)t->ne[1]) : 0;
             st = unpermute(t, data, is_q ? f->num_attention_heads : f->num_key_value_heads,
-                           st_dtype_size(dt), &buf, err);
+                           row_bytes, &buf, err);
             if (st != FACET_OK) break;
-            if (data != t->data) { /* the dequantized copy is replaced by its permutation */
-                free(out->owned[--out->n_owned]);
-            }
             out->owned[out->n_owned++] = buf;
             s->data = buf;
         }

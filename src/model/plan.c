@@ -18,10 +18,14 @@
 
 /* What `--weights auto` loads: the checkpoint's own precision (weights_policy.c, the
  * same function the loader calls). */
-static int auto_format(const facet_facts *f) { return (int)facet_wformat_of(facet_auto_weights(f)); }
+static int plan_format(facet_weight_format w) {
+    return w == FACET_WEIGHTS_GGUF ? FACET_PLAN_GGUF : (int)facet_wformat_of(w);
+}
+
+static int auto_format(const facet_facts *f) { return plan_format(facet_auto_weights(f)); }
 
 int facet_plan_weights(facet_weight_format w) {
-    return w == FACET_WEIGHTS_AUTO ? FACET_PLAN_AUTO : (int)facet_wformat_of(w);
+    return w == FACET_WEIGHTS_AUTO ? FACET_PLAN_AUTO : plan_format(w);
 }
 
 /* The kernels' names and packed sizes come from the CPU backend the engine creates for a
@@ -36,6 +40,7 @@ const char *facet_plan_matmul_path(int fmt) {
 }
 
 const char *facet_plan_format_name(int fmt) {
+    if (fmt == FACET_PLAN_GGUF) return "gguf";
     return fmt >= 0 && fmt < FACET_WF_COUNT ? facet_wformat_name((facet_wformat)fmt) : "auto";
 }
 
@@ -44,8 +49,8 @@ int facet_plan_format_parse(const char *s, int *fmt) {
         *fmt = FACET_PLAN_AUTO;
         return 0;
     }
-    for (int i = 0; i < FACET_WF_COUNT; i++)
-        if (!strcmp(s, facet_wformat_name((facet_wformat)i))) {
+    for (int i = 0; i <= FACET_PLAN_GGUF; i++)
+        if (!strcmp(s, facet_plan_format_name(i))) {
             *fmt = i;
             return 0;
         }
@@ -173,10 +178,33 @@ uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c, uint64_t elt) {
     return sat_mul(k, sat_add(sat_mul(G, cg), sat_mul(S, cs)));
 }
 
+/* GGUF weights: the kernel of each format the file's matrices are in, joined ("Q4_0-avx2,
+ * Q6_K-avx2"), and a note for each below its best. */
+static void choose_gguf(const facet_backend *be, uint32_t formats, facet_plan *p) {
+    size_t off = 0, noff = 0;
+    for (int fmt = 0; fmt < FACET_WF_ALL; fmt++) {
+        if (!(formats & (1u << fmt))) continue;
+        const char *name = be->ops->matmul_kernel(be, (facet_wformat)fmt);
+        const char *best = be->ops->matmul_kernel_best(be, (facet_wformat)fmt);
+        if (off < sizeof p->matmul_path)
+            off += (size_t)snprintf(p->matmul_path + off, sizeof p->matmul_path - off, "%s%s",
+                                    off ? ", " : "", name);
+        if (strcmp(best, name) && noff < sizeof p->weights_note)
+            noff += (size_t)snprintf(p->weights_note + noff, sizeof p->weights_note - noff,
+                                     "%s%s matmul: this CPU lacks %s; using %s", noff ? "; " : "",
+                                     facet_wformat_name((facet_wformat)fmt), best, name);
+    }
+    if (!off) snprintf(p->matmul_path, sizeof p->matmul_path, "none");
+}
+
 static void choose_format(const facet_backend *be, const facet_facts *f, int requested,
-                          facet_plan *p) {
+                          uint32_t gguf_formats, facet_plan *p) {
     p->requested = requested;
     p->weights = requested == FACET_PLAN_AUTO ? auto_format(f) : requested;
+    if (p->weights == FACET_PLAN_GGUF) {
+        choose_gguf(be, gguf_formats, p);
+        return;
+    }
     facet_wformat w = (facet_wformat)p->weights;
     snprintf(p->matmul_path, sizeof p->matmul_path, "%s", be->ops->matmul_kernel(be, w));
     const char *best = be->ops->matmul_kernel_best(be, w);
@@ -252,7 +280,7 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "--batch %lld is outside 1..%lld",
                          (long long)batch, (long long)MAX_BATCH);
     if (opts->weights != FACET_PLAN_AUTO &&
-        (opts->weights < 0 || opts->weights >= FACET_WF_COUNT))
+        (opts->weights < 0 || opts->weights > FACET_PLAN_GGUF))
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "unknown weight format %d", opts->weights);
     if (opts->kv_cache < FACET_KV_AUTO || opts->kv_cache > FACET_KV_F16)
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "unknown KV cache type %d", (int)opts->kv_cache);
@@ -262,16 +290,21 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
     if (bst != FACET_OK) return bst;
     for (int fmt = 0; fmt < FACET_WF_COUNT; fmt++)
         out->weight_bytes[fmt] = weight_bytes(be, f, fmt, &out->n_params, &out->n_matrix_params);
-    choose_format(be, f, opts->weights, out);
+    out->weight_bytes[FACET_PLAN_GGUF] = opts->gguf_weight_bytes;
+    choose_format(be, f, opts->weights, opts->gguf_formats, out);
     {
-        wsum ws;
-        weight_sums(be, f, out->weights, &ws);
+        wsum ws; /* a GGUF file's own types: counted as f32 for the parameters, its bytes
+                  * bounded by the whole file's (every tensor read per token) */
+        int gguf = out->weights == FACET_PLAN_GGUF;
+        weight_sums(be, f, gguf ? FACET_WF_F32 : out->weights, &ws);
         out->n_active_params = ws.active_params;
-        out->decode_bytes_per_token = ws.active_bytes;
+        out->decode_bytes_per_token = gguf ? opts->gguf_weight_bytes : ws.active_bytes;
     }
     out->kv_type = opts->kv_cache;
     if (out->kv_type == FACET_KV_AUTO)
-        out->kv_type = facet_auto_kv(facet_wformat_public((facet_wformat)out->weights));
+        out->kv_type = facet_auto_kv(out->weights == FACET_PLAN_GGUF
+                                         ? FACET_WEIGHTS_GGUF
+                                         : facet_wformat_public((facet_wformat)out->weights));
     uint64_t elt = facet_kv_type_bytes(out->kv_type);
     const char *kvn = facet_kv_type_name(out->kv_type);
 

@@ -38,6 +38,10 @@
  * _Q8 = int8 with one f16 scale per block of 32 inputs and row; FACET_WF_COUNT of them);
  * FACET_PLAN_AUTO asks for the checkpoint's own precision. */
 #define FACET_PLAN_AUTO (-1)
+/* The plan's value for FACET_WEIGHTS_GGUF: each matrix in a GGUF file's own type, the bytes
+ * the caller states (facet_plan_opts.gguf_weight_bytes). It indexes weight_bytes after
+ * facet's own formats. */
+#define FACET_PLAN_GGUF FACET_WF_COUNT
 
 /* The plan's format for a public facet_weight_format: FACET_PLAN_AUTO for AUTO, else its
  * facet_wformat (facet_wformat_of, the one mapping). */
@@ -51,6 +55,12 @@ typedef struct facet_plan_opts {
     uint64_t mem_available; /* bytes; 0 = read MemAvailable from /proc/meminfo        */
     facet_kv_type kv_cache; /* KV cache element type; FACET_KV_AUTO (0) follows the
                                chosen weights (facet_auto_kv), as facet run does       */
+    /* a GGUF file's weights as they run in its own types (the caller reads the file):
+     * all its tensors' bytes (matrices in their types, vectors f32), and which formats
+     * its matrices are in (bit facet_wformat; FACET_WF_GGUF_* and F32/F16/BF16); 0 for a
+     * Hugging Face checkpoint */
+    uint64_t gguf_weight_bytes;
+    uint32_t gguf_formats;
 } facet_plan_opts;
 
 /* Consecutive layers that run the same kinds and kernels. */
@@ -72,7 +82,8 @@ typedef struct facet_plan {
                                                    the shared expert of each MoE layer,
                                                    one embedding row, the lm_head      */
     uint64_t decode_bytes_per_token;            /* their bytes in the chosen format   */
-    uint64_t weight_bytes[FACET_WF_COUNT]; /* matrices in the format, vectors f32 */
+    uint64_t weight_bytes[FACET_WF_COUNT + 1]; /* matrices in the format, vectors f32;
+                                                 * [FACET_PLAN_GGUF]: the GGUF file's own */
     int requested;                              /* facet_wformat asked for (or AUTO)  */
     int weights;                                /* facet_wformat chosen               */
     char weights_note[200];                     /* a matmul path below the format's best */
@@ -104,10 +115,10 @@ typedef struct facet_plan {
     facet_plan_group groups[64];
 } facet_plan;
 
-/* Name of a format: "f32", "bf16", "f16", "int8". */
+/* Name of a format: "f32", "bf16", "f16", "int8", "gguf" (FACET_PLAN_GGUF). */
 const char *facet_plan_format_name(int fmt);
 
-/* Parse "auto|f32|bf16|f16|int8" into *fmt. Returns 0 on success, -1 otherwise. */
+/* Parse "auto|f32|bf16|f16|int8|gguf" into *fmt. Returns 0 on success, -1 otherwise. */
 int facet_plan_format_parse(const char *s, int *fmt);
 
 /* The matmul kernel this CPU runs for a format, as the CPU backend resolves it now (the

@@ -214,6 +214,8 @@ json_t *facet_plan_json(const facet_plan *p) {
     json_t *w = json_object();
     for (int i = 0; i < FACET_WF_COUNT; i++)
         json_object_set_new(w, facet_plan_format_name(i), json_integer((json_int_t)p->weight_bytes[i]));
+    if (p->weights == FACET_PLAN_GGUF) /* a GGUF file in its own types */
+        json_object_set_new(w, "gguf", json_integer((json_int_t)p->weight_bytes[FACET_PLAN_GGUF]));
     json_object_set_new(o, "weight_bytes", w);
     json_object_set_new(o, "n_params", json_integer((json_int_t)p->n_params));
     json_object_set_new(o, "n_active_params", json_integer((json_int_t)p->n_active_params));

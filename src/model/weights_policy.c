@@ -7,9 +7,9 @@
 
 facet_weight_format facet_auto_weights(const facet_facts *f) {
     if (f->probed) {
-        /* Q8_0 blocks are facet's int8 format: the file's own precision, so run, plan and
-         * bench agree on what auto loads */
-        if (f->matrices_q8_0) return FACET_WEIGHTS_INT8;
+        /* a GGUF file's block types run as the file stores them, so run, plan and bench
+         * agree on what auto loads */
+        if (f->gguf_block_matrices) return FACET_WEIGHTS_GGUF;
         uint32_t m = f->dtype_mask;
         if (m == (1u << ST_BF16)) return FACET_WEIGHTS_BF16;
         if (m == (1u << ST_F16)) return FACET_WEIGHTS_F16;
@@ -34,7 +34,7 @@ facet_kv_type facet_auto_kv(facet_weight_format w) {
 }
 
 const char *facet_weight_format_name(facet_weight_format f) {
-    static const char *names[] = {"auto", "f32", "bf16", "f16", "int8", "q4"};
+    static const char *names[] = {"auto", "f32", "bf16", "f16", "int8", "q4", "gguf"};
     return (unsigned)f < sizeof names / sizeof names[0] ? names[f] : "unknown";
 }
 

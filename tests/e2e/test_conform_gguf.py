@@ -4,9 +4,9 @@ plan, and the verdict with each tensor type checked against what the engine runs
 Oracle: ../shared/corpus/gguf (llama.cpp-written files; the README states the shapes:
 hidden 256, 2 layers, 4/2 heads, head_dim 64, vocab 512, rope theta per family, window
 16 on gemma3's layer 0) and the JSON each model's expected/<model>.json records. Skips
-loudly when the corpus is absent. facet runs F32, F16 and BF16 GGUF weights (their
-logits are checked against llama.cpp's in test_gguf_logits.py); each other block type is
-refused by a tensor of it (exit 2).
+loudly when the corpus is absent. facet runs F32, F16, BF16 and the block types with
+kernels (their logits are checked against llama.cpp's in test_gguf_logits.py and
+test_gguf_blocks.py); any other type is refused by a tensor of it (exit 2).
 """
 
 import json
@@ -53,34 +53,82 @@ def test_conform_family_facts(run_facet, corpus, name, tmp_path):
     assert o["verdict"]["refusals"] == []
 
 
-def test_conform_quantized_types_refused_by_name(run_facet, corpus):
+def test_conform_quantized_runs_in_its_types(run_facet, corpus):
+    """A quantized file is supported: its matrices run in their own block types, the plan
+    line says so and lists each type with its tensors and bytes."""
     exp = json.loads((corpus / "expected" / "qwen3-Q4_K_M.json").read_text())
-    first = {}
-    for name, typ, _ in exp["tensors"]:  # file order: the first tensor of each type
-        first.setdefault(typ, name)
     p = run_facet(["conform", str(corpus / "models" / "qwen3-Q4_K_M.gguf")])
-    assert p.returncode == 2
-    lines = [l for l in p.stdout.splitlines() if "has type" in l]
-    want = {t: n for t, n in first.items() if t not in ("F32", "F16", "BF16")}
-    assert len(lines) == len(want) == 2, lines
-    for typ, name in want.items():
-        count = exp["tensor_type_counts"][typ]
-        assert (f"REFUSED: tensor {name} has type {typ} ({count} tensors of this type); "
-                "supported: F32, F16, BF16, Q8_0") in lines, lines
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "REFUSED" not in p.stdout
+    assert "plan: weights gguf" in p.stdout, p.stdout
+    line = next(l for l in p.stdout.splitlines() if l.startswith("plan: gguf tensors"))
+    for typ, count in exp["tensor_type_counts"].items():
+        assert f"{typ} x{count} (" in line, (typ, line)
+
+
+def gguf_retyped(src, dst, tensor, new_type):
+    """Copy GGUF file src to dst with tensor's type id replaced (same byte size kept by
+    the caller's choice of type): the header walked as the GGUF spec lays it out."""
+    import struct
+    b = bytearray(src.read_bytes())
+    o = 24
+    n_tensors, n_kv = struct.unpack_from("<QQ", b, 8)
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+    def skip(o, t):
+        if t in sizes:
+            return o + sizes[t]
+        if t == 8:
+            return o + 8 + struct.unpack_from("<Q", b, o)[0]
+        et, n = struct.unpack_from("<IQ", b, o)
+        o += 12
+        for _ in range(n):
+            o = skip(o, et)
+        return o
+
+    for _ in range(n_kv):
+        o += 8 + struct.unpack_from("<Q", b, o)[0]
+        t = struct.unpack_from("<I", b, o)[0]
+        o = skip(o + 4, t)
+    for _ in range(n_tensors):
+        n = struct.unpack_from("<Q", b, o)[0]
+        name = bytes(b[o + 8:o + 8 + n]).decode()
+        o += 8 + n
+        nd = struct.unpack_from("<I", b, o)[0]
+        o += 4 + 8 * nd
+        if name == tensor:
+            struct.pack_into("<I", b, o, new_type)
+        o += 12
+    dst.write_bytes(bytes(b))
+
+
+def test_conform_type_without_kernels_refused_by_name(run_facet, corpus, tmp_path):
+    """A tensor of a type no kernel runs is refused by name, with the list of the types
+    that run (derived from the kernels' traits table): a norm retyped F32 -> I32 (the same
+    4 bytes an element, so the file stays well formed)."""
+    bad = tmp_path / "qwen3-i32.gguf"
+    gguf_retyped(corpus / "models" / "qwen3-Q4_0.gguf", bad, "blk.1.ffn_norm.weight", 26)
+    p = run_facet(["conform", str(bad)])
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert ("REFUSED: tensor blk.1.ffn_norm.weight has type I32 (1 tensor of this type); "
+            "supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, "
+            "Q4_K, Q5_K, Q6_K, IQ4_XS") in p.stdout, p.stdout
+    p = run_facet(["run", str(bad), "--prompt-ids", "1", "-n", "1"])
+    assert p.returncode == 2 and "has type I32" in p.stderr, p.stderr
 
 
 def test_conform_split_and_folder(run_facet, corpus, tmp_path):
     first = corpus / "models" / "llama-Q4_K_M-split-00001-of-00002.gguf"
     p = run_facet(["conform", str(first)])
-    assert p.returncode == 2 and "22 tensors in 2 files" in p.stdout, p.stdout + p.stderr
-    assert "has type Q4_K" in p.stdout
+    assert p.returncode == 0 and "22 tensors in 2 files" in p.stdout, p.stdout + p.stderr
+    assert "Q4_K x13" in p.stdout
     # a folder holding one model; then the folder with its second part missing
     d = tmp_path / "m"
     d.mkdir()
     for part in ("00001", "00002"):
         shutil.copy(corpus / "models" / f"llama-Q4_K_M-split-{part}-of-00002.gguf", d)
     p = run_facet(["conform", str(d)])
-    assert p.returncode == 2 and "22 tensors in 2 files" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and "22 tensors in 2 files" in p.stdout, p.stdout + p.stderr
     (d / "llama-Q4_K_M-split-00002-of-00002.gguf").unlink()
     p = run_facet(["conform", str(d)])
     assert p.returncode == 1
@@ -116,27 +164,36 @@ def test_plan_gguf(run_facet, corpus):
     # + 2 * (256 + 256 + 64 + 64) + 256 norms) * 4 bytes, tied (no lm_head)
     assert "f32           3676160 bytes" in p.stdout
     p = run_facet(["plan", str(corpus / "models" / "qwen3-Q4_0.gguf")])
-    assert p.returncode == 2, p.stderr
-    assert "REFUSED: tensor blk.0.attn_k.weight has type Q4_0 (14 tensors of this type)" in p.stdout
+    assert p.returncode == 0, p.stderr
+    # the file's own bytes, by hand: 14 Q4_0 matrices 2 * (5 * 256*256 + 2 * 128*256)
+    # / 32 * 18 = 442368, the Q6_K embedding 512*256 / 256 * 210 = 107520, 9 F32 vectors
+    # (2 * (256 + 256 + 64 + 64) + 256) * 4 = 6144: 556032
+    assert "gguf           556032 bytes" in p.stdout, p.stdout
+    assert "Q4_0     14 tensors" in p.stdout and "Q6_K      1 tensor " in p.stdout
 
 
 def test_plan_q8_0_says_what_run_loads(run_facet, corpus):
-    """A Q8_0 file runs as int8 with a bf16 KV cache under auto (its blocks are facet's
-    int8 format); plan and conform's plan line said f32 weights and an f32 cache, four
-    times the weight bytes run holds, because only the loader knew about Q8_0."""
+    """A Q8_0 file runs in its own blocks with a bf16 KV cache under auto; plan, conform's
+    plan line and bench say what run loads (they once said f32 weights and an f32 cache
+    because only the loader knew about Q8_0)."""
     path = str(corpus / "models" / "qwen3-Q8_0.gguf")
     p = run_facet(["plan", path, "--json"])
     assert p.returncode == 0, p.stderr
     plan = json.loads(p.stdout)
-    assert plan["weights_requested"] == "auto" and plan["weights"] == "int8", plan["weights"]
+    assert plan["weights_requested"] == "auto" and plan["weights"] == "gguf", plan["weights"]
     assert plan["kv_cache"] == "bf16", plan["kv_cache"]
+    # 15 Q8_0 matrices as stored (34 bytes per 32 weights) + 9 F32 vectors
+    assert plan["weight_bytes"]["gguf"] == plan["gguf_types"]["Q8_0"]["bytes"] + \
+        plan["gguf_types"]["F32"]["bytes"]
+    assert plan["gguf_types"]["Q8_0"] == {"tensors": 15, "bytes": (512 * 256 + 2 * (
+        3 * 256 * 256 + 2 * 128 * 256 + 2 * 256 * 256)) // 32 * 34}
     p = run_facet(["conform", path])
     assert p.returncode == 0, p.stderr
-    assert "plan: weights int8" in p.stdout and "(bf16)" in p.stdout, p.stdout
+    assert "plan: weights gguf" in p.stdout and "(bf16)" in p.stdout, p.stdout
     p = run_facet(["bench", path, "--shapes", "8", "--reps", "1", "--concurrency", "1",
                    "-n", "2", "--threads", "1"])
     assert p.returncode == 0, p.stderr
-    assert "weights int8" in p.stdout and "KV cache bf16" in p.stdout, p.stdout
+    assert "weights gguf" in p.stdout and "KV cache bf16" in p.stdout, p.stdout
     # run prints nothing about a cache it never tries: bench says why itself
     assert "cache NOT used: GGUF models have no weight cache yet" in p.stdout, p.stdout
     # an F32 file stays f32

@@ -12,10 +12,12 @@ Greedy ids must be identical up to the first step where llama.cpp's top-2 margin
 below 0.05 (issue 18's rule). Covered: the llama Q/K row permutation and Llama 3
 rope_freqs.weight (llama), tied output (qwen3, qwen2, gemma3), q/k/v biases (qwen2),
 q/k norms (qwen3, gemma3), gemma3's + 1 norms, window and local rope base, phi3's fused
-attn_qkv and ffn_up. Q8_0 files run with auto weights (int8: Q8_0's own blocks) and with
---weights f32 (exact dequantization, whose distance to llama.cpp is then exactly the
-README's column (b): llama.cpp quantizes activations to 8-bit blocks); both within 1.5x
-that noise, greedy identical up to the first margin below 0.1. Skips loudly when the
+attn_qkv and ffn_up. Q8_0 files run with auto weights (gguf: the file's Q8_0 blocks,
+activations in Q8_0 blocks as llama.cpp's), --weights int8 (the same scales and int8
+values repacked into facet's panels) and --weights f32 (exact dequantization, whose
+distance to llama.cpp is then exactly the README's column (b): llama.cpp quantizes
+activations to 8-bit blocks); all within 1.5x that noise, greedy identical up to the
+first margin below 0.1. The other block types: test_gguf_blocks.py. Skips loudly when the
 corpus is absent.
 """
 
@@ -26,8 +28,8 @@ import pytest
 
 FILES = ["llama-F32", "qwen3-F32", "gemma3-F32", "phi3-F32", "qwen2-F32",
          "llama-F16", "llama-BF16", "qwen3-F16", "qwen3-BF16"]
-# Q8_0 runs as facet's int8 format (the same scales and int8 values; auto picks it) and,
-# exactly dequantized, as float32
+# Q8_0 runs in its own blocks (auto picks them), repacked exactly as facet's int8 format
+# (the same scales and int8 values) and, exactly dequantized, as float32
 Q8_0 = ["llama-Q8_0", "qwen3-Q8_0", "gemma3-Q8_0", "phi3-Q8_0", "qwen2-Q8_0"]
 
 
@@ -87,16 +89,16 @@ def test_gguf_16bit_auto_runs_in_the_files_precision(run_facet, corpus, name, tm
     run_and_compare(run_facet, corpus, name, tmp_path, "auto", 0.05)
 
 
-@pytest.mark.parametrize("weights", ["auto", "f32"])
+@pytest.mark.parametrize("weights", ["auto", "int8", "f32"])
 @pytest.mark.parametrize("name", Q8_0)
 def test_gguf_q8_0_logits_match_llama_cpp(run_facet, corpus, name, weights, tmp_path):
     run_and_compare(run_facet, corpus, name, tmp_path, weights, 0.1)
 
 
-def test_gguf_quantized_refused_before_loading(run_facet, corpus):
-    p = run_facet(["run", str(corpus / "models" / "llama-Q4_0.gguf"), "--prompt-ids", "1",
-                   "-n", "1"])
-    assert p.returncode == 2, p.stderr
-    assert ("REFUSED: tensor output.weight has type Q6_K (1 tensor of this type); "
-            "supported: F32, F16, BF16, Q8_0") in p.stderr
-    assert "has type Q4_0 (15 tensors of this type)" in p.stderr
+def test_gguf_quantized_auto_runs_the_files_types(run_facet, corpus):
+    """--weights auto on a quantized file: each matrix in the file's own type (plan says
+    gguf; a type without kernels is refused by name, test_gguf.c's test_facts_small)."""
+    for name in ("llama-Q4_0", "qwen3-Q8_0"):
+        p = run_facet(["plan", str(corpus / "models" / (name + ".gguf")), "--json"])
+        assert p.returncode == 0, p.stderr
+        assert json.loads(p.stdout)["weights"] == "gguf"

@@ -5,7 +5,7 @@
  * metadata value, walks every string array, reads every tensor's bytes (so the offsets
  * it validated are also read), then derives the facts (facet_facts_from_gguf) and the
  * verdict with its GGUF refusals, and builds the checkpoint view the loader reads
- * (names mapped, Q8_0 dequantized, llama.cpp's Q/K permutation undone), reading the
+ * (names mapped, block types kept as stored, llama.cpp's Q/K permutation undone), reading the
  * first and last byte of every view tensor. Seeds (tests/fuzz/seeds/fuzz_gguf/, written by
  * tests/fuzz/gguf_seeds.py): a llama-shaped model with F32/F16/Q8_0 tensors and every
  * value type incl. a nested array, the same with Q4_K, a vocabulary-only file,

@@ -29,6 +29,7 @@
 
 #include "io/gguf.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/quant.h"
 #include "model/facts_gguf.h"
 #include "model/gguf_checkpoint.h"
 #include "model/table.h"
@@ -567,7 +568,8 @@ static void test_facts_small(void **state) {
     assert_true(facts.rope_theta == 10000.0);
     assert_int_equal(facts.tie_word_embeddings, 1); /* no output.weight */
     assert_int_equal(facts.probed, 1);
-    /* verdict: Q8_0 and Q4_0 refused by name, and the format */
+    /* verdict: Q8_0 runs; MXFP4 (no kernels) refused by name with the list of the types
+     * that run, derived from the kernels' traits table */
     static facet_verdict v;
     facet_judge(&facts, "cpu", &v);
     assert_int_equal(v.n_refusals, 0);
@@ -577,11 +579,24 @@ static void test_facts_small(void **state) {
     assert_int_equal(gguf_model_wrap(&g, &m, &err), FACET_OK);
     facet_gguf_judge(&m, &v);
     gguf_model_close(&m);
+    assert_int_equal(v.n_refusals, 0); /* Q8_0 and Q4_0 run */
+    free(b);
+    /* the same file with ffn_down in MXFP4 */
+    tdef t[N_LLAMA_T];
+    memcpy(t, LLAMA_T, sizeof t);
+    t[3].type = GGML_MXFP4;
+    b = build(3, LLAMA_KV, N_LLAMA_KV, t, N_LLAMA_T, 32, &n);
+    assert_int_equal(parse(b, n, &g, &err), FACET_OK);
+    assert_int_equal(gguf_model_wrap(&g, &m, &err), FACET_OK);
+    facet_judge(&facts, "cpu", &v);
+    facet_gguf_judge(&m, &v);
+    gguf_model_close(&m);
     assert_int_equal(v.status, FACET_VERDICT_REFUSED);
-    assert_int_equal(v.n_refusals, 1); /* Q8_0 runs */
-    assert_string_equal(v.refusals[0].text, "REFUSED: tensor blk.0.ffn_down.weight has type Q4_0 "
+    assert_int_equal(v.n_refusals, 1);
+    assert_string_equal(v.refusals[0].text, "REFUSED: tensor blk.0.ffn_down.weight has type MXFP4 "
                                             "(1 tensor of this type); supported: F32, F16, BF16, "
-                                            "Q8_0");
+                                            "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, "
+                                            "Q4_K, Q5_K, Q6_K, IQ4_XS");
     free(b);
 }
 
@@ -1076,7 +1091,7 @@ static void test_corpus_facts(void **state) {
         assert_int_equal(v.status, FACET_VERDICT_SUPPORTED);
         gguf_model_close(&m);
     }
-    /* a quantized file: each type refused by name, and MoE keys refused */
+    /* a quantized file: every type runs (K types and Q6_K), and MoE keys refused */
     char path[4300];
     snprintf(path, sizeof path, "%s/models/llama-Q4_K_M.gguf", root);
     gguf_model m;
@@ -1086,11 +1101,8 @@ static void test_corpus_facts(void **state) {
     static facet_verdict v;
     facet_judge(&facts, "cpu", &v);
     facet_gguf_judge(&m, &v);
-    assert_int_equal(v.n_refusals, 2);
-    assert_string_equal(v.refusals[0].text, "REFUSED: tensor output.weight has type Q6_K (3 "
-                                            "tensors of this type); supported: F32, F16, BF16, Q8_0");
-    assert_string_equal(v.refusals[1].text, "REFUSED: tensor token_embd.weight has type Q4_K (13 "
-                                            "tensors of this type); supported: F32, F16, BF16, Q8_0");
+    assert_int_equal(v.n_refusals, 0);
+    assert_int_equal(v.status, FACET_VERDICT_SUPPORTED);
     gguf_model_close(&m);
     snprintf(path, sizeof path, "%s/models/mixtral-F32.gguf", root);
     assert_int_equal(gguf_model_open(path, &m, &err), FACET_OK);
@@ -1102,10 +1114,11 @@ static void test_corpus_facts(void **state) {
     gguf_model_close(&m);
 }
 
-/* Q8_0 is facet's int8 format: every Q8_0 matrix of a corpus file, dequantized by the
- * view (d * q in float32) and packed by facet_wtensor_convert into int8, reads back
- * bit-identical (same f16 scales, same int8 values; llama.cpp's quantizer gives each
- * block a largest |q| of 127, so amax / 127 is its own d). */
+/* Q8_0 repacks exactly into facet's int8 format: every Q8_0 matrix of a corpus file,
+ * kept in its blocks by the view, dequantized (d * q in float32, facet_qt_q8_0) and packed
+ * by facet_wtensor_convert into int8, reads back bit-identical (same f16 scales, same int8
+ * values; llama.cpp's quantizer gives each block a largest |q| of 127, so amax / 127 is
+ * its own d). */
 static void test_corpus_q8_0_is_int8(void **state) {
     (void)state;
     char root[4096], path[4300];
@@ -1125,7 +1138,10 @@ static void test_corpus_q8_0_is_int8(void **state) {
         int rows = (int)t->shape[0], cols = (int)t->shape[1];
         float *w = malloc((size_t)rows * cols * sizeof *w), *back = malloc((size_t)cols * sizeof *back);
         assert_non_null(w);
-        memcpy(w, t->data, (size_t)rows * cols * sizeof *w);
+        assert_int_equal(t->gguf_qtype, 1 + FACET_QT_Q8_0);
+        assert_int_equal(t->end - t->begin, (uint64_t)rows * cols / 32 * 34);
+        for (int r = 0; r < rows; r++)
+            facet_qt_q8_0.dequant_row(t->data + (size_t)r * cols / 32 * 34, w + (size_t)r * cols, cols);
         float *orig = malloc((size_t)rows * cols * sizeof *orig);
         memcpy(orig, w, (size_t)rows * cols * sizeof *orig);
         facet_wtensor wt = {.format = FACET_WF_F32, .rows = rows, .cols = cols, .data = w};
