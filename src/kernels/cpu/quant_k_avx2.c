@@ -154,7 +154,7 @@ FACET_INLINE FACET_TGT_AVX2 void q6_rows_avx2(int n, const int NR, float *s, con
         }
         for (int h = 0; h < 2; h++) {
             /* both lanes: the 8 scales of this half */
-            __m256i scl = _mm256_permute4x64_epi64(sc16, h ? 0xEE : 0x44);
+            __m256i scl = h ? _mm256_permute4x64_epi64(sc16, 0xEE) : _mm256_permute4x64_epi64(sc16, 0x44);
             const uint8_t *ql = b[i].ql + 64 * h, *qh = b[i].qh + 32 * h;
             __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
             __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
@@ -214,7 +214,7 @@ FACET_INLINE FACET_TGT_AVX2 __m256i runs_avx2(const uint8_t *qs, const uint8_t *
     __m256i sumi = _mm256_setzero_si256();
     for (int h = 0; h < 2; h++) {
         /* both lanes: this half's 8 scales */
-        __m256i scl = _mm256_permute4x64_epi64(sc16, h ? 0xEE : 0x44);
+        __m256i scl = h ? _mm256_permute4x64_epi64(sc16, 0xEE) : _mm256_permute4x64_epi64(sc16, 0x44);
         __m256i qb = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
         __m256i hm = hmask ? _mm256_loadu_si256((const __m256i *)hmask) : _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
