@@ -63,6 +63,9 @@ typedef enum facet_experts_layout {
                                        [E, H, I], 3-D (newer transformers)               */
     FACET_EXPERTS_GRANITE,          /* block_sparse_moe.input_linear [E, 2 I, H] +
                                        output_linear [E, H, I], 3-D (Granite-MoE)        */
+    FACET_EXPERTS_SPLIT3D,          /* mlp.experts.gate_proj / up_proj [E, I, H] and
+                                       down_proj [E, H, I], 3-D each (GGUF's
+                                       ffn_{gate,up,down}_exps seen under these names)   */
 } facet_experts_layout;
 
 /* A config.json key the fact reader did not consume (its value rendered as compact

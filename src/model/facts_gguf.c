@@ -48,7 +48,7 @@ static const arch_row ARCHS[] = {
     {"llama", "llama", 1, 0},     {"qwen2", "qwen2", 0, 0},       {"qwen3", "qwen3", 0, 0},
     {"gemma", "gemma", 0, 0},     {"gemma2", "gemma2", 0, 46},    {"gemma3", "gemma3_text", 0, 62},
     {"phi3", "phi3", 0, 0},       {"olmo2", "olmo2", 0, 0},       {"smollm3", "smollm3", 1, 0},
-    {"granite", "granite", 1, 0},
+    {"granite", "granite", 1, 0}, {"qwen3moe", "qwen3_moe", 0, 0},
 };
 #define N_ARCHS (sizeof ARCHS / sizeof ARCHS[0])
 
@@ -63,6 +63,12 @@ static const char *model_type_of(const char *arch) {
     const arch_row *r = arch_of(arch);
     return r ? r->model_type : NULL;
 }
+
+/* llama.cpp writes Mixtral as general.architecture "llama" with <arch>.expert_count:
+ * the class whose modeling code routes. */
+static const struct {
+    const char *arch, *model_type;
+} MOE_ARCHS[] = {{"llama", "mixtral"}};
 
 int facet_gguf_arch_permutes_qk(const char *arch) {
     const arch_row *r = arch_of(arch);
@@ -330,6 +336,19 @@ static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t
     TRY(map_float(c, "residual_scale", "residual_multiplier", 0, NULL));
     TRY(map_float(c, "logit_scale", "logits_scaling", 0, NULL));
     TRY(map_float(c, "attention.scale", "attention_multiplier", 0, NULL));
+    /* mixture of experts, for the classes that route (the others keep the keys, which the
+     * table refuses) */
+    if (cls->moe) {
+        TRY(map_int(c, "expert_count", cls->experts_key, 0, 0, 4096, NULL));
+        TRY(map_int(c, "expert_used_count", "num_experts_per_tok", 0, 1, 64, NULL));
+        if (cls->moe_size_key)
+            TRY(map_int(c, "expert_feed_forward_length", cls->moe_size_key, 0, 1,
+                        INT64_C(1) << 24, NULL));
+        /* llama.cpp renormalizes the k chosen weights of a qwen3moe file (its
+         * build_moe_ffn with norm_w), as Qwen3-MoE's released configs ask */
+        if (cls->norm_topk_prob < 0)
+            json_object_set_new(cfg, "norm_topk_prob", json_boolean(!strcmp(c->arch, "qwen3moe")));
+    }
     TRY(map_vocab(c, m));
     TRY(map_tokens(c));
     return FACET_OK;
@@ -411,6 +430,16 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
     f->qk_norm = qk_norm;
     f->fused_qkv = fused_qkv;
     f->fused_gate_up = has_up && !has_gate; /* Phi-3: ffn_up holds [gate; up] */
+    /* experts: ffn_{gate,up,down}_exps, 3-D, in every sparse layer */
+    if (f->n_sparse_layers) {
+        for (int64_t i = 0; i < L; i++)
+            if (f->layer_sparse[i] && !layer_tensor(m, i, "ffn_gate_exps.weight"))
+                return facet_err(err, FACET_E_NOT_FOUND,
+                                 "%s: tensor blk.%" PRId64 ".ffn_gate_exps.weight is missing "
+                                 "(expert_count says layer %" PRId64 " routes to experts)",
+                                 path, i, i);
+        f->experts_layout = FACET_EXPERTS_SPLIT3D;
+    }
     if (f->fused_gate_up) {
         const gguf_tensor *up = layer_tensor(m, 0, facet_tensor_slot(FACET_TS_UP_PROJ)->gguf);
         if (up->ne[1] != 2 * f->intermediate_size)
@@ -561,6 +590,13 @@ facet_status facet_facts_from_gguf(const gguf_model *m, facet_facts *f, facet_er
     memcpy(c.arch, arch, alen);
     c.arch[alen] = 0;
     const char *mt = model_type_of(c.arch);
+    char key[96];
+    snprintf(key, sizeof key, "%s.expert_count", c.arch);
+    const gguf_kv *experts = gguf_find_kv(g, key);
+    for (size_t i = 0; mt && experts && i < sizeof MOE_ARCHS / sizeof MOE_ARCHS[0]; i++)
+        if (!strcmp(MOE_ARCHS[i].arch, c.arch) && gguf_kv_is_int(experts) &&
+            gguf_kv_number(experts) > 0)
+            mt = MOE_ARCHS[i].model_type;
     c.cfg = json_object();
     if (!c.cfg) return facet_err(err, FACET_E_NOMEM, "out of memory");
     json_object_set_new(c.cfg, "model_type", json_string(mt ? mt : c.arch));
@@ -649,11 +685,24 @@ void facet_gguf_judge(const gguf_model *m, facet_verdict *v) {
             add_refusal(v, "general.architecture", arch, list, text);
         }
     }
-    /* tensors the loader has no place for (names of llama.cpp's outside the table): one
-     * refusal per kind, blk.N. aside, naming its first tensor and how many there are */
+    /* tensors the loader has no place for (names of llama.cpp's outside the table, and
+     * expert tensors in a file without <arch>.expert_count): one refusal per kind, blk.N.
+     * aside, naming its first tensor and how many there are */
+    int routes = 0;
+    if (a && a->type == GGUF_T_STRING) {
+        char key[96];
+        snprintf(key, sizeof key, "%.*s.expert_count", (int)(a->val_len > 63 ? 63 : a->val_len),
+                 (const char *)a->val);
+        const gguf_kv *e = gguf_find_kv(&m->files[0], key);
+        routes = e && gguf_kv_is_int(e) && gguf_kv_number(e) > 0;
+    }
+    facet_facts none;
+    memset(&none, 0, sizeof none);
     for (size_t i = 0; i < m->n_tensors; i++) {
         const char *n = m->by_name[i]->name, *kind = layer_kind(n);
-        if (facet_gguf_tensor_known(n)) continue;
+        const facet_tensor_row *row = facet_tensor_from_gguf(kind, kind != n, &none);
+        int expert = row && row->scope == FACET_SCOPE_SPARSE;
+        if (facet_gguf_tensor_known(n) && (!expert || routes)) continue;
         int first = 1;
         size_t count = 0;
         for (size_t k = 0; k < m->n_tensors; k++) {

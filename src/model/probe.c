@@ -104,6 +104,7 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
         } layouts[] = {{"block_sparse_moe.experts.0.w1.weight", FACET_EXPERTS_W123},
                        {"mlp.experts.0.gate_proj.weight", FACET_EXPERTS_PROJ},
                        {"mlp.experts.gate_up_proj", FACET_EXPERTS_FUSED},
+                       {"mlp.experts.gate_proj", FACET_EXPERTS_SPLIT3D},
                        {"block_sparse_moe.input_linear.weight", FACET_EXPERTS_GRANITE}};
         int64_t l0 = 0;
         while (!f->layer_sparse[l0]) l0++;
@@ -115,7 +116,8 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
             return facet_err(err, FACET_E_NOT_FOUND,
                              "checkpoint has no expert tensors in layer %lld, a mixture-of-experts "
                              "layer (expected %slayers.%lld.block_sparse_moe.experts.0.w1.weight, "
-                             "mlp.experts.0.gate_proj.weight, mlp.experts.gate_up_proj or "
+                             "mlp.experts.0.gate_proj.weight, mlp.experts.gate_up_proj, "
+                             "mlp.experts.gate_proj or "
                              "block_sparse_moe.input_linear.weight)",
                              (long long)l0, prefix, (long long)l0);
     }

@@ -24,7 +24,9 @@ static int lm_head(const facet_facts *f) { return f->has_lm_head; }
 static int w123(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_W123; }
 static int proj(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_PROJ; }
 static int fused3d(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_FUSED; }
-static int mlp_gate(const facet_facts *f) { return proj(f) || fused3d(f); }
+static int split3d(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_SPLIT3D; }
+static int mlp_gate(const facet_facts *f) { return proj(f) || fused3d(f) || split3d(f); }
+static int down3d(const facet_facts *f) { return fused3d(f) || split3d(f); }
 static int granite3d(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_GRANITE; }
 static int shared_mlp(const facet_facts *f) {
     return f->shared_expert_intermediate_size > 0 && !granite3d(f);
@@ -53,8 +55,9 @@ static int granite_shared(const facet_facts *f) {
     {.root = L, .name = name_, .tail = tail_, .dims = {d0, d1}, .matrix = 1, .slot = slot_,  \
      .fused = -1, .when = when_, .scope = FACET_SCOPE_SPARSE}
 /* a 3-D [E, d0, d1] tensor split per expert into n parts along d0 */
-#define EXPERTS3D(name_, d0, d1, n_, s0, s1, when_)                                         \
-    {.root = L, .name = name_, .dims = {d0, d1}, .matrix = 1, .slot = FACET_TS_FUSED,        \
+#define EXPERTS3D(name_, gguf_, d0, d1, n_, s0, s1, when_)                                  \
+    {.root = L, .name = name_, .gguf = gguf_, .dims = {d0, d1}, .matrix = 1,                 \
+     .slot = FACET_TS_FUSED,                                                                \
      .fused = -1, .n_split = n_, .split = {s0, s1}, .when = when_,                          \
      .scope = FACET_SCOPE_SPARSE, .experts3d = 1}
 #define EF FACET_TD_EFFN
@@ -119,7 +122,8 @@ const facet_tensor_row facet_tensor_rows[] = {
     /* mixture-of-experts layers: the router, by layout */
     SMAT("block_sparse_moe.gate.weight", NULL, FACET_TD_EXPERTS, H,
          FACET_TS_ROUTER, w123),
-    SMAT("mlp.gate.weight", NULL, FACET_TD_EXPERTS, H, FACET_TS_ROUTER, mlp_gate),
+    SMAT("mlp.gate.weight", "ffn_gate_inp.weight", FACET_TD_EXPERTS, H, FACET_TS_ROUTER,
+         mlp_gate),
     SMAT("block_sparse_moe.router.layer.weight", NULL, FACET_TD_EXPERTS, H, FACET_TS_ROUTER,
          granite3d),
     /* the experts: Mixtral's w1 (gate), w3 (up), w2 (down) */
@@ -130,12 +134,15 @@ const facet_tensor_row facet_tensor_rows[] = {
     EXPERT("mlp.experts.", "up_proj.weight", EF, H, FACET_TS_EXPERT_UP, proj),
     EXPERT("mlp.experts.", "down_proj.weight", H, EF, FACET_TS_EXPERT_DOWN, proj),
     /* 3-D: each expert's rows are gate then up (chunk(2) of the projection) */
-    EXPERTS3D("mlp.experts.gate_up_proj", FACET_TD_EFFN2, H, 2, FACET_TS_EXPERT_GATE,
+    EXPERTS3D("mlp.experts.gate_up_proj", NULL, FACET_TD_EFFN2, H, 2, FACET_TS_EXPERT_GATE,
               FACET_TS_EXPERT_UP, fused3d),
-    EXPERTS3D("mlp.experts.down_proj", H, EF, 1, FACET_TS_EXPERT_DOWN, 0, fused3d),
-    EXPERTS3D("block_sparse_moe.input_linear.weight", FACET_TD_EFFN2, H, 2,
+    EXPERTS3D("mlp.experts.down_proj", "ffn_down_exps.weight", H, EF, 1, FACET_TS_EXPERT_DOWN, 0, down3d),
+    /* 3-D, one kind each (GGUF's ffn_gate_exps, ffn_up_exps; ffn_down_exps above) */
+    EXPERTS3D("mlp.experts.gate_proj", "ffn_gate_exps.weight", EF, H, 1, FACET_TS_EXPERT_GATE, 0, split3d),
+    EXPERTS3D("mlp.experts.up_proj", "ffn_up_exps.weight", EF, H, 1, FACET_TS_EXPERT_UP, 0, split3d),
+    EXPERTS3D("block_sparse_moe.input_linear.weight", NULL, FACET_TD_EFFN2, H, 2,
               FACET_TS_EXPERT_GATE, FACET_TS_EXPERT_UP, granite3d),
-    EXPERTS3D("block_sparse_moe.output_linear.weight", H, EF, 1, FACET_TS_EXPERT_DOWN, 0,
+    EXPERTS3D("block_sparse_moe.output_linear.weight", NULL, H, EF, 1, FACET_TS_EXPERT_DOWN, 0,
               granite3d),
     /* the shared expert (Qwen2-MoE, gated; Granite-MoE-shared, ungated and fused) */
     SMAT("mlp.shared_expert.gate_proj.weight", NULL, FACET_TD_SFFN, H, FACET_TS_SHARED_GATE,

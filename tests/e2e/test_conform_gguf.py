@@ -137,12 +137,15 @@ def test_conform_split_and_folder(run_facet, corpus, tmp_path):
 
 
 def test_conform_moe_and_vocab_only(run_facet, corpus):
+    # mixture of experts (issue 27): Mixtral as llama + llama.expert_count, qwen3moe
     p = run_facet(["conform", str(corpus / "models" / "mixtral-F32.gguf")])
-    assert p.returncode == 2
-    assert "REFUSED: llama.expert_count=8 is not supported on cpu" in p.stdout
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "verdict: supported on cpu (profile mixtral)" in p.stdout
+    assert "experts=8 top_k=2" in p.stdout
     p = run_facet(["conform", str(corpus / "models" / "qwen3moe-F32.gguf")])
-    assert p.returncode == 2
-    assert "REFUSED: general.architecture=qwen3moe is not supported" in p.stdout
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "verdict: supported on cpu (profile qwen3_moe)" in p.stdout
+    assert "router=softmax-topk-renorm" in p.stdout
     p = run_facet(["conform", str(corpus / "vocab" / "ggml-vocab-llama-spm.gguf")])
     assert p.returncode == 1
     # llama.cpp wrote the hparams into it, but no tensor

@@ -12,7 +12,9 @@ Greedy ids must be identical up to the first step where llama.cpp's top-2 margin
 below 0.05 (issue 18's rule). Covered: the llama Q/K row permutation and Llama 3
 rope_freqs.weight (llama), tied output (qwen3, qwen2, gemma3), q/k/v biases (qwen2),
 q/k norms (qwen3, gemma3), gemma3's + 1 norms, window and local rope base, phi3's fused
-attn_qkv and ffn_up. Q8_0 files run with auto weights (gguf: the file's Q8_0 blocks,
+attn_qkv and ffn_up, mixture-of-experts routing (mixtral, qwen3moe: the same experts
+as llama.cpp at every layer and position, or a logit would be off by far more than the
+F32 noise). Q8_0 files run with auto weights (gguf: the file's Q8_0 blocks,
 activations in Q8_0 blocks as llama.cpp's), --weights int8 (the same scales and int8
 values repacked into facet's panels) and --weights f32 (exact dequantization, whose
 distance to llama.cpp is then exactly the README's column (b): llama.cpp quantizes
@@ -27,7 +29,10 @@ import numpy as np
 import pytest
 
 FILES = ["llama-F32", "qwen3-F32", "gemma3-F32", "phi3-F32", "qwen2-F32",
-         "llama-F16", "llama-BF16", "qwen3-F16", "qwen3-BF16"]
+         "llama-F16", "llama-BF16", "qwen3-F16", "qwen3-BF16",
+         # mixture of experts (issue 27's second-engine cross-check): 8 experts, top-2,
+         # ffn_{gate,up,down}_exps 3-D; Mixtral written as llama + llama.expert_count
+         "mixtral-F32", "qwen3moe-F32"]
 # Q8_0 runs in its own blocks (auto picks them), repacked exactly as facet's int8 format
 # (the same scales and int8 values) and, exactly dequantized, as float32
 Q8_0 = ["llama-Q8_0", "qwen3-Q8_0", "gemma3-Q8_0", "phi3-Q8_0", "qwen2-Q8_0"]

@@ -295,7 +295,16 @@ static void test_tensor_gguf_names(void **state) {
     }
     assert_null(facet_tensor_from_gguf("attn_norm.weight", 0, &f)); /* a layer name at the top */
     assert_null(facet_tensor_from_gguf("token_embd.weight", 1, &f));
-    assert_null(facet_tensor_from_gguf("ffn_gate_exps.weight", 1, &f)); /* MoE: no row yet */
+    /* experts: 3-D, one kind each, on the mixture-of-experts layers (issue 27) */
+    const facet_tensor_row *x = facet_tensor_from_gguf("ffn_gate_exps.weight", 1, &f);
+    assert_non_null(x);
+    assert_string_equal(x->name, "mlp.experts.gate_proj");
+    assert_true(x->experts3d && x->scope == FACET_SCOPE_SPARSE);
+    assert_string_equal(facet_tensor_from_gguf("ffn_down_exps.weight", 1, &f)->name,
+                        "mlp.experts.down_proj");
+    assert_string_equal(facet_tensor_from_gguf("ffn_gate_inp.weight", 1, &f)->name,
+                        "mlp.gate.weight");
+    assert_null(facet_tensor_from_gguf("ffn_gate_shexp.weight", 1, &f)); /* shared: no row */
 }
 
 int main(void) {

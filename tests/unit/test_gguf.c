@@ -1104,13 +1104,18 @@ static void test_corpus_facts(void **state) {
     assert_int_equal(v.n_refusals, 0);
     assert_int_equal(v.status, FACET_VERDICT_SUPPORTED);
     gguf_model_close(&m);
+    /* Mixtral: general.architecture llama with llama.expert_count (issue 27) */
     snprintf(path, sizeof path, "%s/models/mixtral-F32.gguf", root);
     assert_int_equal(gguf_model_open(path, &m, &err), FACET_OK);
     assert_int_equal(facet_facts_from_gguf(&m, &facts, &err), FACET_OK);
     facet_judge(&facts, "cpu", &v);
-    assert_int_equal(v.status, FACET_VERDICT_REFUSED);
-    assert_string_equal(v.refusals[0].fact, "llama.expert_count");
-    assert_string_equal(v.refusals[0].value, "8");
+    facet_gguf_judge(&m, &v);
+    assert_int_equal(v.n_refusals, 0);
+    assert_string_equal(facts.model_type, "mixtral");
+    assert_int_equal(facts.num_experts, 8);
+    assert_int_equal(facts.num_experts_per_tok, 2);
+    assert_int_equal(facts.n_sparse_layers, 2);
+    assert_int_equal(facts.experts_layout, FACET_EXPERTS_SPLIT3D);
     gguf_model_close(&m);
 }
 
