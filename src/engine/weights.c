@@ -52,15 +52,16 @@ static size_t block_row_bytes(const st_tensor *t) {
     return t->shape[0] > 0 ? (size_t)((t->end - t->begin) / (uint64_t)t->shape[0]) : 0;
 }
 
-/* A GGUF block tensor widened to float32 by its type's dequantizer, row by row. */
+/* A GGUF block tensor widened to float32 by its type's dequantizer, row by row (rows of
+ * its last axis: a 3-D expert tensor has experts x rows of them). */
 static facet_status dequant_blocks(const st_tensor *t, float *dst, facet_error *err) {
     const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)(t->gguf_qtype - 1));
-    int64_t rows = t->ndim == 2 ? t->shape[0] : 1, cols = t->shape[t->ndim - 1];
-    if (!q || !t->data || cols % q->block)
+    int64_t cols = t->shape[t->ndim - 1], rows = cols > 0 ? st_tensor_numel(t) / cols : 0;
+    if (!q || !t->data || cols % q->block || rows < 1)
         return facet_err(err, FACET_E_INVALID_ARGUMENT,
                          "tensor '%s': cannot dequantize (rows of %lld elements)", t->name,
                          (long long)cols);
-    size_t rb = t->ndim == 2 ? block_row_bytes(t) : (size_t)(t->end - t->begin);
+    size_t rb = (size_t)((t->end - t->begin) / (uint64_t)rows);
     for (int64_t r = 0; r < rows; r++) q->dequant_row(t->data + (size_t)r * rb, dst + r * cols, cols);
     return FACET_OK;
 }
@@ -299,7 +300,12 @@ static facet_status load_experts3d(wload *ld, const char *name, int64_t E, const
     if (ld->check_only) return FACET_OK;
     float *all = NULL;
     facet_status st = FACET_OK;
-    if (!ld->cache && (st = read_f32(t, &all, err)) != FACET_OK) return st;
+    /* GGUF block tensors with native weights: each slice kept in its blocks, rows of rb
+     * bytes (the experts' rows one after another) */
+    int blocks = ld->native && t->gguf_qtype;
+    size_t rb = blocks ? (size_t)((t->end - t->begin) / (uint64_t)(E * d0)) : 0;
+    facet_wformat fmt = mat_format(ld, t, ld->format);
+    if (!ld->cache && !blocks && (st = read_f32(t, &all, err)) != FACET_OK) return st;
     for (int64_t e = 0; e < E && st == FACET_OK; e++) {
         int64_t r0 = 0;
         for (int i = 0; i < n && st == FACET_OK; i++) {
@@ -308,7 +314,12 @@ static facet_status load_experts3d(wload *ld, const char *name, int64_t E, const
             snprintf(part, sizeof part, "%s[%lld][%lld:%lld]", name, (long long)e, (long long)r0,
                      (long long)(r0 + parts[i]));
             if (ld->cache) {
-                st = cached_mat(ld, part, parts[i], d1, ld->format, wt, err);
+                st = cached_mat(ld, part, parts[i], d1, fmt, wt, err);
+            } else if (blocks) {
+                st = facet_wtensor_blocks(wt, fmt, (int)parts[i], (int)d1,
+                                          t->data + ((size_t)e * (size_t)d0 + (size_t)r0) * rb, err);
+                if (st != FACET_OK) st = name_tensor(part, st, err);
+                else st = record(ld, part, KIND_MATRIX, wt, wt->data, facet_wtensor_bytes(wt), err);
             } else {
                 size_t count = (size_t)parts[i] * (size_t)d1;
                 float *d = malloc(sizeof(float) * count);
@@ -316,7 +327,7 @@ static facet_status load_experts3d(wload *ld, const char *name, int64_t E, const
                 else {
                     memcpy(d, all + ((size_t)e * (size_t)d0 + (size_t)r0) * (size_t)d1,
                            sizeof(float) * count);
-                    st = convert_mat(ld, part, d, parts[i], d1, ld->format, wt, err);
+                    st = convert_mat(ld, part, d, parts[i], d1, fmt, wt, err);
                 }
             }
             if (st == FACET_OK) *bytes += facet_wtensor_bytes(wt);
