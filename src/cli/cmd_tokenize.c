@@ -1,7 +1,7 @@
 /*
  * cmd_tokenize.c — `facet tokenize` and `facet detokenize` (DESIGN.md, "Command line").
  *
- *   facet tokenize   MODEL [TEXT | -f FILE] [--no-special]   -> JSON array of ids
+ *   facet tokenize   MODEL [TEXT | -f FILE] [--no-special] [--split-special] -> JSON ids
  *   facet detokenize MODEL [--skip-special] ID...            -> text (exactly, no newline)
  *
  * Batch forms (one tokenizer load for many inputs; used by the end-to-end tests):
@@ -10,8 +10,9 @@
  *   facet detokenize MODEL --jsonl FILE   lines {"ids": [...], "skip_special_tokens": B}
  *                                         -> lines {"text": S}
  *
- * MODEL is any folder holding a tokenizer.json. Without TEXT or -f, tokenize reads
- * standard input. IDs may be separate arguments or comma-separated ("1,2,3", "[1,2]").
+ * MODEL is any folder holding a tokenizer.json, or a GGUF model (its tokenizer.ggml.*
+ * metadata). Without TEXT or -f, tokenize reads standard input. --split-special
+ * tokenizes special-token text as plain text (llama.cpp's parse_special = false). IDs may be separate arguments or comma-separated ("1,2,3", "[1,2]").
  */
 #include <errno.h>
 #include <stdio.h>
