@@ -244,45 +244,63 @@ static int cmp_special(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static int str_has(const char *s, uint64_t len, const char *sub) {
-    size_t n = strlen(sub);
-    for (uint64_t i = 0; i + n <= len; i++)
-        if (!memcmp(s + i, sub, n)) return 1;
+/* The whitespace stripping of special tokens. tokenizer.json marks it per added token
+ * (lstrip / rstrip); GGUF metadata has no such field, and llama.cpp's loader restores it
+ * by these rules, matched as substrings (llama-vocab.cpp, after the special-token cache
+ * is built), first matching rule only. This table is llama.cpp's convention, kept as
+ * data; no other code looks at a model's name. */
+typedef struct strip_rule {
+    const char *key;        /* the metadata key whose string value is matched          */
+    int lowercase;          /* matched lowercased (general.name)                       */
+    const char *match[3];   /* any of these substrings                                 */
+    const char *token;      /* the token given `side`; NULL: every special token       */
+    uint8_t side;
+} strip_rule;
+
+static const strip_rule strip_rules[] = {
+    {"tokenizer.ggml.pre", 0, {"jina-v2-de", "jina-v2-es", "jina-v2-code"}, "<mask>", TOK_STRIP_LEFT},
+    {"general.architecture", 0, {"nomic-bert-moe", "jina-bert-v3", NULL}, "<mask>", TOK_STRIP_LEFT},
+    /* Phi-3: every special token and </s> swallow the whitespace after them, except
+     * <unk>, <s> and <|endoftext|> (phi3_exempt below) */
+    {"general.name", 1, {"phi-3", "phi3", NULL}, NULL, TOK_STRIP_RIGHT},
+    {"general.name", 1, {"modern-bert", NULL, NULL}, "[MASK]", TOK_STRIP_LEFT},
+};
+
+static int rule_matches(const gguf_file *f, const strip_rule *r) {
+    const char *v;
+    uint64_t len;
+    int present = 0;
+    if (gguf_get_str(f, r->key, 0, &v, &len, &present, NULL) != FACET_OK || !present) return 0;
+    char buf[256];
+    size_t n = len < sizeof buf ? (size_t)len : sizeof buf;
+    for (size_t i = 0; i < n; i++) buf[i] = (char)(r->lowercase && v[i] >= 'A' && v[i] <= 'Z' ? v[i] + 32 : v[i]);
+    for (int k = 0; k < 3 && r->match[k]; k++) {
+        size_t m = strlen(r->match[k]);
+        for (size_t i = 0; i + m <= n; i++)
+            if (!memcmp(buf + i, r->match[k], m)) return 1;
+    }
     return 0;
 }
 
-/* The whitespace stripping llama.cpp gives special tokens by model name (llama-vocab.cpp,
- * after the special-token cache is built): Phi-3's special tokens swallow the whitespace
- * after them (not <unk>, <s>, <|endoftext|>; </s> too), jina v2 / nomic-bert-moe /
- * jina-bert-v3's <mask> and ModernBERT's [MASK] the whitespace before them. */
 static facet_status set_strip(facet_tokenizer *tok, const gguf_file *f, facet_error *err) {
     tok_gguf *g = &tok->gguf;
-    int n = tok->vocab_size;
-    if (!(g->strip = calloc((size_t)n, 1))) return facet_err(err, FACET_E_NOMEM, "out of memory");
-    const char *name = "", *pre = "", *arch = "";
-    uint64_t nl = 0, pl = 0, al = 0;
-    gguf_get_str(f, "general.name", 0, &name, &nl, NULL, NULL);
-    gguf_get_str(f, "tokenizer.ggml.pre", 0, &pre, &pl, NULL, NULL);
-    gguf_get_str(f, "general.architecture", 0, &arch, &al, NULL, NULL);
-    char lower[256];
-    size_t ll = nl < sizeof lower ? (size_t)nl : sizeof lower;
-    for (size_t i = 0; i < ll; i++) lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
-    if (str_has(pre, pl, "jina-v2-de") || str_has(pre, pl, "jina-v2-es") || str_has(pre, pl, "jina-v2-code") ||
-        str_has(arch, al, "nomic-bert-moe") || str_has(arch, al, "jina-bert-v3")) {
-        int32_t id = tok_strmap_get(&tok->bpe.vocab, "<mask>", 6);
-        if (id >= 0) g->strip[id] |= TOK_STRIP_LEFT;
-    } else if (str_has(lower, ll, "phi-3") || str_has(lower, ll, "phi3")) {
-        for (size_t i = 0; i < g->n_special; i++) g->strip[g->special[i]] |= TOK_STRIP_RIGHT;
-        static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
-        int32_t id = tok_strmap_get(&tok->bpe.vocab, "</s>", 4);
-        if (id >= 0) g->strip[id] |= TOK_STRIP_RIGHT;
-        for (int k = 0; k < 3; k++)
-            if ((id = tok_strmap_get(&tok->bpe.vocab, keep[k], strlen(keep[k]))) >= 0)
-                g->strip[id] &= (uint8_t)~TOK_STRIP_RIGHT;
-    } else if (str_has(lower, ll, "modern-bert")) {
-        int32_t id = tok_strmap_get(&tok->bpe.vocab, "[MASK]", 6);
-        if (id >= 0) g->strip[id] |= TOK_STRIP_LEFT;
+    if (!(g->strip = calloc((size_t)tok->vocab_size, 1))) return facet_err(err, FACET_E_NOMEM, "out of memory");
+    const strip_rule *r = NULL;
+    for (size_t i = 0; i < sizeof strip_rules / sizeof strip_rules[0] && !r; i++)
+        if (rule_matches(f, &strip_rules[i])) r = &strip_rules[i];
+    if (!r) return FACET_OK;
+    if (r->token) {
+        int32_t id = tok_strmap_get(&tok->bpe.vocab, r->token, strlen(r->token));
+        if (id >= 0) g->strip[id] |= r->side;
+        return FACET_OK;
     }
+    static const char *const phi3_more[] = {"</s>"}, *const phi3_exempt[] = {"<unk>", "<s>", "<|endoftext|>"};
+    for (size_t i = 0; i < g->n_special; i++) g->strip[g->special[i]] |= r->side;
+    int32_t id = tok_strmap_get(&tok->bpe.vocab, phi3_more[0], strlen(phi3_more[0]));
+    if (id >= 0) g->strip[id] |= r->side;
+    for (int k = 0; k < 3; k++)
+        if ((id = tok_strmap_get(&tok->bpe.vocab, phi3_exempt[k], strlen(phi3_exempt[k]))) >= 0)
+            g->strip[id] &= (uint8_t)~r->side;
     return FACET_OK;
 }
 
