@@ -26,6 +26,8 @@ typedef struct step_row {
 typedef struct slot_info {
     srv_choice *owner;          /* the running choice, NULL when free                   */
     int n;                      /* tokens its KV cache holds (its length)               */
+    int hw;                     /* most tokens it held since its memory was last freed:
+                                   what it counts in the budget (a cut keeps the memory) */
     FACET_VEC(int32_t) toks;    /* the first of them (all unless an append failed:
                                    `frozen`, then a prefix that still matches)          */
     int frozen;
@@ -48,7 +50,7 @@ struct srv_sched {
     srv_job *running;           /* [mu] admitted jobs                                   */
     slot_info *slots;           /* [mu] [n_slots]                                       */
     int n_owned;                /* [mu] slots held by running choices (<= max_batch)    */
-    int kv_held;                /* [mu] tokens in every slot's KV cache (sum of toks)   */
+    int kv_held;                /* [mu] tokens every slot counts (sum of slot_info.hw)  */
     int kv_cached;              /* [mu] of them, in free slots (cached prefixes)        */
     int stop;
     pthread_t thread;
@@ -343,9 +345,9 @@ static void count_metric(srv_sched *s, uint64_t *counter, uint64_t by) {
 /* Forget slot k's KV and tokens (its memory is freed). */
 static void slot_clear(srv_sched *s, int k) {
     slot_info *si = &s->slots[k];
-    s->kv_held -= si->n;
-    if (!si->owner) s->kv_cached -= si->n;
-    si->n = 0;
+    s->kv_held -= si->hw;
+    if (!si->owner) s->kv_cached -= si->hw;
+    si->n = si->hw = 0;
     si->toks.len = 0;
     si->frozen = 0;
     facet_seq_release(s->session, k, NULL);
@@ -357,7 +359,7 @@ static int evict_lru(srv_sched *s, int keep) {
     int best = -1;
     for (int k = 0; k < s->cfg.n_slots; k++) {
         slot_info *si = &s->slots[k];
-        if (si->owner || k == keep || si->n == 0) continue;
+        if (si->owner || k == keep || si->hw == 0) continue;
         if (best < 0 || si->last_use < s->slots[best].last_use) best = k;
     }
     if (best < 0) return 0;
@@ -386,7 +388,7 @@ static int take_slot(srv_sched *s, srv_job *j, srv_choice *c) {
     for (int k = 0; k < s->cfg.n_slots; k++) {
         slot_info *si = &s->slots[k];
         if (si->owner) continue;
-        if (si->n == 0) {
+        if (si->hw == 0) {
             if (empty < 0) empty = k;
             continue;
         }
@@ -403,13 +405,11 @@ static int take_slot(srv_sched *s, srv_job *j, srv_choice *c) {
         slot_clear(s, k);
         facet_seq_reset(s->session, k, NULL);
     } else {
-        s->kv_held -= si->n - keep;
-        s->kv_cached -= si->n - keep;
-        si->n = keep;
+        si->n = keep; /* its memory stays: hw and the budget's count are unchanged */
         si->toks.len = (size_t)keep; /* keep <= toks.len: the list is whole again */
         si->frozen = 0;
     }
-    s->kv_cached -= keep; /* owned now */
+    s->kv_cached -= si->hw; /* owned now (0 after a clear) */
     si->owner = c;
     s->n_owned++;
     c->slot = k;
@@ -424,7 +424,7 @@ static void drop_slot(srv_sched *s, srv_choice *c, int keep) {
     slot_info *si = &s->slots[c->slot];
     si->owner = NULL;
     si->last_use = srv_now();
-    s->kv_cached += si->n;
+    s->kv_cached += si->hw;
     s->n_owned--;
     if (!keep || !s->cfg.prefix_cache) slot_clear(s, c->slot);
     c->slot = -1;
@@ -608,9 +608,11 @@ static void add_entry(srv_sched *s, int n, srv_job *j, srv_choice *c, int32_t to
         else
             si->frozen = 1;
     }
-    si->n++;
+    if (++si->n > si->hw) {
+        si->hw = si->n;
+        s->kv_held++;
+    }
     si->last_use = srv_now();
-    s->kv_held++;
     c->n_fed++;
 }
 
@@ -705,7 +707,15 @@ static void update_metrics(srv_sched *s) {
     s->m->queue_length = s->n_queue;
     s->m->kv_used = s->kv_held - s->kv_cached + pending;
     s->m->kv_cached = s->kv_cached;
-    if (s->kv_held + pending > s->m->kv_peak) s->m->kv_peak = s->kv_held + pending;
+    s->m->slots_used = s->n_owned;
+    pthread_mutex_unlock(&s->m->mu);
+}
+
+/* Record the KV tokens held and to prefill as the step starts (after make_room). */
+static void update_peak(srv_sched *s) {
+    int now = s->kv_held + pending_prefill(s);
+    pthread_mutex_lock(&s->m->mu);
+    if (now > s->m->kv_peak) s->m->kv_peak = now;
     s->m->slots_used = s->n_owned;
     pthread_mutex_unlock(&s->m->mu);
 }
@@ -754,6 +764,7 @@ static void *engine_main(void *arg) {
             continue;
         }
         make_room(s);
+        update_peak(s);
         int n_decode;
         int n = build_batch(s, &n_decode);
         if (n == 0) { /* nothing to feed (cannot last: every running choice has a slot) */
