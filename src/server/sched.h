@@ -29,7 +29,10 @@
  * The match compares token ids, so a reused prefix is the same tokens at the same
  * positions and the KV rows are those a fresh prefill computes (the engine's forward
  * pass does not depend on how a sequence was chunked): outputs never change.
- * Cached prefixes count in the budget and are evicted least recently used first.
+ * Cached prefixes count in the budget and are evicted least recently used first. A
+ * sequence counts by the most tokens it held since its memory was last freed (a cut
+ * keeps the memory); resident bytes may pass the count by the cache's growth rounding
+ * (capacity doubles from 64 positions, kv_cache.h).
  *
  * Locking: one mutex (sched->mu) guards every field marked [mu] below, and is held only
  * for scheduling and for copying results: the engine thread runs the forward pass and
