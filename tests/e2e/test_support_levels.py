@@ -54,9 +54,9 @@ def test_every_row_has_a_level_and_its_evidence_exists():
     links = evidence_links(text)
     assert links, "no evidence keys"
     for (section, name, backend), cells in rows.items():
-        assert len(cells) == 4, (name, backend, cells)
+        assert len(cells) == 5, (name, backend, cells)  # f32, bf16, f16, int8, q4
         if cells[0].startswith("Planned: "):
-            assert cells[1:] == ["", "", ""] and len(cells[0]) > len("Planned: "), cells
+            assert cells[1:] == ["", "", "", ""] and len(cells[0]) > len("Planned: "), cells
             continue
         for c in cells:
             m = re.fullmatch(r"(Validated|Measured) \[([VM]\d+)\]|Unverified", c)
