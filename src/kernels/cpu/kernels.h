@@ -157,6 +157,9 @@ typedef struct facet_cpu_kernels {
      * 2 avx512, 3 avx512vnni) */
     facet_qdot_fn qdot[FACET_QT_COUNT];
     int qpath[FACET_QT_COUNT];
+    /* the type's several-row dot on that same path (quant.h facet_qdotx_fn), NULL where
+     * it has none (qdot then runs once per input row) */
+    facet_qdotx_fn qdotx[FACET_QT_COUNT];
 } facet_cpu_kernels;
 struct facet_cpu_info;
 void facet_cpu_kernels_resolve(facet_cpu_kernels *k, const struct facet_cpu_info *cpu);

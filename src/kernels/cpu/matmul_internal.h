@@ -87,7 +87,7 @@ extern const facet_ukernel facet_uk_bf16_scalar, facet_uk_bf16_avx2, facet_uk_bf
 extern const facet_ukernel facet_uk_q8_scalar, facet_uk_q8_avx2, facet_uk_q8_avx512vnni;
 extern const facet_ukernel facet_uk_q4_scalar, facet_uk_q4_avx2, facet_uk_q4_avx512vnni;
 
-/* GGUF block formats (matmul_qblock.c). facet_qkernels_resolve fills k->qdot/qpath for
+/* GGUF block formats (matmul_qblock.c). facet_qkernels_resolve fills k->qdot/qdotx/qpath for
  * a CPU; facet_qkernel_name names type qtype's path (0 scalar, 1 avx2, 2 avx512, 3 avx512
  * with VNNI: "Q4_0-avx2";
  * "none" for a type without kernels), facet_qkernel_best its best path on any CPU.

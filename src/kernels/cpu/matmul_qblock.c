@@ -5,8 +5,10 @@
  * its weight rows once for all input rows: input rows go in tiles of QX_TILE, and for
  * each tile every weight row of the task is dotted with the tile's rows while it sits
  * in L1, the task's rows (under TASK_BYTES) staying in L2 from one tile to the next.
- * Every output is one call of the type's dot on (its weight row, its X row), so a row's
- * result is the same whatever n_rows is.
+ * Every output is the type's dot on (its weight row, its X row): for a tile, one call of
+ * the type's several-row dot where it has one (it decodes the weight row once for the
+ * tile and gives each row the single-row dot's value bit for bit), else one call per row;
+ * so a row's result is the same whatever n_rows is.
  */
 #include <math.h>
 #include <pthread.h>
@@ -20,6 +22,7 @@
 /* Input rows per tile: their quantized blocks (4 x 4.3 KiB at 4096 columns of Q8_0
  * activations) stay in L1 next to the weight row being dotted. */
 #define QX_TILE 4
+_Static_assert(QX_TILE <= FACET_QDOTX_MAX, "a tile is one several-row dot");
 /* A task's weight rows kept under this many bytes, so a prefill's row tiles re-read them
  * from L2 (half of a 1 MiB L2, as matmul.c). */
 #define TASK_BYTES (512u << 10)
@@ -52,17 +55,20 @@ void facet_qkernels_resolve(facet_cpu_kernels *k, const facet_cpu_info *cpu) {
     for (int t = 0; t < FACET_QT_COUNT; t++) {
         const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)t);
         k->qdot[t] = NULL;
+        k->qdotx[t] = NULL;
         k->qpath[t] = 0;
         if (!facet_qtype_runs((facet_qtype)t)) continue;
         int avx512 = cpu->level >= FACET_CPU_AVX512;
         if (q->dot_avx512vnni && avx512 && cpu->avx512_vnni) {
             k->qdot[t] = q->dot_avx512vnni;
+            k->qdotx[t] = q->dotx_avx512vnni;
             k->qpath[t] = 3;
         } else if (q->dot_avx512 && avx512) {
             k->qdot[t] = q->dot_avx512;
             k->qpath[t] = 2;
         } else if (q->dot_avx2 && cpu->level >= FACET_CPU_AVX2) {
             k->qdot[t] = q->dot_avx2;
+            k->qdotx[t] = q->dotx_avx2;
             k->qpath[t] = 1;
         } else {
             k->qdot[t] = q->dot_scalar;
@@ -104,6 +110,7 @@ typedef struct {
 
 typedef struct {
     facet_qdot_fn dot;
+    facet_qdotx_fn dotx; /* NULL: dot per row */
     const uint8_t *X;
     size_t xstride, wrow;
     int n_rows, cols, gr, n_mats;
@@ -122,6 +129,13 @@ static void qmm_task(void *ctx, int task, int thread) {
         for (int o = o0; o < o1; o++) {
             const uint8_t *w = m->W + (size_t)o * j->wrow;
             float b = m->bias ? m->bias[o] : 0.0f;
+            if (j->dotx) {
+                float v[QX_TILE];
+                j->dotx(j->cols, r1 - r0, v, w, j->X + (size_t)r0 * j->xstride, j->xstride);
+                for (int r = r0; r < r1; r++)
+                    m->Y[(size_t)r * m->n_out + o] = m->bias ? v[r - r0] + b : v[r - r0];
+                continue;
+            }
             for (int r = r0; r < r1; r++) {
                 float v;
                 j->dot(j->cols, &v, w, j->X + (size_t)r * j->xstride);
@@ -156,6 +170,7 @@ static void qmm_run(const facet_cpu_kernels *k, facet_pool *pool, int n_mats, fl
 
     qmm_job j;
     j.dot = dot;
+    j.dotx = k->qdotx[qt];
     j.X = scratch;
     j.xstride = stride;
     j.wrow = (size_t)(cols / q->block) * q->block_bytes;
