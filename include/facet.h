@@ -110,13 +110,17 @@ typedef struct facet_model_info {
     int n_eos;                   /* number of valid entries in eos_token_ids           */
     int32_t eos_token_ids[16];   /* from config.json and generation_config.json        */
     int n_threads;               /* worker threads the model computes with             */
-    uint64_t weight_bytes;       /* bytes of the run-time weights; decode reads all of
-                                    them once per step (the memory-bound ceiling)      */
+    uint64_t weight_bytes;       /* bytes of the run-time weights                      */
+    uint64_t decode_bytes;       /* of them, what one decoded token reads (the memory-
+                                    bound ceiling): all for a dense model; a mixture-of-
+                                    experts layer's k chosen experts of E, on average,
+                                    instead of all E                                   */
     facet_weight_format weights; /* the run-time format chosen (never AUTO)           */
     uint64_t layer_matrix_params; /* weights of the decoder layers' projections (q, k, v,
-                                    o, gate, up, down): a prefill of T tokens multiplies
-                                    2 * this * T flops in them (lm_head and attention
-                                    not counted)                                       */
+                                    o, gate, up, down; on a mixture-of-experts layer the
+                                    router, k experts and the shared expert) a token
+                                    multiplies: a prefill of T tokens costs 2 * this * T
+                                    flops in them (lm_head and attention not counted)  */
     facet_weight_cache weight_cache; /* what the weight cache did during the load      */
     const char *weight_cache_path;   /* the cache file used or written, or NULL         */
     const char *weight_cache_note;   /* one line for the user (the cache used, written,

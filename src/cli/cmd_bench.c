@@ -271,10 +271,15 @@ int cmd_bench(int argc, char **argv) {
     facet_wformat peak_fmt = info.weights == FACET_WEIGHTS_GGUF ? FACET_WF_Q8 : facet_wformat_of(info.weights);
     double gflops_fmt = pool ? facet_measure_peak_gflops_format(pool, peak_fmt) : 0;
 
-    double gb = (double)info.weight_bytes / 1e9;
+    double gb = (double)info.decode_bytes / 1e9; /* what a decoded token reads */
     const char *kv_name = facet_kv_type_name(kv == FACET_KV_AUTO ? facet_auto_kv(info.weights) : kv);
-    printf("model %s | weights %s %.3f GB | KV cache %s | threads %d\n", model_dir, weights_name,
-           gb, kv_name, info.n_threads);
+    if (info.decode_bytes != info.weight_bytes)
+        printf("model %s | weights %s %.3f GB, %.3f GB read per decoded token | KV cache %s | "
+               "threads %d\n", model_dir, weights_name, (double)info.weight_bytes / 1e9, gb,
+               kv_name, info.n_threads);
+    else
+        printf("model %s | weights %s %.3f GB | KV cache %s | threads %d\n", model_dir,
+               weights_name, gb, kv_name, info.n_threads);
     if (info.weights == FACET_WEIGHTS_F32)
         printf("read bandwidth %.1f GB/s (triad %.1f GB/s) | peak f32 FMA %.1f GFLOP/s | "
                "decode ceiling %.1f tok/s\n", bw, triad, gflops_fmt, bw / gb);
@@ -374,11 +379,12 @@ report:
     int rc = 0;
     if (err.status != FACET_OK) rc = cli_fail(&err);
     if (json_path) {
-        json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:I, s:I, s:{s:f, s:f, s:f}, s:o, s:o}",
+        json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:{s:f, s:f, s:f}, s:o, s:o}",
                               "model", model_dir, "weights", weights_name, "kv_cache", kv_name,
                               "threads", info.n_threads, "bandwidth_gb_s", bw, "triad_gb_s", triad,
                               "peak_gflops", gflops_fmt, "peak_gflops_f32", gflops,
                               "weight_bytes", (json_int_t)info.weight_bytes,
+                              "decode_bytes", (json_int_t)info.decode_bytes,
                               "layer_matrix_params", (json_int_t)info.layer_matrix_params,
                               "load_s", "cold", t_cold, "cached", t_cached, "first_token_s", t_warm, "prefill", jpre,
                               "decode", jdec);

@@ -201,8 +201,7 @@ int cmd_plan(int argc, char **argv) {
     facet_bytes_text(p.decode_bytes_per_token, a, sizeof a);
     printf("parameters: %llu total, %llu read per decoded token%s; %s read per decoded token "
            "(%s)\n", (unsigned long long)p.n_params, (unsigned long long)p.n_active_params,
-           f->n_sparse_layers ? " (attention, router, the k chosen experts and the shared "
-                                "expert, dense layers, one embedding row, lm_head)" : "",
+           f->n_sparse_layers ? " (all but the experts a token does not choose)" : "",
            a, facet_plan_format_name(p.weights));
     printf("KV cache: %s\n", p.kv_layout);
     printf("  per token, naive (layers x kv_heads x head_dim x 2 x %d B): %llu bytes\n",

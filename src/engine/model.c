@@ -124,7 +124,27 @@ void facet_model_get_info(const facet_model *m, facet_model_info *info) {
     uint64_t H = (uint64_t)f->hidden_size, I = (uint64_t)f->intermediate_size;
     uint64_t qd = (uint64_t)(f->num_attention_heads * f->head_dim);
     uint64_t kvd = (uint64_t)(f->num_key_value_heads * f->head_dim);
-    info->layer_matrix_params = (uint64_t)f->num_hidden_layers * (2 * qd * H + 2 * kvd * H + 3 * I * H);
+    uint64_t S = (uint64_t)f->n_sparse_layers, D = (uint64_t)f->num_hidden_layers - S;
+    info->layer_matrix_params = (uint64_t)f->num_hidden_layers * (2 * qd * H + 2 * kvd * H) +
+                                D * 3 * I * H;
+    info->decode_bytes = m->w.bytes;
+    if (S) { /* a token reads k of each sparse layer's E experts */
+        uint64_t E = (uint64_t)f->num_experts, K = (uint64_t)f->num_experts_per_tok;
+        uint64_t EI = (uint64_t)f->moe_intermediate_size;
+        uint64_t SI = (uint64_t)f->shared_expert_intermediate_size;
+        info->layer_matrix_params += S * (E * H + K * 3 * EI * H + 3 * SI * H +
+                                          (f->shared_expert_gate ? H : 0));
+        for (int64_t l = 0; l < f->num_hidden_layers; l++) {
+            const facet_layer_weights *L = &m->w.layers[l];
+            if (!L->experts) continue;
+            uint64_t all = 0;
+            for (uint64_t e = 0; e < E; e++)
+                all += facet_wtensor_bytes(&L->experts[e].gate) +
+                       facet_wtensor_bytes(&L->experts[e].up) +
+                       facet_wtensor_bytes(&L->experts[e].down);
+            info->decode_bytes -= all - all / E * K;
+        }
+    }
     info->weight_cache = m->wcache;
     info->weight_cache_path = m->wcache_path;
     info->weight_cache_note = m->wcache_note;

@@ -102,8 +102,9 @@ static void add_vec(wsum *w, uint64_t n, uint64_t count) {
  * facet_wformat_output(fmt)), vectors (norms, biases) in f32. A
  * mixture-of-experts layer holds the router, num_experts experts of
  * moe_intermediate_size and the shared expert; a decoded token reads the router, its
- * num_experts_per_tok experts and the shared expert. The embedding table is read one row
- * per token; an untied lm_head whole. */
+ * num_experts_per_tok experts and the shared expert, and everything else (the embedding
+ * table counted whole, as the published "active parameters" do: a token reads one row
+ * of it unless it is also the head). */
 static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, wsum *w) {
     memset(w, 0, sizeof *w);
     w->be = be;
@@ -115,13 +116,11 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
     uint64_t q = sat_mul(nh, hd), kv = sat_mul(nkv, hd);
     int untied = f->probed ? f->has_lm_head : !f->tie_word_embeddings;
 
-    /* embeddings: one row read per token; the tied head reads them all */
+    /* embeddings (the output projection's format when tied) */
     int out_fmt = (int)facet_wformat_output((facet_wformat)fmt);
     uint64_t emb = be->ops->weight_bytes(be, (facet_wformat)(untied ? fmt : out_fmt), V, H);
-    w->bytes = emb;
-    w->mat = w->params = sat_mul(V, H);
-    w->active_params = untied ? H : sat_mul(V, H);
-    w->active_bytes = untied ? (V ? emb / V : 0) : emb;
+    w->bytes = w->active_bytes = emb;
+    w->mat = w->params = w->active_params = sat_mul(V, H);
     if (untied) add_mat_in(w, out_fmt, V, H, 1, 1);
     /* attention, every layer */
     add_mat(w, q, H, L, L);

@@ -77,10 +77,10 @@ typedef struct facet_plan {
     /* parameters and weights */
     uint64_t n_params;                          /* all parameters                    */
     uint64_t n_matrix_params;                   /* of them in 2-D matrices           */
-    uint64_t n_active_params;                   /* read per decoded token: attention,
-                                                   dense FFNs, the router, k experts and
-                                                   the shared expert of each MoE layer,
-                                                   one embedding row, the lm_head      */
+    uint64_t n_active_params;                   /* what a decoded token multiplies:
+                                                   all but the experts it does not
+                                                   choose (each MoE layer: the router, k
+                                                   experts, the shared expert)         */
     uint64_t decode_bytes_per_token;            /* their bytes in the chosen format   */
     uint64_t weight_bytes[FACET_WF_COUNT + 1]; /* matrices in the format, vectors f32;
                                                  * [FACET_PLAN_GGUF]: the GGUF file's own */

@@ -41,8 +41,10 @@ def test_bench_json(run_facet, repo_root, tmp_path):
     for d in b["decode"]:
         assert abs(d["aggregate_tok_s"] - d["concurrency"] * d["tok_s_per_seq"]) < 1e-6 * d["aggregate_tok_s"]
         assert d["bandwidth_gb_s"] > 0
-        # of_ceiling: tokens/s per sequence over (probe bandwidth / weight bytes)
-        want = d["tok_s_per_seq"] / (d["bandwidth_gb_s"] * 1e9 / b["weight_bytes"])
+        # of_ceiling: tokens/s per sequence over (probe bandwidth / bytes read per decoded
+        # token, which for a dense model are all the weights)
+        assert b["decode_bytes"] == b["weight_bytes"]
+        want = d["tok_s_per_seq"] / (d["bandwidth_gb_s"] * 1e9 / b["decode_bytes"])
         assert abs(d["of_ceiling"] - want) < 1e-6 * want
     assert "KV cache f32" in proc.stdout and "weight cache mapped" in proc.stdout
 

@@ -151,7 +151,8 @@ static void run_model(const char *name, facet_weight_format wf) {
         facet_model_info info;
         facet_model_get_info(m, &info);
         assert_int_equal(info.weight_bytes, p.weight_bytes[p.weights]);
-        assert_true(p.n_active_params < p.n_params);
+        assert_int_equal(info.decode_bytes, p.decode_bytes_per_token);
+        assert_true(p.n_active_params < p.n_params && info.decode_bytes < info.weight_bytes);
     }
 
     float *alone[NSEQ], *out = malloc(sizeof(float) * V * N_LONG);
