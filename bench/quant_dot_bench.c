@@ -1,6 +1,6 @@
 /*
- * quant_dot_bench.c — decode-shaped throughput of one 256-element GGUF block type's dot
- * kernel (quant_k*.c): a random ROWS x K matrix of the type (far larger than the caches)
+ * quant_dot_bench.c — decode-shaped throughput of one GGUF block type's dot kernel
+ * (quant_k*.c, quant_legacy*.c): a random ROWS x K matrix of the type (far larger than the caches)
  * times one Q8_K activation row, every dot path the CPU has, on 1..T threads (each thread a contiguous
  * share of the rows), against the read bandwidth ceiling measured the same way
  * (membw.c). Prints, per path and thread count, the best of REPS passes as GB/s of
@@ -71,7 +71,9 @@ int main(int argc, char **argv) {
     int inner = argc > 7 ? atoi(argv[7]) : 1, nr = argc > 8 ? atoi(argv[8]) : 1;
     if (nr < 1 || nr > FACET_QDOTX_MAX) nr = 1;
     const facet_qtype_traits *const ktypes[] = {&facet_qt_q2_K, &facet_qt_q3_K, &facet_qt_q4_K,
-                                                &facet_qt_q5_K, &facet_qt_q6_K, &facet_qt_iq4_xs};
+                                                &facet_qt_q5_K, &facet_qt_q6_K, &facet_qt_iq4_xs,
+                                                &facet_qt_q4_0, &facet_qt_q4_1, &facet_qt_q5_0,
+                                                &facet_qt_q5_1, &facet_qt_q8_0, &facet_qt_iq4_nl};
     const facet_qtype_traits *t = NULL;
     for (size_t i = 0; i < sizeof ktypes / sizeof ktypes[0]; i++)
         if (!strcmp(ktypes[i]->name, tname)) t = ktypes[i];
@@ -92,9 +94,12 @@ int main(int argc, char **argv) {
     }
     float *xf = malloc(sizeof(float) * K), *y = malloc(sizeof(float) * rows);
     for (int i = 0; i < K; i++) xf[i] = (float)((i * 7919) % 255 - 127) / 64.0f;
-    size_t xstride = sizeof(facet_blk_q8_K) * (size_t)(K / 256);
+    /* the activation blocks the type's dot reads (Q8_K, or Q8_0 / Q8_1 for the 32-element
+     * types) */
+    size_t xstride = facet_qx_block_bytes(t->xkind) * (size_t)(K / facet_qx_block(t->xkind));
     void *xq = malloc(xstride * FACET_QDOTX_MAX);
-    for (int a = 0; a < FACET_QDOTX_MAX; a++) facet_quantize_row_q8_K(xf, (uint8_t *)xq + a * xstride, K);
+    for (int a = 0; a < FACET_QDOTX_MAX; a++)
+        facet_quantize_row_qx(t->xkind, xf, (uint8_t *)xq + a * xstride, K);
 
     const facet_cpu_info *c = facet_cpu();
     struct {

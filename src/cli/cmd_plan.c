@@ -49,7 +49,7 @@ static facet_facts g_facts;
 
 /* A GGUF file's tensors as they run in their own types (--weights gguf, what auto picks
  * for a file with block-type matrices): their bytes and formats into o, and the list
- * [{name, type, bytes}] in name order, the per-type totals into types ({type: {tensors,
+ * [{name, type, runs_as, bytes}] in name order, the per-type totals into types ({type: {tensors,
  * bytes}}). */
 static json_t *gguf_tensors(const gguf_model *m, facet_plan_opts *o, json_t *types) {
     json_t *a = json_array();
@@ -61,7 +61,8 @@ static json_t *gguf_tensors(const gguf_model *m, facet_plan_opts *o, json_t *typ
         o->gguf_weight_bytes += b;
         if (fmt >= 0) o->gguf_formats |= 1u << fmt;
         const char *tn = gguf_type_name(t->type);
-        json_array_append_new(a, json_pack("{s:s, s:s, s:I}", "name", t->name, "type", tn,
+        json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:I}", "name", t->name, "type", tn,
+                                           "runs_as", fmt >= 0 ? facet_wformat_name((facet_wformat)fmt) : "f32",
                                            "bytes", (json_int_t)b));
         json_t *e = json_object_get(types, tn);
         if (!e) json_object_set_new(types, tn, e = json_pack("{s:i, s:I}", "tensors", 0, "bytes", (json_int_t)0));
@@ -180,7 +181,8 @@ int cmd_plan(int argc, char **argv) {
     }
     if (gg_list) {
         facet_bytes_text(p.weight_bytes[FACET_PLAN_GGUF], a, sizeof a);
-        printf("  %-5s %15llu bytes (%s)%s  each matrix in the file's own type:\n", "gguf",
+        printf("  %-5s %15llu bytes (%s)%s  each matrix in the file's own type (Q4_0 and Q8_0\n"
+               "        repacked exactly as q4 and int8 panels):\n", "gguf",
                (unsigned long long)p.weight_bytes[FACET_PLAN_GGUF], a,
                p.weights == FACET_PLAN_GGUF ? "   <- chosen" : "");
         const char *tn;

@@ -12,6 +12,7 @@
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/quant.h"
 #include "model/facts_gguf.h"
+#include "model/weights_policy.h"
 #include "model/tensors.h"
 #include "util/error.h"
 
@@ -53,9 +54,12 @@ uint64_t facet_gguf_tensor_run_bytes(const gguf_tensor *t, int *format) {
     for (int d = 0; d < t->n_dims; d++) n *= (uint64_t)t->ne[d]; /* bounded by the reader */
     int qt = facet_qtype_of_ggml(t->type);
     if (t->n_dims < 2) return qt >= 0 || t->type <= GGML_F16 || t->type == GGML_BF16 ? n * 4 : 0;
-    if (qt >= 0) {
-        *format = FACET_WF_GGUF + qt;
-        return t->nbytes;
+    if (qt >= 0) { /* in its blocks, or repacked exactly into facet's panels */
+        facet_wformat w = facet_gguf_block_format((facet_wformat)(FACET_WF_GGUF + qt));
+        *format = (int)w;
+        return facet_wformat_qtype(w) >= 0 ? t->nbytes
+                                           : facet_wtensor_packed_bytes(w, n / (uint64_t)t->ne[0],
+                                                                        (uint64_t)t->ne[0]);
     }
     facet_wformat w = t->type == GGML_F16 ? FACET_WF_F16 : t->type == GGML_BF16 ? FACET_WF_BF16 : FACET_WF_F32;
     if (t->type != GGML_F32 && t->type != GGML_F16 && t->type != GGML_BF16) return 0;

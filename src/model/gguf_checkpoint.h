@@ -53,7 +53,9 @@ void facet_gguf_checkpoint_close(facet_gguf_checkpoint *c);
  * what auto picks for a file with block-type matrices): a block-type matrix as stored; an
  * F32 / F16 / BF16 matrix packed in f32 / f16 / bf16 (facet_wtensor_packed_bytes); a
  * vector as f32; 0 for a tensor the loader does not take (rope_freqs.weight) or a type
- * without kernels. *format: the facet_wformat a matrix runs in, -1 otherwise. */
+ * without kernels; a Q4_0 / Q8_0 matrix repacked into q4 / int8 panels
+ * (facet_gguf_block_format) counts their bytes (rows padded to 16). *format: the
+ * facet_wformat a matrix runs in, -1 otherwise. */
 uint64_t facet_gguf_tensor_run_bytes(const gguf_tensor *t, int *format);
 
 /* Nonzero when GGUF tensor `name` has a Hugging Face counterpart the loader takes (or is

@@ -1,6 +1,7 @@
 /* weights_policy.c — the checkpoint's own precision for `--weights auto`. */
 #include "model/weights_policy.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "io/safetensors.h"
@@ -31,6 +32,12 @@ facet_kv_type facet_auto_kv(facet_weight_format w) {
     case FACET_WEIGHTS_F16: return FACET_KV_F16;
     default: return FACET_KV_BF16;
     }
+}
+
+facet_wformat facet_gguf_block_format(facet_wformat f) {
+    const char *keep = getenv("FACET_GGUF_BLOCKS");
+    if (keep && !strcmp(keep, "1")) return f;
+    return f == FACET_WF_GGUF_Q4_0 ? FACET_WF_Q4 : f == FACET_WF_GGUF_Q8_0 ? FACET_WF_Q8 : f;
 }
 
 const char *facet_weight_format_name(facet_weight_format f) {

@@ -11,11 +11,11 @@
  * The run-time weight format `--weights auto` chooses: the checkpoint's own precision,
  * so that no weight is rounded — bf16 for a BF16 checkpoint, f16 for an F16 one, f32
  * otherwise (F32, or mixed dtypes). Probed facts decide by the tensors' dtypes; a bare
- * config (no probe) by its torch_dtype / dtype key. int8 is chosen automatically only for
- * a GGUF file whose matrices are all Q8_0 (facts.matrices_q8_0: its blocks are facet's
- * int8 format, so nothing is rounded); elsewhere it flips greedy picks at margins below
- * its quantization noise on random-weight shapes (bench/RESULTS-perf.md), so it stays
- * one flag away.
+ * config (no probe) by its torch_dtype / dtype key. A GGUF file with block-type
+ * matrices gets FACET_WEIGHTS_GGUF (each matrix in its own type, see
+ * facet_gguf_block_format). int8 is never chosen for other checkpoints: it flips greedy
+ * picks at margins below its quantization noise on random-weight shapes
+ * (bench/RESULTS-perf.md), so it stays one flag away.
  */
 facet_weight_format facet_auto_weights(const facet_facts *f);
 
@@ -26,6 +26,18 @@ facet_weight_format facet_auto_weights(const facet_facts *f);
  * float32's exponent range, so no key or value overflows).
  */
 facet_kv_type facet_auto_kv(facet_weight_format w);
+
+/*
+ * The run-time format of a GGUF block-type matrix of format f (kernels.h FACET_WF_GGUF_*)
+ * under FACET_WEIGHTS_GGUF: Q4_0 runs as facet's q4 panels and Q8_0 as its int8 panels,
+ * repacked exactly (the same f16 d and codes per block of 32;
+ * facet_wtensor_repack_blocks), because those decode 1.3-1.7x and prefill ~3x faster
+ * than the same blocks row by row (measured on a Qwen3-0.6B-shaped file, bench/RESULTS.md
+ * issue 18); every other type runs in its blocks. The environment variable
+ * FACET_GGUF_BLOCKS=1 keeps Q4_0 and Q8_0 in their blocks too (the block kernels' tests).
+ */
+#include "kernels/cpu/kernels.h"
+facet_wformat facet_gguf_block_format(facet_wformat f);
 
 /* Bytes of one KV cache element: 4 for f32, 2 for bf16 / f16 (AUTO: 2). */
 size_t facet_kv_type_bytes(facet_kv_type t);

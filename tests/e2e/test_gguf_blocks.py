@@ -23,7 +23,9 @@ paths), so the test allows the same 1.5x margin as test_gguf_logits.py's Q8_0 te
 Greedy: identical up to the first step where llama.cpp's top-2 margin is below 0.1
 (issue 18's rule for quantized types), and past it by teacher forcing: facet fed the
 prompt and llama.cpp's greedy ids must pick llama.cpp's id at every step whose margin is
-at least 0.1. Each file on every kernel path (FACET_CPU=avx512, avx2, scalar). Logits
+at least 0.1. Q4_0 and Q8_0 matrices are repacked exactly into facet's q4 / int8 panels
+by default (facet quantizes activations its own way there) and run in their blocks with
+FACET_GGUF_BLOCKS=1; both are tested. Each file on every kernel path (FACET_CPU=avx512, avx2, scalar). Logits
 with 1 and 2 threads are bit-identical (every output is one dot of
 its weight row with its activation row, whatever the split). Skips loudly without the
 corpus; tests/data/gguf holds qwen3-Q4_0 so a clone without ../shared still runs it.
@@ -93,12 +95,20 @@ def expected(corpus, name):
     return exp, ref, corpus / exp["model"]
 
 
+CASES = [(n, b) for n in FILES + K_FILES for b in ("repacked", "blocks")
+         if b == "repacked" or n.endswith(("Q4_0", "Q8_0"))]
+
+
 @pytest.mark.parametrize("path", ["avx512", "avx2", "scalar"])
-@pytest.mark.parametrize("name", FILES + K_FILES)
-def test_gguf_block_types_match_llama_cpp(run_facet, corpus, name, path, tmp_path, monkeypatch):
+@pytest.mark.parametrize("name,layout", CASES)
+def test_gguf_block_types_match_llama_cpp(run_facet, corpus, name, layout, path, tmp_path,
+                                          monkeypatch):
     """Every kernel path (FACET_CPU lowers the level; a path the CPU lacks runs the best
-    it has)."""
+    it has). Q4_0 and Q8_0 run repacked into facet's q4 / int8 panels by default, and in
+    their GGUF blocks with FACET_GGUF_BLOCKS=1."""
     monkeypatch.setenv("FACET_CPU", path)
+    if layout == "blocks":
+        monkeypatch.setenv("FACET_GGUF_BLOCKS", "1")
     exp, ref, model = expected(corpus, name)
     check_file(run_facet, model, exp, ref, tmp_path)
 
@@ -148,6 +158,8 @@ def test_plan_reports_each_tensors_type(run_facet, corpus, name):
     plan = json.loads(p.stdout)
     assert plan["weights"] == "gguf"
     got = {t["name"]: (t["type"], t["bytes"]) for t in plan["gguf_tensors"]}
+    runs = {t["type"]: t["runs_as"] for t in plan["gguf_tensors"]}
+    assert runs.get("Q4_0", "q4") == "q4" and runs.get("Q8_0", "int8") == "int8", runs
     block = {"F32": (1, 4), "Q4_0": (32, 18), "Q8_0": (32, 34), "Q2_K": (256, 84),
              "Q3_K": (256, 110), "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210),
              "IQ4_XS": (256, 136)}

@@ -16,6 +16,7 @@
  *   - facet_matmul on block weights: each output equals the float64 dot above (same
  *     bound), bit-identical whatever n_rows, with 1 or 2 threads, and in
  *     facet_matmul_multi; facet_wtensor_row equals the NumPy row.
+ *   - Q8_0 / Q4_0 repacked into facet's int8 / q4 panels read back as NumPy's values.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -404,6 +405,44 @@ static void test_matmul_driver(void **state) {
     facet_pool_free(pool2);
 }
 
+/* Q8_0 -> int8 panels and Q4_0 -> q4 panels hold exactly the blocks' values: every row
+ * read back (facet_wtensor_row) equals NumPy's dequantization of the same blocks, with a
+ * partial last panel (37 rows); another pair is refused. */
+static void test_repack_exact(void **state) {
+    (void)state;
+    enum { ROWS = 37, COLS = 64 }; /* 2 blocks a row; NB = 134 >= 37 * 2 */
+    const struct {
+        size_t k;
+        facet_wformat from, to;
+    } pairs[] = {{4, FACET_WF_GGUF_Q8_0, FACET_WF_Q8}, {0, FACET_WF_GGUF_Q4_0, FACET_WF_Q4}};
+    float *row = malloc(COLS * sizeof(float));
+    for (size_t p = 0; p < 2; p++) {
+        size_t k = pairs[p].k;
+        uint8_t *blk = read_file(types[k].file, "bin", NB * types[k].bytes);
+        float *want = read_file(types[k].file, "f32", NB * 32 * sizeof(float));
+        facet_wtensor W;
+        facet_error err;
+        assert_int_equal(facet_wtensor_repack_blocks(&W, pairs[p].from, pairs[p].to, ROWS, COLS, blk, &err),
+                         FACET_OK);
+        assert_int_equal(W.format, pairs[p].to);
+        assert_int_equal(facet_wtensor_bytes(&W), facet_wtensor_packed_bytes(pairs[p].to, ROWS, COLS));
+        for (int o = 0; o < ROWS; o++) {
+            facet_wtensor_row(&W, o, row);
+            if (memcmp(row, want + o * COLS, COLS * sizeof(float)))
+                fail_msg("%s repacked row %d differs from NumPy's values", types[k].file, o);
+        }
+        free(W.data);
+        free(blk);
+        free(want);
+    }
+    facet_wtensor W;
+    facet_error err;
+    uint8_t dummy[64] = {0};
+    assert_int_equal(facet_wtensor_repack_blocks(&W, FACET_WF_GGUF_Q4_1, FACET_WF_Q4, 1, 32, dummy, &err),
+                     FACET_E_UNSUPPORTED);
+    free(row);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_traits),
@@ -412,6 +451,7 @@ int main(void) {
         cmocka_unit_test(test_dot_random_blocks),
         cmocka_unit_test(test_quantizers),
         cmocka_unit_test(test_matmul_driver),
+        cmocka_unit_test(test_repack_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -126,6 +126,17 @@ const char *facet_wformat_name(facet_wformat f);
 facet_status facet_wtensor_blocks(facet_wtensor *w, facet_wformat f, int rows, int cols,
                                   const void *src, facet_error *err);
 
+/*
+ * Make *w a [rows][cols] tensor of facet's format `to` holding exactly the values of
+ * src, GGUF blocks of format `from`: Q8_0 into int8 panels (the same f16 d and int8 q
+ * per block of 32) or Q4_0 into q4 panels (the same d and 4-bit codes, the qs bytes as
+ * they are); nothing is rounded. Memory as facet_wtensor_convert's. Errors:
+ * FACET_E_UNSUPPORTED for another pair, FACET_E_INVALID_ARGUMENT (cols not a multiple of
+ * 32, empty), FACET_E_NOMEM.
+ */
+facet_status facet_wtensor_repack_blocks(facet_wtensor *w, facet_wformat from, facet_wformat to,
+                                         int rows, int cols, const void *src, facet_error *err);
+
 /* Bytes of a weight tensor's data (packed: with its padding and q8 scales; a GGUF block
  * format: its rows of blocks). */
 size_t facet_wtensor_bytes(const facet_wtensor *w);

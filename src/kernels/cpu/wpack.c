@@ -282,6 +282,52 @@ facet_status facet_wtensor_blocks(facet_wtensor *w, facet_wformat f, int rows, i
     return FACET_OK;
 }
 
+facet_status facet_wtensor_repack_blocks(facet_wtensor *w, facet_wformat from, facet_wformat to,
+                                         int rows, int cols, const void *src, facet_error *err) {
+    if (!((from == FACET_WF_GGUF_Q8_0 && to == FACET_WF_Q8) ||
+          (from == FACET_WF_GGUF_Q4_0 && to == FACET_WF_Q4)))
+        return facet_err(err, FACET_E_UNSUPPORTED, "weights: %s blocks do not repack into %s",
+                         facet_wformat_name(from), facet_wformat_name(to));
+    if (rows <= 0 || cols <= 0 || cols % FACET_Q8_BLOCK)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "weights: a [%d, %d] matrix cannot be held in %s blocks", rows, cols,
+                         facet_wformat_name(from));
+    size_t bytes = packed_bytes(to, rows, cols), pb = facet_panel_bytes(to, cols);
+    uint8_t *dst = weight_alloc(bytes);
+    if (!dst)
+        return facet_err(err, FACET_E_NOMEM, "weights: cannot allocate %zu bytes for a [%d, %d] %s matrix",
+                         bytes, rows, cols, facet_wformat_name(to));
+    int nb = cols / FACET_Q8_BLOCK, q8 = to == FACET_WF_Q8;
+    size_t sb = q8 ? 34 : 18, pblock = q8 ? FACET_Q8_PBLOCK : FACET_Q4_PBLOCK;
+    size_t scales = q8 ? FACET_Q8_BLOCK * FACET_PANEL : FACET_Q8_BLOCK * FACET_PANEL / 2;
+    const uint8_t *in = src;
+    for (int o = 0; o < (rows + FACET_PANEL - 1) / FACET_PANEL * FACET_PANEL; o++) {
+        int l = o % FACET_PANEL;
+        for (int b = 0; b < nb; b++) {
+            uint8_t *blk = dst + (size_t)(o / FACET_PANEL) * pb + (size_t)b * pblock;
+            if (o >= rows) { /* padding rows: 0 (stored as 128 in q8; q4: zero bytes as its own packing), d = 0 */
+                for (int i = 0; i < (q8 ? 32 : 16); i++)
+                    blk[(size_t)(i / 4) * FACET_PANEL * 4 + l * 4 + i % 4] = q8 ? 128 : 0;
+                continue;
+            }
+            const uint8_t *x = in + ((size_t)o * nb + b) * sb;
+            memcpy(blk + scales + l * 2, x, 2); /* the block's f16 d, as it is */
+            /* q8: element i's int8 + 128 at [i/4][l][i%4]; q4: Q4_0's qs[i] (elements i and
+             * i + 16) at [i/4][l][i%4], byte for byte (matmul_internal.h) */
+            for (int i = 0; i < (q8 ? 32 : 16); i++)
+                blk[(size_t)(i / 4) * FACET_PANEL * 4 + l * 4 + i % 4] =
+                    q8 ? (uint8_t)((int)(int8_t)x[2 + i] + 128) : x[2 + i];
+        }
+    }
+    w->format = to;
+    w->rows = rows;
+    w->cols = cols;
+    w->data = dst;
+    w->scales = NULL;
+    w->packed = 1;
+    return FACET_OK;
+}
+
 size_t facet_wtensor_bytes(const facet_wtensor *w) {
     if (w->packed) return packed_bytes(w->format, w->rows, w->cols);
     return (size_t)w->rows * (size_t)w->cols * sizeof(float);
