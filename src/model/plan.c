@@ -132,7 +132,7 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
     if (S) { /* mixture-of-experts layers */
         uint64_t E = u(f->num_experts), K = u(f->num_experts_per_tok);
         uint64_t EI = u(f->moe_intermediate_size), SI = u(f->shared_expert_intermediate_size);
-        add_mat(w, E, H, S, S);
+        add_mat_in(w, FACET_WF_F32, E, H, S, S); /* the router stays float32 */
         add_mat(w, EI, H, sat_mul(2 * E, S), sat_mul(2 * K, S));
         add_mat(w, H, EI, sat_mul(E, S), sat_mul(K, S));
         if (SI) {

@@ -82,7 +82,8 @@ typedef enum facet_tslot {
     FACET_TS_GATE_BIAS,
     FACET_TS_UP_BIAS,
     FACET_TS_DOWN_BIAS,
-    FACET_TS_ROUTER,           /* (E, H) the router's logits                         */
+    FACET_TS_ROUTER,           /* (E, H) the router's logits; float32 whatever the
+                                  run-time format (engine/weights.c)                   */
     FACET_TS_EXPERT_GATE,      /* per expert (EI, H)                                  */
     FACET_TS_EXPERT_UP,        /* per expert (EI, H)                                  */
     FACET_TS_EXPERT_DOWN,      /* per expert (H, EI)                                  */
