@@ -147,6 +147,21 @@ def test_bundled_q4_0_file(run_facet, tmp_path):
     check_file(run_facet, DATA / "qwen3-Q4_0.gguf", exp, ref, tmp_path)
 
 
+@pytest.mark.parametrize("path", ["scalar", "avx2"])
+def test_forced_path_is_the_one_that_runs(run_facet, corpus, path, monkeypatch):
+    """FACET_CPU=scalar / avx2 (what the tests above force) puts every K type of a file on
+    that path: plan names the kernels the run resolves (a CPU without AVX2 runs scalar,
+    and cpu_features notes it)."""
+    monkeypatch.setenv("FACET_CPU", path)
+    for name in ("llama-Q3_K_M", "llama-Q2_K", "qwen3-IQ4_XS"):
+        p = run_facet(["plan", str(corpus / "models" / f"{name}.gguf"), "--json"])
+        assert p.returncode == 0, p.stderr
+        kernels = json.loads(p.stdout)["kernels"]["matmul"].split(", ")
+        if path == "avx2" and kernels[0].endswith("-scalar"):
+            pytest.skip("SKIPPED LOUDLY: this CPU has no AVX2")
+        assert kernels and all(k.endswith("-" + path) for k in kernels), (name, kernels)
+
+
 @pytest.mark.parametrize("name", ["llama-Q4_0", "qwen3-Q8_0", "llama-Q2_K", "llama-Q3_K_M",
                                   "llama-Q5_K_M", "llama-IQ4_XS"])
 def test_plan_reports_each_tensors_type(run_facet, corpus, name):
