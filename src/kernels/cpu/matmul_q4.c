@@ -261,8 +261,10 @@ FACET_INLINE FACET_TGT_AVX512VNNI void q4_vnni_body(const facet_xprep *x, int r0
 }
 
 /* One row (decode): the np panels one after the other, one sequential stream the
- * hardware prefetcher follows; low and high nibbles in two integer chains (vpdpbusd's
- * latency; integer sums: same bits). */
+ * hardware prefetcher follows. Low nibbles (and) and high nibbles left in place (andnot:
+ * 16 x the code) in two integer chains, the second started at the correction -128 *
+ * sum(qx) = 16 x (-8 sum(qx)), so one exact arithmetic shift by 4 per block replaces a
+ * shift per chunk (integer sums: the same bits as the other paths). */
 static FACET_TGT_AVX512VNNI void q4_vnni_row1(const facet_xprep *x, int r0, const uint8_t *W,
                                               size_t pb, int np, int k0, int k1, float *tile,
                                               int accumulate) {
@@ -275,19 +277,18 @@ static FACET_TGT_AVX512VNNI void q4_vnni_row1(const facet_xprep *x, int r0, cons
         __m512 acc = accumulate ? _mm512_loadu_ps(t) : _mm512_setzero_ps();
         for (int b = k0 / FACET_Q8_BLOCK; b < k1 / FACET_Q8_BLOCK; b++) {
             const uint8_t *blk = W + (size_t)p * pb + (size_t)b * FACET_Q4_PBLOCK;
-            __m512i i0 = _mm512_set1_epi32(xc[b] / 16), i1 = _mm512_setzero_si512();
+            __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_set1_epi32(xc[b]);
             for (int j = 0; j < 4; j++) {
                 int32_t qa, qb;
                 memcpy(&qa, xq + b * FACET_Q8_BLOCK + j * 4, 4);
                 memcpy(&qb, xq + b * FACET_Q8_BLOCK + 16 + j * 4, 4);
                 __m512i v = _mm512_loadu_si512((const void *)(blk + j * 64));
                 i0 = _mm512_dpbusd_epi32(i0, _mm512_and_si512(v, nib), _mm512_set1_epi32(qa));
-                i1 = _mm512_dpbusd_epi32(i1, _mm512_and_si512(_mm512_srli_epi16(v, 4), nib),
-                                         _mm512_set1_epi32(qb));
+                i1 = _mm512_dpbusd_epi32(i1, _mm512_andnot_si512(nib, v), _mm512_set1_epi32(qb));
             }
+            __m512i is = _mm512_add_epi32(i0, _mm512_srai_epi32(i1, 4));
             __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)Q4SCALE(blk)));
-            acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), ws),
-                                  _mm512_set1_ps(xs[b]), acc);
+            acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(is), ws), _mm512_set1_ps(xs[b]), acc);
         }
         _mm512_storeu_ps(t, acc);
     }
