@@ -4,7 +4,7 @@
  * (weight bytes read per token over the measured read-only bandwidth).
  *
  *   facet bench MODEL [--shapes 160,256,550] [--reps N] [--concurrency 1,4,8,16]
- *                     [-n N] [--threads N] [--weights auto|f32|bf16|f16|int8|q4]
+ *                     [-n N] [--threads N] [--weights auto|f32|bf16|f16|int8|q4|gguf]
  *                     [--kv-cache auto|f32|bf16|f16] [--json FILE]
  *
  * Ceilings: the read-only stream over 1 GiB allocated as the weights are (2 MiB
@@ -166,7 +166,7 @@ int cmd_bench(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: facet bench MODEL [--shapes 160,256,550] [--reps N] [--concurrency 1,4,8,16]\n"
-                   "                   [-n N] [--threads N] [--weights auto|f32|bf16|f16|int8|q4]\n"
+                   "                   [-n N] [--threads N] [--weights auto|f32|bf16|f16|int8|q4|gguf]\n"
                    "                   [--kv-cache auto|f32|bf16|f16] [--json FILE]\n"
                    "example: facet bench models/stories260k --shapes 16 --reps 1 --concurrency 1 "
                    "-n 16\n");

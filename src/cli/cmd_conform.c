@@ -215,6 +215,7 @@ static json_t *ledger_verification(const char *file, const char *path) {
 static void conform_usage(FILE *out) {
     fprintf(out, "usage: facet conform PATH [--backend cpu|cuda] [--json FILE|-] [--ledger FILE.jsonl]\n"
                  "       facet conform --table [--markdown]\n"
+                 "       facet conform --gguf-types   (the GGUF tensor types that run, Markdown)\n"
                  "PATH: a checkpoint folder, a config.json, a .gguf file (any part of a split\n"
                  "one) or a folder holding one GGUF model. Exit: 0 supported, 3 supported\n"
                  "pending the tensor probe (no weights), 2 refused, 1 unusable input.\n"
@@ -226,11 +227,12 @@ static facet_facts g_facts; /* large: keep off the stack */
 
 int cmd_conform(int argc, char **argv) {
     const char *path = NULL, *backend = "cpu", *json_file = NULL, *ledger = NULL;
-    int table = 0, markdown = 0;
+    int table = 0, markdown = 0, gguf_types = 0;
     for (int i = 0; i < argc; i++) {
         static const char *const value_opts[] = {"--backend", "--json", "--ledger", NULL};
         if (cli_missing_value("conform", argv[i], i + 1 == argc, value_opts)) return 1;
         if (!strcmp(argv[i], "--table")) table = 1;
+        else if (!strcmp(argv[i], "--gguf-types")) gguf_types = 1;
         else if (!strcmp(argv[i], "--markdown")) markdown = 1;
         else if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_file = argv[++i];
@@ -247,6 +249,10 @@ int cmd_conform(int argc, char **argv) {
             fprintf(stderr, "facet: conform: unexpected argument '%s'\n", argv[i]);
             return 1;
         }
+    }
+    if (gguf_types) {
+        facet_gguf_types_print_markdown(stdout);
+        return 0;
     }
     if (table) {
         if (markdown) facet_table_print_markdown(stdout);

@@ -22,7 +22,7 @@
 #include "model/table.h"
 
 static void plan_usage(FILE *out) {
-    fprintf(out, "usage: facet plan MODEL [--ctx N] [--batch B] [--weights auto|f32|bf16|f16|int8|q4]\n"
+    fprintf(out, "usage: facet plan MODEL [--ctx N] [--batch B] [--weights auto|f32|bf16|f16|int8|q4|gguf]\n"
                  "                  [--kv-cache auto|f32|bf16|f16] [--backend cpu|cuda] [--json]\n"
                  "MODEL: a checkpoint folder or a config.json. --ctx defaults to\n"
                  "max_position_embeddings, --batch to 1, --weights to auto (the checkpoint's\n"
@@ -85,7 +85,7 @@ int cmd_plan(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--weights") && i + 1 < argc) {
             if (facet_plan_format_parse(argv[++i], &o.weights)) {
                 fprintf(stderr, "facet: plan: --weights '%s' is not one of auto, f32, bf16, "
-                                "f16, int8, q4\n", argv[i]);
+                                "f16, int8, q4, gguf\n", argv[i]);
                 return 1;
             }
         } else if (!strcmp(argv[i], "--kv-cache") && i + 1 < argc) {

@@ -30,7 +30,7 @@ static void usage(FILE *out) {
             "  --ctx N            context per sequence (default max_position_embeddings)\n"
             "  --threads N        engine worker threads (default: all cores)\n"
             "  --weights FMT      run-time weight format: auto (default: the checkpoint's own\n"
-            "                     precision), f32, bf16, f16, int8, q4 (as facet run)\n"
+            "                     precision), f32, bf16, f16, int8, q4, gguf (as facet run)\n"
             "  --kv-cache TYPE    KV cache element type: auto (default: f32 with f32 weights,\n"
             "                     f16 with f16, bf16 otherwise), f32, bf16, f16\n"
             "  --kv-budget T      KV-cache tokens the server holds (running requests as they\n"

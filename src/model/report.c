@@ -2,6 +2,8 @@
  * report.c — text and JSON renderings of facts, verdicts, plans and the table.
  */
 #include "model/report.h"
+#include "model/weights_policy.h"
+#include "kernels/cpu/quant.h"
 
 #include <string.h>
 
@@ -345,4 +347,30 @@ void facet_table_print_markdown(FILE *out) {
             }
             fprintf(out, "\n");
         }
+}
+
+void facet_gguf_types_print_markdown(FILE *out) {
+    static const char *const xname[] = {"Q8_0", "Q8_1", "Q8_K"};
+    fprintf(out, "| type | bits/weight | activations | runs as | kernel paths |\n|---|---|---|---|---|\n");
+    fprintf(out, "| F32 | 32 | float32 | f32 panels | f32 (as safetensors) |\n");
+    fprintf(out, "| F16 | 16 | float32 | f16 panels | f16 (as safetensors) |\n");
+    fprintf(out, "| BF16 | 16 | bf16 or float32 | bf16 panels | bf16 (as safetensors) |\n");
+    for (int t = 0; t < FACET_QT_COUNT; t++) {
+        if (!facet_qtype_runs((facet_qtype)t)) continue;
+        const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)t);
+        facet_wformat own = (facet_wformat)(FACET_WF_GGUF + t), run = facet_gguf_block_format(own);
+        char paths[128];
+        snprintf(paths, sizeof paths, "scalar%s%s%s%s", q->dot_avx2 ? ", avx2" : "",
+                 q->dot_avx512 ? ", avx512" : "", q->dot_avx512vnni ? ", avx512vnni" : "",
+                 q->dotx_avx2 || q->dotx_avx512vnni ? "; 4-row dots for prefill" : "");
+        char runs[64];
+        if (run == own) snprintf(runs, sizeof runs, "its blocks");
+        else snprintf(runs, sizeof runs, "%s panels (exact repack)", facet_wformat_name(run));
+        char kern[96];
+        snprintf(kern, sizeof kern, "%s's (as --weights %s)", facet_wformat_name(run),
+                 facet_wformat_name(run));
+        fprintf(out, "| %s | %g | %s | %s | %s |\n", q->name, (double)q->block_bytes * 8 / q->block,
+                run == own ? xname[q->xkind] : "int8 per 32 (facet's)", runs,
+                run == own ? paths : kern);
+    }
 }

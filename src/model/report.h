@@ -35,4 +35,10 @@ void facet_table_print(FILE *out);
 /* The same table as Markdown (docs/SUPPORT.md). */
 void facet_table_print_markdown(FILE *out);
 
+/* The GGUF tensor types the engine runs, as a Markdown table generated from the kernels'
+ * traits table (kernels/cpu/quant.h) and the repack policy (weights_policy.h): type,
+ * bits per weight, the activation blocks its dot reads, what it runs as, and the kernel
+ * paths built into this binary (`facet conform --gguf-types`, docs/SUPPORT.md). */
+void facet_gguf_types_print_markdown(FILE *out);
+
 #endif

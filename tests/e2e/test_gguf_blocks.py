@@ -185,3 +185,21 @@ def test_plan_reports_each_tensors_type(run_facet, corpus, name):
         n = int(np.prod(ne))
         b, nb = block[ttype]
         assert got[tname] == (ttype, n // b * nb), tname
+
+
+def test_gguf_types_table(run_facet):
+    """`facet conform --gguf-types` (docs/SUPPORT.md's GGUF weight types) lists every block
+    type with kernels, with its bits per weight from the ggml layouts (block bytes x 8 /
+    elements: Q4_0 18 B per 32, Q6_K 210 B per 256, ...)."""
+    p = run_facet(["conform", "--gguf-types"])
+    assert p.returncode == 0, p.stderr
+    rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:-1]]
+            for l in p.stdout.splitlines()[2:]}
+    bits = {"Q4_0": "4.5", "Q4_1": "5", "Q5_0": "5.5", "Q5_1": "6", "Q8_0": "8.5",
+            "IQ4_NL": "4.5", "Q2_K": "2.625", "Q3_K": "3.4375", "Q4_K": "4.5", "Q5_K": "5.5",
+            "Q6_K": "6.5625", "IQ4_XS": "4.25"}
+    for t, b in bits.items():
+        assert rows[t][0] == b, (t, rows[t])
+    assert rows["Q4_0"][2] == "q4 panels (exact repack)"
+    assert rows["Q8_0"][2] == "int8 panels (exact repack)"
+    assert rows["Q4_1"][1] == "Q8_1" and rows["Q4_K"][1] == "Q8_K" and rows["IQ4_NL"][1] == "Q8_0"
