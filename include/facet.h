@@ -230,6 +230,14 @@ facet_status facet_seq_release(facet_session *session, int seq, facet_error *err
  * is unchanged). */
 facet_status facet_seq_truncate(facet_session *session, int seq, int n_keep, facet_error *err);
 
+/* Make sequence dst hold a copy of the first n tokens of sequence src (dst's own tokens
+ * are forgotten): dst continues as if it had been fed src's first n tokens (the same
+ * logits, bit for bit). A server's prefix cache uses it to start a request from a
+ * running one's shared prefix. Errors: FACET_E_INVALID_ARGUMENT (ids outside [0,
+ * n_seq_max) or equal, n outside [0, src's length]), FACET_E_UNSUPPORTED (sliding-window
+ * ring layers and src longer than its ring), FACET_E_NOMEM (dst then holds no tokens). */
+facet_status facet_seq_copy(facet_session *session, int src, int dst, int n, facet_error *err);
+
 /* Number of tokens sequence `seq` holds in its KV cache (its next position); -1 if
  * `seq` is out of range. */
 int facet_seq_length(const facet_session *session, int seq);

@@ -117,6 +117,28 @@ facet_status facet_kv_cache_reserve(facet_kv_cache *kv, int seq, int need, facet
     return FACET_OK;
 }
 
+facet_status facet_kv_cache_copy(facet_kv_cache *kv, int src, int dst, int n, facet_error *err) {
+    facet_kv_seq *b = &kv->seqs[dst];
+    b->len = 0;
+    if (n == 0) return FACET_OK;
+    facet_status st = facet_kv_cache_reserve(kv, dst, n, err);
+    if (st != FACET_OK) return st;
+    const facet_kv_seq *a = &kv->seqs[src];
+    size_t head_row = (size_t)kv->head_dim * kv->elt;
+    size_t groups = (size_t)(n + FACET_KV_GROUP - 1) / FACET_KV_GROUP * FACET_KV_GROUP;
+    for (int l = 0; l < kv->n_layers; l++) {
+        size_t ra = facet_kv_rows(kv, a, l), rb = facet_kv_rows(kv, b, l);
+        for (int h = 0; h < kv->n_kv_heads; h++) {
+            memcpy(b->layers[l].k + (size_t)h * rb * head_row,
+                   a->layers[l].k + (size_t)h * ra * head_row, groups * head_row);
+            memcpy(b->layers[l].v + (size_t)h * rb * head_row,
+                   a->layers[l].v + (size_t)h * ra * head_row, (size_t)n * head_row);
+        }
+    }
+    b->len = n;
+    return FACET_OK;
+}
+
 void facet_kv_cache_reset(facet_kv_cache *kv, int seq) { kv->seqs[seq].len = 0; }
 
 void facet_kv_cache_release(facet_kv_cache *kv, int seq) {

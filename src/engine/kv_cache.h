@@ -115,6 +115,13 @@ void facet_kv_cache_free(facet_kv_cache *kv);
  * contract). Errors: FACET_E_NOMEM, the sequence unchanged. */
 facet_status facet_kv_cache_reserve(facet_kv_cache *kv, int seq, int need, facet_error *err);
 
+/* Make sequence dst hold the first n positions of sequence src (src != dst, n <= src's
+ * len): dst is reserved for n positions (growth as facet_kv_cache_reserve) and src's
+ * rows of those positions are copied (whole key groups of keys). A RING slot is copied
+ * only while src has not wrapped it (src len <= ring_cap; the caller checks). Errors:
+ * FACET_E_NOMEM (dst then holds no tokens). */
+facet_status facet_kv_cache_copy(facet_kv_cache *kv, int src, int dst, int n, facet_error *err);
+
 /* Forget sequence seq's tokens; its memory is kept. */
 void facet_kv_cache_reset(facet_kv_cache *kv, int seq);
 

@@ -180,6 +180,22 @@ facet_status facet_seq_truncate(facet_session *s, int seq, int n_keep, facet_err
     return FACET_OK;
 }
 
+facet_status facet_seq_copy(facet_session *s, int src, int dst, int n, facet_error *err) {
+    if (src < 0 || src >= s->n_seq_max || dst < 0 || dst >= s->n_seq_max || src == dst)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "cannot copy sequence %d into sequence %d (two distinct ids in [0, "
+                         "%d) expected)", src, dst, s->n_seq_max);
+    int len = s->kv.seqs[src].len;
+    if (n < 0 || n > len)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "cannot copy %d tokens of sequence %d, which holds %d", n, src, len);
+    if (n > 0 && s->kv.ring_cap > 0 && len > s->kv.ring_cap)
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "sequence %d's first %d tokens cannot be copied: its sliding-window "
+                         "layers keep only the last %d positions", src, n, s->kv.ring_cap);
+    return facet_kv_cache_copy(&s->kv, src, dst, n, err);
+}
+
 int facet_seq_length(const facet_session *s, int seq) {
     if (seq < 0 || seq >= s->n_seq_max) return -1;
     return s->kv.seqs[seq].len;

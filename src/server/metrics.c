@@ -87,6 +87,9 @@ char *srv_metrics_render(srv_metrics *m) {
     counter(&b, "facet_prefix_cache_query_tokens_total",
             "Tokens admitted sequences needed in their KV cache (hit rate denominator).",
             m->prefix_query_tokens);
+    counter(&b, "facet_prefix_cache_copies_total",
+            "Prefixes copied from running sequences (a request sharing a running one's).",
+            m->prefix_copies);
     counter(&b, "facet_prefix_cache_evictions_total",
             "Cached prefixes evicted (least recently used first) for room.",
             m->prefix_evictions);

@@ -40,6 +40,7 @@ typedef struct srv_metrics {
     uint64_t prefix_hit_tokens;     /* tokens taken from the prefix cache               */
     uint64_t prefix_query_tokens;   /* tokens admitted sequences needed in their cache  */
     uint64_t prefix_evictions;      /* cached prefixes evicted for room                 */
+    uint64_t prefix_copies;         /* prefixes copied from running sequences           */
     uint64_t preemptions;           /* running requests sent back to the queue          */
     uint64_t admission_waits;       /* requests that waited for sequences or KV room    */
     uint64_t deadline_expired;      /* requests ended by --deadline                     */

@@ -22,6 +22,9 @@ typedef struct step_row {
     double tlp[64];
 } step_row;
 
+/* Tokens a running sequence's prefix must share beyond a free one's to be copied. */
+#define FACET_SRV_COPY_MIN 16
+
 /* One sequence of the session: a running choice's, or a cached prefix (free). */
 typedef struct slot_info {
     srv_choice *owner;          /* the running choice, NULL when free                   */
@@ -377,17 +380,47 @@ static int slot_match(const srv_sched *s, int k, const srv_job *j, const srv_cho
     return m;
 }
 
+/* Copy the first m tokens of running slot `from` into free slot k (cleared first).
+ * Returns m, or 0 when the engine cannot (k then holds nothing). */
+static int copy_prefix(srv_sched *s, int from, int k, int m) {
+    slot_info *si = &s->slots[k], *src = &s->slots[from];
+    slot_clear(s, k);
+    if (facet_seq_copy(s->session, from, k, m, NULL) != FACET_OK) {
+        facet_seq_reset(s->session, k, NULL);
+        return 0;
+    }
+    si->n = si->hw = m;
+    s->kv_held += m;
+    s->kv_cached += m; /* free until take_slot owns it */
+    if (facet_vec_reserve(&si->toks, (size_t)m) == 0) {
+        memcpy(si->toks.data, src->toks.data, (size_t)m * sizeof *si->toks.data);
+        si->toks.len = (size_t)m;
+    } else {
+        si->frozen = 1; /* an empty list: still a true prefix */
+    }
+    return m;
+}
+
 /* Give choice c a free slot: the one whose cached tokens share the longest prefix with
- * c's (cut to it), else an empty one, else the least recently used (cleared). Returns
- * the tokens reused. */
+ * c's (cut to it), else an empty one, else the least recently used (cleared). When a
+ * running sequence shares a longer prefix (by more than a key group: a copy is not
+ * free), that prefix is copied into the empty or least recently used slot instead.
+ * Returns the tokens reused. */
 static int take_slot(srv_sched *s, srv_job *j, srv_choice *c) {
     int target = choice_target(j, c);
     /* the prompt's last token is fed again when its logits are needed */
     int limit = c->out.ids.len == 0 ? target - 1 : target;
-    int best = -1, best_m = 0, empty = -1, lru = -1;
+    int best = -1, best_m = 0, empty = -1, lru = -1, run = -1, run_m = 0;
     for (int k = 0; k < s->cfg.n_slots; k++) {
         slot_info *si = &s->slots[k];
-        if (si->owner) continue;
+        if (si->owner) {
+            /* a running sequence: its token list is what its KV holds between steps */
+            if (s->cfg.prefix_cache) {
+                int m = slot_match(s, k, j, c, limit);
+                if (m > run_m) run = k, run_m = m;
+            }
+            continue;
+        }
         if (si->hw == 0) {
             if (empty < 0) empty = k;
             continue;
@@ -398,6 +431,13 @@ static int take_slot(srv_sched *s, srv_job *j, srv_choice *c) {
         if (m > best_m) best = k, best_m = m;
     }
     int k = best >= 0 ? best : empty >= 0 ? empty : lru;
+    if (run >= 0 && run_m > best_m + FACET_SRV_COPY_MIN) {
+        k = empty >= 0 ? empty : lru;
+        if (copy_prefix(s, run, k, run_m)) {
+            best = k, best_m = run_m;
+            count_metric(s, &s->m->prefix_copies, 1);
+        }
+    }
     slot_info *si = &s->slots[k];
     int keep = k == best ? best_m : 0;
     if (keep > 0 && facet_seq_truncate(s->session, k, keep, NULL) != FACET_OK) keep = 0;
@@ -406,8 +446,12 @@ static int take_slot(srv_sched *s, srv_job *j, srv_choice *c) {
         facet_seq_reset(s->session, k, NULL);
     } else {
         si->n = keep; /* its memory stays: hw and the budget's count are unchanged */
-        si->toks.len = (size_t)keep; /* keep <= toks.len: the list is whole again */
-        si->frozen = 0;
+        if (si->toks.len >= (size_t)keep) { /* the list is whole again */
+            si->toks.len = (size_t)keep;
+            si->frozen = 0;
+        } else {
+            si->frozen = 1; /* a copy whose list could not be kept: a shorter prefix */
+        }
     }
     s->kv_cached -= si->hw; /* owned now (0 after a clear) */
     si->owner = c;

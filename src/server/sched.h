@@ -26,6 +26,9 @@
  * tokens it holds. A new sequence takes the free sequence whose tokens share the
  * longest prefix with its own (at most all but the prompt's last token, whose logits
  * it needs), cuts it to that prefix (facet_seq_truncate) and prefills only the rest.
+ * When a running sequence shares a longer prefix (by more than FACET_SRV_COPY_MIN
+ * tokens), that prefix is copied into a free sequence instead (facet_seq_copy): requests
+ * that arrive together with one system prompt prefill it once.
  * The match compares token ids, so a reused prefix is the same tokens at the same
  * positions and the KV rows are those a fresh prefill computes (the engine's forward
  * pass does not depend on how a sequence was chunked): outputs never change.

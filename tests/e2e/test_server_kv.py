@@ -116,7 +116,8 @@ def run_all(s, bodies, workers=16):
 
 def test_prefix_cache_never_changes_an_output(facet_bin, model):
     """200 mixed requests (shared prefixes, repeats, n=2, greedy and seeded sampling)
-    give the same texts with the prefix cache as without it, and the cache was used."""
+    give the same texts with the prefix cache as without it, and the cache was used:
+    from finished sequences and copied from running ones."""
     bodies = mixed_requests()
     with Server(facet_bin, model, "--threads", "1", "--max-batch", "8",
                 "--no-prefix-cache") as s:
@@ -130,6 +131,7 @@ def test_prefix_cache_never_changes_an_output(facet_bin, model):
     assert got == want
     assert m["facet_prefix_cache_hits_total"] > 50, m
     assert m["facet_prefix_cache_evictions_total"] > 0, m
+    assert m["facet_prefix_cache_copies_total"] > 0, m
     assert m["facet_kv_cache_tokens_peak"] <= 600, m
 
 

@@ -273,6 +273,37 @@ static void test_seq_truncate(void **state) {
     facet_session_free(s);
 }
 
+/* facet_seq_copy: sequence 1 takes the first 70 tokens of sequence 0 (which holds 100)
+ * and is fed a different tail; its logits equal that whole sequence prefilled from
+ * nothing in sequence 2, bit for bit, and sequence 0 is untouched (its next logits as
+ * before). Bad ids and lengths are typed errors. */
+static void test_seq_copy(void **state) {
+    (void)state;
+    facet_error err = {0};
+    facet_session *s;
+    facet_session_options so = {.n_seq_max = 3, .n_ctx = 256};
+    assert_int_equal(facet_session_create(model, &so, &s, &err), FACET_OK);
+    int32_t ids[101], other[100];
+    for (int i = 0; i < 101; i++) ids[i] = 3 + (i * 37) % 500;
+    for (int i = 0; i < 100; i++) other[i] = i < 70 ? ids[i] : 3 + (i * 91) % 500;
+    float a[512], b[512], c[512], d[512];
+    assert_int_equal(facet_prefill(s, 0, ids, 100, NULL, &err), FACET_OK);
+    assert_int_equal(facet_seq_copy(s, 0, 0, 10, &err), FACET_E_INVALID_ARGUMENT);
+    assert_int_equal(facet_seq_copy(s, 0, 3, 10, &err), FACET_E_INVALID_ARGUMENT);
+    assert_int_equal(facet_seq_copy(s, 0, 1, 101, &err), FACET_E_INVALID_ARGUMENT);
+    assert_int_equal(facet_seq_copy(s, 0, 1, 70, &err), FACET_OK);
+    assert_int_equal(facet_seq_length(s, 1), 70);
+    assert_int_equal(facet_prefill(s, 1, other + 70, 30, a, &err), FACET_OK);
+    assert_int_equal(facet_prefill(s, 2, other, 100, b, &err), FACET_OK);
+    assert_memory_equal(a, b, sizeof a);
+    /* the source goes on unchanged */
+    assert_int_equal(facet_prefill(s, 0, ids + 100, 1, c, &err), FACET_OK);
+    assert_int_equal(facet_seq_release(s, 2, &err), FACET_OK);
+    assert_int_equal(facet_prefill(s, 2, ids, 101, d, &err), FACET_OK);
+    assert_memory_equal(c, d, sizeof c);
+    facet_session_free(s);
+}
+
 static void test_status_names(void **state) {
     (void)state;
     assert_string_equal(facet_status_name(FACET_OK), "FACET_OK");
@@ -308,6 +339,7 @@ int main(void) {
         cmocka_unit_test(test_context_overflow),
         cmocka_unit_test(test_seq_release),
         cmocka_unit_test(test_seq_truncate),
+        cmocka_unit_test(test_seq_copy),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_top_logprobs),
     };
