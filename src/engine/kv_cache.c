@@ -27,7 +27,8 @@ facet_status facet_kv_cache_init(facet_kv_cache *kv, int n_layers, int n_kv_head
     kv->elt = facet_kv_type_bytes(type);
     kv->kind = calloc((size_t)n_layers, 1);
     kv->seqs = calloc((size_t)n_seq_max, sizeof *kv->seqs);
-    if (!kv->kind || !kv->seqs) {
+    kv->state_bytes = calloc((size_t)n_layers ? (size_t)n_layers : 1, sizeof *kv->state_bytes);
+    if (!kv->kind || !kv->seqs || !kv->state_bytes) {
         facet_kv_cache_free(kv);
         return facet_err(err, FACET_E_NOMEM, "KV cache tables for %d sequences", n_seq_max);
     }
@@ -43,11 +44,24 @@ facet_status facet_kv_cache_init(facet_kv_cache *kv, int n_layers, int n_kv_head
     return FACET_OK;
 }
 
+void facet_kv_cache_set_state(facet_kv_cache *kv, int layer, size_t bytes) {
+    if (!facet_kv_is_state(kv, layer)) kv->n_state_layers++;
+    kv->kind[layer] = FACET_KV_SLOT_STATE;
+    kv->state_bytes[layer] = bytes;
+}
+
+size_t facet_kv_cache_state_bytes(const facet_kv_cache *kv) {
+    size_t b = 0;
+    for (int l = 0; l < kv->n_layers; l++) b += kv->state_bytes[l];
+    return b;
+}
+
 static void free_layers(const facet_kv_cache *kv, facet_kv_layer *layers) {
     if (!layers) return;
     for (int l = 0; l < kv->n_layers; l++) {
         free(layers[l].k);
         free(layers[l].v);
+        free(layers[l].state);
     }
     free(layers);
 }
@@ -57,6 +71,7 @@ void facet_kv_cache_free(facet_kv_cache *kv) {
         for (int i = 0; i < kv->n_seq_max; i++) free_layers(kv, kv->seqs[i].layers);
     free(kv->seqs);
     free(kv->kind);
+    free(kv->state_bytes);
     memset(kv, 0, sizeof *kv);
 }
 
@@ -71,24 +86,33 @@ facet_status facet_kv_cache_reserve(facet_kv_cache *kv, int seq, int need, facet
     int ctx_rows = (kv->n_ctx + FACET_KV_GROUP - 1) / FACET_KV_GROUP * FACET_KV_GROUP;
     if (cap > ctx_rows) cap = ctx_rows; /* whole key groups */
 
-    /* 1. allocate: a new table, new buffers for every GLOBAL slot, and the rings on the
-     * first reserve (a ring never grows: later reserves keep it) */
+    /* 1. allocate: a new table, new buffers for every GLOBAL slot, and the rings and
+     * states on the first reserve (neither ever grows: later reserves keep them) */
     facet_kv_layer *nl = calloc((size_t)L, sizeof *nl);
     if (!nl) return facet_err(err, FACET_E_NOMEM, "KV cache: layer table");
     for (int l = 0; l < L; l++) {
-        if (facet_kv_is_ring(kv, l) && c->layers) {
+        int kept = (facet_kv_is_ring(kv, l) || facet_kv_is_state(kv, l)) && c->layers;
+        if (kept) {
             nl[l] = c->layers[l];
             continue;
         }
-        size_t rows = facet_kv_is_ring(kv, l) ? facet_kv_rows(kv, c, l) : (size_t)cap;
-        nl[l].k = calloc(rows, row_bytes);
-        nl[l].v = calloc(rows, row_bytes);
-        if (!nl[l].k || !nl[l].v) {
+        int ok;
+        if (facet_kv_is_state(kv, l)) {
+            nl[l].state = calloc(1, kv->state_bytes[l]);
+            ok = nl[l].state != NULL;
+        } else {
+            size_t rows = facet_kv_is_ring(kv, l) ? facet_kv_rows(kv, c, l) : (size_t)cap;
+            nl[l].k = calloc(rows, row_bytes);
+            nl[l].v = calloc(rows, row_bytes);
+            ok = nl[l].k && nl[l].v;
+        }
+        if (!ok) {
             /* free only what this call allocated; the sequence keeps its old slots */
             for (int j = 0; j <= l; j++)
-                if (!(facet_kv_is_ring(kv, j) && c->layers)) {
+                if (!((facet_kv_is_ring(kv, j) || facet_kv_is_state(kv, j)) && c->layers)) {
                     free(nl[j].k);
                     free(nl[j].v);
+                    free(nl[j].state);
                 }
             free(nl);
             return facet_err(err, FACET_E_NOMEM, "KV cache: %d positions", cap);
@@ -100,7 +124,7 @@ facet_status facet_kv_cache_reserve(facet_kv_cache *kv, int seq, int need, facet
     if (c->layers) {
         size_t used = (size_t)(c->len + FACET_KV_GROUP - 1) / FACET_KV_GROUP * FACET_KV_GROUP;
         for (int l = 0; l < L; l++) {
-            if (facet_kv_is_ring(kv, l)) continue;
+            if (facet_kv_is_ring(kv, l) || facet_kv_is_state(kv, l)) continue;
             for (int h = 0; h < kv->n_kv_heads && c->len > 0; h++) {
                 memcpy(nl[l].k + (size_t)h * cap * head_row,
                        c->layers[l].k + (size_t)h * c->cap * head_row, used * head_row);
@@ -119,7 +143,7 @@ facet_status facet_kv_cache_reserve(facet_kv_cache *kv, int seq, int need, facet
 
 facet_status facet_kv_cache_copy(facet_kv_cache *kv, int src, int dst, int n, facet_error *err) {
     facet_kv_seq *b = &kv->seqs[dst];
-    b->len = 0;
+    facet_kv_cache_reset(kv, dst); /* no tokens, a zero state */
     if (n == 0) return FACET_OK;
     facet_status st = facet_kv_cache_reserve(kv, dst, n, err);
     if (st != FACET_OK) return st;
@@ -127,6 +151,10 @@ facet_status facet_kv_cache_copy(facet_kv_cache *kv, int src, int dst, int n, fa
     size_t head_row = (size_t)kv->head_dim * kv->elt;
     size_t groups = (size_t)(n + FACET_KV_GROUP - 1) / FACET_KV_GROUP * FACET_KV_GROUP;
     for (int l = 0; l < kv->n_layers; l++) {
+        if (facet_kv_is_state(kv, l)) { /* the state after all of src's tokens */
+            memcpy(b->layers[l].state, a->layers[l].state, kv->state_bytes[l]);
+            continue;
+        }
         size_t ra = facet_kv_rows(kv, a, l), rb = facet_kv_rows(kv, b, l);
         for (int h = 0; h < kv->n_kv_heads; h++) {
             memcpy(b->layers[l].k + (size_t)h * rb * head_row,
@@ -139,7 +167,13 @@ facet_status facet_kv_cache_copy(facet_kv_cache *kv, int src, int dst, int n, fa
     return FACET_OK;
 }
 
-void facet_kv_cache_reset(facet_kv_cache *kv, int seq) { kv->seqs[seq].len = 0; }
+void facet_kv_cache_reset(facet_kv_cache *kv, int seq) {
+    facet_kv_seq *c = &kv->seqs[seq];
+    c->len = 0;
+    if (c->layers)
+        for (int l = 0; l < kv->n_layers; l++)
+            if (c->layers[l].state) memset(c->layers[l].state, 0, kv->state_bytes[l]);
+}
 
 void facet_kv_cache_release(facet_kv_cache *kv, int seq) {
     facet_kv_seq *c = &kv->seqs[seq];

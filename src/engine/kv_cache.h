@@ -13,13 +13,14 @@
  *                         whole key groups, so a wrap falls between key groups),
  *                         position p at row p % ring_cap, allocated once in full on the
  *                         sequence's first reserve and never grown.
- *   (STATE, issue 26)     a recurrent mixer's state (Mamba conv and ssm state): a fixed
- *                         number of bytes per sequence and layer, no rows. It goes in as a
- *                         third kind: a `state` buffer in facet_kv_layer, its size in the
- *                         cache's per-layer table, allocated with the other slots of the
- *                         sequence's first reserve (the same all-or-nothing commit), zeroed
- *                         by facet_kv_cache_reset, freed by facet_kv_cache_release. It has no position
- *                         and no ring; a state layer is neither GLOBAL nor RING.
+ *   FACET_KV_SLOT_STATE   a recurrent mixer's state (Mamba's conv window and SSM state):
+ *                         `state_bytes[l]` bytes per sequence, no rows, no position. It is
+ *                         allocated (zeroed) with the other slots of the sequence's first
+ *                         reserve (the same all-or-nothing commit) and never grown, zeroed
+ *                         by facet_kv_cache_reset, freed by facet_kv_cache_release. Its
+ *                         layout belongs to the mixer kind that reads it (mixer_mamba.c).
+ *                         A state summarizes every token so far: it cannot be cut back
+ *                         (facet_seq_truncate refuses any cut but to 0).
  *
  * Layout of a KV slot. Per KV head, `rows` positions (a multiple of FACET_KV_GROUP = 16;
  * facet_kv_rows): values [row][hd], keys transposed in groups of 16 rows
@@ -67,13 +68,14 @@
 typedef enum facet_kv_slot_kind {
     FACET_KV_SLOT_GLOBAL = 0,
     FACET_KV_SLOT_RING = 1,
-    /* FACET_KV_SLOT_STATE = 2: issue 26, see the contract above */
+    FACET_KV_SLOT_STATE = 2,
 } facet_kv_slot_kind;
 
 /* One layer's buffers of one sequence (NULL until the sequence's first reserve). */
 typedef struct facet_kv_layer {
     uint8_t *k;                    /* [nkv][rows / 16][hd][16] of type                 */
     uint8_t *v;                    /* [nkv][rows][hd] of type                          */
+    float *state;                  /* STATE slots: state_bytes[l] bytes, else NULL      */
 } facet_kv_layer;
 
 /* One sequence's cache. */
@@ -93,6 +95,8 @@ typedef struct facet_kv_cache {
     facet_kv_type type;            /* element type (resolved, never AUTO)              */
     size_t elt;                    /* bytes per element: 4 or 2                        */
     uint8_t *kind;                 /* [n_layers] facet_kv_slot_kind                    */
+    size_t *state_bytes;           /* [n_layers] STATE slots' bytes per sequence, else 0 */
+    int n_state_layers;            /* STATE slots (0: a pure attention model)          */
     facet_kv_seq *seqs;            /* [n_seq_max]                                      */
 } facet_kv_cache;
 
@@ -105,6 +109,13 @@ facet_status facet_kv_cache_init(facet_kv_cache *kv, int n_layers, int n_kv_head
                                  int head_dim, const uint8_t *layer_sliding,
                                  int64_t sliding_window, facet_kv_type type, int n_seq_max,
                                  int n_ctx, facet_error *err);
+
+/* Make layer `layer` a STATE slot of `bytes` (> 0) bytes per sequence (float32
+ * elements: bytes a multiple of 4). Call after init, before any reserve. */
+void facet_kv_cache_set_state(facet_kv_cache *kv, int layer, size_t bytes);
+
+/* State bytes of one sequence (every STATE slot), what its first reserve allocates. */
+size_t facet_kv_cache_state_bytes(const facet_kv_cache *kv);
 
 /* Free every sequence's buffers and the tables; kv is left zeroed. Safe on a zeroed or
  * failed-init cache. */
@@ -119,10 +130,12 @@ facet_status facet_kv_cache_reserve(facet_kv_cache *kv, int seq, int need, facet
  * len): dst is reserved for n positions (growth as facet_kv_cache_reserve) and src's
  * rows of those positions are copied (whole key groups of keys). A RING slot is copied
  * only while src has not wrapped it (src len <= ring_cap; the caller checks). Errors:
+ * A STATE slot is copied whole: it is src's state after all its tokens, so n must be
+ * src's len when the cache has STATE slots (the caller checks).
  * FACET_E_NOMEM (dst then holds no tokens). */
 facet_status facet_kv_cache_copy(facet_kv_cache *kv, int src, int dst, int n, facet_error *err);
 
-/* Forget sequence seq's tokens; its memory is kept. */
+/* Forget sequence seq's tokens (its STATE slots zeroed); its memory is kept. */
 void facet_kv_cache_reset(facet_kv_cache *kv, int seq);
 
 /* Forget sequence seq's tokens and free its memory. */
@@ -133,6 +146,11 @@ void facet_kv_cache_release(facet_kv_cache *kv, int seq);
  * position must be reserved (pos < cap on a GLOBAL slot) and counted in len. */
 void facet_kv_cache_store(facet_kv_cache *kv, int seq, int layer, int pos, const float *k,
                           const float *v);
+
+/* 1 if layer `layer` is a STATE slot. */
+static inline int facet_kv_is_state(const facet_kv_cache *kv, int layer) {
+    return kv->kind[layer] == FACET_KV_SLOT_STATE;
+}
 
 /* 1 if layer `layer` is a RING slot. */
 static inline int facet_kv_is_ring(const facet_kv_cache *kv, int layer) {

@@ -176,6 +176,15 @@ facet_status facet_seq_truncate(facet_session *s, int seq, int n_keep, facet_err
                          "sequence %d cannot be cut back to %d of its %d tokens: its "
                          "sliding-window layers keep only the last %d positions",
                          seq, n_keep, len, s->kv.ring_cap);
+    /* a recurrent state holds every token so far: it can only start again from zero */
+    if (n_keep < len && s->kv.n_state_layers > 0) {
+        if (n_keep > 0)
+            return facet_err(err, FACET_E_UNSUPPORTED,
+                             "sequence %d cannot be cut back to %d of its %d tokens: its "
+                             "recurrent layers keep a state of every token, not positions",
+                             seq, n_keep, len);
+        facet_kv_cache_reset(&s->kv, seq);
+    }
     s->kv.seqs[seq].len = n_keep;
     return FACET_OK;
 }
@@ -193,6 +202,10 @@ facet_status facet_seq_copy(facet_session *s, int src, int dst, int n, facet_err
         return facet_err(err, FACET_E_UNSUPPORTED,
                          "sequence %d's first %d tokens cannot be copied: its sliding-window "
                          "layers keep only the last %d positions", src, n, s->kv.ring_cap);
+    if (n > 0 && n < len && s->kv.n_state_layers > 0)
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "sequence %d's first %d tokens cannot be copied: its recurrent layers "
+                         "keep a state of all its %d tokens, not positions", src, n, len);
     return facet_kv_cache_copy(&s->kv, src, dst, n, err);
 }
 
