@@ -17,6 +17,7 @@
  *     bound), bit-identical whatever n_rows, with 1 or 2 threads, and in
  *     facet_matmul_multi; facet_wtensor_row equals the NumPy row.
  *   - Q8_0 / Q4_0 repacked into facet's int8 / q4 panels read back as NumPy's values.
+ *   - the several-row dots give each row the single-row dot's bits.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -405,6 +406,36 @@ static void test_matmul_driver(void **state) {
     facet_pool_free(pool2);
 }
 
+/* The several-row dots: row r of nr (1..4; rows further apart than a row's bytes) is the
+ * single-row dot of the same path on that row, bit for bit (the driver mixes the two by
+ * how many rows a tile has, and a row's result must not depend on it). */
+static void test_dotx_matches_dot(void **state) {
+    (void)state;
+    enum { N = 8 * 32 + 32 }; /* 9 blocks: an odd last one */
+    float xf[4 * N];
+    for (int i = 0; i < 4 * N; i++) xf[i] = (float)(rnd_unit() * 2 - 1);
+    for (size_t k = 0; k < NTYPES; k++) {
+        const facet_qtype_traits *t = traits(k);
+        if (!t->dotx_avx512vnni || !facet_cpu()->avx512_vnni) continue;
+        uint8_t *blk = read_file(types[k].file, "bin", NB * types[k].bytes);
+        size_t rb = (N / 32) * facet_qx_block_bytes(t->xkind), xs = rb + 40;
+        uint8_t *x = calloc(4, xs);
+        for (int r = 0; r < 4; r++) facet_quantize_row_qx(t->xkind, xf + r * N, x + r * xs, N);
+        for (int nr = 1; nr <= 4; nr++) {
+            float got[4], want;
+            t->dotx_avx512vnni(N, nr, got, blk, x, xs);
+            for (int r = 0; r < nr; r++) {
+                t->dot_avx512vnni(N, &want, blk, x + r * xs);
+                if (memcmp(&got[r], &want, sizeof want))
+                    fail_msg("%s dotx nr=%d row %d: %.9g, single-row dot %.9g", t->name, nr, r,
+                             got[r], want);
+            }
+        }
+        free(x);
+        free(blk);
+    }
+}
+
 /* Q8_0 -> int8 panels and Q4_0 -> q4 panels hold exactly the blocks' values: every row
  * read back (facet_wtensor_row) equals NumPy's dequantization of the same blocks, with a
  * partial last panel (37 rows); another pair is refused. */
@@ -452,6 +483,7 @@ int main(void) {
         cmocka_unit_test(test_quantizers),
         cmocka_unit_test(test_matmul_driver),
         cmocka_unit_test(test_repack_exact),
+        cmocka_unit_test(test_dotx_matches_dot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -306,20 +306,27 @@ FACET_TGT_AVX2 static void dot_iq4_nl_avx2(int n, float *s, const void *w, const
 
 /* ---- traits ---- */
 
-#define TRAITS(var, nm, id, bytes, xk, dq, ds, d2, d5)                                    \
+#define TRAITS(var, nm, id, bytes, xk, dq, ds, d2, d5, d5x)                               \
     const facet_qtype_traits var = {.name = nm, .ggml_type = id, .block = 32,                \
                                     .block_bytes = bytes, .xkind = xk, .dequant_row = dq,    \
-                                    .dot_scalar = ds, .dot_avx2 = d2, .dot_avx512vnni = d5};
+                                    .dot_scalar = ds, .dot_avx2 = d2, .dot_avx512vnni = d5,  \
+                                    .dotx_avx512vnni = d5x};
 
 TRAITS(facet_qt_q4_0, "Q4_0", 2, 18, FACET_QX_Q8_0, dq_q4_0, dot_q4_0_scalar, dot_q4_0_avx2,
-       facet_dot_q4_0_avx512)
+       facet_dot_q4_0_avx512,
+       facet_dotx_q4_0_avx512)
 TRAITS(facet_qt_q4_1, "Q4_1", 3, 20, FACET_QX_Q8_1, dq_q4_1, dot_q4_1_scalar, dot_q4_1_avx2,
-       facet_dot_q4_1_avx512)
+       facet_dot_q4_1_avx512,
+       facet_dotx_q4_1_avx512)
 TRAITS(facet_qt_q5_0, "Q5_0", 6, 22, FACET_QX_Q8_0, dq_q5_0, dot_q5_0_scalar, dot_q5_0_avx2,
-       facet_dot_q5_0_avx512)
+       facet_dot_q5_0_avx512,
+       facet_dotx_q5_0_avx512)
 TRAITS(facet_qt_q5_1, "Q5_1", 7, 24, FACET_QX_Q8_1, dq_q5_1, dot_q5_1_scalar, dot_q5_1_avx2,
-       facet_dot_q5_1_avx512)
+       facet_dot_q5_1_avx512,
+       facet_dotx_q5_1_avx512)
 TRAITS(facet_qt_q8_0, "Q8_0", 8, 34, FACET_QX_Q8_0, dq_q8_0, dot_q8_0_scalar, dot_q8_0_avx2,
-       facet_dot_q8_0_avx512)
+       facet_dot_q8_0_avx512,
+       facet_dotx_q8_0_avx512)
 TRAITS(facet_qt_iq4_nl, "IQ4_NL", 20, 18, FACET_QX_Q8_0, dq_iq4_nl, dot_iq4_nl_scalar,
-       dot_iq4_nl_avx2, facet_dot_iq4_nl_avx512)
+       dot_iq4_nl_avx2, facet_dot_iq4_nl_avx512,
+       facet_dotx_iq4_nl_avx512)

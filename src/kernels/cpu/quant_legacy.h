@@ -7,6 +7,7 @@
 #ifndef FACET_KERNELS_QUANT_LEGACY_H
 #define FACET_KERNELS_QUANT_LEGACY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/cpu/quant.h"
@@ -25,5 +26,13 @@ void facet_dot_q5_0_avx512(int n, float *s, const void *w, const void *x);
 void facet_dot_q5_1_avx512(int n, float *s, const void *w, const void *x);
 void facet_dot_q8_0_avx512(int n, float *s, const void *w, const void *x);
 void facet_dot_iq4_nl_avx512(int n, float *s, const void *w, const void *x);
+/* Their several-row forms (quant.h facet_qdotx_fn): each row's sum the same bits as the
+ * single-row dot gives it. */
+void facet_dotx_q4_0_avx512(int n, int nr, float *s, const void *w, const void *x, size_t xs);
+void facet_dotx_q4_1_avx512(int n, int nr, float *s, const void *w, const void *x, size_t xs);
+void facet_dotx_q5_0_avx512(int n, int nr, float *s, const void *w, const void *x, size_t xs);
+void facet_dotx_q5_1_avx512(int n, int nr, float *s, const void *w, const void *x, size_t xs);
+void facet_dotx_q8_0_avx512(int n, int nr, float *s, const void *w, const void *x, size_t xs);
+void facet_dotx_iq4_nl_avx512(int n, int nr, float *s, const void *w, const void *x, size_t xs);
 
 #endif

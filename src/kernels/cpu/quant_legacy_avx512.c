@@ -111,3 +111,80 @@ DOT(q5_0, facet_blk_q5_0, facet_blk_q8_0, dp_ss, NO_MIN)
 DOT(q5_1, facet_blk_q5_1, facet_blk_q8_1, dp_us, WITH_MIN)
 DOT(q8_0, facet_blk_q8_0w, facet_blk_q8_0, dp_ss, NO_MIN)
 DOT(iq4_nl, facet_blk_iq4_nl, facet_blk_q8_0, dp_ss, NO_MIN)
+
+/* ---- several activation rows (quant.h facet_qdotx_fn): each weight pair of blocks
+ * decoded once (and a signed one's magnitude and sign mask taken once) for nr rows; every
+ * row's operations are those of its single-row dot above, in the same order, so its sum
+ * is the same bits. */
+
+T FACET_INLINE __m512i dpx_us(__m512i a, __mmask64 neg, __m512i b) {
+    (void)neg;
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), a, b);
+}
+T FACET_INLINE __m512i dpx_ss(__m512i absa, __mmask64 neg, __m512i b) {
+    __m512i sb = _mm512_mask_sub_epi8(b, neg, _mm512_setzero_si512(), b);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), absa, sb);
+}
+/* the u8 operand and sign mask of the weight bytes q, as dp_us / dp_ss use them */
+#define PREP_us(q, neg) (neg = 0, (q))
+#define PREP_ss(q, neg) (neg = _mm512_movepi8_mask(q), _mm512_abs_epi8(q))
+
+#define DOTX(NAME, WT, XT, KIND, XMIN)                                                      \
+    T FACET_INLINE void dotx_##NAME##_n(int n, const int nr, float *s, const void *w,        \
+                                        const void *x, size_t xs) {                          \
+        const WT *a = w;                                                                     \
+        const XT *bs[4];                                                                     \
+        __m512 acc[4];                                                                       \
+        float mins[4];                                                                       \
+        for (int r = 0; r < nr; r++) {                                                       \
+            bs[r] = (const XT *)((const uint8_t *)x + (size_t)r * xs);                       \
+            acc[r] = _mm512_setzero_ps();                                                    \
+            mins[r] = 0.0f;                                                                  \
+        }                                                                                    \
+        int nb = n / 32, i = 0;                                                              \
+        for (; i + 1 < nb; i += 2) {                                                         \
+            __mmask64 neg;                                                                   \
+            __m512i q = two(q_##NAME(a + i), q_##NAME(a + i + 1));                           \
+            __m512i u = PREP_##KIND(q, neg);                                                 \
+            float d0 = F16(a[i].d), d1 = F16(a[i + 1].d);                                    \
+            for (int r = 0; r < nr; r++) {                                                   \
+                const XT *b = bs[r];                                                         \
+                __m512i y = _mm512_inserti64x4(ld_x(b[i].qs),                                \
+                                               _mm256_loadu_si256((const __m256i *)b[i + 1].qs), 1); \
+                __m512 d = scales2(d0 * F16(b[i].d), d1 * F16(b[i + 1].d));                  \
+                acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(dpx_##KIND(u, neg, y)), acc[r]); \
+                mins[r] += XMIN(i, i + 1);                                                \
+            }                                                                                \
+        }                                                                                    \
+        if (i < nb) {                                                                        \
+            __mmask64 neg;                                                                   \
+            __m512i q = _mm512_castsi256_si512(q_##NAME(a + i));                             \
+            q = _mm512_inserti64x4(q, _mm256_setzero_si256(), 1);                            \
+            __m512i u = PREP_##KIND(q, neg);                                                 \
+            float d0 = F16(a[i].d);                                                          \
+            for (int r = 0; r < nr; r++) {                                                   \
+                const XT *b = bs[r];                                                         \
+                __m512i y = _mm512_inserti64x4(ld_x(b[i].qs), _mm256_setzero_si256(), 1);    \
+                __m512 d = scales2(d0 * F16(b[i].d), 0.0f);                                  \
+                acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(dpx_##KIND(u, neg, y)), acc[r]); \
+                mins[r] += XMIN(i, -1);                                                   \
+            }                                                                                \
+        }                                                                                    \
+        for (int r = 0; r < nr; r++) s[r] = hsum16(acc[r]) + mins[r];                        \
+    }                                                                                        \
+    T void facet_dotx_##NAME##_avx512(int n, int nr, float *s, const void *w, const void *x, \
+                                      size_t xs) {                                           \
+        switch (nr) {                                                                        \
+        case 1: dotx_##NAME##_n(n, 1, s, w, x, xs); return;                                  \
+        case 2: dotx_##NAME##_n(n, 2, s, w, x, xs); return;                                  \
+        case 3: dotx_##NAME##_n(n, 3, s, w, x, xs); return;                                  \
+        default: dotx_##NAME##_n(n, 4, s, w, x, xs); return;                                 \
+        }                                                                                    \
+    }
+
+DOTX(q4_0, facet_blk_q4_0, facet_blk_q8_0, ss, NO_MIN)
+DOTX(q4_1, facet_blk_q4_1, facet_blk_q8_1, us, WITH_MIN)
+DOTX(q5_0, facet_blk_q5_0, facet_blk_q8_0, ss, NO_MIN)
+DOTX(q5_1, facet_blk_q5_1, facet_blk_q8_1, us, WITH_MIN)
+DOTX(q8_0, facet_blk_q8_0w, facet_blk_q8_0, ss, NO_MIN)
+DOTX(iq4_nl, facet_blk_iq4_nl, facet_blk_q8_0, ss, NO_MIN)
