@@ -200,6 +200,9 @@ static void choose_format(const facet_backend *be, const facet_facts *f, int req
                           uint32_t gguf_formats, facet_plan *p) {
     p->requested = requested;
     p->weights = requested == FACET_PLAN_AUTO ? auto_format(f) : requested;
+    /* gguf on a checkpoint that is not a GGUF file: each matrix in its own dtype, which
+     * is what auto plans */
+    if (p->weights == FACET_PLAN_GGUF && !gguf_formats) p->weights = auto_format(f);
     if (p->weights == FACET_PLAN_GGUF) {
         choose_gguf(be, gguf_formats, p);
         return;
