@@ -19,6 +19,7 @@ static void usage(FILE *out) {
             "                   [--chunk N] [--max-body BYTES] [--timeout S]\n"
             "                   [--max-connections N] [--deadline S] [--no-prefix-cache]\n"
             "                   [--model-id NAME] [--shutdown-grace S]\n"
+            "                   [--api-key KEY] [--allowed-origins LIST]\n"
             "\n"
             "OpenAI-compatible HTTP server (continuous batching). MODEL is a checkpoint\n"
             "folder; without it the bundled stories260k model is served.\n"
@@ -53,6 +54,11 @@ static void usage(FILE *out) {
             "                     the KV budget, least recently used evicted first)\n"
             "  --model-id NAME    served model name (default: the folder's name)\n"
             "  --shutdown-grace S seconds in-flight requests get on SIGINT/SIGTERM (default 5)\n"
+            "  --api-key KEY      require 'Authorization: Bearer KEY' on every route but\n"
+            "                     /health (401 otherwise); FACET_API_KEY sets it too\n"
+            "  --allowed-origins LIST  CORS: comma-separated origins (e.g.\n"
+            "                     http://localhost:3000) browsers may call from; '*' any\n"
+            "                     (the default, as vLLM and llama-server), '' none\n"
             "FACET_MEM_AVAILABLE=BYTES overrides the free RAM read from /proc/meminfo.\n"
             "example: facet serve --port 8080\n");
 }
@@ -117,6 +123,17 @@ int cmd_serve(int argc, char **argv) {
                 return 1;
             } else c.model_id = v;
             i++;
+        } else if (!strcmp(a, "--api-key")) {
+            if (!v) ok = 0;
+            else if (!*v) {
+                fprintf(stderr, "facet: serve: --api-key must not be empty\n");
+                return 1;
+            } else c.api_key = v;
+            i++;
+        } else if (!strcmp(a, "--allowed-origins")) {
+            if (!v) ok = 0;
+            else c.allowed_origins = v;
+            i++;
         } else if (!strcmp(a, "--port")) ok = cli_parse_int(a, v, 0, 65535, &c.port), i++;
         else if (!strcmp(a, "--max-batch")) ok = cli_parse_int(a, v, 1, 1024, &c.max_batch), i++;
         else if (!strcmp(a, "--ctx")) ok = cli_parse_int(a, v, 1, INT_MAX, &c.n_ctx), i++;
@@ -158,6 +175,8 @@ int cmd_serve(int argc, char **argv) {
             return 1;
         }
     }
+    if (!c.api_key && getenv("FACET_API_KEY") && *getenv("FACET_API_KEY"))
+        c.api_key = getenv("FACET_API_KEY");
     if (!c.model_dir) c.model_dir = cli_bundled_model();
     char model_buf[4096];
     if (!cli_model_folder(&c.model_dir, model_buf, sizeof model_buf)) return 1;

@@ -29,6 +29,8 @@ static enum MHD_Result respond(srv_server *s, struct MHD_Connection *c, unsigned
         MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Type", content_type);
+    srv_cors_headers(s, c, r);
+    if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
     if (status == 503) MHD_add_response_header(r, "Retry-After", "1");
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
@@ -280,6 +282,7 @@ static enum MHD_Result route(srv_server *s, struct MHD_Connection *c, const char
                              const char *url, const char *body, size_t len) {
     /* HEAD is GET without the body (libmicrohttpd leaves the body out) */
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
+    if (!strcmp(method, "OPTIONS")) return srv_preflight(s, c); /* CORS, before any auth */
     if (!strcmp(url, "/health")) {
         if (!get) return wrong_method(s, c, method, url);
         return srv_respond(s, c, 200, "{\"status\":\"ok\"}", 15, "application/json");
@@ -330,6 +333,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         /* answers given before the body is read (libmicrohttpd then sends no
          * "100 Continue", reads no body and closes the connection after the answer) */
         oai_error e;
+        if (!strcmp(method, "OPTIONS")) return MHD_YES; /* answered once the body is in */
+        if (strcmp(url, "/health") && !srv_auth_ok(s, c, &e))
+            return srv_respond_error(s, c, &e);
         if (srv_conns_over(s) && strcmp(url, "/health")) {
             oai_fail(&e, 503, "server_error", NULL, "too_many_connections",
                      "the server has more than %d connections open (--max-connections); "

@@ -102,6 +102,17 @@ facet_status srv_conns_start(srv_server *s, facet_error *err);
 void srv_conns_stop(srv_server *s);
 void srv_conns_destroy(srv_server *s);
 
+/* Access (http_access.c). srv_auth_ok: nonzero when the server has no API key or the
+ * request carries 'Authorization: Bearer KEY' with it (compared in constant time); else
+ * fills e with a 401 invalid_api_key error. srv_cors_headers: adds
+ * Access-Control-Allow-Origin (and Vary: Origin when the origin is echoed) to r when
+ * the request's Origin is in cfg.allowed_origins. srv_preflight: answers an OPTIONS
+ * request 204 with Allow and, for an allowed origin, the CORS preflight headers (the
+ * requested headers allowed, Max-Age 600); no API key is needed for it. */
+int srv_auth_ok(const srv_server *s, struct MHD_Connection *c, oai_error *e);
+void srv_cors_headers(const srv_server *s, struct MHD_Connection *c, struct MHD_Response *r);
+enum MHD_Result srv_preflight(srv_server *s, struct MHD_Connection *c);
+
 /* Start / stop the HTTP daemon. */
 facet_status srv_http_start(srv_server *s, facet_error *err);
 void srv_http_quiesce(srv_server *s);

@@ -315,6 +315,7 @@ static enum MHD_Result respond_stream(srv_server *s, struct MHD_Connection *c, s
     }
     MHD_add_response_header(resp, "Content-Type", "text/event-stream");
     MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    srv_cors_headers(s, c, resp);
     enum MHD_Result ok = MHD_queue_response(c, 200, resp);
     MHD_destroy_response(resp);
     pthread_mutex_lock(&s->metrics.mu);

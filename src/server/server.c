@@ -25,6 +25,7 @@ void facet_server_config_default(facet_server_config *c) {
     c->timeout_s = 60;
     c->max_connections = 512;
     c->shutdown_grace_s = 5;
+    c->allowed_origins = "*";
 }
 
 /* The served model id: --model-id, else the folder's name. It is echoed in every

@@ -51,6 +51,12 @@ typedef struct facet_server_config {
                                 with what it has (finish_reason length); 0 = none      */
     int shutdown_grace_s;    /* seconds in-flight requests get in facet_server_stop,
                                 default 5; then they are cancelled                     */
+    const char *api_key;     /* NULL/"" = none; else every route but /health (and OPTIONS
+                                preflights) needs 'Authorization: Bearer KEY', 401
+                                invalid_api_key otherwise                              */
+    const char *allowed_origins; /* CORS: comma-separated origins answered with
+                                Access-Control-Allow-Origin, "*" = any (the default,
+                                as vLLM's and llama-server's), NULL/"" = none          */
     void (*log)(void *user, const char *line); /* one line for the operator (no newline),
                                 called from any server thread; NULL = silent           */
     void *log_user;
