@@ -12,6 +12,7 @@
 
 #include "chat/chat_internal.h"
 #include "util/error.h"
+#include "server/reasoning.h"
 #include "util/json.h"
 
 void srv_chat_init(srv_server *s) {
@@ -22,6 +23,8 @@ void srv_chat_init(srv_server *s) {
     facet_status st = facet_chat_template_load(s->cfg.model_dir, &s->chat, &err);
     if (st == FACET_OK) {
         s->toolcall_format = facet_toolcall_format_detect(s->chat);
+        s->reasoning = srv_reasoning_template(facet_chat_template_source(s->chat, 0)) ||
+                       srv_reasoning_template(facet_chat_template_source(s->chat, 1));
         return;
     }
     if (st == FACET_E_NOT_FOUND)
@@ -134,20 +137,24 @@ int srv_chat_prompt(srv_server *s, oai_request *r, int32_t **ids, size_t *n, oai
     char *mjson = msgs ? facet_json_dumps_exact(msgs) : NULL;
     json_decref(msgs);
     char *tjson = with_tools ? facet_json_dumps_exact(r->tools) : NULL;
-    if (!mjson || (with_tools && !tjson)) {
+    char *vjson = r->template_kwargs ? facet_json_dumps_exact(r->template_kwargs) : NULL;
+    if (!mjson || (with_tools && !tjson) || (r->template_kwargs && !vjson)) {
         free(mjson);
         free(tjson);
+        free(vjson);
         return oai_fail(e, 500, "server_error", NULL, NULL, "out of memory");
     }
     char *text = NULL;
     size_t len = 0;
     facet_error fe;
-    facet_status st = facet_chat_render(s->chat, mjson, tjson, 1, NULL, &text, &len, &fe);
+    facet_status st = facet_chat_render(s->chat, mjson, tjson, 1, vjson, &text, &len, &fe);
     free(mjson);
     free(tjson);
+    free(vjson);
     if (st != FACET_OK)
         return oai_fail_status(e, st, "messages", "chat_template_error",
                                "the chat template failed: %s", fe.message);
+    r->think_open = s->reasoning && srv_reasoning_open(text, len);
     if (with_tools) {
         r->tools_active = 1;
         tool_prefix(s->toolcall_format, r, r->tool_prefix, sizeof r->tool_prefix);

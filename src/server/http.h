@@ -52,6 +52,7 @@ struct facet_server {
     facet_chat_template *chat; /* NULL when the folder has no usable chat template     */
     char chat_error[512];      /* why chat is unavailable (when chat is NULL)            */
     facet_toolcall_format toolcall_format; /* the template's tool-call syntax            */
+    int reasoning;             /* the template shows <think>...</think> (reasoning.h)    */
     srv_conns conns;           /* TCP connections (http_conn.c)                          */
     int live_streams;          /* SSE responses not yet freed by libmicrohttpd (atomic):
                                   shutdown waits for them so a cancelled stream still

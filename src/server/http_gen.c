@@ -9,6 +9,7 @@
 #include "server/chat_bridge.h"
 #include "server/http.h"
 #include "server/oai_response.h"
+#include "server/reasoning.h"
 
 /* A seed for requests that give none: different per request. */
 static uint64_t fresh_seed(void) {
@@ -40,6 +41,27 @@ static int prompt_ids(srv_server *s, oai_request *r, int32_t **ids, size_t *n,
 }
 
 /* ------------------------------------------------------------- whole ---- */
+
+/* The assistant message of a whole chat choice: with a reasoning template, the
+ * <think> part as "reasoning_content" (null when none) and the rest as the message. */
+static json_t *chat_message(const srv_server *s, const oai_request *r, const char *text,
+                            size_t len, const char **finish) {
+    if (!s->reasoning)
+        return srv_chat_build_message(s->toolcall_format, r->tools_active, r->tool_prefix,
+                                      text, len, finish);
+    srv_reasoning_split sp;
+    srv_reasoning_split_text(text, len, r->think_open, 1, &sp);
+    json_t *msg = srv_chat_build_message(s->toolcall_format, r->tools_active, r->tool_prefix,
+                                         text + sp.c_beg, sp.c_end - sp.c_beg, finish);
+    if (msg && json_object_set_new(msg, "reasoning_content",
+                                   sp.has_reasoning ? json_stringn_nocheck(text + sp.r_beg,
+                                                                          sp.r_end - sp.r_beg)
+                                                    : json_null())) {
+        json_decref(msg);
+        return NULL;
+    }
+    return msg;
+}
 
 static enum MHD_Result respond_whole(srv_server *s, struct MHD_Connection *c, srv_job *j,
                                      const oai_meta *m, const oai_request *r) {
@@ -90,9 +112,8 @@ static enum MHD_Result respond_whole(srv_server *s, struct MHD_Connection *c, sr
         const srv_output *ch = &j->choices[i].out;
         finish[i] = oai_finish_name(ch->finish);
         if (m->kind == OAI_CHAT)
-            messages[i] = srv_chat_build_message(s->toolcall_format, r->tools_active,
-                                                 r->tool_prefix, facet_str_cstr(&ch->text),
-                                                 ch->text.len, &finish[i]);
+            messages[i] = chat_message(s, r, facet_str_cstr(&ch->text), ch->text.len,
+                                       &finish[i]);
     }
     json_t *resp = oai_response(m, j, messages, finish);
     free(messages);
@@ -106,7 +127,8 @@ static enum MHD_Result respond_whole(srv_server *s, struct MHD_Connection *c, sr
 typedef struct stream_choice {
     srv_output out;             /* the choice's outputs as of the last copy             */
     int ids_sent;
-    size_t text_sent, text_offset;
+    size_t text_sent, text_offset; /* text_sent: of the content (reasoning.h)          */
+    size_t reasoning_sent;
     int fin_sent, role_sent;
 } stream_choice;
 
@@ -128,6 +150,7 @@ typedef struct stream_ctx {
     int hold;        /* chat with tools: text that may become a call is held             */
     facet_toolcall_format fmt;
     char prefix[512];/* the assistant turn's opening (tool_choice required / named)      */
+    int reasoning, think_open; /* split <think> into reasoning_content (reasoning.h)   */
 } stream_ctx;
 
 static void sse_append(stream_ctx *x, json_t *v) {
@@ -185,10 +208,31 @@ static void stream_produce(stream_ctx *x) {
         }
         int n_ids = (int)c->ids.len;
         const char *text = facet_str_cstr(&c->text);
+        size_t tlen = c->text.len;
+        if (x->reasoning) { /* reasoning deltas first; then the content is the text */
+            srv_reasoning_split sp;
+            srv_reasoning_split_text(text, tlen, x->think_open, c->finish != SRV_RUNNING, &sp);
+            if (sp.r_end > sp.r_beg + sc->reasoning_sent) {
+                size_t from = sp.r_beg + sc->reasoning_sent, nr = sp.r_end - from;
+                json_t *lp = oai_logprobs(m, c, sc->ids_sent, n_ids, j->prompt[j->n_prompt - 1],
+                                          &sc->text_offset);
+                json_t *delta = json_pack("{s:s%}", "reasoning_content", text + from, nr);
+                if ((m->logprobs && !lp) || !delta) {
+                    json_decref(lp);
+                    json_decref(delta);
+                    x->buf.failed = FACET_STR_NOMEM;
+                } else {
+                    sse_append(x, oai_chunk(m, i, NULL, 0, delta, lp, NULL));
+                }
+                sc->reasoning_sent += nr;
+                sc->ids_sent = n_ids;
+            }
+            text += sp.c_beg;
+            tlen = sp.c_end - sp.c_beg;
+        }
         /* chat with tools: text that may still become a tool call waits (chat_bridge.h) */
         int hold = x->hold;
-        size_t sendable = hold ? srv_chat_stream_safe(x->fmt, x->prefix, text, c->text.len)
-                               : c->text.len;
+        size_t sendable = hold ? srv_chat_stream_safe(x->fmt, x->prefix, text, tlen) : tlen;
         size_t new_text = sendable > sc->text_sent ? sendable - sc->text_sent : 0;
         if (new_text > 0) {
             json_t *lp = oai_logprobs(m, c, sc->ids_sent, n_ids, j->prompt[j->n_prompt - 1],
@@ -211,8 +255,7 @@ static void stream_produce(stream_ctx *x) {
             const char *fin = oai_finish_name(c->finish);
             json_t *delta = NULL;
             if (m->kind == OAI_CHAT && hold)
-                delta = srv_chat_final_delta(x->fmt, x->prefix, text, c->text.len,
-                                             sc->text_sent, &fin);
+                delta = srv_chat_final_delta(x->fmt, x->prefix, text, tlen, sc->text_sent, &fin);
             json_t *lp = sc->ids_sent < n_ids
                              ? oai_logprobs(m, c, sc->ids_sent, n_ids,
                                             j->prompt[j->n_prompt - 1], &sc->text_offset)
@@ -306,6 +349,8 @@ static enum MHD_Result respond_stream(srv_server *s, struct MHD_Connection *c, s
     x->hold = r->kind == OAI_CHAT && r->tools_active;
     x->fmt = s->toolcall_format;
     snprintf(x->prefix, sizeof x->prefix, "%s", r->tool_prefix);
+    x->reasoning = r->kind == OAI_CHAT && s->reasoning;
+    x->think_open = r->think_open;
     __atomic_add_fetch(&s->live_streams, 1, __ATOMIC_SEQ_CST); /* stream_free takes it back */
     struct MHD_Response *resp =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, x, stream_free);

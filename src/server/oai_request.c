@@ -79,7 +79,8 @@ static const char *const chat_fields[] = {
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n",
     "stream", "stream_options", "stop", "presence_penalty", "frequency_penalty", "logit_bias",
     "logprobs", "top_logprobs", "user", "seed", "tools", "tool_choice", "parallel_tool_calls",
-    "response_format", "top_k", "min_p", "repetition_penalty", "store", "metadata", NULL};
+    "response_format", "top_k", "min_p", "repetition_penalty", "store", "metadata",
+    "chat_template_kwargs", NULL};
 
 static int known(const char *const *list, const char *key) {
     for (; *list; list++)
@@ -414,6 +415,11 @@ static int parse_completion_only(oai_request *r, json_t *o, const oai_limits *li
 static int parse_chat_only(oai_request *r, json_t *o, const oai_limits *lim, oai_error *e) {
     if (parse_messages(r, o, e)) return -1;
     if (parse_tools(r, o, e)) return -1;
+    r->template_kwargs = field(o, "chat_template_kwargs");
+    if (r->template_kwargs && !json_is_object(r->template_kwargs))
+        return BAD("chat_template_kwargs", "'chat_template_kwargs' must be an object of "
+                   "template variables (e.g. {\"enable_thinking\": false}), got %s",
+                   facet_json_type_name(r->template_kwargs));
     if (get_bool(o, "logprobs", &r->logprobs, e)) return -1;
     if (get_int(o, "top_logprobs", 0, lim->max_top_logprobs, &r->top_logprobs, e)) return -1;
     if (r->top_logprobs > 0 && !r->logprobs)

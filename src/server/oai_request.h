@@ -76,10 +76,13 @@ typedef struct oai_request {
     json_t *tools;             /* borrowed; NULL when absent                            */
     oai_tool_choice tool_choice;
     char tool_name[256];       /* for OAI_TOOL_NAMED                                    */
+    json_t *template_kwargs;   /* borrowed; chat_template_kwargs (an object) or NULL:
+                                  extra variables of the chat template                  */
     /* set when the prompt is built (chat_bridge.c): */
     int tools_active;          /* tools rendered and tool calls parsed from the output  */
     char tool_prefix[512];     /* text the assistant turn was opened with (tool_choice
                                   required / named), prepended before parsing           */
+    int think_open;            /* the rendered prompt ends inside <think> (reasoning.h) */
     /* generation */
     int max_tokens;            /* -1 = not given                                        */
     int n;                     /* >= 1                                                  */
