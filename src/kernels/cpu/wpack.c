@@ -312,11 +312,15 @@ facet_status facet_wtensor_repack_blocks(facet_wtensor *w, facet_wformat from, f
             }
             const uint8_t *x = in + ((size_t)o * nb + b) * sb;
             memcpy(blk + scales + l * 2, x, 2); /* the block's f16 d, as it is */
-            /* q8: element i's int8 + 128 at [i/4][l][i%4]; q4: Q4_0's qs[i] (elements i and
-             * i + 16) at [i/4][l][i%4], byte for byte (matmul_internal.h) */
-            for (int i = 0; i < (q8 ? 32 : 16); i++)
-                blk[(size_t)(i / 4) * FACET_PANEL * 4 + l * 4 + i % 4] =
-                    q8 ? (uint8_t)((int)(int8_t)x[2 + i] + 128) : x[2 + i];
+            /* q8: element i's int8 + 128 (= its byte ^ 0x80) at [i/4][l][i%4]; q4: Q4_0's
+             * qs[i] (elements i and i + 16) at [i/4][l][i%4], byte for byte
+             * (matmul_internal.h): 4 bytes at a time */
+            for (int c = 0; c < (q8 ? 8 : 4); c++) {
+                uint32_t v;
+                memcpy(&v, x + 2 + 4 * c, 4);
+                if (q8) v ^= 0x80808080u;
+                memcpy(blk + (size_t)c * FACET_PANEL * 4 + l * 4, &v, 4);
+            }
         }
     }
     w->format = to;
