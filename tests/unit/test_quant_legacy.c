@@ -416,19 +416,29 @@ static void test_dotx_matches_dot(void **state) {
     for (int i = 0; i < 4 * N; i++) xf[i] = (float)(rnd_unit() * 2 - 1);
     for (size_t k = 0; k < NTYPES; k++) {
         const facet_qtype_traits *t = traits(k);
-        if (!t->dotx_avx512vnni || !facet_cpu()->avx512_vnni) continue;
+        const struct {
+            const char *name;
+            facet_qdotx_fn x;
+            facet_qdot_fn d;
+            int runs;
+        } paths[2] = {{"avx2", t->dotx_avx2, t->dot_avx2, facet_cpu()->detected >= FACET_CPU_AVX2},
+                      {"avx512vnni", t->dotx_avx512vnni, t->dot_avx512vnni, facet_cpu()->avx512_vnni}};
         uint8_t *blk = read_file(types[k].file, "bin", NB * types[k].bytes);
         size_t rb = (N / 32) * facet_qx_block_bytes(t->xkind), xs = rb + 40;
         uint8_t *x = calloc(4, xs);
         for (int r = 0; r < 4; r++) facet_quantize_row_qx(t->xkind, xf + r * N, x + r * xs, N);
-        for (int nr = 1; nr <= 4; nr++) {
-            float got[4], want;
-            t->dotx_avx512vnni(N, nr, got, blk, x, xs);
-            for (int r = 0; r < nr; r++) {
-                t->dot_avx512vnni(N, &want, blk, x + r * xs);
-                if (memcmp(&got[r], &want, sizeof want))
-                    fail_msg("%s dotx nr=%d row %d: %.9g, single-row dot %.9g", t->name, nr, r,
-                             got[r], want);
+        for (int p = 0; p < 2; p++) {
+            if (!paths[p].runs) continue;
+            assert_non_null(paths[p].x);
+            for (int nr = 1; nr <= 4; nr++) {
+                float got[4], want;
+                paths[p].x(N, nr, got, blk, x, xs);
+                for (int r = 0; r < nr; r++) {
+                    paths[p].d(N, &want, blk, x + r * xs);
+                    if (memcmp(&got[r], &want, sizeof want))
+                        fail_msg("%s %s dotx nr=%d row %d: %.9g, single-row dot %.9g", t->name,
+                                 paths[p].name, nr, r, got[r], want);
+                }
             }
         }
         free(x);

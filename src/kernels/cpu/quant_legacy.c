@@ -304,29 +304,99 @@ FACET_TGT_AVX2 static void dot_iq4_nl_avx2(int n, float *s, const void *w, const
     *s = hsum8(acc);
 }
 
+/* ---- AVX2, several activation rows (quant.h facet_qdotx_fn): each block decoded once
+ * (and a signed one's magnitude taken once) for nr rows; every row's operations are its
+ * single-row dot's, in the same order, so its sum is the same bits. ---- */
+
+/* per type: the block's 32 weight bytes, signed (ss) or unsigned (us) */
+FACET_TGT_AVX2 FACET_INLINE __m256i wq_q4_0(const facet_blk_q4_0 *p) {
+    return _mm256_sub_epi8(nibbles32(p->qs), _mm256_set1_epi8(8));
+}
+FACET_TGT_AVX2 FACET_INLINE __m256i wq_q4_1(const facet_blk_q4_1 *p) { return nibbles32(p->qs); }
+FACET_TGT_AVX2 FACET_INLINE __m256i wq_q5_0(const facet_blk_q5_0 *p) {
+    __m256i hi = _mm256_andnot_si256(bits32(p->qh), _mm256_set1_epi8((char)0xF0));
+    return _mm256_or_si256(nibbles32(p->qs), hi);
+}
+FACET_TGT_AVX2 FACET_INLINE __m256i wq_q5_1(const facet_blk_q5_1 *p) {
+    __m256i hi = _mm256_and_si256(bits32(p->qh), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(nibbles32(p->qs), hi);
+}
+FACET_TGT_AVX2 FACET_INLINE __m256i wq_q8_0(const facet_blk_q8_0w *p) {
+    return _mm256_loadu_si256((const __m256i *)p->qs);
+}
+FACET_TGT_AVX2 FACET_INLINE __m256i wq_iq4_nl(const facet_blk_iq4_nl *p) {
+    const __m128i k = _mm_loadu_si128((const __m128i *)facet_kvalues_iq4nl);
+    return _mm256_shuffle_epi8(_mm256_set_m128i(k, k), nibbles32(p->qs));
+}
+/* the u8 operand from the weight bytes, and the product with one activation row */
+#define UX_ss(q) _mm256_sign_epi8(q, q)
+#define UX_us(q) (q)
+#define PX_ss(u, q, y) dot_us8(u, _mm256_sign_epi8(y, q))
+#define PX_us(u, q, y) dot_us8(u, y)
+#define MIN2_NO(a, b, i) 0.0f
+#define MIN2_YES(a, b, i) F16C(a[i].m) * F16C(b[i].s)
+
+#define DOTX2(NAME, WT, XT, KIND, MIN)                                                       \
+    FACET_TGT_AVX2 FACET_INLINE void dotx2_##NAME##_n(int n, const int nr, float *s,         \
+                                                      const void *w, const void *x, size_t xs) { \
+        const WT *a = w;                                                                     \
+        __m256 acc[4];                                                                       \
+        float mins[4];                                                                       \
+        for (int r = 0; r < nr; r++) acc[r] = _mm256_setzero_ps(), mins[r] = 0.0f;          \
+        for (int i = 0; i < n / 32; i++) {                                                   \
+            __m256i q = wq_##NAME(a + i);                                                    \
+            __m256i u = UX_##KIND(q);                                                        \
+            float dw = F16C(a[i].d);                                                         \
+            for (int r = 0; r < nr; r++) {                                                   \
+                const XT *b = (const XT *)((const uint8_t *)x + (size_t)r * xs);             \
+                __m256i y = _mm256_loadu_si256((const __m256i *)b[i].qs);                    \
+                __m256 d = _mm256_set1_ps(dw * F16C(b[i].d));                                \
+                acc[r] = _mm256_fmadd_ps(d, PX_##KIND(u, q, y), acc[r]);                     \
+                mins[r] += MIN(a, b, i);                                                     \
+            }                                                                                \
+        }                                                                                    \
+        for (int r = 0; r < nr; r++) s[r] = hsum8(acc[r]) + mins[r];                         \
+    }                                                                                        \
+    FACET_TGT_AVX2 static void dotx_##NAME##_avx2(int n, int nr, float *s, const void *w,    \
+                                                  const void *x, size_t xs) {                \
+        switch (nr) {                                                                        \
+        case 1: dotx2_##NAME##_n(n, 1, s, w, x, xs); return;                                 \
+        case 2: dotx2_##NAME##_n(n, 2, s, w, x, xs); return;                                 \
+        case 3: dotx2_##NAME##_n(n, 3, s, w, x, xs); return;                                 \
+        default: dotx2_##NAME##_n(n, 4, s, w, x, xs); return;                                \
+        }                                                                                    \
+    }
+
+DOTX2(q4_0, facet_blk_q4_0, facet_blk_q8_0, ss, MIN2_NO)
+DOTX2(q4_1, facet_blk_q4_1, facet_blk_q8_1, us, MIN2_YES)
+DOTX2(q5_0, facet_blk_q5_0, facet_blk_q8_0, ss, MIN2_NO)
+DOTX2(q5_1, facet_blk_q5_1, facet_blk_q8_1, us, MIN2_YES)
+DOTX2(q8_0, facet_blk_q8_0w, facet_blk_q8_0, ss, MIN2_NO)
+DOTX2(iq4_nl, facet_blk_iq4_nl, facet_blk_q8_0, ss, MIN2_NO)
+
 /* ---- traits ---- */
 
-#define TRAITS(var, nm, id, bytes, xk, dq, ds, d2, d5, d5x)                               \
+#define TRAITS(var, nm, id, bytes, xk, dq, ds, d2, d2x, d5, d5x)                          \
     const facet_qtype_traits var = {.name = nm, .ggml_type = id, .block = 32,                \
                                     .block_bytes = bytes, .xkind = xk, .dequant_row = dq,    \
                                     .dot_scalar = ds, .dot_avx2 = d2, .dot_avx512vnni = d5,  \
-                                    .dotx_avx512vnni = d5x};
+                                    .dotx_avx2 = d2x, .dotx_avx512vnni = d5x};
 
-TRAITS(facet_qt_q4_0, "Q4_0", 2, 18, FACET_QX_Q8_0, dq_q4_0, dot_q4_0_scalar, dot_q4_0_avx2,
+TRAITS(facet_qt_q4_0, "Q4_0", 2, 18, FACET_QX_Q8_0, dq_q4_0, dot_q4_0_scalar, dot_q4_0_avx2, dotx_q4_0_avx2,
        facet_dot_q4_0_avx512,
        facet_dotx_q4_0_avx512)
-TRAITS(facet_qt_q4_1, "Q4_1", 3, 20, FACET_QX_Q8_1, dq_q4_1, dot_q4_1_scalar, dot_q4_1_avx2,
+TRAITS(facet_qt_q4_1, "Q4_1", 3, 20, FACET_QX_Q8_1, dq_q4_1, dot_q4_1_scalar, dot_q4_1_avx2, dotx_q4_1_avx2,
        facet_dot_q4_1_avx512,
        facet_dotx_q4_1_avx512)
-TRAITS(facet_qt_q5_0, "Q5_0", 6, 22, FACET_QX_Q8_0, dq_q5_0, dot_q5_0_scalar, dot_q5_0_avx2,
+TRAITS(facet_qt_q5_0, "Q5_0", 6, 22, FACET_QX_Q8_0, dq_q5_0, dot_q5_0_scalar, dot_q5_0_avx2, dotx_q5_0_avx2,
        facet_dot_q5_0_avx512,
        facet_dotx_q5_0_avx512)
-TRAITS(facet_qt_q5_1, "Q5_1", 7, 24, FACET_QX_Q8_1, dq_q5_1, dot_q5_1_scalar, dot_q5_1_avx2,
+TRAITS(facet_qt_q5_1, "Q5_1", 7, 24, FACET_QX_Q8_1, dq_q5_1, dot_q5_1_scalar, dot_q5_1_avx2, dotx_q5_1_avx2,
        facet_dot_q5_1_avx512,
        facet_dotx_q5_1_avx512)
-TRAITS(facet_qt_q8_0, "Q8_0", 8, 34, FACET_QX_Q8_0, dq_q8_0, dot_q8_0_scalar, dot_q8_0_avx2,
+TRAITS(facet_qt_q8_0, "Q8_0", 8, 34, FACET_QX_Q8_0, dq_q8_0, dot_q8_0_scalar, dot_q8_0_avx2, dotx_q8_0_avx2,
        facet_dot_q8_0_avx512,
        facet_dotx_q8_0_avx512)
 TRAITS(facet_qt_iq4_nl, "IQ4_NL", 20, 18, FACET_QX_Q8_0, dq_iq4_nl, dot_iq4_nl_scalar,
-       dot_iq4_nl_avx2, facet_dot_iq4_nl_avx512,
+       dot_iq4_nl_avx2, dotx_iq4_nl_avx2, facet_dot_iq4_nl_avx512,
        facet_dotx_iq4_nl_avx512)
