@@ -8,6 +8,7 @@
 
 #include "server/chat_bridge.h"
 #include "server/http.h"
+#include "server/oai_echo.h"
 #include "server/oai_response.h"
 #include "server/reasoning.h"
 
@@ -118,6 +119,20 @@ static enum MHD_Result respond_whole(srv_server *s, struct MHD_Connection *c, sr
     json_t *resp = oai_response(m, j, messages, finish);
     free(messages);
     free(finish);
+    if (resp && r->echo) { /* the prompt ahead of the text (and its log-probs) */
+        char *text = NULL;
+        size_t tlen = 0;
+        facet_error fe;
+        int ok = r->prompt_text ? 1
+                                : facet_detokenize(s->tok, r->prompt_ids, r->n_prompt_ids, 0,
+                                                   &text, &tlen, &fe) == FACET_OK;
+        if (!ok || oai_echo_patch(resp, m, j, r->prompt_text ? r->prompt_text : text,
+                                  r->prompt_text ? r->prompt_len : tlen, r->echo_drop)) {
+            json_decref(resp);
+            resp = NULL;
+        }
+        free(text);
+    }
     return srv_respond_json(s, c, 200, resp);
 }
 
@@ -411,6 +426,10 @@ enum MHD_Result srv_handle_generate(srv_server *s, struct MHD_Connection *c, oai
         long per_choice = (long)s->cfg.kv_budget / r.n - (long)n;
         if (per_choice >= 1 && per_choice < max_tokens) max_tokens = (int)per_choice;
     }
+    if (max_tokens == 0) { /* echo alone: the job runs one token, left out (oai_echo.h) */
+        max_tokens = 1;
+        r.echo_drop = 1;
+    }
     if (max_tokens > room) {
         oai_fail(&e, 400, "invalid_request_error",
                  kind == OAI_CHAT ? "max_completion_tokens" : "max_tokens",
@@ -437,6 +456,12 @@ enum MHD_Result srv_handle_generate(srv_server *s, struct MHD_Connection *c, oai
     facet_error fe;
     if (srv_job_create(s->sched, ids, (int)n, max_tokens, r.n, &r.sampling, r.stops, r.n_stops,
                        r.logprobs, r.top_logprobs, &job, &fe) != FACET_OK) {
+        oai_fail_status(&e, fe.status, NULL, NULL, "%s", fe.message);
+        goto fail;
+    }
+    if (r.echo && r.logprobs && n >= 2 &&
+        srv_job_want_prompt_logprobs(job, 1, &fe) != FACET_OK) {
+        srv_job_release(NULL, job);
         oai_fail_status(&e, fe.status, NULL, NULL, "%s", fe.message);
         goto fail;
     }

@@ -351,7 +351,9 @@ static int parse_common(oai_request *r, json_t *o, const oai_limits *lim, oai_er
     facet_sampler_params_default(sp);
     r->max_tokens = -1;
     r->n = 1;
-    if (get_int(o, "max_tokens", 1, 1 << 30, &r->max_tokens, e)) return -1;
+    /* 0 only with echo (completions: score the prompt, generate nothing) */
+    if (get_int(o, "max_tokens", r->kind == OAI_COMPLETION ? 0 : 1, 1 << 30, &r->max_tokens, e))
+        return -1;
     if (r->kind == OAI_CHAT &&
         get_int(o, "max_completion_tokens", 1, 1 << 30, &r->max_tokens, e))
         return -1;
@@ -399,9 +401,12 @@ static int parse_completion_only(oai_request *r, json_t *o, const oai_limits *li
         r->logprobs = 1;
         r->top_logprobs = lp;
     }
-    int echo = 0;
-    if (get_bool(o, "echo", &echo, e)) return -1;
-    if (echo) return BAD("echo", "'echo'=true is not supported");
+    if (get_bool(o, "echo", &r->echo, e)) return -1;
+    if (r->max_tokens == 0 && !r->echo)
+        return BAD("max_tokens", "'max_tokens'=0 needs 'echo': true (the prompt's "
+                   "log-probabilities; nothing is generated)");
+    if (r->echo && r->stream)
+        return BAD("echo", "'echo' is not supported with 'stream'");
     int best_of = r->n;
     if (get_int(o, "best_of", 1, lim->max_n, &best_of, e)) return -1;
     if (best_of != r->n)

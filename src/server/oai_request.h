@@ -90,6 +90,10 @@ typedef struct oai_request {
     int include_usage;         /* stream_options.include_usage                          */
     int logprobs;              /* completions: 0 off or N+1 (N top entries); chat: bool */
     int top_logprobs;          /* top entries per token (0..max_top_logprobs)           */
+    int echo;                  /* completions: the prompt leads the text (and, with
+                                  logprobs, its tokens lead the logprobs: the first
+                                  token's log-prob null); max_tokens may then be 0      */
+    int echo_drop;             /* set by the handler: max_tokens was 0 (oai_echo.h)     */
     int seed_given;
     facet_sampler_params sampling; /* logit_bias points at `bias`                       */
     facet_logit_bias *bias;    /* owned                                                 */

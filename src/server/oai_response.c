@@ -210,3 +210,7 @@ json_t *oai_chunk(const oai_meta *m, int index, const char *text, size_t len,
     }
     return chunk;
 }
+
+json_t *oai_token_text(const facet_tokenizer *tok, int32_t prev, int32_t id) {
+    return alt_text(tok, prev, id, NULL);
+}

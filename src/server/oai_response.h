@@ -54,4 +54,9 @@ json_t *oai_response(const oai_meta *m, const srv_job *j, json_t **messages,
 json_t *oai_chunk(const oai_meta *m, int index, const char *text, size_t len,
                   json_t *delta_obj, json_t *logprobs, const char *finish);
 
+/* The text token `id` adds to the detokenized stream after token `prev` (prev < 0: the
+ * token's own text), as a JSON string (U+FFFD when not valid UTF-8). NULL when out of
+ * memory. */
+json_t *oai_token_text(const facet_tokenizer *tok, int32_t prev, int32_t id);
+
 #endif

@@ -63,7 +63,9 @@ struct srv_sched {
     uint8_t *b_want;
     srv_choice **b_choice;      /* entry -> choice that wants its logits (or NULL)     */
     srv_job **b_job;
-    float *logits;              /* [max_batch][n_vocab]                                */
+    float *logits;              /* [max_batch + SRV_PLP_ROWS][n_vocab]                 */
+    int32_t *b_plp;             /* entry -> prompt index whose log-prob its logits give
+                                   (0: none)                                            */
     step_row *rows;             /* [max_batch] one per row of logits                   */
 };
 
@@ -87,12 +89,31 @@ static void job_free(srv_job *j) {
         srv_output_free(&j->choices[i].out);
     }
     free(j->choices);
+    free(j->p_lp);
+    free(j->p_top_ids);
+    free(j->p_top_lp);
     free(j->prompt);
     free(j->bias);
     for (int i = 0; i < j->n_stops; i++) free(j->stops[i]);
     free(j->stops);
     pthread_cond_destroy(&j->cond);
     free(j);
+}
+
+facet_status srv_job_want_prompt_logprobs(srv_job *j, int from, facet_error *err) {
+    if (from < 1 || from >= j->n_prompt)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "prompt log-probabilities from token %d of %d (expected 1..%d)", from,
+                         j->n_prompt, j->n_prompt - 1);
+    size_t n = (size_t)j->n_prompt, nt = n * (size_t)(j->top_n > 0 ? j->top_n : 1);
+    j->p_lp = calloc(n, sizeof *j->p_lp);
+    j->p_top_ids = malloc(nt * sizeof *j->p_top_ids);
+    j->p_top_lp = calloc(nt, sizeof *j->p_top_lp);
+    if (!j->p_lp || !j->p_top_ids || !j->p_top_lp)
+        return facet_err(err, FACET_E_NOMEM, "prompt log-probabilities of %zu tokens", n);
+    for (size_t i = 0; i < nt; i++) j->p_top_ids[i] = -1;
+    j->plp_from = from;
+    return FACET_OK;
 }
 
 facet_status srv_job_create(srv_sched *s, const int32_t *prompt, int n_prompt, int max_tokens,
@@ -410,6 +431,7 @@ static int take_slot(srv_sched *s, srv_job *j, srv_choice *c) {
     int target = choice_target(j, c);
     /* the prompt's last token is fed again when its logits are needed */
     int limit = c->out.ids.len == 0 ? target - 1 : target;
+    if (j->plp_from > 0 && limit > j->plp_from - 1) limit = j->plp_from - 1; /* logits */
     int best = -1, best_m = 0, empty = -1, lru = -1, run = -1, run_m = 0;
     for (int k = 0; k < s->cfg.n_slots; k++) {
         slot_info *si = &s->slots[k];
@@ -643,6 +665,7 @@ static void add_entry(srv_sched *s, int n, srv_job *j, srv_choice *c, int32_t to
     s->b_seq[n] = c->slot;
     s->b_want[n] = (uint8_t)want;
     s->b_choice[n] = want ? c : NULL;
+    s->b_plp[n] = 0;
     s->b_job[n] = j;
     /* the token list follows the KV cache; after a failed growth it stays the prefix
      * it was (still a true match), frozen */
@@ -671,7 +694,7 @@ static int build_batch(srv_sched *s, int *n_decode_out) {
             add_entry(s, n++, j, c, c->last, 1);
             n_decode++;
         }
-    int budget = s->cfg.chunk - n_decode;
+    int budget = s->cfg.chunk - n_decode, plp_rows = SRV_PLP_ROWS;
     if (budget < 16) budget = 16;
     for (srv_job *j = s->running; j && budget > 0; j = j->next)
         for (int i = 0; i < j->n_choices && budget > 0; i++) {
@@ -681,14 +704,37 @@ static int build_batch(srv_sched *s, int *n_decode_out) {
             int take = target - c->n_fed;
             if (take > budget) take = budget;
             int logits_at = c->out.ids.len == 0 ? j->n_prompt - 1 : -1;
+            /* prompt log-probabilities: the logits of positions [plp_from-1, n_prompt-1),
+             * at most plp_rows of them this step */
+            int plp_lo = i == 0 && j->plp_from > 0 ? j->plp_from - 1 : INT32_MAX;
             for (int k = 0; k < take; k++) {
                 int pos = c->n_fed;
-                add_entry(s, n++, j, c, choice_token(j, c, pos), pos == logits_at);
+                int plp = pos >= plp_lo && pos < j->n_prompt - 1;
+                if (plp && plp_rows == 0) {
+                    take = k;
+                    break;
+                }
+                add_entry(s, n, j, c, choice_token(j, c, pos), pos == logits_at || plp);
+                s->b_plp[n++] = plp ? pos + 1 : 0;
+                plp_rows -= plp;
             }
             budget -= take;
         }
     *n_decode_out = n_decode;
     return n;
+}
+
+/* Record the log-probability of prompt token t (and its alternatives) from the logits
+ * of position t-1 (engine thread, without the lock: only it writes these, and readers
+ * wait for the job to be done). */
+static void prompt_logprob(srv_sched *s, srv_job *j, int t, const float *row) {
+    j->p_lp[t] = facet_logprob_of(row, s->n_vocab, j->prompt[t]);
+    if (j->top_n > 0) {
+        int32_t *ids = j->p_top_ids + (size_t)t * (size_t)j->top_n;
+        double *lps = j->p_top_lp + (size_t)t * (size_t)j->top_n;
+        int got = facet_top_logprobs(row, s->n_vocab, j->top_n, ids, lps);
+        for (int k = got; k < j->top_n; k++) ids[k] = -1, lps[k] = 0;
+    }
 }
 
 /* Step choice c's generator with its logits row and compute the log-probabilities the
@@ -824,14 +870,19 @@ static void *engine_main(void *arg) {
         facet_error e;
         facet_status st = facet_forward(s->session, &b, s->logits, &e);
         double now = srv_now();
-        int n_rows = 0;
+        int n_rows = 0, n_logits = 0;
         if (st == FACET_OK)
             for (int i = 0; i < n; i++) {
                 if (!s->b_want[i]) continue;
+                const float *row = s->logits + (size_t)n_logits++ * (size_t)s->n_vocab;
+                if (s->b_plp[i] > 0) {
+                    prompt_logprob(s, s->b_job[i], s->b_plp[i], row);
+                    continue; /* a prompt position: no generator step */
+                }
                 step_row *r = &s->rows[n_rows];
                 r->c = s->b_choice[i];
                 r->j = s->b_job[i];
-                step_choice(s, r, s->logits + (size_t)n_rows * (size_t)s->n_vocab);
+                step_choice(s, r, row);
                 n_rows++;
             }
         pthread_mutex_lock(&s->mu);
@@ -877,6 +928,7 @@ static void free_buffers(srv_sched *s) {
     free(s->b_tok);
     free(s->b_seq);
     free(s->b_want);
+    free(s->b_plp);
     free(s->b_choice);
     free(s->b_job);
     free(s->logits);
@@ -909,11 +961,14 @@ facet_status srv_sched_create(facet_model *model, facet_session *session,
     s->b_tok = malloc(ne * sizeof *s->b_tok);
     s->b_seq = malloc(ne * sizeof *s->b_seq);
     s->b_want = malloc(ne);
+    s->b_plp = malloc(ne * sizeof *s->b_plp);
     s->b_choice = malloc(ne * sizeof *s->b_choice);
     s->b_job = malloc(ne * sizeof *s->b_job);
-    s->logits = malloc((size_t)cfg->max_batch * (size_t)s->n_vocab * sizeof *s->logits);
+    s->logits = malloc((size_t)(cfg->max_batch + SRV_PLP_ROWS) * (size_t)s->n_vocab *
+                       sizeof *s->logits);
     s->rows = malloc((size_t)cfg->max_batch * sizeof *s->rows);
-    if (!s->slots || !s->b_tok || !s->b_seq || !s->b_want || !s->b_choice || !s->b_job ||
+    if (!s->slots || !s->b_tok || !s->b_seq || !s->b_want || !s->b_plp || !s->b_choice ||
+        !s->b_job ||
         !s->logits || !s->rows) {
         free_buffers(s);
         return facet_err(err, FACET_E_NOMEM, "scheduler buffers for %d sequences", cfg->max_batch);

@@ -111,6 +111,14 @@ typedef struct srv_job {
     int n_stops;
     int n_choices;
     srv_choice *choices;
+    /* prompt log-probabilities (srv_job_want_prompt_logprobs): p_lp[t] = log p(prompt[t] |
+     * prompt[<t]) for t in [plp_from, n_prompt), top_n alternatives each in p_top_ids /
+     * p_top_lp ([n_prompt][top_n], -1: fewer); written by the engine thread while it
+     * prefills choice 0, readable once the job is done */
+    int plp_from;               /* 0: none asked                                         */
+    double *p_lp;
+    int32_t *p_top_ids;
+    double *p_top_lp;
     /* [mu] state */
     int queued, running, done;  /* done: every choice finished                           */
     int cancelled;
@@ -161,6 +169,14 @@ facet_status srv_job_create(srv_sched *s, const int32_t *prompt, int n_prompt, i
                             int n_choices, const facet_sampler_params *sampling,
                             char *const *stops, int n_stops, int want_logprobs, int top_n,
                             srv_job **out, facet_error *err);
+
+/* Ask for the log-probabilities of prompt tokens [from, n_prompt) (1 <= from < n_prompt),
+ * with the job's top_n alternatives each, before submitting the job. The prompt
+ * positions from from-1 on are then prefilled by this job (a cached prefix supplies at
+ * most from-1 tokens) with logits for each, at most SRV_PLP_ROWS rows per step. Errors:
+ * FACET_E_NOMEM. */
+#define SRV_PLP_ROWS 32
+facet_status srv_job_want_prompt_logprobs(srv_job *job, int from, facet_error *err);
 
 /* Queue a job. Returns 0, or -1 when the queue is full or the server is stopping
  * (the job is untouched; release it). The scheduler takes its own reference. */

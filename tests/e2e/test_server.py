@@ -320,7 +320,7 @@ ERROR_CASES = [
     ({"model": "stories260k", "prompt": "a", "n": 0}, 400, "n", ["n"]),
     ({"model": "stories260k", "prompt": "a", "bogus_param": 1}, 400, "bogus_param",
      ["bogus_param"]),
-    ({"model": "stories260k", "prompt": "a", "echo": True}, 400, "echo", ["echo"]),
+    ({"model": "stories260k", "prompt": "a", "echo": True, "stream": True}, 400, "echo", ["echo"]),
     ({"model": "other", "prompt": "a"}, 404, "model", ["other"]),
     ({"model": 5, "prompt": "a"}, 400, "model", ["string"]),  # omitted: the served one
     ({"model": "stories260k", "prompt": [1, 99999]}, 400, "prompt", ["99999"]),

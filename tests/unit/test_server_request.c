@@ -202,7 +202,7 @@ static void test_errors(void **state) {
     parse_bad("{\"model\":\"m\",\"prompt\":\"a\",\"logit_bias\":{\"3\":101}}", C, 400,
               "logit_bias", "101");
     parse_bad("{\"model\":\"m\",\"prompt\":\"a\",\"logprobs\":21}", C, 400, "logprobs", "21");
-    parse_bad("{\"model\":\"m\",\"prompt\":\"a\",\"echo\":true}", C, 400, "echo", "echo");
+    parse_bad("{\"model\":\"m\",\"prompt\":\"a\",\"echo\":true,\"stream\":true}", C, 400, "echo", "echo");
     parse_bad("{\"model\":\"m\",\"prompt\":\"a\",\"best_of\":2}", C, 400, "best_of", "best_of");
     parse_bad("{\"model\":\"m\",\"prompt\":\"a\",\"suffix\":\"z\"}", C, 400, "suffix", "suffix");
     parse_bad("{\"model\":\"m\",\"prompt\":\"a\",\"functions\":[]}", C, 400, "functions",

@@ -1,0 +1,126 @@
+"""Scoring through `facet serve`: /v1/completions with echo and logprobs (the requests of
+lm-evaluation-harness's loglikelihood: echo, logprobs, max_tokens 0 or 1) returns the
+prompt's token log-probabilities, equal (1e-4) to log_softmax of `facet run
+--dump-logits` rows for the same tokens (numpy, float64), on the bundled model."""
+
+import json
+
+import numpy as np
+import pytest
+
+from server_harness import Server
+
+N_VOCAB = 512
+
+
+@pytest.fixture(scope="module")
+def model(repo_root):
+    return repo_root / "models" / "stories260k"
+
+
+@pytest.fixture(scope="module")
+def server(facet_bin, model):
+    # a small chunk: a long prompt's log-probs come over several steps
+    s = Server(facet_bin, model, "--threads", "1", "--chunk", "24")
+    try:
+        yield s
+        s.assert_clean_exit()
+    finally:
+        s.stop()
+
+
+def run_logprobs(run_facet, model, ids, tmp_path):
+    """log p(ids[t] | ids[<t]) for t >= 1 and the argmax of each row, from the dumped
+    logits of `facet run` (row t-1 predicts token t)."""
+    dump = tmp_path / "logits.f32"
+    p = run_facet(["run", str(model), "--prompt-ids", ",".join(map(str, ids)), "-n", "1",
+                   "--json", "--dump-logits", str(dump)], timeout=60)
+    assert p.returncode == 0, p.stderr
+    rows = np.fromfile(dump, dtype="<f4").reshape(-1, N_VOCAB).astype(np.float64)
+    assert rows.shape[0] == len(ids)
+    m = rows.max(axis=1, keepdims=True)
+    lsm = rows - m - np.log(np.exp(rows - m).sum(axis=1, keepdims=True))
+    lp = [lsm[t - 1, ids[t]] for t in range(1, len(ids))]
+    return lp, [int(np.argmax(lsm[t - 1])) for t in range(1, len(ids))], lsm
+
+
+def tokenize(run_facet, model, text):
+    p = run_facet(["tokenize", str(model), text], timeout=30)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.mark.parametrize("max_tokens", [0, 1])
+def test_echo_logprobs_equal_dumped_logits(server, run_facet, model, tmp_path, max_tokens):
+    ids = [1] + [(37 * k + 11) % 500 + 3 for k in range(70)]  # > SRV_PLP_ROWS positions
+    want, argmax, lsm = run_logprobs(run_facet, model, ids, tmp_path)
+    st, r = server.post("/v1/completions", {"prompt": ids, "echo": True, "logprobs": 1,
+                                            "max_tokens": max_tokens, "temperature": 0})
+    assert st == 200, r
+    ch = r["choices"][0]
+    lp = ch["logprobs"]
+    n_gen = max_tokens
+    assert len(lp["tokens"]) == len(ids) + n_gen
+    assert lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None
+    got = lp["token_logprobs"][1:len(ids)]
+    assert np.max(np.abs(np.array(got) - np.array(want))) < 1e-4
+    # the top-1 alternative of each prompt position is the row's argmax, with its logprob
+    for t in range(1, len(ids)):
+        (tok, v), = lp["top_logprobs"][t].items()
+        assert abs(v - lsm[t - 1, argmax[t - 1]]) < 1e-4
+    assert r["usage"]["prompt_tokens"] == len(ids)
+    assert r["usage"]["completion_tokens"] == n_gen
+    if max_tokens == 1:
+        # the generated token's log-prob comes from the last prompt row, as without echo
+        st, plain = server.post("/v1/completions", {"prompt": ids, "logprobs": 1,
+                                                    "max_tokens": 1, "temperature": 0})
+        assert st == 200
+        assert lp["token_logprobs"][-1] == plain["choices"][0]["logprobs"]["token_logprobs"][0]
+        assert ch["text"].endswith(plain["choices"][0]["text"])
+    else:
+        assert ch["finish_reason"] == "length"
+    # offsets count through the token strings (in bytes, as without echo)
+    offs = lp["text_offset"]
+    assert offs[0] == 0 and all(offs[i + 1] == offs[i] + len(lp["tokens"][i].encode())
+                                for i in range(len(ids) - 1))
+
+
+def test_echo_text_prompt(server, run_facet, model, tmp_path):
+    """lm-eval sends context + continuation as text: the echoed text is the prompt, the
+    log-probs those of its tokens (BOS added as for any text prompt)."""
+    prompt = "Once upon a time there was a little dog"
+    ids = tokenize(run_facet, model, prompt)
+    want, _, _ = run_logprobs(run_facet, model, ids, tmp_path)
+    st, r = server.post("/v1/completions", {"prompt": prompt, "echo": True, "logprobs": 0,
+                                            "max_tokens": 0})
+    assert st == 200, r
+    ch = r["choices"][0]
+    assert ch["text"] == prompt
+    got = ch["logprobs"]["token_logprobs"]
+    assert len(got) == len(ids) and got[0] is None
+    assert np.max(np.abs(np.array(got[1:]) - np.array(want))) < 1e-4
+    # a continuation's log-likelihood is the sum over its tokens
+    ctx = tokenize(run_facet, model, "Once upon a time")
+    assert ids[:len(ctx)] == ctx
+    assert abs(sum(got[len(ctx):]) - sum(want[len(ctx) - 1:])) < 1e-3
+
+
+def test_echo_without_logprobs_and_errors(server):
+    st, r = server.post("/v1/completions", {"prompt": "Once upon", "echo": True,
+                                            "max_tokens": 2, "temperature": 0})
+    assert st == 200 and r["choices"][0]["text"].startswith("Once upon")
+    assert r["choices"][0]["logprobs"] is None
+    st, r = server.post("/v1/completions", {"prompt": "Once", "max_tokens": 0})
+    assert st == 400 and r["error"]["param"] == "max_tokens"
+    st, r = server.post("/v1/completions", {"prompt": "Once", "echo": True, "stream": True})
+    assert st == 400 and r["error"]["param"] == "echo"
+
+
+def test_echo_prompt_cached_or_not_is_the_same(server):
+    """The prefix cache must not skip the positions whose log-probs are asked: the same
+    request twice (the second finds the prompt cached) gives the same numbers."""
+    ids = [1, 45, 67, 89, 120, 200, 17, 300, 44]
+    body = {"prompt": ids, "echo": True, "logprobs": 2, "max_tokens": 1, "temperature": 0}
+    a = server.post("/v1/completions", body)[1]["choices"][0]["logprobs"]
+    b = server.post("/v1/completions", body)[1]["choices"][0]["logprobs"]
+    assert a == b and None not in a["token_logprobs"][1:]
