@@ -1,10 +1,11 @@
 /*
  * ffn_moe.c — the mixture-of-experts FFN kind (layer.h): transformers'
  * MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock,
- * OlmoeSparseMoeBlock and GraniteMoe(Shared)MoE, every variation a fact:
- *   logits = h W_router^T                         (E per token)
+ * OlmoeSparseMoeBlock, GraniteMoe(Shared)MoE and GptOssMLP, every variation a fact:
+ *   logits = h W_router^T (+ bias)                (E per token)
  *   (ids, w) = route(logits)                      k experts, moe_route.h
- *   y = sum over the k of w_j * down_j(act(gate_j h) * up_j h)   (experts in id order)
+ *   y = sum over the k of w_j * down_j(act(gate_j h) * up_j h)   (experts in id order;
+ *       gpt-oss: biases on gate, up and down, and its clamped SwiGLU)
  *   y += [sigmoid(h . g)] * shared(h)             [shared expert; gate: Qwen2-MoE]
  *
  * Grouping. The chunk's (token, expert) pairs are sorted by expert (a counting sort,
@@ -70,15 +71,30 @@ typedef struct {
     int width, per, n;
 } act_job;
 
+/* gpt-oss's GptOssExperts: g = min(gate, limit), u = clamp(up, -limit, limit),
+ * gate = (u + 1) * g * sigmoid(alpha g), alpha = 1.702, over one row of n. */
+static void clamped_swiglu(float *gate, const float *up, int n, float limit) {
+    const float alpha = 1.702f;
+    for (int i = 0; i < n; i++) {
+        float g = gate[i] < limit ? gate[i] : limit;
+        float u = up[i] < -limit ? -limit : up[i] > limit ? limit : up[i];
+        gate[i] = (u + 1.0f) * (g / (1.0f + expf(-alpha * g)));
+    }
+}
+
 static void act_task(void *ctx, int task, int thread) {
     (void)thread;
     const act_job *j = ctx;
     facet_session *s = j->s;
     int act = (int)s->model->facts.act;
+    float limit = (float)s->model->facts.swiglu_limit;
     int r1 = (task + 1) * j->per < j->n ? (task + 1) * j->per : j->n;
-    for (int r = task * j->per; r < r1; r++)
-        s->be->ops->gated_act(s->be, s->gate + (size_t)r * j->width, s->up + (size_t)r * j->width,
-                              j->width, act);
+    for (int r = task * j->per; r < r1; r++) {
+        float *g = s->gate + (size_t)r * j->width;
+        const float *u = s->up + (size_t)r * j->width;
+        if (limit > 0) clamped_swiglu(g, u, j->width, limit);
+        else s->be->ops->gated_act(s->be, g, u, j->width, act);
+    }
 }
 
 static void act_rows(facet_session *s, int n, int width) {
@@ -89,16 +105,18 @@ static void act_rows(facet_session *s, int n, int width) {
     be->ops->run(be, (n + j.per - 1) / j.per, act_task, &j);
 }
 
-/* y (n, H) = down(act(gate x) * up x) for rows x (n, H) of a gated FFN of width I. */
+/* y (n, H) = down(act(gate x + gb) * (up x + ub)) + db for rows x (n, H) of a gated FFN
+ * of width I (biases NULL: none). */
 static void gated_ffn(facet_session *s, float *y, const float *x, const facet_wtensor *gate,
-                      const facet_wtensor *up, const facet_wtensor *down, int n) {
+                      const facet_wtensor *up, const facet_wtensor *down, const float *gb,
+                      const float *ub, const float *db, int n) {
     facet_backend *be = s->be;
     float *const out[2] = {s->gate, s->up};
     const facet_wtensor *const w[2] = {gate, up};
-    const float *const b[2] = {NULL, NULL};
+    const float *const b[2] = {gb, ub};
     be->ops->matmul_multi(be, 2, out, x, w, b, n);
     act_rows(s, n, gate->rows);
-    be->ops->matmul(be, y, s->gate, down, NULL, n);
+    be->ops->matmul(be, y, s->gate, down, db, n);
 }
 
 /* xn (the FFN's input norm) -> xn (its output) for entries [0, n) of layer l. */
@@ -109,7 +127,7 @@ static void moe_forward(facet_session *s, int l, int n) {
     int E = (int)f->num_experts, k = (int)f->num_experts_per_tok;
     size_t H = (size_t)f->hidden_size;
 
-    be->ops->matmul(be, s->moe_logits, s->xn, &L->router, NULL, n);
+    be->ops->matmul(be, s->moe_logits, s->xn, &L->router, L->router_bias, n);
     facet_for_rows(s, l, n, route_row);
 
     /* counting sort of the n * k (entry, slot) pairs by expert, entry order kept */
@@ -130,7 +148,8 @@ static void moe_forward(facet_session *s, int l, int n) {
         for (int i = 0; i < c; i++)
             memcpy(s->moe_x + (size_t)i * H, s->xn + (size_t)(pairs[i] / k) * H, sizeof(float) * H);
         const facet_expert *x = &L->experts[e];
-        gated_ffn(s, s->moe_y, s->moe_x, &x->gate, &x->up, &x->down, c);
+        gated_ffn(s, s->moe_y, s->moe_x, &x->gate, &x->up, &x->down, x->gate_bias, x->up_bias,
+                  x->down_bias, c);
         for (int i = 0; i < c; i++) {
             float wt = s->moe_w[pairs[i]];
             float *a = acc + (size_t)(pairs[i] / k) * H;
@@ -139,7 +158,8 @@ static void moe_forward(facet_session *s, int l, int n) {
         }
     }
     if (L->shared_down.data) { /* the shared expert: every entry */
-        gated_ffn(s, s->moe_y, s->xn, &L->shared_gate, &L->shared_up, &L->shared_down, n);
+        gated_ffn(s, s->moe_y, s->xn, &L->shared_gate, &L->shared_up, &L->shared_down, NULL,
+                  NULL, NULL, n);
         float *g = s->moe_logits; /* (n, 1): the routing is done with the logits */
         if (L->shared_expert_gate.data) be->ops->matmul(be, g, s->xn, &L->shared_expert_gate, NULL, n);
         for (int r = 0; r < n; r++) {

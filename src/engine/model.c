@@ -141,7 +141,8 @@ void facet_model_get_info(const facet_model *m, facet_model_info *info) {
             for (uint64_t e = 0; e < E; e++)
                 all += facet_wtensor_bytes(&L->experts[e].gate) +
                        facet_wtensor_bytes(&L->experts[e].up) +
-                       facet_wtensor_bytes(&L->experts[e].down);
+                       facet_wtensor_bytes(&L->experts[e].down) +
+                       (L->experts[e].down_bias ? (2 * EI + H) * sizeof(float) : 0);
             info->decode_bytes -= all - all / E * K;
         }
     }

@@ -21,6 +21,8 @@
 typedef struct facet_expert {
     facet_wtensor gate, up;     /* (EI, H)                                             */
     facet_wtensor down;         /* (H, EI)                                             */
+    float *gate_bias, *up_bias; /* (EI)                               when moe_biases  */
+    float *down_bias;           /* (H)                                                 */
 } facet_expert;
 
 /* One decoder layer's weights. Matrices are facet_wtensor in the run-time format,
@@ -36,6 +38,7 @@ typedef struct facet_layer_weights {
     float *q_norm, *k_norm;     /* (hd) per head, or (nh*hd) / (nkv*hd) over the whole
                                    projection (OLMo 2)                when qk_norm      */
     int qk_norm_full;           /* 1: q_norm/k_norm span the whole projection           */
+    float *sinks;               /* (nh) attention sinks               when attn_sinks  */
     float *post_attention_layernorm; /* (H): before the FFN (pre-norm families), or on
                                    the attention output (post_norms: Gemma 2/3, OLMo 2) */
     float *pre_feedforward_layernorm;  /* (H)  when post_norms and pre_norms (Gemma 2/3) */
@@ -46,7 +49,8 @@ typedef struct facet_layer_weights {
     float *down_bias;           /* (H)                               when mlp_bias     */
     /* a mixture-of-experts layer (facts layer_sparse) has these instead of the dense
      * FFN's: E = num_experts, SI = shared_expert_intermediate_size */
-    facet_wtensor router;       /* (E, H)                                              */
+    facet_wtensor router;       /* (E, H), float32                                     */
+    float *router_bias;         /* (E)                                when moe_biases  */
     facet_expert *experts;      /* [E], NULL on dense layers                           */
     facet_wtensor shared_gate, shared_up; /* (SI, H)                  when SI > 0       */
     facet_wtensor shared_down;  /* (H, SI)                                             */

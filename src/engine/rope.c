@@ -11,7 +11,8 @@
  *             .../high_freq_factor kept, a smooth blend in between
  *   yarn:     _compute_yarn_parameters — interpolation (inv_freq / factor) and
  *             extrapolation (inv_freq) blended by a linear ramp between the correction
- *             dims of beta_fast and beta_slow (floored / ceiled); attention factor
+ *             dims of beta_fast and beta_slow (floored / ceiled unless "truncate":
+ *             false, as gpt-oss); attention factor
  *             given, or 0.1 ln(factor) + 1
  *   longrope: _compute_longrope_parameters — inv_freq / short_factor[i], or / long_factor[i]
  *             when the sequence is longer than original_max_position_embeddings (chosen
@@ -51,8 +52,12 @@ static facet_status global_table(const facet_facts *f, int rot, float *inv, floa
                    : factor <= 1.0            ? 1.0
                                               : 0.1 * log(factor) + 1.0;
         *attn = (float)a;
-        yarn_low = floor(yarn_correction_dim(f->rope_beta_fast, rot, f->rope_theta, orig));
-        yarn_high = ceil(yarn_correction_dim(f->rope_beta_slow, rot, f->rope_theta, orig));
+        yarn_low = yarn_correction_dim(f->rope_beta_fast, rot, f->rope_theta, orig);
+        yarn_high = yarn_correction_dim(f->rope_beta_slow, rot, f->rope_theta, orig);
+        if (!f->rope_yarn_no_truncate) { /* "truncate": true, the default */
+            yarn_low = floor(yarn_low);
+            yarn_high = ceil(yarn_high);
+        }
         if (yarn_low < 0) yarn_low = 0;
         if (yarn_high > rot - 1) yarn_high = rot - 1;
         if (yarn_low == yarn_high) yarn_high += 0.001;

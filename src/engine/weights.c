@@ -280,17 +280,32 @@ static facet_status load_split(wload *ld, const char *name, const int64_t *parts
     return st;
 }
 
-/* A 3-D tensor [E, d0, d1] (every expert's matrix of one kind), each expert's slice split
- * by rows into n parts of parts[i] rows, part i going to out[i][e] ("NAME[e][r0:r1]" in
- * the cache). */
-static facet_status load_experts3d(wload *ld, const char *name, int64_t E, const int64_t *parts,
-                                   int n, int64_t d1, facet_wtensor *const *out, size_t stride,
-                                   uint64_t *bytes, facet_error *err) {
+/* Row r of expert e's logical matrix (rows R = the parts' sum, cols C) out of its stored
+ * slice S: S's row r, or its column r when the slice is W^T (x @ W, gpt-oss). */
+static void expert_row(const float *S, int transposed, int64_t R, int64_t C, int64_t r, float *out) {
+    if (!transposed) {
+        memcpy(out, S + (size_t)r * (size_t)C, sizeof(float) * (size_t)C);
+        return;
+    }
+    for (int64_t c = 0; c < C; c++) out[c] = S[(size_t)c * (size_t)R + (size_t)r];
+}
+
+/* A 3-D tensor of every expert's matrix of one kind ([E, d0, d1] as stored; [E, d1, d0]
+ * holding W^T when transposed), each expert's d0 logical rows split into n parts of
+ * parts[i] rows (following each other, or alternating when interleaved), part i going to
+ * out[i][e] ("NAME[e][i]" in the cache). Matrices only; a vector row ([E, d0]) is
+ * load_expert_vecs'. */
+static facet_status load_experts3d(wload *ld, const facet_tensor_row *row, const char *name,
+                                   int64_t E, const int64_t *parts, int n, int64_t d1,
+                                   facet_wtensor *const *out, size_t stride, uint64_t *bytes,
+                                   facet_error *err) {
     int64_t d0 = 0;
     for (int i = 0; i < n; i++) d0 += parts[i];
+    int tr = row->transposed, il = row->interleaved;
+    int64_t s0 = tr ? d1 : d0, s1 = tr ? d0 : d1; /* the stored slice's shape */
     const st_tensor *t = st_checkpoint_find(ld->ck, name);
     if (!t) return facet_err(err, FACET_E_NOT_FOUND, "checkpoint: tensor '%s' is missing", name);
-    if (t->ndim != 3 || t->shape[0] != E || t->shape[1] != d0 || t->shape[2] != d1) {
+    if (t->ndim != 3 || t->shape[0] != E || t->shape[1] != s0 || t->shape[2] != s1) {
         char got[128] = "";
         size_t off = 0;
         for (int i = 0; i < t->ndim && off < sizeof got - 24; i++)
@@ -299,24 +314,26 @@ static facet_status load_experts3d(wload *ld, const char *name, int64_t E, const
         return facet_err(err, FACET_E_FORMAT,
                          "checkpoint: tensor '%s' has shape [%s], expected [%lld, %lld, %lld] "
                          "from config.json (experts, rows, columns)",
-                         name, got, (long long)E, (long long)d0, (long long)d1);
+                         name, got, (long long)E, (long long)s0, (long long)s1);
     }
     if (ld->check_only) return FACET_OK;
     float *all = NULL;
     facet_status st = FACET_OK;
     /* GGUF block tensors with native weights: each slice kept in its blocks, rows of rb
      * bytes (the experts' rows one after another) */
-    int blocks = ld->native && t->gguf_qtype;
+    int blocks = ld->native && t->gguf_qtype && !tr && !il;
     size_t rb = blocks ? (size_t)((t->end - t->begin) / (uint64_t)(E * d0)) : 0;
     facet_wformat fmt = mat_format(ld, t, ld->format);
     if (!ld->cache && !blocks && (st = read_f32(t, &all, err)) != FACET_OK) return st;
     for (int64_t e = 0; e < E && st == FACET_OK; e++) {
         int64_t r0 = 0;
+        const float *S = all ? all + (size_t)e * (size_t)d0 * (size_t)d1 : NULL;
         for (int i = 0; i < n && st == FACET_OK; i++) {
             facet_wtensor *wt = (facet_wtensor *)((char *)out[i] + (size_t)e * stride);
             char part[300];
-            snprintf(part, sizeof part, "%s[%lld][%lld:%lld]", name, (long long)e, (long long)r0,
-                     (long long)(r0 + parts[i]));
+            if (il) snprintf(part, sizeof part, "%s[%lld][%d::%d]", name, (long long)e, i, n);
+            else snprintf(part, sizeof part, "%s[%lld][%lld:%lld]", name, (long long)e,
+                          (long long)r0, (long long)(r0 + parts[i]));
             if (ld->cache) {
                 st = cached_mat(ld, part, parts[i], d1, fmt, wt, err);
             } else if (blocks) {
@@ -329,12 +346,56 @@ static facet_status load_experts3d(wload *ld, const char *name, int64_t E, const
                 float *d = malloc(sizeof(float) * count);
                 if (!d) st = facet_err(err, FACET_E_NOMEM, "cannot allocate a slice of '%s'", name);
                 else {
-                    memcpy(d, all + ((size_t)e * (size_t)d0 + (size_t)r0) * (size_t)d1,
-                           sizeof(float) * count);
+                    for (int64_t r = 0; r < parts[i]; r++)
+                        expert_row(S, tr, d0, d1, il ? r * n + i : r0 + r, d + (size_t)r * (size_t)d1);
                     st = convert_mat(ld, part, d, parts[i], d1, fmt, wt, err);
                 }
             }
             if (st == FACET_OK) *bytes += facet_wtensor_bytes(wt);
+            r0 += parts[i];
+        }
+    }
+    free(all);
+    if (st == FACET_OK) progress(ld, t);
+    return st;
+}
+
+/* A 2-D tensor [E, d0] of every expert's vector of one kind (gpt-oss's biases), split
+ * into n parts of parts[i] elements (following each other, or alternating when
+ * interleaved), part i going to out[i][e] (float32, "NAME[e][i]" in the cache). */
+static facet_status load_expert_vecs(wload *ld, const facet_tensor_row *row, const char *name,
+                                     int64_t E, const int64_t *parts, int n, float **const *out,
+                                     size_t stride, uint64_t *bytes, facet_error *err) {
+    int64_t d0 = 0;
+    for (int i = 0; i < n; i++) d0 += parts[i];
+    const st_tensor *t;
+    facet_status st = find_tensor(ld->ck, name, E, d0, &t, err);
+    if (st != FACET_OK || ld->check_only) return st;
+    float *all = NULL;
+    if (!ld->cache && (st = read_f32(t, &all, err)) != FACET_OK) return st;
+    for (int64_t e = 0; e < E && st == FACET_OK; e++) {
+        int64_t r0 = 0;
+        for (int i = 0; i < n && st == FACET_OK; i++) {
+            float **dst = (float **)((char *)out[i] + (size_t)e * stride);
+            char part[300];
+            snprintf(part, sizeof part, "%s[%lld][%d]", name, (long long)e, i);
+            uint64_t nb = (uint64_t)parts[i] * sizeof(float);
+            if (ld->cache) {
+                const wcache_entry *ce = NULL;
+                st = next_entry(ld, part, KIND_VECTOR, &ce, err);
+                if (st == FACET_OK && ce->bytes != nb)
+                    st = facet_err(err, FACET_E_FORMAT, "'%s' holds %llu bytes, expected %llu",
+                                   part, (unsigned long long)ce->bytes, (unsigned long long)nb);
+                if (st == FACET_OK) *dst = (float *)(uintptr_t)ce->data;
+            } else if (!(*dst = malloc(nb))) {
+                st = facet_err(err, FACET_E_NOMEM, "cannot allocate a slice of '%s'", name);
+            } else {
+                for (int64_t k = 0; k < parts[i]; k++)
+                    (*dst)[k] = all[(size_t)e * (size_t)d0 +
+                                    (size_t)(row->interleaved ? k * n + i : r0 + k)];
+                st = record(ld, part, KIND_VECTOR, NULL, *dst, nb, err);
+            }
+            if (st == FACET_OK) *bytes += nb;
             r0 += parts[i];
         }
     }
@@ -379,6 +440,11 @@ static const size_t slot_field[FACET_TS_COUNT] = {
     [FACET_TS_EXPERT_GATE] = offsetof(facet_expert, gate),
     [FACET_TS_EXPERT_UP] = offsetof(facet_expert, up),
     [FACET_TS_EXPERT_DOWN] = offsetof(facet_expert, down),
+    [FACET_TS_EXPERT_GATE_BIAS] = offsetof(facet_expert, gate_bias),
+    [FACET_TS_EXPERT_UP_BIAS] = offsetof(facet_expert, up_bias),
+    [FACET_TS_EXPERT_DOWN_BIAS] = offsetof(facet_expert, down_bias),
+    [FACET_TS_SINKS] = offsetof(facet_layer_weights, sinks),
+    [FACET_TS_ROUTER_BIAS] = offsetof(facet_layer_weights, router_bias),
     [FACET_TS_SHARED_GATE] = offsetof(facet_layer_weights, shared_gate),
     [FACET_TS_SHARED_UP] = offsetof(facet_layer_weights, shared_up),
     [FACET_TS_SHARED_DOWN] = offsetof(facet_layer_weights, shared_down),
@@ -388,7 +454,9 @@ static const size_t slot_field[FACET_TS_COUNT] = {
 };
 
 static int expert_slot(facet_tslot s) {
-    return s == FACET_TS_EXPERT_GATE || s == FACET_TS_EXPERT_UP || s == FACET_TS_EXPERT_DOWN;
+    return s == FACET_TS_EXPERT_GATE || s == FACET_TS_EXPERT_UP || s == FACET_TS_EXPERT_DOWN ||
+           s == FACET_TS_EXPERT_GATE_BIAS || s == FACET_TS_EXPERT_UP_BIAS ||
+           s == FACET_TS_EXPERT_DOWN_BIAS;
 }
 
 /* The field of slot `s` (row root `root`): in layer L (expert 0's for the expert slots:
@@ -420,12 +488,18 @@ static facet_status load_row(wload *ld, const facet_facts *f, facet_weights *w,
     }
     if (r->experts3d) { /* [E, d0, d1]: each expert's slice split into its parts */
         int64_t parts[FACET_TENSOR_SPLIT_MAX];
-        facet_wtensor *outs[FACET_TENSOR_SPLIT_MAX];
+        void *outs[FACET_TENSOR_SPLIT_MAX];
         for (int p = 0; p < r->n_split; p++) {
-            parts[p] = facet_tdim_value(facet_tensor_slot(r->split[p])->dims[0], f, full);
+            /* a vector row's parts are equal (their slots have no row of their own) */
+            parts[p] = r->matrix ? facet_tdim_value(facet_tensor_slot(r->split[p])->dims[0], f, full)
+                                 : d0 / r->n_split;
             outs[p] = slot_ptr(w, L, r->root, r->split[p]);
         }
-        return load_experts3d(ld, name, f->num_experts, parts, r->n_split, d1, outs,
+        if (!r->matrix)
+            return load_expert_vecs(ld, r, name, f->num_experts, parts, r->n_split,
+                                    (float **const *)outs, sizeof(facet_expert), &w->bytes, err);
+        return load_experts3d(ld, r, name, f->num_experts, parts, r->n_split,
+                              r->transposed ? d0 : d1, (facet_wtensor *const *)outs,
                               sizeof(facet_expert), &w->bytes, err);
     }
     if (r->slot == FACET_TS_FUSED) { /* split by rows into its parts' slots */
@@ -528,8 +602,9 @@ void facet_weights_free(facet_model *m) {
             facet_layer_weights *L = &w->layers[l];
             /* by slot, not row: several rows (a layout's spellings) may fill one slot */
             for (int s = 0; s < FACET_TS_COUNT; s++) {
+                if (expert_slot((facet_tslot)s)) continue; /* below */
                 const facet_tensor_row *r = facet_tensor_slot((facet_tslot)s);
-                if (r->root != FACET_TR_LAYER || expert_slot((facet_tslot)s)) continue;
+                if (!r || r->root != FACET_TR_LAYER) continue;
                 void *p = slot_ptr(w, L, r->root, (facet_tslot)s);
                 if (r->matrix) wtensor_free(p);
                 else free(*(float **)p);
@@ -538,6 +613,9 @@ void facet_weights_free(facet_model *m) {
                 wtensor_free(&L->experts[e].gate);
                 wtensor_free(&L->experts[e].up);
                 wtensor_free(&L->experts[e].down);
+                free(L->experts[e].gate_bias);
+                free(L->experts[e].up_bias);
+                free(L->experts[e].down_bias);
             }
             free(L->experts);
         }

@@ -101,6 +101,14 @@ static const facet_config_class classes[] = {
      .moe = 1, .experts_key = "num_local_experts", .num_experts = 8, .num_experts_per_tok = 2,
      .router = FACET_ROUTER_TOPK_SOFTMAX, .norm_topk_prob = 1,
      .shared_key = "shared_intermediate_size", .shared_default = 0},
+    /* GptOssConfig: every layer sparse; window 128 on the layer_types' sliding layers */
+    {.model_type = "gpt_oss", .max_position_embeddings = 131072, .tie_word_embeddings = 0, .head_dim = 64, .rope_theta = 150000.0,
+     .rms_norm_eps = 1e-5, .act_key = "hidden_act", .act_default = "silu",
+     .reads_sliding_window = 1, .sliding_window = 128, .sliding_window_pattern = 2,
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
+     .moe = 1, .experts_key = "num_local_experts", .num_experts = 128, .num_experts_per_tok = 4,
+     .router = FACET_ROUTER_TOPK_SOFTMAX, .norm_topk_prob = 1,
+     .moe_biases = 1, .swiglu_limit = 7.0, .attn_sinks = 1},
 };
 /* clang-format on */
 

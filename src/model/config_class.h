@@ -70,6 +70,9 @@ typedef struct facet_config_class {
     int64_t shared_default;       /* its class default (0 = none)                      */
     int shared_gate;              /* the shared expert has a sigmoid gate               */
     int reads_sparse_step;        /* decoder_sparse_step and mlp_only_layers (Qwen-MoE) */
+    int moe_biases;               /* router and expert biases (gpt-oss)                 */
+    double swiglu_limit;          /* > 0: reads swiglu_limit (this default): gpt-oss    */
+    int attn_sinks;               /* per-head attention sinks (gpt-oss)                 */
 } facet_config_class;
 
 /* The class for `model_type`, or the generic PretrainedConfig defaults (model_type "")

@@ -391,6 +391,9 @@ static facet_status read_rope_object(reader *r, json_t *o, const char *name, int
             TRY(get_num_from(r, v, key, 1, &f->rope_beta_fast));
         } else if (!strcmp(k, "beta_slow")) {
             TRY(get_num_from(r, v, key, 1, &f->rope_beta_slow));
+        } else if (!strcmp(k, "truncate")) {
+            if (!json_is_boolean(v)) return bad(r, key, v, "true or false");
+            f->rope_yarn_no_truncate = json_is_false(v);
         } else if (!strcmp(k, "attention_factor")) {
             TRY(get_num_from(r, v, key, 1, &f->rope_attention_factor));
         } else if (!strcmp(k, "short_factor")) {
@@ -585,6 +588,15 @@ static facet_status read_moe(reader *r, const facet_config_class *cls) {
                 &f->num_experts, NULL));
     TRY(get_int(r, "num_experts_per_tok", 0, 1, MAX_EXPERTS_PER_TOK, &f->num_experts_per_tok,
                 NULL));
+    if (cls->moe_biases) { /* GptOssConfig also writes experts_per_token: one fact */
+        json_t *a = json_object_get(r->obj, "num_experts_per_tok"), *b = take(r, "experts_per_token");
+        if (a && b && !json_is_null(b) && !same_value(a, b, 0))
+            TRY(conflict(r, "num_experts_per_tok", a, "experts_per_token", b,
+                         "the modeling code reads the first"));
+    }
+    f->moe_biases = cls->moe_biases;
+    f->swiglu_limit = cls->swiglu_limit;
+    if (cls->swiglu_limit > 0) TRY(get_num(r, "swiglu_limit", 1, &f->swiglu_limit));
     if (f->num_experts && f->num_experts_per_tok > f->num_experts) {
         char expected[96];
         snprintf(expected, sizeof expected, "at most %s=%lld", cls->experts_key,
@@ -861,6 +873,7 @@ static facet_status read_block(reader *r, const facet_config_class *cls) {
     f->qkv_bias = cls->qkv_bias >= 0 ? cls->qkv_bias : f->attention_bias;
     f->o_bias = cls->o_bias >= 0 ? cls->o_bias : f->attention_bias;
     f->qk_norm = cls->qk_norm;
+    f->attn_sinks = cls->attn_sinks;
     return FACET_OK;
 }
 

@@ -63,6 +63,9 @@ typedef enum facet_experts_layout {
                                        [E, H, I], 3-D (newer transformers)               */
     FACET_EXPERTS_GRANITE,          /* block_sparse_moe.input_linear [E, 2 I, H] +
                                        output_linear [E, H, I], 3-D (Granite-MoE)        */
+    FACET_EXPERTS_GPTOSS,           /* mlp.router + mlp.experts.gate_up_proj [E, H, 2 I]
+                                       (x @ W; gate and up columns interleaved) and
+                                       down_proj [E, I, H], with biases (gpt-oss)        */
     FACET_EXPERTS_SPLIT3D,          /* mlp.experts.gate_proj / up_proj [E, I, H] and
                                        down_proj [E, H, I], 3-D each (GGUF's
                                        ffn_{gate,up,down}_exps seen under these names)   */
@@ -133,6 +136,8 @@ typedef struct facet_facts {
     double rope_low_freq_factor, rope_high_freq_factor;   /* llama3                     */
     int64_t rope_original_max_position_embeddings;          /* llama3, yarn, longrope   */
     double rope_beta_fast, rope_beta_slow, rope_attention_factor; /* yarn              */
+    int rope_yarn_no_truncate;     /* yarn "truncate": false: the correction range's ends
+                                      are not floored / ceiled (gpt-oss)                 */
     double partial_rotary_factor;  /* 1.0 = rotate all of head_dim                      */
     int n_no_rope_layers;          /* count of layer_no_rope[i] == 1                    */
     uint8_t layer_no_rope[FACET_MAX_LAYERS]; /* per layer: 1 = no RoPE (NoPE, SmolLM3)  */
@@ -151,6 +156,8 @@ typedef struct facet_facts {
     int qkv_bias;                  /* probed: q/k/v_proj.bias present                   */
     int o_bias;                    /* probed: o_proj.bias present                       */
     int qk_norm;                   /* probed: q_norm/k_norm present                     */
+    int attn_sinks;                /* a learned logit per head in the attention softmax's
+                                      denominator (self_attn.sinks: gpt-oss)             */
     int tie_word_embeddings;       /* config (class default when absent)                */
     int tie_word_embeddings_given; /* 1: config.json states it (else the class default) */
     int has_lm_head;               /* probed: lm_head.weight present                    */
@@ -167,6 +174,11 @@ typedef struct facet_facts {
     int64_t shared_expert_intermediate_size; /* 0 = no shared expert                     */
     int shared_expert_gate;        /* 1: the shared expert's output times
                                       sigmoid(x . shared_expert_gate) (Qwen2-MoE)        */
+    int moe_biases;                /* the router and every expert's gate/up/down carry a
+                                      bias (gpt-oss)                                     */
+    double swiglu_limit;           /* > 0: gpt-oss's clamped SwiGLU, (clamp(up, +-limit)
+                                      + 1) * g * sigmoid(1.702 g), g = min(gate, limit);
+                                      0: the activation act                             */
     int n_sparse_layers;           /* count of layer_sparse[i] == 1                      */
     uint8_t layer_sparse[FACET_MAX_LAYERS]; /* per layer: 1 = mixture-of-experts FFN     */
     facet_experts_layout experts_layout; /* probed (FACET_EXPERTS_NONE before the probe)  */

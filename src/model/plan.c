@@ -90,6 +90,14 @@ static void add_mat(wsum *w, uint64_t rows, uint64_t cols, uint64_t count, uint6
     add_mat_in(w, w->fmt, rows, cols, count, active);
 }
 
+/* `count` float32 vectors of n elements, `active` of them read per decoded token. */
+static void add_vec_active(wsum *w, uint64_t n, uint64_t count, uint64_t active) {
+    w->bytes = sat_add(w->bytes, sat_mul(sat_mul(n, 4), count));
+    w->params = sat_add(w->params, sat_mul(n, count));
+    w->active_bytes = sat_add(w->active_bytes, sat_mul(sat_mul(n, 4), active));
+    w->active_params = sat_add(w->active_params, sat_mul(n, active));
+}
+
 /* `count` float32 vectors of n elements (norms, biases), all read per token. */
 static void add_vec(wsum *w, uint64_t n, uint64_t count) {
     w->bytes = sat_add(w->bytes, sat_mul(sat_mul(n, 4), count));
@@ -140,6 +148,10 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
             add_mat(w, H, SI, S, S);
         }
         if (SI && f->shared_expert_gate) add_mat(w, 1, H, S, S);
+        if (f->moe_biases) { /* gpt-oss: the router's and each expert's gate, up, down */
+            add_vec(w, E, S);
+            add_vec_active(w, sat_add(sat_mul(EI, 2), H), sat_mul(E, S), sat_mul(K, S));
+        }
     }
     /* vectors per layer: norms, biases, q/k norms (one head_dim each, per head) */
     add_vec(w, H, sat_mul(L, (uint64_t)(2 * (f->pre_norms ? 1 : 0) + 2 * (f->post_norms ? 1 : 0))));
@@ -147,6 +159,7 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
     if (f->o_bias) add_vec(w, H, L);
     if (f->mlp_bias) add_vec(w, sat_add(sat_mul(I, 2), H), D);
     if (f->qk_norm) add_vec(w, sat_mul(hd, 2), L);
+    if (f->attn_sinks) add_vec(w, nh, L);
     add_vec(w, H, 1); /* final norm */
 }
 

@@ -101,7 +101,8 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
         static const struct {
             const char *name;
             facet_experts_layout layout;
-        } layouts[] = {{"block_sparse_moe.experts.0.w1.weight", FACET_EXPERTS_W123},
+        } layouts[] = {{"mlp.router.weight", FACET_EXPERTS_GPTOSS},
+                       {"block_sparse_moe.experts.0.w1.weight", FACET_EXPERTS_W123},
                        {"mlp.experts.0.gate_proj.weight", FACET_EXPERTS_PROJ},
                        {"mlp.experts.gate_up_proj", FACET_EXPERTS_FUSED},
                        {"mlp.experts.gate_proj", FACET_EXPERTS_SPLIT3D},

@@ -132,6 +132,9 @@ const facet_profile facet_profiles[] = {
      "Granite 3 MoE (multipliers; 3-D expert tensors)", &cpu_dense, &cuda_dense},
     {"granitemoeshared", {"GraniteMoeSharedForCausalLM"},
      "Granite MoE with a shared expert", &cpu_dense, &cuda_dense},
+    {"gpt_oss", {"GptOssForCausalLM"},
+     "gpt-oss (attention sinks, clamped SwiGLU, router and expert biases; unquantized "
+     "checkpoints: the MXFP4 quantization_config is refused)", &cpu_dense, &cuda_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 

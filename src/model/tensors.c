@@ -24,6 +24,8 @@ static int lm_head(const facet_facts *f) { return f->has_lm_head; }
 static int w123(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_W123; }
 static int proj(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_PROJ; }
 static int fused3d(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_FUSED; }
+static int gptoss(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_GPTOSS; }
+static int sinks(const facet_facts *f) { return f->attn_sinks; }
 static int split3d(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_SPLIT3D; }
 static int mlp_gate(const facet_facts *f) { return proj(f) || fused3d(f) || split3d(f); }
 static int down3d(const facet_facts *f) { return fused3d(f) || split3d(f); }
@@ -83,6 +85,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     VEC(L, "self_attn.v_proj.bias", "attn_v.bias", FACET_TD_KV, FACET_TS_V_BIAS, qkv_bias),
     MAT(L, "self_attn.o_proj.weight", "attn_output.weight", H, FACET_TD_Q, FACET_TS_O_PROJ, always),
     VEC(L, "self_attn.o_proj.bias", "attn_output.bias", H, FACET_TS_O_BIAS, o_bias),
+    VEC(L, "self_attn.sinks", NULL, FACET_TD_HEADS, FACET_TS_SINKS, sinks),
     VEC(L, "self_attn.q_norm.weight", "attn_q_norm.weight", FACET_TD_Q_NORM, FACET_TS_Q_NORM,
         qk_norm),
     VEC(L, "self_attn.k_norm.weight", "attn_k_norm.weight", FACET_TD_K_NORM, FACET_TS_K_NORM,
@@ -126,6 +129,9 @@ const facet_tensor_row facet_tensor_rows[] = {
          mlp_gate),
     SMAT("block_sparse_moe.router.layer.weight", NULL, FACET_TD_EXPERTS, H, FACET_TS_ROUTER,
          granite3d),
+    SMAT("mlp.router.weight", NULL, FACET_TD_EXPERTS, H, FACET_TS_ROUTER, gptoss),
+    {.root = L, .name = "mlp.router.bias", .dims = {FACET_TD_EXPERTS, FACET_TD_NONE},
+     .slot = FACET_TS_ROUTER_BIAS, .fused = -1, .when = gptoss, .scope = FACET_SCOPE_SPARSE},
     /* the experts: Mixtral's w1 (gate), w3 (up), w2 (down) */
     EXPERT("block_sparse_moe.experts.", "w1.weight", EF, H, FACET_TS_EXPERT_GATE, w123),
     EXPERT("block_sparse_moe.experts.", "w3.weight", EF, H, FACET_TS_EXPERT_UP, w123),
@@ -144,6 +150,21 @@ const facet_tensor_row facet_tensor_rows[] = {
               FACET_TS_EXPERT_GATE, FACET_TS_EXPERT_UP, granite3d),
     EXPERTS3D("block_sparse_moe.output_linear.weight", NULL, H, EF, 1, FACET_TS_EXPERT_DOWN, 0,
               granite3d),
+    /* gpt-oss: x @ W per expert, gate and up columns interleaved; a bias on each */
+    {.root = L, .name = "mlp.experts.gate_up_proj", .dims = {H, FACET_TD_EFFN2}, .matrix = 1,
+     .slot = FACET_TS_FUSED, .fused = -1, .n_split = 2,
+     .split = {FACET_TS_EXPERT_GATE, FACET_TS_EXPERT_UP}, .when = gptoss,
+     .scope = FACET_SCOPE_SPARSE, .experts3d = 1, .transposed = 1, .interleaved = 1},
+    {.root = L, .name = "mlp.experts.gate_up_proj_bias", .dims = {FACET_TD_EFFN2, FACET_TD_NONE},
+     .slot = FACET_TS_FUSED, .fused = -1, .n_split = 2,
+     .split = {FACET_TS_EXPERT_GATE_BIAS, FACET_TS_EXPERT_UP_BIAS}, .when = gptoss,
+     .scope = FACET_SCOPE_SPARSE, .experts3d = 1, .interleaved = 1},
+    {.root = L, .name = "mlp.experts.down_proj", .dims = {EF, H}, .matrix = 1,
+     .slot = FACET_TS_FUSED, .fused = -1, .n_split = 1, .split = {FACET_TS_EXPERT_DOWN},
+     .when = gptoss, .scope = FACET_SCOPE_SPARSE, .experts3d = 1, .transposed = 1},
+    {.root = L, .name = "mlp.experts.down_proj_bias", .dims = {H, FACET_TD_NONE},
+     .slot = FACET_TS_FUSED, .fused = -1, .n_split = 1, .split = {FACET_TS_EXPERT_DOWN_BIAS},
+     .when = gptoss, .scope = FACET_SCOPE_SPARSE, .experts3d = 1},
     /* the shared expert (Qwen2-MoE, gated; Granite-MoE-shared, ungated and fused) */
     SMAT("mlp.shared_expert.gate_proj.weight", NULL, FACET_TD_SFFN, H, FACET_TS_SHARED_GATE,
          shared_mlp),
@@ -213,6 +234,7 @@ int64_t facet_tdim_value(facet_tdim d, const facet_facts *f, int full_qk_norm) {
     case FACET_TD_EFFN2: return 2 * f->moe_intermediate_size;
     case FACET_TD_SFFN: return f->shared_expert_intermediate_size;
     case FACET_TD_SFFN2: return 2 * f->shared_expert_intermediate_size;
+    case FACET_TD_HEADS: return f->num_attention_heads;
     }
     return 0;
 }
@@ -235,6 +257,7 @@ const char *facet_tdim_name(facet_tdim d) {
     case FACET_TD_EFFN2: return "2 * the experts' intermediate size";
     case FACET_TD_SFFN: return "the shared expert's intermediate size";
     case FACET_TD_SFFN2: return "2 * the shared expert's intermediate size";
+    case FACET_TD_HEADS: return "num_attention_heads";
     }
     return "?";
 }

@@ -57,6 +57,7 @@ typedef enum facet_tdim {
     FACET_TD_EFFN2,    /* 2 * moe_intermediate_size (an expert's gate and up fused)   */
     FACET_TD_SFFN,     /* shared_expert_intermediate_size                             */
     FACET_TD_SFFN2,    /* 2 * shared_expert_intermediate_size                         */
+    FACET_TD_HEADS,    /* num_attention_heads (gpt-oss's sinks)                       */
 } facet_tdim;
 
 /* Destination of a tensor in the loaded model (one per non-fused row). */
@@ -91,6 +92,11 @@ typedef enum facet_tslot {
     FACET_TS_SHARED_UP,        /* (SI, H)                                             */
     FACET_TS_SHARED_DOWN,      /* (H, SI)                                             */
     FACET_TS_SHARED_EXPERT_GATE, /* (1, H) its sigmoid gate (Qwen2-MoE)               */
+    FACET_TS_SINKS,            /* (nh) attention sinks (gpt-oss)                      */
+    FACET_TS_ROUTER_BIAS,      /* (E)                                                 */
+    FACET_TS_EXPERT_GATE_BIAS, /* per expert (EI)                                     */
+    FACET_TS_EXPERT_UP_BIAS,   /* per expert (EI)                                     */
+    FACET_TS_EXPERT_DOWN_BIAS, /* per expert (H)                                      */
     FACET_TS_NORM,
     FACET_TS_LM_HEAD,
     FACET_TS_COUNT,
@@ -135,8 +141,13 @@ typedef struct facet_tensor_row {
                                  when it differs, else NULL                               */
     facet_tscope scope;       /* LAYER rows: which layers hold it                          */
     const char *tail;         /* per-expert rows: the name after the expert index, else NULL */
-    int experts3d;            /* 1: [num_experts, dims[0], dims[1]], split per expert into
-                                 the `split` slots                                         */
+    int experts3d;            /* 1: [num_experts, dims[0], dims[1]] (a vector row:
+                                 [num_experts, dims[0]]), split per expert into the `split`
+                                 slots                                                     */
+    int transposed;           /* 3-D: each expert's [dims[0], dims[1]] is W^T (x @ W, gpt-oss):
+                                 the parts split its columns                               */
+    int interleaved;          /* the parts alternate (gate, up, gate, up, ...) rather than
+                                 follow each other                                         */
 } facet_tensor_row;
 
 /* Whether layer `layer` of facts f holds row r (its scope). */

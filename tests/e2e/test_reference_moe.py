@@ -3,8 +3,10 @@
 Shrunk checkpoints of every MoE config class facet runs (the corpus's configs where they
 exist; Qwen1.5-MoE-A2.7B, Qwen3-30B-A3B and OLMoE-1B-7B from their public config values,
 written inline below; Granite-MoE-shared from the corpus's granite-3.1 MoE config with
-its shared expert): >= 8 experts, top-k >= 2, dense and sparse layers where the class
-has both, each expert tensor layout the loader reads (per expert, 3-D fused). Oracle:
+its shared expert; gpt-oss-20b's config without its MXFP4 quantization_config: sinks,
+alternating windows, yarn without truncation, biases, the clamped SwiGLU): >= 8 experts,
+top-k >= 2, dense and sparse layers where the class has both, each expert tensor layout
+the loader reads (per expert, 3-D fused, gpt-oss's x @ W with gate/up interleaved). Oracle:
 tests/ref/reference.py (transformers' routing semantics, written independently of
 src/engine/ffn_moe.c). Batch and chunk invariance bit for bit: tests/unit/test_engine_moe.c.
 """
@@ -66,6 +68,12 @@ def granite_shared(repo_root):
     return cfg
 
 
+def gpt_oss(repo_root):
+    cfg = gen_checkpoint.load_config(str(corpus(repo_root, "openai__gpt-oss-20b")))
+    cfg.pop("quantization_config")
+    return cfg
+
+
 # name -> (source, shrink, experts_layout or None for the class's own)
 CELLS = {
     "mixtral": (lambda r: corpus(r, "mistralai__Mixtral-8x7B-v0.1"), {"num_hidden_layers": 3}, None),
@@ -76,6 +84,8 @@ CELLS = {
     "granitemoe": (lambda r: corpus(r, "ibm-granite__granite-3.1-1b-a400m-instruct"),
                    {"num_hidden_layers": 3}, None),
     "granitemoeshared": (granite_shared, {"num_hidden_layers": 3}, None),
+    # the corpus config without its MXFP4 quantization_config (unquantized weights)
+    "gpt_oss": (gpt_oss, {"num_hidden_layers": 4, "sliding_window": 16}, None),
 }
 N_PROMPT = 96
 N_GEN = 32
@@ -109,7 +119,7 @@ def run_and_compare(run_facet, ref, path, p, n_gen, tmp_path, extra=()):
 @pytest.mark.parametrize("cell", [(c, d) for c in sorted(CELLS) for d in ("f32", "bf16")],
                          ids=lambda c: "%s-%s" % c)
 @pytest.mark.evidence(config_classes=["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe",
-                                      "granitemoeshared"],
+                                      "granitemoeshared", "gpt_oss"],
                       backend="cpu", weights=["f32"], oracle="float64 reference, F32 and BF16 files")
 def test_moe_matches_reference(cell, make_checkpoint, reference_for, run_facet, tmp_path, repo_root):
     """Logits of a 96-token prompt within 1e-4 relative error per position, 32 greedy

@@ -286,7 +286,7 @@ def synthetic_config(head_dim=64, qk_norm=False, sliding_window=None, rope="plai
 
 # ---------------------------------------------------------------------------- tensors
 
-EXPERTS_LAYOUTS = ("w123", "proj", "fused", "granite")
+EXPERTS_LAYOUTS = ("w123", "proj", "fused", "granite", "gptoss")
 
 
 def moe_specs(f, p, layout):
@@ -301,6 +301,13 @@ def moe_specs(f, p, layout):
     Granite-MoE-shared shared_mlp.input_linear [2 S, H] / output_linear [H, S])."""
     H, E, I = f.hidden_size, f.num_experts, f.moe_intermediate_size
     out = []
+    if layout == "gptoss":  # GptOssMLP: router with a bias, experts as x @ W with biases
+        return [(p + "mlp.router.weight", (E, H), ("linear", H)),
+                (p + "mlp.router.bias", (E,), ("bias",)),
+                (p + "mlp.experts.gate_up_proj", (E, H, 2 * I), ("linear", H)),
+                (p + "mlp.experts.gate_up_proj_bias", (E, 2 * I), ("bias",)),
+                (p + "mlp.experts.down_proj", (E, I, H), ("linear", I)),
+                (p + "mlp.experts.down_proj_bias", (E, H), ("bias",))]
     router = {"w123": "block_sparse_moe.gate.weight", "proj": "mlp.gate.weight",
               "fused": "mlp.gate.weight", "granite": "block_sparse_moe.router.layer.weight"}[layout]
     out.append((p + router, (E, H), ("linear", H)))
@@ -337,6 +344,10 @@ def tensor_specs(config, experts_layout=None):
     ("bias",), ("norm",) — see init_tensor. experts_layout: the mixture-of-experts
     tensor names (moe_specs; None: the config class's own)."""
     f = hf_facts.facts(config)
+    q = hf_facts.text_config(config).get("quantization_config")
+    if q:  # gpt-oss's MXFP4 experts (blocks and scales tensors): not written here
+        raise NotImplementedError("quantization_config %r: the generator writes unquantized "
+                                  "weights only" % (q.get("quant_method") if isinstance(q, dict) else q))
     layout = experts_layout or f.experts_layout
     if layout is not None and layout not in EXPERTS_LAYOUTS:
         raise ValueError("experts_layout %r: expected one of %s" % (layout, EXPERTS_LAYOUTS))
@@ -362,6 +373,8 @@ def tensor_specs(config, experts_layout=None):
         elif f.qk_norm == "full":
             specs.append((p + "self_attn.q_norm.weight", (nh * hd,), ("norm",)))
             specs.append((p + "self_attn.k_norm.weight", (kv * hd,), ("norm",)))
+        if f.attn_sinks:
+            specs.append((p + "self_attn.sinks", (nh,), ("sink",)))
         specs.append((p + "self_attn.o_proj.weight", (H, nh * hd), ("linear", nh * hd)))
         if f.o_bias:
             specs.append((p + "self_attn.o_proj.bias", (H,), ("bias",)))
@@ -448,6 +461,8 @@ def init_tensor(name, shape, init, seed, facts, logit_std=2.0, bias_std=0.1, nor
         x *= np.float32(std)
     elif kind == "bias":
         x *= np.float32(bias_std)
+    elif kind == "sink":  # attention sinks: a logit per head, about as large as the scores
+        x *= np.float32(1.0)
     elif kind == "norm":
         x *= np.float32(norm_noise)
         centre = 1.0

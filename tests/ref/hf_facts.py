@@ -86,6 +86,11 @@ FAMILIES = {
     "granitemoeshared": dict(tie=False, eps=1e-6, theta=10000.0, act_keys=("hidden_act",),
                              act="silu", qkv_bias="attention_bias", sliding="none", granite=True,
                              moe="granitemoeshared"),
+    # GptOssConfig / modeling_gpt_oss: windows by layer_types (sliding_window 128), q/k/v/o
+    # biases by attention_bias, per-head attention sinks, every layer sparse
+    "gpt_oss": dict(tie=False, eps=1e-5, theta=150000.0, act_keys=("hidden_act",), act="silu",
+                    qkv_bias="attention_bias", sliding="alternate", sliding_default=128, sinks=True,
+                    moe="gpt_oss"),
 }
 
 # Mixture-of-experts semantics per config class (transformers modeling_*.py):
@@ -119,6 +124,12 @@ MOE = {
     "granitemoeshared": dict(experts_key="num_local_experts", experts=8, top_k=2,
                              router="topk_softmax", norm=None, moe_size=None,
                              shared=("shared_intermediate_size", 0), layout="granite"),
+    # GptOssTopKRouter: logits = x W^T + b, top-k, softmax over the k; GptOssExperts:
+    # gate_up = x @ W_gu[e] + b_gu[e] (columns gate, up, gate, up, ...), g = min(gate,
+    # limit), u = clamp(up, -limit, limit), ((u + 1) * g * sigmoid(1.702 g)) @ W_d[e] + b_d[e]
+    "gpt_oss": dict(experts_key="num_local_experts", experts=128, top_k=4, router="topk_softmax",
+                    norm=None, moe_size=None, shared=None, layout="gptoss", biases=True,
+                    swiglu_limit=7.0),
 }
 
 # model_type of a multimodal wrapper -> the model_type of its text_config's family.
@@ -189,7 +200,10 @@ class Facts:
     shared_intermediate_size: int = 0
     shared_gate: bool = False
     sparse_layers: list = field(default_factory=list)  # per layer bool
-    experts_layout: Optional[str] = None  # class default tensor names: w123 | proj | granite
+    experts_layout: Optional[str] = None  # class default tensor names: w123 | proj | granite | gptoss
+    moe_biases: bool = False           # router and expert biases (gpt-oss)
+    swiglu_limit: Optional[float] = None  # gpt-oss's clamped SwiGLU
+    attn_sinks: bool = False           # per-head attention sinks (gpt-oss)
 
 
 def text_config(config):
@@ -371,7 +385,9 @@ def facts(config):
         moe = dict(num_experts=E, top_k=k, moe_intermediate_size=ei, router=spec["router"],
                    norm_topk_prob=norm, shared_intermediate_size=si,
                    shared_gate=bool(spec.get("shared_gate")) and si > 0, sparse_layers=sparse,
-                   experts_layout=spec["layout"])
+                   experts_layout=spec["layout"], moe_biases=bool(spec.get("biases")),
+                   swiglu_limit=(float(_get(cfg, "swiglu_limit", spec["swiglu_limit"]))
+                                 if spec.get("swiglu_limit") else None))
     else:
         for key in ("num_local_experts", "num_experts", "num_experts_per_tok", "experts_per_token"):
             if cfg.get(key):
@@ -394,5 +410,5 @@ def facts(config):
         residual_multiplier=resid, logits_scaling=logits_scaling,
         layer_types=layer_types, sliding_window=None if window is None else int(window),
         rope_global=rope("full_attention"), rope_local=rope("sliding_attention"),
-        use_rope=use_rope, **moe,
+        use_rope=use_rope, attn_sinks=bool(fam.get("sinks")), **moe,
     )

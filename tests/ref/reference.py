@@ -54,6 +54,10 @@ Semantics pinned here (each with its transformers source):
   (Qwen2-MoE) or + shared_mlp(x) (Granite-MoE-shared). Layers outside decoder_sparse_step
   / in mlp_only_layers are dense (Qwen-MoE). Expert tensors are read in any layout the
   generator writes (per expert, or 3-D [E, 2 I, H] with gate rows first).
+- gpt-oss: attention sinks (a learned logit per head in the softmax's denominator,
+  modeling_gpt_oss's eager_attention_forward), the router's bias, experts as
+  x @ W_gu + b_gu with gate/up columns interleaved, g = min(gate, limit),
+  u = clamp(up, -limit, limit), ((u + 1) * g * sigmoid(1.702 g)) @ W_d + b_d.
 
 CLI:
     tests/ref/reference.py MODEL --prompt-ids 1,2,3 [-n 32] [--dump-logits FILE]
@@ -367,9 +371,15 @@ class Reference:
         if f.layer_types[layer] == "sliding_attention":
             allowed &= kpos > qpos - f.sliding_window
         scores = np.where(allowed[None], scores, -np.inf)
-        scores -= scores.max(axis=-1, keepdims=True)
-        probs = np.exp(scores)
-        probs /= probs.sum(axis=-1, keepdims=True)
+        if f.attn_sinks:  # gpt-oss: one more logit per head in the denominator, value 0
+            sink = self._t(p + "sinks")[:, None, None]  # [nh, 1, 1]
+            m = np.maximum(scores.max(axis=-1, keepdims=True), sink)
+            probs = np.exp(scores - m)
+            probs /= probs.sum(axis=-1, keepdims=True) + np.exp(sink - m)
+        else:
+            scores -= scores.max(axis=-1, keepdims=True)
+            probs = np.exp(scores)
+            probs /= probs.sum(axis=-1, keepdims=True)
         out = np.einsum("hts,hsd->thd", probs, Vh).reshape(T, nh * hd)
         return self._linear(out, p + "o_proj")
 
@@ -422,9 +432,31 @@ class Reference:
             router = self._t(p + "block_sparse_moe.router.layer.weight")
         return [(gu[e, :I], gu[e, I:], dn[e]) for e in range(E)], router
 
+    def _gptoss_moe(self, layer, x):
+        """GptOssMLP: router with a bias; experts x @ W_gu + b_gu (gate, up interleaved),
+        clamped SwiGLU, @ W_d + b_d."""
+        f = self.facts
+        p = "layers.%d.mlp." % layer
+        ids, w = self.route(x @ self._t(p + "router.weight").T + self._t(p + "router.bias"))
+        gu_w, gu_b = self._t(p + "experts.gate_up_proj"), self._t(p + "experts.gate_up_proj_bias")
+        d_w, d_b = self._t(p + "experts.down_proj"), self._t(p + "experts.down_proj_bias")
+        lim, alpha = f.swiglu_limit, 1.702
+        out = np.zeros_like(x)
+        for e in range(f.num_experts):
+            rows, slot = np.nonzero(ids == e)
+            if not len(rows):
+                continue
+            gu = x[rows] @ gu_w[e] + gu_b[e]
+            gate, up = np.minimum(gu[:, ::2], lim), np.clip(gu[:, 1::2], -lim, lim)
+            y = ((up + 1) * (gate / (1.0 + np.exp(-alpha * gate)))) @ d_w[e] + d_b[e]
+            out[rows] += w[rows, slot][:, None] * y
+        return out
+
     def _moe(self, layer, x):
         f = self.facts
         p = "layers.%d." % layer
+        if f.experts_layout == "gptoss":
+            return self._gptoss_moe(layer, x)
         experts, router = self._experts(layer)
         ids, w = self.route(x @ router.T)
         out = np.zeros_like(x)

@@ -3,7 +3,8 @@
  *   - routing on hand-worked logits: the k largest, ties to the lower expert index, the
  *     weights of each routing rule;
  *   - on a shrunk Qwen2-MoE checkpoint (8 experts, top-2, a shared expert with its gate,
- *     a dense layer among sparse ones) and a shrunk Mixtral one, written by the float64
+ *     a dense layer among sparse ones), a shrunk Mixtral one and a shrunk gpt-oss one
+ *     (32 experts, top-4, sinks, windows of 8, biases), written by the float64
  *     reference's generator (tests/ref/gen_checkpoint.py) into a temporary folder: a
  *     sequence's logits are bit for bit the same prefilled alone, decoded one token at a
  *     time, interleaved with two other sequences in batched decode steps, and a
@@ -97,7 +98,11 @@ static int setup(void **state) {
              "/usr/bin/python3 " FACET_SOURCE_DIR "/tests/ref/gen_checkpoint.py %s %s/qwen2_moe "
              ">/dev/null && /usr/bin/python3 " FACET_SOURCE_DIR "/tests/ref/gen_checkpoint.py "
              FACET_SOURCE_DIR "/tests/data/configs/mistralai__Mixtral-8x7B-v0.1 %s/mixtral "
-             "--layers 2 --vocab 512 >/dev/null", path, dir, dir);
+             "--layers 2 --vocab 512 >/dev/null && /usr/bin/python3 " FACET_SOURCE_DIR
+             "/tests/ref/gen_checkpoint.py " FACET_SOURCE_DIR
+             "/tests/data/configs/openai__gpt-oss-20b %s/gpt_oss --layers 3 --vocab 512 "
+             "--set quantization_config=null --set sliding_window=8 >/dev/null",
+             path, dir, dir, dir);
     return sh(cmd) ? -1 : 0;
 }
 
@@ -268,9 +273,18 @@ static void test_mixtral_batches(void **state) {
     run_model("mixtral", FACET_WEIGHTS_INT8);
 }
 
+/* gpt-oss: attention sinks, sliding layers (window 8: the 30-token sequences wrap the
+ * ring; the 600-token prompt's chunks read ring views), biases, the clamped SwiGLU */
+static void test_gpt_oss_batches(void **state) {
+    (void)state;
+    run_model("gpt_oss", FACET_WEIGHTS_F32);
+    run_model("gpt_oss", FACET_WEIGHTS_BF16);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_route_ties_and_weights),
                                        cmocka_unit_test(test_qwen2_moe_batches),
-                                       cmocka_unit_test(test_mixtral_batches)};
+                                       cmocka_unit_test(test_mixtral_batches),
+                                       cmocka_unit_test(test_gpt_oss_batches)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }
