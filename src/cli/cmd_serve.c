@@ -24,7 +24,7 @@ static void usage(FILE *out) {
             "OpenAI-compatible HTTP server (continuous batching). MODEL is a checkpoint\n"
             "folder; without it the bundled stories260k model is served.\n"
             "  GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions,\n"
-            "  GET /metrics (Prometheus), POST /tokenize, POST /detokenize\n"
+            "  GET /metrics (Prometheus), POST /tokenize, POST /detokenize, POST /v1/score\n"
             "  --host ADDR        IPv4 address to listen on (default 127.0.0.1)\n"
             "  --port N           TCP port (default 8080; 0 = any free port)\n"
             "  --max-batch N      sequences decoded together (default 32)\n"

@@ -264,7 +264,8 @@ static enum MHD_Result wrong_method(srv_server *s, struct MHD_Connection *c, con
 /* The POST endpoints, whose bodies are JSON. */
 static int post_endpoint(const char *url) {
     return !strcmp(url, "/v1/completions") || !strcmp(url, "/v1/chat/completions") ||
-           !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize");
+           !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize") ||
+           !strcmp(url, "/v1/score");
 }
 
 /* Content-Type application/json, parameters (charset) allowed, case-insensitive. */
@@ -306,6 +307,10 @@ static enum MHD_Result route(srv_server *s, struct MHD_Connection *c, const char
     if (!strcmp(url, "/v1/chat/completions")) {
         if (!post) return wrong_method(s, c, method, url);
         return srv_handle_generate(s, c, OAI_CHAT, body, len);
+    }
+    if (!strcmp(url, "/v1/score")) {
+        if (!post) return wrong_method(s, c, method, url);
+        return srv_handle_score(s, c, body, len);
     }
     if (!strcmp(url, "/tokenize")) {
         if (!post) return wrong_method(s, c, method, url);

@@ -85,6 +85,17 @@ enum MHD_Result srv_respond_json(srv_server *s, struct MHD_Connection *c, unsign
 enum MHD_Result srv_handle_generate(srv_server *s, struct MHD_Connection *c, oai_kind kind,
                                     const char *body, size_t len);
 
+/* POST /v1/score (http_score.c): {"prompt": string | [ids], "candidates": [string |
+ * [ids], ...] (1..64), "model"?} -> {"id", "object": "score", "created", "model",
+ * "data": [{"index", "candidate" (as sent), "logprob" (sum of the candidate's tokens'
+ * log p given the prompt and the candidate's tokens before), "tokens", "token_logprobs"}],
+ * "usage"}. A string prompt is tokenized with the special tokens (BOS) a completion
+ * prompt gets, candidate strings without, each on its own (so a candidate's tokens are
+ * the same whatever the prompt). The candidates run as one job each, submitted
+ * together and batched by the scheduler. */
+enum MHD_Result srv_handle_score(srv_server *s, struct MHD_Connection *c, const char *body,
+                                 size_t len);
+
 /* Nonzero when the peer of connection c has closed or reset its side. */
 int srv_client_gone(struct MHD_Connection *c);
 

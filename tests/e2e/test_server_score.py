@@ -124,3 +124,56 @@ def test_echo_prompt_cached_or_not_is_the_same(server):
     a = server.post("/v1/completions", body)[1]["choices"][0]["logprobs"]
     b = server.post("/v1/completions", body)[1]["choices"][0]["logprobs"]
     assert a == b and None not in a["token_logprobs"][1:]
+
+
+def test_score_candidates_equal_dumped_logits(server, run_facet, model, tmp_path):
+    """/v1/score: each candidate's logprob is the sum of log p over its tokens given the
+    prompt, equal (1e-4) to the dumped logits of prompt + candidate."""
+    prompt = [1, 403, 259, 300, 17, 88]
+    cands = [[45, 67], [300], [12, 99, 140, 7]]
+    st, r = server.post("/v1/score", {"prompt": prompt, "candidates": cands})
+    assert st == 200, r
+    assert r["object"] == "score" and len(r["data"]) == 3
+    for i, c in enumerate(cands):
+        d = r["data"][i]
+        assert d["index"] == i and d["candidate"] == c and d["tokens"] == len(c)
+        want, _, _ = run_logprobs(run_facet, model, prompt + c, tmp_path)
+        want = want[len(prompt) - 1:]
+        assert np.max(np.abs(np.array(d["token_logprobs"]) - np.array(want))) < 1e-4
+        assert abs(d["logprob"] - sum(want)) < 1e-4
+    assert r["usage"]["prompt_tokens"] == sum(len(prompt) + len(c) for c in cands)
+    # the same as echo gives for the whole text
+    st, e = server.post("/v1/completions", {"prompt": prompt + cands[2], "echo": True,
+                                            "logprobs": 0, "max_tokens": 0})
+    assert abs(sum(e["choices"][0]["logprobs"]["token_logprobs"][len(prompt):]) -
+               r["data"][2]["logprob"]) < 1e-9
+
+
+def test_score_text_candidates(server, run_facet, model, tmp_path):
+    """Text: the prompt tokenized with BOS, each candidate on its own without."""
+    st, r = server.post("/v1/score", {"prompt": "Once upon a time",
+                                      "candidates": [" there was a cat", " the end"]})
+    assert st == 200, r
+    ctx = tokenize(run_facet, model, "Once upon a time")
+    for i, text in enumerate([" there was a cat", " the end"]):
+        p = run_facet(["tokenize", str(model), "--no-special", text], timeout=30)
+        cand = json.loads(p.stdout)
+        want, _, _ = run_logprobs(run_facet, model, ctx + cand, tmp_path)
+        assert r["data"][i]["tokens"] == len(cand)
+        assert abs(r["data"][i]["logprob"] - sum(want[len(ctx) - 1:])) < 1e-4
+    # a likelier continuation scores higher than a garbled one
+    st, r = server.post("/v1/score", {"prompt": "Once upon a", "candidates": [" time", " zqx"]})
+    assert st == 200 and r["data"][0]["logprob"] > r["data"][1]["logprob"]
+
+
+@pytest.mark.parametrize("body,param", [
+    ({"candidates": ["a"]}, "prompt"),
+    ({"prompt": "a"}, "candidates"),
+    ({"prompt": "a", "candidates": []}, "candidates"),
+    ({"prompt": "a", "candidates": [[1, 99999]]}, "candidates[0]"),
+    ({"prompt": "a", "candidates": ["x"], "n": 2}, "n"),
+    ({"prompt": [], "candidates": ["x"]}, "prompt"),
+])
+def test_score_errors(server, body, param):
+    st, r = server.post("/v1/score", body)
+    assert st == 400 and r["error"]["param"] == param, r
