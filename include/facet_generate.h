@@ -15,7 +15,8 @@
  *
  * One step, in this order:
  *   1. the logits row is checked: a NaN or infinite logit (an overflowed forward pass)
- *      is FACET_E_NUMERIC and nothing is sampled;
+ *      is FACET_E_NUMERIC and nothing is sampled; with a grammar, the tokens it does not
+ *      accept next are masked out (no token left is FACET_E_FORMAT);
  *   2. the sampler chooses the token and records it (facet_sampler_sample, _accept);
  *   3. an end-of-sequence id finishes with FACET_FINISH_STOP; it counts as generated
  *      but adds no text (step.eos is set);
@@ -74,6 +75,16 @@ typedef struct facet_generator_options {
                                      (> n_prompt)                                       */
     facet_kv_type kv_type;        /* the session's KV type, only to name the likely
                                      cause of non-finite logits (f16's range)           */
+    const struct facet_grammar *grammar;           /* NULL = unconstrained; else each
+                                     step samples only tokens the grammar accepts next
+                                     (end-of-sequence ids only once the text is
+                                     complete), and the generation finishes with
+                                     FACET_FINISH_STOP when the grammar is complete and
+                                     nothing can follow. Borrowed for the generator's
+                                     life.                                              */
+    const struct facet_grammar_vocab *grammar_vocab; /* the vocabulary's token trie
+                                     (facet_grammar_vocab_create); required with
+                                     grammar. Borrowed for the generator's life.        */
 } facet_generator_options;
 
 /* The result of one step. The pointers are owned by the generator and valid until the

@@ -119,6 +119,13 @@ void facet_sampler_accept(facet_sampler *s, int32_t id);
  * above. Does not record the token (see facet_sampler_accept). */
 int32_t facet_sampler_sample(facet_sampler *s, const float *logits);
 
+/* Restrict the next facet_sampler_sample to the ids with allowed[id] != 0 (n_vocab
+ * entries, borrowed until that call; NULL = no restriction): the others get logit -inf
+ * after step 3, so greedy and sampled choices both obey it (constrained decoding,
+ * facet_grammar.h). The mask applies to one call only. At least one id must be
+ * allowed. */
+void facet_sampler_set_mask(facet_sampler *s, const uint8_t *allowed);
+
 /* Natural-log probability of token `id` under log_softmax(logits), in double, from the
  * raw logits (before any step of the chain), as OpenAI's `logprobs` report it. */
 double facet_logprob_of(const float *logits, int n_vocab, int32_t id);

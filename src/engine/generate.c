@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "facet_grammar.h"
 #include "util/error.h"
 #include "util/str.h"
 
@@ -18,6 +19,9 @@ struct facet_generator {
     facet_finish_reason finish;
     facet_str prompt_text;      /* the prompt as the stream decoded it              */
     facet_str text, raw;        /* this step's released text and the token's text   */
+    const facet_grammar_vocab *gvocab;  /* with a grammar: the token trie (borrowed)    */
+    facet_grammar_matcher *matcher;     /* NULL without a grammar                      */
+    uint8_t *allowed;                   /* [n_vocab] this step's grammar mask           */
 };
 
 const char *facet_finish_reason_name(facet_finish_reason r) {
@@ -34,6 +38,8 @@ void facet_generator_free(facet_generator *g) {
     facet_detok_stream_free(g->stream);
     facet_stop_matcher_free(g->stop);
     free(g->eos);
+    facet_grammar_matcher_free(g->matcher);
+    free(g->allowed);
     facet_str_free(&g->prompt_text);
     facet_str_free(&g->text);
     facet_str_free(&g->raw);
@@ -120,6 +126,15 @@ facet_status facet_generator_create(const facet_generator_options *o, const int3
     if (st == FACET_OK) st = facet_stop_matcher_create(o->stops, o->n_stops, &g->stop, err);
     if (st == FACET_OK && o->tok) st = facet_detok_stream_create(o->tok, 1, &g->stream, err);
     if (st == FACET_OK && g->stream) st = prime(g, prompt, n_prompt, err);
+    if (st == FACET_OK && o->grammar) {
+        g->gvocab = o->grammar_vocab;
+        if (!g->gvocab)
+            st = facet_err(err, FACET_E_INVALID_ARGUMENT,
+                           "generator: a grammar without its vocabulary trie");
+        if (st == FACET_OK) st = facet_grammar_matcher_create(o->grammar, &g->matcher, err);
+        if (st == FACET_OK && !(g->allowed = malloc((size_t)o->n_vocab)))
+            st = facet_err(err, FACET_E_NOMEM, "generator: grammar mask");
+    }
     if (st != FACET_OK) {
         facet_generator_free(g);
         return st;
@@ -201,8 +216,20 @@ facet_status facet_generator_step(facet_generator *g, const float *logits, facet
                              : "");
     facet_str_truncate(&g->text, 0);
     facet_str_truncate(&g->raw, 0);
+    if (g->matcher) {
+        int n = facet_grammar_matcher_mask(g->matcher, g->gvocab, g->eos, g->n_eos, g->allowed);
+        if (n < 0) return facet_err(err, FACET_E_NOMEM, "generator: grammar mask");
+        if (n == 0)
+            return facet_err(err, FACET_E_FORMAT,
+                             "generation step %d: no token of the vocabulary continues the "
+                             "text the grammar accepts", g->n_gen);
+        facet_sampler_set_mask(g->sampler, g->allowed);
+    }
     int32_t tok = facet_sampler_sample(g->sampler, logits);
     facet_sampler_accept(g->sampler, tok);
+    if (g->matcher && !is_eos(g, tok) &&
+        facet_grammar_matcher_accept_token(g->matcher, g->gvocab, tok) < 0)
+        return facet_err(err, FACET_E_NOMEM, "generator: grammar state");
     g->n_gen++;
     step->token = tok;
     facet_status st = FACET_OK;
@@ -221,10 +248,13 @@ facet_status facet_generator_step(facet_generator *g, const float *logits, facet
         }
         /* the context counts the prompt and every generated token, as transformers'
          * max_length and vLLM's max_model_len do */
+        /* a grammar that is complete with nothing to follow ends the text as an
+         * end-of-sequence id would */
+        int done_grammar = g->matcher && facet_grammar_matcher_finished(g->matcher);
         if (st == FACET_OK &&
-            (g->finish != FACET_FINISH_NONE || g->n_gen >= g->max_tokens ||
+            (g->finish != FACET_FINISH_NONE || done_grammar || g->n_gen >= g->max_tokens ||
              g->n_prompt + g->n_gen >= g->n_ctx))
-            st = end(g, FACET_FINISH_LENGTH, err);
+            st = end(g, done_grammar ? FACET_FINISH_STOP : FACET_FINISH_LENGTH, err);
     }
     if (st == FACET_OK && (g->text.failed || g->raw.failed))
         st = facet_err(err, FACET_E_NOMEM, "generator: the text of generation step %d",

@@ -20,7 +20,10 @@ struct facet_sampler {
     float *work;            /* [n_vocab] processed logits                           */
     int32_t *cand;          /* [n_vocab] candidate ids, sorted                      */
     double *prob;           /* [n_vocab] probability of each id relative to the best */
+    const uint8_t *mask;    /* [n_vocab] allowed ids for the next sample, or NULL   */
 };
+
+void facet_sampler_set_mask(facet_sampler *s, const uint8_t *allowed) { s->mask = allowed; }
 
 void facet_sampler_params_default(facet_sampler_params *p) {
     memset(p, 0, sizeof *p);
@@ -164,6 +167,9 @@ static void apply_penalties(facet_sampler *s, const float *logits) {
         }
     }
     for (int i = 0; i < p->n_logit_bias; i++) w[p->logit_bias[i].token] += p->logit_bias[i].bias;
+    if (s->mask)
+        for (int j = 0; j < s->n_vocab; j++)
+            if (!s->mask[j]) w[j] = -INFINITY;
 }
 
 /* Steps 1-4 again in double, for a row where float32 overflowed (a temperature near 0,
@@ -185,6 +191,9 @@ static void process_in_double(facet_sampler *s, const float *logits, double t) {
         d[j] = x;
     }
     for (int i = 0; i < p->n_logit_bias; i++) d[p->logit_bias[i].token] += p->logit_bias[i].bias;
+    if (s->mask)
+        for (int j = 0; j < s->n_vocab; j++)
+            if (!s->mask[j]) d[j] = -INFINITY;
     double m = d[0];
     for (int j = 1; j < s->n_vocab; j++)
         if (d[j] > m) m = d[j];
@@ -255,7 +264,15 @@ static void extend_sorted(facet_sampler *s, int *sorted, int want, int n) {
 
 static int grow(int sorted) { return sorted < 32 ? 64 : 2 * sorted; }
 
+static int32_t sample_chain(facet_sampler *s, const float *logits);
+
 int32_t facet_sampler_sample(facet_sampler *s, const float *logits) {
+    int32_t id = sample_chain(s, logits);
+    s->mask = NULL;
+    return id;
+}
+
+static int32_t sample_chain(facet_sampler *s, const float *logits) {
     const facet_sampler_params *p = &s->p;
     apply_penalties(s, logits);
     float *w = s->work;
