@@ -25,6 +25,15 @@ int cmd_serve(int argc, char **argv);
  * 2 for FACET_E_UNSUPPORTED (a refusal), 1 for everything else. */
 int cli_fail(const facet_error *err);
 
+/* --json-schema FILE / --grammar FILE (at most one non-NULL): the compiled grammar and
+ * the token trie of tok's n_vocab ids, or both NULL when neither is given. Returns 0, or
+ * the exit code after printing the error (naming the file). grammar_opt.c. */
+struct facet_grammar;
+struct facet_grammar_vocab;
+int cli_grammar_load(const char *schema_file, const char *grammar_file,
+                     const facet_tokenizer *tok, int n_vocab, struct facet_grammar **g,
+                     struct facet_grammar_vocab **v);
+
 /* cli_fail with the input it concerns first: "facet: WHERE: MESSAGE" (WHERE a file, or
  * FILE:LINE); WHERE NULL is cli_fail. */
 int cli_fail_at(const char *where, const facet_error *err);

@@ -16,6 +16,7 @@
 #include "cli/run_opts.h"
 #include "facet_chat.h"
 #include "facet_generate.h"
+#include "facet_grammar.h"
 #include "model/facts.h"
 #include "util/fs.h"
 #include "util/str.h"
@@ -284,6 +285,8 @@ int cmd_run(int argc, char **argv) {
     rs.o = &o;
     rs.text.json = o.json;
     facet_model *model = NULL;
+    facet_grammar *grammar = NULL;
+    facet_grammar_vocab *gvocab = NULL;
     const char *finish = "length";
     int n_gen = 0;
     double t_prefill = 0, t_decode = 0;
@@ -342,6 +345,12 @@ int cmd_run(int argc, char **argv) {
         .n_stops = o.n_stops, .eos_ids = rs.info.eos_token_ids,
         .n_eos = o.ignore_eos ? 0 : rs.info.n_eos, .max_tokens = o.max_new, .n_ctx = n_ctx,
         .kv_type = facet_session_kv_type(rs.sess)};
+    if ((o.json_schema || o.grammar) &&
+        (rc = cli_grammar_load(o.json_schema, o.grammar, tok, rs.info.vocab_size, &grammar,
+                               &gvocab)))
+        goto out;
+    go.grammar = grammar;
+    go.grammar_vocab = gvocab;
     if (facet_generator_create(&go, rs.ids, rs.n_prompt, &rs.gen, &err) != FACET_OK) {
         rc = cli_fail(&err);
         goto out;
@@ -392,6 +401,8 @@ out:
         rc = 1;
     }
     facet_generator_free(rs.gen);
+    facet_grammar_vocab_free(gvocab);
+    facet_grammar_free(grammar);
     json_decref(rs.generated);
     json_decref(rs.top);
     facet_str_free(&rs.text.buf);

@@ -18,7 +18,7 @@ static void usage(FILE *out) {
             "                 [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
             "                 [--presence-penalty P] [--frequency-penalty F] [--seed S]\n"
             "                 [--stop STR]... [--json [--top-logprobs N]] [--ignore-eos]\n"
-            "                 [--dump-logits FILE]\n"
+            "                 [--dump-logits FILE] [--json-schema FILE | --grammar FILE]\n"
             "\n"
             "Generation, greedy unless --temp > 0. MODEL is a Hugging Face checkpoint folder (config.json,\n"
             "*.safetensors, tokenizer.json) or a GGUF file (F32/F16/BF16 and the common block types);\n"
@@ -56,6 +56,11 @@ static void usage(FILE *out) {
             "  --top-logprobs N   with --json: per generated token the N most likely ids and\n"
             "                     their natural-log probabilities, [[[id, logprob], ...], ...]\n"
             "  --ignore-eos       do not stop at eos_token_id\n"
+            "  --json-schema FILE constrained decoding: the output is a JSON document valid\n"
+            "                     against the JSON schema in FILE (facet_grammar.h lists\n"
+            "                     the keywords; others are refused)\n"
+            "  --grammar FILE     constrained decoding: the output is a sentence of the GBNF\n"
+            "                     grammar in FILE (start rule `root`)\n"
             "  --dump-logits FILE write float32 little-endian logits, one row of vocab_size\n"
             "                     per position of prompt + generated[:-1]\n"
             "example: facet run -p \"Once upon a time\" -n 16\n");
@@ -175,6 +180,12 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
                 return 1;
             }
             o->stops[o->n_stops++] = v;
+        } else if (!strcmp(a, "--json-schema")) {
+            NEED_VALUE;
+            o->json_schema = v;
+        } else if (!strcmp(a, "--grammar")) {
+            NEED_VALUE;
+            o->grammar = v;
         } else if (!strcmp(a, "--dump-logits")) {
             NEED_VALUE;
             o->dump_logits = v;

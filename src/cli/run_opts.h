@@ -30,6 +30,8 @@ typedef struct run_opts {
     facet_sampler_params sampling; /* --temp, --top-k, ... (default: greedy)          */
     int n_stops;              /* --stop STR (repeatable, up to 16)                   */
     const char *stops[16];
+    const char *json_schema;  /* --json-schema FILE: output constrained to the schema */
+    const char *grammar;      /* --grammar FILE: output constrained to the GBNF       */
 } run_opts;
 
 /* Parse argv into *o. Returns -1 to continue, or an exit code (0 after --help, 1 after

@@ -66,6 +66,7 @@ typedef struct gram_state {
     gram_set set;
     uint32_t pv;  /* bits of the partial code point so far                      */
     int32_t prem; /* continuation bytes still expected (0: none pending)         */
+    int32_t plen; /* the pending character's whole length in bytes (2..4)        */
 } gram_state;
 
 typedef struct gram_mask_cache gram_mask_cache;

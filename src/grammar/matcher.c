@@ -108,12 +108,14 @@ int gram_state_copy(gram_state *dst, const gram_state *src) {
     dst->set.len = src->set.len;
     dst->pv = src->pv;
     dst->prem = src->prem;
+    dst->plen = src->plen;
     return 0;
 }
 
 int gram_step_byte(facet_grammar_matcher *m, const gram_state *in, uint8_t b, gram_state *out) {
+    static const uint32_t k_min[5] = {0, 0, 0x80, 0x800, 0x10000}; /* by length */
     uint32_t pv;
-    int32_t prem;
+    int32_t prem, plen;
     if (in->prem == 0) {
         if (b < 0x80) {
             out->pv = 0, out->prem = 0;
@@ -124,22 +126,27 @@ int gram_step_byte(facet_grammar_matcher *m, const gram_state *in, uint8_t b, gr
         else if (b >= 0xE0 && b <= 0xEF) pv = b & 0x0F, prem = 2;
         else if (b >= 0xF0 && b <= 0xF4) pv = b & 0x07, prem = 3;
         else return 0;
+        plen = prem + 1;
     } else {
         if ((b & 0xC0) != 0x80) return 0;
         pv = in->pv << 6 | (b & 0x3F);
         prem = in->prem - 1;
-        if (prem == 0) {
-            if (pv < 0x80 || (pv >= 0xD800 && pv <= 0xDFFF) || pv > 0x10FFFF) return 0;
+        plen = in->plen;
+        if (prem == 0) { /* overlong forms, surrogates and beyond U+10FFFF are invalid */
+            if (pv < k_min[plen] || (pv >= 0xD800 && pv <= 0xDFFF) || pv > 0x10FFFF) return 0;
             out->pv = 0, out->prem = 0;
             if (step_cp(m, &in->set, pv, &out->set)) return -1;
             return out->set.len > 0;
         }
     }
     uint32_t lo = pv << (6 * prem), hi = lo | ((1u << (6 * prem)) - 1);
-    if (!feasible(m, &in->set, lo, hi)) return 0;
+    if (lo < k_min[plen]) lo = k_min[plen];
+    if (hi > 0x10FFFF) hi = 0x10FFFF;
+    if (lo > hi || !feasible(m, &in->set, lo, hi)) return 0;
     if (gram_state_copy(out, in)) return -1;
     out->pv = pv;
     out->prem = prem;
+    out->plen = plen;
     return 1;
 }
 

@@ -180,7 +180,7 @@ void gram_cache_free(gram_mask_cache *c) {
 }
 
 static int key_equal(const cache_entry *e, const gram_state *s) {
-    return e->n_key == s->set.len + 2 && e->key[0] == (int32_t)s->pv && e->key[1] == s->prem &&
+    return e->n_key == s->set.len + 2 && e->key[0] == (int32_t)s->pv && e->key[1] == (s->prem | s->plen << 8) &&
            memcmp(e->key + 2, s->set.data, s->set.len * sizeof *s->set.data) == 0;
 }
 
@@ -230,7 +230,7 @@ int facet_grammar_matcher_mask(facet_grammar_matcher *m, const facet_grammar_voc
         e->bits = calloc(((size_t)v->n_vocab + 7) / 8, 1);
         if (e->key && e->bits) {
             e->key[0] = (int32_t)m->cur.pv;
-            e->key[1] = m->cur.prem;
+            e->key[1] = m->cur.prem | m->cur.plen << 8;
             memcpy(e->key + 2, m->cur.set.data, m->cur.set.len * sizeof *m->cur.set.data);
             for (int i = 0; i < v->n_vocab; i++)
                 if (allowed[i]) e->bits[i >> 3] |= (uint8_t)(1u << (i & 7));
