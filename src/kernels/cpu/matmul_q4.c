@@ -11,7 +11,8 @@
  * scalar, AVX2 (maddubs of the unsigned codes with the signed activations: |products|
  * <= 2 * 15 * 127, no saturation) and AVX512-VNNI (vpdpbusd of the codes) agree bit for
  * bit. The codes are unpacked with an and (low nibbles) and a 16-bit shift and an and
- * (high nibbles): each 64-byte chunk of a block is two vpdpbusd operands.
+ * (high nibbles; the one-row decode path keeps them in place instead, q4_vnni_row1): each
+ * 64-byte chunk of a block is two vpdpbusd operands.
  */
 #include <immintrin.h>
 #include <math.h>
