@@ -214,9 +214,19 @@ int cmd_plan(int argc, char **argv) {
     facet_bytes_text(p.total_bytes, b, sizeof b);
     facet_bytes_text(p.mem_available, c, sizeof c);
     facet_bytes_text(p.weight_bytes[p.weights], d, sizeof d);
-    printf("memory at ctx %lld, batch %lld: weights %s + KV %lld x %s = %llu bytes (%s)\n",
-           (long long)p.ctx, (long long)p.batch, d, (long long)p.batch, a,
-           (unsigned long long)p.total_bytes, b);
+    if (p.state_bytes_per_sequence) {
+        char e[32];
+        facet_bytes_text(p.state_bytes_per_sequence, e, sizeof e);
+        printf("recurrent state: %llu bytes per sequence (%s; fixed, whatever ctx)\n",
+               (unsigned long long)p.state_bytes_per_sequence, e);
+        printf("memory at ctx %lld, batch %lld: weights %s + (KV %s + state %s) x %lld = %llu "
+               "bytes (%s)\n", (long long)p.ctx, (long long)p.batch, d, a, e,
+               (long long)p.batch, (unsigned long long)p.total_bytes, b);
+    } else {
+        printf("memory at ctx %lld, batch %lld: weights %s + KV %lld x %s = %llu bytes (%s)\n",
+               (long long)p.ctx, (long long)p.batch, d, (long long)p.batch, a,
+               (unsigned long long)p.total_bytes, b);
+    }
     printf("free RAM (MemAvailable): %s -> %s\n", c, p.fits ? "fits" : "does NOT fit");
     printf("largest ctx at batch %lld: %lld; largest batch at ctx %lld: %lld\n",
            (long long)p.batch, (long long)p.max_ctx_at_batch, (long long)p.ctx,

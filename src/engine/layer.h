@@ -37,6 +37,13 @@ typedef struct facet_ffn_kind {
 extern const facet_mixer_kind facet_mixer_attention;
 extern const facet_ffn_kind facet_ffn_dense;
 extern const facet_ffn_kind facet_ffn_moe;
+/* mixer_mamba.c: the Mamba mixer on the layers the facts mark layer_ssm, and their "none"
+ * FFN (a Mamba block is x + mixer(RMSNorm(x)) alone) */
+extern const facet_mixer_kind facet_mixer_mamba;
+extern const facet_ffn_kind facet_ffn_none;
+
+/* Floats of one sequence's state in one Mamba layer: DI * (K - 1 + N). */
+size_t facet_mamba_state_floats(const facet_facts *f);
 
 /* The mixer and FFN kind of layer l of the facts; NULL when no kind takes it (the
  * capability table refuses such a checkpoint before it loads). */

@@ -55,6 +55,18 @@ typedef struct facet_layer_weights {
     facet_wtensor shared_gate, shared_up; /* (SI, H)                  when SI > 0       */
     facet_wtensor shared_down;  /* (H, SI)                                             */
     facet_wtensor shared_expert_gate; /* (1, H)                       shared_expert_gate */
+    /* a Mamba layer (facts layer_ssm; DI = ssm_inner, N = ssm_state_size, K =
+     * ssm_conv_kernel, R = ssm_dt_rank): input_layernorm is its norm, and no other
+     * field above is set */
+    facet_wtensor ssm_in_proj;  /* (2 DI, H): x rows, then z rows                      */
+    float *ssm_conv_w;          /* (DI, K) depthwise causal conv1d                     */
+    float *ssm_conv_b;          /* (DI)                               use_conv_bias    */
+    facet_wtensor ssm_x_proj;   /* (R + 2N, DI): dt rows, B rows, C rows               */
+    facet_wtensor ssm_dt_proj;  /* (DI, R)                                             */
+    float *ssm_dt_bias;         /* (DI)                                                */
+    float *ssm_a_log;           /* (DI, N); A = -exp(A_log)                            */
+    float *ssm_d;               /* (DI)                                                */
+    facet_wtensor ssm_out_proj; /* (H, DI)                                             */
 } facet_layer_weights;
 
 typedef struct facet_weights {
@@ -115,6 +127,12 @@ struct facet_session {
     int *moe_start;                /* (E + 1) where each expert's pairs start          */
     float *moe_x, *moe_y;          /* (R, H) an expert's gathered input, its output    */
     float *moe_acc;                /* (R, H) the layer's output being summed           */
+    /* Mamba layers (mixer_mamba.c; 0 rows without one): DI = ssm_inner */
+    float *ssm_xz;                 /* (R, 2 DI) in_proj: x, then the gate z            */
+    float *ssm_xc;                 /* (R, DI) x after conv1d + SiLU, then the gated y  */
+    float *ssm_dbc;                /* (R, R_dt + 2N) x_proj: dt, B, C                  */
+    float *ssm_dtin;               /* (R, R_dt) dt_proj's input (x_proj's dt columns)   */
+    float *ssm_dt;                 /* (R, DI) softplus(dt_proj(dt))                    */
     int *pos;                      /* (R) position of each entry                       */
     const int32_t *seq_ids;        /* the current chunk's sequence ids (borrowed from
                                       the batch during facet_forward)                  */

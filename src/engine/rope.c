@@ -117,6 +117,10 @@ static facet_status global_table(const facet_facts *f, int rot, float *inv, floa
 
 facet_status facet_rope_init(facet_model *m, facet_error *err) {
     const facet_facts *f = &m->facts;
+    if (f->n_ssm_layers == f->num_hidden_layers && f->n_ssm_layers > 0) {
+        m->rope_dim = 0; /* no attention layer: no positions to rotate (Mamba) */
+        return FACET_OK;
+    }
     int rot = (int)(f->head_dim * f->partial_rotary_factor);
     rot -= rot % 2;
     if (rot <= 0 || rot > f->head_dim)

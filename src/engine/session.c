@@ -49,6 +49,10 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
         free(s);
         return st;
     }
+    /* recurrent layers keep a fixed state per sequence (kv_cache.h STATE slots) */
+    for (int l = 0; l < (int)f->num_hidden_layers; l++)
+        if (f->layer_ssm[l])
+            facet_kv_cache_set_state(&s->kv, l, facet_mamba_state_floats(f) * sizeof(float));
     /* the backend and each layer's kinds, once: forward.c only calls through them */
     st = facet_backend_cpu_create(model->pool, &s->be, err);
     if (st != FACET_OK) {
@@ -89,7 +93,7 @@ typedef struct {
     size_t fixed;                  /* elements beyond rows * per_row                   */
 } scratch_buf;
 
-enum { SCRATCH_BUFS = 27 }; /* the buffers and the NULL that ends them */
+enum { SCRATCH_BUFS = 32 }; /* the buffers and the NULL that ends them */
 
 static void scratch_table(facet_session *s, scratch_buf *t) {
     const facet_facts *f = &s->model->facts;
@@ -104,6 +108,9 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
     size_t qd = nh * (size_t)f->head_dim, kvd = (size_t)(f->num_key_value_heads * f->head_dim);
     size_t half = s->model->rope_dim / 2 ? (size_t)s->model->rope_dim / 2 : 1;
     size_t F = sizeof(float), N = sizeof(int);
+    int ssm = f->n_ssm_layers > 0;
+    size_t DI = ssm ? (size_t)f->ssm_inner : 0, RDT = ssm ? (size_t)f->ssm_dt_rank : 0;
+    size_t DBC = ssm ? RDT + 2 * (size_t)f->ssm_state_size : 0;
     scratch_buf b[SCRATCH_BUFS] = {
         {(void **)&s->x, H, F, 0},           {(void **)&s->xn, H, F, 0},
         {(void **)&s->q, qd, F, 0},          {(void **)&s->k, kvd, F, 0},
@@ -119,6 +126,9 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
         {(void **)&s->moe_start, 0, N, moe ? E + 1 : 0},
         {(void **)&s->moe_x, HM, F, 0},      {(void **)&s->moe_y, HM, F, 0},
         {(void **)&s->moe_acc, HM, F, 0},
+        {(void **)&s->ssm_xz, 2 * DI, F, 0}, {(void **)&s->ssm_xc, DI, F, 0},
+        {(void **)&s->ssm_dbc, DBC, F, 0},   {(void **)&s->ssm_dtin, RDT, F, 0},
+        {(void **)&s->ssm_dt, DI, F, 0},
         {NULL, 0, 0, 0},
     };
     memcpy(t, b, sizeof b);

@@ -25,19 +25,24 @@ enum { KIND_VECTOR = 0, KIND_MATRIX = 1 };
 _Static_assert(sizeof(facet_wtensor) <= WCACHE_META_MAX,
                "facet_wtensor no longer fits a weight cache entry's meta bytes");
 
-/* Check that tensor `name` exists with shape (d0) or (d0, d1) (d1 = 0 for 1-D). */
-static facet_status find_tensor(const st_checkpoint *ck, const char *name, int64_t d0, int64_t d1,
-                                const st_tensor **out, facet_error *err) {
+/* Check that tensor `name` exists with shape (d0) or (d0, d1) (d1 = 0 for 1-D), or
+ * (d0, 1, d1) when conv3d (a depthwise conv1d weight). */
+static facet_status find_tensor3(const st_checkpoint *ck, const char *name, int64_t d0,
+                                 int64_t d1, int conv3d, const st_tensor **out, facet_error *err) {
     const st_tensor *t = *out = st_checkpoint_find(ck, name);
     if (!t) return facet_err(err, FACET_E_NOT_FOUND, "checkpoint: tensor '%s' is missing", name);
-    int want_ndim = d1 ? 2 : 1;
-    if (t->ndim != want_ndim || t->shape[0] != d0 || (d1 && t->shape[1] != d1)) {
+    int want_ndim = conv3d ? 3 : d1 ? 2 : 1;
+    int64_t last = t->ndim > 0 ? t->shape[t->ndim - 1] : 0;
+    if (t->ndim != want_ndim || t->shape[0] != d0 || (conv3d && t->shape[1] != 1) ||
+        (d1 && last != d1)) {
         char got[128] = "", want[64];
         size_t off = 0;
         for (int i = 0; i < t->ndim && off < sizeof got - 24; i++)
             off += (size_t)snprintf(got + off, sizeof got - off, "%s%lld", i ? ", " : "",
                                     (long long)t->shape[i]);
-        if (d1)
+        if (conv3d)
+            snprintf(want, sizeof want, "[%lld, 1, %lld]", (long long)d0, (long long)d1);
+        else if (d1)
             snprintf(want, sizeof want, "[%lld, %lld]", (long long)d0, (long long)d1);
         else
             snprintf(want, sizeof want, "[%lld]", (long long)d0);
@@ -46,6 +51,11 @@ static facet_status find_tensor(const st_checkpoint *ck, const char *name, int64
                          name, got, want);
     }
     return FACET_OK;
+}
+
+static facet_status find_tensor(const st_checkpoint *ck, const char *name, int64_t d0, int64_t d1,
+                                const st_tensor **out, facet_error *err) {
+    return find_tensor3(ck, name, d0, d1, 0, out, err);
 }
 
 /* Bytes of one row of a 2-D GGUF block tensor (its rows of blocks). */
@@ -127,11 +137,13 @@ static facet_status next_entry(wload *ld, const char *name, int kind, const wcac
     return FACET_OK;
 }
 
-/* A float32 vector of n elements (norm weights, biases). */
-static facet_status load_vec(wload *ld, const char *name, int64_t n, float **out, uint64_t *bytes,
-                             facet_error *err) {
+/* A float32 array of d0 (d1 0), d0 x d1 or (conv3d) d0 x 1 x d1 elements (norm weights,
+ * biases, Mamba's A_log and conv1d weight), row-major. */
+static facet_status load_vec(wload *ld, const char *name, int64_t d0, int64_t d1, int conv3d,
+                             float **out, uint64_t *bytes, facet_error *err) {
     const st_tensor *t;
-    facet_status st = find_tensor(ld->ck, name, n, 0, &t, err);
+    int64_t n = d1 ? d0 * d1 : d0;
+    facet_status st = find_tensor3(ld->ck, name, d0, d1, conv3d, &t, err);
     if (st != FACET_OK || ld->check_only) return st;
     if (ld->cache) {
         const wcache_entry *e = NULL;
@@ -449,6 +461,15 @@ static const size_t slot_field[FACET_TS_COUNT] = {
     [FACET_TS_SHARED_UP] = offsetof(facet_layer_weights, shared_up),
     [FACET_TS_SHARED_DOWN] = offsetof(facet_layer_weights, shared_down),
     [FACET_TS_SHARED_EXPERT_GATE] = offsetof(facet_layer_weights, shared_expert_gate),
+    [FACET_TS_SSM_IN_PROJ] = offsetof(facet_layer_weights, ssm_in_proj),
+    [FACET_TS_SSM_CONV_W] = offsetof(facet_layer_weights, ssm_conv_w),
+    [FACET_TS_SSM_CONV_B] = offsetof(facet_layer_weights, ssm_conv_b),
+    [FACET_TS_SSM_X_PROJ] = offsetof(facet_layer_weights, ssm_x_proj),
+    [FACET_TS_SSM_DT_PROJ] = offsetof(facet_layer_weights, ssm_dt_proj),
+    [FACET_TS_SSM_DT_BIAS] = offsetof(facet_layer_weights, ssm_dt_bias),
+    [FACET_TS_SSM_A_LOG] = offsetof(facet_layer_weights, ssm_a_log),
+    [FACET_TS_SSM_D] = offsetof(facet_layer_weights, ssm_d),
+    [FACET_TS_SSM_OUT_PROJ] = offsetof(facet_layer_weights, ssm_out_proj),
     [FACET_TS_NORM] = offsetof(facet_weights, norm),
     [FACET_TS_LM_HEAD] = offsetof(facet_weights, lm_head),
 };
@@ -521,7 +542,7 @@ static facet_status load_row(wload *ld, const facet_facts *f, facet_weights *w,
      * the choice where two experts are close (E x H floats per layer) */
     if (r->slot == FACET_TS_ROUTER) fmt = FACET_WF_F32;
     if (r->matrix) return load_mat(ld, name, d0, d1, fmt, dst, &w->bytes, err);
-    return load_vec(ld, name, d0, dst, &w->bytes, err);
+    return load_vec(ld, name, d0, d1, r->conv3d, dst, &w->bytes, err);
 }
 
 facet_status facet_weights_walk(facet_model *m, wload *ld, facet_error *err) {

@@ -109,6 +109,11 @@ static const facet_config_class classes[] = {
      .moe = 1, .experts_key = "num_local_experts", .num_experts = 128, .num_experts_per_tok = 4,
      .router = FACET_ROUTER_TOPK_SOFTMAX, .norm_topk_prob = 1,
      .moe_biases = 1, .swiglu_limit = 7.0, .attn_sinks = 1},
+    /* state spaces (issue 26): MambaConfig; no attention, no positions (the context is the
+     * caller's: max_position_embeddings is only a bound on n_ctx) */
+    {.model_type = "mamba", .max_position_embeddings = 1048576, .tie_word_embeddings = 1, .rope_theta = 10000.0, .rms_norm_eps = 1e-5,
+     .act_key = "hidden_act", .act_default = "silu", .qkv_bias = 0, .o_bias = 0, .pre_norms = 1,
+     .mamba = 1},
 };
 /* clang-format on */
 

@@ -73,6 +73,9 @@ typedef struct facet_config_class {
     int moe_biases;               /* router and expert biases (gpt-oss)                 */
     double swiglu_limit;          /* > 0: reads swiglu_limit (this default): gpt-oss    */
     int attn_sinks;               /* per-head attention sinks (gpt-oss)                 */
+    /* state-space mixers (issue 26): 1 = MambaConfig's keys, every layer a Mamba mixer
+     * without attention or FFN */
+    int mamba;
 } facet_config_class;
 
 /* The class for `model_type`, or the generic PretrainedConfig defaults (model_type "")

@@ -877,6 +877,70 @@ static facet_status read_block(reader *r, const facet_config_class *cls) {
     return FACET_OK;
 }
 
+/* MambaConfig (transformers models/mamba/configuration_mamba.py): every layer a Mamba
+ * mixer (MambaBlock: x + mixer(RMSNorm(x))), no attention, no FFN. */
+static facet_status read_mamba(reader *r, const facet_config_class *cls) {
+    facet_facts *f = r->f;
+    TRY(get_int(r, "hidden_size", 1, 1, MAX_HIDDEN, &f->hidden_size, NULL));
+    TRY(get_int(r, "num_hidden_layers", 1, 1, FACET_MAX_LAYERS, &f->num_hidden_layers, NULL));
+    TRY(get_int(r, "vocab_size", 1, 1, MAX_VOCAB, &f->vocab_size, NULL));
+    f->max_position_embeddings = cls->max_position_embeddings;
+    TRY(get_int(r, "max_position_embeddings", 0, 1, MAX_CONTEXT, &f->max_position_embeddings,
+                NULL));
+    f->ssm_state_size = 16, f->ssm_conv_kernel = 4, f->ssm_expand = 2;
+    TRY(get_int(r, "state_size", 0, 1, 1 << 16, &f->ssm_state_size, NULL));
+    TRY(get_int(r, "conv_kernel", 0, 1, 1 << 10, &f->ssm_conv_kernel, NULL));
+    TRY(get_int(r, "expand", 0, 1, 1 << 10, &f->ssm_expand, NULL));
+    /* MambaConfig sets intermediate_size = expand * hidden_size itself; the key (written
+     * by save_pretrained) must say the same */
+    f->ssm_inner = f->ssm_expand * f->hidden_size;
+    int64_t inner = f->ssm_inner;
+    int given = 0;
+    TRY(get_int(r, "intermediate_size", 0, 1, MAX_INTERMEDIATE, &inner, &given));
+    if (given && inner != f->ssm_inner) {
+        json_t *v = json_object_get(r->obj, "intermediate_size");
+        return bad(r, "intermediate_size", v, "expand * hidden_size (MambaConfig derives it)");
+    }
+    f->intermediate_size = f->ssm_inner;
+    f->ssm_dt_rank = (f->hidden_size + 15) / 16;
+    json_t *v = take(r, "time_step_rank");
+    if (v && !json_is_null(v) && !(json_is_string(v) && !strcmp(json_string_value(v), "auto"))) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > MAX_HIDDEN)
+            return bad(r, "time_step_rank", v, "\"auto\" or a positive integer");
+        f->ssm_dt_rank = (int64_t)json_integer_value(v);
+    }
+    f->ssm_conv_bias = 1;
+    TRY(get_bool(r, "use_conv_bias", &f->ssm_conv_bias));
+    TRY(get_bool(r, "use_bias", &f->ssm_proj_bias));
+    f->rms_norm_eps = cls->rms_norm_eps;
+    TRY(get_num(r, "layer_norm_epsilon", 1, &f->rms_norm_eps));
+    TRY(read_act(r, cls));
+    /* residual_in_fp32 keeps the residual stream in float32: facet's always is */
+    int fp32 = 1;
+    TRY(get_bool(r, "residual_in_fp32", &fp32));
+    /* keys the state-spaces checkpoints carry that MambaConfig does not read or reads
+     * only to initialize training: n_layer (must agree), rms_norm (MambaRMSNorm always),
+     * fused_add_norm (a kernel choice), the time_step_* init and rescale_prenorm_residual */
+    int64_t n_layer = f->num_hidden_layers;
+    TRY(get_int(r, "n_layer", 0, 1, FACET_MAX_LAYERS, &n_layer, NULL));
+    if (n_layer != f->num_hidden_layers)
+        return bad(r, "n_layer", json_object_get(r->obj, "n_layer"), "num_hidden_layers");
+    int rms = 1, fused = 1, rescale = 0;
+    TRY(get_bool(r, "rms_norm", &rms));
+    if (!rms) return bad(r, "rms_norm", json_object_get(r->obj, "rms_norm"), "true (RMSNorm)");
+    TRY(get_bool(r, "fused_add_norm", &fused));
+    TRY(get_bool(r, "rescale_prenorm_residual", &rescale));
+    static const char *const init_only[] = {"time_step_scale", "time_step_min", "time_step_max",
+                                            "time_step_init_scheme", "time_step_floor",
+                                            "pad_vocab_size_multiple", "use_mambapy", NULL};
+    for (int i = 0; init_only[i]; i++) take(r, init_only[i]);
+    f->pre_norms = 1;
+    f->embedding_multiplier = f->residual_multiplier = f->logits_scaling = 1.0;
+    f->n_ssm_layers = (int)f->num_hidden_layers;
+    for (int64_t l = 0; l < f->num_hidden_layers; l++) f->layer_ssm[l] = 1;
+    return FACET_OK;
+}
+
 facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what,
                                    facet_facts *f, facet_error *err) {
     memset(f, 0, sizeof *f);
@@ -918,8 +982,12 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
     const facet_config_class *cls =
         facet_config_class_find(f->text_model_type[0] ? f->text_model_type : f->model_type);
 
-    TRY(read_shape(&r, cls));
-    TRY(read_block(&r, cls));
+    if (cls->mamba) {
+        TRY(read_mamba(&r, cls));
+    } else {
+        TRY(read_shape(&r, cls));
+        TRY(read_block(&r, cls));
+    }
     TRY(read_rope(&r, cls));
     TRY(read_window(&r, cls));
     TRY(read_no_rope(&r, cls));

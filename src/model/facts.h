@@ -183,6 +183,20 @@ typedef struct facet_facts {
     uint8_t layer_sparse[FACET_MAX_LAYERS]; /* per layer: 1 = mixture-of-experts FFN     */
     facet_experts_layout experts_layout; /* probed (FACET_EXPERTS_NONE before the probe)  */
 
+    /* recurrent (state-space) mixers, issue 26 (n_ssm_layers 0: every mixer is attention).
+     * Mamba (MambaConfig): d_inner = ssm_inner, N = ssm_state_size, K = ssm_conv_kernel,
+     * R = ssm_dt_rank; per sequence and layer a state of (K - 1) * d_inner conv inputs
+     * and d_inner * N SSM values */
+    int64_t ssm_state_size;        /* state_size (N)                                    */
+    int64_t ssm_conv_kernel;       /* conv_kernel (K)                                   */
+    int64_t ssm_expand;            /* expand                                            */
+    int64_t ssm_inner;             /* intermediate_size = expand * hidden_size          */
+    int64_t ssm_dt_rank;           /* time_step_rank ("auto": ceil(hidden_size / 16))    */
+    int ssm_conv_bias;             /* use_conv_bias                                     */
+    int ssm_proj_bias;             /* use_bias (in_proj / out_proj biases)               */
+    int n_ssm_layers;              /* count of layer_ssm[i] == 1                         */
+    uint8_t layer_ssm[FACET_MAX_LAYERS]; /* per layer: 1 = a Mamba mixer and no FFN      */
+
     /* stop */
     int32_t bos_token_id;          /* -1 when absent                                    */
     int n_eos;

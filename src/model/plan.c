@@ -119,7 +119,8 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
     w->fmt = fmt;
     uint64_t H = u(f->hidden_size), I = u(f->intermediate_size), V = u(f->vocab_size);
     uint64_t nh = u(f->num_attention_heads), nkv = u(f->num_key_value_heads), hd = u(f->head_dim);
-    uint64_t L = u(f->num_hidden_layers), S = (uint64_t)f->n_sparse_layers;
+    uint64_t M = (uint64_t)f->n_ssm_layers; /* Mamba layers: no attention, no FFN */
+    uint64_t L = u(f->num_hidden_layers) - M, S = (uint64_t)f->n_sparse_layers;
     uint64_t D = L > S ? L - S : 0;
     uint64_t q = sat_mul(nh, hd), kv = sat_mul(nkv, hd);
     int untied = f->probed ? f->has_lm_head : !f->tie_word_embeddings;
@@ -160,6 +161,16 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
     if (f->mlp_bias) add_vec(w, sat_add(sat_mul(I, 2), H), D);
     if (f->qk_norm) add_vec(w, sat_mul(hd, 2), L);
     if (f->attn_sinks) add_vec(w, nh, L);
+    if (M) { /* Mamba layers: in/x/dt/out projections; norm, conv, dt bias, A_log, D */
+        uint64_t DI = u(f->ssm_inner), N = u(f->ssm_state_size), K = u(f->ssm_conv_kernel);
+        uint64_t R = u(f->ssm_dt_rank);
+        add_mat(w, 2 * DI, H, M, M);
+        add_mat(w, sat_add(R, 2 * N), DI, M, M);
+        add_mat(w, DI, R, M, M);
+        add_mat(w, H, DI, M, M);
+        add_vec(w, H, M);
+        add_vec(w, sat_mul(DI, sat_add(K, sat_add(N, 2 + (f->ssm_conv_bias ? 1 : 0)))), M);
+    }
     add_vec(w, H, 1); /* final norm */
 }
 
@@ -181,13 +192,18 @@ static uint64_t kv_layer_position_bytes(const facet_facts *f, uint64_t elt) {
 uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c, uint64_t elt) {
     uint64_t k = kv_layer_position_bytes(f, elt);
     uint64_t S = (uint64_t)f->n_sliding_layers;
-    uint64_t G = u(f->num_hidden_layers) - S;
+    uint64_t G = u(f->num_hidden_layers) - S - (uint64_t)f->n_ssm_layers;
     /* positions are allocated in whole key groups of 16 (src/engine/session.c) */
     uint64_t cg = u(c < f->max_position_embeddings ? c : f->max_position_embeddings);
     uint64_t cs = u(f->sliding_window && c > f->sliding_window ? f->sliding_window : c);
     cg = (cg + 15) / 16 * 16;
     cs = (cs + 15) / 16 * 16;
     return sat_mul(k, sat_add(sat_mul(G, cg), sat_mul(S, cs)));
+}
+
+uint64_t facet_plan_state_bytes(const facet_facts *f) {
+    uint64_t per = sat_mul(u(f->ssm_inner), u(f->ssm_conv_kernel - 1 + f->ssm_state_size));
+    return sat_mul(sat_mul(per, 4), (uint64_t)f->n_ssm_layers);
 }
 
 /* GGUF weights: the kernel of each format the file's matrices are in, joined ("Q4_0-avx2,
@@ -244,9 +260,11 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
         const facet_mixer_kind *mk = facet_layer_mixer(f, (int)l);
         const facet_ffn_kind *fk = facet_layer_ffn(f, (int)l);
         char kern[128];
-        snprintf(kern, sizeof kern, "mixer %s (%s), ffn %s (%s)", mk ? mk->name : "none",
-                 be->ops->attention_kernel(be, p->kv_type, (int)f->head_dim),
-                 fk ? fk->name : "none", p->matmul_path);
+        int ssm = f->layer_ssm[l];
+        snprintf(kern, sizeof kern, "mixer %s (%.40s), ffn %s (%.47s)", mk ? mk->name : "none",
+                 ssm ? "conv1d + selective scan, f32"
+                     : be->ops->attention_kernel(be, p->kv_type, (int)f->head_dim),
+                 fk ? fk->name : "none", ssm ? "-" : p->matmul_path);
         facet_plan_group *g = p->n_groups ? &p->groups[p->n_groups - 1] : NULL;
         if (g && g->sliding == s && g->last == l - 1 && !strcmp(g->kernels, kern)) {
             g->last = (int)l;
@@ -263,6 +281,13 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
         int64_t nh = f->num_attention_heads, nkv = f->num_key_value_heads;
         char win[48] = "";
         if (s) snprintf(win, sizeof win, ", window %lld (ring)", (long long)f->sliding_window);
+        if (ssm) {
+            snprintf(g->attention, sizeof g->attention,
+                     "none: Mamba mixer d_inner=%lld state=%lld conv=%lld dt_rank=%lld",
+                     (long long)f->ssm_inner, (long long)f->ssm_state_size,
+                     (long long)f->ssm_conv_kernel, (long long)f->ssm_dt_rank);
+            continue;
+        }
         snprintf(g->attention, sizeof g->attention, "causal %s %lldq/%lldkv hd=%lld%s%s",
                  nkv == nh ? "MHA" : nkv == 1 ? "MQA" : "GQA", (long long)nh, (long long)nkv,
                  (long long)f->head_dim, f->qk_norm ? " qk-norm" : "", win);
@@ -281,8 +306,9 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
                 {"num_key_value_heads", f->num_key_value_heads}, {"head_dim", f->head_dim},
                 {"vocab_size", f->vocab_size},
                 {"max_position_embeddings", f->max_position_embeddings}};
+    int attention_free = f->n_ssm_layers > 0 && f->n_ssm_layers == f->num_hidden_layers;
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
-        if (need[i].v <= 0)
+        if (need[i].v <= 0 && !(attention_free && i >= 3 && i <= 5))
             return facet_err(err, FACET_E_INVALID_ARGUMENT,
                              "facts incomplete: %s is missing or not positive", need[i].name);
     int64_t ctx = opts->ctx ? opts->ctx : f->max_position_embeddings;
@@ -327,7 +353,7 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
     out->kv_bytes_per_token_naive = sat_mul(out->kv_bytes_per_layer_position,
                                             u(f->num_hidden_layers));
     out->n_sliding_layers = f->n_sliding_layers;
-    out->n_global_layers = (int)f->num_hidden_layers - f->n_sliding_layers;
+    out->n_global_layers = (int)f->num_hidden_layers - f->n_sliding_layers - f->n_ssm_layers;
     out->window = f->n_sliding_layers ? f->sliding_window : 0;
     if (out->window)
         snprintf(out->kv_layout, sizeof out->kv_layout,
@@ -336,6 +362,12 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
                  "layers grow to ctx, %d windowed layers hold a ring of min(ctx, %lld)",
                  (long long)f->num_key_value_heads, (long long)f->head_dim, kvn,
                  out->n_global_layers, out->n_sliding_layers, (long long)out->window);
+    else if (attention_free)
+        snprintf(out->kv_layout, sizeof out->kv_layout,
+                 "no KV cache (no attention layer); per sequence and Mamba layer a fixed "
+                 "float32 state: conv window %lld x %lld + SSM state %lld x %lld",
+                 (long long)f->ssm_inner, (long long)(f->ssm_conv_kernel - 1),
+                 (long long)f->ssm_inner, (long long)f->ssm_state_size);
     else
         snprintf(out->kv_layout, sizeof out->kv_layout,
                  "per sequence, layer and KV head (%lld, head_dim %lld): %s keys "
@@ -346,8 +378,11 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
     out->batch = batch;
     out->kv_bytes_per_sequence = facet_plan_kv_bytes(f, ctx, elt);
     out->kv_bytes_per_token_actual = (double)out->kv_bytes_per_sequence / (double)ctx;
+    out->state_bytes_per_sequence = facet_plan_state_bytes(f);
+    uint64_t state = out->state_bytes_per_sequence;
     uint64_t w = out->weight_bytes[out->weights];
-    out->total_bytes = sat_add(w, sat_mul(out->kv_bytes_per_sequence, (uint64_t)batch));
+    out->total_bytes =
+        sat_add(w, sat_mul(sat_add(out->kv_bytes_per_sequence, state), (uint64_t)batch));
 
     out->mem_available = opts->mem_available;
     if (!out->mem_available) {
@@ -364,11 +399,12 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
     int64_t lo = 0, hi = f->max_position_embeddings;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo + 1) / 2;
-        if (sat_add(w, sat_mul(facet_plan_kv_bytes(f, mid, elt), (uint64_t)batch)) <= avail) lo = mid;
+        uint64_t seq = sat_add(facet_plan_kv_bytes(f, mid, elt), state);
+        if (sat_add(w, sat_mul(seq, (uint64_t)batch)) <= avail) lo = mid;
         else hi = mid - 1;
     }
     out->max_ctx_at_batch = lo;
-    uint64_t per = out->kv_bytes_per_sequence;
+    uint64_t per = sat_add(out->kv_bytes_per_sequence, state);
     if (w > avail) out->max_batch_at_ctx = 0;
     else if (!per || (avail - w) / per > (uint64_t)INT64_MAX) out->max_batch_at_ctx = INT64_MAX;
     else out->max_batch_at_ctx = (int64_t)((avail - w) / per);

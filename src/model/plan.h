@@ -98,9 +98,13 @@ typedef struct facet_plan {
 
     /* at (ctx, batch) */
     int64_t ctx, batch;
-    uint64_t kv_bytes_per_sequence;             /* actual, at ctx                     */
+    uint64_t kv_bytes_per_sequence;             /* actual, at ctx (attention layers)  */
+    uint64_t state_bytes_per_sequence;          /* recurrent (Mamba) layers' fixed state
+                                                   of one sequence, whatever ctx:
+                                                   n_ssm_layers x DI x (K - 1 + N) x 4 */
     double kv_bytes_per_token_actual;           /* kv_bytes_per_sequence / ctx        */
-    uint64_t total_bytes;                       /* weights + batch * kv per sequence  */
+    uint64_t total_bytes;                       /* weights + batch * (kv + state) per
+                                                   sequence                            */
     uint64_t mem_available;
     int fits;
     int64_t max_ctx_at_batch;                   /* 0 when even one position does not fit */
@@ -128,8 +132,12 @@ int facet_plan_format_parse(const char *s, int *fmt);
 const char *facet_plan_matmul_path(int fmt);
 
 /* Bytes of one sequence's KV cache at context c with elements of elt bytes (the
- * formula above). */
+ * formula above; attention layers only: G excludes recurrent layers). */
 uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c, uint64_t elt);
+
+/* Bytes of one sequence's recurrent state (every Mamba layer's conv window and SSM state,
+ * float32: what the session's STATE slots allocate on its first token). */
+uint64_t facet_plan_state_bytes(const facet_facts *f);
 
 /*
  * Compute the plan of facts `f` under `opts`. Errors: FACET_E_INVALID_ARGUMENT (a shape

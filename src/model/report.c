@@ -240,6 +240,8 @@ json_t *facet_plan_json(const facet_plan *p) {
     json_object_set_new(o, "batch", json_integer((json_int_t)p->batch));
     json_object_set_new(o, "kv_bytes_per_sequence", json_integer((json_int_t)p->kv_bytes_per_sequence));
     json_object_set_new(o, "kv_bytes_total", json_integer((json_int_t)(p->kv_bytes_per_sequence * (uint64_t)p->batch)));
+    json_object_set_new(o, "state_bytes_per_sequence",
+                        json_integer((json_int_t)p->state_bytes_per_sequence));
     json_object_set_new(o, "total_bytes", json_integer((json_int_t)p->total_bytes));
     json_object_set_new(o, "mem_available", json_integer((json_int_t)p->mem_available));
     json_object_set_new(o, "fits", json_boolean(p->fits));

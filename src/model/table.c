@@ -61,6 +61,7 @@ static const facet_caps cpu_dense = {
                    BIT(FACET_ROUTER_TOPK_SOFTMAX),
     .experts_per_tok_max = 64,
     .shared_expert = ALLOW_BOTH,
+    .ssm = 1,
     .dtypes = DTYPES_FLOAT,
 };
 
@@ -135,6 +136,8 @@ const facet_profile facet_profiles[] = {
     {"gpt_oss", {"GptOssForCausalLM"},
      "gpt-oss (attention sinks, clamped SwiGLU, router and expert biases; unquantized "
      "checkpoints: the MXFP4 quantization_config is refused)", &cpu_dense, &cuda_dense},
+    {"mamba", {"MambaForCausalLM"},
+     "Mamba (selective state space: conv1d + scan, no attention)", &cpu_dense, &cuda_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 

@@ -42,6 +42,7 @@ typedef struct facet_caps {
     unsigned moe_routers;         /* BIT(facet_moe_router); BIT(NONE): dense layers     */
     int64_t experts_per_tok_max;  /* k                                                  */
     unsigned shared_expert;       /* ALLOW_*: a shared expert beside the routed ones    */
+    int ssm;                      /* Mamba mixers (state-space layers, issue 26)         */
     /* weight facts (decided by the tensor probe) */
     unsigned qkv_bias, o_bias, qk_norm, tied, fused_qkv, fused_gate_up; /* ALLOW_*     */
     unsigned dtypes;              /* BIT(st_dtype)                                     */

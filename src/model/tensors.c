@@ -38,6 +38,8 @@ static int granite_shared(const facet_facts *f) {
     return f->shared_expert_intermediate_size > 0 && granite3d(f);
 }
 
+static int conv_bias(const facet_facts *f) { return f->ssm_conv_bias; }
+
 /* a float32 vector / a weight matrix with a slot of its own; G: its GGUF name */
 #define VEC(root_, name_, gguf_, d0, slot_, when_)                                          \
     {.root = root_, .name = name_, .gguf = gguf_, .dims = {d0, FACET_TD_NONE}, .matrix = 0,  \
@@ -64,9 +66,17 @@ static int granite_shared(const facet_facts *f) {
      .scope = FACET_SCOPE_SPARSE, .experts3d = 1}
 #define EF FACET_TD_EFFN
 
+/* a Mamba layer's row (MambaBlock: norm, mixer.*) */
+#define SSM(name_, d0, d1, matrix_, slot_, when_)                                           \
+    {.root = L, .name = name_, .dims = {d0, d1}, .matrix = matrix_, .slot = slot_,          \
+     .fused = -1, .when = when_, .scope = FACET_SCOPE_SSM}
+#define SI FACET_TD_SSM_INNER
+
 const facet_tensor_row facet_tensor_rows[] = {
-    MAT(FACET_TR_MODEL, "embed_tokens.weight", "token_embd.weight", FACET_TD_VOCAB, H,
-        FACET_TS_EMBED_TOKENS, always),
+    /* Mamba: backbone.embeddings */
+    {.root = FACET_TR_MODEL, .name = "embed_tokens.weight", .alt = "embeddings.weight",
+     .gguf = "token_embd.weight", .dims = {FACET_TD_VOCAB, H}, .matrix = 1,
+     .slot = FACET_TS_EMBED_TOKENS, .fused = -1, .when = always},
     VEC(L, "input_layernorm.weight", "attn_norm.weight", H, FACET_TS_INPUT_LAYERNORM, pre_norms),
     /* Phi-3: rows are q, then k, then v */
     {.root = L, .name = "self_attn.qkv_proj.weight", .gguf = "attn_qkv.weight",
@@ -180,7 +190,23 @@ const facet_tensor_row facet_tensor_rows[] = {
      .scope = FACET_SCOPE_SPARSE},
     SMAT("shared_mlp.output_linear.weight", NULL, H, FACET_TD_SFFN, FACET_TS_SHARED_DOWN,
          granite_shared),
-    VEC(FACET_TR_MODEL, "norm.weight", "output_norm.weight", H, FACET_TS_NORM, always),
+    /* Mamba layers (MambaBlock): norm, then the mixer's tensors */
+    SSM("norm.weight", H, FACET_TD_NONE, 0, FACET_TS_INPUT_LAYERNORM, always),
+    SSM("mixer.in_proj.weight", FACET_TD_SSM_INNER2, H, 1, FACET_TS_SSM_IN_PROJ, always),
+    {.root = L, .name = "mixer.conv1d.weight", .dims = {SI, FACET_TD_SSM_CONV}, .matrix = 0,
+     .slot = FACET_TS_SSM_CONV_W, .fused = -1, .when = always, .scope = FACET_SCOPE_SSM,
+     .conv3d = 1},
+    SSM("mixer.conv1d.bias", SI, FACET_TD_NONE, 0, FACET_TS_SSM_CONV_B, conv_bias),
+    SSM("mixer.x_proj.weight", FACET_TD_SSM_XPROJ, SI, 1, FACET_TS_SSM_X_PROJ, always),
+    SSM("mixer.dt_proj.weight", SI, FACET_TD_SSM_DT_RANK, 1, FACET_TS_SSM_DT_PROJ, always),
+    SSM("mixer.dt_proj.bias", SI, FACET_TD_NONE, 0, FACET_TS_SSM_DT_BIAS, always),
+    SSM("mixer.A_log", SI, FACET_TD_SSM_STATE, 0, FACET_TS_SSM_A_LOG, always),
+    SSM("mixer.D", SI, FACET_TD_NONE, 0, FACET_TS_SSM_D, always),
+    SSM("mixer.out_proj.weight", H, SI, 1, FACET_TS_SSM_OUT_PROJ, always),
+    /* Mamba: backbone.norm_f */
+    {.root = FACET_TR_MODEL, .name = "norm.weight", .alt = "norm_f.weight",
+     .gguf = "output_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
+     .slot = FACET_TS_NORM, .fused = -1, .when = always},
     /* present means untied, whatever tie_word_embeddings says (probe.c) */
     {.root = FACET_TR_TOP, .name = "lm_head.weight", .alt = "language_model.lm_head.weight",
      .gguf = "output.weight", .dims = {FACET_TD_VOCAB, H}, .matrix = 1, .slot = FACET_TS_LM_HEAD,
@@ -195,9 +221,13 @@ const size_t facet_tensor_count = sizeof facet_tensor_rows / sizeof facet_tensor
 #undef SMAT
 #undef EXPERT
 #undef EXPERTS3D
+#undef SSM
+#undef SI
 
 int facet_tensor_in_layer(const facet_tensor_row *r, const facet_facts *f, int64_t layer) {
     if (r->root != FACET_TR_LAYER) return 0;
+    int ssm = layer >= 0 && layer < FACET_MAX_LAYERS && f->layer_ssm[layer];
+    if (ssm || r->scope == FACET_SCOPE_SSM) return ssm && r->scope == FACET_SCOPE_SSM;
     int sparse = layer >= 0 && layer < FACET_MAX_LAYERS && f->layer_sparse[layer];
     return r->scope == FACET_SCOPE_ALL || (r->scope == FACET_SCOPE_SPARSE) == sparse;
 }
@@ -235,6 +265,12 @@ int64_t facet_tdim_value(facet_tdim d, const facet_facts *f, int full_qk_norm) {
     case FACET_TD_SFFN: return f->shared_expert_intermediate_size;
     case FACET_TD_SFFN2: return 2 * f->shared_expert_intermediate_size;
     case FACET_TD_HEADS: return f->num_attention_heads;
+    case FACET_TD_SSM_INNER: return f->ssm_inner;
+    case FACET_TD_SSM_INNER2: return 2 * f->ssm_inner;
+    case FACET_TD_SSM_XPROJ: return f->ssm_dt_rank + 2 * f->ssm_state_size;
+    case FACET_TD_SSM_DT_RANK: return f->ssm_dt_rank;
+    case FACET_TD_SSM_STATE: return f->ssm_state_size;
+    case FACET_TD_SSM_CONV: return f->ssm_conv_kernel;
     }
     return 0;
 }
@@ -258,6 +294,12 @@ const char *facet_tdim_name(facet_tdim d) {
     case FACET_TD_SFFN: return "the shared expert's intermediate size";
     case FACET_TD_SFFN2: return "2 * the shared expert's intermediate size";
     case FACET_TD_HEADS: return "num_attention_heads";
+    case FACET_TD_SSM_INNER: return "intermediate_size (expand * hidden_size)";
+    case FACET_TD_SSM_INNER2: return "2 * intermediate_size";
+    case FACET_TD_SSM_XPROJ: return "time_step_rank + 2 * state_size";
+    case FACET_TD_SSM_DT_RANK: return "time_step_rank";
+    case FACET_TD_SSM_STATE: return "state_size";
+    case FACET_TD_SSM_CONV: return "conv_kernel";
     }
     return "?";
 }
@@ -277,7 +319,8 @@ int facet_tensor_prefix(const st_checkpoint *ck, char *out, size_t cap) {
     /* *ForCausalLM checkpoints use "model."; multimodal wrappers whose text model is
      * loaded alone nest it deeper */
     static const char *const known[] = {"model.", "model.language_model.",
-                                        "language_model.model.", "transformer.", ""};
+                                        "language_model.model.", "transformer.", "backbone.",
+                                        ""};
     char probe[128];
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         snprintf(probe, sizeof probe, "%slayers.0.", known[i]);
@@ -292,7 +335,15 @@ int facet_tensor_prefix(const st_checkpoint *ck, char *out, size_t cap) {
 const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_row *r,
                                    const char *prefix, int64_t layer, char *name, size_t cap) {
     switch (r->root) {
-    case FACET_TR_MODEL: snprintf(name, cap, "%s%s", prefix, r->name); break;
+    case FACET_TR_MODEL: {
+        snprintf(name, cap, "%s%s", prefix, r->name);
+        const st_tensor *t = st_checkpoint_find(ck, name);
+        if (t || !r->alt) return t;
+        char alt[512];
+        snprintf(alt, sizeof alt, "%s%s", prefix, r->alt);
+        if ((t = st_checkpoint_find(ck, alt))) snprintf(name, cap, "%s", alt);
+        return t;
+    }
     case FACET_TR_LAYER:
         if (r->tail) return facet_tensor_find_expert(ck, r, prefix, layer, 0, name, cap);
         snprintf(name, cap, "%slayers.%lld.%s", prefix, (long long)layer, r->name);

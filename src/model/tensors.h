@@ -58,6 +58,12 @@ typedef enum facet_tdim {
     FACET_TD_SFFN,     /* shared_expert_intermediate_size                             */
     FACET_TD_SFFN2,    /* 2 * shared_expert_intermediate_size                         */
     FACET_TD_HEADS,    /* num_attention_heads (gpt-oss's sinks)                       */
+    FACET_TD_SSM_INNER,  /* Mamba d_inner (intermediate_size)                         */
+    FACET_TD_SSM_INNER2, /* 2 * d_inner (in_proj: x and the gate z)                  */
+    FACET_TD_SSM_XPROJ,  /* time_step_rank + 2 * state_size (x_proj: dt, B, C)       */
+    FACET_TD_SSM_DT_RANK,/* time_step_rank                                            */
+    FACET_TD_SSM_STATE,  /* state_size                                                */
+    FACET_TD_SSM_CONV,   /* conv_kernel                                               */
 } facet_tdim;
 
 /* Destination of a tensor in the loaded model (one per non-fused row). */
@@ -97,6 +103,16 @@ typedef enum facet_tslot {
     FACET_TS_EXPERT_GATE_BIAS, /* per expert (EI)                                     */
     FACET_TS_EXPERT_UP_BIAS,   /* per expert (EI)                                     */
     FACET_TS_EXPERT_DOWN_BIAS, /* per expert (H)                                      */
+    /* a Mamba mixer (mixer.*, issue 26); float32 vectors except the four projections */
+    FACET_TS_SSM_IN_PROJ,      /* (2 d_inner, H): rows x then z                       */
+    FACET_TS_SSM_CONV_W,       /* (d_inner, 1, K) depthwise conv1d, float32 [d_inner][K] */
+    FACET_TS_SSM_CONV_B,       /* (d_inner)                          use_conv_bias    */
+    FACET_TS_SSM_X_PROJ,       /* (R + 2N, d_inner): rows dt, B, C                    */
+    FACET_TS_SSM_DT_PROJ,      /* (d_inner, R)                                        */
+    FACET_TS_SSM_DT_BIAS,      /* (d_inner)                                           */
+    FACET_TS_SSM_A_LOG,        /* (d_inner, N) float32                                */
+    FACET_TS_SSM_D,            /* (d_inner)                                           */
+    FACET_TS_SSM_OUT_PROJ,     /* (H, d_inner)                                        */
     FACET_TS_NORM,
     FACET_TS_LM_HEAD,
     FACET_TS_COUNT,
@@ -119,6 +135,7 @@ typedef enum facet_tscope {
     FACET_SCOPE_ALL = 0,
     FACET_SCOPE_DENSE,  /* layers whose FFN is dense (the dense MLP's tensors)          */
     FACET_SCOPE_SPARSE, /* mixture-of-experts layers (router, experts, shared expert)   */
+    FACET_SCOPE_SSM,    /* Mamba layers (facts layer_ssm), which hold only these rows   */
 } facet_tscope;
 
 #define FACET_TENSOR_SPLIT_MAX 3
@@ -126,7 +143,7 @@ typedef enum facet_tscope {
 typedef struct facet_tensor_row {
     facet_troot root;
     const char *name;         /* module path below the root ("self_attn.q_proj.weight")  */
-    const char *alt;          /* TOP rows: the second name tried, or NULL                 */
+    const char *alt;          /* TOP and MODEL rows: the second name tried, or NULL       */
     facet_tdim dims[2];       /* shape; dims[1] == FACET_TD_NONE for a vector              */
     int matrix;               /* 1: a weight matrix (run-time format); 0: float32 vector  */
     facet_tslot slot;         /* destination, or FACET_TS_FUSED                           */
@@ -148,6 +165,9 @@ typedef struct facet_tensor_row {
                                  the parts split its columns                               */
     int interleaved;          /* the parts alternate (gate, up, gate, up, ...) rather than
                                  follow each other                                         */
+    int conv3d;               /* float32 rows: 1 = shaped [dims[0], 1, dims[1]] (a depthwise
+                                 conv1d weight); otherwise a float32 row with dims[1] set
+                                 is [dims[0], dims[1]]                                     */
 } facet_tensor_row;
 
 /* Whether layer `layer` of facts f holds row r (its scope). */
@@ -178,7 +198,7 @@ int64_t facet_tdim_value(facet_tdim d, const facet_facts *f, int full_qk_norm);
 const char *facet_tdim_name(facet_tdim d);
 
 /* The module path before "layers.0." in checkpoint `ck` ("model.",
- * "model.language_model.", "language_model.model.", "transformer." or ""), copied to
+ * "model.language_model.", "language_model.model.", "transformer.", "backbone." or ""), copied to
  * out (cap bytes). Returns 1, or 0 when no known prefix holds a layer 0. */
 int facet_tensor_prefix(const st_checkpoint *ck, char *out, size_t cap);
 

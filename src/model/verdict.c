@@ -57,8 +57,14 @@ static const char *tf(int v) { return v ? "true" : "false"; }
 #define CHECK(name) static int name(const facet_facts *f, const facet_caps *c, char *v, size_t n)
 #define RANGE(name) static void name(const facet_caps *c, const facet_facts *f, char *b, size_t n)
 
+/* no attention layer (Mamba): the attention shape does not apply */
+static int attention_free(const facet_facts *f) {
+    return f->n_ssm_layers > 0 && f->n_ssm_layers == f->num_hidden_layers;
+}
+
 CHECK(check_kv) {
     snprintf(v, n, "%lld", (long long)f->num_key_value_heads);
+    if (attention_free(f)) return 1;
     return f->num_key_value_heads > 0 && f->num_key_value_heads <= f->num_attention_heads &&
            f->num_attention_heads % f->num_key_value_heads == 0 && c->gqa_any_divisor;
 }
@@ -70,6 +76,10 @@ RANGE(range_kv) {
 
 CHECK(check_head_dim) {
     int64_t d = f->head_dim;
+    if (attention_free(f)) {
+        snprintf(v, n, "none (no attention layer)");
+        return 1;
+    }
     snprintf(v, n, "%lld", (long long)d);
     if (c->head_dim_set[0]) {
         for (int i = 0; i < 8 && c->head_dim_set[i]; i++)
@@ -262,6 +272,21 @@ RANGE(range_shared_expert) {
     snprintf(b, n, "%s", c->shared_expert & ALLOW_TRUE ? "any size, gated or not" : "none");
 }
 
+/* Mamba mixers (issue 26): the caps' ssm flag; in/out projection biases (use_bias) are
+ * not built */
+CHECK(check_ssm) {
+    if (!f->n_ssm_layers) {
+        snprintf(v, n, "none");
+        return 1;
+    }
+    snprintf(v, n, "mamba%s", f->ssm_proj_bias ? " with use_bias=true" : "");
+    return c->ssm && !f->ssm_proj_bias;
+}
+RANGE(range_ssm) {
+    (void)f;
+    snprintf(b, n, "%s", c->ssm ? "none, or mamba with use_bias=false" : "none");
+}
+
 CHECK(check_dtypes) {
     unsigned bad = f->dtype_mask & ~c->dtypes;
     join_bits(bad ? bad : f->dtype_mask, ST_DTYPE_COUNT, dtype_name, v, n);
@@ -294,6 +319,7 @@ const facet_row facet_rows[] = {
     {"no_rope_layers",           0, check_no_rope,            range_no_rope},
     {"moe router",               0, check_router,             range_router},
     {"shared expert",            0, check_shared_expert,      range_shared_expert},
+    {"state-space mixer",        0, check_ssm,                range_ssm},
     {"q/k/v bias",               1, check_qkv_bias,           range_qkv_bias},
     {"o_proj bias",              1, check_o_bias,             range_o_bias},
     {"qk-norm",                  1, check_qk_norm,            range_qk_norm},

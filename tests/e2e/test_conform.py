@@ -68,8 +68,7 @@ EXPECTED = {
     # the class runs (sinks, clamped SwiGLU, biases); its MXFP4 experts do not yet
     "openai__gpt-oss-20b": (REFUSED, ["quantization_config"]),
     "stabilityai__stable-code-3b": (REFUSED, ["model_type", "rope_pct"]),
-    "state-spaces__mamba-2.8b-hf": (REFUSED, ["model_type", "conv_kernel", "layer_norm_epsilon",
-                                              "state_size", "time_step_rank"]),
+    "state-spaces__mamba-2.8b-hf": (PENDING, []),  # Mamba (issue 26)
     "tiiuae__falcon-7b-instruct": (REFUSED, ["model_type", "layer_norm_epsilon", "multi_query",
                                              "parallel_attn"]),
     "togethercomputer__RedPajama-INCITE-7B-Base": (REFUSED, ["model_type", "layer_norm_eps",
@@ -134,11 +133,11 @@ def test_cuda_is_not_built(name, run_facet, tmp_path):
 
 
 def test_known_refusal_texts(run_facet, tmp_path):
-    _, obj = conform(run_facet, CONFIGS / "state-spaces__mamba-2.8b-hf", tmp_path=tmp_path)
+    _, obj = conform(run_facet, CONFIGS / "openai-community__gpt2-xl", tmp_path=tmp_path)
     assert obj["verdict"]["refusals"][0]["text"] == (
-        "REFUSED: model_type=mamba is not supported on cpu (supported: llama, mistral, qwen2, qwen3, "
+        "REFUSED: model_type=gpt2 is not supported on cpu (supported: llama, mistral, qwen2, qwen3, "
         "gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, smollm3, granite, mixtral, qwen2_moe, "
-        "qwen3_moe, olmoe, granitemoe, granitemoeshared, gpt_oss)")
+        "qwen3_moe, olmoe, granitemoe, granitemoeshared, gpt_oss, mamba)")
     _, obj = conform(run_facet, CONFIGS / "mistralai__Mixtral-8x7B-v0.1", "--backend", "cuda",
                      tmp_path=tmp_path)
     texts = [r["text"] for r in obj["verdict"]["refusals"]]
@@ -438,13 +437,13 @@ def test_table_print(run_facet):
 
 def test_onboard_ledger(run_facet, tmp_path):
     ledger = tmp_path / "ledger.jsonl"
-    for name in ("meta-llama__Llama-3.2-1B-Instruct__resaved", "state-spaces__mamba-2.8b-hf"):
+    for name in ("meta-llama__Llama-3.2-1B-Instruct__resaved", "openai-community__gpt2-xl"):
         proc = run_facet(["onboard", str(CONFIGS / name), "--ledger", str(ledger)])
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith("| %s | " % name)
     rows = [json.loads(l) for l in ledger.read_text().splitlines()]
     assert [r["name"] for r in rows] == ["meta-llama__Llama-3.2-1B-Instruct__resaved",
-                                         "state-spaces__mamba-2.8b-hf"]
+                                         "openai-community__gpt2-xl"]
     assert rows[0]["verdicts"]["cpu"]["status"] == "supported-pending-probe"
     assert rows[0]["verdicts"]["cuda"]["status"] == "refused"
     # dtype float16: f16 weights and an f16 KV cache (2 B per element)

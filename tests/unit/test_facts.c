@@ -209,14 +209,32 @@ static void test_gemma_hidden_activation(void **state) {
     assert_int_equal(F.tie_word_embeddings, 1);
 }
 
-static void test_outside_families_read_leniently(void **state) {
+/* MambaConfig (issue 26): every layer a Mamba mixer; intermediate_size = expand x hidden;
+ * the state-spaces keys MambaConfig does not read are consumed (n_layer must agree) */
+static void test_mamba(void **state) {
     (void)state;
     read_ok("state-spaces__mamba-2.8b-hf");
     assert_string_equal(F.model_type, "mamba");
-    assert_false(F.family_known);
-    assert_true(F.n_notes > 0); /* num_attention_heads missing: a note, not an error */
+    assert_true(F.family_known);
+    assert_int_equal(F.n_ssm_layers, 64);
+    assert_int_equal(F.layer_ssm[63], 1);
+    assert_int_equal(F.ssm_inner, 5120);
+    assert_int_equal(F.ssm_state_size, 16);
+    assert_int_equal(F.ssm_conv_kernel, 4);
+    assert_int_equal(F.ssm_dt_rank, 160);
+    assert_int_equal(F.ssm_conv_bias, 1);
+    assert_int_equal(F.ssm_proj_bias, 0);
+    assert_int_equal(F.num_attention_heads, 0);
+    assert_true(F.rms_norm_eps == 1e-5);
+    assert_int_equal(F.tie_word_embeddings, 1);
+}
+
+static void test_outside_families_read_leniently(void **state) {
+    (void)state;
     read_ok("openai-community__gpt2-xl");
     assert_string_equal(F.model_type, "gpt2");
+    assert_false(F.family_known);
+    assert_true(F.n_notes > 0); /* num_attention_heads missing: a note, not an error */
     read_ok("deepseek-ai__DeepSeek-V3");
     assert_true(has_key("kv_lora_rank"));
     assert_true(has_key("rope_scaling.mscale"));
@@ -429,6 +447,7 @@ int main(void) {
         cmocka_unit_test(test_medgemma_text_config),
         cmocka_unit_test(test_phi35_longrope),
         cmocka_unit_test(test_gemma_hidden_activation),
+        cmocka_unit_test(test_mamba),
         cmocka_unit_test(test_outside_families_read_leniently),
         cmocka_unit_test(test_mistral_class_default_window),
         cmocka_unit_test(test_bad_inputs),

@@ -235,7 +235,9 @@ static void test_tensor_table(void **state) {
                 assert_int_equal(first->dims[0], r->dims[0]);
                 assert_int_equal(first->dims[1], r->dims[1]);
                 assert_int_equal(first->matrix, r->matrix);
-                assert_int_equal(first->scope, r->scope);
+                /* a Mamba layer's norm fills the attention layers' input-norm slot: a
+                 * layer holds one or the other (FACET_SCOPE_SSM) */
+                if (r->scope != FACET_SCOPE_SSM) assert_int_equal(first->scope, r->scope);
             } else {
                 assert_ptr_equal(first, r);
             }

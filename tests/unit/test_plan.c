@@ -233,16 +233,42 @@ static void test_bad_options(void **state) {
     assert_int_equal(fmt, FACET_WF_Q4);
     assert_int_equal(facet_plan_format_parse("q5", &fmt), -1);
     /* a family read leniently (no attention heads) has no plan */
-    read_cfg("state-spaces__mamba-2.8b-hf");
+    read_cfg("openai-community__gpt2-xl");
     o.ctx = 0;
     o.batch = 1;
     assert_int_equal(facet_plan_make(&F, &o, &P, &err), FACET_E_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "facts incomplete"));
 }
 
+/* Mamba (issue 26): no KV cache; a fixed state per sequence, by hand: 64 layers x
+ * d_inner 5120 x (conv_kernel 4 - 1 + state_size 16) float32 = 24,903,680 bytes. */
+static void test_mamba_state(void **state) {
+    (void)state;
+    read_cfg("state-spaces__mamba-2.8b-hf");
+    facet_plan_opts o = {.ctx = 4096, .batch = 8, .weights = FACET_WF_F32,
+                         .mem_available = 64ull << 30};
+    facet_error err;
+    assert_int_equal(facet_plan_make(&F, &o, &P, &err), FACET_OK);
+    assert_int_equal(P.kv_bytes_per_sequence, 0);
+    assert_int_equal(P.kv_bytes_per_token_naive, 0);
+    assert_int_equal(P.state_bytes_per_sequence, 64ull * 5120 * 19 * 4);
+    assert_int_equal(P.total_bytes, P.weight_bytes[FACET_WF_F32] + 8 * 64ull * 5120 * 19 * 4);
+    /* parameters by hand: embeddings 50280 x 2560 (tied) + final norm 2560 + per layer
+     * in_proj 10240 x 2560, x_proj 192 x 5120, dt_proj 5120 x 160, out_proj 2560 x 5120,
+     * norm 2560, conv 5120 x 4 + bias 5120, dt bias 5120, A_log 5120 x 16, D 5120 */
+    uint64_t layer = 10240ull * 2560 + 192ull * 5120 + 5120ull * 160 + 2560ull * 5120 + 2560 +
+                     5120ull * 4 + 5120 + 5120 + 5120ull * 16 + 5120;
+    assert_int_equal(P.n_params, 50280ull * 2560 + 2560 + 64 * layer);
+    /* the context does not change the state */
+    o.ctx = 16;
+    assert_int_equal(facet_plan_make(&F, &o, &P, &err), FACET_OK);
+    assert_int_equal(P.state_bytes_per_sequence, 64ull * 5120 * 19 * 4);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense_gqa),
+        cmocka_unit_test(test_mamba_state),
         cmocka_unit_test(test_mistral_window),
         cmocka_unit_test(test_gemma3_local_global),
         cmocka_unit_test(test_window_inert),

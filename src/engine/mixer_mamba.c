@@ -1,0 +1,149 @@
+/*
+ * mixer_mamba.c — the Mamba (selective state space) mixer kind and the "none" FFN kind of
+ * its blocks (layer.h), as transformers' MambaMixer (slow path) and MambaBlock:
+ *   (x, z) = h W_in^T                              in_proj: DI rows each
+ *   x = SiLU(conv1d(x) + b)                        depthwise, causal, K taps per channel
+ *   (dt, B, C) = x W_x^T                           x_proj: R, N, N columns
+ *   dt = softplus(dt W_dt^T + b_dt)                (DI) per token
+ *   h_t = exp(A dt) * h_{t-1} + dt * B x           A = -exp(A_log), (DI, N) per sequence
+ *   y = h_t C + D * x;  y = y * SiLU(z)
+ *   out = y W_out^T
+ * The block is x + mixer(RMSNorm(x)): no FFN (ffn kind "none" below adds nothing).
+ *
+ * State (a STATE slot of the cache, kv_cache.h), per sequence and layer, float32:
+ *   conv[DI][K - 1]  the last K - 1 inputs x of each channel, oldest first
+ *   ssm[DI][N]       h
+ * zero for a new sequence. A chunk's entries of one sequence run in position order and
+ * carry the state from one to the next, so a prompt prefilled in chunks gives the bits
+ * of one pass, and a sequence's result does not depend on the other sequences of a batch
+ * (each channel's arithmetic reads only its own sequence's state and rows).
+ * The conv and the scan run in parallel over blocks of channels; the projections are the
+ * backend's matmuls.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "engine/layer.h"
+
+static int mamba_takes(const facet_facts *f, int l) {
+    return l >= 0 && l < FACET_MAX_LAYERS && f->layer_ssm[l];
+}
+
+size_t facet_mamba_state_floats(const facet_facts *f) {
+    return (size_t)f->ssm_inner * (size_t)(f->ssm_conv_kernel - 1 + f->ssm_state_size);
+}
+
+static float silu(float v) { return v / (1.0f + expf(-v)); }
+
+/* torch.nn.functional.softplus (beta 1, threshold 20) */
+static float softplus(float v) { return v > 20.0f ? v : log1pf(expf(v)); }
+
+typedef struct {
+    facet_session *s;
+    int l, per, phase; /* phase 0: conv; 1: scan */
+} chan_job;
+
+/* Channels [c0, c1) of every sequence group of the chunk, entries in position order. */
+static void chan_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const chan_job *j = ctx;
+    facet_session *s = j->s;
+    const facet_facts *f = &s->model->facts;
+    const facet_layer_weights *L = &s->model->w.layers[j->l];
+    int DI = (int)f->ssm_inner, K = (int)f->ssm_conv_kernel, N = (int)f->ssm_state_size;
+    int R = (int)f->ssm_dt_rank, W = R + 2 * N;
+    int c0 = task * j->per, c1 = c0 + j->per < DI ? c0 + j->per : DI;
+    for (int g = 0; g < s->n_groups; g++) {
+        int first = s->group_row[g];
+        const int *order = s->chunk_order + s->chunk_group[first];
+        float *state = s->kv.seqs[s->seq_ids[first]].layers[j->l].state;
+        for (int c = c0; c < c1; c++) {
+            if (j->phase == 0) {
+                float *win = state + (size_t)c * (K - 1);
+                const float *w = L->ssm_conv_w + (size_t)c * K;
+                float b = L->ssm_conv_b ? L->ssm_conv_b[c] : 0.0f;
+                for (int i = 0; i < s->group_len[g]; i++) {
+                    int r = order[i];
+                    float xin = s->ssm_xz[(size_t)r * 2 * DI + c];
+                    float acc = b;
+                    for (int k = 0; k < K - 1; k++) acc += w[k] * win[k];
+                    acc += w[K - 1] * xin;
+                    for (int k = 0; k + 1 < K - 1; k++) win[k] = win[k + 1];
+                    if (K > 1) win[K - 2] = xin;
+                    s->ssm_xc[(size_t)r * DI + c] = silu(acc);
+                }
+            } else {
+                float *h = state + (size_t)DI * (K - 1) + (size_t)c * N;
+                const float *A_log = L->ssm_a_log + (size_t)c * N;
+                for (int i = 0; i < s->group_len[g]; i++) {
+                    int r = order[i];
+                    const float *B = s->ssm_dbc + (size_t)r * W + R, *C = B + N;
+                    float dt = s->ssm_dt[(size_t)r * DI + c];
+                    float x = s->ssm_xc[(size_t)r * DI + c];
+                    float dx = dt * x, y = 0.0f;
+                    for (int n = 0; n < N; n++) {
+                        float a = -expf(A_log[n]);
+                        h[n] = expf(a * dt) * h[n] + dx * B[n];
+                        y += h[n] * C[n];
+                    }
+                    y += x * L->ssm_d[c];
+                    s->ssm_xc[(size_t)r * DI + c] = y * silu(s->ssm_xz[(size_t)r * 2 * DI + DI + c]);
+                }
+            }
+        }
+    }
+}
+
+static void run_channels(facet_session *s, int l, int phase) {
+    facet_backend *be = s->be;
+    int DI = (int)s->model->facts.ssm_inner;
+    int tasks = be->ops->threads(be) * 4;
+    int per = (DI + tasks - 1) / tasks;
+    if (per < 16) per = 16;
+    chan_job j = {s, l, per, phase};
+    be->ops->run(be, (DI + per - 1) / per, chan_task, &j);
+}
+
+/* dt of entry r: softplus over its DI values (dt_proj's bias is in the matmul). */
+static void softplus_row(facet_session *s, int l, int r) {
+    (void)l;
+    size_t DI = (size_t)s->model->facts.ssm_inner;
+    float *dt = s->ssm_dt + r * DI;
+    for (size_t c = 0; c < DI; c++) dt[c] = softplus(dt[c]);
+}
+
+/* dt_proj's input: the first R columns of entry r's x_proj row, packed. */
+static void dt_in_row(facet_session *s, int l, int r) {
+    (void)l;
+    const facet_facts *f = &s->model->facts;
+    size_t R = (size_t)f->ssm_dt_rank, W = R + 2 * (size_t)f->ssm_state_size;
+    memcpy(s->ssm_dtin + r * R, s->ssm_dbc + r * W, R * sizeof(float));
+}
+
+/* xn (RMSNorm(x)) -> xn (out_proj's output) for entries [0, n) of layer l. */
+static void mamba_forward(facet_session *s, int l, int n) {
+    facet_backend *be = s->be;
+    const facet_layer_weights *L = &s->model->w.layers[l];
+    be->ops->matmul(be, s->ssm_xz, s->xn, &L->ssm_in_proj, NULL, n);
+    run_channels(s, l, 0); /* conv1d + SiLU, the conv window carried */
+    be->ops->matmul(be, s->ssm_dbc, s->ssm_xc, &L->ssm_x_proj, NULL, n);
+    facet_for_rows(s, l, n, dt_in_row);
+    be->ops->matmul(be, s->ssm_dt, s->ssm_dtin, &L->ssm_dt_proj, L->ssm_dt_bias, n);
+    facet_for_rows(s, l, n, softplus_row);
+    run_channels(s, l, 1); /* the selective scan, D skip and SiLU(z) gate */
+    be->ops->matmul(be, s->xn, s->ssm_xc, &L->ssm_out_proj, NULL, n);
+}
+
+const facet_mixer_kind facet_mixer_mamba = {"mamba", mamba_takes, mamba_forward};
+
+/* A Mamba block has no FFN: its output is zero, so the residual adds nothing. */
+static void none_row(facet_session *s, int l, int r) {
+    (void)l;
+    size_t H = (size_t)s->model->facts.hidden_size;
+    memset(s->xn + r * H, 0, H * sizeof(float));
+}
+
+static void none_forward(facet_session *s, int l, int n) { facet_for_rows(s, l, n, none_row); }
+
+const facet_ffn_kind facet_ffn_none = {"none", mamba_takes, none_forward};
