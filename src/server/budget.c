@@ -100,7 +100,7 @@ void srv_kv_budget_describe(const srv_kv_budget *b, const char *unchecked, char 
 facet_status srv_kv_plan(const char *dir, int n_ctx, facet_weight_format weights,
                          facet_kv_type kv_cache, uint64_t mem_available, int *ctx,
                          uint64_t *mem, uint64_t *weight_bytes, double *kv_bytes_per_token,
-                         facet_error *err) {
+                         uint64_t *state_bytes, facet_error *err) {
     facet_facts *f = malloc(sizeof *f);
     facet_plan *p = malloc(sizeof *p);
     if (!f || !p) {
@@ -127,6 +127,7 @@ facet_status srv_kv_plan(const char *dir, int n_ctx, facet_weight_format weights
         *mem = p->mem_available;
         *weight_bytes = p->weight_bytes[p->weights];
         *kv_bytes_per_token = p->kv_bytes_per_token_actual;
+        if (state_bytes) *state_bytes = p->state_bytes_per_sequence;
     }
     free(f);
     free(p);

@@ -60,13 +60,16 @@ void srv_kv_budget_describe(const srv_kv_budget *b, const char *unchecked, char 
  * (src/model/plan.h) at context n_ctx (0 = max_position_embeddings) with the weight
  * format and KV type the server loads (AUTO resolved as the loader does).
  * mem_available 0 reads MemAvailable from /proc/meminfo. Fills *ctx (the resolved
- * context), *mem, *weight_bytes, *kv_bytes_per_token. Errors: those of facet_facts_read,
+ * context), *mem, *weight_bytes, *kv_bytes_per_token and, when state_bytes is not NULL,
+ * the fixed recurrent state of one sequence (facet_plan's state_bytes_per_sequence: Mamba
+ * layers; 0 for attention models), which the server counts once per sequence slot beside
+ * the weights (fixed memory, before the per-token KV budget). Errors: those of facet_facts_read,
  * facet_facts_probe and facet_plan_make (a checkpoint the loader will refuse with its
  * own message), FACET_E_NOMEM.
  */
 facet_status srv_kv_plan(const char *dir, int n_ctx, facet_weight_format weights,
                          facet_kv_type kv_cache, uint64_t mem_available, int *ctx,
                          uint64_t *mem, uint64_t *weight_bytes, double *kv_bytes_per_token,
-                         facet_error *err);
+                         uint64_t *state_bytes, facet_error *err);
 
 #endif

@@ -131,13 +131,17 @@ facet_status facet_server_start(const facet_server_config *cfg, facet_server **o
     int plan_ctx = 0;
     uint64_t mem = 0, weight_bytes = 0;
     double kv_per_token = 0;
+    uint64_t state = 0;
     int planned = srv_kv_plan(cfg->model_dir, cfg->n_ctx, cfg->weights, cfg->kv_cache,
                               cfg->mem_available, &plan_ctx, &mem, &weight_bytes,
-                              &kv_per_token, &plan_err) == FACET_OK;
+                              &kv_per_token, &state, &plan_err) == FACET_OK;
     srv_kv_budget budget;
     char budget_line[1024];
     if (planned) {
-        srv_kv_budget_choose(cfg->kv_budget, cfg->max_batch, plan_ctx, mem, weight_bytes,
+        /* a recurrent model's state is fixed per sequence: every slot's, beside the
+         * weights (facet plan's total at batch = max_batch) */
+        uint64_t fixed = weight_bytes + state * (uint64_t)(cfg->max_batch > 0 ? cfg->max_batch : 1);
+        srv_kv_budget_choose(cfg->kv_budget, cfg->max_batch, plan_ctx, mem, fixed,
                              kv_per_token, &budget);
         if (budget.tokens == 0) {
             srv_kv_budget_describe(&budget, NULL, budget_line, sizeof budget_line);

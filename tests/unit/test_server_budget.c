@@ -149,8 +149,9 @@ static void test_plan_figures(void **state) {
     uint64_t mem = 0, w = 0;
     double per = 0;
     facet_error err;
+    uint64_t state_bytes = 1;
     facet_status st = srv_kv_plan(dir, 0, FACET_WEIGHTS_AUTO, FACET_KV_AUTO, 24 * GIB, &ctx,
-                                  &mem, &w, &per, &err);
+                                  &mem, &w, &per, &state_bytes, &err);
     if (st) fail_msg("%s", err.message);
     assert_int_equal(ctx, 40960);           /* max_position_embeddings */
     assert_int_equal(mem, 24 * GIB);
@@ -160,16 +161,25 @@ static void test_plan_figures(void **state) {
      * final norm 4096 */
     assert_int_equal(w, 1192230912ull);
     assert_true(per == 114688.0);           /* 28 x 8 x 128 x 2 x 2 B (bf16 cache) */
+    assert_int_equal(state_bytes, 0);       /* no recurrent layer */
     /* int8 weights and an f32 cache at ctx 4096 */
     st = srv_kv_plan(dir, 4096, FACET_WEIGHTS_INT8, FACET_KV_F32, 24 * GIB, &ctx, &mem, &w,
-                     &per, &err);
+                     &per, NULL, &err);
     if (st) fail_msg("%s", err.message);
     assert_int_equal(ctx, 4096);
     assert_true(per == 229376.0);
     /* a context above max_position_embeddings: facet_plan_make's error */
     assert_int_not_equal(srv_kv_plan(dir, 50000, FACET_WEIGHTS_AUTO, FACET_KV_AUTO, 24 * GIB,
-                                     &ctx, &mem, &w, &per, &err), FACET_OK);
+                                     &ctx, &mem, &w, &per, NULL, &err), FACET_OK);
     assert_has(err.message, "max_position_embeddings");
+    /* Mamba: no KV per token; its fixed state per sequence, by hand 64 layers x 5120 x
+     * (4 - 1 + 16) x 4 B (the server counts it once per sequence slot) */
+    snprintf(dir, sizeof dir, "%s/configs/state-spaces__mamba-2.8b-hf", FACET_TEST_DATA);
+    st = srv_kv_plan(dir, 4096, FACET_WEIGHTS_AUTO, FACET_KV_AUTO, 24 * GIB, &ctx, &mem, &w,
+                     &per, &state_bytes, &err);
+    if (st) fail_msg("%s", err.message);
+    assert_true(per == 0.0);
+    assert_int_equal(state_bytes, 64ull * 5120 * 19 * 4);
 }
 
 int main(void) {
