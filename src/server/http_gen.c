@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "facet_grammar.h"
 #include "server/chat_bridge.h"
 #include "server/http.h"
 #include "server/oai_echo.h"
@@ -458,6 +459,15 @@ enum MHD_Result srv_handle_generate(srv_server *s, struct MHD_Connection *c, oai
                        r.logprobs, r.top_logprobs, &job, &fe) != FACET_OK) {
         oai_fail_status(&e, fe.status, NULL, NULL, "%s", fe.message);
         goto fail;
+    }
+    if (r.grammar) { /* the job owns the grammar from here */
+        facet_grammar *g = r.grammar;
+        r.grammar = NULL;
+        if (srv_job_constrain(s->sched, job, g, &fe) != FACET_OK) {
+            srv_job_release(NULL, job);
+            oai_fail_status(&e, fe.status, NULL, NULL, "%s", fe.message);
+            goto fail;
+        }
     }
     if (r.echo && r.logprobs && n >= 2 &&
         srv_job_want_prompt_logprobs(job, 1, &fe) != FACET_OK) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "facet_grammar.h"
 #include "util/json.h"
 #include "util/utf8.h"
 
@@ -74,12 +75,13 @@ char *oai_error_json(const oai_error *e) {
 static const char *const completion_fields[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options",
     "logprobs", "echo", "stop", "presence_penalty", "frequency_penalty", "best_of",
-    "logit_bias", "user", "seed", "suffix", "top_k", "min_p", "repetition_penalty", NULL};
+    "logit_bias", "user", "seed", "suffix", "top_k", "min_p", "repetition_penalty",
+    "response_format", "grammar", NULL};
 static const char *const chat_fields[] = {
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n",
     "stream", "stream_options", "stop", "presence_penalty", "frequency_penalty", "logit_bias",
     "logprobs", "top_logprobs", "user", "seed", "tools", "tool_choice", "parallel_tool_calls",
-    "response_format", "top_k", "min_p", "repetition_penalty", "store", "metadata",
+    "response_format", "grammar", "top_k", "min_p", "repetition_penalty", "store", "metadata",
     "chat_template_kwargs", NULL};
 
 static int known(const char *const *list, const char *key) {
@@ -346,6 +348,53 @@ static int parse_tools(oai_request *r, json_t *o, oai_error *e) {
     return 0;
 }
 
+/* response_format (text, json_object, json_schema) and the `grammar` extension (GBNF
+ * text, as llama-server takes it): compiled into r->grammar, each error a 400 naming
+ * the parameter. */
+static int parse_grammar(oai_request *r, json_t *o, oai_error *e) {
+    json_t *rf = field(o, "response_format"), *gf = field(o, "grammar");
+    char *gbnf = NULL;
+    const char *text = NULL, *param = "grammar";
+    facet_error fe = {0};
+    if (rf) {
+        json_t *t = json_is_object(rf) ? json_object_get(rf, "type") : NULL;
+        const char *type = json_is_string(t) ? json_string_value(t) : "";
+        param = "response_format";
+        if (!strcmp(type, "json_object")) {
+            text = facet_grammar_json_object_gbnf();
+        } else if (!strcmp(type, "json_schema")) {
+            json_t *js = json_object_get(rf, "json_schema");
+            json_t *schema = json_is_object(js) ? json_object_get(js, "schema") : NULL;
+            if (!json_is_object(schema))
+                return BAD("response_format", "'response_format.json_schema.schema' must be "
+                           "a JSON schema object");
+            char *st = facet_json_dumps_exact(schema);
+            if (!st) return oai_fail(e, 500, "server_error", NULL, NULL, "out of memory"), -1;
+            facet_status rc = facet_json_schema_to_gbnf(st, strlen(st), &gbnf, &fe);
+            free(st);
+            if (rc != FACET_OK)
+                return BAD("response_format", "'response_format.json_schema': %s", fe.message);
+            text = gbnf;
+        } else if (strcmp(type, "text")) {
+            return BAD("response_format", "'response_format.type' must be text, json_object "
+                       "or json_schema");
+        }
+    }
+    if (gf) {
+        if (!json_is_string(gf)) return BAD("grammar", "'grammar' must be a string (GBNF)");
+        if (text) {
+            free(gbnf);
+            return BAD("grammar", "'grammar' and a JSON 'response_format' exclude each other");
+        }
+        text = json_string_value(gf);
+    }
+    if (!text) return 0;
+    facet_status rc = facet_grammar_parse(text, strlen(text), &r->grammar, &fe);
+    free(gbnf);
+    if (rc != FACET_OK) return BAD(param, "'%s': %s", param, fe.message);
+    return 0;
+}
+
 static int parse_common(oai_request *r, json_t *o, const oai_limits *lim, oai_error *e) {
     facet_sampler_params *sp = &r->sampling;
     facet_sampler_params_default(sp);
@@ -429,13 +478,7 @@ static int parse_chat_only(oai_request *r, json_t *o, const oai_limits *lim, oai
     if (get_int(o, "top_logprobs", 0, lim->max_top_logprobs, &r->top_logprobs, e)) return -1;
     if (r->top_logprobs > 0 && !r->logprobs)
         return BAD("top_logprobs", "'top_logprobs' requires 'logprobs': true");
-    json_t *rf = field(o, "response_format");
-    if (rf) {
-        json_t *t = json_is_object(rf) ? json_object_get(rf, "type") : NULL;
-        if (!json_is_string(t) || strcmp(json_string_value(t), "text"))
-            return BAD("response_format", "'response_format' other than {\"type\": \"text\"} "
-                       "is not supported");
-    }
+    if (parse_grammar(r, o, e)) return -1;
     int ptc = 1;
     if (get_bool(o, "parallel_tool_calls", &ptc, e)) return -1;
     int store = 0;
@@ -545,5 +588,6 @@ void oai_request_free(oai_request *r) {
     if (r->stops)
         for (int i = 0; i < r->n_stops; i++) free(r->stops[i]);
     free(r->stops);
+    facet_grammar_free(r->grammar);
     memset(r, 0, sizeof *r);
 }

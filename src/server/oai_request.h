@@ -99,6 +99,9 @@ typedef struct oai_request {
     facet_logit_bias *bias;    /* owned                                                 */
     char **stops;              /* owned strings                                         */
     int n_stops;
+    struct facet_grammar *grammar; /* owned; NULL = unconstrained: response_format
+                                  json_object / json_schema, or the `grammar` extension
+                                  (GBNF), compiled (facet_grammar.h)                    */
 } oai_request;
 
 /* Parse a request body as JSON (duplicate keys rejected). Returns a new reference, or

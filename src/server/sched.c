@@ -1,4 +1,5 @@
 /* sched.c — continuous batching over one facet_session (see sched.h). */
+#include "facet_grammar.h"
 #include "server/sched.h"
 
 #include <errno.h>
@@ -45,6 +46,7 @@ struct srv_sched {
     facet_tokenizer *tok;
     srv_sched_config cfg;
     srv_metrics *m;
+    facet_grammar_vocab *gvocab; /* [mu] token trie, built by the first constrained job */
     int n_vocab, n_ctx, n_eos;
     int32_t eos[16];
     facet_kv_type kv_type;
@@ -89,6 +91,7 @@ static void job_free(srv_job *j) {
         srv_output_free(&j->choices[i].out);
     }
     free(j->choices);
+    facet_grammar_free(j->grammar);
     free(j->p_lp);
     free(j->p_top_ids);
     free(j->p_top_lp);
@@ -114,6 +117,40 @@ facet_status srv_job_want_prompt_logprobs(srv_job *j, int from, facet_error *err
     for (size_t i = 0; i < nt; i++) j->p_top_ids[i] = -1;
     j->plp_from = from;
     return FACET_OK;
+}
+
+/* Make choice i's generator (seed + i), constrained by grammar g when not NULL. */
+static facet_status choice_generator(srv_sched *s, srv_job *j, int i, facet_grammar_vocab *gv,
+                                     facet_error *err) {
+    srv_choice *c = &j->choices[i];
+    facet_sampler_params p = j->sampling;
+    p.seed = j->sampling.seed + (uint64_t)i;
+    /* the generator's stream starts after the prompt, so the first token's text is
+     * decoded in context (a leading space stays, as in decode(prompt + out) -
+     * decode(prompt)) */
+    facet_generator_options go = {
+        .sampling = &p, .n_vocab = s->n_vocab, .tok = s->tok,
+        .stops = (const char *const *)j->stops, .n_stops = j->n_stops, .eos_ids = s->eos,
+        .n_eos = s->n_eos, .max_tokens = j->max_tokens, .n_ctx = s->n_ctx,
+        .kv_type = s->kv_type, .grammar = gv ? j->grammar : NULL, .grammar_vocab = gv};
+    facet_generator_free(c->gen);
+    c->gen = NULL;
+    return facet_generator_create(&go, j->prompt, (size_t)j->n_prompt, &c->gen, err);
+}
+
+facet_status srv_job_constrain(srv_sched *s, srv_job *j, facet_grammar *g, facet_error *err) {
+    j->grammar = g;
+    if (!s->tok)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "constrained decoding needs the model's tokenizer");
+    facet_status st = FACET_OK;
+    pthread_mutex_lock(&s->mu);
+    if (!s->gvocab) st = facet_grammar_vocab_create(s->tok, s->n_vocab, &s->gvocab, err);
+    facet_grammar_vocab *gv = s->gvocab;
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < j->n_choices && st == FACET_OK; i++)
+        st = choice_generator(s, j, i, gv, err);
+    return st;
 }
 
 facet_status srv_job_create(srv_sched *s, const int32_t *prompt, int n_prompt, int max_tokens,
@@ -157,17 +194,7 @@ facet_status srv_job_create(srv_sched *s, const int32_t *prompt, int n_prompt, i
     for (int i = 0; i < n_choices && st == FACET_OK; i++) {
         srv_choice *c = &j->choices[i];
         c->slot = -1;
-        facet_sampler_params p = j->sampling;
-        p.seed = sampling->seed + (uint64_t)i;
-        /* the generator's stream starts after the prompt, so the first token's text is
-         * decoded in context (a leading space stays, as in decode(prompt + out) -
-         * decode(prompt)) */
-        facet_generator_options go = {
-            .sampling = &p, .n_vocab = s->n_vocab, .tok = s->tok,
-            .stops = (const char *const *)j->stops, .n_stops = n_stops, .eos_ids = s->eos,
-            .n_eos = s->n_eos, .max_tokens = max_tokens, .n_ctx = s->n_ctx,
-            .kv_type = s->kv_type};
-        st = facet_generator_create(&go, prompt, (size_t)n_prompt, &c->gen, err);
+        st = choice_generator(s, j, i, NULL, err);
     }
     if (st != FACET_OK) {
         job_free(j);
@@ -1010,5 +1037,6 @@ void srv_sched_free(srv_sched *s) {
     srv_sched_stop(s);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->work);
+    facet_grammar_vocab_free(s->gvocab);
     free_buffers(s);
 }

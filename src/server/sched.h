@@ -111,6 +111,7 @@ typedef struct srv_job {
     int n_stops;
     int n_choices;
     srv_choice *choices;
+    struct facet_grammar *grammar; /* owned (srv_job_constrain); NULL = unconstrained   */
     /* prompt log-probabilities (srv_job_want_prompt_logprobs): p_lp[t] = log p(prompt[t] |
      * prompt[<t]) for t in [plp_from, n_prompt), top_n alternatives each in p_top_ids /
      * p_top_lp ([n_prompt][top_n], -1: fewer); written by the engine thread while it
@@ -169,6 +170,15 @@ facet_status srv_job_create(srv_sched *s, const int32_t *prompt, int n_prompt, i
                             int n_choices, const facet_sampler_params *sampling,
                             char *const *stops, int n_stops, int want_logprobs, int top_n,
                             srv_job **out, facet_error *err);
+
+/* Constrain every choice of a job not yet submitted to grammar g (taking ownership of
+ * g, also on error): each choice's generator is made again with g and the scheduler's
+ * vocabulary trie (built once, on the first constrained job, under the scheduler's
+ * lock). Errors: FACET_E_INVALID_ARGUMENT (the model has no tokenizer), FACET_E_NOMEM,
+ * the tokenizer's. */
+struct facet_grammar;
+facet_status srv_job_constrain(srv_sched *s, srv_job *job, struct facet_grammar *g,
+                               facet_error *err);
 
 /* Ask for the log-probabilities of prompt tokens [from, n_prompt) (1 <= from < n_prompt),
  * with the job's top_n alternatives each, before submitting the job. The prompt
