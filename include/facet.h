@@ -272,6 +272,12 @@ typedef struct facet_batch {
 facet_status facet_forward(facet_session *session, const facet_batch *batch, float *logits,
                            facet_error *err);
 
+/* facet_forward, except that each entry that wants logits gets instead the last hidden
+ * state after the final norm: one float32 row of hidden_size per such entry, in batch
+ * order (what an embedding model pools). Same errors as facet_forward. */
+facet_status facet_forward_hidden(facet_session *session, const facet_batch *batch,
+                                  float *hidden, facet_error *err);
+
 /* Prefill: append ids[0..n) to sequence `seq`; write the logits after the last one into
  * `logits_last` (vocab_size floats; may be NULL). Same errors as facet_forward. */
 facet_status facet_prefill(facet_session *session, int seq, const int32_t *ids, size_t n,

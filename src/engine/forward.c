@@ -91,20 +91,23 @@ static void forward_layers(facet_session *s, const int32_t *tokens, const int32_
     }
 }
 
-/* Final norm, lm_head, logits scaling and softcap for the entries that want logits. */
-static void forward_logits(facet_session *s, const uint8_t *want, int n, float *logits) {
+/* Final norm, lm_head, logits scaling and softcap for the entries that want logits;
+ * `hidden`: the final norm's output alone, written to `logits` as rows of hidden_size. */
+static void forward_logits(facet_session *s, const uint8_t *want, int n, float *logits,
+                           int hidden) {
     facet_model *m = s->model;
     const facet_facts *f = &m->facts;
     int H = (int)f->hidden_size;
     size_t V = (size_t)f->vocab_size;
     int k = 0;
+    float *dst = hidden ? logits : s->xn;
     for (int r = 0; r < n; r++) {
         if (want && !want[r]) continue;
-        s->be->ops->rmsnorm(s->be, s->xn + (size_t)k * H, s->x + (size_t)r * H, m->w.norm, H,
+        s->be->ops->rmsnorm(s->be, dst + (size_t)k * H, s->x + (size_t)r * H, m->w.norm, H,
                             f->rms_norm_eps, (float)f->norm_weight_offset);
         k++;
     }
-    if (!k) return;
+    if (!k || hidden) return;
     s->be->ops->matmul(s->be, logits, s->xn, &m->w.lm_head, NULL, k);
     float inv_scale = (float)(1.0 / f->logits_scaling);
     float cap = (float)f->final_logit_softcap;
@@ -115,8 +118,8 @@ static void forward_logits(facet_session *s, const uint8_t *want, int n, float *
         }
 }
 
-facet_status facet_forward(facet_session *s, const facet_batch *b, float *logits,
-                           facet_error *err) {
+static facet_status forward_batch(facet_session *s, const facet_batch *b, float *logits,
+                                  int hidden, facet_error *err) {
     facet_model *m = s->model;
     const facet_facts *f = &m->facts;
     if (!b || b->n_tokens < 0 || (b->n_tokens > 0 && (!b->tokens || !b->seq_ids)))
@@ -160,7 +163,7 @@ facet_status facet_forward(facet_session *s, const facet_batch *b, float *logits
                                  n < FACET_FORWARD_CHUNK ? n : FACET_FORWARD_CHUNK, err);
     if (st != FACET_OK) return st;
 
-    size_t V = (size_t)f->vocab_size;
+    size_t V = hidden ? (size_t)f->hidden_size : (size_t)f->vocab_size;
     float *out = logits;
     for (int c0 = 0; c0 < n; c0 += FACET_FORWARD_CHUNK) {
         int cn = n - c0 < FACET_FORWARD_CHUNK ? n - c0 : FACET_FORWARD_CHUNK;
@@ -172,9 +175,19 @@ facet_status facet_forward(facet_session *s, const facet_batch *b, float *logits
         int k = 0;
         for (int r = 0; r < cn; r++) k += !want || want[r];
         if (k && out) {
-            forward_logits(s, want, cn, out);
+            forward_logits(s, want, cn, out, hidden);
             out += (size_t)k * V;
         }
     }
     return FACET_OK;
+}
+
+facet_status facet_forward(facet_session *s, const facet_batch *b, float *logits,
+                           facet_error *err) {
+    return forward_batch(s, b, logits, 0, err);
+}
+
+facet_status facet_forward_hidden(facet_session *s, const facet_batch *b, float *hidden,
+                                  facet_error *err) {
+    return forward_batch(s, b, hidden, 1, err);
 }

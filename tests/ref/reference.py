@@ -559,6 +559,21 @@ class Reference:
         """Logits [len(ids), vocab] of every position of ids fed at once from position 0."""
         return self.forward(ids, self.new_cache())
 
+    def hidden(self, ids):
+        """Hidden states after the final norm [len(ids), hidden_size] of ids fed at once
+        from position 0: what an embedding model pools (sentence-transformers' token
+        embeddings of a decoder)."""
+        ids = [int(t) for t in ids]
+        if not ids:
+            raise ValueError("hidden states of zero tokens")
+        cache = self.new_cache()
+        cache.ids.extend(ids)
+        positions = np.arange(len(ids))
+        h = self._embed(ids)
+        for layer in range(self.facts.num_hidden_layers):
+            h = self._layer(layer, h, positions, cache)
+        return self._norm(h, "norm")
+
     def generate(self, prompt_ids, n, stop_ids=()):
         """Greedy (argmax, lowest id on an exact tie) for n new tokens: the prompt fed at
         once, then one token per step. Stops early only on an id in stop_ids (default
