@@ -95,7 +95,7 @@ int srv_client_gone(struct MHD_Connection *c) {
 /* The served model's object: OpenAI's fields, vLLM's max_model_len, and what a client
  * needs to know before it calls: whether chat completions work (a usable chat template),
  * the tool-call format the template shows (null when none: tools are refused), the
- * context length, and that there is no embeddings endpoint. */
+ * context length, and whether the checkpoint is an embedding model (a pooling config). */
 static json_t *model_object(const srv_server *s) {
     int tools = s->chat && s->toolcall_format != FACET_TOOLCALL_NONE;
     return json_pack("{s:s,s:s,s:I,s:s,s:i,s:{s:b,s:o,s:i,s:b}}", "id", s->model_id, "object",
@@ -104,7 +104,8 @@ static json_t *model_object(const srv_server *s) {
                      "tools",
                      tools ? json_string(facet_toolcall_format_name(s->toolcall_format))
                            : json_null(),
-                     "context_length", s->n_ctx, "embeddings", 0);
+                     "context_length", s->n_ctx, "embeddings",
+                     s->pooling_config && s->pooling >= 0);
 }
 
 static enum MHD_Result handle_models(srv_server *s, struct MHD_Connection *c) {
@@ -265,7 +266,7 @@ static enum MHD_Result wrong_method(srv_server *s, struct MHD_Connection *c, con
 static int post_endpoint(const char *url) {
     return !strcmp(url, "/v1/completions") || !strcmp(url, "/v1/chat/completions") ||
            !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize") ||
-           !strcmp(url, "/v1/score");
+           !strcmp(url, "/v1/score") || !strcmp(url, "/v1/embeddings");
 }
 
 /* Content-Type application/json, parameters (charset) allowed, case-insensitive. */
@@ -307,6 +308,10 @@ static enum MHD_Result route(srv_server *s, struct MHD_Connection *c, const char
     if (!strcmp(url, "/v1/chat/completions")) {
         if (!post) return wrong_method(s, c, method, url);
         return srv_handle_generate(s, c, OAI_CHAT, body, len);
+    }
+    if (!strcmp(url, "/v1/embeddings")) {
+        if (!post) return wrong_method(s, c, method, url);
+        return srv_handle_embeddings(s, c, body, len);
     }
     if (!strcmp(url, "/v1/score")) {
         if (!post) return wrong_method(s, c, method, url);

@@ -53,6 +53,10 @@ struct facet_server {
     char chat_error[512];      /* why chat is unavailable (when chat is NULL)            */
     facet_toolcall_format toolcall_format; /* the template's tool-call syntax            */
     int reasoning;             /* the template shows <think>...</think> (reasoning.h)    */
+    int pooling;               /* embeddings: srv_pooling, -1 = unsupported mode         */
+    int pooling_config;        /* the folder has 1_Pooling/config.json                   */
+    char pooling_name[16];     /* "last", "mean", "cls"                                  */
+    int n_embd;                /* hidden_size                                            */
     srv_conns conns;           /* TCP connections (http_conn.c)                          */
     int live_streams;          /* SSE responses not yet freed by libmicrohttpd (atomic):
                                   shutdown waits for them so a cancelled stream still
@@ -95,6 +99,20 @@ enum MHD_Result srv_handle_generate(srv_server *s, struct MHD_Connection *c, oai
  * together and batched by the scheduler. */
 enum MHD_Result srv_handle_score(srv_server *s, struct MHD_Connection *c, const char *body,
                                  size_t len);
+
+/* Embeddings (http_embed.c). srv_embed_init reads the pooling of the model folder:
+ * sentence-transformers' 1_Pooling/config.json (pooling_mode_lasttoken,
+ * pooling_mode_mean_tokens, pooling_mode_cls_token), else last-token pooling (decoder
+ * embedding models: Qwen3-Embedding, e5-mistral, gte-Qwen). POST /v1/embeddings:
+ * OpenAI's request ("input": a string, strings, token ids or token-id arrays, at most
+ * 256; "encoding_format" float | base64; "dimensions" keeps the leading ones,
+ * normalised again) -> {"object": "list", "data": [{"object": "embedding", "index",
+ * "embedding"}], "model", "usage"}; each vector is the pooled final-norm hidden state,
+ * L2-normalised. Strings are tokenized with the special tokens (the tokenizer's
+ * post-processor, as sentence-transformers does). */
+void srv_embed_init(srv_server *s);
+enum MHD_Result srv_handle_embeddings(srv_server *s, struct MHD_Connection *c,
+                                      const char *body, size_t len);
 
 /* Nonzero when the peer of connection c has closed or reset its side. */
 int srv_client_gone(struct MHD_Connection *c);

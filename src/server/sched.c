@@ -3,6 +3,7 @@
 #include "server/sched.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,10 @@ struct srv_sched {
     int32_t *b_plp;             /* entry -> prompt index whose log-prob its logits give
                                    (0: none)                                            */
     step_row *rows;             /* [max_batch] one per row of logits                   */
+    struct embed_task *embeds;  /* [mu] waiting embedding tasks (srv_sched_embed)        */
+    pthread_cond_t embed_cv;    /* signalled when a task is done                         */
+    facet_session *esess;       /* engine thread: the embeddings' session                */
+    int n_embd;                 /* hidden_size                                           */
 };
 
 double srv_now(void) {
@@ -859,6 +864,117 @@ static void apply_deadline(srv_sched *s) {
         }
 }
 
+/* ----------------------------------------------------------- embeddings ---- */
+
+typedef struct embed_task {
+    const int32_t *const *ids;
+    const int *n;
+    int n_inputs;
+    srv_pooling pooling;
+    float *out;
+    int done;
+    facet_status st;
+    facet_error err;
+    struct embed_task *next;
+} embed_task;
+
+/* Embed inputs [g0, g0 + gn) of t in one forward pass of the embeddings' session. */
+static facet_status embed_group(srv_sched *s, embed_task *t, int g0, int gn,
+                                facet_error *err) {
+    int H = s->n_embd, total = 0, rows = 0;
+    for (int q = 0; q < gn; q++) {
+        total += t->n[g0 + q];
+        rows += t->pooling == SRV_POOL_MEAN ? t->n[g0 + q] : 1;
+    }
+    int32_t *tok = malloc((size_t)total * sizeof *tok), *seq = malloc((size_t)total * sizeof *seq);
+    uint8_t *want = malloc((size_t)total);
+    float *hid = malloc((size_t)rows * (size_t)H * sizeof *hid);
+    facet_status st = FACET_OK;
+    if (!tok || !seq || !want || !hid) {
+        st = facet_err(err, FACET_E_NOMEM, "embeddings of %d tokens", total);
+        goto done;
+    }
+    int k = 0;
+    for (int q = 0; q < gn; q++) {
+        int n = t->n[g0 + q];
+        for (int p = 0; p < n; p++, k++) {
+            tok[k] = t->ids[g0 + q][p];
+            seq[k] = q;
+            want[k] = t->pooling == SRV_POOL_MEAN || (t->pooling == SRV_POOL_LAST && p == n - 1) ||
+                      (t->pooling == SRV_POOL_CLS && p == 0);
+        }
+    }
+    for (int q = 0; q < gn && st == FACET_OK; q++) st = facet_seq_reset(s->esess, q, err);
+    facet_batch b = {total, tok, seq, want};
+    if (st == FACET_OK) st = facet_forward_hidden(s->esess, &b, hid, err);
+    for (int q = 0; q < gn; q++) facet_seq_reset(s->esess, q, NULL);
+    if (st != FACET_OK) goto done;
+    const float *row = hid;
+    for (int q = 0; q < gn; q++) {
+        int m = t->pooling == SRV_POOL_MEAN ? t->n[g0 + q] : 1;
+        float *out = t->out + (size_t)(g0 + q) * (size_t)H;
+        double norm = 0;
+        for (int i = 0; i < H; i++) {
+            double v = 0;
+            for (int r = 0; r < m; r++) v += row[(size_t)r * (size_t)H + i];
+            v /= m;
+            out[i] = (float)v;
+            norm += v * v;
+        }
+        norm = sqrt(norm);
+        if (norm > 0)
+            for (int i = 0; i < H; i++) out[i] = (float)(out[i] / norm);
+        row += (size_t)m * (size_t)H;
+    }
+done:
+    free(tok);
+    free(seq);
+    free(want);
+    free(hid);
+    return st;
+}
+
+/* Run the waiting embedding tasks (lock held on entry and exit; released while they
+ * run). */
+static void run_embeds(srv_sched *s) {
+    embed_task *list = s->embeds;
+    s->embeds = NULL;
+    pthread_mutex_unlock(&s->mu);
+    for (embed_task *t = list; t; t = t->next) {
+        t->st = FACET_OK;
+        if (!s->esess) {
+            facet_session_options so = {SRV_EMBED_SEQS, s->n_ctx, s->kv_type};
+            t->st = facet_session_create(s->model, &so, &s->esess, &t->err);
+        }
+        for (int g0 = 0; g0 < t->n_inputs && t->st == FACET_OK; g0 += SRV_EMBED_SEQS)
+            t->st = embed_group(s, t, g0,
+                                t->n_inputs - g0 < SRV_EMBED_SEQS ? t->n_inputs - g0
+                                                                  : SRV_EMBED_SEQS,
+                                &t->err);
+    }
+    pthread_mutex_lock(&s->mu);
+    for (embed_task *t = list; t; t = t->next) t->done = 1;
+    pthread_cond_broadcast(&s->embed_cv);
+}
+
+facet_status srv_sched_embed(srv_sched *s, const int32_t *const *ids, const int *n,
+                             int n_inputs, srv_pooling pooling, float *out, facet_error *err) {
+    embed_task t = {ids, n, n_inputs, pooling, out, 0, FACET_OK, {0}, NULL};
+    pthread_mutex_lock(&s->mu);
+    if (s->stop) {
+        pthread_mutex_unlock(&s->mu);
+        return facet_err(err, FACET_E_INTERNAL, "the server is stopping");
+    }
+    embed_task **tail = &s->embeds;
+    while (*tail) tail = &(*tail)->next;
+    *tail = &t;
+    pthread_cond_signal(&s->work);
+    while (!t.done) pthread_cond_wait(&s->embed_cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    if (t.st != FACET_OK && err) *err = t.err;
+    return t.st;
+}
+
 static void *engine_main(void *arg) {
     srv_sched *s = arg;
     pthread_mutex_lock(&s->mu);
@@ -870,6 +986,10 @@ static void *engine_main(void *arg) {
             if (j->cancelled || s->stop || job_all_finished(j)) retire(s, j);
         }
         admit(s);
+        if (s->embeds) { /* between steps, on their own session */
+            run_embeds(s);
+            continue;
+        }
         if (s->stop && !s->running && !s->queue) break;
         if (!s->running) {
             /* idle (jobs may have left by cancellation, before any step saw it) */
@@ -1002,6 +1122,8 @@ facet_status srv_sched_create(facet_model *model, facet_session *session,
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);
+    pthread_cond_init(&s->embed_cv, NULL);
+    s->n_embd = info.hidden_size;
     pthread_mutex_lock(&metrics->mu);
     metrics->kv_budget = cfg->kv_budget;
     metrics->slots_total = cfg->max_batch;
@@ -1038,5 +1160,7 @@ void srv_sched_free(srv_sched *s) {
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->work);
     facet_grammar_vocab_free(s->gvocab);
+    pthread_cond_destroy(&s->embed_cv);
+    facet_session_free(s->esess);
     free_buffers(s);
 }

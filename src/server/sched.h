@@ -188,6 +188,24 @@ facet_status srv_job_constrain(srv_sched *s, srv_job *job, struct facet_grammar 
 #define SRV_PLP_ROWS 32
 facet_status srv_job_want_prompt_logprobs(srv_job *job, int from, facet_error *err);
 
+/* Embeddings. Pooling of a sequence's final-norm hidden states (sentence-transformers'
+ * pooling modes). */
+typedef enum srv_pooling {
+    SRV_POOL_LAST = 0, /* the last token's (decoder embedding models: Qwen3-Embedding)  */
+    SRV_POOL_MEAN = 1, /* the mean over the tokens                                       */
+    SRV_POOL_CLS = 2,  /* the first token's                                              */
+} srv_pooling;
+
+/* Embed n_inputs token sequences (ids[i] of n[i] tokens, each 1..n_ctx) and write each
+ * pooled, L2-normalised vector (hidden_size floats) to out[i * hidden_size]. Blocks the
+ * caller until done: the engine thread runs the inputs between generation steps, up to
+ * SRV_EMBED_SEQS of them in one forward pass, on a session of its own (created on first
+ * use; its KV memory, freed after each pass, is not counted in the KV budget). Errors:
+ * those of facet_forward, FACET_E_NOMEM, FACET_E_INTERNAL (the server is stopping). */
+#define SRV_EMBED_SEQS 8
+facet_status srv_sched_embed(srv_sched *s, const int32_t *const *ids, const int *n,
+                             int n_inputs, srv_pooling pooling, float *out, facet_error *err);
+
 /* Queue a job. Returns 0, or -1 when the queue is full or the server is stopping
  * (the job is untouched; release it). The scheduler takes its own reference. */
 int srv_sched_submit(srv_sched *s, srv_job *job);

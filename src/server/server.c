@@ -175,6 +175,8 @@ facet_status facet_server_start(const facet_server_config *cfg, facet_server **o
     if (st != FACET_OK) goto fail;
     s->n_ctx = facet_session_n_ctx(s->session);
     s->n_vocab = info.vocab_size;
+    s->n_embd = info.hidden_size;
+    srv_embed_init(s);
     if (!planned || plan_ctx != s->n_ctx) /* memory not checked */
         srv_kv_budget_choose(cfg->kv_budget, cfg->max_batch, s->n_ctx, 0, 0, 0, &budget);
     s->cfg.kv_budget = budget.tokens;

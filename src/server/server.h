@@ -3,9 +3,9 @@
  *
  * Endpoints: GET /health, GET /v1/models, POST /v1/completions, POST
  * /v1/chat/completions (SSE streaming with "stream": true), GET /metrics (Prometheus
- * text), POST /tokenize, POST /detokenize, POST /v1/score. HTTP is libmicrohttpd
- * with one thread per connection; one engine thread runs the continuous-batching
- * scheduler (sched.h).
+ * text), POST /tokenize, POST /detokenize, POST /v1/score, POST /v1/embeddings. HTTP is
+ * libmicrohttpd with one thread per connection; one engine thread runs the
+ * continuous-batching scheduler (sched.h).
  *
  * The server is its own library (facetserver) over libfacet. Like libfacet it prints
  * nothing and installs no signal handler: what an operator should read (the KV budget,
