@@ -231,8 +231,8 @@ static void test_errors(void **state) {
     parse_bad("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
               "\"tools\":[{\"type\":\"code\"}]}", H, 400, "tools", "tools[0]");
     parse_bad("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
-              "\"response_format\":{\"type\":\"json_object\"}}", H, 400, "response_format",
-              "not supported");
+              "\"response_format\":{\"type\":\"xml\"}}", H, 400, "response_format",
+              "must be text, json_object");
     parse_bad("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
               "\"prompt\":\"a\"}", H, 400, "prompt", "Unrecognized");
 }
