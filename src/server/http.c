@@ -289,6 +289,11 @@ static enum MHD_Result route(srv_server *s, struct MHD_Connection *c, const char
         if (!get) return wrong_method(s, c, method, url);
         return srv_respond(s, c, 200, "{\"status\":\"ok\"}", 15, "application/json");
     }
+    if (!strcmp(url, "/")) {
+        if (!get) return wrong_method(s, c, method, url);
+        return srv_respond(s, c, 200, srv_chat_page, srv_chat_page_len,
+                           "text/html; charset=utf-8");
+    }
     if (!strcmp(url, "/metrics")) {
         if (!get) return wrong_method(s, c, method, url);
         return handle_metrics(s, c);
@@ -344,7 +349,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
          * "100 Continue", reads no body and closes the connection after the answer) */
         oai_error e;
         if (!strcmp(method, "OPTIONS")) return MHD_YES; /* answered once the body is in */
-        if (strcmp(url, "/health") && !srv_auth_ok(s, c, &e))
+        /* the key guards the API; /health and the chat page (no data) need none */
+        if (strcmp(url, "/health") && strcmp(url, "/") && !srv_auth_ok(s, c, &e))
             return srv_respond_error(s, c, &e);
         if (srv_conns_over(s) && strcmp(url, "/health")) {
             oai_fail(&e, 503, "server_error", NULL, "too_many_connections",

@@ -114,6 +114,13 @@ void srv_embed_init(srv_server *s);
 enum MHD_Result srv_handle_embeddings(srv_server *s, struct MHD_Connection *c,
                                       const char *body, size_t len);
 
+/* The chat page served at GET / (chat_page.c, generated from chat_page.html by
+ * scripts/gen-chat-page): one dependency-free HTML/JS file that streams
+ * /v1/chat/completions, with a stop button, a system prompt and sampling settings. It
+ * needs no API key to load (it holds no data); its requests send the key typed in. */
+extern const char srv_chat_page[];
+extern const size_t srv_chat_page_len;
+
 /* Nonzero when the peer of connection c has closed or reset its side. */
 int srv_client_gone(struct MHD_Connection *c);
 
