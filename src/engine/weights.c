@@ -343,8 +343,8 @@ static facet_status load_experts3d(wload *ld, const facet_tensor_row *row, const
         for (int i = 0; i < n && st == FACET_OK; i++) {
             facet_wtensor *wt = (facet_wtensor *)((char *)out[i] + (size_t)e * stride);
             char part[300];
-            if (il) snprintf(part, sizeof part, "%s[%lld][%d::%d]", name, (long long)e, i, n);
-            else snprintf(part, sizeof part, "%s[%lld][%lld:%lld]", name, (long long)e,
+            if (il) snprintf(part, sizeof part, "%.200s[%lld][%d::%d]", name, (long long)e, i, n);
+            else snprintf(part, sizeof part, "%.200s[%lld][%lld:%lld]", name, (long long)e,
                           (long long)r0, (long long)(r0 + parts[i]));
             if (ld->cache) {
                 st = cached_mat(ld, part, parts[i], d1, fmt, wt, err);
@@ -390,7 +390,7 @@ static facet_status load_expert_vecs(wload *ld, const facet_tensor_row *row, con
         for (int i = 0; i < n && st == FACET_OK; i++) {
             float **dst = (float **)((char *)out[i] + (size_t)e * stride);
             char part[300];
-            snprintf(part, sizeof part, "%s[%lld][%d]", name, (long long)e, i);
+            snprintf(part, sizeof part, "%.200s[%lld][%d]", name, (long long)e, i);
             uint64_t nb = (uint64_t)parts[i] * sizeof(float);
             if (ld->cache) {
                 const wcache_entry *ce = NULL;
