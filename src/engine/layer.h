@@ -40,9 +40,11 @@ extern const facet_ffn_kind facet_ffn_moe;
 /* mixer_mamba.c: the Mamba mixer on the layers the facts mark layer_ssm, and their "none"
  * FFN (a Mamba block is x + mixer(RMSNorm(x)) alone) */
 extern const facet_mixer_kind facet_mixer_mamba;
+extern const facet_mixer_kind facet_mixer_mamba2; /* mixer_mamba2.c: layer_ssm == 2 */
 extern const facet_ffn_kind facet_ffn_none;
 
-/* Floats of one sequence's state in one Mamba layer: DI * (K - 1 + N). */
+/* Floats of one sequence's state in one Mamba layer: CD * (K - 1) + DI * N, CD = DI
+ * (Mamba-2: DI + 2 G N). */
 size_t facet_mamba_state_floats(const facet_facts *f);
 
 /* The mixer and FFN kind of layer l of the facts; NULL when no kind takes it (the

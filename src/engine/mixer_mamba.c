@@ -27,11 +27,18 @@
 #include "engine/layer.h"
 
 static int mamba_takes(const facet_facts *f, int l) {
+    return l >= 0 && l < FACET_MAX_LAYERS && f->layer_ssm[l] == 1;
+}
+
+/* Mamba and Mamba-2 layers: no FFN */
+static int ssm_takes(const facet_facts *f, int l) {
     return l >= 0 && l < FACET_MAX_LAYERS && f->layer_ssm[l];
 }
 
 size_t facet_mamba_state_floats(const facet_facts *f) {
-    return (size_t)f->ssm_inner * (size_t)(f->ssm_conv_kernel - 1 + f->ssm_state_size);
+    size_t DI = (size_t)f->ssm_inner, N = (size_t)f->ssm_state_size;
+    size_t CD = DI + (f->ssm_version == 2 ? 2 * (size_t)f->ssm_groups * N : 0);
+    return CD * (size_t)(f->ssm_conv_kernel - 1) + DI * N;
 }
 
 static float silu(float v) { return v / (1.0f + expf(-v)); }
@@ -146,4 +153,4 @@ static void none_row(facet_session *s, int l, int r) {
 
 static void none_forward(facet_session *s, int l, int n) { facet_for_rows(s, l, n, none_row); }
 
-const facet_ffn_kind facet_ffn_none = {"none", mamba_takes, none_forward};
+const facet_ffn_kind facet_ffn_none = {"none", ssm_takes, none_forward};

@@ -67,6 +67,10 @@ typedef struct facet_layer_weights {
     float *ssm_a_log;           /* (DI, N); A = -exp(A_log)                            */
     float *ssm_d;               /* (DI)                                                */
     facet_wtensor ssm_out_proj; /* (H, DI)                                             */
+    /* Mamba-2 (CD = DI + 2 G N conv channels, NH heads): in_proj is (2 DI + 2 G N + NH,
+     * H): z, then x B C (the conv's input), then dt; conv is (CD, K); dt_bias, A_log and
+     * D are (NH); x_proj and dt_proj are absent */
+    float *ssm_gnorm;           /* (DI) the gated RMSNorm's weight (per group of DI / G) */
 } facet_layer_weights;
 
 typedef struct facet_weights {
@@ -127,7 +131,9 @@ struct facet_session {
     int *moe_start;                /* (E + 1) where each expert's pairs start          */
     float *moe_x, *moe_y;          /* (R, H) an expert's gathered input, its output    */
     float *moe_acc;                /* (R, H) the layer's output being summed           */
-    /* Mamba layers (mixer_mamba.c; 0 rows without one): DI = ssm_inner */
+    /* Mamba layers (mixer_mamba.c; 0 rows without one): DI = ssm_inner. Mamba-2
+     * (mixer_mamba2.c) uses them as: ssm_xz (R, DI + CD + NH) in_proj's z, xBC, dt;
+     * ssm_xc (R, CD) xBC after the conv; ssm_dbc (R, DI) y; ssm_dtin (R, NH) dt */
     float *ssm_xz;                 /* (R, 2 DI) in_proj: x, then the gate z            */
     float *ssm_xc;                 /* (R, DI) x after conv1d + SiLU, then the gated y  */
     float *ssm_dbc;                /* (R, R_dt + 2N) x_proj: dt, B, C                  */

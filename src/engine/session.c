@@ -108,9 +108,17 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
     size_t qd = nh * (size_t)f->head_dim, kvd = (size_t)(f->num_key_value_heads * f->head_dim);
     size_t half = s->model->rope_dim / 2 ? (size_t)s->model->rope_dim / 2 : 1;
     size_t F = sizeof(float), N = sizeof(int);
-    int ssm = f->n_ssm_layers > 0;
+    /* Mamba: xz 2 DI, xc DI, dbc R + 2N, dtin R, dt DI; Mamba-2 (model_internal.h): xz
+     * the in_proj row (DI + CD + NH), xc CD, dbc y (DI), dtin dt (NH), no dt */
+    int ssm = f->n_ssm_layers > 0, v2 = f->ssm_version == 2;
     size_t DI = ssm ? (size_t)f->ssm_inner : 0, RDT = ssm ? (size_t)f->ssm_dt_rank : 0;
     size_t DBC = ssm ? RDT + 2 * (size_t)f->ssm_state_size : 0;
+    size_t XZ = 2 * DI, XC = DI, DT = DI;
+    if (ssm && v2) {
+        size_t CD = DI + 2 * (size_t)(f->ssm_groups * f->ssm_state_size);
+        XZ = DI + CD + (size_t)f->ssm_heads, XC = CD, DBC = DI, RDT = (size_t)f->ssm_heads;
+        DT = 0;
+    }
     scratch_buf b[SCRATCH_BUFS] = {
         {(void **)&s->x, H, F, 0},           {(void **)&s->xn, H, F, 0},
         {(void **)&s->q, qd, F, 0},          {(void **)&s->k, kvd, F, 0},
@@ -126,9 +134,9 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
         {(void **)&s->moe_start, 0, N, moe ? E + 1 : 0},
         {(void **)&s->moe_x, HM, F, 0},      {(void **)&s->moe_y, HM, F, 0},
         {(void **)&s->moe_acc, HM, F, 0},
-        {(void **)&s->ssm_xz, 2 * DI, F, 0}, {(void **)&s->ssm_xc, DI, F, 0},
+        {(void **)&s->ssm_xz, XZ, F, 0},     {(void **)&s->ssm_xc, XC, F, 0},
         {(void **)&s->ssm_dbc, DBC, F, 0},   {(void **)&s->ssm_dtin, RDT, F, 0},
-        {(void **)&s->ssm_dt, DI, F, 0},
+        {(void **)&s->ssm_dt, DT, F, 0},
         {NULL, 0, 0, 0},
     };
     memcpy(t, b, sizeof b);

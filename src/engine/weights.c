@@ -470,6 +470,7 @@ static const size_t slot_field[FACET_TS_COUNT] = {
     [FACET_TS_SSM_A_LOG] = offsetof(facet_layer_weights, ssm_a_log),
     [FACET_TS_SSM_D] = offsetof(facet_layer_weights, ssm_d),
     [FACET_TS_SSM_OUT_PROJ] = offsetof(facet_layer_weights, ssm_out_proj),
+    [FACET_TS_SSM_GNORM] = offsetof(facet_layer_weights, ssm_gnorm),
     [FACET_TS_NORM] = offsetof(facet_weights, norm),
     [FACET_TS_LM_HEAD] = offsetof(facet_weights, lm_head),
 };

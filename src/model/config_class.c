@@ -114,6 +114,11 @@ static const facet_config_class classes[] = {
     {.model_type = "mamba", .max_position_embeddings = 1048576, .tie_word_embeddings = 1, .rope_theta = 10000.0, .rms_norm_eps = 1e-5,
      .act_key = "hidden_act", .act_default = "silu", .qkv_bias = 0, .o_bias = 0, .pre_norms = 1,
      .mamba = 1},
+    /* Mamba2Config: multi-head SSD, grouped B/C, a gated RMSNorm before out_proj; untied
+     * by default */
+    {.model_type = "mamba2", .max_position_embeddings = 1048576, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-5,
+     .act_key = "hidden_act", .act_default = "silu", .qkv_bias = 0, .o_bias = 0, .pre_norms = 1,
+     .mamba = 2},
 };
 /* clang-format on */
 

@@ -75,7 +75,7 @@ typedef struct facet_config_class {
     int attn_sinks;               /* per-head attention sinks (gpt-oss)                 */
     /* state-space mixers (issue 26): 1 = MambaConfig's keys, every layer a Mamba mixer
      * without attention or FFN */
-    int mamba;
+    int mamba;                    /* 1: MambaConfig, 2: Mamba2Config                    */
 } facet_config_class;
 
 /* The class for `model_type`, or the generic PretrainedConfig defaults (model_type "")

@@ -887,7 +887,9 @@ static facet_status read_mamba(reader *r, const facet_config_class *cls) {
     f->max_position_embeddings = cls->max_position_embeddings;
     TRY(get_int(r, "max_position_embeddings", 0, 1, MAX_CONTEXT, &f->max_position_embeddings,
                 NULL));
-    f->ssm_state_size = 16, f->ssm_conv_kernel = 4, f->ssm_expand = 2;
+    int v2 = cls->mamba == 2;
+    f->ssm_version = cls->mamba;
+    f->ssm_state_size = v2 ? 128 : 16, f->ssm_conv_kernel = 4, f->ssm_expand = 2;
     TRY(get_int(r, "state_size", 0, 1, 1 << 16, &f->ssm_state_size, NULL));
     TRY(get_int(r, "conv_kernel", 0, 1, 1 << 10, &f->ssm_conv_kernel, NULL));
     TRY(get_int(r, "expand", 0, 1, 1 << 10, &f->ssm_expand, NULL));
@@ -900,6 +902,27 @@ static facet_status read_mamba(reader *r, const facet_config_class *cls) {
     if (given && inner != f->ssm_inner) {
         json_t *v = json_object_get(r->obj, "intermediate_size");
         return bad(r, "intermediate_size", v, "expand * hidden_size (MambaConfig derives it)");
+    }
+    if (v2) { /* Mamba2Config: heads of head_dim channels, B/C in n_groups groups */
+        f->ssm_heads = 128, f->ssm_head_dim = 64, f->ssm_groups = 8;
+        TRY(get_int(r, "num_heads", 0, 1, 1 << 20, &f->ssm_heads, NULL));
+        TRY(get_int(r, "head_dim", 0, 1, 1 << 20, &f->ssm_head_dim, NULL));
+        TRY(get_int(r, "n_groups", 0, 1, 1 << 20, &f->ssm_groups, NULL));
+        if (f->ssm_heads * f->ssm_head_dim != f->ssm_inner)
+            return bad(r, "num_heads", json_object_get(r->obj, "num_heads"),
+                       "num_heads * head_dim = expand * hidden_size");
+        if (f->ssm_heads % f->ssm_groups)
+            return bad(r, "n_groups", json_object_get(r->obj, "n_groups"),
+                       "a divisor of num_heads");
+        /* time_step_limit clamps dt: only the default (0, inf) is built */
+        json_t *lim = take(r, "time_step_limit");
+        if (lim && !json_is_null(lim) &&
+            !(json_is_array(lim) && json_array_size(lim) == 2 &&
+              json_number_value(json_array_get(lim, 0)) == 0.0 &&
+              json_number_value(json_array_get(lim, 1)) >= 1e30))
+            return bad(r, "time_step_limit", lim, "[0.0, inf] (no clamp)");
+        int64_t chunk = 256;
+        TRY(get_int(r, "chunk_size", 0, 1, 1 << 20, &chunk, NULL)); /* a kernel choice */
     }
     f->intermediate_size = f->ssm_inner;
     f->ssm_dt_rank = (f->hidden_size + 15) / 16;
@@ -937,7 +960,7 @@ static facet_status read_mamba(reader *r, const facet_config_class *cls) {
     f->pre_norms = 1;
     f->embedding_multiplier = f->residual_multiplier = f->logits_scaling = 1.0;
     f->n_ssm_layers = (int)f->num_hidden_layers;
-    for (int64_t l = 0; l < f->num_hidden_layers; l++) f->layer_ssm[l] = 1;
+    for (int64_t l = 0; l < f->num_hidden_layers; l++) f->layer_ssm[l] = (uint8_t)cls->mamba;
     return FACET_OK;
 }
 

@@ -194,8 +194,17 @@ typedef struct facet_facts {
     int64_t ssm_dt_rank;           /* time_step_rank ("auto": ceil(hidden_size / 16))    */
     int ssm_conv_bias;             /* use_conv_bias                                     */
     int ssm_proj_bias;             /* use_bias (in_proj / out_proj biases)               */
-    int n_ssm_layers;              /* count of layer_ssm[i] == 1                         */
-    uint8_t layer_ssm[FACET_MAX_LAYERS]; /* per layer: 1 = a Mamba mixer and no FFN      */
+    /* Mamba-2 (Mamba2Config, ssm_version 2): H = ssm_heads heads of ssm_head_dim
+     * channels (H x P = d_inner), B and C shared by the heads of each of ssm_groups
+     * groups; per sequence and layer a state of (K - 1) * (d_inner + 2 G N) conv inputs
+     * and d_inner * N SSM values */
+    int ssm_version;               /* 1: Mamba, 2: Mamba-2 (0: no recurrent layer)      */
+    int64_t ssm_heads;             /* num_heads                                         */
+    int64_t ssm_head_dim;          /* head_dim                                          */
+    int64_t ssm_groups;            /* n_groups                                          */
+    int n_ssm_layers;              /* count of layer_ssm[i] != 0                         */
+    uint8_t layer_ssm[FACET_MAX_LAYERS]; /* per layer: ssm_version (a Mamba / Mamba-2
+                                      mixer and no FFN), 0 otherwise                    */
 
     /* stop */
     int32_t bos_token_id;          /* -1 when absent                                    */

@@ -161,7 +161,15 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
     if (f->mlp_bias) add_vec(w, sat_add(sat_mul(I, 2), H), D);
     if (f->qk_norm) add_vec(w, sat_mul(hd, 2), L);
     if (f->attn_sinks) add_vec(w, nh, L);
-    if (M) { /* Mamba layers: in/x/dt/out projections; norm, conv, dt bias, A_log, D */
+    if (M && f->ssm_version == 2) { /* Mamba-2: in/out projections; norm, conv, per-head
+                                      * dt bias, A_log, D; the gated norm */
+        uint64_t DI = u(f->ssm_inner), N = u(f->ssm_state_size), K = u(f->ssm_conv_kernel);
+        uint64_t NH = u(f->ssm_heads), CD = sat_add(DI, sat_mul(2 * u(f->ssm_groups), N));
+        add_mat(w, sat_add(sat_add(DI, CD), NH), H, M, M);
+        add_mat(w, H, DI, M, M);
+        add_vec(w, sat_add(H, DI), M);
+        add_vec(w, sat_add(sat_mul(CD, K + (f->ssm_conv_bias ? 1 : 0)), sat_mul(NH, 3)), M);
+    } else if (M) { /* Mamba layers: in/x/dt/out projections; norm, conv, dt bias, A_log, D */
         uint64_t DI = u(f->ssm_inner), N = u(f->ssm_state_size), K = u(f->ssm_conv_kernel);
         uint64_t R = u(f->ssm_dt_rank);
         add_mat(w, 2 * DI, H, M, M);
@@ -202,7 +210,9 @@ uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c, uint64_t elt) {
 }
 
 uint64_t facet_plan_state_bytes(const facet_facts *f) {
-    uint64_t per = sat_mul(u(f->ssm_inner), u(f->ssm_conv_kernel - 1 + f->ssm_state_size));
+    uint64_t DI = u(f->ssm_inner), N = u(f->ssm_state_size);
+    uint64_t CD = f->ssm_version == 2 ? sat_add(DI, sat_mul(2 * u(f->ssm_groups), N)) : DI;
+    uint64_t per = sat_add(sat_mul(CD, u(f->ssm_conv_kernel - 1)), sat_mul(DI, N));
     return sat_mul(sat_mul(per, 4), (uint64_t)f->n_ssm_layers);
 }
 
@@ -283,9 +293,13 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
         if (s) snprintf(win, sizeof win, ", window %lld (ring)", (long long)f->sliding_window);
         if (ssm) {
             snprintf(g->attention, sizeof g->attention,
-                     "none: Mamba mixer d_inner=%lld state=%lld conv=%lld dt_rank=%lld",
+                     ssm == 2 ? "none: Mamba-2 mixer d_inner=%lld state=%lld conv=%lld heads=%lld "
+                                "groups=%lld"
+                              : "none: Mamba mixer d_inner=%lld state=%lld conv=%lld dt_rank=%lld",
                      (long long)f->ssm_inner, (long long)f->ssm_state_size,
-                     (long long)f->ssm_conv_kernel, (long long)f->ssm_dt_rank);
+                     (long long)f->ssm_conv_kernel,
+                     (long long)(ssm == 2 ? f->ssm_heads : f->ssm_dt_rank),
+                     (long long)f->ssm_groups);
             continue;
         }
         snprintf(g->attention, sizeof g->attention, "causal %s %lldq/%lldkv hd=%lld%s%s",
@@ -366,7 +380,10 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
         snprintf(out->kv_layout, sizeof out->kv_layout,
                  "no KV cache (no attention layer); per sequence and Mamba layer a fixed "
                  "float32 state: conv window %lld x %lld + SSM state %lld x %lld",
-                 (long long)f->ssm_inner, (long long)(f->ssm_conv_kernel - 1),
+                 (long long)(f->ssm_inner + (f->ssm_version == 2
+                                                 ? 2 * f->ssm_groups * f->ssm_state_size
+                                                 : 0)),
+                 (long long)(f->ssm_conv_kernel - 1),
                  (long long)f->ssm_inner, (long long)f->ssm_state_size);
     else
         snprintf(out->kv_layout, sizeof out->kv_layout,

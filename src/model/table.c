@@ -138,6 +138,8 @@ const facet_profile facet_profiles[] = {
      "checkpoints: the MXFP4 quantization_config is refused)", &cpu_dense, &cuda_dense},
     {"mamba", {"MambaForCausalLM"},
      "Mamba (selective state space: conv1d + scan, no attention)", &cpu_dense, &cuda_dense},
+    {"mamba2", {"Mamba2ForCausalLM"},
+     "Mamba-2 (multi-head SSD, grouped B/C, per-group gated RMSNorm)", &cpu_dense, &cuda_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 

@@ -39,6 +39,8 @@ static int granite_shared(const facet_facts *f) {
 }
 
 static int conv_bias(const facet_facts *f) { return f->ssm_conv_bias; }
+static int mamba1(const facet_facts *f) { return f->ssm_version == 1; }
+static int mamba2(const facet_facts *f) { return f->ssm_version == 2; }
 
 /* a float32 vector / a weight matrix with a slot of its own; G: its GGUF name */
 #define VEC(root_, name_, gguf_, d0, slot_, when_)                                          \
@@ -192,16 +194,21 @@ const facet_tensor_row facet_tensor_rows[] = {
          granite_shared),
     /* Mamba layers (MambaBlock): norm, then the mixer's tensors */
     SSM("norm.weight", H, FACET_TD_NONE, 0, FACET_TS_INPUT_LAYERNORM, always),
-    SSM("mixer.in_proj.weight", FACET_TD_SSM_INNER2, H, 1, FACET_TS_SSM_IN_PROJ, always),
-    {.root = L, .name = "mixer.conv1d.weight", .dims = {SI, FACET_TD_SSM_CONV}, .matrix = 0,
-     .slot = FACET_TS_SSM_CONV_W, .fused = -1, .when = always, .scope = FACET_SCOPE_SSM,
-     .conv3d = 1},
-    SSM("mixer.conv1d.bias", SI, FACET_TD_NONE, 0, FACET_TS_SSM_CONV_B, conv_bias),
-    SSM("mixer.x_proj.weight", FACET_TD_SSM_XPROJ, SI, 1, FACET_TS_SSM_X_PROJ, always),
-    SSM("mixer.dt_proj.weight", SI, FACET_TD_SSM_DT_RANK, 1, FACET_TS_SSM_DT_PROJ, always),
-    SSM("mixer.dt_proj.bias", SI, FACET_TD_NONE, 0, FACET_TS_SSM_DT_BIAS, always),
-    SSM("mixer.A_log", SI, FACET_TD_SSM_STATE, 0, FACET_TS_SSM_A_LOG, always),
-    SSM("mixer.D", SI, FACET_TD_NONE, 0, FACET_TS_SSM_D, always),
+    SSM("mixer.in_proj.weight", FACET_TD_SSM_IN_PROJ, H, 1, FACET_TS_SSM_IN_PROJ, always),
+    {.root = L, .name = "mixer.conv1d.weight", .dims = {FACET_TD_SSM_CONV_DIM, FACET_TD_SSM_CONV},
+     .matrix = 0, .slot = FACET_TS_SSM_CONV_W, .fused = -1, .when = always,
+     .scope = FACET_SCOPE_SSM, .conv3d = 1},
+    SSM("mixer.conv1d.bias", FACET_TD_SSM_CONV_DIM, FACET_TD_NONE, 0, FACET_TS_SSM_CONV_B,
+        conv_bias),
+    /* Mamba: dt from x_proj through dt_proj */
+    SSM("mixer.x_proj.weight", FACET_TD_SSM_XPROJ, SI, 1, FACET_TS_SSM_X_PROJ, mamba1),
+    SSM("mixer.dt_proj.weight", SI, FACET_TD_SSM_DT_RANK, 1, FACET_TS_SSM_DT_PROJ, mamba1),
+    SSM("mixer.dt_proj.bias", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_DT_BIAS, mamba1),
+    /* Mamba-2: dt from in_proj, one bias per head */
+    SSM("mixer.dt_bias", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_DT_BIAS, mamba2),
+    SSM("mixer.A_log", FACET_TD_SSM_PARAM, FACET_TD_SSM_A_COLS, 0, FACET_TS_SSM_A_LOG, always),
+    SSM("mixer.D", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_D, always),
+    SSM("mixer.norm.weight", SI, FACET_TD_NONE, 0, FACET_TS_SSM_GNORM, mamba2),
     SSM("mixer.out_proj.weight", H, SI, 1, FACET_TS_SSM_OUT_PROJ, always),
     /* Mamba: backbone.norm_f */
     {.root = FACET_TR_MODEL, .name = "norm.weight", .alt = "norm_f.weight",
@@ -266,7 +273,14 @@ int64_t facet_tdim_value(facet_tdim d, const facet_facts *f, int full_qk_norm) {
     case FACET_TD_SFFN2: return 2 * f->shared_expert_intermediate_size;
     case FACET_TD_HEADS: return f->num_attention_heads;
     case FACET_TD_SSM_INNER: return f->ssm_inner;
-    case FACET_TD_SSM_INNER2: return 2 * f->ssm_inner;
+    case FACET_TD_SSM_IN_PROJ:
+        return f->ssm_version == 2
+                   ? 2 * f->ssm_inner + 2 * f->ssm_groups * f->ssm_state_size + f->ssm_heads
+                   : 2 * f->ssm_inner;
+    case FACET_TD_SSM_CONV_DIM:
+        return f->ssm_inner + (f->ssm_version == 2 ? 2 * f->ssm_groups * f->ssm_state_size : 0);
+    case FACET_TD_SSM_PARAM: return f->ssm_version == 2 ? f->ssm_heads : f->ssm_inner;
+    case FACET_TD_SSM_A_COLS: return f->ssm_version == 2 ? 0 : f->ssm_state_size;
     case FACET_TD_SSM_XPROJ: return f->ssm_dt_rank + 2 * f->ssm_state_size;
     case FACET_TD_SSM_DT_RANK: return f->ssm_dt_rank;
     case FACET_TD_SSM_STATE: return f->ssm_state_size;
@@ -295,7 +309,12 @@ const char *facet_tdim_name(facet_tdim d) {
     case FACET_TD_SFFN2: return "2 * the shared expert's intermediate size";
     case FACET_TD_HEADS: return "num_attention_heads";
     case FACET_TD_SSM_INNER: return "intermediate_size (expand * hidden_size)";
-    case FACET_TD_SSM_INNER2: return "2 * intermediate_size";
+    case FACET_TD_SSM_IN_PROJ:
+        return "2 * intermediate_size (Mamba-2: + 2 * n_groups * state_size + num_heads)";
+    case FACET_TD_SSM_CONV_DIM:
+        return "intermediate_size (Mamba-2: + 2 * n_groups * state_size)";
+    case FACET_TD_SSM_PARAM: return "intermediate_size (Mamba-2: num_heads)";
+    case FACET_TD_SSM_A_COLS: return "state_size (Mamba-2: none)";
     case FACET_TD_SSM_XPROJ: return "time_step_rank + 2 * state_size";
     case FACET_TD_SSM_DT_RANK: return "time_step_rank";
     case FACET_TD_SSM_STATE: return "state_size";

@@ -59,7 +59,11 @@ typedef enum facet_tdim {
     FACET_TD_SFFN2,    /* 2 * shared_expert_intermediate_size                         */
     FACET_TD_HEADS,    /* num_attention_heads (gpt-oss's sinks)                       */
     FACET_TD_SSM_INNER,  /* Mamba d_inner (intermediate_size)                         */
-    FACET_TD_SSM_INNER2, /* 2 * d_inner (in_proj: x and the gate z)                  */
+    FACET_TD_SSM_IN_PROJ,/* in_proj rows: Mamba 2 d_inner (x, z); Mamba-2 2 d_inner +
+                            2 n_groups state_size + num_heads (z, x, B, C, dt)          */
+    FACET_TD_SSM_CONV_DIM,/* conv1d channels: d_inner (Mamba-2: + 2 n_groups state_size) */
+    FACET_TD_SSM_PARAM,  /* A_log / D / dt bias rows: d_inner (Mamba-2: num_heads)       */
+    FACET_TD_SSM_A_COLS, /* A_log columns: state_size (Mamba-2: none, a vector)          */
     FACET_TD_SSM_XPROJ,  /* time_step_rank + 2 * state_size (x_proj: dt, B, C)       */
     FACET_TD_SSM_DT_RANK,/* time_step_rank                                            */
     FACET_TD_SSM_STATE,  /* state_size                                                */
@@ -113,6 +117,7 @@ typedef enum facet_tslot {
     FACET_TS_SSM_A_LOG,        /* (d_inner, N) float32                                */
     FACET_TS_SSM_D,            /* (d_inner)                                           */
     FACET_TS_SSM_OUT_PROJ,     /* (H, d_inner)                                        */
+    FACET_TS_SSM_GNORM,        /* (d_inner) Mamba-2's gated RMSNorm before out_proj    */
     FACET_TS_NORM,
     FACET_TS_LM_HEAD,
     FACET_TS_COUNT,

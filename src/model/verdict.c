@@ -279,12 +279,13 @@ CHECK(check_ssm) {
         snprintf(v, n, "none");
         return 1;
     }
-    snprintf(v, n, "mamba%s", f->ssm_proj_bias ? " with use_bias=true" : "");
+    snprintf(v, n, "mamba%s%s", f->ssm_version == 2 ? "2" : "",
+             f->ssm_proj_bias ? " with use_bias=true" : "");
     return c->ssm && !f->ssm_proj_bias;
 }
 RANGE(range_ssm) {
     (void)f;
-    snprintf(b, n, "%s", c->ssm ? "none, or mamba with use_bias=false" : "none");
+    snprintf(b, n, "%s", c->ssm ? "none, or mamba / mamba2 with use_bias=false" : "none");
 }
 
 CHECK(check_dtypes) {

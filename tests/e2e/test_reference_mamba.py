@@ -27,7 +27,9 @@ def corpus_config(repo_root):
     return json.loads(p.read_text())
 
 
-SOURCES = {"mamba-2.8b": corpus_config, "mamba-130m": lambda r: mamba_ref.MAMBA_130M}
+SOURCES = {"mamba-2.8b": lambda r: mamba_ref.shrink(corpus_config(r)),
+           "mamba-130m": lambda r: mamba_ref.shrink(mamba_ref.MAMBA_130M),
+           "mamba2-codestral": lambda r: mamba_ref.shrink2(mamba_ref.MAMBA2_CODESTRAL)}
 
 
 def run_and_compare(run_facet, path, n_prompt, n_gen, tmp_path, seed=7):
@@ -56,13 +58,13 @@ def run_and_compare(run_facet, path, n_prompt, n_gen, tmp_path, seed=7):
 
 @pytest.mark.parametrize("cell", [(s, d) for s in sorted(SOURCES) for d in ("f32", "bf16")],
                          ids=lambda c: "%s-%s" % c)
-@pytest.mark.evidence(config_classes=["mamba"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["mamba", "mamba2"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 and BF16 files")
 def test_mamba_matches_reference(cell, run_facet, tmp_path, repo_root):
     """Logits of a 96-token prompt within 1e-4 relative error per position, 32 greedy
     steps identical while the reference's top-2 margin exceeds 1e-3."""
     src, dtype = cell
-    path = mamba_ref.write(mamba_ref.shrink(SOURCES[src](repo_root)), str(tmp_path / "ck"), dtype)
+    path = mamba_ref.write(SOURCES[src](repo_root), str(tmp_path / "ck"), dtype)
     run_and_compare(run_facet, path, N_PROMPT, N_GEN, tmp_path)
 
 
@@ -71,6 +73,48 @@ def test_mamba_long_prompt_in_chunks(run_facet, tmp_path):
     between them) matches the reference at every position."""
     path = mamba_ref.write(mamba_ref.shrink(mamba_ref.MAMBA_130M), str(tmp_path / "ck"))
     run_and_compare(run_facet, path, 600, 4, tmp_path, seed=5)
+
+
+def test_mamba2_long_prompt_in_chunks(run_facet, tmp_path):
+    """Mamba-2: a 600-token prompt in three forward chunks matches the reference."""
+    path = mamba_ref.write(mamba_ref.shrink2(mamba_ref.MAMBA2_CODESTRAL), str(tmp_path / "ck"))
+    run_and_compare(run_facet, path, 600, 4, tmp_path, seed=5)
+
+
+def test_mamba2_gated_norm_is_per_group(run_facet, tmp_path):
+    """With n_groups = 2, facet follows the per-group gated RMSNorm (mamba_ssm, llama.cpp):
+    within 1e-4 of it, and far (> 1e-3) from transformers' whole-width form, so the test
+    above tells the two apart."""
+    path = mamba_ref.write(mamba_ref.shrink2(mamba_ref.MAMBA2_CODESTRAL), str(tmp_path / "ck"))
+    ref = mamba_ref.Reference(str(path))
+    assert ref.f["G"] == 2
+    p = [int(x) for x in np.random.default_rng(3).integers(0, ref.vocab_size, 24)]
+    dump = tmp_path / "logits.f32"
+    proc = run_facet(["run", path, "--prompt-ids", ",".join(map(str, p)), "-n", "1",
+                      "--ignore-eos", "--weights", "f32", "--no-cache", "--dump-logits", dump])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = compare.read_logits(str(dump), ref.vocab_size)
+    per_group = ref.generate(p, 1)["logits"]
+    whole = mamba_ref.Reference(str(path))
+    whole.f["norm_groups"] = 1  # the same model, the gated norm over all channels
+    whole_width = whole.generate(p, 1)["logits"]
+    assert compare.relative_errors(got, per_group).max() < 1e-4
+    assert compare.relative_errors(got, whole_width).max() > 1e-3
+
+
+def test_plan_counts_state_per_sequence(run_facet, tmp_path):
+    """facet plan on the full-size configs: no KV cache, the state per sequence by hand.
+    Mamba-130m: 24 layers x 1536 channels x (3 conv + 16 state) x 4 B = 2,801,664.
+    Mamba-Codestral-7B: 64 x (10,240 conv channels (8192 + 2 x 8 groups x 128) x 3 +
+    8192 x 128 state) x 4 B = 276,299,776."""
+    cases = [(mamba_ref.MAMBA2_CODESTRAL, 276299776), (mamba_ref.MAMBA_130M, 24 * 1536 * 19 * 4)]
+    for cfg, want in cases:
+        d = tmp_path / cfg["model_type"]
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps(cfg))
+        proc = run_facet(["plan", str(d), "--ctx", "4096", "--batch", "4", "--weights", "bf16"])
+        assert proc.returncode == 0, proc.stderr
+        assert "recurrent state: %d bytes per sequence" % want in proc.stdout + proc.stderr, proc.stdout
 
 
 def test_mamba_refusals(run_facet, tmp_path):
@@ -84,3 +128,13 @@ def test_mamba_refusals(run_facet, tmp_path):
     proc = run_facet(["run", path, "--prompt-ids", "1,2", "-n", "1"])
     assert proc.returncode != 0
     assert "intermediate_size is 100" in proc.stderr and "expand * hidden_size" in proc.stderr
+    # Mamba-2: heads x head_dim must be the inner width; groups must divide the heads
+    cfg2 = mamba_ref.shrink2(mamba_ref.MAMBA2_CODESTRAL)
+    for bad, needle in (({"head_dim": 8}, "num_heads * head_dim = expand * hidden_size"),
+                        ({"n_groups": 3}, "a divisor of num_heads"),
+                        ({"time_step_limit": [0.0, 10.0]}, "[0.0, inf] (no clamp)")):
+        d = tmp_path / ("m2-%s" % next(iter(bad)))
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps(dict(cfg2, **bad)))
+        proc = run_facet(["conform", str(d)])
+        assert proc.returncode != 0 and needle in proc.stderr, proc.stderr

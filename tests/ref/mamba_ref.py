@@ -48,11 +48,39 @@ MAMBA_130M = {
 }
 
 
+# A Mamba-2 config of mistralai/Mamba-Codestral-7B-v0.1's shape (Mamba2Config keys; the
+# values as published for that model: 64 layers, hidden 4096, 128 heads of 64, 8 groups,
+# state 128, conv 4, untied)
+MAMBA2_CODESTRAL = {
+    "architectures": ["Mamba2ForCausalLM"], "model_type": "mamba2", "hidden_size": 4096,
+    "num_hidden_layers": 64, "num_heads": 128, "head_dim": 64, "n_groups": 8,
+    "state_size": 128, "expand": 2, "conv_kernel": 4, "chunk_size": 256,
+    "vocab_size": 32768, "use_bias": False, "use_conv_bias": True, "hidden_act": "silu",
+    "layer_norm_epsilon": 1e-05, "residual_in_fp32": True, "rms_norm": True,
+    "tie_word_embeddings": False, "time_step_rank": 256, "time_step_min": 0.001,
+    "time_step_max": 0.1, "time_step_floor": 0.0001, "initializer_range": 0.1,
+    "rescale_prenorm_residual": False, "bos_token_id": 0, "eos_token_id": 0,
+    "pad_token_id": 0, "use_cache": True, "torch_dtype": "bfloat16",
+}
+
+
 def facts(cfg):
     H = cfg["hidden_size"]
     expand = cfg.get("expand", 2)
     R = cfg.get("time_step_rank", "auto")
+    if cfg.get("model_type") == "mamba2":
+        DI = expand * H
+        return {
+            "v": 2, "H": H, "DI": DI, "N": cfg.get("state_size", 128),
+            "K": cfg.get("conv_kernel", 4), "NH": cfg.get("num_heads", 128),
+            "P": cfg.get("head_dim", 64), "G": cfg.get("n_groups", 8),
+            "L": cfg["num_hidden_layers"], "V": cfg["vocab_size"],
+            "eps": cfg.get("layer_norm_epsilon", 1e-5),
+            "conv_bias": cfg.get("use_conv_bias", True), "bias": cfg.get("use_bias", False),
+            "tied": cfg.get("tie_word_embeddings", False), "act": cfg.get("hidden_act", "silu"),
+        }
     return {
+        "v": 1,
         "H": H, "DI": cfg.get("intermediate_size", expand * H), "N": cfg.get("state_size", 16),
         "K": cfg.get("conv_kernel", 4), "R": math.ceil(H / 16) if R == "auto" else R,
         "L": cfg["num_hidden_layers"], "V": cfg["vocab_size"],
@@ -60,6 +88,19 @@ def facts(cfg):
         "bias": cfg.get("use_bias", False), "tied": cfg.get("tie_word_embeddings", True),
         "act": cfg.get("hidden_act", "silu"),
     }
+
+
+def shrink2(cfg, hidden_size=64, num_hidden_layers=3, vocab_size=512, num_heads=8,
+            n_groups=2, state_size=16):
+    """A Mamba-2 config at test size: expand and conv_kernel kept; num_heads x head_dim =
+    expand x hidden_size; n_groups > 1 (the per-group gated norm differs from the
+    whole-width one only then)."""
+    c = dict(cfg)
+    di = c.get("expand", 2) * hidden_size
+    c.update(hidden_size=hidden_size, num_hidden_layers=num_hidden_layers,
+             vocab_size=vocab_size, num_heads=num_heads, head_dim=di // num_heads,
+             n_groups=n_groups, state_size=state_size, time_step_rank=hidden_size // 16)
+    return c
 
 
 def shrink(cfg, hidden_size=64, num_hidden_layers=3, vocab_size=512, time_step_rank=6):
@@ -77,6 +118,23 @@ def shrink(cfg, hidden_size=64, num_hidden_layers=3, vocab_size=512, time_step_r
 
 def tensor_specs(cfg):
     f = facts(cfg)
+    if f["v"] == 2:
+        H, DI, N, K, NH, G = f["H"], f["DI"], f["N"], f["K"], f["NH"], f["G"]
+        CD = DI + 2 * G * N
+        specs = [("backbone.embeddings.weight", (f["V"], H))]
+        for i in range(f["L"]):
+            p = "backbone.layers.%d." % i
+            specs += [(p + "norm.weight", (H,)), (p + "mixer.in_proj.weight", (DI + CD + NH, H)),
+                      (p + "mixer.conv1d.weight", (CD, 1, K))]
+            if f["conv_bias"]:
+                specs.append((p + "mixer.conv1d.bias", (CD,)))
+            specs += [(p + "mixer.dt_bias", (NH,)), (p + "mixer.A_log", (NH,)),
+                      (p + "mixer.D", (NH,)), (p + "mixer.norm.weight", (DI,)),
+                      (p + "mixer.out_proj.weight", (H, DI))]
+        specs.append(("backbone.norm_f.weight", (H,)))
+        if not f["tied"]:
+            specs.append(("lm_head.weight", (f["V"], H)))
+        return specs
     H, DI, N, K, R = f["H"], f["DI"], f["N"], f["K"], f["R"]
     specs = [("backbone.embeddings.weight", (f["V"], H))]
     for i in range(f["L"]):
@@ -115,12 +173,16 @@ def init(name, shape, cfg, seed):
         return n * (2.0 / math.sqrt(shape[1]))
     if name.endswith("dt_proj.weight"):
         return n * (f["R"] ** -0.5)
-    if name.endswith("dt_proj.bias"):
+    if name.endswith("dt_proj.bias") or name.endswith("dt_bias"):
         u = rng.random(shape)
         dt = np.exp(u * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
         return dt + np.log(-np.expm1(-dt))
+    if name.endswith("A_log") and len(shape) == 1:  # Mamba-2: A in [1, 16] per head
+        return np.log(rng.uniform(1, 16, shape))
     if name.endswith("A_log"):
         return np.log(np.arange(1, shape[1] + 1, dtype=np.float64))[None, :] + 0.1 * n
+    if name.endswith("mixer.norm.weight"):
+        return 1.0 + 0.1 * n
     if name.endswith(".D"):
         return 1.0 + 0.1 * n
     if name.endswith("out_proj.weight"):
@@ -165,6 +227,10 @@ class Reference:
 
     def new_state(self):
         f = self.f
+        if f["v"] == 2:
+            CD = f["DI"] + 2 * f["G"] * f["N"]
+            return [{"conv": np.zeros((CD, f["K"])), "ssm": np.zeros((f["NH"], f["P"], f["N"]))}
+                    for _ in range(f["L"])]
         return [{"conv": np.zeros((f["DI"], f["K"])), "ssm": np.zeros((f["DI"], f["N"]))}
                 for _ in range(f["L"])]
 
@@ -192,13 +258,45 @@ class Reference:
         y = y * _silu(z)
         return w[p + "out_proj.weight"] @ y
 
+    def _mixer2(self, i, h, st):
+        """Mamba2Mixer's cache step (torch_forward), the gated norm per group."""
+        f, w = self.f, self.w
+        p = "backbone.layers.%d.mixer." % i
+        DI, N, NH, P, G = f["DI"], f["N"], f["NH"], f["P"], f["G"]
+        CD = DI + 2 * G * N
+        proj = w[p + "in_proj.weight"] @ h
+        z, xbc, dt = proj[:DI], proj[DI:DI + CD], proj[DI + CD:]
+        st["conv"] = np.roll(st["conv"], -1, axis=1)
+        st["conv"][:, -1] = xbc
+        xbc = np.sum(st["conv"] * w[p + "conv1d.weight"][:, 0, :], axis=1)
+        if f["conv_bias"]:
+            xbc = xbc + w[p + "conv1d.bias"]
+        xbc = _silu(xbc)
+        x, B, C = xbc[:DI], xbc[DI:DI + G * N], xbc[DI + G * N:]
+        dt = _softplus(dt + w[p + "dt_bias"])                    # (NH)
+        A = -np.exp(w[p + "A_log"])                              # (NH)
+        heads_per_group = NH // G
+        Bh = np.repeat(B.reshape(G, N), heads_per_group, axis=0)  # (NH, N)
+        Ch = np.repeat(C.reshape(G, N), heads_per_group, axis=0)
+        xh = x.reshape(NH, P)
+        dA = np.exp(dt * A)[:, None, None]
+        st["ssm"] = st["ssm"] * dA + (dt[:, None, None] * Bh[:, None, :]) * xh[:, :, None]
+        y = np.einsum("hpn,hn->hp", st["ssm"], Ch) + w[p + "D"][:, None] * xh
+        y = y.reshape(DI) * _silu(z)
+        ng = f.get("norm_groups", G)  # 1: transformers' whole-width form (tests only)
+        yg = y.reshape(ng, DI // ng)
+        yg = yg / np.sqrt(np.mean(yg * yg, axis=1, keepdims=True) + f["eps"])
+        y = yg.reshape(DI) * w[p + "norm.weight"]
+        return w[p + "out_proj.weight"] @ y
+
     def step(self, token, state):
         """One token through every layer; returns its logits (float64)."""
         w = self.w
         x = w["backbone.embeddings.weight"][token].copy()
         for i in range(self.f["L"]):
             h = self._norm(x, w["backbone.layers.%d.norm.weight" % i])
-            x = x + self._mixer(i, h, state[i])
+            mix = self._mixer2 if self.f["v"] == 2 else self._mixer
+            x = x + mix(i, h, state[i])
         x = self._norm(x, w["backbone.norm_f.weight"])
         head = w.get("lm_head.weight", w["backbone.embeddings.weight"])
         return head @ x
@@ -222,11 +320,15 @@ class Reference:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("cmd", choices=["write"])
-    ap.add_argument("config", help="a config.json, or 'mamba-130m' for the inline public one")
+    ap.add_argument("config", help="a config.json, or 'mamba-130m' / 'mamba2-codestral' for "
+                    "the inline public ones")
     ap.add_argument("out")
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
+    if a.config == "mamba2-codestral":
+        write(shrink2(MAMBA2_CODESTRAL), a.out, a.dtype, a.seed)
+        return
     if a.config == "mamba-130m":
         cfg = MAMBA_130M
     else:

@@ -1,6 +1,7 @@
 /*
- * test_engine_mamba.c — the Mamba mixer's state through the public API (issue 26), on a
- * shrunk state-spaces/mamba-130m-hf checkpoint written by tests/ref/mamba_ref.py. A
+ * test_engine_mamba.c — the Mamba and Mamba-2 mixers' state through the public API
+ * (issue 26), on shrunk state-spaces/mamba-130m-hf and Mamba-Codestral-shaped (2 groups)
+ * checkpoints written by tests/ref/mamba_ref.py. A
  * sequence's logits must be bit for bit the same
  *   - prefilled alone in one batch, or in a chunk of 7 then one token at a time (the
  *     conv window and SSM state carried between calls),
@@ -46,7 +47,8 @@ static int setup(void **state) {
     char cmd[512];
     snprintf(cmd, sizeof cmd,
              "/usr/bin/python3 " FACET_SOURCE_DIR "/tests/ref/mamba_ref.py write mamba-130m "
-             "%s/mamba >/dev/null", dir);
+             "%s/mamba >/dev/null && /usr/bin/python3 " FACET_SOURCE_DIR
+             "/tests/ref/mamba_ref.py write mamba2-codestral %s/mamba2 >/dev/null", dir, dir);
     return sh(cmd) ? -1 : 0;
 }
 
@@ -79,15 +81,15 @@ static void forward(facet_session *s, int n, const int32_t *t, const int32_t *q,
     assert_int_equal(st, FACET_OK);
 }
 
-static void run_model(facet_weight_format wf) {
+/* name: "mamba" or "mamba2"; state: the bytes of one sequence's state by hand */
+static void run_model(const char *name, facet_weight_format wf, uint64_t state_bytes) {
     char path[256];
-    snprintf(path, sizeof path, "%s/mamba", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     facet_error err = {0};
     facet_model *m = NULL;
     facet_load_options lo = {.n_threads = 2, .weights = wf, .no_cache = 1};
     if (facet_model_load(path, &lo, &m, &err) != FACET_OK) fail_msg("load %s: %s", path, err.message);
-    { /* the plan counts what the engine allocated: weights, and the state per sequence
-       * (3 layers x d_inner 128 x (conv_kernel 4 - 1 + state_size 16) floats) */
+    { /* the plan counts what the engine allocated: weights, and the state per sequence */
         static facet_facts f;
         static facet_plan p;
         st_checkpoint ck;
@@ -101,7 +103,7 @@ static void run_model(facet_weight_format wf) {
         facet_model_info info;
         facet_model_get_info(m, &info);
         assert_int_equal(info.weight_bytes, p.weight_bytes[p.weights]);
-        assert_int_equal(p.state_bytes_per_sequence, 3 * 128 * (3 + 16) * 4);
+        assert_int_equal(p.state_bytes_per_sequence, state_bytes);
         assert_int_equal(p.kv_bytes_per_sequence, 0);
     }
 
@@ -123,7 +125,7 @@ static void run_model(facet_weight_format wf) {
             t[0] = tok(0, i);
             forward(ss, 1, t, q, out);
             if (memcmp(out, alone[0] + (size_t)i * V, sizeof(float) * V))
-                fail_msg("decode of position %d differs from the prefill", i);
+                fail_msg("%s: decode of position %d differs from the prefill", name, i);
         }
         /* a state cannot be cut back to a nonzero length */
         assert_int_equal(facet_seq_truncate(ss, 0, 5, &err), FACET_E_UNSUPPORTED);
@@ -163,8 +165,8 @@ static void run_model(facet_weight_format wf) {
             for (int k = 0; k < n; k++)
                 if (memcmp(out + (size_t)k * V, alone[q[k]] + (size_t)pos[k] * V,
                            sizeof(float) * V))
-                    fail_msg("batch %d entry %d (sequence %d position %d) differs from the "
-                             "sequence alone", b, k, q[k], pos[k]);
+                    fail_msg("%s: batch %d entry %d (sequence %d position %d) differs from "
+                             "the sequence alone", name, b, k, q[k], pos[k]);
         }
         /* batched decode steps: one token of each sequence per step */
         facet_session *solo[NSEQ];
@@ -187,7 +189,8 @@ static void run_model(facet_weight_format wf) {
             for (int s = 0; s < NSEQ; s++) {
                 forward(solo[s], 1, &bt[s], &z, one);
                 if (memcmp(out + (size_t)s * V, one, sizeof(float) * V))
-                    fail_msg("decode step %d, sequence %d: batched differs from alone", step, s);
+                    fail_msg("%s: decode step %d, sequence %d: batched differs from alone",
+                             name, step, s);
             }
         }
         free(one);
@@ -209,8 +212,8 @@ static void run_model(facet_weight_format wf) {
         facet_session_free(ss);
         for (int i = 0; i < N_LONG; i++)
             if (memcmp(out + (size_t)i * V, pieces + (size_t)i * V, sizeof(float) * V))
-                fail_msg("position %d of a 600-token prompt differs between one call and "
-                         "pieces of 97", i);
+                fail_msg("%s: position %d of a 600-token prompt differs between one call "
+                         "and pieces of 97", name, i);
         free(pieces);
     }
     for (int s = 0; s < NSEQ; s++) free(alone[s]);
@@ -220,18 +223,30 @@ static void run_model(facet_weight_format wf) {
     facet_model_free(m);
 }
 
+/* Mamba: 3 layers x d_inner 128 x (conv_kernel 4 - 1 + state_size 16) floats */
+#define MAMBA_STATE (3ull * 128 * (3 + 16) * 4)
+/* Mamba-2: 3 layers x ((128 + 2 groups x 16) conv channels x 3 + 128 x 16) floats */
+#define MAMBA2_STATE (3ull * ((128 + 2 * 2 * 16) * 3 + 128 * 16) * 4)
+
 static void test_mamba_batches_f32(void **state) {
     (void)state;
-    run_model(FACET_WEIGHTS_F32);
+    run_model("mamba", FACET_WEIGHTS_F32, MAMBA_STATE);
 }
 
 static void test_mamba_batches_bf16(void **state) {
     (void)state;
-    run_model(FACET_WEIGHTS_BF16);
+    run_model("mamba", FACET_WEIGHTS_BF16, MAMBA_STATE);
+}
+
+static void test_mamba2_batches(void **state) {
+    (void)state;
+    run_model("mamba2", FACET_WEIGHTS_F32, MAMBA2_STATE);
+    run_model("mamba2", FACET_WEIGHTS_INT8, MAMBA2_STATE);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_mamba_batches_f32),
-                                       cmocka_unit_test(test_mamba_batches_bf16)};
+                                       cmocka_unit_test(test_mamba_batches_bf16),
+                                       cmocka_unit_test(test_mamba2_batches)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

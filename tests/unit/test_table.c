@@ -171,12 +171,12 @@ static void test_unmodeled_keys(void **state) {
 
 static void test_outside_families(void **state) {
     (void)state;
-    judge_text("{\"model_type\":\"mamba2\",\"hidden_size\":64,\"state_size\":16}", "cpu");
+    judge_text("{\"model_type\":\"rwkv\",\"hidden_size\":64,\"state_size\":16}", "cpu");
     assert_string_equal(V.refusals[0].text,
-                        "REFUSED: model_type=mamba2 is not supported on cpu (supported: llama, "
+                        "REFUSED: model_type=rwkv is not supported on cpu (supported: llama, "
                         "mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, "
                         "smollm3, granite, mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe, "
-                        "granitemoeshared, gpt_oss, mamba)");
+                        "granitemoeshared, gpt_oss, mamba, mamba2)");
     assert_string_equal(refusal("state_size")->value, "16");
     /* a model_type we know with a head the table does not run */
     judge_text("{" BASE ",\"architectures\":[\"LlamaForSequenceClassification\"]}", "cpu");
@@ -222,7 +222,8 @@ static void test_format_and_error(void **state) {
     assert_true(facet_table_has_profile("qwen3"));
     assert_true(facet_table_has_profile("gemma3"));
     assert_true(facet_table_has_profile("mamba"));
-    assert_false(facet_table_has_profile("mamba2"));
+    assert_true(facet_table_has_profile("mamba2"));
+    assert_false(facet_table_has_profile("rwkv"));
 }
 
 /* Every corpus config of a profiled family that is supported (pending the probe). */
