@@ -878,59 +878,66 @@ typedef struct embed_task {
     struct embed_task *next;
 } embed_task;
 
-/* Embed inputs [g0, g0 + gn) of t in one forward pass of the embeddings' session. */
+/* Tokens one forward call of the embeddings feeds at most (bounds the rows of hidden
+ * states held at once). */
+#define SRV_EMBED_TOKENS 1024
+
+/* Embed inputs [g0, g0 + gn) of t as sequences 0..gn-1 of the embeddings' session, fed
+ * together SRV_EMBED_TOKENS tokens at a time; pooled in double, then L2-normalised. */
 static facet_status embed_group(srv_sched *s, embed_task *t, int g0, int gn,
                                 facet_error *err) {
-    int H = s->n_embd, total = 0, rows = 0;
-    for (int q = 0; q < gn; q++) {
-        total += t->n[g0 + q];
-        rows += t->pooling == SRV_POOL_MEAN ? t->n[g0 + q] : 1;
-    }
-    int32_t *tok = malloc((size_t)total * sizeof *tok), *seq = malloc((size_t)total * sizeof *seq);
-    uint8_t *want = malloc((size_t)total);
-    float *hid = malloc((size_t)rows * (size_t)H * sizeof *hid);
+    int H = s->n_embd, cap = SRV_EMBED_TOKENS;
+    int32_t *tok = malloc((size_t)cap * sizeof *tok), *seq = malloc((size_t)cap * sizeof *seq);
+    uint8_t *want = malloc((size_t)cap);
+    float *hid = malloc((size_t)cap * (size_t)H * sizeof *hid);
+    double *acc = calloc((size_t)gn * (size_t)H, sizeof *acc);
+    int fed[SRV_EMBED_SEQS] = {0};
     facet_status st = FACET_OK;
-    if (!tok || !seq || !want || !hid) {
-        st = facet_err(err, FACET_E_NOMEM, "embeddings of %d tokens", total);
+    if (!tok || !seq || !want || !hid || !acc) {
+        st = facet_err(err, FACET_E_NOMEM, "embeddings of %d inputs", gn);
         goto done;
     }
-    int k = 0;
-    for (int q = 0; q < gn; q++) {
-        int n = t->n[g0 + q];
-        for (int p = 0; p < n; p++, k++) {
-            tok[k] = t->ids[g0 + q][p];
-            seq[k] = q;
-            want[k] = t->pooling == SRV_POOL_MEAN || (t->pooling == SRV_POOL_LAST && p == n - 1) ||
-                      (t->pooling == SRV_POOL_CLS && p == 0);
+    for (int q = 0; q < gn && st == FACET_OK; q++) st = facet_seq_reset(s->esess, q, err);
+    for (;;) {
+        int k = 0;
+        for (int q = 0; q < gn && k < cap; q++) {
+            int n = t->n[g0 + q];
+            for (; fed[q] < n && k < cap; fed[q]++, k++) {
+                int p = fed[q];
+                tok[k] = t->ids[g0 + q][p];
+                seq[k] = q;
+                want[k] = t->pooling == SRV_POOL_MEAN ||
+                          (t->pooling == SRV_POOL_LAST && p == n - 1) ||
+                          (t->pooling == SRV_POOL_CLS && p == 0);
+            }
+        }
+        if (k == 0 || st != FACET_OK) break;
+        facet_batch b = {k, tok, seq, want};
+        st = facet_forward_hidden(s->esess, &b, hid, err);
+        const float *row = hid;
+        for (int i = 0; i < k && st == FACET_OK; i++) {
+            if (!want[i]) continue;
+            double *a = acc + (size_t)seq[i] * (size_t)H;
+            for (int h = 0; h < H; h++) a[h] += row[h];
+            row += H;
         }
     }
-    for (int q = 0; q < gn && st == FACET_OK; q++) st = facet_seq_reset(s->esess, q, err);
-    facet_batch b = {total, tok, seq, want};
-    if (st == FACET_OK) st = facet_forward_hidden(s->esess, &b, hid, err);
-    for (int q = 0; q < gn; q++) facet_seq_reset(s->esess, q, NULL);
+    for (int q = 0; q < gn; q++) facet_seq_release(s->esess, q, NULL); /* memory back */
     if (st != FACET_OK) goto done;
-    const float *row = hid;
     for (int q = 0; q < gn; q++) {
+        double *a = acc + (size_t)q * (size_t)H, norm = 0;
         int m = t->pooling == SRV_POOL_MEAN ? t->n[g0 + q] : 1;
-        float *out = t->out + (size_t)(g0 + q) * (size_t)H;
-        double norm = 0;
-        for (int i = 0; i < H; i++) {
-            double v = 0;
-            for (int r = 0; r < m; r++) v += row[(size_t)r * (size_t)H + i];
-            v /= m;
-            out[i] = (float)v;
-            norm += v * v;
-        }
+        for (int h = 0; h < H; h++) norm += (a[h] / m) * (a[h] / m);
         norm = sqrt(norm);
-        if (norm > 0)
-            for (int i = 0; i < H; i++) out[i] = (float)(out[i] / norm);
-        row += (size_t)m * (size_t)H;
+        float *out = t->out + (size_t)(g0 + q) * (size_t)H;
+        for (int h = 0; h < H; h++) out[h] = (float)(norm > 0 ? a[h] / m / norm : 0);
     }
 done:
     free(tok);
     free(seq);
     free(want);
     free(hid);
+    free(acc);
     return st;
 }
 

@@ -199,8 +199,9 @@ typedef enum srv_pooling {
 /* Embed n_inputs token sequences (ids[i] of n[i] tokens, each 1..n_ctx) and write each
  * pooled, L2-normalised vector (hidden_size floats) to out[i * hidden_size]. Blocks the
  * caller until done: the engine thread runs the inputs between generation steps, up to
- * SRV_EMBED_SEQS of them in one forward pass, on a session of its own (created on first
- * use; its KV memory, freed after each pass, is not counted in the KV budget). Errors:
+ * SRV_EMBED_SEQS of them together in forward calls of at most 1024 tokens, on a session
+ * of its own (created on first use; its KV memory, freed after each group, is not
+ * counted in the KV budget). Errors:
  * those of facet_forward, FACET_E_NOMEM, FACET_E_INTERNAL (the server is stopping). */
 #define SRV_EMBED_SEQS 8
 facet_status srv_sched_embed(srv_sched *s, const int32_t *const *ids, const int *n,

@@ -46,7 +46,7 @@ def servers(facet_bin, models):
     out = {}
     try:
         for mode, path in models.items():
-            out[mode] = Server(facet_bin, path, "--threads", "1", "--ctx", "256")
+            out[mode] = Server(facet_bin, path, "--threads", "1", "--ctx", "1200")
         yield out
         for s in out.values():
             s.assert_clean_exit()
@@ -75,6 +75,14 @@ def test_embeddings_equal_reference(servers, models, reference_for, mode):
         want = expected(reference_for, models[mode], ids, mode)
         assert got.shape == want.shape
         assert np.max(np.abs(got - want)) < 1e-4, (i, np.max(np.abs(got - want)))
+    # an input longer than one forward call's tokens (SRV_EMBED_TOKENS = 1024), beside
+    # a short one: fed over several calls, pooled over all of them
+    long_ids = [1] + [(7 * k) % 500 + 3 for k in range(1099)]
+    st, lr = s.post("/v1/embeddings", {"input": [INPUTS[0], long_ids]})
+    assert st == 200, lr
+    for d, ids in zip(lr["data"], [INPUTS[0], long_ids]):
+        want = expected(reference_for, models[mode], ids, mode)
+        assert np.max(np.abs(np.array(d["embedding"]) - want)) < 1e-4
     # one input alone gives the vector it gets in a batch (bits: the same forward pass
     # over one sequence's rows)
     st, one = s.post("/v1/embeddings", {"input": INPUTS[2]})
@@ -112,7 +120,7 @@ def test_text_base64_dimensions(servers, run_facet, models):
     ({"input": "a", "encoding_format": "hex"}, "encoding_format"),
     ({"input": "a", "dimensions": 0}, "dimensions"),
     ({"input": "a", "pooling": "max"}, "pooling"),
-    ({"input": [list(range(1, 300))]}, "input"),
+    ({"input": [[1] * 1201]}, "input"),
 ])
 def test_embedding_errors(servers, body, param):
     st, r = servers["last"].post("/v1/embeddings", body)
