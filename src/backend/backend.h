@@ -89,6 +89,11 @@ typedef struct facet_backend_ops {
     void (*rope)(const facet_backend *be, float *x, int n_heads, int head_dim, int rot,
                  const float *cos, const float *sin);
     void (*gated_act)(const facet_backend *be, float *gate, const float *up, int n, int act);
+    /* rows of the classic decoders: y = LayerNorm(x) w (+ b) (w, b may be NULL; y may
+     * alias x); x = act(x), an ungated MLP's activation */
+    void (*layernorm)(const facet_backend *be, float *y, const float *x, const float *w,
+                      const float *b, int n, double eps);
+    void (*act)(const facet_backend *be, float *x, int n, int act);
     void (*kv_round)(const facet_backend *be, float *x, facet_kv_type t, int n);
 
     /* what runs, for `facet plan` and the bench: the matmul kernel of a weight format

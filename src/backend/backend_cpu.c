@@ -256,6 +256,17 @@ static void cpu_gated_act(const facet_backend *be, float *gate, const float *up,
     facet_gated_act_at(ccpu(be)->k.level, gate, up, n, act);
 }
 
+static void cpu_layernorm(const facet_backend *be, float *y, const float *x, const float *w,
+                          const float *b, int n, double eps) {
+    (void)be;
+    facet_layernorm(y, x, w, b, n, eps);
+}
+
+static void cpu_act(const facet_backend *be, float *x, int n, int act) {
+    (void)be;
+    facet_act_row(x, n, act);
+}
+
 static void cpu_kv_round(const facet_backend *be, float *x, facet_kv_type t, int n) {
     facet_kv_round_at(ccpu(be)->k.level, x, t, n);
 }
@@ -326,6 +337,8 @@ static const facet_backend_ops cpu_ops = {
     .rmsnorm = cpu_rmsnorm,
     .rope = cpu_rope,
     .gated_act = cpu_gated_act,
+    .layernorm = cpu_layernorm,
+    .act = cpu_act,
     .kv_round = cpu_kv_round,
     .matmul_kernel = cpu_matmul_kernel,
     .matmul_kernel_best = cpu_matmul_kernel_best,

@@ -103,8 +103,8 @@ static void forward_logits(facet_session *s, const uint8_t *want, int n, float *
     float *dst = hidden ? logits : s->xn;
     for (int r = 0; r < n; r++) {
         if (want && !want[r]) continue;
-        s->be->ops->rmsnorm(s->be, dst + (size_t)k * H, s->x + (size_t)r * H, m->w.norm, H,
-                            f->rms_norm_eps, (float)f->norm_weight_offset);
+        facet_norm_row_bias(s, dst + (size_t)k * H, s->x + (size_t)r * H, m->w.norm,
+                            m->w.norm_bias);
         k++;
     }
     if (!k || hidden) return;

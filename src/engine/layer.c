@@ -52,13 +52,20 @@ void facet_for_rows(facet_session *s, int l, int n, facet_row_fn fn) {
     be->ops->run(be, (n + j.per - 1) / j.per, rows_task, &j);
 }
 
-void facet_norm_row(const facet_session *s, float *y, const float *x, const float *w) {
+void facet_norm_row_bias(const facet_session *s, float *y, const float *x, const float *w,
+                         const float *b) {
     const facet_facts *f = &s->model->facts;
     int H = (int)f->hidden_size;
-    if (w)
+    if (w && f->layer_norm)
+        s->be->ops->layernorm(s->be, y, x, w, b, H, f->rms_norm_eps);
+    else if (w)
         s->be->ops->rmsnorm(s->be, y, x, w, H, f->rms_norm_eps, (float)f->norm_weight_offset);
     else if (y != x)
         memcpy(y, x, sizeof(float) * (size_t)H);
+}
+
+void facet_norm_row(const facet_session *s, float *y, const float *x, const float *w) {
+    facet_norm_row_bias(s, y, x, w, NULL);
 }
 
 /* x += h * mult over one row of H. */
@@ -71,10 +78,16 @@ static void residual_row(const facet_facts *f, float *x, const float *h) {
         for (int i = 0; i < H; i++) x[i] += h[i] * mult;
 }
 
-/* The mixer's input norm: xn = RMSNorm_in(x). */
+/* The mixer's input norm: xn = RMSNorm_in(x); with a parallel residual also the FFN's
+ * input norm of the same x into xp (post_attention_layernorm, NeoX). */
 void facet_rows_in_norm(facet_session *s, int l, int r) {
     size_t H = (size_t)s->model->facts.hidden_size;
-    facet_norm_row(s, s->xn + r * H, s->x + r * H, s->model->w.layers[l].input_layernorm);
+    const facet_layer_weights *L = &s->model->w.layers[l];
+    facet_norm_row_bias(s, s->xn + r * H, s->x + r * H, L->input_layernorm,
+                        L->input_layernorm_bias);
+    if (s->model->facts.parallel_residual)
+        facet_norm_row_bias(s, s->xp + r * H, s->x + r * H, L->post_attention_layernorm,
+                            L->post_attention_layernorm_bias);
 }
 
 /* After the mixer (its output in xn): the post-mixer norm (sandwich families), the
@@ -87,8 +100,13 @@ void facet_rows_mixer_out(facet_session *s, int l, int r) {
     float *x = s->x + r * H, *xn = s->xn + r * H;
     if (f->post_norms) facet_norm_row(s, xn, xn, L->post_attention_layernorm);
     residual_row(f, x, xn);
+    if (f->parallel_residual) { /* the FFN reads the layer's input x, normed before */
+        memcpy(xn, s->xp + r * H, sizeof(float) * H);
+        return;
+    }
     const float *pre = f->post_norms ? L->pre_feedforward_layernorm : L->post_attention_layernorm;
-    facet_norm_row(s, xn, x, f->pre_norms ? pre : NULL);
+    facet_norm_row_bias(s, xn, x, f->pre_norms ? pre : NULL,
+                        f->post_norms ? NULL : L->post_attention_layernorm_bias);
 }
 
 /* After the FFN (its output in xn): the post-FFN norm (sandwich families) and the

@@ -7,8 +7,10 @@
  *
  * The layer loop (forward.c), for entries [0, n) of the chunk:
  *   xn = RMSNorm_in(x)                          facet_rows_in_norm
+ *     (parallel_residual: also xp = FFN input norm(x), from the same x)
  *   mixer->forward(s, l, n):  xn -> xn          (the block's output, before its post-norm)
  *   x += post_norm(xn); xn = FFN input norm(x)  facet_rows_mixer_out
+ *     (parallel_residual: xn = xp)
  *   ffn->forward(s, l, n):    xn -> xn
  *   x += post_norm(xn)                          facet_rows_ffn_out
  * A kind reads and writes the session's batch scratch (model_internal.h) and runs its
@@ -60,8 +62,12 @@ typedef void (*facet_row_fn)(facet_session *s, int l, int r);
 /* fn(s, l, r) for every entry r < n of layer l, in parallel when n is large. */
 void facet_for_rows(facet_session *s, int l, int n, facet_row_fn fn);
 
-/* y = RMSNorm(x) over one row of hidden_size (w NULL: copy through). */
+/* y = RMSNorm(x) over one row of hidden_size (w NULL: copy through); LayerNorm when the
+ * facts say layer_norm. */
 void facet_norm_row(const facet_session *s, float *y, const float *x, const float *w);
+/* facet_norm_row with the LayerNorm's bias b (NULL: none). */
+void facet_norm_row_bias(const facet_session *s, float *y, const float *x, const float *w,
+                         const float *b);
 
 /* The layer loop's row steps (above). */
 void facet_rows_in_norm(facet_session *s, int l, int r);

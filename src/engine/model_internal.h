@@ -31,6 +31,7 @@ typedef struct facet_expert {
  * checkpoint does not have them. */
 typedef struct facet_layer_weights {
     float *input_layernorm;     /* (H)                               when pre_norms    */
+    float *input_layernorm_bias, *post_attention_layernorm_bias; /* (H) when norm_bias */
     facet_wtensor q_proj, k_proj, v_proj; /* (nh*hd, H), (nkv*hd, H), (nkv*hd, H)      */
     float *q_bias, *k_bias, *v_bias; /* (nh*hd), (nkv*hd), (nkv*hd)  when qkv_bias     */
     facet_wtensor o_proj;       /* (H, nh*hd)                                          */
@@ -77,6 +78,7 @@ typedef struct facet_weights {
     facet_wtensor embed_tokens; /* (V, H)                                              */
     facet_layer_weights *layers;/* [L]                                                 */
     float *norm;                /* (H)                                                 */
+    float *norm_bias;           /* (H)                               when norm_bias    */
     facet_wtensor lm_head;      /* (V, H); shares embed_tokens' data when tied          */
     int lm_head_tied;
     uint64_t bytes;             /* run-time bytes of all tensors (tied lm_head once)   */
@@ -117,6 +119,8 @@ struct facet_session {
     int scratch_rows;
     float *x;                      /* (R, H) hidden states, the residual stream        */
     float *xn;                     /* (R, H) a block's normed input, then its output   */
+    float *xp;                     /* (R, H) the FFN's normed input while the mixer runs
+                                      (parallel_residual; 0 rows otherwise)              */
     float *q;                      /* (R, nh*hd) queries                               */
     float *k, *v;                  /* (R, nkv*hd) this chunk's keys and values         */
     float *att_out;                /* (R, nh*hd) attention output, before o_proj       */

@@ -93,7 +93,7 @@ typedef struct {
     size_t fixed;                  /* elements beyond rows * per_row                   */
 } scratch_buf;
 
-enum { SCRATCH_BUFS = 32 }; /* the buffers and the NULL that ends them */
+enum { SCRATCH_BUFS = 33 }; /* the buffers and the NULL that ends them */
 
 static void scratch_table(facet_session *s, scratch_buf *t) {
     const facet_facts *f = &s->model->facts;
@@ -121,6 +121,7 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
     }
     scratch_buf b[SCRATCH_BUFS] = {
         {(void **)&s->x, H, F, 0},           {(void **)&s->xn, H, F, 0},
+        {(void **)&s->xp, f->parallel_residual ? H : 0, F, 0},
         {(void **)&s->q, qd, F, 0},          {(void **)&s->k, kvd, F, 0},
         {(void **)&s->v, kvd, F, 0},         {(void **)&s->att_out, qd, F, 0},
         {(void **)&s->gate, I, F, 0},        {(void **)&s->up, I, F, 0},

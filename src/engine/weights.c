@@ -255,10 +255,77 @@ static facet_status load_mat(wload *ld, const char *name, int64_t rows, int64_t 
     return FACET_OK;
 }
 
+/* Reorder the rows (of `cols` floats; cols 1 for a vector) of a fused tensor whose n
+ * parts interleave per head (`hd` rows each) into part-major order: source row
+ * h * n * hd + p * hd + d goes to row p * (rows / n) + h * hd + d (NeoX query_key_value). */
+static facet_status heads_to_parts(float *a, int64_t rows, int64_t cols, int n, int64_t hd,
+                                   const char *name, facet_error *err) {
+    size_t row = sizeof(float) * (size_t)cols;
+    float *tmp = malloc(row * (size_t)rows);
+    if (!tmp) return facet_err(err, FACET_E_NOMEM, "cannot reorder the rows of '%s'", name);
+    int64_t heads = rows / (n * hd);
+    for (int64_t h = 0; h < heads; h++)
+        for (int p = 0; p < n; p++)
+            memcpy(tmp + (size_t)((p * heads + h) * hd * cols),
+                   a + (size_t)((h * n + p) * hd * cols), row * (size_t)hd);
+    memcpy(a, tmp, row * (size_t)rows);
+    free(tmp);
+    return FACET_OK;
+}
+
+/* A fused vector (NeoX's query_key_value bias) split into n parts of parts[i] elements,
+ * each a vector of its own ("NAME[r0:r1]" in the cache); hd > 0: the parts interleave
+ * per head of hd elements (heads_to_parts). */
+static facet_status load_split_vec(wload *ld, const char *name, const int64_t *parts, int n,
+                                   int64_t hd, float ***out, uint64_t *bytes, facet_error *err) {
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) total += parts[i];
+    const st_tensor *t;
+    facet_status st = find_tensor(ld->ck, name, total, 0, &t, err);
+    if (st != FACET_OK || ld->check_only) return st;
+    float *fused = NULL;
+    if (!ld->cache) {
+        if ((st = read_f32(t, &fused, err)) != FACET_OK) return st;
+        if (hd > 0 && (st = heads_to_parts(fused, total, 1, n, hd, name, err)) != FACET_OK) {
+            free(fused);
+            return st;
+        }
+    }
+    int64_t r0 = 0;
+    for (int i = 0; i < n && st == FACET_OK; i++) {
+        char part[300];
+        snprintf(part, sizeof part, "%s[%lld:%lld]", name, (long long)r0, (long long)(r0 + parts[i]));
+        size_t sz = sizeof(float) * (size_t)parts[i];
+        if (ld->cache) {
+            const wcache_entry *e = NULL;
+            if ((st = next_entry(ld, part, KIND_VECTOR, &e, err)) != FACET_OK) break;
+            if (e->bytes != sz) {
+                st = facet_err(err, FACET_E_FORMAT, "'%s' holds %llu bytes, expected %zu", part,
+                               (unsigned long long)e->bytes, sz);
+                break;
+            }
+            *out[i] = (float *)(uintptr_t)e->data;
+        } else {
+            if (!(*out[i] = malloc(sz))) {
+                st = facet_err(err, FACET_E_NOMEM, "cannot allocate a slice of '%s'", name);
+                break;
+            }
+            memcpy(*out[i], fused + r0, sz);
+            st = record(ld, part, KIND_VECTOR, NULL, *out[i], sz, err);
+        }
+        if (st == FACET_OK) *bytes += sz;
+        r0 += parts[i];
+    }
+    free(fused);
+    if (st == FACET_OK) progress(ld, t);
+    return st;
+}
+
 /* A fused matrix (Phi-3's qkv_proj, gate_up_proj) split by rows into n parts of
- * parts[i] rows each, every part a matrix of its own ("NAME[r0:r1]" in the cache). */
+ * parts[i] rows each, every part a matrix of its own ("NAME[r0:r1]" in the cache); hd > 0:
+ * the parts interleave per head of hd rows (NeoX, reordered first: heads_to_parts). */
 static facet_status load_split(wload *ld, const char *name, const int64_t *parts, int n, int64_t cols,
-                               facet_wtensor **out, uint64_t *bytes, facet_error *err) {
+                               int64_t hd, facet_wtensor **out, uint64_t *bytes, facet_error *err) {
     int64_t rows = 0;
     for (int i = 0; i < n; i++) rows += parts[i];
     const st_tensor *t;
@@ -266,7 +333,14 @@ static facet_status load_split(wload *ld, const char *name, const int64_t *parts
     if (st != FACET_OK || ld->check_only) return st;
     float *fused = NULL;
     int blocks = ld->native && t->gguf_qtype; /* parts sliced from the rows of blocks */
+    if (hd > 0 && blocks)
+        return facet_err(err, FACET_E_UNSUPPORTED, "'%s': per-head fused rows in a block "
+                         "format are not supported", name);
     if (!ld->cache && !blocks && (st = read_f32(t, &fused, err)) != FACET_OK) return st;
+    if (fused && hd > 0 && (st = heads_to_parts(fused, rows, cols, n, hd, name, err)) != FACET_OK) {
+        free(fused);
+        return st;
+    }
     int64_t r0 = 0;
     for (int i = 0; i < n && st == FACET_OK; i++) {
         char part[300];
@@ -472,6 +546,10 @@ static const size_t slot_field[FACET_TS_COUNT] = {
     [FACET_TS_SSM_OUT_PROJ] = offsetof(facet_layer_weights, ssm_out_proj),
     [FACET_TS_SSM_GNORM] = offsetof(facet_layer_weights, ssm_gnorm),
     [FACET_TS_NORM] = offsetof(facet_weights, norm),
+    [FACET_TS_NORM_BIAS] = offsetof(facet_weights, norm_bias),
+    [FACET_TS_INPUT_LAYERNORM_BIAS] = offsetof(facet_layer_weights, input_layernorm_bias),
+    [FACET_TS_POST_ATTENTION_LAYERNORM_BIAS] =
+        offsetof(facet_layer_weights, post_attention_layernorm_bias),
     [FACET_TS_LM_HEAD] = offsetof(facet_weights, lm_head),
 };
 
@@ -527,12 +605,16 @@ static facet_status load_row(wload *ld, const facet_facts *f, facet_weights *w,
     if (r->slot == FACET_TS_FUSED) { /* split by rows into its parts' slots */
         int64_t parts[FACET_TENSOR_SPLIT_MAX];
         facet_wtensor *outs[FACET_TENSOR_SPLIT_MAX];
+        float **vouts[FACET_TENSOR_SPLIT_MAX];
         for (int p = 0; p < r->n_split; p++) {
             const facet_tensor_row *part = facet_tensor_slot(r->split[p]);
             parts[p] = facet_tdim_value(part->dims[0], f, full);
             outs[p] = slot_ptr(w, L, part->root, r->split[p]);
+            vouts[p] = slot_ptr(w, L, part->root, r->split[p]);
         }
-        return load_split(ld, name, parts, r->n_split, d1, outs, &w->bytes, err);
+        int64_t hd = r->heads_interleaved ? f->head_dim : 0;
+        if (!r->matrix) return load_split_vec(ld, name, parts, r->n_split, hd, vouts, &w->bytes, err);
+        return load_split(ld, name, parts, r->n_split, d1, hd, outs, &w->bytes, err);
     }
     void *dst = slot_ptr(w, L, r->root, r->slot);
     /* the output projection (lm_head, or the embedding that serves as it when tied) in
@@ -646,5 +728,6 @@ void facet_weights_free(facet_model *m) {
     if (!w->lm_head_tied) wtensor_free(&w->lm_head);
     wtensor_free(&w->embed_tokens);
     free(w->norm);
+    free(w->norm_bias);
     memset(w, 0, sizeof *w);
 }

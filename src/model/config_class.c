@@ -119,6 +119,16 @@ static const facet_config_class classes[] = {
     {.model_type = "mamba2", .max_position_embeddings = 1048576, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-5,
      .act_key = "hidden_act", .act_default = "silu", .qkv_bias = 0, .o_bias = 0, .pre_norms = 1,
      .mamba = 2},
+    /* classic decoders (issue 28). GPTNeoXConfig: LayerNorm (layer_norm_eps), every
+     * Linear with a bias, an ungated MLP (dense_h_to_4h, gelu, dense_4h_to_h), rotary
+     * over rotary_pct of each head at rotary_emb_base, use_parallel_residual */
+    {.model_type = "gpt_neox", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5, .act_key = "hidden_act", .act_default = "gelu",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
+     .norm_eps_key = "layer_norm_eps", .layer_norm = 1, .ffn_ungated = 1,
+     .parallel_key = "use_parallel_residual", .parallel_default = 1,
+     .rotary_pct_key = "rotary_pct", .rotary_pct_default = 0.25,
+     .rope_theta_key = "rotary_emb_base", .attention_bias_default = 1, .mlp_bias_default = 1},
 };
 /* clang-format on */
 

@@ -76,6 +76,23 @@ typedef struct facet_config_class {
     /* state-space mixers (issue 26): 1 = MambaConfig's keys, every layer a Mamba mixer
      * without attention or FFN */
     int mamba;                    /* 1: MambaConfig, 2: Mamba2Config                    */
+    int mamba;
+    /* classic decoders (issue 28) */
+    const char *norm_eps_key;     /* the norms' eps key when not rms_norm_eps
+                                     ("layer_norm_eps"), else NULL                    */
+    int layer_norm;               /* LayerNorm (mean and variance), not RMSNorm         */
+    int ffn_ungated;              /* down(act(up h)): the MLP has no gate projection    */
+    const char *parallel_key;     /* key of the parallel attention/FFN residual flag
+                                     ("use_parallel_residual"), or NULL: sequential     */
+    int parallel_default;         /* its class default                                  */
+    const char *rotary_pct_key;   /* partial rotary under another name ("rotary_pct"),
+                                     or NULL                                            */
+    double rotary_pct_default;    /* its class default                                  */
+    const char *rope_theta_key;   /* the rope base under another name
+                                     ("rotary_emb_base"), or NULL                       */
+    int attention_bias_default;   /* attention_bias when config.json omits it           */
+    int mlp_bias_default;         /* mlp_bias when the class has no key for it (NeoX's
+                                     nn.Linear layers always carry one; probe decides)  */
 } facet_config_class;
 
 /* The class for `model_type`, or the generic PretrainedConfig defaults (model_type "")

@@ -456,6 +456,11 @@ static facet_status read_rope(reader *r, const facet_config_class *cls) {
     f->partial_rotary_factor = 1.0;
 
     TRY(get_num(r, "rope_theta", 1, &f->rope_theta));
+    if (cls->rope_theta_key) TRY(get_num(r, cls->rope_theta_key, 1, &f->rope_theta));
+    if (cls->rotary_pct_key) {
+        f->partial_rotary_factor = cls->rotary_pct_default;
+        TRY(get_num(r, cls->rotary_pct_key, 1, &f->partial_rotary_factor));
+    }
     if (cls->reads_rope_local_base_freq)
         TRY(get_num(r, "rope_local_base_freq", 1, &f->rope_local_base_freq));
     TRY(get_num(r, "partial_rotary_factor", 1, &f->partial_rotary_factor));
@@ -833,11 +838,15 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
 static facet_status read_block(reader *r, const facet_config_class *cls) {
     facet_facts *f = r->f;
     f->rms_norm_eps = cls->rms_norm_eps;
-    TRY(get_num(r, "rms_norm_eps", 1, &f->rms_norm_eps));
+    TRY(get_num(r, cls->norm_eps_key ? cls->norm_eps_key : "rms_norm_eps", 1, &f->rms_norm_eps));
     TRY(read_act(r, cls));
     f->norm_weight_offset = cls->norm_weight_offset;
     f->pre_norms = cls->pre_norms;
     f->post_norms = cls->post_norms;
+    f->layer_norm = cls->layer_norm;
+    f->ffn_ungated = cls->ffn_ungated;
+    f->parallel_residual = cls->parallel_default;
+    if (cls->parallel_key) TRY(get_bool(r, cls->parallel_key, &f->parallel_residual));
 
     /* attention */
     f->attn_logit_softcap = cls->attn_logit_softcap;
@@ -868,8 +877,10 @@ static facet_status read_block(reader *r, const facet_config_class *cls) {
     }
 
     /* biases: config keys, or fixed by the modeling code (probe decides later) */
+    f->attention_bias = cls->attention_bias_default;
     TRY(get_bool(r, "attention_bias", &f->attention_bias));
-    TRY(get_bool(r, "mlp_bias", &f->mlp_bias));
+    f->mlp_bias = cls->mlp_bias_default;
+    if (!cls->mlp_bias_default) TRY(get_bool(r, "mlp_bias", &f->mlp_bias));
     f->qkv_bias = cls->qkv_bias >= 0 ? cls->qkv_bias : f->attention_bias;
     f->o_bias = cls->o_bias >= 0 ? cls->o_bias : f->attention_bias;
     f->qk_norm = cls->qk_norm;

@@ -112,6 +112,14 @@ typedef struct facet_facts {
     int norm_weight_offset;        /* 1: RMSNorm scales by (1 + w) (Gemma)              */
     int post_norms;                /* 1: post-attention / post-FFN norms (Gemma 2/3)    */
     int pre_norms;                 /* 1: input / pre-FFN norms (0: OLMo 2 post-norm only)*/
+    int layer_norm;                /* 1: LayerNorm (x - mean) / sqrt(var + eps) * w (+ b)
+                                      instead of RMSNorm; rms_norm_eps holds its eps
+                                      (layer_norm_eps) (GPT-NeoX and the classic classes) */
+    int norm_bias;                 /* probed: the LayerNorms carry a bias               */
+    int ffn_ungated;               /* 1: down(act(up h)), no gate projection (GPT-NeoX
+                                      dense_h_to_4h / dense_4h_to_h)                     */
+    int parallel_residual;         /* 1: x + attn(norm_in(x)) + ffn(norm_ffn(x)) from the
+                                      same x (NeoX use_parallel_residual)                */
 
     /* attention */
     double attn_scale;             /* multiplier of q.k: 1/sqrt(head_dim) by default;
@@ -162,6 +170,8 @@ typedef struct facet_facts {
     int tie_word_embeddings_given; /* 1: config.json states it (else the class default) */
     int has_lm_head;               /* probed: lm_head.weight present                    */
     int fused_qkv, fused_gate_up;  /* probed: Phi-3 qkv_proj / gate_up_proj             */
+    int fused_qkv_heads;           /* probed: one q/k/v projection whose rows are per head
+                                      [q_h; k_h; v_h] (GPT-NeoX query_key_value)         */
     int probed;                    /* 1 once weight facts come from tensor headers      */
 
     /* mixture of experts (num_experts 0: every layer's FFN is dense) */

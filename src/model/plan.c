@@ -256,13 +256,15 @@ static void choose_format(const facet_backend *be, const facet_facts *f, int req
 }
 
 static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_plan *p) {
-    snprintf(p->norm_path, sizeof p->norm_path, "rmsnorm%s eps=%g",
-             f->norm_weight_offset ? "(1+w)" : "", f->rms_norm_eps);
+    snprintf(p->norm_path, sizeof p->norm_path, "%s%s eps=%g",
+             f->layer_norm ? "layernorm" : "rmsnorm", f->norm_weight_offset ? "(1+w)" : "",
+             f->rms_norm_eps);
     snprintf(p->rope_path, sizeof p->rope_path, "rope-%.31s rotate_half theta=%g%s",
              f->rope_type_name[0] ? f->rope_type_name : "default", f->rope_theta,
              f->partial_rotary_factor < 1.0 ? " partial" : "");
-    snprintf(p->ffn_path, sizeof p->ffn_path, "gated-%.47s",
-             f->act_name[0] ? f->act_name : "silu");
+    snprintf(p->ffn_path, sizeof p->ffn_path, "%s-%.47s%s", f->ffn_ungated ? "ungated" : "gated",
+             f->act_name[0] ? f->act_name : "silu",
+             f->parallel_residual ? " parallel-residual" : "");
     p->n_groups = 0;
     for (int64_t l = 0; l < f->num_hidden_layers; l++) {
         int s = f->layer_sliding[l];

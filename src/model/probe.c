@@ -130,19 +130,38 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
                    err));
     f->fused_qkv = fused_qkv;
     f->fused_gate_up = fused_gate_up;
+    /* GPT-NeoX's query_key_value (per-head rows) */
+    int qkv_heads = 0;
+    TRY(layer_fact(ck, f, prefix, L, facet_tensor_fused(FACET_TF_QKV_HEADS), &qkv_heads, err));
+    f->fused_qkv_heads = qkv_heads;
+    if (qkv_heads) TRY(expect_shape(ck, f, prefix, facet_tensor_fused(FACET_TF_QKV_HEADS), err));
+    /* LayerNorm biases (every norm of the checkpoint has one or none does) */
+    int nb = 0;
+    if (f->layer_norm)
+        TRY(layer_fact(ck, f, prefix, L, facet_tensor_slot(FACET_TS_POST_ATTENTION_LAYERNORM_BIAS),
+                       &nb, err));
+    f->norm_bias = nb;
+    /* an ungated MLP's biases are the tensors' to say (NeoX's Linear layers have them) */
+    if (f->ffn_ungated) {
+        int mb = 0;
+        TRY(layer_fact(ck, f, prefix, L, facet_tensor_slot(FACET_TS_DOWN_BIAS), &mb, err));
+        f->mlp_bias = mb;
+    }
 
     /* projection shapes against the config's head counts and head_dim */
     if (fused_qkv) {
         TRY(expect_shape(ck, f, prefix, facet_tensor_fused(FACET_TF_QKV_PROJ), err));
-    } else {
+    } else if (!qkv_heads) {
         TRY(expect_shape(ck, f, prefix, facet_tensor_slot(FACET_TS_Q_PROJ), err));
         TRY(expect_shape(ck, f, prefix, facet_tensor_slot(FACET_TS_K_PROJ), err));
     }
 
     /* biases: q, k, v must come together */
     int qb = 0, kb = 0, vb = 0, ob = 0;
-    if (fused_qkv) {
-        TRY(layer_fact(ck, f, prefix, L, facet_tensor_fused(FACET_TF_QKV_BIAS), &qb, err));
+    if (fused_qkv || qkv_heads) {
+        TRY(layer_fact(ck, f, prefix, L,
+                       facet_tensor_fused(qkv_heads ? FACET_TF_QKV_HEADS_BIAS : FACET_TF_QKV_BIAS),
+                       &qb, err));
         kb = vb = qb;
     } else {
         TRY(layer_fact(ck, f, prefix, L, facet_tensor_slot(FACET_TS_Q_BIAS), &qb, err));

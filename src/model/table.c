@@ -33,7 +33,10 @@
  * mlp_bias); tied or untied lm_head. Mixture-of-experts FFNs (engine/ffn_moe.c): a
  * router over up to 4096 experts picking k <= 64 by either routing rule, an optional
  * shared expert with or without its sigmoid gate, dense and sparse layers mixed, the
- * experts stored per expert or as 3-D tensors (split at load).
+ * experts stored per expert or as 3-D tensors (split at load). Classic decoders (issue
+ * 28): LayerNorm with or without bias, ungated MLPs (up, act, down) with biases, the
+ * parallel attention + FFN residual, NeoX's per-head fused query_key_value (reordered at
+ * load).
  * Each of these was checked against the float64 reference on shrunk checkpoints of the
  * corpus configs (tests/e2e/test_reference_families.py). */
 static const facet_caps cpu_dense = {
@@ -57,6 +60,8 @@ static const facet_caps cpu_dense = {
     .no_rope_layers = 1,
     .qkv_bias = ALLOW_BOTH, .o_bias = ALLOW_BOTH, .qk_norm = ALLOW_BOTH, .tied = ALLOW_BOTH,
     .fused_qkv = ALLOW_BOTH, .fused_gate_up = ALLOW_BOTH,
+    .layer_norm = ALLOW_BOTH, .ffn_ungated = ALLOW_BOTH, .parallel_residual = ALLOW_BOTH,
+    .fused_qkv_heads = ALLOW_BOTH, .norm_bias = ALLOW_BOTH,
     .moe_routers = BIT(FACET_ROUTER_NONE) | BIT(FACET_ROUTER_SOFTMAX_TOPK) |
                    BIT(FACET_ROUTER_TOPK_SOFTMAX),
     .experts_per_tok_max = 64,
@@ -86,6 +91,8 @@ static const facet_caps cuda_dense = {
     .sliding_window = 0,
     .qkv_bias = ALLOW_BOTH, .o_bias = ALLOW_BOTH, .qk_norm = ALLOW_BOTH, .tied = ALLOW_BOTH,
     .fused_qkv = ALLOW_FALSE, .fused_gate_up = ALLOW_FALSE,
+    .layer_norm = ALLOW_FALSE, .ffn_ungated = ALLOW_FALSE, .parallel_residual = ALLOW_FALSE,
+    .fused_qkv_heads = ALLOW_FALSE, .norm_bias = ALLOW_FALSE,
     .moe_routers = BIT(FACET_ROUTER_NONE), .shared_expert = ALLOW_FALSE,
     .dtypes = BIT(ST_F16) | BIT(ST_BF16),
 };
@@ -140,6 +147,9 @@ const facet_profile facet_profiles[] = {
      "Mamba (selective state space: conv1d + scan, no attention)", &cpu_dense, &cuda_dense},
     {"mamba2", {"Mamba2ForCausalLM"},
      "Mamba-2 (multi-head SSD, grouped B/C, per-group gated RMSNorm)", &cpu_dense, &cuda_dense},
+    {"gpt_neox", {"GPTNeoXForCausalLM"},
+     "GPT-NeoX, Pythia, RedPajama-INCITE (LayerNorm, ungated gelu MLP, parallel residual, "
+     "partial rotary, per-head fused query_key_value)", &cpu_dense, &cuda_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 

@@ -33,6 +33,9 @@ typedef struct facet_caps {
     unsigned pre_norms;           /* ALLOW_*                                           */
     unsigned post_norms;          /* ALLOW_*                                           */
     unsigned mlp_bias;            /* ALLOW_*                                           */
+    unsigned layer_norm;          /* ALLOW_*: LayerNorm instead of RMSNorm              */
+    unsigned ffn_ungated;         /* ALLOW_*: MLP without a gate projection             */
+    unsigned parallel_residual;   /* ALLOW_*: attention and FFN from the same input     */
     int softcaps;                 /* attention-logit / final-logit softcapping         */
     int multipliers;              /* embedding/residual/logits multipliers != 1        */
     int attn_scale_custom;        /* scale other than 1/sqrt(head_dim)                 */
@@ -45,6 +48,8 @@ typedef struct facet_caps {
     int ssm;                      /* Mamba mixers (state-space layers, issue 26)         */
     /* weight facts (decided by the tensor probe) */
     unsigned qkv_bias, o_bias, qk_norm, tied, fused_qkv, fused_gate_up; /* ALLOW_*     */
+    unsigned fused_qkv_heads;     /* ALLOW_*: per-head [q; k; v] rows (NeoX)            */
+    unsigned norm_bias;           /* ALLOW_*: LayerNorm biases                          */
     unsigned dtypes;              /* BIT(st_dtype)                                     */
 } facet_caps;
 

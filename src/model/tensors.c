@@ -11,8 +11,14 @@
 static int always(const facet_facts *f) { (void)f; return 1; }
 static int pre_norms(const facet_facts *f) { return f->pre_norms; }
 static int fused_qkv(const facet_facts *f) { return f->fused_qkv; }
-static int split_qkv(const facet_facts *f) { return !f->fused_qkv; }
-static int qkv_bias(const facet_facts *f) { return f->qkv_bias; }
+static int split_qkv(const facet_facts *f) { return !f->fused_qkv && !f->fused_qkv_heads; }
+static int qkv_bias(const facet_facts *f) { return f->qkv_bias && !f->fused_qkv_heads; }
+static int qkv_heads(const facet_facts *f) { return f->fused_qkv_heads; }
+static int qkv_heads_bias(const facet_facts *f) { return f->fused_qkv_heads && f->qkv_bias; }
+static int norm_bias(const facet_facts *f) { return f->norm_bias; }
+static int pre_norm_bias(const facet_facts *f) { return f->pre_norms && f->norm_bias; }
+static int gated(const facet_facts *f) { return !f->fused_gate_up && !f->ffn_ungated; }
+static int gate_bias(const facet_facts *f) { return f->mlp_bias && !f->ffn_ungated; }
 static int o_bias(const facet_facts *f) { return f->o_bias; }
 static int qk_norm(const facet_facts *f) { return f->qk_norm; }
 static int pre_ffn_norm(const facet_facts *f) { return f->post_norms && f->pre_norms; }
@@ -75,11 +81,23 @@ static int mamba2(const facet_facts *f) { return f->ssm_version == 2; }
 #define SI FACET_TD_SSM_INNER
 
 const facet_tensor_row facet_tensor_rows[] = {
-    /* Mamba: backbone.embeddings */
+    /* Mamba: backbone.embeddings; GPT-NeoX: gpt_neox.embed_in */
     {.root = FACET_TR_MODEL, .name = "embed_tokens.weight", .alt = "embeddings.weight",
+     .alt2 = "embed_in.weight",
      .gguf = "token_embd.weight", .dims = {FACET_TD_VOCAB, H}, .matrix = 1,
      .slot = FACET_TS_EMBED_TOKENS, .fused = -1, .when = always},
     VEC(L, "input_layernorm.weight", "attn_norm.weight", H, FACET_TS_INPUT_LAYERNORM, pre_norms),
+    VEC(L, "input_layernorm.bias", "attn_norm.bias", H, FACET_TS_INPUT_LAYERNORM_BIAS,
+        pre_norm_bias),
+    /* GPT-NeoX: per head h, rows [q_h; k_h; v_h] (view(heads, 3 * head_dim)) */
+    {.root = L, .name = "attention.query_key_value.weight", .dims = {FACET_TD_QKV, H},
+     .matrix = 1, .slot = FACET_TS_FUSED, .fused = FACET_TF_QKV_HEADS, .n_split = 3,
+     .split = {FACET_TS_Q_PROJ, FACET_TS_K_PROJ, FACET_TS_V_PROJ}, .when = qkv_heads,
+     .heads_interleaved = 1},
+    {.root = L, .name = "attention.query_key_value.bias", .dims = {FACET_TD_QKV, FACET_TD_NONE},
+     .matrix = 0, .slot = FACET_TS_FUSED, .fused = FACET_TF_QKV_HEADS_BIAS, .n_split = 3,
+     .split = {FACET_TS_Q_BIAS, FACET_TS_K_BIAS, FACET_TS_V_BIAS}, .when = qkv_heads_bias,
+     .heads_interleaved = 1},
     /* Phi-3: rows are q, then k, then v */
     {.root = L, .name = "self_attn.qkv_proj.weight", .gguf = "attn_qkv.weight",
      .dims = {FACET_TD_QKV, H}, .matrix = 1, .slot = FACET_TS_FUSED, .fused = FACET_TF_QKV_PROJ,
@@ -95,8 +113,12 @@ const facet_tensor_row facet_tensor_rows[] = {
     VEC(L, "self_attn.q_proj.bias", "attn_q.bias", FACET_TD_Q, FACET_TS_Q_BIAS, qkv_bias),
     VEC(L, "self_attn.k_proj.bias", "attn_k.bias", FACET_TD_KV, FACET_TS_K_BIAS, qkv_bias),
     VEC(L, "self_attn.v_proj.bias", "attn_v.bias", FACET_TD_KV, FACET_TS_V_BIAS, qkv_bias),
-    MAT(L, "self_attn.o_proj.weight", "attn_output.weight", H, FACET_TD_Q, FACET_TS_O_PROJ, always),
-    VEC(L, "self_attn.o_proj.bias", "attn_output.bias", H, FACET_TS_O_BIAS, o_bias),
+    {.root = L, .name = "self_attn.o_proj.weight", .alt = "attention.dense.weight",
+     .gguf = "attn_output.weight", .dims = {H, FACET_TD_Q}, .matrix = 1, .slot = FACET_TS_O_PROJ,
+     .fused = -1, .when = always},
+    {.root = L, .name = "self_attn.o_proj.bias", .alt = "attention.dense.bias",
+     .gguf = "attn_output.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_O_BIAS,
+     .fused = -1, .when = o_bias},
     VEC(L, "self_attn.sinks", NULL, FACET_TD_HEADS, FACET_TS_SINKS, sinks),
     VEC(L, "self_attn.q_norm.weight", "attn_q_norm.weight", FACET_TD_Q_NORM, FACET_TS_Q_NORM,
         qk_norm),
@@ -107,6 +129,8 @@ const facet_tensor_row facet_tensor_rows[] = {
     {.root = L, .name = "post_attention_layernorm.weight", .gguf = "ffn_norm.weight",
      .gguf_post = "post_attention_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
      .slot = FACET_TS_POST_ATTENTION_LAYERNORM, .fused = -1, .when = always},
+    VEC(L, "post_attention_layernorm.bias", "ffn_norm.bias", H,
+        FACET_TS_POST_ATTENTION_LAYERNORM_BIAS, norm_bias),
     VEC(L, "pre_feedforward_layernorm.weight", "ffn_norm.weight", H,
         FACET_TS_PRE_FEEDFORWARD_LAYERNORM, pre_ffn_norm),
     VEC(L, "post_feedforward_layernorm.weight", "post_ffw_norm.weight", H,
@@ -118,21 +142,26 @@ const facet_tensor_row facet_tensor_rows[] = {
           .split = {FACET_TS_GATE_PROJ, FACET_TS_UP_PROJ}, .when = fused_gate_up),
     DENSE(.root = L, .name = "mlp.gate_proj.weight", .gguf = "ffn_gate.weight",
           .dims = {FACET_TD_FFN, H}, .matrix = 1, .slot = FACET_TS_GATE_PROJ, .fused = -1,
-          .when = split_gate_up),
-    DENSE(.root = L, .name = "mlp.up_proj.weight", .gguf = "ffn_up.weight",
+          .when = gated),
+    /* ungated MLPs (facts ffn_ungated): up is NeoX's dense_h_to_4h, down dense_4h_to_h */
+    DENSE(.root = L, .name = "mlp.up_proj.weight", .alt = "mlp.dense_h_to_4h.weight",
+          .gguf = "ffn_up.weight",
           .dims = {FACET_TD_FFN, H}, .matrix = 1, .slot = FACET_TS_UP_PROJ, .fused = -1,
           .when = split_gate_up),
-    DENSE(.root = L, .name = "mlp.down_proj.weight", .gguf = "ffn_down.weight",
+    DENSE(.root = L, .name = "mlp.down_proj.weight", .alt = "mlp.dense_4h_to_h.weight",
+          .gguf = "ffn_down.weight",
           .dims = {H, FACET_TD_FFN}, .matrix = 1, .slot = FACET_TS_DOWN_PROJ, .fused = -1,
           .when = always),
     /* Llama's mlp_bias: gate, up and down all carry a bias */
     DENSE(.root = L, .name = "mlp.gate_proj.bias", .gguf = "ffn_gate.bias",
           .dims = {FACET_TD_FFN, FACET_TD_NONE}, .slot = FACET_TS_GATE_BIAS, .fused = -1,
-          .when = mlp_bias),
-    DENSE(.root = L, .name = "mlp.up_proj.bias", .gguf = "ffn_up.bias",
+          .when = gate_bias),
+    DENSE(.root = L, .name = "mlp.up_proj.bias", .alt = "mlp.dense_h_to_4h.bias",
+          .gguf = "ffn_up.bias",
           .dims = {FACET_TD_FFN, FACET_TD_NONE}, .slot = FACET_TS_UP_BIAS, .fused = -1,
           .when = mlp_bias),
-    DENSE(.root = L, .name = "mlp.down_proj.bias", .gguf = "ffn_down.bias",
+    DENSE(.root = L, .name = "mlp.down_proj.bias", .alt = "mlp.dense_4h_to_h.bias",
+          .gguf = "ffn_down.bias",
           .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_DOWN_BIAS, .fused = -1, .when = mlp_bias),
     /* mixture-of-experts layers: the router, by layout */
     SMAT("block_sparse_moe.gate.weight", NULL, FACET_TD_EXPERTS, H,
@@ -210,12 +239,17 @@ const facet_tensor_row facet_tensor_rows[] = {
     SSM("mixer.D", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_D, always),
     SSM("mixer.norm.weight", SI, FACET_TD_NONE, 0, FACET_TS_SSM_GNORM, mamba2),
     SSM("mixer.out_proj.weight", H, SI, 1, FACET_TS_SSM_OUT_PROJ, always),
-    /* Mamba: backbone.norm_f */
+    /* Mamba: backbone.norm_f; GPT-NeoX: gpt_neox.final_layer_norm */
     {.root = FACET_TR_MODEL, .name = "norm.weight", .alt = "norm_f.weight",
+     .alt2 = "final_layer_norm.weight",
      .gguf = "output_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
      .slot = FACET_TS_NORM, .fused = -1, .when = always},
+    {.root = FACET_TR_MODEL, .name = "norm.bias", .alt = "final_layer_norm.bias",
+     .gguf = "output_norm.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_NORM_BIAS,
+     .fused = -1, .when = norm_bias},
     /* present means untied, whatever tie_word_embeddings says (probe.c) */
     {.root = FACET_TR_TOP, .name = "lm_head.weight", .alt = "language_model.lm_head.weight",
+     .alt2 = "embed_out.weight", /* GPT-NeoX */
      .gguf = "output.weight", .dims = {FACET_TD_VOCAB, H}, .matrix = 1, .slot = FACET_TS_LM_HEAD,
      .fused = -1, .when = lm_head},
 };
@@ -338,7 +372,7 @@ int facet_tensor_prefix(const st_checkpoint *ck, char *out, size_t cap) {
     /* *ForCausalLM checkpoints use "model."; multimodal wrappers whose text model is
      * loaded alone nest it deeper */
     static const char *const known[] = {"model.", "model.language_model.",
-                                        "language_model.model.", "transformer.", "backbone.",
+                                        "language_model.model.", "transformer.", "backbone.", "gpt_neox.",
                                         ""};
     char probe[128];
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
@@ -351,37 +385,32 @@ int facet_tensor_prefix(const st_checkpoint *ck, char *out, size_t cap) {
     return 0;
 }
 
-const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_row *r,
-                                   const char *prefix, int64_t layer, char *name, size_t cap) {
+/* Row r's tensor under spelling `what` (its name, alt or alt2), named into name. */
+static const st_tensor *find_spelling(const st_checkpoint *ck, const facet_tensor_row *r,
+                                      const char *what, const char *prefix, int64_t layer,
+                                      char *name, size_t cap) {
     switch (r->root) {
-    case FACET_TR_MODEL: {
-        snprintf(name, cap, "%s%s", prefix, r->name);
-        const st_tensor *t = st_checkpoint_find(ck, name);
-        if (t || !r->alt) return t;
-        char alt[512];
-        snprintf(alt, sizeof alt, "%s%s", prefix, r->alt);
-        if ((t = st_checkpoint_find(ck, alt))) snprintf(name, cap, "%s", alt);
-        return t;
-    }
+    case FACET_TR_MODEL: snprintf(name, cap, "%s%s", prefix, what); break;
     case FACET_TR_LAYER:
-        if (r->tail) return facet_tensor_find_expert(ck, r, prefix, layer, 0, name, cap);
-        snprintf(name, cap, "%slayers.%lld.%s", prefix, (long long)layer, r->name);
+        snprintf(name, cap, "%slayers.%lld.%s", prefix, (long long)layer, what);
         break;
-    case FACET_TR_TOP: {
-        const st_tensor *t = st_checkpoint_find(ck, r->name);
-        if (t || !r->alt) {
-            snprintf(name, cap, "%s", r->name);
-            return t;
-        }
-        if ((t = st_checkpoint_find(ck, r->alt))) {
-            snprintf(name, cap, "%s", r->alt);
-            return t;
-        }
-        snprintf(name, cap, "%s", r->name);
-        return NULL;
-    }
+    case FACET_TR_TOP: snprintf(name, cap, "%s", what); break;
     }
     return st_checkpoint_find(ck, name);
+}
+
+const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_row *r,
+                                   const char *prefix, int64_t layer, char *name, size_t cap) {
+    if (r->root == FACET_TR_LAYER && r->tail)
+        return facet_tensor_find_expert(ck, r, prefix, layer, 0, name, cap);
+    const char *const spell[3] = {r->name, r->alt, r->alt2};
+    for (int i = 0; i < 3; i++) {
+        if (!spell[i]) continue;
+        const st_tensor *t = find_spelling(ck, r, spell[i], prefix, layer, name, cap);
+        if (t) return t;
+    }
+    find_spelling(ck, r, r->name, prefix, layer, name, cap); /* the first name tried */
+    return NULL;
 }
 
 const st_tensor *facet_tensor_find_expert(const st_checkpoint *ck, const facet_tensor_row *r,

@@ -120,6 +120,9 @@ typedef enum facet_tslot {
     FACET_TS_SSM_GNORM,        /* (d_inner) Mamba-2's gated RMSNorm before out_proj    */
     FACET_TS_NORM,
     FACET_TS_LM_HEAD,
+    FACET_TS_INPUT_LAYERNORM_BIAS,          /* (H) LayerNorm biases (facts norm_bias)   */
+    FACET_TS_POST_ATTENTION_LAYERNORM_BIAS, /* (H)                                      */
+    FACET_TS_NORM_BIAS,                     /* (H) the final norm's                     */
     FACET_TS_COUNT,
     FACET_TS_FUSED = -1, /* a fused row: its parts go to `split`                     */
 } facet_tslot;
@@ -130,6 +133,8 @@ typedef enum facet_tfused {
     FACET_TF_QKV_BIAS, /* probed only: the loader takes q/k/v biases unfused */
     FACET_TF_GATE_UP_PROJ,
     FACET_TF_SHARED_INPUT, /* Granite-MoE-shared shared_mlp.input_linear: gate, up */
+    FACET_TF_QKV_HEADS,    /* GPT-NeoX query_key_value: per head [q_h; k_h; v_h] rows */
+    FACET_TF_QKV_HEADS_BIAS,
     FACET_TF_COUNT,
 } facet_tfused;
 
@@ -148,7 +153,10 @@ typedef enum facet_tscope {
 typedef struct facet_tensor_row {
     facet_troot root;
     const char *name;         /* module path below the root ("self_attn.q_proj.weight")  */
-    const char *alt;          /* TOP and MODEL rows: the second name tried, or NULL       */
+    const char *alt;          /* the second name tried (another class's spelling of the
+                                 same tensor: Mamba's embeddings, NeoX's attention.dense), or
+                                 NULL                                                        */
+    const char *alt2;         /* a third name tried, or NULL                               */
     facet_tdim dims[2];       /* shape; dims[1] == FACET_TD_NONE for a vector              */
     int matrix;               /* 1: a weight matrix (run-time format); 0: float32 vector  */
     facet_tslot slot;         /* destination, or FACET_TS_FUSED                           */
@@ -173,6 +181,9 @@ typedef struct facet_tensor_row {
     int conv3d;               /* float32 rows: 1 = shaped [dims[0], 1, dims[1]] (a depthwise
                                  conv1d weight); otherwise a float32 row with dims[1] set
                                  is [dims[0], dims[1]]                                     */
+    int heads_interleaved;    /* fused rows: the parts interleave per head, rows
+                                 [h * n_split * hd + p * hd, + hd) are part p's head h (NeoX
+                                 query_key_value); reordered to part-major at load         */
 } facet_tensor_row;
 
 /* Whether layer `layer` of facts f holds row r (its scope). */

@@ -165,6 +165,11 @@ BOOL_ROW(check_qk_norm, range_qk_norm, qk_norm, qk_norm)
 BOOL_ROW(check_tied, range_tied, tie_word_embeddings, tied)
 BOOL_ROW(check_fused_qkv, range_fused_qkv, fused_qkv, fused_qkv)
 BOOL_ROW(check_fused_gate_up, range_fused_gate_up, fused_gate_up, fused_gate_up)
+BOOL_ROW(check_layer_norm, range_layer_norm, layer_norm, layer_norm)
+BOOL_ROW(check_ffn_ungated, range_ffn_ungated, ffn_ungated, ffn_ungated)
+BOOL_ROW(check_parallel, range_parallel, parallel_residual, parallel_residual)
+BOOL_ROW(check_fused_qkv_heads, range_fused_qkv_heads, fused_qkv_heads, fused_qkv_heads)
+BOOL_ROW(check_norm_bias, range_norm_bias, norm_bias, norm_bias)
 
 CHECK(check_attn_softcap) {
     snprintf(v, n, "%g", f->attn_logit_softcap);
@@ -310,6 +315,9 @@ const facet_row facet_rows[] = {
     {"pre_norms",                0, check_pre_norms,          range_pre_norms},
     {"post_norms",               0, check_post_norms,         range_post_norms},
     {"mlp_bias",                 0, check_mlp_bias,           range_mlp_bias},
+    {"layer_norm",               0, check_layer_norm,         range_layer_norm},
+    {"ungated mlp",              0, check_ffn_ungated,        range_ffn_ungated},
+    {"parallel residual",        0, check_parallel,           range_parallel},
     {"attn_logit_softcapping",   0, check_attn_softcap,       range_softcap},
     {"final_logit_softcapping",  0, check_final_softcap,      range_softcap},
     {"embedding_multiplier",     0, check_embedding_multiplier, range_multiplier},
@@ -327,6 +335,8 @@ const facet_row facet_rows[] = {
     {"tied lm_head",             1, check_tied,               range_tied},
     {"fused qkv_proj",           1, check_fused_qkv,          range_fused_qkv},
     {"fused gate_up_proj",       1, check_fused_gate_up,      range_fused_gate_up},
+    {"per-head fused qkv",       1, check_fused_qkv_heads,    range_fused_qkv_heads},
+    {"layer norm bias",          1, check_norm_bias,          range_norm_bias},
     {"weight dtypes",            1, check_dtypes,             range_dtypes},
 };
 const int facet_n_rows = (int)(sizeof facet_rows / sizeof facet_rows[0]);

@@ -353,6 +353,8 @@ def tensor_specs(config, experts_layout=None):
         raise ValueError("experts_layout %r: expected one of %s" % (layout, EXPERTS_LAYOUTS))
     H, I, V = f.hidden_size, f.intermediate_size, f.vocab_size
     nh, kv, hd = f.num_attention_heads, f.num_key_value_heads, f.head_dim
+    if f.classic == "gpt_neox":
+        return _neox_specs(f)
     specs = [("model.embed_tokens.weight", (V, H), ("embed",))]
     for i in range(f.num_hidden_layers):
         p = "model.layers.%d." % i
@@ -400,6 +402,32 @@ def tensor_specs(config, experts_layout=None):
     specs.append(("model.norm.weight", (H,), ("norm",)))
     if not f.tie_word_embeddings:
         specs.append(("lm_head.weight", (V, H), ("linear", H, "lm_head")))
+    return specs
+
+
+def _neox_specs(f):
+    """GPTNeoXForCausalLM's tensors (modeling_gpt_neox): every Linear and LayerNorm with
+    a bias; query_key_value rows per head [q_h; k_h; v_h]; embed_out untied."""
+    H, I, V = f.hidden_size, f.intermediate_size, f.vocab_size
+    Q = f.num_attention_heads * f.head_dim
+    specs = [("gpt_neox.embed_in.weight", (V, H), ("embed",))]
+    for i in range(f.num_hidden_layers):
+        p = "gpt_neox.layers.%d." % i
+        for n in ("input_layernorm", "post_attention_layernorm"):
+            specs.append((p + n + ".weight", (H,), ("norm",)))
+            specs.append((p + n + ".bias", (H,), ("bias",)))
+        specs.append((p + "attention.query_key_value.weight", (3 * Q, H), ("linear", H)))
+        specs.append((p + "attention.query_key_value.bias", (3 * Q,), ("bias",)))
+        specs.append((p + "attention.dense.weight", (H, Q), ("linear", Q)))
+        specs.append((p + "attention.dense.bias", (H,), ("bias",)))
+        specs.append((p + "mlp.dense_h_to_4h.weight", (I, H), ("linear", H)))
+        specs.append((p + "mlp.dense_h_to_4h.bias", (I,), ("bias",)))
+        specs.append((p + "mlp.dense_4h_to_h.weight", (H, I), ("linear", I)))
+        specs.append((p + "mlp.dense_4h_to_h.bias", (H,), ("bias",)))
+    specs.append(("gpt_neox.final_layer_norm.weight", (H,), ("norm",)))
+    specs.append(("gpt_neox.final_layer_norm.bias", (H,), ("bias",)))
+    if not f.tie_word_embeddings:
+        specs.append(("embed_out.weight", (V, H), ("linear", H, "lm_head")))
     return specs
 
 
@@ -454,7 +482,9 @@ def init_tensor(name, shape, init, seed, facts, logit_std=2.0, bias_std=0.1, nor
         else:
             std = gain / math.sqrt(init[1])
             if facts.block == "pre" and name.endswith(("o_proj.weight", "down_proj.weight", "w2.weight",
-                                                       "experts.down_proj", "output_linear.weight")):
+                                                       "experts.down_proj", "output_linear.weight",
+                                                       "attention.dense.weight",
+                                                       "mlp.dense_4h_to_h.weight")):
                 std *= sc["out_gain"]
             if facts.qk_norm is None and (name.endswith("q_proj.weight") or name.endswith("k_proj.weight")):
                 std *= sc["qk_gain"]

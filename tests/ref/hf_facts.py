@@ -91,6 +91,23 @@ FAMILIES = {
     "gpt_oss": dict(tie=False, eps=1e-5, theta=150000.0, act_keys=("hidden_act",), act="silu",
                     qkv_bias="attention_bias", sliding="alternate", sliding_default=128, sinks=True,
                     moe="gpt_oss"),
+    # Classic decoders (issue 28; classic: see CLASSIC below). GPTNeoXConfig: gelu (erf),
+    # layer_norm_eps 1e-5, rotary_pct 0.25, rotary_emb_base 10000, use_parallel_residual
+    # True, attention_bias True, untied embed_out.
+    "gpt_neox": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="gelu",
+                     qkv_bias="attention_bias", attention_bias=True, sliding="none",
+                     classic="gpt_neox"),
+}
+
+# The classic decoders' config keys (transformers configuration_*.py / modeling_*.py):
+#   eps_key: the LayerNorm eps; rotary_pct: (key, default) of the rotated share of each
+#   head; theta_key: the rope base's key (older spelling; rope_theta wins when present);
+#   parallel: (key, default) of the parallel attention/MLP residual; norm: "layer"
+#   (LayerNorm with weight and bias); gated: False for the ungated MLP (up, act, down).
+CLASSIC = {
+    "gpt_neox": dict(eps_key="layer_norm_eps", rotary_pct=("rotary_pct", 0.25),
+                     theta_key="rotary_emb_base", parallel=("use_parallel_residual", True),
+                     norm="layer", gated=False),
 }
 
 # Mixture-of-experts semantics per config class (transformers modeling_*.py):
@@ -204,6 +221,11 @@ class Facts:
     moe_biases: bool = False           # router and expert biases (gpt-oss)
     swiglu_limit: Optional[float] = None  # gpt-oss's clamped SwiGLU
     attn_sinks: bool = False           # per-head attention sinks (gpt-oss)
+    # classic decoders (CLASSIC): their tensor names are the class's own
+    classic: Optional[str] = None  # None | "gpt_neox"
+    norm: str = "rms"              # "rms" | "layer" (LayerNorm: mean, variance, w, b)
+    parallel: bool = False         # x + attn(ln1(x)) + mlp(ln2(x))
+    gated: bool = True             # False: mlp = down(act(up(x)))
 
 
 def text_config(config):
@@ -301,6 +323,17 @@ def facts(config):
     if mt not in FAMILIES:
         raise NotImplementedError("model_type=%r is not implemented by the reference" % mt)
     fam = FAMILIES[mt]
+    classic = CLASSIC.get(fam.get("classic"))
+    if classic:
+        # the class's own key names, read as the modeling code reads them
+        cfg = dict(cfg)
+        cfg["rms_norm_eps"] = _get(cfg, classic["eps_key"], fam["eps"])
+        k, d = classic["rotary_pct"]
+        cfg["partial_rotary_factor"] = _get(cfg, k, d)
+        if cfg.get("rope_theta") is None and cfg.get(classic["theta_key"]) is not None:
+            cfg["rope_theta"] = cfg[classic["theta_key"]]
+        if cfg.get("attention_bias") is None:
+            cfg["attention_bias"] = fam.get("attention_bias", False)
     hidden = int(cfg["hidden_size"])
     heads = int(cfg["num_attention_heads"])
     kv = int(_get(cfg, "num_key_value_heads", heads))
@@ -411,4 +444,7 @@ def facts(config):
         layer_types=layer_types, sliding_window=None if window is None else int(window),
         rope_global=rope("full_attention"), rope_local=rope("sliding_attention"),
         use_rope=use_rope, attn_sinks=bool(fam.get("sinks")), **moe,
+        classic=fam.get("classic"), norm=classic["norm"] if classic else "rms",
+        parallel=bool(_get(cfg, classic["parallel"][0], classic["parallel"][1])) if classic else False,
+        gated=classic["gated"] if classic else True,
     )

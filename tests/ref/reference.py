@@ -87,6 +87,15 @@ def rms_norm(x, w, eps, offset=0.0):
     return y * (offset + w)
 
 
+def layer_norm(x, w, b, eps):
+    """torch.nn.LayerNorm over the last axis (biased variance), float64."""
+    x = np.asarray(x, dtype=np.float64)
+    mu = np.mean(x, axis=-1, keepdims=True)
+    var = np.mean((x - mu) ** 2, axis=-1, keepdims=True)
+    y = (x - mu) / np.sqrt(var + eps) * w
+    return y if b is None else y + b
+
+
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
@@ -263,6 +272,9 @@ class Reference:
         self.facts = hf_facts.facts(self.config)
         self.w = safetensors_io.TensorStore(folder)
         names = self.w.names()
+        if self.facts.classic:
+            self._classic_init(folder, names, weights_round)
+            return
         emb = [n for n in names if n.endswith("embed_tokens.weight")]
         if len(emb) != 1:
             raise ValueError("%s: expected one *embed_tokens.weight, found %s" % (folder, emb))
@@ -277,6 +289,74 @@ class Reference:
         if f.num_attention_heads % f.num_key_value_heads:
             raise ValueError("num_attention_heads %d not a multiple of num_key_value_heads %d"
                              % (f.num_attention_heads, f.num_key_value_heads))
+
+    # -- classic decoders (issue 28), each with its class's own tensor names
+    # GPT-NeoX (modeling_gpt_neox): h = embed_in[ids]; per layer
+    #   a = dense(attn(LN_in(h)))  with q, k, v = query_key_value(x).view(T, heads, 3 hd)
+    #       split in three per head, rotary (rotate_half) on the first rotary_ndims dims
+    #   parallel: h = h + a + mlp(LN_post(h));  else h' = h + a; h = h' + mlp(LN_post(h'))
+    #   mlp(x) = dense_4h_to_h(act(dense_h_to_4h(x)))
+    # logits = embed_out(final_layer_norm(h)).
+    CLASSIC_NAMES = {
+        "gpt_neox": dict(embed="gpt_neox.embed_in.weight", layer="gpt_neox.layers.%d.",
+                         ln_in="input_layernorm", ln_post="post_attention_layernorm",
+                         qkv="attention.query_key_value", o="attention.dense",
+                         up="mlp.dense_h_to_4h", down="mlp.dense_4h_to_h",
+                         final="gpt_neox.final_layer_norm", head="embed_out.weight"),
+    }
+
+    def _classic_init(self, folder, names, weights_round):
+        self.names = self.CLASSIC_NAMES[self.facts.classic]
+        self.prefix = ""
+        self.lm_head_name = self.names["head"] if self.names["head"] in names else None
+        if weights_round:
+            import weights_round as wr
+            self.w = wr.RoundedStore(self.w, weights_round, self.lm_head_name or self.names["embed"])
+
+    def _ln(self, x, name):
+        return layer_norm(x, self._t(name + ".weight"), self._opt(name + ".bias"),
+                          self.facts.rms_norm_eps)
+
+    def _classic_attention(self, layer, x, positions, cache):
+        f, n = self.facts, self.names
+        T = x.shape[0]
+        nh, hd = f.num_attention_heads, f.head_dim
+        qkv = self._linear(x, n["layer"] % layer + n["qkv"]).reshape(T, nh, 3 * hd)
+        q, k, v = qkv[..., :hd], qkv[..., hd:2 * hd], qkv[..., 2 * hd:]
+        rope = self._rope(layer, positions, cache)
+        q = apply_rope(q, positions, *rope)
+        k = apply_rope(k, positions, *rope)
+        if self.kv_round:
+            k, v = round_kv(k, self.kv_round), round_kv(v, self.kv_round)
+        if self.kv_round == "bf16":
+            q = round_kv(q, "bf16")
+        if cache.k[layer] is None:
+            cache.k[layer], cache.v[layer] = k, v
+        else:
+            cache.k[layer] = np.concatenate([cache.k[layer], k], axis=0)
+            cache.v[layer] = np.concatenate([cache.v[layer], v], axis=0)
+        K, V = cache.k[layer], cache.v[layer]
+        scores = np.einsum("thd,shd->hts", q, K) * f.attn_scale
+        S = K.shape[0]
+        allowed = np.arange(S)[None, :] <= np.asarray(positions)[:, None]
+        scores = np.where(allowed[None], scores, -np.inf)
+        scores -= scores.max(axis=-1, keepdims=True)
+        probs = np.exp(scores)
+        probs /= probs.sum(axis=-1, keepdims=True)
+        out = np.einsum("hts,shd->thd", probs, V).reshape(T, nh * hd)
+        return self._linear(out, n["layer"] % layer + n["o"])
+
+    def _classic_mlp(self, layer, x):
+        n, p = self.names, self.names["layer"] % layer
+        return self._linear(activation(self.facts.hidden_act, self._linear(x, p + n["up"])), p + n["down"])
+
+    def _classic_layer(self, layer, h, positions, cache):
+        n, p = self.names, self.names["layer"] % layer
+        a = self._classic_attention(layer, self._ln(h, p + n["ln_in"]), positions, cache)
+        if self.facts.parallel:
+            return h + a + self._classic_mlp(layer, self._ln(h, p + n["ln_post"]))
+        h = h + a
+        return h + self._classic_mlp(layer, self._ln(h, p + n["ln_post"]))
 
     # -- weights
     def _t(self, name):
@@ -298,6 +378,8 @@ class Reference:
     # -- blocks
     def _embed(self, ids):
         f = self.facts
+        if f.classic:
+            return self._t(self.names["embed"])[np.asarray(ids, dtype=np.int64)]
         h = self._t("embed_tokens.weight")[np.asarray(ids, dtype=np.int64)]
         if f.embed_multiplier is not None:
             m = f.embed_multiplier
@@ -484,6 +566,8 @@ class Reference:
 
     def _layer(self, layer, h, positions, cache):
         f = self.facts
+        if f.classic:
+            return self._classic_layer(layer, h, positions, cache)
         p = "layers.%d." % layer
         rm = f.residual_multiplier
         if f.block == "post":  # OLMo 2
@@ -502,6 +586,10 @@ class Reference:
 
     def _head(self, h):
         f = self.facts
+        if f.classic:
+            h = self._ln(h, self.names["final"])
+            W = self.w[self.lm_head_name] if self.lm_head_name else self._t(self.names["embed"])
+            return h @ W.T
         h = self._norm(h, "norm")
         if f.tie_word_embeddings or self.lm_head_name is None:
             if not f.tie_word_embeddings:

@@ -51,7 +51,7 @@ static void test_supported_and_pending(void **state) {
     assert_int_equal(V.status, FACET_VERDICT_PENDING_PROBE);
     assert_int_equal(V.n_refusals, 0);
     assert_string_equal(V.profile, "llama");
-    assert_int_equal(V.n_pending, 7);
+    assert_int_equal(V.n_pending, 9);
     assert_string_equal(V.pending[V.n_pending - 1], "weight dtypes");
     probed((1u << ST_BF16) | (1u << ST_F32));
     assert_int_equal(V.status, FACET_VERDICT_SUPPORTED);
@@ -176,7 +176,7 @@ static void test_outside_families(void **state) {
                         "REFUSED: model_type=rwkv is not supported on cpu (supported: llama, "
                         "mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, "
                         "smollm3, granite, mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe, "
-                        "granitemoeshared, gpt_oss, mamba, mamba2)");
+                        "granitemoeshared, gpt_oss, mamba, mamba2, gpt_neox)");
     assert_string_equal(refusal("state_size")->value, "16");
     /* a model_type we know with a head the table does not run */
     judge_text("{" BASE ",\"architectures\":[\"LlamaForSequenceClassification\"]}", "cpu");

@@ -383,4 +383,12 @@ float facet_dot_f32(const float *a, const float *b, int n);
 /* y[i] = fma(a, x[i], y[i]) for i < n (one rounding per element, every path). */
 void facet_axpy_f32(float *y, float a, const float *x, int n);
 
+/* LayerNorm over one row of n (norm_act.c): y = (x - mean) / sqrt(var + eps) * w + b,
+ * mean and (biased) variance in double; w or b NULL: 1 / 0. y may alias x. */
+void facet_layernorm(float *y, const float *x, const float *w, const float *b, int n, double eps);
+
+/* x = act(x) over n elements, act a facet_act (silu, gelu tanh form, gelu erf form): the
+ * activation of an ungated MLP (norm_act.c). */
+void facet_act_row(float *x, int n, int act);
+
 #endif
