@@ -95,17 +95,19 @@ int srv_client_gone(struct MHD_Connection *c) {
 /* The served model's object: OpenAI's fields, vLLM's max_model_len, and what a client
  * needs to know before it calls: whether chat completions work (a usable chat template),
  * the tool-call format the template shows (null when none: tools are refused), the
- * context length, and whether the checkpoint is an embedding model (a pooling config). */
+ * context length, whether the checkpoint is an embedding model (a pooling config), and
+ * whether its template reasons (<think>: reasoning_content is split out). */
 static json_t *model_object(const srv_server *s) {
     int tools = s->chat && s->toolcall_format != FACET_TOOLCALL_NONE;
-    return json_pack("{s:s,s:s,s:I,s:s,s:i,s:{s:b,s:o,s:i,s:b}}", "id", s->model_id, "object",
+    return json_pack("{s:s,s:s,s:I,s:s,s:i,s:{s:b,s:o,s:i,s:b,s:b}}", "id", s->model_id,
+                     "object",
                      "model", "created", (json_int_t)s->created, "owned_by", "facet",
                      "max_model_len", s->n_ctx, "capabilities", "chat_template", s->chat != NULL,
                      "tools",
                      tools ? json_string(facet_toolcall_format_name(s->toolcall_format))
                            : json_null(),
                      "context_length", s->n_ctx, "embeddings",
-                     s->pooling_config && s->pooling >= 0);
+                     s->pooling_config && s->pooling >= 0, "reasoning", s->chat && s->reasoning);
 }
 
 static enum MHD_Result handle_models(srv_server *s, struct MHD_Connection *c) {

@@ -70,11 +70,12 @@ def test_health_and_models(server):
 def test_models_capabilities(server):
     """The model object says what a client can call: stories260k has no chat template
     (chat completions refused, no tool format), its context is max_position_embeddings
-    (config.json: 512), and no model has embeddings; /v1/models/ID gives the same."""
+    (config.json: 512), it has no pooling config (embeddings false) and no reasoning
+    template; /v1/models/ID gives the same."""
     status, _, data = server.get("/v1/models")
     m = json.loads(data)["data"][0]
     assert m["capabilities"] == {"chat_template": False, "tools": None, "context_length": 512,
-                                 "embeddings": False}, m
+                                 "embeddings": False, "reasoning": False}, m
     assert m["max_model_len"] == 512
     status, _, data = server.get("/v1/models/stories260k")
     assert status == 200 and json.loads(data) == m

@@ -49,9 +49,9 @@ def test_models_capabilities_chat(server, tool_server):
     caps = [json.loads(s.get("/v1/models")[2])["data"][0]["capabilities"]
             for s in (server, tool_server)]
     assert caps[0] == {"chat_template": True, "tools": None, "context_length": 512,
-                       "embeddings": False}
+                       "embeddings": False, "reasoning": False}
     assert caps[1] == {"chat_template": True, "tools": "hermes", "context_length": 1024,
-                       "embeddings": False}
+                       "embeddings": False, "reasoning": False}
 
 
 def test_chat_without_model(server, run_facet, chat_model):

@@ -119,6 +119,8 @@ def test_enable_thinking_false_reaches_the_template(servers, templates, run_face
     sa, _ = servers
     model_dir = sa.proc.args[2]
     plain = chat(sa)
+    caps = json.loads(sa.get("/v1/models")[2])["data"][0]["capabilities"]
+    assert caps["reasoning"] is True and caps["chat_template"] is True
     off = chat(sa, chat_template_kwargs={"enable_thinking": False})
     want_plain = tokenize(run_facet, model_dir, render(templates[0], MSGS))
     want_off = tokenize(run_facet, model_dir,
