@@ -375,7 +375,7 @@ static void refuse(facet_verdict *out, const char *fact, const char *value,
     facet_refusal *r = &out->refusals[out->n_refusals++];
     snprintf(r->fact, sizeof r->fact, "%.63s", fact);
     snprintf(r->value, sizeof r->value, "%.95s", value);
-    snprintf(r->supported, sizeof r->supported, "%.191s", supported ? supported : "");
+    snprintf(r->supported, sizeof r->supported, "%.319s", supported ? supported : "");
     if (supported && !strcmp(fact, "backend"))
         snprintf(r->text, sizeof r->text, "REFUSED: backend=%s is not supported (supported: %s)",
                  value, supported);
@@ -434,7 +434,7 @@ void facet_judge(const facet_facts *f, const char *backend, facet_verdict *out) 
     if (c && !c->built) refuse(out, "backend", backend, NULL);
 
     if (!p) {
-        char list[192] = "";
+        char list[320] = "";
         for (int i = 0; i < facet_n_profiles; i++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
                      facet_profiles[i].model_type);
