@@ -243,7 +243,52 @@ static void init_check(void *p, long n, int st) {
 static void test_init_fails_cleanly(void **state) {
     (void)state;
     init_ctx c;
-    assert_int_equal(alloc_fail_sweep(init_op, init_check, &c, 0, 1), 3);
+    /* the kind, sequence and state-size tables, then the success */
+    assert_int_equal(alloc_fail_sweep(init_op, init_check, &c, 0, 1), 4);
+}
+
+/* A cache whose layer 1 is a STATE slot (a recurrent mixer's state, 40 floats): a first
+ * reserve allocates the table, layer 0's and 2's keys and values and the state; each
+ * failure leaves the sequence without memory, the next reserve gives a zero state;
+ * growth keeps the state (same buffer, same contents) and its failures leave it so. */
+static void test_state_slot_fails_cleanly(void **state) {
+    (void)state;
+    facet_kv_cache kv;
+    assert_int_equal(facet_kv_cache_init(&kv, L, NKV, HD, NULL, 0, FACET_KV_F32, 2, CTX, NULL),
+                     FACET_OK);
+    facet_kv_cache_set_state(&kv, 1, 40 * sizeof(float));
+    long runs = 0;
+    for (long n = 1;; n++, runs++) {
+        alloc_fail_arm(n, 0);
+        facet_status st = facet_kv_cache_reserve(&kv, 0, 10, NULL);
+        long failed = alloc_fail_disarm();
+        if (!failed) {
+            assert_int_equal(st, FACET_OK);
+            break;
+        }
+        assert_int_equal(st, FACET_E_NOMEM);
+        assert_null(kv.seqs[0].layers);
+        assert_int_equal(kv.seqs[0].cap, 0);
+    }
+    assert_int_equal(runs, 1 + 2 + 1 + 2); /* table, layer 0 k/v, the state, layer 2 k/v */
+    float *st = kv.seqs[0].layers[1].state;
+    for (int i = 0; i < 40; i++) {
+        assert_true(st[i] == 0.0f);
+        st[i] = (float)i;
+    }
+    for (long n = 1;; n++) { /* growth 64 -> 128: the state is kept through failures */
+        alloc_fail_arm(n, 0);
+        facet_status s2 = facet_kv_cache_reserve(&kv, 0, 100, NULL);
+        long failed = alloc_fail_disarm();
+        assert_ptr_equal(kv.seqs[0].layers[1].state, st);
+        assert_true(st[39] == 39.0f);
+        if (!failed) {
+            assert_int_equal(s2, FACET_OK);
+            break;
+        }
+        assert_int_equal(s2, FACET_E_NOMEM);
+    }
+    facet_kv_cache_free(&kv);
 }
 
 int main(void) {
@@ -253,6 +298,7 @@ int main(void) {
         cmocka_unit_test(test_growth_fails_cleanly),
         cmocka_unit_test(test_release_after_failure),
         cmocka_unit_test(test_init_fails_cleanly),
+        cmocka_unit_test(test_state_slot_fails_cleanly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
