@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "facet_grammar.h"
+#include "util/str.h"
 #include "util/vec.h"
 
 enum { GRAM_END = 0, GRAM_CHAR = 1, GRAM_REF = 2 };
@@ -41,6 +42,14 @@ struct facet_grammar {
     FACET_VEC(gram_rule) rules;
     int32_t root;
 };
+
+/* Append to out the rules of a JSON schema as one rule `name` (its helper rules named
+ * NAME-rN), without the shared JSON rules (ws, json-string, json-value, ...) of
+ * facet_grammar_json_base_gbnf, which the caller appends once: several schemas in one
+ * grammar (the tool calls of a request). Errors: as facet_json_schema_to_gbnf. */
+facet_status facet_json_schema_gbnf_rule(const char *schema, size_t len, const char *name,
+                                         facet_str *out, facet_error *err);
+const char *facet_grammar_json_base_gbnf(void);
 
 /* 1 when class c of g matches code point cp. */
 int gram_class_match(const facet_grammar *g, int32_t c, uint32_t cp);

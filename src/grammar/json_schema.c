@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "facet_grammar.h"
+#include "grammar/grammar_internal.h"
 #include "util/error.h"
 #include "util/json.h"
 #include "util/str.h"
@@ -358,22 +359,66 @@ static int gen(sc *c, json_t *s, const char *path, int depth) {
     return define(c, new_rule(c), (facet_str_appendz(&b, "json-value"), &b));
 }
 
+/* Compile into c (rules r1.. and the start rule r<returned>), or -1 with c->st set. */
+static int compile(sc *c, const char *schema, size_t len) {
+    c->st = facet_json_parse(schema, len, "json_schema", &c->root, c->err);
+    if (c->st != FACET_OK) return -1;
+    int r = gen(c, c->root, "", 0);
+    if (c->st == FACET_OK && c->out.failed)
+        c->st = facet_err(c->err, FACET_E_NOMEM, "json_schema: out of memory");
+    for (size_t i = 0; i < c->refs.len; i++) free(c->refs.data[i].ref);
+    facet_vec_free(&c->refs);
+    json_decref(c->root);
+    return c->st == FACET_OK ? r : -1;
+}
+
 facet_status facet_json_schema_to_gbnf(const char *schema, size_t len, char **gbnf,
                                        facet_error *err) {
     *gbnf = NULL;
     sc c = {.err = err};
-    facet_status st = facet_json_parse(schema, len, "json_schema", &c.root, err);
-    if (st != FACET_OK) return st;
-    int r = gen(&c, c.root, "", 0);
+    int r = compile(&c, schema, len);
     if (r >= 0) facet_str_appendf(&c.out, "root ::= r%d\n%s", r, k_base);
-    if (c.st == FACET_OK && c.out.failed) c.st = facet_err(err, FACET_E_NOMEM, "json_schema: out of memory");
-    for (size_t i = 0; i < c.refs.len; i++) free(c.refs.data[i].ref);
-    facet_vec_free(&c.refs);
-    json_decref(c.root);
-    if (c.st != FACET_OK) {
+    if (r < 0 || c.out.failed) {
         facet_str_free(&c.out);
-        return c.st;
+        return r < 0 ? c.st : facet_err(err, FACET_E_NOMEM, "json_schema: out of memory");
     }
     *gbnf = facet_str_take(&c.out);
     return FACET_OK;
+}
+
+const char *facet_grammar_json_base_gbnf(void) { return k_base; }
+
+/* Append GBNF text t to out with every generated rule name rN (outside literals and
+ * classes) renamed NAME-rN. */
+static void rename_rules(facet_str *out, const char *t, const char *name) {
+    for (const char *p = t; *p;) {
+        if (*p == '"' || *p == '[') {
+            char close = *p == '"' ? '"' : ']';
+            const char *q = p + 1;
+            while (*q && *q != close) q += (*q == '\\' && q[1]) ? 2 : 1;
+            if (*q) q++;
+            facet_str_append(out, p, (size_t)(q - p));
+            p = q;
+        } else if (*p == 'r' && (p == t || !(p[-1] == '-' || p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z') ||
+                                            (p[-1] >= 'A' && p[-1] <= 'Z') || (p[-1] >= '0' && p[-1] <= '9'))) &&
+                   p[1] >= '0' && p[1] <= '9') {
+            facet_str_appendf(out, "%s-", name);
+            facet_str_putc(out, *p++);
+        } else {
+            facet_str_putc(out, *p++);
+        }
+    }
+}
+
+facet_status facet_json_schema_gbnf_rule(const char *schema, size_t len, const char *name,
+                                         facet_str *out, facet_error *err) {
+    sc c = {.err = err};
+    int r = compile(&c, schema, len);
+    if (r >= 0) {
+        facet_str_appendf(out, "%s ::= %s-r%d\n", name, name, r);
+        rename_rules(out, facet_str_cstr(&c.out), name);
+    }
+    facet_str_free(&c.out);
+    if (r < 0) return c.st;
+    return out->failed ? facet_err(err, FACET_E_NOMEM, "json_schema: out of memory") : FACET_OK;
 }

@@ -148,101 +148,177 @@ void facet_grammar_vocab_free(facet_grammar_vocab *v) {
     free(v);
 }
 
-/* ---- the mask cache ----------------------------------------------------------------- */
+/* ---- matcher states as a deterministic automaton -----------------------------------
+ * Each distinct state (pv, prem, plen, sorted stack set) met gets an id; its transition
+ * on each byte is computed once and remembered, and so is its mask. Inside a JSON string
+ * every character leads to the same few states, so after the first steps a walk of the
+ * trie is a table lookup per node, and a step whose state was seen before costs one copy
+ * of its mask. Everything is dropped when it grows past its bounds (and when the matcher
+ * compacts its nodes, whose ids the keys hold). */
 
-enum { CACHE_MAX = 64 };
+enum { MAX_DSTATES = 1 << 15, MAX_MASKS = 256, TRANS_UNKNOWN = -2, TRANS_DEAD = -1 };
 
-typedef struct cache_entry {
-    int32_t *key; /* [n_key]: pv, prem, the sorted set */
+typedef struct dstate {
+    int32_t *key;   /* [n_key]: pv, prem | plen << 8, the sorted set             */
     size_t n_key;
-    uint8_t *bits; /* [ceil(n_vocab / 8)] */
+    int32_t *trans; /* [256] next state per byte, TRANS_UNKNOWN / TRANS_DEAD       */
+    uint8_t *bits;  /* the mask ([ceil(n_vocab / 8)]) once computed, else NULL    */
     int n_allowed;
-} cache_entry;
+} dstate;
 
 struct gram_mask_cache {
-    cache_entry e[CACHE_MAX];
-    int n;
-    int n_vocab;
+    FACET_VEC(dstate) st;
+    int32_t *tab;   /* open-addressed ids by key hash, -1 empty                  */
+    size_t tab_cap;
+    int n_masks;    /* states holding a mask (each n_vocab / 8 bytes)            */
 };
 
 void gram_cache_clear(gram_mask_cache *c) {
     if (!c) return;
-    for (int i = 0; i < c->n; i++) {
-        free(c->e[i].key);
-        free(c->e[i].bits);
+    for (size_t i = 0; i < c->st.len; i++) {
+        free(c->st.data[i].key);
+        free(c->st.data[i].trans);
+        free(c->st.data[i].bits);
     }
-    c->n = 0;
+    c->st.len = 0;
+    c->n_masks = 0;
+    if (c->tab) memset(c->tab, 0xFF, c->tab_cap * sizeof *c->tab);
 }
 
 void gram_cache_free(gram_mask_cache *c) {
+    if (!c) return;
     gram_cache_clear(c);
+    facet_vec_free(&c->st);
+    free(c->tab);
     free(c);
 }
 
-static int key_equal(const cache_entry *e, const gram_state *s) {
-    return e->n_key == s->set.len + 2 && e->key[0] == (int32_t)s->pv && e->key[1] == (s->prem | s->plen << 8) &&
-           memcmp(e->key + 2, s->set.data, s->set.len * sizeof *s->set.data) == 0;
+static size_t key_hash(const int32_t *k, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint32_t)k[i]) * 1099511628211ull;
+    return (size_t)(h ^ h >> 29);
 }
 
-/* ---- the walk ----------------------------------------------------------------------- */
+static int key_is(const dstate *d, const gram_state *s) {
+    return d->n_key == s->set.len + 2 && d->key[0] == (int32_t)s->pv &&
+           d->key[1] == (s->prem | s->plen << 8) &&
+           memcmp(d->key + 2, s->set.data, s->set.len * sizeof *s->set.data) == 0;
+}
+
+/* The id of state s, added when new; -1 out of memory, -2 the table is full. */
+static int32_t dstate_of(gram_mask_cache *c, const gram_state *s) {
+    if (c->st.len >= MAX_DSTATES) return -2;
+    if (2 * (c->st.len + 1) > c->tab_cap) {
+        size_t cap = c->tab_cap ? 2 * c->tab_cap : 1024;
+        int32_t *t = malloc(cap * sizeof *t);
+        if (!t) return -1;
+        memset(t, 0xFF, cap * sizeof *t);
+        for (size_t i = 0; i < c->st.len; i++) {
+            size_t h = key_hash(c->st.data[i].key, c->st.data[i].n_key) & (cap - 1);
+            while (t[h] >= 0) h = (h + 1) & (cap - 1);
+            t[h] = (int32_t)i;
+        }
+        free(c->tab);
+        c->tab = t;
+        c->tab_cap = cap;
+    }
+    dstate d = {0};
+    d.n_key = s->set.len + 2;
+    d.key = malloc(d.n_key * sizeof *d.key);
+    if (!d.key) return -1;
+    d.key[0] = (int32_t)s->pv;
+    d.key[1] = s->prem | s->plen << 8;
+    if (s->set.len) memcpy(d.key + 2, s->set.data, s->set.len * sizeof *s->set.data);
+    size_t h = key_hash(d.key, d.n_key) & (c->tab_cap - 1);
+    for (; c->tab[h] >= 0; h = (h + 1) & (c->tab_cap - 1))
+        if (key_is(&c->st.data[c->tab[h]], s)) {
+            free(d.key);
+            return c->tab[h];
+        }
+    if (facet_vec_push(&c->st, d)) {
+        free(d.key);
+        return -1;
+    }
+    c->tab[h] = (int32_t)c->st.len - 1;
+    return c->tab[h];
+}
+
+/* The state state `id` reaches on byte b: an id, TRANS_DEAD, or -3 out of memory / full. */
+static int32_t transition(facet_grammar_matcher *m, int32_t id, uint8_t b) {
+    gram_mask_cache *c = m->cache;
+    dstate *d = &c->st.data[id];
+    if (d->trans && d->trans[b] != TRANS_UNKNOWN) return d->trans[b];
+    if (!d->trans) {
+        if (!(d->trans = malloc(256 * sizeof *d->trans))) return -3;
+        for (int i = 0; i < 256; i++) d->trans[i] = TRANS_UNKNOWN;
+    }
+    gram_state *in = gram_level(m, 0), *out = gram_level(m, 1);
+    if (!in || !out) return -3;
+    d = &c->st.data[id];
+    if (facet_vec_reserve(&in->set, d->n_key - 2)) return -3;
+    memcpy(in->set.data, d->key + 2, (d->n_key - 2) * sizeof *d->key);
+    in->set.len = d->n_key - 2;
+    in->pv = (uint32_t)d->key[0];
+    in->prem = d->key[1] & 0xFF;
+    in->plen = d->key[1] >> 8;
+    int rc = gram_step_byte(m, in, b, out);
+    if (rc < 0) return -3;
+    int32_t next = TRANS_DEAD;
+    if (rc > 0 && (next = dstate_of(c, out)) < 0) return -3;
+    c->st.data[id].trans[b] = next;
+    return next;
+}
 
 static int walk(facet_grammar_matcher *m, const facet_grammar_vocab *v, int32_t node,
-                size_t depth, uint8_t *allowed, int *count) {
-    if (!gram_level(m, depth + 1)) return -1; /* m->lvl may move: index it below */
+                int32_t sid, uint8_t *allowed, int *count) {
     for (int32_t c = v->nodes.data[node].first_child; c >= 0; c = v->nodes.data[c].next_sibling) {
-        int rc = gram_step_byte(m, &m->lvl[depth], v->nodes.data[c].byte, &m->lvl[depth + 1]);
-        if (rc < 0) return -1;
-        if (rc == 0) continue;
+        int32_t next = transition(m, sid, v->nodes.data[c].byte);
+        if (next == -3) return -1;
+        if (next < 0) continue;
         for (int32_t t = v->nodes.data[c].tok; t >= 0; t = v->next_same[t]) {
             allowed[t] = 1;
             (*count)++;
         }
-        if (v->nodes.data[c].first_child >= 0 && walk(m, v, c, depth + 1, allowed, count))
-            return -1;
+        if (v->nodes.data[c].first_child >= 0 && walk(m, v, c, next, allowed, count)) return -1;
     }
     return 0;
 }
 
-int facet_grammar_matcher_mask(facet_grammar_matcher *m, const facet_grammar_vocab *v,
-                               const int32_t *eos_ids, int n_eos, uint8_t *allowed) {
+/* The mask of the committed state into allowed (and cached): the count, or -1 out of
+ * memory, -2 when the automaton is full (the caller clears it and tries again). */
+static int mask_of_state(facet_grammar_matcher *m, const facet_grammar_vocab *v, uint8_t *allowed) {
+    gram_mask_cache *c = m->cache;
+    int32_t sid = dstate_of(c, &m->cur);
+    if (sid < 0) return sid;
+    dstate *d = &c->st.data[sid];
+    if (!d->bits && c->n_masks >= MAX_MASKS) return -2;
+    size_t nb = ((size_t)v->n_vocab + 7) / 8;
+    if (d->bits) {
+        for (int i = 0; i < v->n_vocab; i++) allowed[i] = (d->bits[i >> 3] >> (i & 7)) & 1;
+        return d->n_allowed;
+    }
     memset(allowed, 0, (size_t)v->n_vocab);
     int count = 0;
-    if (!m->cache) {
-        m->cache = calloc(1, sizeof *m->cache);
-        if (!m->cache) return -1;
-        m->cache->n_vocab = v->n_vocab;
+    if (walk(m, v, 0, sid, allowed, &count)) return c->st.len >= MAX_DSTATES ? -2 : -1;
+    d = &c->st.data[sid];
+    if ((d->bits = calloc(nb, 1))) {
+        for (int i = 0; i < v->n_vocab; i++)
+            if (allowed[i]) d->bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+        d->n_allowed = count;
+        c->n_masks++;
     }
-    gram_mask_cache *c = m->cache;
-    cache_entry *hit = NULL;
-    for (int i = 0; i < c->n && !hit; i++)
-        if (key_equal(&c->e[i], &m->cur)) hit = &c->e[i];
-    if (hit) {
-        for (int i = 0; i < v->n_vocab; i++) allowed[i] = (hit->bits[i >> 3] >> (i & 7)) & 1;
-        count = hit->n_allowed;
-    } else {
-        gram_state *l0 = gram_level(m, 0);
-        if (!l0 || gram_state_copy(l0, &m->cur)) return -1;
-        if (walk(m, v, 0, 0, allowed, &count)) return -1;
-        if (c->n == CACHE_MAX) gram_cache_clear(c);
-        cache_entry *e = &c->e[c->n];
-        e->n_key = m->cur.set.len + 2;
-        e->key = malloc(e->n_key * sizeof *e->key);
-        e->bits = calloc(((size_t)v->n_vocab + 7) / 8, 1);
-        if (e->key && e->bits) {
-            e->key[0] = (int32_t)m->cur.pv;
-            e->key[1] = m->cur.prem | m->cur.plen << 8;
-            memcpy(e->key + 2, m->cur.set.data, m->cur.set.len * sizeof *m->cur.set.data);
-            for (int i = 0; i < v->n_vocab; i++)
-                if (allowed[i]) e->bits[i >> 3] |= (uint8_t)(1u << (i & 7));
-            e->n_allowed = count;
-            c->n++;
-        } else { /* not cached; the mask itself is complete */
-            free(e->key);
-            free(e->bits);
-            e->key = NULL;
-            e->bits = NULL;
-        }
+    return count;
+}
+
+int facet_grammar_matcher_mask(facet_grammar_matcher *m, const facet_grammar_vocab *v,
+                               const int32_t *eos_ids, int n_eos, uint8_t *allowed) {
+    if (!m->cache && !(m->cache = calloc(1, sizeof *m->cache))) return -1;
+    int count = mask_of_state(m, v, allowed);
+    if (count == -2) { /* full: start the automaton over */
+        gram_cache_clear(m->cache);
+        count = mask_of_state(m, v, allowed);
     }
+    if (count < 0) return -1;
     if (facet_grammar_matcher_complete(m))
         for (int i = 0; i < n_eos; i++)
             if (eos_ids[i] >= 0 && eos_ids[i] < v->n_vocab && !allowed[eos_ids[i]]) {

@@ -168,6 +168,11 @@ int srv_chat_prompt(srv_server *s, oai_request *r, int32_t **ids, size_t *n, oai
             text = t;
             memcpy(text + len, r->tool_prefix, pl + 1);
             len += pl;
+            /* the call is enforced by constrained decoding (a request's own grammar wins) */
+            if (!r->grammar && srv_tool_grammar(s->toolcall_format, r, &r->grammar, &fe) != FACET_OK) {
+                free(text);
+                return oai_fail_status(e, fe.status, "tools", NULL, "%s", fe.message);
+            }
         }
     }
     /* apply_chat_template tokenizes the rendered text without adding special tokens */

@@ -41,6 +41,15 @@ void srv_chat_free(srv_server *s);
  * template fails, naming why). */
 int srv_chat_prompt(srv_server *s, oai_request *r, int32_t **ids, size_t *n, oai_error *e);
 
+/* tool_choice required / named (r->tool_prefix set): *out = the grammar of the rest of
+ * the call in format fmt (hermes, llama3, mistral; NULL for the others): one listed
+ * function (the named one) with arguments valid against its `parameters` schema (any
+ * JSON object when facet's schema compiler refuses it), then the call's closing text.
+ * tool_grammar.c. Errors: FACET_E_NOMEM, the grammar parser's. */
+struct facet_grammar;
+facet_status srv_tool_grammar(facet_toolcall_format fmt, const oai_request *r,
+                              struct facet_grammar **out, facet_error *err);
+
 /* The assistant message of a finished choice of text `text` (len bytes):
  * {"role": "assistant", "content": text}, or, when tools are active and
  * prefix + text parses as calls in `fmt`, content (the rest of the text, null when
