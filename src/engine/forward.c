@@ -108,7 +108,7 @@ static void forward_logits(facet_session *s, const uint8_t *want, int n, float *
         k++;
     }
     if (!k || hidden) return;
-    s->be->ops->matmul(s->be, logits, s->xn, &m->w.lm_head, NULL, k);
+    s->be->ops->matmul(s->be, logits, s->xn, &m->w.lm_head, m->w.lm_head_bias, k);
     float inv_scale = (float)(1.0 / f->logits_scaling);
     float cap = (float)f->final_logit_softcap;
     if (inv_scale != 1.0f || cap > 0)

@@ -85,7 +85,9 @@ void facet_rows_in_norm(facet_session *s, int l, int r) {
     const facet_layer_weights *L = &s->model->w.layers[l];
     facet_norm_row_bias(s, s->xn + r * H, s->x + r * H, L->input_layernorm,
                         L->input_layernorm_bias);
-    if (s->model->facts.parallel_residual)
+    if (s->model->facts.parallel_one_norm) /* Phi: the FFN reads the same normed input */
+        memcpy(s->xp + r * H, s->xn + r * H, sizeof(float) * H);
+    else if (s->model->facts.parallel_residual)
         facet_norm_row_bias(s, s->xp + r * H, s->x + r * H, L->post_attention_layernorm,
                             L->post_attention_layernorm_bias);
 }

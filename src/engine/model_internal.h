@@ -79,6 +79,7 @@ typedef struct facet_weights {
     facet_layer_weights *layers;/* [L]                                                 */
     float *norm;                /* (H)                                                 */
     float *norm_bias;           /* (H)                               when norm_bias    */
+    float *lm_head_bias;        /* (V)                               when lm_head_bias */
     facet_wtensor lm_head;      /* (V, H); shares embed_tokens' data when tied          */
     int lm_head_tied;
     uint64_t bytes;             /* run-time bytes of all tensors (tied lm_head once)   */

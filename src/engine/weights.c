@@ -547,6 +547,7 @@ static const size_t slot_field[FACET_TS_COUNT] = {
     [FACET_TS_SSM_GNORM] = offsetof(facet_layer_weights, ssm_gnorm),
     [FACET_TS_NORM] = offsetof(facet_weights, norm),
     [FACET_TS_NORM_BIAS] = offsetof(facet_weights, norm_bias),
+    [FACET_TS_LM_HEAD_BIAS] = offsetof(facet_weights, lm_head_bias),
     [FACET_TS_INPUT_LAYERNORM_BIAS] = offsetof(facet_layer_weights, input_layernorm_bias),
     [FACET_TS_POST_ATTENTION_LAYERNORM_BIAS] =
         offsetof(facet_layer_weights, post_attention_layernorm_bias),
@@ -729,5 +730,6 @@ void facet_weights_free(facet_model *m) {
     wtensor_free(&w->embed_tokens);
     free(w->norm);
     free(w->norm_bias);
+    free(w->lm_head_bias);
     memset(w, 0, sizeof *w);
 }

@@ -129,6 +129,15 @@ static const facet_config_class classes[] = {
      .parallel_key = "use_parallel_residual", .parallel_default = 1,
      .rotary_pct_key = "rotary_pct", .rotary_pct_default = 0.25,
      .rope_theta_key = "rotary_emb_base", .attention_bias_default = 1, .mlp_bias_default = 1},
+    /* PhiConfig (Phi-1, 1.5, 2): one LayerNorm per layer feeding attention and the MLP in
+     * parallel, q/k/v/dense/fc1/fc2 and lm_head with biases, gelu_new, rotary over
+     * partial_rotary_factor (default 0.5) of each head */
+    {.model_type = "phi", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5, .act_key = "hidden_act", .act_default = "gelu_new",
+     .qkv_bias = 1, .o_bias = 1, .pre_norms = 1,
+     .norm_eps_key = "layer_norm_eps", .layer_norm = 1, .ffn_ungated = 1,
+     .parallel_default = 1, .parallel_one_norm = 1,
+     .rotary_pct_key = "partial_rotary_factor", .rotary_pct_default = 0.5, .mlp_bias_default = 1},
 };
 /* clang-format on */
 

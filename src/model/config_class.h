@@ -84,6 +84,8 @@ typedef struct facet_config_class {
     const char *parallel_key;     /* key of the parallel attention/FFN residual flag
                                      ("use_parallel_residual"), or NULL: sequential     */
     int parallel_default;         /* its class default                                  */
+    int parallel_one_norm;        /* the parallel FFN reads the attention's normed input
+                                     (one norm per layer: Phi, GPT-J)                   */
     const char *rotary_pct_key;   /* partial rotary under another name ("rotary_pct"),
                                      or NULL                                            */
     double rotary_pct_default;    /* its class default                                  */

@@ -198,7 +198,8 @@ static void keep_unconsumed(reader *r) {
  * ------------------------------------------------------------------------------ */
 static facet_act act_from_name(const char *s) {
     if (!strcmp(s, "silu") || !strcmp(s, "swish")) return FACET_ACT_SILU;
-    if (!strcmp(s, "gelu_pytorch_tanh") || !strcmp(s, "gelu_new")) return FACET_ACT_GELU_TANH;
+    if (!strcmp(s, "gelu_pytorch_tanh") || !strcmp(s, "gelu_new") || !strcmp(s, "gelu_fast"))
+        return FACET_ACT_GELU_TANH;
     if (!strcmp(s, "gelu")) return FACET_ACT_GELU;
     return FACET_ACT_UNKNOWN;
 }
@@ -847,6 +848,7 @@ static facet_status read_block(reader *r, const facet_config_class *cls) {
     f->ffn_ungated = cls->ffn_ungated;
     f->parallel_residual = cls->parallel_default;
     if (cls->parallel_key) TRY(get_bool(r, cls->parallel_key, &f->parallel_residual));
+    f->parallel_one_norm = f->parallel_residual && cls->parallel_one_norm;
 
     /* attention */
     f->attn_logit_softcap = cls->attn_logit_softcap;

@@ -120,6 +120,8 @@ typedef struct facet_facts {
                                       dense_h_to_4h / dense_4h_to_h)                     */
     int parallel_residual;         /* 1: x + attn(norm_in(x)) + ffn(norm_ffn(x)) from the
                                       same x (NeoX use_parallel_residual)                */
+    int parallel_one_norm;         /* parallel_residual with one norm: the FFN reads the
+                                      attention's normed input (Phi-1/1.5/2, GPT-J)       */
 
     /* attention */
     double attn_scale;             /* multiplier of q.k: 1/sqrt(head_dim) by default;
@@ -170,6 +172,7 @@ typedef struct facet_facts {
     int tie_word_embeddings_given; /* 1: config.json states it (else the class default) */
     int has_lm_head;               /* probed: lm_head.weight present                    */
     int fused_qkv, fused_gate_up;  /* probed: Phi-3 qkv_proj / gate_up_proj             */
+    int lm_head_bias;              /* probed: lm_head.bias present (Phi)                 */
     int fused_qkv_heads;           /* probed: one q/k/v projection whose rows are per head
                                       [q_h; k_h; v_h] (GPT-NeoX query_key_value)         */
     int probed;                    /* 1 once weight facts come from tensor headers      */

@@ -138,8 +138,8 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
     /* LayerNorm biases (every norm of the checkpoint has one or none does) */
     int nb = 0;
     if (f->layer_norm)
-        TRY(layer_fact(ck, f, prefix, L, facet_tensor_slot(FACET_TS_POST_ATTENTION_LAYERNORM_BIAS),
-                       &nb, err));
+        TRY(layer_fact(ck, f, prefix, L, facet_tensor_slot(FACET_TS_INPUT_LAYERNORM_BIAS), &nb,
+                       err));
     f->norm_bias = nb;
     /* an ungated MLP's biases are the tensors' to say (NeoX's Linear layers have them) */
     if (f->ffn_ungated) {
@@ -229,6 +229,9 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
                          f->has_lm_head ? "present" : "absent",
                          f->has_lm_head ? "untied" : "tied to embed_tokens");
     f->tie_word_embeddings = !f->has_lm_head;
+    f->lm_head_bias = f->has_lm_head &&
+                      facet_tensor_find(ck, facet_tensor_slot(FACET_TS_LM_HEAD_BIAS), prefix, 0,
+                                        name, sizeof name) != NULL;
     f->probed = 1;
     return FACET_OK;
 }

@@ -150,6 +150,9 @@ const facet_profile facet_profiles[] = {
     {"gpt_neox", {"GPTNeoXForCausalLM"},
      "GPT-NeoX, Pythia, RedPajama-INCITE (LayerNorm, ungated gelu MLP, parallel residual, "
      "partial rotary, per-head fused query_key_value)", &cpu_dense, &cuda_dense},
+    {"phi", {"PhiForCausalLM"},
+     "Phi-1, Phi-1.5, Phi-2 (one LayerNorm feeding attention and MLP in parallel, partial "
+     "rotary, biases everywhere including lm_head)", &cpu_dense, &cuda_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 

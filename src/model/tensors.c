@@ -16,6 +16,9 @@ static int qkv_bias(const facet_facts *f) { return f->qkv_bias && !f->fused_qkv_
 static int qkv_heads(const facet_facts *f) { return f->fused_qkv_heads; }
 static int qkv_heads_bias(const facet_facts *f) { return f->fused_qkv_heads && f->qkv_bias; }
 static int norm_bias(const facet_facts *f) { return f->norm_bias; }
+static int ffn_norm(const facet_facts *f) { return !f->parallel_one_norm; }
+static int ffn_norm_bias(const facet_facts *f) { return f->norm_bias && !f->parallel_one_norm; }
+static int lm_head_bias(const facet_facts *f) { return f->lm_head_bias && f->has_lm_head; }
 static int pre_norm_bias(const facet_facts *f) { return f->pre_norms && f->norm_bias; }
 static int gated(const facet_facts *f) { return !f->fused_gate_up && !f->ffn_ungated; }
 static int gate_bias(const facet_facts *f) { return f->mlp_bias && !f->ffn_ungated; }
@@ -114,9 +117,11 @@ const facet_tensor_row facet_tensor_rows[] = {
     VEC(L, "self_attn.k_proj.bias", "attn_k.bias", FACET_TD_KV, FACET_TS_K_BIAS, qkv_bias),
     VEC(L, "self_attn.v_proj.bias", "attn_v.bias", FACET_TD_KV, FACET_TS_V_BIAS, qkv_bias),
     {.root = L, .name = "self_attn.o_proj.weight", .alt = "attention.dense.weight",
+     .alt2 = "self_attn.dense.weight" /* Phi */,
      .gguf = "attn_output.weight", .dims = {H, FACET_TD_Q}, .matrix = 1, .slot = FACET_TS_O_PROJ,
      .fused = -1, .when = always},
     {.root = L, .name = "self_attn.o_proj.bias", .alt = "attention.dense.bias",
+     .alt2 = "self_attn.dense.bias",
      .gguf = "attn_output.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_O_BIAS,
      .fused = -1, .when = o_bias},
     VEC(L, "self_attn.sinks", NULL, FACET_TD_HEADS, FACET_TS_SINKS, sinks),
@@ -128,9 +133,9 @@ const facet_tensor_row facet_tensor_rows[] = {
      * ones, whose norm before the FFN is pre_feedforward_layernorm (GGUF's ffn_norm) */
     {.root = L, .name = "post_attention_layernorm.weight", .gguf = "ffn_norm.weight",
      .gguf_post = "post_attention_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
-     .slot = FACET_TS_POST_ATTENTION_LAYERNORM, .fused = -1, .when = always},
+     .slot = FACET_TS_POST_ATTENTION_LAYERNORM, .fused = -1, .when = ffn_norm},
     VEC(L, "post_attention_layernorm.bias", "ffn_norm.bias", H,
-        FACET_TS_POST_ATTENTION_LAYERNORM_BIAS, norm_bias),
+        FACET_TS_POST_ATTENTION_LAYERNORM_BIAS, ffn_norm_bias),
     VEC(L, "pre_feedforward_layernorm.weight", "ffn_norm.weight", H,
         FACET_TS_PRE_FEEDFORWARD_LAYERNORM, pre_ffn_norm),
     VEC(L, "post_feedforward_layernorm.weight", "post_ffw_norm.weight", H,
@@ -145,10 +150,12 @@ const facet_tensor_row facet_tensor_rows[] = {
           .when = gated),
     /* ungated MLPs (facts ffn_ungated): up is NeoX's dense_h_to_4h, down dense_4h_to_h */
     DENSE(.root = L, .name = "mlp.up_proj.weight", .alt = "mlp.dense_h_to_4h.weight",
+          .alt2 = "mlp.fc1.weight" /* Phi */,
           .gguf = "ffn_up.weight",
           .dims = {FACET_TD_FFN, H}, .matrix = 1, .slot = FACET_TS_UP_PROJ, .fused = -1,
           .when = split_gate_up),
     DENSE(.root = L, .name = "mlp.down_proj.weight", .alt = "mlp.dense_4h_to_h.weight",
+          .alt2 = "mlp.fc2.weight",
           .gguf = "ffn_down.weight",
           .dims = {H, FACET_TD_FFN}, .matrix = 1, .slot = FACET_TS_DOWN_PROJ, .fused = -1,
           .when = always),
@@ -157,10 +164,12 @@ const facet_tensor_row facet_tensor_rows[] = {
           .dims = {FACET_TD_FFN, FACET_TD_NONE}, .slot = FACET_TS_GATE_BIAS, .fused = -1,
           .when = gate_bias),
     DENSE(.root = L, .name = "mlp.up_proj.bias", .alt = "mlp.dense_h_to_4h.bias",
+          .alt2 = "mlp.fc1.bias",
           .gguf = "ffn_up.bias",
           .dims = {FACET_TD_FFN, FACET_TD_NONE}, .slot = FACET_TS_UP_BIAS, .fused = -1,
           .when = mlp_bias),
     DENSE(.root = L, .name = "mlp.down_proj.bias", .alt = "mlp.dense_4h_to_h.bias",
+          .alt2 = "mlp.fc2.bias",
           .gguf = "ffn_down.bias",
           .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_DOWN_BIAS, .fused = -1, .when = mlp_bias),
     /* mixture-of-experts layers: the router, by layout */
@@ -241,10 +250,11 @@ const facet_tensor_row facet_tensor_rows[] = {
     SSM("mixer.out_proj.weight", H, SI, 1, FACET_TS_SSM_OUT_PROJ, always),
     /* Mamba: backbone.norm_f; GPT-NeoX: gpt_neox.final_layer_norm */
     {.root = FACET_TR_MODEL, .name = "norm.weight", .alt = "norm_f.weight",
-     .alt2 = "final_layer_norm.weight",
+     .alt2 = "final_layer_norm.weight", .alt3 = "final_layernorm.weight" /* Phi */,
      .gguf = "output_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
      .slot = FACET_TS_NORM, .fused = -1, .when = always},
     {.root = FACET_TR_MODEL, .name = "norm.bias", .alt = "final_layer_norm.bias",
+     .alt2 = "final_layernorm.bias",
      .gguf = "output_norm.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_NORM_BIAS,
      .fused = -1, .when = norm_bias},
     /* present means untied, whatever tie_word_embeddings says (probe.c) */
@@ -252,6 +262,8 @@ const facet_tensor_row facet_tensor_rows[] = {
      .alt2 = "embed_out.weight", /* GPT-NeoX */
      .gguf = "output.weight", .dims = {FACET_TD_VOCAB, H}, .matrix = 1, .slot = FACET_TS_LM_HEAD,
      .fused = -1, .when = lm_head},
+    {.root = FACET_TR_TOP, .name = "lm_head.bias", .dims = {FACET_TD_VOCAB, FACET_TD_NONE},
+     .slot = FACET_TS_LM_HEAD_BIAS, .fused = -1, .when = lm_head_bias},
 };
 const size_t facet_tensor_count = sizeof facet_tensor_rows / sizeof facet_tensor_rows[0];
 
@@ -403,8 +415,8 @@ const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_r
                                    const char *prefix, int64_t layer, char *name, size_t cap) {
     if (r->root == FACET_TR_LAYER && r->tail)
         return facet_tensor_find_expert(ck, r, prefix, layer, 0, name, cap);
-    const char *const spell[3] = {r->name, r->alt, r->alt2};
-    for (int i = 0; i < 3; i++) {
+    const char *const spell[4] = {r->name, r->alt, r->alt2, r->alt3};
+    for (int i = 0; i < 4; i++) {
         if (!spell[i]) continue;
         const st_tensor *t = find_spelling(ck, r, spell[i], prefix, layer, name, cap);
         if (t) return t;

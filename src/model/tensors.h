@@ -123,6 +123,7 @@ typedef enum facet_tslot {
     FACET_TS_INPUT_LAYERNORM_BIAS,          /* (H) LayerNorm biases (facts norm_bias)   */
     FACET_TS_POST_ATTENTION_LAYERNORM_BIAS, /* (H)                                      */
     FACET_TS_NORM_BIAS,                     /* (H) the final norm's                     */
+    FACET_TS_LM_HEAD_BIAS,                  /* (V) the output projection's (Phi)        */
     FACET_TS_COUNT,
     FACET_TS_FUSED = -1, /* a fused row: its parts go to `split`                     */
 } facet_tslot;
@@ -157,6 +158,7 @@ typedef struct facet_tensor_row {
                                  same tensor: Mamba's embeddings, NeoX's attention.dense), or
                                  NULL                                                        */
     const char *alt2;         /* a third name tried, or NULL                               */
+    const char *alt3;         /* a fourth name tried, or NULL                              */
     facet_tdim dims[2];       /* shape; dims[1] == FACET_TD_NONE for a vector              */
     int matrix;               /* 1: a weight matrix (run-time format); 0: float32 vector  */
     facet_tslot slot;         /* destination, or FACET_TS_FUSED                           */

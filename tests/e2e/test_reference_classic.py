@@ -8,7 +8,8 @@ transformers' modeling code, independently of the C) over a 96-token prompt, and
 32 greedy tokens while the reference's top-2 margin exceeds 1e-3.
 
 Classes: gpt_neox (RedPajama-INCITE: sequential residual, full rotary; Pythia-1B:
-parallel residual, rotary_pct 0.25).
+parallel residual, rotary_pct 0.25); phi (Phi-2: one LayerNorm feeding attention and MLP
+in parallel, partial_rotary_factor 0.4, lm_head bias).
 """
 
 import json
@@ -33,10 +34,23 @@ PYTHIA_1B = {
     "vocab_size": 50304,
 }
 
+# microsoft/phi-2 config.json as published (public), written inline.
+PHI_2 = {
+    "architectures": ["PhiForCausalLM"], "model_type": "phi", "attention_dropout": 0.0,
+    "bos_token_id": 50256, "embd_pdrop": 0.0, "eos_token_id": 50256, "hidden_act": "gelu_new",
+    "hidden_size": 2560, "initializer_range": 0.02, "intermediate_size": 10240,
+    "layer_norm_eps": 1e-05, "max_position_embeddings": 2048, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 32, "partial_rotary_factor": 0.4,
+    "qk_layernorm": False, "resid_pdrop": 0.1, "rope_scaling": None, "rope_theta": 10000.0,
+    "tie_word_embeddings": False, "torch_dtype": "float16", "transformers_version": "4.37.0",
+    "use_cache": True, "vocab_size": 51200,
+}
+
 # name -> (source, shrink kwargs)
 CLASSES = {
     "gpt_neox-redpajama": (os.path.join(CONFIG_DIR, "togethercomputer__RedPajama-INCITE-7B-Base"), {}),
     "gpt_neox-pythia": (PYTHIA_1B, {}),
+    "phi-2": (PHI_2, {}),
 }
 N_PROMPT = 96
 N_GEN = 32
@@ -47,7 +61,7 @@ def prompt(vocab, seed, n=N_PROMPT):
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.evidence(config_classes=["gpt_neox"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["gpt_neox", "phi"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 files")
 def test_classic_class_matches_reference(name, make_checkpoint, reference_for, run_facet, tmp_path):
     src, shrink = CLASSES[name]

@@ -355,6 +355,8 @@ def tensor_specs(config, experts_layout=None):
     nh, kv, hd = f.num_attention_heads, f.num_key_value_heads, f.head_dim
     if f.classic == "gpt_neox":
         return _neox_specs(f)
+    if f.classic == "phi":
+        return _phi_specs(f)
     specs = [("model.embed_tokens.weight", (V, H), ("embed",))]
     for i in range(f.num_hidden_layers):
         p = "model.layers.%d." % i
@@ -431,6 +433,34 @@ def _neox_specs(f):
     return specs
 
 
+def _phi_specs(f):
+    """PhiForCausalLM's tensors (modeling_phi): LayerNorms with biases, q/k/v_proj and
+    dense with biases, fc1/fc2 with biases, final_layernorm, lm_head with a bias."""
+    H, I, V = f.hidden_size, f.intermediate_size, f.vocab_size
+    Q = f.num_attention_heads * f.head_dim
+    KV = f.num_key_value_heads * f.head_dim
+    specs = [("model.embed_tokens.weight", (V, H), ("embed",))]
+    for i in range(f.num_hidden_layers):
+        p = "model.layers.%d." % i
+        specs.append((p + "input_layernorm.weight", (H,), ("norm",)))
+        specs.append((p + "input_layernorm.bias", (H,), ("bias",)))
+        for n, rows in (("q_proj", Q), ("k_proj", KV), ("v_proj", KV)):
+            specs.append((p + "self_attn.%s.weight" % n, (rows, H), ("linear", H)))
+            specs.append((p + "self_attn.%s.bias" % n, (rows,), ("bias",)))
+        specs.append((p + "self_attn.dense.weight", (H, Q), ("linear", Q)))
+        specs.append((p + "self_attn.dense.bias", (H,), ("bias",)))
+        specs.append((p + "mlp.fc1.weight", (I, H), ("linear", H)))
+        specs.append((p + "mlp.fc1.bias", (I,), ("bias",)))
+        specs.append((p + "mlp.fc2.weight", (H, I), ("linear", I)))
+        specs.append((p + "mlp.fc2.bias", (H,), ("bias",)))
+    specs.append(("model.final_layernorm.weight", (H,), ("norm",)))
+    specs.append(("model.final_layernorm.bias", (H,), ("bias",)))
+    if not f.tie_word_embeddings:
+        specs.append(("lm_head.weight", (V, H), ("linear", H, "lm_head")))
+        specs.append(("lm_head.bias", (V,), ("bias",)))
+    return specs
+
+
 def init_scales(facts, logit_std=2.0, gain=2.0):
     """Per-role standard deviations that keep a random model of these facts lively:
     logits with std ~ logit_std, a residual stream dominated by the blocks (not by the
@@ -483,7 +513,8 @@ def init_tensor(name, shape, init, seed, facts, logit_std=2.0, bias_std=0.1, nor
             std = gain / math.sqrt(init[1])
             if facts.block == "pre" and name.endswith(("o_proj.weight", "down_proj.weight", "w2.weight",
                                                        "experts.down_proj", "output_linear.weight",
-                                                       "attention.dense.weight",
+                                                       "attention.dense.weight", "self_attn.dense.weight",
+                                                       "mlp.fc2.weight",
                                                        "mlp.dense_4h_to_h.weight")):
                 std *= sc["out_gain"]
             if facts.qk_norm is None and (name.endswith("q_proj.weight") or name.endswith("k_proj.weight")):

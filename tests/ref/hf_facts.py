@@ -97,6 +97,10 @@ FAMILIES = {
     "gpt_neox": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="gelu",
                      qkv_bias="attention_bias", attention_bias=True, sliding="none",
                      classic="gpt_neox"),
+    # PhiConfig (Phi-1/1.5/2): gelu_new, layer_norm_eps 1e-5, partial_rotary_factor 0.5,
+    # rope_theta 10000; PhiAttention's q/k/v/dense and the MLP's fc1/fc2 always carry biases.
+    "phi": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="gelu_new",
+                qkv_bias="always_all", sliding="none", classic="phi"),
 }
 
 # The classic decoders' config keys (transformers configuration_*.py / modeling_*.py):
@@ -108,6 +112,8 @@ CLASSIC = {
     "gpt_neox": dict(eps_key="layer_norm_eps", rotary_pct=("rotary_pct", 0.25),
                      theta_key="rotary_emb_base", parallel=("use_parallel_residual", True),
                      norm="layer", gated=False),
+    "phi": dict(eps_key="layer_norm_eps", rotary_pct=("partial_rotary_factor", 0.5),
+                theta_key="rope_theta", parallel=(None, True), norm="layer", gated=False),
 }
 
 # Mixture-of-experts semantics per config class (transformers modeling_*.py):
@@ -350,8 +356,8 @@ def facts(config):
         raise NotImplementedError("activation %r is not implemented by the reference" % act)
     attn_bias = bool(_get(cfg, "attention_bias", False))
     qb = fam.get("qkv_bias", "never")
-    qkv_bias = True if qb == "always" else (attn_bias if qb == "attention_bias" else False)
-    o_bias = attn_bias if qb == "attention_bias" else False
+    qkv_bias = True if qb in ("always", "always_all") else (attn_bias if qb == "attention_bias" else False)
+    o_bias = True if qb == "always_all" else (attn_bias if qb == "attention_bias" else False)
     mlp_bias = bool(_get(cfg, "mlp_bias", False)) if fam.get("mlp_bias") else False
     tie = cfg.get("tie_word_embeddings", config.get("tie_word_embeddings"))
     tie = fam["tie"] if tie is None else bool(tie)
@@ -445,6 +451,7 @@ def facts(config):
         rope_global=rope("full_attention"), rope_local=rope("sliding_attention"),
         use_rope=use_rope, attn_sinks=bool(fam.get("sinks")), **moe,
         classic=fam.get("classic"), norm=classic["norm"] if classic else "rms",
-        parallel=bool(_get(cfg, classic["parallel"][0], classic["parallel"][1])) if classic else False,
+        parallel=(bool(_get(cfg, classic["parallel"][0], classic["parallel"][1]))
+                  if classic and classic["parallel"][0] else bool(classic and classic["parallel"][1])),
         gated=classic["gated"] if classic else True,
     )

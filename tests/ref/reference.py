@@ -303,6 +303,15 @@ class Reference:
                          qkv="attention.query_key_value", o="attention.dense",
                          up="mlp.dense_h_to_4h", down="mlp.dense_4h_to_h",
                          final="gpt_neox.final_layer_norm", head="embed_out.weight"),
+        # Phi (modeling_phi): one input_layernorm; h = h + attn(ln(h)) + mlp(ln(h)) (the same
+        # normed input); q/k/v_proj and dense with biases, rotary (rotate_half) on the first
+        # int(head_dim * partial_rotary_factor) dims; mlp = fc2(gelu_new(fc1(x)));
+        # logits = lm_head(final_layernorm(h)) + lm_head.bias
+        "phi": dict(embed="model.embed_tokens.weight", layer="model.layers.%d.",
+                    ln_in="input_layernorm", ln_post=None, qkv=None, q="self_attn.q_proj",
+                    k="self_attn.k_proj", v="self_attn.v_proj", o="self_attn.dense",
+                    up="mlp.fc1", down="mlp.fc2", final="model.final_layernorm",
+                    head="lm_head.weight"),
     }
 
     def _classic_init(self, folder, names, weights_round):
@@ -321,8 +330,11 @@ class Reference:
         f, n = self.facts, self.names
         T = x.shape[0]
         nh, hd = f.num_attention_heads, f.head_dim
-        qkv = self._linear(x, n["layer"] % layer + n["qkv"]).reshape(T, nh, 3 * hd)
-        q, k, v = qkv[..., :hd], qkv[..., hd:2 * hd], qkv[..., 2 * hd:]
+        if n["qkv"]:
+            qkv = self._linear(x, n["layer"] % layer + n["qkv"]).reshape(T, nh, 3 * hd)
+            q, k, v = qkv[..., :hd], qkv[..., hd:2 * hd], qkv[..., 2 * hd:]
+        else:
+            q, k, v = (self._linear(x, n["layer"] % layer + n[w]).reshape(T, nh, hd) for w in "qkv")
         rope = self._rope(layer, positions, cache)
         q = apply_rope(q, positions, *rope)
         k = apply_rope(k, positions, *rope)
@@ -352,7 +364,10 @@ class Reference:
 
     def _classic_layer(self, layer, h, positions, cache):
         n, p = self.names, self.names["layer"] % layer
-        a = self._classic_attention(layer, self._ln(h, p + n["ln_in"]), positions, cache)
+        x = self._ln(h, p + n["ln_in"])
+        a = self._classic_attention(layer, x, positions, cache)
+        if self.facts.parallel and n["ln_post"] is None:  # one norm feeds both
+            return h + a + self._classic_mlp(layer, x)
         if self.facts.parallel:
             return h + a + self._classic_mlp(layer, self._ln(h, p + n["ln_post"]))
         h = h + a
@@ -589,7 +604,8 @@ class Reference:
         if f.classic:
             h = self._ln(h, self.names["final"])
             W = self.w[self.lm_head_name] if self.lm_head_name else self._t(self.names["embed"])
-            return h @ W.T
+            b = self.w.get(self.lm_head_name[:-len("weight")] + "bias") if self.lm_head_name else None
+            return h @ W.T if b is None else h @ W.T + b
         h = self._norm(h, "norm")
         if f.tie_word_embeddings or self.lm_head_name is None:
             if not f.tie_word_embeddings:
