@@ -138,6 +138,26 @@ static const facet_config_class classes[] = {
      .norm_eps_key = "layer_norm_eps", .layer_norm = 1, .ffn_ungated = 1,
      .parallel_default = 1, .parallel_one_norm = 1,
      .rotary_pct_key = "partial_rotary_factor", .rotary_pct_default = 0.5, .mlp_bias_default = 1},
+    /* StableLmConfig (StableLM 2, StableLM-3B-4E1T): Llama's gated MLP and names with
+     * LayerNorms (biases), q/k/v biases by use_qkv_bias, rotary over partial_rotary_factor
+     * (0.25), use_parallel_residual with one norm; qk_layernorm stays unread (refused) */
+    {.model_type = "stablelm", .max_position_embeddings = 4096, .tie_word_embeddings = 0, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5, .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = 0, .pre_norms = 1,
+     .norm_eps_key = "layer_norm_eps", .layer_norm = 1,
+     .parallel_key = "use_parallel_residual", .parallel_default = 0, .parallel_one_norm = 1,
+     .rotary_pct_key = "partial_rotary_factor", .rotary_pct_default = 0.25,
+     .attention_bias_key = "use_qkv_bias"},
+    /* stable-code-3b's own StableLMEpochConfig (configuration_stablelm_epoch.py, remote
+     * code): the same block sequential, norm_eps, rope_pct, num_heads repeated,
+     * rotary_scaling_factor (linear rope scaling; facet runs 1.0) */
+    {.model_type = "stablelm_epoch", .max_position_embeddings = 4096, .tie_word_embeddings = 0, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5, .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = 0, .pre_norms = 1,
+     .norm_eps_key = "norm_eps", .layer_norm = 1,
+     .rotary_pct_key = "rope_pct", .rotary_pct_default = 0.25,
+     .attention_bias_key = "use_qkv_bias", .heads_dup_key = "num_heads",
+     .unit_key = "rotary_scaling_factor"},
 };
 /* clang-format on */
 

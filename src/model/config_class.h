@@ -94,6 +94,12 @@ typedef struct facet_config_class {
     int attention_bias_default;   /* attention_bias when config.json omits it           */
     int mlp_bias_default;         /* mlp_bias when the class has no key for it (NeoX's
                                      nn.Linear layers always carry one; probe decides)  */
+    const char *attention_bias_key; /* attention_bias under another name
+                                     ("use_qkv_bias"), or NULL                          */
+    const char *heads_dup_key;    /* a second spelling of num_attention_heads the class
+                                     keeps ("num_heads"): must equal it                 */
+    const char *unit_key;         /* a multiplier the modeling code applies that facet
+                                     runs only at 1.0 ("rotary_scaling_factor")         */
 } facet_config_class;
 
 /* The class for `model_type`, or the generic PretrainedConfig defaults (model_type "")

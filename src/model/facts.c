@@ -818,6 +818,20 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
     f->num_key_value_heads = f->num_attention_heads;
     TRY(get_int(r, "num_key_value_heads", 0, 1, MAX_HEADS, &f->num_key_value_heads, NULL));
 
+    if (cls->heads_dup_key) { /* the same count spelled twice: they must agree */
+        int64_t dup = f->num_attention_heads;
+        TRY(get_int(r, cls->heads_dup_key, 0, 1, MAX_HEADS, &dup, NULL));
+        if (dup != f->num_attention_heads)
+            return bad(r, cls->heads_dup_key, json_object_get(r->obj, cls->heads_dup_key),
+                       "the value of num_attention_heads");
+    }
+    if (cls->unit_key) { /* a multiplier facet runs only at 1.0 */
+        double u = 1.0;
+        TRY(get_num(r, cls->unit_key, 1, &u));
+        if (u != 1.0)
+            return bad(r, cls->unit_key, json_object_get(r->obj, cls->unit_key),
+                       "1.0 (other values are not supported)");
+    }
     int explicit_hd = 0;
     int64_t hd = 0;
     TRY(get_int(r, "head_dim", 0, 1, MAX_HEAD_DIM, &hd, &explicit_hd));
@@ -880,7 +894,8 @@ static facet_status read_block(reader *r, const facet_config_class *cls) {
 
     /* biases: config keys, or fixed by the modeling code (probe decides later) */
     f->attention_bias = cls->attention_bias_default;
-    TRY(get_bool(r, "attention_bias", &f->attention_bias));
+    TRY(get_bool(r, cls->attention_bias_key ? cls->attention_bias_key : "attention_bias",
+                 &f->attention_bias));
     f->mlp_bias = cls->mlp_bias_default;
     if (!cls->mlp_bias_default) TRY(get_bool(r, "mlp_bias", &f->mlp_bias));
     f->qkv_bias = cls->qkv_bias >= 0 ? cls->qkv_bias : f->attention_bias;

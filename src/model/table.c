@@ -153,6 +153,11 @@ const facet_profile facet_profiles[] = {
     {"phi", {"PhiForCausalLM"},
      "Phi-1, Phi-1.5, Phi-2 (one LayerNorm feeding attention and MLP in parallel, partial "
      "rotary, biases everywhere including lm_head)", &cpu_dense, &cuda_dense},
+    {"stablelm", {"StableLmForCausalLM"},
+     "StableLM 2, StableLM-3B (LayerNorm, partial rotary, q/k/v bias)", &cpu_dense, &cuda_dense},
+    {"stablelm_epoch", {"StableLMEpochForCausalLM"},
+     "stable-code-3b, StableLM-3B-4E1T remote-code config (LayerNorm, rope_pct)", &cpu_dense,
+     &cuda_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 

@@ -9,7 +9,9 @@ transformers' modeling code, independently of the C) over a 96-token prompt, and
 
 Classes: gpt_neox (RedPajama-INCITE: sequential residual, full rotary; Pythia-1B:
 parallel residual, rotary_pct 0.25); phi (Phi-2: one LayerNorm feeding attention and MLP
-in parallel, partial_rotary_factor 0.4, lm_head bias).
+in parallel, partial_rotary_factor 0.4, lm_head bias); stablelm (StableLM 2 1.6B: LayerNorm,
+q/k/v bias, partial rotary 0.25; and with use_parallel_residual); stablelm_epoch
+(stable-code-3b's remote-code config: norm_eps, rope_pct, rope_theta 1e6).
 """
 
 import json
@@ -46,11 +48,26 @@ PHI_2 = {
     "use_cache": True, "vocab_size": 51200,
 }
 
+# stabilityai/stablelm-2-1_6b config.json as published (public), written inline.
+STABLELM_2_1_6B = {
+    "architectures": ["StableLmForCausalLM"], "model_type": "stablelm", "bos_token_id": 100257,
+    "eos_token_id": 100257, "hidden_act": "silu", "hidden_dropout": 0.0, "hidden_size": 2048,
+    "initializer_range": 0.02, "intermediate_size": 5632, "layer_norm_eps": 1e-05,
+    "max_position_embeddings": 4096, "num_attention_heads": 32, "num_hidden_layers": 24,
+    "num_key_value_heads": 32, "partial_rotary_factor": 0.25, "qk_layernorm": False,
+    "rope_scaling": None, "rope_theta": 10000, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "transformers_version": "4.38.0", "use_cache": True,
+    "use_parallel_residual": False, "use_qkv_bias": True, "vocab_size": 100352,
+}
+
 # name -> (source, shrink kwargs)
 CLASSES = {
     "gpt_neox-redpajama": (os.path.join(CONFIG_DIR, "togethercomputer__RedPajama-INCITE-7B-Base"), {}),
     "gpt_neox-pythia": (PYTHIA_1B, {}),
     "phi-2": (PHI_2, {}),
+    "stablelm_epoch-stable-code-3b": (os.path.join(CONFIG_DIR, "stabilityai__stable-code-3b"), {}),
+    "stablelm-2-1_6b": (STABLELM_2_1_6B, {}),
+    "stablelm-2-parallel": (STABLELM_2_1_6B, {"use_parallel_residual": True}),
 }
 N_PROMPT = 96
 N_GEN = 32
@@ -61,7 +78,7 @@ def prompt(vocab, seed, n=N_PROMPT):
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.evidence(config_classes=["gpt_neox", "phi"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 files")
 def test_classic_class_matches_reference(name, make_checkpoint, reference_for, run_facet, tmp_path):
     src, shrink = CLASSES[name]

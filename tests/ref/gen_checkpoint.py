@@ -190,6 +190,8 @@ def shrink_config(config, num_hidden_layers=2, num_key_value_heads=None,
     old_layers = int(cfg["num_hidden_layers"])
     cfg["num_hidden_layers"] = int(num_hidden_layers)
     cfg["num_attention_heads"] = heads_new
+    if "num_heads" in cfg:  # StableLMEpochConfig repeats the head count
+        cfg["num_heads"] = heads_new
     if "num_key_value_heads" in cfg or kv_new != heads_new:
         cfg["num_key_value_heads"] = kv_new
     cfg["hidden_size"] = hidden_new
@@ -362,6 +364,8 @@ def tensor_specs(config, experts_layout=None):
         p = "model.layers.%d." % i
         if f.block != "post":
             specs.append((p + "input_layernorm.weight", (H,), ("norm",)))
+            if f.norm == "layer":
+                specs.append((p + "input_layernorm.bias", (H,), ("bias",)))
         if f.fused:
             specs.append((p + "self_attn.qkv_proj.weight", ((nh + 2 * kv) * hd, H), ("linear", H)))
             if f.qkv_bias:
@@ -382,7 +386,10 @@ def tensor_specs(config, experts_layout=None):
         specs.append((p + "self_attn.o_proj.weight", (H, nh * hd), ("linear", nh * hd)))
         if f.o_bias:
             specs.append((p + "self_attn.o_proj.bias", (H,), ("bias",)))
-        specs.append((p + "post_attention_layernorm.weight", (H,), ("norm",)))
+        if not f.parallel:
+            specs.append((p + "post_attention_layernorm.weight", (H,), ("norm",)))
+            if f.norm == "layer":
+                specs.append((p + "post_attention_layernorm.bias", (H,), ("bias",)))
         if f.block == "sandwich":
             specs.append((p + "pre_feedforward_layernorm.weight", (H,), ("norm",)))
         if f.block in ("sandwich", "post"):
@@ -402,6 +409,8 @@ def tensor_specs(config, experts_layout=None):
         if f.mlp_bias and not f.fused:
             specs.append((p + "mlp.down_proj.bias", (H,), ("bias",)))
     specs.append(("model.norm.weight", (H,), ("norm",)))
+    if f.norm == "layer":
+        specs.append(("model.norm.bias", (H,), ("bias",)))
     if not f.tie_word_embeddings:
         specs.append(("lm_head.weight", (V, H), ("linear", H, "lm_head")))
     return specs

@@ -101,6 +101,14 @@ FAMILIES = {
     # rope_theta 10000; PhiAttention's q/k/v/dense and the MLP's fc1/fc2 always carry biases.
     "phi": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="gelu_new",
                 qkv_bias="always_all", sliding="none", classic="phi"),
+    # StableLmConfig / modeling_stablelm: Llama's names and gated MLP with LayerNorms
+    # (weight and bias), q/k/v biases by use_qkv_bias (o_proj none), partial rotary 0.25,
+    # use_parallel_residual (one norm feeds both). stable-code-3b's remote-code
+    # StableLMEpochConfig: norm_eps, rope_pct, the same block, sequential.
+    "stablelm": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                     qkv_bias="use_qkv_bias", sliding="none", keys="stablelm"),
+    "stablelm_epoch": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                           qkv_bias="use_qkv_bias", sliding="none", keys="stablelm_epoch"),
 }
 
 # The classic decoders' config keys (transformers configuration_*.py / modeling_*.py):
@@ -112,6 +120,11 @@ CLASSIC = {
     "gpt_neox": dict(eps_key="layer_norm_eps", rotary_pct=("rotary_pct", 0.25),
                      theta_key="rotary_emb_base", parallel=("use_parallel_residual", True),
                      norm="layer", gated=False),
+    "stablelm": dict(eps_key="layer_norm_eps", rotary_pct=("partial_rotary_factor", 0.25),
+                     theta_key="rope_theta", parallel=("use_parallel_residual", False),
+                     norm="layer", gated=True),
+    "stablelm_epoch": dict(eps_key="norm_eps", rotary_pct=("rope_pct", 0.25),
+                           theta_key="rope_theta", parallel=(None, False), norm="layer", gated=True),
     "phi": dict(eps_key="layer_norm_eps", rotary_pct=("partial_rotary_factor", 0.5),
                 theta_key="rope_theta", parallel=(None, True), norm="layer", gated=False),
 }
@@ -329,7 +342,9 @@ def facts(config):
     if mt not in FAMILIES:
         raise NotImplementedError("model_type=%r is not implemented by the reference" % mt)
     fam = FAMILIES[mt]
-    classic = CLASSIC.get(fam.get("classic"))
+    classic = CLASSIC.get(fam.get("keys", fam.get("classic")))
+    if mt == "stablelm_epoch" and float(_get(cfg, "rotary_scaling_factor", 1.0)) != 1.0:
+        raise NotImplementedError("rotary_scaling_factor != 1 is not implemented by the reference")
     if classic:
         # the class's own key names, read as the modeling code reads them
         cfg = dict(cfg)
@@ -357,6 +372,8 @@ def facts(config):
     attn_bias = bool(_get(cfg, "attention_bias", False))
     qb = fam.get("qkv_bias", "never")
     qkv_bias = True if qb in ("always", "always_all") else (attn_bias if qb == "attention_bias" else False)
+    if qb == "use_qkv_bias":
+        qkv_bias = bool(_get(cfg, "use_qkv_bias", False))
     o_bias = True if qb == "always_all" else (attn_bias if qb == "attention_bias" else False)
     mlp_bias = bool(_get(cfg, "mlp_bias", False)) if fam.get("mlp_bias") else False
     tie = cfg.get("tie_word_embeddings", config.get("tie_word_embeddings"))

@@ -388,6 +388,8 @@ class Reference:
 
     def _norm(self, x, name):
         f = self.facts
+        if f.norm == "layer":  # torch LayerNorm, bias when the checkpoint has one
+            return layer_norm(x, self._t(name + ".weight"), self._opt(name + ".bias"), f.rms_norm_eps)
         return rms_norm(x, self._t(name + ".weight"), f.rms_norm_eps, f.norm_offset)
 
     # -- blocks
@@ -594,6 +596,9 @@ class Reference:
             h = h + self._norm(a, p + "post_attention_layernorm")
             m = self._mlp(layer, self._norm(h, p + "pre_feedforward_layernorm"))
             return h + self._norm(m, p + "post_feedforward_layernorm")
+        if f.parallel:  # StableLM use_parallel_residual: one norm feeds both
+            x = self._norm(h, p + "input_layernorm")
+            return h + self._attention(layer, x, positions, cache) + self._mlp(layer, x)
         a = self._attention(layer, self._norm(h, p + "input_layernorm"), positions, cache)
         h = h + a * rm if rm != 1.0 else h + a
         m = self._mlp(layer, self._norm(h, p + "post_attention_layernorm"))
