@@ -8,6 +8,10 @@
 
 #include <string.h>
 
+/* Keys StarCoder2 checkpoints carry from their training code; Starcoder2Config accepts
+ * and ignores them (its modeling code is LayerNorm + c_fc/c_proj whatever they say). */
+static const char *const starcoder2_unread[] = {"mlp_type", "norm_type", NULL};
+
 /* clang-format off */
 static const facet_config_class classes[] = {
     {.model_type = "llama", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
@@ -158,6 +162,14 @@ static const facet_config_class classes[] = {
      .rotary_pct_key = "rope_pct", .rotary_pct_default = 0.25,
      .attention_bias_key = "use_qkv_bias", .heads_dup_key = "num_heads",
      .unit_key = "rotary_scaling_factor"},
+    /* Starcoder2Config: LayerNorm (norm_epsilon), q/k/v/o and c_fc/c_proj biases by
+     * use_bias, an ungated gelu_pytorch_tanh MLP, sliding_window on every layer, tied */
+    {.model_type = "starcoder2", .max_position_embeddings = 4096, .tie_word_embeddings = 1, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5, .act_key = "hidden_act", .act_default = "gelu_pytorch_tanh",
+     .reads_sliding_window = 1, .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
+     .norm_eps_key = "norm_epsilon", .layer_norm = 1, .ffn_ungated = 1,
+     .attention_bias_key = "use_bias", .attention_bias_default = 1, .mlp_bias_default = 1,
+     .unread_keys = starcoder2_unread},
 };
 /* clang-format on */
 

@@ -100,6 +100,9 @@ typedef struct facet_config_class {
                                      keeps ("num_heads"): must equal it                 */
     const char *unit_key;         /* a multiplier the modeling code applies that facet
                                      runs only at 1.0 ("rotary_scaling_factor")         */
+    const char *const *unread_keys; /* keys a checkpoint's config carries that the
+                                     transformers class never reads (StarCoder2's
+                                     mlp_type, norm_type): consumed, no effect; NULL-ended */
 } facet_config_class;
 
 /* The class for `model_type`, or the generic PretrainedConfig defaults (model_type "")

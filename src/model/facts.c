@@ -825,6 +825,7 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
             return bad(r, cls->heads_dup_key, json_object_get(r->obj, cls->heads_dup_key),
                        "the value of num_attention_heads");
     }
+    for (const char *const *k = cls->unread_keys; k && *k; k++) take(r, *k);
     if (cls->unit_key) { /* a multiplier facet runs only at 1.0 */
         double u = 1.0;
         TRY(get_num(r, cls->unit_key, 1, &u));

@@ -11,7 +11,8 @@ Classes: gpt_neox (RedPajama-INCITE: sequential residual, full rotary; Pythia-1B
 parallel residual, rotary_pct 0.25); phi (Phi-2: one LayerNorm feeding attention and MLP
 in parallel, partial_rotary_factor 0.4, lm_head bias); stablelm (StableLM 2 1.6B: LayerNorm,
 q/k/v bias, partial rotary 0.25; and with use_parallel_residual); stablelm_epoch
-(stable-code-3b's remote-code config: norm_eps, rope_pct, rope_theta 1e6).
+(stable-code-3b's remote-code config: norm_eps, rope_pct, rope_theta 1e6); starcoder2
+(StarCoder2-3B: LayerNorm, biases, c_fc/c_proj gelu MLP, GQA 12:1, a 16-token window).
 """
 
 import json
@@ -60,6 +61,19 @@ STABLELM_2_1_6B = {
     "use_parallel_residual": False, "use_qkv_bias": True, "vocab_size": 100352,
 }
 
+# bigcode/starcoder2-3b config.json as published (public), written inline.
+STARCODER2_3B = {
+    "architectures": ["Starcoder2ForCausalLM"], "model_type": "starcoder2",
+    "attention_dropout": 0.1, "residual_dropout": 0.1, "embedding_dropout": 0.1,
+    "bos_token_id": 0, "eos_token_id": 0, "hidden_act": "gelu_pytorch_tanh", "hidden_size": 3072,
+    "initializer_range": 0.018042, "intermediate_size": 12288, "max_position_embeddings": 16384,
+    "mlp_type": "default", "norm_epsilon": 1e-05, "norm_type": "layer_norm",
+    "num_attention_heads": 24, "num_hidden_layers": 30, "num_key_value_heads": 2,
+    "rope_theta": 999999.4420358813, "sliding_window": 4096, "torch_dtype": "bfloat16",
+    "transformers_version": "4.37.0.dev0", "use_bias": True, "use_cache": True,
+    "vocab_size": 49152,
+}
+
 # name -> (source, shrink kwargs)
 CLASSES = {
     "gpt_neox-redpajama": (os.path.join(CONFIG_DIR, "togethercomputer__RedPajama-INCITE-7B-Base"), {}),
@@ -68,6 +82,8 @@ CLASSES = {
     "stablelm_epoch-stable-code-3b": (os.path.join(CONFIG_DIR, "stabilityai__stable-code-3b"), {}),
     "stablelm-2-1_6b": (STABLELM_2_1_6B, {}),
     "stablelm-2-parallel": (STABLELM_2_1_6B, {"use_parallel_residual": True}),
+    # a 16-token window, so the 96-token prompt crosses it
+    "starcoder2-3b": (STARCODER2_3B, {"sliding_window": 16}),
 }
 N_PROMPT = 96
 N_GEN = 32
@@ -78,7 +94,7 @@ def prompt(vocab, seed, n=N_PROMPT):
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 files")
 def test_classic_class_matches_reference(name, make_checkpoint, reference_for, run_facet, tmp_path):
     src, shrink = CLASSES[name]

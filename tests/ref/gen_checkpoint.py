@@ -397,6 +397,15 @@ def tensor_specs(config, experts_layout=None):
         if f.sparse_layers and f.sparse_layers[i]:
             specs.extend(moe_specs(f, p, layout))
             continue
+        if not f.gated:  # StarCoder2's c_fc / c_proj
+            up, down = f.family["mlp_names"]
+            specs.append((p + up + ".weight", (I, H), ("linear", H)))
+            if f.mlp_bias:
+                specs.append((p + up + ".bias", (I,), ("bias",)))
+            specs.append((p + down + ".weight", (H, I), ("linear", I)))
+            if f.mlp_bias:
+                specs.append((p + down + ".bias", (H,), ("bias",)))
+            continue
         if f.fused:
             specs.append((p + "mlp.gate_up_proj.weight", (2 * I, H), ("linear", H)))
         else:
@@ -523,7 +532,7 @@ def init_tensor(name, shape, init, seed, facts, logit_std=2.0, bias_std=0.1, nor
             if facts.block == "pre" and name.endswith(("o_proj.weight", "down_proj.weight", "w2.weight",
                                                        "experts.down_proj", "output_linear.weight",
                                                        "attention.dense.weight", "self_attn.dense.weight",
-                                                       "mlp.fc2.weight",
+                                                       "mlp.fc2.weight", "mlp.c_proj.weight",
                                                        "mlp.dense_4h_to_h.weight")):
                 std *= sc["out_gain"]
             if facts.qk_norm is None and (name.endswith("q_proj.weight") or name.endswith("k_proj.weight")):

@@ -105,6 +105,11 @@ FAMILIES = {
     # (weight and bias), q/k/v biases by use_qkv_bias (o_proj none), partial rotary 0.25,
     # use_parallel_residual (one norm feeds both). stable-code-3b's remote-code
     # StableLMEpochConfig: norm_eps, rope_pct, the same block, sequential.
+    # Starcoder2Config / modeling_starcoder2: LayerNorm (norm_epsilon), use_bias on q/k/v/o
+    # and c_fc/c_proj, mlp = c_proj(act(c_fc(x))), sliding_window on every layer, tied.
+    "starcoder2": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=("hidden_act",),
+                       act="gelu_pytorch_tanh", qkv_bias="use_bias", sliding="all",
+                       sliding_default=None, keys="starcoder2", mlp_names=("mlp.c_fc", "mlp.c_proj")),
     "stablelm": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
                      qkv_bias="use_qkv_bias", sliding="none", keys="stablelm"),
     "stablelm_epoch": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
@@ -120,6 +125,8 @@ CLASSIC = {
     "gpt_neox": dict(eps_key="layer_norm_eps", rotary_pct=("rotary_pct", 0.25),
                      theta_key="rotary_emb_base", parallel=("use_parallel_residual", True),
                      norm="layer", gated=False),
+    "starcoder2": dict(eps_key="norm_epsilon", rotary_pct=("partial_rotary_factor", 1.0),
+                       theta_key="rope_theta", parallel=(None, False), norm="layer", gated=False),
     "stablelm": dict(eps_key="layer_norm_eps", rotary_pct=("partial_rotary_factor", 0.25),
                      theta_key="rope_theta", parallel=("use_parallel_residual", False),
                      norm="layer", gated=True),
@@ -374,8 +381,12 @@ def facts(config):
     qkv_bias = True if qb in ("always", "always_all") else (attn_bias if qb == "attention_bias" else False)
     if qb == "use_qkv_bias":
         qkv_bias = bool(_get(cfg, "use_qkv_bias", False))
+    if qb == "use_bias":
+        qkv_bias = o_bias = bool(_get(cfg, "use_bias", True))
     o_bias = True if qb == "always_all" else (attn_bias if qb == "attention_bias" else False)
     mlp_bias = bool(_get(cfg, "mlp_bias", False)) if fam.get("mlp_bias") else False
+    if qb == "use_bias":
+        mlp_bias = qkv_bias
     tie = cfg.get("tie_word_embeddings", config.get("tie_word_embeddings"))
     tie = fam["tie"] if tie is None else bool(tie)
 

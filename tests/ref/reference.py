@@ -487,6 +487,10 @@ class Reference:
         if f.sparse_layers and f.sparse_layers[layer]:
             return self._moe(layer, x)
         p = "layers.%d.mlp." % layer
+        if not f.gated:  # StarCoder2: c_proj(act(c_fc(x)))
+            up, down = f.family["mlp_names"]
+            q = "layers.%d." % layer
+            return self._linear(activation(f.hidden_act, self._linear(x, q + up)), q + down)
         if f.fused:
             gu = self._linear(x, p + "gate_up_proj")
             gate, up = gu[:, : f.intermediate_size], gu[:, f.intermediate_size:]
