@@ -198,12 +198,20 @@ static json_t *score_json(srv_server *s, const score_req *q) {
         double sum = 0;
         for (int t = (int)q->n_prompt; lps && t < j->n_prompt; t++) {
             sum += j->p_lp[t];
-            json_array_append_new(lps, json_real(j->p_lp[t]));
+            if (json_array_append_new(lps, json_real(j->p_lp[t]))) {
+                json_decref(lps);
+                lps = NULL;
+            }
         }
         fed += j->n_prompt;
         json_t *cand = json_deep_copy(json_array_get(json_object_get(q->root, "candidates"), i));
-        if (!lps || !cand ||
-            json_array_append_new(data, json_pack("{s:i,s:o,s:f,s:i,s:o}", "index", (int)i,
+        if (!lps || !cand) {
+            json_decref(lps);
+            json_decref(cand);
+            json_decref(data);
+            return NULL;
+        }
+        if (json_array_append_new(data, json_pack("{s:i,s:o,s:f,s:i,s:o}", "index", (int)i,
                                                   "candidate", cand, "logprob", sum, "tokens",
                                                   (int)q->n_ids[i], "token_logprobs", lps))) {
             json_decref(data);

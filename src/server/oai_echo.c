@@ -12,26 +12,33 @@ static int prompt_part(const oai_meta *m, const srv_job *j, json_t *tokens, json
     for (int t = 0; t < j->n_prompt; t++) {
         int32_t prev = t > 0 ? j->prompt[t - 1] : -1;
         json_t *ts = oai_token_text(m->tok, prev, j->prompt[t]);
-        if (!ts) return -1;
         size_t tl = json_string_length(ts);
-        json_t *lp = t == 0 || !j->p_lp ? json_null() : json_real(j->p_lp[t]);
-        json_t *top = t == 0 || !j->p_lp ? json_null() : json_object();
-        for (int k = 0; top && json_is_object(top) && k < m->top_n; k++) {
+        int given = t > 0 && j->p_lp;
+        json_t *lp = given ? json_real(j->p_lp[t]) : json_null();
+        json_t *top = given ? json_object() : json_null();
+        int bad = !ts || !lp || !top;
+        for (int k = 0; !bad && given && k < m->top_n; k++) {
             int32_t id = j->p_top_ids[(size_t)t * (size_t)m->top_n + k];
             if (id < 0) continue;
             json_t *s = oai_token_text(m->tok, prev, id);
             if (!s) {
-                json_decref(top);
-                top = NULL;
-                break;
+                bad = 1;
+            } else if (!json_object_get(top, json_string_value(s))) {
+                bad = json_object_set_new(
+                    top, json_string_value(s),
+                    json_real(j->p_top_lp[(size_t)t * (size_t)m->top_n + k]));
             }
-            if (!json_object_get(top, json_string_value(s)))
-                json_object_set_new(top, json_string_value(s),
-                                    json_real(j->p_top_lp[(size_t)t * (size_t)m->top_n + k]));
             json_decref(s);
         }
-        if (json_array_append_new(tokens, ts) || !lp || json_array_append_new(lps, lp) ||
-            !top || json_array_append_new(tops, top) ||
+        if (bad) {
+            json_decref(ts);
+            json_decref(lp);
+            json_decref(top);
+            return -1;
+        }
+        /* each append takes its value, failed or not: all four run */
+        if (json_array_append_new(tokens, ts) | json_array_append_new(lps, lp) |
+            json_array_append_new(tops, top) |
             json_array_append_new(offs, json_integer((json_int_t)*off)))
             return -1;
         *off += tl;

@@ -1,6 +1,7 @@
 /*
  * Allocation failure in a server request (alloc_fail.h): what an HTTP thread of `facet
- * serve` does for a completion and for a chat completion with tools, short of the
+ * serve` does for a completion (also with echo: oai_echo_patch) and for a chat
+ * completion with tools, short of the
  * socket — parse and validate the body (oai_request_parse), build the prompt (render
  * the chat template, tokenize), copy a finished job's outputs (srv_output_sync), build
  * the whole response, a streaming chunk and an error body, and serialize them.
@@ -33,6 +34,7 @@
 #include "facet_tokenizer.h"
 #include "server/chat_bridge.h"
 #include "server/http.h"
+#include "server/oai_echo.h"
 #include "server/oai_request.h"
 #include "server/oai_response.h"
 #include "server/sched.h"
@@ -122,6 +124,22 @@ static int request_op(void *p) {
     /* the finished job, as respond_whole sees it */
     srv_choice choice = {.slot = -1};
     srv_job job = {.prompt = ids, .n_prompt = (int)n, .n_choices = 1, .choices = &choice};
+    /* echo: the prompt's log-probabilities, as the engine thread leaves them */
+    static double p_lp[256], p_top_lp[512];
+    static int32_t p_top_ids[512];
+    if (r.echo && n <= 256) {
+        for (size_t t = 0; t < n; t++) {
+            p_lp[t] = -0.5 * (double)t;
+            p_top_ids[2 * t] = ids[t];
+            p_top_ids[2 * t + 1] = (ids[t] + 3) % 512;
+            p_top_lp[2 * t] = p_lp[t];
+            p_top_lp[2 * t + 1] = -4.0;
+        }
+        job.plp_from = 1;
+        job.p_lp = p_lp;
+        job.p_top_ids = p_top_ids;
+        job.p_top_lp = p_top_lp;
+    }
     if (srv_output_sync(&choice.out, &job_out)) {
         srv_output_free(&choice.out);
         free(ids);
@@ -146,7 +164,12 @@ static int request_op(void *p) {
     int ok = c->kind != OAI_CHAT || (msg && delta);
     char *whole = NULL, *chunk = NULL, *err_body = NULL;
     if (ok) {
-        whole = dump(oai_response(&m, &job, &msg, &finish));
+        json_t *resp = oai_response(&m, &job, &msg, &finish);
+        if (resp && r.echo && oai_echo_patch(resp, &m, &job, r.prompt_text, r.prompt_len, 0)) {
+            json_decref(resp);
+            resp = NULL;
+        }
+        whole = dump(resp);
         msg = NULL; /* taken */
         size_t off = 0;
         json_t *lp = oai_logprobs(&m, &choice.out, 0, (int)choice.out.ids.len, ids[n - 1], &off);
@@ -237,6 +260,16 @@ static void test_completion(void **state) {
           "completion", 0, 1);
 }
 
+/* echo (oai_echo.h): the prompt's tokens and log-probabilities ahead of the text's */
+static void test_completion_echo(void **state) {
+    (void)state;
+    make_output(" there was a cat.");
+    sweep(OAI_COMPLETION,
+          "{\"model\":\"m\",\"prompt\":\"Once upon a time,\",\"max_tokens\":5,"
+          "\"echo\":true,\"logprobs\":2,\"temperature\":0}",
+          "completion, echo", 1500, 3);
+}
+
 static void test_chat_with_tools(void **state) {
     (void)state;
     static const char *body =
@@ -257,6 +290,7 @@ static void test_chat_with_tools(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_completion),
+        cmocka_unit_test(test_completion_echo),
         cmocka_unit_test(test_chat_with_tools),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
