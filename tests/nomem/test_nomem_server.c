@@ -1,8 +1,7 @@
 /*
  * Allocation failure in a server request (alloc_fail.h): what an HTTP thread of `facet
  * serve` does for a completion (also with echo: oai_echo_patch) and for a chat
- * completion with tools, short of the
- * socket — parse and validate the body (oai_request_parse), build the prompt (render
+ * completion with tools, short of the socket — parse and validate the body (oai_request_parse), build the prompt (render
  * the chat template, tokenize), copy a finished job's outputs (srv_output_sync), build
  * the whole response, a streaming chunk and an error body, and serialize them.
  *
