@@ -284,13 +284,15 @@ CHECK(check_ssm) {
         snprintf(v, n, "none");
         return 1;
     }
-    snprintf(v, n, "mamba%s%s", f->ssm_version == 2 ? "2" : "",
-             f->ssm_proj_bias ? " with use_bias=true" : "");
-    return c->ssm && !f->ssm_proj_bias;
+    int big = f->ssm_version == 1 && f->ssm_state_size > 256; /* mixer_mamba.c's table */
+    snprintf(v, n, "mamba%s%s%s", f->ssm_version == 2 ? "2" : "",
+             f->ssm_proj_bias ? " with use_bias=true" : "", big ? " with state_size > 256" : "");
+    return c->ssm && !f->ssm_proj_bias && !big;
 }
 RANGE(range_ssm) {
     (void)f;
-    snprintf(b, n, "%s", c->ssm ? "none, or mamba / mamba2 with use_bias=false" : "none");
+    snprintf(b, n, "%s", c->ssm ? "none, or mamba (state_size <= 256) / mamba2 with use_bias=false"
+                                : "none");
 }
 
 CHECK(check_dtypes) {
