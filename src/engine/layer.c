@@ -56,7 +56,7 @@ void facet_norm_row_bias(const facet_session *s, float *y, const float *x, const
                          const float *b) {
     const facet_facts *f = &s->model->facts;
     int H = (int)f->hidden_size;
-    if (w && f->layer_norm)
+    if (f->layer_norm && (w || f->norm_no_weight)) /* OLMo's has no parameters */
         s->be->ops->layernorm(s->be, y, x, w, b, H, f->rms_norm_eps);
     else if (w)
         s->be->ops->rmsnorm(s->be, y, x, w, H, f->rms_norm_eps, (float)f->norm_weight_offset);

@@ -162,6 +162,14 @@ static const facet_config_class classes[] = {
      .rotary_pct_key = "rope_pct", .rotary_pct_default = 0.25,
      .attention_bias_key = "use_qkv_bias", .heads_dup_key = "num_heads",
      .unit_key = "rotary_scaling_factor"},
+    /* OlmoConfig (OLMo-1B/7B -hf): Llama's block with OLMo's non-parametric LayerNorm
+     * (eps 1e-5, no weight or bias), q/k/v/o biases by attention_bias; clip_qkv stays
+     * unread (refused when set) */
+    {.model_type = "olmo", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5, .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
+     .norm_eps_key = "layer_norm_eps" /* not an OlmoConfig key: the eps is fixed */,
+     .layer_norm = 1, .norm_no_weight = 1},
     /* Starcoder2Config: LayerNorm (norm_epsilon), q/k/v/o and c_fc/c_proj biases by
      * use_bias, an ungated gelu_pytorch_tanh MLP, sliding_window on every layer, tied */
     {.model_type = "starcoder2", .max_position_embeddings = 4096, .tie_word_embeddings = 1, .rope_theta = 10000.0,

@@ -80,6 +80,7 @@ typedef struct facet_config_class {
     const char *norm_eps_key;     /* the norms' eps key when not rms_norm_eps
                                      ("layer_norm_eps"), else NULL                    */
     int layer_norm;               /* LayerNorm (mean and variance), not RMSNorm         */
+    int norm_no_weight;           /* the LayerNorms have no weight or bias (OLMo)       */
     int ffn_ungated;              /* down(act(up h)): the MLP has no gate projection    */
     const char *parallel_key;     /* key of the parallel attention/FFN residual flag
                                      ("use_parallel_residual"), or NULL: sequential     */

@@ -860,6 +860,7 @@ static facet_status read_block(reader *r, const facet_config_class *cls) {
     f->pre_norms = cls->pre_norms;
     f->post_norms = cls->post_norms;
     f->layer_norm = cls->layer_norm;
+    f->norm_no_weight = cls->layer_norm && cls->norm_no_weight;
     f->ffn_ungated = cls->ffn_ungated;
     f->parallel_residual = cls->parallel_default;
     if (cls->parallel_key) TRY(get_bool(r, cls->parallel_key, &f->parallel_residual));

@@ -116,6 +116,8 @@ typedef struct facet_facts {
                                       instead of RMSNorm; rms_norm_eps holds its eps
                                       (layer_norm_eps) (GPT-NeoX and the classic classes) */
     int norm_bias;                 /* probed: the LayerNorms carry a bias               */
+    int norm_no_weight;            /* 1: the LayerNorms have no parameters at all (OLMo's
+                                      non-parametric LayerNorm): no norm tensors         */
     int ffn_ungated;               /* 1: down(act(up h)), no gate projection (GPT-NeoX
                                       dense_h_to_4h / dense_4h_to_h)                     */
     int parallel_residual;         /* 1: x + attn(norm_in(x)) + ffn(norm_ffn(x)) from the

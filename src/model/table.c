@@ -153,6 +153,8 @@ const facet_profile facet_profiles[] = {
     {"phi", {"PhiForCausalLM"},
      "Phi-1, Phi-1.5, Phi-2 (one LayerNorm feeding attention and MLP in parallel, partial "
      "rotary, biases everywhere including lm_head)", &cpu_dense, &cuda_dense},
+    {"olmo", {"OlmoForCausalLM"},
+     "OLMo (non-parametric LayerNorm, Llama's block)", &cpu_dense, &cuda_dense},
     {"starcoder2", {"Starcoder2ForCausalLM"},
      "StarCoder2 (LayerNorm, biases, ungated gelu MLP, sliding window)", &cpu_dense, &cuda_dense},
     {"stablelm", {"StableLmForCausalLM"},

@@ -9,14 +9,15 @@
 
 /* When the loader needs a row: predicates on the probed facts. */
 static int always(const facet_facts *f) { (void)f; return 1; }
-static int pre_norms(const facet_facts *f) { return f->pre_norms; }
 static int fused_qkv(const facet_facts *f) { return f->fused_qkv; }
 static int split_qkv(const facet_facts *f) { return !f->fused_qkv && !f->fused_qkv_heads; }
 static int qkv_bias(const facet_facts *f) { return f->qkv_bias && !f->fused_qkv_heads; }
 static int qkv_heads(const facet_facts *f) { return f->fused_qkv_heads; }
 static int qkv_heads_bias(const facet_facts *f) { return f->fused_qkv_heads && f->qkv_bias; }
 static int norm_bias(const facet_facts *f) { return f->norm_bias; }
-static int ffn_norm(const facet_facts *f) { return !f->parallel_one_norm; }
+static int ffn_norm(const facet_facts *f) { return !f->parallel_one_norm && !f->norm_no_weight; }
+static int norm_weight(const facet_facts *f) { return !f->norm_no_weight; }
+static int pre_norm_weight(const facet_facts *f) { return f->pre_norms && !f->norm_no_weight; }
 static int ffn_norm_bias(const facet_facts *f) { return f->norm_bias && !f->parallel_one_norm; }
 static int lm_head_bias(const facet_facts *f) { return f->lm_head_bias && f->has_lm_head; }
 static int pre_norm_bias(const facet_facts *f) { return f->pre_norms && f->norm_bias; }
@@ -89,7 +90,8 @@ const facet_tensor_row facet_tensor_rows[] = {
      .alt2 = "embed_in.weight",
      .gguf = "token_embd.weight", .dims = {FACET_TD_VOCAB, H}, .matrix = 1,
      .slot = FACET_TS_EMBED_TOKENS, .fused = -1, .when = always},
-    VEC(L, "input_layernorm.weight", "attn_norm.weight", H, FACET_TS_INPUT_LAYERNORM, pre_norms),
+    VEC(L, "input_layernorm.weight", "attn_norm.weight", H, FACET_TS_INPUT_LAYERNORM,
+        pre_norm_weight),
     VEC(L, "input_layernorm.bias", "attn_norm.bias", H, FACET_TS_INPUT_LAYERNORM_BIAS,
         pre_norm_bias),
     /* GPT-NeoX: per head h, rows [q_h; k_h; v_h] (view(heads, 3 * head_dim)) */
@@ -252,7 +254,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     {.root = FACET_TR_MODEL, .name = "norm.weight", .alt = "norm_f.weight",
      .alt2 = "final_layer_norm.weight", .alt3 = "final_layernorm.weight" /* Phi */,
      .gguf = "output_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
-     .slot = FACET_TS_NORM, .fused = -1, .when = always},
+     .slot = FACET_TS_NORM, .fused = -1, .when = norm_weight},
     {.root = FACET_TR_MODEL, .name = "norm.bias", .alt = "final_layer_norm.bias",
      .alt2 = "final_layernorm.bias",
      .gguf = "output_norm.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_NORM_BIAS,

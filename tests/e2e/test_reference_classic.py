@@ -12,7 +12,8 @@ parallel residual, rotary_pct 0.25); phi (Phi-2: one LayerNorm feeding attention
 in parallel, partial_rotary_factor 0.4, lm_head bias); stablelm (StableLM 2 1.6B: LayerNorm,
 q/k/v bias, partial rotary 0.25; and with use_parallel_residual); stablelm_epoch
 (stable-code-3b's remote-code config: norm_eps, rope_pct, rope_theta 1e6); starcoder2
-(StarCoder2-3B: LayerNorm, biases, c_fc/c_proj gelu MLP, GQA 12:1, a 16-token window).
+(StarCoder2-3B: LayerNorm, biases, c_fc/c_proj gelu MLP, GQA 12:1, a 16-token window);
+olmo (OLMo-1B: the non-parametric LayerNorm, tied).
 """
 
 import json
@@ -74,6 +75,17 @@ STARCODER2_3B = {
     "vocab_size": 49152,
 }
 
+# allenai/OLMo-1B-hf config.json as published (public), written inline.
+OLMO_1B = {
+    "architectures": ["OlmoForCausalLM"], "model_type": "olmo", "attention_bias": False,
+    "attention_dropout": 0.0, "clip_qkv": None, "eos_token_id": 50279, "hidden_act": "silu",
+    "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 8192,
+    "max_position_embeddings": 2048, "num_attention_heads": 16, "num_hidden_layers": 16,
+    "num_key_value_heads": 16, "pad_token_id": 1, "rope_scaling": None, "rope_theta": 10000.0,
+    "tie_word_embeddings": True, "torch_dtype": "float32", "transformers_version": "4.40.0.dev0",
+    "use_cache": True, "vocab_size": 50304,
+}
+
 # name -> (source, shrink kwargs)
 CLASSES = {
     "gpt_neox-redpajama": (os.path.join(CONFIG_DIR, "togethercomputer__RedPajama-INCITE-7B-Base"), {}),
@@ -84,6 +96,7 @@ CLASSES = {
     "stablelm-2-parallel": (STABLELM_2_1_6B, {"use_parallel_residual": True}),
     # a 16-token window, so the 96-token prompt crosses it
     "starcoder2-3b": (STARCODER2_3B, {"sliding_window": 16}),
+    "olmo-1b": (OLMO_1B, {}),
 }
 N_PROMPT = 96
 N_GEN = 32
@@ -94,7 +107,7 @@ def prompt(vocab, seed, n=N_PROMPT):
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 files")
 def test_classic_class_matches_reference(name, make_checkpoint, reference_for, run_facet, tmp_path):
     src, shrink = CLASSES[name]

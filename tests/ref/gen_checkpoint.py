@@ -362,7 +362,7 @@ def tensor_specs(config, experts_layout=None):
     specs = [("model.embed_tokens.weight", (V, H), ("embed",))]
     for i in range(f.num_hidden_layers):
         p = "model.layers.%d." % i
-        if f.block != "post":
+        if f.block != "post" and f.norm != "layer_noweight":
             specs.append((p + "input_layernorm.weight", (H,), ("norm",)))
             if f.norm == "layer":
                 specs.append((p + "input_layernorm.bias", (H,), ("bias",)))
@@ -386,7 +386,7 @@ def tensor_specs(config, experts_layout=None):
         specs.append((p + "self_attn.o_proj.weight", (H, nh * hd), ("linear", nh * hd)))
         if f.o_bias:
             specs.append((p + "self_attn.o_proj.bias", (H,), ("bias",)))
-        if not f.parallel:
+        if not f.parallel and f.norm != "layer_noweight":
             specs.append((p + "post_attention_layernorm.weight", (H,), ("norm",)))
             if f.norm == "layer":
                 specs.append((p + "post_attention_layernorm.bias", (H,), ("bias",)))
@@ -417,7 +417,8 @@ def tensor_specs(config, experts_layout=None):
         specs.append((p + "mlp.down_proj.weight", (H, I), ("linear", I)))
         if f.mlp_bias and not f.fused:
             specs.append((p + "mlp.down_proj.bias", (H,), ("bias",)))
-    specs.append(("model.norm.weight", (H,), ("norm",)))
+    if f.norm != "layer_noweight":
+        specs.append(("model.norm.weight", (H,), ("norm",)))
     if f.norm == "layer":
         specs.append(("model.norm.bias", (H,), ("bias",)))
     if not f.tie_word_embeddings:

@@ -105,6 +105,11 @@ FAMILIES = {
     # (weight and bias), q/k/v biases by use_qkv_bias (o_proj none), partial rotary 0.25,
     # use_parallel_residual (one norm feeds both). stable-code-3b's remote-code
     # StableLMEpochConfig: norm_eps, rope_pct, the same block, sequential.
+    # OlmoConfig / modeling_olmo: OlmoLayerNorm = F.layer_norm without weight or bias,
+    # eps 1e-5 (fixed); Llama's names and gated MLP; q/k/v/o bias by attention_bias;
+    # clip_qkv (clamping q, k, v) is not implemented here.
+    "olmo": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                 qkv_bias="attention_bias", sliding="none", keys="olmo"),
     # Starcoder2Config / modeling_starcoder2: LayerNorm (norm_epsilon), use_bias on q/k/v/o
     # and c_fc/c_proj, mlp = c_proj(act(c_fc(x))), sliding_window on every layer, tied.
     "starcoder2": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=("hidden_act",),
@@ -125,6 +130,8 @@ CLASSIC = {
     "gpt_neox": dict(eps_key="layer_norm_eps", rotary_pct=("rotary_pct", 0.25),
                      theta_key="rotary_emb_base", parallel=("use_parallel_residual", True),
                      norm="layer", gated=False),
+    "olmo": dict(eps_key=None, rotary_pct=("partial_rotary_factor", 1.0), theta_key="rope_theta",
+                 parallel=(None, False), norm="layer_noweight", gated=True),
     "starcoder2": dict(eps_key="norm_epsilon", rotary_pct=("partial_rotary_factor", 1.0),
                        theta_key="rope_theta", parallel=(None, False), norm="layer", gated=False),
     "stablelm": dict(eps_key="layer_norm_eps", rotary_pct=("partial_rotary_factor", 0.25),
@@ -350,12 +357,14 @@ def facts(config):
         raise NotImplementedError("model_type=%r is not implemented by the reference" % mt)
     fam = FAMILIES[mt]
     classic = CLASSIC.get(fam.get("keys", fam.get("classic")))
+    if mt == "olmo" and cfg.get("clip_qkv") is not None:
+        raise NotImplementedError("clip_qkv is not implemented by the reference")
     if mt == "stablelm_epoch" and float(_get(cfg, "rotary_scaling_factor", 1.0)) != 1.0:
         raise NotImplementedError("rotary_scaling_factor != 1 is not implemented by the reference")
     if classic:
         # the class's own key names, read as the modeling code reads them
         cfg = dict(cfg)
-        cfg["rms_norm_eps"] = _get(cfg, classic["eps_key"], fam["eps"])
+        cfg["rms_norm_eps"] = _get(cfg, classic["eps_key"], fam["eps"]) if classic["eps_key"] else fam["eps"]
         k, d = classic["rotary_pct"]
         cfg["partial_rotary_factor"] = _get(cfg, k, d)
         if cfg.get("rope_theta") is None and cfg.get(classic["theta_key"]) is not None:

@@ -388,6 +388,8 @@ class Reference:
 
     def _norm(self, x, name):
         f = self.facts
+        if f.norm == "layer_noweight":  # OLMo: F.layer_norm(x, shape, None, None, eps)
+            return layer_norm(x, 1.0, None, f.rms_norm_eps)
         if f.norm == "layer":  # torch LayerNorm, bias when the checkpoint has one
             return layer_norm(x, self._t(name + ".weight"), self._opt(name + ".bias"), f.rms_norm_eps)
         return rms_norm(x, self._t(name + ".weight"), f.rms_norm_eps, f.norm_offset)
