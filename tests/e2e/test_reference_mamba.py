@@ -138,3 +138,54 @@ def test_mamba_refusals(run_facet, tmp_path):
         (d / "config.json").write_text(json.dumps(dict(cfg2, **bad)))
         proc = run_facet(["conform", str(d)])
         assert proc.returncode != 0 and needle in proc.stderr, proc.stderr
+
+
+def test_mamba_server(run_facet, facet_bin, tmp_path, repo_root):
+    """facet serve on a Mamba checkpoint (the bundled tokenizer: vocab 512): completions,
+    alone and eight at once (batched decode); a prompt that extends an earlier prompt but
+    not its answer (the prefix cache cannot cut a recurrent state back: the sequence starts
+    afresh, nothing cached); a continuation of prompt + answer (the state goes on: the
+    cached tokens are the first sequence's); each identical to facet run's greedy text."""
+    import shutil
+
+    import server_harness
+
+    path = mamba_ref.write(mamba_ref.shrink(mamba_ref.MAMBA_130M), str(tmp_path / "ck"))
+    shutil.copy(repo_root / "models" / "stories260k" / "tokenizer.json", path)
+    prompts = [[int(x) for x in np.random.default_rng(s).integers(3, 500, 12 + s)] for s in range(8)]
+    prompts.append(prompts[0] + [7, 8, 9])
+
+    def alone(p):
+        proc = run_facet(["run", path, "--prompt-ids", ",".join(map(str, p)), "-n", "12",
+                          "--json", "--no-cache"])
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["text"]
+
+    proc = run_facet(["run", path, "--prompt-ids", ",".join(map(str, prompts[0])), "-n", "12",
+                      "--json", "--no-cache"])
+    gen0 = json.loads(proc.stdout)["generated_ids"]
+    # a continuation: the first prompt, its answer and more (the state can go on)
+    prompts.append(prompts[0] + gen0 + [5, 6])
+    want = [alone(p) for p in prompts]
+    with server_harness.Server(facet_bin, path, "--max-batch", "8") as s:
+        def ask(p):
+            st, r = s.post("/v1/completions", {"prompt": p, "max_tokens": 12, "temperature": 0})
+            assert st == 200, r
+            return r
+
+        first = ask(prompts[0])
+        import concurrent.futures as cf
+        with cf.ThreadPoolExecutor(8) as ex:
+            many = list(ex.map(ask, prompts[:8]))
+        last = ask(prompts[8])
+        texts = [r["choices"][0]["text"] for r in [first] + many + [last]]
+        want_texts = [want[0]] + want[:8] + [want[8]]
+        assert texts == want_texts
+        assert sum(len(t) for t in texts) > 0
+        # the earlier sequence's state holds its generated tokens too: nothing reused
+        assert last["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0) == 0
+        ask(prompts[0])
+        cont = ask(prompts[9])
+        assert cont["choices"][0]["text"] == want[9]
+        # it went on from the state of the first answer (prompt + answer but its last token)
+        assert cont["usage"]["prompt_tokens_details"]["cached_tokens"] == len(prompts[0]) + len(gen0) - 1
