@@ -49,12 +49,21 @@ def test_corpus_config_matches_reference(corpus_cell, repo_root, run_facet, make
         refusals = [r["text"] for r in obj["verdict"]["refusals"]]
         assert refusals, obj
         pytest.skip("refused by the table: " + refusals[0])
-    shrink = {"num_hidden_layers": 4}
-    if obj["facts"].get("n_sliding_layers", 0) > 0:
-        shrink["sliding_window"] = WINDOW
-    path = make_checkpoint(src, dtype=dtype, shrink=shrink)
-    ref = reference_for(path)
-    vocab = ref.facts.vocab_size
+    if obj["facts"].get("model_type") in ("mamba", "mamba2"):
+        # state spaces: their checkpoints and float64 oracle are tests/ref/mamba_ref.py
+        import mamba_ref
+        cfg = json.loads((src / "config.json").read_text())
+        small = mamba_ref.shrink2 if cfg["model_type"] == "mamba2" else mamba_ref.shrink
+        path = mamba_ref.write(small(cfg, num_hidden_layers=4), str(tmp_path / "ck"), dtype)
+        ref = mamba_ref.Reference(path)
+        vocab = ref.vocab_size
+    else:
+        shrink = {"num_hidden_layers": 4}
+        if obj["facts"].get("n_sliding_layers", 0) > 0:
+            shrink["sliding_window"] = WINDOW
+        path = make_checkpoint(src, dtype=dtype, shrink=shrink)
+        ref = reference_for(path)
+        vocab = ref.facts.vocab_size
     p = [int(x) for x in np.random.default_rng(5).integers(3, vocab, N_PROMPT)]
     dump = tmp_path / "logits.f32"
     run = run_facet(["run", str(path), "--prompt-ids", ",".join(map(str, p)), "-n", str(N_GEN),
