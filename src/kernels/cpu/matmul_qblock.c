@@ -8,7 +8,8 @@
  * Every output is the type's dot on (its weight row, its X row): for a tile, one call of
  * the type's several-row dot where it has one (it decodes the weight row once for the
  * tile and gives each row the single-row dot's value bit for bit), else one call per row;
- * so a row's result is the same whatever n_rows is.
+ * so a row's result is the same whatever n_rows is. A single X row (a decode step) skips
+ * the tiles: the single-row dot straight into Y, the bias added after (the same sum).
  */
 #include <math.h>
 #include <pthread.h>
@@ -124,6 +125,13 @@ static void qmm_task(void *ctx, int task, int thread) {
     while (mi + 1 < j->n_mats && task >= j->m[mi + 1].task0) mi++;
     const qmm_mat *m = &j->m[mi];
     int o0 = (task - m->task0) * j->gr, o1 = o0 + j->gr < m->n_out ? o0 + j->gr : m->n_out;
+    if (j->n_rows == 1) { /* a decode step: the single-row dot straight into Y, no tiles */
+        const uint8_t *w = m->W + (size_t)o0 * j->wrow;
+        for (int o = o0; o < o1; o++, w += j->wrow) j->dot(j->cols, m->Y + o, w, j->X);
+        if (m->bias)
+            for (int o = o0; o < o1; o++) m->Y[o] += m->bias[o];
+        return;
+    }
     for (int r0 = 0; r0 < j->n_rows; r0 += QX_TILE) {
         int r1 = r0 + QX_TILE < j->n_rows ? r0 + QX_TILE : j->n_rows;
         for (int o = o0; o < o1; o++) {
