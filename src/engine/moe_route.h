@@ -11,9 +11,12 @@
  * The k experts of one token and their weights, from its router logits (E floats).
  * Chosen: the k largest logits (softmax is monotonic, so the same k as the largest
  * probabilities), in decreasing order; equal logits go to the lower expert index (a
- * NaN logit is never chosen before a number). torch.topk does not document its order
- * among equal values; its CPU kernel's partial-sort path (k * 64 <= E) keeps the
- * earlier of equal values, as here, and tests/ref/reference.py uses this same rule.
+ * NaN logit is never chosen before a number). torch.topk does not document which of
+ * equal values it returns first, so this rule is facet's choice, stated and tested
+ * (test_engine_moe, hand-worked ties): the lower index, what a stable descending sort
+ * gives; tests/ref/reference.py uses the same rule (np.argsort(-x, kind="stable")).
+ * Exact ties need equal logits, i.e. equal router rows or inputs: random weights never
+ * produce them.
  * Weights (computed in double, stored as float): with p = softmax(logits) over all E,
  *   FACET_ROUTER_TOPK_SOFTMAX, or SOFTMAX_TOPK with norm: p_j / sum of the k chosen p
  *   (= softmax over the k chosen logits);
