@@ -1088,6 +1088,9 @@ facet_status facet_facts_read(const char *dir, facet_facts *f, facet_error *err)
     char cfg_path[4096], gen_path[4096];
     memset(f, 0, sizeof *f);
     f->bos_token_id = -1;
+    if (!facet_is_dir(dir) && !facet_is_file(dir))
+        return facet_err(err, FACET_E_IO, "%s: no such file or folder (expected a checkpoint "
+                         "folder, its config.json or a .gguf file)", dir);
     if (facet_is_dir(dir)) {
         if (!facet_path_join(cfg_path, sizeof cfg_path, dir, "config.json") ||
             !facet_path_join(gen_path, sizeof gen_path, dir, "generation_config.json"))

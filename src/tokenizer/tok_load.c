@@ -429,6 +429,9 @@ facet_status facet_tokenizer_load(const char *dir, facet_tokenizer **out, facet_
         gguf_model_close(&gm);
         return st;
     }
+    if (!facet_is_dir(dir) && !facet_is_file(dir))
+        return facet_err(err, FACET_E_IO, "%s: no such file or folder (expected a folder "
+                         "holding tokenizer.json or a .gguf file)", dir);
     if (!facet_is_file(path))
         return facet_err(err, FACET_E_IO, "%s: no tokenizer.json in this folder", path);
     facet_status st = facet_read_file(path, TOK_MAX_FILE, &data, &len, err);

@@ -486,3 +486,16 @@ def test_int8_packing_failure_names_the_tensor(facet, tmp_path, weights):
     st.write_bytes(bytes(b))
     p = run(facet, ["run", d, "--prompt-ids", "1", "-n", "1", "--weights", weights, "--no-cache"])
     assert_clean_error(p, "tensor %s: %s weights: a block's max |w| = inf" % (name, weights))
+
+
+@pytest.mark.parametrize("cmd", ["run", "conform", "plan", "tokenize"])
+def test_missing_model_path_named(facet, tmp_path, cmd):
+    """A MODEL path that does not exist says so (not "no config.json" or "no
+    tokenizer.json in this folder", which sent a user looking inside a folder that is not
+    there), naming the path as given — a .gguf path included."""
+    missing = tmp_path / "nothere.gguf"
+    args = [cmd, missing] + (["-p", "hi"] if cmd == "run" else ["hi"] if cmd == "tokenize" else [])
+    p = run(facet, args)
+    assert p.returncode == 1, p.stderr
+    assert f"{missing}: no such file or folder (expected a" in p.stderr, p.stderr
+    assert p.stderr.count("\n") == 1, p.stderr
