@@ -463,6 +463,7 @@ static int parse_completion_only(oai_request *r, json_t *o, const oai_limits *li
     json_t *suffix = field(o, "suffix");
     if (suffix && !(json_is_string(suffix) && json_string_length(suffix) == 0))
         return BAD("suffix", "'suffix' is not supported");
+    if (parse_grammar(r, o, e)) return -1;
     return 0;
 }
 

@@ -237,6 +237,30 @@ static void test_errors(void **state) {
               "\"prompt\":\"a\"}", H, 400, "prompt", "Unrecognized");
 }
 
+/* response_format and grammar are constraints on /v1/completions too (both are in its
+ * field list): compiled at validation, a bad one a 400 naming the parameter, never
+ * accepted and ignored. */
+static void test_completion_constraints(void **state) {
+    (void)state;
+    oai_request r;
+    parse_ok("{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_object\"}}",
+             OAI_COMPLETION, &r);
+    assert_non_null(r.grammar);
+    oai_request_free(&r);
+    parse_ok("{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"yes\\\" | \\\"no\\\"\"}",
+             OAI_COMPLETION, &r);
+    assert_non_null(r.grammar);
+    oai_request_free(&r);
+    parse_ok("{\"prompt\":\"x\",\"response_format\":{\"type\":\"text\"}}", OAI_COMPLETION,
+             &r);
+    assert_null(r.grammar);
+    oai_request_free(&r);
+    parse_bad("{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_schema\"}}",
+              OAI_COMPLETION, 400, "response_format", "json_schema.schema");
+    parse_bad("{\"prompt\":\"x\",\"grammar\":\"root ::= foo\"}", OAI_COMPLETION, 400,
+              "grammar", "foo");
+}
+
 /* JSON integers beyond 64 bits (issue 17): exact inside tools and messages, written back
  * exactly for the chat template; refused by name anywhere else. */
 static void test_big_integers(void **state) {
@@ -302,6 +326,7 @@ int main(void) {
         cmocka_unit_test(test_status_mapping),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_big_integers),
+        cmocka_unit_test(test_completion_constraints),
         cmocka_unit_test(test_metrics_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
