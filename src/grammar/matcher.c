@@ -62,7 +62,12 @@ static int expand(facet_grammar_matcher *m, int32_t id, gram_set *out) {
             continue;
         }
         if (e->type == GRAM_CHAR) return set_add(out, id);
-        int32_t cont = intern(m, n.pos + 1, n.parent);
+        /* a reference last in its alternative continues with the parent directly (the
+         * END would only pop): tail recursion such as R ::= x R | ε keeps a constant
+         * depth, so the states inside a string repeat and their masks are reused */
+        int32_t cont = m->g->elems.data[n.pos + 1].type == GRAM_END
+                           ? n.parent
+                           : intern(m, n.pos + 1, n.parent);
         if (cont < 0) return -1;
         const gram_rule *r = &m->g->rules.data[e->arg];
         for (int32_t a = 0; a < r->n_alts; a++) {
