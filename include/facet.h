@@ -112,7 +112,8 @@ typedef struct facet_model_info {
     int n_threads;               /* worker threads the model computes with             */
     uint64_t weight_bytes;       /* bytes of the run-time weights                      */
     uint64_t decode_bytes;       /* of them, what one decoded token reads (the memory-
-                                    bound ceiling): all for a dense model; a mixture-of-
+                                    bound ceiling): all but an untied embedding table,
+                                    of which a token reads one row; a mixture-of-
                                     experts layer's k chosen experts of E, on average,
                                     instead of all E                                   */
     facet_weight_format weights; /* the run-time format chosen (never AUTO)           */

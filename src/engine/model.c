@@ -128,6 +128,11 @@ void facet_model_get_info(const facet_model *m, facet_model_info *info) {
     info->layer_matrix_params = (uint64_t)f->num_hidden_layers * (2 * qd * H + 2 * kvd * H) +
                                 D * 3 * I * H;
     info->decode_bytes = m->w.bytes;
+    if (!m->w.lm_head_tied && m->w.embed_tokens.rows > 0) {
+        /* an untied embedding table is looked up, one row a token: the rest is not read */
+        uint64_t eb = facet_wtensor_bytes(&m->w.embed_tokens);
+        info->decode_bytes -= eb - eb / (uint64_t)m->w.embed_tokens.rows;
+    }
     if (S) { /* a token reads k of each sparse layer's E experts */
         uint64_t E = (uint64_t)f->num_experts, K = (uint64_t)f->num_experts_per_tok;
         uint64_t EI = (uint64_t)f->moe_intermediate_size;

@@ -129,6 +129,7 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
     int out_fmt = (int)facet_wformat_output((facet_wformat)fmt);
     uint64_t emb = be->ops->weight_bytes(be, (facet_wformat)(untied ? fmt : out_fmt), V, H);
     w->bytes = w->active_bytes = emb;
+    if (untied && V) w->active_bytes = emb / V; /* looked up: a token reads one row */
     w->mat = w->params = w->active_params = sat_mul(V, H);
     if (untied) add_mat_in(w, out_fmt, V, H, 1, 1);
     /* attention, every layer */
