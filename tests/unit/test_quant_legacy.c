@@ -412,8 +412,8 @@ static void test_matmul_driver(void **state) {
 static void test_dotx_matches_dot(void **state) {
     (void)state;
     enum { N = 8 * 32 + 32 }; /* 9 blocks: an odd last one */
-    float xf[4 * N];
-    for (int i = 0; i < 4 * N; i++) xf[i] = (float)(rnd_unit() * 2 - 1);
+    float xf[FACET_QDOTX_MAX * N];
+    for (int i = 0; i < FACET_QDOTX_MAX * N; i++) xf[i] = (float)(rnd_unit() * 2 - 1);
     for (size_t k = 0; k < NTYPES; k++) {
         const facet_qtype_traits *t = traits(k);
         const struct {
@@ -425,13 +425,13 @@ static void test_dotx_matches_dot(void **state) {
                       {"avx512vnni", t->dotx_avx512vnni, t->dot_avx512vnni, facet_cpu()->avx512_vnni}};
         uint8_t *blk = read_file(types[k].file, "bin", NB * types[k].bytes);
         size_t rb = (N / 32) * facet_qx_block_bytes(t->xkind), xs = rb + 40;
-        uint8_t *x = calloc(4, xs);
-        for (int r = 0; r < 4; r++) facet_quantize_row_qx(t->xkind, xf + r * N, x + r * xs, N);
+        uint8_t *x = calloc(FACET_QDOTX_MAX, xs);
+        for (int r = 0; r < FACET_QDOTX_MAX; r++) facet_quantize_row_qx(t->xkind, xf + r * N, x + r * xs, N);
         for (int p = 0; p < 2; p++) {
             if (!paths[p].runs) continue;
             assert_non_null(paths[p].x);
-            for (int nr = 1; nr <= 4; nr++) {
-                float got[4], want;
+            for (int nr = 1; nr <= FACET_QDOTX_MAX; nr++) { /* above 4: in passes of 4 */
+                float got[FACET_QDOTX_MAX], want;
                 paths[p].x(N, nr, got, blk, x, xs);
                 for (int r = 0; r < nr; r++) {
                     paths[p].d(N, &want, blk, x + r * xs);

@@ -88,8 +88,9 @@ typedef void (*facet_qdot_fn)(int n, float *s, const void *w, const void *x);
 
 /* The same for nr (1..FACET_QDOTX_MAX) activation rows at x, x + xstride, ... (bytes):
  * s[r] = the dot of w with row r, equal to what the type's dot of the same path gives
- * for that row. Decodes each weight block once for all nr rows (prefill). */
-#define FACET_QDOTX_MAX 4
+ * for that row. Decodes each weight block once for all nr rows (prefill); a path whose
+ * registers hold fewer rows (4: AVX2, the 32-element types) does them in passes. */
+#define FACET_QDOTX_MAX 8
 typedef void (*facet_qdotx_fn)(int n, int nr, float *s, const void *w, const void *x,
                                size_t xstride);
 

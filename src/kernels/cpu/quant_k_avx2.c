@@ -117,7 +117,10 @@ void FACET_TGT_AVX2 facet_kq_dotx_q4_K_avx2(int n, int nr, float *s, const void 
     case 1: k4_rows_avx2(n, 1, s, w, 0, x, xstride); return;
     case 2: k4_rows_avx2(n, 2, s, w, 0, x, xstride); return;
     case 3: k4_rows_avx2(n, 3, s, w, 0, x, xstride); return;
-    default: k4_rows_avx2(n, 4, s, w, 0, x, xstride); return;
+    default: /* 4 rows here at most (16 ymm registers): the rest in another pass */
+        k4_rows_avx2(n, 4, s, w, 0, x, xstride);
+        if (nr > 4) facet_kq_dotx_q4_K_avx2(n, nr - 4, s + 4, w, (const uint8_t *)x + 4 * xstride, xstride);
+        return;
     }
 }
 
@@ -127,7 +130,10 @@ void FACET_TGT_AVX2 facet_kq_dotx_q5_K_avx2(int n, int nr, float *s, const void 
     case 1: k4_rows_avx2(n, 1, s, w, 1, x, xstride); return;
     case 2: k4_rows_avx2(n, 2, s, w, 1, x, xstride); return;
     case 3: k4_rows_avx2(n, 3, s, w, 1, x, xstride); return;
-    default: k4_rows_avx2(n, 4, s, w, 1, x, xstride); return;
+    default: /* 4 rows here at most (16 ymm registers): the rest in another pass */
+        k4_rows_avx2(n, 4, s, w, 1, x, xstride);
+        if (nr > 4) facet_kq_dotx_q5_K_avx2(n, nr - 4, s + 4, w, (const uint8_t *)x + 4 * xstride, xstride);
+        return;
     }
 }
 
@@ -200,7 +206,10 @@ void FACET_TGT_AVX2 facet_kq_dotx_q6_K_avx2(int n, int nr, float *s, const void 
     case 1: q6_rows_avx2(n, 1, s, w, x, xstride); return;
     case 2: q6_rows_avx2(n, 2, s, w, x, xstride); return;
     case 3: q6_rows_avx2(n, 3, s, w, x, xstride); return;
-    default: q6_rows_avx2(n, 4, s, w, x, xstride); return;
+    default: /* 4 rows here at most (16 ymm registers): the rest in another pass */
+        q6_rows_avx2(n, 4, s, w, x, xstride);
+        if (nr > 4) facet_kq_dotx_q6_K_avx2(n, nr - 4, s + 4, w, (const uint8_t *)x + 4 * xstride, xstride);
+        return;
     }
 }
 

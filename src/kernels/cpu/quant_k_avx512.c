@@ -59,7 +59,7 @@ FACET_INLINE void k4_scales(const uint8_t *s12, uint64_t *sc8, uint64_t *m8) {
     *m8 = (u1 & 0x3f3f3f3fu) | (uint64_t)(((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u)) << 32;
 }
 
-/* Q4_K and Q5_K fused, for NR activation rows (1..4, a constant where inlined). Per 64
+/* Q4_K and Q5_K fused, for NR activation rows (1..8, a constant where inlined). Per 64
  * elements: the 32 bytes of qs broadcast to both halves of a zmm, shifted by 0 (low
  * half) or 4 (high half) and masked, line up with 64 consecutive activations (low
  * nibbles = sub-block 2c, high = 2c + 1); Q5_K adds 16 where bit 2c / 2c + 1 of qh (also
@@ -74,7 +74,7 @@ FACET_INLINE FACET_TGT_AVX512VNNI void k4_rows(int n, const int NR, float *s, co
     const __m512i shift = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
     __m512 acc[FACET_QDOTX_MAX];
     __m256 accm[FACET_QDOTX_MAX];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < NR; r++) {
         acc[r] = _mm512_setzero_ps();
         accm[r] = _mm256_setzero_ps();
@@ -100,7 +100,7 @@ FACET_INLINE FACET_TGT_AVX512VNNI void k4_rows(int n, const int NR, float *s, co
             if (five) q[c] = _mm512_mask_add_epi8(q[c], _mm512_test_epi8_mask(qh, ld(bit_pair[c])), q[c], sixteen);
             sc[c] = _mm512_shuffle_epi8(scb, ld(k4_sel[c]));
         }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int r = 0; r < NR; r++) {
             const facet_blk_q8_K *y = (const facet_blk_q8_K *)(x + r * xstride) + i;
             const float d = y->d * wd, dmin = y->d * wmin;
@@ -112,7 +112,7 @@ FACET_INLINE FACET_TGT_AVX512VNNI void k4_rows(int n, const int NR, float *s, co
             acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc[r]);
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < NR; r++) s[r] = sum_minus(acc[r], accm[r]);
 }
 
@@ -130,7 +130,11 @@ void FACET_TGT_AVX512VNNI facet_kq_dotx_q4_K_avx512vnni(int n, int nr, float *s,
     case 1: k4_rows(n, 1, s, w, 0, x, xstride); return;
     case 2: k4_rows(n, 2, s, w, 0, x, xstride); return;
     case 3: k4_rows(n, 3, s, w, 0, x, xstride); return;
-    default: k4_rows(n, 4, s, w, 0, x, xstride); return;
+    case 4: k4_rows(n, 4, s, w, 0, x, xstride); return;
+    case 5: k4_rows(n, 5, s, w, 0, x, xstride); return;
+    case 6: k4_rows(n, 6, s, w, 0, x, xstride); return;
+    case 7: k4_rows(n, 7, s, w, 0, x, xstride); return;
+    default: k4_rows(n, 8, s, w, 0, x, xstride); return;
     }
 }
 
@@ -140,7 +144,11 @@ void FACET_TGT_AVX512VNNI facet_kq_dotx_q5_K_avx512vnni(int n, int nr, float *s,
     case 1: k4_rows(n, 1, s, w, 1, x, xstride); return;
     case 2: k4_rows(n, 2, s, w, 1, x, xstride); return;
     case 3: k4_rows(n, 3, s, w, 1, x, xstride); return;
-    default: k4_rows(n, 4, s, w, 1, x, xstride); return;
+    case 4: k4_rows(n, 4, s, w, 1, x, xstride); return;
+    case 5: k4_rows(n, 5, s, w, 1, x, xstride); return;
+    case 6: k4_rows(n, 6, s, w, 1, x, xstride); return;
+    case 7: k4_rows(n, 7, s, w, 1, x, xstride); return;
+    default: k4_rows(n, 8, s, w, 1, x, xstride); return;
     }
 }
 
@@ -156,7 +164,7 @@ FACET_INLINE FACET_TGT_AVX512VNNI void q6_rows(int n, const int NR, float *s, co
     const __m512i shl_a = _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2);
     const __m512i shr_b = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
     __m512 acc[FACET_QDOTX_MAX];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < NR; r++) acc[r] = _mm512_setzero_ps();
     for (int i = 0; i < n / 256; i++) {
         const float wd = _cvtsh_ss(b[i].d);
@@ -173,7 +181,7 @@ FACET_INLINE FACET_TGT_AVX512VNNI void q6_rows(int n, const int NR, float *s, co
             g[2 * h] = _mm512_permutexvar_epi16(ld(group_idx[2 * h]), sc);
             g[2 * h + 1] = _mm512_permutexvar_epi16(ld(group_idx[2 * h + 1]), sc);
         }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int r = 0; r < NR; r++) {
             const facet_blk_q8_K *y = (const facet_blk_q8_K *)(x + r * xstride) + i;
             const float d = y->d * wd;
@@ -184,7 +192,7 @@ FACET_INLINE FACET_TGT_AVX512VNNI void q6_rows(int n, const int NR, float *s, co
             acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sumi), acc[r]);
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < NR; r++) s[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
@@ -198,7 +206,11 @@ void FACET_TGT_AVX512VNNI facet_kq_dotx_q6_K_avx512vnni(int n, int nr, float *s,
     case 1: q6_rows(n, 1, s, w, x, xstride); return;
     case 2: q6_rows(n, 2, s, w, x, xstride); return;
     case 3: q6_rows(n, 3, s, w, x, xstride); return;
-    default: q6_rows(n, 4, s, w, x, xstride); return;
+    case 4: q6_rows(n, 4, s, w, x, xstride); return;
+    case 5: q6_rows(n, 5, s, w, x, xstride); return;
+    case 6: q6_rows(n, 6, s, w, x, xstride); return;
+    case 7: q6_rows(n, 7, s, w, x, xstride); return;
+    default: q6_rows(n, 8, s, w, x, xstride); return;
     }
 }
 

@@ -363,7 +363,10 @@ FACET_TGT_AVX2 FACET_INLINE __m256i wq_iq4_nl(const facet_blk_iq4_nl *p) {
         case 1: dotx2_##NAME##_n(n, 1, s, w, x, xs); return;                                 \
         case 2: dotx2_##NAME##_n(n, 2, s, w, x, xs); return;                                 \
         case 3: dotx2_##NAME##_n(n, 3, s, w, x, xs); return;                                 \
-        default: dotx2_##NAME##_n(n, 4, s, w, x, xs); return;                                \
+        default: /* 4 rows a pass at most */                                                 \
+            dotx2_##NAME##_n(n, 4, s, w, x, xs);                                             \
+            if (nr > 4) dotx_##NAME##_avx2(n, nr - 4, s + 4, w, (const uint8_t *)x + 4 * xs, xs); \
+            return;                                                                          \
         }                                                                                    \
     }
 

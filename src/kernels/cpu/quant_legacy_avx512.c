@@ -178,7 +178,10 @@ T FACET_INLINE __m512i dpx_ss(__m512i absa, __mmask64 neg, __m512i b) {
         case 1: dotx_##NAME##_n(n, 1, s, w, x, xs); return;                                  \
         case 2: dotx_##NAME##_n(n, 2, s, w, x, xs); return;                                  \
         case 3: dotx_##NAME##_n(n, 3, s, w, x, xs); return;                                  \
-        default: dotx_##NAME##_n(n, 4, s, w, x, xs); return;                                 \
+        default: /* 4 rows a pass at most */                                                 \
+            dotx_##NAME##_n(n, 4, s, w, x, xs);                                              \
+            if (nr > 4) facet_dotx_##NAME##_avx512(n, nr - 4, s + 4, w, (const uint8_t *)x + 4 * xs, xs); \
+            return;                                                                          \
         }                                                                                    \
     }
 
