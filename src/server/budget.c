@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/gguf.h"
 #include "io/safetensors.h"
 #include "model/facts.h"
+#include "model/facts_gguf.h"
+#include "model/gguf_checkpoint.h"
 #include "model/plan.h"
 #include "model/probe.h"
 #include "model/report.h"
@@ -108,8 +111,24 @@ facet_status srv_kv_plan(const char *dir, int n_ctx, facet_weight_format weights
         free(p);
         return facet_err(err, FACET_E_NOMEM, "memory plan");
     }
-    facet_status st = facet_facts_read(dir, f, err);
-    if (st == FACET_OK && facet_dir_has_weights(dir)) { /* the probe, as the loader does */
+    facet_plan_opts o = {.ctx = n_ctx, .batch = 1, .weights = facet_plan_weights(weights),
+                         .mem_available = mem_available, .kv_cache = kv_cache};
+    facet_status st;
+    if (gguf_path_is_gguf(dir)) { /* facts and run-time bytes from the file, as facet plan */
+        gguf_model gm;
+        st = gguf_model_open(dir, &gm, err);
+        if (st == FACET_OK) {
+            st = facet_facts_from_gguf(&gm, f, err);
+            for (size_t i = 0; st == FACET_OK && i < gm.n_tensors; i++) {
+                int fmt;
+                uint64_t b = facet_gguf_tensor_run_bytes(gm.by_name[i], &fmt);
+                o.gguf_weight_bytes += b;
+                if (b && fmt >= 0) o.gguf_formats |= 1u << fmt;
+            }
+            gguf_model_close(&gm);
+        }
+    } else if ((st = facet_facts_read(dir, f, err)) == FACET_OK &&
+               facet_dir_has_weights(dir)) { /* the probe, as the loader does */
         st_checkpoint ck;
         st = st_checkpoint_open(dir, &ck, err);
         if (st == FACET_OK) {
@@ -117,11 +136,7 @@ facet_status srv_kv_plan(const char *dir, int n_ctx, facet_weight_format weights
             st_checkpoint_close(&ck);
         }
     }
-    if (st == FACET_OK) {
-        facet_plan_opts o = {.ctx = n_ctx, .batch = 1, .weights = facet_plan_weights(weights),
-                             .mem_available = mem_available, .kv_cache = kv_cache};
-        st = facet_plan_make(f, &o, p, err);
-    }
+    if (st == FACET_OK) st = facet_plan_make(f, &o, p, err);
     if (st == FACET_OK) {
         *ctx = (int)p->ctx;
         *mem = p->mem_available;
