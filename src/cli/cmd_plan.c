@@ -24,9 +24,10 @@
 static void plan_usage(FILE *out) {
     fprintf(out, "usage: facet plan MODEL [--ctx N] [--batch B] [--weights auto|f32|bf16|f16|int8|q4|gguf]\n"
                  "                  [--kv-cache auto|f32|bf16|f16] [--backend cpu|cuda] [--json]\n"
-                 "MODEL: a checkpoint folder or a config.json. --ctx defaults to\n"
+                 "MODEL: a checkpoint folder, a config.json or a GGUF file. --ctx defaults to\n"
                  "max_position_embeddings, --batch to 1, --weights to auto (the checkpoint's\n"
-                 "own precision: bf16, f16 or f32, what facet run loads by default),\n"
+                 "own precision: bf16, f16 or f32; gguf for a GGUF file; what facet run\n"
+                 "loads by default),\n"
                  "--kv-cache to auto (f32 with f32 weights, f16 with f16, bf16 otherwise).\n"
                  "FACET_MEM_AVAILABLE=BYTES overrides the free\n"
                  "RAM read from /proc/meminfo.\n"

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "chat/chat_internal.h"
+#include "io/gguf.h"
 #include "util/error.h"
 #include "server/reasoning.h"
 #include "util/json.h"
@@ -29,9 +30,10 @@ void srv_chat_init(srv_server *s) {
     }
     if (st == FACET_E_NOT_FOUND)
         snprintf(s->chat_error, sizeof s->chat_error,
-                 "model '%.200s' has no chat template (no chat_template.jinja or "
-                 "tokenizer_config.json chat_template); use /v1/completions",
-                 s->model_id);
+                 "model '%.200s' has no chat template (%s); use /v1/completions", s->model_id,
+                 gguf_path_is_gguf(s->cfg.model_dir)
+                     ? "the GGUF metadata has no tokenizer.chat_template"
+                     : "no chat_template.jinja or tokenizer_config.json chat_template");
     else
         snprintf(s->chat_error, sizeof s->chat_error,
                  "model '%.100s' has a chat template facet cannot use: %.300s", s->model_id,
