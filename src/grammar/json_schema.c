@@ -98,6 +98,10 @@ static int new_rule(sc *c) { return ++c->n_rules; }
 
 /* Write "rN ::= body\n". */
 static int define(sc *c, int r, facet_str *b) {
+    if (b->failed) {
+        facet_str_free(b);
+        return fail(c, FACET_E_NOMEM, "", "out of memory", "");
+    }
     facet_str_appendf(&c->out, "r%d ::= %s\n", r, facet_str_cstr(b));
     facet_str_free(b);
     return r;
@@ -383,7 +387,7 @@ facet_status facet_json_schema_to_gbnf(const char *schema, size_t len, char **gb
         return r < 0 ? c.st : facet_err(err, FACET_E_NOMEM, "json_schema: out of memory");
     }
     *gbnf = facet_str_take(&c.out);
-    return FACET_OK;
+    return *gbnf ? FACET_OK : facet_err(err, FACET_E_NOMEM, "json_schema: out of memory");
 }
 
 const char *facet_grammar_json_base_gbnf(void) { return k_base; }

@@ -97,15 +97,16 @@ facet_status facet_grammar_vocab_create(const facet_tokenizer *tok, int n_vocab,
     /* reference token: the first id of "a" */
     int32_t ref = -1, *rid = NULL;
     size_t n_rid = 0, ref_len = 0;
-    if (st == FACET_OK && facet_tokenize(tok, "a", 1, 0, &rid, &n_rid, err) == FACET_OK && n_rid == 1) {
+    if (st == FACET_OK) st = facet_tokenize(tok, "a", 1, 0, &rid, &n_rid, err);
+    if (st == FACET_OK && n_rid == 1) {
         ref = rid[0];
         facet_str r = {0};
-        if (tok_decode_raw(tok, &ref, 1, 0, &r, err) == FACET_OK && r.len == 1) ref_len = 1;
+        st = tok_decode_raw(tok, &ref, 1, 0, &r, err);
+        if (st == FACET_OK && r.len == 1 && r.data[0] == 'a') ref_len = 1;
         else ref = -1;
         facet_str_free(&r);
     }
     free(rid);
-    facet_err_clear(err);
     facet_str b = {0};
     int nt = facet_tokenizer_vocab_size(tok);
     for (int32_t id = 0; id < n_vocab && st == FACET_OK; id++) {
@@ -301,12 +302,11 @@ static int mask_of_state(facet_grammar_matcher *m, const facet_grammar_vocab *v,
     int count = 0;
     if (walk(m, v, 0, sid, allowed, &count)) return c->st.len >= MAX_DSTATES ? -2 : -1;
     d = &c->st.data[sid];
-    if ((d->bits = calloc(nb, 1))) {
-        for (int i = 0; i < v->n_vocab; i++)
-            if (allowed[i]) d->bits[i >> 3] |= (uint8_t)(1u << (i & 7));
-        d->n_allowed = count;
-        c->n_masks++;
-    }
+    if (!(d->bits = calloc(nb, 1))) return -1;
+    for (int i = 0; i < v->n_vocab; i++)
+        if (allowed[i]) d->bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+    d->n_allowed = count;
+    c->n_masks++;
     return count;
 }
 

@@ -86,6 +86,7 @@ facet_status srv_tool_grammar(facet_toolcall_format fmt, const oai_request *r,
             facet_str rest = {0};
             facet_str_appendf(&rest, "%s, \"%s\": ", q + 1, key);
             free(q);
+            if (rest.failed) g.failed = rest.failed; /* reported below */
             facet_str_appendz(&g, first ? "( " : " | ");
             literal(&g, facet_str_cstr(&rest));
             facet_str_appendf(&g, " args-%zu", i);
