@@ -69,6 +69,11 @@ static void forward_layers(facet_session *s, const int32_t *tokens, const int32_
         facet_wtensor_row(&m->w.embed_tokens, tokens[r], x);
         if (emb_mult != 1.0f)
             for (int i = 0; i < H; i++) x[i] *= emb_mult;
+        if (f->pos_embed_learned) { /* GPT-2: + wpe[position] (xn as the row's scratch) */
+            float *p = s->xn + (size_t)r * H;
+            facet_wtensor_row(&m->w.pos_embed, s->pos[r], p);
+            for (int i = 0; i < H; i++) x[i] += p[i];
+        }
     }
     /* rotary tables for each entry's position */
     for (int r = 0; r < n; r++) {
@@ -142,6 +147,13 @@ static facet_status forward_batch(facet_session *s, const facet_batch *b, float 
         else
             added[seq]++;
     }
+    for (int q = 0; q < s->n_seq_max && st == FACET_OK; q++)
+        if (added[q] && f->pos_embed_learned &&
+            s->kv.seqs[q].len + added[q] > f->max_position_embeddings)
+            st = facet_err(err, FACET_E_CONTEXT,
+                           "sequence %d: %d tokens + %d new would pass max_position_embeddings="
+                           "%lld, the learned positions the model has", q, s->kv.seqs[q].len,
+                           added[q], (long long)f->max_position_embeddings);
     for (int q = 0; q < s->n_seq_max && st == FACET_OK; q++)
         if (added[q] && s->kv.seqs[q].len + added[q] > s->n_ctx)
             st = facet_err(err, FACET_E_CONTEXT,

@@ -80,6 +80,8 @@ typedef struct facet_weights {
     float *norm;                /* (H)                                                 */
     float *norm_bias;           /* (H)                               when norm_bias    */
     float *lm_head_bias;        /* (V)                               when lm_head_bias */
+    facet_wtensor pos_embed;    /* (max_position_embeddings, H) learned positions (GPT-2
+                                   wpe); data NULL otherwise                            */
     facet_wtensor lm_head;      /* (V, H); shares embed_tokens' data when tied          */
     int lm_head_tied;
     uint64_t bytes;             /* run-time bytes of all tensors (tied lm_head once)   */

@@ -255,6 +255,47 @@ static facet_status load_mat(wload *ld, const char *name, int64_t rows, int64_t 
     return FACET_OK;
 }
 
+/* *a [r][c] (malloc'd) replaced by its transpose [c][r]; *a freed either way on error. */
+static facet_status transpose_f32(float **a, int64_t r, int64_t c, const char *name,
+                                  facet_error *err) {
+    float *t = malloc(sizeof(float) * (size_t)r * (size_t)c);
+    if (!t) {
+        free(*a);
+        *a = NULL;
+        return facet_err(err, FACET_E_NOMEM, "cannot transpose '%s'", name);
+    }
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < c; j++) t[(size_t)j * (size_t)r + (size_t)i] = (*a)[(size_t)i * (size_t)c + (size_t)j];
+    free(*a);
+    *a = t;
+    return FACET_OK;
+}
+
+/* A matrix of (rows, cols) stored as GPT-2's Conv1D weight [cols, rows] (x @ W):
+ * transposed at load, then as load_mat. */
+static facet_status load_mat_conv1d(wload *ld, const char *name, int64_t rows, int64_t cols,
+                                    facet_wformat fmt, facet_wtensor *wt, uint64_t *bytes,
+                                    facet_error *err) {
+    const st_tensor *t;
+    facet_status st = find_tensor(ld->ck, name, cols, rows, &t, err);
+    if (st != FACET_OK || ld->check_only) return st;
+    if (ld->cache) {
+        st = cached_mat(ld, name, rows, cols, fmt, wt, err);
+    } else if (t->gguf_qtype) {
+        return facet_err(err, FACET_E_UNSUPPORTED, "'%s': a Conv1D weight in a block format "
+                         "is not supported", name);
+    } else {
+        float *f = NULL;
+        if ((st = read_f32(t, &f, err)) != FACET_OK) return st;
+        if ((st = transpose_f32(&f, cols, rows, name, err)) != FACET_OK) return st;
+        st = convert_mat(ld, name, f, rows, cols, mat_format(ld, t, fmt), wt, err);
+    }
+    if (st != FACET_OK) return st;
+    *bytes += facet_wtensor_bytes(wt);
+    progress(ld, t);
+    return FACET_OK;
+}
+
 /* Reorder the rows (of `cols` floats; cols 1 for a vector) of a fused tensor whose n
  * parts interleave per head (`hd` rows each) into part-major order: source row
  * h * n * hd + p * hd + d goes to row p * (rows / n) + h * hd + d (NeoX query_key_value). */
@@ -325,18 +366,22 @@ static facet_status load_split_vec(wload *ld, const char *name, const int64_t *p
  * parts[i] rows each, every part a matrix of its own ("NAME[r0:r1]" in the cache); hd > 0:
  * the parts interleave per head of hd rows (NeoX, reordered first: heads_to_parts). */
 static facet_status load_split(wload *ld, const char *name, const int64_t *parts, int n, int64_t cols,
-                               int64_t hd, facet_wtensor **out, uint64_t *bytes, facet_error *err) {
+                               int64_t hd, int conv1d, facet_wtensor **out, uint64_t *bytes,
+                               facet_error *err) {
     int64_t rows = 0;
     for (int i = 0; i < n; i++) rows += parts[i];
     const st_tensor *t;
-    facet_status st = find_tensor(ld->ck, name, rows, cols, &t, err);
+    facet_status st = conv1d ? find_tensor(ld->ck, name, cols, rows, &t, err) /* [in, out] */
+                             : find_tensor(ld->ck, name, rows, cols, &t, err);
     if (st != FACET_OK || ld->check_only) return st;
     float *fused = NULL;
     int blocks = ld->native && t->gguf_qtype; /* parts sliced from the rows of blocks */
-    if (hd > 0 && blocks)
-        return facet_err(err, FACET_E_UNSUPPORTED, "'%s': per-head fused rows in a block "
-                         "format are not supported", name);
+    if ((hd > 0 || conv1d) && blocks)
+        return facet_err(err, FACET_E_UNSUPPORTED, "'%s': per-head or Conv1D fused rows in a "
+                         "block format are not supported", name);
     if (!ld->cache && !blocks && (st = read_f32(t, &fused, err)) != FACET_OK) return st;
+    if (fused && conv1d && (st = transpose_f32(&fused, cols, rows, name, err)) != FACET_OK)
+        return st;
     if (fused && hd > 0 && (st = heads_to_parts(fused, rows, cols, n, hd, name, err)) != FACET_OK) {
         free(fused);
         return st;
@@ -548,6 +593,7 @@ static const size_t slot_field[FACET_TS_COUNT] = {
     [FACET_TS_NORM] = offsetof(facet_weights, norm),
     [FACET_TS_NORM_BIAS] = offsetof(facet_weights, norm_bias),
     [FACET_TS_LM_HEAD_BIAS] = offsetof(facet_weights, lm_head_bias),
+    [FACET_TS_POS_EMBED] = offsetof(facet_weights, pos_embed),
     [FACET_TS_INPUT_LAYERNORM_BIAS] = offsetof(facet_layer_weights, input_layernorm_bias),
     [FACET_TS_POST_ATTENTION_LAYERNORM_BIAS] =
         offsetof(facet_layer_weights, post_attention_layernorm_bias),
@@ -615,7 +661,7 @@ static facet_status load_row(wload *ld, const facet_facts *f, facet_weights *w,
         }
         int64_t hd = r->heads_interleaved ? f->head_dim : 0;
         if (!r->matrix) return load_split_vec(ld, name, parts, r->n_split, hd, vouts, &w->bytes, err);
-        return load_split(ld, name, parts, r->n_split, d1, hd, outs, &w->bytes, err);
+        return load_split(ld, name, parts, r->n_split, d1, hd, r->conv1d, outs, &w->bytes, err);
     }
     void *dst = slot_ptr(w, L, r->root, r->slot);
     /* the output projection (lm_head, or the embedding that serves as it when tied) in
@@ -625,6 +671,7 @@ static facet_status load_row(wload *ld, const facet_facts *f, facet_weights *w,
     /* the router stays float32: its ranking picks the experts, and a rounded score flips
      * the choice where two experts are close (E x H floats per layer) */
     if (r->slot == FACET_TS_ROUTER) fmt = FACET_WF_F32;
+    if (r->matrix && r->conv1d) return load_mat_conv1d(ld, name, d0, d1, fmt, dst, &w->bytes, err);
     if (r->matrix) return load_mat(ld, name, d0, d1, fmt, dst, &w->bytes, err);
     return load_vec(ld, name, d0, d1, r->conv3d, dst, &w->bytes, err);
 }
@@ -731,5 +778,6 @@ void facet_weights_free(facet_model *m) {
     free(w->norm);
     free(w->norm_bias);
     free(w->lm_head_bias);
+    wtensor_free(&w->pos_embed);
     memset(w, 0, sizeof *w);
 }

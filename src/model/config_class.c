@@ -12,6 +12,12 @@
  * and ignores them (its modeling code is LayerNorm + c_fc/c_proj whatever they say). */
 static const char *const starcoder2_unread[] = {"mlp_type", "norm_type", NULL};
 
+/* GPT2Config keys GPT2LMHeadModel never reads (the double-heads model's summary head,
+ * the old n_ctx, output_past); a summary_activation or scale_attn_weights stays judged. */
+static const char *const gpt2_unread[] = {"n_ctx", "output_past", "summary_type",
+                                          "summary_use_proj", "summary_proj_to_labels",
+                                          "summary_first_dropout", NULL};
+
 /* clang-format off */
 static const facet_config_class classes[] = {
     {.model_type = "llama", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
@@ -162,6 +168,16 @@ static const facet_config_class classes[] = {
      .rotary_pct_key = "rope_pct", .rotary_pct_default = 0.25,
      .attention_bias_key = "use_qkv_bias", .heads_dup_key = "num_heads",
      .unit_key = "rotary_scaling_factor"},
+    /* GPT2Config (GPT-2, DistilGPT-2, gpt2-xl, ...): n_embd / n_layer / n_head /
+     * n_positions / n_inner, LayerNorm (layer_norm_epsilon) with biases, learned absolute
+     * positions (wpe), no rotary, Conv1D projections with biases, gelu_new, tied */
+    {.model_type = "gpt2", .max_position_embeddings = 1024, .tie_word_embeddings = 1, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5, .act_key = "activation_function", .act_default = "gelu_new",
+     .qkv_bias = 1, .o_bias = 1, .pre_norms = 1,
+     .norm_eps_key = "layer_norm_epsilon", .layer_norm = 1, .ffn_ungated = 1, .mlp_bias_default = 1,
+     .hidden_key = "n_embd", .layers_key = "n_layer", .heads_key = "n_head",
+     .positions_key = "n_positions", .inner_key = "n_inner", .pos_embed_learned = 1,
+     .unread_keys = gpt2_unread},
     /* OlmoConfig (OLMo-1B/7B -hf): Llama's block with OLMo's non-parametric LayerNorm
      * (eps 1e-5, no weight or bias), q/k/v/o biases by attention_bias; clip_qkv stays
      * unread (refused when set) */

@@ -101,6 +101,11 @@ typedef struct facet_config_class {
                                      keeps ("num_heads"): must equal it                 */
     const char *unit_key;         /* a multiplier the modeling code applies that facet
                                      runs only at 1.0 ("rotary_scaling_factor")         */
+    /* GPT2Config's own spellings (attribute_map): hidden_size = n_embd, ... ; NULL: the
+     * usual names */
+    const char *hidden_key, *layers_key, *heads_key, *positions_key;
+    const char *inner_key;        /* intermediate size key; null or absent: 4 x hidden  */
+    int pos_embed_learned;        /* learned absolute positions, no rotary embedding    */
     const char *const *unread_keys; /* keys a checkpoint's config carries that the
                                      transformers class never reads (StarCoder2's
                                      mlp_type, norm_type): consumed, no effect; NULL-ended */

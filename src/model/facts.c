@@ -548,6 +548,11 @@ static facet_status read_no_rope(reader *r, const facet_config_class *cls) {
     int64_t L = f->num_hidden_layers;
     memset(f->layer_no_rope, 0, sizeof f->layer_no_rope);
     f->n_no_rope_layers = 0;
+    if (f->no_rope) { /* learned absolute positions (GPT-2): no layer rotates */
+        for (int64_t i = 0; i < L; i++) f->layer_no_rope[i] = 1;
+        f->n_no_rope_layers = (int)L;
+        return FACET_OK;
+    }
     if (!cls->reads_no_rope) return FACET_OK;
     int64_t interval = cls->no_rope_layer_interval;
     TRY(get_int(r, "no_rope_layer_interval", 0, 1, FACET_MAX_LAYERS, &interval, NULL));
@@ -806,14 +811,28 @@ static facet_status read_bos(reader *r, const char *what, json_t *v) {
  * ------------------------------------------------------------------------------ */
 static facet_status read_shape(reader *r, const facet_config_class *cls) {
     facet_facts *f = r->f;
-    TRY(get_int(r, "hidden_size", 1, 1, MAX_HIDDEN, &f->hidden_size, NULL));
-    TRY(get_int(r, "num_hidden_layers", 1, 1, FACET_MAX_LAYERS, &f->num_hidden_layers, NULL));
-    TRY(get_int(r, "num_attention_heads", 1, 1, MAX_HEADS, &f->num_attention_heads, NULL));
+#define KEY(k, dflt) (cls->k ? cls->k : dflt)
+    TRY(get_int(r, KEY(hidden_key, "hidden_size"), 1, 1, MAX_HIDDEN, &f->hidden_size, NULL));
+    TRY(get_int(r, KEY(layers_key, "num_hidden_layers"), 1, 1, FACET_MAX_LAYERS,
+                &f->num_hidden_layers, NULL));
+    TRY(get_int(r, KEY(heads_key, "num_attention_heads"), 1, 1, MAX_HEADS,
+                &f->num_attention_heads, NULL));
     TRY(get_int(r, "vocab_size", 1, 1, MAX_VOCAB, &f->vocab_size, NULL));
-    TRY(get_int(r, "intermediate_size", 1, 1, MAX_INTERMEDIATE, &f->intermediate_size, NULL));
+    if (cls->inner_key) { /* GPT-2's n_inner: null means 4 x n_embd */
+        f->intermediate_size = 4 * f->hidden_size;
+        json_t *v = json_object_get(r->obj, cls->inner_key);
+        if (v && json_is_null(v)) take(r, cls->inner_key);
+        else TRY(get_int(r, cls->inner_key, 0, 1, MAX_INTERMEDIATE, &f->intermediate_size, NULL));
+    } else {
+        TRY(get_int(r, "intermediate_size", 1, 1, MAX_INTERMEDIATE, &f->intermediate_size, NULL));
+    }
     f->max_position_embeddings = cls->max_position_embeddings;
-    TRY(get_int(r, "max_position_embeddings", cls->max_position_embeddings == 0, 1,
-                MAX_CONTEXT, &f->max_position_embeddings, NULL));
+    TRY(get_int(r, KEY(positions_key, "max_position_embeddings"),
+                cls->max_position_embeddings == 0, 1, MAX_CONTEXT, &f->max_position_embeddings,
+                NULL));
+#undef KEY
+    f->pos_embed_learned = cls->pos_embed_learned;
+    f->no_rope = cls->pos_embed_learned;
 
     f->num_key_value_heads = f->num_attention_heads;
     TRY(get_int(r, "num_key_value_heads", 0, 1, MAX_HEADS, &f->num_key_value_heads, NULL));

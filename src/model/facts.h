@@ -175,6 +175,12 @@ typedef struct facet_facts {
     int has_lm_head;               /* probed: lm_head.weight present                    */
     int fused_qkv, fused_gate_up;  /* probed: Phi-3 qkv_proj / gate_up_proj             */
     int lm_head_bias;              /* probed: lm_head.bias present (Phi)                 */
+    int conv1d;                    /* probed: GPT-2's Conv1D projections ([in, out],
+                                      attn.c_attn / c_proj, mlp.c_fc / c_proj)           */
+    int pos_embed_learned;         /* 1: learned absolute position embeddings added to the
+                                      token embeddings (GPT-2 wpe); positions must stay
+                                      below max_position_embeddings                      */
+    int no_rope;                   /* 1: the class has no rotary embedding at all         */
     int fused_qkv_heads;           /* probed: one q/k/v projection whose rows are per head
                                       [q_h; k_h; v_h] (GPT-NeoX query_key_value)         */
     int probed;                    /* 1 once weight facts come from tensor headers      */

@@ -79,13 +79,13 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
         return facet_err(err, FACET_E_NOT_FOUND,
                          "checkpoint has no decoder layer tensors (model.layers.0.*)");
     for (int64_t i = 0; i < L; i++) {
-        snprintf(name, sizeof name, "%slayers.%lld.", prefix, (long long)i);
+        facet_tensor_layer_path(prefix, i, name, sizeof name);
         if (!facet_tensor_with_prefix(ck, name))
             return facet_err(err, FACET_E_NOT_FOUND,
                              "checkpoint has no tensors %s* (num_hidden_layers=%lld)", name,
                              (long long)L);
     }
-    snprintf(name, sizeof name, "%slayers.%lld.", prefix, (long long)L);
+    facet_tensor_layer_path(prefix, L, name, sizeof name);
     if (facet_tensor_with_prefix(ck, name))
         facet_facts_note(f, "checkpoint has tensors %s* beyond num_hidden_layers=%lld; they "
                             "are not used", name, (long long)L);
@@ -110,7 +110,9 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
         int64_t l0 = 0;
         while (!f->layer_sparse[l0]) l0++;
         for (size_t i = 0; i < sizeof layouts / sizeof layouts[0] && !f->experts_layout; i++) {
-            snprintf(name, sizeof name, "%slayers.%lld.%s", prefix, (long long)l0, layouts[i].name);
+            char path[256];
+            facet_tensor_layer_path(prefix, l0, path, sizeof path);
+            snprintf(name, sizeof name, "%s%s", path, layouts[i].name);
             if (st_checkpoint_find(ck, name)) f->experts_layout = layouts[i].layout;
         }
         if (!f->experts_layout)
@@ -130,6 +132,10 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
                    err));
     f->fused_qkv = fused_qkv;
     f->fused_gate_up = fused_gate_up;
+    /* GPT-2's Conv1D projections */
+    int c1 = 0;
+    TRY(layer_fact(ck, f, prefix, L, facet_tensor_fused(FACET_TF_C_ATTN), &c1, err));
+    f->conv1d = c1;
     /* GPT-NeoX's query_key_value (per-head rows) */
     int qkv_heads = 0;
     TRY(layer_fact(ck, f, prefix, L, facet_tensor_fused(FACET_TF_QKV_HEADS), &qkv_heads, err));
@@ -151,16 +157,18 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
     /* projection shapes against the config's head counts and head_dim */
     if (fused_qkv) {
         TRY(expect_shape(ck, f, prefix, facet_tensor_fused(FACET_TF_QKV_PROJ), err));
-    } else if (!qkv_heads) {
+    } else if (!qkv_heads && !c1) {
         TRY(expect_shape(ck, f, prefix, facet_tensor_slot(FACET_TS_Q_PROJ), err));
         TRY(expect_shape(ck, f, prefix, facet_tensor_slot(FACET_TS_K_PROJ), err));
     }
 
     /* biases: q, k, v must come together */
     int qb = 0, kb = 0, vb = 0, ob = 0;
-    if (fused_qkv || qkv_heads) {
+    if (fused_qkv || qkv_heads || c1) {
         TRY(layer_fact(ck, f, prefix, L,
-                       facet_tensor_fused(qkv_heads ? FACET_TF_QKV_HEADS_BIAS : FACET_TF_QKV_BIAS),
+                       facet_tensor_fused(c1          ? FACET_TF_C_ATTN_BIAS
+                                          : qkv_heads ? FACET_TF_QKV_HEADS_BIAS
+                                                      : FACET_TF_QKV_BIAS),
                        &qb, err));
         kb = vb = qb;
     } else {
@@ -172,7 +180,11 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
         return facet_err(err, FACET_E_FORMAT,
                          "%slayers.0.self_attn: q/k/v biases present %d/%d/%d; expected all "
                          "three or none", prefix, qb, kb, vb);
-    TRY(layer_fact(ck, f, prefix, L, facet_tensor_slot(FACET_TS_O_BIAS), &ob, err));
+    const facet_tensor_row *orow = facet_tensor_slot(FACET_TS_O_BIAS);
+    for (size_t i = 0; c1 && i < facet_tensor_count; i++) /* GPT-2: attn.c_proj.bias */
+        if (facet_tensor_rows[i].slot == FACET_TS_O_BIAS && facet_tensor_rows[i].conv1d)
+            orow = &facet_tensor_rows[i];
+    TRY(layer_fact(ck, f, prefix, L, orow, &ob, err));
     int qn = 0, kn = 0;
     TRY(layer_fact(ck, f, prefix, L, facet_tensor_slot(FACET_TS_Q_NORM), &qn, err));
     TRY(layer_fact(ck, f, prefix, L, facet_tensor_slot(FACET_TS_K_NORM), &kn, err));

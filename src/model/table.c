@@ -153,6 +153,9 @@ const facet_profile facet_profiles[] = {
     {"phi", {"PhiForCausalLM"},
      "Phi-1, Phi-1.5, Phi-2 (one LayerNorm feeding attention and MLP in parallel, partial "
      "rotary, biases everywhere including lm_head)", &cpu_dense, &cuda_dense},
+    {"gpt2", {"GPT2LMHeadModel"},
+     "GPT-2 (Conv1D projections, learned positions, LayerNorm, gelu_new)", &cpu_dense,
+     &cuda_dense},
     {"olmo", {"OlmoForCausalLM"},
      "OLMo (non-parametric LayerNorm, Llama's block)", &cpu_dense, &cuda_dense},
     {"starcoder2", {"Starcoder2ForCausalLM"},

@@ -10,8 +10,16 @@
 /* When the loader needs a row: predicates on the probed facts. */
 static int always(const facet_facts *f) { (void)f; return 1; }
 static int fused_qkv(const facet_facts *f) { return f->fused_qkv; }
-static int split_qkv(const facet_facts *f) { return !f->fused_qkv && !f->fused_qkv_heads; }
-static int qkv_bias(const facet_facts *f) { return f->qkv_bias && !f->fused_qkv_heads; }
+static int split_qkv(const facet_facts *f) {
+    return !f->fused_qkv && !f->fused_qkv_heads && !f->conv1d;
+}
+static int qkv_bias(const facet_facts *f) { return f->qkv_bias && !f->fused_qkv_heads && !f->conv1d; }
+static int conv1d(const facet_facts *f) { return f->conv1d; }
+static int conv1d_qkv_bias(const facet_facts *f) { return f->conv1d && f->qkv_bias; }
+static int conv1d_o_bias(const facet_facts *f) { return f->conv1d && f->o_bias; }
+static int conv1d_mlp_bias(const facet_facts *f) { return f->conv1d && f->mlp_bias; }
+static int not_conv1d(const facet_facts *f) { return !f->conv1d; }
+static int pos_embed(const facet_facts *f) { return f->pos_embed_learned; }
 static int qkv_heads(const facet_facts *f) { return f->fused_qkv_heads; }
 static int qkv_heads_bias(const facet_facts *f) { return f->fused_qkv_heads && f->qkv_bias; }
 static int norm_bias(const facet_facts *f) { return f->norm_bias; }
@@ -22,14 +30,14 @@ static int ffn_norm_bias(const facet_facts *f) { return f->norm_bias && !f->para
 static int lm_head_bias(const facet_facts *f) { return f->lm_head_bias && f->has_lm_head; }
 static int pre_norm_bias(const facet_facts *f) { return f->pre_norms && f->norm_bias; }
 static int gated(const facet_facts *f) { return !f->fused_gate_up && !f->ffn_ungated; }
+static int up_rows(const facet_facts *f) { return !f->fused_gate_up && !f->conv1d; }
 static int gate_bias(const facet_facts *f) { return f->mlp_bias && !f->ffn_ungated; }
-static int o_bias(const facet_facts *f) { return f->o_bias; }
+static int o_bias(const facet_facts *f) { return f->o_bias && !f->conv1d; }
 static int qk_norm(const facet_facts *f) { return f->qk_norm; }
 static int pre_ffn_norm(const facet_facts *f) { return f->post_norms && f->pre_norms; }
 static int post_norms(const facet_facts *f) { return f->post_norms; }
 static int fused_gate_up(const facet_facts *f) { return f->fused_gate_up; }
-static int split_gate_up(const facet_facts *f) { return !f->fused_gate_up; }
-static int mlp_bias(const facet_facts *f) { return f->mlp_bias; }
+static int mlp_bias(const facet_facts *f) { return f->mlp_bias && !f->conv1d; }
 static int lm_head(const facet_facts *f) { return f->has_lm_head; }
 static int w123(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_W123; }
 static int proj(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_PROJ; }
@@ -87,13 +95,17 @@ static int mamba2(const facet_facts *f) { return f->ssm_version == 2; }
 const facet_tensor_row facet_tensor_rows[] = {
     /* Mamba: backbone.embeddings; GPT-NeoX: gpt_neox.embed_in */
     {.root = FACET_TR_MODEL, .name = "embed_tokens.weight", .alt = "embeddings.weight",
-     .alt2 = "embed_in.weight",
+     .alt2 = "embed_in.weight", .alt3 = "wte.weight" /* GPT-2 */,
      .gguf = "token_embd.weight", .dims = {FACET_TD_VOCAB, H}, .matrix = 1,
      .slot = FACET_TS_EMBED_TOKENS, .fused = -1, .when = always},
-    VEC(L, "input_layernorm.weight", "attn_norm.weight", H, FACET_TS_INPUT_LAYERNORM,
-        pre_norm_weight),
-    VEC(L, "input_layernorm.bias", "attn_norm.bias", H, FACET_TS_INPUT_LAYERNORM_BIAS,
-        pre_norm_bias),
+    {.root = FACET_TR_MODEL, .name = "wpe.weight", .dims = {FACET_TD_POSITIONS, H}, .matrix = 1,
+     .slot = FACET_TS_POS_EMBED, .fused = -1, .when = pos_embed},
+    {.root = L, .name = "input_layernorm.weight", .alt = "ln_1.weight" /* GPT-2 */,
+     .gguf = "attn_norm.weight", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_INPUT_LAYERNORM,
+     .fused = -1, .when = pre_norm_weight},
+    {.root = L, .name = "input_layernorm.bias", .alt = "ln_1.bias", .gguf = "attn_norm.bias",
+     .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_INPUT_LAYERNORM_BIAS, .fused = -1,
+     .when = pre_norm_bias},
     /* GPT-NeoX: per head h, rows [q_h; k_h; v_h] (view(heads, 3 * head_dim)) */
     {.root = L, .name = "attention.query_key_value.weight", .dims = {FACET_TD_QKV, H},
      .matrix = 1, .slot = FACET_TS_FUSED, .fused = FACET_TF_QKV_HEADS, .n_split = 3,
@@ -121,23 +133,36 @@ const facet_tensor_row facet_tensor_rows[] = {
     {.root = L, .name = "self_attn.o_proj.weight", .alt = "attention.dense.weight",
      .alt2 = "self_attn.dense.weight" /* Phi */,
      .gguf = "attn_output.weight", .dims = {H, FACET_TD_Q}, .matrix = 1, .slot = FACET_TS_O_PROJ,
-     .fused = -1, .when = always},
+     .fused = -1, .when = not_conv1d},
     {.root = L, .name = "self_attn.o_proj.bias", .alt = "attention.dense.bias",
      .alt2 = "self_attn.dense.bias",
      .gguf = "attn_output.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_O_BIAS,
      .fused = -1, .when = o_bias},
     VEC(L, "self_attn.sinks", NULL, FACET_TD_HEADS, FACET_TS_SINKS, sinks),
+    /* GPT-2: Conv1D weights [in, out], transposed at load; c_attn's columns q | k | v */
+    {.root = L, .name = "attn.c_attn.weight", .dims = {FACET_TD_QKV, H}, .matrix = 1,
+     .slot = FACET_TS_FUSED, .fused = FACET_TF_C_ATTN, .n_split = 3,
+     .split = {FACET_TS_Q_PROJ, FACET_TS_K_PROJ, FACET_TS_V_PROJ}, .when = conv1d, .conv1d = 1},
+    {.root = L, .name = "attn.c_attn.bias", .dims = {FACET_TD_QKV, FACET_TD_NONE}, .matrix = 0,
+     .slot = FACET_TS_FUSED, .fused = FACET_TF_C_ATTN_BIAS, .n_split = 3,
+     .split = {FACET_TS_Q_BIAS, FACET_TS_K_BIAS, FACET_TS_V_BIAS}, .when = conv1d_qkv_bias,
+     .conv1d = 1},
+    {.root = L, .name = "attn.c_proj.weight", .dims = {H, FACET_TD_Q}, .matrix = 1,
+     .slot = FACET_TS_O_PROJ, .fused = -1, .when = conv1d, .conv1d = 1},
+    {.root = L, .name = "attn.c_proj.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_O_BIAS,
+     .fused = -1, .when = conv1d_o_bias, .conv1d = 1},
     VEC(L, "self_attn.q_norm.weight", "attn_q_norm.weight", FACET_TD_Q_NORM, FACET_TS_Q_NORM,
         qk_norm),
     VEC(L, "self_attn.k_norm.weight", "attn_k_norm.weight", FACET_TD_K_NORM, FACET_TS_K_NORM,
         qk_norm),
     /* the norm before the FFN in pre-norm families; on the attention output in post-norm
      * ones, whose norm before the FFN is pre_feedforward_layernorm (GGUF's ffn_norm) */
-    {.root = L, .name = "post_attention_layernorm.weight", .gguf = "ffn_norm.weight",
+    {.root = L, .name = "post_attention_layernorm.weight", .alt = "ln_2.weight", .gguf = "ffn_norm.weight",
      .gguf_post = "post_attention_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
      .slot = FACET_TS_POST_ATTENTION_LAYERNORM, .fused = -1, .when = ffn_norm},
-    VEC(L, "post_attention_layernorm.bias", "ffn_norm.bias", H,
-        FACET_TS_POST_ATTENTION_LAYERNORM_BIAS, ffn_norm_bias),
+    {.root = L, .name = "post_attention_layernorm.bias", .alt = "ln_2.bias", .gguf = "ffn_norm.bias",
+     .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_POST_ATTENTION_LAYERNORM_BIAS, .fused = -1,
+     .when = ffn_norm_bias},
     VEC(L, "pre_feedforward_layernorm.weight", "ffn_norm.weight", H,
         FACET_TS_PRE_FEEDFORWARD_LAYERNORM, pre_ffn_norm),
     VEC(L, "post_feedforward_layernorm.weight", "post_ffw_norm.weight", H,
@@ -155,12 +180,12 @@ const facet_tensor_row facet_tensor_rows[] = {
           .alt2 = "mlp.fc1.weight" /* Phi */, .alt3 = "mlp.c_fc.weight" /* StarCoder2 */,
           .gguf = "ffn_up.weight",
           .dims = {FACET_TD_FFN, H}, .matrix = 1, .slot = FACET_TS_UP_PROJ, .fused = -1,
-          .when = split_gate_up),
+          .when = up_rows),
     DENSE(.root = L, .name = "mlp.down_proj.weight", .alt = "mlp.dense_4h_to_h.weight",
           .alt2 = "mlp.fc2.weight", .alt3 = "mlp.c_proj.weight",
           .gguf = "ffn_down.weight",
           .dims = {H, FACET_TD_FFN}, .matrix = 1, .slot = FACET_TS_DOWN_PROJ, .fused = -1,
-          .when = always),
+          .when = not_conv1d),
     /* Llama's mlp_bias: gate, up and down all carry a bias */
     DENSE(.root = L, .name = "mlp.gate_proj.bias", .gguf = "ffn_gate.bias",
           .dims = {FACET_TD_FFN, FACET_TD_NONE}, .slot = FACET_TS_GATE_BIAS, .fused = -1,
@@ -174,6 +199,14 @@ const facet_tensor_row facet_tensor_rows[] = {
           .alt2 = "mlp.fc2.bias", .alt3 = "mlp.c_proj.bias",
           .gguf = "ffn_down.bias",
           .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_DOWN_BIAS, .fused = -1, .when = mlp_bias),
+    DENSE(.root = L, .name = "mlp.c_fc.weight", .dims = {FACET_TD_FFN, H}, .matrix = 1,
+          .slot = FACET_TS_UP_PROJ, .fused = -1, .when = conv1d, .conv1d = 1),
+    DENSE(.root = L, .name = "mlp.c_fc.bias", .dims = {FACET_TD_FFN, FACET_TD_NONE},
+          .slot = FACET_TS_UP_BIAS, .fused = -1, .when = conv1d_mlp_bias, .conv1d = 1),
+    DENSE(.root = L, .name = "mlp.c_proj.weight", .dims = {H, FACET_TD_FFN}, .matrix = 1,
+          .slot = FACET_TS_DOWN_PROJ, .fused = -1, .when = conv1d, .conv1d = 1),
+    DENSE(.root = L, .name = "mlp.c_proj.bias", .dims = {H, FACET_TD_NONE},
+          .slot = FACET_TS_DOWN_BIAS, .fused = -1, .when = conv1d_mlp_bias, .conv1d = 1),
     /* mixture-of-experts layers: the router, by layout */
     SMAT("block_sparse_moe.gate.weight", NULL, FACET_TD_EXPERTS, H,
          FACET_TS_ROUTER, w123),
@@ -253,10 +286,11 @@ const facet_tensor_row facet_tensor_rows[] = {
     /* Mamba: backbone.norm_f; GPT-NeoX: gpt_neox.final_layer_norm */
     {.root = FACET_TR_MODEL, .name = "norm.weight", .alt = "norm_f.weight",
      .alt2 = "final_layer_norm.weight", .alt3 = "final_layernorm.weight" /* Phi */,
+     .alt4 = "ln_f.weight" /* GPT-2 */,
      .gguf = "output_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
      .slot = FACET_TS_NORM, .fused = -1, .when = norm_weight},
     {.root = FACET_TR_MODEL, .name = "norm.bias", .alt = "final_layer_norm.bias",
-     .alt2 = "final_layernorm.bias",
+     .alt2 = "final_layernorm.bias", .alt3 = "ln_f.bias",
      .gguf = "output_norm.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_NORM_BIAS,
      .fused = -1, .when = norm_bias},
     /* present means untied, whatever tie_word_embeddings says (probe.c) */
@@ -305,6 +339,7 @@ int64_t facet_tdim_value(facet_tdim d, const facet_facts *f, int full_qk_norm) {
     switch (d) {
     case FACET_TD_NONE: return 0;
     case FACET_TD_HIDDEN: return f->hidden_size;
+    case FACET_TD_POSITIONS: return f->max_position_embeddings;
     case FACET_TD_FFN: return f->intermediate_size;
     case FACET_TD_FFN2: return 2 * f->intermediate_size;
     case FACET_TD_VOCAB: return f->vocab_size;
@@ -341,6 +376,7 @@ const char *facet_tdim_name(facet_tdim d) {
     switch (d) {
     case FACET_TD_NONE: return "";
     case FACET_TD_HIDDEN: return "hidden_size";
+    case FACET_TD_POSITIONS: return "max_position_embeddings";
     case FACET_TD_FFN: return "intermediate_size";
     case FACET_TD_FFN2: return "2 * intermediate_size";
     case FACET_TD_VOCAB: return "vocab_size";
@@ -387,10 +423,10 @@ int facet_tensor_prefix(const st_checkpoint *ck, char *out, size_t cap) {
      * loaded alone nest it deeper */
     static const char *const known[] = {"model.", "model.language_model.",
                                         "language_model.model.", "transformer.", "backbone.", "gpt_neox.",
-                                        ""};
+                                        "transformer.|h." /* GPT-2 */, ""};
     char probe[128];
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        snprintf(probe, sizeof probe, "%slayers.0.", known[i]);
+        facet_tensor_layer_path(known[i], 0, probe, sizeof probe);
         if (facet_tensor_with_prefix(ck, probe)) {
             snprintf(out, cap, "%s", known[i]);
             return 1;
@@ -399,14 +435,26 @@ int facet_tensor_prefix(const st_checkpoint *ck, char *out, size_t cap) {
     return 0;
 }
 
+void facet_tensor_layer_path(const char *prefix, int64_t layer, char *out, size_t cap) {
+    const char *bar = strchr(prefix, '|');
+    if (bar)
+        snprintf(out, cap, "%.*s%s%lld.", (int)(bar - prefix), prefix, bar + 1, (long long)layer);
+    else
+        snprintf(out, cap, "%slayers.%lld.", prefix, (long long)layer);
+}
+
 /* Row r's tensor under spelling `what` (its name, alt or alt2), named into name. */
 static const st_tensor *find_spelling(const st_checkpoint *ck, const facet_tensor_row *r,
                                       const char *what, const char *prefix, int64_t layer,
                                       char *name, size_t cap) {
+    const char *bar = strchr(prefix, '|');
+    int model_len = bar ? (int)(bar - prefix) : (int)strlen(prefix);
+    char path[256];
     switch (r->root) {
-    case FACET_TR_MODEL: snprintf(name, cap, "%s%s", prefix, what); break;
+    case FACET_TR_MODEL: snprintf(name, cap, "%.*s%s", model_len, prefix, what); break;
     case FACET_TR_LAYER:
-        snprintf(name, cap, "%slayers.%lld.%s", prefix, (long long)layer, what);
+        facet_tensor_layer_path(prefix, layer, path, sizeof path);
+        snprintf(name, cap, "%s%s", path, what);
         break;
     case FACET_TR_TOP: snprintf(name, cap, "%s", what); break;
     }
@@ -417,8 +465,8 @@ const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_r
                                    const char *prefix, int64_t layer, char *name, size_t cap) {
     if (r->root == FACET_TR_LAYER && r->tail)
         return facet_tensor_find_expert(ck, r, prefix, layer, 0, name, cap);
-    const char *const spell[4] = {r->name, r->alt, r->alt2, r->alt3};
-    for (int i = 0; i < 4; i++) {
+    const char *const spell[5] = {r->name, r->alt, r->alt2, r->alt3, r->alt4};
+    for (int i = 0; i < 5; i++) {
         if (!spell[i]) continue;
         const st_tensor *t = find_spelling(ck, r, spell[i], prefix, layer, name, cap);
         if (t) return t;
@@ -430,8 +478,9 @@ const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_r
 const st_tensor *facet_tensor_find_expert(const st_checkpoint *ck, const facet_tensor_row *r,
                                           const char *prefix, int64_t layer, int64_t expert,
                                           char *name, size_t cap) {
-    snprintf(name, cap, "%slayers.%lld.%s%lld.%s", prefix, (long long)layer, r->name,
-             (long long)expert, r->tail ? r->tail : "");
+    char path[256];
+    facet_tensor_layer_path(prefix, layer, path, sizeof path);
+    snprintf(name, cap, "%s%s%lld.%s", path, r->name, (long long)expert, r->tail ? r->tail : "");
     return st_checkpoint_find(ck, name);
 }
 

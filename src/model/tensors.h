@@ -43,6 +43,7 @@
 typedef enum facet_tdim {
     FACET_TD_NONE = 0, /* no axis (the second of a vector)                            */
     FACET_TD_HIDDEN,   /* hidden_size                                                 */
+    FACET_TD_POSITIONS, /* max_position_embeddings                                     */
     FACET_TD_FFN,      /* intermediate_size                                           */
     FACET_TD_FFN2,     /* 2 * intermediate_size (gate and up fused)                   */
     FACET_TD_VOCAB,    /* vocab_size                                                  */
@@ -124,6 +125,8 @@ typedef enum facet_tslot {
     FACET_TS_POST_ATTENTION_LAYERNORM_BIAS, /* (H)                                      */
     FACET_TS_NORM_BIAS,                     /* (H) the final norm's                     */
     FACET_TS_LM_HEAD_BIAS,                  /* (V) the output projection's (Phi)        */
+    FACET_TS_POS_EMBED,                     /* (max_position_embeddings, H) learned
+                                               absolute positions (GPT-2 wpe)           */
     FACET_TS_COUNT,
     FACET_TS_FUSED = -1, /* a fused row: its parts go to `split`                     */
 } facet_tslot;
@@ -136,6 +139,8 @@ typedef enum facet_tfused {
     FACET_TF_SHARED_INPUT, /* Granite-MoE-shared shared_mlp.input_linear: gate, up */
     FACET_TF_QKV_HEADS,    /* GPT-NeoX query_key_value: per head [q_h; k_h; v_h] rows */
     FACET_TF_QKV_HEADS_BIAS,
+    FACET_TF_C_ATTN,       /* GPT-2 attn.c_attn (Conv1D [H, 3H]): q | k | v columns */
+    FACET_TF_C_ATTN_BIAS,
     FACET_TF_COUNT,
 } facet_tfused;
 
@@ -158,7 +163,7 @@ typedef struct facet_tensor_row {
                                  same tensor: Mamba's embeddings, NeoX's attention.dense), or
                                  NULL                                                        */
     const char *alt2;         /* a third name tried, or NULL                               */
-    const char *alt3;         /* a fourth name tried, or NULL                              */
+    const char *alt3, *alt4;  /* a fourth and fifth name tried, or NULL                    */
     facet_tdim dims[2];       /* shape; dims[1] == FACET_TD_NONE for a vector              */
     int matrix;               /* 1: a weight matrix (run-time format); 0: float32 vector  */
     facet_tslot slot;         /* destination, or FACET_TS_FUSED                           */
@@ -183,6 +188,9 @@ typedef struct facet_tensor_row {
     int conv3d;               /* float32 rows: 1 = shaped [dims[0], 1, dims[1]] (a depthwise
                                  conv1d weight); otherwise a float32 row with dims[1] set
                                  is [dims[0], dims[1]]                                     */
+    int conv1d;               /* a tensor of GPT-2's Conv1D modules; a matrix is stored
+                                 [in, out]: the shape read is dims reversed, transposed at
+                                 load                                                       */
     int heads_interleaved;    /* fused rows: the parts interleave per head, rows
                                  [h * n_split * hd + p * hd, + hd) are part p's head h (NeoX
                                  query_key_value); reordered to part-major at load         */
@@ -217,8 +225,13 @@ const char *facet_tdim_name(facet_tdim d);
 
 /* The module path before "layers.0." in checkpoint `ck` ("model.",
  * "model.language_model.", "language_model.model.", "transformer.", "backbone." or ""), copied to
- * out (cap bytes). Returns 1, or 0 when no known prefix holds a layer 0. */
+ * out (cap bytes); where the layers are not "layers." (GPT-2's transformer.h.N), the
+ * prefix is "MODEL|LAYERS" ("transformer.|h."): read it with facet_tensor_layer_path.
+ * Returns 1, or 0 when no known prefix holds a layer 0. */
 int facet_tensor_prefix(const st_checkpoint *ck, char *out, size_t cap);
+
+/* "PREFIX layers.N." (or the prefix's own layer container) for layer N into out. */
+void facet_tensor_layer_path(const char *prefix, int64_t layer, char *out, size_t cap);
 
 /* The first tensor (in name order) whose name starts with `name_prefix`, or NULL. */
 const st_tensor *facet_tensor_with_prefix(const st_checkpoint *ck, const char *name_prefix);

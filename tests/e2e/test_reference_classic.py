@@ -13,7 +13,8 @@ in parallel, partial_rotary_factor 0.4, lm_head bias); stablelm (StableLM 2 1.6B
 q/k/v bias, partial rotary 0.25; and with use_parallel_residual); stablelm_epoch
 (stable-code-3b's remote-code config: norm_eps, rope_pct, rope_theta 1e6); starcoder2
 (StarCoder2-3B: LayerNorm, biases, c_fc/c_proj gelu MLP, GQA 12:1, a 16-token window);
-olmo (OLMo-1B: the non-parametric LayerNorm, tied).
+olmo (OLMo-1B: the non-parametric LayerNorm, tied); gpt2 (gpt2-xl, corpus: Conv1D
+projections, learned positions, no rotary, n_embd-style keys, tied).
 """
 
 import json
@@ -97,6 +98,7 @@ CLASSES = {
     # a 16-token window, so the 96-token prompt crosses it
     "starcoder2-3b": (STARCODER2_3B, {"sliding_window": 16}),
     "olmo-1b": (OLMO_1B, {}),
+    "gpt2-xl": (os.path.join(CONFIG_DIR, "openai-community__gpt2-xl"), {}),
 }
 N_PROMPT = 96
 N_GEN = 32
@@ -107,7 +109,7 @@ def prompt(vocab, seed, n=N_PROMPT):
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 files")
 def test_classic_class_matches_reference(name, make_checkpoint, reference_for, run_facet, tmp_path):
     src, shrink = CLASSES[name]

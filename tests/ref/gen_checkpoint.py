@@ -130,6 +130,11 @@ def _remap_ids(c, m):
     return c
 
 
+# config keys shrink_config handles under their usual names (GPT2Config's attribute_map)
+SHRINK_ALIASES = {"n_embd": "hidden_size", "n_layer": "num_hidden_layers",
+                  "n_head": "num_attention_heads", "n_inner": "intermediate_size"}
+
+
 def shrink_config(config, num_hidden_layers=2, num_key_value_heads=None,
                   num_attention_heads=None, head_dim=32, hidden_size=None,
                   intermediate_size=None, vocab_size=512, max_heads=8,
@@ -154,6 +159,12 @@ def shrink_config(config, num_hidden_layers=2, num_key_value_heads=None,
     config = load_config(config)
     gen = json.loads(json.dumps(generation_config)) if generation_config else None
     cfg = config["text_config"] if isinstance(config.get("text_config"), dict) else config
+    # GPT2Config's spellings: shrunk under the usual names, written back under its own
+    aliases = {k: v for k, v in SHRINK_ALIASES.items() if k in cfg}
+    for k, v in aliases.items():
+        cfg[v] = cfg.pop(k)
+    if "n_inner" in aliases and cfg.get("intermediate_size") is None:
+        cfg.pop("intermediate_size")
 
     heads = int(cfg["num_attention_heads"])
     kv = int(cfg.get("num_key_value_heads") or heads)
@@ -228,6 +239,9 @@ def shrink_config(config, num_hidden_layers=2, num_key_value_heads=None,
 
     for k, v in overrides.items():
         cfg[k] = v
+    for k, v in aliases.items():
+        if v in cfg:
+            cfg[k] = cfg.pop(v)
 
     m = _token_id_map([config, cfg, gen], int(vocab_size))
     _remap_ids(config, m)
@@ -359,6 +373,8 @@ def tensor_specs(config, experts_layout=None):
         return _neox_specs(f)
     if f.classic == "phi":
         return _phi_specs(f)
+    if f.classic == "gpt2":
+        return _gpt2_specs(f)
     specs = [("model.embed_tokens.weight", (V, H), ("embed",))]
     for i in range(f.num_hidden_layers):
         p = "model.layers.%d." % i
@@ -452,6 +468,27 @@ def _neox_specs(f):
     return specs
 
 
+def _gpt2_specs(f):
+    """GPT2LMHeadModel's tensors (modeling_gpt2): wte, wpe, per layer ln_1, attn.c_attn
+    (Conv1D [H, 3H]), attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj (Conv1D weights stored
+    [in, out], each with a bias), ln_f; lm_head tied to wte."""
+    H, I, V, P = f.hidden_size, f.intermediate_size, f.vocab_size, f.max_position_embeddings
+    specs = [("transformer.wte.weight", (V, H), ("embed",)),
+             ("transformer.wpe.weight", (P, H), ("embed",))]
+    for i in range(f.num_hidden_layers):
+        p = "transformer.h.%d." % i
+        for n in ("ln_1", "ln_2"):
+            specs.append((p + n + ".weight", (H,), ("norm",)))
+            specs.append((p + n + ".bias", (H,), ("bias",)))
+        for n, fan_in, fan_out in (("attn.c_attn", H, 3 * H), ("attn.c_proj", H, H),
+                                   ("mlp.c_fc", H, I), ("mlp.c_proj", I, H)):
+            specs.append((p + n + ".weight", (fan_in, fan_out), ("linear", fan_in)))
+            specs.append((p + n + ".bias", (fan_out,), ("bias",)))
+    specs.append(("transformer.ln_f.weight", (H,), ("norm",)))
+    specs.append(("transformer.ln_f.bias", (H,), ("bias",)))
+    return specs
+
+
 def _phi_specs(f):
     """PhiForCausalLM's tensors (modeling_phi): LayerNorms with biases, q/k/v_proj and
     dense with biases, fc1/fc2 with biases, final_layernorm, lm_head with a bias."""
@@ -534,6 +571,7 @@ def init_tensor(name, shape, init, seed, facts, logit_std=2.0, bias_std=0.1, nor
                                                        "experts.down_proj", "output_linear.weight",
                                                        "attention.dense.weight", "self_attn.dense.weight",
                                                        "mlp.fc2.weight", "mlp.c_proj.weight",
+                                                       "attn.c_proj.weight",
                                                        "mlp.dense_4h_to_h.weight")):
                 std *= sc["out_gain"]
             if facts.qk_norm is None and (name.endswith("q_proj.weight") or name.endswith("k_proj.weight")):

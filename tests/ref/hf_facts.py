@@ -105,6 +105,11 @@ FAMILIES = {
     # (weight and bias), q/k/v biases by use_qkv_bias (o_proj none), partial rotary 0.25,
     # use_parallel_residual (one norm feeds both). stable-code-3b's remote-code
     # StableLMEpochConfig: norm_eps, rope_pct, the same block, sequential.
+    # GPT2Config / modeling_gpt2: n_embd, n_layer, n_head, n_positions, n_inner (None: 4 x
+    # n_embd), activation_function gelu_new, layer_norm_epsilon; Conv1D (x @ W + b)
+    # projections, learned absolute positions (wpe), no rotary, tied to wte.
+    "gpt2": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=("activation_function",),
+                 act="gelu_new", qkv_bias="always_all", sliding="none", classic="gpt2"),
     # OlmoConfig / modeling_olmo: OlmoLayerNorm = F.layer_norm without weight or bias,
     # eps 1e-5 (fixed); Llama's names and gated MLP; q/k/v/o bias by attention_bias;
     # clip_qkv (clamping q, k, v) is not implemented here.
@@ -130,6 +135,11 @@ CLASSIC = {
     "gpt_neox": dict(eps_key="layer_norm_eps", rotary_pct=("rotary_pct", 0.25),
                      theta_key="rotary_emb_base", parallel=("use_parallel_residual", True),
                      norm="layer", gated=False),
+    "gpt2": dict(eps_key="layer_norm_epsilon", rotary_pct=("partial_rotary_factor", 1.0),
+                 theta_key="rope_theta", parallel=(None, False), norm="layer", gated=False,
+                 aliases={"n_embd": "hidden_size", "n_layer": "num_hidden_layers",
+                          "n_head": "num_attention_heads", "n_positions": "max_position_embeddings"},
+                 learned_positions=True),
     "olmo": dict(eps_key=None, rotary_pct=("partial_rotary_factor", 1.0), theta_key="rope_theta",
                  parallel=(None, False), norm="layer_noweight", gated=True),
     "starcoder2": dict(eps_key="norm_epsilon", rotary_pct=("partial_rotary_factor", 1.0),
@@ -364,6 +374,11 @@ def facts(config):
     if classic:
         # the class's own key names, read as the modeling code reads them
         cfg = dict(cfg)
+        for k, v in classic.get("aliases", {}).items():
+            if k in cfg:
+                cfg[v] = cfg[k]
+        if classic.get("learned_positions"):
+            cfg["intermediate_size"] = _get(cfg, "n_inner", 4 * int(cfg["hidden_size"]))
         cfg["rms_norm_eps"] = _get(cfg, classic["eps_key"], fam["eps"]) if classic["eps_key"] else fam["eps"]
         k, d = classic["rotary_pct"]
         cfg["partial_rotary_factor"] = _get(cfg, k, d)
@@ -433,7 +448,9 @@ def facts(config):
                         max_position_embeddings=max_pos,
                         original_max_position_embeddings=None if orig_max is None else int(orig_max))
 
-    if fam.get("no_rope"):
+    if classic and classic.get("learned_positions"):
+        use_rope = [False] * n_layers
+    elif fam.get("no_rope"):
         nrl = cfg.get("no_rope_layers")
         if nrl is None:
             interval = int(_get(cfg, "no_rope_layer_interval", 4))

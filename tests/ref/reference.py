@@ -307,6 +307,14 @@ class Reference:
         # normed input); q/k/v_proj and dense with biases, rotary (rotate_half) on the first
         # int(head_dim * partial_rotary_factor) dims; mlp = fc2(gelu_new(fc1(x)));
         # logits = lm_head(final_layernorm(h)) + lm_head.bias
+        # GPT-2 (modeling_gpt2): h = wte[ids] + wpe[positions]; per layer
+        #   h = h + c_proj(attn(ln_1(h))), q | k | v = split(c_attn(x), H, dim=-1), no rotary;
+        #   h = h + mlp(ln_2(h)), mlp(x) = c_proj(gelu_new(c_fc(x)));
+        #   Conv1D(x) = x @ W + b with W stored [in, out]; logits = ln_f(h) @ wte^T (tied).
+        "gpt2": dict(embed="transformer.wte.weight", wpe="transformer.wpe.weight",
+                     layer="transformer.h.%d.", ln_in="ln_1", ln_post="ln_2", qkv="attn.c_attn",
+                     qkv_layout="columns", o="attn.c_proj", up="mlp.c_fc", down="mlp.c_proj",
+                     final="transformer.ln_f", head="lm_head.weight", conv1d=True),
         "phi": dict(embed="model.embed_tokens.weight", layer="model.layers.%d.",
                     ln_in="input_layernorm", ln_post=None, qkv=None, q="self_attn.q_proj",
                     k="self_attn.k_proj", v="self_attn.v_proj", o="self_attn.dense",
@@ -326,18 +334,29 @@ class Reference:
         return layer_norm(x, self._t(name + ".weight"), self._opt(name + ".bias"),
                           self.facts.rms_norm_eps)
 
+    def _lin(self, x, name):
+        """nn.Linear (x W^T + b), or GPT-2's Conv1D (x W + b, W stored [in, out])."""
+        if not self.names.get("conv1d"):
+            return self._linear(x, name)
+        return x @ self._t(name + ".weight") + self._t(name + ".bias")
+
     def _classic_attention(self, layer, x, positions, cache):
         f, n = self.facts, self.names
         T = x.shape[0]
         nh, hd = f.num_attention_heads, f.head_dim
-        if n["qkv"]:
+        if n.get("qkv_layout") == "columns":  # GPT-2: c_attn(x).split(H, dim=-1)
+            qkv = self._lin(x, n["layer"] % layer + n["qkv"])
+            Q = nh * hd
+            q, k, v = (qkv[:, i * Q:(i + 1) * Q].reshape(T, nh, hd) for i in range(3))
+        elif n["qkv"]:
             qkv = self._linear(x, n["layer"] % layer + n["qkv"]).reshape(T, nh, 3 * hd)
             q, k, v = qkv[..., :hd], qkv[..., hd:2 * hd], qkv[..., 2 * hd:]
         else:
             q, k, v = (self._linear(x, n["layer"] % layer + n[w]).reshape(T, nh, hd) for w in "qkv")
         rope = self._rope(layer, positions, cache)
-        q = apply_rope(q, positions, *rope)
-        k = apply_rope(k, positions, *rope)
+        if rope is not None:  # GPT-2 has none
+            q = apply_rope(q, positions, *rope)
+            k = apply_rope(k, positions, *rope)
         if self.kv_round:
             k, v = round_kv(k, self.kv_round), round_kv(v, self.kv_round)
         if self.kv_round == "bf16":
@@ -356,11 +375,11 @@ class Reference:
         probs = np.exp(scores)
         probs /= probs.sum(axis=-1, keepdims=True)
         out = np.einsum("hts,shd->thd", probs, V).reshape(T, nh * hd)
-        return self._linear(out, n["layer"] % layer + n["o"])
+        return self._lin(out, n["layer"] % layer + n["o"])
 
     def _classic_mlp(self, layer, x):
         n, p = self.names, self.names["layer"] % layer
-        return self._linear(activation(self.facts.hidden_act, self._linear(x, p + n["up"])), p + n["down"])
+        return self._lin(activation(self.facts.hidden_act, self._lin(x, p + n["up"])), p + n["down"])
 
     def _classic_layer(self, layer, h, positions, cache):
         n, p = self.names, self.names["layer"] % layer
@@ -665,6 +684,8 @@ class Reference:
         cache.ids.extend(ids)
         positions = np.arange(cache.length, cache.length + len(ids))
         h = self._embed(ids)
+        if self.facts.classic and self.names.get("wpe"):  # learned absolute positions
+            h = h + self._t(self.names["wpe"])[positions]
         for layer in range(self.facts.num_hidden_layers):
             h = self._layer(layer, h, positions, cache)
         cache.length += len(ids)
