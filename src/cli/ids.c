@@ -42,9 +42,9 @@ int cli_parse_ids(cli_ids *out, const char *opt, const char *source, const char 
         if (!ok || v > INT32_MAX) {
             int shown = p > tok ? (int)(p - tok > 40 ? 40 : p - tok) : 1;
             prefix(opt, source);
-            fprintf(stderr, "bad token '%.*s%s' (id %zu): expected token ids 0 to 2147483647 "
+            fprintf(stderr, "bad token '%.*s%s' at index %zu: expected token ids 0 to 2147483647 "
                             "separated by commas or whitespace, or a JSON array of them\n",
-                    shown, tok, p - tok > 40 ? "..." : "", out->len - first + 1);
+                    shown, tok, p - tok > 40 ? "..." : "", out->len);
             return 1;
         }
         if (facet_vec_push(out, (int32_t)v)) {

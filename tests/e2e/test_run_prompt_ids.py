@@ -70,12 +70,12 @@ def test_prompt_ids_65000_from_file(facet_bin, tmp_path):
 
 
 @pytest.mark.parametrize("text,want", [
-    ("1,40x3\n", "ids.txt: bad token '40x3' (id 2)"),
-    ("1 2 -3\n", "ids.txt: bad token '-3' (id 3)"),
+    ("1,40x3\n", "ids.txt: bad token '40x3' at index 1"),
+    ("1 2 -3\n", "ids.txt: bad token '-3' at index 2"),
     ("1,2,\n", "ids.txt: unexpected ',' after id 2 at the end"),
     ("[1, 2\n", "ids.txt: the JSON array has no closing ']'"),
     ("[1, 2] 3\n", "ids.txt: unexpected '3' after the ids"),
-    ("1,2147483648\n", "ids.txt: bad token '2147483648' (id 2)"),
+    ("1,2147483648\n", "ids.txt: bad token '2147483648' at index 1"),
 ])
 def test_prompt_ids_file_errors_name_file_and_token(facet_bin, tmp_path, text, want):
     f = tmp_path / "ids.txt"
@@ -94,7 +94,7 @@ def test_prompt_ids_missing_file_and_stdin_errors(facet_bin, tmp_path):
         % (tmp_path / "none.txt")
     proc = run(facet_bin, "-", 1, stdin="7 x\n")
     assert proc.returncode == 1
-    assert proc.stderr.startswith("facet: --prompt-ids: standard input: bad token 'x' (id 2)")
+    assert proc.stderr.startswith("facet: --prompt-ids: standard input: bad token 'x' at index 1")
 
 
 def test_prompt_ids_vocab_and_empty_errors_name_the_source(facet_bin, tmp_path):
@@ -111,3 +111,12 @@ def test_prompt_ids_vocab_and_empty_errors_name_the_source(facet_bin, tmp_path):
     assert proc.returncode == 1 and proc.stderr == "facet: --prompt-ids: %s: no token ids\n" % f
     proc = run(facet_bin, "-", 1, stdin="[]")
     assert proc.returncode == 1 and proc.stderr == "facet: --prompt-ids: standard input: no token ids\n"
+
+
+def test_detokenize_bad_id_index_counts_all_arguments(facet_bin):
+    """detokenize's ids may come as several arguments; the bad one is named by its index
+    in the whole list (0-based, as 'prompt token ... at index N'), not as an "id"."""
+    proc = subprocess.run([str(facet_bin), "detokenize", str(BUNDLED), "1", "403", "x"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "bad token 'x' at index 2:" in proc.stderr, proc.stderr
