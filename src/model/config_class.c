@@ -20,6 +20,15 @@ static const char *const gpt2_unread[] = {"n_ctx", "output_past", "summary_type"
 
 /* clang-format off */
 static const facet_config_class classes[] = {
+    /* DeepseekV2Config (issue 25): multi-head latent attention and DeepSeek's routing;
+     * n_routed_experts / num_experts_per_tok default to None (dense) */
+    {.model_type = "deepseek_v2", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-6, .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
+     .moe = 1, .experts_key = "n_routed_experts", .num_experts = 0, .num_experts_per_tok = 1,
+     .moe_size_key = "moe_intermediate_size", .moe_intermediate_size = 1407,
+     .router = FACET_ROUTER_SOFTMAX_TOPK, .norm_topk_prob = -1, .norm_topk_default = 0,
+     .mla = 1},
     {.model_type = "llama", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
      .act_key = "hidden_act", .act_default = "silu",
      .qkv_bias = -1, .o_bias = -1, .pre_norms = 1},

@@ -73,6 +73,8 @@ typedef struct facet_config_class {
     int moe_biases;               /* router and expert biases (gpt-oss)                 */
     double swiglu_limit;          /* > 0: reads swiglu_limit (this default): gpt-oss    */
     int attn_sinks;               /* per-head attention sinks (gpt-oss)                 */
+    int mla;                      /* 1: DeepseekV2Config's latent attention and routing
+                                     keys (issue 25)                                    */
     /* state-space mixers (issue 26): 1 = MambaConfig's keys, every layer a Mamba mixer
      * without attention or FFN */
     int mamba;                    /* 1: MambaConfig, 2: Mamba2Config                    */

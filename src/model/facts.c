@@ -656,6 +656,108 @@ static facet_status read_moe(reader *r, const facet_config_class *cls) {
     return FACET_OK;
 }
 
+/* ---------------------------------------------------------------------------------
+ * Multi-head latent attention and DeepSeek's routing keys (DeepseekV2Config, issue 25)
+ * ------------------------------------------------------------------------------ */
+/* Drop a key read_rope_object kept for the table (the class reads it as a fact). */
+static void unkeep_key(facet_facts *f, const char *key) {
+    for (int i = 0; i < f->n_config_keys; i++)
+        if (!strcmp(f->config_keys[i].key, key)) {
+            memmove(&f->config_keys[i], &f->config_keys[i + 1],
+                    (size_t)(f->n_config_keys - i - 1) * sizeof f->config_keys[0]);
+            f->n_config_keys--;
+            return;
+        }
+}
+
+/* DeepSeek's yarn_get_mscale: 0.1 * m * ln(scale) + 1 above scale 1, else 1. */
+static double yarn_mscale(double scale, double m) {
+    return scale <= 1.0 ? 1.0 : 0.1 * m * log(scale) + 1.0;
+}
+
+static facet_status read_mla(reader *r, const facet_config_class *cls) {
+    facet_facts *f = r->f;
+    if (!cls->mla) return FACET_OK;
+    /* DeepseekV2Config defaults */
+    f->q_lora_rank = 1536;
+    f->kv_lora_rank = 512;
+    f->qk_nope_head_dim = 128;
+    f->qk_rope_head_dim = 64;
+    f->v_head_dim = 128;
+    f->routed_scaling_factor = 1.0;
+    f->first_k_dense_replace = 0;
+    f->moe_layer_freq = 1;
+    snprintf(f->topk_method, sizeof f->topk_method, "greedy");
+    snprintf(f->scoring_func, sizeof f->scoring_func, "softmax");
+    json_t *q = json_object_get(r->obj, "q_lora_rank");
+    if (q && json_is_null(q)) { /* null: a plain q_proj */
+        take(r, "q_lora_rank");
+        f->q_lora_rank = 0;
+    } else {
+        TRY(get_int(r, "q_lora_rank", 0, 1, MAX_INTERMEDIATE, &f->q_lora_rank, NULL));
+    }
+    TRY(get_int(r, "kv_lora_rank", 0, 1, MAX_INTERMEDIATE, &f->kv_lora_rank, NULL));
+    TRY(get_int(r, "qk_nope_head_dim", 0, 0, 4096, &f->qk_nope_head_dim, NULL));
+    TRY(get_int(r, "qk_rope_head_dim", 0, 0, 4096, &f->qk_rope_head_dim, NULL));
+    TRY(get_int(r, "v_head_dim", 0, 1, 4096, &f->v_head_dim, NULL));
+    if (f->qk_rope_head_dim % 2)
+        TRY(bad(r, "qk_rope_head_dim", json_object_get(r->obj, "qk_rope_head_dim"),
+                "an even integer (rope turns pairs)"));
+    if (f->qk_nope_head_dim + f->qk_rope_head_dim < 1)
+        TRY(bad(r, "qk_nope_head_dim", json_object_get(r->obj, "qk_nope_head_dim"),
+                "qk_nope_head_dim + qk_rope_head_dim >= 1"));
+
+    /* routing: greedy top-k of the softmax; group-limited and noaux_tc are facts the
+     * table refuses by name (facet_judge) */
+    TRY(get_num(r, "routed_scaling_factor", 1, &f->routed_scaling_factor));
+    TRY(get_int(r, "first_k_dense_replace", 0, 0, FACET_MAX_LAYERS, &f->first_k_dense_replace, NULL));
+    TRY(get_int(r, "moe_layer_freq", 0, 1, FACET_MAX_LAYERS, &f->moe_layer_freq, NULL));
+    TRY(get_str(r, "topk_method", f->topk_method, sizeof f->topk_method, NULL));
+    TRY(get_str(r, "scoring_func", f->scoring_func, sizeof f->scoring_func, NULL));
+    f->n_shared_experts = 0;
+    TRY(get_int(r, "n_shared_experts", 0, 0, MAX_EXPERTS, &f->n_shared_experts, NULL));
+    f->shared_expert_intermediate_size = f->n_shared_experts * f->moe_intermediate_size;
+    f->shared_expert_gate = 0;
+    /* n_group / topk_group: unread by greedy routing; otherwise kept for the verdict
+     * (the refusal names topk_method) */
+    for (const char *const *k = (const char *const[]){"n_group", "topk_group", NULL}; *k; k++) {
+        json_t *v = take(r, *k);
+        if (v && strcmp(f->topk_method, "greedy")) keep_key(f, *k, v);
+    }
+    /* DeepseekV2MoE on layer i: n_routed_experts set, i >= first_k_dense_replace and
+     * i % moe_layer_freq == 0 */
+    f->n_sparse_layers = 0;
+    for (int64_t i = 0; i < f->num_hidden_layers && i < FACET_MAX_LAYERS; i++) {
+        f->layer_sparse[i] = f->num_experts > 0 && i >= f->first_k_dense_replace &&
+                             i % f->moe_layer_freq == 0;
+        f->n_sparse_layers += f->layer_sparse[i];
+    }
+    f->moe_router = f->n_sparse_layers ? FACET_ROUTER_SOFTMAX_TOPK : FACET_ROUTER_NONE;
+
+    /* yarn's two mscales (rope_scaling.mscale / mscale_all_dim): cos and sin carry
+     * mscale(f, mscale) / mscale(f, mscale_all_dim), the softmax scale
+     * mscale(f, mscale_all_dim)^2 (DeepseekV2Attention.softmax_scale) */
+    json_t *rs = json_object_get(r->obj, "rope_scaling");
+    if (json_is_object(rs)) {
+        TRY(get_num_from(r, json_object_get(rs, "mscale"), "rope_scaling.mscale", 0,
+                         &f->rope_mscale));
+        TRY(get_num_from(r, json_object_get(rs, "mscale_all_dim"), "rope_scaling.mscale_all_dim",
+                         0, &f->rope_mscale_all_dim));
+        unkeep_key(f, "rope_scaling.mscale");
+        unkeep_key(f, "rope_scaling.mscale_all_dim");
+        if (f->rope_type == FACET_ROPE_YARN && f->rope_attention_factor == 0.0 &&
+            (f->rope_mscale != 0.0 || f->rope_mscale_all_dim != 0.0))
+            f->rope_attention_factor = yarn_mscale(f->rope_factor, f->rope_mscale) /
+                                       yarn_mscale(f->rope_factor, f->rope_mscale_all_dim);
+    }
+    f->attn_scale = 1.0 / sqrt((double)(f->qk_nope_head_dim + f->qk_rope_head_dim));
+    if (json_is_object(rs) && f->rope_mscale_all_dim != 0.0) {
+        double m = yarn_mscale(f->rope_factor, f->rope_mscale_all_dim);
+        f->attn_scale *= m * m;
+    }
+    return FACET_OK;
+}
+
 static facet_status read_window(reader *r, const facet_config_class *cls) {
     facet_facts *f = r->f;
     int64_t L = f->num_hidden_layers;
@@ -1064,6 +1166,7 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
     TRY(read_window(&r, cls));
     TRY(read_no_rope(&r, cls));
     TRY(read_moe(&r, cls));
+    TRY(read_mla(&r, cls));
 
     f->tie_word_embeddings = cls->tie_word_embeddings;
     if (f->text_config) {

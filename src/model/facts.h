@@ -204,6 +204,31 @@ typedef struct facet_facts {
     uint8_t layer_sparse[FACET_MAX_LAYERS]; /* per layer: 1 = mixture-of-experts FFN     */
     facet_experts_layout experts_layout; /* probed (FACET_EXPERTS_NONE before the probe)  */
 
+    /* multi-head latent attention (issue 25: DeepseekV2Config; kv_lora_rank 0: none).
+     * Per head the query is [qk_nope_head_dim | qk_rope_head_dim] and the value
+     * v_head_dim wide; keys and values are up-projected from one latent of kv_lora_rank
+     * values per token (normed by kv_a_layernorm) plus one rope key of qk_rope_head_dim
+     * shared by the heads: the cache holds those kv_lora_rank + qk_rope_head_dim values
+     * per token and layer. RoPE turns only the rope part, in the interleaved layout
+     * (pairs (2i, 2i+1)); attn_scale is (qk_nope + qk_rope)^-1/2 times yarn's
+     * mscale(factor, mscale_all_dim)^2 as DeepSeek's modeling code sets softmax_scale */
+    int64_t q_lora_rank;           /* 0 = a plain q_proj (DeepSeek-V2-Lite); else q_a_proj
+                                      -> q_a_layernorm -> q_b_proj                       */
+    int64_t kv_lora_rank;
+    int64_t qk_nope_head_dim;
+    int64_t qk_rope_head_dim;
+    int64_t v_head_dim;
+    double rope_mscale, rope_mscale_all_dim; /* rope_scaling.mscale / mscale_all_dim (0 =
+                                      absent)                                            */
+    double routed_scaling_factor;  /* routed experts' weights times this (1.0 = none)   */
+    int64_t first_k_dense_replace; /* layers [0, k) dense; then every moe_layer_freq-th  */
+    int64_t moe_layer_freq;
+    int64_t n_shared_experts;      /* DeepSeek: shared experts, each moe_intermediate_size
+                                      wide (shared_expert_intermediate_size holds the sum) */
+    char topk_method[32];          /* "greedy" runs; "group_limited_greedy" / "noaux_tc"
+                                      (n_group, topk_group) are refused by name           */
+    char scoring_func[16];         /* "softmax" runs; "sigmoid" is refused               */
+
     /* recurrent (state-space) mixers, issue 26 (n_ssm_layers 0: every mixer is attention).
      * Mamba (MambaConfig): d_inner = ssm_inner, N = ssm_state_size, K = ssm_conv_kernel,
      * R = ssm_dt_rank; per sequence and layer a state of (K - 1) * d_inner conv inputs

@@ -176,6 +176,20 @@ json_t *facet_facts_json(const facet_facts *f) {
     SETB("shared_expert_gate", f->shared_expert_gate);
     SETB("norm_topk_prob", f->norm_topk_prob);
     SETI("n_sparse_layers", f->n_sparse_layers);
+    if (f->kv_lora_rank > 0) { /* multi-head latent attention (DeepSeek-V2, issue 25) */
+        SETI("q_lora_rank", f->q_lora_rank);
+        SETI("kv_lora_rank", f->kv_lora_rank);
+        SETI("qk_nope_head_dim", f->qk_nope_head_dim);
+        SETI("qk_rope_head_dim", f->qk_rope_head_dim);
+        SETI("v_head_dim", f->v_head_dim);
+        SETR("attn_scale", f->attn_scale);
+        SETR("routed_scaling_factor", f->routed_scaling_factor);
+        SETI("first_k_dense_replace", f->first_k_dense_replace);
+        SETI("moe_layer_freq", f->moe_layer_freq);
+        SETI("n_shared_experts", f->n_shared_experts);
+        SETS("topk_method", f->topk_method);
+        SETS("scoring_func", f->scoring_func);
+    }
     SETB("probed", f->probed);
     SETI("bos_token_id", f->bos_token_id);
     json_object_set_new(o, "eos_token_id", int_array(f->eos_token_ids, f->n_eos));

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model/facts.h"
+#include "model/table.h"
 
 static facet_facts F; /* large; one static instance */
 
@@ -241,6 +242,76 @@ static void test_outside_families_read_leniently(void **state) {
     assert_int_equal(F.rope_type, FACET_ROPE_YARN);
 }
 
+/* DeepSeek-V2-Lite's public config.json (deepseek-ai/DeepSeek-V2-Lite), written inline:
+ * no q_lora_rank, yarn with mscale = mscale_all_dim = 0.707, first layer dense. */
+#define DSV2_LITE                                                                          \
+    "{\"model_type\":\"deepseek_v2\",\"architectures\":[\"DeepseekV2ForCausalLM\"],"      \
+    "\"vocab_size\":102400,\"hidden_size\":2048,\"intermediate_size\":10944,"              \
+    "\"moe_intermediate_size\":1408,\"num_hidden_layers\":27,\"num_attention_heads\":16,"  \
+    "\"num_key_value_heads\":16,\"n_shared_experts\":2,\"n_routed_experts\":64,"           \
+    "\"routed_scaling_factor\":1.0,\"kv_lora_rank\":512,\"q_lora_rank\":null,"             \
+    "\"qk_rope_head_dim\":64,\"v_head_dim\":128,\"qk_nope_head_dim\":128,"                 \
+    "\"topk_method\":\"%s\",\"n_group\":1,\"topk_group\":1,\"num_experts_per_tok\":6,"     \
+    "\"moe_layer_freq\":1,\"first_k_dense_replace\":1,\"norm_topk_prob\":false,"           \
+    "\"scoring_func\":\"softmax\",\"aux_loss_alpha\":0.001,\"seq_aux\":true,"              \
+    "\"hidden_act\":\"silu\",\"max_position_embeddings\":163840,\"rms_norm_eps\":1e-06,"   \
+    "\"rope_theta\":10000,\"rope_scaling\":{\"beta_fast\":32,\"beta_slow\":1,"             \
+    "\"factor\":40,\"mscale\":0.707,\"mscale_all_dim\":0.707,"                             \
+    "\"original_max_position_embeddings\":4096,\"type\":\"yarn\"},"                        \
+    "\"attention_bias\":false,\"bos_token_id\":100000,\"eos_token_id\":100001,"            \
+    "\"tie_word_embeddings\":false}"
+
+static void test_deepseek_v2_lite(void **state) {
+    (void)state;
+    facet_error err;
+    char text[2048];
+    snprintf(text, sizeof text, DSV2_LITE, "greedy");
+    assert_int_equal(from_text(text, &err), FACET_OK);
+    assert_int_equal(F.q_lora_rank, 0); /* null: plain q_proj */
+    assert_int_equal(F.kv_lora_rank, 512);
+    assert_int_equal(F.qk_nope_head_dim, 128);
+    assert_int_equal(F.qk_rope_head_dim, 64);
+    assert_int_equal(F.v_head_dim, 128);
+    assert_int_equal(F.num_experts, 64);
+    assert_int_equal(F.num_experts_per_tok, 6);
+    assert_int_equal(F.moe_intermediate_size, 1408);
+    assert_int_equal(F.n_shared_experts, 2);
+    assert_int_equal(F.shared_expert_intermediate_size, 2816); /* 2 x 1408 */
+    assert_int_equal(F.moe_router, FACET_ROUTER_SOFTMAX_TOPK);
+    assert_int_equal(F.norm_topk_prob, 0);
+    assert_int_equal(F.layer_sparse[0], 0); /* first_k_dense_replace 1 */
+    assert_int_equal(F.layer_sparse[1], 1);
+    assert_int_equal(F.n_sparse_layers, 26);
+    assert_int_equal(F.rope_type, FACET_ROPE_YARN);
+    /* hand-worked: m = 0.1 * 0.707 * ln 40 + 1 = 1.2608043; scale = m^2 / sqrt(192) */
+    assert_true(fabs(F.attn_scale - 1.2608043 * 1.2608043 / 13.8564065) < 1e-6);
+    assert_true(fabs(F.rope_attention_factor - 1.0) < 1e-12); /* mscale / mscale_all_dim */
+    assert_false(has_key("rope_scaling.mscale"));
+    assert_false(has_key("rope_scaling.mscale_all_dim"));
+    assert_false(has_key("n_group")); /* greedy never reads it */
+    facet_verdict v;
+    facet_judge(&F, "cpu", &v);
+    assert_int_equal(v.status, FACET_VERDICT_REFUSED);
+    int mla = 0, topk = 0;
+    for (int i = 0; i < v.n_refusals; i++) {
+        mla |= !strcmp(v.refusals[i].fact, "kv_lora_rank");
+        topk |= !strcmp(v.refusals[i].fact, "topk_method") || !strcmp(v.refusals[i].fact, "n_group");
+    }
+    assert_true(mla);
+    assert_false(topk);
+
+    /* group-limited routing: refused by its name, n_group's value kept for the verdict */
+    snprintf(text, sizeof text, DSV2_LITE, "group_limited_greedy");
+    assert_int_equal(from_text(text, &err), FACET_OK);
+    assert_true(has_key("n_group"));
+    facet_judge(&F, "cpu", &v);
+    topk = 0;
+    for (int i = 0; i < v.n_refusals; i++)
+        topk |= !strcmp(v.refusals[i].fact, "topk_method") &&
+                !strcmp(v.refusals[i].value, "group_limited_greedy");
+    assert_true(topk);
+}
+
 static void test_mistral_class_default_window(void **state) {
     (void)state;
     facet_error err;
@@ -443,6 +514,7 @@ int main(void) {
         cmocka_unit_test(test_qwen25_v5_rope_parameters),
         cmocka_unit_test(test_qwen_distill_window_disabled),
         cmocka_unit_test(test_qwen3),
+        cmocka_unit_test(test_deepseek_v2_lite),
         cmocka_unit_test(test_smollm3_no_rope_layers),
         cmocka_unit_test(test_medgemma_text_config),
         cmocka_unit_test(test_phi35_longrope),
