@@ -207,7 +207,8 @@ int cmd_plan(int argc, char **argv) {
            f->n_sparse_layers ? " (all but the experts a token does not choose)" : "",
            a, facet_plan_format_name(p.weights));
     printf("KV cache: %s\n", p.kv_layout);
-    printf("  per token, naive (layers x kv_heads x head_dim x 2 x %d B): %llu bytes\n",
+    printf("  per token, naive (layers x %s x %d B): %llu bytes\n",
+           f->kv_lora_rank > 0 ? "(kv_lora_rank + qk_rope_head_dim)" : "kv_heads x head_dim x 2",
            p.kv_type == FACET_KV_F32 ? 4 : 2, (unsigned long long)p.kv_bytes_per_token_naive);
     printf("  per token, actual at ctx %lld: %.1f bytes (%d global, %d windowed layers)\n",
            (long long)p.ctx, p.kv_bytes_per_token_actual, p.n_global_layers, p.n_sliding_layers);

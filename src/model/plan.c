@@ -193,8 +193,13 @@ static uint64_t weight_bytes(const facet_backend *be, const facet_facts *f, int 
     return w.bytes;
 }
 
-/* k: K and V bytes of one layer and position (2 x num_key_value_heads x head_dim x elt). */
+/* k: K and V bytes of one layer and position (2 x num_key_value_heads x head_dim x elt);
+ * for multi-head latent attention (kv_lora_rank > 0, issue 25) the one slot its cache
+ * holds: the normed latent and the shared rope key, (kv_lora_rank + qk_rope_head_dim)
+ * x elt, whatever the head count. */
 static uint64_t kv_layer_position_bytes(const facet_facts *f, uint64_t elt) {
+    if (f->kv_lora_rank > 0)
+        return sat_mul(u(f->kv_lora_rank) + u(f->qk_rope_head_dim), elt);
     return sat_mul(sat_mul(2, sat_mul(u(f->num_key_value_heads), u(f->head_dim))), elt);
 }
 
@@ -379,6 +384,16 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
                  "layers grow to ctx, %d windowed layers hold a ring of min(ctx, %lld)",
                  (long long)f->num_key_value_heads, (long long)f->head_dim, kvn,
                  out->n_global_layers, out->n_sliding_layers, (long long)out->window);
+    else if (f->kv_lora_rank > 0)
+        snprintf(out->kv_layout, sizeof out->kv_layout,
+                 "per sequence and layer one latent-attention slot per position: the "
+                 "normed latent (kv_lora_rank %lld) and the rope key (qk_rope_head_dim "
+                 "%lld), %s; per-head keys and values would take %llu bytes a layer",
+                 (long long)f->kv_lora_rank, (long long)f->qk_rope_head_dim, kvn,
+                 (unsigned long long)sat_mul(
+                     sat_mul(u(f->num_attention_heads),
+                             u(f->qk_nope_head_dim) + u(f->qk_rope_head_dim) + u(f->v_head_dim)),
+                     elt));
     else if (attention_free)
         snprintf(out->kv_layout, sizeof out->kv_layout,
                  "no KV cache (no attention layer); per sequence and Mamba layer a fixed "

@@ -161,6 +161,27 @@ static void test_gemma3_local_global(void **state) {
     for (int i = 0; i < P.n_groups; i++) assert_string_equal(P.groups[i].kernels, want);
 }
 
+/* Multi-head latent attention: DeepSeek-V2-Lite's shape (public config.json: 27 layers,
+ * 16 heads, kv_lora_rank 512, qk_rope 64, qk_nope 128, v 128). The cache holds one slot
+ * of kv_lora_rank + qk_rope_head_dim values per layer and position, whatever the heads:
+ * (512 + 64) x 2 bytes (bf16) = 1152 a layer, 27 x 1152 = 31104 a token. */
+static void test_mla_latent_cache(void **state) {
+    (void)state;
+    from_text("{\"model_type\":\"deepseek_v2\",\"vocab_size\":102400,\"hidden_size\":2048,"
+              "\"intermediate_size\":10944,\"moe_intermediate_size\":1408,"
+              "\"num_hidden_layers\":27,\"num_attention_heads\":16,\"num_key_value_heads\":16,"
+              "\"n_shared_experts\":2,\"n_routed_experts\":64,\"num_experts_per_tok\":6,"
+              "\"first_k_dense_replace\":1,\"kv_lora_rank\":512,\"q_lora_rank\":null,"
+              "\"qk_rope_head_dim\":64,\"v_head_dim\":128,\"qk_nope_head_dim\":128,"
+              "\"max_position_embeddings\":163840}");
+    plan(4096, 1, FACET_WF_BF16, 1ull << 40);
+    assert_int_equal(P.kv_bytes_per_layer_position, 1152);
+    assert_int_equal(P.kv_bytes_per_token_naive, 31104);
+    assert_int_equal(P.kv_bytes_per_sequence, 31104ull * 4096);
+    /* per-head K and V would be 16 x (128 + 64 + 128) x 2 = 10240 bytes a layer */
+    assert_non_null(strstr(P.kv_layout, "10240 bytes a layer"));
+}
+
 /* Window-inert: DeepSeek-R1-Distill-Qwen-32B names sliding_window 131072 but
  * use_sliding_window is false: every layer global. */
 static void test_window_inert(void **state) {
@@ -272,6 +293,7 @@ int main(void) {
         cmocka_unit_test(test_mistral_window),
         cmocka_unit_test(test_gemma3_local_global),
         cmocka_unit_test(test_window_inert),
+        cmocka_unit_test(test_mla_latent_cache),
         cmocka_unit_test(test_packing_padding),
         cmocka_unit_test(test_matmul_paths_match_kernels),
         cmocka_unit_test(test_bad_options),
