@@ -73,8 +73,13 @@ typedef struct facet_config_class {
     int moe_biases;               /* router and expert biases (gpt-oss)                 */
     double swiglu_limit;          /* > 0: reads swiglu_limit (this default): gpt-oss    */
     int attn_sinks;               /* per-head attention sinks (gpt-oss)                 */
-    int mla;                      /* 1: DeepseekV2Config's latent attention and routing
-                                     keys (issue 25)                                    */
+    int mla;                      /* 1: DeepseekV2/V3Config's latent attention and
+                                     routing keys (issue 25); the class defaults:      */
+    const char *topk_method;      /* "greedy" (V2) / "noaux_tc" (V3)                    */
+    const char *scoring_func;     /* "softmax" (V2) / "sigmoid" (V3)                    */
+    double routed_scaling_factor; /* 1.0 (V2) / 2.5 (V3)                                */
+    int64_t first_k_dense_replace; /* 0 (V2) / 3 (V3)                                   */
+    int64_t n_shared_experts;     /* None (V2) / 1 (V3)                                 */
     /* state-space mixers (issue 26): 1 = MambaConfig's keys, every layer a Mamba mixer
      * without attention or FFN */
     int mamba;                    /* 1: MambaConfig, 2: Mamba2Config                    */

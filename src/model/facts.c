@@ -678,17 +678,17 @@ static double yarn_mscale(double scale, double m) {
 static facet_status read_mla(reader *r, const facet_config_class *cls) {
     facet_facts *f = r->f;
     if (!cls->mla) return FACET_OK;
-    /* DeepseekV2Config defaults */
+    /* DeepseekV2Config / DeepseekV3Config defaults */
     f->q_lora_rank = 1536;
     f->kv_lora_rank = 512;
     f->qk_nope_head_dim = 128;
     f->qk_rope_head_dim = 64;
     f->v_head_dim = 128;
-    f->routed_scaling_factor = 1.0;
-    f->first_k_dense_replace = 0;
+    f->routed_scaling_factor = cls->routed_scaling_factor;
+    f->first_k_dense_replace = cls->first_k_dense_replace;
     f->moe_layer_freq = 1;
-    snprintf(f->topk_method, sizeof f->topk_method, "greedy");
-    snprintf(f->scoring_func, sizeof f->scoring_func, "softmax");
+    snprintf(f->topk_method, sizeof f->topk_method, "%s", cls->topk_method);
+    snprintf(f->scoring_func, sizeof f->scoring_func, "%s", cls->scoring_func);
     json_t *q = json_object_get(r->obj, "q_lora_rank");
     if (q && json_is_null(q)) { /* null: a plain q_proj */
         take(r, "q_lora_rank");
@@ -714,7 +714,7 @@ static facet_status read_mla(reader *r, const facet_config_class *cls) {
     TRY(get_int(r, "moe_layer_freq", 0, 1, FACET_MAX_LAYERS, &f->moe_layer_freq, NULL));
     TRY(get_str(r, "topk_method", f->topk_method, sizeof f->topk_method, NULL));
     TRY(get_str(r, "scoring_func", f->scoring_func, sizeof f->scoring_func, NULL));
-    f->n_shared_experts = 0;
+    f->n_shared_experts = cls->n_shared_experts;
     TRY(get_int(r, "n_shared_experts", 0, 0, MAX_EXPERTS, &f->n_shared_experts, NULL));
     f->shared_expert_intermediate_size = f->n_shared_experts * f->moe_intermediate_size;
     f->shared_expert_gate = 0;

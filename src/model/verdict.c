@@ -456,11 +456,8 @@ void facet_judge(const facet_facts *f, const char *backend, facet_verdict *out) 
     /* DeepSeek-V2 (issue 25): the facts are read; the latent-attention mixer and
      * DeepSeek's group-limited / bias-corrected routing are not built yet */
     if (f->kv_lora_rank > 0) {
-        char v[96];
-        snprintf(v, sizeof v, "%lld (q_lora_rank %lld, qk_nope %lld, qk_rope %lld, v %lld)",
-                 (long long)f->kv_lora_rank, (long long)f->q_lora_rank,
-                 (long long)f->qk_nope_head_dim, (long long)f->qk_rope_head_dim,
-                 (long long)f->v_head_dim);
+        char v[32];
+        snprintf(v, sizeof v, "%lld", (long long)f->kv_lora_rank);
         refuse(out, "kv_lora_rank", v,
                "absent: multi-head latent attention (its mixer) is not built yet");
     }

@@ -41,13 +41,10 @@ EXPECTED = {
     "TinyLlama__TinyLlama-1.1B-Chat-v1.0__resaved": (PENDING, []),
     "baichuan-inc__Baichuan2-13B-Chat": (REFUSED, ["model_type"]),
     "deepseek-ai__DeepSeek-R1-Distill-Qwen-32B": (PENDING, []),  # window inert
+    # deepseek_v3's keys are facts (issue 25); what is not built is refused by name
     "deepseek-ai__DeepSeek-V3": (REFUSED, [
-        "model_type", "rope_scaling.mscale", "rope_scaling.mscale_all_dim",
-        "first_k_dense_replace", "kv_lora_rank", "moe_intermediate_size", "moe_layer_freq",
-        "n_group", "n_routed_experts", "n_shared_experts", "norm_topk_prob",
-        "num_experts_per_tok", "num_nextn_predict_layers", "q_lora_rank", "qk_nope_head_dim",
-        "qk_rope_head_dim", "quantization_config", "routed_scaling_factor", "scoring_func",
-        "topk_group", "topk_method", "v_head_dim"]),
+        "model_type", "n_group", "topk_group", "num_nextn_predict_layers",
+        "quantization_config", "kv_lora_rank", "topk_method", "scoring_func"]),
     "google__gemma-2b-it": (PENDING, []),
     "google__medgemma-27b-it": (PENDING, []),  # its text decoder (text_config)
     "ibm-granite__granite-3.1-1b-a400m-instruct": (PENDING, []),  # MoE 32 experts top-8

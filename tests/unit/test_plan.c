@@ -180,6 +180,10 @@ static void test_mla_latent_cache(void **state) {
     assert_int_equal(P.kv_bytes_per_sequence, 31104ull * 4096);
     /* per-head K and V would be 16 x (128 + 64 + 128) x 2 = 10240 bytes a layer */
     assert_non_null(strstr(P.kv_layout, "10240 bytes a layer"));
+    /* DeepSeek-V3 (issue 25's figure): (512 + 64) x 61 layers x 2 bytes = 70,272 */
+    read_cfg("deepseek-ai__DeepSeek-V3");
+    plan(4096, 1, FACET_WF_BF16, 1ull << 45);
+    assert_int_equal(P.kv_bytes_per_token_naive, 70272);
 }
 
 /* Window-inert: DeepSeek-R1-Distill-Qwen-32B names sliding_window 131072 but
