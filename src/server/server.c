@@ -189,8 +189,11 @@ facet_status facet_server_start(const facet_server_config *cfg, facet_server **o
     st = srv_http_start(s, err);
     if (st != FACET_OK) goto fail;
     srv_kv_budget_describe(&budget,
-                           planned ? "the plan's context differs from the session's"
-                                   : plan_err.message,
+                           !planned                ? plan_err.message
+                           : !(kv_per_token > 0)   ? "no KV cache: the model's layers keep a "
+                                                     "fixed state per sequence"
+                                                   : "the plan's context differs from the "
+                                                     "session's",
                            budget_line, sizeof budget_line);
     srv_log(s, "%s", budget_line);
     srv_log(s,
