@@ -209,7 +209,7 @@ facet_status facet_generator_step(facet_generator *g, const float *logits, facet
     if (bad >= 0) /* an overflowed forward pass: nothing meaningful to sample */
         return facet_err(err, FACET_E_NUMERIC,
                          "the logits of generation step %d are not finite (id %d: %g): the "
-                         "forward pass overflowed%s", g->n_gen, bad, logits[bad],
+                         "forward pass overflowed, or a weight is NaN or infinite%s", g->n_gen, bad, logits[bad],
                          g->kv_type == FACET_KV_F16
                              ? "; the f16 KV cache holds only values within +-65504 "
                                "(--kv-cache bf16 or f32 keeps float32's range)"

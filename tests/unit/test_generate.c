@@ -197,6 +197,8 @@ static void test_nonfinite_logits(void **state) {
     assert_int_equal(err.status, FACET_E_NUMERIC);
     assert_non_null(strstr(err.message, "the logits of generation step 1 are not finite (id 7: nan)"));
     assert_non_null(strstr(err.message, "f16 KV cache holds only values within +-65504"));
+    /* a NaN or infinite weight (a damaged file) gives the same logits: named too */
+    assert_non_null(strstr(err.message, "or a weight is NaN or infinite"));
     assert_int_equal(facet_generator_n_generated(g), 1);
     r[7] = 0;
     r[300] = -INFINITY;
