@@ -115,3 +115,23 @@ def test_openai_node_client_tool_round_trip(node, facet_bin, run_facet, repo_roo
     want2 = chat_prompt_ids(run_facet, model, render_chat(template, turn2, tools))
     assert out["turn2"]["usage"]["prompt_tokens"] == len(want2)
     assert out["turn2"]["finish_reason"] in ("stop", "length", "tool_calls")
+
+
+def test_openai_node_client_zod_parse(node, facet_bin, chat_model):
+    """chat.completions.parse with zodResponseFormat (npm `zod`): the server enforces the
+    schema the helper sends, and the client's own zod parse of the reply succeeds."""
+    model, _ = chat_model
+    with Server(facet_bin, model, "--threads", "1") as s:
+        for seed in (1, 2):
+            out = run_client(node, s.port, "stories-chat",
+                             {"messages": MESSAGES, "max_tokens": 200, "zod": True,
+                              "seed": seed})["parsed"]
+            assert out["finish_reason"] == "stop", out
+            parsed = out["parsed"]
+            assert isinstance(parsed, dict) and sorted(parsed) == ["age", "happy", "name"], out
+            assert parsed == json.loads(out["content"])  # the client parsed what was sent
+            assert isinstance(parsed["name"], str) and len(parsed["name"]) <= 12
+            assert isinstance(parsed["age"], int) and not isinstance(parsed["age"], bool)
+            assert isinstance(parsed["happy"], bool)
+            assert out["refusal"] is None
+        assert s.healthy()

@@ -1,15 +1,33 @@
 // openai_client.mjs — drives `facet serve` with the official `openai` npm client.
 // usage: node openai_client.mjs BASE_URL MODEL SCENARIO_JSON
 // SCENARIO_JSON: {"prompt_ids": [...] | null, "max_tokens": N, "messages": [...] | null,
-//                 "tools": [...] | null (with messages: a two-turn tool-call round trip)}
+//                 "tools": [...] | null (with messages: a two-turn tool-call round trip),
+//                 "zod": true | absent (with messages: chat.completions.parse with a zod
+//                 schema, which the server enforces by constrained decoding)}
 // Prints one JSON object with what the client saw; exits non-zero on any client error
 // that the scenario did not expect.
 import OpenAI from "openai";
+import { zodResponseFormat } from "openai/helpers/zod";
+import { z } from "zod";
 
 const [baseURL, model, scenarioText] = process.argv.slice(2);
 const sc = JSON.parse(scenarioText);
 const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: 60000 });
 const out = {};
+
+if (sc.zod) {
+  const Pet = z.object({ name: z.string().max(12), age: z.number().int(), happy: z.boolean() });
+  const r = await client.chat.completions.parse({
+    model, messages: sc.messages, max_completion_tokens: sc.max_tokens, temperature: 1.0,
+    seed: sc.seed ?? 1, response_format: zodResponseFormat(Pet, "pet"),
+  });
+  const m = r.choices[0].message;
+  out.parsed = { finish_reason: r.choices[0].finish_reason, content: m.content,
+                 parsed: m.parsed, refusal: m.refusal ?? null,
+                 schema: zodResponseFormat(Pet, "pet").json_schema.schema };
+  console.log(JSON.stringify(out));
+  process.exit(0);
+}
 
 if (sc.tools) {
   // turn 1: the named tool is forced; turn 2: the call and its result go back
