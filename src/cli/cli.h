@@ -15,6 +15,7 @@ int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_template(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 int cmd_conform(int argc, char **argv);
 int cmd_onboard(int argc, char **argv);
 int cmd_plan(int argc, char **argv);

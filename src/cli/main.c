@@ -16,6 +16,7 @@ static const struct {
     {"tokenize", cmd_tokenize, "text -> JSON array of token ids"},
     {"detokenize", cmd_detokenize, "token ids -> text"},
     {"template", cmd_template, "render a chat template"},
+    {"chat", cmd_chat, "interactive chat in the terminal (the chat template)"},
     {"conform", cmd_conform, "judge a checkpoint against the capability table"},
     {"onboard", cmd_onboard, "support-matrix row for a checkpoint"},
     {"plan", cmd_plan, "memory and kernel plan for a checkpoint"},
