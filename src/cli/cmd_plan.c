@@ -121,7 +121,7 @@ int cmd_plan(int argc, char **argv) {
     facet_error err;
     static facet_verdict v;
     int rc;
-    json_t *gg_list = NULL, *gg_types = json_object();
+    json_t *gg_list = NULL, *gg_types = NULL; /* a GGUF file's tensors, made after its checks */
     if (gguf_path_is_gguf(path)) { /* facts and tensor types from the GGUF file */
         gguf_model gm;
         if (gguf_model_open(path, &gm, &err) != FACET_OK) return cli_fail(&err);
@@ -135,7 +135,10 @@ int cmd_plan(int argc, char **argv) {
             return cli_fail(&err);
         }
         rc = cli_probe_gguf_weights(&gm, f, backend);
-        if (!rc) gg_list = gguf_tensors(&gm, &o, gg_types);
+        if (!rc) {
+            gg_types = json_object();
+            gg_list = gguf_tensors(&gm, &o, gg_types);
+        }
         gguf_model_close(&gm);
         if (rc) return rc;
     } else {
@@ -146,6 +149,8 @@ int cmd_plan(int argc, char **argv) {
     }
     static facet_plan p;
     if (facet_plan_make(f, &o, &p, &err) != FACET_OK) {
+        json_decref(gg_list);
+        json_decref(gg_types);
         if (f->family_known) return cli_fail(&err);
         /* outside the table with shape facts missing: the refusals are the answer */
         static char buf[FACET_MAX_REFUSALS * 420];

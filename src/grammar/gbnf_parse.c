@@ -178,7 +178,7 @@ static int repeat(parser *p, int32_t r, size_t start, long lo, long hi) {
     size_t n = b->len - start;
     gram_elem *item = malloc((n ? n : 1) * sizeof *item);
     if (!item) return nomem(p), -1;
-    memcpy(item, b->data + start, n * sizeof *item);
+    if (n) memcpy(item, b->data + start, n * sizeof *item); /* an empty body may have no data */
     b->len = start;
     int rc = 0;
     for (long k = 0; k < lo && !rc; k++)
