@@ -82,7 +82,8 @@ facet_status facet_grammar_matcher_create(const facet_grammar *g, facet_grammar_
 void facet_grammar_matcher_free(facet_grammar_matcher *m);
 
 /* Advance over len bytes of text. Returns 1 when the grammar accepts them (the matcher
- * moved), 0 when it rejects them (the matcher is unchanged), -1 out of memory. */
+ * moved), 0 when it rejects them (the matcher is unchanged), -1 out of memory or a grammar
+ * too ambiguous to follow (more than 65536 parse-stack expansions for one code point). */
 int facet_grammar_matcher_accept(facet_grammar_matcher *m, const char *bytes, size_t len);
 
 /* 1 when the text so far is a complete sentence of the grammar. */

@@ -133,7 +133,7 @@ facet_status facet_generator_create(const facet_generator_options *o, const int3
                            "generator: a grammar without its vocabulary trie");
         if (st == FACET_OK) st = facet_grammar_matcher_create(o->grammar, &g->matcher, err);
         if (st == FACET_OK && !(g->allowed = malloc((size_t)o->n_vocab)))
-            st = facet_err(err, FACET_E_NOMEM, "generator: grammar mask");
+            st = facet_err(err, FACET_E_NOMEM, "generator: grammar mask (out of memory, or a grammar too ambiguous to follow)");
     }
     if (st != FACET_OK) {
         facet_generator_free(g);
@@ -218,7 +218,7 @@ facet_status facet_generator_step(facet_generator *g, const float *logits, facet
     facet_str_truncate(&g->raw, 0);
     if (g->matcher) {
         int n = facet_grammar_matcher_mask(g->matcher, g->gvocab, g->eos, g->n_eos, g->allowed);
-        if (n < 0) return facet_err(err, FACET_E_NOMEM, "generator: grammar mask");
+        if (n < 0) return facet_err(err, FACET_E_NOMEM, "generator: grammar mask (out of memory, or a grammar too ambiguous to follow)");
         if (n == 0)
             return facet_err(err, FACET_E_FORMAT,
                              "generation step %d: no token of the vocabulary continues the "
@@ -229,7 +229,7 @@ facet_status facet_generator_step(facet_generator *g, const float *logits, facet
     facet_sampler_accept(g->sampler, tok);
     if (g->matcher && !is_eos(g, tok) &&
         facet_grammar_matcher_accept_token(g->matcher, g->gvocab, tok) < 0)
-        return facet_err(err, FACET_E_NOMEM, "generator: grammar state");
+        return facet_err(err, FACET_E_NOMEM, "generator: grammar state (out of memory, or a grammar too ambiguous to follow)");
     g->n_gen++;
     step->token = tok;
     facet_status st = FACET_OK;

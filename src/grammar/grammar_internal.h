@@ -89,7 +89,13 @@ struct facet_grammar_matcher {
     gram_state *lvl;  /* scratch states, one per byte depth of a token      */
     size_t n_lvl;
     gram_mask_cache *cache; /* token_mask.c                                  */
+    uint32_t work;    /* stack expansions of the current step (GRAM_MAX_WORK) */
 };
+
+/* At most this many stack expansions for one code point: an ambiguous grammar (say
+ * `root ::= [a-z] root* [a-z]* root*`) multiplies its parse stacks with every byte, so a
+ * step past the bound fails (-1) instead of running for minutes on hostile input. */
+#define GRAM_MAX_WORK 65536u
 
 /* Advance state `in` over byte b into `out` (out's set is overwritten). Returns 1 alive,
  * 0 dead (no stack accepts it), -1 out of memory. */

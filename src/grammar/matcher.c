@@ -43,17 +43,16 @@ static int32_t intern(facet_grammar_matcher *m, int32_t pos, int32_t parent) {
     return m->tab[h];
 }
 
-static int set_add(gram_set *s, int32_t id) {
-    for (size_t i = 0; i < s->len; i++)
-        if (s->data[i] == id) return 0;
-    return facet_vec_push(s, id);
-}
+/* Duplicates are removed once the set is complete (set_finish), not per add: a scan per
+ * add is quadratic in the stacks of an ambiguous grammar. */
+static int set_add(gram_set *s, int32_t id) { return facet_vec_push(s, id); }
 
 /* Add to `out` every stack reachable from stack `id` whose top is a character class
  * (or the empty stack): rule references are replaced by each of their alternatives,
  * finished alternatives pop. The grammar has no left recursion, so this ends. */
 static int expand(facet_grammar_matcher *m, int32_t id, gram_set *out) {
     for (;;) {
+        if (++m->work > GRAM_MAX_WORK) return -1;
         if (id == 0) return set_add(out, 0);
         gram_node n = m->nodes.data[id];
         const gram_elem *e = &m->g->elems.data[n.pos];
@@ -83,9 +82,20 @@ static int cmp_id(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Sort a set and drop its duplicates. */
+static void set_finish(gram_set *s) {
+    if (s->len < 2) return;
+    qsort(s->data, s->len, sizeof *s->data, cmp_id);
+    size_t k = 1;
+    for (size_t i = 1; i < s->len; i++)
+        if (s->data[i] != s->data[k - 1]) s->data[k++] = s->data[i];
+    s->len = k;
+}
+
 /* out = the stacks of `in` that accept code point cp, advanced past it. */
 static int step_cp(facet_grammar_matcher *m, const gram_set *in, uint32_t cp, gram_set *out) {
     out->len = 0;
+    m->work = 0;
     for (size_t i = 0; i < in->len; i++) {
         int32_t id = in->data[i];
         if (id == 0) continue;
@@ -94,7 +104,7 @@ static int step_cp(facet_grammar_matcher *m, const gram_set *in, uint32_t cp, gr
         int32_t next = intern(m, n.pos + 1, n.parent);
         if (next < 0 || expand(m, next, out)) return -1;
     }
-    if (out->len > 1) qsort(out->data, out->len, sizeof *out->data, cmp_id);
+    set_finish(out);
     return 0;
 }
 
@@ -183,8 +193,7 @@ facet_status facet_grammar_matcher_create(const facet_grammar *g, facet_grammar_
             root = intern(m, g->alt_start.data[r->first_alt + a], 0);
             rc = root < 0 || expand(m, root, &m->cur.set);
         }
-        if (!rc && m->cur.set.len > 1)
-            qsort(m->cur.set.data, m->cur.set.len, sizeof *m->cur.set.data, cmp_id);
+        if (!rc) set_finish(&m->cur.set);
     }
     if (rc) {
         facet_grammar_matcher_free(m);
