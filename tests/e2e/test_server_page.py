@@ -104,12 +104,18 @@ def chat_server(facet_bin, repo_root, tmp_path_factory):
     src = repo_root / "models" / "stories260k"
     dst = tmp_path_factory.mktemp("page") / "stories260k-chat"
     dst.mkdir()
-    for name in ("generation_config.json", "model.safetensors", "tokenizer.json",
-                 "special_tokens_map.json"):
+    for name in ("model.safetensors", "tokenizer.json", "special_tokens_map.json"):
         shutil.copy(src / name, dst / name)
     config = json.loads((src / "config.json").read_text())
     config["max_position_embeddings"] = 4096  # room for a long reply to stop
+    # the stories end with </s> (id 2) after a few hundred tokens: a long reply could finish
+    # before the Stop click and never count as cancelled (seen once in a clean-clone run);
+    # with <unk> (id 0, never generated) as the end id the long reply runs until stopped
+    config["eos_token_id"] = 0
     (dst / "config.json").write_text(json.dumps(config))
+    gen = json.loads((src / "generation_config.json").read_text())
+    gen["eos_token_id"] = 0
+    (dst / "generation_config.json").write_text(json.dumps(gen))
     cfg = json.loads((src / "tokenizer_config.json").read_text())
     cfg["chat_template"] = (repo_root / "tests" / "data" / "server" /
                             "tinyllama_chat_template.jinja").read_text()
