@@ -5,10 +5,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Whether `id` is a special token: one that decodes to nothing with special tokens
+ * skipped (a BOS the tokenizer added, a chat marker). */
+static int is_special(const facet_tokenizer *tok, int32_t id) {
+    char *t = NULL;
+    size_t n = 0;
+    facet_error e;
+    if (facet_detokenize(tok, &id, 1, 1, &t, &n, &e) != FACET_OK) return 0;
+    free(t);
+    return n == 0;
+}
+
 /* The prompt's part of a logprobs object: tokens, token_logprobs (null first),
- * top_logprobs (null first), text_offset from 0. Returns 0, or -1 out of memory. */
-static int prompt_part(const oai_meta *m, const srv_job *j, json_t *tokens, json_t *lps,
-                       json_t *tops, json_t *offs, size_t *off) {
+ * top_logprobs (null first), text_offset from 0 into the echoed prompt text: each token
+ * advances the offset by its text's length in bytes where the text is there; a special
+ * token whose text is not (the BOS added to a text prompt) takes no room, nor does the
+ * space SentencePiece's dummy prefix puts ahead of the first word. Returns 0, or -1 out of memory. */
+static int prompt_part(const oai_meta *m, const srv_job *j, const char *prompt,
+                       size_t prompt_len, json_t *tokens, json_t *lps, json_t *tops,
+                       json_t *offs, size_t *off) {
     for (int t = 0; t < j->n_prompt; t++) {
         int32_t prev = t > 0 ? j->prompt[t - 1] : -1;
         json_t *ts = oai_token_text(m->tok, prev, j->prompt[t]);
@@ -41,22 +56,29 @@ static int prompt_part(const oai_meta *m, const srv_job *j, json_t *tokens, json
             json_array_append_new(tops, top) |
             json_array_append_new(offs, json_integer((json_int_t)*off)))
             return -1;
-        *off += tl;
+        const char *at = json_string_value(ts);
+        if (*off + tl <= prompt_len && memcmp(prompt + *off, at, tl) == 0)
+            *off += tl;
+        else if (tl > 0 && at[0] == ' ' && *off + tl - 1 <= prompt_len &&
+                 memcmp(prompt + *off, at + 1, tl - 1) == 0)
+            *off += tl - 1; /* SentencePiece's dummy prefix: the space is not in the text */
+        else if (!is_special(m->tok, j->prompt[t]))
+            *off += tl;
     }
     return 0;
 }
 
 /* Put the prompt's part ahead of a choice's logprobs object `lp` (its generated part,
  * dropped when `drop`), the generated offsets moved past the prompt text. */
-static int patch_logprobs(const oai_meta *m, const srv_job *j, json_t *ch, size_t text_len,
-                          int drop) {
+static int patch_logprobs(const oai_meta *m, const srv_job *j, json_t *ch,
+                          const char *prompt, size_t text_len, int drop) {
     json_t *lp = json_object_get(ch, "logprobs");
     if (!json_is_object(lp)) return 0;
     json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(),
            *offs = json_array();
     size_t off = 0;
     int bad = !tokens || !lps || !tops || !offs ||
-              prompt_part(m, j, tokens, lps, tops, offs, &off);
+              prompt_part(m, j, prompt, text_len, tokens, lps, tops, offs, &off);
     if (!bad && !drop) {
         json_t *go = json_object_get(lp, "text_offset");
         bad = json_array_extend(tokens, json_object_get(lp, "tokens")) ||
@@ -97,7 +119,7 @@ int oai_echo_patch(json_t *resp, const oai_meta *m, const srv_job *j, const char
         free(joined);
         if (!text || json_object_set_new(ch, "text", text)) return -1;
         if (drop && json_object_set_new(ch, "finish_reason", json_string("length"))) return -1;
-        if (patch_logprobs(m, j, ch, prompt_len, drop)) return -1;
+        if (patch_logprobs(m, j, ch, prompt, prompt_len, drop)) return -1;
     }
     if (drop) {
         json_t *u = json_object_get(resp, "usage");

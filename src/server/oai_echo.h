@@ -4,8 +4,9 @@
  * starts with the prompt; with logprobs, its logprobs start with the prompt's tokens:
  * "tokens" (each token's text as it adds to the detokenized prompt), "token_logprobs"
  * (null for the first token, then log p(token | the tokens before it), natural log),
- * "top_logprobs" (null first, then the job's top_n alternatives), "text_offset" (from 0;
- * the generated tokens' offsets then count from the end of the echoed prompt text).
+ * "top_logprobs" (null first, then the job's top_n alternatives), "text_offset" (from 0,
+ * in bytes into the echoed text: a special token added to a text prompt, such as its
+ * BOS, takes no room; the generated tokens' offsets count from the end of the prompt).
  */
 #ifndef FACET_SERVER_OAI_ECHO_H
 #define FACET_SERVER_OAI_ECHO_H

@@ -103,6 +103,15 @@ def test_echo_text_prompt(server, run_facet, model, tmp_path):
     ctx = tokenize(run_facet, model, "Once upon a time")
     assert ids[:len(ctx)] == ctx
     assert abs(sum(got[len(ctx):]) - sum(want[len(ctx) - 1:])) < 1e-3
+    # text_offset indexes the echoed text: the BOS added to the text prompt takes no
+    # room (its "<s>" is not in the text), nor the dummy-prefix space of " Once"; every
+    # other token's text starts at its offset
+    toks, offs = ch["logprobs"]["tokens"], ch["logprobs"]["text_offset"]
+    body = ch["text"].encode()
+    assert toks[:2] == ["<s>", " Once"] and offs[:3] == [0, 0, 4]
+    for t, o in zip(toks[2:], offs[2:]):
+        assert body[o:].startswith(t.encode()), (t, o)
+    assert offs[-1] + len(toks[-1].encode()) == len(body)
 
 
 def test_echo_without_logprobs_and_errors(server):
