@@ -47,7 +47,11 @@ struct srv_sched {
     facet_tokenizer *tok;
     srv_sched_config cfg;
     srv_metrics *m;
-    facet_grammar_vocab *gvocab; /* [mu] token trie, built by the first constrained job */
+    /* [gv_mu] token trie, built by the first constrained job on its HTTP thread: under a
+     * lock of its own, so the engine thread (which takes mu every step) decodes on
+     * while a 150k vocabulary's trie is built */
+    facet_grammar_vocab *gvocab;
+    pthread_mutex_t gv_mu;
     int n_vocab, n_ctx, n_eos;
     int32_t eos[16];
     facet_kv_type kv_type;
@@ -149,10 +153,10 @@ facet_status srv_job_constrain(srv_sched *s, srv_job *j, facet_grammar *g, facet
         return facet_err(err, FACET_E_INVALID_ARGUMENT,
                          "constrained decoding needs the model's tokenizer");
     facet_status st = FACET_OK;
-    pthread_mutex_lock(&s->mu);
+    pthread_mutex_lock(&s->gv_mu);
     if (!s->gvocab) st = facet_grammar_vocab_create(s->tok, s->n_vocab, &s->gvocab, err);
     facet_grammar_vocab *gv = s->gvocab;
-    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->gv_mu);
     for (int i = 0; i < j->n_choices && st == FACET_OK; i++)
         st = choice_generator(s, j, i, gv, err);
     return st;
@@ -1128,6 +1132,7 @@ facet_status srv_sched_create(facet_model *model, facet_session *session,
         return facet_err(err, FACET_E_NOMEM, "scheduler buffers for %d sequences", cfg->max_batch);
     }
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->gv_mu, NULL);
     pthread_cond_init(&s->work, NULL);
     pthread_cond_init(&s->embed_cv, NULL);
     s->n_embd = info.hidden_size;
@@ -1137,6 +1142,7 @@ facet_status srv_sched_create(facet_model *model, facet_session *session,
     pthread_mutex_unlock(&metrics->mu);
     if (pthread_create(&s->thread, NULL, engine_main, s)) {
         pthread_mutex_destroy(&s->mu);
+        pthread_mutex_destroy(&s->gv_mu);
         pthread_cond_destroy(&s->work);
         free_buffers(s);
         return facet_err(err, FACET_E_INTERNAL, "cannot start the engine thread");
@@ -1165,6 +1171,7 @@ void srv_sched_free(srv_sched *s) {
     if (!s) return;
     srv_sched_stop(s);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->gv_mu);
     pthread_cond_destroy(&s->work);
     facet_grammar_vocab_free(s->gvocab);
     pthread_cond_destroy(&s->embed_cv);
