@@ -24,6 +24,8 @@ from server_harness import Server
 MODELS = {
     "qwen3": ("configs/Qwen__Qwen3-0.6B__dims", "tokenizers/qwen3", 151936),
     "llama3": ("configs/meta-llama__Llama-3.2-1B-Instruct__resaved", "tokenizers/llama3.1", 128256),
+    # Gemma 3: a 262k SentencePiece-style BPE vocabulary (the largest of the corpus)
+    "gemma3": ("configs/google__medgemma-27b-it", "tokenizers/gemma3", 262208),
     # SentencePiece with <0xHH> byte tokens and "▁" spaces (the trie's other decoding path)
     "mistral": ("configs/mistralai__Mistral-7B-Instruct-v0.3", "tokenizers/mistral-v0.1", 32000),
 }
