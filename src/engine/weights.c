@@ -297,18 +297,34 @@ static facet_status load_mat_conv1d(wload *ld, const char *name, int64_t rows, i
 }
 
 /* Reorder the rows (of `cols` floats; cols 1 for a vector) of a fused tensor whose n
- * parts interleave per head (`hd` rows each) into part-major order: source row
- * h * n * hd + p * hd + d goes to row p * (rows / n) + h * hd + d (NeoX query_key_value). */
-static facet_status heads_to_parts(float *a, int64_t rows, int64_t cols, int n, int64_t hd,
-                                   const char *name, facet_error *err) {
+ * parts (parts[p] rows each) interleave in `groups` KV groups, group j holding
+ * parts[0] / groups rows of part 0, then parts[1] / groups of part 1, ..., into
+ * part-major order (NeoX query_key_value: one head per group, [q_h; k_h; v_h]; Falcon:
+ * [q x g; k; v]). Every part must split evenly into the groups. */
+static facet_status heads_to_parts(float *a, const int64_t *parts, int n, int64_t cols,
+                                   int64_t groups, const char *name, facet_error *err) {
+    int64_t rows = 0;
+    for (int p = 0; p < n; p++) {
+        if (parts[p] % groups)
+            return facet_err(err, FACET_E_FORMAT, "'%s': part %d of %lld rows does not split "
+                             "into %lld KV groups", name, p, (long long)parts[p],
+                             (long long)groups);
+        rows += parts[p];
+    }
     size_t row = sizeof(float) * (size_t)cols;
     float *tmp = malloc(row * (size_t)rows);
     if (!tmp) return facet_err(err, FACET_E_NOMEM, "cannot reorder the rows of '%s'", name);
-    int64_t heads = rows / (n * hd);
-    for (int64_t h = 0; h < heads; h++)
-        for (int p = 0; p < n; p++)
-            memcpy(tmp + (size_t)((p * heads + h) * hd * cols),
-                   a + (size_t)((h * n + p) * hd * cols), row * (size_t)hd);
+    int64_t src = 0;
+    for (int64_t j = 0; j < groups; j++) {
+        int64_t dst = 0;
+        for (int p = 0; p < n; p++) {
+            int64_t share = parts[p] / groups;
+            memcpy(tmp + (size_t)((dst + j * share) * cols), a + (size_t)(src * cols),
+                   row * (size_t)share);
+            src += share;
+            dst += parts[p];
+        }
+    }
     memcpy(a, tmp, row * (size_t)rows);
     free(tmp);
     return FACET_OK;
@@ -316,7 +332,7 @@ static facet_status heads_to_parts(float *a, int64_t rows, int64_t cols, int n, 
 
 /* A fused vector (NeoX's query_key_value bias) split into n parts of parts[i] elements,
  * each a vector of its own ("NAME[r0:r1]" in the cache); hd > 0: the parts interleave
- * per head of hd elements (heads_to_parts). */
+ * in hd KV groups (heads_to_parts). */
 static facet_status load_split_vec(wload *ld, const char *name, const int64_t *parts, int n,
                                    int64_t hd, float ***out, uint64_t *bytes, facet_error *err) {
     int64_t total = 0;
@@ -327,7 +343,7 @@ static facet_status load_split_vec(wload *ld, const char *name, const int64_t *p
     float *fused = NULL;
     if (!ld->cache) {
         if ((st = read_f32(t, &fused, err)) != FACET_OK) return st;
-        if (hd > 0 && (st = heads_to_parts(fused, total, 1, n, hd, name, err)) != FACET_OK) {
+        if (hd > 0 && (st = heads_to_parts(fused, parts, n, 1, hd, name, err)) != FACET_OK) {
             free(fused);
             return st;
         }
@@ -364,7 +380,7 @@ static facet_status load_split_vec(wload *ld, const char *name, const int64_t *p
 
 /* A fused matrix (Phi-3's qkv_proj, gate_up_proj) split by rows into n parts of
  * parts[i] rows each, every part a matrix of its own ("NAME[r0:r1]" in the cache); hd > 0:
- * the parts interleave per head of hd rows (NeoX, reordered first: heads_to_parts). */
+ * the parts interleave in hd KV groups (NeoX, Falcon; reordered first: heads_to_parts). */
 static facet_status load_split(wload *ld, const char *name, const int64_t *parts, int n, int64_t cols,
                                int64_t hd, int conv1d, facet_wtensor **out, uint64_t *bytes,
                                facet_error *err) {
@@ -382,7 +398,7 @@ static facet_status load_split(wload *ld, const char *name, const int64_t *parts
     if (!ld->cache && !blocks && (st = read_f32(t, &fused, err)) != FACET_OK) return st;
     if (fused && conv1d && (st = transpose_f32(&fused, cols, rows, name, err)) != FACET_OK)
         return st;
-    if (fused && hd > 0 && (st = heads_to_parts(fused, rows, cols, n, hd, name, err)) != FACET_OK) {
+    if (fused && hd > 0 && (st = heads_to_parts(fused, parts, n, cols, hd, name, err)) != FACET_OK) {
         free(fused);
         return st;
     }
@@ -659,7 +675,7 @@ static facet_status load_row(wload *ld, const facet_facts *f, facet_weights *w,
             outs[p] = slot_ptr(w, L, part->root, r->split[p]);
             vouts[p] = slot_ptr(w, L, part->root, r->split[p]);
         }
-        int64_t hd = r->heads_interleaved ? f->head_dim : 0;
+        int64_t hd = r->heads_interleaved ? f->num_key_value_heads : 0; /* KV groups */
         if (!r->matrix) return load_split_vec(ld, name, parts, r->n_split, hd, vouts, &w->bytes, err);
         return load_split(ld, name, parts, r->n_split, d1, hd, r->conv1d, outs, &w->bytes, err);
     }

@@ -18,6 +18,10 @@ static const char *const gpt2_unread[] = {"n_ctx", "output_past", "summary_type"
                                           "summary_use_proj", "summary_proj_to_labels",
                                           "summary_first_dropout", NULL};
 
+/* FalconConfig keys FalconForCausalLM never reads (the RW training code's flag; the
+ * transformers block adds the residual to the layer's input whatever it says). */
+static const char *const falcon_unread[] = {"apply_residual_connection_post_layernorm", NULL};
+
 /* clang-format off */
 static const facet_config_class classes[] = {
     /* DeepseekV2Config (issue 25): multi-head latent attention and DeepSeek's routing;
@@ -213,6 +217,18 @@ static const facet_config_class classes[] = {
      .norm_eps_key = "norm_epsilon", .layer_norm = 1, .ffn_ungated = 1,
      .attention_bias_key = "use_bias", .attention_bias_default = 1, .mlp_bias_default = 1,
      .unread_keys = starcoder2_unread},
+    /* FalconConfig (Falcon-7B/40B/180B, Falcon 2): LayerNorm (layer_norm_epsilon) with
+     * bias, ungated MLP (activation, default gelu; ffn_hidden_size null = 4 x hidden),
+     * parallel_attn (one input norm; two with new_decoder_architecture), biases by `bias`,
+     * fused query_key_value in KV groups [q x g; k; v] (multi_query: one group), tied;
+     * alibi stays unread (refused when set) */
+    {.model_type = "falcon", .max_position_embeddings = 2048, .tie_word_embeddings = 1, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5, .act_key = "activation", .act_default = "gelu",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
+     .norm_eps_key = "layer_norm_epsilon", .layer_norm = 1, .ffn_ungated = 1,
+     .parallel_key = "parallel_attn", .parallel_default = 1, .parallel_one_norm = 1,
+     .attention_bias_key = "bias", .attention_bias_default = 0, .mlp_bias_default = 1,
+     .inner_key = "ffn_hidden_size", .falcon_attention = 1, .unread_keys = falcon_unread},
 };
 /* clang-format on */
 

@@ -113,6 +113,9 @@ typedef struct facet_config_class {
     const char *hidden_key, *layers_key, *heads_key, *positions_key;
     const char *inner_key;        /* intermediate size key; null or absent: 4 x hidden  */
     int pos_embed_learned;        /* learned absolute positions, no rotary embedding    */
+    int falcon_attention;         /* FalconConfig's attention layout keys:
+                                     new_decoder_architecture, multi_query, num_kv_heads,
+                                     num_ln_in_parallel_attn (facts.c read_falcon)      */
     const char *const *unread_keys; /* keys a checkpoint's config carries that the
                                      transformers class never reads (StarCoder2's
                                      mlp_type, norm_type): consumed, no effect; NULL-ended */

@@ -1028,6 +1028,45 @@ static facet_status read_block(reader *r, const facet_config_class *cls) {
     return FACET_OK;
 }
 
+/* FalconConfig's attention layout (modeling_falcon FalconAttention / FalconDecoderLayer):
+ * new_decoder_architecture: num_kv_heads KV heads (default num_attention_heads), the
+ * parallel block with num_ln_in_parallel_attn norms (null: 2, ln_attn and ln_mlp; 1:
+ * input_layernorm); else multi_query: one KV head; else one KV head per head (the
+ * per-head [q; k; v] rows), with one input norm when parallel_attn. Combinations the
+ * modeling code cannot build (it fails on them) are refused by key. */
+static facet_status read_falcon(reader *r) {
+    facet_facts *f = r->f;
+    int new_arch = 0, mq = 1;
+    TRY(get_bool(r, "new_decoder_architecture", &new_arch));
+    TRY(get_bool(r, "multi_query", &mq));
+    int64_t nkv = f->num_attention_heads, n_ln = 0;
+    int n_ln_given = 0;
+    TRY(get_int(r, "num_kv_heads", 0, 1, MAX_HEADS, &nkv, NULL));
+    TRY(get_int(r, "num_ln_in_parallel_attn", 0, 1, 2, &n_ln, &n_ln_given));
+    if (new_arch) {
+        if (!f->parallel_residual)
+            return bad(r, "parallel_attn", json_object_get(r->obj, "parallel_attn"),
+                       "true with new_decoder_architecture (the Falcon block is parallel)");
+        f->num_key_value_heads = nkv;
+        f->parallel_one_norm = n_ln_given && n_ln == 1;
+    } else {
+        if (n_ln_given && n_ln == 2)
+            return bad(r, "num_ln_in_parallel_attn", json_object_get(r->obj, "num_ln_in_parallel_attn"),
+                       "null or 1 without new_decoder_architecture (the block reads "
+                       "input_layernorm)");
+        if (mq) {
+            f->num_key_value_heads = 1;
+        } else {
+            if (nkv != f->num_attention_heads)
+                return bad(r, "num_kv_heads", json_object_get(r->obj, "num_kv_heads"),
+                           "num_attention_heads without multi_query or "
+                           "new_decoder_architecture (one [q; k; v] per head)");
+            f->num_key_value_heads = nkv;
+        }
+    }
+    return FACET_OK;
+}
+
 /* MambaConfig (transformers models/mamba/configuration_mamba.py): every layer a Mamba
  * mixer (MambaBlock: x + mixer(RMSNorm(x))), no attention, no FFN. */
 static facet_status read_mamba(reader *r, const facet_config_class *cls) {
@@ -1161,6 +1200,7 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
     } else {
         TRY(read_shape(&r, cls));
         TRY(read_block(&r, cls));
+        if (cls->falcon_attention) TRY(read_falcon(&r));
     }
     TRY(read_rope(&r, cls));
     TRY(read_window(&r, cls));

@@ -35,8 +35,8 @@
  * shared expert with or without its sigmoid gate, dense and sparse layers mixed, the
  * experts stored per expert or as 3-D tensors (split at load). Classic decoders (issue
  * 28): LayerNorm with or without bias, ungated MLPs (up, act, down) with biases, the
- * parallel attention + FFN residual, NeoX's per-head fused query_key_value (reordered at
- * load).
+ * parallel attention + FFN residual, fused query_key_value in KV groups [q x g; k; v]
+ * (NeoX per head, Falcon multi-query or grouped; reordered at load).
  * Each of these was checked against the float64 reference on shrunk checkpoints of the
  * corpus configs (tests/e2e/test_reference_families.py). */
 static const facet_caps cpu_dense = {
@@ -164,6 +164,10 @@ const facet_profile facet_profiles[] = {
      "StableLM 2, StableLM-3B (LayerNorm, partial rotary, q/k/v bias)", &cpu_dense, &cuda_dense},
     {"stablelm_epoch", {"StableLMEpochForCausalLM"},
      "stable-code-3b, StableLM-3B-4E1T remote-code config (LayerNorm, rope_pct)", &cpu_dense,
+     &cuda_dense},
+    {"falcon", {"FalconForCausalLM"},
+     "Falcon-7B/40B/180B, Falcon 2 (LayerNorm, parallel attention and MLP from one or two "
+     "norms, multi-query or grouped fused query_key_value, ungated gelu MLP)", &cpu_dense,
      &cuda_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);

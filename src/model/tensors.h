@@ -137,7 +137,7 @@ typedef enum facet_tfused {
     FACET_TF_QKV_BIAS, /* probed only: the loader takes q/k/v biases unfused */
     FACET_TF_GATE_UP_PROJ,
     FACET_TF_SHARED_INPUT, /* Granite-MoE-shared shared_mlp.input_linear: gate, up */
-    FACET_TF_QKV_HEADS,    /* GPT-NeoX query_key_value: per head [q_h; k_h; v_h] rows */
+    FACET_TF_QKV_HEADS,    /* query_key_value in KV groups [q x g; k; v] (NeoX: g = 1) */
     FACET_TF_QKV_HEADS_BIAS,
     FACET_TF_C_ATTN,       /* GPT-2 attn.c_attn (Conv1D [H, 3H]): q | k | v columns */
     FACET_TF_C_ATTN_BIAS,
@@ -191,9 +191,11 @@ typedef struct facet_tensor_row {
     int conv1d;               /* a tensor of GPT-2's Conv1D modules; a matrix is stored
                                  [in, out]: the shape read is dims reversed, transposed at
                                  load                                                       */
-    int heads_interleaved;    /* fused rows: the parts interleave per head, rows
-                                 [h * n_split * hd + p * hd, + hd) are part p's head h (NeoX
-                                 query_key_value); reordered to part-major at load         */
+    int heads_interleaved;    /* fused rows: the parts interleave per KV group, group j
+                                 holding part p's share of rows (parts[p] / num_key_value_heads)
+                                 after parts 0..p-1's (NeoX query_key_value: one head each,
+                                 [q_h; k_h; v_h]; Falcon: [q x g; k; v]); reordered to
+                                 part-major at load                                        */
 } facet_tensor_row;
 
 /* Whether layer `layer` of facts f holds row r (its scope). */

@@ -145,9 +145,9 @@ def test_bad_options(facet_bin, args, needle):
 
 
 def test_outside_table_without_shape(facet_bin):
-    proc, _ = plan(facet_bin, CONFIGS / "tiiuae__falcon-7b-instruct")
+    proc, _ = plan(facet_bin, CONFIGS / "THUDM__chatglm3-6b")
     assert proc.returncode == 2
-    assert "REFUSED: model_type=falcon" in proc.stderr
+    assert "REFUSED: model_type=chatglm" in proc.stderr
 
 
 @pytest.mark.parametrize("value", ["-5", "abc", "0", "", "1e9", " 5", "18446744073709551616",

@@ -398,8 +398,8 @@ def test_verdict_is_judged_before_the_cache(facet_bin, tmp_path):
     c.expect(r"wrote")
     st = c.cache.stat()
     cfg = (c.model / "config.json").read_text()
-    (c.model / "config.json").write_text(cfg.replace('"model_type": "llama"', '"model_type": "falcon"'))
-    assert "falcon" in (c.model / "config.json").read_text()
+    (c.model / "config.json").write_text(cfg.replace('"model_type": "llama"', '"model_type": "rwkv"'))
+    assert "rwkv" in (c.model / "config.json").read_text()
     p = subprocess.run([str(facet_bin), "run", str(c.model), "--prompt-ids", PROMPT, "-n", "1"],
                        capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, XDG_CACHE_HOME=str(c.xdg)))

@@ -375,6 +375,8 @@ def tensor_specs(config, experts_layout=None):
         return _phi_specs(f)
     if f.classic == "gpt2":
         return _gpt2_specs(f)
+    if f.classic == "falcon":
+        return _falcon_specs(f)
     specs = [("model.embed_tokens.weight", (V, H), ("embed",))]
     for i in range(f.num_hidden_layers):
         p = "model.layers.%d." % i
@@ -489,6 +491,37 @@ def _gpt2_specs(f):
     return specs
 
 
+def _falcon_specs(f):
+    """FalconForCausalLM's tensors (modeling_falcon): word_embeddings; per layer the
+    norms of its block (input_layernorm [+ post_attention_layernorm when sequential], or
+    ln_attn + ln_mlp), self_attention.query_key_value ((heads + 2 kv) hd rows in KV
+    groups), self_attention.dense, mlp.dense_h_to_4h / dense_4h_to_h, each Linear with a
+    bias iff config.bias; ln_f; lm_head unless tied."""
+    H, I, V = f.hidden_size, f.intermediate_size, f.vocab_size
+    Q = f.num_attention_heads * f.head_dim
+    QKV = (f.num_attention_heads + 2 * f.num_key_value_heads) * f.head_dim
+    specs = [("transformer.word_embeddings.weight", (V, H), ("embed",))]
+    if f.parallel:
+        norms = ("ln_attn", "ln_mlp") if f.parallel_norms == 2 else ("input_layernorm",)
+    else:
+        norms = ("input_layernorm", "post_attention_layernorm")
+    for i in range(f.num_hidden_layers):
+        p = "transformer.h.%d." % i
+        for n in norms:
+            specs.append((p + n + ".weight", (H,), ("norm",)))
+            specs.append((p + n + ".bias", (H,), ("bias",)))
+        for n, rows, fan_in in (("self_attention.query_key_value", QKV, H), ("self_attention.dense", H, Q),
+                                ("mlp.dense_h_to_4h", I, H), ("mlp.dense_4h_to_h", H, I)):
+            specs.append((p + n + ".weight", (rows, fan_in), ("linear", fan_in)))
+            if f.qkv_bias:
+                specs.append((p + n + ".bias", (rows,), ("bias",)))
+    specs.append(("transformer.ln_f.weight", (H,), ("norm",)))
+    specs.append(("transformer.ln_f.bias", (H,), ("bias",)))
+    if not f.tie_word_embeddings:
+        specs.append(("lm_head.weight", (V, H), ("linear", H, "lm_head")))
+    return specs
+
+
 def _phi_specs(f):
     """PhiForCausalLM's tensors (modeling_phi): LayerNorms with biases, q/k/v_proj and
     dense with biases, fc1/fc2 with biases, final_layernorm, lm_head with a bias."""
@@ -571,7 +604,7 @@ def init_tensor(name, shape, init, seed, facts, logit_std=2.0, bias_std=0.1, nor
                                                        "experts.down_proj", "output_linear.weight",
                                                        "attention.dense.weight", "self_attn.dense.weight",
                                                        "mlp.fc2.weight", "mlp.c_proj.weight",
-                                                       "attn.c_proj.weight",
+                                                       "attn.c_proj.weight", "self_attention.dense.weight",
                                                        "mlp.dense_4h_to_h.weight")):
                 std *= sc["out_gain"]
             if facts.qk_norm is None and (name.endswith("q_proj.weight") or name.endswith("k_proj.weight")):

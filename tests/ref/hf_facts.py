@@ -120,6 +120,12 @@ FAMILIES = {
     "starcoder2": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=("hidden_act",),
                        act="gelu_pytorch_tanh", qkv_bias="use_bias", sliding="all",
                        sliding_default=None, keys="starcoder2", mlp_names=("mlp.c_fc", "mlp.c_proj")),
+    # FalconConfig / modeling_falcon: LayerNorm (layer_norm_epsilon) with bias, FalconMLP
+    # dense_4h_to_h(act(dense_h_to_4h(x))) with activation (default gelu) and
+    # ffn_hidden_size (None: 4 x hidden); q/k/v, dense and MLP biases all by `bias`;
+    # query_key_value in KV groups; parallel_attn; tied lm_head (PretrainedConfig).
+    "falcon": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=("activation",), act="gelu",
+                   qkv_bias="bias", sliding="none", classic="falcon"),
     "stablelm": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
                      qkv_bias="use_qkv_bias", sliding="none", keys="stablelm"),
     "stablelm_epoch": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
@@ -144,6 +150,9 @@ CLASSIC = {
                  parallel=(None, False), norm="layer_noweight", gated=True),
     "starcoder2": dict(eps_key="norm_epsilon", rotary_pct=("partial_rotary_factor", 1.0),
                        theta_key="rope_theta", parallel=(None, False), norm="layer", gated=False),
+    "falcon": dict(eps_key="layer_norm_epsilon", rotary_pct=("partial_rotary_factor", 1.0),
+                   theta_key="rope_theta", parallel=("parallel_attn", True), norm="layer",
+                   gated=False),
     "stablelm": dict(eps_key="layer_norm_eps", rotary_pct=("partial_rotary_factor", 0.25),
                      theta_key="rope_theta", parallel=("use_parallel_residual", False),
                      norm="layer", gated=True),
@@ -269,6 +278,11 @@ class Facts:
     norm: str = "rms"              # "rms" | "layer" (LayerNorm: mean, variance, w, b)
     parallel: bool = False         # x + attn(ln1(x)) + mlp(ln2(x))
     gated: bool = True             # False: mlp = down(act(up(x)))
+    # Falcon (FalconAttention._split_heads / FalconDecoderLayer): "grouped" fused
+    # query_key_value rows, per KV group [q x (heads / kv); k; v]; the parallel block's
+    # norms: 1 (input_layernorm feeds both) or 2 (ln_attn, ln_mlp)
+    qkv_layout: Optional[str] = None
+    parallel_norms: int = 1
 
 
 def text_config(config):
@@ -371,6 +385,30 @@ def facts(config):
         raise NotImplementedError("clip_qkv is not implemented by the reference")
     if mt == "stablelm_epoch" and float(_get(cfg, "rotary_scaling_factor", 1.0)) != 1.0:
         raise NotImplementedError("rotary_scaling_factor != 1 is not implemented by the reference")
+    falcon = {}
+    if mt == "falcon":
+        if cfg.get("alibi"):
+            raise NotImplementedError("falcon alibi=true is not implemented by the reference")
+        cfg = dict(cfg)
+        heads = int(cfg["num_attention_heads"])
+        new_arch = bool(cfg.get("new_decoder_architecture", False))
+        mq = bool(_get(cfg, "multi_query", True))
+        nkv = int(_get(cfg, "num_kv_heads", heads))
+        n_ln = cfg.get("num_ln_in_parallel_attn")
+        if new_arch:
+            if not _get(cfg, "parallel_attn", True):
+                raise ValueError("new_decoder_architecture needs parallel_attn")
+            kv_heads, norms = nkv, (2 if n_ln is None else int(n_ln))
+        else:
+            if n_ln == 2:
+                raise ValueError("num_ln_in_parallel_attn=2 needs new_decoder_architecture")
+            kv_heads, norms = (1 if mq else heads), 1
+            if not mq and nkv != heads:
+                raise ValueError("num_kv_heads must equal num_attention_heads")
+        cfg["num_key_value_heads"] = kv_heads
+        cfg["intermediate_size"] = _get(cfg, "ffn_hidden_size", 4 * int(cfg["hidden_size"]))
+        cfg["attention_bias"] = bool(_get(cfg, "bias", False))
+        falcon = dict(qkv_layout="grouped", parallel_norms=norms)
     if classic:
         # the class's own key names, read as the modeling code reads them
         cfg = dict(cfg)
@@ -411,6 +449,8 @@ def facts(config):
     mlp_bias = bool(_get(cfg, "mlp_bias", False)) if fam.get("mlp_bias") else False
     if qb == "use_bias":
         mlp_bias = qkv_bias
+    if qb == "bias":  # Falcon: every FalconLinear by config.bias
+        qkv_bias = o_bias = mlp_bias = attn_bias
     tie = cfg.get("tie_word_embeddings", config.get("tie_word_embeddings"))
     tie = fam["tie"] if tie is None else bool(tie)
 
@@ -507,5 +547,5 @@ def facts(config):
         classic=fam.get("classic"), norm=classic["norm"] if classic else "rms",
         parallel=(bool(_get(cfg, classic["parallel"][0], classic["parallel"][1]))
                   if classic and classic["parallel"][0] else bool(classic and classic["parallel"][1])),
-        gated=classic["gated"] if classic else True,
+        gated=classic["gated"] if classic else True, **falcon,
     )

@@ -315,6 +315,19 @@ class Reference:
                      layer="transformer.h.%d.", ln_in="ln_1", ln_post="ln_2", qkv="attn.c_attn",
                      qkv_layout="columns", o="attn.c_proj", up="mlp.c_fc", down="mlp.c_proj",
                      final="transformer.ln_f", head="lm_head.weight", conv1d=True),
+        # Falcon (modeling_falcon): h = word_embeddings[ids]; per layer, query_key_value(x)
+        # viewed [T, kv, heads / kv + 2, hd]: per KV group its query heads, then its key and
+        # value (multi_query: one group; the old non-multi-query layout: one head per
+        # group), each key and value serving its group's query heads; rotary on the whole
+        # head (rotate_half); scores / sqrt(hd). parallel_attn: h + dense(attn(ln_a(h))) +
+        # mlp(ln_m(h)) with ln_a = ln_m = input_layernorm, or ln_attn / ln_mlp (the new
+        # decoder architecture's two norms); else sequential with post_attention_layernorm.
+        # mlp = dense_4h_to_h(act(dense_h_to_4h(x))); logits = lm_head(ln_f(h)).
+        "falcon": dict(embed="transformer.word_embeddings.weight", layer="transformer.h.%d.",
+                       ln_in="input_layernorm", ln_post="post_attention_layernorm",
+                       qkv="self_attention.query_key_value", qkv_layout="grouped",
+                       o="self_attention.dense", up="mlp.dense_h_to_4h", down="mlp.dense_4h_to_h",
+                       final="transformer.ln_f", head="lm_head.weight"),
         "phi": dict(embed="model.embed_tokens.weight", layer="model.layers.%d.",
                     ln_in="input_layernorm", ln_post=None, qkv=None, q="self_attn.q_proj",
                     k="self_attn.k_proj", v="self_attn.v_proj", o="self_attn.dense",
@@ -323,7 +336,12 @@ class Reference:
     }
 
     def _classic_init(self, folder, names, weights_round):
-        self.names = self.CLASSIC_NAMES[self.facts.classic]
+        self.names = dict(self.CLASSIC_NAMES[self.facts.classic])
+        f = self.facts
+        if f.classic == "falcon" and f.parallel:
+            two = f.parallel_norms == 2
+            self.names.update(ln_in="ln_attn" if two else "input_layernorm",
+                              ln_post="ln_mlp" if two else None)
         self.prefix = ""
         self.lm_head_name = self.names["head"] if self.names["head"] in names else None
         if weights_round:
@@ -348,6 +366,12 @@ class Reference:
             qkv = self._lin(x, n["layer"] % layer + n["qkv"])
             Q = nh * hd
             q, k, v = (qkv[:, i * Q:(i + 1) * Q].reshape(T, nh, hd) for i in range(3))
+        elif n.get("qkv_layout") == "grouped":  # Falcon: [T, kv, g + 2, hd]
+            kvh = f.num_key_value_heads
+            g = nh // kvh
+            qkv = self._linear(x, n["layer"] % layer + n["qkv"]).reshape(T, kvh, g + 2, hd)
+            q = qkv[:, :, :g].reshape(T, nh, hd)
+            k, v = qkv[:, :, g], qkv[:, :, g + 1]
         elif n["qkv"]:
             qkv = self._linear(x, n["layer"] % layer + n["qkv"]).reshape(T, nh, 3 * hd)
             q, k, v = qkv[..., :hd], qkv[..., hd:2 * hd], qkv[..., 2 * hd:]
@@ -367,6 +391,9 @@ class Reference:
             cache.k[layer] = np.concatenate([cache.k[layer], k], axis=0)
             cache.v[layer] = np.concatenate([cache.v[layer], v], axis=0)
         K, V = cache.k[layer], cache.v[layer]
+        if K.shape[1] != nh:  # a key/value head serves heads / kv query heads in a row
+            K = np.repeat(K, nh // K.shape[1], axis=1)
+            V = np.repeat(V, nh // V.shape[1], axis=1)
         scores = np.einsum("thd,shd->hts", q, K) * f.attn_scale
         S = K.shape[0]
         allowed = np.arange(S)[None, :] <= np.asarray(positions)[:, None]

@@ -230,12 +230,73 @@ static void test_mamba(void **state) {
     assert_int_equal(F.tie_word_embeddings, 1);
 }
 
-static void test_outside_families_read_leniently(void **state) {
+/* FalconConfig (issue 28): falcon-7b-instruct's values by hand; the class's layout keys
+ * (FalconAttention): multi_query is one KV head, the new decoder architecture
+ * num_kv_heads with two norms by default, and the combinations the modeling code cannot
+ * build are refused by key. */
+static void test_falcon(void **state) {
     (void)state;
     read_ok("tiiuae__falcon-7b-instruct");
-    assert_string_equal(F.model_type, "falcon");
+    assert_true(F.family_known);
+    assert_int_equal(F.hidden_size, 4544);
+    assert_int_equal(F.num_attention_heads, 71);
+    assert_int_equal(F.num_key_value_heads, 1); /* multi_query */
+    assert_int_equal(F.head_dim, 64);
+    assert_int_equal(F.intermediate_size, 4 * 4544); /* ffn_hidden_size absent */
+    assert_int_equal(F.max_position_embeddings, 2048);
+    assert_int_equal(F.act, FACET_ACT_GELU);
+    assert_true(F.layer_norm && F.ffn_ungated && F.parallel_residual && F.parallel_one_norm);
+    assert_false(F.qkv_bias);
+    assert_true(F.rms_norm_eps == 1e-5);
+    assert_int_equal(F.tie_word_embeddings, 1);
+    /* left to the table: alibi (false: off) and seven bookkeeping keys */
+    assert_int_equal(F.n_config_keys, 8);
+    assert_true(has_key("alibi") && !has_key("multi_query") && !has_key("parallel_attn") &&
+                !has_key("apply_residual_connection_post_layernorm"));
+    facet_error err;
+    assert_int_equal(from_text("{\"model_type\": \"falcon\", \"hidden_size\": 256, "
+                               "\"num_hidden_layers\": 2, \"num_attention_heads\": 8, "
+                               "\"vocab_size\": 512, \"new_decoder_architecture\": true, "
+                               "\"num_kv_heads\": 2, \"ffn_hidden_size\": 96, \"bias\": true}", &err),
+                     FACET_OK);
+    assert_int_equal(F.num_key_value_heads, 2);
+    assert_true(F.parallel_residual && !F.parallel_one_norm); /* ln_attn and ln_mlp */
+    assert_int_equal(F.intermediate_size, 96);
+    assert_true(F.qkv_bias && F.o_bias);
+    assert_int_equal(from_text("{\"model_type\": \"falcon\", \"hidden_size\": 256, "
+                               "\"num_hidden_layers\": 2, \"num_attention_heads\": 8, "
+                               "\"vocab_size\": 512, \"new_decoder_architecture\": true, "
+                               "\"num_ln_in_parallel_attn\": 1}", &err),
+                     FACET_OK);
+    assert_int_equal(F.num_key_value_heads, 8);
+    assert_true(F.parallel_one_norm);
+    assert_int_equal(from_text("{\"model_type\": \"falcon\", \"hidden_size\": 256, "
+                               "\"num_hidden_layers\": 2, \"num_attention_heads\": 8, "
+                               "\"vocab_size\": 512, \"multi_query\": false, "
+                               "\"parallel_attn\": false}", &err),
+                     FACET_OK);
+    assert_int_equal(F.num_key_value_heads, 8);
+    assert_false(F.parallel_residual);
+    assert_int_equal(from_text("{\"model_type\": \"falcon\", \"hidden_size\": 256, "
+                               "\"num_hidden_layers\": 2, \"num_attention_heads\": 8, "
+                               "\"vocab_size\": 512, \"new_decoder_architecture\": true, "
+                               "\"parallel_attn\": false}", &err),
+                     FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "parallel_attn is false"));
+    assert_int_equal(from_text("{\"model_type\": \"falcon\", \"hidden_size\": 256, "
+                               "\"num_hidden_layers\": 2, \"num_attention_heads\": 8, "
+                               "\"vocab_size\": 512, \"multi_query\": false, \"num_kv_heads\": 2}",
+                               &err),
+                     FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "num_kv_heads is 2"));
+}
+
+static void test_outside_families_read_leniently(void **state) {
+    (void)state;
+    read_ok("THUDM__chatglm3-6b");
+    assert_string_equal(F.model_type, "chatglm");
     assert_false(F.family_known);
-    assert_true(F.n_notes > 0); /* intermediate_size missing: a note, not an error */
+    assert_true(F.n_notes > 0); /* num_hidden_layers missing: a note, not an error */
     read_ok("deepseek-ai__DeepSeek-V3");
     /* deepseek_v3 is a config class now (issue 25): its latent-attention and routing
      * keys are facts; the verdict refuses them by name (test_conform.py) */
@@ -534,6 +595,7 @@ int main(void) {
         cmocka_unit_test(test_phi35_longrope),
         cmocka_unit_test(test_gemma_hidden_activation),
         cmocka_unit_test(test_mamba),
+        cmocka_unit_test(test_falcon),
         cmocka_unit_test(test_outside_families_read_leniently),
         cmocka_unit_test(test_mistral_class_default_window),
         cmocka_unit_test(test_bad_inputs),
