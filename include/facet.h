@@ -87,6 +87,14 @@ typedef struct facet_load_options {
                                     (facet_tokenizer_load): the model takes it over,
                                     also when the load fails, instead of parsing
                                     tokenizer.json again; NULL: loaded if present      */
+    /* one stage of a pipeline (`facet run --pipeline-parallel`, src/parallel): only
+     * layers [layer_first, layer_end) are read (their byte ranges of the checkpoint)
+     * and held, and the session holds only their KV cache; 0, 0: every layer. With
+     * stage_inner = 1 (a stage after the first) neither the embeddings, the final norm,
+     * lm_head nor the tokenizer are loaded. A partial load neither reads nor writes the
+     * weight cache. Forward passes of such a model run only inside a parallel job. */
+    int layer_first, layer_end;
+    int stage_inner;
 } facet_load_options;
 
 /* What the weight cache did during a load (facet_model_info.weight_cache). The cache

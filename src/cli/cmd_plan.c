@@ -19,18 +19,22 @@
 #include "model/facts.h"
 #include "model/plan.h"
 #include "model/report.h"
+#include "model/split.h"
 #include "model/table.h"
 
 static void plan_usage(FILE *out) {
     fprintf(out, "usage: facet plan MODEL [--ctx N] [--batch B] [--weights auto|f32|bf16|f16|int8|q4|gguf]\n"
                  "                  [--kv-cache auto|f32|bf16|f16] [--backend cpu|cuda] [--json]\n"
+                 "                  [--pipeline-parallel P] [--tensor-parallel T]\n"
                  "MODEL: a checkpoint folder, a config.json or a GGUF file. --ctx defaults to\n"
                  "max_position_embeddings, --batch to 1, --weights to auto (the checkpoint's\n"
                  "own precision: bf16, f16 or f32; gguf for a GGUF file; what facet run\n"
                  "loads by default),\n"
                  "--kv-cache to auto (f32 with f32 weights, f16 with f16, bf16 otherwise).\n"
                  "FACET_MEM_AVAILABLE=BYTES overrides the free\n"
-                 "RAM read from /proc/meminfo.\n"
+                 "RAM read from /proc/meminfo. --pipeline-parallel/--tensor-parallel: what each\n"
+                 "of the P x T MPI ranks holds (its layers' weights and KV), whether that fits\n"
+                 "one machine's free RAM, and the bytes it sends per decoded token.\n"
                  "example: facet plan models/stories260k --ctx 512 --batch 4\n");
 }
 
@@ -73,11 +77,56 @@ static json_t *gguf_tensors(const gguf_model *m, facet_plan_opts *o, json_t *typ
     return a;
 }
 
+/* Rank r of split sp: its stage's layers, weights, KV and traffic. */
+static uint64_t rank_total(const facet_split *sp, int s) { return sp->weight_bytes[s] + sp->kv_bytes[s]; }
+
+static json_t *split_json(const facet_split *sp, const facet_plan *p) {
+    json_t *ranks = json_array();
+    for (int r = 0; r < sp->pp * sp->tp; r++) {
+        int s = r / sp->tp;
+        json_array_append_new(
+            ranks, json_pack("{s:i, s:i, s:i, s:[i,i], s:I, s:I, s:I, s:b, s:I}", "rank", r,
+                             "stage", s, "tp_rank", r % sp->tp, "layers", sp->first[s],
+                             sp->first[s + 1] - 1, "weight_bytes", (json_int_t)sp->weight_bytes[s],
+                             "kv_bytes", (json_int_t)sp->kv_bytes[s], "total_bytes",
+                             (json_int_t)rank_total(sp, s), "fits",
+                             rank_total(sp, s) <= p->mem_available,
+                             "sent_bytes_per_token", (json_int_t)sp->sent_per_token[s]));
+    }
+    return json_pack("{s:i, s:i, s:i, s:o}", "pipeline_parallel", sp->pp, "tensor_parallel",
+                     sp->tp, "ranks_total", sp->pp * sp->tp, "ranks", ranks);
+}
+
+static void print_split(const facet_split *sp, const facet_plan *p) {
+    char a[32], b[32], c[32];
+    printf("parallel: %d pipeline stage%s x %d tensor rank%s = %d MPI ranks (mpirun -np %d); "
+           "each rank on a machine with the free RAM above:\n", sp->pp, sp->pp > 1 ? "s" : "",
+           sp->tp, sp->tp > 1 ? "s" : "", sp->pp * sp->tp, sp->pp * sp->tp);
+    for (int s = 0; s < sp->pp; s++) {
+        facet_bytes_text(sp->weight_bytes[s], a, sizeof a);
+        facet_bytes_text(sp->kv_bytes[s], b, sizeof b);
+        facet_bytes_text(rank_total(sp, s), c, sizeof c);
+        printf("  stage %d (rank%s %d", s, sp->tp > 1 ? "s" : "", s * sp->tp);
+        if (sp->tp > 1) printf("-%d", s * sp->tp + sp->tp - 1);
+        printf("%s), layers %d-%d: weights %s + KV %s = %s per rank -> %s; sends %llu "
+               "bytes per decoded token per rank\n", s == 0 ? ", with embeddings and lm_head" : "",
+               sp->first[s], sp->first[s + 1] - 1, a, b, c,
+               rank_total(sp, s) <= p->mem_available ? "fits" : "does NOT fit",
+               (unsigned long long)sp->sent_per_token[s]);
+    }
+    printf("  traffic: hidden_size x 4 bytes from each stage to the next (the last back to "
+           "rank 0)%s; rank 0's command per step: 25 bytes to each other rank\n",
+           sp->tp > 1 ? ", and two all-reduces of hidden_size x 4 bytes per layer among a "
+                        "stage's tensor ranks (2 (T-1)/T of it sent per rank)" : "");
+}
+
 int cmd_plan(int argc, char **argv) {
     const char *path = NULL, *backend = "cpu";
     facet_plan_opts o = {.ctx = 0, .batch = 1, .weights = FACET_PLAN_AUTO};
     int json = 0;
-    static const char *const value_opts[] = {"--ctx", "--batch", "--weights", "--kv-cache", "--backend", NULL};
+    int64_t pp = 1, tp = 1;
+    static const char *const value_opts[] = {"--ctx", "--batch", "--weights", "--kv-cache", "--backend",
+                                             "--pipeline-parallel", "--tensor-parallel", NULL};
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--ctx") && i + 1 < argc) {
             if (parse_count("--ctx", argv[++i], &o.ctx)) return 1;
@@ -89,6 +138,10 @@ int cmd_plan(int argc, char **argv) {
                                 "f16, int8, q4, gguf\n", argv[i]);
                 return 1;
             }
+        } else if (!strcmp(argv[i], "--pipeline-parallel") && i + 1 < argc) {
+            if (parse_count("--pipeline-parallel", argv[++i], &pp)) return 1;
+        } else if (!strcmp(argv[i], "--tensor-parallel") && i + 1 < argc) {
+            if (parse_count("--tensor-parallel", argv[++i], &tp)) return 1;
         } else if (!strcmp(argv[i], "--kv-cache") && i + 1 < argc) {
             if (!cli_parse_kv_type("--kv-cache", argv[++i], &o.kv_cache)) return 1;
         } else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
@@ -160,9 +213,22 @@ int cmd_plan(int argc, char **argv) {
         return 2;
     }
     rc = v.status == FACET_VERDICT_REFUSED ? 2 : 0;
+    /* a split over MPI ranks: refused by the facts, or what each rank holds and sends */
+    static facet_split sp;
+    int par = pp * tp > 1;
+    if (par && (pp > 64 || tp > 64)) {
+        fprintf(stderr, "facet: plan: --pipeline-parallel and --tensor-parallel are at most 64\n");
+        return 1;
+    }
+    if (par && facet_split_make(f, &p, (int)pp, (int)tp, &sp, &err) != FACET_OK) {
+        json_decref(gg_list);
+        json_decref(gg_types);
+        return cli_fail(&err);
+    }
 
     if (json) {
         json_t *out = facet_plan_json(&p);
+        if (par) json_object_set_new(out, "parallel", split_json(&sp, &p));
         json_object_set_new(out, "verdict", facet_verdict_json(&v));
         if (gg_list) { /* a GGUF file: every tensor as it runs in its own type */
             json_object_set_new(json_object_get(out, "weight_bytes"), "gguf",
@@ -247,6 +313,7 @@ int cmd_plan(int argc, char **argv) {
         printf("  layers %d-%d: %s%s%s\n", p.groups[i].first, p.groups[i].last,
                p.groups[i].attention, strcmp(backend, "cpu") ? "" : "; ",
                strcmp(backend, "cpu") ? "" : p.groups[i].kernels);
+    if (par) print_split(&sp, &p);
     printf("verdict: %s on %s\n", facet_verdict_status_name(v.status), v.backend);
     static char buf[FACET_MAX_REFUSALS * 420];
     facet_verdict_format(&v, buf, sizeof buf);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/cli_par.h"
 #include "model/facts_gguf.h"
 #include "cli/progress.h"
 #include "cli/run_opts.h"
@@ -18,6 +19,7 @@
 #include "facet_generate.h"
 #include "facet_grammar.h"
 #include "model/facts.h"
+#include "parallel/par.h"
 #include "util/fs.h"
 #include "util/str.h"
 #include "util/utf8.h"
@@ -302,11 +304,26 @@ int cmd_run(int argc, char **argv) {
                 max_pos);
         return 1;
     }
+    /* a parallel job (mpirun): the split refused or this rank's layers chosen before
+     * anything loads; the other ranks follow rank 0 from here */
+    facet_load_options par_lo = {0};
+    int par_ready = 0;
+    if ((rc = cli_par_join(&facts, o.pp, o.tp, n_ctx, o.weights, o.kv_cache, &par_lo))) return rc;
+    if (cli_par_follower()) {
+        facet_load_options lo = par_lo;
+        lo.n_threads = o.threads;
+        lo.weights = o.weights;
+        lo.no_cache = o.no_cache;
+        facet_session_options so = {1, n_ctx, o.kv_cache};
+        return cli_par_follow(o.model, &lo, &so);
+    }
     /* the folder's tokenizer, loaded once: it encodes the prompt here, and the model
      * takes it over for the output text */
     facet_tokenizer *tok = NULL;
-    if (facet_tokenizer_present(o.model) && facet_tokenizer_load(o.model, &tok, &err) != FACET_OK)
-        return cli_fail(&err);
+    if (facet_tokenizer_present(o.model) && facet_tokenizer_load(o.model, &tok, &err) != FACET_OK) {
+        rc = cli_fail(&err);
+        goto out;
+    }
     if ((rc = prompt_ids(&o, tok, &rs.ids, &rs.n_prompt)) ||
         (rc = check_prompt(&o, (int)facts.vocab_size, max_pos, rs.ids, rs.n_prompt, n_ctx))) {
         facet_tokenizer_free(tok);
@@ -323,7 +340,8 @@ int cmd_run(int argc, char **argv) {
     cli_progress_init(&bar);
     facet_load_options lo = {.n_threads = o.threads, .weights = o.weights, .no_cache = o.no_cache,
                              .progress = cli_progress_cb, .progress_user = &bar,
-                             .tokenizer = tok /* the model's from here */};
+                             .tokenizer = tok /* the model's from here */,
+                             .layer_first = par_lo.layer_first, .layer_end = par_lo.layer_end};
     double t_load = now_s();
     if (facet_model_load(o.model, &lo, &model, &err) != FACET_OK) {
         rc = cli_fail(&err);
@@ -335,6 +353,10 @@ int cmd_run(int argc, char **argv) {
     if (facet_session_create(model, &so, &rs.sess, &err) != FACET_OK) {
         rc = cli_fail(&err);
         goto out;
+    }
+    if (facet_par_active()) { /* every rank loaded its layers, or the job ends here */
+        par_ready = 1;
+        if ((rc = cli_par_ready(1, ""))) goto out;
     }
     tok = facet_model_tokenizer(model); /* the same one, now the model's */
     rs.has_text = tok != NULL;
@@ -391,6 +413,14 @@ int cmd_run(int argc, char **argv) {
                 "tokens, %.1f tok/s | finish: %s\n",
                 t_load, rs.n_prompt, ttft_ms, prefill_tok_s, n_gen, decode_tok_s, finish);
     }
+    if (facet_par_active()) { /* rank 0's time inside MPI: sends, and waits on the stages */
+        double comm_s;
+        uint64_t sent;
+        facet_par_stats(&comm_s, &sent);
+        fprintf(stderr, "facet: parallel %d x %d ranks: rank 0 spent %.3f s in MPI calls "
+                        "(waiting on the other stages included), sent %llu bytes\n",
+                facet_par_pp(), facet_par_tp(), comm_s, (unsigned long long)sent);
+    }
     if (rs.info.weight_cache_note) fprintf(stderr, "facet: %s\n", rs.info.weight_cache_note);
     for (int i = 0; i < rs.info.n_notes; i++) fprintf(stderr, "facet: note: %s\n", rs.info.notes[i]);
     fflush(stdout);
@@ -410,5 +440,5 @@ out:
     free(rs.ids);
     facet_session_free(rs.sess);
     facet_model_free(model);
-    return rc;
+    return cli_par_end(rc, par_ready);
 }

@@ -19,6 +19,7 @@ static void usage(FILE *out) {
             "                 [--presence-penalty P] [--frequency-penalty F] [--seed S]\n"
             "                 [--stop STR]... [--json [--top-logprobs N]] [--ignore-eos]\n"
             "                 [--dump-logits FILE] [--json-schema FILE | --grammar FILE]\n"
+            "                 [--pipeline-parallel P] [--tensor-parallel T]\n"
             "\n"
             "Generation, greedy unless --temp > 0. MODEL is a Hugging Face checkpoint folder (config.json,\n"
             "*.safetensors, tokenizer.json) or a GGUF file (F32/F16/BF16 and the common block types);\n"
@@ -63,6 +64,11 @@ static void usage(FILE *out) {
             "                     grammar in FILE (start rule `root`)\n"
             "  --dump-logits FILE write float32 little-endian logits, one row of vocab_size\n"
             "                     per position of prompt + generated[:-1]\n"
+            "  --pipeline-parallel P  split the layers into P stages, one per MPI rank,\n"
+            "                     balanced by memory: `mpirun -np P facet run ...` (rank 0\n"
+            "                     tokenizes, samples and prints; needs a build with MPI)\n"
+            "  --tensor-parallel T    split heads and FFN columns over T ranks per stage\n"
+            "                     (mpirun -np P*T)\n"
             "example: facet run -p \"Once upon a time\" -n 16\n");
 }
 
@@ -92,6 +98,7 @@ static const sampling_opt *sampling_float(const char *a) {
 int run_parse_args(int argc, char **argv, run_opts *o) {
     memset(o, 0, sizeof *o);
     o->max_new = 256;
+    o->pp = o->tp = 1;
     facet_sampler_params_default(&o->sampling);
     o->sampling.temperature = 0.0f; /* greedy unless asked */
     const sampling_opt *field;
@@ -150,6 +157,12 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
             if (!cli_parse_kv_type(a, v, &o->kv_cache)) return 1;
         } else if (!strcmp(a, "--no-cache")) {
             o->no_cache = 1;
+        } else if (!strcmp(a, "--pipeline-parallel")) {
+            NEED_VALUE;
+            if (!cli_parse_int(a, v, 1, 64, &o->pp)) return 1;
+        } else if (!strcmp(a, "--tensor-parallel")) {
+            NEED_VALUE;
+            if (!cli_parse_int(a, v, 1, 64, &o->tp)) return 1;
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
         } else if (!strcmp(a, "--top-logprobs")) {

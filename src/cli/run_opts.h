@@ -32,6 +32,8 @@ typedef struct run_opts {
     const char *stops[16];
     const char *json_schema;  /* --json-schema FILE: output constrained to the schema */
     const char *grammar;      /* --grammar FILE: output constrained to the GBNF       */
+    int pp, tp;               /* --pipeline-parallel P, --tensor-parallel T (default 1):
+                                 run as one of P x T MPI ranks (cli_par.h)           */
 } run_opts;
 
 /* Parse argv into *o. Returns -1 to continue, or an exit code (0 after --help, 1 after

@@ -28,6 +28,8 @@
 #include "backend/backend.h"
 #include "engine/layer.h"
 #include "engine/model_internal.h"
+#include "engine/session_par.h"
+#include "parallel/par.h"
 #include "util/error.h"
 
 /* Group the chunk's entries by sequence (position order kept): the attention kernel
@@ -53,18 +55,28 @@ static void group_chunk(facet_session *s, const int32_t *seq_ids, int n) {
     }
 }
 
-/* Run entries [0, n) (already validated; positions assigned in s->pos). Writes the
- * final hidden states to s->x. */
-static void forward_layers(facet_session *s, const int32_t *tokens, const int32_t *seq_ids,
-                           int n) {
+/* Run entries [0, n) (already validated; positions assigned in s->pos) through this
+ * process's layers (all of them, or a pipeline stage's: the hidden states come from the
+ * previous stage and go to the next, the last stage's back to stage 0). Writes the
+ * final hidden states to s->x (on stage 0). Errors: a parallel job's message lost. */
+static facet_status forward_layers(facet_session *s, const int32_t *tokens,
+                                   const int32_t *seq_ids, int n, facet_error *err) {
     facet_model *m = s->model;
     const facet_facts *f = &m->facts;
     int H = (int)f->hidden_size, half = m->rope_dim / 2;
+    size_t xbytes = sizeof(float) * (size_t)n * (size_t)H;
+    int pipelined = s->par && facet_par_pp() > 1;
+    int stage = facet_par_stage(), P = facet_par_pp(), T = facet_par_tp();
+    int tr = facet_par_tp_rank();
 
     /* embeddings (Gemma: times sqrt(hidden_size) rounded to float32; Granite:
-     * embedding_multiplier) */
+     * embedding_multiplier); a later stage receives the previous stage's output */
+    if (m->stage_inner) {
+        facet_status st = facet_par_recv(s->x, xbytes, (stage - 1) * T + tr, err);
+        if (st != FACET_OK) return st;
+    }
     float emb_mult = (float)f->embedding_multiplier;
-    for (int r = 0; r < n; r++) {
+    for (int r = 0; r < n && !m->stage_inner; r++) {
         float *x = s->x + (size_t)r * H;
         facet_wtensor_row(&m->w.embed_tokens, tokens[r], x);
         if (emb_mult != 1.0f)
@@ -87,13 +99,18 @@ static void forward_layers(facet_session *s, const int32_t *tokens, const int32_
     }
     group_chunk(s, seq_ids, n);
     s->seq_ids = seq_ids;
-    for (int l = 0; l < f->num_hidden_layers; l++) {
+    for (int l = m->layer_first; l < m->layer_end; l++) {
         facet_for_rows(s, l, n, facet_rows_in_norm);
         s->mixers[l]->forward(s, l, n); /* xn -> xn */
         facet_for_rows(s, l, n, facet_rows_mixer_out);
         s->ffns[l]->forward(s, l, n);   /* xn -> xn */
         facet_for_rows(s, l, n, facet_rows_ffn_out);
     }
+    if (!pipelined) return FACET_OK;
+    /* to the next stage; the last stage's output back to stage 0 for the logits */
+    facet_status st = facet_par_send(s->x, xbytes, (stage + 1) % P * T + tr, err);
+    if (st == FACET_OK && stage == 0) st = facet_par_recv(s->x, xbytes, (P - 1) * T + tr, err);
+    return st;
 }
 
 /* Final norm, lm_head, logits scaling and softcap for the entries that want logits;
@@ -129,6 +146,11 @@ static facet_status forward_batch(facet_session *s, const facet_batch *b, float 
     const facet_facts *f = &m->facts;
     if (!b || b->n_tokens < 0 || (b->n_tokens > 0 && (!b->tokens || !b->seq_ids)))
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "batch: missing tokens or sequence ids");
+    /* a parallel job: rank 0 sends the batch to every rank, which runs it in step */
+    if (s->par && facet_par_rank() == 0) {
+        facet_status pst = facet_session_par_forward(s, b, hidden, err);
+        if (pst != FACET_OK) return pst;
+    }
     int n = b->n_tokens;
     /* validate everything and count each sequence's new tokens before applying anything */
     int *added = s->seq_added; /* session-owned: no allocation per step */
@@ -182,7 +204,8 @@ static facet_status forward_batch(facet_session *s, const facet_batch *b, float 
         const int32_t *seq_ids = b->seq_ids + c0;
         /* positions: each sequence's next position, in batch order */
         for (int r = 0; r < cn; r++) s->pos[r] = s->kv.seqs[seq_ids[r]].len++;
-        forward_layers(s, b->tokens + c0, seq_ids, cn);
+        st = forward_layers(s, b->tokens + c0, seq_ids, cn, err);
+        if (st != FACET_OK) return st;
         const uint8_t *want = b->want_logits ? b->want_logits + c0 : NULL;
         int k = 0;
         for (int r = 0; r < cn; r++) k += !want || want[r];

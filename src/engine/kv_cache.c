@@ -50,6 +50,12 @@ void facet_kv_cache_set_state(facet_kv_cache *kv, int layer, size_t bytes) {
     kv->state_bytes[layer] = bytes;
 }
 
+void facet_kv_cache_set_absent(facet_kv_cache *kv, int layer) {
+    if (facet_kv_is_state(kv, layer)) kv->n_state_layers--;
+    kv->kind[layer] = FACET_KV_SLOT_NONE;
+    kv->state_bytes[layer] = 0;
+}
+
 size_t facet_kv_cache_state_bytes(const facet_kv_cache *kv) {
     size_t b = 0;
     for (int l = 0; l < kv->n_layers; l++) b += kv->state_bytes[l];
@@ -97,6 +103,7 @@ facet_status facet_kv_cache_reserve(facet_kv_cache *kv, int seq, int need, facet
             continue;
         }
         int ok;
+        if (facet_kv_is_absent(kv, l)) continue; /* another stage's layer */
         if (facet_kv_is_state(kv, l)) {
             nl[l].state = calloc(1, kv->state_bytes[l]);
             ok = nl[l].state != NULL;
@@ -124,7 +131,8 @@ facet_status facet_kv_cache_reserve(facet_kv_cache *kv, int seq, int need, facet
     if (c->layers) {
         size_t used = (size_t)(c->len + FACET_KV_GROUP - 1) / FACET_KV_GROUP * FACET_KV_GROUP;
         for (int l = 0; l < L; l++) {
-            if (facet_kv_is_ring(kv, l) || facet_kv_is_state(kv, l)) continue;
+            if (facet_kv_is_ring(kv, l) || facet_kv_is_state(kv, l) || facet_kv_is_absent(kv, l))
+                continue;
             for (int h = 0; h < kv->n_kv_heads && c->len > 0; h++) {
                 memcpy(nl[l].k + (size_t)h * cap * head_row,
                        c->layers[l].k + (size_t)h * c->cap * head_row, used * head_row);
@@ -151,6 +159,7 @@ facet_status facet_kv_cache_copy(facet_kv_cache *kv, int src, int dst, int n, fa
     size_t head_row = (size_t)kv->head_dim * kv->elt;
     size_t groups = (size_t)(n + FACET_KV_GROUP - 1) / FACET_KV_GROUP * FACET_KV_GROUP;
     for (int l = 0; l < kv->n_layers; l++) {
+        if (facet_kv_is_absent(kv, l)) continue;
         if (facet_kv_is_state(kv, l)) { /* the state after all of src's tokens */
             memcpy(b->layers[l].state, a->layers[l].state, kv->state_bytes[l]);
             continue;

@@ -69,6 +69,7 @@ typedef enum facet_kv_slot_kind {
     FACET_KV_SLOT_GLOBAL = 0,
     FACET_KV_SLOT_RING = 1,
     FACET_KV_SLOT_STATE = 2,
+    FACET_KV_SLOT_NONE = 3,        /* a layer another pipeline stage runs: no buffers  */
 } facet_kv_slot_kind;
 
 /* One layer's buffers of one sequence (NULL until the sequence's first reserve). */
@@ -114,6 +115,10 @@ facet_status facet_kv_cache_init(facet_kv_cache *kv, int n_layers, int n_kv_head
  * elements: bytes a multiple of 4). Call after init, before any reserve. */
 void facet_kv_cache_set_state(facet_kv_cache *kv, int layer, size_t bytes);
 
+/* Make layer `layer` a NONE slot (another pipeline stage holds its cache): reserve,
+ * copy and reset never touch it. Call after init, before any reserve. */
+void facet_kv_cache_set_absent(facet_kv_cache *kv, int layer);
+
 /* State bytes of one sequence (every STATE slot), what its first reserve allocates. */
 size_t facet_kv_cache_state_bytes(const facet_kv_cache *kv);
 
@@ -150,6 +155,11 @@ void facet_kv_cache_store(facet_kv_cache *kv, int seq, int layer, int pos, const
 /* 1 if layer `layer` is a STATE slot. */
 static inline int facet_kv_is_state(const facet_kv_cache *kv, int layer) {
     return kv->kind[layer] == FACET_KV_SLOT_STATE;
+}
+
+/* 1 if layer `layer` is a NONE slot (another pipeline stage holds it). */
+static inline int facet_kv_is_absent(const facet_kv_cache *kv, int layer) {
+    return kv->kind[layer] == FACET_KV_SLOT_NONE;
 }
 
 /* 1 if layer `layer` is a RING slot. */

@@ -52,6 +52,16 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
     if (st == FACET_OK && is_gguf) st = facet_facts_from_gguf(&gg, &m->facts, err);
     if (st == FACET_OK && !is_gguf) st = st_checkpoint_open(dir, &ck, err);
     if (st == FACET_OK && !is_gguf) st = facet_facts_probe(&m->facts, &ck, err);
+    if (st == FACET_OK) { /* a pipeline stage's layers (facet_load_options) */
+        int64_t L = m->facts.num_hidden_layers;
+        m->layer_first = o.layer_first;
+        m->layer_end = o.layer_end ? o.layer_end : (int)L;
+        m->stage_inner = o.stage_inner;
+        if (o.layer_first < 0 || m->layer_end > L || m->layer_first >= m->layer_end)
+            st = facet_err(err, FACET_E_INVALID_ARGUMENT,
+                           "load options: layers [%d, %d) are not a range of the model's %lld",
+                           o.layer_first, o.layer_end, (long long)L);
+    }
     if (st == FACET_OK) {
         /* the same verdict as `facet conform`: refuse before converting any weight */
         facet_verdict *v = malloc(sizeof *v);
@@ -84,7 +94,8 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
     }
     if (st == FACET_OK) st = facet_rope_init(m, err);
     if (st == FACET_OK) {
-        if (!m->tokenizer && facet_tokenizer_present(dir)) /* tokenizer.json or GGUF metadata */
+        if (!m->tokenizer && !m->stage_inner &&
+            facet_tokenizer_present(dir)) /* tokenizer.json or GGUF metadata */
             st = facet_tokenizer_load(dir, &m->tokenizer, err);
     }
     if (st != FACET_OK) {

@@ -105,6 +105,9 @@ struct facet_model {
     facet_weight_cache wcache;     /* what the weight cache did (facet.h)              */
     char *wcache_path;             /* the cache file used or written, or NULL          */
     char *wcache_note;             /* one line for the user, or NULL                   */
+    /* a pipeline stage (facet_load_options): layers [layer_first, layer_end) are loaded
+     * (0, L for a whole model); stage_inner: no embeddings, final norm or lm_head */
+    int layer_first, layer_end, stage_inner;
 };
 
 struct facet_session {
@@ -164,6 +167,8 @@ struct facet_session {
     float *rope_cos, *rope_sin;    /* (R, max(rope_dim/2, 1)) global layers            */
     float *rope_cos_local, *rope_sin_local; /* same for sliding layers with their own base */
     uint8_t *rope_long;            /* [n_seq_max] longrope: this call uses long factors */
+    int par;                       /* 1: one rank of a parallel job (src/parallel): rank 0
+                                      drives the others' sessions (session_par.c)       */
     int *seq_added;                /* [n_seq_max] new tokens per sequence in this call   */
 };
 

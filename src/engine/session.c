@@ -9,7 +9,9 @@
 #include "backend/backend.h"
 #include "engine/layer.h"
 #include "engine/model_internal.h"
+#include "engine/session_par.h"
 #include "model/weights_policy.h"
+#include "parallel/par.h"
 #include "util/error.h"
 
 
@@ -53,6 +55,10 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
     for (int l = 0; l < (int)f->num_hidden_layers; l++)
         if (f->layer_ssm[l])
             facet_kv_cache_set_state(&s->kv, l, facet_mamba_state_floats(f) * sizeof(float));
+    /* a pipeline stage holds only its own layers' cache */
+    for (int l = 0; l < (int)f->num_hidden_layers; l++)
+        if (l < model->layer_first || l >= model->layer_end) facet_kv_cache_set_absent(&s->kv, l);
+    s->par = facet_par_active();
     /* the backend and each layer's kinds, once: forward.c only calls through them */
     st = facet_backend_cpu_create(model->pool, &s->be, err);
     if (st != FACET_OK) {
@@ -155,6 +161,7 @@ static void free_scratch(facet_session *s) {
 
 void facet_session_free(facet_session *s) {
     if (!s) return;
+    if (s->par && facet_par_rank() == 0) facet_session_par_end(s);
     facet_kv_cache_free(&s->kv);
     free(s->rope_long);
     free(s->seq_added);
@@ -166,6 +173,10 @@ void facet_session_free(facet_session *s) {
 }
 
 facet_status facet_seq_reset(facet_session *s, int seq, facet_error *err) {
+    if (s->par && facet_par_rank() == 0) {
+        facet_status pst = facet_session_par_op(s, FACET_PAR_RESET, seq, 0, 0, err);
+        if (pst != FACET_OK) return pst;
+    }
     if (seq < 0 || seq >= s->n_seq_max)
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "sequence id %d out of range [0, %d)", seq,
                          s->n_seq_max);
@@ -174,6 +185,10 @@ facet_status facet_seq_reset(facet_session *s, int seq, facet_error *err) {
 }
 
 facet_status facet_seq_release(facet_session *s, int seq, facet_error *err) {
+    if (s->par && facet_par_rank() == 0) {
+        facet_status pst = facet_session_par_op(s, FACET_PAR_RELEASE, seq, 0, 0, err);
+        if (pst != FACET_OK) return pst;
+    }
     if (seq < 0 || seq >= s->n_seq_max)
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "sequence id %d out of range [0, %d)", seq,
                          s->n_seq_max);
@@ -182,6 +197,10 @@ facet_status facet_seq_release(facet_session *s, int seq, facet_error *err) {
 }
 
 facet_status facet_seq_truncate(facet_session *s, int seq, int n_keep, facet_error *err) {
+    if (s->par && facet_par_rank() == 0) {
+        facet_status pst = facet_session_par_op(s, FACET_PAR_TRUNCATE, seq, n_keep, 0, err);
+        if (pst != FACET_OK) return pst;
+    }
     if (seq < 0 || seq >= s->n_seq_max)
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "sequence id %d out of range [0, %d)", seq,
                          s->n_seq_max);
@@ -209,6 +228,10 @@ facet_status facet_seq_truncate(facet_session *s, int seq, int n_keep, facet_err
 }
 
 facet_status facet_seq_copy(facet_session *s, int src, int dst, int n, facet_error *err) {
+    if (s->par && facet_par_rank() == 0) {
+        facet_status pst = facet_session_par_op(s, FACET_PAR_COPY, src, dst, n, err);
+        if (pst != FACET_OK) return pst;
+    }
     if (src < 0 || src >= s->n_seq_max || dst < 0 || dst >= s->n_seq_max || src == dst)
         return facet_err(err, FACET_E_INVALID_ARGUMENT,
                          "cannot copy sequence %d into sequence %d (two distinct ids in [0, "

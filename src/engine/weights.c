@@ -629,6 +629,12 @@ static void *slot_ptr(facet_weights *w, facet_layer_weights *L, facet_troot root
     return (char *)(root == FACET_TR_LAYER ? (void *)L : (void *)w) + slot_field[s];
 }
 
+/* 1 when row r (of layer `layer`) belongs to another pipeline stage (wload's range). */
+static int skip_row(const wload *ld, const facet_tensor_row *r, int64_t layer) {
+    if (r->root == FACET_TR_LAYER) return layer < ld->layer_first || layer >= ld->layer_end;
+    return ld->stage_inner;
+}
+
 /* Load row `r` (of layer `layer` for LAYER rows, L its weights) when the facts call for
  * it, counting its bytes into w->bytes. */
 static facet_status load_row(wload *ld, const facet_facts *f, facet_weights *w,
@@ -636,6 +642,7 @@ static facet_status load_row(wload *ld, const facet_facts *f, facet_weights *w,
                              int64_t layer, facet_error *err) {
     if (!r->when || !r->when(f)) return FACET_OK;
     if (r->root == FACET_TR_LAYER && !facet_tensor_in_layer(r, f, layer)) return FACET_OK;
+    if (!ld->check_only && skip_row(ld, r, layer)) return FACET_OK; /* another stage's */
     char name[256];
     facet_tensor_find(ld->ck, r, prefix, layer, name, sizeof name);
     int full = L ? L->qk_norm_full : 0;

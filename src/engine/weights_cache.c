@@ -225,6 +225,11 @@ facet_status facet_weights_load(facet_model *m, const char *dir, const st_checkp
     ld.ck = ck;
     ld.format = format;
     ld.native = m->weights == FACET_WEIGHTS_GGUF;
+    ld.layer_first = m->layer_first;
+    ld.layer_end = m->layer_end;
+    ld.stage_inner = m->stage_inner;
+    int partial = m->layer_first > 0 || m->layer_end < m->facts.num_hidden_layers ||
+                  m->stage_inner;
     ld.progress = opts ? opts->progress : NULL;
     ld.user = opts ? opts->progress_user : NULL;
     for (size_t i = 0; i < ck->n_tensors; i++) ld.total += ck->by_name[i]->end - ck->by_name[i]->begin;
@@ -233,6 +238,11 @@ facet_status facet_weights_load(facet_model *m, const char *dir, const st_checkp
     wcache_key key;
     facet_error ke = {0};
     int use_cache = !cache_disabled(opts);
+    if (use_cache && partial) { /* the cache holds whole models */
+        append(note, sizeof note, "weight cache: off (a pipeline stage loads layers %d..%d only)",
+               m->layer_first, m->layer_end - 1);
+        use_cache = 0;
+    }
     if (use_cache && ld.native) { /* the cache holds one format; native weights are mixed */
         append(note, sizeof note, "weight cache: off (gguf weights keep each matrix's type)");
         use_cache = 0;

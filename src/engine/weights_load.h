@@ -28,6 +28,8 @@ typedef struct wload {
     const wcache_file *cache;      /* take tensors from here (m->w.cache)               */
     size_t next;                   /* next cache entry                                  */
     int check_only;                /* find and shape-check tensors, read no data        */
+    int64_t layer_first, layer_end; /* load only these layers (a pipeline stage)        */
+    int stage_inner;               /* and no embeddings, final norm or lm_head         */
     int recording;                 /* note converted tensors in rec                     */
     wload_rec *rec;                /* [n_rec], malloc'd                                 */
     size_t n_rec, cap_rec;

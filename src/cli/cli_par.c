@@ -1,0 +1,106 @@
+/*
+ * cli_par.c — the CLI's side of a parallel job (cli_par.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/cli_par.h"
+#include "engine/session_par.h"
+#include "model/plan.h"
+#include "model/split.h"
+#include "parallel/par.h"
+#include "util/error.h"
+
+int cli_par_join(const facet_facts *f, int pp, int tp, int n_ctx, facet_weight_format w,
+                 facet_kv_type kv, facet_load_options *lo) {
+    if (pp * tp == 1) return 0;
+    facet_error err = {0};
+    /* the facts first: a refused split says so before MPI or any weight */
+    if (facet_split_check(f, pp, tp, &err) != FACET_OK) return cli_fail(&err);
+    if (tp > 1) {
+        fprintf(stderr, "facet: --tensor-parallel %d: tensor parallelism is not implemented yet "
+                        "(issue 21); --pipeline-parallel runs\n", tp);
+        return 1;
+    }
+    facet_plan *plan = malloc(sizeof *plan);
+    facet_split *split = malloc(sizeof *split);
+    facet_plan_opts po = {.ctx = n_ctx, .batch = 1, .weights = facet_plan_weights(w),
+                          .mem_available = 1, .kv_cache = kv};
+    int rc = 0;
+    if (!plan || !split) {
+        fprintf(stderr, "facet: out of memory for the pipeline split\n");
+        rc = 1;
+    } else if (facet_plan_make(f, &po, plan, &err) != FACET_OK ||
+               facet_split_make(f, plan, pp, tp, split, &err) != FACET_OK ||
+               facet_par_start(pp, tp, &err) != FACET_OK) {
+        rc = cli_fail(&err);
+    } else {
+        int s = facet_par_stage();
+        lo->layer_first = split->first[s];
+        lo->layer_end = split->first[s + 1];
+        lo->stage_inner = s > 0;
+        if (facet_par_rank() == 0) {
+            fprintf(stderr, "facet: pipeline of %d stages over MPI:", pp);
+            for (int i = 0; i < pp; i++)
+                fprintf(stderr, "%s layers %d-%d (%.1f MiB)", i ? " |" : "", split->first[i],
+                        split->first[i + 1] - 1,
+                        (double)(split->weight_bytes[i] + split->kv_bytes[i]) / 1048576.0);
+            fputc('\n', stderr);
+        }
+    }
+    free(plan);
+    free(split);
+    return rc;
+}
+
+int cli_par_follower(void) { return facet_par_active() && facet_par_rank() != 0; }
+
+int cli_par_ready(int ok, const char *msg) {
+    char first[512];
+    int failed = facet_par_agree(ok, msg, first, sizeof first);
+    if (!failed) return 0;
+    /* rank 0 printed its own failure; another rank's is printed here */
+    if (facet_par_rank() == 0 && strncmp(first, "rank 0:", 7) != 0)
+        fprintf(stderr, "facet: %s\n", first);
+    return 1;
+}
+
+int cli_par_follow(const char *model, const facet_load_options *lo,
+                   const facet_session_options *so) {
+    facet_error err = {0};
+    facet_model *m = NULL;
+    facet_session *s = NULL;
+    facet_status st = facet_model_load(model, lo, &m, &err);
+    if (st == FACET_OK) st = facet_session_create(m, so, &s, &err);
+    if (cli_par_ready(st == FACET_OK, err.message)) {
+        facet_session_free(s);
+        facet_model_free(m);
+        facet_par_stop();
+        return 1;
+    }
+    st = facet_session_follow(s, &err);
+    if (st != FACET_OK) { /* rank 0 waits on this rank: end the job, say why */
+        fprintf(stderr, "facet: rank %d (stage %d): %s\n", facet_par_rank(), facet_par_stage(),
+                err.message);
+        facet_par_abort(1);
+    }
+    facet_session_free(s);
+    facet_model_free(m);
+    facet_par_stop();
+    return 0;
+}
+
+int cli_par_end(int rc, int agreed) {
+    if (!facet_par_active()) return rc;
+    if (!agreed) {
+        cli_par_ready(0, "rank 0 stopped before its model was ready");
+    } else if (rc != 0) {
+        /* the other ranks may wait on a message that never comes */
+        fprintf(stderr, "facet: ending the parallel job (rank 0 failed)\n");
+        facet_par_abort(rc);
+    }
+    facet_par_stop();
+    return rc;
+}

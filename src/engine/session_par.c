@@ -1,0 +1,108 @@
+/*
+ * session_par.c — rank 0's commands and the other ranks' loop (session_par.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/session_par.h"
+#include "parallel/par.h"
+#include "util/error.h"
+
+static facet_status send_cmd(int32_t op, int32_t n, int32_t a, int32_t b, int32_t c,
+                             facet_error *err) {
+    int32_t h[5] = {op, n, a, b, c};
+    return facet_par_bcast(h, sizeof h, err);
+}
+
+facet_status facet_session_par_forward(facet_session *s, const facet_batch *b, int hidden,
+                                       facet_error *err) {
+    (void)s, (void)hidden;
+    int n = b->n_tokens;
+    facet_status st = send_cmd(FACET_PAR_FORWARD, n, b->want_logits != NULL, 0, 0, err);
+    if (st == FACET_OK && n > 0)
+        st = facet_par_bcast((void *)b->tokens, sizeof(int32_t) * (size_t)n, err);
+    if (st == FACET_OK && n > 0)
+        st = facet_par_bcast((void *)b->seq_ids, sizeof(int32_t) * (size_t)n, err);
+    if (st == FACET_OK && n > 0 && b->want_logits)
+        st = facet_par_bcast((void *)b->want_logits, (size_t)n, err);
+    return st;
+}
+
+facet_status facet_session_par_op(facet_session *s, int op, int a, int b, int c,
+                                  facet_error *err) {
+    (void)s;
+    return send_cmd(op, 0, a, b, c, err);
+}
+
+void facet_session_par_end(facet_session *s) {
+    (void)s;
+    facet_error err = {0};
+    send_cmd(FACET_PAR_STOP, 0, 0, 0, 0, &err); /* a lost rank: nothing left to tell */
+}
+
+facet_status facet_session_follow(facet_session *s, facet_error *err) {
+    int32_t *tokens = NULL, *seqs = NULL;
+    uint8_t *want = NULL;
+    int cap = 0;
+    facet_status st = FACET_OK;
+    for (;;) {
+        int32_t h[5];
+        if ((st = facet_par_bcast(h, sizeof h, err)) != FACET_OK) break;
+        if (h[0] == FACET_PAR_STOP) break;
+        facet_error cmd_err = {0};
+        facet_status cst = FACET_OK;
+        switch (h[0]) {
+        case FACET_PAR_FORWARD: {
+            int n = h[1];
+            if (n > cap) {
+                free(tokens);
+                free(seqs);
+                free(want);
+                tokens = malloc(sizeof(int32_t) * (size_t)n);
+                seqs = malloc(sizeof(int32_t) * (size_t)n);
+                want = malloc((size_t)n);
+                cap = tokens && seqs && want ? n : 0;
+                if (!cap) {
+                    st = facet_err(err, FACET_E_NOMEM, "rank %d: a batch of %d entries",
+                                   facet_par_rank(), n);
+                    goto out;
+                }
+            }
+            if (n > 0 && ((st = facet_par_bcast(tokens, sizeof(int32_t) * (size_t)n, err)) ||
+                          (st = facet_par_bcast(seqs, sizeof(int32_t) * (size_t)n, err)) ||
+                          (h[2] && (st = facet_par_bcast(want, (size_t)n, err)))))
+                goto out;
+            facet_batch b = {n, tokens, seqs, h[2] ? want : NULL};
+            cst = facet_forward(s, &b, NULL, &cmd_err);
+            /* refused before anything moved (rank 0 refuses it alike) is rank 0's to
+             * report; a failure after (a message lost, memory) ends the job */
+            if (cst == FACET_E_IO || cst == FACET_E_NOMEM) {
+                *err = cmd_err;
+                st = cst;
+                goto out;
+            }
+            break;
+        }
+        case FACET_PAR_RESET: cst = facet_seq_reset(s, h[2], &cmd_err); break;
+        case FACET_PAR_RELEASE: cst = facet_seq_release(s, h[2], &cmd_err); break;
+        case FACET_PAR_TRUNCATE: cst = facet_seq_truncate(s, h[2], h[3], &cmd_err); break;
+        case FACET_PAR_COPY:
+            cst = facet_seq_copy(s, h[2], h[3], h[4], &cmd_err);
+            if (cst == FACET_E_NOMEM) {
+                *err = cmd_err;
+                st = cst;
+                goto out;
+            }
+            break;
+        default:
+            st = facet_err(err, FACET_E_IO, "rank %d: unknown command %d from rank 0",
+                           facet_par_rank(), h[0]);
+            goto out;
+        }
+    }
+out:
+    free(tokens);
+    free(seqs);
+    free(want);
+    return st;
+}

@@ -1,0 +1,48 @@
+/*
+ * session_par.h — a session spread over the ranks of a parallel job (src/parallel,
+ * issue 21). Every rank creates the same session (the same options) over its share of
+ * the model; rank 0 is the caller's: each call that changes the sequences (a forward
+ * batch, reset, release, truncate, copy) is first broadcast to the other ranks as a
+ * command, and every rank applies it in the same order, so the sequences' lengths (the
+ * positions) agree everywhere. The other ranks run facet_session_follow until rank 0's
+ * session is freed (a STOP command).
+ *
+ * Command: five int32 (op, n, a, b, c), then for FORWARD n tokens, n sequence ids and,
+ * when a = 1, n want-logits bytes.
+ */
+#ifndef FACET_ENGINE_SESSION_PAR_H
+#define FACET_ENGINE_SESSION_PAR_H
+
+#include "engine/model_internal.h"
+
+enum {
+    FACET_PAR_STOP = 0,
+    FACET_PAR_FORWARD = 1,
+    FACET_PAR_RESET = 2,
+    FACET_PAR_RELEASE = 3,
+    FACET_PAR_TRUNCATE = 4,
+    FACET_PAR_COPY = 5,
+};
+
+/* Rank 0: broadcast batch b (hidden: facet_forward_hidden's call; only rank 0 makes the
+ * output). Errors: FACET_E_IO (a rank lost). */
+facet_status facet_session_par_forward(facet_session *s, const facet_batch *b, int hidden,
+                                       facet_error *err);
+
+/* Rank 0: broadcast a sequence command (op RESET, RELEASE: a = seq; TRUNCATE: a = seq,
+ * b = n_keep; COPY: a = src, b = dst, c = n). Errors: FACET_E_IO. */
+facet_status facet_session_par_op(facet_session *s, int op, int a, int b, int c,
+                                  facet_error *err);
+
+/* Rank 0: tell the other ranks the session ends (from facet_session_free). */
+void facet_session_par_end(facet_session *s);
+
+/*
+ * Ranks other than 0: apply rank 0's commands to s until STOP. A command's own error
+ * (a batch rank 0 refused the same way) is not the job's; a lost message is.
+ * Errors: FACET_E_IO (rank 0 or a peer lost), FACET_E_NOMEM (this rank could not follow:
+ * the job cannot go on).
+ */
+facet_status facet_session_follow(facet_session *s, facet_error *err);
+
+#endif

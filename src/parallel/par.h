@@ -1,0 +1,66 @@
+/*
+ * par.h — the process group of a parallel run (issue 21): P pipeline stages x T tensor
+ * ranks over MPI, started by `mpirun -np P*T facet ...`. World rank r is stage r / T,
+ * tensor rank r % T. Rank 0 owns the tokenizer, the sampler and the output; it drives
+ * every other rank with commands broadcast over the world (session.c) and the hidden
+ * states pass stage to stage with point-to-point messages (forward.c).
+ *
+ * Built without MPI (CMake FACET_MPI=OFF, or no MPI found) every function here compiles
+ * to the single-process answer: facet_par_start refuses P x T > 1 with a message, the
+ * rest are never reached. A process that never calls facet_par_start runs alone.
+ *
+ * Errors: every MPI call runs under MPI_ERRORS_RETURN and a failed one (a rank that
+ * died, a message lost) becomes FACET_E_IO naming the call, the peer and MPI's text;
+ * the caller ends the job with facet_par_abort so no rank waits forever.
+ * Threads: only the thread that called facet_par_start calls these (MPI_THREAD_FUNNELED).
+ */
+#ifndef FACET_PARALLEL_PAR_H
+#define FACET_PARALLEL_PAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "facet.h"
+
+/* 1 when this build has the MPI path. */
+int facet_par_compiled(void);
+
+/* Join the job as one of pp x tp ranks (pp, tp >= 1, product > 1): MPI_Init_thread, the
+ * world's size checked against pp * tp, errors set to return. Errors:
+ * FACET_E_UNSUPPORTED (built without MPI), FACET_E_INVALID_ARGUMENT (not started by
+ * mpirun with pp * tp processes; the message says the command that would work). */
+facet_status facet_par_start(int pp, int tp, facet_error *err);
+
+/* 1 between facet_par_start and facet_par_stop. */
+int facet_par_active(void);
+int facet_par_rank(void);      /* world rank; 0 when inactive                       */
+int facet_par_size(void);      /* world size; 1 when inactive                       */
+int facet_par_pp(void);        /* stages (1 when inactive)                          */
+int facet_par_tp(void);        /* tensor ranks per stage (1 when inactive)          */
+int facet_par_stage(void);     /* this rank's stage                                 */
+int facet_par_tp_rank(void);   /* this rank's place in its stage                    */
+
+/* MPI_Finalize (nothing when inactive). */
+void facet_par_stop(void);
+/* End every rank of the job now (MPI_Abort), exit status `code`. */
+void facet_par_abort(int code);
+
+/* Point-to-point, blocking: `bytes` bytes to / from world rank `peer`. */
+facet_status facet_par_send(const void *buf, size_t bytes, int peer, facet_error *err);
+facet_status facet_par_recv(void *buf, size_t bytes, int peer, facet_error *err);
+/* Rank 0's `bytes` bytes at buf to every rank (a collective: every rank calls it). */
+facet_status facet_par_bcast(void *buf, size_t bytes, facet_error *err);
+/* Sum n floats over the tp ranks of this rank's stage, in place (every rank of the stage
+ * calls it). */
+facet_status facet_par_allreduce_f32(float *buf, size_t n, facet_error *err);
+
+/* Every rank says whether it is ready (ok) or why not (msg); returns the number of
+ * ranks that failed and, on every rank, the first failing rank's message (with its rank)
+ * in first (cap bytes). A collective. */
+int facet_par_agree(int ok, const char *msg, char *first, size_t cap);
+
+/* Seconds spent inside MPI calls and bytes sent by this rank since facet_par_start
+ * (the bench's per-token communication time). */
+void facet_par_stats(double *comm_s, uint64_t *bytes_sent);
+
+#endif
