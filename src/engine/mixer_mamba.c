@@ -31,9 +31,9 @@ static int mamba_takes(const facet_facts *f, int l) {
     return l >= 0 && l < FACET_MAX_LAYERS && f->layer_ssm[l] == 1;
 }
 
-/* Mamba and Mamba-2 layers: no FFN */
+/* Mamba and Mamba-2 layers: no FFN (a hybrid's recurrent layers keep theirs: ssm_ffn) */
 static int ssm_takes(const facet_facts *f, int l) {
-    return l >= 0 && l < FACET_MAX_LAYERS && f->layer_ssm[l];
+    return l >= 0 && l < FACET_MAX_LAYERS && f->layer_ssm[l] && !f->ssm_ffn;
 }
 
 size_t facet_mamba_state_floats(const facet_facts *f) {

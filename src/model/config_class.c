@@ -134,6 +134,14 @@ static const facet_config_class classes[] = {
      .moe = 1, .experts_key = "num_local_experts", .num_experts = 8, .num_experts_per_tok = 2,
      .router = FACET_ROUTER_TOPK_SOFTMAX, .norm_topk_prob = 1,
      .shared_key = "shared_intermediate_size", .shared_default = 0},
+    /* GraniteMoeHybridConfig (Granite 4.0-H): GraniteMoeShared's blocks with a Mamba-2
+     * mixer (BambaMixer) on the layer_types' "mamba" layers; the shared MLP default 1024 */
+    {.model_type = "granitemoehybrid", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
+     .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1, .reads_multipliers = 1,
+     .moe = 1, .experts_key = "num_local_experts", .num_experts = 8, .num_experts_per_tok = 2,
+     .router = FACET_ROUTER_TOPK_SOFTMAX, .norm_topk_prob = 1,
+     .shared_key = "shared_intermediate_size", .shared_default = 1024, .hybrid = 1},
     /* GptOssConfig: every layer sparse; window 128 on the layer_types' sliding layers */
     {.model_type = "gpt_oss", .max_position_embeddings = 131072, .tie_word_embeddings = 0, .head_dim = 64, .rope_theta = 150000.0,
      .rms_norm_eps = 1e-5, .act_key = "hidden_act", .act_default = "silu",

@@ -83,6 +83,9 @@ typedef struct facet_config_class {
     /* state-space mixers (issue 26): 1 = MambaConfig's keys, every layer a Mamba mixer
      * without attention or FFN */
     int mamba;                    /* 1: MambaConfig, 2: Mamba2Config                    */
+    int hybrid;                   /* 1: GraniteMoeHybridConfig: Mamba-2 layers (mamba_*
+                                     keys) and attention layers by layer_types, each with
+                                     the FFN block; position_embedding_type              */
     /* classic decoders (issue 28) */
     const char *norm_eps_key;     /* the norms' eps key when not rms_norm_eps
                                      ("layer_norm_eps"), else NULL                    */

@@ -595,10 +595,12 @@ static facet_status read_moe(reader *r, const facet_config_class *cls) {
     f->num_experts = cls->num_experts;
     f->num_experts_per_tok = cls->num_experts_per_tok;
     /* Qwen-MoE: num_experts 0 makes every layer dense (its modeling code's test) */
-    TRY(get_int(r, cls->experts_key, 0, cls->reads_sparse_step ? 0 : 1, MAX_EXPERTS,
-                &f->num_experts, NULL));
-    TRY(get_int(r, "num_experts_per_tok", 0, 1, MAX_EXPERTS_PER_TOK, &f->num_experts_per_tok,
+    /* Qwen-MoE and Granite 4.0-H: num_experts 0 makes every layer dense */
+    int may_be_dense = cls->reads_sparse_step || cls->hybrid;
+    TRY(get_int(r, cls->experts_key, 0, may_be_dense ? 0 : 1, MAX_EXPERTS, &f->num_experts,
                 NULL));
+    TRY(get_int(r, "num_experts_per_tok", 0, cls->hybrid && !f->num_experts ? 0 : 1,
+                MAX_EXPERTS_PER_TOK, &f->num_experts_per_tok, NULL));
     if (cls->moe_biases) { /* GptOssConfig also writes experts_per_token: one fact */
         json_t *a = json_object_get(r->obj, "num_experts_per_tok"), *b = take(r, "experts_per_token");
         if (a && b && !json_is_null(b) && !same_value(a, b, 0))
@@ -626,6 +628,14 @@ static facet_status read_moe(reader *r, const facet_config_class *cls) {
         TRY(get_int(r, cls->shared_key, 0, 0, MAX_INTERMEDIATE,
                     &f->shared_expert_intermediate_size, NULL));
     f->shared_expert_gate = cls->shared_gate && f->shared_expert_intermediate_size > 0;
+    if (cls->hybrid && !f->num_experts) { /* Granite 4.0-H dense (h-1b, h-350m): the shared
+                                           * MLP alone is each layer's dense FFN */
+        f->intermediate_size = f->shared_expert_intermediate_size;
+        f->shared_expert_intermediate_size = 0;
+        if (f->intermediate_size < 1)
+            return bad(r, cls->shared_key, json_object_get(r->obj, cls->shared_key),
+                       "a positive integer (with num_local_experts 0 the shared MLP is the FFN)");
+    }
 
     /* which layers route: Qwen-MoE's rule, (i + 1) % decoder_sparse_step == 0 and i not
      * in mlp_only_layers; every layer elsewhere */
@@ -780,7 +790,7 @@ static facet_status read_window(reader *r, const facet_config_class *cls) {
 
     /* layer_types: "full_attention" | "sliding_attention"; anything else is kept for
      * the table (a chunked or linear-attention layer changes the math). */
-    json_t *types = take(r, "layer_types");
+    json_t *types = cls->hybrid ? NULL : take(r, "layer_types"); /* hybrids: mixers */
     int have_types = 0;
     uint8_t typed[FACET_MAX_LAYERS] = {0};
     if (types && !json_is_null(types)) {
@@ -1154,6 +1164,84 @@ static facet_status read_mamba(reader *r, const facet_config_class *cls) {
     return FACET_OK;
 }
 
+/* GraniteMoeHybridConfig (transformers models/granitemoehybrid/
+ * configuration_granitemoehybrid.py): layer_types ("mamba" / "attention"; absent or null:
+ * every layer "mamba") picks each layer's mixer, a Mamba-2 mixer (BambaMixer: mamba_*
+ * keys, d_inner = mamba_expand * hidden_size, its gated norm's eps rms_norm_eps, dt never
+ * clamped) or GraniteMoeShared's attention; every layer keeps its norm and FFN block.
+ * position_embedding_type "rope" rotates the attention layers; null or "nope" does not. */
+static facet_status read_hybrid(reader *r, const facet_config_class *cls) {
+    facet_facts *f = r->f;
+    (void)cls;
+    int64_t L = f->num_hidden_layers;
+    f->ssm_version = 2;
+    f->ssm_ffn = 1;
+    f->ssm_heads = 128, f->ssm_groups = 1, f->ssm_state_size = 256;
+    f->ssm_conv_kernel = 4, f->ssm_expand = 2;
+    TRY(get_int(r, "mamba_n_heads", 0, 1, 1 << 20, &f->ssm_heads, NULL));
+    TRY(get_int(r, "mamba_n_groups", 0, 1, 1 << 20, &f->ssm_groups, NULL));
+    TRY(get_int(r, "mamba_d_state", 0, 1, 1 << 16, &f->ssm_state_size, NULL));
+    TRY(get_int(r, "mamba_d_conv", 0, 1, 1 << 10, &f->ssm_conv_kernel, NULL));
+    TRY(get_int(r, "mamba_expand", 0, 1, 1 << 10, &f->ssm_expand, NULL));
+    f->ssm_inner = f->ssm_expand * f->hidden_size;
+    if (f->ssm_inner % f->ssm_heads)
+        return bad(r, "mamba_n_heads", json_object_get(r->obj, "mamba_n_heads"),
+                   "a divisor of mamba_expand * hidden_size");
+    f->ssm_head_dim = f->ssm_inner / f->ssm_heads;
+    json_t *hd = take(r, "mamba_d_head");
+    if (hd && !json_is_null(hd) && !(json_is_string(hd) && !strcmp(json_string_value(hd), "auto")) &&
+        !(json_is_integer(hd) && json_integer_value(hd) == f->ssm_head_dim))
+        return bad(r, "mamba_d_head", hd,
+                   "\"auto\" or mamba_expand * hidden_size / mamba_n_heads");
+    if (f->ssm_heads % f->ssm_groups)
+        return bad(r, "mamba_n_groups", json_object_get(r->obj, "mamba_n_groups"),
+                   "a divisor of mamba_n_heads");
+    int64_t chunk = 256;
+    TRY(get_int(r, "mamba_chunk_size", 0, 1, 1 << 20, &chunk, NULL)); /* a kernel choice */
+    f->ssm_conv_bias = 1, f->ssm_proj_bias = 0;
+    TRY(get_bool(r, "mamba_conv_bias", &f->ssm_conv_bias));
+    TRY(get_bool(r, "mamba_proj_bias", &f->ssm_proj_bias));
+    /* keys Granite 4.0 checkpoints carry that the class never reads: the mixer fixes
+     * time_step_limit to (0, inf) and always uses RMSNorm; init_method is training's */
+    static const char *const unread[] = {"time_step_limit", "normalization_function",
+                                         "init_method", NULL};
+    for (int i = 0; unread[i]; i++) take(r, unread[i]);
+
+    char pe[16] = "";
+    int present = 0;
+    json_t *pv = json_object_get(r->obj, "position_embedding_type");
+    if (pv && json_is_string(pv) && json_string_length(pv) >= sizeof pe)
+        return bad(r, "position_embedding_type", pv, "null, \"nope\" or \"rope\"");
+    TRY(get_str(r, "position_embedding_type", pe, sizeof pe, &present));
+    if (present && strcmp(pe, "rope") && strcmp(pe, "nope"))
+        return bad(r, "position_embedding_type", pv, "null, \"nope\" or \"rope\"");
+    f->no_rope = strcmp(pe, "rope") != 0;
+
+    memset(f->layer_ssm, 0, sizeof f->layer_ssm);
+    f->n_ssm_layers = 0;
+    json_t *lt = take(r, "layer_types");
+    char expected[112];
+    snprintf(expected, sizeof expected,
+             "an array of num_hidden_layers (%lld) entries \"mamba\" or \"attention\"",
+             (long long)L);
+    if (lt && !json_is_null(lt)) {
+        if (!json_is_array(lt) || (int64_t)json_array_size(lt) != L)
+            return bad(r, "layer_types", lt, expected);
+        size_t i;
+        json_t *v;
+        json_array_foreach(lt, i, v) {
+            const char *t = json_is_string(v) ? json_string_value(v) : "";
+            if (strcmp(t, "mamba") && strcmp(t, "attention"))
+                return bad(r, "layer_types", lt, expected);
+            f->layer_ssm[i] = !strcmp(t, "mamba") ? 2 : 0;
+        }
+    } else {
+        for (int64_t i = 0; i < L; i++) f->layer_ssm[i] = 2;
+    }
+    for (int64_t i = 0; i < L; i++) f->n_ssm_layers += f->layer_ssm[i] != 0;
+    return FACET_OK;
+}
+
 facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what,
                                    facet_facts *f, facet_error *err) {
     memset(f, 0, sizeof *f);
@@ -1201,6 +1289,7 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
         TRY(read_shape(&r, cls));
         TRY(read_block(&r, cls));
         if (cls->falcon_attention) TRY(read_falcon(&r));
+        if (cls->hybrid) TRY(read_hybrid(&r, cls));
     }
     TRY(read_rope(&r, cls));
     TRY(read_window(&r, cls));

@@ -248,6 +248,9 @@ typedef struct facet_facts {
     int64_t ssm_heads;             /* num_heads                                         */
     int64_t ssm_head_dim;          /* head_dim                                          */
     int64_t ssm_groups;            /* n_groups                                          */
+    int ssm_ffn;                   /* 1: a recurrent layer also has the FFN block and its
+                                      norm (hybrids: Granite 4's Mamba-2 layers); 0: a
+                                      Mamba block is x + mixer(RMSNorm(x)) alone          */
     int n_ssm_layers;              /* count of layer_ssm[i] != 0                         */
     uint8_t layer_ssm[FACET_MAX_LAYERS]; /* per layer: ssm_version (a Mamba / Mamba-2
                                       mixer and no FFN), 0 otherwise                    */

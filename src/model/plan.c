@@ -121,7 +121,9 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
     uint64_t nh = u(f->num_attention_heads), nkv = u(f->num_key_value_heads), hd = u(f->head_dim);
     uint64_t M = (uint64_t)f->n_ssm_layers; /* Mamba layers: no attention, no FFN */
     uint64_t L = u(f->num_hidden_layers) - M, S = (uint64_t)f->n_sparse_layers;
-    uint64_t D = L > S ? L - S : 0;
+    /* layers with the norm + FFN blocks: the attention ones, and a hybrid's recurrent ones */
+    uint64_t LF = f->ssm_ffn ? u(f->num_hidden_layers) : L;
+    uint64_t D = LF > S ? LF - S : 0;
     uint64_t q = sat_mul(nh, hd), kv = sat_mul(nkv, hd);
     int untied = f->probed ? f->has_lm_head : !f->tie_word_embeddings;
 
@@ -156,7 +158,7 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
         }
     }
     /* vectors per layer: norms, biases, q/k norms (one head_dim each, per head) */
-    add_vec(w, H, sat_mul(L, (uint64_t)(2 * (f->pre_norms ? 1 : 0) + 2 * (f->post_norms ? 1 : 0))));
+    add_vec(w, H, sat_mul(LF, (uint64_t)(2 * (f->pre_norms ? 1 : 0) + 2 * (f->post_norms ? 1 : 0))));
     if (f->qkv_bias) add_vec(w, sat_add(q, sat_mul(kv, 2)), L);
     if (f->o_bias) add_vec(w, H, L);
     if (f->mlp_bias) add_vec(w, sat_add(sat_mul(I, 2), H), D);
@@ -168,7 +170,7 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
         uint64_t NH = u(f->ssm_heads), CD = sat_add(DI, sat_mul(2 * u(f->ssm_groups), N));
         add_mat(w, sat_add(sat_add(DI, CD), NH), H, M, M);
         add_mat(w, H, DI, M, M);
-        add_vec(w, sat_add(H, DI), M);
+        add_vec(w, sat_add(f->ssm_ffn ? 0 : H, DI), M); /* a hybrid's norm: counted above */
         add_vec(w, sat_add(sat_mul(CD, K + (f->ssm_conv_bias ? 1 : 0)), sat_mul(NH, 3)), M);
     } else if (M) { /* Mamba layers: in/x/dt/out projections; norm, conv, dt bias, A_log, D */
         uint64_t DI = u(f->ssm_inner), N = u(f->ssm_state_size), K = u(f->ssm_conv_kernel);
@@ -282,7 +284,7 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
         snprintf(kern, sizeof kern, "mixer %s (%.40s), ffn %s (%.47s)", mk ? mk->name : "none",
                  ssm ? "conv1d + selective scan, f32"
                      : be->ops->attention_kernel(be, p->kv_type, (int)f->head_dim),
-                 fk ? fk->name : "none", ssm ? "-" : p->matmul_path);
+                 fk ? fk->name : "none", ssm && !f->ssm_ffn ? "-" : p->matmul_path);
         facet_plan_group *g = p->n_groups ? &p->groups[p->n_groups - 1] : NULL;
         if (g && g->sliding == s && g->last == l - 1 && !strcmp(g->kernels, kern)) {
             g->last = (int)l;
@@ -407,7 +409,9 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
         snprintf(out->kv_layout, sizeof out->kv_layout,
                  "per sequence, layer and KV head (%lld, head_dim %lld): %s keys "
                  "[position/16][head_dim][16] and values [position][head_dim], grown on "
-                 "demand up to ctx", (long long)f->num_key_value_heads, (long long)f->head_dim, kvn);
+                 "demand up to ctx%s", (long long)f->num_key_value_heads, (long long)f->head_dim,
+                 kvn, f->n_ssm_layers ? "; on the attention layers only (the recurrent layers "
+                                        "keep a fixed state instead)" : "");
 
     out->ctx = ctx;
     out->batch = batch;

@@ -39,11 +39,16 @@ static facet_status layer_fact(const st_checkpoint *ck, const facet_facts *f, co
     return FACET_OK;
 }
 
-/* The shape of row `r` (layer 0), when present, against the table's shape for facts f. */
+/* The shape of row `r` (in the first layer that holds it: a hybrid's layer 0 may be
+ * recurrent), when present, against the table's shape for facts f. */
 static facet_status expect_shape(const st_checkpoint *ck, const facet_facts *f, const char *prefix,
                                  const facet_tensor_row *r, facet_error *err) {
     char name[NAME_CAP];
-    const st_tensor *t = facet_tensor_find(ck, r, prefix, 0, name, sizeof name);
+    int64_t l0 = 0;
+    while (r->root == FACET_TR_LAYER && l0 + 1 < f->num_hidden_layers &&
+           !facet_tensor_in_layer(r, f, l0))
+        l0++;
+    const st_tensor *t = facet_tensor_find(ck, r, prefix, l0, name, sizeof name);
     if (!t) return FACET_OK;
     int64_t rows = facet_tdim_value(r->dims[0], f, 0), cols = facet_tdim_value(r->dims[1], f, 0);
     if (t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols) return FACET_OK;

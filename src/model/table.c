@@ -147,6 +147,9 @@ const facet_profile facet_profiles[] = {
      "Mamba (selective state space: conv1d + scan, no attention)", &cpu_dense, &cuda_dense},
     {"mamba2", {"Mamba2ForCausalLM"},
      "Mamba-2 (multi-head SSD, grouped B/C, per-group gated RMSNorm)", &cpu_dense, &cuda_dense},
+    {"granitemoehybrid", {"GraniteMoeHybridForCausalLM"},
+     "Granite 4.0-H (Mamba-2 and attention layers by layer_types, MoE + shared MLP on "
+     "each, Granite's multipliers)", &cpu_dense, &cuda_dense},
     {"gpt_neox", {"GPTNeoXForCausalLM"},
      "GPT-NeoX, Pythia, RedPajama-INCITE (LayerNorm, ungated gelu MLP, parallel residual, "
      "partial rotary, per-head fused query_key_value)", &cpu_dense, &cuda_dense},

@@ -57,6 +57,8 @@ static int granite_shared(const facet_facts *f) {
 }
 
 static int conv_bias(const facet_facts *f) { return f->ssm_conv_bias; }
+/* MambaBlock's own norm; a hybrid's recurrent layer has input_layernorm instead */
+static int ssm_block_norm(const facet_facts *f) { return !f->ssm_ffn; }
 static int mamba1(const facet_facts *f) { return f->ssm_version == 1; }
 static int mamba2(const facet_facts *f) { return f->ssm_version == 2; }
 
@@ -86,10 +88,10 @@ static int mamba2(const facet_facts *f) { return f->ssm_version == 2; }
      .scope = FACET_SCOPE_SPARSE, .experts3d = 1}
 #define EF FACET_TD_EFFN
 
-/* a Mamba layer's row (MambaBlock: norm, mixer.*) */
+/* a Mamba layer's row (MambaBlock: norm, mixer.*; a Granite 4 hybrid's mamba.*) */
 #define SSM(name_, d0, d1, matrix_, slot_, when_)                                           \
-    {.root = L, .name = name_, .dims = {d0, d1}, .matrix = matrix_, .slot = slot_,          \
-     .fused = -1, .when = when_, .scope = FACET_SCOPE_SSM}
+    {.root = L, .name = "mixer." name_, .alt = "mamba." name_, .dims = {d0, d1},            \
+     .matrix = matrix_, .slot = slot_, .fused = -1, .when = when_, .scope = FACET_SCOPE_SSM}
 #define SI FACET_TD_SSM_INNER
 
 const facet_tensor_row facet_tensor_rows[] = {
@@ -177,7 +179,9 @@ const facet_tensor_row facet_tensor_rows[] = {
     VEC(L, "post_feedforward_layernorm.weight", "post_ffw_norm.weight", H,
         FACET_TS_POST_FEEDFORWARD_LAYERNORM, post_norms),
     /* Phi-3: rows are gate, then up */
-    DENSE(.root = L, .name = "mlp.gate_up_proj.weight", .gguf = "ffn_up.weight",
+    /* Granite 4.0-H without experts: shared_mlp.input_linear (gate, then up) */
+    DENSE(.root = L, .name = "mlp.gate_up_proj.weight", .alt = "shared_mlp.input_linear.weight",
+          .gguf = "ffn_up.weight",
           .dims = {FACET_TD_FFN2, H}, .matrix = 1, .slot = FACET_TS_FUSED,
           .fused = FACET_TF_GATE_UP_PROJ, .n_split = 2,
           .split = {FACET_TS_GATE_PROJ, FACET_TS_UP_PROJ}, .when = fused_gate_up),
@@ -192,6 +196,7 @@ const facet_tensor_row facet_tensor_rows[] = {
           .when = up_rows),
     DENSE(.root = L, .name = "mlp.down_proj.weight", .alt = "mlp.dense_4h_to_h.weight",
           .alt2 = "mlp.fc2.weight", .alt3 = "mlp.c_proj.weight",
+          .alt4 = "shared_mlp.output_linear.weight" /* Granite 4.0-H dense */,
           .gguf = "ffn_down.weight",
           .dims = {H, FACET_TD_FFN}, .matrix = 1, .slot = FACET_TS_DOWN_PROJ, .fused = -1,
           .when = not_conv1d),
@@ -275,23 +280,25 @@ const facet_tensor_row facet_tensor_rows[] = {
     SMAT("shared_mlp.output_linear.weight", NULL, H, FACET_TD_SFFN, FACET_TS_SHARED_DOWN,
          granite_shared),
     /* Mamba layers (MambaBlock): norm, then the mixer's tensors */
-    SSM("norm.weight", H, FACET_TD_NONE, 0, FACET_TS_INPUT_LAYERNORM, always),
-    SSM("mixer.in_proj.weight", FACET_TD_SSM_IN_PROJ, H, 1, FACET_TS_SSM_IN_PROJ, always),
-    {.root = L, .name = "mixer.conv1d.weight", .dims = {FACET_TD_SSM_CONV_DIM, FACET_TD_SSM_CONV},
+    {.root = L, .name = "norm.weight", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_INPUT_LAYERNORM,
+     .fused = -1, .when = ssm_block_norm, .scope = FACET_SCOPE_SSM},
+    SSM("in_proj.weight", FACET_TD_SSM_IN_PROJ, H, 1, FACET_TS_SSM_IN_PROJ, always),
+    {.root = L, .name = "mixer.conv1d.weight", .alt = "mamba.conv1d.weight",
+     .dims = {FACET_TD_SSM_CONV_DIM, FACET_TD_SSM_CONV},
      .matrix = 0, .slot = FACET_TS_SSM_CONV_W, .fused = -1, .when = always,
      .scope = FACET_SCOPE_SSM, .conv3d = 1},
-    SSM("mixer.conv1d.bias", FACET_TD_SSM_CONV_DIM, FACET_TD_NONE, 0, FACET_TS_SSM_CONV_B,
+    SSM("conv1d.bias", FACET_TD_SSM_CONV_DIM, FACET_TD_NONE, 0, FACET_TS_SSM_CONV_B,
         conv_bias),
     /* Mamba: dt from x_proj through dt_proj */
-    SSM("mixer.x_proj.weight", FACET_TD_SSM_XPROJ, SI, 1, FACET_TS_SSM_X_PROJ, mamba1),
-    SSM("mixer.dt_proj.weight", SI, FACET_TD_SSM_DT_RANK, 1, FACET_TS_SSM_DT_PROJ, mamba1),
-    SSM("mixer.dt_proj.bias", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_DT_BIAS, mamba1),
+    SSM("x_proj.weight", FACET_TD_SSM_XPROJ, SI, 1, FACET_TS_SSM_X_PROJ, mamba1),
+    SSM("dt_proj.weight", SI, FACET_TD_SSM_DT_RANK, 1, FACET_TS_SSM_DT_PROJ, mamba1),
+    SSM("dt_proj.bias", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_DT_BIAS, mamba1),
     /* Mamba-2: dt from in_proj, one bias per head */
-    SSM("mixer.dt_bias", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_DT_BIAS, mamba2),
-    SSM("mixer.A_log", FACET_TD_SSM_PARAM, FACET_TD_SSM_A_COLS, 0, FACET_TS_SSM_A_LOG, always),
-    SSM("mixer.D", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_D, always),
-    SSM("mixer.norm.weight", SI, FACET_TD_NONE, 0, FACET_TS_SSM_GNORM, mamba2),
-    SSM("mixer.out_proj.weight", H, SI, 1, FACET_TS_SSM_OUT_PROJ, always),
+    SSM("dt_bias", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_DT_BIAS, mamba2),
+    SSM("A_log", FACET_TD_SSM_PARAM, FACET_TD_SSM_A_COLS, 0, FACET_TS_SSM_A_LOG, always),
+    SSM("D", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_D, always),
+    SSM("norm.weight", SI, FACET_TD_NONE, 0, FACET_TS_SSM_GNORM, mamba2),
+    SSM("out_proj.weight", H, SI, 1, FACET_TS_SSM_OUT_PROJ, always),
     /* Mamba: backbone.norm_f; GPT-NeoX: gpt_neox.final_layer_norm */
     {.root = FACET_TR_MODEL, .name = "norm.weight", .alt = "norm_f.weight",
      .alt2 = "final_layer_norm.weight", .alt3 = "final_layernorm.weight" /* Phi */,
@@ -322,10 +329,28 @@ const size_t facet_tensor_count = sizeof facet_tensor_rows / sizeof facet_tensor
 #undef SSM
 #undef SI
 
+/* The attention block's rows (projections, their biases and norms, sinks). */
+static int attention_row(const facet_tensor_row *r) {
+    switch (r->slot) {
+    case FACET_TS_Q_PROJ: case FACET_TS_K_PROJ: case FACET_TS_V_PROJ: case FACET_TS_O_PROJ:
+    case FACET_TS_Q_BIAS: case FACET_TS_K_BIAS: case FACET_TS_V_BIAS: case FACET_TS_O_BIAS:
+    case FACET_TS_Q_NORM: case FACET_TS_K_NORM: case FACET_TS_SINKS:
+        return 1;
+    case FACET_TS_FUSED:
+        return r->fused == FACET_TF_QKV_PROJ || r->fused == FACET_TF_QKV_BIAS ||
+               r->fused == FACET_TF_QKV_HEADS || r->fused == FACET_TF_QKV_HEADS_BIAS ||
+               r->fused == FACET_TF_C_ATTN || r->fused == FACET_TF_C_ATTN_BIAS;
+    default:
+        return 0;
+    }
+}
+
 int facet_tensor_in_layer(const facet_tensor_row *r, const facet_facts *f, int64_t layer) {
     if (r->root != FACET_TR_LAYER) return 0;
     int ssm = layer >= 0 && layer < FACET_MAX_LAYERS && f->layer_ssm[layer];
-    if (ssm || r->scope == FACET_SCOPE_SSM) return ssm && r->scope == FACET_SCOPE_SSM;
+    if (r->scope == FACET_SCOPE_SSM) return ssm;
+    /* a recurrent layer: its mixer's rows alone, or (hybrids) every row but attention's */
+    if (ssm && (!f->ssm_ffn || attention_row(r))) return 0;
     int sparse = layer >= 0 && layer < FACET_MAX_LAYERS && f->layer_sparse[layer];
     return r->scope == FACET_SCOPE_ALL || (r->scope == FACET_SCOPE_SPARSE) == sparse;
 }

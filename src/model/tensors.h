@@ -151,7 +151,8 @@ typedef enum facet_tscope {
     FACET_SCOPE_ALL = 0,
     FACET_SCOPE_DENSE,  /* layers whose FFN is dense (the dense MLP's tensors)          */
     FACET_SCOPE_SPARSE, /* mixture-of-experts layers (router, experts, shared expert)   */
-    FACET_SCOPE_SSM,    /* Mamba layers (facts layer_ssm), which hold only these rows   */
+    FACET_SCOPE_SSM,    /* Mamba layers (facts layer_ssm), which hold only these rows;
+                           a hybrid's (facts ssm_ffn) also hold every non-attention row  */
 } facet_tscope;
 
 #define FACET_TENSOR_SPLIT_MAX 3

@@ -285,13 +285,20 @@ CHECK(check_ssm) {
         return 1;
     }
     int big = f->ssm_version == 1 && f->ssm_state_size > 256; /* mixer_mamba.c's table */
-    snprintf(v, n, "mamba%s%s%s", f->ssm_version == 2 ? "2" : "",
-             f->ssm_proj_bias ? " with use_bias=true" : "", big ? " with state_size > 256" : "");
+    char mix[64] = "";
+    if (f->n_ssm_layers < f->num_hidden_layers || f->ssm_ffn) /* a hybrid */
+        snprintf(mix, sizeof mix, " on %d of %lld layers%s", f->n_ssm_layers,
+                 (long long)f->num_hidden_layers, f->ssm_ffn ? ", each with its FFN" : "");
+    snprintf(v, n, "mamba%s%s%s%s", f->ssm_version == 2 ? "2" : "", mix,
+             f->ssm_proj_bias ? (f->ssm_ffn ? " with mamba_proj_bias=true" : " with use_bias=true")
+                              : "",
+             big ? " with state_size > 256" : "");
     return c->ssm && !f->ssm_proj_bias && !big;
 }
 RANGE(range_ssm) {
     (void)f;
-    snprintf(b, n, "%s", c->ssm ? "none, or mamba (state_size <= 256) / mamba2 with use_bias=false"
+    snprintf(b, n, "%s", c->ssm ? "none, or mamba (state_size <= 256) / mamba2 with use_bias=false "
+                                  "(hybrids: mamba_proj_bias=false), on any layers"
                                 : "none");
 }
 

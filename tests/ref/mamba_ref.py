@@ -213,6 +213,40 @@ def _softplus(x):  # torch.nn.functional.softplus, beta 1, threshold 20
     return np.where(x > 20.0, x, np.log1p(np.exp(np.minimum(x, 20.0))))
 
 
+def mamba2_step(w, p, f, h, st):
+    """One token through a Mamba-2 mixer (Mamba2Mixer's cache step, torch_forward; the
+    gated norm per group as mamba_ssm): w the tensors, p their name prefix ("...mixer."),
+    f the facts (DI, N, NH, P, G, eps, conv_bias; norm_groups overrides the norm's
+    groups), h the normed input (H), st the layer's {"conv": (CD, K), "ssm": (NH, P, N)},
+    updated in place. Returns out_proj's output (H)."""
+    DI, N, NH, P, G = f["DI"], f["N"], f["NH"], f["P"], f["G"]
+    CD = DI + 2 * G * N
+    proj = w[p + "in_proj.weight"] @ h
+    z, xbc, dt = proj[:DI], proj[DI:DI + CD], proj[DI + CD:]
+    st["conv"] = np.roll(st["conv"], -1, axis=1)
+    st["conv"][:, -1] = xbc
+    xbc = np.sum(st["conv"] * w[p + "conv1d.weight"][:, 0, :], axis=1)
+    if f["conv_bias"]:
+        xbc = xbc + w[p + "conv1d.bias"]
+    xbc = _silu(xbc)
+    x, B, C = xbc[:DI], xbc[DI:DI + G * N], xbc[DI + G * N:]
+    dt = _softplus(dt + w[p + "dt_bias"])                    # (NH)
+    A = -np.exp(w[p + "A_log"])                              # (NH)
+    heads_per_group = NH // G
+    Bh = np.repeat(B.reshape(G, N), heads_per_group, axis=0)  # (NH, N)
+    Ch = np.repeat(C.reshape(G, N), heads_per_group, axis=0)
+    xh = x.reshape(NH, P)
+    dA = np.exp(dt * A)[:, None, None]
+    st["ssm"] = st["ssm"] * dA + (dt[:, None, None] * Bh[:, None, :]) * xh[:, :, None]
+    y = np.einsum("hpn,hn->hp", st["ssm"], Ch) + w[p + "D"][:, None] * xh
+    y = y.reshape(DI) * _silu(z)
+    ng = f.get("norm_groups", G)  # 1: transformers' whole-width form (tests only)
+    yg = y.reshape(ng, DI // ng)
+    yg = yg / np.sqrt(np.mean(yg * yg, axis=1, keepdims=True) + f["eps"])
+    y = yg.reshape(DI) * w[p + "norm.weight"]
+    return w[p + "out_proj.weight"] @ y
+
+
 class Reference:
     def __init__(self, folder):
         with open(os.path.join(folder, "config.json")) as fp:
@@ -259,35 +293,7 @@ class Reference:
         return w[p + "out_proj.weight"] @ y
 
     def _mixer2(self, i, h, st):
-        """Mamba2Mixer's cache step (torch_forward), the gated norm per group."""
-        f, w = self.f, self.w
-        p = "backbone.layers.%d.mixer." % i
-        DI, N, NH, P, G = f["DI"], f["N"], f["NH"], f["P"], f["G"]
-        CD = DI + 2 * G * N
-        proj = w[p + "in_proj.weight"] @ h
-        z, xbc, dt = proj[:DI], proj[DI:DI + CD], proj[DI + CD:]
-        st["conv"] = np.roll(st["conv"], -1, axis=1)
-        st["conv"][:, -1] = xbc
-        xbc = np.sum(st["conv"] * w[p + "conv1d.weight"][:, 0, :], axis=1)
-        if f["conv_bias"]:
-            xbc = xbc + w[p + "conv1d.bias"]
-        xbc = _silu(xbc)
-        x, B, C = xbc[:DI], xbc[DI:DI + G * N], xbc[DI + G * N:]
-        dt = _softplus(dt + w[p + "dt_bias"])                    # (NH)
-        A = -np.exp(w[p + "A_log"])                              # (NH)
-        heads_per_group = NH // G
-        Bh = np.repeat(B.reshape(G, N), heads_per_group, axis=0)  # (NH, N)
-        Ch = np.repeat(C.reshape(G, N), heads_per_group, axis=0)
-        xh = x.reshape(NH, P)
-        dA = np.exp(dt * A)[:, None, None]
-        st["ssm"] = st["ssm"] * dA + (dt[:, None, None] * Bh[:, None, :]) * xh[:, :, None]
-        y = np.einsum("hpn,hn->hp", st["ssm"], Ch) + w[p + "D"][:, None] * xh
-        y = y.reshape(DI) * _silu(z)
-        ng = f.get("norm_groups", G)  # 1: transformers' whole-width form (tests only)
-        yg = y.reshape(ng, DI // ng)
-        yg = yg / np.sqrt(np.mean(yg * yg, axis=1, keepdims=True) + f["eps"])
-        y = yg.reshape(DI) * w[p + "norm.weight"]
-        return w[p + "out_proj.weight"] @ y
+        return mamba2_step(self.w, "backbone.layers.%d.mixer." % i, self.f, h, st)
 
     def step(self, token, state):
         """One token through every layer; returns its logits (float64)."""

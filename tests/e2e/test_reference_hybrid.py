@@ -1,0 +1,125 @@
+"""Hybrid recurrent + attention families (issue 26) against the float64 reference.
+
+Granite 4.0-H (granitemoehybrid): shrunk checkpoints of ibm-granite/granite-4.0-h-tiny's
+config (inline in tests/ref/hybrid_ref.py: the corpus holds no granitemoehybrid config),
+4 layers (mamba, mamba, attention, mamba), hidden 96, its multipliers, GQA ratio, Mamba-2
+and MoE + shared-MLP facts. Oracle: tests/ref/hybrid_ref.py (transformers' decoder layer
+and BambaMixer semantics, the recurrence and the attention one token at a time,
+independently of src/engine). Runs on the exact path (--weights f32 --kv-cache f32).
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+import compare
+import hybrid_ref
+
+N_PROMPT = 64
+N_GEN = 32
+
+# variants of the shrunk config: the real facts; n_groups 2 (the per-group gated norm)
+# with RoPE on the attention layers and attention biases; a dense (no experts) hybrid
+# whose FFN is the shared MLP alone, as granite-4.0-h-1b / -350m
+VARIANTS = {
+    "tiny": {},
+    "groups2-rope-bias": {"mamba_n_groups": 2, "position_embedding_type": "rope",
+                          "attention_bias": True},
+    "dense": {"num_local_experts": 0, "num_experts_per_tok": 0},
+}
+
+
+def write(tmp_path, name="ck", dtype="f32", **over):
+    cfg = hybrid_ref.shrink(hybrid_ref.GRANITE_4_H_TINY, **over)
+    return hybrid_ref.write(cfg, str(tmp_path / name), dtype)
+
+
+def run_and_compare(run_facet, path, n_prompt, n_gen, tmp_path, seed=7):
+    ref = hybrid_ref.Reference(str(path))
+    p = [int(x) for x in np.random.default_rng(seed).integers(0, ref.vocab_size, n_prompt)]
+    dump = tmp_path / "logits.f32"
+    proc = run_facet(["run", path, "--prompt-ids", ",".join(map(str, p)), "-n", str(n_gen),
+                      "--json", "--ignore-eos", "--weights", "f32", "--kv-cache", "f32",
+                      "--no-cache", "--dump-logits", dump], timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    obj = json.loads(proc.stdout)
+    want = ref.generate(p, n_gen)
+    rows = compare.read_logits(str(dump), ref.vocab_size)
+    assert rows.shape == want["logits"].shape
+    errs = compare.relative_errors(rows[:n_prompt], want["logits"][:n_prompt])
+    assert errs.max() < 1e-4, "prompt position %d: relative error %.3g" % (int(errs.argmax()), errs.max())
+    g = compare.greedy_agreement(obj["generated_ids"], want, 1e-3)
+    assert g["mismatch"] is None, compare.describe(g)
+    assert g["decisive"] >= min(8, n_gen), "only %d decisive steps" % g["decisive"]
+    k = g["comparable_rows"]
+    if k:
+        e2 = compare.relative_errors(rows[n_prompt:n_prompt + k], want["logits"][n_prompt:n_prompt + k])
+        assert e2.max() < 1e-4, "generated position %d: %.3g" % (int(e2.argmax()), e2.max())
+    return errs.max()
+
+
+@pytest.mark.parametrize("cell", [("tiny", "f32"), ("tiny", "bf16"), ("groups2-rope-bias", "f32"),
+                                  ("dense", "f32")],
+                         ids=lambda c: "%s-%s" % c)
+@pytest.mark.evidence(config_classes=["granitemoehybrid"], backend="cpu", weights=["f32"],
+                      oracle="float64 reference, F32 and BF16 files")
+def test_granite_hybrid_matches_reference(cell, run_facet, tmp_path):
+    """Logits of a 64-token prompt within 1e-4 relative error per position, 32 greedy
+    steps identical while the reference's top-2 margin exceeds 1e-3."""
+    variant, dtype = cell
+    path = write(tmp_path, dtype=dtype, **VARIANTS[variant])
+    run_and_compare(run_facet, path, N_PROMPT, N_GEN, tmp_path)
+
+
+def test_granite_hybrid_long_prompt_in_chunks(run_facet, tmp_path):
+    """A 600-token prompt (three forward chunks of at most 256 entries: the Mamba-2 state
+    and the attention layer's KV cache carried between them) matches the reference."""
+    path = write(tmp_path)
+    run_and_compare(run_facet, path, 600, 4, tmp_path, seed=5)
+
+
+def test_granite_hybrid_plan(run_facet, tmp_path):
+    """facet plan on the full-size granite-4.0-h-tiny config, by hand.
+    State per sequence: 36 Mamba-2 layers x (conv: (3072 + 2 x 1 x 128) channels x 3 +
+    SSM: 3072 x 128) x 4 B = 36 x (9,984 + 393,216) x 4 = 58,060,800 bytes.
+    KV (bf16) per token: naive 40 layers x 4 kv heads x 128 x 2 x 2 B = 81,920; actual:
+    the 4 attention layers alone, 8,192 bytes per token (ctx 4096: 33,554,432 bytes)."""
+    d = tmp_path / "full"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(hybrid_ref.GRANITE_4_H_TINY))
+    proc = run_facet(["plan", str(d), "--ctx", "4096", "--batch", "2", "--weights", "bf16",
+                      "--kv-cache", "bf16"])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "recurrent state: 58060800 bytes per sequence" in out, out
+    assert "per token, naive (layers x kv_heads x head_dim x 2 x 2 B): 81920 bytes" in out, out
+    assert "per token, actual at ctx 4096: 8192.0 bytes (4 global, 0 windowed layers)" in out, out
+    assert "(KV 32.00 MiB + state 55.37 MiB) x 2" in out, out
+
+
+def test_granite_hybrid_refusals(run_facet, tmp_path):
+    """Typed refusals naming the fact, its value and the range: in/out projection biases
+    of the Mamba-2 mixer are not built; malformed shapes and layer types."""
+    cfg = hybrid_ref.shrink(hybrid_ref.GRANITE_4_H_TINY)
+    path = hybrid_ref.write(dict(cfg, mamba_proj_bias=True), str(tmp_path / "bias"))
+    proc = run_facet(["conform", path])
+    assert proc.returncode != 0
+    assert "state-space mixer=mamba2 on 3 of 4 layers, each with its FFN with " \
+           "mamba_proj_bias=true" in proc.stdout, proc.stdout
+    assert "mamba_proj_bias=false" in proc.stdout
+    for bad, needle in (({"mamba_d_head": 8}, "mamba_d_head is 8 (integer), expected \"auto\" or "
+                         "mamba_expand * hidden_size / mamba_n_heads"),
+                        ({"mamba_n_heads": 7}, "mamba_n_heads is 7 (integer), expected a divisor "
+                         "of mamba_expand * hidden_size"),
+                        ({"mamba_n_groups": 5}, "a divisor of mamba_n_heads"),
+                        ({"layer_types": ["mamba", "attention"]},
+                         "expected an array of num_hidden_layers (4) entries"),
+                        ({"layer_types": ["mamba", "mamba", "linear_attention", "mamba"]},
+                         "\"mamba\" or \"attention\""),
+                        ({"position_embedding_type": "alibi"}, "null, \"nope\" or \"rope\"")):
+        d = tmp_path / ("c-%s" % next(iter(bad)))
+        d.mkdir(exist_ok=True)
+        (d / "config.json").write_text(json.dumps(dict(cfg, **bad)))
+        proc = run_facet(["conform", str(d)])
+        assert proc.returncode != 0 and needle in proc.stderr, (bad, proc.stderr)

@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""Granite 4.0-H (GraniteMoeHybridForCausalLM) in float64, one token at a time, and its
+shrunk checkpoints.
+
+Semantics from transformers' models/granitemoehybrid (modular_granitemoehybrid.py: the
+decoder layer, model and head; configuration_granitemoehybrid.py: the keys and defaults)
+and the modules it reuses (bamba's BambaMixer for the Mamba-2 layers, granitemoeshared's
+attention, MoE and shared MLP), written here independently of facet's C code:
+
+  x = embed_tokens[token] * embedding_multiplier
+  per layer i (layer_types[i] "mamba" or "attention"):
+    h = RMSNorm(x) * input_layernorm                    (eps rms_norm_eps)
+    h = mamba(h)   Mamba-2 step (mamba_ref.mamba2_step: conv over x B C, per-head dt and
+                   decay, B/C per group, D skip, gated RMSNorm per group of DI / G with
+                   eps rms_norm_eps, time_step_limit (0, inf) as BambaMixer fixes it)
+      or attn(h)   q, k, v = h W^T (+ bias with attention_bias); RoPE only when
+                   position_embedding_type == "rope"; GQA; softmax(q k^T *
+                   attention_multiplier) v over the positions so far; o_proj
+    x = x + h * residual_multiplier
+    h = RMSNorm(x) * post_attention_layernorm
+    m = shared_mlp(h) (+ block_sparse_moe(h) when num_local_experts > 0)
+        shared_mlp: (g, u) = chunk(h W_in^T, 2); (act(g) * u) W_out^T
+        moe: logits = h W_router^T; the k largest; weights softmax over those k;
+             sum_j w_j * expert_j(h), expert_j as shared_mlp with input_linear[j] [2I, H]
+             and output_linear[j] [H, I]
+    x = x + m * residual_multiplier
+  logits = (RMSNorm(x) * norm) W_lm^T / logits_scaling   (lm_head tied to embed_tokens
+                                                            when tie_word_embeddings)
+
+Command line: hybrid_ref.py write OUT_DIR [--dtype f32|bf16] [--seed S] writes the shrunk
+Granite 4.0-H-Tiny config and its model.safetensors.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf_facts  # noqa: E402
+import mamba_ref  # noqa: E402
+import reference  # noqa: E402
+import safetensors_io  # noqa: E402
+
+# ibm-granite/granite-4.0-h-tiny's config.json (its published values; the corpus holds no
+# granitemoehybrid config): 40 layers, 4 of them attention, 64 experts (6 per token) and
+# a shared MLP on every layer, Mamba-2 with 48 heads of 64, one group, state 128
+GRANITE_4_H_TINY = {
+    "architectures": ["GraniteMoeHybridForCausalLM"], "model_type": "granitemoehybrid",
+    "attention_bias": False, "attention_dropout": 0.0, "attention_multiplier": 0.0078125,
+    "bos_token_id": 100257, "embedding_multiplier": 12, "eos_token_id": 100257,
+    "hidden_act": "silu", "hidden_size": 1536, "init_method": "mup",
+    "initializer_range": 0.1, "intermediate_size": 512,
+    "layer_types": (["mamba"] * 5 + ["attention"] + ["mamba"] * 9 + ["attention"]
+                    + ["mamba"] * 9 + ["attention"] + ["mamba"] * 9 + ["attention"]
+                    + ["mamba"] * 4),
+    "logits_scaling": 6, "mamba_chunk_size": 256, "mamba_conv_bias": True, "mamba_d_conv": 4,
+    "mamba_d_head": 64, "mamba_d_state": 128, "mamba_expand": 2, "mamba_n_groups": 1,
+    "mamba_n_heads": 48, "mamba_proj_bias": False, "max_position_embeddings": 131072,
+    "normalization_function": "rmsnorm", "num_attention_heads": 12, "num_experts_per_tok": 6,
+    "num_hidden_layers": 40, "num_key_value_heads": 4, "num_local_experts": 64,
+    "output_router_logits": False, "pad_token_id": 100256, "position_embedding_type": "nope",
+    "residual_multiplier": 0.22, "rms_norm_eps": 1e-05, "rope_scaling": None,
+    "rope_theta": 10000, "router_aux_loss_coef": 0.0, "shared_intermediate_size": 1024,
+    "tie_word_embeddings": True, "torch_dtype": "bfloat16", "use_cache": True,
+    "vocab_size": 100352,
+}
+
+
+def facts(cfg):
+    """The facts the modeling code reads (GraniteMoeHybridConfig's defaults)."""
+    H = cfg["hidden_size"]
+    L = cfg["num_hidden_layers"]
+    nh = cfg.get("num_attention_heads", 32)
+    expand = cfg.get("mamba_expand", 2)
+    NH = cfg.get("mamba_n_heads", 128)
+    DI = expand * H
+    if DI % NH:
+        raise ValueError("mamba_n_heads must divide mamba_expand * hidden_size")
+    P = cfg.get("mamba_d_head", "auto")
+    P = DI // NH if P == "auto" else P
+    if P * NH != DI:
+        raise ValueError("mamba_d_head * mamba_n_heads != mamba_expand * hidden_size")
+    lt = cfg.get("layer_types") or ["mamba"] * L
+    return {
+        "H": H, "L": L, "V": cfg["vocab_size"], "types": list(lt),
+        "nh": nh, "nkv": cfg.get("num_key_value_heads") or nh, "hd": H // nh,
+        "attn_bias": cfg.get("attention_bias", False),
+        "scale": cfg.get("attention_multiplier", 1.0),
+        "rope": cfg.get("position_embedding_type") == "rope",
+        "theta": float(cfg.get("rope_theta", 10000.0)),
+        "max_pos": cfg.get("max_position_embeddings", 2048),
+        "emb_mult": cfg.get("embedding_multiplier", 1.0),
+        "res_mult": cfg.get("residual_multiplier", 1.0),
+        "logits_scaling": cfg.get("logits_scaling", 1.0),
+        "eps": cfg.get("rms_norm_eps", 1e-6), "act": cfg.get("hidden_act", "silu"),
+        "E": cfg.get("num_local_experts", 8), "k": cfg.get("num_experts_per_tok", 2),
+        "I": cfg.get("intermediate_size", 11008), "S": cfg.get("shared_intermediate_size", 1024),
+        "tied": cfg.get("tie_word_embeddings", False),
+        # the Mamba-2 mixer (mamba_ref.mamba2_step's keys)
+        "DI": DI, "N": cfg.get("mamba_d_state", 256), "K": cfg.get("mamba_d_conv", 4),
+        "NH": NH, "P": P, "G": cfg.get("mamba_n_groups", 1),
+        "conv_bias": cfg.get("mamba_conv_bias", True), "proj_bias": cfg.get("mamba_proj_bias", False),
+    }
+
+
+def shrink(cfg, hidden_size=96, num_attention_heads=6, num_key_value_heads=2,
+           layer_types=("mamba", "mamba", "attention", "mamba"), vocab_size=512,
+           mamba_n_heads=12, mamba_d_state=16, num_local_experts=8, num_experts_per_tok=3,
+           **overrides):
+    """The same config class and facts at test size: the multipliers, the GQA ratio
+    (12 : 4 -> 6 : 2), mamba_n_groups, mamba_d_conv, mamba_expand, the flags and the
+    position embedding kept; mamba_d_head = expand * hidden / heads; the FFN widths in
+    their ratio to hidden_size (multiples of 8); layer_types a mamba-led mix as the
+    original's; special token ids inside the vocabulary."""
+    c = dict(cfg)
+    H = cfg["hidden_size"]
+    di = c.get("mamba_expand", 2) * hidden_size
+    c.update(hidden_size=hidden_size, num_attention_heads=num_attention_heads,
+             num_key_value_heads=num_key_value_heads, layer_types=list(layer_types),
+             num_hidden_layers=len(layer_types), vocab_size=vocab_size,
+             mamba_n_heads=mamba_n_heads, mamba_d_head=di // mamba_n_heads,
+             mamba_d_state=mamba_d_state, num_local_experts=num_local_experts,
+             num_experts_per_tok=num_experts_per_tok)
+    for key in ("intermediate_size", "shared_intermediate_size"):
+        c[key] = max(8, int(round(hidden_size * cfg[key] / H / 8)) * 8)
+    for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        if isinstance(c.get(key), int) and c[key] >= vocab_size:
+            c[key] = vocab_size - 1 - (key == "pad_token_id")
+    c.update(overrides)
+    return c
+
+
+def tensor_specs(cfg):
+    f = facts(cfg)
+    H, DI, N, K, NH, G = f["H"], f["DI"], f["N"], f["K"], f["NH"], f["G"]
+    CD = DI + 2 * G * N
+    q, kv = f["nh"] * f["hd"], f["nkv"] * f["hd"]
+    E, I, S = f["E"], f["I"], f["S"]
+    specs = [("model.embed_tokens.weight", (f["V"], H))]
+    for i, t in enumerate(f["types"]):
+        p = "model.layers.%d." % i
+        specs.append((p + "input_layernorm.weight", (H,)))
+        if t == "mamba":
+            m = p + "mamba."
+            specs += [(m + "in_proj.weight", (DI + CD + NH, H)), (m + "conv1d.weight", (CD, 1, K))]
+            if f["conv_bias"]:
+                specs.append((m + "conv1d.bias", (CD,)))
+            specs += [(m + "dt_bias", (NH,)), (m + "A_log", (NH,)), (m + "D", (NH,)),
+                      (m + "norm.weight", (DI,)), (m + "out_proj.weight", (H, DI))]
+        else:
+            a = p + "self_attn."
+            for name, rows in (("q", q), ("k", kv), ("v", kv)):
+                specs.append((a + "%s_proj.weight" % name, (rows, H)))
+                if f["attn_bias"]:
+                    specs.append((a + "%s_proj.bias" % name, (rows,)))
+            specs.append((a + "o_proj.weight", (H, q)))
+            if f["attn_bias"]:
+                specs.append((a + "o_proj.bias", (H,)))
+        specs.append((p + "post_attention_layernorm.weight", (H,)))
+        if E > 0:
+            specs += [(p + "block_sparse_moe.router.layer.weight", (E, H)),
+                      (p + "block_sparse_moe.input_linear.weight", (E, 2 * I, H)),
+                      (p + "block_sparse_moe.output_linear.weight", (E, H, I))]
+        specs += [(p + "shared_mlp.input_linear.weight", (2 * S, H)),
+                  (p + "shared_mlp.output_linear.weight", (H, S))]
+    specs.append(("model.norm.weight", (H,)))
+    if not f["tied"]:
+        specs.append(("lm_head.weight", (f["V"], H)))
+    return specs
+
+
+def init(name, shape, cfg, seed):
+    """Seeded weights of scales that keep a random Granite 4.0-H lively: logits of std ~2
+    after logits_scaling, blocks that outweigh the embedding in the residual stream
+    despite residual_multiplier, attention about as sharp as 1/sqrt(head_dim) would make
+    it despite attention_multiplier, and the Mamba-2 parameters of mamba_ref.init."""
+    f = facts(cfg)
+    H = f["H"]
+    rng = np.random.default_rng([seed, sum(map(ord, name)) * 7919 + len(name)])
+    n = rng.standard_normal(shape)
+    head = 2.0 * f["logits_scaling"] / math.sqrt(H)
+    emb_in = f["emb_mult"] * head
+    out_gain = (max(3.0, 4.0 * emb_in) / 3.0) / f["res_mult"]
+    qk_gain = min(16.0, max(1.0, math.sqrt(f["hd"] ** -0.5 / f["scale"])))
+    if ".mamba." in name and not name.endswith("out_proj.weight"):
+        return mamba_ref.init(name.replace(".mamba.", ".mixer."), shape,
+                              {"model_type": "mamba2", "hidden_size": H, "num_hidden_layers": 1,
+                               "vocab_size": f["V"]}, seed)
+    if name.endswith("layernorm.weight") or name == "model.norm.weight":
+        return 1.0 + 0.1 * n
+    if name == "model.embed_tokens.weight" or name == "lm_head.weight":
+        return n * head
+    if name.endswith(".bias"):
+        return 0.1 * n
+    fan = shape[-1]
+    std = 2.0 / math.sqrt(fan)
+    if name.endswith(("o_proj.weight", "out_proj.weight", "output_linear.weight")):
+        std *= out_gain
+    if name.endswith(("q_proj.weight", "k_proj.weight")):
+        std *= qk_gain
+    return n * std
+
+
+def write(cfg, out_dir, dtype="f32", seed=0):
+    st = {"f32": "F32", "bf16": "BF16"}[dtype]
+    cfg = dict(cfg)
+    cfg["torch_dtype"] = {"f32": "float32", "bf16": "bfloat16"}[dtype]
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "config.json"), "w") as fp:
+        json.dump(cfg, fp, indent=2)
+    specs = tensor_specs(cfg)
+    shapes = dict(specs)
+    safetensors_io.write_file(os.path.join(out_dir, "model.safetensors"),
+                              [(n, st, s) for n, s in specs],
+                              lambda n: init(n, shapes[n], cfg, seed))
+    return out_dir
+
+
+def _act(name, x):
+    if name not in ("silu", "swish"):
+        raise NotImplementedError("hidden_act %r" % name)
+    return x / (1.0 + np.exp(-x))
+
+
+class Reference:
+    def __init__(self, folder):
+        with open(os.path.join(folder, "config.json")) as fp:
+            self.cfg = json.load(fp)
+        self.f = facts(self.cfg)
+        if self.f["proj_bias"]:
+            raise ValueError("reference: mamba_proj_bias false only")
+        path = os.path.join(folder, "model.safetensors")
+        header, _, start = safetensors_io.read_header(path)
+        self.w = {k: safetensors_io.read_tensor(path, v, start) for k, v in header.items()}
+        self.vocab_size = self.f["V"]
+        f = self.f
+        if f["rope"]:
+            spec = hf_facts.RopeSpec(theta=f["theta"], scaling={"rope_type": "default"},
+                                     rotary_dim=f["hd"], max_position_embeddings=f["max_pos"],
+                                     original_max_position_embeddings=None)
+            self.inv_freq, self.rope_factor = reference.rope_inv_freq(spec)
+
+    def new_state(self):
+        """Per layer: the Mamba-2 state, or the attention layer's keys and values."""
+        f = self.f
+        CD = f["DI"] + 2 * f["G"] * f["N"]
+        return [{"conv": np.zeros((CD, f["K"])), "ssm": np.zeros((f["NH"], f["P"], f["N"]))}
+                if t == "mamba" else {"k": [], "v": []} for t in f["types"]]
+
+    def _norm(self, x, w):
+        return x / np.sqrt(np.mean(x * x) + self.f["eps"]) * w
+
+    def _lin(self, x, name):
+        y = self.w[name + ".weight"] @ x
+        b = self.w.get(name + ".bias")
+        return y if b is None else y + b
+
+    def _attention(self, i, h, st, pos):
+        f = self.f
+        a = "model.layers.%d.self_attn." % i
+        nh, nkv, hd = f["nh"], f["nkv"], f["hd"]
+        q = self._lin(h, a + "q_proj").reshape(nh, hd)
+        k = self._lin(h, a + "k_proj").reshape(nkv, hd)
+        v = self._lin(h, a + "v_proj").reshape(nkv, hd)
+        if f["rope"]:
+            q = reference.apply_rope(q[None], [pos], self.inv_freq, self.rope_factor)[0]
+            k = reference.apply_rope(k[None], [pos], self.inv_freq, self.rope_factor)[0]
+        st["k"].append(k)
+        st["v"].append(v)
+        K, V = np.array(st["k"]), np.array(st["v"])  # [S, nkv, hd]
+        rep = nh // nkv
+        out = np.empty((nh, hd))
+        for hh in range(nh):
+            s = K[:, hh // rep, :] @ q[hh] * f["scale"]
+            p = np.exp(s - s.max())
+            out[hh] = (p / p.sum()) @ V[:, hh // rep, :]
+        return self._lin(out.reshape(nh * hd), a + "o_proj")
+
+    def _ffn(self, i, h):
+        f = self.f
+        p = "model.layers.%d." % i
+        S = f["S"]
+        gu = self.w[p + "shared_mlp.input_linear.weight"] @ h
+        out = self.w[p + "shared_mlp.output_linear.weight"] @ (_act(f["act"], gu[:S]) * gu[S:])
+        if f["E"] > 0:
+            logits = self.w[p + "block_sparse_moe.router.layer.weight"] @ h
+            top = np.argsort(-logits, kind="stable")[: f["k"]]
+            g = np.exp(logits[top] - logits[top].max())
+            g /= g.sum()
+            I = f["I"]
+            for j, e in enumerate(top):
+                gu = self.w[p + "block_sparse_moe.input_linear.weight"][e] @ h
+                y = self.w[p + "block_sparse_moe.output_linear.weight"][e] @ (
+                    _act(f["act"], gu[:I]) * gu[I:])
+                out = out + g[j] * y
+        return out
+
+    def step(self, token, state, pos):
+        """One token through every layer; returns its logits (float64)."""
+        f, w = self.f, self.w
+        x = w["model.embed_tokens.weight"][token] * f["emb_mult"]
+        for i, t in enumerate(f["types"]):
+            p = "model.layers.%d." % i
+            h = self._norm(x, w[p + "input_layernorm.weight"])
+            if t == "mamba":
+                h = mamba_ref.mamba2_step(w, p + "mamba.", f, h, state[i])
+            else:
+                h = self._attention(i, h, state[i], pos)
+            x = x + h * f["res_mult"]
+            h = self._norm(x, w[p + "post_attention_layernorm.weight"])
+            x = x + self._ffn(i, h) * f["res_mult"]
+        x = self._norm(x, w["model.norm.weight"])
+        head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
+        return head @ x / f["logits_scaling"]
+
+    def generate(self, prompt_ids, n):
+        """Greedy: {"logits": rows for prompt + generated[:-1], "generated_ids",
+        "margins"} (compare.greedy_agreement's shape)."""
+        state = self.new_state()
+        rows = [self.step(t, state, i) for i, t in enumerate(prompt_ids)]
+        gen, margins = [], []
+        for k in range(n):
+            last = rows[-1]
+            top = np.sort(last)[-2:]
+            gen.append(int(np.argmax(last)))
+            margins.append(float(top[1] - top[0]))
+            if k + 1 < n:
+                rows.append(self.step(gen[-1], state, len(rows)))
+        return {"logits": np.array(rows), "generated_ids": gen, "margins": margins}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("cmd", choices=["write"])
+    ap.add_argument("out")
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    write(shrink(GRANITE_4_H_TINY), a.out, a.dtype, a.seed)
+
+
+if __name__ == "__main__":
+    main()
