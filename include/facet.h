@@ -95,6 +95,10 @@ typedef struct facet_load_options {
      * weight cache. Forward passes of such a model run only inside a parallel job. */
     int layer_first, layer_end;
     int stage_inner;
+    /* one of tensor_parallel ranks of a stage (tensor_parallel > 1): rank tensor_rank
+     * keeps its share of each layer's heads and FFN columns (src/engine/weights_tp.c);
+     * 0 or 1: the whole layers */
+    int tensor_parallel, tensor_rank;
 } facet_load_options;
 
 /* What the weight cache did during a load (facet_model_info.weight_cache). The cache

@@ -19,11 +19,6 @@ int cli_par_join(const facet_facts *f, int pp, int tp, int n_ctx, facet_weight_f
     facet_error err = {0};
     /* the facts first: a refused split says so before MPI or any weight */
     if (facet_split_check(f, pp, tp, &err) != FACET_OK) return cli_fail(&err);
-    if (tp > 1) {
-        fprintf(stderr, "facet: --tensor-parallel %d: tensor parallelism is not implemented yet "
-                        "(issue 21); --pipeline-parallel runs\n", tp);
-        return 1;
-    }
     facet_plan *plan = malloc(sizeof *plan);
     facet_split *split = malloc(sizeof *split);
     facet_plan_opts po = {.ctx = n_ctx, .batch = 1, .weights = facet_plan_weights(w),
@@ -41,8 +36,10 @@ int cli_par_join(const facet_facts *f, int pp, int tp, int n_ctx, facet_weight_f
         lo->layer_first = split->first[s];
         lo->layer_end = split->first[s + 1];
         lo->stage_inner = s > 0;
+        lo->tensor_parallel = tp;
+        lo->tensor_rank = facet_par_tp_rank();
         if (facet_par_rank() == 0) {
-            fprintf(stderr, "facet: pipeline of %d stages over MPI:", pp);
+            fprintf(stderr, "facet: pipeline of %d stages x %d tensor ranks over MPI:", pp, tp);
             for (int i = 0; i < pp; i++)
                 fprintf(stderr, "%s layers %d-%d (%.1f MiB)", i ? " |" : "", split->first[i],
                         split->first[i + 1] - 1,

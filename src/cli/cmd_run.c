@@ -341,7 +341,9 @@ int cmd_run(int argc, char **argv) {
     facet_load_options lo = {.n_threads = o.threads, .weights = o.weights, .no_cache = o.no_cache,
                              .progress = cli_progress_cb, .progress_user = &bar,
                              .tokenizer = tok /* the model's from here */,
-                             .layer_first = par_lo.layer_first, .layer_end = par_lo.layer_end};
+                             .layer_first = par_lo.layer_first, .layer_end = par_lo.layer_end,
+                             .tensor_parallel = par_lo.tensor_parallel,
+                             .tensor_rank = par_lo.tensor_rank};
     double t_load = now_s();
     if (facet_model_load(o.model, &lo, &model, &err) != FACET_OK) {
         rc = cli_fail(&err);

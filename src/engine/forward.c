@@ -68,11 +68,13 @@ static facet_status forward_layers(facet_session *s, const int32_t *tokens,
     int pipelined = s->par && facet_par_pp() > 1;
     int stage = facet_par_stage(), P = facet_par_pp(), T = facet_par_tp();
     int tr = facet_par_tp_rank();
+    int tensor = s->par && T > 1;
+    facet_status st = FACET_OK;
 
     /* embeddings (Gemma: times sqrt(hidden_size) rounded to float32; Granite:
      * embedding_multiplier); a later stage receives the previous stage's output */
     if (m->stage_inner) {
-        facet_status st = facet_par_recv(s->x, xbytes, (stage - 1) * T + tr, err);
+        st = facet_par_recv(s->x, xbytes, (stage - 1) * T + tr, err);
         if (st != FACET_OK) return st;
     }
     float emb_mult = (float)f->embedding_multiplier;
@@ -102,13 +104,18 @@ static facet_status forward_layers(facet_session *s, const int32_t *tokens,
     for (int l = m->layer_first; l < m->layer_end; l++) {
         facet_for_rows(s, l, n, facet_rows_in_norm);
         s->mixers[l]->forward(s, l, n); /* xn -> xn */
+        /* tensor parallel: each rank's heads gave a partial sum of o_proj's output */
+        if (tensor && (st = facet_par_allreduce_f32(s->xn, (size_t)n * H, err)) != FACET_OK)
+            return st;
         facet_for_rows(s, l, n, facet_rows_mixer_out);
         s->ffns[l]->forward(s, l, n);   /* xn -> xn */
+        if (tensor && (st = facet_par_allreduce_f32(s->xn, (size_t)n * H, err)) != FACET_OK)
+            return st;
         facet_for_rows(s, l, n, facet_rows_ffn_out);
     }
     if (!pipelined) return FACET_OK;
     /* to the next stage; the last stage's output back to stage 0 for the logits */
-    facet_status st = facet_par_send(s->x, xbytes, (stage + 1) % P * T + tr, err);
+    st = facet_par_send(s->x, xbytes, (stage + 1) % P * T + tr, err);
     if (st == FACET_OK && stage == 0) st = facet_par_recv(s->x, xbytes, (P - 1) * T + tr, err);
     return st;
 }

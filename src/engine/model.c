@@ -57,6 +57,11 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
         m->layer_first = o.layer_first;
         m->layer_end = o.layer_end ? o.layer_end : (int)L;
         m->stage_inner = o.stage_inner;
+        m->tp = o.tensor_parallel > 1 ? o.tensor_parallel : 1;
+        m->tp_rank = m->tp > 1 ? o.tensor_rank : 0;
+        if (m->tp > 1 && (m->tp_rank < 0 || m->tp_rank >= m->tp))
+            st = facet_err(err, FACET_E_INVALID_ARGUMENT,
+                           "load options: tensor rank %d of %d", o.tensor_rank, m->tp);
         if (o.layer_first < 0 || m->layer_end > L || m->layer_first >= m->layer_end)
             st = facet_err(err, FACET_E_INVALID_ARGUMENT,
                            "load options: layers [%d, %d) are not a range of the model's %lld",
@@ -92,6 +97,7 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
     } else {
         st_checkpoint_close(&ck);
     }
+    if (st == FACET_OK && m->tp > 1) facet_weights_tp_facts(&m->facts, m->tp);
     if (st == FACET_OK) st = facet_rope_init(m, err);
     if (st == FACET_OK) {
         if (!m->tokenizer && !m->stage_inner &&

@@ -108,6 +108,9 @@ struct facet_model {
     /* a pipeline stage (facet_load_options): layers [layer_first, layer_end) are loaded
      * (0, L for a whole model); stage_inner: no embeddings, final norm or lm_head */
     int layer_first, layer_end, stage_inner;
+    /* tensor parallel: this rank's share (tp_rank of tp) of every layer; the facts then
+     * count the share's heads and FFN width (weights_tp.c) */
+    int tp, tp_rank;
 };
 
 struct facet_session {
@@ -192,6 +195,12 @@ struct st_checkpoint;
 facet_status facet_weights_load(facet_model *m, const char *dir, const struct st_checkpoint *ck,
                                 facet_wformat format, const facet_load_options *opts,
                                 facet_error *err);
+
+/* Cut layer l of m->w to tensor rank t of T's share, with m->facts still the whole
+ * model's; then, after every layer, make the facts the share's (weights_tp.c). Errors:
+ * FACET_E_UNSUPPORTED (a layer no share can compute; a GGUF block type), FACET_E_NOMEM. */
+facet_status facet_weights_tp_slice(facet_model *m, int l, int T, int t, facet_error *err);
+void facet_weights_tp_facts(facet_facts *f, int T);
 
 /* Free m->w (weights.c). */
 void facet_weights_free(facet_model *m);

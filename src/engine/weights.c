@@ -727,6 +727,10 @@ facet_status facet_weights_walk(facet_model *m, wload *ld, facet_error *err) {
             if (f->qk_norm) L->qk_norm_full = facet_tensor_qk_norm_full(ld->ck, f, prefix, l);
             for (size_t k = i; k < end; k++)
                 TRY(load_row(ld, f, w, L, &facet_tensor_rows[k], prefix, l, err));
+            /* a tensor rank keeps its share, before the next layer loads */
+            if (ld->tp > 1 && !ld->check_only && !ld->cache && l >= ld->layer_first &&
+                l < ld->layer_end)
+                TRY(facet_weights_tp_slice(m, (int)l, ld->tp, ld->tp_rank, err));
         }
         i = end;
     }

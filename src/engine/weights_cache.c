@@ -228,8 +228,10 @@ facet_status facet_weights_load(facet_model *m, const char *dir, const st_checkp
     ld.layer_first = m->layer_first;
     ld.layer_end = m->layer_end;
     ld.stage_inner = m->stage_inner;
+    ld.tp = m->tp;
+    ld.tp_rank = m->tp_rank;
     int partial = m->layer_first > 0 || m->layer_end < m->facts.num_hidden_layers ||
-                  m->stage_inner;
+                  m->stage_inner || m->tp > 1;
     ld.progress = opts ? opts->progress : NULL;
     ld.user = opts ? opts->progress_user : NULL;
     for (size_t i = 0; i < ck->n_tensors; i++) ld.total += ck->by_name[i]->end - ck->by_name[i]->begin;
@@ -239,8 +241,9 @@ facet_status facet_weights_load(facet_model *m, const char *dir, const st_checkp
     facet_error ke = {0};
     int use_cache = !cache_disabled(opts);
     if (use_cache && partial) { /* the cache holds whole models */
-        append(note, sizeof note, "weight cache: off (a pipeline stage loads layers %d..%d only)",
-               m->layer_first, m->layer_end - 1);
+        append(note, sizeof note, "weight cache: off (a parallel rank loads its share: layers "
+               "%d..%d, tensor rank %d of %d)", m->layer_first, m->layer_end - 1, m->tp_rank,
+               m->tp);
         use_cache = 0;
     }
     if (use_cache && ld.native) { /* the cache holds one format; native weights are mixed */

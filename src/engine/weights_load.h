@@ -30,6 +30,7 @@ typedef struct wload {
     int check_only;                /* find and shape-check tensors, read no data        */
     int64_t layer_first, layer_end; /* load only these layers (a pipeline stage)        */
     int stage_inner;               /* and no embeddings, final norm or lm_head         */
+    int tp, tp_rank;               /* > 1: keep tensor rank tp_rank's share of each layer */
     int recording;                 /* note converted tensors in rec                     */
     wload_rec *rec;                /* [n_rec], malloc'd                                 */
     size_t n_rec, cap_rec;

@@ -28,24 +28,39 @@ facet_status facet_split_check(const facet_facts *f, int pp, int tp, facet_error
                          "would work", pp, (long long)L, pp,
                          (long long)(L < FACET_SPLIT_MAX ? L : FACET_SPLIT_MAX));
     if (tp == 1) return FACET_OK;
-    int moe = f->n_sparse_layers > 0;
-    const struct {
+    if (f->n_ssm_layers > 0)
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "--tensor-parallel %d: the model has %d recurrent (Mamba) layers, "
+                         "whose state is not split by heads; T = 1 works", tp, f->n_ssm_layers);
+    if (f->kv_lora_rank > 0)
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "--tensor-parallel %d: kv_lora_rank=%lld (latent attention) is not "
+                         "split by heads yet; T = 1 works", tp, (long long)f->kv_lora_rank);
+    /* the FFN widths the layers have: dense, each expert's, the shared expert's */
+    int dense = (int)f->num_hidden_layers - f->n_sparse_layers - f->n_ssm_layers > 0;
+    typedef struct {
         const char *name;
         int64_t v;
-    } facts[] = {
+    } named;
+    named facts[5] = {
         {"num_attention_heads", f->num_attention_heads},
         {"num_key_value_heads", f->num_key_value_heads},
-        {moe ? "moe_intermediate_size" : "intermediate_size",
-         moe ? f->moe_intermediate_size : f->intermediate_size},
     };
-    for (size_t i = 0; i < sizeof facts / sizeof facts[0]; i++) {
+    size_t nf = 2;
+    if (dense) facts[nf++] = (named){"intermediate_size", f->intermediate_size};
+    if (f->n_sparse_layers > 0)
+        facts[nf++] = (named){"moe_intermediate_size", f->moe_intermediate_size};
+    if (f->n_sparse_layers > 0 && f->shared_expert_intermediate_size > 0)
+        facts[nf++] = (named){"shared_expert_intermediate_size",
+                                         f->shared_expert_intermediate_size};
+    for (size_t i = 0; i < nf; i++) {
         if (facts[i].v > 0 && facts[i].v % tp == 0) continue;
-        /* the T values that divide all three */
+        /* the T values that divide them all */
         char ok[200] = "";
         size_t n = 0;
         for (int t = 1; t <= 64; t++) {
             int all = 1;
-            for (size_t j = 0; j < sizeof facts / sizeof facts[0]; j++)
+            for (size_t j = 0; j < nf; j++)
                 all &= facts[j].v > 0 && facts[j].v % t == 0;
             if (all && n + 8 < sizeof ok)
                 n += (size_t)snprintf(ok + n, sizeof ok - n, "%s%d", n ? ", " : "", t);
@@ -58,10 +73,6 @@ facet_status facet_split_check(const facet_facts *f, int pp, int tp, facet_error
                          "num_attention_heads, num_key_value_heads and the FFN width: %s",
                          tp, facts[i].name, (long long)facts[i].v, tp, div, ok);
     }
-    if (f->n_ssm_layers > 0)
-        return facet_err(err, FACET_E_UNSUPPORTED,
-                         "--tensor-parallel %d: the model has %d recurrent (Mamba) layers, "
-                         "whose state is not split by heads; T = 1 works", tp, f->n_ssm_layers);
     return FACET_OK;
 }
 
