@@ -54,14 +54,10 @@ int cli_par_join(const facet_facts *f, int pp, int tp, int n_ctx, facet_weight_f
 
 int cli_par_follower(void) { return facet_par_active() && facet_par_rank() != 0; }
 
-int cli_par_ready(int ok, const char *msg) {
+/* Tell the other ranks this one failed before its session was ready (they stop). */
+static void fail_unready(const char *msg) {
     char first[512];
-    int failed = facet_par_agree(ok, msg, first, sizeof first);
-    if (!failed) return 0;
-    /* rank 0 printed its own failure; another rank's is printed here */
-    if (facet_par_rank() == 0 && strncmp(first, "rank 0:", 7) != 0)
-        fprintf(stderr, "facet: %s\n", first);
-    return 1;
+    facet_par_agree(0, msg, first, sizeof first);
 }
 
 int cli_par_follow(const char *model, const facet_load_options *lo,
@@ -70,9 +66,9 @@ int cli_par_follow(const char *model, const facet_load_options *lo,
     facet_model *m = NULL;
     facet_session *s = NULL;
     facet_status st = facet_model_load(model, lo, &m, &err);
-    if (st == FACET_OK) st = facet_session_create(m, so, &s, &err);
-    if (cli_par_ready(st == FACET_OK, err.message)) {
-        facet_session_free(s);
+    if (st == FACET_OK) st = facet_session_create(m, so, &s, &err); /* ready: agreed */
+    if (st != FACET_OK) { /* rank 0 reports the first failure */
+        if (!facet_par_agreed()) fail_unready(err.message);
         facet_model_free(m);
         facet_par_stop();
         return 1;
@@ -89,11 +85,11 @@ int cli_par_follow(const char *model, const facet_load_options *lo,
     return 0;
 }
 
-int cli_par_end(int rc, int agreed) {
+int cli_par_end(int rc) {
     if (!facet_par_active()) return rc;
-    if (!agreed) {
-        cli_par_ready(0, "rank 0 stopped before its model was ready");
-    } else if (rc != 0) {
+    if (!facet_par_agreed()) {
+        fail_unready("rank 0 stopped before its model was ready");
+    } else if (rc != 0 && facet_par_agreed() == 1) {
         /* the other ranks may wait on a message that never comes */
         fprintf(stderr, "facet: ending the parallel job (rank 0 failed)\n");
         facet_par_abort(rc);

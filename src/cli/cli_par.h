@@ -19,20 +19,16 @@ int cli_par_join(const facet_facts *f, int pp, int tp, int n_ctx, facet_weight_f
 /* 1 on a rank other than 0 of an active job. */
 int cli_par_follower(void);
 
-/* A rank other than 0: load its share of `model`, create the session, report ready
- * (cli_par_ready), follow rank 0's commands until its session ends, leave the job.
- * Returns the exit code. */
+/* A rank other than 0: load its share of `model`, create the session (which reports
+ * this rank ready: facet_par_agree), follow rank 0's commands until its session ends,
+ * leave the job. Returns the exit code. */
 int cli_par_follow(const char *model, const facet_load_options *lo,
                    const facet_session_options *so);
 
-/* Every rank: say whether this rank is ready (ok; why not in msg). Returns 0 when all
- * are; else rank 0 prints the first failure of another rank and 1 is returned. A
- * collective: each rank calls it once. */
-int cli_par_ready(int ok, const char *msg);
-
-/* Rank 0 at the end of the command, after its session is freed: `agreed` whether
- * cli_par_ready ran; rc the command's exit code. Leaves the job (a failure after the
- * ranks started following ends them all). Returns rc. */
-int cli_par_end(int rc, int agreed);
+/* Rank 0 at the end of the command, after its session is freed; rc the command's exit
+ * code. A rank 0 that failed before its session was ready tells the others (they stop);
+ * a failure after the ranks started following ends them all (MPI_Abort). Leaves the
+ * job. Returns rc. */
+int cli_par_end(int rc);
 
 #endif

@@ -307,7 +307,6 @@ int cmd_run(int argc, char **argv) {
     /* a parallel job (mpirun): the split refused or this rank's layers chosen before
      * anything loads; the other ranks follow rank 0 from here */
     facet_load_options par_lo = {0};
-    int par_ready = 0;
     if ((rc = cli_par_join(&facts, o.pp, o.tp, n_ctx, o.weights, o.kv_cache, &par_lo))) return rc;
     if (cli_par_follower()) {
         facet_load_options lo = par_lo;
@@ -356,10 +355,7 @@ int cmd_run(int argc, char **argv) {
         rc = cli_fail(&err);
         goto out;
     }
-    if (facet_par_active()) { /* every rank loaded its layers, or the job ends here */
-        par_ready = 1;
-        if ((rc = cli_par_ready(1, ""))) goto out;
-    }
+
     tok = facet_model_tokenizer(model); /* the same one, now the model's */
     rs.has_text = tok != NULL;
     /* the generator primes its detokenizer with the prompt: its text is echoed when
@@ -442,5 +438,5 @@ out:
     free(rs.ids);
     facet_session_free(rs.sess);
     facet_model_free(model);
-    return cli_par_end(rc, par_ready);
+    return cli_par_end(rc);
 }

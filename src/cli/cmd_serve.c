@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_par.h"
+#include "model/facts_gguf.h"
 #include "server/server.h"
 
 static void usage(FILE *out) {
@@ -20,6 +22,7 @@ static void usage(FILE *out) {
             "                   [--max-connections N] [--deadline S] [--no-prefix-cache]\n"
             "                   [--model-id NAME] [--shutdown-grace S]\n"
             "                   [--api-key KEY] [--allowed-origins LIST]\n"
+            "                   [--pipeline-parallel P] [--tensor-parallel T]\n"
             "\n"
             "OpenAI-compatible HTTP server (continuous batching). MODEL is a checkpoint\n"
             "folder or a GGUF file (as facet run); without it the bundled stories260k model\n"
@@ -28,6 +31,10 @@ static void usage(FILE *out) {
             "  GET /metrics (Prometheus), POST /tokenize, POST /detokenize, POST /v1/score,\n"
             "  POST /v1/embeddings, GET / (a chat page for the browser)\n"
             "  --host ADDR        IPv4 address to listen on (default 127.0.0.1)\n"
+            "  --pipeline-parallel P, --tensor-parallel T  run as one of P x T MPI ranks\n"
+            "                     (P*T processes of mpirun; as facet run): rank 0 serves\n"
+            "                     HTTP, tokenizes and samples, the others run their layers\n"
+            "                     (no /v1/embeddings)\n"
             "  --port N           TCP port (default 8080; 0 = any free port)\n"
             "  --max-batch N      sequences decoded together (default 32)\n"
             "  --ctx N            context per sequence (default max_position_embeddings)\n"
@@ -103,6 +110,7 @@ static int serve(facet_server_config *c) {
 int cmd_serve(int argc, char **argv) {
     facet_server_config c;
     facet_server_config_default(&c);
+    int pp = 1, tp = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -147,6 +155,8 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--chunk")) ok = cli_parse_int(a, v, 1, 1 << 16, &c.chunk), i++;
         else if (!strcmp(a, "--timeout")) ok = cli_parse_int(a, v, 1, 86400, &c.timeout_s), i++;
         else if (!strcmp(a, "--no-prefix-cache")) c.no_prefix_cache = 1;
+        else if (!strcmp(a, "--pipeline-parallel")) ok = cli_parse_int(a, v, 1, 64, &pp), i++;
+        else if (!strcmp(a, "--tensor-parallel")) ok = cli_parse_int(a, v, 1, 64, &tp), i++;
         else if (!strcmp(a, "--deadline")) {
             float d = 0;
             ok = cli_parse_float(a, v, &d), i++;
@@ -183,5 +193,24 @@ int cmd_serve(int argc, char **argv) {
     char model_buf[4096];
     if (!cli_model_folder(&c.model_dir, model_buf, sizeof model_buf)) return 1;
     if (!cli_env_mem_available(&c.mem_available)) return 1; /* tests: a fixed machine size */
-    return serve(&c);
+    if (pp * tp == 1) return serve(&c);
+    /* a parallel job: rank 0 serves, the others follow its session (the same options
+     * as the server's: its slots, context and KV type) */
+    facet_facts facts;
+    facet_error err = {0};
+    if (facet_facts_read_model(c.model_dir, &facts, &err) != FACET_OK) return cli_fail(&err);
+    facet_load_options lo = {0};
+    int rc = cli_par_join(&facts, pp, tp, c.n_ctx, c.weights, c.kv_cache, &lo);
+    if (rc) return rc;
+    if (cli_par_follower()) { /* rank 0 ends the job: its signals, not these */
+        signal(SIGINT, SIG_IGN);
+        signal(SIGTERM, SIG_IGN);
+        lo.n_threads = c.threads;
+        lo.weights = c.weights;
+        facet_session_options so = {c.no_prefix_cache ? c.max_batch : 2 * c.max_batch, c.n_ctx,
+                                    c.kv_cache};
+        return cli_par_follow(c.model_dir, &lo, &so);
+    }
+    c.parallel = &lo;
+    return cli_par_end(serve(&c));
 }

@@ -65,10 +65,10 @@ static void usage(FILE *out) {
             "  --dump-logits FILE write float32 little-endian logits, one row of vocab_size\n"
             "                     per position of prompt + generated[:-1]\n"
             "  --pipeline-parallel P  split the layers into P stages, one per MPI rank,\n"
-            "                     balanced by memory: `mpirun -np P facet run ...` (rank 0\n"
+            "                     balanced by memory, under mpirun with P processes (rank 0\n"
             "                     tokenizes, samples and prints; needs a build with MPI)\n"
             "  --tensor-parallel T    split heads and FFN columns over T ranks per stage\n"
-            "                     (mpirun -np P*T)\n"
+            "                     (P*T processes of mpirun)\n"
             "example: facet run -p \"Once upon a time\" -n 16\n");
 }
 

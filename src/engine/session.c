@@ -59,6 +59,13 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
     for (int l = 0; l < (int)f->num_hidden_layers; l++)
         if (l < model->layer_first || l >= model->layer_end) facet_kv_cache_set_absent(&s->kv, l);
     s->par = facet_par_active();
+    if (s->par && facet_par_agreed()) { /* the ranks follow the job's one session */
+        facet_kv_cache_free(&s->kv);
+        free(s);
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "a parallel job (mpirun) runs one session; a second one (here: "
+                         "embeddings beside generation) is not available");
+    }
     /* the backend and each layer's kinds, once: forward.c only calls through them */
     st = facet_backend_cpu_create(model->pool, &s->be, err);
     if (st != FACET_OK) {
@@ -86,6 +93,15 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
     if (!s->rope_long || !s->seq_added) {
         facet_session_free(s);
         return facet_err(err, FACET_E_NOMEM, "session sequences");
+    }
+    if (s->par) { /* every rank's session is ready, or none runs */
+        char first[512];
+        int failed = facet_par_agree(1, "", first, sizeof first);
+        if (failed) {
+            s->par = 0; /* nobody follows it */
+            facet_session_free(s);
+            return facet_err(err, FACET_E_IO, "%s", first);
+        }
     }
     *out = s;
     return FACET_OK;

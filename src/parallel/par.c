@@ -15,13 +15,13 @@
 #endif
 
 static struct {
-    int active, rank, size, pp, tp;
+    int active, rank, size, pp, tp, agreed;
     double comm_s;
     uint64_t sent;
 #ifdef FACET_HAVE_MPI
     MPI_Comm stage_comm;           /* the tp ranks of this rank's stage                */
 #endif
-} g = {0, 0, 1, 1, 1, 0, 0
+} g = {0, 0, 1, 1, 1, 0, 0, 0
 #ifdef FACET_HAVE_MPI
        , MPI_COMM_NULL
 #endif
@@ -34,6 +34,7 @@ int facet_par_pp(void) { return g.pp; }
 int facet_par_tp(void) { return g.tp; }
 int facet_par_stage(void) { return g.rank / g.tp; }
 int facet_par_tp_rank(void) { return g.rank % g.tp; }
+int facet_par_agreed(void) { return g.agreed; }
 
 void facet_par_stats(double *comm_s, uint64_t *bytes_sent) {
     if (comm_s) *comm_s = g.comm_s;
@@ -81,6 +82,7 @@ facet_status facet_par_allreduce_f32(float *buf, size_t n, facet_error *err) {
     return facet_err(err, FACET_E_UNSUPPORTED, "built without MPI");
 }
 int facet_par_agree(int ok, const char *msg, char *first, size_t cap) {
+    g.agreed = ok ? 1 : 2;
     if (cap) snprintf(first, cap, "%s", ok ? "" : msg);
     return !ok;
 }
@@ -115,8 +117,14 @@ facet_status facet_par_start(int pp, int tp, facet_error *err) {
                          pp, tp, want, launched ? "one of " : "", launched ? launched : 1, want);
     int inited = 0, provided = 0;
     MPI_Initialized(&inited);
-    if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+    if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
         return facet_err(err, FACET_E_IO, "MPI_Init_thread failed");
+    if (!inited && provided < MPI_THREAD_SERIALIZED) {
+        MPI_Finalize();
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "this MPI library gives thread level %d, facet needs "
+                         "MPI_THREAD_SERIALIZED (the server's engine thread calls MPI)", provided);
+    }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g.size);
@@ -203,6 +211,7 @@ enum { AGREE_MSG = 400 };
 
 int facet_par_agree(int ok, const char *msg, char *first, size_t cap) {
     if (cap) first[0] = 0;
+    g.agreed = 1;
     if (!g.active) {
         if (cap) snprintf(first, cap, "%s", ok ? "" : msg);
         return !ok;
@@ -215,6 +224,7 @@ int facet_par_agree(int ok, const char *msg, char *first, size_t cap) {
                               MPI_COMM_WORLD) != MPI_SUCCESS) {
         free(all);
         if (cap) snprintf(first, cap, "rank %d: MPI_Allgather of the ranks' states failed", g.rank);
+        g.agreed = 2;
         return g.size;
     }
     int failed = 0;
@@ -225,6 +235,7 @@ int facet_par_agree(int ok, const char *msg, char *first, size_t cap) {
         failed++;
     }
     free(all);
+    g.agreed = failed ? 2 : 1;
     return failed;
 }
 

@@ -12,7 +12,8 @@
  * Errors: every MPI call runs under MPI_ERRORS_RETURN and a failed one (a rank that
  * died, a message lost) becomes FACET_E_IO naming the call, the peer and MPI's text;
  * the caller ends the job with facet_par_abort so no rank waits forever.
- * Threads: only the thread that called facet_par_start calls these (MPI_THREAD_FUNNELED).
+ * Threads: one thread at a time (MPI_THREAD_SERIALIZED): the server's engine thread
+ * runs the forward passes while the main thread waits.
  */
 #ifndef FACET_PARALLEL_PAR_H
 #define FACET_PARALLEL_PAR_H
@@ -56,8 +57,12 @@ facet_status facet_par_allreduce_f32(float *buf, size_t n, facet_error *err);
 
 /* Every rank says whether it is ready (ok) or why not (msg); returns the number of
  * ranks that failed and, on every rank, the first failing rank's message (with its rank)
- * in first (cap bytes). A collective. */
+ * in first (cap bytes). A collective, called once per job: by facet_session_create
+ * when the session is ready (session.c), or by the CLI on a rank that failed before. */
 int facet_par_agree(int ok, const char *msg, char *first, size_t cap);
+/* 0 before facet_par_agree ran; then 1 when every rank was ready, 2 when one failed
+ * (every rank knows, and stops). */
+int facet_par_agreed(void);
 
 /* Seconds spent inside MPI calls and bytes sent by this rank since facet_par_start
  * (the bench's per-token communication time). */

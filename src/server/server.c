@@ -154,6 +154,12 @@ facet_status facet_server_start(const facet_server_config *cfg, facet_server **o
     srv_metrics_init(&s->metrics);
     memcpy(s->model_id, model_id, sizeof model_id);
     facet_load_options lo = {.n_threads = cfg->threads, .weights = cfg->weights};
+    if (cfg->parallel) { /* this rank's layers and tensor share */
+        lo.layer_first = cfg->parallel->layer_first;
+        lo.layer_end = cfg->parallel->layer_end;
+        lo.tensor_parallel = cfg->parallel->tensor_parallel;
+        lo.tensor_rank = cfg->parallel->tensor_rank;
+    }
     st = facet_model_load(cfg->model_dir, &lo, &s->model, err);
     if (st != FACET_OK) goto fail;
     s->tok = facet_model_tokenizer(s->model);

@@ -58,6 +58,9 @@ typedef struct facet_server_config {
     const char *allowed_origins; /* CORS: comma-separated origins answered with
                                 Access-Control-Allow-Origin, "*" = any (the default,
                                 as vLLM's and llama-server's), NULL/"" = none          */
+    const facet_load_options *parallel; /* one rank of a parallel job (mpirun): its share of
+                                the model (layer range, tensor rank; the CLI's cli_par.h);
+                                NULL = the whole model                                 */
     void (*log)(void *user, const char *line); /* one line for the operator (no newline),
                                 called from any server thread; NULL = silent           */
     void *log_user;

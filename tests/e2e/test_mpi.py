@@ -14,6 +14,7 @@ run as root unless told: the environment below allows it (CI runs as root).
 import json
 import os
 import shutil
+import signal
 import subprocess
 
 import numpy as np
@@ -140,3 +141,88 @@ def test_job_size_mismatch(mpi, make_checkpoint, repo_root, tmp_path):
                        capture_output=True, text=True, timeout=60, env=mpi_env())
     assert p.returncode != 0
     assert "mpirun -np 4 facet" in p.stderr, p.stderr
+
+
+def test_serve_batched_through_rank_0(mpi, tmp_path, repo_root):
+    """`mpirun -np 2 facet serve --pipeline-parallel 2`: rank 0 owns HTTP, the tokenizer
+    and the sampler; 8 concurrent greedy completions (batched together, the prefix cache
+    copying sequences on every rank) give the texts the single-process server gives.
+    SIGTERM to mpirun ends the job cleanly (rank 0 stops its followers)."""
+    import concurrent.futures
+
+    from server_harness import Server
+
+    wrapper = tmp_path / "facet-mpi"
+    wrapper.write_text("#!/bin/sh\nexec %s --oversubscribe -np 2 %s \"$@\"\n" % (MPIRUN, mpi))
+    wrapper.chmod(0o755)
+    model = repo_root / "models" / "stories260k"
+    prompts = [[1, 403, 407, 261 + i, 300 + 3 * i] for i in range(8)]
+
+    def texts(server):
+        def one(p):
+            status, r = server.post("/v1/completions", {"prompt": p, "temperature": 0,
+                                                        "max_tokens": 24})
+            assert status == 200, r
+            return r["choices"][0]["text"]
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            return list(ex.map(one, prompts))
+
+    args = ["--threads", "1", "--max-batch", "8", "--kv-cache", "f32", "--weights", "f32"]
+    with Server(mpi, model, *args, env=mpi_env()) as s:
+        want = texts(s)
+    s = Server(wrapper, model, *args, "--pipeline-parallel", "2", env=mpi_env())
+    try:
+        got = texts(s)
+        got_again = texts(s)  # a second round starts from cached prefixes
+        status, _ = s.post("/v1/embeddings", {"input": "hello"})
+        assert status != 200  # one session per job: refused, not wrong
+    finally:
+        # mpirun forwards SIGTERM to every rank and exits 1 for having been signalled,
+        # however its processes end: rank 0 shuts down and stops its follower
+        rc = s.stop(signal.SIGTERM, 30)
+    log = "".join(s.log)
+    assert rc in (0, 1) and "facet serve: stopped" in log, log[-3000:]
+    assert got == want and got_again == want
+
+
+def rank_pids(marker, rank):
+    """Pids of processes whose command line holds `marker` and whose MPI rank is `rank`."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            cmd = open("/proc/%s/cmdline" % d, "rb").read().decode(errors="replace")
+            env = open("/proc/%s/environ" % d, "rb").read().decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmd and ("\0OMPI_COMM_WORLD_RANK=%d\0" % rank) in "\0" + env:
+            pids.append(int(d))
+    return pids
+
+
+def test_dead_rank_ends_the_job(mpi, make_checkpoint, repo_root):
+    """A stage killed mid-generation ends the whole job with an error naming the rank,
+    instead of leaving rank 0 waiting for its hidden states."""
+    import time
+
+    path = checkpoint(make_checkpoint, repo_root, "llama")
+    p = subprocess.Popen(mpirun(2) + [mpi, "run", str(path), "--prompt-ids", "1,2,3", "-n",
+                                      "8000", "--ignore-eos", "--pipeline-parallel", "2"] + F32,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         env=mpi_env())
+    victim = []
+    t0 = time.time()
+    while not victim and time.time() - t0 < 20 and p.poll() is None:
+        victim = rank_pids(str(path), 1)
+        time.sleep(0.05)
+    assert victim, "rank 1 never started"
+    time.sleep(0.3)  # inside the generation
+    os.kill(victim[0], signal.SIGKILL)
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError("the job hung after rank 1 died")
+    assert p.returncode != 0
+    assert "rank 1" in err and ("signal 9" in err or "Killed" in err), err[-3000:]
