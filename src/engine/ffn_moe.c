@@ -7,6 +7,10 @@
  *   y = sum over the k of w_j * down_j(act(gate_j h) * up_j h)   (experts in id order;
  *       gpt-oss: biases on gate, up and down, and its clamped SwiGLU)
  *   y += [sigmoid(h . g)] * shared(h)             [shared expert; gate: Qwen2-MoE]
+ * DeepSeek's routers (DeepseekV2Moe, DeepseekV3TopkRouter: FACET_ROUTER_GROUPED) choose
+ * inside groups, with sigmoid scores and a per-expert bias of the choice (V3), and scale
+ * the weights by routed_scaling_factor (facet_moe_route_grouped); their shared experts
+ * are one gated MLP of n_shared_experts x moe_intermediate_size, ungated.
  *
  * Grouping. The chunk's (token, expert) pairs are sorted by expert (a counting sort,
  * token order kept within an expert); each expert that any token chose runs once over
@@ -56,11 +60,75 @@ void facet_moe_route(const float *logits, int E, int k, facet_moe_router router,
     for (int j = 0; j < k; j++) w[j] = (float)(exp((double)logits[ids[j]] - m) / denom);
 }
 
+/* The index of the largest of x[0..n) not yet taken (taken[i] != 0), ties to the lower
+ * index; -1 when every one is taken. */
+static int argmax_free(const double *x, const unsigned char *taken, int n) {
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (!taken[i] && (best < 0 || x[i] > x[best])) best = i;
+    return best;
+}
+
+#define GROUPED_MAX 4096 /* experts (MAX_EXPERTS of the facts) */
+
+void facet_moe_route_grouped(const float *logits, const float *bias, int E, int k, int sigmoid,
+                             int n_group, int topk_group, int norm, double scaling, int *ids,
+                             float *w) {
+    double score[GROUPED_MAX], choice[GROUPED_MAX], gscore[GROUPED_MAX];
+    unsigned char taken[GROUPED_MAX], keep[GROUPED_MAX];
+    double m = -INFINITY, total = 0;
+    if (!sigmoid)
+        for (int e = 0; e < E; e++) m = logits[e] > m ? logits[e] : m;
+    for (int e = 0; e < E; e++) {
+        score[e] = sigmoid ? 1.0 / (1.0 + exp(-(double)logits[e])) : exp((double)logits[e] - m);
+        total += score[e];
+    }
+    for (int e = 0; e < E; e++) {
+        if (!sigmoid) score[e] /= total;
+        choice[e] = score[e] + (bias ? (double)bias[e] : 0.0);
+    }
+    if (n_group > 1) {
+        int per = E / n_group;
+        for (int g = 0; g < n_group; g++) {
+            const double *c = choice + (size_t)g * per;
+            int a = 0, b = -1; /* the group's best, and its second */
+            for (int i = 1; i < per; i++)
+                if (c[i] > c[a]) a = i;
+            for (int i = 0; i < per; i++)
+                if (i != a && (b < 0 || c[i] > c[b])) b = i;
+            gscore[g] = bias ? c[a] + (b >= 0 ? c[b] : 0.0) : c[a];
+        }
+        memset(taken, 0, (size_t)n_group);
+        memset(keep, 0, (size_t)n_group);
+        for (int j = 0; j < topk_group; j++) {
+            int g = argmax_free(gscore, taken, n_group);
+            taken[g] = keep[g] = 1;
+        }
+        for (int e = 0; e < E; e++)
+            if (!keep[e / per]) choice[e] = 0.0;
+    }
+    memset(taken, 0, (size_t)E);
+    double chosen = 0;
+    for (int j = 0; j < k; j++) {
+        ids[j] = argmax_free(choice, taken, E);
+        taken[ids[j]] = 1;
+        chosen += score[ids[j]];
+    }
+    for (int j = 0; j < k; j++)
+        w[j] = (float)((norm ? score[ids[j]] / (chosen + 1e-20) : score[ids[j]]) * scaling);
+}
+
 /* Route entry r: its k expert ids and weights from the router logits. */
 static void route_row(facet_session *s, int l, int r) {
-    (void)l;
     const facet_facts *f = &s->model->facts;
     int E = (int)f->num_experts, k = (int)f->num_experts_per_tok;
+    if (f->moe_router == FACET_ROUTER_GROUPED) {
+        facet_moe_route_grouped(s->moe_logits + (size_t)r * E, s->model->w.layers[l].router_score_bias,
+                                E, k, f->moe_sigmoid, (int)f->n_group, (int)f->topk_group,
+                                f->norm_topk_prob, f->routed_scaling_factor,
+                                s->moe_ids + (size_t)r * k, s->moe_w + (size_t)r * k);
+        return;
+    }
     facet_moe_route(s->moe_logits + (size_t)r * E, E, k, f->moe_router, f->norm_topk_prob,
                     s->moe_ids + (size_t)r * k, s->moe_w + (size_t)r * k);
 }

@@ -110,8 +110,8 @@ facet_status facet_kv_cache_reserve(facet_kv_cache *kv, int seq, int need, facet
         } else {
             size_t rows = facet_kv_is_ring(kv, l) ? facet_kv_rows(kv, c, l) : (size_t)cap;
             nl[l].k = calloc(rows, row_bytes);
-            nl[l].v = calloc(rows, row_bytes);
-            ok = nl[l].k && nl[l].v;
+            nl[l].v = kv->latent ? NULL : calloc(rows, row_bytes);
+            ok = nl[l].k && (kv->latent || nl[l].v);
         }
         if (!ok) {
             /* free only what this call allocated; the sequence keeps its old slots */
@@ -136,6 +136,7 @@ facet_status facet_kv_cache_reserve(facet_kv_cache *kv, int seq, int need, facet
             for (int h = 0; h < kv->n_kv_heads && c->len > 0; h++) {
                 memcpy(nl[l].k + (size_t)h * cap * head_row,
                        c->layers[l].k + (size_t)h * c->cap * head_row, used * head_row);
+                if (kv->latent) continue;
                 memcpy(nl[l].v + (size_t)h * cap * head_row,
                        c->layers[l].v + (size_t)h * c->cap * head_row, (size_t)c->len * head_row);
             }
@@ -168,6 +169,7 @@ facet_status facet_kv_cache_copy(facet_kv_cache *kv, int src, int dst, int n, fa
         for (int h = 0; h < kv->n_kv_heads; h++) {
             memcpy(b->layers[l].k + (size_t)h * rb * head_row,
                    a->layers[l].k + (size_t)h * ra * head_row, groups * head_row);
+            if (kv->latent) continue;
             memcpy(b->layers[l].v + (size_t)h * rb * head_row,
                    a->layers[l].v + (size_t)h * ra * head_row, (size_t)n * head_row);
         }
@@ -199,8 +201,9 @@ void facet_kv_cache_store(facet_kv_cache *kv, int seq, int layer, int pos, const
     int hd = kv->head_dim;
     for (int h = 0; h < kv->n_kv_heads; h++) {
         uint8_t *kat = c->layers[layer].k + facet_kv_key_offset(kv, c, layer, h, pos);
-        uint8_t *vat = c->layers[layer].v + facet_kv_value_offset(kv, c, layer, h, pos);
         facet_kv_store_strided(k + (size_t)h * hd, kv->type, kat, hd, FACET_KV_GROUP);
+        if (kv->latent) continue;
+        uint8_t *vat = c->layers[layer].v + facet_kv_value_offset(kv, c, layer, h, pos);
         facet_kv_store(v + (size_t)h * hd, kv->type, vat, hd);
     }
 }

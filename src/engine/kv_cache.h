@@ -49,6 +49,12 @@
  * and is written after attention (forward.c), so no entry needs a row older than the
  * window. A single position (decode) is stored first and read from the ring.
  *
+ * Latent caches (latent = 1: multi-head latent attention, mixer_mla.c). Every GLOBAL slot
+ * holds one "head" of head_dim = kv_lora_rank + qk_rope_head_dim elements per position:
+ * the normed latent, then the rope key, in the key buffer's layout above; there is no
+ * value buffer (v stays NULL: the values are the latent's first kv_lora_rank elements of
+ * the same rows), so a position costs head_dim elements per layer, not 2 x nh x hd.
+ *
  * Release (facet_kv_cache_release) frees a sequence's buffers; len and cap return to 0 and the
  * next reserve grows it again from nothing. Reset (facet_kv_cache_reset) forgets the tokens and
  * keeps the memory. Both are safe on a sequence that never grew or whose growth failed.
@@ -98,6 +104,8 @@ typedef struct facet_kv_cache {
     uint8_t *kind;                 /* [n_layers] facet_kv_slot_kind                    */
     size_t *state_bytes;           /* [n_layers] STATE slots' bytes per sequence, else 0 */
     int n_state_layers;            /* STATE slots (0: a pure attention model)          */
+    int latent;                    /* 1: keys only, no value buffers (latent attention;
+                                      see the contract); set after init, before reserve */
     facet_kv_seq *seqs;            /* [n_seq_max]                                      */
 } facet_kv_cache;
 
@@ -147,8 +155,9 @@ void facet_kv_cache_reset(facet_kv_cache *kv, int seq);
 void facet_kv_cache_release(facet_kv_cache *kv, int seq);
 
 /* Store position pos of sequence seq in layer `layer`: k and v are n_kv_heads * head_dim
- * float32 values each (heads one after another), rounded to the cache's type. The
- * position must be reserved (pos < cap on a GLOBAL slot) and counted in len. */
+ * float32 values each (heads one after another), rounded to the cache's type; a latent
+ * cache stores k alone (v unread, may be NULL). The position must be reserved (pos < cap
+ * on a GLOBAL slot) and counted in len. */
 void facet_kv_cache_store(facet_kv_cache *kv, int seq, int layer, int pos, const float *k,
                           const float *v);
 

@@ -45,6 +45,17 @@ extern const facet_mixer_kind facet_mixer_mamba;
 extern const facet_mixer_kind facet_mixer_mamba2; /* mixer_mamba2.c: layer_ssm == 2 */
 extern const facet_ffn_kind facet_ffn_none;
 
+/* mixer_mla.c: multi-head latent attention (DeepSeek-V2/V3) on every layer of a model
+ * whose facts have kv_lora_rank > 0; its cache is latent (kv_cache.h). */
+extern const facet_mixer_kind facet_mixer_mla;
+
+/* Floats of one entry's scratch in a latent-attention layer (session.c sizes mla_work). */
+size_t facet_mla_row_floats(const facet_facts *f);
+
+/* After the weights load: each latent-attention layer's kv_b_f32 from its kv_b_proj
+ * (the run-time format's values widened). Errors: FACET_E_NOMEM. */
+facet_status facet_mla_prepare(facet_model *m, facet_error *err);
+
 /* Floats of one sequence's state in one Mamba layer: CD * (K - 1) + DI * N, CD = DI
  * (Mamba-2: DI + 2 G N). */
 size_t facet_mamba_state_floats(const facet_facts *f);

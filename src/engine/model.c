@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/layer.h"
 #include "engine/model_internal.h"
 #include "io/safetensors.h"
 #include "io/gguf.h"
@@ -99,6 +100,7 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
     }
     if (st == FACET_OK && m->tp > 1) facet_weights_tp_facts(&m->facts, m->tp);
     if (st == FACET_OK) st = facet_rope_init(m, err);
+    if (st == FACET_OK && m->facts.kv_lora_rank > 0) st = facet_mla_prepare(m, err);
     if (st == FACET_OK) {
         if (!m->tokenizer && !m->stage_inner &&
             facet_tokenizer_present(dir)) /* tokenizer.json or GGUF metadata */

@@ -72,6 +72,19 @@ typedef struct facet_layer_weights {
      * H): z, then x B C (the conv's input), then dt; conv is (CD, K); dt_bias, A_log and
      * D are (NH); x_proj and dt_proj are absent */
     float *ssm_gnorm;           /* (DI) the gated RMSNorm's weight (per group of DI / G) */
+    /* a latent-attention layer (facts kv_lora_rank > 0; QL = q_lora_rank, C =
+     * kv_lora_rank, dn/dr/dv = qk_nope/qk_rope/v_head_dim): q_proj is (nh (dn + dr), H)
+     * when QL is 0, o_proj (H, nh dv); k/v_proj are absent */
+    facet_wtensor q_a_proj;     /* (QL, H)                            QL > 0           */
+    float *q_a_norm;            /* (QL)                               QL > 0           */
+    facet_wtensor q_b_proj;     /* (nh (dn + dr), QL)                 QL > 0           */
+    facet_wtensor kv_a_proj;    /* (C + dr, H): the latent, then the shared rope key    */
+    float *kv_a_norm;           /* (C)                                                 */
+    facet_wtensor kv_b_proj;    /* (nh (dn + dv), C): per head dn key rows, dv value rows */
+    float *kv_b_f32;            /* kv_b_proj's values as float32 (the run-time format's,
+                                   widened), owned: the absorbed attention reads it by
+                                   columns and rows (mixer_mla.c)                      */
+    float *router_score_bias;   /* (E) e_score_correction_bias        moe_score_bias   */
 } facet_layer_weights;
 
 typedef struct facet_weights {
@@ -152,6 +165,10 @@ struct facet_session {
     float *ssm_dbc;                /* (R, R_dt + 2N) x_proj: dt, B, C                  */
     float *ssm_dtin;               /* (R, R_dt) dt_proj's input (x_proj's dt columns)   */
     float *ssm_dt;                 /* (R, DI) softplus(dt_proj(dt))                    */
+    /* latent-attention layers (mixer_mla.c; 0 rows without one): q holds (R, nh (dn +
+     * dr)) queries, k (R, C + dr) kv_a_proj's rows, att_out (R, nh dv) */
+    float *mla_q_a;                /* (R, QL) q_a_proj's output                        */
+    float *mla_work;               /* (R, facet_mla_row_floats) one entry's attention  */
     int *pos;                      /* (R) position of each entry                       */
     const int32_t *seq_ids;        /* the current chunk's sequence ids (borrowed from
                                       the batch during facet_forward)                  */

@@ -26,4 +26,20 @@
 void facet_moe_route(const float *logits, int E, int k, facet_moe_router router, int norm,
                      int *ids, float *w);
 
+/* DeepSeek's routing (FACET_ROUTER_GROUPED) for one token, from its router logits (E
+ * floats), computed in double:
+ *   score_e  = sigmoid(logit_e) (sigmoid) or softmax over all E (else)
+ *   choice_e = score_e + bias_e (bias NULL: + 0; DeepseekV3's e_score_correction_bias)
+ *   groups: E / n_group consecutive experts each, ranked by the sum of their two largest
+ *   choices (bias given: noaux_tc) or their largest (group_limited_greedy); the
+ *   topk_group best kept, every other expert's choice set to 0.0 (as transformers'
+ *   masked_fill; n_group 1 keeps all: greedy)
+ *   ids = the k largest choices (ties to the lower expert index, facet_moe_route's rule)
+ *   w_j = score_ids[j], / (sum of the k + 1e-20) when norm, then * scaling.
+ * E % n_group == 0, 1 <= topk_group <= n_group, k <= topk_group * E / n_group (the
+ * verdict checks). ids and w hold k entries. */
+void facet_moe_route_grouped(const float *logits, const float *bias, int E, int k, int sigmoid,
+                             int n_group, int topk_group, int norm, double scaling, int *ids,
+                             float *w);
+
 #endif

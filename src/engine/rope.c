@@ -122,8 +122,12 @@ facet_status facet_rope_init(facet_model *m, facet_error *err) {
         return FACET_OK;
     }
     int rot = (int)(f->head_dim * f->partial_rotary_factor);
+    /* latent attention turns the decoupled rope part alone (DeepseekV2Config's head_dim
+     * is qk_rope_head_dim) */
+    int mla = f->kv_lora_rank > 0;
+    if (mla) rot = (int)f->qk_rope_head_dim;
     rot -= rot % 2;
-    if (rot <= 0 || rot > f->head_dim)
+    if (rot <= 0 || (!mla && rot > f->head_dim))
         return facet_err(err, FACET_E_UNSUPPORTED, "rotary dims %d out of range for head_dim=%lld",
                          rot, (long long)f->head_dim);
     int half = rot / 2;

@@ -43,14 +43,19 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
                          (int)o.kv_type);
     }
     facet_kv_type kv_type = o.kv_type == FACET_KV_AUTO ? facet_auto_kv(model->weights) : o.kv_type;
-    facet_status st = facet_kv_cache_init(&s->kv, (int)f->num_hidden_layers,
-                                          (int)f->num_key_value_heads, (int)f->head_dim,
-                                          f->layer_sliding, f->sliding_window, kv_type,
-                                          o.n_seq_max, o.n_ctx, err);
+    /* latent attention caches one row of kv_lora_rank + qk_rope_head_dim per position
+     * and layer, no values (kv_cache.h) */
+    int mla = f->kv_lora_rank > 0;
+    facet_status st = facet_kv_cache_init(
+        &s->kv, (int)f->num_hidden_layers, mla ? 1 : (int)f->num_key_value_heads,
+        mla ? (int)(f->kv_lora_rank + f->qk_rope_head_dim) : (int)f->head_dim,
+        mla ? NULL : f->layer_sliding, mla ? 0 : f->sliding_window, kv_type, o.n_seq_max,
+        o.n_ctx, err);
     if (st != FACET_OK) {
         free(s);
         return st;
     }
+    s->kv.latent = mla;
     /* recurrent layers keep a fixed state per sequence (kv_cache.h STATE slots) */
     for (int l = 0; l < (int)f->num_hidden_layers; l++)
         if (f->layer_ssm[l])
@@ -115,7 +120,7 @@ typedef struct {
     size_t fixed;                  /* elements beyond rows * per_row                   */
 } scratch_buf;
 
-enum { SCRATCH_BUFS = 33 }; /* the buffers and the NULL that ends them */
+enum { SCRATCH_BUFS = 35 }; /* the buffers and the NULL that ends them */
 
 static void scratch_table(facet_session *s, scratch_buf *t) {
     const facet_facts *f = &s->model->facts;
@@ -128,6 +133,14 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
         I = (size_t)f->shared_expert_intermediate_size;
     size_t nh = (size_t)f->num_attention_heads;
     size_t qd = nh * (size_t)f->head_dim, kvd = (size_t)(f->num_key_value_heads * f->head_dim);
+    int mla = f->kv_lora_rank > 0; /* q, k, att_out as mixer_mla.c uses them */
+    size_t QL = mla ? (size_t)f->q_lora_rank : 0, MW = mla ? facet_mla_row_floats(f) : 0;
+    if (mla) {
+        size_t mq = nh * (size_t)(f->qk_nope_head_dim + f->qk_rope_head_dim);
+        size_t mo = nh * (size_t)f->v_head_dim;
+        qd = mq > mo ? mq : mo;
+        kvd = (size_t)(f->kv_lora_rank + f->qk_rope_head_dim);
+    }
     size_t half = s->model->rope_dim / 2 ? (size_t)s->model->rope_dim / 2 : 1;
     size_t F = sizeof(float), N = sizeof(int);
     /* Mamba: xz 2 DI, xc DI, dbc R + 2N, dtin R, dt DI; Mamba-2 (model_internal.h): xz
@@ -160,6 +173,7 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
         {(void **)&s->ssm_xz, XZ, F, 0},     {(void **)&s->ssm_xc, XC, F, 0},
         {(void **)&s->ssm_dbc, DBC, F, 0},   {(void **)&s->ssm_dtin, RDT, F, 0},
         {(void **)&s->ssm_dt, DT, F, 0},
+        {(void **)&s->mla_q_a, QL, F, 0},    {(void **)&s->mla_work, MW, F, 0},
         {NULL, 0, 0, 0},
     };
     memcpy(t, b, sizeof b);

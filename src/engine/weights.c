@@ -614,6 +614,13 @@ static const size_t slot_field[FACET_TS_COUNT] = {
     [FACET_TS_POST_ATTENTION_LAYERNORM_BIAS] =
         offsetof(facet_layer_weights, post_attention_layernorm_bias),
     [FACET_TS_LM_HEAD] = offsetof(facet_weights, lm_head),
+    [FACET_TS_Q_A_PROJ] = offsetof(facet_layer_weights, q_a_proj),
+    [FACET_TS_Q_A_NORM] = offsetof(facet_layer_weights, q_a_norm),
+    [FACET_TS_Q_B_PROJ] = offsetof(facet_layer_weights, q_b_proj),
+    [FACET_TS_KV_A_PROJ] = offsetof(facet_layer_weights, kv_a_proj),
+    [FACET_TS_KV_A_NORM] = offsetof(facet_layer_weights, kv_a_norm),
+    [FACET_TS_KV_B_PROJ] = offsetof(facet_layer_weights, kv_b_proj),
+    [FACET_TS_ROUTER_SCORE_BIAS] = offsetof(facet_layer_weights, router_score_bias),
 };
 
 static int expert_slot(facet_tslot s) {
@@ -770,8 +777,10 @@ void facet_weights_free(facet_model *m) {
     if (w->cache) { /* every tensor lies in the cache's mapping */
         wcache_close(w->cache);
         free(w->cache);
-        for (int64_t l = 0; w->layers && l < m->facts.num_hidden_layers; l++)
+        for (int64_t l = 0; w->layers && l < m->facts.num_hidden_layers; l++) {
             free(w->layers[l].experts);
+            free(w->layers[l].kv_b_f32); /* derived at load, never in the cache */
+        }
         free(w->layers);
         memset(w, 0, sizeof *w);
         return;
@@ -797,6 +806,7 @@ void facet_weights_free(facet_model *m) {
                 free(L->experts[e].down_bias);
             }
             free(L->experts);
+            free(L->kv_b_f32);
         }
         free(w->layers);
     }

@@ -717,8 +717,8 @@ static facet_status read_mla(reader *r, const facet_config_class *cls) {
         TRY(bad(r, "qk_nope_head_dim", json_object_get(r->obj, "qk_nope_head_dim"),
                 "qk_nope_head_dim + qk_rope_head_dim >= 1"));
 
-    /* routing: greedy top-k of the softmax; group-limited and noaux_tc are facts the
-     * table refuses by name (facet_judge) */
+    /* routing (FACET_ROUTER_GROUPED): the variants neither class runs are refused by
+     * name (facet_judge) */
     TRY(get_num(r, "routed_scaling_factor", 1, &f->routed_scaling_factor));
     TRY(get_int(r, "first_k_dense_replace", 0, 0, FACET_MAX_LAYERS, &f->first_k_dense_replace, NULL));
     TRY(get_int(r, "moe_layer_freq", 0, 1, FACET_MAX_LAYERS, &f->moe_layer_freq, NULL));
@@ -728,22 +728,39 @@ static facet_status read_mla(reader *r, const facet_config_class *cls) {
     TRY(get_int(r, "n_shared_experts", 0, 0, MAX_EXPERTS, &f->n_shared_experts, NULL));
     f->shared_expert_intermediate_size = f->n_shared_experts * f->moe_intermediate_size;
     f->shared_expert_gate = 0;
-    /* n_group / topk_group: unread by greedy routing; otherwise kept for the verdict
-     * (the refusal names topk_method) */
-    for (const char *const *k = (const char *const[]){"n_group", "topk_group", NULL}; *k; k++) {
-        json_t *v = take(r, *k);
-        if (v && strcmp(f->topk_method, "greedy")) keep_key(f, *k, v);
+    /* n_group / topk_group (DeepseekV3Config: 8 / 4; DeepseekV2Config: None, read only
+     * by group_limited_greedy): greedy routing is one group of every expert */
+    int v3 = !strcmp(cls->topk_method, "noaux_tc");
+    f->n_group = v3 ? 8 : 1;
+    f->topk_group = v3 ? 4 : 1;
+    for (int i = 0; i < 2; i++) {
+        const char *key = i ? "topk_group" : "n_group";
+        int64_t *dst = i ? &f->topk_group : &f->n_group;
+        json_t *v = json_object_get(r->obj, key);
+        if (v && json_is_null(v)) take(r, key);
+        else TRY(get_int(r, key, 0, 1, MAX_EXPERTS, dst, NULL));
     }
+    if (!strcmp(f->topk_method, "greedy")) f->n_group = f->topk_group = 1;
+    f->moe_sigmoid = !strcmp(f->scoring_func, "sigmoid");
+    f->moe_score_bias = !strcmp(f->topk_method, "noaux_tc");
+    /* multi-token-prediction layers (DeepSeek-V3's layer 61): weights past the decoder,
+     * never run by next-token decoding */
+    json_t *mtp = take(r, "num_nextn_predict_layers");
+    if (json_is_integer(mtp) && json_integer_value(mtp) > 0)
+        facet_facts_note(f, "num_nextn_predict_layers=%lld: multi-token-prediction layers are "
+                         "read past, not run", (long long)json_integer_value(mtp));
+    /* rope_interleave (DeepseekV3Config, default true): false would rotate halves */
+    json_t *ri = take(r, "rope_interleave");
+    if (ri && !json_is_true(ri)) keep_key(f, "rope_interleave", ri);
     /* DeepseekV2MoE on layer i: n_routed_experts set, i >= first_k_dense_replace and
-     * i % moe_layer_freq == 0 */
+     * i % moe_layer_freq == 0 (the verdict refuses moe_layer_freq != 1) */
     f->n_sparse_layers = 0;
     for (int64_t i = 0; i < f->num_hidden_layers && i < FACET_MAX_LAYERS; i++) {
         f->layer_sparse[i] = f->num_experts > 0 && i >= f->first_k_dense_replace &&
                              i % f->moe_layer_freq == 0;
         f->n_sparse_layers += f->layer_sparse[i];
     }
-    f->moe_router = f->n_sparse_layers ? FACET_ROUTER_SOFTMAX_TOPK : FACET_ROUTER_NONE;
-
+    f->moe_router = f->n_sparse_layers ? FACET_ROUTER_GROUPED : FACET_ROUTER_NONE;
     /* yarn's two mscales (rope_scaling.mscale / mscale_all_dim): cos and sin carry
      * mscale(f, mscale) / mscale(f, mscale_all_dim), the softmax scale
      * mscale(f, mscale_all_dim)^2 (DeepseekV2Attention.softmax_scale) */

@@ -51,6 +51,14 @@ typedef enum facet_moe_router {
                                        norm_topk_prob (Qwen2/3-MoE, OLMoE)              */
     FACET_ROUTER_TOPK_SOFTMAX,      /* top k of the logits, softmax over those k
                                        (Mixtral, Granite-MoE: always sums to 1)          */
+    FACET_ROUTER_GROUPED,           /* DeepSeek (DeepseekV2Moe, DeepseekV3TopkRouter):
+                                       scores softmax or sigmoid (moe_sigmoid) over all
+                                       E; the choice ranks scores (+ the per-expert
+                                       e_score_correction_bias when moe_score_bias) inside
+                                       the topk_group best of n_group groups; weights are
+                                       the chosen experts' scores (without the bias),
+                                       / their sum when norm_topk_prob, then times
+                                       routed_scaling_factor (moe_route.h)              */
 } facet_moe_router;
 
 /* Where a checkpoint keeps its experts (probed from the tensor names). */
@@ -225,9 +233,16 @@ typedef struct facet_facts {
     int64_t moe_layer_freq;
     int64_t n_shared_experts;      /* DeepSeek: shared experts, each moe_intermediate_size
                                       wide (shared_expert_intermediate_size holds the sum) */
-    char topk_method[32];          /* "greedy" runs; "group_limited_greedy" / "noaux_tc"
-                                      (n_group, topk_group) are refused by name           */
-    char scoring_func[16];         /* "softmax" runs; "sigmoid" is refused               */
+    char topk_method[32];          /* "greedy", "group_limited_greedy" (deepseek_v2) or
+                                      "noaux_tc" (deepseek_v3); others are refused       */
+    char scoring_func[16];         /* "softmax" (deepseek_v2) or "sigmoid" (deepseek_v3) */
+    int64_t n_group, topk_group;   /* FACET_ROUTER_GROUPED: experts in n_group equal
+                                      groups, the choice inside the topk_group best ones
+                                      (greedy: 1, 1)                                      */
+    int moe_sigmoid;               /* GROUPED: scores are sigmoid(logit), else softmax   */
+    int moe_score_bias;            /* GROUPED: mlp.gate.e_score_correction_bias [E] is
+                                      added to the scores for the choice (noaux_tc;
+                                      group score = sum of each group's two best)        */
 
     /* recurrent (state-space) mixers, issue 26 (n_ssm_layers 0: every mixer is attention).
      * Mamba (MambaConfig): d_inner = ssm_inner, N = ssm_state_size, K = ssm_conv_kernel,

@@ -162,7 +162,7 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
     /* projection shapes against the config's head counts and head_dim */
     if (fused_qkv) {
         TRY(expect_shape(ck, f, prefix, facet_tensor_fused(FACET_TF_QKV_PROJ), err));
-    } else if (!qkv_heads && !c1) {
+    } else if (!qkv_heads && !c1 && !f->kv_lora_rank) {
         TRY(expect_shape(ck, f, prefix, facet_tensor_slot(FACET_TS_Q_PROJ), err));
         TRY(expect_shape(ck, f, prefix, facet_tensor_slot(FACET_TS_K_PROJ), err));
     }

@@ -62,8 +62,12 @@ void facet_facts_line(const facet_facts *f, char *buf, size_t cap) {
                          "sparse_layers=%d",
                (long long)f->num_experts, (long long)f->num_experts_per_tok,
                (long long)f->moe_intermediate_size,
-               f->moe_router == FACET_ROUTER_TOPK_SOFTMAX ? "topk-softmax" : "softmax-topk",
-               f->moe_router == FACET_ROUTER_SOFTMAX_TOPK && f->norm_topk_prob ? "-renorm" : "",
+               f->moe_router == FACET_ROUTER_TOPK_SOFTMAX ? "topk-softmax"
+               : f->moe_router == FACET_ROUTER_GROUPED
+                   ? (f->moe_score_bias ? "sigmoid-noaux_tc" : f->n_group > 1 ? "softmax-grouped"
+                                                                            : "softmax-greedy")
+                   : "softmax-topk",
+               f->moe_router != FACET_ROUTER_TOPK_SOFTMAX && f->norm_topk_prob ? "-renorm" : "",
                f->n_sparse_layers);
         if (f->shared_expert_intermediate_size)
             APPEND(buf, cap, " shared_expert=%lld%s", (long long)f->shared_expert_intermediate_size,

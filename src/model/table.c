@@ -63,7 +63,7 @@ static const facet_caps cpu_dense = {
     .layer_norm = ALLOW_BOTH, .ffn_ungated = ALLOW_BOTH, .parallel_residual = ALLOW_BOTH,
     .fused_qkv_heads = ALLOW_BOTH, .norm_bias = ALLOW_BOTH,
     .moe_routers = BIT(FACET_ROUTER_NONE) | BIT(FACET_ROUTER_SOFTMAX_TOPK) |
-                   BIT(FACET_ROUTER_TOPK_SOFTMAX),
+                   BIT(FACET_ROUTER_TOPK_SOFTMAX) | BIT(FACET_ROUTER_GROUPED),
     .experts_per_tok_max = 64,
     .shared_expert = ALLOW_BOTH,
     .ssm = 1,
@@ -143,6 +143,14 @@ const facet_profile facet_profiles[] = {
     {"gpt_oss", {"GptOssForCausalLM"},
      "gpt-oss (attention sinks, clamped SwiGLU, router and expert biases; unquantized "
      "checkpoints: the MXFP4 quantization_config is refused)", &cpu_dense, &cuda_dense},
+    {"deepseek_v2", {"DeepseekV2ForCausalLM"},
+     "DeepSeek-V2, DeepSeek-V2-Lite (multi-head latent attention: the cache holds the "
+     "latent and the rope key; softmax routing, greedy or group-limited, shared experts)",
+     &cpu_dense, &cuda_dense},
+    {"deepseek_v3", {"DeepseekV3ForCausalLM"},
+     "DeepSeek-V3, Kimi K2 (latent attention; sigmoid routing with e_score_correction_bias "
+     "inside the best groups, shared experts; unquantized checkpoints: the FP8 "
+     "quantization_config is refused)", &cpu_dense, &cuda_dense},
     {"mamba", {"MambaForCausalLM"},
      "Mamba (selective state space: conv1d + scan, no attention)", &cpu_dense, &cuda_dense},
     {"mamba2", {"Mamba2ForCausalLM"},

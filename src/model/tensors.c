@@ -11,8 +11,14 @@
 static int always(const facet_facts *f) { (void)f; return 1; }
 static int fused_qkv(const facet_facts *f) { return f->fused_qkv; }
 static int split_qkv(const facet_facts *f) {
-    return !f->fused_qkv && !f->fused_qkv_heads && !f->conv1d;
+    return !f->fused_qkv && !f->fused_qkv_heads && !f->conv1d && !f->kv_lora_rank;
 }
+/* latent attention (DeepSeek): q from q_proj, or q_a_proj -> q_a_layernorm -> q_b_proj */
+static int mla(const facet_facts *f) { return f->kv_lora_rank > 0; }
+static int mla_q_plain(const facet_facts *f) { return mla(f) && !f->q_lora_rank; }
+static int mla_q_lora(const facet_facts *f) { return mla(f) && f->q_lora_rank > 0; }
+static int plain_o(const facet_facts *f) { return !f->conv1d && !mla(f); }
+static int score_bias(const facet_facts *f) { return f->moe_score_bias; }
 static int qkv_bias(const facet_facts *f) { return f->qkv_bias && !f->fused_qkv_heads && !f->conv1d; }
 static int conv1d(const facet_facts *f) { return f->conv1d; }
 static int conv1d_qkv_bias(const facet_facts *f) { return f->conv1d && f->qkv_bias; }
@@ -87,6 +93,11 @@ static int mamba2(const facet_facts *f) { return f->ssm_version == 2; }
      .fused = -1, .n_split = n_, .split = {s0, s1}, .when = when_,                          \
      .scope = FACET_SCOPE_SPARSE, .experts3d = 1}
 #define EF FACET_TD_EFFN
+/* the shared expert: Qwen2-MoE's mlp.shared_expert.*, DeepSeek's mlp.shared_experts.* */
+#define SHARED(tail_, d0, d1, slot_)                                                        \
+    {.root = L, .name = "mlp.shared_expert." tail_, .alt = "mlp.shared_experts." tail_,      \
+     .dims = {d0, d1}, .matrix = 1, .slot = slot_, .fused = -1, .when = shared_mlp,          \
+     .scope = FACET_SCOPE_SPARSE}
 
 /* a Mamba layer's row (MambaBlock: norm, mixer.*; a Granite 4 hybrid's mamba.*) */
 #define SSM(name_, d0, d1, matrix_, slot_, when_)                                           \
@@ -142,7 +153,18 @@ const facet_tensor_row facet_tensor_rows[] = {
     {.root = L, .name = "self_attn.o_proj.weight", .alt = "attention.dense.weight",
      .alt2 = "self_attn.dense.weight" /* Phi */, .alt3 = "self_attention.dense.weight" /* Falcon */,
      .gguf = "attn_output.weight", .dims = {H, FACET_TD_Q}, .matrix = 1, .slot = FACET_TS_O_PROJ,
-     .fused = -1, .when = not_conv1d},
+     .fused = -1, .when = plain_o},
+    /* latent attention (DeepseekV2Attention / DeepseekV3Attention) */
+    MAT(L, "self_attn.q_proj.weight", NULL, FACET_TD_MLA_Q, H, FACET_TS_Q_PROJ, mla_q_plain),
+    MAT(L, "self_attn.q_a_proj.weight", NULL, FACET_TD_Q_LORA, H, FACET_TS_Q_A_PROJ, mla_q_lora),
+    VEC(L, "self_attn.q_a_layernorm.weight", NULL, FACET_TD_Q_LORA, FACET_TS_Q_A_NORM, mla_q_lora),
+    MAT(L, "self_attn.q_b_proj.weight", NULL, FACET_TD_MLA_Q, FACET_TD_Q_LORA, FACET_TS_Q_B_PROJ,
+        mla_q_lora),
+    MAT(L, "self_attn.kv_a_proj_with_mqa.weight", NULL, FACET_TD_KV_A, H, FACET_TS_KV_A_PROJ, mla),
+    VEC(L, "self_attn.kv_a_layernorm.weight", NULL, FACET_TD_KV_LORA, FACET_TS_KV_A_NORM, mla),
+    MAT(L, "self_attn.kv_b_proj.weight", NULL, FACET_TD_KV_B, FACET_TD_KV_LORA, FACET_TS_KV_B_PROJ,
+        mla),
+    MAT(L, "self_attn.o_proj.weight", NULL, H, FACET_TD_MLA_O, FACET_TS_O_PROJ, mla),
     {.root = L, .name = "self_attn.o_proj.bias", .alt = "attention.dense.bias",
      .alt2 = "self_attn.dense.bias", .alt3 = "self_attention.dense.bias",
      .gguf = "attn_output.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_O_BIAS,
@@ -265,12 +287,13 @@ const facet_tensor_row facet_tensor_rows[] = {
      .slot = FACET_TS_FUSED, .fused = -1, .n_split = 1, .split = {FACET_TS_EXPERT_DOWN_BIAS},
      .when = gptoss, .scope = FACET_SCOPE_SPARSE, .experts3d = 1},
     /* the shared expert (Qwen2-MoE, gated; Granite-MoE-shared, ungated and fused) */
-    SMAT("mlp.shared_expert.gate_proj.weight", NULL, FACET_TD_SFFN, H, FACET_TS_SHARED_GATE,
-         shared_mlp),
-    SMAT("mlp.shared_expert.up_proj.weight", NULL, FACET_TD_SFFN, H, FACET_TS_SHARED_UP,
-         shared_mlp),
-    SMAT("mlp.shared_expert.down_proj.weight", NULL, H, FACET_TD_SFFN, FACET_TS_SHARED_DOWN,
-         shared_mlp),
+    SHARED("gate_proj.weight", FACET_TD_SFFN, H, FACET_TS_SHARED_GATE),
+    SHARED("up_proj.weight", FACET_TD_SFFN, H, FACET_TS_SHARED_UP),
+    SHARED("down_proj.weight", H, FACET_TD_SFFN, FACET_TS_SHARED_DOWN),
+    /* DeepseekV3TopkRouter's per-expert bias of the choice (noaux_tc) */
+    {.root = L, .name = "mlp.gate.e_score_correction_bias", .dims = {FACET_TD_EXPERTS, FACET_TD_NONE},
+     .slot = FACET_TS_ROUTER_SCORE_BIAS, .fused = -1, .when = score_bias,
+     .scope = FACET_SCOPE_SPARSE},
     SMAT("mlp.shared_expert_gate.weight", NULL, FACET_TD_ONE, H, FACET_TS_SHARED_EXPERT_GATE,
          shared_gate),
     {.root = L, .name = "shared_mlp.input_linear.weight", .dims = {FACET_TD_SFFN2, H},
@@ -402,6 +425,12 @@ int64_t facet_tdim_value(facet_tdim d, const facet_facts *f, int full_qk_norm) {
     case FACET_TD_SSM_DT_RANK: return f->ssm_dt_rank;
     case FACET_TD_SSM_STATE: return f->ssm_state_size;
     case FACET_TD_SSM_CONV: return f->ssm_conv_kernel;
+    case FACET_TD_MLA_Q: return f->num_attention_heads * (f->qk_nope_head_dim + f->qk_rope_head_dim);
+    case FACET_TD_Q_LORA: return f->q_lora_rank;
+    case FACET_TD_KV_A: return f->kv_lora_rank + f->qk_rope_head_dim;
+    case FACET_TD_KV_LORA: return f->kv_lora_rank;
+    case FACET_TD_KV_B: return f->num_attention_heads * (f->qk_nope_head_dim + f->v_head_dim);
+    case FACET_TD_MLA_O: return f->num_attention_heads * f->v_head_dim;
     }
     return 0;
 }
@@ -437,6 +466,12 @@ const char *facet_tdim_name(facet_tdim d) {
     case FACET_TD_SSM_DT_RANK: return "time_step_rank";
     case FACET_TD_SSM_STATE: return "state_size";
     case FACET_TD_SSM_CONV: return "conv_kernel";
+    case FACET_TD_MLA_Q: return "num_attention_heads * (qk_nope_head_dim + qk_rope_head_dim)";
+    case FACET_TD_Q_LORA: return "q_lora_rank";
+    case FACET_TD_KV_A: return "kv_lora_rank + qk_rope_head_dim";
+    case FACET_TD_KV_LORA: return "kv_lora_rank";
+    case FACET_TD_KV_B: return "num_attention_heads * (qk_nope_head_dim + v_head_dim)";
+    case FACET_TD_MLA_O: return "num_attention_heads * v_head_dim";
     }
     return "?";
 }

@@ -69,6 +69,13 @@ typedef enum facet_tdim {
     FACET_TD_SSM_DT_RANK,/* time_step_rank                                            */
     FACET_TD_SSM_STATE,  /* state_size                                                */
     FACET_TD_SSM_CONV,   /* conv_kernel                                               */
+    /* multi-head latent attention (DeepSeek-V2/V3, issue 25) */
+    FACET_TD_MLA_Q,      /* num_attention_heads * (qk_nope_head_dim + qk_rope_head_dim) */
+    FACET_TD_Q_LORA,     /* q_lora_rank                                               */
+    FACET_TD_KV_A,       /* kv_lora_rank + qk_rope_head_dim                           */
+    FACET_TD_KV_LORA,    /* kv_lora_rank                                              */
+    FACET_TD_KV_B,       /* num_attention_heads * (qk_nope_head_dim + v_head_dim)     */
+    FACET_TD_MLA_O,      /* num_attention_heads * v_head_dim                          */
 } facet_tdim;
 
 /* Destination of a tensor in the loaded model (one per non-fused row). */
@@ -127,6 +134,16 @@ typedef enum facet_tslot {
     FACET_TS_LM_HEAD_BIAS,                  /* (V) the output projection's (Phi)        */
     FACET_TS_POS_EMBED,                     /* (max_position_embeddings, H) learned
                                                absolute positions (GPT-2 wpe)           */
+    /* multi-head latent attention (self_attn.*, DeepSeek-V2/V3); q_proj and o_proj are
+     * the slots above, shaped (nh * (dn + dr), H) and (H, nh * dv) */
+    FACET_TS_Q_A_PROJ,         /* (q_lora_rank, H)                   q_lora_rank > 0  */
+    FACET_TS_Q_A_NORM,         /* (q_lora_rank) RMSNorm                               */
+    FACET_TS_Q_B_PROJ,         /* (nh * (dn + dr), q_lora_rank)                       */
+    FACET_TS_KV_A_PROJ,        /* (kv_lora_rank + dr, H): latent rows, then the rope key */
+    FACET_TS_KV_A_NORM,        /* (kv_lora_rank) RMSNorm of the latent                */
+    FACET_TS_KV_B_PROJ,        /* (nh * (dn + dv), kv_lora_rank): per head dn key rows,
+                                  then dv value rows                                   */
+    FACET_TS_ROUTER_SCORE_BIAS, /* (E) mlp.gate.e_score_correction_bias (noaux_tc)    */
     FACET_TS_COUNT,
     FACET_TS_FUSED = -1, /* a fused row: its parts go to `split`                     */
 } facet_tslot;

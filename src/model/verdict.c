@@ -431,6 +431,45 @@ static void judge_keys(const facet_facts *f, facet_verdict *out) {
     }
 }
 
+/* The DeepSeek facts a latent-attention model runs with (DeepseekV2/V3 modeling code). */
+static void judge_deepseek(const facet_facts *f, facet_verdict *out) {
+    char v[64];
+    int v3 = !strcmp(f->model_type, "deepseek_v3");
+    const char *method = v3 ? "noaux_tc" : NULL;
+    if (method ? strcmp(f->topk_method, method)
+               : strcmp(f->topk_method, "greedy") && strcmp(f->topk_method, "group_limited_greedy"))
+        refuse(out, "topk_method", f->topk_method,
+               v3 ? "noaux_tc (DeepseekV3TopkRouter)" : "greedy, group_limited_greedy");
+    if (strcmp(f->scoring_func, v3 ? "sigmoid" : "softmax"))
+        refuse(out, "scoring_func", f->scoring_func, v3 ? "sigmoid" : "softmax");
+    if (f->num_experts > 0) {
+        if (f->n_group < 1 || f->num_experts % f->n_group) {
+            snprintf(v, sizeof v, "%lld", (long long)f->n_group);
+            refuse(out, "n_group", v, "a divisor of n_routed_experts");
+        } else if (f->topk_group < 1 || f->topk_group > f->n_group ||
+                   f->topk_group * (f->num_experts / f->n_group) < f->num_experts_per_tok) {
+            snprintf(v, sizeof v, "%lld", (long long)f->topk_group);
+            refuse(out, "topk_group", v,
+                   "1..n_group, its groups holding at least num_experts_per_tok experts");
+        } else if (f->moe_score_bias && f->num_experts / f->n_group < 2) {
+            snprintf(v, sizeof v, "%lld", (long long)f->n_group);
+            refuse(out, "n_group", v, "groups of at least 2 experts (noaux_tc sums the top 2)");
+        }
+    }
+    /* transformers' DeepseekV2Moe never normalizes; DeepSeek's own code does (and then
+     * skips routed_scaling_factor): the two disagree, so neither is guessed */
+    if (!v3 && f->norm_topk_prob && f->n_sparse_layers)
+        refuse(out, "norm_topk_prob", "true", "false on deepseek_v2 (transformers and "
+               "DeepSeek's modeling code disagree)");
+    if (f->attention_bias)
+        refuse(out, "attention_bias", "true", "false (no q_a / kv_a / o_proj biases)");
+    /* transformers' decoder layers read first_k_dense_replace only */
+    if (f->moe_layer_freq != 1) {
+        snprintf(v, sizeof v, "%lld", (long long)f->moe_layer_freq);
+        refuse(out, "moe_layer_freq", v, "1");
+    }
+}
+
 void facet_judge(const facet_facts *f, const char *backend, facet_verdict *out) {
     memset(out, 0, sizeof *out);
     snprintf(out->backend, sizeof out->backend, "%s", backend);
@@ -460,20 +499,9 @@ void facet_judge(const facet_facts *f, const char *backend, facet_verdict *out) 
     }
 
     judge_keys(f, out);
-    /* DeepSeek-V2 (issue 25): the facts are read; the latent-attention mixer and
-     * DeepSeek's group-limited / bias-corrected routing are not built yet */
-    if (f->kv_lora_rank > 0) {
-        char v[32];
-        snprintf(v, sizeof v, "%lld", (long long)f->kv_lora_rank);
-        refuse(out, "kv_lora_rank", v,
-               "absent: multi-head latent attention (its mixer) is not built yet");
-    }
-    if (f->topk_method[0] && strcmp(f->topk_method, "greedy"))
-        refuse(out, "topk_method", f->topk_method,
-               "greedy (group_limited_greedy and noaux_tc routing are not built)");
-    if (f->scoring_func[0] && strcmp(f->scoring_func, "softmax"))
-        refuse(out, "scoring_func", f->scoring_func, "softmax");
-
+    /* DeepSeek-V2/V3 (issue 25): latent attention and DeepSeek's routing run; the
+     * variants of neither class's modeling code are refused by name */
+    if (f->kv_lora_rank > 0) judge_deepseek(f, out);
     if (c) {
         char value[96], range[192];
         for (int i = 0; i < facet_n_rows; i++) {

@@ -1,0 +1,137 @@
+"""Multi-head latent attention and DeepSeek's routing (issue 25) against the float64
+reference.
+
+Shrunk checkpoints (hidden 64, 4 heads, latent 32, rope 8, 16-32 experts, 3 layers) of
+DeepSeek-V3 (the corpus config: noaux_tc sigmoid routing with e_score_correction_bias over
+8 groups, a dense first layer, a shared expert, yarn with mscale_all_dim), DeepSeek-V2
+(q_lora_rank, group_limited_greedy, routed_scaling_factor 16) and DeepSeek-V2-Lite (no
+q_lora_rank: a plain q_proj, greedy routing, 2 shared experts), both inline in
+tests/ref/mla_ref.py. Oracle: tests/ref/mla_ref.py (transformers' DeepseekV2/V3 semantics
+with DeepSeek's softmax scale, attention in the plain expanded form, one token at a time),
+independent of src/engine/mixer_mla.c, which runs the absorbed form over a latent cache.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+import compare
+import mla_ref
+
+N_PROMPT = 64
+N_GEN = 32
+
+
+def v3_config(repo_root):
+    p = repo_root / "tests" / "data" / "configs" / "deepseek-ai__DeepSeek-V3" / "config.json"
+    if not p.exists():
+        pytest.skip("no corpus config at %s" % p)
+    return mla_ref.shrink(json.loads(p.read_text()), experts=32, first_k_dense_replace=1)
+
+
+SOURCES = {"deepseek-v3": v3_config,
+           "deepseek-v2": lambda r: mla_ref.shrink(mla_ref.DEEPSEEK_V2),
+           "deepseek-v2-lite": lambda r: mla_ref.shrink(mla_ref.DEEPSEEK_V2_LITE)}
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory, repo_root):
+    out = {}
+    for name, src in SOURCES.items():
+        for dtype in ("f32", "bf16"):
+            d = tmp_path_factory.mktemp("%s-%s" % (name, dtype))
+            out[name, dtype] = mla_ref.write(src(repo_root), str(d), dtype)
+    return out
+
+
+def prompt(seed, n=N_PROMPT):
+    return [int(x) for x in np.random.default_rng(seed).integers(0, 510, n)]
+
+
+def run(run_facet, path, p, n_gen, tmp_path, extra):
+    dump = tmp_path / "logits.f32"
+    proc = run_facet(["run", path, "--prompt-ids", ",".join(map(str, p)), "-n", str(n_gen),
+                      "--json", "--ignore-eos", "--no-cache", "--dump-logits", dump] + extra,
+                     timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout), compare.read_logits(str(dump), 512)
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_mla_exact_matches_reference(name, checkpoints, run_facet, tmp_path):
+    """F32 weights and cache: logits of the prompt within 1e-4 relative of the expanded
+    float64 reference, 32 greedy steps identical where the top-2 margin exceeds 1e-3."""
+    path = checkpoints[name, "f32"]
+    ref = mla_ref.Reference(path)
+    p = prompt(7)
+    obj, rows = run(run_facet, path, p, N_GEN, tmp_path, ["--weights", "f32", "--kv-cache", "f32"])
+    want = ref.generate(p, N_GEN)
+    assert rows.shape == want["logits"].shape
+    errs = compare.relative_errors(rows[:N_PROMPT], want["logits"][:N_PROMPT])
+    assert errs.max() < 1e-4, "prompt position %d: %.3g" % (int(errs.argmax()), errs.max())
+    g = compare.greedy_agreement(obj["generated_ids"], want, 1e-3)
+    assert g["mismatch"] is None, compare.describe(g)
+    assert g["decisive"] >= 16, compare.describe(g)
+    k = g["comparable_rows"]
+    if k:
+        e2 = compare.relative_errors(rows[N_PROMPT:N_PROMPT + k], want["logits"][N_PROMPT:N_PROMPT + k])
+        assert e2.max() < 1e-4, "generated position %d: %.3g" % (int(e2.argmax()), e2.max())
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3", "deepseek-v2-lite"])
+def test_mla_16bit_cache_matches_rounded_reference(name, checkpoints, run_facet, tmp_path):
+    """A BF16 file (float32 weights of its values, as test_kv_cache.py runs the other
+    families) with a bf16 latent cache: close to the reference that rounds the cached
+    latent and rope key (median 1e-4, worst 2e-3: a latent element within float32 noise
+    of a rounding boundary lands one bf16 step apart), and 10x farther from the reference
+    that does not (the cache is really 16-bit, rounded where the reference says). The
+    defaults (bf16 weights, bf16 cache) run the same file to a greedy continuation."""
+    path = checkpoints[name, "bf16"]
+    p = prompt(8, 48)
+    obj, rows = run(run_facet, path, p, 16, tmp_path, ["--weights", "f32", "--kv-cache", "bf16"])
+    seq = p + obj["generated_ids"][:-1]
+    r = compare.relative_errors(rows, mla_ref.Reference(path, kv_round="bf16").logits(seq))
+    u = compare.relative_errors(rows, mla_ref.Reference(path).logits(seq))
+    assert np.median(r) < 1e-4 and r.max() < 2e-3, (np.median(r), r.max())
+    assert np.median(u) > 10 * np.median(r), (np.median(u), np.median(r))
+    default, _ = run(run_facet, path, p, 4, tmp_path, [])
+    assert len(default["generated_ids"]) == 4
+
+
+def test_mla_chunked_prefill_and_decode_agree(checkpoints, run_facet, tmp_path):
+    """A 300-token prompt runs in two forward chunks (256 + 44 entries); feeding the
+    prompt plus facet's first 6 generated ids again as one prompt gives bit for bit the
+    logits that decoding them one at a time gave (each entry's latent attention depends
+    on its own row and the cache only)."""
+    path = checkpoints["deepseek-v3", "f32"]
+    p = prompt(9, 300)
+    extra = ["--weights", "f32", "--kv-cache", "f32"]
+    obj, rows = run(run_facet, path, p, 8, tmp_path, extra)
+    gen = obj["generated_ids"]
+    again, rows2 = run(run_facet, path, p + gen[:6], 2, tmp_path, extra)
+    n = len(p) + 6
+    assert np.array_equal(rows2[:n], rows[:n])
+    assert again["generated_ids"] == gen[6:8]
+    ref = mla_ref.Reference(path)
+    errs = compare.relative_errors(rows[:len(p)], ref.logits(p))
+    assert errs.max() < 1e-4, errs.max()
+
+
+def test_reference_routing_semantics():
+    """The reference's DeepSeek routing on hand-worked logits."""
+    r = mla_ref.Reference.__new__(mla_ref.Reference)
+    # V3: sigmoid scores, bias in the choice only, 4 groups of 2, 2 kept by top-2 sums
+    r.f = mla_ref.Facts(mla_ref.shrink(dict(mla_ref.DEEPSEEK_V2_LITE, model_type="deepseek_v3",
+                                            norm_topk_prob=True, routed_scaling_factor=2.0,
+                                            topk_method="noaux_tc"),
+                                       experts=8, top_k=2, n_group=4, topk_group=2))
+    logits = np.array([0.0, 1.0, 3.0, -2.0, 0.5, 0.5, -1.0, 2.0])
+    bias = np.array([0.0, 0.0, -0.9, 0.0, 0.0, 0.0, 0.0, 0.0])
+    s = 1 / (1 + np.exp(-logits))
+    # group sums of s + bias: g0 .731+.5=1.231, g1 .953-.9+.119=.172, g2 1.245, g3 1.150
+    ids, w = r.route(logits, bias)
+    # groups 2 and 0 kept: choices .5 (0), .731 (1), .622 (4), .622 (5), the rest 0: the
+    # top 2 are 1, then 4 (tied with 5: the lower index)
+    assert ids.tolist() == [1, 4]
+    np.testing.assert_allclose(w, 2.0 * s[[1, 4]] / (s[1] + s[4] + 1e-20), rtol=1e-15)
