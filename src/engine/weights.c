@@ -614,6 +614,10 @@ static const size_t slot_field[FACET_TS_COUNT] = {
     [FACET_TS_POST_ATTENTION_LAYERNORM_BIAS] =
         offsetof(facet_layer_weights, post_attention_layernorm_bias),
     [FACET_TS_LM_HEAD] = offsetof(facet_weights, lm_head),
+    /* latent attention's q_proj / o_proj: other shapes, the same fields (freed once: a
+     * freed matrix is cleared) */
+    [FACET_TS_MLA_Q_PROJ] = offsetof(facet_layer_weights, q_proj),
+    [FACET_TS_MLA_O_PROJ] = offsetof(facet_layer_weights, o_proj),
     [FACET_TS_Q_A_PROJ] = offsetof(facet_layer_weights, q_a_proj),
     [FACET_TS_Q_A_NORM] = offsetof(facet_layer_weights, q_a_norm),
     [FACET_TS_Q_B_PROJ] = offsetof(facet_layer_weights, q_b_proj),

@@ -155,7 +155,7 @@ const facet_tensor_row facet_tensor_rows[] = {
      .gguf = "attn_output.weight", .dims = {H, FACET_TD_Q}, .matrix = 1, .slot = FACET_TS_O_PROJ,
      .fused = -1, .when = plain_o},
     /* latent attention (DeepseekV2Attention / DeepseekV3Attention) */
-    MAT(L, "self_attn.q_proj.weight", NULL, FACET_TD_MLA_Q, H, FACET_TS_Q_PROJ, mla_q_plain),
+    MAT(L, "self_attn.q_proj.weight", NULL, FACET_TD_MLA_Q, H, FACET_TS_MLA_Q_PROJ, mla_q_plain),
     MAT(L, "self_attn.q_a_proj.weight", NULL, FACET_TD_Q_LORA, H, FACET_TS_Q_A_PROJ, mla_q_lora),
     VEC(L, "self_attn.q_a_layernorm.weight", NULL, FACET_TD_Q_LORA, FACET_TS_Q_A_NORM, mla_q_lora),
     MAT(L, "self_attn.q_b_proj.weight", NULL, FACET_TD_MLA_Q, FACET_TD_Q_LORA, FACET_TS_Q_B_PROJ,
@@ -164,7 +164,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     VEC(L, "self_attn.kv_a_layernorm.weight", NULL, FACET_TD_KV_LORA, FACET_TS_KV_A_NORM, mla),
     MAT(L, "self_attn.kv_b_proj.weight", NULL, FACET_TD_KV_B, FACET_TD_KV_LORA, FACET_TS_KV_B_PROJ,
         mla),
-    MAT(L, "self_attn.o_proj.weight", NULL, H, FACET_TD_MLA_O, FACET_TS_O_PROJ, mla),
+    MAT(L, "self_attn.o_proj.weight", NULL, H, FACET_TD_MLA_O, FACET_TS_MLA_O_PROJ, mla),
     {.root = L, .name = "self_attn.o_proj.bias", .alt = "attention.dense.bias",
      .alt2 = "self_attn.dense.bias", .alt3 = "self_attention.dense.bias",
      .gguf = "attn_output.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_O_BIAS,

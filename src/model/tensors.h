@@ -134,8 +134,10 @@ typedef enum facet_tslot {
     FACET_TS_LM_HEAD_BIAS,                  /* (V) the output projection's (Phi)        */
     FACET_TS_POS_EMBED,                     /* (max_position_embeddings, H) learned
                                                absolute positions (GPT-2 wpe)           */
-    /* multi-head latent attention (self_attn.*, DeepSeek-V2/V3); q_proj and o_proj are
-     * the slots above, shaped (nh * (dn + dr), H) and (H, nh * dv) */
+    /* multi-head latent attention (self_attn.*, DeepSeek-V2/V3) */
+    FACET_TS_MLA_Q_PROJ,       /* (nh * (dn + dr), H) q_proj        q_lora_rank 0;
+                                  loaded into facet_layer_weights.q_proj               */
+    FACET_TS_MLA_O_PROJ,       /* (H, nh * dv) o_proj, into .o_proj                   */
     FACET_TS_Q_A_PROJ,         /* (q_lora_rank, H)                   q_lora_rank > 0  */
     FACET_TS_Q_A_NORM,         /* (q_lora_rank) RMSNorm                               */
     FACET_TS_Q_B_PROJ,         /* (nh * (dn + dr), q_lora_rank)                       */

@@ -240,8 +240,9 @@ RANGE(range_no_rope) {
 }
 
 static const char *router_name(int r) {
-    static const char *const names[] = {"none (dense)", "softmax-topk", "topk-softmax"};
-    return r >= 0 && r <= FACET_ROUTER_TOPK_SOFTMAX ? names[r] : "unknown";
+    static const char *const names[] = {"none (dense)", "softmax-topk", "topk-softmax",
+                                        "grouped (DeepSeek)"};
+    return r >= 0 && r <= FACET_ROUTER_GROUPED ? names[r] : "unknown";
 }
 
 CHECK(check_router) {

@@ -59,6 +59,8 @@ def run(run_facet, path, p, n_gen, tmp_path, extra):
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
+@pytest.mark.evidence(config_classes=["deepseek_v2", "deepseek_v3"], backend="cpu", weights=["f32"],
+                      oracle="float64 reference (tests/ref/mla_ref.py), F32 files")
 def test_mla_exact_matches_reference(name, checkpoints, run_facet, tmp_path):
     """F32 weights and cache: logits of the prompt within 1e-4 relative of the expanded
     float64 reference, 32 greedy steps identical where the top-2 margin exceeds 1e-3."""

@@ -311,7 +311,11 @@ static void test_outside_families_read_leniently(void **state) {
     assert_int_equal(F.norm_topk_prob, 1);
     assert_string_equal(F.topk_method, "noaux_tc");
     assert_string_equal(F.scoring_func, "sigmoid");
-    assert_true(has_key("n_group")); /* kept for the verdict: noaux_tc reads it */
+    assert_false(has_key("n_group")); /* read as facts (issue 25's routing) */
+    assert_int_equal(F.n_group, 8);
+    assert_int_equal(F.topk_group, 4);
+    assert_int_equal(F.moe_router, FACET_ROUTER_GROUPED);
+    assert_true(F.moe_sigmoid && F.moe_score_bias);
     /* hand-worked: m = 0.1 * 1.0 * ln 40 + 1 = 1.3688879; scale = m^2 / sqrt(192) */
     assert_true(fabs(F.attn_scale - 1.3688879 * 1.3688879 / 13.8564065) < 1e-6);
     assert_int_equal(F.rope_type, FACET_ROPE_YARN);
@@ -352,7 +356,9 @@ static void test_deepseek_v2_lite(void **state) {
     assert_int_equal(F.moe_intermediate_size, 1408);
     assert_int_equal(F.n_shared_experts, 2);
     assert_int_equal(F.shared_expert_intermediate_size, 2816); /* 2 x 1408 */
-    assert_int_equal(F.moe_router, FACET_ROUTER_SOFTMAX_TOPK);
+    assert_int_equal(F.moe_router, FACET_ROUTER_GROUPED);
+    assert_int_equal(F.n_group, 1);
+    assert_false(F.moe_sigmoid || F.moe_score_bias);
     assert_int_equal(F.norm_topk_prob, 0);
     assert_int_equal(F.layer_sparse[0], 0); /* first_k_dense_replace 1 */
     assert_int_equal(F.layer_sparse[1], 1);
@@ -365,26 +371,27 @@ static void test_deepseek_v2_lite(void **state) {
     assert_false(has_key("rope_scaling.mscale_all_dim"));
     assert_false(has_key("n_group")); /* greedy never reads it */
     facet_verdict v;
-    facet_judge(&F, "cpu", &v);
-    assert_int_equal(v.status, FACET_VERDICT_REFUSED);
-    int mla = 0, topk = 0;
-    for (int i = 0; i < v.n_refusals; i++) {
-        mla |= !strcmp(v.refusals[i].fact, "kv_lora_rank");
-        topk |= !strcmp(v.refusals[i].fact, "topk_method") || !strcmp(v.refusals[i].fact, "n_group");
-    }
-    assert_true(mla);
-    assert_false(topk);
+    facet_judge(&F, "cpu", &v); /* latent attention and greedy routing run (issue 25) */
+    assert_int_equal(v.status, FACET_VERDICT_PENDING_PROBE);
 
-    /* group-limited routing: refused by its name, n_group's value kept for the verdict */
+    /* group-limited routing runs too, with n_group dividing the experts */
     snprintf(text, sizeof text, DSV2_LITE, "group_limited_greedy");
     assert_int_equal(from_text(text, &err), FACET_OK);
-    assert_true(has_key("n_group"));
+    assert_int_equal(F.n_group, 1);
     facet_judge(&F, "cpu", &v);
-    topk = 0;
-    for (int i = 0; i < v.n_refusals; i++)
-        topk |= !strcmp(v.refusals[i].fact, "topk_method") &&
-                !strcmp(v.refusals[i].value, "group_limited_greedy");
-    assert_true(topk);
+    assert_int_equal(v.status, FACET_VERDICT_PENDING_PROBE);
+    /* ... but not with n_group 5 (64 experts), nor a method the class never runs: each
+     * refused by the fact's name */
+    F.n_group = 5;
+    facet_judge(&F, "cpu", &v);
+    assert_int_equal(v.n_refusals, 1);
+    assert_string_equal(v.refusals[0].fact, "n_group");
+    snprintf(text, sizeof text, DSV2_LITE, "noaux_tc");
+    assert_int_equal(from_text(text, &err), FACET_OK);
+    facet_judge(&F, "cpu", &v);
+    assert_int_equal(v.n_refusals, 1);
+    assert_string_equal(v.refusals[0].fact, "topk_method");
+    assert_string_equal(v.refusals[0].value, "noaux_tc");
 }
 
 static void test_mistral_class_default_window(void **state) {
