@@ -54,6 +54,7 @@ facet_status facet_mla_prepare(facet_model *m, facet_error *err) {
     size_t C = (size_t)f->kv_lora_rank;
     for (int64_t l = 0; l < f->num_hidden_layers; l++) {
         facet_layer_weights *L = &m->w.layers[l];
+        if (!L->kv_b_proj.data) continue; /* a layer another pipeline stage holds */
         free(L->kv_b_f32);
         L->kv_b_f32 = malloc(sizeof(float) * rows * C);
         if (!L->kv_b_f32)
