@@ -43,6 +43,8 @@ extern const facet_ffn_kind facet_ffn_moe;
  * FFN (a Mamba block is x + mixer(RMSNorm(x)) alone) */
 extern const facet_mixer_kind facet_mixer_mamba;
 extern const facet_mixer_kind facet_mixer_mamba2; /* mixer_mamba2.c: layer_ssm == 2 */
+/* mixer_shortconv.c: LFM2's gated short convolution, layer_ssm == 3 */
+extern const facet_mixer_kind facet_mixer_shortconv;
 extern const facet_ffn_kind facet_ffn_none;
 
 /* mixer_mla.c: multi-head latent attention (DeepSeek-V2/V3) on every layer of a model
@@ -57,7 +59,7 @@ size_t facet_mla_row_floats(const facet_facts *f);
 facet_status facet_mla_prepare(facet_model *m, facet_error *err);
 
 /* Floats of one sequence's state in one Mamba layer: CD * (K - 1) + DI * N, CD = DI
- * (Mamba-2: DI + 2 G N). */
+ * (Mamba-2: DI + 2 G N; LFM2's short conv: DI = hidden_size, N = 0). */
 size_t facet_mamba_state_floats(const facet_facts *f);
 
 /* The mixer and FFN kind of layer l of the facts; NULL when no kind takes it (the

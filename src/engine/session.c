@@ -154,6 +154,8 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
         XZ = DI + CD + (size_t)f->ssm_heads, XC = CD, DBC = DI, RDT = (size_t)f->ssm_heads;
         DT = 0;
     }
+    if (ssm && f->ssm_version == 3) /* LFM2's short conv: xz B, C, x (3 H), xc y (H) */
+        XZ = 3 * DI, XC = DI, DBC = RDT = DT = 0;
     scratch_buf b[SCRATCH_BUFS] = {
         {(void **)&s->x, H, F, 0},           {(void **)&s->xn, H, F, 0},
         {(void **)&s->xp, f->parallel_residual ? H : 0, F, 0},

@@ -142,6 +142,12 @@ static const facet_config_class classes[] = {
      .moe = 1, .experts_key = "num_local_experts", .num_experts = 8, .num_experts_per_tok = 2,
      .router = FACET_ROUTER_TOPK_SOFTMAX, .norm_topk_prob = 1,
      .shared_key = "shared_intermediate_size", .shared_default = 1024, .hybrid = 1},
+    /* Lfm2Config (LFM2): short-convolution and GQA layers, q/k RMSNorm per head (q_layernorm,
+     * k_layernorm), SwiGLU FFN; norm_eps; num_heads repeats num_attention_heads */
+    {.model_type = "lfm2", .max_position_embeddings = 128000, .tie_word_embeddings = 1, .rope_theta = 1000000.0, .rms_norm_eps = 1e-5,
+     .act_key = "hidden_act", .act_default = "silu", .norm_eps_key = "norm_eps",
+     .heads_dup_key = "num_heads", .qkv_bias = 0, .o_bias = 0, .qk_norm = 1, .pre_norms = 1,
+     .hybrid = 2},
     /* GptOssConfig: every layer sparse; window 128 on the layer_types' sliding layers */
     {.model_type = "gpt_oss", .max_position_embeddings = 131072, .tie_word_embeddings = 0, .head_dim = 64, .rope_theta = 150000.0,
      .rms_norm_eps = 1e-5, .act_key = "hidden_act", .act_default = "silu",

@@ -85,7 +85,10 @@ typedef struct facet_config_class {
     int mamba;                    /* 1: MambaConfig, 2: Mamba2Config                    */
     int hybrid;                   /* 1: GraniteMoeHybridConfig: Mamba-2 layers (mamba_*
                                      keys) and attention layers by layer_types, each with
-                                     the FFN block; position_embedding_type              */
+                                     the FFN block; position_embedding_type. 2:
+                                     Lfm2Config: gated short-convolution and attention
+                                     layers (layer_types or full_attn_idxs), block_* FFN
+                                     sizing                                             */
     /* classic decoders (issue 28) */
     const char *norm_eps_key;     /* the norms' eps key when not rms_norm_eps
                                      ("layer_norm_eps"), else NULL                    */

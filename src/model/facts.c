@@ -952,8 +952,9 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
         json_t *v = json_object_get(r->obj, cls->inner_key);
         if (v && json_is_null(v)) take(r, cls->inner_key);
         else TRY(get_int(r, cls->inner_key, 0, 1, MAX_INTERMEDIATE, &f->intermediate_size, NULL));
-    } else {
-        TRY(get_int(r, "intermediate_size", 1, 1, MAX_INTERMEDIATE, &f->intermediate_size, NULL));
+    } else { /* LFM2: block_ff_dim may say it instead (read_lfm2) */
+        TRY(get_int(r, "intermediate_size", cls->hybrid != 2, 1, MAX_INTERMEDIATE,
+                    &f->intermediate_size, NULL));
     }
     f->max_position_embeddings = cls->max_position_embeddings;
     TRY(get_int(r, KEY(positions_key, "max_position_embeddings"),
@@ -1259,6 +1260,92 @@ static facet_status read_hybrid(reader *r, const facet_config_class *cls) {
     return FACET_OK;
 }
 
+/* Lfm2Config (transformers models/lfm2/configuration_lfm2.py, modular_lfm2.py): each layer
+ * an Lfm2ShortConv ("conv": (B, C, x) = h W_in^T; y = C * conv1d_causal(B * x); y W_out^T,
+ * a depthwise conv of conv_L_cache taps over hidden_size channels) or GQA attention with
+ * q/k RMSNorm per head ("full_attention"), by layer_types, else full_attn_idxs (absent:
+ * every layer attention); every layer has operator_norm, ffn_norm and a SwiGLU FFN of
+ * block_ff_dim (or intermediate_size) adjusted as Lfm2MLP does: 2/3, times
+ * block_ffn_dim_multiplier, rounded up to block_multiple_of. */
+static facet_status read_lfm2(reader *r) {
+    facet_facts *f = r->f;
+    int64_t L = f->num_hidden_layers, H = f->hidden_size;
+    int64_t ff = f->intermediate_size ? f->intermediate_size : 12288;
+    TRY(get_int(r, "block_ff_dim", 0, 1, MAX_INTERMEDIATE, &ff, NULL));
+    int adjust = 1;
+    TRY(get_bool(r, "block_auto_adjust_ff_dim", &adjust));
+    int64_t multiple = 256;
+    TRY(get_int(r, "block_multiple_of", 0, 1, MAX_INTERMEDIATE, &multiple, NULL));
+    double mult = 1.0;
+    json_t *mv = take(r, "block_ffn_dim_multiplier");
+    int has_mult = mv && !json_is_null(mv);
+    TRY(get_num_from(r, mv, "block_ffn_dim_multiplier", 1, &mult));
+    if (adjust) {
+        ff = (int64_t)(2 * ff / 3.0);
+        if (has_mult) ff = (int64_t)(mult * (double)ff);
+        ff = multiple * ((ff + multiple - 1) / multiple);
+    }
+    f->intermediate_size = ff;
+    /* the older checkpoints' widths of the blocks: the modeling code uses hidden_size */
+    static const char *const widths[] = {"block_dim", "conv_dim", "conv_dim_out", NULL};
+    for (int i = 0; widths[i]; i++) {
+        int64_t w = H;
+        TRY(get_int(r, widths[i], 0, 1, MAX_HIDDEN, &w, NULL));
+        if (w != H)
+            return bad(r, widths[i], json_object_get(r->obj, widths[i]), "hidden_size");
+    }
+    /* keys of the original checkpoints the class never reads (init scales, flags the
+     * modeling code fixes: SwiGLU, rotary positions, the norms' eps is norm_eps) */
+    static const char *const unread[] = {"block_norm_eps", "block_mlp_init_scale",
+                                         "block_out_init_scale", "block_use_swiglu",
+                                         "block_use_xavier_init", "conv_use_xavier_init",
+                                         "use_pos_enc", "tie_embedding", NULL};
+    for (int i = 0; unread[i]; i++) take(r, unread[i]);
+    f->ssm_version = 3;
+    f->ssm_ffn = 1;
+    f->ssm_inner = H;
+    f->ssm_state_size = 0;
+    f->ssm_conv_kernel = 3;
+    TRY(get_int(r, "conv_L_cache", 0, 1, 1 << 10, &f->ssm_conv_kernel, NULL));
+    f->ssm_conv_bias = 0;
+    TRY(get_bool(r, "conv_bias", &f->ssm_conv_bias));
+    f->ssm_proj_bias = f->ssm_conv_bias; /* in_proj and out_proj carry one with the conv */
+
+    memset(f->layer_ssm, 0, sizeof f->layer_ssm);
+    f->n_ssm_layers = 0;
+    char expected[112];
+    json_t *lt = take(r, "layer_types"), *idx = take(r, "full_attn_idxs");
+    if (lt && !json_is_null(lt)) {
+        snprintf(expected, sizeof expected,
+                 "an array of num_hidden_layers (%lld) entries \"conv\" or \"full_attention\"",
+                 (long long)L);
+        if (!json_is_array(lt) || (int64_t)json_array_size(lt) != L)
+            return bad(r, "layer_types", lt, expected);
+        size_t i;
+        json_t *v;
+        json_array_foreach(lt, i, v) {
+            const char *t = json_is_string(v) ? json_string_value(v) : "";
+            if (strcmp(t, "conv") && strcmp(t, "full_attention"))
+                return bad(r, "layer_types", lt, expected);
+            f->layer_ssm[i] = !strcmp(t, "conv") ? 3 : 0;
+        }
+    } else if (idx && !json_is_null(idx)) {
+        snprintf(expected, sizeof expected, "an array of layer indices in [0, %lld)",
+                 (long long)L);
+        if (!json_is_array(idx)) return bad(r, "full_attn_idxs", idx, expected);
+        for (int64_t i = 0; i < L; i++) f->layer_ssm[i] = 3;
+        size_t i;
+        json_t *v;
+        json_array_foreach(idx, i, v) {
+            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= L)
+                return bad(r, "full_attn_idxs", idx, expected);
+            f->layer_ssm[json_integer_value(v)] = 0;
+        }
+    }
+    for (int64_t i = 0; i < L; i++) f->n_ssm_layers += f->layer_ssm[i] != 0;
+    return FACET_OK;
+}
+
 facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what,
                                    facet_facts *f, facet_error *err) {
     memset(f, 0, sizeof *f);
@@ -1306,7 +1393,8 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
         TRY(read_shape(&r, cls));
         TRY(read_block(&r, cls));
         if (cls->falcon_attention) TRY(read_falcon(&r));
-        if (cls->hybrid) TRY(read_hybrid(&r, cls));
+        if (cls->hybrid == 1) TRY(read_hybrid(&r, cls));
+        if (cls->hybrid == 2) TRY(read_lfm2(&r));
     }
     TRY(read_rope(&r, cls));
     TRY(read_window(&r, cls));

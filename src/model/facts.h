@@ -259,7 +259,10 @@ typedef struct facet_facts {
      * channels (H x P = d_inner), B and C shared by the heads of each of ssm_groups
      * groups; per sequence and layer a state of (K - 1) * (d_inner + 2 G N) conv inputs
      * and d_inner * N SSM values */
-    int ssm_version;               /* 1: Mamba, 2: Mamba-2 (0: no recurrent layer)      */
+    int ssm_version;               /* 1: Mamba, 2: Mamba-2, 3: LFM2's gated short
+                                      convolution (ssm_inner = hidden_size channels,
+                                      ssm_conv_kernel = conv_L_cache taps, no SSM state:
+                                      ssm_state_size 0) (0: no recurrent layer)          */
     int64_t ssm_heads;             /* num_heads                                         */
     int64_t ssm_head_dim;          /* head_dim                                          */
     int64_t ssm_groups;            /* n_groups                                          */
@@ -267,8 +270,8 @@ typedef struct facet_facts {
                                       norm (hybrids: Granite 4's Mamba-2 layers); 0: a
                                       Mamba block is x + mixer(RMSNorm(x)) alone          */
     int n_ssm_layers;              /* count of layer_ssm[i] != 0                         */
-    uint8_t layer_ssm[FACET_MAX_LAYERS]; /* per layer: ssm_version (a Mamba / Mamba-2
-                                      mixer and no FFN), 0 otherwise                    */
+    uint8_t layer_ssm[FACET_MAX_LAYERS]; /* per layer: ssm_version (a Mamba / Mamba-2 /
+                                      short-conv mixer; no FFN unless ssm_ffn), 0 otherwise */
 
     /* stop */
     int32_t bos_token_id;          /* -1 when absent                                    */

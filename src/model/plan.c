@@ -164,7 +164,13 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
     if (f->mlp_bias) add_vec(w, sat_add(sat_mul(I, 2), H), D);
     if (f->qk_norm) add_vec(w, sat_mul(hd, 2), L);
     if (f->attn_sinks) add_vec(w, nh, L);
-    if (M && f->ssm_version == 2) { /* Mamba-2: in/out projections; norm, conv, per-head
+    if (M && f->ssm_version == 3) { /* LFM2's short conv: in (3 H) and out projections,
+                                      * the conv's taps (the norms: counted above) */
+        uint64_t DI = u(f->ssm_inner), K = u(f->ssm_conv_kernel);
+        add_mat(w, 3 * DI, H, M, M);
+        add_mat(w, H, DI, M, M);
+        add_vec(w, sat_mul(DI, K), M);
+    } else if (M && f->ssm_version == 2) { /* Mamba-2: in/out projections; norm, conv, per-head
                                       * dt bias, A_log, D; the gated norm */
         uint64_t DI = u(f->ssm_inner), N = u(f->ssm_state_size), K = u(f->ssm_conv_kernel);
         uint64_t NH = u(f->ssm_heads), CD = sat_add(DI, sat_mul(2 * u(f->ssm_groups), N));
@@ -282,7 +288,8 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
         char kern[128];
         int ssm = f->layer_ssm[l];
         snprintf(kern, sizeof kern, "mixer %s (%.40s), ffn %s (%.47s)", mk ? mk->name : "none",
-                 ssm ? "conv1d + selective scan, f32"
+                 ssm == 3 ? "gated short conv1d, f32"
+                 : ssm    ? "conv1d + selective scan, f32"
                      : be->ops->attention_kernel(be, p->kv_type, (int)f->head_dim),
                  fk ? fk->name : "none", ssm && !f->ssm_ffn ? "-" : p->matmul_path);
         facet_plan_group *g = p->n_groups ? &p->groups[p->n_groups - 1] : NULL;
@@ -301,6 +308,12 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
         int64_t nh = f->num_attention_heads, nkv = f->num_key_value_heads;
         char win[48] = "";
         if (s) snprintf(win, sizeof win, ", window %lld (ring)", (long long)f->sliding_window);
+        if (ssm == 3) {
+            snprintf(g->attention, sizeof g->attention,
+                     "none: LFM2 short conv (B*x, %lld taps, C gate) over %lld channels",
+                     (long long)f->ssm_conv_kernel, (long long)f->ssm_inner);
+            continue;
+        }
         if (ssm) {
             snprintf(g->attention, sizeof g->attention,
                      ssm == 2 ? "none: Mamba-2 mixer d_inner=%lld state=%lld conv=%lld heads=%lld "

@@ -158,6 +158,9 @@ const facet_profile facet_profiles[] = {
     {"granitemoehybrid", {"GraniteMoeHybridForCausalLM"},
      "Granite 4.0-H (Mamba-2 and attention layers by layer_types, MoE + shared MLP on "
      "each, Granite's multipliers)", &cpu_dense, &cuda_dense},
+    {"lfm2", {"Lfm2ForCausalLM"},
+     "LFM2 (gated short-convolution and GQA layers by layer_types / full_attn_idxs, "
+     "q/k norms, SwiGLU)", &cpu_dense, &cuda_dense},
     {"gpt_neox", {"GPTNeoXForCausalLM"},
      "GPT-NeoX, Pythia, RedPajama-INCITE (LayerNorm, ungated gelu MLP, parallel residual, "
      "partial rotary, per-head fused query_key_value)", &cpu_dense, &cuda_dense},

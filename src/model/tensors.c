@@ -67,6 +67,8 @@ static int conv_bias(const facet_facts *f) { return f->ssm_conv_bias; }
 static int ssm_block_norm(const facet_facts *f) { return !f->ssm_ffn; }
 static int mamba1(const facet_facts *f) { return f->ssm_version == 1; }
 static int mamba2(const facet_facts *f) { return f->ssm_version == 2; }
+/* a selective scan (Mamba, Mamba-2), not LFM2's short convolution */
+static int selective(const facet_facts *f) { return f->ssm_version == 1 || f->ssm_version == 2; }
 
 /* a float32 vector / a weight matrix with a slot of its own; G: its GGUF name */
 #define VEC(root_, name_, gguf_, d0, slot_, when_)                                          \
@@ -116,6 +118,7 @@ const facet_tensor_row facet_tensor_rows[] = {
      .slot = FACET_TS_POS_EMBED, .fused = -1, .when = pos_embed},
     {.root = L, .name = "input_layernorm.weight", .alt = "ln_1.weight" /* GPT-2 */,
      .alt2 = "ln_attn.weight" /* Falcon's new_decoder_architecture */,
+     .alt5 = "operator_norm.weight" /* LFM2 */,
      .gguf = "attn_norm.weight", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_INPUT_LAYERNORM,
      .fused = -1, .when = pre_norm_weight},
     {.root = L, .name = "input_layernorm.bias", .alt = "ln_1.bias", .alt2 = "ln_attn.bias",
@@ -152,6 +155,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     VEC(L, "self_attn.v_proj.bias", "attn_v.bias", FACET_TD_KV, FACET_TS_V_BIAS, qkv_bias),
     {.root = L, .name = "self_attn.o_proj.weight", .alt = "attention.dense.weight",
      .alt2 = "self_attn.dense.weight" /* Phi */, .alt3 = "self_attention.dense.weight" /* Falcon */,
+     .alt5 = "self_attn.out_proj.weight" /* LFM2 */,
      .gguf = "attn_output.weight", .dims = {H, FACET_TD_Q}, .matrix = 1, .slot = FACET_TS_O_PROJ,
      .fused = -1, .when = plain_o},
     /* latent attention (DeepseekV2Attention / DeepseekV3Attention) */
@@ -182,14 +186,18 @@ const facet_tensor_row facet_tensor_rows[] = {
      .slot = FACET_TS_O_PROJ, .fused = -1, .when = conv1d, .conv1d = 1},
     {.root = L, .name = "attn.c_proj.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_O_BIAS,
      .fused = -1, .when = conv1d_o_bias, .conv1d = 1},
-    VEC(L, "self_attn.q_norm.weight", "attn_q_norm.weight", FACET_TD_Q_NORM, FACET_TS_Q_NORM,
-        qk_norm),
-    VEC(L, "self_attn.k_norm.weight", "attn_k_norm.weight", FACET_TD_K_NORM, FACET_TS_K_NORM,
-        qk_norm),
+    /* LFM2: q_layernorm / k_layernorm */
+    {.root = L, .name = "self_attn.q_norm.weight", .alt5 = "self_attn.q_layernorm.weight",
+     .gguf = "attn_q_norm.weight", .dims = {FACET_TD_Q_NORM, FACET_TD_NONE},
+     .slot = FACET_TS_Q_NORM, .fused = -1, .when = qk_norm},
+    {.root = L, .name = "self_attn.k_norm.weight", .alt5 = "self_attn.k_layernorm.weight",
+     .gguf = "attn_k_norm.weight", .dims = {FACET_TD_K_NORM, FACET_TD_NONE},
+     .slot = FACET_TS_K_NORM, .fused = -1, .when = qk_norm},
     /* the norm before the FFN in pre-norm families; on the attention output in post-norm
      * ones, whose norm before the FFN is pre_feedforward_layernorm (GGUF's ffn_norm) */
     {.root = L, .name = "post_attention_layernorm.weight", .alt = "ln_2.weight",
-     .alt2 = "ln_mlp.weight" /* Falcon's new_decoder_architecture */, .gguf = "ffn_norm.weight",
+     .alt2 = "ln_mlp.weight" /* Falcon's new_decoder_architecture */,
+     .alt5 = "ffn_norm.weight" /* LFM2 */, .gguf = "ffn_norm.weight",
      .gguf_post = "post_attention_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
      .slot = FACET_TS_POST_ATTENTION_LAYERNORM, .fused = -1, .when = ffn_norm},
     {.root = L, .name = "post_attention_layernorm.bias", .alt = "ln_2.bias", .alt2 = "ln_mlp.bias",
@@ -207,18 +215,22 @@ const facet_tensor_row facet_tensor_rows[] = {
           .dims = {FACET_TD_FFN2, H}, .matrix = 1, .slot = FACET_TS_FUSED,
           .fused = FACET_TF_GATE_UP_PROJ, .n_split = 2,
           .split = {FACET_TS_GATE_PROJ, FACET_TS_UP_PROJ}, .when = fused_gate_up),
-    DENSE(.root = L, .name = "mlp.gate_proj.weight", .gguf = "ffn_gate.weight",
+    /* LFM2's feed_forward: w1 gate, w3 up, w2 down */
+    DENSE(.root = L, .name = "mlp.gate_proj.weight", .alt5 = "feed_forward.w1.weight",
+          .gguf = "ffn_gate.weight",
           .dims = {FACET_TD_FFN, H}, .matrix = 1, .slot = FACET_TS_GATE_PROJ, .fused = -1,
           .when = gated),
     /* ungated MLPs (facts ffn_ungated): up is NeoX's dense_h_to_4h, down dense_4h_to_h */
     DENSE(.root = L, .name = "mlp.up_proj.weight", .alt = "mlp.dense_h_to_4h.weight",
           .alt2 = "mlp.fc1.weight" /* Phi */, .alt3 = "mlp.c_fc.weight" /* StarCoder2 */,
+          .alt5 = "feed_forward.w3.weight",
           .gguf = "ffn_up.weight",
           .dims = {FACET_TD_FFN, H}, .matrix = 1, .slot = FACET_TS_UP_PROJ, .fused = -1,
           .when = up_rows),
     DENSE(.root = L, .name = "mlp.down_proj.weight", .alt = "mlp.dense_4h_to_h.weight",
           .alt2 = "mlp.fc2.weight", .alt3 = "mlp.c_proj.weight",
           .alt4 = "shared_mlp.output_linear.weight" /* Granite 4.0-H dense */,
+          .alt5 = "feed_forward.w2.weight",
           .gguf = "ffn_down.weight",
           .dims = {H, FACET_TD_FFN}, .matrix = 1, .slot = FACET_TS_DOWN_PROJ, .fused = -1,
           .when = not_conv1d),
@@ -305,8 +317,11 @@ const facet_tensor_row facet_tensor_rows[] = {
     /* Mamba layers (MambaBlock): norm, then the mixer's tensors */
     {.root = L, .name = "norm.weight", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_INPUT_LAYERNORM,
      .fused = -1, .when = ssm_block_norm, .scope = FACET_SCOPE_SSM},
-    SSM("in_proj.weight", FACET_TD_SSM_IN_PROJ, H, 1, FACET_TS_SSM_IN_PROJ, always),
+    {.root = L, .name = "mixer.in_proj.weight", .alt = "mamba.in_proj.weight",
+     .alt5 = "conv.in_proj.weight" /* LFM2 */, .dims = {FACET_TD_SSM_IN_PROJ, H}, .matrix = 1,
+     .slot = FACET_TS_SSM_IN_PROJ, .fused = -1, .when = always, .scope = FACET_SCOPE_SSM},
     {.root = L, .name = "mixer.conv1d.weight", .alt = "mamba.conv1d.weight",
+     .alt5 = "conv.conv.weight" /* LFM2 */,
      .dims = {FACET_TD_SSM_CONV_DIM, FACET_TD_SSM_CONV},
      .matrix = 0, .slot = FACET_TS_SSM_CONV_W, .fused = -1, .when = always,
      .scope = FACET_SCOPE_SSM, .conv3d = 1},
@@ -318,14 +333,16 @@ const facet_tensor_row facet_tensor_rows[] = {
     SSM("dt_proj.bias", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_DT_BIAS, mamba1),
     /* Mamba-2: dt from in_proj, one bias per head */
     SSM("dt_bias", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_DT_BIAS, mamba2),
-    SSM("A_log", FACET_TD_SSM_PARAM, FACET_TD_SSM_A_COLS, 0, FACET_TS_SSM_A_LOG, always),
-    SSM("D", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_D, always),
+    SSM("A_log", FACET_TD_SSM_PARAM, FACET_TD_SSM_A_COLS, 0, FACET_TS_SSM_A_LOG, selective),
+    SSM("D", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_D, selective),
     SSM("norm.weight", SI, FACET_TD_NONE, 0, FACET_TS_SSM_GNORM, mamba2),
-    SSM("out_proj.weight", H, SI, 1, FACET_TS_SSM_OUT_PROJ, always),
+    {.root = L, .name = "mixer.out_proj.weight", .alt = "mamba.out_proj.weight",
+     .alt5 = "conv.out_proj.weight" /* LFM2 */, .dims = {H, SI}, .matrix = 1,
+     .slot = FACET_TS_SSM_OUT_PROJ, .fused = -1, .when = always, .scope = FACET_SCOPE_SSM},
     /* Mamba: backbone.norm_f; GPT-NeoX: gpt_neox.final_layer_norm */
     {.root = FACET_TR_MODEL, .name = "norm.weight", .alt = "norm_f.weight",
      .alt2 = "final_layer_norm.weight", .alt3 = "final_layernorm.weight" /* Phi */,
-     .alt4 = "ln_f.weight" /* GPT-2 */,
+     .alt4 = "ln_f.weight" /* GPT-2 */, .alt5 = "embedding_norm.weight" /* LFM2 */,
      .gguf = "output_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
      .slot = FACET_TS_NORM, .fused = -1, .when = norm_weight},
     {.root = FACET_TR_MODEL, .name = "norm.bias", .alt = "final_layer_norm.bias",
@@ -416,7 +433,7 @@ int64_t facet_tdim_value(facet_tdim d, const facet_facts *f, int full_qk_norm) {
     case FACET_TD_SSM_IN_PROJ:
         return f->ssm_version == 2
                    ? 2 * f->ssm_inner + 2 * f->ssm_groups * f->ssm_state_size + f->ssm_heads
-                   : 2 * f->ssm_inner;
+                   : (f->ssm_version == 3 ? 3 : 2) * f->ssm_inner;
     case FACET_TD_SSM_CONV_DIM:
         return f->ssm_inner + (f->ssm_version == 2 ? 2 * f->ssm_groups * f->ssm_state_size : 0);
     case FACET_TD_SSM_PARAM: return f->ssm_version == 2 ? f->ssm_heads : f->ssm_inner;
@@ -457,7 +474,8 @@ const char *facet_tdim_name(facet_tdim d) {
     case FACET_TD_HEADS: return "num_attention_heads";
     case FACET_TD_SSM_INNER: return "intermediate_size (expand * hidden_size)";
     case FACET_TD_SSM_IN_PROJ:
-        return "2 * intermediate_size (Mamba-2: + 2 * n_groups * state_size + num_heads)";
+        return "2 * intermediate_size (Mamba-2: + 2 * n_groups * state_size + num_heads; "
+               "LFM2: 3 * hidden_size)";
     case FACET_TD_SSM_CONV_DIM:
         return "intermediate_size (Mamba-2: + 2 * n_groups * state_size)";
     case FACET_TD_SSM_PARAM: return "intermediate_size (Mamba-2: num_heads)";
@@ -534,8 +552,8 @@ const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_r
                                    const char *prefix, int64_t layer, char *name, size_t cap) {
     if (r->root == FACET_TR_LAYER && r->tail)
         return facet_tensor_find_expert(ck, r, prefix, layer, 0, name, cap);
-    const char *const spell[5] = {r->name, r->alt, r->alt2, r->alt3, r->alt4};
-    for (int i = 0; i < 5; i++) {
+    const char *const spell[6] = {r->name, r->alt, r->alt2, r->alt3, r->alt4, r->alt5};
+    for (int i = 0; i < 6; i++) {
         if (!spell[i]) continue;
         const st_tensor *t = find_spelling(ck, r, spell[i], prefix, layer, name, cap);
         if (t) return t;

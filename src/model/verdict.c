@@ -290,16 +290,19 @@ CHECK(check_ssm) {
     if (f->n_ssm_layers < f->num_hidden_layers || f->ssm_ffn) /* a hybrid */
         snprintf(mix, sizeof mix, " on %d of %lld layers%s", f->n_ssm_layers,
                  (long long)f->num_hidden_layers, f->ssm_ffn ? ", each with its FFN" : "");
-    snprintf(v, n, "mamba%s%s%s%s", f->ssm_version == 2 ? "2" : "", mix,
-             f->ssm_proj_bias ? (f->ssm_ffn ? " with mamba_proj_bias=true" : " with use_bias=true")
-                              : "",
-             big ? " with state_size > 256" : "");
+    const char *bias = f->ssm_version == 3 ? " with conv_bias=true"
+                       : f->ssm_ffn        ? " with mamba_proj_bias=true"
+                                           : " with use_bias=true";
+    snprintf(v, n, "%s%s%s%s",
+             f->ssm_version == 3 ? "shortconv" : f->ssm_version == 2 ? "mamba2" : "mamba", mix,
+             f->ssm_proj_bias ? bias : "", big ? " with state_size > 256" : "");
     return c->ssm && !f->ssm_proj_bias && !big;
 }
 RANGE(range_ssm) {
     (void)f;
     snprintf(b, n, "%s", c->ssm ? "none, or mamba (state_size <= 256) / mamba2 with use_bias=false "
-                                  "(hybrids: mamba_proj_bias=false), on any layers"
+                                  "(hybrids: mamba_proj_bias=false) / shortconv with "
+                                  "conv_bias=false, on any layers"
                                 : "none");
 }
 

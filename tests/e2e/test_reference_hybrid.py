@@ -1,5 +1,9 @@
 """Hybrid recurrent + attention families (issue 26) against the float64 reference.
 
+LFM2 (lfm2): shrunk checkpoints of LiquidAI/LFM2-1.2B's config (inline in hybrid_ref.py),
+4 layers (conv, conv, attention, conv), hidden 64, 4 query heads on 1 KV head, its FFN
+sizing rule and key spellings; the oracle is hybrid_ref.Lfm2Reference.
+
 Granite 4.0-H (granitemoehybrid): shrunk checkpoints of ibm-granite/granite-4.0-h-tiny's
 config (inline in tests/ref/hybrid_ref.py: the corpus holds no granitemoehybrid config),
 4 layers (mamba, mamba, attention, mamba), hidden 96, its multipliers, GQA ratio, Mamba-2
@@ -35,8 +39,8 @@ def write(tmp_path, name="ck", dtype="f32", **over):
     return hybrid_ref.write(cfg, str(tmp_path / name), dtype)
 
 
-def run_and_compare(run_facet, path, n_prompt, n_gen, tmp_path, seed=7):
-    ref = hybrid_ref.Reference(str(path))
+def run_and_compare(run_facet, path, n_prompt, n_gen, tmp_path, seed=7, ref_class=None):
+    ref = (ref_class or hybrid_ref.Reference)(str(path))
     p = [int(x) for x in np.random.default_rng(seed).integers(0, ref.vocab_size, n_prompt)]
     dump = tmp_path / "logits.f32"
     proc = run_facet(["run", path, "--prompt-ids", ",".join(map(str, p)), "-n", str(n_gen),
@@ -118,6 +122,80 @@ def test_granite_hybrid_refusals(run_facet, tmp_path):
                         ({"layer_types": ["mamba", "mamba", "linear_attention", "mamba"]},
                          "\"mamba\" or \"attention\""),
                         ({"position_embedding_type": "alibi"}, "null, \"nope\" or \"rope\"")):
+        d = tmp_path / ("c-%s" % next(iter(bad)))
+        d.mkdir(exist_ok=True)
+        (d / "config.json").write_text(json.dumps(dict(cfg, **bad)))
+        proc = run_facet(["conform", str(d)])
+        assert proc.returncode != 0 and needle in proc.stderr, (bad, proc.stderr)
+
+
+LFM2_VARIANTS = {
+    "1.2b": {},
+    "layer-types": {"layer_types": ["conv", "full_attention", "conv", "conv", "full_attention"]},
+}
+
+
+def lfm2_write(tmp_path, name="lfm2", dtype="f32", **over):
+    return hybrid_ref.lfm2_write(hybrid_ref.lfm2_shrink(hybrid_ref.LFM2_1_2B, **over),
+                                 str(tmp_path / name), dtype)
+
+
+@pytest.mark.parametrize("cell", [("1.2b", "f32"), ("1.2b", "bf16"), ("layer-types", "f32")],
+                         ids=lambda c: "%s-%s" % c)
+@pytest.mark.evidence(config_classes=["lfm2"], backend="cpu", weights=["f32"],
+                      oracle="float64 reference, F32 and BF16 files")
+def test_lfm2_matches_reference(cell, run_facet, tmp_path):
+    """LFM2: logits of a 64-token prompt within 1e-4 per position, 32 greedy steps."""
+    variant, dtype = cell
+    path = lfm2_write(tmp_path, dtype=dtype, **LFM2_VARIANTS[variant])
+    run_and_compare(run_facet, path, N_PROMPT, N_GEN, tmp_path, ref_class=hybrid_ref.Lfm2Reference)
+
+
+def test_lfm2_long_prompt_in_chunks(run_facet, tmp_path):
+    """LFM2: a 600-token prompt in three forward chunks (the conv window and the KV cache
+    carried between them) matches the reference."""
+    path = lfm2_write(tmp_path)
+    run_and_compare(run_facet, path, 600, 4, tmp_path, seed=5, ref_class=hybrid_ref.Lfm2Reference)
+
+
+def test_lfm2_plan(run_facet, tmp_path):
+    """facet plan on the full-size LFM2-1.2B config, by hand.
+    Parameters: embed 65536 x 2048 = 134,217,728; FFN (2/3 x 12288 = 8192) 16 x 3 x 2048 x
+    8192 = 805,306,368; 10 conv layers x (3 x 2048^2 + 2048^2 + 2048 x 3) = 167,833,600;
+    6 attention layers x (2 x 2048^2 + 2 x 512 x 2048 + 2 x 64) = 62,915,328; norms
+    16 x 2 x 2048 + 2048 = 67,584: 1,170,340,608 (the published count).
+    State per sequence: 10 conv layers x 2048 channels x 2 inputs x 4 B = 163,840 bytes.
+    KV (bf16) per token: naive 16 x 8 x 64 x 2 x 2 B = 32,768; actual (6 attention
+    layers) 12,288 bytes (ctx 4096: 48 MiB)."""
+    d = tmp_path / "full"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(hybrid_ref.LFM2_1_2B))
+    proc = run_facet(["plan", str(d), "--ctx", "4096", "--batch", "2", "--weights", "bf16",
+                      "--kv-cache", "bf16"])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "parameters: 1170340608 total" in out, out
+    assert "recurrent state: 163840 bytes per sequence" in out, out
+    assert "per token, naive (layers x kv_heads x head_dim x 2 x 2 B): 32768 bytes" in out, out
+    assert "per token, actual at ctx 4096: 12288.0 bytes (6 global, 0 windowed layers)" in out, out
+    assert "(KV 48.00 MiB + state 160.00 KiB) x 2" in out, out
+
+
+def test_lfm2_refusals(run_facet, tmp_path):
+    """Typed refusals naming the fact, its value and the range."""
+    cfg = hybrid_ref.lfm2_shrink(hybrid_ref.LFM2_1_2B)
+    d = tmp_path / "bias"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(dict(cfg, conv_bias=True)))
+    proc = run_facet(["conform", str(d)])
+    assert proc.returncode != 0
+    assert "state-space mixer=shortconv on 3 of 4 layers, each with its FFN with " \
+           "conv_bias=true" in proc.stdout, proc.stdout
+    for bad, needle in (({"block_dim": 32}, "block_dim is 32 (integer), expected hidden_size"),
+                        ({"full_attn_idxs": [7]}, "expected an array of layer indices in [0, 4)"),
+                        ({"layer_types": ["conv", "sliding_attention", "conv", "conv"]},
+                         "\"conv\" or \"full_attention\""),
+                        ({"num_heads": 8}, "num_heads")):
         d = tmp_path / ("c-%s" % next(iter(bad)))
         d.mkdir(exist_ok=True)
         (d / "config.json").write_text(json.dumps(dict(cfg, **bad)))

@@ -333,6 +333,221 @@ class Reference:
         return {"logits": np.array(rows), "generated_ids": gen, "margins": margins}
 
 
+# ---------------------------------------------------------------------------- LFM2
+# Lfm2ForCausalLM (transformers models/lfm2: modular_lfm2.py, configuration_lfm2.py):
+#   x = embed_tokens[token]
+#   per layer i (layer_types[i], or "full_attention" iff i in full_attn_idxs):
+#     h = RMSNorm(x) * operator_norm                     (eps norm_eps)
+#     "conv":  (B, C, u) = chunk(h W_in^T, 3); u = B * u; c = sum_k w[:, k] u_{t-K+1+k}
+#              (causal depthwise conv of conv_L_cache taps, zeros before the start);
+#              h = (C * c) W_out^T
+#     "full_attention": q, k, v = h W^T; q, k = RMSNorm per head (q_layernorm,
+#              k_layernorm); RoPE (rope_theta, rotate_half); GQA softmax(q k^T /
+#              sqrt(head_dim)) v; out_proj
+#     x = x + h;  x = x + w2(silu(w1 RMSNorm(x) * ffn_norm) * w3 (...))
+#   logits = (RMSNorm(x) * embedding_norm) W_embed^T (tied)
+# FFN width: block_ff_dim (else intermediate_size), when block_auto_adjust_ff_dim:
+# int(2 ff / 3), times block_ffn_dim_multiplier, rounded up to block_multiple_of.
+
+# LiquidAI/LFM2-1.2B's config.json (its published values; the corpus holds no lfm2
+# config): 16 layers, 6 of them attention, hidden 2048, 32 heads of 64, 8 KV heads
+LFM2_1_2B = {
+    "architectures": ["Lfm2ForCausalLM"], "model_type": "lfm2",
+    "block_auto_adjust_ff_dim": True, "block_dim": 2048, "block_ff_dim": 12288,
+    "block_ffn_dim_multiplier": 1.0, "block_mlp_init_scale": 1.0, "block_multiple_of": 256,
+    "block_norm_eps": 1e-05, "block_out_init_scale": 1.0, "block_use_swiglu": True,
+    "block_use_xavier_init": True, "bos_token_id": 1, "conv_L_cache": 3, "conv_bias": False,
+    "conv_dim": 2048, "conv_dim_out": 2048, "conv_use_xavier_init": True, "eos_token_id": 7,
+    "full_attn_idxs": [2, 5, 8, 10, 12, 14], "hidden_size": 2048, "initializer_range": 0.02,
+    "max_position_embeddings": 128000, "norm_eps": 1e-05, "num_attention_heads": 32,
+    "num_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8, "pad_token_id": 0,
+    "rope_theta": 1000000.0, "torch_dtype": "bfloat16", "use_cache": True,
+    "use_pos_enc": True, "vocab_size": 65536,
+}
+
+
+def lfm2_facts(cfg):
+    H, L = cfg["hidden_size"], cfg["num_hidden_layers"]
+    nh = cfg.get("num_attention_heads", 32)
+    ff = cfg.get("block_ff_dim", cfg.get("intermediate_size", 12288))
+    if cfg.get("block_auto_adjust_ff_dim", True):
+        ff = int(2 * ff / 3)
+        if cfg.get("block_ffn_dim_multiplier", 1.0) is not None:
+            ff = int(cfg.get("block_ffn_dim_multiplier", 1.0) * ff)
+        m = cfg.get("block_multiple_of", 256)
+        ff = m * ((ff + m - 1) // m)
+    if cfg.get("layer_types") is not None:
+        types = list(cfg["layer_types"])
+    else:
+        idx = cfg.get("full_attn_idxs")
+        idx = list(range(L)) if idx is None else idx
+        types = ["full_attention" if i in idx else "conv" for i in range(L)]
+    return {"H": H, "L": L, "V": cfg["vocab_size"], "types": types, "nh": nh,
+            "nkv": cfg.get("num_key_value_heads", 8), "hd": H // nh, "I": ff,
+            "K": cfg.get("conv_L_cache", 3), "eps": cfg.get("norm_eps", 1e-5),
+            "theta": float(cfg.get("rope_theta", 1000000.0)),
+            "max_pos": cfg.get("max_position_embeddings", 128000),
+            "tied": cfg.get("tie_word_embeddings", cfg.get("tie_embedding", True))}
+
+
+def lfm2_shrink(cfg, hidden_size=64, num_attention_heads=4, num_key_value_heads=1,
+                layer_types=None, vocab_size=512, **overrides):
+    """LFM2 at test size: the GQA ratio (32 : 8 -> 4 : 1), conv_L_cache, the FFN sizing
+    rule (block_ff_dim in its ratio to hidden, block_multiple_of 16 so the adjustment
+    still rounds) and the key spellings kept; 4 layers conv, conv, attention, conv (the
+    original's first three, then a conv) unless layer_types is given (then written as
+    layer_types instead of full_attn_idxs)."""
+    c = dict(cfg)
+    H = cfg["hidden_size"]
+    c.update(hidden_size=hidden_size, num_attention_heads=num_attention_heads,
+             num_key_value_heads=num_key_value_heads, vocab_size=vocab_size,
+             block_ff_dim=int(cfg["block_ff_dim"] * hidden_size / H), block_multiple_of=16)
+    for key in ("block_dim", "conv_dim", "conv_dim_out"):
+        if key in c:
+            c[key] = hidden_size
+    if "num_heads" in c:
+        c["num_heads"] = num_attention_heads
+    if layer_types is None:
+        c["full_attn_idxs"] = [2]
+        c["num_hidden_layers"] = 4
+    else:
+        c.pop("full_attn_idxs", None)
+        c["layer_types"] = list(layer_types)
+        c["num_hidden_layers"] = len(layer_types)
+    for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        if isinstance(c.get(key), int) and c[key] >= vocab_size:
+            c[key] = vocab_size - 1
+    c.update(overrides)
+    return c
+
+
+def lfm2_tensor_specs(cfg):
+    f = lfm2_facts(cfg)
+    H, K, I = f["H"], f["K"], f["I"]
+    q, kv = f["nh"] * f["hd"], f["nkv"] * f["hd"]
+    specs = [("model.embed_tokens.weight", (f["V"], H))]
+    for i, t in enumerate(f["types"]):
+        p = "model.layers.%d." % i
+        specs.append((p + "operator_norm.weight", (H,)))
+        if t == "conv":
+            specs += [(p + "conv.in_proj.weight", (3 * H, H)), (p + "conv.conv.weight", (H, 1, K)),
+                      (p + "conv.out_proj.weight", (H, H))]
+        else:
+            a = p + "self_attn."
+            specs += [(a + "q_proj.weight", (q, H)), (a + "k_proj.weight", (kv, H)),
+                      (a + "v_proj.weight", (kv, H)), (a + "out_proj.weight", (H, q)),
+                      (a + "q_layernorm.weight", (f["hd"],)), (a + "k_layernorm.weight", (f["hd"],))]
+        specs += [(p + "ffn_norm.weight", (H,)), (p + "feed_forward.w1.weight", (I, H)),
+                  (p + "feed_forward.w3.weight", (I, H)), (p + "feed_forward.w2.weight", (H, I))]
+    specs.append(("model.embedding_norm.weight", (H,)))
+    if not f["tied"]:
+        specs.append(("lm_head.weight", (f["V"], H)))
+    return specs
+
+
+def lfm2_init(name, shape, cfg, seed):
+    """Seeded weights that keep a random LFM2 lively (logits of std ~2, blocks that
+    outweigh the embedding, a conv whose taps all matter)."""
+    f = lfm2_facts(cfg)
+    rng = np.random.default_rng([seed, sum(map(ord, name)) * 7919 + len(name)])
+    n = rng.standard_normal(shape)
+    if name.endswith("norm.weight"):
+        return 1.0 + 0.1 * n
+    if name in ("model.embed_tokens.weight", "lm_head.weight"):
+        return n * (2.0 / math.sqrt(f["H"]))
+    if name.endswith("conv.conv.weight"):
+        return n * 0.5
+    std = 2.0 / math.sqrt(shape[-1])
+    if name.endswith(("out_proj.weight", "w2.weight")):
+        std *= 2.0
+    return n * std
+
+
+def lfm2_write(cfg, out_dir, dtype="f32", seed=0):
+    st = {"f32": "F32", "bf16": "BF16"}[dtype]
+    cfg = dict(cfg)
+    cfg["torch_dtype"] = {"f32": "float32", "bf16": "bfloat16"}[dtype]
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "config.json"), "w") as fp:
+        json.dump(cfg, fp, indent=2)
+    specs = lfm2_tensor_specs(cfg)
+    shapes = dict(specs)
+    safetensors_io.write_file(os.path.join(out_dir, "model.safetensors"),
+                              [(n, st, s) for n, s in specs],
+                              lambda n: lfm2_init(n, shapes[n], cfg, seed))
+    return out_dir
+
+
+class Lfm2Reference(Reference):
+    """LFM2 one token at a time (generate() as Reference's)."""
+
+    def __init__(self, folder):
+        with open(os.path.join(folder, "config.json")) as fp:
+            self.cfg = json.load(fp)
+        self.f = lfm2_facts(self.cfg)
+        if self.cfg.get("conv_bias"):
+            raise ValueError("reference: conv_bias false only")
+        path = os.path.join(folder, "model.safetensors")
+        header, _, start = safetensors_io.read_header(path)
+        self.w = {k: safetensors_io.read_tensor(path, v, start) for k, v in header.items()}
+        self.vocab_size = self.f["V"]
+        spec = hf_facts.RopeSpec(theta=self.f["theta"], scaling={"rope_type": "default"},
+                                 rotary_dim=self.f["hd"], max_position_embeddings=self.f["max_pos"],
+                                 original_max_position_embeddings=None)
+        self.inv_freq, self.rope_factor = reference.rope_inv_freq(spec)
+
+    def new_state(self):
+        f = self.f
+        return [{"conv": np.zeros((f["H"], f["K"]))} if t == "conv" else {"k": [], "v": []}
+                for t in f["types"]]
+
+    def _conv(self, i, h, st):
+        p = "model.layers.%d.conv." % i
+        H = self.f["H"]
+        bcx = self.w[p + "in_proj.weight"] @ h
+        B, C, u = bcx[:H], bcx[H:2 * H], bcx[2 * H:]
+        st["conv"] = np.roll(st["conv"], -1, axis=1)
+        st["conv"][:, -1] = B * u
+        c = np.sum(st["conv"] * self.w[p + "conv.weight"][:, 0, :], axis=1)
+        return self.w[p + "out_proj.weight"] @ (C * c)
+
+    def _attn(self, i, h, st, pos):
+        f, w = self.f, self.w
+        a = "model.layers.%d.self_attn." % i
+        nh, nkv, hd = f["nh"], f["nkv"], f["hd"]
+        q = (w[a + "q_proj.weight"] @ h).reshape(nh, hd)
+        k = (w[a + "k_proj.weight"] @ h).reshape(nkv, hd)
+        v = (w[a + "v_proj.weight"] @ h).reshape(nkv, hd)
+        q = np.array([self._norm(r, w[a + "q_layernorm.weight"]) for r in q])
+        k = np.array([self._norm(r, w[a + "k_layernorm.weight"]) for r in k])
+        q = reference.apply_rope(q[None], [pos], self.inv_freq, self.rope_factor)[0]
+        k = reference.apply_rope(k[None], [pos], self.inv_freq, self.rope_factor)[0]
+        st["k"].append(k)
+        st["v"].append(v)
+        K, V = np.array(st["k"]), np.array(st["v"])
+        rep = nh // nkv
+        out = np.empty((nh, hd))
+        for hh in range(nh):
+            s = K[:, hh // rep, :] @ q[hh] / math.sqrt(hd)
+            p = np.exp(s - s.max())
+            out[hh] = (p / p.sum()) @ V[:, hh // rep, :]
+        return w[a + "out_proj.weight"] @ out.reshape(nh * hd)
+
+    def step(self, token, state, pos):
+        f, w = self.f, self.w
+        x = w["model.embed_tokens.weight"][token].copy()
+        for i, t in enumerate(f["types"]):
+            p = "model.layers.%d." % i
+            h = self._norm(x, w[p + "operator_norm.weight"])
+            x = x + (self._conv(i, h, state[i]) if t == "conv" else self._attn(i, h, state[i], pos))
+            h = self._norm(x, w[p + "ffn_norm.weight"])
+            g = w[p + "feed_forward.w1.weight"] @ h
+            x = x + w[p + "feed_forward.w2.weight"] @ (_act("silu", g) * (w[p + "feed_forward.w3.weight"] @ h))
+        x = self._norm(x, w["model.embedding_norm.weight"])
+        head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
+        return head @ x
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("cmd", choices=["write"])

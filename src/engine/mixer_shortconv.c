@@ -1,0 +1,75 @@
+/*
+ * mixer_shortconv.c — LFM2's gated short-convolution mixer kind (layer.h), as
+ * transformers' Lfm2ShortConv (slow_forward and its cache step):
+ *   (B, C, x) = h W_in^T                    3 x H columns, in that order (chunk(3))
+ *   u = B * x                               per channel
+ *   c = conv1d_causal(u)                    depthwise, K = conv_L_cache taps per channel,
+ *                                           no bias (conv_bias true is refused)
+ *   y = C * c
+ *   out = y W_out^T
+ * facts: layer_ssm[l] == 3, ssm_inner = H channels, ssm_conv_kernel = K.
+ *
+ * State (a STATE slot, kv_cache.h), per sequence and layer, float32, zero at first:
+ *   conv[H][K - 1]  the last K - 1 inputs u of each channel, oldest first
+ * Entries of one sequence run in position order, each channel reading only its own
+ * sequence's state: batched and chunked runs give the bits of a sequence alone.
+ * Scratch (model_internal.h): ssm_xz (R, 3H) in_proj's B, C, x; ssm_xc (R, H) y.
+ */
+#include <string.h>
+
+#include "backend/backend.h"
+#include "engine/layer.h"
+
+static int shortconv_takes(const facet_facts *f, int l) {
+    return l >= 0 && l < FACET_MAX_LAYERS && f->layer_ssm[l] == 3;
+}
+
+typedef struct {
+    facet_session *s;
+    int l, per;
+} conv_job;
+
+static void conv_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const conv_job *j = ctx;
+    facet_session *s = j->s;
+    const facet_facts *f = &s->model->facts;
+    const facet_layer_weights *L = &s->model->w.layers[j->l];
+    int H = (int)f->ssm_inner, K = (int)f->ssm_conv_kernel;
+    int c0 = task * j->per, c1 = c0 + j->per < H ? c0 + j->per : H;
+    for (int g = 0; g < s->n_groups; g++) {
+        int first = s->group_row[g];
+        const int *order = s->chunk_order + s->chunk_group[first];
+        float *state = s->kv.seqs[s->seq_ids[first]].layers[j->l].state;
+        for (int c = c0; c < c1; c++) {
+            float *win = state + (size_t)c * (K - 1);
+            const float *w = L->ssm_conv_w + (size_t)c * K;
+            for (int i = 0; i < s->group_len[g]; i++) {
+                int r = order[i];
+                const float *bcx = s->ssm_xz + (size_t)r * 3 * H;
+                float u = bcx[c] * bcx[2 * H + c], acc = 0.0f;
+                for (int k = 0; k < K - 1; k++) acc += w[k] * win[k];
+                acc += w[K - 1] * u;
+                for (int k = 0; k + 1 < K - 1; k++) win[k] = win[k + 1];
+                if (K > 1) win[K - 2] = u;
+                s->ssm_xc[(size_t)r * H + c] = bcx[H + c] * acc;
+            }
+        }
+    }
+}
+
+/* xn (RMSNorm(x), operator_norm) -> xn (out_proj's output) for entries [0, n) of layer l. */
+static void shortconv_forward(facet_session *s, int l, int n) {
+    facet_backend *be = s->be;
+    const facet_layer_weights *L = &s->model->w.layers[l];
+    int H = (int)s->model->facts.ssm_inner;
+    be->ops->matmul(be, s->ssm_xz, s->xn, &L->ssm_in_proj, NULL, n);
+    int tasks = be->ops->threads(be) * 4;
+    int per = (H + tasks - 1) / tasks;
+    if (per < 16) per = 16;
+    conv_job j = {s, l, per};
+    be->ops->run(be, (H + per - 1) / per, conv_task, &j);
+    be->ops->matmul(be, s->xn, s->ssm_xc, &L->ssm_out_proj, NULL, n);
+}
+
+const facet_mixer_kind facet_mixer_shortconv = {"shortconv", shortconv_takes, shortconv_forward};
