@@ -281,6 +281,15 @@ int cmd_plan(int argc, char **argv) {
     printf("  per token, naive (layers x %s x %d B): %llu bytes\n",
            f->kv_lora_rank > 0 ? "(kv_lora_rank + qk_rope_head_dim)" : "kv_heads x head_dim x 2",
            p.kv_type == FACET_KV_F32 ? 4 : 2, (unsigned long long)p.kv_bytes_per_token_naive);
+    if (f->kv_lora_rank > 0) { /* what caching expanded keys and values would take */
+        uint64_t per = (uint64_t)f->num_attention_heads *
+                       (uint64_t)(f->qk_nope_head_dim + f->qk_rope_head_dim + f->v_head_dim) *
+                       (p.kv_type == FACET_KV_F32 ? 4u : 2u) * (uint64_t)f->num_hidden_layers;
+        printf("  per token, expanded per-head keys and values (layers x heads x (qk_nope + "
+               "qk_rope + v_head_dim) x %d B): %llu bytes, %.1fx the latent cache\n",
+               p.kv_type == FACET_KV_F32 ? 4 : 2, (unsigned long long)per,
+               p.kv_bytes_per_token_naive ? (double)per / (double)p.kv_bytes_per_token_naive : 0.0);
+    }
     printf("  per token, actual at ctx %lld: %.1f bytes (%d global, %d windowed layers)\n",
            (long long)p.ctx, p.kv_bytes_per_token_actual, p.n_global_layers, p.n_sliding_layers);
     facet_bytes_text(p.kv_bytes_per_sequence, a, sizeof a);

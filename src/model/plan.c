@@ -135,9 +135,25 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
     w->mat = w->params = w->active_params = sat_mul(V, H);
     if (untied) add_mat_in(w, out_fmt, V, H, 1, 1);
     /* attention, every layer */
-    add_mat(w, q, H, L, L);
-    add_mat(w, kv, H, 2 * L, 2 * L);
-    add_mat(w, H, q, L, L);
+    if (f->kv_lora_rank > 0) { /* latent attention: q (plain or low-rank), kv_a, kv_b, o */
+        uint64_t QL = u(f->q_lora_rank), C = u(f->kv_lora_rank), dr = u(f->qk_rope_head_dim);
+        uint64_t mq = sat_mul(nh, u(f->qk_nope_head_dim) + dr);
+        if (QL) {
+            add_mat(w, QL, H, L, L);
+            add_mat(w, mq, QL, L, L);
+            add_vec(w, QL, L); /* q_a_layernorm */
+        } else {
+            add_mat(w, mq, H, L, L);
+        }
+        add_mat(w, C + dr, H, L, L);
+        add_mat(w, sat_mul(nh, u(f->qk_nope_head_dim) + u(f->v_head_dim)), C, L, L);
+        add_mat(w, H, sat_mul(nh, u(f->v_head_dim)), L, L);
+        add_vec(w, C, L); /* kv_a_layernorm */
+    } else {
+        add_mat(w, q, H, L, L);
+        add_mat(w, kv, H, 2 * L, 2 * L);
+        add_mat(w, H, q, L, L);
+    }
     /* dense FFN layers */
     add_mat(w, I, H, 2 * D, 2 * D);
     add_mat(w, H, I, D, D);
@@ -152,6 +168,7 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
             add_mat(w, H, SI, S, S);
         }
         if (SI && f->shared_expert_gate) add_mat(w, 1, H, S, S);
+        if (f->moe_score_bias) add_vec(w, E, S); /* DeepSeek-V3's e_score_correction_bias */
         if (f->moe_biases) { /* gpt-oss: the router's and each expert's gate, up, down */
             add_vec(w, E, S);
             add_vec_active(w, sat_add(sat_mul(EI, 2), H), sat_mul(E, S), sat_mul(K, S));
@@ -273,8 +290,9 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
     snprintf(p->norm_path, sizeof p->norm_path, "%s%s eps=%g",
              f->layer_norm ? "layernorm" : "rmsnorm", f->norm_weight_offset ? "(1+w)" : "",
              f->rms_norm_eps);
-    snprintf(p->rope_path, sizeof p->rope_path, "rope-%.31s rotate_half theta=%g%s",
-             f->rope_type_name[0] ? f->rope_type_name : "default", f->rope_theta,
+    snprintf(p->rope_path, sizeof p->rope_path, "rope-%.31s %s theta=%g%s",
+             f->rope_type_name[0] ? f->rope_type_name : "default",
+             f->kv_lora_rank > 0 ? "interleaved-pairs" : "rotate_half", f->rope_theta,
              f->partial_rotary_factor < 1.0 ? " partial" : "");
     snprintf(p->ffn_path, sizeof p->ffn_path, "%s-%.47s%s", f->ffn_ungated ? "ungated" : "gated",
              f->act_name[0] ? f->act_name : "silu",
@@ -288,9 +306,10 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
         char kern[128];
         int ssm = f->layer_ssm[l];
         snprintf(kern, sizeof kern, "mixer %s (%.40s), ffn %s (%.47s)", mk ? mk->name : "none",
-                 ssm == 3 ? "gated short conv1d, f32"
-                 : ssm    ? "conv1d + selective scan, f32"
-                     : be->ops->attention_kernel(be, p->kv_type, (int)f->head_dim),
+                 ssm == 3              ? "gated short conv1d, f32"
+                 : ssm                 ? "conv1d + selective scan, f32"
+                 : f->kv_lora_rank > 0 ? "absorbed, online softmax, f32"
+                                       : be->ops->attention_kernel(be, p->kv_type, (int)f->head_dim),
                  fk ? fk->name : "none", ssm && !f->ssm_ffn ? "-" : p->matmul_path);
         facet_plan_group *g = p->n_groups ? &p->groups[p->n_groups - 1] : NULL;
         if (g && g->sliding == s && g->last == l - 1 && !strcmp(g->kernels, kern)) {
@@ -323,6 +342,15 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
                      (long long)f->ssm_conv_kernel,
                      (long long)(ssm == 2 ? f->ssm_heads : f->ssm_dt_rank),
                      (long long)f->ssm_groups);
+            continue;
+        }
+        if (f->kv_lora_rank > 0) { /* one latent row shared by every head */
+            snprintf(g->attention, sizeof g->attention,
+                     "causal latent %lldq qk=%lld+%lld v=%lld over latent %lld + rope %lld%s",
+                     (long long)nh, (long long)f->qk_nope_head_dim,
+                     (long long)f->qk_rope_head_dim, (long long)f->v_head_dim,
+                     (long long)f->kv_lora_rank, (long long)f->qk_rope_head_dim,
+                     f->q_lora_rank ? "" : ", plain q_proj");
             continue;
         }
         snprintf(g->attention, sizeof g->attention, "causal %s %lldq/%lldkv hd=%lld%s%s",

@@ -137,3 +137,20 @@ def test_reference_routing_semantics():
     # top 2 are 1, then 4 (tied with 5: the lower index)
     assert ids.tolist() == [1, 4]
     np.testing.assert_allclose(w, 2.0 * s[[1, 4]] / (s[1] + s[4] + 1e-20), rtol=1e-15)
+
+
+def test_plan_latent_cache(run_facet, repo_root):
+    """`facet plan` on DeepSeek-V3's config: the latent cache per token, hand-worked:
+    61 layers x (512 + 64) x 2 B = 70,272 bytes in bf16, against 61 x 128 heads x
+    (128 + 64 + 128) x 2 B = 4,997,120 bytes for expanded keys and values; the weights
+    671,026,419,200 parameters (DeepSeek-V3's 671B without its multi-token-prediction
+    layer), 37,552,297,472 read per token (its 37B active)."""
+    cfg = repo_root / "tests" / "data" / "configs" / "deepseek-ai__DeepSeek-V3"
+    proc = run_facet(["plan", cfg])
+    out = proc.stdout
+    assert "per token, naive (layers x (kv_lora_rank + qk_rope_head_dim) x 2 B): 70272 bytes" in out, out
+    assert "expanded per-head keys and values" in out and "4997120 bytes, 71.1x" in out, out
+    assert "parameters: 671026419200 total, 37552297472 read per decoded token" in out, out
+    assert "causal latent 128q qk=128+64 v=128 over latent 512 + rope 64" in out, out
+    proc = run_facet(["plan", cfg, "--kv-cache", "f32"])
+    assert "(kv_lora_rank + qk_rope_head_dim) x 4 B): 140544 bytes" in proc.stdout, proc.stdout

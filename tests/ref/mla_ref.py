@@ -352,3 +352,31 @@ class Reference:
             if k + 1 < n:
                 rows.append(self.step(gen[-1], len(rows), cache))
         return {"logits": np.array(rows), "generated_ids": gen, "margins": margins}
+
+
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(description="write a shrunk DeepSeek-V2/V3 checkpoint")
+    ap.add_argument("config", help="a config.json, or 'deepseek-v2' / 'deepseek-v2-lite' for the "
+                    "inline ones")
+    ap.add_argument("out")
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
+                    help="override a key of the shrunk config")
+    a = ap.parse_args(argv)
+    inline = {"deepseek-v2": DEEPSEEK_V2, "deepseek-v2-lite": DEEPSEEK_V2_LITE}
+    if a.config in inline:
+        cfg = inline[a.config]
+    else:
+        with open(a.config) as fp:
+            cfg = json.load(fp)
+    over = {}
+    for kv in a.set:
+        k, v = kv.split("=", 1)
+        over[k] = json.loads(v)
+    write(shrink(cfg, **over), a.out, a.dtype, a.seed)
+
+
+if __name__ == "__main__":
+    main()

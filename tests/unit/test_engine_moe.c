@@ -14,6 +14,7 @@
  *     engine allocated for the checkpoint in that format. (Agreement with the float64 reference
  *     itself: tests/e2e/test_reference_moe.py.)
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -88,7 +89,7 @@ static int setup(void **state) {
     (void)state;
     snprintf(dir, sizeof dir, "/tmp/facet-moe-XXXXXX");
     if (!mkdtemp(dir)) return -1;
-    char path[256], cmd[1024];
+    char path[256], cmd[2048];
     snprintf(path, sizeof path, "%s/qwen2_moe.json", dir);
     FILE *fp = fopen(path, "w");
     if (!fp) return -1;
@@ -101,8 +102,11 @@ static int setup(void **state) {
              "--layers 2 --vocab 512 >/dev/null && /usr/bin/python3 " FACET_SOURCE_DIR
              "/tests/ref/gen_checkpoint.py " FACET_SOURCE_DIR
              "/tests/data/configs/openai__gpt-oss-20b %s/gpt_oss --layers 3 --vocab 512 "
-             "--set quantization_config=null --set sliding_window=8 >/dev/null",
-             path, dir, dir, dir);
+             "--set quantization_config=null --set sliding_window=8 >/dev/null && "
+             "/usr/bin/python3 " FACET_SOURCE_DIR "/tests/ref/mla_ref.py " FACET_SOURCE_DIR
+             "/tests/data/configs/deepseek-ai__DeepSeek-V3/config.json %s/deepseek_v3 "
+             "--set experts=32 --set first_k_dense_replace=1 --set max_position_embeddings=2048",
+             path, dir, dir, dir, dir);
     return sh(cmd) ? -1 : 0;
 }
 
@@ -281,8 +285,46 @@ static void test_gpt_oss_batches(void **state) {
     run_model("gpt_oss", FACET_WEIGHTS_BF16);
 }
 
+/* DeepSeek-V3 (issue 25): latent attention over a latent cache, noaux_tc routing with
+ * the correction bias, a dense first layer, a shared expert */
+static void test_deepseek_v3_batches(void **state) {
+    (void)state;
+    run_model("deepseek_v3", FACET_WEIGHTS_F32);
+    run_model("deepseek_v3", FACET_WEIGHTS_BF16);
+}
+
+/* DeepSeek's routing on hand-worked logits: sigmoid scores, the bias in the choice only,
+ * 4 groups of 2 ranked by their top-2 sums, 2 kept (masked experts score 0), top 2,
+ * renormalized and scaled; then greedy softmax (one group) scaled, not renormalized. */
+static void test_route_grouped(void **state) {
+    (void)state;
+    const float l[8] = {0.0f, 1.0f, 3.0f, -2.0f, 0.5f, 0.5f, -1.0f, 2.0f};
+    const float bias[8] = {0, 0, -0.9f, 0, 0, 0, 0, 0};
+    int ids[2];
+    float w[2];
+    /* s = sigmoid: .5 .731 .953 .119 .622 .622 .269 .881; choice = s + bias: group sums
+     * 1.231, .172, 1.245, 1.150 -> groups 2 and 0; choices .5 .731 0 0 .622 .622 0 0 */
+    facet_moe_route_grouped(l, bias, 8, 2, 1, 4, 2, 1, 2.0, ids, w);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 4); /* tied with 5: the lower index */
+    double s1 = 1 / (1 + exp(-1.0)), s4 = 1 / (1 + exp(-0.5));
+    assert_float_equal(w[0], (float)(2.0 * s1 / (s1 + s4)), 1e-6f);
+    assert_float_equal(w[1], (float)(2.0 * s4 / (s1 + s4)), 1e-6f);
+    /* softmax, group-limited by each group's largest score, one group kept: group 1
+     * (max logit 3) -> experts 2, 3, weights p * 16 (not renormalized) */
+    facet_moe_route_grouped(l, NULL, 8, 2, 0, 4, 1, 0, 16.0, ids, w);
+    assert_int_equal(ids[0], 2);
+    assert_int_equal(ids[1], 3);
+    double z = 0;
+    for (int e = 0; e < 8; e++) z += exp(l[e]);
+    assert_float_equal(w[0], (float)(16.0 * exp(3.0) / z), 1e-6f);
+    assert_float_equal(w[1], (float)(16.0 * exp(-2.0) / z), 1e-6f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_route_ties_and_weights),
+                                       cmocka_unit_test(test_route_grouped),
+                                       cmocka_unit_test(test_deepseek_v3_batches),
                                        cmocka_unit_test(test_qwen2_moe_batches),
                                        cmocka_unit_test(test_mixtral_batches),
                                        cmocka_unit_test(test_gpt_oss_batches)};
