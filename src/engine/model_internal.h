@@ -100,6 +100,8 @@ typedef struct facet_weights {
     uint64_t bytes;             /* run-time bytes of all tensors (tied lm_head once)   */
     struct wcache_file *cache;  /* non-NULL: every tensor above points into this weight
                                    cache mapping (read-only) and is not freed alone    */
+    facet_warena arena;         /* GGUF block matrices (kept or repacked) lie here, on
+                                   huge pages, freed with it, not alone                */
 } facet_weights;
 
 struct facet_model {

@@ -227,8 +227,9 @@ static facet_status block_mat(wload *ld, const char *name, const st_tensor *t, i
                               int64_t rows, int64_t cols, facet_wtensor *wt, facet_error *err) {
     facet_wformat f = mat_format(ld, t, ld->format), to = facet_gguf_block_format(f);
     const uint8_t *src = t->data + (size_t)r0 * block_row_bytes(t);
-    facet_status st = to == f ? facet_wtensor_blocks(wt, f, (int)rows, (int)cols, src, err)
-                              : facet_wtensor_repack_blocks(wt, f, to, (int)rows, (int)cols, src, err);
+    facet_status st = to == f ? facet_wtensor_blocks(wt, f, (int)rows, (int)cols, src, ld->arena, err)
+                              : facet_wtensor_repack_blocks(wt, f, to, (int)rows, (int)cols, src,
+                                                            ld->arena, err);
     if (st != FACET_OK) return name_tensor(name, st, err);
     return record(ld, name, KIND_MATRIX, wt, wt->data, facet_wtensor_bytes(wt), err);
 }
@@ -485,7 +486,8 @@ static facet_status load_experts3d(wload *ld, const facet_tensor_row *row, const
                 st = cached_mat(ld, part, parts[i], d1, fmt, wt, err);
             } else if (blocks) {
                 st = facet_wtensor_blocks(wt, fmt, (int)parts[i], (int)d1,
-                                          t->data + ((size_t)e * (size_t)d0 + (size_t)r0) * rb, err);
+                                          t->data + ((size_t)e * (size_t)d0 + (size_t)r0) * rb,
+                                          ld->arena, err);
                 if (st != FACET_OK) st = name_tensor(part, st, err);
                 else st = record(ld, part, KIND_MATRIX, wt, wt->data, facet_wtensor_bytes(wt), err);
             } else {
@@ -716,6 +718,7 @@ facet_status facet_weights_walk(facet_model *m, wload *ld, facet_error *err) {
     char prefix[64] = "model."; /* the probe refused a checkpoint without one */
     facet_tensor_prefix(ld->ck, prefix, sizeof prefix);
 
+    ld->arena = &w->arena;
     w->layers = calloc((size_t)f->num_hidden_layers, sizeof *w->layers);
     if (!w->layers) return facet_err(err, FACET_E_NOMEM, "layer table");
 
@@ -769,8 +772,9 @@ facet_status facet_weights_check(const facet_facts *f, const st_checkpoint *ck, 
     return st;
 }
 
-static void wtensor_free(facet_wtensor *t) {
-    free(t->data);
+/* t's memory, unless it lies in arena a (freed with it) */
+static void wtensor_free(const facet_warena *a, facet_wtensor *t) {
+    if (!facet_warena_owns(a, t->data)) free(t->data);
     free(t->scales);
     t->data = NULL;
     t->scales = NULL;
@@ -786,6 +790,7 @@ void facet_weights_free(facet_model *m) {
             free(w->layers[l].kv_b_f32); /* derived at load, never in the cache */
         }
         free(w->layers);
+        facet_warena_free(&w->arena);
         memset(w, 0, sizeof *w);
         return;
     }
@@ -798,13 +803,13 @@ void facet_weights_free(facet_model *m) {
                 const facet_tensor_row *r = facet_tensor_slot((facet_tslot)s);
                 if (!r || r->root != FACET_TR_LAYER) continue;
                 void *p = slot_ptr(w, L, r->root, (facet_tslot)s);
-                if (r->matrix) wtensor_free(p);
+                if (r->matrix) wtensor_free(&w->arena, p);
                 else free(*(float **)p);
             }
             for (int64_t e = 0; L->experts && e < m->facts.num_experts; e++) {
-                wtensor_free(&L->experts[e].gate);
-                wtensor_free(&L->experts[e].up);
-                wtensor_free(&L->experts[e].down);
+                wtensor_free(&w->arena, &L->experts[e].gate);
+                wtensor_free(&w->arena, &L->experts[e].up);
+                wtensor_free(&w->arena, &L->experts[e].down);
                 free(L->experts[e].gate_bias);
                 free(L->experts[e].up_bias);
                 free(L->experts[e].down_bias);
@@ -814,11 +819,12 @@ void facet_weights_free(facet_model *m) {
         }
         free(w->layers);
     }
-    if (!w->lm_head_tied) wtensor_free(&w->lm_head);
-    wtensor_free(&w->embed_tokens);
+    if (!w->lm_head_tied) wtensor_free(&w->arena, &w->lm_head);
+    wtensor_free(&w->arena, &w->embed_tokens);
     free(w->norm);
     free(w->norm_bias);
     free(w->lm_head_bias);
-    wtensor_free(&w->pos_embed);
+    wtensor_free(&w->arena, &w->pos_embed);
+    facet_warena_free(&w->arena);
     memset(w, 0, sizeof *w);
 }

@@ -26,6 +26,7 @@ typedef struct wload {
     int native;                    /* 1: each matrix in its own type instead (GGUF block
                                     * types as stored, F16/BF16/F32 as f16/bf16/f32)      */
     const wcache_file *cache;      /* take tensors from here (m->w.cache)               */
+    facet_warena *arena;           /* GGUF block matrices' memory (m->w.arena)           */
     size_t next;                   /* next cache entry                                  */
     int check_only;                /* find and shape-check tensors, read no data        */
     int64_t layer_first, layer_end; /* load only these layers (a pipeline stage)        */

@@ -352,7 +352,7 @@ static void test_matmul_driver(void **state) {
         facet_wtensor W;
         facet_error err;
         facet_wformat f = (facet_wformat)(FACET_WF_GGUF + types[k].qt);
-        assert_int_equal(facet_wtensor_blocks(&W, f, OUT, COLS, blk, &err), FACET_OK);
+        assert_int_equal(facet_wtensor_blocks(&W, f, OUT, COLS, blk, NULL, &err), FACET_OK);
         assert_int_equal(facet_wtensor_bytes(&W), OUT * rb);
         assert_int_equal(facet_wtensor_packed_bytes(f, OUT, COLS), OUT * rb);
         assert_string_equal(facet_wformat_name(f), t->name);
@@ -392,9 +392,9 @@ static void test_matmul_driver(void **state) {
     facet_wtensor W;
     facet_error err;
     uint8_t dummy[64] = {0};
-    assert_int_equal(facet_wtensor_blocks(&W, FACET_WF_GGUF_Q4_0, 1, 48, dummy, &err),
+    assert_int_equal(facet_wtensor_blocks(&W, FACET_WF_GGUF_Q4_0, 1, 48, dummy, NULL, &err),
                      FACET_E_INVALID_ARGUMENT);
-    assert_int_equal(facet_wtensor_blocks(&W, FACET_WF_F32, 1, 32, dummy, &err), FACET_E_UNSUPPORTED);
+    assert_int_equal(facet_wtensor_blocks(&W, FACET_WF_F32, 1, 32, dummy, NULL, &err), FACET_E_UNSUPPORTED);
     free(X);
     free(bias);
     free(Y1);
@@ -463,7 +463,7 @@ static void test_repack_exact(void **state) {
         float *want = read_file(types[k].file, "f32", NB * 32 * sizeof(float));
         facet_wtensor W;
         facet_error err;
-        assert_int_equal(facet_wtensor_repack_blocks(&W, pairs[p].from, pairs[p].to, ROWS, COLS, blk, &err),
+        assert_int_equal(facet_wtensor_repack_blocks(&W, pairs[p].from, pairs[p].to, ROWS, COLS, blk, NULL, &err),
                          FACET_OK);
         assert_int_equal(W.format, pairs[p].to);
         assert_int_equal(facet_wtensor_bytes(&W), facet_wtensor_packed_bytes(pairs[p].to, ROWS, COLS));
@@ -472,6 +472,14 @@ static void test_repack_exact(void **state) {
             if (memcmp(row, want + o * COLS, COLS * sizeof(float)))
                 fail_msg("%s repacked row %d differs from NumPy's values", types[k].file, o);
         }
+        /* the same into a weight arena: the same bytes, memory the arena owns */
+        facet_warena arena = {0};
+        facet_wtensor A;
+        assert_int_equal(facet_wtensor_repack_blocks(&A, pairs[p].from, pairs[p].to, ROWS, COLS, blk, &arena, &err),
+                         FACET_OK);
+        assert_memory_equal(A.data, W.data, facet_wtensor_bytes(&W));
+        assert_true(facet_warena_owns(&arena, A.data) && !facet_warena_owns(&arena, W.data));
+        facet_warena_free(&arena);
         free(W.data);
         free(blk);
         free(want);
@@ -479,13 +487,41 @@ static void test_repack_exact(void **state) {
     facet_wtensor W;
     facet_error err;
     uint8_t dummy[64] = {0};
-    assert_int_equal(facet_wtensor_repack_blocks(&W, FACET_WF_GGUF_Q4_1, FACET_WF_Q4, 1, 32, dummy, &err),
+    assert_int_equal(facet_wtensor_repack_blocks(&W, FACET_WF_GGUF_Q4_1, FACET_WF_Q4, 1, 32, dummy, NULL, &err),
                      FACET_E_UNSUPPORTED);
     free(row);
 }
 
+/* facet_warena: zeroed, 64-byte aligned pieces carved from 2 MiB-aligned chunks; a piece
+ * larger than the open chunk's rest (and half a chunk) gets a chunk of its own; owns() tells its memory from anyone else's; free resets. */
+static void test_weight_arena(void **state) {
+    (void)state;
+    facet_warena a = {0};
+    uint8_t *p = facet_warena_alloc(&a, 100), *q = facet_warena_alloc(&a, 1000);
+    assert_non_null(p);
+    assert_non_null(q);
+    assert_int_equal((uintptr_t)p % (2u << 20), 0); /* the first piece starts its chunk */
+    assert_ptr_equal(q, p + 128);                    /* 100 rounded up to 64s */
+    for (int i = 0; i < 1000; i++) assert_int_equal(q[i], 0);
+    memset(p, 0xAB, 100);
+    uint8_t *big = facet_warena_alloc(&a, 40u << 20); /* more than the open chunk's rest: its own */
+    assert_non_null(big);
+    assert_int_equal(a.n_chunks, 2);
+    assert_int_equal((uintptr_t)big % (2u << 20), 0);
+    assert_int_equal(big[(40u << 20) - 1], 0);
+    uint8_t *r = facet_warena_alloc(&a, 64); /* the first chunk is still open */
+    assert_ptr_equal(r, q + 1024);
+    assert_true(facet_warena_owns(&a, p) && facet_warena_owns(&a, big + (10u << 20)) && facet_warena_owns(&a, r));
+    uint8_t outside;
+    assert_false(facet_warena_owns(&a, &outside));
+    facet_warena_free(&a);
+    assert_int_equal(a.n_chunks, 0);
+    assert_false(facet_warena_owns(&a, p));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_weight_arena),
         cmocka_unit_test(test_traits),
         cmocka_unit_test(test_dequant_matches_numpy),
         cmocka_unit_test(test_dot_paths),

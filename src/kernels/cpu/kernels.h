@@ -116,26 +116,53 @@ facet_status facet_wtensor_convert(facet_wtensor *w, facet_wformat to, facet_err
 const char *facet_wformat_name(facet_wformat f);
 
 /*
+ * Weight memory shared by many matrices: a bump allocator over 2 MiB-aligned chunks
+ * advised for transparent huge pages, so matrices smaller than a huge page (most of a
+ * small model's: Qwen3-0.6B's are 0.5-1.7 MiB in GGUF blocks) are streamed from huge
+ * pages too. A decode step reads every matrix once; from 4 KiB pages the TLB misses cost
+ * a single-thread Q4_K_M decode ~1.5x the CPU time per token (bench/RESULTS.md). Start
+ * zeroed ({0}); pieces are zeroed, 64-byte aligned, and freed only all together
+ * (facet_warena_free), never alone.
+ */
+typedef struct facet_warena_chunk {
+    void *p;        /* from posix_memalign                                               */
+    size_t bytes;
+} facet_warena_chunk;
+typedef struct facet_warena {
+    facet_warena_chunk *chunk; /* [n_chunks] (cap allocated)                             */
+    size_t n_chunks, cap;
+    uint8_t *cur;   /* the free rest of the last chunk: [cur, cur + left)              */
+    size_t left;
+} facet_warena;
+/* bytes of zeroed memory from a (NULL on out of memory) */
+void *facet_warena_alloc(facet_warena *a, size_t bytes);
+/* nonzero when p lies in one of a's chunks */
+int facet_warena_owns(const facet_warena *a, const void *p);
+void facet_warena_free(facet_warena *a);
+
+/*
  * Make *w a [rows][cols] tensor of GGUF block format f (facet_wformat_qtype(f) >= 0), packed,
  * holding a copy of src: the file's rows of blocks (rows * cols / block * block_bytes
- * bytes), in memory allocated as facet_wtensor_convert's (2 MiB-aligned, huge pages
- * advised; freed with free()). cols must be a multiple of the type's block. Errors:
+ * bytes), in memory from arena (freed with it) or, arena NULL, allocated as
+ * facet_wtensor_convert's (2 MiB-aligned, huge pages advised; freed with free()). cols
+ * must be a multiple of the type's block. Errors:
  * FACET_E_UNSUPPORTED for a type without kernels, FACET_E_INVALID_ARGUMENT for a shape
  * the type cannot hold (empty, or cols not a multiple of its block), FACET_E_NOMEM.
  */
 facet_status facet_wtensor_blocks(facet_wtensor *w, facet_wformat f, int rows, int cols,
-                                  const void *src, facet_error *err);
+                                  const void *src, facet_warena *arena, facet_error *err);
 
 /*
  * Make *w a [rows][cols] tensor of facet's format `to` holding exactly the values of
  * src, GGUF blocks of format `from`: Q8_0 into int8 panels (the same f16 d and int8 q
  * per block of 32) or Q4_0 into q4 panels (the same d and 4-bit codes, the qs bytes as
- * they are); nothing is rounded. Memory as facet_wtensor_convert's. Errors:
+ * they are); nothing is rounded. Memory as facet_wtensor_blocks's. Errors:
  * FACET_E_UNSUPPORTED for another pair, FACET_E_INVALID_ARGUMENT (cols not a multiple of
  * 32, empty), FACET_E_NOMEM.
  */
 facet_status facet_wtensor_repack_blocks(facet_wtensor *w, facet_wformat from, facet_wformat to,
-                                         int rows, int cols, const void *src, facet_error *err);
+                                         int rows, int cols, const void *src, facet_warena *arena,
+                                         facet_error *err);
 
 /* Bytes of a weight tensor's data (packed: with its padding and q8 scales; a GGUF block
  * format: its rows of blocks). */

@@ -120,6 +120,60 @@ static void *weight_alloc(size_t bytes) {
     return p;
 }
 
+/* Arena chunks: 32 MiB; a piece that does not fit the open chunk's rest and is larger
+ * than half a chunk gets a chunk of its own size (rounded up to huge pages), leaving the
+ * open one open. Only the pieces handed out are written, so the resident
+ * memory is what the matrices take plus at most one partly used huge page per chunk. */
+#define ARENA_CHUNK (32u << 20)
+
+void *facet_warena_alloc(facet_warena *a, size_t bytes) {
+    size_t need = (bytes + 63) & ~(size_t)63;
+    if (!need) need = 64;
+    if (need > a->left) {
+        int own = need > ARENA_CHUNK / 2;
+        size_t n = own ? (need + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE : ARENA_CHUNK;
+        if (a->n_chunks == a->cap) {
+            size_t cap = a->cap ? 2 * a->cap : 16;
+            facet_warena_chunk *c = realloc(a->chunk, cap * sizeof *c);
+            if (!c) return NULL;
+            a->chunk = c;
+            a->cap = cap;
+        }
+        void *p = NULL;
+        if (posix_memalign(&p, HUGE_PAGE, n) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+        madvise(p, n, MADV_HUGEPAGE); /* advisory: failure only costs speed */
+#endif
+        a->chunk[a->n_chunks++] = (facet_warena_chunk){p, n};
+        if (own) { /* a chunk of its own: the open one stays open */
+            memset(p, 0, bytes);
+            return p;
+        }
+        a->cur = p;
+        a->left = n;
+    }
+    void *p = a->cur;
+    a->cur += need;
+    a->left -= need;
+    memset(p, 0, bytes);
+    return p;
+}
+
+int facet_warena_owns(const facet_warena *a, const void *p) {
+    uintptr_t u = (uintptr_t)p;
+    for (size_t i = 0; i < a->n_chunks; i++) {
+        uintptr_t c = (uintptr_t)a->chunk[i].p;
+        if (u >= c && u - c < a->chunk[i].bytes) return 1;
+    }
+    return 0;
+}
+
+void facet_warena_free(facet_warena *a) {
+    for (size_t i = 0; i < a->n_chunks; i++) free(a->chunk[i].p);
+    free(a->chunk);
+    memset(a, 0, sizeof *a);
+}
+
 /* q8: one block of 32 input values (padded with zeros) of one output row. */
 static facet_status q8_block(const float *w, int n, uint8_t *q, int q_stride, uint16_t *scale,
                              facet_error *err) {
@@ -257,7 +311,7 @@ facet_status facet_wtensor_convert(facet_wtensor *w, facet_wformat to, facet_err
 }
 
 facet_status facet_wtensor_blocks(facet_wtensor *w, facet_wformat f, int rows, int cols,
-                                  const void *src, facet_error *err) {
+                                  const void *src, facet_warena *arena, facet_error *err) {
     int qt = facet_wformat_qtype(f);
     if (qt < 0 || !facet_qtype_runs((facet_qtype)qt))
         return facet_err(err, FACET_E_UNSUPPORTED, "weights: %s blocks have no kernels",
@@ -268,7 +322,7 @@ facet_status facet_wtensor_blocks(facet_wtensor *w, facet_wformat f, int rows, i
                          "weights: a [%d, %d] matrix cannot be held in %s blocks (rows of a "
                          "multiple of %d elements)", rows, cols, facet_wformat_name(f), block);
     size_t bytes = (size_t)facet_wtensor_packed_bytes(f, (uint64_t)rows, (uint64_t)cols);
-    void *data = weight_alloc(bytes);
+    void *data = arena ? facet_warena_alloc(arena, bytes) : weight_alloc(bytes);
     if (!data)
         return facet_err(err, FACET_E_NOMEM, "weights: cannot allocate %zu bytes for a [%d, %d] %s matrix",
                          bytes, rows, cols, facet_wformat_name(f));
@@ -283,7 +337,8 @@ facet_status facet_wtensor_blocks(facet_wtensor *w, facet_wformat f, int rows, i
 }
 
 facet_status facet_wtensor_repack_blocks(facet_wtensor *w, facet_wformat from, facet_wformat to,
-                                         int rows, int cols, const void *src, facet_error *err) {
+                                         int rows, int cols, const void *src, facet_warena *arena,
+                                         facet_error *err) {
     if (!((from == FACET_WF_GGUF_Q8_0 && to == FACET_WF_Q8) ||
           (from == FACET_WF_GGUF_Q4_0 && to == FACET_WF_Q4)))
         return facet_err(err, FACET_E_UNSUPPORTED, "weights: %s blocks do not repack into %s",
@@ -293,7 +348,7 @@ facet_status facet_wtensor_repack_blocks(facet_wtensor *w, facet_wformat from, f
                          "weights: a [%d, %d] matrix cannot be held in %s blocks", rows, cols,
                          facet_wformat_name(from));
     size_t bytes = packed_bytes(to, rows, cols), pb = facet_panel_bytes(to, cols);
-    uint8_t *dst = weight_alloc(bytes);
+    uint8_t *dst = arena ? facet_warena_alloc(arena, bytes) : weight_alloc(bytes);
     if (!dst)
         return facet_err(err, FACET_E_NOMEM, "weights: cannot allocate %zu bytes for a [%d, %d] %s matrix",
                          bytes, rows, cols, facet_wformat_name(to));
