@@ -509,6 +509,101 @@ static facet_status load_experts3d(wload *ld, const facet_tensor_row *row, const
     return st;
 }
 
+/* Shape check of an MXFP4 pair's tensor t: U8 with dims want[0..nd). */
+static facet_status mx_shape(const st_tensor *t, const char *name, const int64_t *want, int nd,
+                             facet_error *err) {
+    if (!t) return facet_err(err, FACET_E_NOT_FOUND, "checkpoint: tensor '%s' is missing", name);
+    int ok = t->dtype == ST_U8 && t->ndim == nd;
+    for (int i = 0; ok && i < nd; i++) ok = t->shape[i] == want[i];
+    if (ok) return FACET_OK;
+    char got[128] = "", exp[96] = "";
+    size_t off = 0, eo = 0;
+    for (int i = 0; i < t->ndim && off < sizeof got - 24; i++)
+        off += (size_t)snprintf(got + off, sizeof got - off, "%s%lld", i ? ", " : "",
+                                (long long)t->shape[i]);
+    for (int i = 0; i < nd && eo < sizeof exp - 24; i++)
+        eo += (size_t)snprintf(exp + eo, sizeof exp - eo, "%s%lld", i ? ", " : "", (long long)want[i]);
+    return facet_err(err, FACET_E_FORMAT,
+                     "checkpoint: tensor '%s' is %s [%s], expected U8 [%s] (MXFP4: experts, "
+                     "rows, blocks of 32 columns%s)", name, st_dtype_name(t->dtype), got, exp,
+                     nd == 4 ? ", 16 bytes" : "");
+}
+
+/* gpt-oss's MXFP4 experts (facts experts_mxfp4): NAME_blocks [E, R, C/32, 16] and
+ * NAME_scales [E, R, C/32], U8, where [R, C] is each expert's matrix in nn.Linear's layout
+ * (rows = outputs; transformers' convert_moe_packed_tensors reads them as W^T after its
+ * transpose). Block b of row r holds columns 32b..32b+31: byte j's low nibble is column
+ * 32b + 2j, its high nibble 32b + 2j + 1, E2M1 codes; the scale byte is an E8M0 exponent,
+ * w = e2m1 * 2^(scale - 127). Each expert's rows, split into n parts of parts[i] (gate, up
+ * alternating when interleaved), are repacked without rounding into GGUF MXFP4 blocks
+ * (quant.h: the same exponent byte, element j < 16 in qs[j]'s low nibble, j >= 16 in
+ * qs[j - 16]'s high one: 2 x e2m1 * 2^(e - 128) is the same value), so the matmuls run
+ * on the 4-bit blocks ("NAME_blocks[e][i::n]" in the cache). */
+static facet_status load_experts_mxfp4(wload *ld, const facet_tensor_row *row, const char *name,
+                                       int64_t E, const int64_t *parts, int n, int64_t C,
+                                       facet_wtensor *const *out, size_t stride, uint64_t *bytes,
+                                       facet_error *err) {
+    int64_t R = 0;
+    for (int i = 0; i < n; i++) R += parts[i];
+    char bn[300], sn[300];
+    snprintf(bn, sizeof bn, "%.200s_blocks", name);
+    snprintf(sn, sizeof sn, "%.200s_scales", name);
+    if (C % 32)
+        return facet_err(err, FACET_E_FORMAT, "'%s': %lld columns, not a multiple of MXFP4's "
+                         "block of 32", bn, (long long)C);
+    const st_tensor *tb = st_checkpoint_find(ld->ck, bn), *ts = st_checkpoint_find(ld->ck, sn);
+    const int64_t wb[4] = {E, R, C / 32, 16}, ws[3] = {E, R, C / 32};
+    facet_status st = mx_shape(tb, bn, wb, 4, err);
+    if (st == FACET_OK) st = mx_shape(ts, sn, ws, 3, err);
+    if (st != FACET_OK || ld->check_only) return st;
+    size_t nb = (size_t)(C / 32);
+    for (int64_t e = 0; e < E && st == FACET_OK; e++) {
+        int64_t r0 = 0;
+        for (int i = 0; i < n && st == FACET_OK; i++) {
+            facet_wtensor *wt = (facet_wtensor *)((char *)out[i] + (size_t)e * stride);
+            char part[320];
+            if (row->interleaved) snprintf(part, sizeof part, "%.200s[%lld][%d::%d]", bn, (long long)e, i, n);
+            else snprintf(part, sizeof part, "%.200s[%lld][%lld:%lld]", bn, (long long)e,
+                          (long long)r0, (long long)(r0 + parts[i]));
+            if (ld->cache) {
+                st = cached_mat(ld, part, parts[i], C, FACET_WF_GGUF_MXFP4, wt, err);
+            } else {
+                uint8_t *buf = malloc((size_t)parts[i] * nb * 17);
+                if (!buf) {
+                    st = facet_err(err, FACET_E_NOMEM, "cannot repack '%s'", part);
+                    break;
+                }
+                for (int64_t r = 0; r < parts[i]; r++) {
+                    int64_t sr = e * R + (row->interleaved ? r * n + i : r0 + r);
+                    const uint8_t *src = tb->data + (size_t)sr * nb * 16;
+                    const uint8_t *sc = ts->data + (size_t)sr * nb;
+                    for (size_t b = 0; b < nb; b++) {
+                        uint8_t *dst = buf + ((size_t)r * nb + b) * 17;
+                        const uint8_t *q = src + b * 16;
+                        dst[0] = sc[b];
+                        for (int j = 0; j < 16; j++) { /* element j and j + 16 */
+                            int lo = (q[j / 2] >> (4 * (j & 1))) & 15;
+                            int hi = (q[(j + 16) / 2] >> (4 * (j & 1))) & 15;
+                            dst[1 + j] = (uint8_t)(lo | hi << 4);
+                        }
+                    }
+                }
+                st = facet_wtensor_blocks(wt, FACET_WF_GGUF_MXFP4, (int)parts[i], (int)C, buf, err);
+                free(buf);
+                if (st != FACET_OK) st = name_tensor(part, st, err);
+                else st = record(ld, part, KIND_MATRIX, wt, wt->data, facet_wtensor_bytes(wt), err);
+            }
+            if (st == FACET_OK) *bytes += facet_wtensor_bytes(wt);
+            r0 += parts[i];
+        }
+    }
+    if (st == FACET_OK) {
+        progress(ld, tb);
+        progress(ld, ts);
+    }
+    return st;
+}
+
 /* A 2-D tensor [E, d0] of every expert's vector of one kind (gpt-oss's biases), split
  * into n parts of parts[i] elements (following each other, or alternating when
  * interleaved), part i going to out[i][e] (float32, "NAME[e][i]" in the cache). */
@@ -681,6 +776,10 @@ static facet_status load_row(wload *ld, const facet_facts *f, facet_weights *w,
         if (!r->matrix)
             return load_expert_vecs(ld, r, name, f->num_experts, parts, r->n_split,
                                     (float **const *)outs, sizeof(facet_expert), &w->bytes, err);
+        if (f->experts_mxfp4)
+            return load_experts_mxfp4(ld, r, name, f->num_experts, parts, r->n_split,
+                                      r->transposed ? d0 : d1, (facet_wtensor *const *)outs,
+                                      sizeof(facet_expert), &w->bytes, err);
         return load_experts3d(ld, r, name, f->num_experts, parts, r->n_split,
                               r->transposed ? d0 : d1, (facet_wtensor *const *)outs,
                               sizeof(facet_expert), &w->bytes, err);

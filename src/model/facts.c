@@ -585,6 +585,23 @@ static facet_status read_no_rope(reader *r, const facet_config_class *cls) {
 #define MAX_EXPERTS 4096
 #define MAX_EXPERTS_PER_TOK 64
 
+/* GptOssConfig's quantization_config: absent or null (unquantized experts), or
+ * {"quant_method": "mxfp4", ...}: the experts' gate_up_proj / down_proj are stored as
+ * MXFP4 blocks and scales (transformers' Mxfp4Config; its modules_to_not_convert lists the
+ * unquantized modules, which the tensors themselves say: not read). Anything else is
+ * refused by name. */
+static facet_status read_mxfp4(reader *r) {
+    json_t *q = take(r, "quantization_config");
+    if (!q || json_is_null(q)) return FACET_OK;
+    json_t *m = json_is_object(q) ? json_object_get(q, "quant_method") : NULL;
+    if (!m || !json_is_string(m) || strcmp(json_string_value(m), "mxfp4"))
+        return bad(r, "quantization_config", m ? m : q,
+                   "absent, or an object whose quant_method is \"mxfp4\" (gpt-oss's MXFP4 "
+                   "experts)");
+    r->f->experts_mxfp4 = 1;
+    return FACET_OK;
+}
+
 static facet_status read_moe(reader *r, const facet_config_class *cls) {
     facet_facts *f = r->f;
     int64_t L = f->num_hidden_layers;
@@ -610,6 +627,8 @@ static facet_status read_moe(reader *r, const facet_config_class *cls) {
     f->moe_biases = cls->moe_biases;
     f->swiglu_limit = cls->swiglu_limit;
     if (cls->swiglu_limit > 0) TRY(get_num(r, "swiglu_limit", 1, &f->swiglu_limit));
+    f->experts_mxfp4 = 0;
+    if (cls->moe_biases) TRY(read_mxfp4(r));
     if (f->num_experts && f->num_experts_per_tok > f->num_experts) {
         char expected[96];
         snprintf(expected, sizeof expected, "at most %s=%lld", cls->experts_key,

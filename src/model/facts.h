@@ -208,6 +208,9 @@ typedef struct facet_facts {
     double swiglu_limit;           /* > 0: gpt-oss's clamped SwiGLU, (clamp(up, +-limit)
                                       + 1) * g * sigmoid(1.702 g), g = min(gate, limit);
                                       0: the activation act                             */
+    int experts_mxfp4;             /* 1: the experts' matrices are MXFP4 (gpt-oss's
+                                      quantization_config quant_method "mxfp4": NAME_blocks
+                                      and NAME_scales tensors), run in their blocks      */
     int n_sparse_layers;           /* count of layer_sparse[i] == 1                      */
     uint8_t layer_sparse[FACET_MAX_LAYERS]; /* per layer: 1 = mixture-of-experts FFN     */
     facet_experts_layout experts_layout; /* probed (FACET_EXPERTS_NONE before the probe)  */

@@ -161,8 +161,11 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
         uint64_t E = u(f->num_experts), K = u(f->num_experts_per_tok);
         uint64_t EI = u(f->moe_intermediate_size), SI = u(f->shared_expert_intermediate_size);
         add_mat_in(w, FACET_WF_F32, E, H, S, S); /* the router stays float32 */
-        add_mat(w, EI, H, sat_mul(2 * E, S), sat_mul(2 * K, S));
-        add_mat(w, H, EI, sat_mul(E, S), sat_mul(K, S));
+        /* MXFP4 experts (gpt-oss's quantization_config) stay in their blocks in every
+         * run-time format */
+        int ef = f->experts_mxfp4 ? (int)FACET_WF_GGUF_MXFP4 : fmt;
+        add_mat_in(w, ef, EI, H, sat_mul(2 * E, S), sat_mul(2 * K, S));
+        add_mat_in(w, ef, H, EI, sat_mul(E, S), sat_mul(K, S));
         if (SI) {
             add_mat(w, SI, H, 2 * S, 2 * S);
             add_mat(w, H, SI, S, S);

@@ -76,7 +76,13 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
     f->dtype_mask = 0;
     f->weight_bytes = 0;
     for (size_t i = 0; i < ck->n_tensors; i++) {
-        f->dtype_mask |= 1u << ck->by_name[i]->dtype;
+        const st_tensor *t = ck->by_name[i];
+        size_t len = strlen(t->name);
+        /* MXFP4 experts: their U8 blocks and scales are read as such (weights.c), not
+         * as a dtype of the weights */
+        int mx = f->experts_mxfp4 && t->dtype == ST_U8 && len > 7 &&
+                 (!strcmp(t->name + len - 7, "_blocks") || !strcmp(t->name + len - 7, "_scales"));
+        if (!mx) f->dtype_mask |= 1u << t->dtype;
         f->weight_bytes += ck->by_name[i]->end - ck->by_name[i]->begin;
     }
 

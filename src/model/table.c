@@ -141,8 +141,8 @@ const facet_profile facet_profiles[] = {
     {"granitemoeshared", {"GraniteMoeSharedForCausalLM"},
      "Granite MoE with a shared expert", &cpu_dense, &cuda_dense},
     {"gpt_oss", {"GptOssForCausalLM"},
-     "gpt-oss (attention sinks, clamped SwiGLU, router and expert biases; unquantized "
-     "checkpoints: the MXFP4 quantization_config is refused)", &cpu_dense, &cuda_dense},
+     "gpt-oss (attention sinks, clamped SwiGLU, router and expert biases; experts "
+     "unquantized or MXFP4, run in their blocks)", &cpu_dense, &cuda_dense},
     {"deepseek_v2", {"DeepseekV2ForCausalLM"},
      "DeepSeek-V2, DeepSeek-V2-Lite (multi-head latent attention: the cache holds the "
      "latent and the rope key; softmax routing, greedy or group-limited, shared experts)",

@@ -62,8 +62,8 @@ EXPECTED = {
     "mistralai__Mistral-7B-Instruct-v0.3": (PENDING, []),
     "mistralai__Mixtral-8x7B-v0.1": (PENDING, []),  # MoE 8 experts top-2
     "openai-community__gpt2-xl": (PENDING, []),  # gpt2 (issue 28)
-    # the class runs (sinks, clamped SwiGLU, biases); its MXFP4 experts do not yet
-    "openai__gpt-oss-20b": (REFUSED, ["quantization_config"]),
+    # sinks, clamped SwiGLU, biases; its MXFP4 experts run in their blocks (issue 27)
+    "openai__gpt-oss-20b": (PENDING, []),
     "stabilityai__stable-code-3b": (PENDING, []),  # stablelm_epoch (issue 28)
     "state-spaces__mamba-2.8b-hf": (PENDING, []),  # Mamba (issue 26)
     "tiiuae__falcon-7b-instruct": (PENDING, []),  # falcon (issue 28)
@@ -138,9 +138,15 @@ def test_known_refusal_texts(run_facet, tmp_path):
     texts = [r["text"] for r in obj["verdict"]["refusals"]]
     assert "REFUSED: moe router=topk-softmax, top-2 of 8 experts on 32 of 32 layers is not " \
            "supported on cuda (supported: none (dense))" in texts
-    _, obj = conform(run_facet, CONFIGS / "openai__gpt-oss-20b", tmp_path=tmp_path)
-    texts = [r["text"] for r in obj["verdict"]["refusals"]]
-    assert texts[0].startswith('REFUSED: quantization_config={"modules_to_not_convert"'), texts
+    # gpt-oss reads quant_method "mxfp4" as a fact; another method is a config error
+    cfg = json.loads((CONFIGS / "openai__gpt-oss-20b" / "config.json").read_text())
+    cfg["quantization_config"]["quant_method"] = "gptq"
+    (tmp_path / "oss").mkdir()
+    (tmp_path / "oss" / "config.json").write_text(json.dumps(cfg))
+    proc = run_facet(["conform", str(tmp_path / "oss")])
+    assert proc.returncode != 0
+    assert 'quantization_config is "gptq" (string), expected absent, or an object whose ' \
+           'quant_method is "mxfp4"' in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     _, obj = conform(run_facet, CONFIGS / "deepseek-ai__DeepSeek-V3", tmp_path=tmp_path)
     texts = [r["text"] for r in obj["verdict"]["refusals"]]
     assert len(texts) == 1 and texts[0].startswith(

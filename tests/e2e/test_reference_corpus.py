@@ -58,11 +58,18 @@ def test_corpus_config_matches_reference(corpus_cell, repo_root, run_facet, make
         ref = mamba_ref.Reference(path)
         vocab = ref.vocab_size
     else:
-        shrink = {"num_hidden_layers": 4}
+        cfg = json.loads((src / "config.json").read_text())
+        mxfp4 = (cfg.get("quantization_config") or {}).get("quant_method") == "mxfp4"
+        shrink, kw = {"num_hidden_layers": 4}, {}
         if obj["facts"].get("n_sliding_layers", 0) > 0:
             shrink["sliding_window"] = WINDOW
-        path = make_checkpoint(src, dtype=dtype, shrink=shrink)
+        if mxfp4:  # gpt-oss's 4-bit experts: whole blocks of 32, test_moe_mxfp4's gain
+            shrink.update(hidden_size=128, intermediate_size=128)
+            kw["gain"] = 1.0
+        path = make_checkpoint(src, dtype=dtype, shrink=shrink, **kw)
         ref = reference_for(path)
+        if mxfp4:  # 8-bit inputs to the 4-bit experts, as the int8 dot rounds them
+            ref.expert_act_round = "q8_0"
         vocab = ref.facts.vocab_size
     p = [int(x) for x in np.random.default_rng(5).integers(3, vocab, N_PROMPT)]
     dump = tmp_path / "logits.f32"
@@ -73,7 +80,12 @@ def test_corpus_config_matches_reference(corpus_cell, repo_root, run_facet, make
     want = ref.generate(p, N_GEN)
     rows = compare.read_logits(str(dump), vocab)
     errs = compare.relative_errors(rows[:N_PROMPT], want["logits"][:N_PROMPT])
-    assert errs.max() < 1e-4, "%s %s: prompt position %d: relative error %.3g" % (
-        name, dtype, int(errs.argmax()), errs.max())
-    g = compare.greedy_agreement(got["generated_ids"], want, 1e-3)
+    if getattr(ref, "expert_act_round", None):  # a Q8_0 rounding flip moves a position
+        bad = compare.rounding_flip_agreement(errs)
+        assert bad is None, "%s %s: %s" % (name, dtype, bad)
+    else:
+        assert errs.max() < 1e-4, "%s %s: prompt position %d: relative error %.3g" % (
+            name, dtype, int(errs.argmax()), errs.max())
+    g = compare.greedy_agreement(got["generated_ids"], want,
+                                 1e-2 if getattr(ref, "expert_act_round", None) else 1e-3)
     assert g["mismatch"] is None, compare.describe(g)

@@ -35,6 +35,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_facts  # noqa: E402
+import mxfp4  # noqa: E402
 import safetensors_io  # noqa: E402
 
 DTYPES = {"f32": ("F32", "float32"), "bf16": ("BF16", "bfloat16"), "f16": ("F16", "float16")}
@@ -354,6 +355,22 @@ def moe_specs(f, p, layout):
     return out
 
 
+def mxfp4_specs(specs):
+    """gpt-oss's experts in the Hugging Face MXFP4 form (tests/ref/mxfp4.py): each x @ W
+    matrix NAME [E, C, R] becomes NAME_blocks [E, R, C/32, 16] and NAME_scales [E, R, C/32]
+    (U8), the quantized values of the unquantized tensor the same seed gives (its
+    transpose, nn.Linear's layout, quantized by mxfp4.quantize_hf)."""
+    out = []
+    for name, shape, init in specs:
+        if name.endswith(("experts.gate_up_proj", "experts.down_proj")):
+            E, C, R = shape
+            out.append((name + "_blocks", (E, R, C // 32, 16), ("mxfp4_blocks", name, shape, init)))
+            out.append((name + "_scales", (E, R, C // 32), ("mxfp4_scales", name, shape, init)))
+        else:
+            out.append((name, shape, init))
+    return out
+
+
 def tensor_specs(config, experts_layout=None):
     """[(name, shape, init)] of the checkpoint a Hugging Face *ForCausalLM of this
     config loads, in a stable order. init is one of ("embed",), ("linear", fan_in),
@@ -361,10 +378,12 @@ def tensor_specs(config, experts_layout=None):
     tensor names (moe_specs; None: the config class's own)."""
     f = hf_facts.facts(config)
     q = hf_facts.text_config(config).get("quantization_config")
-    if q:  # gpt-oss's MXFP4 experts (blocks and scales tensors): not written here
-        raise NotImplementedError("quantization_config %r: the generator writes unquantized "
-                                  "weights only" % (q.get("quant_method") if isinstance(q, dict) else q))
     layout = experts_layout or f.experts_layout
+    mx = isinstance(q, dict) and q.get("quant_method") == "mxfp4" and layout == "gptoss"
+    if q and not mx:  # only gpt-oss's MXFP4 experts (blocks and scales tensors)
+        raise NotImplementedError("quantization_config %r: the generator writes unquantized "
+                                  "weights and gpt-oss's MXFP4 experts only"
+                                  % (q.get("quant_method") if isinstance(q, dict) else q))
     if layout is not None and layout not in EXPERTS_LAYOUTS:
         raise ValueError("experts_layout %r: expected one of %s" % (layout, EXPERTS_LAYOUTS))
     H, I, V = f.hidden_size, f.intermediate_size, f.vocab_size
@@ -413,7 +432,7 @@ def tensor_specs(config, experts_layout=None):
         if f.block in ("sandwich", "post"):
             specs.append((p + "post_feedforward_layernorm.weight", (H,), ("norm",)))
         if f.sparse_layers and f.sparse_layers[i]:
-            specs.extend(moe_specs(f, p, layout))
+            specs.extend(mxfp4_specs(moe_specs(f, p, layout)) if mx else moe_specs(f, p, layout))
             continue
         if not f.gated:  # StarCoder2's c_fc / c_proj
             up, down = f.family["mlp_names"]
@@ -701,19 +720,27 @@ def write_checkpoint(config, out_dir, dtype="f32", shards=1, seed=0, generation_
 
     def make(name):
         shape, init = by_name[name]
+        if init[0] in ("mxfp4_blocks", "mxfp4_scales"):  # mxfp4_specs
+            _, base, bshape, binit = init
+            w = init_tensor(base, bshape, binit, seed, facts, logit_std, bias_std, norm_noise, gain)
+            blocks, scales = mxfp4.quantize_hf(np.swapaxes(w, 1, 2))
+            return blocks if init[0] == "mxfp4_blocks" else scales
         return init_tensor(name, shape, init, seed, facts, logit_std, bias_std, norm_noise, gain)
+
+    def dt(init):
+        return "U8" if init[0] in ("mxfp4_blocks", "mxfp4_scales") else st_dtype
 
     elem = safetensors_io.DTYPE_SIZE[st_dtype]
     groups = _split_shards(specs, shards, elem)
     if len(groups) == 1:
         safetensors_io.write_file(os.path.join(out_dir, "model.safetensors"),
-                                  [(n, st_dtype, s) for n, s, _ in groups[0]], make)
+                                  [(n, dt(i), s) for n, s, i in groups[0]], make)
         return out_dir
     weight_map, total = {}, 0
     for k, g in enumerate(groups):
         fn = "model-%05d-of-%05d.safetensors" % (k + 1, len(groups))
         total += safetensors_io.write_file(os.path.join(out_dir, fn),
-                                           [(n, st_dtype, s) for n, s, _ in g], make)
+                                           [(n, dt(i), s) for n, s, i in g], make)
         for n, _, _ in g:
             weight_map[n] = fn
     with open(os.path.join(out_dir, "model.safetensors.index.json"), "w") as f:

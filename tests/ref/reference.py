@@ -75,6 +75,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_facts  # noqa: E402
+import mxfp4  # noqa: E402
 import safetensors_io  # noqa: E402
 
 
@@ -267,6 +268,9 @@ class Reference:
         if kv_round not in (None, "bf16", "f16"):
             raise ValueError("kv_round %r: expected None, 'bf16' or 'f16'" % (kv_round,))
         self.kv_round = kv_round
+        # None, or "q8_0": MXFP4 expert matmuls see their inputs rounded as Q8_0 blocks
+        # (_expert_act), the arithmetic of an int8 dot on 4-bit blocks (facet, llama.cpp)
+        self.expert_act_round = None
         with open(os.path.join(folder, "config.json")) as f:
             self.config = json.load(f)
         self.facts = hf_facts.facts(self.config)
@@ -583,23 +587,48 @@ class Reference:
             router = self._t(p + "block_sparse_moe.router.layer.weight")
         return [(gu[e, :I], gu[e, I:], dn[e]) for e in range(E)], router
 
+    def _experts_w(self, name):
+        """gpt-oss's x @ W expert tensor [E, C, R]: as stored, or from its MXFP4
+        NAME_blocks / NAME_scales (mxfp4.py; dequantized [E, R, C], transposed as
+        transformers' convert_moe_packed_tensors does)."""
+        blocks = self._opt(name + "_blocks")
+        if blocks is None:
+            return self._t(name)
+        return np.swapaxes(mxfp4.dequant_hf(blocks, self._t(name + "_scales")), 1, 2)
+
+    def _expert_act(self, a):
+        """The input rows of an MXFP4 expert matmul as seen by it: unchanged, or with
+        expert_act_round == "q8_0" each row rounded as ggml's (and facet's) Q8_0
+        activation blocks of 32: x to float32, amax = max|x|, d = f16(amax / 127), q =
+        round-half-even(x * (127 / amax)) in float32, value q * d."""
+        if self.expert_act_round != "q8_0":
+            return a
+        x = np.asarray(a, dtype=np.float32).reshape(a.shape[:-1] + (-1, 32))
+        amax = np.abs(x).max(axis=-1, keepdims=True)
+        d = (amax / np.float32(127)).astype(np.float16).astype(np.float64)
+        with np.errstate(divide="ignore"):
+            idv = np.where(amax > 0, np.float32(127) / np.where(amax > 0, amax, 1), 0).astype(np.float32)
+        q = np.rint((x * idv).astype(np.float32)).astype(np.float64)
+        return (q * d).reshape(a.shape)
+
     def _gptoss_moe(self, layer, x):
         """GptOssMLP: router with a bias; experts x @ W_gu + b_gu (gate, up interleaved),
         clamped SwiGLU, @ W_d + b_d."""
         f = self.facts
         p = "layers.%d.mlp." % layer
         ids, w = self.route(x @ self._t(p + "router.weight").T + self._t(p + "router.bias"))
-        gu_w, gu_b = self._t(p + "experts.gate_up_proj"), self._t(p + "experts.gate_up_proj_bias")
-        d_w, d_b = self._t(p + "experts.down_proj"), self._t(p + "experts.down_proj_bias")
+        gu_w, gu_b = self._experts_w(p + "experts.gate_up_proj"), self._t(p + "experts.gate_up_proj_bias")
+        d_w, d_b = self._experts_w(p + "experts.down_proj"), self._t(p + "experts.down_proj_bias")
         lim, alpha = f.swiglu_limit, 1.702
+        ar = self._expert_act if self._opt(p + "experts.down_proj_blocks") is not None else (lambda a: a)
         out = np.zeros_like(x)
         for e in range(f.num_experts):
             rows, slot = np.nonzero(ids == e)
             if not len(rows):
                 continue
-            gu = x[rows] @ gu_w[e] + gu_b[e]
+            gu = ar(x[rows]) @ gu_w[e] + gu_b[e]
             gate, up = np.minimum(gu[:, ::2], lim), np.clip(gu[:, 1::2], -lim, lim)
-            y = ((up + 1) * (gate / (1.0 + np.exp(-alpha * gate)))) @ d_w[e] + d_b[e]
+            y = ar((up + 1) * (gate / (1.0 + np.exp(-alpha * gate)))) @ d_w[e] + d_b[e]
             out[rows] += w[rows, slot][:, None] * y
         return out
 

@@ -18,8 +18,9 @@ import struct
 
 import numpy as np
 
-# Element size in bytes of the dtypes this module can write/read as floating point.
-DTYPE_SIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2}
+# Element size in bytes of the dtypes this module can write/read (U8: MXFP4's blocks and
+# scales, read as their byte values).
+DTYPE_SIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "U8": 1}
 
 
 def f32_to_bf16_bits(x):
@@ -53,6 +54,11 @@ def encode(arr, dtype):
         return np.ascontiguousarray(arr, dtype="<f8").tobytes()
     if dtype == "BF16":
         return f32_to_bf16_bits(np.asarray(arr, dtype=np.float32)).astype("<u2").tobytes()
+    if dtype == "U8":
+        a = np.asarray(arr)
+        if a.size and (a.min() < 0 or a.max() > 255 or np.any(a != np.round(a))):
+            raise ValueError("U8 data outside the bytes 0..255")
+        return np.ascontiguousarray(a, dtype=np.uint8).tobytes()
     raise ValueError("unsupported dtype %r (expected F32, F16, BF16 or F64)" % (dtype,))
 
 
@@ -131,7 +137,7 @@ def read_tensor(path, info, data_start, out_dtype=np.float64):
         raise ValueError("%s: dtype %s not readable as float" % (path, dtype))
     if (e - b) != count * DTYPE_SIZE[dtype]:
         raise ValueError("%s: span %d != shape %s x %d" % (path, e - b, shape, DTYPE_SIZE[dtype]))
-    np_dtype = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2"}[dtype]
+    np_dtype = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "U8": "u1"}[dtype]
     arr = np.fromfile(path, dtype=np_dtype, count=count, offset=data_start + b)
     if dtype == "BF16":
         arr = bf16_bits_to_f32(arr)

@@ -568,8 +568,8 @@ static void test_facts_small(void **state) {
     assert_true(facts.rope_theta == 10000.0);
     assert_int_equal(facts.tie_word_embeddings, 1); /* no output.weight */
     assert_int_equal(facts.probed, 1);
-    /* verdict: Q8_0 runs; MXFP4 (no kernels) refused by name with the list of the types
-     * that run, derived from the kernels' traits table */
+    /* verdict: Q8_0 runs; Q8_1 (no kernels: an activation type) refused by name with the
+     * list of the types that run, derived from the kernels' traits table */
     static facet_verdict v;
     facet_judge(&facts, "cpu", &v);
     assert_int_equal(v.n_refusals, 0);
@@ -581,10 +581,10 @@ static void test_facts_small(void **state) {
     gguf_model_close(&m);
     assert_int_equal(v.n_refusals, 0); /* Q8_0 and Q4_0 run */
     free(b);
-    /* the same file with ffn_down in MXFP4 */
+    /* the same file with ffn_down in Q8_1 */
     tdef t[N_LLAMA_T];
     memcpy(t, LLAMA_T, sizeof t);
-    t[3].type = GGML_MXFP4;
+    t[3].type = GGML_Q8_1;
     b = build(3, LLAMA_KV, N_LLAMA_KV, t, N_LLAMA_T, 32, &n);
     assert_int_equal(parse(b, n, &g, &err), FACET_OK);
     assert_int_equal(gguf_model_wrap(&g, &m, &err), FACET_OK);
@@ -593,10 +593,10 @@ static void test_facts_small(void **state) {
     gguf_model_close(&m);
     assert_int_equal(v.status, FACET_VERDICT_REFUSED);
     assert_int_equal(v.n_refusals, 1);
-    assert_string_equal(v.refusals[0].text, "REFUSED: tensor blk.0.ffn_down.weight has type MXFP4 "
+    assert_string_equal(v.refusals[0].text, "REFUSED: tensor blk.0.ffn_down.weight has type Q8_1 "
                                             "(1 tensor of this type); supported: F32, F16, BF16, "
                                             "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, "
-                                            "Q4_K, Q5_K, Q6_K, IQ4_XS");
+                                            "Q4_K, Q5_K, Q6_K, IQ4_XS, MXFP4");
     free(b);
 }
 

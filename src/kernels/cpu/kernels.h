@@ -34,12 +34,13 @@ typedef enum facet_wformat {
     FACET_WF_GGUF_Q5_K = 14,
     FACET_WF_GGUF_Q6_K = 15,
     FACET_WF_GGUF_IQ4_XS = 16,
+    FACET_WF_GGUF_MXFP4 = 17, /* also gpt-oss's Hugging Face MXFP4 experts, repacked */
 } facet_wformat;
 /* facet's own formats (F32 .. Q4: what facet_wtensor_convert packs into and --weights
  * names), not an enumerator so switches stay exhaustive. */
 #define FACET_WF_COUNT 5
 #define FACET_WF_GGUF FACET_WF_GGUF_Q4_0 /* the first GGUF block type                    */
-#define FACET_WF_ALL 17                  /* every format, the GGUF block types included    */
+#define FACET_WF_ALL 18                  /* every format, the GGUF block types included    */
 
 /* The facet_qtype (quant.h) of a GGUF block format, or -1 for facet's own formats. */
 static inline int facet_wformat_qtype(facet_wformat f) {

@@ -29,6 +29,7 @@ const char *facet_wformat_name(facet_wformat f) {
     case FACET_WF_GGUF_Q5_1: case FACET_WF_GGUF_Q8_0: case FACET_WF_GGUF_IQ4_NL:
     case FACET_WF_GGUF_Q2_K: case FACET_WF_GGUF_Q3_K: case FACET_WF_GGUF_Q4_K:
     case FACET_WF_GGUF_Q5_K: case FACET_WF_GGUF_Q6_K: case FACET_WF_GGUF_IQ4_XS:
+    case FACET_WF_GGUF_MXFP4:
         return facet_qtype_traits_of((facet_qtype)facet_wformat_qtype(f))->name;
     }
     return "unknown";

@@ -23,6 +23,7 @@ static const facet_qtype_traits *const table[FACET_QT_COUNT] = {
     [FACET_QT_Q2_K] = &facet_qt_q2_K,   [FACET_QT_Q3_K] = &facet_qt_q3_K,
     [FACET_QT_Q4_K] = &facet_qt_q4_K,   [FACET_QT_Q5_K] = &facet_qt_q5_K,
     [FACET_QT_Q6_K] = &facet_qt_q6_K,   [FACET_QT_IQ4_XS] = &facet_qt_iq4_xs,
+    [FACET_QT_MXFP4] = &facet_qt_mxfp4,
 };
 
 const facet_qtype_traits *facet_qtype_traits_of(facet_qtype t) {

@@ -29,10 +29,12 @@
  *   Q6_K  256: 128 B ql, 64 B qh, 16 int8 scales, f16 d w = d * sc * (q - 32)
  *   IQ4_XS 256: f16 d, u16 scales_h, 4 B scales_l, 128 B qs
  *                                                       w = d * (ls - 32) * kvalues_iq4nl[q]
+ *   MXFP4  32: E8M0 e; 16 B qs (as Q4_0)                w = kvalues_mxfp4[q] * 2^(e - 128)
+ *              (kvalues_mxfp4: twice the E2M1 values; quant_mxfp4.c)
  * (the element order inside each K block is ggml's; see each kernel file.)
  *
  * Activations: before a matmul each row of X is quantized once into the block kind the
- * weight type's dot reads (ggml's vec_dot_type): Q8_0 for Q4_0, Q5_0, Q8_0 and IQ4_NL;
+ * weight type's dot reads (ggml's vec_dot_type): Q8_0 for Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4;
  * Q8_1 for Q4_1 and Q5_1; Q8_K for the K types and IQ4_XS. The dot of one weight row with
  * one activation row is then integer products per block, scaled and summed in float.
  */
@@ -48,6 +50,7 @@ typedef enum facet_qtype {
     FACET_QT_IQ4_NL,
     FACET_QT_Q2_K, FACET_QT_Q3_K, FACET_QT_Q4_K, FACET_QT_Q5_K, FACET_QT_Q6_K,
     FACET_QT_IQ4_XS,
+    FACET_QT_MXFP4, /* added last: the facet_wformat values before it stay */
     FACET_QT_COUNT
 } facet_qtype;
 
@@ -145,8 +148,12 @@ extern const facet_qtype_traits facet_qt_q4_0, facet_qt_q4_1, facet_qt_q5_0, fac
     facet_qt_q8_0, facet_qt_iq4_nl;
 extern const facet_qtype_traits facet_qt_q2_K, facet_qt_q3_K, facet_qt_q4_K, facet_qt_q5_K,
     facet_qt_q6_K, facet_qt_iq4_xs;
+extern const facet_qtype_traits facet_qt_mxfp4; /* quant_mxfp4.c */
 
 /* The 16 values IQ4_NL and IQ4_XS map a 4-bit index to (ggml's kvalues_iq4nl). */
 extern const int8_t facet_kvalues_iq4nl[16];
+/* The 16 values MXFP4 maps a 4-bit E2M1 code to: twice the code's value (ggml's
+ * kvalues_mxfp4): 0, 1, 2, 3, 4, 6, 8, 12, then the same negated. */
+extern const int8_t facet_kvalues_mxfp4[16];
 
 #endif

@@ -18,6 +18,11 @@ typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } facet_blk_q5_0;  /
 typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } facet_blk_q5_1; /* 24 B */
 typedef struct { uint16_t d; int8_t qs[32]; } facet_blk_q8_0w;                 /* 34 B */
 typedef struct { uint16_t d; uint8_t qs[16]; } facet_blk_iq4_nl;               /* 18 B */
+/* MXFP4 (quant_mxfp4.c): E8M0 exponent e, then 16 B of E2M1 codes (as Q4_0's nibbles). */
+typedef struct { uint8_t e; uint8_t qs[16]; } facet_blk_mxfp4;                 /* 17 B */
+
+/* 2^(e - 128), half an E8M0 scale (exact for every e; quant_mxfp4.c). */
+float facet_e8m0_half(uint8_t e);
 
 /* The AVX-512 VNNI dots (quant_legacy_avx512.c): n elements, as facet_qdot_fn. */
 void facet_dot_q4_0_avx512(int n, float *s, const void *w, const void *x);
