@@ -99,6 +99,12 @@ typedef struct facet_load_options {
      * keeps its share of each layer's heads and FFN columns (src/engine/weights_tp.c);
      * 0 or 1: the whole layers */
     int tensor_parallel, tensor_rank;
+    const char *backend;         /* the compute backend: NULL or "cpu", or "vulkan"
+                                    (issue 24; a binary built without it refuses it by
+                                    name). The capability table judges the facts on it
+                                    before any weight is read.                          */
+    int device;                  /* the backend's device: its index + 1 (0: the
+                                    default device; 1: device 0, as --device 0)         */
 } facet_load_options;
 
 /* What the weight cache did during a load (facet_model_info.weight_cache). The cache
@@ -142,6 +148,9 @@ typedef struct facet_model_info {
     uint64_t weight_cache_huge_bytes; /* FACET_WCACHE_HIT: bytes of the mapped cache file
                                         on 2 MiB pages (streaming from 4 KiB pages reads
                                         slower); 0 otherwise or where Linux cannot tell */
+    const char *backend;         /* "cpu" or "vulkan" (static)                         */
+    const char *device_note;     /* the device used ("vulkan device 0: NAME, X GiB"),
+                                    or NULL on the CPU; owned by the model              */
     int n_notes;                 /* lines in notes (at most 16)                        */
     const char *notes[16];       /* what reading the checkpoint noticed and resolved, as
                                     `facet conform` prints them ("tensors win" where a

@@ -104,6 +104,10 @@ typedef struct facet_backend_ops {
     const char *(*attention_kernel)(const facet_backend *be, facet_kv_type t, int head_dim);
     uint64_t (*weight_bytes)(const facet_backend *be, facet_wformat f, uint64_t rows,
                              uint64_t cols);
+    /* FACET_OK, or the first error of an operation since the last call (a device lost or
+     * out of memory: the operations return nothing, so a backend that can fail keeps its
+     * first error here and the forward pass returns it); NULL: never fails (cpu) */
+    facet_status (*status)(facet_backend *be, facet_error *err);
 } facet_backend_ops;
 
 struct facet_backend {
@@ -116,5 +120,29 @@ struct facet_backend {
  * be->ops->free. Errors: FACET_E_NOMEM.
  */
 facet_status facet_backend_cpu_create(facet_pool *pool, facet_backend **out, facet_error *err);
+
+/*
+ * A compute device that a model's sessions share: for the Vulkan backend (issue 24,
+ * src/backend/vulkan) its instance, device, pipelines and the weights uploaded to it
+ * (each facet_wtensor uploaded on first use and kept resident, keyed by its address).
+ * Opaque; owned by the model (facet_model_load opens it, facet_model_free frees it).
+ */
+typedef struct facet_device facet_device;
+
+/* Open device `index` (-1: the default, a discrete GPU first) of `backend` ("vulkan").
+ * Errors: FACET_E_UNSUPPORTED (a backend without devices, a binary built without Vulkan
+ * naming it, no driver, no such device), FACET_E_NOMEM. */
+facet_status facet_device_open(const char *backend, int index, facet_device **out,
+                               facet_error *err);
+void facet_device_free(facet_device *d);
+/* One line for the user: "vulkan device N: NAME, X.X GiB" (owned by d). */
+const char *facet_device_describe(const facet_device *d);
+/* 1 when this binary has the Vulkan backend. */
+int facet_vulkan_built(void);
+
+/* The Vulkan backend over device d (borrowed; outlives the backend): every operation is
+ * recorded into command buffers and run on the device, one submission per backend call
+ * (backend_vulkan.c). Errors: FACET_E_NOMEM. */
+facet_status facet_backend_vulkan_create(facet_device *d, facet_backend **out, facet_error *err);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * cmd_conform.c — `facet conform` and `facet onboard` (DESIGN.md, "Command line").
  *
- *   facet conform PATH [--backend cpu|cuda] [--json FILE]
+ *   facet conform PATH [--backend cpu|vulkan] [--json FILE]
  *   facet conform --table [--markdown]   (the declared table; Markdown for docs)
  *   facet onboard PATH [--ledger FILE.jsonl] [--gate [--reference FILE.json |
  *                 --reference-logits FILE --prompt-ids IDS] [-n N] [--threads N]]
@@ -213,7 +213,7 @@ static json_t *ledger_verification(const char *file, const char *path) {
 }
 
 static void conform_usage(FILE *out) {
-    fprintf(out, "usage: facet conform PATH [--backend cpu|cuda] [--json FILE|-] [--ledger FILE.jsonl]\n"
+    fprintf(out, "usage: facet conform PATH [--backend cpu|vulkan] [--json FILE|-] [--ledger FILE.jsonl]\n"
                  "       facet conform --table [--markdown]\n"
                  "       facet conform --gguf-types   (the GGUF tensor types that run, Markdown)\n"
                  "PATH: a checkpoint folder, a config.json, a .gguf file (any part of a split\n"
@@ -394,14 +394,14 @@ int cmd_onboard(int argc, char **argv) {
         return rc;
     }
 
-    static facet_verdict cpu, cuda;
+    static facet_verdict cpu, vulkan;
     judge(f, "cpu", &cpu);
-    judge(f, "cuda", &cuda);
+    judge(f, "vulkan", &vulkan);
     unload();
     static facet_plan plan;
     int have_plan = default_plan(f, &plan);
 
-    /* the row: name | model_type | facts of note | cpu | cuda | plan */
+    /* the row: name | model_type | facts of note | cpu | vulkan | plan */
     char name[512], note[512], vc[1024], vg[1024], w[32], kv[32];
     snprintf(name, sizeof name, "%s", path);
     size_t n = strlen(name);
@@ -410,7 +410,7 @@ int cmd_onboard(int argc, char **argv) {
     const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
     facet_facts_of_note(f, note, sizeof note);
     short_verdict(&cpu, vc, sizeof vc);
-    short_verdict(&cuda, vg, sizeof vg);
+    short_verdict(&vulkan, vg, sizeof vg);
     printf("| %s | %s | %s | %s | %s |", base, f->model_type, note, vc, vg);
     if (have_plan) {
         facet_bytes_text(plan.weight_bytes[plan.weights], w, sizeof w);
@@ -444,7 +444,7 @@ int cmd_onboard(int argc, char **argv) {
         json_object_set_new(o, "probed", json_boolean(f->probed));
         json_t *vs = json_object();
         json_object_set_new(vs, "cpu", facet_verdict_json(&cpu));
-        json_object_set_new(vs, "cuda", facet_verdict_json(&cuda));
+        json_object_set_new(vs, "vulkan", facet_verdict_json(&vulkan));
         json_object_set_new(o, "verdicts", vs);
         json_object_set_new(o, "plan", have_plan ? facet_plan_json(&plan) : json_null());
         json_object_set_new(o, "facts", facet_facts_json(f));

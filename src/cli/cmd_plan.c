@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "cli/cli.h"
 #include "io/gguf.h"
 #include "model/facts_gguf.h"
@@ -24,7 +25,7 @@
 
 static void plan_usage(FILE *out) {
     fprintf(out, "usage: facet plan MODEL [--ctx N] [--batch B] [--weights auto|f32|bf16|f16|int8|q4|gguf]\n"
-                 "                  [--kv-cache auto|f32|bf16|f16] [--backend cpu|cuda] [--json]\n"
+                 "                  [--kv-cache auto|f32|bf16|f16] [--backend cpu|vulkan] [--json]\n"
                  "                  [--pipeline-parallel P] [--tensor-parallel T]\n"
                  "MODEL: a checkpoint folder, a config.json or a GGUF file. --ctx defaults to\n"
                  "max_position_embeddings, --batch to 1, --weights to auto (the checkpoint's\n"
@@ -316,6 +317,9 @@ int cmd_plan(int argc, char **argv) {
     if (!strcmp(backend, "cpu"))
         printf("kernels (cpu): %s; %s; %s; %s\n", p.matmul_path, p.norm_path, p.rope_path,
                p.ffn_path);
+    else if (!strcmp(backend, "vulkan") && facet_vulkan_built()) /* backend_vulkan.c */
+        printf("kernels (vulkan): matvec.comp (decode) / matmul_tiled.comp (prefill) over "
+               "f32/bf16/f16 weights, attention.comp, rmsnorm/rope/gated_act shaders\n");
     else /* the plan's kernel paths are the CPU's */
         printf("kernels (%s): none in this binary\n", backend);
     for (int i = 0; i < p.n_groups; i++) /* + what a CPU session runs there */

@@ -342,7 +342,8 @@ int cmd_run(int argc, char **argv) {
                              .tokenizer = tok /* the model's from here */,
                              .layer_first = par_lo.layer_first, .layer_end = par_lo.layer_end,
                              .tensor_parallel = par_lo.tensor_parallel,
-                             .tensor_rank = par_lo.tensor_rank};
+                             .tensor_rank = par_lo.tensor_rank,
+                             .backend = o.backend, .device = o.device};
     double t_load = now_s();
     if (facet_model_load(o.model, &lo, &model, &err) != FACET_OK) {
         rc = cli_fail(&err);
@@ -350,6 +351,7 @@ int cmd_run(int argc, char **argv) {
     }
     t_load = now_s() - t_load;
     facet_model_get_info(model, &rs.info);
+    if (rs.info.device_note) fprintf(stderr, "facet: %s\n", rs.info.device_note);
     facet_session_options so = {1, n_ctx, o.kv_cache};
     if (facet_session_create(model, &so, &rs.sess, &err) != FACET_OK) {
         rc = cli_fail(&err);

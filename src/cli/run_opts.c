@@ -15,6 +15,7 @@ static void usage(FILE *out) {
             "usage: facet run [MODEL] [-p TEXT | -f FILE|- | --prompt-ids 1,2,3|@FILE|- |\n"
             "                 --messages FILE.json [--tools FILE.json]] [-n MAX_NEW]\n"
             "                 [--threads N] [--ctx N] [--weights FMT] [--kv-cache TYPE] [--no-cache]\n"
+            "                 [--backend cpu|vulkan] [--device N]\n"
             "                 [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
             "                 [--presence-penalty P] [--frequency-penalty F] [--seed S]\n"
             "                 [--stop STR]... [--json [--top-logprobs N]] [--ignore-eos]\n"
@@ -36,6 +37,11 @@ static void usage(FILE *out) {
             "                     eos_token_id (config.json / generation_config.json) or when\n"
             "                     the context is full\n"
             "  --threads N        worker threads (default: all cores)\n"
+            "  --backend B        cpu (default) or vulkan: the forward pass's operations as\n"
+            "                     Vulkan compute shaders (f32/bf16/f16 weights; a binary\n"
+            "                     built without Vulkan refuses it by name)\n"
+            "  --device N         the Vulkan device (default: the first discrete GPU, else\n"
+            "                     device 0); its name and memory are printed on stderr\n"
             "  --weights FMT      run-time weight format: auto (default: the checkpoint's own\n"
             "                     precision, bf16 / f16 / f32; a quantized GGUF file: gguf),\n"
             "                     f32, bf16, f16, int8, q4, gguf (each matrix in its GGUF type)\n"
@@ -146,6 +152,17 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
         } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
             NEED_VALUE;
             if (!cli_parse_int(a, v, 1, 1024, &o->threads)) return 1;
+        } else if (!strcmp(a, "--backend")) {
+            NEED_VALUE;
+            if (strcmp(v, "cpu") && strcmp(v, "vulkan")) {
+                fprintf(stderr, "facet: run: --backend expects cpu or vulkan, got '%s'\n", v);
+                return 1;
+            }
+            o->backend = v;
+        } else if (!strcmp(a, "--device")) {
+            NEED_VALUE;
+            if (!cli_parse_int(a, v, 0, 1023, &o->device)) return 1;
+            o->device++;
         } else if (!strcmp(a, "--ctx")) {
             NEED_VALUE;
             if (!cli_parse_int(a, v, 1, INT_MAX, &o->ctx)) return 1;

@@ -19,6 +19,8 @@ typedef struct run_opts {
     const char *tools;        /* --tools FILE.json (with --messages)                 */
     int max_new;              /* -n, default 256                                     */
     int threads;              /* --threads, 0 = all cores                            */
+    const char *backend;      /* --backend cpu|vulkan, NULL = cpu                     */
+    int device;               /* --device N as N + 1; 0 = the backend's default      */
     int ctx;                  /* --ctx, 0 = max_position_embeddings                  */
     facet_weight_format weights;
     facet_kv_type kv_cache;   /* --kv-cache, default auto                            */

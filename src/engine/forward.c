@@ -220,6 +220,8 @@ static facet_status forward_batch(facet_session *s, const facet_batch *b, float 
             forward_logits(s, want, cn, out, hidden);
             out += (size_t)k * V;
         }
+        /* a device backend's operations cannot return errors: it keeps the first */
+        if (s->be->ops->status && (st = s->be->ops->status(s->be, err)) != FACET_OK) return st;
     }
     return FACET_OK;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "engine/layer.h"
 #include "engine/model_internal.h"
 #include "io/safetensors.h"
@@ -38,6 +39,14 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
         return facet_err(err, FACET_E_NOMEM, "model");
     }
     m->tokenizer = o.tokenizer; /* owned from here (freed with the model) */
+    m->backend = !o.backend || !strcmp(o.backend, "cpu") ? "cpu"
+                 : !strcmp(o.backend, "vulkan")          ? "vulkan"
+                                                         : NULL;
+    if (!m->backend) {
+        facet_model_free(m);
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "REFUSED: backend=%s is not supported (supported: cpu, vulkan)", o.backend);
+    }
     st_checkpoint ck;
     memset(&ck, 0, sizeof ck);
     /* a GGUF file (or a folder holding one): facts from its metadata, its tensors seen
@@ -73,7 +82,7 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
         facet_verdict *v = malloc(sizeof *v);
         if (!v) st = facet_err(err, FACET_E_NOMEM, "verdict");
         else {
-            facet_judge(&m->facts, "cpu", v);
+            facet_judge(&m->facts, m->backend, v);
             if (is_gguf) facet_gguf_judge(&gg, v);
             st = facet_verdict_error(v, err);
             free(v);
@@ -86,6 +95,15 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
     /* auto: the checkpoint's own precision, decided by the probed dtypes (a GGUF file's
      * own block types when its matrices have any) */
     m->weights = o.weights == FACET_WEIGHTS_AUTO ? facet_auto_weights(&m->facts) : o.weights;
+    /* the Vulkan shaders read float weights: any other format is refused before the
+     * weights are read, and the device is opened (named on failure) before they are */
+    if (st == FACET_OK && !strcmp(m->backend, "vulkan") && m->weights != FACET_WEIGHTS_F32 &&
+        m->weights != FACET_WEIGHTS_BF16 && m->weights != FACET_WEIGHTS_F16)
+        st = facet_err(err, FACET_E_UNSUPPORTED,
+                       "REFUSED: weights=%s is not supported on vulkan (supported: f32, bf16, "
+                       "f16)", facet_weight_format_name(m->weights));
+    if (st == FACET_OK && !strcmp(m->backend, "vulkan"))
+        st = facet_device_open("vulkan", o.device - 1, &m->device, err);
     /* the pool first: the weight cache's checksums are verified over it */
     if (st == FACET_OK) {
         m->pool = facet_pool_create(o.n_threads);
@@ -117,6 +135,7 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
 void facet_model_free(facet_model *m) {
     if (!m) return;
     facet_weights_free(m);
+    facet_device_free(m->device);
     facet_pool_free(m->pool);
     facet_tokenizer_free(m->tokenizer);
     free(m->inv_freq);
@@ -134,6 +153,8 @@ void facet_model_get_info(const facet_model *m, facet_model_info *info) {
     info->max_position_embeddings = (int)f->max_position_embeddings;
     info->hidden_size = (int)f->hidden_size;
     info->num_hidden_layers = (int)f->num_hidden_layers;
+    info->backend = m->backend;
+    info->device_note = m->device ? facet_device_describe(m->device) : NULL;
     info->bos_token_id = f->bos_token_id;
     info->n_eos = f->n_eos;
     for (int i = 0; i < f->n_eos && i < 16; i++) info->eos_token_ids[i] = f->eos_token_ids[i];

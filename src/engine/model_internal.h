@@ -126,6 +126,8 @@ struct facet_model {
     /* tensor parallel: this rank's share (tp_rank of tp) of every layer; the facts then
      * count the share's heads and FFN width (weights_tp.c) */
     int tp, tp_rank;
+    const char *backend;           /* "cpu" or "vulkan" (static)                       */
+    struct facet_device *device;   /* the Vulkan backend's device, or NULL (backend.h)  */
 };
 
 struct facet_session {

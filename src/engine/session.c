@@ -43,6 +43,16 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
                          (int)o.kv_type);
     }
     facet_kv_type kv_type = o.kv_type == FACET_KV_AUTO ? facet_auto_kv(model->weights) : o.kv_type;
+    if (model->device) { /* Vulkan: the attention shader reads float32 keys (auto: f32),
+                            a bf16 cache's rounding has a shader, an f16 one not yet */
+        if (o.kv_type == FACET_KV_AUTO) kv_type = FACET_KV_F32;
+        if (kv_type == FACET_KV_F16) {
+            free(s);
+            return facet_err(err, FACET_E_UNSUPPORTED,
+                             "REFUSED: kv_cache=f16 is not supported on vulkan (supported: "
+                             "f32, bf16)");
+        }
+    }
     /* latent attention caches one row of kv_lora_rank + qk_rope_head_dim per position
      * and layer, no values (kv_cache.h) */
     int mla = f->kv_lora_rank > 0;
@@ -72,7 +82,8 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
                          "embeddings beside generation) is not available");
     }
     /* the backend and each layer's kinds, once: forward.c only calls through them */
-    st = facet_backend_cpu_create(model->pool, &s->be, err);
+    st = model->device ? facet_backend_vulkan_create(model->device, &s->be, err)
+                       : facet_backend_cpu_create(model->pool, &s->be, err);
     if (st != FACET_OK) {
         facet_session_free(s);
         return st;

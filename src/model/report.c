@@ -298,7 +298,7 @@ void facet_table_print(FILE *out) {
         for (int a = 0; a < 4 && p->architectures[a]; a++)
             fprintf(out, "%s%s", a ? "," : "", p->architectures[a]);
         fprintf(out, "\n  %s\n", p->summary);
-        const facet_caps *cs[2] = {p->cpu, p->cuda};
+        const facet_caps *cs[2] = {p->cpu, p->vulkan};
         for (int b = 0; b < 2; b++) {
             const facet_caps *c = cs[b];
             fprintf(out, "  backend %s%s\n", c->backend,
@@ -349,9 +349,9 @@ void facet_table_print_markdown(FILE *out) {
     }
     fprintf(out, "\n");
     for (int b = 0; b < 2; b++) {
-        fprintf(out, "| backend built | %s |", b ? "cuda" : "cpu");
+        fprintf(out, "| backend built | %s |", b ? "vulkan" : "cpu");
         for (int i = 0; i < facet_n_profiles; i++) {
-            const facet_caps *c = b ? facet_profiles[i].cuda : facet_profiles[i].cpu;
+            const facet_caps *c = b ? facet_profiles[i].vulkan : facet_profiles[i].cpu;
             fprintf(out, " %s |", c->built ? "yes" : "no (refused)");
         }
         fprintf(out, "\n");
@@ -359,9 +359,9 @@ void facet_table_print_markdown(FILE *out) {
     for (int r = 0; r < facet_n_rows; r++)
         for (int b = 0; b < 2; b++) {
             fprintf(out, "| %s%s | %s |", facet_rows[r].fact, facet_rows[r].probed ? " (probed)" : "",
-                    b ? "cuda" : "cpu");
+                    b ? "vulkan" : "cpu");
             for (int i = 0; i < facet_n_profiles; i++) {
-                const facet_caps *c = b ? facet_profiles[i].cuda : facet_profiles[i].cpu;
+                const facet_caps *c = b ? facet_profiles[i].vulkan : facet_profiles[i].cpu;
                 caps_line(c, &facet_rows[r], range, sizeof range);
                 fprintf(out, " %s |", range);
             }

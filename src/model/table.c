@@ -70,31 +70,45 @@ static const facet_caps cpu_dense = {
     .dtypes = DTYPES_FLOAT,
 };
 
-/* The CUDA backend as declared for its first kernels; not built yet, so every cuda
- * verdict carries "backend=cuda is not built into this binary". */
-static const facet_caps cuda_dense = {
-    .backend = "cuda",
+/* The Vulkan backend (src/backend/vulkan, issue 24): the same forward pass with every
+ * compute operation a compute shader. What its shaders serve: RMSNorm with w or (1 + w),
+ * pre and post norms; any RoPE the host's tables give (cos/sin are computed on the
+ * host), partial rotary, NoPE layers; GQA attention with window, softcap, custom scale
+ * and sinks; gated FFN with silu or gelu_pytorch_tanh; biases; float32/bf16/f16
+ * weights (int8/q4/GGUF blocks: refused by --weights before loading). Not yet:
+ * LayerNorm, ungated MLPs, the parallel residual, NeoX's fused heads, mixture-of-experts
+ * and state-space layers. Checked on Mesa's lavapipe against the CPU exact path
+ * (tests/e2e/test_vulkan.py); `built` says whether this binary has it. */
+static const facet_caps vulkan_dense = {
+    .backend = "vulkan",
+#ifdef FACET_HAVE_VULKAN
+    .built = 1,
+#else
     .built = 0,
-    .head_dim_set = {64, 128, 256},
+#endif
+    .head_dim_min = 8, .head_dim_max = 256, .head_dim_multiple = 2,
     .gqa_any_divisor = 1,
-    .rope_types = BIT(FACET_ROPE_DEFAULT) | BIT(FACET_ROPE_LLAMA3),
-    .partial_rotary_min = 1.0,
-    .dual_rope_base = 0,
-    .acts = BIT(FACET_ACT_SILU),
-    .norm_weight_offset = ALLOW_FALSE,
-    .pre_norms = ALLOW_TRUE,
-    .post_norms = ALLOW_FALSE,
-    .mlp_bias = ALLOW_FALSE,
-    .softcaps = 0,
-    .multipliers = 0,
-    .attn_scale_custom = 0,
-    .sliding_window = 0,
+    .rope_types = BIT(FACET_ROPE_DEFAULT) | BIT(FACET_ROPE_LINEAR) | BIT(FACET_ROPE_LLAMA3) |
+                  BIT(FACET_ROPE_YARN) | BIT(FACET_ROPE_LONGROPE),
+    .partial_rotary_min = 0.0625,
+    .dual_rope_base = 1,
+    .acts = BIT(FACET_ACT_SILU) | BIT(FACET_ACT_GELU_TANH),
+    .norm_weight_offset = ALLOW_BOTH,
+    .pre_norms = ALLOW_BOTH,
+    .post_norms = ALLOW_BOTH,
+    .mlp_bias = ALLOW_BOTH,
+    .softcaps = 1,
+    .multipliers = 1,
+    .attn_scale_custom = 1,
+    .sliding_window = 1,
+    .no_rope_layers = 1,
     .qkv_bias = ALLOW_BOTH, .o_bias = ALLOW_BOTH, .qk_norm = ALLOW_BOTH, .tied = ALLOW_BOTH,
-    .fused_qkv = ALLOW_FALSE, .fused_gate_up = ALLOW_FALSE,
+    .fused_qkv = ALLOW_BOTH, .fused_gate_up = ALLOW_BOTH,
     .layer_norm = ALLOW_FALSE, .ffn_ungated = ALLOW_FALSE, .parallel_residual = ALLOW_FALSE,
     .fused_qkv_heads = ALLOW_FALSE, .norm_bias = ALLOW_FALSE,
     .moe_routers = BIT(FACET_ROUTER_NONE), .shared_expert = ALLOW_FALSE,
-    .dtypes = BIT(ST_F16) | BIT(ST_BF16),
+    .ssm = 0,
+    .dtypes = DTYPES_FLOAT,
 };
 
 /* ---------------------------------------------------------------------------------
@@ -102,87 +116,87 @@ static const facet_caps cuda_dense = {
  * ------------------------------------------------------------------------------ */
 const facet_profile facet_profiles[] = {
     {"llama", {"LlamaForCausalLM"},
-     "Llama 1/2/3, SmolLM, TinyLlama, Granite-code (llama-shaped)", &cpu_dense, &cuda_dense},
+     "Llama 1/2/3, SmolLM, TinyLlama, Granite-code (llama-shaped)", &cpu_dense, &vulkan_dense},
     {"mistral", {"MistralForCausalLM"},
-     "Mistral, Devstral (window-inert configs)", &cpu_dense, &cuda_dense},
+     "Mistral, Devstral (window-inert configs)", &cpu_dense, &vulkan_dense},
     {"qwen2", {"Qwen2ForCausalLM"},
-     "Qwen2, Qwen2.5, DeepSeek-R1-Distill-Qwen (q/k/v bias)", &cpu_dense, &cuda_dense},
+     "Qwen2, Qwen2.5, DeepSeek-R1-Distill-Qwen (q/k/v bias)", &cpu_dense, &vulkan_dense},
     {"qwen3", {"Qwen3ForCausalLM"},
-     "Qwen3 dense (qk-norm)", &cpu_dense, &cuda_dense},
+     "Qwen3 dense (qk-norm)", &cpu_dense, &vulkan_dense},
     {"gemma", {"GemmaForCausalLM"},
-     "Gemma 1 ((1 + w) norms, sqrt(hidden) embedding scale)", &cpu_dense, &cuda_dense},
+     "Gemma 1 ((1 + w) norms, sqrt(hidden) embedding scale)", &cpu_dense, &vulkan_dense},
     {"gemma2", {"Gemma2ForCausalLM"},
-     "Gemma 2 (sandwich norms, softcaps, alternating sliding layers)", &cpu_dense, &cuda_dense},
+     "Gemma 2 (sandwich norms, softcaps, alternating sliding layers)", &cpu_dense, &vulkan_dense},
     {"gemma3_text", {"Gemma3ForCausalLM"},
-     "Gemma 3 text (qk-norm, 5 local : 1 global, local rope base)", &cpu_dense, &cuda_dense},
+     "Gemma 3 text (qk-norm, 5 local : 1 global, local rope base)", &cpu_dense, &vulkan_dense},
     {"gemma3", {"Gemma3ForConditionalGeneration", "Gemma3ForCausalLM"},
-     "Gemma 3 multimodal wrapper: its text decoder (text_config)", &cpu_dense, &cuda_dense},
+     "Gemma 3 multimodal wrapper: its text decoder (text_config)", &cpu_dense, &vulkan_dense},
     {"phi3", {"Phi3ForCausalLM"},
-     "Phi-3, Phi-3.5, Phi-4 (fused qkv / gate_up, longrope)", &cpu_dense, &cuda_dense},
+     "Phi-3, Phi-3.5, Phi-4 (fused qkv / gate_up, longrope)", &cpu_dense, &vulkan_dense},
     {"olmo2", {"Olmo2ForCausalLM"},
-     "OLMo 2 (post-norms, q/k norm over the projection)", &cpu_dense, &cuda_dense},
+     "OLMo 2 (post-norms, q/k norm over the projection)", &cpu_dense, &vulkan_dense},
     {"smollm3", {"SmolLM3ForCausalLM"},
-     "SmolLM3 (every 4th layer without RoPE)", &cpu_dense, &cuda_dense},
+     "SmolLM3 (every 4th layer without RoPE)", &cpu_dense, &vulkan_dense},
     {"granite", {"GraniteForCausalLM"},
-     "Granite 3 dense (embedding/attention/residual/logits multipliers)", &cpu_dense, &cuda_dense},
+     "Granite 3 dense (embedding/attention/residual/logits multipliers)", &cpu_dense, &vulkan_dense},
     {"mixtral", {"MixtralForCausalLM"},
      "Mixtral (mixture of experts: top-k of the router logits, softmax over the k)",
-     &cpu_dense, &cuda_dense},
+     &cpu_dense, &vulkan_dense},
     {"qwen2_moe", {"Qwen2MoeForCausalLM"},
      "Qwen1.5/2-MoE (softmax then top-k, shared expert with a sigmoid gate, sparse step)",
-     &cpu_dense, &cuda_dense},
+     &cpu_dense, &vulkan_dense},
     {"qwen3_moe", {"Qwen3MoeForCausalLM"},
-     "Qwen3-MoE (qk-norm; softmax then top-k, renormalized)", &cpu_dense, &cuda_dense},
+     "Qwen3-MoE (qk-norm; softmax then top-k, renormalized)", &cpu_dense, &vulkan_dense},
     {"olmoe", {"OlmoeForCausalLM"},
      "OLMoE (q/k norm over the projection; softmax then top-k, not renormalized)",
-     &cpu_dense, &cuda_dense},
+     &cpu_dense, &vulkan_dense},
     {"granitemoe", {"GraniteMoeForCausalLM"},
-     "Granite 3 MoE (multipliers; 3-D expert tensors)", &cpu_dense, &cuda_dense},
+     "Granite 3 MoE (multipliers; 3-D expert tensors)", &cpu_dense, &vulkan_dense},
     {"granitemoeshared", {"GraniteMoeSharedForCausalLM"},
-     "Granite MoE with a shared expert", &cpu_dense, &cuda_dense},
+     "Granite MoE with a shared expert", &cpu_dense, &vulkan_dense},
     {"gpt_oss", {"GptOssForCausalLM"},
      "gpt-oss (attention sinks, clamped SwiGLU, router and expert biases; experts "
-     "unquantized or MXFP4, run in their blocks)", &cpu_dense, &cuda_dense},
+     "unquantized or MXFP4, run in their blocks)", &cpu_dense, &vulkan_dense},
     {"deepseek_v2", {"DeepseekV2ForCausalLM"},
      "DeepSeek-V2, DeepSeek-V2-Lite (multi-head latent attention: the cache holds the "
      "latent and the rope key; softmax routing, greedy or group-limited, shared experts)",
-     &cpu_dense, &cuda_dense},
+     &cpu_dense, &vulkan_dense},
     {"deepseek_v3", {"DeepseekV3ForCausalLM"},
      "DeepSeek-V3, Kimi K2 (latent attention; sigmoid routing with e_score_correction_bias "
      "inside the best groups, shared experts; unquantized checkpoints: the FP8 "
-     "quantization_config is refused)", &cpu_dense, &cuda_dense},
+     "quantization_config is refused)", &cpu_dense, &vulkan_dense},
     {"mamba", {"MambaForCausalLM"},
-     "Mamba (selective state space: conv1d + scan, no attention)", &cpu_dense, &cuda_dense},
+     "Mamba (selective state space: conv1d + scan, no attention)", &cpu_dense, &vulkan_dense},
     {"mamba2", {"Mamba2ForCausalLM"},
-     "Mamba-2 (multi-head SSD, grouped B/C, per-group gated RMSNorm)", &cpu_dense, &cuda_dense},
+     "Mamba-2 (multi-head SSD, grouped B/C, per-group gated RMSNorm)", &cpu_dense, &vulkan_dense},
     {"granitemoehybrid", {"GraniteMoeHybridForCausalLM"},
      "Granite 4.0-H (Mamba-2 and attention layers by layer_types, MoE + shared MLP on "
-     "each, Granite's multipliers)", &cpu_dense, &cuda_dense},
+     "each, Granite's multipliers)", &cpu_dense, &vulkan_dense},
     {"lfm2", {"Lfm2ForCausalLM"},
      "LFM2 (gated short-convolution and GQA layers by layer_types / full_attn_idxs, "
-     "q/k norms, SwiGLU)", &cpu_dense, &cuda_dense},
+     "q/k norms, SwiGLU)", &cpu_dense, &vulkan_dense},
     {"gpt_neox", {"GPTNeoXForCausalLM"},
      "GPT-NeoX, Pythia, RedPajama-INCITE (LayerNorm, ungated gelu MLP, parallel residual, "
-     "partial rotary, per-head fused query_key_value)", &cpu_dense, &cuda_dense},
+     "partial rotary, per-head fused query_key_value)", &cpu_dense, &vulkan_dense},
     {"phi", {"PhiForCausalLM"},
      "Phi-1, Phi-1.5, Phi-2 (one LayerNorm feeding attention and MLP in parallel, partial "
-     "rotary, biases everywhere including lm_head)", &cpu_dense, &cuda_dense},
+     "rotary, biases everywhere including lm_head)", &cpu_dense, &vulkan_dense},
     {"gpt2", {"GPT2LMHeadModel"},
      "GPT-2 (Conv1D projections, learned positions, LayerNorm, gelu_new)", &cpu_dense,
-     &cuda_dense},
+     &vulkan_dense},
     {"olmo", {"OlmoForCausalLM"},
-     "OLMo (non-parametric LayerNorm, Llama's block)", &cpu_dense, &cuda_dense},
+     "OLMo (non-parametric LayerNorm, Llama's block)", &cpu_dense, &vulkan_dense},
     {"starcoder2", {"Starcoder2ForCausalLM"},
-     "StarCoder2 (LayerNorm, biases, ungated gelu MLP, sliding window)", &cpu_dense, &cuda_dense},
+     "StarCoder2 (LayerNorm, biases, ungated gelu MLP, sliding window)", &cpu_dense, &vulkan_dense},
     {"stablelm", {"StableLmForCausalLM"},
-     "StableLM 2, StableLM-3B (LayerNorm, partial rotary, q/k/v bias)", &cpu_dense, &cuda_dense},
+     "StableLM 2, StableLM-3B (LayerNorm, partial rotary, q/k/v bias)", &cpu_dense, &vulkan_dense},
     {"stablelm_epoch", {"StableLMEpochForCausalLM"},
      "stable-code-3b, StableLM-3B-4E1T remote-code config (LayerNorm, rope_pct)", &cpu_dense,
-     &cuda_dense},
+     &vulkan_dense},
     {"falcon", {"FalconForCausalLM"},
      "Falcon-7B/40B/180B, Falcon 2 (LayerNorm, parallel attention and MLP from one or two "
      "norms, multi-query or grouped fused query_key_value, ungated gelu MLP)", &cpu_dense,
-     &cuda_dense},
+     &vulkan_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 

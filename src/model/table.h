@@ -42,7 +42,7 @@ typedef struct facet_refusal {
 
 typedef struct facet_verdict {
     facet_verdict_status status;
-    char backend[16];                     /* "cpu" | "cuda" | as given                   */
+    char backend[16];                     /* "cpu" | "vulkan" | as given                  */
     const char *profile;                  /* matched profile name (static), or NULL      */
     int n_refusals;                       /* all refusals, not only the first            */
     int refusals_dropped;                 /* refusals past FACET_MAX_REFUSALS            */
@@ -55,7 +55,7 @@ typedef struct facet_verdict {
 
 /*
  * Judge facts `f` against the profile of its model_type on `backend` ("cpu" or
- * "cuda"; anything else is refused naming backend). Fills *out completely; never
+ * "vulkan"; anything else is refused naming backend). Fills *out completely; never
  * fails. A verdict is REFUSED when any fact is outside its range (every refusal is
  * listed), else PENDING_PROBE when f->probed is 0, else SUPPORTED.
  */

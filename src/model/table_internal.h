@@ -17,7 +17,7 @@
 
 /* What one backend runs for one profile: each field is a fact's supported range. */
 typedef struct facet_caps {
-    const char *backend;          /* "cpu", "cuda"                                    */
+    const char *backend;          /* "cpu", "vulkan"                                  */
     int built;                    /* 0: "backend=NAME is not built into this binary"   */
     /* attention shape */
     int64_t head_dim_min, head_dim_max, head_dim_multiple; /* used when no set          */
@@ -58,7 +58,7 @@ typedef struct facet_profile {
     const char *model_type;
     const char *architectures[4]; /* accepted architectures[0] (NULL-terminated)       */
     const char *summary;          /* one line for the table print                      */
-    const facet_caps *cpu, *cuda;
+    const facet_caps *cpu, *vulkan;
 } facet_profile;
 
 /* Classification of a config key the fact reader did not consume. */

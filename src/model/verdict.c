@@ -403,7 +403,7 @@ static void refuse(facet_verdict *out, const char *fact, const char *value,
 static const facet_caps *caps_of(const facet_profile *p, const char *backend) {
     if (!p) return NULL;
     if (!strcmp(backend, "cpu")) return p->cpu;
-    if (!strcmp(backend, "cuda")) return p->cuda;
+    if (!strcmp(backend, "vulkan")) return p->vulkan;
     return NULL;
 }
 
@@ -477,8 +477,8 @@ static void judge_deepseek(const facet_facts *f, facet_verdict *out) {
 void facet_judge(const facet_facts *f, const char *backend, facet_verdict *out) {
     memset(out, 0, sizeof *out);
     snprintf(out->backend, sizeof out->backend, "%s", backend);
-    int known_backend = !strcmp(backend, "cpu") || !strcmp(backend, "cuda");
-    if (!known_backend) refuse(out, "backend", backend, "cpu, cuda");
+    int known_backend = !strcmp(backend, "cpu") || !strcmp(backend, "vulkan");
+    if (!known_backend) refuse(out, "backend", backend, "cpu, vulkan");
 
     const facet_profile *p = facet_table_profile(f->model_type);
     const facet_caps *c = caps_of(p, backend);
@@ -506,6 +506,11 @@ void facet_judge(const facet_facts *f, const char *backend, facet_verdict *out) 
     /* DeepSeek-V2/V3 (issue 25): latent attention and DeepSeek's routing run; the
      * variants of neither class's modeling code are refused by name */
     if (f->kv_lora_rank > 0) judge_deepseek(f, out);
+    if (f->kv_lora_rank > 0 && !strcmp(backend, "vulkan")) { /* no latent-attention shader */
+        char v[32];
+        snprintf(v, sizeof v, "%lld", (long long)f->kv_lora_rank);
+        refuse(out, "kv_lora_rank", v, "absent (multi-head latent attention has no shader yet)");
+    }
     if (c) {
         char value[96], range[192];
         for (int i = 0; i < facet_n_rows; i++) {

@@ -120,11 +120,23 @@ def test_corpus_verdict(name, run_facet, tmp_path):
     assert proc.stdout.startswith("facts: ")
 
 
+def vulkan_built(run_facet):
+    return "backend vulkan (not built into this binary" not in run_facet(["conform", "--table"]).stdout
+
+
 @pytest.mark.parametrize("name", [n for n in sorted(EXPECTED) if EXPECTED[n][0] == PENDING])
-def test_cuda_is_not_built(name, run_facet, tmp_path):
-    proc, obj = conform(run_facet, CONFIGS / name, "--backend", "cuda", tmp_path=tmp_path)
-    assert proc.returncode == REFUSED
-    assert obj["verdict"]["refusals"][0]["text"] == "REFUSED: backend=cuda is not built into this binary"
+def test_vulkan_column(name, run_facet, tmp_path):
+    """Built: the vulkan column judges facts like the cpu's, each refusal naming a fact it
+    does not serve on vulkan (never the backend); not built: refused by name first."""
+    proc, obj = conform(run_facet, CONFIGS / name, "--backend", "vulkan", tmp_path=tmp_path)
+    texts = [r["text"] for r in obj["verdict"]["refusals"]]
+    if not vulkan_built(run_facet):
+        assert proc.returncode == REFUSED
+        assert texts[0] == "REFUSED: backend=vulkan is not built into this binary"
+        return
+    assert not any("backend=" in t for t in texts), texts
+    assert all(" is not supported on vulkan (supported: " in t for t in texts), texts
+    assert proc.returncode == (REFUSED if texts else PENDING)
 
 
 def test_known_refusal_texts(run_facet, tmp_path):
@@ -133,11 +145,11 @@ def test_known_refusal_texts(run_facet, tmp_path):
         "REFUSED: model_type=qwen is not supported on cpu (supported: llama, mistral, qwen2, qwen3, "
         "gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, smollm3, granite, mixtral, qwen2_moe, "
         "qwen3_moe, olmoe, granitemoe, granitemoeshared, gpt_oss, deepseek_v2, deepseek_v3, mamba, mamba2, granitemoehybrid, lfm2, gpt_neox, phi, gpt2, olmo, starcoder2, stablelm, stablelm_epoch, falcon)")
-    _, obj = conform(run_facet, CONFIGS / "mistralai__Mixtral-8x7B-v0.1", "--backend", "cuda",
+    _, obj = conform(run_facet, CONFIGS / "mistralai__Mixtral-8x7B-v0.1", "--backend", "vulkan",
                      tmp_path=tmp_path)
     texts = [r["text"] for r in obj["verdict"]["refusals"]]
     assert "REFUSED: moe router=topk-softmax, top-2 of 8 experts on 32 of 32 layers is not " \
-           "supported on cuda (supported: none (dense))" in texts
+           "supported on vulkan (supported: none (dense))" in texts
     # gpt-oss reads quant_method "mxfp4" as a fact; another method is a config error
     cfg = json.loads((CONFIGS / "openai__gpt-oss-20b" / "config.json").read_text())
     cfg["quantization_config"]["quant_method"] = "gptq"
@@ -350,8 +362,8 @@ BAD = [
     ("kv-above-heads", dict(BASE, num_key_value_heads=8), 2, "REFUSED: num_key_value_heads=8"),
     ("head-dim-odd", dict(BASE, head_dim=15), 2, "REFUSED: head_dim=15 is not supported on cpu (supported: 8..256, even)"),
     ("unknown-rope", dict(BASE, rope_scaling={"rope_type": "fancy", "factor": 2.0}), 2, "REFUSED: rope_type=fancy"),
-    ("softcap-cuda", dict(BASE, model_type="gemma2", architectures=["Gemma2ForCausalLM"],
-                          final_logit_softcapping=30.0), 2, "REFUSED: final_logit_softcapping=30 is not supported on cuda"),
+    ("gelu-vulkan", dict(BASE, hidden_act="gelu"), 2,
+     "REFUSED: hidden_act=gelu is not supported on vulkan (supported: silu, gelu_pytorch_tanh)"),
     # Gemma 2/3's attention keys: LlamaConfig / LlamaForCausalLM never read them, so a
     # value there is judged as an unread key, as sliding_window on llama is
     ("softcap-unread", dict(BASE, final_logit_softcapping=30.0), 2,
@@ -368,8 +380,8 @@ BAD = [
     ("pattern-gemma2", dict(BASE, model_type="gemma2", architectures=["Gemma2ForCausalLM"],
                             sliding_window=64, sliding_window_pattern=3), 2, "REFUSED: sliding_window_pattern=3 is not"),
     ("alibi", dict(BASE, use_alibi=True), 2, "REFUSED: use_alibi=true"),
-    ("window-cuda", dict(BASE, model_type="mistral", architectures=["MistralForCausalLM"], sliding_window=64), 2,
-     "REFUSED: sliding_window=64 (2 of 2 layers)"),
+    ("ssm-vulkan", dict(BASE, model_type="mamba", architectures=["MambaForCausalLM"]), 2,
+     "is not supported on vulkan"),
     ("dynamic-rope", dict(BASE, rope_scaling={"rope_type": "dynamic", "factor": 2.0}), 2, "REFUSED: rope_type=dynamic"),
 ]
 
@@ -377,8 +389,8 @@ BAD = [
 @pytest.mark.parametrize("case,config,rc,needle", BAD, ids=[b[0] for b in BAD])
 def test_bad_input(case, config, rc, needle, run_facet, tmp_path):
     d = write_config(tmp_path, config if isinstance(config, str) else json.dumps(config))
-    # softcaps and windows run on the CPU; the declared cuda kernels refuse them
-    backend = ["--backend", "cuda"] if case.endswith("-cuda") else []
+    # the erf gelu and state-space layers run on the CPU; the vulkan shaders refuse them
+    backend = ["--backend", "vulkan"] if case.endswith("-vulkan") else []
     proc = run_facet(["conform", str(d)] + backend)
     assert proc.returncode == rc, proc.stdout + proc.stderr
     if rc == 1:
@@ -419,7 +431,7 @@ def test_bad_options(run_facet):
     assert run_facet(["conform", str(CONFIGS), "--frobnicate"]).returncode == 1
     proc = run_facet(["conform", str(CONFIGS / "Qwen__Qwen3-8B__resaved"), "--backend", "tpu"])
     assert proc.returncode == 2
-    assert "REFUSED: backend=tpu is not supported (supported: cpu, cuda)" in proc.stdout
+    assert "REFUSED: backend=tpu is not supported (supported: cpu, vulkan)" in proc.stdout
 
 
 # ------------------------------------------------------------------ the table, onboard
@@ -431,8 +443,7 @@ def test_table_print(run_facet):
     for mt in ("llama", "mistral", "qwen2", "qwen3"):
         assert "profile model_type=%s" % mt in out
     assert "head_dim                   8..256, even" in out
-    assert "head_dim                   {64, 128, 256}" in out
-    assert "backend cuda (not built into this binary" in out
+    assert ("backend vulkan (not built into this binary" in out) != vulkan_built(run_facet)
     assert "num_local_experts" in out and "kv_lora_rank" in out
 
 
@@ -446,7 +457,8 @@ def test_onboard_ledger(run_facet, tmp_path):
     assert [r["name"] for r in rows] == ["meta-llama__Llama-3.2-1B-Instruct__resaved",
                                          "Qwen__Qwen-7B"]
     assert rows[0]["verdicts"]["cpu"]["status"] == "supported-pending-probe"
-    assert rows[0]["verdicts"]["cuda"]["status"] == "refused"
+    assert rows[0]["verdicts"]["vulkan"]["status"] == (
+        "supported-pending-probe" if vulkan_built(run_facet) else "refused")
     # dtype float16: f16 weights and an f16 KV cache (2 B per element)
     assert rows[0]["plan"]["weights"] == "f16" and rows[0]["plan"]["kv_cache"] == "f16"
     assert rows[0]["plan"]["kv_bytes_per_token_naive"] == 16 * 2 * 8 * 64 * 2

@@ -407,7 +407,7 @@ def test_unknown_backend_is_refused_by_the_table(facet, cmd):
     (exit 2, as conform's contract says), not a usage error."""
     p = run(facet, [cmd, BUNDLED, "--backend", "tpu"])
     assert p.returncode == 2, p.stderr
-    assert "REFUSED: backend=tpu is not supported (supported: cpu, cuda)" in p.stdout
+    assert "REFUSED: backend=tpu is not supported (supported: cpu, vulkan)" in p.stdout
 
 
 def test_unknown_cpu_path_is_said(facet):

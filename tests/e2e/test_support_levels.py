@@ -49,7 +49,7 @@ def test_every_row_has_a_level_and_its_evidence_exists():
     rows = verification_tables(text)
     names = sorted(p.name for p in (REPO / "tests" / "data" / "configs").iterdir() if p.is_dir())
     for name in names + ["stories260k"]:
-        for backend in ("cpu", "cuda"):
+        for backend in ("cpu", "vulkan"):
             assert ("Checkpoints", name, backend) in rows, (name, backend)
     links = evidence_links(text)
     assert links, "no evidence keys"

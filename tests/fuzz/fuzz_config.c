@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         facet_verdict_format(&V, line, sizeof line);
         (void)facet_verdict_error(&V, &err);
         json_decref(facet_verdict_json(&V));
-        facet_judge(&F, "cuda", &V);
+        facet_judge(&F, "vulkan", &V);
         facet_plan_opts o = {.ctx = 0, .batch = 1, .weights = FACET_PLAN_AUTO,
                              .mem_available = 1ull << 34};
         if (facet_plan_make(&F, &o, &P, &err) == FACET_OK) json_decref(facet_plan_json(&P));

@@ -1,0 +1,209 @@
+/*
+ * vk_device.c — instance, physical device, compute queue and the one memory type
+ * (vk.h). No layer or extension is asked for: the Khronos validation layer is switched
+ * on from outside (VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation), as the tests do once.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/vulkan/vk.h"
+#include "util/error.h"
+
+static facet_status vk_fail(facet_error *err, facet_status st, const char *call, VkResult r) {
+    return facet_err(err, st, "vulkan: %s failed (VkResult %d)", call, (int)r);
+}
+
+/* -1: the first discrete GPU, else the first device. */
+static int pick_default(VkPhysicalDevice *devs, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        VkPhysicalDeviceProperties p;
+        vkGetPhysicalDeviceProperties(devs[i], &p);
+        if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) return (int)i;
+    }
+    return 0;
+}
+
+/* HOST_VISIBLE | HOST_COHERENT, DEVICE_LOCAL preferred; -1 if none. */
+static int pick_memory(const VkPhysicalDeviceMemoryProperties *mp, uint64_t *device_bytes) {
+    const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                       VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    int best = -1;
+    for (uint32_t i = 0; i < mp->memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = mp->memoryTypes[i].propertyFlags;
+        if ((f & host) != host) continue;
+        if (best < 0) best = (int)i;
+        if (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) {
+            best = (int)i;
+            break;
+        }
+    }
+    *device_bytes = 0;
+    for (uint32_t h = 0; h < mp->memoryHeapCount; h++)
+        if ((mp->memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
+            mp->memoryHeaps[h].size > *device_bytes)
+            *device_bytes = mp->memoryHeaps[h].size;
+    return best;
+}
+
+facet_status vk_ctx_create(vk_ctx *c, int device_index, facet_error *err) {
+    memset(c, 0, sizeof *c);
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                             .pApplicationName = "facet", .pEngineName = "facet",
+                             .apiVersion = VK_API_VERSION_1_1};
+    VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                                .pApplicationInfo = &app};
+    VkResult r = vkCreateInstance(&ici, NULL, &c->instance);
+    if (r != VK_SUCCESS)
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "vulkan: no Vulkan driver (vkCreateInstance: VkResult %d); install "
+                         "one (Mesa's lavapipe: mesa-vulkan-drivers) or use --backend cpu",
+                         (int)r);
+    uint32_t n = 0;
+    vkEnumeratePhysicalDevices(c->instance, &n, NULL);
+    if (n == 0) {
+        vk_ctx_destroy(c);
+        return facet_err(err, FACET_E_UNSUPPORTED, "vulkan: no Vulkan device found");
+    }
+    VkPhysicalDevice *devs = calloc(n, sizeof *devs);
+    if (!devs) {
+        vk_ctx_destroy(c);
+        return facet_err(err, FACET_E_NOMEM, "vulkan: device list");
+    }
+    vkEnumeratePhysicalDevices(c->instance, &n, devs);
+    if (device_index >= (int)n) {
+        free(devs);
+        vk_ctx_destroy(c);
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "vulkan: --device %d: no such device (this machine has %u: 0..%u)",
+                         device_index, n, n - 1);
+    }
+    c->device_index = device_index < 0 ? pick_default(devs, n) : device_index;
+    c->phys = devs[c->device_index];
+    free(devs);
+
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(c->phys, &props);
+    memcpy(c->device_name, props.deviceName, sizeof c->device_name);
+    c->align = props.limits.minStorageBufferOffsetAlignment ? props.limits.minStorageBufferOffsetAlignment : 16;
+    if (c->align < 16) c->align = 16;
+    c->max_range = props.limits.maxStorageBufferRange;
+    for (int i = 0; i < 3; i++) c->max_groups[i] = props.limits.maxComputeWorkGroupCount[i];
+
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(c->phys, &mp);
+    int mt = pick_memory(&mp, &c->device_bytes);
+    if (mt < 0) {
+        vk_ctx_destroy(c);
+        return facet_err(err, FACET_E_UNSUPPORTED, "vulkan: %s has no host-visible coherent memory",
+                         c->device_name);
+    }
+    c->mem_type = (uint32_t)mt;
+
+    uint32_t nq = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(c->phys, &nq, NULL);
+    VkQueueFamilyProperties qf[16];
+    if (nq > 16) nq = 16;
+    vkGetPhysicalDeviceQueueFamilyProperties(c->phys, &nq, qf);
+    int fam = -1;
+    for (uint32_t i = 0; i < nq && fam < 0; i++)
+        if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) fam = (int)i;
+    if (fam < 0) {
+        vk_ctx_destroy(c);
+        return facet_err(err, FACET_E_UNSUPPORTED, "vulkan: %s has no compute queue", c->device_name);
+    }
+    c->queue_family = (uint32_t)fam;
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                   .queueFamilyIndex = c->queue_family, .queueCount = 1,
+                                   .pQueuePriorities = &prio};
+    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                              .queueCreateInfoCount = 1, .pQueueCreateInfos = &qci};
+    if ((r = vkCreateDevice(c->phys, &dci, NULL, &c->dev)) != VK_SUCCESS) {
+        vk_ctx_destroy(c);
+        return vk_fail(err, FACET_E_UNSUPPORTED, "vkCreateDevice", r);
+    }
+    vkGetDeviceQueue(c->dev, c->queue_family, 0, &c->queue);
+
+    VkCommandPoolCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                   .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                   .queueFamilyIndex = c->queue_family};
+    VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                       .commandBufferCount = 1};
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if ((r = vkCreateCommandPool(c->dev, &cpi, NULL, &c->cmd_pool)) != VK_SUCCESS ||
+        (cai.commandPool = c->cmd_pool,
+         (r = vkAllocateCommandBuffers(c->dev, &cai, &c->cmd)) != VK_SUCCESS) ||
+        (r = vkCreateFence(c->dev, &fci, NULL, &c->fence)) != VK_SUCCESS) {
+        vk_ctx_destroy(c);
+        return vk_fail(err, FACET_E_NOMEM, "command pool / fence", r);
+    }
+    facet_status st = vk_buf_create(c, 256, &c->dummy_buf, err);
+    if (st != FACET_OK) {
+        vk_ctx_destroy(c);
+        return st;
+    }
+    c->dummy = c->dummy_buf.buf;
+    return FACET_OK;
+}
+
+void vk_ctx_destroy(vk_ctx *c) {
+    if (c->dev) {
+        vkDeviceWaitIdle(c->dev);
+        vk_buf_destroy(c, &c->arena);
+        vk_buf_destroy(c, &c->dummy_buf);
+        for (int s = 0; s < VK_SH_COUNT; s++) {
+            for (int v = 0; v < VK_MAX_VARIANTS; v++)
+                if (c->pipes[s][v]) vkDestroyPipeline(c->dev, c->pipes[s][v], NULL);
+            if (c->modules[s]) vkDestroyShaderModule(c->dev, c->modules[s], NULL);
+        }
+        if (c->pipe_layout) vkDestroyPipelineLayout(c->dev, c->pipe_layout, NULL);
+        if (c->set_layout) vkDestroyDescriptorSetLayout(c->dev, c->set_layout, NULL);
+        if (c->desc_pool) vkDestroyDescriptorPool(c->dev, c->desc_pool, NULL);
+        if (c->fence) vkDestroyFence(c->dev, c->fence, NULL);
+        if (c->cmd_pool) vkDestroyCommandPool(c->dev, c->cmd_pool, NULL);
+        vkDestroyDevice(c->dev, NULL);
+    }
+    if (c->instance) vkDestroyInstance(c->instance, NULL);
+    memset(c, 0, sizeof *c);
+}
+
+facet_status vk_buf_create(vk_ctx *c, VkDeviceSize bytes, vk_buf *b, facet_error *err) {
+    memset(b, 0, sizeof *b);
+    bytes = (bytes + 15) / 16 * 16;
+    if (bytes == 0) bytes = 16;
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = bytes,
+                              .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                              .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    VkResult r = vkCreateBuffer(c->dev, &bci, NULL, &b->buf);
+    if (r != VK_SUCCESS) return vk_fail(err, FACET_E_NOMEM, "vkCreateBuffer", r);
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(c->dev, b->buf, &req);
+    if (!(req.memoryTypeBits & (1u << c->mem_type))) {
+        vk_buf_destroy(c, b);
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "vulkan: a storage buffer cannot live in host-visible memory on %s",
+                         c->device_name);
+    }
+    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                .allocationSize = req.size, .memoryTypeIndex = c->mem_type};
+    if ((r = vkAllocateMemory(c->dev, &mai, NULL, &b->mem)) != VK_SUCCESS) {
+        vk_buf_destroy(c, b);
+        return facet_err(err, FACET_E_NOMEM, "vulkan: %llu bytes of device memory (VkResult %d)",
+                         (unsigned long long)bytes, (int)r);
+    }
+    if ((r = vkBindBufferMemory(c->dev, b->buf, b->mem, 0)) != VK_SUCCESS ||
+        (r = vkMapMemory(c->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &b->map)) != VK_SUCCESS) {
+        vk_buf_destroy(c, b);
+        return vk_fail(err, FACET_E_NOMEM, "bind / map memory", r);
+    }
+    b->size = bytes;
+    return FACET_OK;
+}
+
+void vk_buf_destroy(vk_ctx *c, vk_buf *b) {
+    if (b->map) vkUnmapMemory(c->dev, b->mem);
+    if (b->buf) vkDestroyBuffer(c->dev, b->buf, NULL);
+    if (b->mem) vkFreeMemory(c->dev, b->mem, NULL);
+    memset(b, 0, sizeof *b);
+}

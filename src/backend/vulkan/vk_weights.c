@@ -1,0 +1,112 @@
+/*
+ * vk_weights.c — the model's device (backend.h facet_device): the Vulkan context and the
+ * weights resident on it. A weight matrix is uploaded the first time an operation uses
+ * it and kept until the model is freed, keyed by its facet_wtensor's address and data
+ * pointer (the model's weights never move; a tensor freed and another made at the same
+ * address is not mistaken for it). Stored row-major, row o at word o * wstride: float32 as
+ * is (wstride = cols), bf16 and f16 two per 32-bit word, element 2k in the low half
+ * (wstride = ceil(cols / 2)) — the values of the host tensor exactly (read back through
+ * facet_wtensor_row, so any host packing is undone).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/vulkan/vk_internal.h"
+#include "kernels/cpu/matmul_internal.h"
+#include "util/error.h"
+
+int facet_vulkan_built(void) { return 1; }
+
+facet_status facet_device_open(const char *backend, int index, facet_device **out,
+                               facet_error *err) {
+    *out = NULL;
+    if (strcmp(backend, "vulkan"))
+        return facet_err(err, FACET_E_UNSUPPORTED, "backend=%s has no devices (supported: vulkan)",
+                         backend);
+    facet_device *d = calloc(1, sizeof *d);
+    if (!d) return facet_err(err, FACET_E_NOMEM, "vulkan device");
+    facet_status st = vk_ctx_create(&d->c, index, err);
+    if (st != FACET_OK) {
+        free(d);
+        return st;
+    }
+    snprintf(d->desc, sizeof d->desc, "vulkan device %d: %s, %.1f GiB", d->c.device_index,
+             d->c.device_name, (double)d->c.device_bytes / (1024.0 * 1024 * 1024));
+    *out = d;
+    return FACET_OK;
+}
+
+void facet_device_free(facet_device *d) {
+    if (!d) return;
+    for (size_t i = 0; i < d->n_w; i++) vk_buf_destroy(&d->c, &d->w[i].buf);
+    free(d->w);
+    vk_ctx_destroy(&d->c);
+    free(d);
+}
+
+const char *facet_device_describe(const facet_device *d) { return d->desc; }
+
+int vk_weight_variant(facet_wformat f) {
+    return f == FACET_WF_F32 ? 0 : f == FACET_WF_BF16 ? 1 : f == FACET_WF_F16 ? 2 : -1;
+}
+
+facet_status vk_weight_get(facet_device *d, const facet_wtensor *W, const vk_weight **out,
+                           facet_error *err) {
+    for (size_t i = 0; i < d->n_w; i++)
+        if (d->w[i].key == W && d->w[i].data == W->data && d->w[i].rows == W->rows &&
+            d->w[i].cols == W->cols && d->w[i].format == W->format) {
+            *out = &d->w[i];
+            return FACET_OK;
+        }
+    int variant = vk_weight_variant(W->format);
+    if (variant < 0)
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "weights=%s is not supported on vulkan (supported: f32, bf16, f16)",
+                         facet_wformat_name(W->format));
+    if (d->n_w == d->cap_w) {
+        size_t cap = d->cap_w ? d->cap_w * 2 : 64;
+        vk_weight *w = realloc(d->w, cap * sizeof *w);
+        if (!w) return facet_err(err, FACET_E_NOMEM, "vulkan weight table");
+        d->w = w;
+        d->cap_w = cap;
+    }
+    vk_weight *w = &d->w[d->n_w];
+    memset(w, 0, sizeof *w);
+    w->key = W;
+    w->data = W->data;
+    w->rows = W->rows;
+    w->cols = W->cols;
+    w->format = W->format;
+    w->variant = variant;
+    w->wstride = variant == 0 ? (uint32_t)W->cols : (uint32_t)(W->cols + 1) / 2;
+    float *row = malloc((size_t)W->cols * sizeof(float));
+    if (!row) return facet_err(err, FACET_E_NOMEM, "vulkan weight upload row");
+    facet_status st = vk_buf_create(&d->c, (VkDeviceSize)W->rows * w->wstride * 4, &w->buf, err);
+    if (st != FACET_OK) {
+        free(row);
+        return st;
+    }
+    uint32_t *dst = w->buf.map;
+    for (int o = 0; o < W->rows; o++) {
+        uint32_t *out_row = dst + (size_t)o * w->wstride;
+        facet_wtensor_row(W, o, row);
+        if (variant == 0) {
+            memcpy(out_row, row, (size_t)W->cols * sizeof(float));
+            continue;
+        }
+        for (int i = 0; i < W->cols; i += 2) {
+            uint16_t lo = variant == 1 ? facet_f32_to_bf16(row[i]) : facet_f32_to_f16(row[i]);
+            uint16_t hi = 0;
+            if (i + 1 < W->cols)
+                hi = variant == 1 ? facet_f32_to_bf16(row[i + 1]) : facet_f32_to_f16(row[i + 1]);
+            out_row[i / 2] = (uint32_t)lo | (uint32_t)hi << 16;
+        }
+    }
+    free(row);
+    d->n_w++;
+    d->weight_bytes += w->buf.size;
+    *out = w;
+    return FACET_OK;
+}

@@ -1,0 +1,303 @@
+/*
+ * test_vulkan_ops.c — each operation of the Vulkan backend (src/backend/vulkan) against
+ * the CPU backend's kernel on random inputs (issue 24): matmul over f32, bf16 and f16
+ * weights through the matrix-vector kernel (decode rows) and the tiled one (prefill
+ * rows), odd shapes and a bias; RMSNorm with (1 + w); RoPE with partial rotary; the
+ * gated activations; bf16 rounding bit for bit; attention with GQA, odd head counts, a
+ * window, a softcap, sinks, decode and prefill groups, and a ring layer's prefill whose
+ * own rows come from the chunk. The oracle is the CPU kernel (matmul: a float64 sum over
+ * the tensor's own values): float32 sums in another order, so values agree within 2e-5
+ * relative (attention 1e-4).
+ *
+ * Runs on whatever Vulkan device the loader gives (CI: Mesa's lavapipe, LP_NUM_THREADS=2
+ * keeps it cheap); skipped, saying why, in a binary built without Vulkan or on a machine
+ * without a driver.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+
+static facet_device *dev;
+static facet_backend *vk, *cpu;
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static float frand(void) { /* uniform in [-1, 1) */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 40) * (1.0 / (1ull << 24))) * 2.0f - 1.0f;
+}
+static void fill(float *x, size_t n, float scale) {
+    for (size_t i = 0; i < n; i++) x[i] = frand() * scale;
+}
+
+static void assert_close(const float *a, const float *b, size_t n, double rel, const char *what) {
+    double worst = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]) / (fabs((double)b[i]) + 1.0);
+        if (!(d <= worst)) worst = d, at = i;
+    }
+    if (!(worst <= rel))
+        fail_msg("%s: element %zu: vulkan %.9g vs cpu %.9g (rel %.3g > %.3g)", what, at, a[at],
+                 b[at], worst, rel);
+}
+
+static int setup(void **state) {
+    (void)state;
+    facet_error err = {0};
+    if (facet_device_open("vulkan", -1, &dev, &err) != FACET_OK) {
+        fprintf(stderr, "test_vulkan_ops: SKIPPED: %s\n", err.message);
+        dev = NULL;
+        return 0;
+    }
+    fprintf(stderr, "test_vulkan_ops: on %s\n", facet_device_describe(dev));
+    assert_int_equal(facet_backend_vulkan_create(dev, &vk, &err), FACET_OK);
+    assert_int_equal(facet_backend_cpu_create(NULL, &cpu, &err), FACET_OK);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    if (vk) vk->ops->free(vk);
+    if (cpu) cpu->ops->free(cpu);
+    facet_device_free(dev);
+    return 0;
+}
+
+#define NEED_DEVICE()                                                     \
+    do {                                                                  \
+        if (!dev) skip();                                                 \
+    } while (0)
+
+static void status_ok(void) {
+    facet_error err = {0};
+    facet_status st = vk->ops->status(vk, &err);
+    if (st != FACET_OK) fail_msg("vulkan backend error: %s", err.message);
+}
+
+/* ---- matmul ---- */
+
+/* The oracle: the tensor's own values (facet_wtensor_row, exact for every float format)
+ * times float32 X, summed in double. (The CPU's bf16 kernel rounds X to bf16 on
+ * AVX512-BF16 machines; the shaders multiply float32 X, as the CPU's f32 and f16 do.) */
+static void reference_matmul(float *Y, const float *X, const facet_wtensor *W, const float *b,
+                             int M) {
+    float *row = malloc((size_t)W->cols * sizeof(float));
+    for (int o = 0; o < W->rows; o++) {
+        facet_wtensor_row(W, o, row);
+        for (int r = 0; r < M; r++) {
+            double acc = b ? b[o] : 0.0;
+            for (int i = 0; i < W->cols; i++) acc += (double)X[(size_t)r * W->cols + i] * row[i];
+            Y[(size_t)r * W->rows + o] = (float)acc;
+        }
+    }
+    free(row);
+}
+
+/* The device keeps a weight by its tensor's address (a model's never move): every case's
+ * tensor lives until the test ends, so no address is reused for another matrix. */
+static facet_wtensor weights[9];
+static int n_weights;
+
+static void matmul_case(facet_wformat fmt, int N, int K, int M, int with_bias) {
+    facet_error err = {0};
+    facet_wtensor *Wp = &weights[n_weights++];
+    *Wp = (facet_wtensor){FACET_WF_F32, N, K, malloc((size_t)N * K * sizeof(float)), NULL, 0};
+    facet_wtensor W = *Wp;
+    fill(W.data, (size_t)N * K, 0.5f);
+    assert_int_equal(facet_wtensor_convert(Wp, fmt, &err), FACET_OK);
+    W = *Wp;
+    float *X = malloc((size_t)M * K * sizeof(float)), *bias = malloc((size_t)N * sizeof(float));
+    float *Yv = malloc((size_t)M * N * sizeof(float)), *Yc = malloc((size_t)M * N * sizeof(float));
+    fill(X, (size_t)M * K, 1.0f);
+    fill(bias, (size_t)N, 1.0f);
+    vk->ops->matmul(vk, Yv, X, Wp, with_bias ? bias : NULL, M);
+    status_ok();
+    reference_matmul(Yc, X, &W, with_bias ? bias : NULL, M);
+    char what[96];
+    snprintf(what, sizeof what, "matmul %s N=%d K=%d M=%d", facet_wformat_name(fmt), N, K, M);
+    assert_close(Yv, Yc, (size_t)M * N, 2e-5, what);
+    /* matmul_multi: the same weights twice, each output as matmul gives */
+    float *Y2 = malloc((size_t)M * N * sizeof(float));
+    float *const Ys[2] = {Yv, Y2};
+    const facet_wtensor *const Ws[2] = {Wp, Wp};
+    const float *const bs[2] = {with_bias ? bias : NULL, NULL};
+    vk->ops->matmul_multi(vk, 2, Ys, X, Ws, bs, M);
+    status_ok();
+    assert_close(Yv, Yc, (size_t)M * N, 2e-5, what);
+    reference_matmul(Yc, X, &W, NULL, M);
+    assert_close(Y2, Yc, (size_t)M * N, 2e-5, what);
+    free(Y2);
+    free(X), free(bias), free(Yv), free(Yc);
+}
+
+static void test_matmul(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    const facet_wformat fmts[] = {FACET_WF_F32, FACET_WF_BF16, FACET_WF_F16};
+    for (int f = 0; f < 3; f++) {
+        matmul_case(fmts[f], 45, 67, 1, 1);   /* decode, odd K: matvec.comp */
+        matmul_case(fmts[f], 64, 128, 3, 0);  /* matvec.comp, several rows */
+        matmul_case(fmts[f], 45, 67, 37, 1);  /* prefill, ragged tiles: matmul_tiled.comp */
+    }
+    for (int i = 0; i < n_weights; i++) { /* (freed only now: see weights) */
+        free(weights[i].data);
+        free(weights[i].scales);
+    }
+}
+
+/* ---- row operations ---- */
+
+static void test_rows(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    enum { n = 200, nh = 3, hd = 16, rot = 8 };
+    float x[n], w[n], yv[n], yc[n];
+    fill(x, n, 3.0f);
+    fill(w, n, 1.0f);
+    for (int off = 0; off < 2; off++) { /* w and Gemma's (1 + w) */
+        vk->ops->rmsnorm(vk, yv, x, w, n, 1e-6, (float)off);
+        cpu->ops->rmsnorm(cpu, yc, x, w, n, 1e-6, (float)off);
+        status_ok();
+        assert_close(yv, yc, n, 2e-5, "rmsnorm");
+    }
+    float q[nh * hd], qc[nh * hd], cs[rot / 2], sn[rot / 2];
+    fill(q, nh * hd, 2.0f);
+    memcpy(qc, q, sizeof q);
+    for (int i = 0; i < rot / 2; i++) cs[i] = cosf(0.3f * (float)i + 1), sn[i] = sinf(0.3f * (float)i + 1);
+    vk->ops->rope(vk, q, nh, hd, rot, cs, sn); /* partial rotary: dims >= rot pass */
+    cpu->ops->rope(cpu, qc, nh, hd, rot, cs, sn);
+    status_ok();
+    assert_close(q, qc, nh * hd, 1e-6, "rope");
+    for (int act = 0; act < 2; act++) { /* silu, gelu tanh */
+        float g[n], gc[n], u[n];
+        fill(g, n, 6.0f);
+        fill(u, n, 2.0f);
+        memcpy(gc, g, sizeof g);
+        vk->ops->gated_act(vk, g, u, n, act);
+        cpu->ops->gated_act(cpu, gc, u, n, act);
+        status_ok();
+        assert_close(g, gc, n, 2e-6, act ? "gated gelu_tanh" : "gated silu");
+    }
+    float r[n], rc[n];
+    fill(r, n, 100.0f);
+    memcpy(rc, r, sizeof r);
+    vk->ops->kv_round(vk, r, FACET_KV_BF16, n);
+    cpu->ops->kv_round(cpu, rc, FACET_KV_BF16, n);
+    status_ok();
+    assert_memory_equal(r, rc, sizeof r); /* bit for bit */
+}
+
+/* ---- attention ---- */
+
+typedef struct {
+    int nh, nkv, hd, window, ring;
+    float softcap;
+    int sinks;
+    facet_kv_type type;
+    int past;  /* positions already in the cache before the chunk */
+    int n;     /* chunk entries of sequence 0; sequence 1 gets one (a decode group) */
+} attn_case;
+
+static void attention_case(const attn_case *t) {
+    facet_error err = {0};
+    facet_kv_cache kv;
+    int n_ctx = 64;
+    uint8_t sliding[1] = {(uint8_t)(t->window > 0)};
+    /* a ring layer when the window is shorter than the context */
+    int64_t window = t->ring ? t->window : (t->window ? n_ctx : 0);
+    assert_int_equal(facet_kv_cache_init(&kv, 1, t->nkv, t->hd, sliding, window, t->type, 2,
+                                         n_ctx, &err), FACET_OK);
+    int nh = t->nh, nkv = t->nkv, hd = t->hd, n = t->n + 1;
+    size_t qd = (size_t)nh * hd, kvd = (size_t)nkv * hd;
+    float *q = malloc(n * qd * 4), *k = malloc(n * kvd * 4), *v = malloc(n * kvd * 4);
+    float *ov = calloc(n * qd, 4), *oc = calloc(n * qd, 4), sinks[16];
+    float *pk = malloc(kvd * 4), *pv = malloc(kvd * 4);
+    fill(sinks, 16, 2.0f);
+    /* the past of both sequences, stored in order */
+    for (int s = 0; s < 2; s++) {
+        int len = t->past + (s == 0 ? t->n : 1);
+        assert_int_equal(facet_kv_cache_reserve(&kv, s, len, &err), FACET_OK);
+        kv.seqs[s].len = len;
+        for (int p = 0; p < t->past; p++) {
+            fill(pk, kvd, 1.0f), fill(pv, kvd, 1.0f);
+            facet_kv_cache_store(&kv, s, 0, p, pk, pv);
+        }
+    }
+    fill(q, n * qd, 1.0f), fill(k, n * kvd, 1.0f), fill(v, n * kvd, 1.0f);
+    if (t->type == FACET_KV_BF16) {
+        cpu->ops->kv_round(cpu, q, t->type, (int)(n * qd));
+        cpu->ops->kv_round(cpu, k, t->type, (int)(n * kvd));
+        cpu->ops->kv_round(cpu, v, t->type, (int)(n * kvd));
+    }
+    int pos[17], order[17], order_at[17], group_row[2] = {0, t->n}, group_len[2] = {t->n, 1};
+    int32_t seq_ids[17];
+    for (int r = 0; r < n; r++) {
+        int s = r < t->n ? 0 : 1;
+        seq_ids[r] = s;
+        pos[r] = t->past + (s == 0 ? r : 0);
+        order[r] = r;
+        order_at[r] = s == 0 ? 0 : t->n;
+    }
+    /* stored before attention, but a ring layer's several-entry group after */
+    for (int r = 0; r < n; r++)
+        if (!t->ring || seq_ids[r] == 1)
+            facet_kv_cache_store(&kv, seq_ids[r], 0, pos[r], k + r * kvd, v + r * kvd);
+    facet_attn_params P = {.head_dim = hd, .scale = 1.0f / sqrtf((float)hd), .softcap = t->softcap,
+                           .window = t->window, .sinks = t->sinks ? sinks : NULL,
+                           .kv_type = t->type, .v_stride = (size_t)hd};
+    facet_attn_chunk c = {.p = &P, .kv = &kv, .layer = 0, .n_heads = nh, .n_kv_heads = nkv,
+                          .n_rows = n, .q = q, .k = k, .v = v, .pos = pos, .seq_ids = seq_ids,
+                          .n_groups = 2, .contiguous = 1, .group_row = group_row,
+                          .group_len = group_len, .order_at = order_at, .order = order};
+    /* a CPU backend of its own: its scratch is sized for one cache (a session's) */
+    facet_backend *cb;
+    assert_int_equal(facet_backend_cpu_create(NULL, &cb, &err), FACET_OK);
+    assert_int_equal(cb->ops->reserve(cb, &kv, nh, n, &err), FACET_OK);
+    c.out = oc;
+    cb->ops->attention(cb, &c);
+    cb->ops->free(cb);
+    c.out = ov;
+    vk->ops->attention(vk, &c);
+    status_ok();
+    char what[128];
+    snprintf(what, sizeof what, "attention nh=%d nkv=%d hd=%d window=%d ring=%d softcap=%g sinks=%d %s",
+             nh, nkv, hd, t->window, t->ring, t->softcap, t->sinks, facet_kv_type_name(t->type));
+    assert_close(ov, oc, n * qd, 1e-4, what);
+    facet_kv_cache_free(&kv);
+    free(q), free(k), free(v), free(ov), free(oc), free(pk), free(pv);
+}
+
+static void test_attention(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    const attn_case cases[] = {
+        {4, 4, 16, 0, 0, 0, 0, FACET_KV_F32, 0, 5},    /* prefill from empty + a decode */
+        {6, 2, 32, 0, 0, 0, 0, FACET_KV_F32, 21, 7},   /* GQA 3:1 after a past */
+        {3, 1, 8, 0, 0, 0, 0, FACET_KV_F32, 9, 1},     /* odd heads, MQA, decode groups */
+        {5, 5, 16, 0, 0, 20.0f, 0, FACET_KV_F32, 12, 4}, /* odd heads, attention softcap */
+        {4, 2, 16, 6, 0, 0, 0, FACET_KV_F32, 17, 5},   /* window, non-ring layer */
+        {4, 2, 16, 16, 1, 0, 0, FACET_KV_F32, 30, 6},  /* window on a ring layer: prefill view */
+        {8, 2, 64, 0, 0, 0, 1, FACET_KV_F32, 10, 3},   /* sinks (gpt-oss) */
+        {6, 3, 32, 0, 0, 50.0f, 0, FACET_KV_BF16, 14, 4}, /* bf16 cache */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attention_case(&cases[i]);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_attention),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
