@@ -5,6 +5,7 @@
  * (src/model/table.c) and refuses before converting any weight, or mapping a weight
  * cache (weights_cache.c).
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,9 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
     } else {
         st_checkpoint_close(&ck);
     }
+    /* the conversion's float32 buffers are freed, but glibc keeps the heap they grew:
+     * give it back, so resident memory is the weights (what `facet plan` counts) */
+    if (st == FACET_OK) malloc_trim(0);
     if (st == FACET_OK && m->tp > 1) facet_weights_tp_facts(&m->facts, m->tp);
     if (st == FACET_OK) st = facet_rope_init(m, err);
     if (st == FACET_OK && m->facts.kv_lora_rank > 0) st = facet_mla_prepare(m, err);
