@@ -588,7 +588,7 @@ static facet_status load_experts_mxfp4(wload *ld, const facet_tensor_row *row, c
                         }
                     }
                 }
-                st = facet_wtensor_blocks(wt, FACET_WF_GGUF_MXFP4, (int)parts[i], (int)C, buf, err);
+                st = facet_wtensor_blocks(wt, FACET_WF_GGUF_MXFP4, (int)parts[i], (int)C, buf, ld->arena, err);
                 free(buf);
                 if (st != FACET_OK) st = name_tensor(part, st, err);
                 else st = record(ld, part, KIND_MATRIX, wt, wt->data, facet_wtensor_bytes(wt), err);
