@@ -24,8 +24,8 @@
 #include "util/error.h"
 
 /* *w's rows [r0, r0 + nr) and columns [c0, c0 + nc), in w's format; *bytes adjusted. */
-static facet_status mat_slice(facet_wtensor *w, int r0, int nr, int c0, int nc,
-                              uint64_t *bytes, facet_error *err) {
+static facet_status mat_slice(const facet_warena *arena, facet_wtensor *w, int r0, int nr,
+                              int c0, int nc, uint64_t *bytes, facet_error *err) {
     if (!w->data) return FACET_OK;
     if (w->format >= FACET_WF_COUNT)
         return facet_err(err, FACET_E_UNSUPPORTED,
@@ -46,7 +46,7 @@ static facet_status mat_slice(facet_wtensor *w, int r0, int nr, int c0, int nc,
     free(row);
     facet_wformat fmt = w->format;
     *bytes -= facet_wtensor_bytes(w);
-    free(w->data);
+    if (!facet_warena_owns(arena, w->data)) free(w->data); /* an arena's: freed with it */
     free(w->scales);
     memset(w, 0, sizeof *w);
     w->format = FACET_WF_F32;
@@ -60,11 +60,13 @@ static facet_status mat_slice(facet_wtensor *w, int r0, int nr, int c0, int nc,
 }
 
 /* Rows [r0, r0 + nr) of matrix w, all columns; columns [c0, c0 + nc), all rows. */
-static facet_status rows_of(facet_wtensor *w, int r0, int nr, uint64_t *b, facet_error *err) {
-    return mat_slice(w, r0, nr, 0, w->cols, b, err);
+static facet_status rows_of(const facet_warena *a, facet_wtensor *w, int r0, int nr, uint64_t *b,
+                            facet_error *err) {
+    return mat_slice(a, w, r0, nr, 0, w->cols, b, err);
 }
-static facet_status cols_of(facet_wtensor *w, int c0, int nc, uint64_t *b, facet_error *err) {
-    return mat_slice(w, 0, w->rows, c0, nc, b, err);
+static facet_status cols_of(const facet_warena *a, facet_wtensor *w, int c0, int nc, uint64_t *b,
+                            facet_error *err) {
+    return mat_slice(a, w, 0, w->rows, c0, nc, b, err);
 }
 
 /* Elements [o, o + n) of vector *v (NULL: none). */
@@ -93,13 +95,13 @@ static void bias_rank0(float **v, int rank) {
     } while (0)
 
 /* The FFN of width I: gate/up rows, down columns, rank t of T. */
-static facet_status ffn_slice(facet_wtensor *gate, facet_wtensor *up, facet_wtensor *down,
+static facet_status ffn_slice(const facet_warena *a, facet_wtensor *gate, facet_wtensor *up, facet_wtensor *down,
                               float **gate_b, float **up_b, float **down_b, int64_t I, int T,
                               int t, uint64_t *b, facet_error *err) {
     int w = (int)(I / T), o = t * w;
-    TRY(rows_of(gate, o, w, b, err));
-    TRY(rows_of(up, o, w, b, err));
-    TRY(cols_of(down, o, w, b, err));
+    TRY(rows_of(a, gate, o, w, b, err));
+    TRY(rows_of(a, up, o, w, b, err));
+    TRY(cols_of(a, down, o, w, b, err));
     if (gate_b) TRY(vec_slice(gate_b, o, w, b, err));
     if (up_b) TRY(vec_slice(up_b, o, w, b, err));
     if (down_b) bias_rank0(down_b, t);
@@ -116,26 +118,27 @@ facet_status facet_weights_tp_slice(facet_model *m, int l, int T, int t, facet_e
                          "(OLMo 2), which a share of the heads cannot compute; T = 1 works", T, l);
     int hd = (int)f->head_dim, qh = (int)(f->num_attention_heads / T) * hd;
     int kh = (int)(f->num_key_value_heads / T) * hd;
-    TRY(rows_of(&L->q_proj, t * qh, qh, b, err));
-    TRY(rows_of(&L->k_proj, t * kh, kh, b, err));
-    TRY(rows_of(&L->v_proj, t * kh, kh, b, err));
+    const facet_warena *a = &m->w.arena; /* GGUF repacks live there */
+    TRY(rows_of(a, &L->q_proj, t * qh, qh, b, err));
+    TRY(rows_of(a, &L->k_proj, t * kh, kh, b, err));
+    TRY(rows_of(a, &L->v_proj, t * kh, kh, b, err));
     TRY(vec_slice(&L->q_bias, t * qh, qh, b, err));
     TRY(vec_slice(&L->k_bias, t * kh, kh, b, err));
     TRY(vec_slice(&L->v_bias, t * kh, kh, b, err));
-    TRY(cols_of(&L->o_proj, t * qh, qh, b, err));
+    TRY(cols_of(a, &L->o_proj, t * qh, qh, b, err));
     bias_rank0(&L->o_bias, t);
     int nh = (int)(f->num_attention_heads / T);
     TRY(vec_slice(&L->sinks, t * nh, nh, b, err));
     if (!L->experts)
-        return ffn_slice(&L->gate_proj, &L->up_proj, &L->down_proj, &L->gate_bias, &L->up_bias,
+        return ffn_slice(a, &L->gate_proj, &L->up_proj, &L->down_proj, &L->gate_bias, &L->up_bias,
                          &L->down_bias, f->intermediate_size, T, t, b, err);
     for (int64_t e = 0; e < f->num_experts; e++) {
         facet_expert *x = &L->experts[e];
-        TRY(ffn_slice(&x->gate, &x->up, &x->down, &x->gate_bias, &x->up_bias, &x->down_bias,
+        TRY(ffn_slice(a, &x->gate, &x->up, &x->down, &x->gate_bias, &x->up_bias, &x->down_bias,
                       f->moe_intermediate_size, T, t, b, err));
     }
     if (f->shared_expert_intermediate_size > 0)
-        TRY(ffn_slice(&L->shared_gate, &L->shared_up, &L->shared_down, NULL, NULL, NULL,
+        TRY(ffn_slice(a, &L->shared_gate, &L->shared_up, &L->shared_down, NULL, NULL, NULL,
                       f->shared_expert_intermediate_size, T, t, b, err));
     return FACET_OK;
 }
