@@ -239,7 +239,7 @@ static void test_matmul_driver(void **state) {
     for (int i = 0; i < ROWS * COLS; i++) X[i] = (float)(rnd_unit() * 2 - 1);
     facet_wtensor W;
     facet_error err;
-    assert_int_equal(facet_wtensor_blocks(&W, FACET_WF_GGUF_MXFP4, OUT, COLS, blk, &err), FACET_OK);
+    assert_int_equal(facet_wtensor_blocks(&W, FACET_WF_GGUF_MXFP4, OUT, COLS, blk, NULL, &err), FACET_OK);
     assert_int_equal(facet_wtensor_bytes(&W), OUT * rb);
     facet_matmul(NULL, Y7, X, &W, NULL, ROWS);
     for (int r = 0; r < ROWS; r++) facet_matmul(NULL, Y1 + r * OUT, X + r * COLS, &W, NULL, 1);
@@ -262,7 +262,7 @@ static void test_matmul_driver(void **state) {
     }
     /* 48 columns are not whole blocks */
     facet_wtensor V;
-    assert_int_equal(facet_wtensor_blocks(&V, FACET_WF_GGUF_MXFP4, 1, 48, blk, &err),
+    assert_int_equal(facet_wtensor_blocks(&V, FACET_WF_GGUF_MXFP4, 1, 48, blk, NULL, &err),
                      FACET_E_INVALID_ARGUMENT);
     free(W.data);
     free(blk);
