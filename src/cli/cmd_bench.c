@@ -162,12 +162,15 @@ int cmd_bench(int argc, char **argv) {
     int steps = 128, threads = 0, reps = 3;
     facet_kv_type kv = FACET_KV_AUTO;
     facet_weight_format weights = FACET_WEIGHTS_AUTO;
+    const char *backend = NULL;
+    int device = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: facet bench MODEL [--shapes 160,256,550] [--reps N] [--concurrency 1,4,8,16]\n"
                    "                   [-n N] [--threads N] [--weights auto|f32|bf16|f16|int8|q4|gguf]\n"
-                   "                   [--kv-cache auto|f32|bf16|f16] [--json FILE]\n"
+                   "                   [--kv-cache auto|f32|bf16|f16] [--backend cpu|vulkan] [--device N]\n"
+                   "                   [--json FILE]\n"
                    "example: facet bench models/stories260k --shapes 16 --reps 1 --concurrency 1 "
                    "-n 16\n");
             return 0;
@@ -197,6 +200,17 @@ int cmd_bench(int argc, char **argv) {
         } else if (!strcmp(a, "--weights") && v) {
             if (!cli_parse_weights(a, v, &weights)) return 1;
             i++;
+        } else if (!strcmp(a, "--backend") && v) {
+            if (strcmp(v, "cpu") && strcmp(v, "vulkan")) {
+                fprintf(stderr, "facet: bench: --backend expects cpu or vulkan, got '%s'\n", v);
+                return 1;
+            }
+            backend = v;
+            i++;
+        } else if (!strcmp(a, "--device") && v) {
+            if (!cli_parse_int(a, v, 0, 1023, &device)) return 1;
+            device++;
+            i++;
         } else if (!strcmp(a, "--kv-cache") && v) {
             if (!cli_parse_kv_type(a, v, &kv)) return 1;
             i++;
@@ -212,7 +226,8 @@ int cmd_bench(int argc, char **argv) {
     bad:
         {
             static const char *const value_opts[] = {"--shapes", "--reps", "--concurrency", "-n", "--threads",
-                                                     "--weights", "--kv-cache", "--json", NULL};
+                                                     "--weights", "--kv-cache", "--json", "--backend",
+                                                     "--device", NULL};
             if (!cli_missing_value("bench", a, !v, value_opts))
                 fprintf(stderr, "facet: bench: bad argument '%s' (facet bench --help)\n", a);
         }
@@ -235,7 +250,8 @@ int cmd_bench(int argc, char **argv) {
 
     facet_error err = {0};
     /* cold: convert from the checkpoint, cache untouched */
-    facet_load_options lo = {.n_threads = threads, .weights = weights, .no_cache = 1};
+    facet_load_options lo = {.n_threads = threads, .weights = weights, .no_cache = 1,
+                             .backend = backend, .device = device};
     double t_cold = now_s();
     facet_model *model = NULL;
     if (facet_model_load(model_dir, &lo, &model, &err) != FACET_OK) return cli_fail(&err);
@@ -252,6 +268,7 @@ int cmd_bench(int argc, char **argv) {
     t_cached = now_s() - t_cached;
     facet_model_info info;
     facet_model_get_info(model, &info);
+    if (info.device_note) fprintf(stderr, "facet: %s\n", info.device_note);
     if (17 + (long)steps > info.max_position_embeddings) {
         fprintf(stderr, "facet: bench: -n %d: the decode runs hold 16 prompt tokens + %d steps, "
                         "more than max_position_embeddings=%d\n", steps, steps,

@@ -23,6 +23,7 @@ static void usage(FILE *out) {
             "                   [--model-id NAME] [--shutdown-grace S]\n"
             "                   [--api-key KEY] [--allowed-origins LIST]\n"
             "                   [--pipeline-parallel P] [--tensor-parallel T]\n"
+            "                   [--backend cpu|vulkan] [--device N]\n"
             "\n"
             "OpenAI-compatible HTTP server (continuous batching). MODEL is a checkpoint\n"
             "folder or a GGUF file (as facet run); without it the bundled stories260k model\n"
@@ -41,6 +42,7 @@ static void usage(FILE *out) {
             "  --threads N        engine worker threads (default: all cores)\n"
             "  --weights FMT      run-time weight format: auto (default: the checkpoint's own\n"
             "                     precision), f32, bf16, f16, int8, q4, gguf (as facet run)\n"
+            "  --backend B        cpu (default) or vulkan, --device N its device (as facet run)\n"
             "  --kv-cache TYPE    KV cache element type: auto (default: f32 with f32 weights,\n"
             "                     f16 with f16, bf16 otherwise), f32, bf16, f16\n"
             "  --kv-budget T      KV-cache tokens the server holds (running requests as they\n"
@@ -150,6 +152,16 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--threads")) ok = cli_parse_int(a, v, 0, 1024, &c.threads), i++;
         else if (!strcmp(a, "--kv-cache")) ok = cli_parse_kv_type(a, v, &c.kv_cache), i++;
         else if (!strcmp(a, "--weights")) ok = cli_parse_weights(a, v, &c.weights), i++;
+        else if (!strcmp(a, "--backend")) {
+            if (v && strcmp(v, "cpu") && strcmp(v, "vulkan")) {
+                fprintf(stderr, "facet: serve: --backend expects cpu or vulkan, got '%s'\n", v);
+                return 1;
+            }
+            ok = v != NULL, c.backend = v, i++;
+        } else if (!strcmp(a, "--device")) {
+            ok = cli_parse_int(a, v, 0, 1023, &c.device), i++;
+            c.device++;
+        }
         else if (!strcmp(a, "--kv-budget")) ok = cli_parse_int(a, v, 1, INT_MAX, &c.kv_budget), i++;
         else if (!strcmp(a, "--max-queue")) ok = cli_parse_int(a, v, 0, 1 << 20, &c.max_queue), i++;
         else if (!strcmp(a, "--chunk")) ok = cli_parse_int(a, v, 1, 1 << 16, &c.chunk), i++;

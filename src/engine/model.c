@@ -103,6 +103,10 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
         st = facet_err(err, FACET_E_UNSUPPORTED,
                        "REFUSED: weights=%s is not supported on vulkan (supported: f32, bf16, "
                        "f16)", facet_weight_format_name(m->weights));
+    if (st == FACET_OK && !strcmp(m->backend, "vulkan") &&
+        (o.layer_first || o.layer_end || o.tensor_parallel > 1))
+        st = facet_err(err, FACET_E_UNSUPPORTED, "REFUSED: backend=vulkan in a parallel job is "
+                       "not supported (supported: one process, the whole model)");
     if (st == FACET_OK && !strcmp(m->backend, "vulkan"))
         st = facet_device_open("vulkan", o.device - 1, &m->device, err);
     /* the pool first: the weight cache's checksums are verified over it */

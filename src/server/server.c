@@ -153,7 +153,8 @@ facet_status facet_server_start(const facet_server_config *cfg, facet_server **o
     s->cfg = *cfg;
     srv_metrics_init(&s->metrics);
     memcpy(s->model_id, model_id, sizeof model_id);
-    facet_load_options lo = {.n_threads = cfg->threads, .weights = cfg->weights};
+    facet_load_options lo = {.n_threads = cfg->threads, .weights = cfg->weights,
+                             .backend = cfg->backend, .device = cfg->device};
     if (cfg->parallel) { /* this rank's layers and tensor share */
         lo.layer_first = cfg->parallel->layer_first;
         lo.layer_end = cfg->parallel->layer_end;
@@ -173,6 +174,7 @@ facet_status facet_server_start(const facet_server_config *cfg, facet_server **o
     facet_model_info info;
     facet_model_get_info(s->model, &info);
     for (int i = 0; i < info.n_notes; i++) srv_log(s, "note: %s", info.notes[i]);
+    if (info.device_note) srv_log(s, "%s", info.device_note);
     /* with the prefix cache, as many free sequences as running ones keep finished
      * requests' KV (tables only: KV memory grows with use, within the budget) */
     int n_slots = cfg->no_prefix_cache ? cfg->max_batch : 2 * cfg->max_batch;

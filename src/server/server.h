@@ -33,6 +33,8 @@ typedef struct facet_server_config {
     int threads;             /* engine worker threads; 0 = all cores                   */
     facet_kv_type kv_cache;  /* KV cache element type; default auto (facet.h)          */
     facet_weight_format weights; /* run-time weight format; default auto (facet.h)     */
+    const char *backend;     /* compute backend: NULL/"cpu" or "vulkan" (facet.h)      */
+    int device;              /* the backend's device index + 1; 0 = its default        */
     int kv_budget;           /* KV tokens all running requests may reserve; 0 = max_batch
                                 * n_ctx lowered to what fits mem_available (budget.h)   */
     uint64_t mem_available;  /* free memory in bytes the KV budget is sized to; 0 =

@@ -139,3 +139,32 @@ def test_refused_by_name_before_loading(facet_bin, make_checkpoint, tmp_path):
     assert p.returncode == 2, p.stderr
     assert "REFUSED: layer_norm=true is not supported on vulkan (supported: false)" in p.stderr, p.stderr
     assert run(facet_bin, "run", path, "--prompt-ids", "1,2", "-n", 1).returncode == 0
+
+
+def test_serve_batched_decode_equals_alone(facet_bin):
+    """`facet serve --backend vulkan`: three greedy completions sent at once (decoded in
+    one batch) each give the text `facet run` gives alone on the CPU."""
+    import threading
+
+    from server_harness import Server
+    prompts = [c["prompt_ids"] for c in EXPECTED["prompts"][:3]]
+    want = []
+    for ids in prompts:
+        p = run(facet_bin, "run", "--json", "--prompt-ids", ",".join(map(str, ids)), "-n", 16)
+        want.append(json.loads(p.stdout)["text"])
+    with Server(facet_bin, REPO / "models" / "stories260k", "--backend", "vulkan",
+                "--max-batch", 4) as srv:
+        assert any("vulkan device " in line for line in srv.log), "".join(srv.log)
+        got = [None] * len(prompts)
+
+        def ask(i):
+            status, r = srv.post("/v1/completions", {"prompt": prompts[i], "max_tokens": 16,
+                                                     "temperature": 0})
+            got[i] = r["choices"][0]["text"] if status == 200 else r
+
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(prompts))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert got == want
