@@ -151,6 +151,10 @@ static void attn_task(void *ctx, int task, int thread) {
             P.sinks += h;
             P.sink_stride = 1;
         }
+        if (P.alibi) {
+            P.alibi += h;
+            P.alibi_stride = 1;
+        }
         facet_attention(&P, c->q + r0 * qd + (size_t)h * hd, (size_t)hd, pos, group, K, V,
                         c->out + r0 * qd + (size_t)h * hd, (size_t)hd, scratch);
         return;
@@ -158,6 +162,10 @@ static void attn_task(void *ctx, int task, int thread) {
     if (P.sinks) {
         P.sinks += h;
         P.sink_stride = 0;
+    }
+    if (P.alibi) {
+        P.alibi += h;
+        P.alibi_stride = 0;
     }
     if (c->contiguous) {
         facet_attention(&P, c->q + r0 * qd + (size_t)h * hd, qd, c->pos + r0, n_q, K, V,

@@ -88,6 +88,8 @@ static facet_status forward_layers(facet_session *s, const int32_t *tokens,
             facet_wtensor_row(&m->w.pos_embed, s->pos[r], p);
             for (int i = 0; i < H; i++) x[i] += p[i];
         }
+        if (f->embed_norm) /* BLOOM: word_embeddings_layernorm */
+            facet_norm_row_bias(s, x, x, m->w.embed_norm, m->w.embed_norm_bias);
     }
     /* rotary tables for each entry's position */
     for (int r = 0; r < n; r++) {

@@ -5,8 +5,9 @@
  *   q,k,v = h W^T (+ bias)                      [qkv_bias]
  *   q,k = RMSNorm per head or over the projection   [qk_norm]
  *   RoPE(q, k) at the position (global or local table)  [not on no_rope layers]
- *   a = softmax(softcap(q k^T * scale) + causal / window mask) v   (GQA; gpt-oss: a
- *       learned logit per head, self_attn.sinks, in the denominator)
+ *   a = softmax(softcap(q k^T * scale) + ALiBi + causal / window mask) v   (GQA; gpt-oss:
+ *       a learned logit per head, self_attn.sinks, in the denominator; ALiBi: the head's
+ *       slope times the key's distance, facts alibi: BLOOM, MPT)
  *   h = a W_o^T (+ bias)                        [o_bias]
  * The attention itself is the backend's one operation (backend.h facet_attn_chunk) with
  * the layer's window, softcap and scale.
@@ -91,7 +92,8 @@ static void attention_forward(facet_session *s, int l, int n) {
     facet_for_rows(s, l, n, qk_row); /* + the K/V store */
     facet_attn_params P = {.head_dim = (int)f->head_dim, .scale = (float)f->attn_scale,
                            .softcap = (float)f->attn_logit_softcap, .kv_type = s->kv.type,
-                           .v_stride = (size_t)f->head_dim, .sinks = L->sinks};
+                           .v_stride = (size_t)f->head_dim, .sinks = L->sinks,
+                           .alibi = s->model->alibi_slopes};
     if (f->layer_sliding[l] && f->sliding_window > 0) P.window = (int)f->sliding_window;
     facet_attn_chunk c = {.p = &P, .kv = &s->kv, .layer = l,
                           .n_heads = (int)f->num_attention_heads,

@@ -149,6 +149,7 @@ void facet_model_free(facet_model *m) {
     free(m->inv_freq);
     free(m->inv_freq_long);
     free(m->inv_freq_local);
+    free(m->alibi_slopes);
     free(m->wcache_path);
     free(m->wcache_note);
     free(m);

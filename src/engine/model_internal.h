@@ -95,6 +95,7 @@ typedef struct facet_weights {
     float *lm_head_bias;        /* (V)                               when lm_head_bias */
     facet_wtensor pos_embed;    /* (max_position_embeddings, H) learned positions (GPT-2
                                    wpe); data NULL otherwise                            */
+    float *embed_norm, *embed_norm_bias; /* (H) the embeddings' LayerNorm  when embed_norm */
     facet_wtensor lm_head;      /* (V, H); shares embed_tokens' data when tied          */
     int lm_head_tied;
     uint64_t bytes;             /* run-time bytes of all tensors (tied lm_head once)   */
@@ -117,6 +118,7 @@ struct facet_model {
     float *inv_freq_local;         /* [rope_dim / 2] sliding layers when they have their
                                       own base (rope_local_base_freq), else NULL        */
     float rope_attention_scale;    /* cos/sin multiplier (yarn, longrope); 1 otherwise */
+    float *alibi_slopes;           /* [nh] ALiBi slope per head (facts alibi), else NULL */
     facet_weight_cache wcache;     /* what the weight cache did (facet.h)              */
     char *wcache_path;             /* the cache file used or written, or NULL          */
     char *wcache_note;             /* one line for the user, or NULL                   */

@@ -115,8 +115,29 @@ static facet_status global_table(const facet_facts *f, int rot, float *inv, floa
     return FACET_OK;
 }
 
+/* ALiBi slopes (Press et al. 2022; BLOOM's build_alibi_tensor, MPT's gen_slopes): for p
+ * the least power of two >= heads, slope_k = 2^(-alibi_bias_max * k / p), k = 1..p; when
+ * p != heads the odd k come first, then the even, the first `heads` kept (BLOOM's
+ * closest-power-of-two base plus its interleaved extra slopes is the same list). */
+static facet_status alibi_init(facet_model *m, facet_error *err) {
+    const facet_facts *f = &m->facts;
+    int nh = (int)f->num_attention_heads, p = 1;
+    while (p < nh) p *= 2;
+    m->alibi_slopes = malloc(sizeof(float) * (size_t)nh);
+    if (!m->alibi_slopes) return facet_err(err, FACET_E_NOMEM, "alibi slopes");
+    for (int h = 0; h < nh; h++) {
+        int half = p / 2, k = p == nh ? h + 1 : h < half ? 2 * (h + 1) : 2 * (h - half) + 1;
+        m->alibi_slopes[h] = (float)pow(2.0, -f->alibi_bias_max * k / p);
+    }
+    return FACET_OK;
+}
+
 facet_status facet_rope_init(facet_model *m, facet_error *err) {
     const facet_facts *f = &m->facts;
+    if (f->alibi) {
+        facet_status st = alibi_init(m, err);
+        if (st != FACET_OK) return st;
+    }
     if (f->n_ssm_layers == f->num_hidden_layers && f->n_ssm_layers > 0) {
         m->rope_dim = 0; /* no attention layer: no positions to rotate (Mamba) */
         return FACET_OK;

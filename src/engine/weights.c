@@ -707,6 +707,8 @@ static const size_t slot_field[FACET_TS_COUNT] = {
     [FACET_TS_NORM_BIAS] = offsetof(facet_weights, norm_bias),
     [FACET_TS_LM_HEAD_BIAS] = offsetof(facet_weights, lm_head_bias),
     [FACET_TS_POS_EMBED] = offsetof(facet_weights, pos_embed),
+    [FACET_TS_EMBED_NORM] = offsetof(facet_weights, embed_norm),
+    [FACET_TS_EMBED_NORM_BIAS] = offsetof(facet_weights, embed_norm_bias),
     [FACET_TS_INPUT_LAYERNORM_BIAS] = offsetof(facet_layer_weights, input_layernorm_bias),
     [FACET_TS_POST_ATTENTION_LAYERNORM_BIAS] =
         offsetof(facet_layer_weights, post_attention_layernorm_bias),
@@ -924,6 +926,8 @@ void facet_weights_free(facet_model *m) {
     free(w->norm_bias);
     free(w->lm_head_bias);
     wtensor_free(&w->arena, &w->pos_embed);
+    free(w->embed_norm);
+    free(w->embed_norm_bias);
     facet_warena_free(&w->arena);
     memset(w, 0, sizeof *w);
 }

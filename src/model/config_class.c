@@ -22,6 +22,14 @@ static const char *const gpt2_unread[] = {"n_ctx", "output_past", "summary_type"
  * transformers block adds the residual to the layer's input whatever it says). */
 static const char *const falcon_unread[] = {"apply_residual_connection_post_layernorm", NULL};
 
+/* BloomConfig keys BloomForCausalLM never reads: Megatron-DeepSpeed's fusion switches,
+ * its alibi offset (a per-query constant the softmax cancels), n_inner (the MLP is 4 x
+ * hidden whatever it says), slow_but_exact (a summation order of dense), unk_token_id. */
+static const char *const bloom_unread[] = {"attention_softmax_in_fp32", "bias_dropout_fusion",
+                                           "masked_softmax_fusion", "offset_alibi", "n_inner",
+                                           "skip_bias_add", "skip_bias_add_qkv",
+                                           "slow_but_exact", "unk_token_id", NULL};
+
 /* clang-format off */
 static const facet_config_class classes[] = {
     /* DeepseekV2Config (issue 25): multi-head latent attention and DeepSeek's routing;
@@ -243,6 +251,19 @@ static const facet_config_class classes[] = {
      .parallel_key = "parallel_attn", .parallel_default = 1, .parallel_one_norm = 1,
      .attention_bias_key = "bias", .attention_bias_default = 0, .mlp_bias_default = 1,
      .inner_key = "ffn_hidden_size", .falcon_attention = 1, .unread_keys = falcon_unread},
+    /* BloomConfig (BLOOM, BLOOMZ): n_layer / n_head, LayerNorm (layer_norm_epsilon) with
+     * bias on the embeddings too (word_embeddings_layernorm), ALiBi instead of rotary,
+     * per-head fused query_key_value, biases everywhere, the 4 x hidden MLP with
+     * bloom_gelu (the tanh form), tied; apply_residual_connection_post_layernorm only
+     * false */
+    {.model_type = "bloom", .max_position_embeddings = 2048, .tie_word_embeddings = 1, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5, .act_key = NULL, .act_default = "gelu_pytorch_tanh",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
+     .norm_eps_key = "layer_norm_epsilon", .layer_norm = 1, .ffn_ungated = 1,
+     .attention_bias_default = 1, .mlp_bias_default = 1,
+     .layers_key = "n_layer", .heads_key = "n_head", .ffn_hidden_mult = 4, .alibi = 1,
+     .embed_norm = 1, .post_ln_residual_key = "apply_residual_connection_post_layernorm",
+     .unread_keys = bloom_unread},
 };
 /* clang-format on */
 

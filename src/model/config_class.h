@@ -20,7 +20,8 @@ typedef struct facet_config_class {
     double rope_theta;            /* class default rope_theta                          */
     double rms_norm_eps;          /* class default rms_norm_eps                        */
     int64_t max_position_embeddings; /* class default; 0 = required in config.json     */
-    const char *act_key;          /* key naming the FFN activation                     */
+    const char *act_key;          /* key naming the FFN activation; NULL: the modeling
+                                     code fixes it (act_default)                       */
     const char *act_default;      /* its class default                                 */
     const char *act_ignored_key;  /* a second activation key the modeling code ignores
                                      (consumed and noted when it differs), or NULL      */
@@ -119,6 +120,13 @@ typedef struct facet_config_class {
     const char *hidden_key, *layers_key, *heads_key, *positions_key;
     const char *inner_key;        /* intermediate size key; null or absent: 4 x hidden  */
     int pos_embed_learned;        /* learned absolute positions, no rotary embedding    */
+    int64_t ffn_hidden_mult;      /* > 0: the MLP is this many times hidden_size wide,
+                                     fixed by the modeling code (BLOOM, MPT: 4); no key  */
+    int alibi;                    /* ALiBi positions (max bias 8), no rotary embedding  */
+    int embed_norm;               /* a LayerNorm on the token embeddings (BLOOM)        */
+    const char *post_ln_residual_key; /* a flag that takes the residual after the norm
+                                     (apply_residual_connection_post_layernorm): only
+                                     false runs                                         */
     int falcon_attention;         /* FalconConfig's attention layout keys:
                                      new_decoder_architecture, multi_query, num_kv_heads,
                                      num_ln_in_parallel_attn (facts.c read_falcon)      */

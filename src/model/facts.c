@@ -207,7 +207,7 @@ static facet_act act_from_name(const char *s) {
 static facet_status read_act(reader *r, const facet_config_class *cls) {
     facet_facts *f = r->f;
     snprintf(f->act_name, sizeof f->act_name, "%s", cls->act_default);
-    TRY(get_str(r, cls->act_key, f->act_name, sizeof f->act_name, NULL));
+    if (cls->act_key) TRY(get_str(r, cls->act_key, f->act_name, sizeof f->act_name, NULL));
     if (cls->act_ignored_key) {
         char ignored[48] = "";
         int present;
@@ -966,7 +966,9 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
     TRY(get_int(r, KEY(heads_key, "num_attention_heads"), 1, 1, MAX_HEADS,
                 &f->num_attention_heads, NULL));
     TRY(get_int(r, "vocab_size", 1, 1, MAX_VOCAB, &f->vocab_size, NULL));
-    if (cls->inner_key) { /* GPT-2's n_inner: null means 4 x n_embd */
+    if (cls->ffn_hidden_mult) { /* fixed by the modeling code (BLOOM, MPT) */
+        f->intermediate_size = cls->ffn_hidden_mult * f->hidden_size;
+    } else if (cls->inner_key) { /* GPT-2's n_inner: null means 4 x n_embd */
         f->intermediate_size = 4 * f->hidden_size;
         json_t *v = json_object_get(r->obj, cls->inner_key);
         if (v && json_is_null(v)) take(r, cls->inner_key);
@@ -981,7 +983,18 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
                 NULL));
 #undef KEY
     f->pos_embed_learned = cls->pos_embed_learned;
-    f->no_rope = cls->pos_embed_learned;
+    f->alibi = cls->alibi;
+    f->alibi_bias_max = cls->alibi ? 8.0 : 0.0;
+    f->no_rope = cls->pos_embed_learned || cls->alibi;
+    f->embed_norm = cls->embed_norm;
+    if (cls->post_ln_residual_key) {
+        int post = 0;
+        TRY(get_bool(r, cls->post_ln_residual_key, &post));
+        if (post)
+            return bad(r, cls->post_ln_residual_key,
+                       json_object_get(r->obj, cls->post_ln_residual_key),
+                       "false (the residual taken after the LayerNorm is not supported)");
+    }
 
     f->num_key_value_heads = f->num_attention_heads;
     TRY(get_int(r, "num_key_value_heads", 0, 1, MAX_HEADS, &f->num_key_value_heads, NULL));

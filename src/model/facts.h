@@ -189,6 +189,13 @@ typedef struct facet_facts {
                                       token embeddings (GPT-2 wpe); positions must stay
                                       below max_position_embeddings                      */
     int no_rope;                   /* 1: the class has no rotary embedding at all         */
+    int alibi;                     /* 1: ALiBi position biases (BLOOM, MPT): each score
+                                      plus slope_h * (key position - query position), the
+                                      slopes 2^(-alibi_bias_max * k / p) over the heads
+                                      (engine/rope.c); no layer rotates                  */
+    double alibi_bias_max;         /* 8 in every class that has ALiBi                    */
+    int embed_norm;                /* 1: a LayerNorm (weight and bias) on the token
+                                      embeddings (BLOOM's word_embeddings_layernorm)    */
     int fused_qkv_heads;           /* probed: one q/k/v projection whose rows are per head
                                       [q_h; k_h; v_h] (GPT-NeoX query_key_value)         */
     int probed;                    /* 1 once weight facts come from tensor headers      */

@@ -293,10 +293,16 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
     snprintf(p->norm_path, sizeof p->norm_path, "%s%s eps=%g",
              f->layer_norm ? "layernorm" : "rmsnorm", f->norm_weight_offset ? "(1+w)" : "",
              f->rms_norm_eps);
-    snprintf(p->rope_path, sizeof p->rope_path, "rope-%.31s %s theta=%g%s",
-             f->rope_type_name[0] ? f->rope_type_name : "default",
-             f->kv_lora_rank > 0 ? "interleaved-pairs" : "rotate_half", f->rope_theta,
-             f->partial_rotary_factor < 1.0 ? " partial" : "");
+    if (f->alibi)
+        snprintf(p->rope_path, sizeof p->rope_path, "alibi max_bias=%g (no rotary)",
+                 f->alibi_bias_max);
+    else if (f->pos_embed_learned)
+        snprintf(p->rope_path, sizeof p->rope_path, "learned positions (no rotary)");
+    else
+        snprintf(p->rope_path, sizeof p->rope_path, "rope-%.31s %s theta=%g%s",
+                 f->rope_type_name[0] ? f->rope_type_name : "default",
+                 f->kv_lora_rank > 0 ? "interleaved-pairs" : "rotate_half", f->rope_theta,
+                 f->partial_rotary_factor < 1.0 ? " partial" : "");
     snprintf(p->ffn_path, sizeof p->ffn_path, "%s-%.47s%s", f->ffn_ungated ? "ungated" : "gated",
              f->act_name[0] ? f->act_name : "silu",
              f->parallel_residual ? " parallel-residual" : "");

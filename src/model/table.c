@@ -61,7 +61,8 @@ static const facet_caps cpu_dense = {
     .qkv_bias = ALLOW_BOTH, .o_bias = ALLOW_BOTH, .qk_norm = ALLOW_BOTH, .tied = ALLOW_BOTH,
     .fused_qkv = ALLOW_BOTH, .fused_gate_up = ALLOW_BOTH,
     .layer_norm = ALLOW_BOTH, .ffn_ungated = ALLOW_BOTH, .parallel_residual = ALLOW_BOTH,
-    .fused_qkv_heads = ALLOW_BOTH, .norm_bias = ALLOW_BOTH,
+    .fused_qkv_heads = ALLOW_BOTH, .norm_bias = ALLOW_BOTH, .alibi = ALLOW_BOTH,
+    .embed_norm = ALLOW_BOTH,
     .moe_routers = BIT(FACET_ROUTER_NONE) | BIT(FACET_ROUTER_SOFTMAX_TOPK) |
                    BIT(FACET_ROUTER_TOPK_SOFTMAX) | BIT(FACET_ROUTER_GROUPED),
     .experts_per_tok_max = 64,
@@ -105,7 +106,8 @@ static const facet_caps vulkan_dense = {
     .qkv_bias = ALLOW_BOTH, .o_bias = ALLOW_BOTH, .qk_norm = ALLOW_BOTH, .tied = ALLOW_BOTH,
     .fused_qkv = ALLOW_BOTH, .fused_gate_up = ALLOW_BOTH,
     .layer_norm = ALLOW_FALSE, .ffn_ungated = ALLOW_FALSE, .parallel_residual = ALLOW_FALSE,
-    .fused_qkv_heads = ALLOW_FALSE, .norm_bias = ALLOW_FALSE,
+    .fused_qkv_heads = ALLOW_FALSE, .norm_bias = ALLOW_FALSE, .alibi = ALLOW_FALSE,
+    .embed_norm = ALLOW_FALSE,
     .moe_routers = BIT(FACET_ROUTER_NONE), .shared_expert = ALLOW_FALSE,
     .ssm = 0,
     .dtypes = DTYPES_FLOAT,
@@ -197,6 +199,9 @@ const facet_profile facet_profiles[] = {
      "Falcon-7B/40B/180B, Falcon 2 (LayerNorm, parallel attention and MLP from one or two "
      "norms, multi-query or grouped fused query_key_value, ungated gelu MLP)", &cpu_dense,
      &vulkan_dense},
+    {"bloom", {"BloomForCausalLM"},
+     "BLOOM, BLOOMZ (ALiBi, LayerNorm on the embeddings, per-head fused query_key_value, "
+     "biases everywhere)", &cpu_dense, &vulkan_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 

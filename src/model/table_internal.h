@@ -50,6 +50,8 @@ typedef struct facet_caps {
     unsigned qkv_bias, o_bias, qk_norm, tied, fused_qkv, fused_gate_up; /* ALLOW_*     */
     unsigned fused_qkv_heads;     /* ALLOW_*: per-head [q; k; v] rows (NeoX)            */
     unsigned norm_bias;           /* ALLOW_*: LayerNorm biases                          */
+    unsigned alibi;               /* ALLOW_*: ALiBi position biases                      */
+    unsigned embed_norm;          /* ALLOW_*: a norm on the token embeddings             */
     unsigned dtypes;              /* BIT(st_dtype)                                     */
 } facet_caps;
 

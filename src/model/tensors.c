@@ -26,6 +26,7 @@ static int conv1d_o_bias(const facet_facts *f) { return f->conv1d && f->o_bias; 
 static int conv1d_mlp_bias(const facet_facts *f) { return f->conv1d && f->mlp_bias; }
 static int not_conv1d(const facet_facts *f) { return !f->conv1d; }
 static int pos_embed(const facet_facts *f) { return f->pos_embed_learned; }
+static int embed_norm(const facet_facts *f) { return f->embed_norm; }
 static int qkv_heads(const facet_facts *f) { return f->fused_qkv_heads; }
 static int qkv_heads_bias(const facet_facts *f) { return f->fused_qkv_heads && f->qkv_bias; }
 static int norm_bias(const facet_facts *f) { return f->norm_bias; }
@@ -116,6 +117,9 @@ const facet_tensor_row facet_tensor_rows[] = {
      .slot = FACET_TS_EMBED_TOKENS, .fused = -1, .when = always},
     {.root = FACET_TR_MODEL, .name = "wpe.weight", .dims = {FACET_TD_POSITIONS, H}, .matrix = 1,
      .slot = FACET_TS_POS_EMBED, .fused = -1, .when = pos_embed},
+    /* BLOOM: a LayerNorm on the embeddings */
+    VEC(FACET_TR_MODEL, "word_embeddings_layernorm.weight", NULL, H, FACET_TS_EMBED_NORM, embed_norm),
+    VEC(FACET_TR_MODEL, "word_embeddings_layernorm.bias", NULL, H, FACET_TS_EMBED_NORM_BIAS, embed_norm),
     {.root = L, .name = "input_layernorm.weight", .alt = "ln_1.weight" /* GPT-2 */,
      .alt2 = "ln_attn.weight" /* Falcon's new_decoder_architecture */,
      .alt5 = "operator_norm.weight" /* LFM2 */,
@@ -510,7 +514,8 @@ int facet_tensor_prefix(const st_checkpoint *ck, char *out, size_t cap) {
      * loaded alone nest it deeper */
     static const char *const known[] = {"model.", "model.language_model.",
                                         "language_model.model.", "transformer.", "backbone.", "gpt_neox.",
-                                        "transformer.|h." /* GPT-2 */, ""};
+                                        "transformer.|h." /* GPT-2 */,
+                                        "|h." /* BLOOM saved as its base model */, ""};
     char probe[128];
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         facet_tensor_layer_path(known[i], 0, probe, sizeof probe);

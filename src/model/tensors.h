@@ -146,6 +146,9 @@ typedef enum facet_tslot {
     FACET_TS_KV_B_PROJ,        /* (nh * (dn + dv), kv_lora_rank): per head dn key rows,
                                   then dv value rows                                   */
     FACET_TS_ROUTER_SCORE_BIAS, /* (E) mlp.gate.e_score_correction_bias (noaux_tc)    */
+    FACET_TS_EMBED_NORM,                    /* (H) the token embeddings' LayerNorm
+                                               (facts embed_norm: BLOOM)                */
+    FACET_TS_EMBED_NORM_BIAS,               /* (H) its bias                             */
     FACET_TS_COUNT,
     FACET_TS_FUSED = -1, /* a fused row: its parts go to `split`                     */
 } facet_tslot;

@@ -17,7 +17,7 @@ olmo (OLMo-1B: the non-parametric LayerNorm, tied); gpt2 (gpt2-xl, corpus: Conv1
 projections, learned positions, no rotary, n_embd-style keys, tied); falcon
 (falcon-7b-instruct, corpus: multi-query, one norm in parallel; falcon-40b: the new
 decoder architecture, KV groups, two norms; and the sequential per-head layout with
-biases).
+biases); bloom (bloom-560m: ALiBi over 8 and 12 heads, the embeddings' LayerNorm).
 """
 
 import json
@@ -104,6 +104,19 @@ FALCON_40B = {
 }
 FALCON_7B = os.path.join(CONFIG_DIR, "tiiuae__falcon-7b-instruct")
 
+# bigscience/bloom-560m config.json as published (public), written inline: ALiBi, the
+# embeddings' LayerNorm, Megatron keys BloomConfig never reads.
+BLOOM_560M = {
+    "apply_residual_connection_post_layernorm": False, "architectures": ["BloomForCausalLM"],
+    "attention_dropout": 0.0, "attention_softmax_in_fp32": True, "bias_dropout_fusion": True,
+    "bos_token_id": 1, "eos_token_id": 2, "hidden_dropout": 0.0, "hidden_size": 1024,
+    "initializer_range": 0.02, "layer_norm_epsilon": 1e-05, "masked_softmax_fusion": True,
+    "model_type": "bloom", "n_head": 16, "n_inner": None, "n_layer": 24, "offset_alibi": 100,
+    "pad_token_id": 3, "pretraining_tp": 1, "skip_bias_add": True, "skip_bias_add_qkv": False,
+    "slow_but_exact": False, "transformers_version": "4.27.0.dev0", "unk_token_id": 0,
+    "use_cache": True, "vocab_size": 250880,
+}
+
 # name -> (source, shrink kwargs)
 CLASSES = {
     "gpt_neox-redpajama": (os.path.join(CONFIG_DIR, "togethercomputer__RedPajama-INCITE-7B-Base"), {}),
@@ -122,6 +135,10 @@ CLASSES = {
     "falcon-40b": (FALCON_40B, {"num_kv_heads": 2}),
     # the per-head [q; k; v] layout, sequential block, biases (falcon-rw's block, rotary)
     "falcon-sequential": (FALCON_7B, {"multi_query": False, "parallel_attn": False, "bias": True}),
+    # ALiBi over 8 heads (a power of two) and over 12 (the interleaved extra slopes)
+    "bloom-560m": (BLOOM_560M, {}),
+    "bloom-12-heads": (BLOOM_560M, {"num_attention_heads": 12, "num_key_value_heads": 12,
+                                    "head_dim": 16}),
 }
 N_PROMPT = 96
 N_GEN = 32
@@ -132,7 +149,7 @@ def prompt(vocab, seed, n=N_PROMPT):
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 files")
 def test_classic_class_matches_reference(name, make_checkpoint, reference_for, run_facet, tmp_path):
     src, shrink = CLASSES[name]
@@ -168,11 +185,11 @@ def test_classic_class_matches_reference(name, make_checkpoint, reference_for, r
 # activations, which no reference here models): typical rows within float32 arithmetic,
 # the worst within the one-bf16-step slack of test_kv_cache.py; and measurably nearer than
 # the unrounded reference, so the cache's rounding is modelled, not ignored.
-DEFAULT_16BIT = ["falcon-7b", "falcon-40b"]
+DEFAULT_16BIT = ["falcon-7b", "falcon-40b", "bloom-560m"]
 
 
 @pytest.mark.parametrize("name", DEFAULT_16BIT)
-@pytest.mark.evidence(config_classes=["falcon"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["falcon", "bloom"], backend="cpu", weights=["f32"],
                       oracle="float64 reference with bf16 KV rounding, BF16 files")
 def test_classic_default_16bit_matches_rounded_reference(name, make_checkpoint, reference_for,
                                                          run_facet, tmp_path):

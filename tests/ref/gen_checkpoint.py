@@ -396,6 +396,8 @@ def tensor_specs(config, experts_layout=None):
         return _gpt2_specs(f)
     if f.classic == "falcon":
         return _falcon_specs(f)
+    if f.classic == "bloom":
+        return _bloom_specs(f)
     specs = [("model.embed_tokens.weight", (V, H), ("embed",))]
     for i in range(f.num_hidden_layers):
         p = "model.layers.%d." % i
@@ -534,6 +536,32 @@ def _falcon_specs(f):
             specs.append((p + n + ".weight", (rows, fan_in), ("linear", fan_in)))
             if f.qkv_bias:
                 specs.append((p + n + ".bias", (rows,), ("bias",)))
+    specs.append(("transformer.ln_f.weight", (H,), ("norm",)))
+    specs.append(("transformer.ln_f.bias", (H,), ("bias",)))
+    if not f.tie_word_embeddings:
+        specs.append(("lm_head.weight", (V, H), ("linear", H, "lm_head")))
+    return specs
+
+
+def _bloom_specs(f):
+    """BloomForCausalLM's tensors (modeling_bloom): word_embeddings and its LayerNorm; per
+    layer input_layernorm, self_attention.query_key_value (3 H rows, per head [q; k; v]),
+    self_attention.dense, post_attention_layernorm, mlp.dense_h_to_4h / dense_4h_to_h,
+    every Linear and LayerNorm with a bias; ln_f; lm_head tied."""
+    H, I, V = f.hidden_size, f.intermediate_size, f.vocab_size
+    Q = f.num_attention_heads * f.head_dim
+    specs = [("transformer.word_embeddings.weight", (V, H), ("embed",)),
+             ("transformer.word_embeddings_layernorm.weight", (H,), ("norm",)),
+             ("transformer.word_embeddings_layernorm.bias", (H,), ("bias",))]
+    for i in range(f.num_hidden_layers):
+        p = "transformer.h.%d." % i
+        for n in ("input_layernorm", "post_attention_layernorm"):
+            specs.append((p + n + ".weight", (H,), ("norm",)))
+            specs.append((p + n + ".bias", (H,), ("bias",)))
+        for n, rows, fan_in in (("self_attention.query_key_value", 3 * Q, H), ("self_attention.dense", H, Q),
+                                ("mlp.dense_h_to_4h", I, H), ("mlp.dense_4h_to_h", H, I)):
+            specs.append((p + n + ".weight", (rows, fan_in), ("linear", fan_in)))
+            specs.append((p + n + ".bias", (rows,), ("bias",)))
     specs.append(("transformer.ln_f.weight", (H,), ("norm",)))
     specs.append(("transformer.ln_f.bias", (H,), ("bias",)))
     if not f.tie_word_embeddings:

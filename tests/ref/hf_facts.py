@@ -126,6 +126,12 @@ FAMILIES = {
     # query_key_value in KV groups; parallel_attn; tied lm_head (PretrainedConfig).
     "falcon": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=("activation",), act="gelu",
                    qkv_bias="bias", sliding="none", classic="falcon"),
+    # BloomConfig / modeling_bloom: n_layer, n_head, layer_norm_epsilon; LayerNorms with
+    # bias, word_embeddings_layernorm on the embeddings; every Linear with a bias; ALiBi
+    # (build_alibi_tensor) instead of rotary; MLP dense_4h_to_h(bloom_gelu(dense_h_to_4h))
+    # 4 x hidden wide; tied lm_head.
+    "bloom": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=(), act="bloom_gelu",
+                  qkv_bias="always_all", sliding="none", classic="bloom"),
     "stablelm": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
                      qkv_bias="use_qkv_bias", sliding="none", keys="stablelm"),
     "stablelm_epoch": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
@@ -153,6 +159,10 @@ CLASSIC = {
     "falcon": dict(eps_key="layer_norm_epsilon", rotary_pct=("partial_rotary_factor", 1.0),
                    theta_key="rope_theta", parallel=("parallel_attn", True), norm="layer",
                    gated=False),
+    "bloom": dict(eps_key="layer_norm_epsilon", rotary_pct=("partial_rotary_factor", 1.0),
+                  theta_key="rope_theta", parallel=(None, False), norm="layer", gated=False,
+                  aliases={"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"},
+                  ffn_mult=4, alibi=True),
     "stablelm": dict(eps_key="layer_norm_eps", rotary_pct=("partial_rotary_factor", 0.25),
                      theta_key="rope_theta", parallel=("use_parallel_residual", False),
                      norm="layer", gated=True),
@@ -204,7 +214,8 @@ MOE = {
 # model_type of a multimodal wrapper -> the model_type of its text_config's family.
 TEXT_WRAPPERS = {"gemma3": "gemma3_text"}
 
-ACTIVATIONS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast", "relu")
+ACTIVATIONS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast", "relu",
+               "bloom_gelu")
 
 ROPE_TYPES = ("default", "linear", "dynamic", "llama3", "yarn", "longrope")
 
@@ -283,6 +294,7 @@ class Facts:
     # norms: 1 (input_layernorm feeds both) or 2 (ln_attn, ln_mlp)
     qkv_layout: Optional[str] = None
     parallel_norms: int = 1
+    alibi: bool = False            # ALiBi position biases instead of rotary (BLOOM)
 
 
 def text_config(config):
@@ -417,6 +429,11 @@ def facts(config):
                 cfg[v] = cfg[k]
         if classic.get("learned_positions"):
             cfg["intermediate_size"] = _get(cfg, "n_inner", 4 * int(cfg["hidden_size"]))
+        if classic.get("ffn_mult"):
+            cfg["intermediate_size"] = classic["ffn_mult"] * int(cfg["hidden_size"])
+        if mt == "bloom" and cfg.get("apply_residual_connection_post_layernorm"):
+            raise NotImplementedError("apply_residual_connection_post_layernorm=true is not "
+                                      "implemented by the reference")
         cfg["rms_norm_eps"] = _get(cfg, classic["eps_key"], fam["eps"]) if classic["eps_key"] else fam["eps"]
         k, d = classic["rotary_pct"]
         cfg["partial_rotary_factor"] = _get(cfg, k, d)
@@ -488,7 +505,7 @@ def facts(config):
                         max_position_embeddings=max_pos,
                         original_max_position_embeddings=None if orig_max is None else int(orig_max))
 
-    if classic and classic.get("learned_positions"):
+    if classic and (classic.get("learned_positions") or classic.get("alibi")):
         use_rope = [False] * n_layers
     elif fam.get("no_rope"):
         nrl = cfg.get("no_rope_layers")
@@ -548,4 +565,5 @@ def facts(config):
         parallel=(bool(_get(cfg, classic["parallel"][0], classic["parallel"][1]))
                   if classic and classic["parallel"][0] else bool(classic and classic["parallel"][1])),
         gated=classic["gated"] if classic else True, **falcon,
+        alibi=bool(classic and classic.get("alibi")),
     )

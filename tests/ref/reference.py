@@ -110,7 +110,23 @@ def activation(name, x):
         return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
     if name == "relu":
         return np.maximum(x, 0.0)
+    if name == "bloom_gelu":  # modeling_bloom.bloom_gelu_forward, its own constant
+        return x * 0.5 * (1.0 + np.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
     raise NotImplementedError("activation %r" % name)
+
+
+def bloom_alibi_slopes(num_heads):
+    """modeling_bloom.build_alibi_tensor's slopes: base 2^(-8 / c) to the powers 1..c for
+    c the closest power of two <= num_heads, then the extra heads' slopes, odd powers of
+    2^(-4 / c), float64."""
+    c = 2 ** math.floor(math.log2(num_heads))
+    base = 2.0 ** (-(2.0 ** -(math.log2(c) - 3)))
+    slopes = [base ** p for p in range(1, c + 1)]
+    if c != num_heads:
+        extra = 2.0 ** (-(2.0 ** -(math.log2(2 * c) - 3)))
+        n = min(c, num_heads - c)
+        slopes += [extra ** p for p in range(1, 2 * n, 2)]
+    return np.asarray(slopes, dtype=np.float64)
 
 
 def softcap(x, cap):
@@ -332,6 +348,17 @@ class Reference:
                        qkv="self_attention.query_key_value", qkv_layout="grouped",
                        o="self_attention.dense", up="mlp.dense_h_to_4h", down="mlp.dense_4h_to_h",
                        final="transformer.ln_f", head="lm_head.weight"),
+        # BLOOM (modeling_bloom): h = LN(word_embeddings[ids]) (word_embeddings_layernorm);
+        # per layer h = h + dense(attn(LN_in(h))), h = h + mlp(LN_post(h)); query_key_value
+        # viewed [T, heads, 3, hd]; scores = alibi + q.k / sqrt(hd) (baddbmm, beta 1), alibi
+        # = slope_h * key position; mlp = dense_4h_to_h(bloom_gelu(dense_h_to_4h(x)));
+        # logits = ln_f(h) @ word_embeddings^T (tied).
+        "bloom": dict(embed="transformer.word_embeddings.weight",
+                      embed_ln="transformer.word_embeddings_layernorm", layer="transformer.h.%d.",
+                      ln_in="input_layernorm", ln_post="post_attention_layernorm",
+                      qkv="self_attention.query_key_value", o="self_attention.dense",
+                      up="mlp.dense_h_to_4h", down="mlp.dense_4h_to_h", final="transformer.ln_f",
+                      head="lm_head.weight"),
         "phi": dict(embed="model.embed_tokens.weight", layer="model.layers.%d.",
                     ln_in="input_layernorm", ln_post=None, qkv=None, q="self_attn.q_proj",
                     k="self_attn.k_proj", v="self_attn.v_proj", o="self_attn.dense",
@@ -400,6 +427,8 @@ class Reference:
             V = np.repeat(V, nh // V.shape[1], axis=1)
         scores = np.einsum("thd,shd->hts", q, K) * f.attn_scale
         S = K.shape[0]
+        if f.alibi:  # BLOOM: + slope_h * key position
+            scores = scores + bloom_alibi_slopes(nh)[:, None, None] * np.arange(S)[None, None, :]
         allowed = np.arange(S)[None, :] <= np.asarray(positions)[:, None]
         scores = np.where(allowed[None], scores, -np.inf)
         scores -= scores.max(axis=-1, keepdims=True)
@@ -448,7 +477,8 @@ class Reference:
     def _embed(self, ids):
         f = self.facts
         if f.classic:
-            return self._t(self.names["embed"])[np.asarray(ids, dtype=np.int64)]
+            h = self._t(self.names["embed"])[np.asarray(ids, dtype=np.int64)]
+            return self._ln(h, self.names["embed_ln"]) if self.names.get("embed_ln") else h
         h = self._t("embed_tokens.weight")[np.asarray(ids, dtype=np.int64)]
         if f.embed_multiplier is not None:
             m = f.embed_multiplier

@@ -291,6 +291,33 @@ static void test_falcon(void **state) {
     assert_non_null(strstr(err.message, "num_kv_heads is 2"));
 }
 
+/* BloomConfig (issue 28): its n_layer / n_head spellings, the MLP fixed at 4 x hidden, ALiBi
+ * (no layer rotates), the embeddings' LayerNorm; the Megatron keys it never reads are
+ * consumed; apply_residual_connection_post_layernorm runs only false. */
+static void test_bloom(void **state) {
+    (void)state;
+    facet_error err;
+    const char *cfg = "{\"model_type\": \"bloom\", \"hidden_size\": 1024, \"n_layer\": 24, "
+                      "\"n_head\": 16, \"vocab_size\": 250880, \"n_inner\": null, "
+                      "\"offset_alibi\": 100, \"skip_bias_add\": true, "
+                      "\"apply_residual_connection_post_layernorm\": %s}";
+    char text[512];
+    snprintf(text, sizeof text, cfg, "false");
+    assert_int_equal(from_text(text, &err), FACET_OK);
+    assert_int_equal(F.num_hidden_layers, 24);
+    assert_int_equal(F.num_attention_heads, 16);
+    assert_int_equal(F.head_dim, 64);
+    assert_int_equal(F.intermediate_size, 4096);
+    assert_true(F.alibi && F.alibi_bias_max == 8.0 && F.embed_norm && F.layer_norm);
+    assert_int_equal(F.n_no_rope_layers, 24);
+    assert_int_equal(F.act, FACET_ACT_GELU_TANH);
+    assert_int_equal(F.tie_word_embeddings, 1);
+    assert_int_equal(F.n_config_keys, 0);
+    snprintf(text, sizeof text, cfg, "true");
+    assert_int_equal(from_text(text, &err), FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "apply_residual_connection_post_layernorm is true"));
+}
+
 static void test_outside_families_read_leniently(void **state) {
     (void)state;
     read_ok("THUDM__chatglm3-6b");
@@ -603,6 +630,7 @@ int main(void) {
         cmocka_unit_test(test_gemma_hidden_activation),
         cmocka_unit_test(test_mamba),
         cmocka_unit_test(test_falcon),
+        cmocka_unit_test(test_bloom),
         cmocka_unit_test(test_outside_families_read_leniently),
         cmocka_unit_test(test_mistral_class_default_window),
         cmocka_unit_test(test_bad_inputs),

@@ -446,6 +446,10 @@ void facet_attention(const facet_attn_params *P, const float *q, size_t q_stride
             float *si = s + (size_t)i * B, *ai = acc + (size_t)i * hd;
             if (cap > 0) /* Gemma 2: cap * tanh(score / cap) */
                 for (int j = 0; j < n; j++) si[j] = tanhf(si[j] / cap) * cap;
+            if (P->alibi) { /* ALiBi: slope * (key position - query position) */
+                float slope = P->alibi[(size_t)i * P->alibi_stride];
+                for (int j = 0; j < n; j++) si[j] += slope * (float)(t0 + j - pos[i]);
+            }
             for (int j = 0; j < first[i] - t0; j++) si[j] = -INFINITY; /* before the window */
             float c, sum = 0.0f;
             if (avx512) {

@@ -338,7 +338,11 @@ const char *facet_attention_kernel_name(facet_attn_path p, facet_kv_type t, int 
  * with first(i) = max(0, pos[i] - window + 1) (window 0: 0), softcap(x) =
  * softcap * tanh(x / softcap) (softcap 0: x), and, when sinks is non-NULL, one more
  * logit sinks[i * sink_stride] in the softmax's denominator whose value is 0 (gpt-oss's
- * per-head attention sinks; sink_stride 0 when every query of a call is one head).
+ * per-head attention sinks; sink_stride 0 when every query of a call is one head), and,
+ * when alibi is non-NULL, alibi[i * alibi_stride] * (t - pos[i]) added to each score
+ * after the softcap (ALiBi: the head's slope times the key's distance, <= 0; the form
+ * relative to the query adds the same per-query constant as BLOOM's slope * t, which the
+ * softmax cancels, and keeps the bias small in float32).
  * Keys and values of kv_type; values' rows v_stride elements apart. The head's buffers
  * are linear (kv_ring 0: position t at row t - kv_pos0, kv_pos0 a multiple of
  * FACET_ATTN_BLOCK and <= first(i) rounded down to one) or a ring (kv_ring > 0, a
@@ -352,6 +356,8 @@ typedef struct facet_attn_params {
     int window;
     const float *sinks;
     size_t sink_stride;
+    const float *alibi;
+    size_t alibi_stride;
     facet_kv_type kv_type;
     size_t v_stride;
     int kv_ring;
