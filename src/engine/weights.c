@@ -804,7 +804,7 @@ static facet_status load_row(wload *ld, const facet_facts *f, facet_weights *w,
     /* the output projection (lm_head, or the embedding that serves as it when tied) in
      * its own format (facet_wformat_output) */
     int output = r->slot == FACET_TS_LM_HEAD || (r->slot == FACET_TS_EMBED_TOKENS && !f->has_lm_head);
-    facet_wformat fmt = output ? facet_wformat_output(ld->format) : ld->format;
+    facet_wformat fmt = output ? facet_wformat_output(ld->format, d1) : ld->format;
     /* the router stays float32: its ranking picks the experts, and a rounded score flips
      * the choice where two experts are close (E x H floats per layer) */
     if (r->slot == FACET_TS_ROUTER) fmt = FACET_WF_F32;

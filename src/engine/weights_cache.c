@@ -43,17 +43,18 @@ static int cache_disabled(const facet_load_options *o) {
  * cleared) and bytes. A change to the packing, the padding, the int8 rounding or the
  * struct changes the digest, so a cache from another build is rejected without anyone
  * having to remember to bump a version. Both the format and its output projection's
- * (facet_wformat_output, when another) are probed.
+ * (facet_wformat_output, when another; per shape, so q4's int8 and Q6_K outputs both) are
+ * probed.
  */
 static facet_status layout_digest(facet_wformat format, uint8_t out[32], facet_error *err) {
     static const int shapes[4][2] = {{37, 100}, {16, 64}, {5, 33}, {48, 256}};
     facet_str buf = {0}; /* what is hashed: per shape its struct, byte count and bytes */
     uint32_t rng = 12345u;
     facet_status st = FACET_OK;
-    int n_probe = facet_wformat_output(format) != format ? 2 : 1;
+    int n_probe = facet_wformat_output(format, 256) != format ? 2 : 1;
     for (int s = 0; s < n_probe * 4 && st == FACET_OK; s++) {
         int rows = shapes[s % 4][0], cols = shapes[s % 4][1];
-        facet_wformat probe = s < 4 ? format : facet_wformat_output(format);
+        facet_wformat probe = s < 4 ? format : facet_wformat_output(format, cols);
         facet_wtensor t;
         memset(&t, 0, sizeof t);
         t.format = FACET_WF_F32;

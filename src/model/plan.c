@@ -107,7 +107,7 @@ static void add_vec(wsum *w, uint64_t n, uint64_t count) {
 }
 
 /* Weight bytes in format fmt: 2-D matrices in fmt (the output projection in
- * facet_wformat_output(fmt)), vectors (norms, biases) in f32. A
+ * facet_wformat_output(fmt, H)), vectors (norms, biases) in f32. A
  * mixture-of-experts layer holds the router, num_experts experts of
  * moe_intermediate_size and the shared expert; a decoded token reads the router, its
  * num_experts_per_tok experts and the shared expert, and everything else (the embedding
@@ -128,7 +128,7 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
     int untied = f->probed ? f->has_lm_head : !f->tie_word_embeddings;
 
     /* embeddings (the output projection's format when tied) */
-    int out_fmt = (int)facet_wformat_output((facet_wformat)fmt);
+    int out_fmt = (int)facet_wformat_output((facet_wformat)fmt, (int64_t)H);
     uint64_t emb = be->ops->weight_bytes(be, (facet_wformat)(untied ? fmt : out_fmt), V, H);
     w->bytes = w->active_bytes = emb;
     if (untied && V) w->active_bytes = emb / V; /* looked up: a token reads one row */

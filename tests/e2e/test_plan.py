@@ -40,11 +40,12 @@ def test_dense_gqa_llama32_1b(facet_bin):
     # 1235814400 parameters (embed 128256*2048 + 16 layers * 60821504 + 2048), tied
     assert p["n_params"] == 1235814400
     # int8: one byte per weight + one f16 scale per 32 inputs and row; q4: half a byte,
-    # its tied embedding (the output projection, 128256 x 2048) int8
+    # its tied embedding (the output projection, 128256 x 2048) in Q6_K blocks (210 bytes
+    # per 256 inputs)
     emb = 128256 * 2048
     assert p["weight_bytes"] == {"f32": 4943257600, "bf16": 2471763968, "f16": 2471763968,
                                  "int8": 1235746816 + 1235746816 // 16 + 4 * 67584,
-                                 "q4": (1235746816 - emb) * 9 // 16 + emb * 17 // 16 + 4 * 67584}
+                                 "q4": (1235746816 - emb) * 9 // 16 + emb // 256 * 210 + 4 * 67584}
     assert p["kv_bytes_per_layer_position"] == 2 * 8 * 64 * 4
     assert p["kv_bytes_per_token_naive"] == 16 * 4096
     assert p["kv_bytes_per_sequence"] == 16 * 4096 * 4096

@@ -1,5 +1,5 @@
-"""`--weights q4` (4-bit weights, the output projection int8) against a float64 reference
-that rounds the weights the same way.
+"""`--weights q4` (4-bit weights, the output projection Q6_K, or int8 where its rows are not
+a multiple of 256 inputs) against a float64 reference that rounds the weights the same way.
 
 facet q4 rounds every weight matrix once (tests/ref/weights_round.py models the rounding
 from the format's definition) and quantizes each activation row to int8 per block of 32

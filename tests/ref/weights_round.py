@@ -11,7 +11,13 @@ matmul_internal.h), in NumPy, independently of the C code:
   -8, 7) in float32, then the least-squares refit d' = f16(sum w q / sum q^2) of those
   codes with its own codes; the first candidate with the smallest sum (w - d q)^2 wins;
   w' = d q. `--weights q4` keeps the output projection (lm_head, or the tied embedding)
-  in int8.
+  in GGUF Q6_K blocks where its rows are a multiple of 256 inputs, else in int8.
+- Q6_K (facet's own quantizer, quant.h facet_quantize_row_q6_K): per group of 16, m the
+  value of largest |w| (the first on ties); for c = -4..4: is = -(32 + c / 4) / m, codes
+  clamp(round_even(is w), -32, 31), refit s = sum w q / sum q^2, error sum (w - s q)^2; the
+  first smallest error wins. Per 256: d = f16(max |s| / 127), sc = clamp(round_even(s / d),
+  -128, 127), codes clamp(round_even(w / (d sc)), -32, 31) (0 where d sc = 0); w' =
+  (d sc) q, all in float32.
 
 The sums are float64 in another order than the C code's, so a block whose two best
 candidates tie to the last bit may pick the other (never seen; it would move one block's
@@ -90,9 +96,39 @@ def round_q4(w):
     return _unblock(bq * bd[:, None], np.shape(w)[0], cols)
 
 
+def round_q6_K(w):
+    w = np.asarray(w, dtype=np.float32)
+    rows, cols = w.shape
+    g = w.reshape(-1, 16)
+    idx = np.argmax(np.abs(g), axis=1)
+    m = g[np.arange(g.shape[0]), idx]
+    best_e = np.full(g.shape[0], np.inf)
+    s = np.zeros(g.shape[0], dtype=np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for c in range(-4, 5):
+            inv = np.where(m != 0, -(np.float32(32.0) + np.float32(0.25) * np.float32(c)) / m, 0).astype(np.float32)
+            q = np.clip(np.rint(inv[:, None] * g), -32, 31).astype(np.float32)
+            sqq = (q * q).sum(axis=1, dtype=np.float64)
+            sc = np.where(sqq > 0, (g * q).sum(axis=1, dtype=np.float64) / np.where(sqq > 0, sqq, 1), 0)
+            sc = sc.astype(np.float32)
+            e = ((g.astype(np.float64) - sc.astype(np.float64)[:, None] * q) ** 2).sum(axis=1)
+            better = (sqq > 0) & (e < best_e)
+            best_e = np.where(better, e, best_e)
+            s = np.where(better, sc, s)
+    s = s.reshape(-1, 16)
+    d = _f16(np.abs(s).max(axis=1) / np.float32(127.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sc = np.where(d[:, None] > 0, np.clip(np.rint(s / d[:, None]), -128, 127), 0).astype(np.float32)
+        ds = (d[:, None] * sc).astype(np.float32)  # [blocks, 16]
+        x = w.reshape(-1, 16, 16)
+        q = np.where(ds[:, :, None] != 0, np.clip(np.rint(x / ds[:, :, None]), -32, 31), 0).astype(np.float32)
+    return (ds[:, :, None] * q).astype(np.float32).reshape(rows, cols).astype(np.float64)
+
+
 class RoundedStore:
     """A reference.Reference tensor store whose 2-D weight matrices read back rounded as
-    `--weights kind` stores them (kind "q4": layers q4, the output projection int8; "int8":
+    `--weights kind` stores them (kind "q4": layers q4, the output projection Q6_K (int8
+    where its rows are not a multiple of 256); "int8":
     every matrix int8). `output` names the output projection's tensor."""
 
     def __init__(self, store, kind, output):
@@ -113,7 +149,10 @@ class RoundedStore:
         if name not in self._cache:
             t = self.store[name]
             if np.ndim(t) == 2 and name.endswith(".weight"):
-                q8 = self.kind == "int8" or name == self.output
-                t = round_q8(t) if q8 else round_q4(t)
+                if self.kind == "q4" and name == self.output and np.shape(t)[1] % 256 == 0:
+                    t = round_q6_K(t)
+                else:
+                    q8 = self.kind == "int8" or name == self.output
+                    t = round_q8(t) if q8 else round_q4(t)
             self._cache[name] = t
         return self._cache[name]

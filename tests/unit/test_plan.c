@@ -60,9 +60,9 @@ static void test_dense_gqa(void **state) {
      * (every dim here is a multiple of 16 rows / 32 inputs: no packing padding) */
     assert_int_equal(P.weight_bytes[FACET_WF_Q8], 1313251328ull);
     /* q4: half a byte per matrix element + one f16 scale per 32, the tied embedding (the
-     * output projection) int8: (1235746816 - 262668288) * 0.5625 + 262668288 * 1.0625 +
-     * 270336 */
-    assert_int_equal(P.weight_bytes[FACET_WF_Q4], 826712064ull);
+     * output projection; 2048 inputs, a multiple of 256) in Q6_K blocks of 210 bytes per
+     * 256: (1235746816 - 262668288) * 0.5625 + 262668288 / 256 * 210 + 270336 */
+    assert_int_equal(P.weight_bytes[FACET_WF_Q4], 763097088ull);
     /* k = 2 * 8 * 64 * 4 = 4096 B per layer and position; naive 16 * 4096 */
     assert_int_equal(P.kv_bytes_per_layer_position, 4096);
     assert_int_equal(P.kv_bytes_per_token_naive, 65536);
@@ -220,7 +220,7 @@ static void test_packing_padding(void **state) {
     assert_int_equal(P.weight_bytes[FACET_WF_F32], 4 * mat + 4 * (5 * 128 + 64));
     assert_int_equal(P.weight_bytes[FACET_WF_BF16], 2 * mat + 4 * (5 * 128 + 64));
     assert_int_equal(P.weight_bytes[FACET_WF_Q8], mat + mat / 16 + 4 * (5 * 128 + 64));
-    /* q4: the tied embedding, the output projection, int8 */
+    /* q4: the tied embedding, the output projection, int8 (64 inputs: not Q6_K's 256s) */
     assert_int_equal(P.weight_bytes[FACET_WF_Q4],
                      (mat - 512 * 64) / 16 * 9 + 512 * 64 / 16 * 17 + 4 * (5 * 128 + 64));
     /* parameters count the real (unpadded) elements */

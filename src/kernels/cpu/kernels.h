@@ -72,12 +72,16 @@ static inline facet_weight_format facet_wformat_public(facet_wformat f) {
 }
 
 /* The format of the output projection (lm_head, or the embedding matrix when it serves as
- * the lm_head) for run-time format f: int8 for q4, f otherwise. A 4-bit output adds its
- * error straight to the logits: on the GGUF corpus's qwen3 (tied) model an all-q4 run was
- * 0.29 relative logit error from f32 vs 0.23 with an int8 output (llama.cpp's Q4_0 file,
- * whose output llama-quantize keeps at Q6_K: 0.25); bench/RESULTS.md. */
-static inline facet_wformat facet_wformat_output(facet_wformat f) {
-    return f == FACET_WF_Q4 ? FACET_WF_Q8 : f;
+ * the lm_head) of `cols` inputs for run-time format f: for q4, GGUF Q6_K blocks (facet's
+ * own quantizer, quant.h facet_quantize_row_q6_K) where cols is a multiple of 256, else
+ * int8; f otherwise. A 4-bit output adds its error straight to the logits (on the GGUF
+ * corpus's qwen3 (tied) model an all-q4 run was 0.29 relative logit error from f32 vs
+ * 0.23 with an int8 output; llama.cpp's Q4_0 file, whose output llama-quantize keeps at
+ * Q6_K: 0.25); a 6.56-bit output reads 23% fewer bytes than int8's 8.5 (on Qwen3-0.6B the
+ * tied output is 40% of q4's bytes per token) for about int8's error (bench/RESULTS.md). */
+static inline facet_wformat facet_wformat_output(facet_wformat f, int64_t cols) {
+    if (f != FACET_WF_Q4) return f;
+    return cols > 0 && cols % 256 == 0 ? FACET_WF_GGUF_Q6_K : FACET_WF_Q8;
 }
 
 /*

@@ -142,6 +142,10 @@ void facet_quantize_row_q8_K(const float *x, void *out, int64_t n);
 /* The quantizer of kind k (one of the three above). */
 void facet_quantize_row_qx(facet_qxkind k, const float *x, void *out, int64_t n);
 
+/* n floats (a multiple of 256) as Q6_K weight blocks at out: facet's own quantizer
+ * (quant_k.c) for --weights q4's output projection. */
+void facet_quantize_row_q6_K(const float *x, void *out, int64_t n);
+
 /* The traits of each type (quant_legacy.c: the 32-element types; quant_k.c: the 256-
  * element ones). */
 extern const facet_qtype_traits facet_qt_q4_0, facet_qt_q4_1, facet_qt_q5_0, facet_qt_q5_1,

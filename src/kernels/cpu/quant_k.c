@@ -236,3 +236,63 @@ void facet_quantize_row_q8_K(const float *x, void *out, int64_t n) {
         y[b].d = 1.0f / iscale;
     }
 }
+
+/* Q6_K from floats (facet's own quantizer, for --weights q4's output projection):
+ * per group of 16 a float scale s chosen among 9 candidates -m / (32 + c / 4), c = -4..4
+ * (m the element of largest magnitude, so m lands on or next to -32), each with q =
+ * clamp(round(x / s), -32, 31) and its least-squares refit sum(x q) / sum(q q), the
+ * smallest squared error winning; then d = max|s| / 127 (f16), sc = round(s / d) as
+ * int8 and q recomputed with the stored scale d * sc. Element order as unpack_q6_K. */
+static void q6_K_block(const float *x, kq_q6_K *b) {
+    float s[16];
+    for (int g = 0; g < 16; g++) {
+        const float *v = x + 16 * g;
+        float m = 0.0f, am = 0.0f;
+        for (int i = 0; i < 16; i++)
+            if (fabsf(v[i]) > am) am = fabsf(v[i]), m = v[i];
+        s[g] = 0.0f;
+        if (am == 0.0f) continue;
+        float best = INFINITY;
+        for (int c = -4; c <= 4; c++) {
+            float is = -(32.0f + 0.25f * (float)c) / m, sxq = 0.0f, sqq = 0.0f;
+            int8_t q[16];
+            for (int i = 0; i < 16; i++) {
+                float r = nearbyintf(is * v[i]);
+                q[i] = (int8_t)(r < -32.0f ? -32 : r > 31.0f ? 31 : r);
+                sxq += v[i] * q[i];
+                sqq += (float)(q[i] * q[i]);
+            }
+            if (sqq == 0.0f) continue;
+            float sc = sxq / sqq, e = 0.0f;
+            for (int i = 0; i < 16; i++) e += (v[i] - sc * q[i]) * (v[i] - sc * q[i]);
+            if (e < best) best = e, s[g] = sc;
+        }
+    }
+    float ms = 0.0f;
+    for (int g = 0; g < 16; g++) ms = fabsf(s[g]) > ms ? fabsf(s[g]) : ms;
+    memset(b, 0, sizeof *b);
+    b->d = facet_f32_to_f16(ms / 127.0f);
+    float d = facet_f16_to_f32(b->d);
+    int8_t q[256];
+    for (int g = 0; g < 16; g++) {
+        float r = d > 0.0f ? nearbyintf(s[g] / d) : 0.0f;
+        b->scales[g] = (int8_t)(r < -128.0f ? -128 : r > 127.0f ? 127 : r);
+        float ds = d * (float)b->scales[g];
+        for (int i = 0; i < 16; i++) {
+            float v = ds != 0.0f ? nearbyintf(x[16 * g + i] / ds) : 0.0f;
+            q[16 * g + i] = (int8_t)(v < -32.0f ? -32 : v > 31.0f ? 31 : v);
+        }
+    }
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 4; k++)
+            for (int t = 0; t < 32; t++) {
+                int u = q[128 * h + 32 * k + t] + 32; /* 0..63 */
+                uint8_t *l = &b->ql[64 * h + t + 32 * (k & 1)];
+                *l |= (uint8_t)(k < 2 ? (u & 0xF) : (u & 0xF) << 4);
+                b->qh[32 * h + t] |= (uint8_t)((u >> 4) << (2 * k));
+            }
+}
+
+void facet_quantize_row_q6_K(const float *x, void *out, int64_t n) {
+    for (int64_t b = 0; b < n / 256; b++) q6_K_block(x + 256 * b, (kq_q6_K *)out + b);
+}

@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/quant.h"
 #include "util/error.h"
 
 #define HUGE_PAGE (2u << 20)
@@ -287,9 +288,13 @@ facet_status facet_wtensor_convert(facet_wtensor *w, facet_wformat to, facet_err
                          "weights: conversion input must be row-major f32, got %s",
                          facet_wformat_name(w->format));
     if (to != FACET_WF_F32 && to != FACET_WF_BF16 && to != FACET_WF_F16 && to != FACET_WF_Q8 &&
-        to != FACET_WF_Q4)
+        to != FACET_WF_Q4 && to != FACET_WF_GGUF_Q6_K)
         return facet_err(err, FACET_E_UNSUPPORTED, "weights format %d is not built into this version",
                          (int)to);
+    if (to == FACET_WF_GGUF_Q6_K && w->cols % 256)
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "weights: a [%d, %d] matrix cannot be held in Q6_K blocks (rows of a "
+                         "multiple of 256 elements)", w->rows, w->cols);
     if (w->rows <= 0 || w->cols <= 0)
         return facet_err(err, FACET_E_INVALID_ARGUMENT, "weights: matrix shape [%d, %d] is empty",
                          w->rows, w->cols);
@@ -298,7 +303,24 @@ facet_status facet_wtensor_convert(facet_wtensor *w, facet_wformat to, facet_err
     if (!dst)
         return facet_err(err, FACET_E_NOMEM, "weights: cannot allocate %zu bytes for a [%d, %d] %s matrix",
                          bytes, w->rows, w->cols, facet_wformat_name(to));
-    facet_status st = pack(w->data, w->rows, w->cols, to, dst, err);
+    facet_status st = FACET_OK;
+    if (to == FACET_WF_GGUF_Q6_K) { /* facet's own Q6_K quantizer, row by row */
+        size_t rb = (size_t)(w->cols / 256) * facet_qt_q6_K.block_bytes;
+        const float *src = w->data;
+        for (int r = 0; r < w->rows; r++) {
+            for (int c = 0; c < w->cols; c++)
+                if (!isfinite(src[(size_t)r * w->cols + c])) {
+                    st = facet_err(err, FACET_E_INVALID_ARGUMENT,
+                                   "Q6_K weights: row %d column %d is %g (needs a finite value)", r, c,
+                                   (double)src[(size_t)r * w->cols + c]);
+                    break;
+                }
+            if (st != FACET_OK) break;
+            facet_quantize_row_q6_K(src + (size_t)r * w->cols, dst + (size_t)r * rb, w->cols);
+        }
+    } else {
+        st = pack(w->data, w->rows, w->cols, to, dst, err);
+    }
     if (st != FACET_OK) {
         free(dst);
         return st;
