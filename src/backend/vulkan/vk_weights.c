@@ -81,9 +81,17 @@ facet_status vk_weight_get(facet_device *d, const facet_wtensor *W, const vk_wei
     w->format = W->format;
     w->variant = variant;
     w->wstride = variant == 0 ? (uint32_t)W->cols : (uint32_t)(W->cols + 1) / 2;
+    uint64_t bytes = (uint64_t)W->rows * w->wstride * 4;
+    if (bytes > (uint64_t)d->c.max_range) /* one binding must hold the whole matrix */
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "vulkan: a [%d][%d] %s weight is %llu bytes, more than %s's "
+                         "maxStorageBufferRange (%llu bytes); a matrix split across "
+                         "bindings is not built yet", W->rows, W->cols,
+                         facet_wformat_name(W->format), (unsigned long long)bytes,
+                         d->c.device_name, (unsigned long long)d->c.max_range);
     float *row = malloc((size_t)W->cols * sizeof(float));
     if (!row) return facet_err(err, FACET_E_NOMEM, "vulkan weight upload row");
-    facet_status st = vk_buf_create(&d->c, (VkDeviceSize)W->rows * w->wstride * 4, &w->buf, err);
+    facet_status st = vk_buf_create(&d->c, (VkDeviceSize)bytes, &w->buf, err);
     if (st != FACET_OK) {
         free(row);
         return st;
