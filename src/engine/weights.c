@@ -77,8 +77,13 @@ static facet_status dequant_blocks(const st_tensor *t, float *dst, facet_error *
     return FACET_OK;
 }
 
-/* Read tensor `t` as a malloc'd float32 array. */
+/* Read tensor `t` as a malloc'd float32 array. A float8 tensor is refused here: its
+ * values mean something only with their block scales (read_mat_f32). */
 static facet_status read_f32(const st_tensor *t, float **out, facet_error *err) {
+    if (t->dtype == ST_F8_E4M3 && !t->gguf_qtype)
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "tensor '%s' is F8_E4M3 where facet reads float8 only as a 2-D weight "
+                         "matrix with block scales (NAME_scale_inv)", t->name);
     size_t n = (size_t)st_tensor_numel(t);
     float *buf = malloc(n * sizeof(float));
     if (!buf) return facet_err(err, FACET_E_NOMEM, "cannot allocate %zu floats for '%s'", n, t->name);
@@ -234,6 +239,35 @@ static facet_status block_mat(wload *ld, const char *name, const st_tensor *t, i
     return record(ld, name, KIND_MATRIX, wt, wt->data, facet_wtensor_bytes(wt), err);
 }
 
+/* Matrix t (rows x cols) as a malloc'd float32 array; a float8 e4m3 one (DeepSeek-V3's
+ * FP8 release, facts fp8_block_rows/cols) times its float32 NAME_scale_inv, one scale
+ * per block of fp8_block_rows x fp8_block_cols (the last blocks partial). */
+static facet_status read_mat_f32(const wload *ld, const facet_facts *f, const st_tensor *t,
+                                 int64_t rows, int64_t cols, float **out, facet_error *err) {
+    if (t->dtype != ST_F8_E4M3 || t->gguf_qtype) return read_f32(t, out, err);
+    int64_t br = f->fp8_block_rows, bc = f->fp8_block_cols;
+    if (br <= 0 || bc <= 0)
+        return facet_err(err, FACET_E_UNSUPPORTED, "tensor '%s' is F8_E4M3 but config.json has "
+                         "no fp8 quantization_config with weight_block_size", t->name);
+    char sname[300];
+    snprintf(sname, sizeof sname, "%s_scale_inv", t->name);
+    const st_tensor *st;
+    int64_t nr = (rows + br - 1) / br, nc = (cols + bc - 1) / bc;
+    facet_status s = find_tensor(ld->ck, sname, nr, nc, &st, err);
+    if (s != FACET_OK) return s;
+    float *scale = NULL, *w = malloc(sizeof(float) * (size_t)rows * (size_t)cols);
+    if (!w) return facet_err(err, FACET_E_NOMEM, "cannot allocate '%s' as float32", t->name);
+    if ((s = st_tensor_to_f32(t, w, err)) != FACET_OK || (s = read_f32(st, &scale, err)) != FACET_OK) {
+        free(w);
+        return s;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) w[r * cols + c] *= scale[(r / br) * nc + c / bc];
+    free(scale);
+    *out = w;
+    return FACET_OK;
+}
+
 /* A weight matrix of shape (rows, cols) in run-time format fmt. */
 static facet_status load_mat(wload *ld, const char *name, int64_t rows, int64_t cols,
                              facet_wformat fmt, facet_wtensor *wt, uint64_t *bytes,
@@ -247,7 +281,7 @@ static facet_status load_mat(wload *ld, const char *name, int64_t rows, int64_t 
         st = block_mat(ld, name, t, 0, rows, cols, wt, err);
     } else {
         float *f = NULL;
-        if ((st = read_f32(t, &f, err)) != FACET_OK) return st;
+        if ((st = read_mat_f32(ld, ld->facts, t, rows, cols, &f, err)) != FACET_OK) return st;
         st = convert_mat(ld, name, f, rows, cols, mat_format(ld, t, fmt), wt, err);
     }
     if (st != FACET_OK) return st;
@@ -815,6 +849,7 @@ static facet_status load_row(wload *ld, const facet_facts *f, facet_weights *w,
 
 facet_status facet_weights_walk(facet_model *m, wload *ld, facet_error *err) {
     const facet_facts *f = &m->facts;
+    ld->facts = f;
     facet_weights *w = &m->w;
     char prefix[64] = "model."; /* the probe refused a checkpoint without one */
     facet_tensor_prefix(ld->ck, prefix, sizeof prefix);

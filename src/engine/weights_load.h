@@ -22,6 +22,7 @@ typedef struct wload_rec {
  * when recording) or, when cache != NULL, from the cache's entries in order. */
 typedef struct wload {
     const st_checkpoint *ck;
+    const facet_facts *facts;      /* the model's (set by the walk): FP8 block sizes    */
     facet_wformat format;          /* run-time format of matrices                       */
     int native;                    /* 1: each matrix in its own type instead (GGUF block
                                     * types as stored, F16/BF16/F32 as f16/bf16/f32)      */

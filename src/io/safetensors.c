@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -488,10 +489,18 @@ float st_bf16_to_f32(uint16_t b) {
     return f;
 }
 
+/* float8 e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa bits; exponent 0 is
+ * subnormal (m x 2^-9); S.1111.111 is NaN; no infinities. */
+float st_f8e4m3_to_f32(uint8_t b) {
+    int e = (b >> 3) & 15, m = b & 7;
+    float v = e == 15 && m == 7 ? NAN : e == 0 ? (float)m * 0x1p-9f : ldexpf(1.0f + (float)m / 8.0f, e - 7);
+    return b & 128 ? -v : v;
+}
+
 facet_status st_tensor_to_f32(const st_tensor *t, float *dst, facet_error *err) {
-    if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
+    if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16 && t->dtype != ST_F8_E4M3)
         return facet_err(err, FACET_E_UNSUPPORTED,
-                         "tensor '%s' has dtype %s; readable: F32, F16, BF16", t->name,
+                         "tensor '%s' has dtype %s; readable: F32, F16, BF16, F8_E4M3", t->name,
                          st_dtype_name(t->dtype));
     uint64_t n = st_tensor_numel(t);
     if (n == 0) return FACET_OK;
@@ -518,6 +527,9 @@ facet_status st_tensor_to_f32(const st_tensor *t, float *dst, facet_error *err) 
     case ST_BF16:
         for (uint64_t i = 0; i < n; i++, p += 2)
             dst[i] = st_bf16_to_f32((uint16_t)(p[0] | p[1] << 8));
+        break;
+    case ST_F8_E4M3: /* the raw e4m3 values: a block-scaled matrix is scaled by its caller */
+        for (uint64_t i = 0; i < n; i++) dst[i] = st_f8e4m3_to_f32(p[i]);
         break;
     default: break;
     }

@@ -111,13 +111,16 @@ uint64_t st_tensor_numel(const st_tensor *t);
 
 /*
  * Convert tensor `t` to float32 into `dst` (numel floats, caller-owned). F32 copies,
- * F16 and BF16 widen exactly. Other dtypes: FACET_E_UNSUPPORTED naming the tensor and
- * its dtype ("model.layers.0.mlp.up_proj.weight has dtype I8; readable: F32, F16, BF16").
+ * F16, BF16 and F8_E4M3 widen exactly (F8_E4M3: the raw values, before any block
+ * scale). Other dtypes: FACET_E_UNSUPPORTED naming the tensor and its dtype
+ * ("model.layers.0.mlp.up_proj.weight has dtype I8; readable: F32, F16, BF16, F8_E4M3").
  */
 facet_status st_tensor_to_f32(const st_tensor *t, float *dst, facet_error *err);
 
 /* IEEE half and bfloat16 to float32 (exact). */
 float st_f16_to_f32(uint16_t h);
 float st_bf16_to_f32(uint16_t b);
+/* float8 e4m3fn (1 sign, 4 exponent bits of bias 7, 3 mantissa bits; no infinities). */
+float st_f8e4m3_to_f32(uint8_t b);
 
 #endif

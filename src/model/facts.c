@@ -768,6 +768,27 @@ static facet_status read_mla(reader *r, const facet_config_class *cls) {
     if (json_is_integer(mtp) && json_integer_value(mtp) > 0)
         facet_facts_note(f, "num_nextn_predict_layers=%lld: multi-token-prediction layers are "
                          "read past, not run", (long long)json_integer_value(mtp));
+    /* DeepSeek-V3's FP8 release: block-scaled e4m3 weights, widened at load (the
+     * activations are not quantized: what transformers' dequantizing load runs) */
+    json_t *qc = json_object_get(r->obj, "quantization_config");
+    if (json_is_object(qc)) {
+        json_t *m = json_object_get(qc, "quant_method"), *fmt = json_object_get(qc, "fmt");
+        json_t *act = json_object_get(qc, "activation_scheme");
+        json_t *bs = json_object_get(qc, "weight_block_size");
+        int ok = json_is_string(m) && !strcmp(json_string_value(m), "fp8") &&
+                 (!fmt || (json_is_string(fmt) && !strcmp(json_string_value(fmt), "e4m3"))) &&
+                 (!act || (json_is_string(act) && !strcmp(json_string_value(act), "dynamic"))) &&
+                 json_is_array(bs) && json_array_size(bs) == 2 && json_object_size(qc) <= 4;
+        for (size_t i = 0; ok && i < 2; i++) {
+            json_t *v = json_array_get(bs, i);
+            ok = json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= 65536;
+        }
+        if (ok) { /* anything else stays a key the table refuses by name */
+            f->fp8_block_rows = json_integer_value(json_array_get(bs, 0));
+            f->fp8_block_cols = json_integer_value(json_array_get(bs, 1));
+            take(r, "quantization_config");
+        }
+    }
     /* rope_interleave (DeepseekV3Config, default true): false would rotate halves */
     json_t *ri = take(r, "rope_interleave");
     if (ri && !json_is_true(ri)) keep_key(f, "rope_interleave", ri);

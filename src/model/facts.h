@@ -250,6 +250,11 @@ typedef struct facet_facts {
                                       groups, the choice inside the topk_group best ones
                                       (greedy: 1, 1)                                      */
     int moe_sigmoid;               /* GROUPED: scores are sigmoid(logit), else softmax   */
+    int64_t fp8_block_rows, fp8_block_cols; /* quantization_config fp8 / e4m3 with
+                                      weight_block_size [rows, cols] (DeepSeek-V3's release):
+                                      F8_E4M3 matrices, each with a float32
+                                      NAME_scale_inv [ceil(r / rows), ceil(c / cols)], are
+                                      widened at load (q x scale of its block); 0: none   */
     int moe_score_bias;            /* GROUPED: mlp.gate.e_score_correction_bias [E] is
                                       added to the scores for the choice (noaux_tc;
                                       group score = sum of each group's two best)        */

@@ -309,7 +309,9 @@ RANGE(range_ssm) {
 }
 
 CHECK(check_dtypes) {
-    unsigned bad = f->dtype_mask & ~c->dtypes;
+    /* float8 e4m3 with block scales: DeepSeek-V3's FP8 release (widened at load) */
+    unsigned fp8 = f->fp8_block_rows > 0 ? 1u << ST_F8_E4M3 : 0;
+    unsigned bad = f->dtype_mask & ~(c->dtypes | fp8);
     join_bits(bad ? bad : f->dtype_mask, ST_DTYPE_COUNT, dtype_name, v, n);
     return bad == 0;
 }

@@ -14,6 +14,10 @@ facet_weight_format facet_auto_weights(const facet_facts *f) {
         uint32_t m = f->dtype_mask;
         if (m == (1u << ST_BF16)) return FACET_WEIGHTS_BF16;
         if (m == (1u << ST_F16)) return FACET_WEIGHTS_F16;
+        /* DeepSeek-V3's FP8 release (float8 blocks, bf16 rest, f32 scales): bf16 */
+        if ((m & (1u << ST_F8_E4M3)) &&
+            !(m & ~((1u << ST_F8_E4M3) | (1u << ST_BF16) | (1u << ST_F32))))
+            return FACET_WEIGHTS_BF16;
         return FACET_WEIGHTS_F32;
     }
     for (int i = 0; i < f->n_config_keys; i++) {

@@ -42,6 +42,10 @@ def checkpoints(tmp_path_factory, repo_root):
         for dtype in ("f32", "bf16"):
             d = tmp_path_factory.mktemp("%s-%s" % (name, dtype))
             out[name, dtype] = mla_ref.write(src(repo_root), str(d), dtype)
+    # DeepSeek-V3's FP8 release layout: e4m3 matrices with 16 x 16 block scales (many
+    # blocks, partial ones at the 40-row kv_a_proj), the rest bf16
+    d = tmp_path_factory.mktemp("deepseek-v3-fp8")
+    out["deepseek-v3", "fp8"] = mla_ref.write(v3_config(repo_root), str(d), "fp8")
     return out
 
 
@@ -58,13 +62,16 @@ def run(run_facet, path, p, n_gen, tmp_path, extra):
     return json.loads(proc.stdout), compare.read_logits(str(dump), 512)
 
 
-@pytest.mark.parametrize("name", sorted(SOURCES))
+@pytest.mark.parametrize("cell", [(n, "f32") for n in sorted(SOURCES)] + [("deepseek-v3", "fp8")],
+                         ids=lambda c: "%s-%s" % c)
 @pytest.mark.evidence(config_classes=["deepseek_v2", "deepseek_v3"], backend="cpu", weights=["f32"],
-                      oracle="float64 reference (tests/ref/mla_ref.py), F32 files")
-def test_mla_exact_matches_reference(name, checkpoints, run_facet, tmp_path):
+                      oracle="float64 reference (tests/ref/mla_ref.py), F32 and FP8-block files")
+def test_mla_exact_matches_reference(cell, checkpoints, run_facet, tmp_path):
     """F32 weights and cache: logits of the prompt within 1e-4 relative of the expanded
-    float64 reference, 32 greedy steps identical where the top-2 margin exceeds 1e-3."""
-    path = checkpoints[name, "f32"]
+    float64 reference, 32 greedy steps identical where the top-2 margin exceeds 1e-3. The
+    FP8 file's e4m3 blocks are widened at load (q x its block's scale_inv), as the
+    reference reads them."""
+    path = checkpoints[cell]
     ref = mla_ref.Reference(path)
     p = prompt(7)
     obj, rows = run(run_facet, path, p, N_GEN, tmp_path, ["--weights", "f32", "--kv-cache", "f32"])
@@ -99,6 +106,34 @@ def test_mla_16bit_cache_matches_rounded_reference(name, checkpoints, run_facet,
     assert np.median(u) > 10 * np.median(r), (np.median(u), np.median(r))
     default, _ = run(run_facet, path, p, 4, tmp_path, [])
     assert len(default["generated_ids"]) == 4
+
+
+def test_fp8_release_layout(checkpoints, run_facet, tmp_path):
+    """The FP8 file runs with the defaults (auto: bf16 weights); its quantization_config
+    is a fact, so one that is not fp8 / e4m3 with a weight_block_size stays refused by
+    name, and float8 tensors without that config are refused by dtype."""
+    path = checkpoints["deepseek-v3", "fp8"]
+    obj, _ = run(run_facet, path, prompt(3, 16), 4, tmp_path, [])
+    assert len(obj["generated_ids"]) == 4
+    cfg = json.load(open(path + "/config.json"))
+    for qc, fact in (({"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic"},
+                      "quantization_config"),
+                     ({"quant_method": "fp8", "fmt": "e5m2", "weight_block_size": [16, 16]},
+                      "quantization_config"),
+                     (None, "weight dtypes")):
+        c = dict(cfg)
+        if qc is None:
+            c.pop("quantization_config")
+        else:
+            c["quantization_config"] = qc
+        d = tmp_path / ("bad-%s" % fact.replace(" ", "_"))
+        d.mkdir(exist_ok=True)
+        (d / "config.json").write_text(json.dumps(c))
+        (d / "model.safetensors").symlink_to(path + "/model.safetensors")
+        proc = run_facet(["run", d, "--prompt-ids", "1,2", "-n", "1"])
+        assert proc.returncode == 2 and "REFUSED: %s=" % fact in proc.stderr, proc.stderr
+        tmp = d / "model.safetensors"
+        tmp.unlink()
 
 
 def test_mla_chunked_prefill_and_decode_agree(checkpoints, run_facet, tmp_path):

@@ -180,19 +180,66 @@ def init(name, shape, f, seed):
     return n * (2.0 / math.sqrt(shape[1]))
 
 
-def write(cfg, out_dir, dtype="f32", seed=0):
-    st = {"f32": "F32", "bf16": "BF16"}[dtype]
+def fp8_matrix(name, shape):
+    """Whether DeepSeek-V3's FP8 release stores this tensor in float8 e4m3 with a
+    weight_scale_inv: every linear weight of the decoder layers but the router (embeddings,
+    lm_head, norms, mlp.gate and its bias stay in bf16 / f32)."""
+    return (len(shape) == 2 and name.startswith("model.layers.") and name.endswith("proj.weight")
+            or name.endswith("kv_a_proj_with_mqa.weight"))
+
+
+def fp8_block_quantize(x, block):
+    """(e4m3 values q, float32 scale_inv per block) with x ~ q * scale_inv: each block's
+    scale its largest |x| / 448 (the e4m3 maximum), rounded to float32."""
+    r, c = x.shape
+    br, bc = block
+    nr, nc = -(-r // br), -(-c // bc)
+    scale = np.zeros((nr, nc), dtype=np.float32)
+    q = np.zeros_like(x)
+    for i in range(nr):
+        for j in range(nc):
+            b = x[i * br:(i + 1) * br, j * bc:(j + 1) * bc]
+            s = np.float32(max(np.abs(b).max(), 1e-12) / 448.0)
+            scale[i, j] = s
+            q[i * br:(i + 1) * br, j * bc:(j + 1) * bc] = safetensors_io.e4m3_round(
+                np.clip(b / np.float64(s), -448, 448))
+    return q, scale
+
+
+def write(cfg, out_dir, dtype="f32", seed=0, fp8_block=(16, 16)):
+    """dtype f32 / bf16, or fp8: DeepSeek-V3's release layout (quantization_config fp8 /
+    e4m3 / weight_block_size, fp8_matrix tensors as F8_E4M3 + F32 weight_scale_inv, the
+    rest BF16)."""
+    st = {"f32": "F32", "bf16": "BF16", "fp8": "BF16"}[dtype]
     cfg = dict(cfg)
-    cfg["torch_dtype"] = {"f32": "float32", "bf16": "bfloat16"}[dtype]
+    cfg["torch_dtype"] = {"f32": "float32", "bf16": "bfloat16", "fp8": "bfloat16"}[dtype]
+    if dtype == "fp8":
+        cfg["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3",
+                                      "quant_method": "fp8", "weight_block_size": list(fp8_block)}
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "config.json"), "w") as fp:
         json.dump(cfg, fp, indent=2)
     specs = tensor_specs(cfg)
-    shapes = dict(specs)
     f = Facts(cfg)
-    safetensors_io.write_file(os.path.join(out_dir, "model.safetensors"),
-                              [(n, st, s) for n, s in specs],
-                              lambda n: init(n, shapes[n], f, seed))
+    entries, made = [], {}
+    for n, shp in specs:
+        if dtype == "fp8" and fp8_matrix(n, shp):
+            entries.append((n, "F8_E4M3", shp))
+            entries.append((n + "_scale_inv", "F32", (-(-shp[0] // fp8_block[0]), -(-shp[1] // fp8_block[1]))))
+        else:
+            entries.append((n, "F32" if n.endswith("e_score_correction_bias") and dtype == "fp8" else st, shp))
+    shapes = dict(specs)
+
+    def make(n):
+        if n.endswith("_scale_inv"):
+            return made.pop(n)
+        x = init(n, shapes[n], f, seed)
+        if dtype == "fp8" and fp8_matrix(n, shapes[n]):
+            q, made[n + "_scale_inv"] = fp8_block_quantize(x, fp8_block)
+            return q
+        return x
+
+    safetensors_io.write_file(os.path.join(out_dir, "model.safetensors"), entries, make)
     return out_dir
 
 
@@ -238,6 +285,12 @@ class Reference:
         path = os.path.join(folder, "model.safetensors")
         header, _, start = safetensors_io.read_header(path)
         self.w = {k: safetensors_io.read_tensor(path, v, start) for k, v in header.items()}
+        qc = self.cfg.get("quantization_config") or {}
+        for k in [k for k in self.w if k.endswith("_scale_inv")]:  # FP8 blocks: W = q * s
+            s = self.w.pop(k)
+            q = self.w[k[:-len("_scale_inv")]]
+            br, bc = qc["weight_block_size"]
+            self.w[k[:-len("_scale_inv")]] = q * np.kron(s, np.ones((br, bc)))[:q.shape[0], :q.shape[1]]
         self.vocab_size = f.V
         self.kv_round = kv_round
         self.inv_freq, self.attn_factor, self.scale = rope_tables(f)

@@ -19,8 +19,47 @@ import struct
 import numpy as np
 
 # Element size in bytes of the dtypes this module can write/read (U8: MXFP4's blocks and
-# scales, read as their byte values).
-DTYPE_SIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "U8": 1}
+# scales, read as their byte values; F8_E4M3: float8 e4m3fn values).
+DTYPE_SIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "U8": 1, "F8_E4M3": 1}
+
+
+def _e4m3_table():
+    """The value of each float8 e4m3fn code (1 sign, 4 exponent bits of bias 7, 3
+    mantissa bits; exponent 0 subnormal m x 2^-9; S.1111.111 NaN, no infinities)."""
+    v = np.empty(256)
+    for c in range(256):
+        e, m = (c >> 3) & 15, c & 7
+        x = m * 2.0 ** -9 if e == 0 else (1 + m / 8.0) * 2.0 ** (e - 7)
+        v[c] = np.nan if (e == 15 and m == 7) else (-x if c & 128 else x)
+    return v
+
+
+E4M3 = _e4m3_table()
+
+
+def f8e4m3_bits_to_f64(bits):
+    return E4M3[np.asarray(bits, dtype=np.uint8)]
+
+
+def f64_to_f8e4m3_bits(x):
+    """Codes of values that are exactly e4m3 values (as e4m3_round gives)."""
+    pos = E4M3[:127]  # codes 0..126: 0 .. 448, increasing
+    x = np.asarray(x, dtype=np.float64)
+    idx = np.searchsorted(pos, np.abs(x))
+    if not np.array_equal(pos[np.minimum(idx, 126)], np.abs(x)):
+        raise ValueError("F8_E4M3: a value that is not an e4m3 value (round with e4m3_round)")
+    return (idx | np.where(np.signbit(x) & (x != 0), 128, 0)).astype(np.uint8)
+
+
+def e4m3_round(x):
+    """x rounded to the nearest e4m3fn value, ties to the even code (|x| <= 448)."""
+    pos = E4M3[:127]
+    a = np.abs(np.asarray(x, dtype=np.float64))
+    hi = np.clip(np.searchsorted(pos, a), 1, 126)
+    lo = hi - 1
+    dl, dh = a - pos[lo], pos[hi] - a
+    pick = np.where(dl < dh, lo, np.where(dh < dl, hi, np.where(lo % 2 == 0, lo, hi)))
+    return np.copysign(pos[pick], x)
 
 
 def f32_to_bf16_bits(x):
@@ -59,6 +98,8 @@ def encode(arr, dtype):
         if a.size and (a.min() < 0 or a.max() > 255 or np.any(a != np.round(a))):
             raise ValueError("U8 data outside the bytes 0..255")
         return np.ascontiguousarray(a, dtype=np.uint8).tobytes()
+    if dtype == "F8_E4M3":
+        return f64_to_f8e4m3_bits(arr).tobytes()
     raise ValueError("unsupported dtype %r (expected F32, F16, BF16 or F64)" % (dtype,))
 
 
@@ -137,10 +178,13 @@ def read_tensor(path, info, data_start, out_dtype=np.float64):
         raise ValueError("%s: dtype %s not readable as float" % (path, dtype))
     if (e - b) != count * DTYPE_SIZE[dtype]:
         raise ValueError("%s: span %d != shape %s x %d" % (path, e - b, shape, DTYPE_SIZE[dtype]))
-    np_dtype = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "U8": "u1"}[dtype]
+    np_dtype = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "U8": "u1",
+                "F8_E4M3": "u1"}[dtype]
     arr = np.fromfile(path, dtype=np_dtype, count=count, offset=data_start + b)
     if dtype == "BF16":
         arr = bf16_bits_to_f32(arr)
+    if dtype == "F8_E4M3":
+        arr = f8e4m3_bits_to_f64(arr)
     return arr.astype(out_dtype).reshape(shape)
 
 

@@ -251,13 +251,39 @@ static void test_dtype_table(void **state) {
 }
 
 /* Every dtype of the format parses; only F32/F16/BF16 convert. */
+/* float8 e4m3fn widened exactly (DeepSeek-V3's FP8 release), hand-worked codes: 0x38
+ * = 2^(7-7) = 1; 0xB9 = -(1 + 1/8); 0x7E = (1 + 6/8) 2^8 = 448, the largest; 0x01 = 2^-9
+ * (subnormal); 0x08 = 2^-6, the smallest normal; 0x7F NaN (no infinities). */
+static void test_f8e4m3_widens(void **state) {
+    (void)state;
+    assert_true(st_f8e4m3_to_f32(0x00) == 0.0f);
+    assert_true(st_f8e4m3_to_f32(0x38) == 1.0f);
+    assert_true(st_f8e4m3_to_f32(0xB9) == -1.125f);
+    assert_true(st_f8e4m3_to_f32(0x7E) == 448.0f);
+    assert_true(st_f8e4m3_to_f32(0x01) == 0x1p-9f);
+    assert_true(st_f8e4m3_to_f32(0x08) == 0x1p-6f);
+    assert_true(isnan(st_f8e4m3_to_f32(0x7F)) && isnan(st_f8e4m3_to_f32(0xFF)));
+    const uint8_t data[4] = {0x38, 0xB9, 0x7E, 0x01};
+    size_t len;
+    uint8_t *b = make_st("{\"w\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,2],\"data_offsets\":[0,4]}}",
+                         data, 4, &len);
+    st_file f;
+    facet_error err = {0};
+    assert_int_equal(st_parse(b, len, "m", &f, &err), FACET_OK);
+    float out[4];
+    assert_int_equal(st_tensor_to_f32(&f.tensors[0], out, &err), FACET_OK);
+    assert_true(out[0] == 1.0f && out[1] == -1.125f && out[2] == 448.0f && out[3] == 0x1p-9f);
+    st_file_close(&f);
+    free(b);
+}
+
 static void test_other_dtypes_refused(void **state) {
     (void)state;
     static const struct { const char *name; st_dtype dt; unsigned nbytes; } cases[] = {
         {"F64", ST_F64, 16},        {"I8", ST_I8, 2},           {"U8", ST_U8, 2},
         {"I16", ST_I16, 4},         {"U16", ST_U16, 4},         {"I32", ST_I32, 8},
         {"U32", ST_U32, 8},         {"I64", ST_I64, 16},        {"U64", ST_U64, 16},
-        {"BOOL", ST_BOOL, 2},       {"F8_E4M3", ST_F8_E4M3, 2}, {"F8_E5M2", ST_F8_E5M2, 2},
+        {"BOOL", ST_BOOL, 2},       {"F8_E5M2", ST_F8_E5M2, 2},
         {"F8_E8M0", ST_F8_E8M0, 2}, {"F6_E2M3", ST_F6_E2M3, 3}, {"F6_E3M2", ST_F6_E3M2, 3},
         {"F4", ST_F4, 2},           {"C64", ST_C64, 16},
     };
@@ -732,6 +758,7 @@ int main(void) {
         cmocka_unit_test(test_bf16_bits),
         cmocka_unit_test(test_dtype_table),
         cmocka_unit_test(test_other_dtypes_refused),
+        cmocka_unit_test(test_f8e4m3_widens),
         cmocka_unit_test(test_real_stories260k),
         cmocka_unit_test(test_err_truncated),
         cmocka_unit_test(test_err_header_len_past_eof),
