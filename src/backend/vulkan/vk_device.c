@@ -88,6 +88,25 @@ facet_status vk_ctx_create(vk_ctx *c, int device_index, facet_error *err) {
     if (c->align < 16) c->align = 16;
     c->max_range = props.limits.maxStorageBufferRange;
     for (int i = 0; i < 3; i++) c->max_groups[i] = props.limits.maxComputeWorkGroupCount[i];
+    /* what the shaders need beyond Vulkan's guaranteed minimums: matmul_tiled's 16x16
+     * workgroup (256 invocations; 128 are guaranteed) and its two 16x17 float tiles */
+    const VkPhysicalDeviceLimits *lim = &props.limits;
+    const char *need = lim->maxComputeWorkGroupInvocations < 256   ? "maxComputeWorkGroupInvocations"
+                       : lim->maxComputeWorkGroupSize[0] < 64 ||
+                               lim->maxComputeWorkGroupSize[1] < 16 ? "maxComputeWorkGroupSize"
+                       : lim->maxComputeSharedMemorySize < 4096   ? "maxComputeSharedMemorySize"
+                                                                  : NULL;
+    if (need) {
+        char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+        memcpy(name, c->device_name, sizeof name);
+        vk_ctx_destroy(c);
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "REFUSED: device %s: %s=(%u, %u x %u, %u bytes) is below what the "
+                         "shaders need (supported: invocations >= 256, size >= 64 x 16, "
+                         "shared memory >= 4096 bytes)", name, need,
+                         lim->maxComputeWorkGroupInvocations, lim->maxComputeWorkGroupSize[0],
+                         lim->maxComputeWorkGroupSize[1], lim->maxComputeSharedMemorySize);
+    }
 
     VkPhysicalDeviceMemoryProperties mp;
     vkGetPhysicalDeviceMemoryProperties(c->phys, &mp);
