@@ -46,6 +46,9 @@ extern const facet_mixer_kind facet_mixer_mamba2; /* mixer_mamba2.c: layer_ssm =
 /* mixer_shortconv.c: LFM2's gated short convolution, layer_ssm == 3 */
 extern const facet_mixer_kind facet_mixer_shortconv;
 extern const facet_ffn_kind facet_ffn_none;
+/* mixer_mamba.c: no mixer (an FFN-only layer: layer_block FACET_BLOCK_FFN); its output is
+ * zero */
+extern const facet_mixer_kind facet_mixer_none;
 
 /* mixer_mla.c: multi-head latent attention (DeepSeek-V2/V3) on every layer of a model
  * whose facts have kv_lora_rank > 0; its cache is latent (kv_cache.h). */

@@ -31,9 +31,11 @@ static int mamba_takes(const facet_facts *f, int l) {
     return l >= 0 && l < FACET_MAX_LAYERS && f->layer_ssm[l] == 1;
 }
 
-/* Mamba and Mamba-2 layers: no FFN (a hybrid's recurrent layers keep theirs: ssm_ffn) */
+/* Mamba and Mamba-2 layers: no FFN (a hybrid's recurrent layers keep theirs: ssm_ffn);
+ * nor the mixer-only layers of single-block families (Nemotron-H's attention) */
 static int ssm_takes(const facet_facts *f, int l) {
-    return l >= 0 && l < FACET_MAX_LAYERS && f->layer_ssm[l] && !f->ssm_ffn;
+    return l >= 0 && l < FACET_MAX_LAYERS &&
+           ((f->layer_ssm[l] && !f->ssm_ffn) || f->layer_block[l] == FACET_BLOCK_MIXER);
 }
 
 size_t facet_mamba_state_floats(const facet_facts *f) {
@@ -181,7 +183,8 @@ static void mamba_forward(facet_session *s, int l, int n) {
 
 const facet_mixer_kind facet_mixer_mamba = {"mamba", mamba_takes, mamba_forward};
 
-/* A Mamba block has no FFN: its output is zero, so the residual adds nothing. */
+/* A Mamba block has no FFN: its output is zero, so the residual adds nothing. The same
+ * zero is the "none" mixer of an FFN-only layer (Nemotron-H's MLP layers). */
 static void none_row(facet_session *s, int l, int r) {
     (void)l;
     size_t H = (size_t)s->model->facts.hidden_size;
@@ -191,3 +194,10 @@ static void none_row(facet_session *s, int l, int r) {
 static void none_forward(facet_session *s, int l, int n) { facet_for_rows(s, l, n, none_row); }
 
 const facet_ffn_kind facet_ffn_none = {"none", ssm_takes, none_forward};
+
+/* FFN-only layers (facts layer_block FACET_BLOCK_FFN): no mixer */
+static int no_mixer_takes(const facet_facts *f, int l) {
+    return l >= 0 && l < FACET_MAX_LAYERS && f->layer_block[l] == FACET_BLOCK_FFN;
+}
+
+const facet_mixer_kind facet_mixer_none = {"none", no_mixer_takes, none_forward};

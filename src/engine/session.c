@@ -70,9 +70,11 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
     for (int l = 0; l < (int)f->num_hidden_layers; l++)
         if (f->layer_ssm[l])
             facet_kv_cache_set_state(&s->kv, l, facet_mamba_state_floats(f) * sizeof(float));
-    /* a pipeline stage holds only its own layers' cache */
+    /* a pipeline stage holds only its own layers' cache; an FFN-only layer has none */
     for (int l = 0; l < (int)f->num_hidden_layers; l++)
-        if (l < model->layer_first || l >= model->layer_end) facet_kv_cache_set_absent(&s->kv, l);
+        if (l < model->layer_first || l >= model->layer_end ||
+            f->layer_block[l] == FACET_BLOCK_FFN)
+            facet_kv_cache_set_absent(&s->kv, l);
     s->par = facet_par_active();
     if (s->par && facet_par_agreed()) { /* the ranks follow the job's one session */
         facet_kv_cache_free(&s->kv);

@@ -156,6 +156,12 @@ static const facet_config_class classes[] = {
      .act_key = "hidden_act", .act_default = "silu", .norm_eps_key = "norm_eps",
      .heads_dup_key = "num_heads", .qkv_bias = 0, .o_bias = 0, .qk_norm = 1, .pre_norms = 1,
      .hybrid = 2},
+    /* NemotronHConfig (Nemotron-H): one block per layer by the pattern, Mamba-2 (M),
+     * attention without rotary embeddings (*) or a relu2 MLP (-); layer_norm_epsilon */
+    {.model_type = "nemotron_h", .max_position_embeddings = 4096, .tie_word_embeddings = 0, .head_dim = 128, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5, .act_key = "mlp_hidden_act", .act_default = "relu2",
+     .norm_eps_key = "layer_norm_epsilon", .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
+     .ffn_ungated = 1, .hybrid = 3},
     /* GptOssConfig: every layer sparse; window 128 on the layer_types' sliding layers */
     {.model_type = "gpt_oss", .max_position_embeddings = 131072, .tie_word_embeddings = 0, .head_dim = 64, .rope_theta = 150000.0,
      .rms_norm_eps = 1e-5, .act_key = "hidden_act", .act_default = "silu",

@@ -89,7 +89,8 @@ typedef struct facet_config_class {
                                      the FFN block; position_embedding_type. 2:
                                      Lfm2Config: gated short-convolution and attention
                                      layers (layer_types or full_attn_idxs), block_* FFN
-                                     sizing                                             */
+                                     sizing. 3: NemotronHConfig: one block per layer by
+                                     hybrid_override_pattern / layers_block_type        */
     /* classic decoders (issue 28) */
     const char *norm_eps_key;     /* the norms' eps key when not rms_norm_eps
                                      ("layer_norm_eps"), else NULL                    */

@@ -201,6 +201,7 @@ static facet_act act_from_name(const char *s) {
     if (!strcmp(s, "gelu_pytorch_tanh") || !strcmp(s, "gelu_new") || !strcmp(s, "gelu_fast"))
         return FACET_ACT_GELU_TANH;
     if (!strcmp(s, "gelu")) return FACET_ACT_GELU;
+    if (!strcmp(s, "relu2")) return FACET_ACT_RELU2;
     return FACET_ACT_UNKNOWN;
 }
 
@@ -1399,6 +1400,129 @@ static facet_status read_lfm2(reader *r) {
     return FACET_OK;
 }
 
+/* The value of `key`, or of its alias when the config has that (NemotronHConfig's
+ * __post_init__ takes the alias over the field). */
+static json_t *take_alias(reader *r, const char *key, const char *alias, const char **name) {
+    json_t *a = take(r, alias), *v = take(r, key);
+    *name = a && !json_is_null(a) ? alias : key;
+    return a && !json_is_null(a) ? a : v;
+}
+
+static facet_status int_alias(reader *r, const char *key, const char *alias, int64_t max,
+                              int64_t *out) {
+    const char *name;
+    json_t *v = take_alias(r, key, alias, &name);
+    if (!v || json_is_null(v)) return FACET_OK;
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max)
+        return bad(r, name, v, "a positive integer");
+    *out = (int64_t)json_integer_value(v);
+    return FACET_OK;
+}
+
+/* NemotronHConfig (transformers models/nemotron_h): every layer is x + block(RMSNorm(x))
+ * with one block, by hybrid_override_pattern ("M" Mamba-2, "*" attention, "-" MLP) or
+ * layers_block_type / layer_types ("linear_attention" / "mamba", "full_attention" /
+ * "attention", "mlp"); "E" / "moe" layers are refused. The Mamba-2 mixer is
+ * mamba_num_heads x mamba_head_dim wide (expand unused) with the gated norm per group of
+ * n_groups; attention has no rotary embedding; the MLP is down(relu2(up h)). */
+static facet_status read_nemotron_h(reader *r) {
+    facet_facts *f = r->f;
+    int64_t L = f->num_hidden_layers;
+    f->ssm_version = 2;
+    f->ssm_ffn = 0;
+    f->no_rope = 1;
+    f->ssm_state_size = 128, f->ssm_heads = 128, f->ssm_head_dim = 64, f->ssm_groups = 8;
+    f->ssm_conv_kernel = 4, f->ssm_expand = 2;
+    TRY(get_int(r, "ssm_state_size", 0, 1, 1 << 16, &f->ssm_state_size, NULL));
+    TRY(get_int(r, "mamba_num_heads", 0, 1, 1 << 20, &f->ssm_heads, NULL));
+    TRY(get_int(r, "mamba_head_dim", 0, 1, 1 << 20, &f->ssm_head_dim, NULL));
+    TRY(int_alias(r, "n_groups", "mamba_n_groups", 1 << 20, &f->ssm_groups));
+    TRY(int_alias(r, "conv_kernel", "mamba_d_conv", 1 << 10, &f->ssm_conv_kernel));
+    TRY(int_alias(r, "expand", "mamba_expand", 1 << 10, &f->ssm_expand));
+    int64_t chunk = 128;
+    TRY(int_alias(r, "chunk_size", "mamba_chunk_size", 1 << 20, &chunk)); /* a kernel choice */
+    f->ssm_inner = f->ssm_heads * f->ssm_head_dim;
+    if (f->ssm_heads % f->ssm_groups)
+        return bad(r, "n_groups", json_object_get(r->obj, "n_groups"), "a divisor of mamba_num_heads");
+    const char *name;
+    json_t *v = take_alias(r, "use_conv_bias", "mamba_conv_bias", &name);
+    f->ssm_conv_bias = 1;
+    if (v && !json_is_null(v)) {
+        if (!json_is_boolean(v)) return bad(r, name, v, "true or false");
+        f->ssm_conv_bias = json_is_true(v);
+    }
+    int pb = 0, ub = 0;
+    TRY(get_bool(r, "mamba_proj_bias", &pb));
+    TRY(get_bool(r, "use_bias", &ub));
+    f->ssm_proj_bias = pb || ub;
+    char act[32] = "silu";
+    TRY(get_str(r, "mamba_hidden_act", act, sizeof act, NULL));
+    if (strcmp(act, "silu") && strcmp(act, "swish"))
+        return bad(r, "mamba_hidden_act", json_object_get(r->obj, "mamba_hidden_act"), "\"silu\"");
+    json_t *lim = take_alias(r, "time_step_limit", "mamba_dt_limit", &name);
+    if (lim && !json_is_null(lim) &&
+        !(json_is_array(lim) && json_array_size(lim) == 2 &&
+          json_number_value(json_array_get(lim, 0)) == 0.0 &&
+          json_number_value(json_array_get(lim, 1)) >= 1e30))
+        return bad(r, name, lim, "[0.0, inf] (no clamp)");
+    /* training and kernel choices, the MoE / multi-token-prediction keys of a config whose
+     * pattern has no such layer (refused below when it has), the state's own dtype
+     * (facet's is float32) */
+    static const char *const unread[] = {
+        "time_step_min", "time_step_max", "time_step_floor", "mamba_dt_min", "mamba_dt_max",
+        "mamba_dt_init_floor", "use_mamba_kernels", "num_logits_to_keep", "residual_in_fp32",
+        "rescale_prenorm_residual", "hidden_dropout", "mamba_ssm_cache_dtype",
+        "n_routed_experts", "n_shared_experts", "moe_intermediate_size",
+        "moe_shared_expert_intermediate_size", "moe_latent_size", "moe_shared_expert_overlap",
+        "num_experts_per_tok", "routed_scaling_factor", "n_group", "topk_group",
+        "norm_topk_prob", "num_nextn_predict_layers", "mtp_layers_block_type",
+        "mtp_hybrid_override_pattern", NULL};
+    for (int i = 0; unread[i]; i++) take(r, unread[i]);
+
+    char expected[160];
+    snprintf(expected, sizeof expected,
+             "num_hidden_layers (%lld) layers of M (Mamba-2), * (attention) or - (MLP); "
+             "E (MoE) layers are not built", (long long)L);
+    char kind[FACET_MAX_LAYERS];
+    json_t *pat = take(r, "hybrid_override_pattern");
+    json_t *list = take(r, "layers_block_type"), *lt = take(r, "layer_types");
+    const char *lname = "layers_block_type";
+    if (!list || json_is_null(list)) list = lt, lname = "layer_types";
+    if (list && !json_is_null(list)) {
+        if (!json_is_array(list) || (int64_t)json_array_size(list) != L)
+            return bad(r, lname, list, expected);
+        size_t i;
+        json_t *e;
+        json_array_foreach(list, i, e) {
+            const char *t = json_is_string(e) ? json_string_value(e) : "";
+            kind[i] = !strcmp(t, "linear_attention") || !strcmp(t, "mamba") ? 'M'
+                      : !strcmp(t, "full_attention") || !strcmp(t, "attention") ? '*'
+                      : !strcmp(t, "mlp") ? '-' : '?';
+            if (kind[i] == '?') return bad(r, lname, list, expected);
+        }
+    } else if (pat && !json_is_null(pat)) {
+        if (!json_is_string(pat) || (int64_t)json_string_length(pat) != L)
+            return bad(r, "hybrid_override_pattern", pat, expected);
+        const char *p = json_string_value(pat);
+        for (int64_t i = 0; i < L; i++) {
+            if (p[i] != 'M' && p[i] != '*' && p[i] != '-')
+                return bad(r, "hybrid_override_pattern", pat, expected);
+            kind[i] = p[i];
+        }
+    } else {
+        return missing(r, "hybrid_override_pattern");
+    }
+    memset(f->layer_ssm, 0, sizeof f->layer_ssm);
+    f->n_ssm_layers = f->n_ffn_only_layers = 0;
+    for (int64_t i = 0; i < L; i++) {
+        f->layer_ssm[i] = kind[i] == 'M' ? 2 : 0;
+        f->layer_block[i] = kind[i] == '-' ? FACET_BLOCK_FFN : FACET_BLOCK_MIXER;
+        f->n_ssm_layers += kind[i] == 'M';
+        f->n_ffn_only_layers += kind[i] == '-';
+    }
+    return FACET_OK;
+}
+
 facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what,
                                    facet_facts *f, facet_error *err) {
     memset(f, 0, sizeof *f);
@@ -1448,6 +1572,7 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
         if (cls->falcon_attention) TRY(read_falcon(&r));
         if (cls->hybrid == 1) TRY(read_hybrid(&r, cls));
         if (cls->hybrid == 2) TRY(read_lfm2(&r));
+        if (cls->hybrid == 3) TRY(read_nemotron_h(&r));
     }
     TRY(read_rope(&r, cls));
     TRY(read_window(&r, cls));

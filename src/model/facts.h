@@ -32,11 +32,16 @@ typedef enum facet_rope_type {
     FACET_ROPE_UNKNOWN,     /* a type facet does not know: always refused             */
 } facet_rope_type;
 
+#define FACET_BLOCK_BOTH 0
+#define FACET_BLOCK_MIXER 1
+#define FACET_BLOCK_FFN 2
+
 /* Activation of the gated FFN (hidden_act / hidden_activation). */
 typedef enum facet_act {
     FACET_ACT_SILU = 0,
     FACET_ACT_GELU_TANH,    /* gelu_pytorch_tanh, gelu_new                            */
     FACET_ACT_GELU,         /* gelu (erf)                                             */
+    FACET_ACT_RELU2,        /* relu2: relu(x)^2 (Nemotron-H's MLP)                    */
     FACET_ACT_UNKNOWN,
 } facet_act;
 
@@ -160,6 +165,12 @@ typedef struct facet_facts {
                                       are not floored / ceiled (gpt-oss)                 */
     double partial_rotary_factor;  /* 1.0 = rotate all of head_dim                      */
     int n_no_rope_layers;          /* count of layer_no_rope[i] == 1                    */
+    /* single-block layers (Nemotron-H: each layer x + block(RMSNorm(x)) with one block):
+     * per layer FACET_BLOCK_BOTH (a mixer and an FFN, the usual decoder layer),
+     * FACET_BLOCK_MIXER (the mixer alone: no FFN) or FACET_BLOCK_FFN (the FFN alone, its
+     * norm in post_attention_layernorm's slot: no mixer, no KV cache) */
+    uint8_t layer_block[FACET_MAX_LAYERS];
+    int n_ffn_only_layers;         /* count of layer_block[i] == FACET_BLOCK_FFN        */
     uint8_t layer_no_rope[FACET_MAX_LAYERS]; /* per layer: 1 = no RoPE (NoPE, SmolLM3)  */
     int n_rope_short, n_rope_long;
     double rope_short_factor[FACET_MAX_ROPE_FACTORS];

@@ -120,9 +120,18 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
     uint64_t H = u(f->hidden_size), I = u(f->intermediate_size), V = u(f->vocab_size);
     uint64_t nh = u(f->num_attention_heads), nkv = u(f->num_key_value_heads), hd = u(f->head_dim);
     uint64_t M = (uint64_t)f->n_ssm_layers; /* Mamba layers: no attention, no FFN */
-    uint64_t L = u(f->num_hidden_layers) - M, S = (uint64_t)f->n_sparse_layers;
-    /* layers with the norm + FFN blocks: the attention ones, and a hybrid's recurrent ones */
-    uint64_t LF = f->ssm_ffn ? u(f->num_hidden_layers) : L;
+    uint64_t S = (uint64_t)f->n_sparse_layers;
+    /* per layer: L the attention layers, LF the FFN ones (a hybrid's recurrent layers keep
+     * theirs), NV the H-wide norms outside the recurrent blocks (2 per two-block layer and
+     * post-norm family, 1 on a single-block layer) */
+    uint64_t L = 0, LF = 0, NV = 0;
+    uint64_t per = (uint64_t)(2 * (f->pre_norms ? 1 : 0) + 2 * (f->post_norms ? 1 : 0));
+    for (int64_t l = 0; l < f->num_hidden_layers && l < FACET_MAX_LAYERS; l++) {
+        int ssm = f->layer_ssm[l], blk = f->layer_block[l];
+        L += !ssm && blk != FACET_BLOCK_FFN;
+        LF += (!ssm || f->ssm_ffn) && blk != FACET_BLOCK_MIXER;
+        NV += ssm && !f->ssm_ffn ? 0 : blk != FACET_BLOCK_BOTH ? 1 : per;
+    }
     uint64_t D = LF > S ? LF - S : 0;
     uint64_t q = sat_mul(nh, hd), kv = sat_mul(nkv, hd);
     int untied = f->probed ? f->has_lm_head : !f->tie_word_embeddings;
@@ -155,7 +164,7 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
         add_mat(w, H, q, L, L);
     }
     /* dense FFN layers */
-    add_mat(w, I, H, 2 * D, 2 * D);
+    add_mat(w, I, H, (f->ffn_ungated ? 1 : 2) * D, (f->ffn_ungated ? 1 : 2) * D);
     add_mat(w, H, I, D, D);
     if (S) { /* mixture-of-experts layers */
         uint64_t E = u(f->num_experts), K = u(f->num_experts_per_tok);
@@ -178,10 +187,10 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
         }
     }
     /* vectors per layer: norms, biases, q/k norms (one head_dim each, per head) */
-    add_vec(w, H, sat_mul(LF, (uint64_t)(2 * (f->pre_norms ? 1 : 0) + 2 * (f->post_norms ? 1 : 0))));
+    add_vec(w, H, NV);
     if (f->qkv_bias) add_vec(w, sat_add(q, sat_mul(kv, 2)), L);
     if (f->o_bias) add_vec(w, H, L);
-    if (f->mlp_bias) add_vec(w, sat_add(sat_mul(I, 2), H), D);
+    if (f->mlp_bias) add_vec(w, sat_add(sat_mul(I, f->ffn_ungated ? 1 : 2), H), D);
     if (f->qk_norm) add_vec(w, sat_mul(hd, 2), L);
     if (f->attn_sinks) add_vec(w, nh, L);
     if (M && f->ssm_version == 3) { /* LFM2's short conv: in (3 H) and out projections,
@@ -234,7 +243,8 @@ static uint64_t kv_layer_position_bytes(const facet_facts *f, uint64_t elt) {
 uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c, uint64_t elt) {
     uint64_t k = kv_layer_position_bytes(f, elt);
     uint64_t S = (uint64_t)f->n_sliding_layers;
-    uint64_t G = u(f->num_hidden_layers) - S - (uint64_t)f->n_ssm_layers;
+    uint64_t G = u(f->num_hidden_layers) - S - (uint64_t)f->n_ssm_layers -
+                 (uint64_t)f->n_ffn_only_layers; /* FFN-only layers keep no KV */
     /* positions are allocated in whole key groups of 16 (src/engine/session.c) */
     uint64_t cg = u(c < f->max_position_embeddings ? c : f->max_position_embeddings);
     uint64_t cs = u(f->sliding_window && c > f->sliding_window ? f->sliding_window : c);
@@ -317,9 +327,12 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
         snprintf(kern, sizeof kern, "mixer %s (%.40s), ffn %s (%.47s)", mk ? mk->name : "none",
                  ssm == 3              ? "gated short conv1d, f32"
                  : ssm                 ? "conv1d + selective scan, f32"
+                 : f->layer_block[l] == FACET_BLOCK_FFN ? "-"
                  : f->kv_lora_rank > 0 ? "absorbed, online softmax, f32"
                                        : be->ops->attention_kernel(be, p->kv_type, (int)f->head_dim),
-                 fk ? fk->name : "none", ssm && !f->ssm_ffn ? "-" : p->matmul_path);
+                 fk ? fk->name : "none",
+                 (ssm && !f->ssm_ffn) || f->layer_block[l] == FACET_BLOCK_MIXER ? "-"
+                                                                                 : p->matmul_path);
         facet_plan_group *g = p->n_groups ? &p->groups[p->n_groups - 1] : NULL;
         if (g && g->sliding == s && g->last == l - 1 && !strcmp(g->kernels, kern)) {
             g->last = (int)l;
@@ -336,6 +349,11 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
         int64_t nh = f->num_attention_heads, nkv = f->num_key_value_heads;
         char win[48] = "";
         if (s) snprintf(win, sizeof win, ", window %lld (ring)", (long long)f->sliding_window);
+        if (f->layer_block[l] == FACET_BLOCK_FFN) {
+            snprintf(g->attention, sizeof g->attention, "none: the FFN alone (%.47s)",
+                     f->act_name[0] ? f->act_name : "silu");
+            continue;
+        }
         if (ssm == 3) {
             snprintf(g->attention, sizeof g->attention,
                      "none: LFM2 short conv (B*x, %lld taps, C gate) over %lld channels",
@@ -427,7 +445,8 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
     out->kv_bytes_per_token_naive = sat_mul(out->kv_bytes_per_layer_position,
                                             u(f->num_hidden_layers));
     out->n_sliding_layers = f->n_sliding_layers;
-    out->n_global_layers = (int)f->num_hidden_layers - f->n_sliding_layers - f->n_ssm_layers;
+    out->n_global_layers = (int)f->num_hidden_layers - f->n_sliding_layers - f->n_ssm_layers -
+                           f->n_ffn_only_layers;
     out->window = f->n_sliding_layers ? f->sliding_window : 0;
     if (out->window)
         snprintf(out->kv_layout, sizeof out->kv_layout,

@@ -48,7 +48,8 @@ static const facet_caps cpu_dense = {
                   BIT(FACET_ROPE_YARN) | BIT(FACET_ROPE_LONGROPE),
     .partial_rotary_min = 0.0625,
     .dual_rope_base = 1,
-    .acts = BIT(FACET_ACT_SILU) | BIT(FACET_ACT_GELU_TANH) | BIT(FACET_ACT_GELU),
+    .acts = BIT(FACET_ACT_SILU) | BIT(FACET_ACT_GELU_TANH) | BIT(FACET_ACT_GELU) |
+            BIT(FACET_ACT_RELU2),
     .norm_weight_offset = ALLOW_BOTH,
     .pre_norms = ALLOW_BOTH,
     .post_norms = ALLOW_BOTH,
@@ -177,6 +178,9 @@ const facet_profile facet_profiles[] = {
     {"lfm2", {"Lfm2ForCausalLM"},
      "LFM2 (gated short-convolution and GQA layers by layer_types / full_attn_idxs, "
      "q/k norms, SwiGLU)", &cpu_dense, &vulkan_dense},
+    {"nemotron_h", {"NemotronHForCausalLM"},
+     "Nemotron-H (one block per layer by its pattern: Mamba-2, attention without RoPE, "
+     "relu2 MLP)", &cpu_dense, &vulkan_dense},
     {"gpt_neox", {"GPTNeoXForCausalLM"},
      "GPT-NeoX, Pythia, RedPajama-INCITE (LayerNorm, ungated gelu MLP, parallel residual, "
      "partial rotary, per-head fused query_key_value)", &cpu_dense, &vulkan_dense},

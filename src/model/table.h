@@ -35,8 +35,8 @@ typedef enum facet_verdict_status {
 typedef struct facet_refusal {
     char fact[64];          /* "head_dim", "model_type", "num_local_experts", "backend" */
     char value[96];         /* "96", "mamba", "8"                                       */
-    char supported[320];    /* "8..256, even"; "" when the fact has no supported value */
-    char text[576];         /* "REFUSED: head_dim=96 is not supported on cpu
+    char supported[512];    /* "8..256, even"; "" when the fact has no supported value */
+    char text[768];         /* "REFUSED: head_dim=96 is not supported on cpu
                                (supported: 8..256, even)"                               */
 } facet_refusal;
 

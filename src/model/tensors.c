@@ -122,7 +122,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     VEC(FACET_TR_MODEL, "word_embeddings_layernorm.bias", NULL, H, FACET_TS_EMBED_NORM_BIAS, embed_norm),
     {.root = L, .name = "input_layernorm.weight", .alt = "ln_1.weight" /* GPT-2 */,
      .alt2 = "ln_attn.weight" /* Falcon's new_decoder_architecture */,
-     .alt5 = "operator_norm.weight" /* LFM2 */,
+     .alt5 = "operator_norm.weight" /* LFM2 */, .alt6 = "norm.weight" /* Nemotron-H */,
      .gguf = "attn_norm.weight", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_INPUT_LAYERNORM,
      .fused = -1, .when = pre_norm_weight},
     {.root = L, .name = "input_layernorm.bias", .alt = "ln_1.bias", .alt2 = "ln_attn.bias",
@@ -146,20 +146,27 @@ const facet_tensor_row facet_tensor_rows[] = {
     {.root = L, .name = "self_attn.qkv_proj.weight", .gguf = "attn_qkv.weight",
      .dims = {FACET_TD_QKV, H}, .matrix = 1, .slot = FACET_TS_FUSED, .fused = FACET_TF_QKV_PROJ,
      .n_split = 3, .split = {FACET_TS_Q_PROJ, FACET_TS_K_PROJ, FACET_TS_V_PROJ}, .when = fused_qkv},
-    MAT(L, "self_attn.q_proj.weight", "attn_q.weight", FACET_TD_Q, H, FACET_TS_Q_PROJ, split_qkv),
-    MAT(L, "self_attn.k_proj.weight", "attn_k.weight", FACET_TD_KV, H, FACET_TS_K_PROJ, split_qkv),
-    MAT(L, "self_attn.v_proj.weight", "attn_v.weight", FACET_TD_KV, H, FACET_TS_V_PROJ, split_qkv),
+    /* Nemotron-H: every layer's block is its mixer.* */
+    {.root = L, .name = "self_attn.q_proj.weight", .alt6 = "mixer.q_proj.weight", .gguf = "attn_q.weight",
+     .dims = {FACET_TD_Q, H}, .matrix = 1, .slot = FACET_TS_Q_PROJ, .fused = -1, .when = split_qkv},
+    {.root = L, .name = "self_attn.k_proj.weight", .alt6 = "mixer.k_proj.weight", .gguf = "attn_k.weight",
+     .dims = {FACET_TD_KV, H}, .matrix = 1, .slot = FACET_TS_K_PROJ, .fused = -1, .when = split_qkv},
+    {.root = L, .name = "self_attn.v_proj.weight", .alt6 = "mixer.v_proj.weight", .gguf = "attn_v.weight",
+     .dims = {FACET_TD_KV, H}, .matrix = 1, .slot = FACET_TS_V_PROJ, .fused = -1, .when = split_qkv},
     /* probed only: a fused bias decides qkv_bias; the loader reads q/k/v biases */
     {.root = L, .name = "self_attn.qkv_proj.bias", .gguf = "attn_qkv.bias",
      .dims = {FACET_TD_QKV, FACET_TD_NONE}, .matrix = 0, .slot = FACET_TS_FUSED,
      .fused = FACET_TF_QKV_BIAS, .n_split = 3,
      .split = {FACET_TS_Q_BIAS, FACET_TS_K_BIAS, FACET_TS_V_BIAS}, .when = NULL},
-    VEC(L, "self_attn.q_proj.bias", "attn_q.bias", FACET_TD_Q, FACET_TS_Q_BIAS, qkv_bias),
-    VEC(L, "self_attn.k_proj.bias", "attn_k.bias", FACET_TD_KV, FACET_TS_K_BIAS, qkv_bias),
-    VEC(L, "self_attn.v_proj.bias", "attn_v.bias", FACET_TD_KV, FACET_TS_V_BIAS, qkv_bias),
+    {.root = L, .name = "self_attn.q_proj.bias", .alt6 = "mixer.q_proj.bias", .gguf = "attn_q.bias",
+     .dims = {FACET_TD_Q, FACET_TD_NONE}, .slot = FACET_TS_Q_BIAS, .fused = -1, .when = qkv_bias},
+    {.root = L, .name = "self_attn.k_proj.bias", .alt6 = "mixer.k_proj.bias", .gguf = "attn_k.bias",
+     .dims = {FACET_TD_KV, FACET_TD_NONE}, .slot = FACET_TS_K_BIAS, .fused = -1, .when = qkv_bias},
+    {.root = L, .name = "self_attn.v_proj.bias", .alt6 = "mixer.v_proj.bias", .gguf = "attn_v.bias",
+     .dims = {FACET_TD_KV, FACET_TD_NONE}, .slot = FACET_TS_V_BIAS, .fused = -1, .when = qkv_bias},
     {.root = L, .name = "self_attn.o_proj.weight", .alt = "attention.dense.weight",
      .alt2 = "self_attn.dense.weight" /* Phi */, .alt3 = "self_attention.dense.weight" /* Falcon */,
-     .alt5 = "self_attn.out_proj.weight" /* LFM2 */,
+     .alt5 = "self_attn.out_proj.weight" /* LFM2 */, .alt6 = "mixer.o_proj.weight",
      .gguf = "attn_output.weight", .dims = {H, FACET_TD_Q}, .matrix = 1, .slot = FACET_TS_O_PROJ,
      .fused = -1, .when = plain_o},
     /* latent attention (DeepseekV2Attention / DeepseekV3Attention) */
@@ -175,7 +182,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     MAT(L, "self_attn.o_proj.weight", NULL, H, FACET_TD_MLA_O, FACET_TS_MLA_O_PROJ, mla),
     {.root = L, .name = "self_attn.o_proj.bias", .alt = "attention.dense.bias",
      .alt2 = "self_attn.dense.bias", .alt3 = "self_attention.dense.bias",
-     .gguf = "attn_output.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_O_BIAS,
+     .alt6 = "mixer.o_proj.bias", .gguf = "attn_output.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_O_BIAS,
      .fused = -1, .when = o_bias},
     VEC(L, "self_attn.sinks", NULL, FACET_TD_HEADS, FACET_TS_SINKS, sinks),
     /* GPT-2: Conv1D weights [in, out], transposed at load; c_attn's columns q | k | v */
@@ -201,7 +208,7 @@ const facet_tensor_row facet_tensor_rows[] = {
      * ones, whose norm before the FFN is pre_feedforward_layernorm (GGUF's ffn_norm) */
     {.root = L, .name = "post_attention_layernorm.weight", .alt = "ln_2.weight",
      .alt2 = "ln_mlp.weight" /* Falcon's new_decoder_architecture */,
-     .alt5 = "ffn_norm.weight" /* LFM2 */, .gguf = "ffn_norm.weight",
+     .alt5 = "ffn_norm.weight" /* LFM2 */, .alt6 = "norm.weight" /* Nemotron-H's MLP layers */, .gguf = "ffn_norm.weight",
      .gguf_post = "post_attention_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
      .slot = FACET_TS_POST_ATTENTION_LAYERNORM, .fused = -1, .when = ffn_norm},
     {.root = L, .name = "post_attention_layernorm.bias", .alt = "ln_2.bias", .alt2 = "ln_mlp.bias",
@@ -227,14 +234,14 @@ const facet_tensor_row facet_tensor_rows[] = {
     /* ungated MLPs (facts ffn_ungated): up is NeoX's dense_h_to_4h, down dense_4h_to_h */
     DENSE(.root = L, .name = "mlp.up_proj.weight", .alt = "mlp.dense_h_to_4h.weight",
           .alt2 = "mlp.fc1.weight" /* Phi */, .alt3 = "mlp.c_fc.weight" /* StarCoder2 */,
-          .alt5 = "feed_forward.w3.weight",
+          .alt5 = "feed_forward.w3.weight", .alt6 = "mixer.up_proj.weight" /* Nemotron-H */,
           .gguf = "ffn_up.weight",
           .dims = {FACET_TD_FFN, H}, .matrix = 1, .slot = FACET_TS_UP_PROJ, .fused = -1,
           .when = up_rows),
     DENSE(.root = L, .name = "mlp.down_proj.weight", .alt = "mlp.dense_4h_to_h.weight",
           .alt2 = "mlp.fc2.weight", .alt3 = "mlp.c_proj.weight",
           .alt4 = "shared_mlp.output_linear.weight" /* Granite 4.0-H dense */,
-          .alt5 = "feed_forward.w2.weight",
+          .alt5 = "feed_forward.w2.weight", .alt6 = "mixer.down_proj.weight",
           .gguf = "ffn_down.weight",
           .dims = {H, FACET_TD_FFN}, .matrix = 1, .slot = FACET_TS_DOWN_PROJ, .fused = -1,
           .when = not_conv1d),
@@ -243,12 +250,12 @@ const facet_tensor_row facet_tensor_rows[] = {
           .dims = {FACET_TD_FFN, FACET_TD_NONE}, .slot = FACET_TS_GATE_BIAS, .fused = -1,
           .when = gate_bias),
     DENSE(.root = L, .name = "mlp.up_proj.bias", .alt = "mlp.dense_h_to_4h.bias",
-          .alt2 = "mlp.fc1.bias", .alt3 = "mlp.c_fc.bias",
+          .alt2 = "mlp.fc1.bias", .alt3 = "mlp.c_fc.bias", .alt6 = "mixer.up_proj.bias",
           .gguf = "ffn_up.bias",
           .dims = {FACET_TD_FFN, FACET_TD_NONE}, .slot = FACET_TS_UP_BIAS, .fused = -1,
           .when = mlp_bias),
     DENSE(.root = L, .name = "mlp.down_proj.bias", .alt = "mlp.dense_4h_to_h.bias",
-          .alt2 = "mlp.fc2.bias", .alt3 = "mlp.c_proj.bias",
+          .alt2 = "mlp.fc2.bias", .alt3 = "mlp.c_proj.bias", .alt6 = "mixer.down_proj.bias",
           .gguf = "ffn_down.bias",
           .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_DOWN_BIAS, .fused = -1, .when = mlp_bias),
     DENSE(.root = L, .name = "mlp.c_fc.weight", .dims = {FACET_TD_FFN, H}, .matrix = 1,
@@ -395,6 +402,18 @@ int facet_tensor_in_layer(const facet_tensor_row *r, const facet_facts *f, int64
     if (r->scope == FACET_SCOPE_SSM) return ssm;
     /* a recurrent layer: its mixer's rows alone, or (hybrids) every row but attention's */
     if (ssm && (!f->ssm_ffn || attention_row(r))) return 0;
+    /* single-block layers (Nemotron-H): an FFN-only layer has no attention rows nor the
+     * mixer's norm; a mixer-only one no FFN rows nor the FFN's norm */
+    int blk = layer >= 0 && layer < FACET_MAX_LAYERS ? f->layer_block[layer] : FACET_BLOCK_BOTH;
+    if (blk == FACET_BLOCK_FFN &&
+        (attention_row(r) || r->slot == FACET_TS_INPUT_LAYERNORM ||
+         r->slot == FACET_TS_INPUT_LAYERNORM_BIAS))
+        return 0;
+    if (blk == FACET_BLOCK_MIXER &&
+        (r->scope == FACET_SCOPE_DENSE || r->scope == FACET_SCOPE_SPARSE ||
+         r->slot == FACET_TS_POST_ATTENTION_LAYERNORM ||
+         r->slot == FACET_TS_POST_ATTENTION_LAYERNORM_BIAS))
+        return 0;
     int sparse = layer >= 0 && layer < FACET_MAX_LAYERS && f->layer_sparse[layer];
     return r->scope == FACET_SCOPE_ALL || (r->scope == FACET_SCOPE_SPARSE) == sparse;
 }
@@ -557,8 +576,8 @@ const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_r
                                    const char *prefix, int64_t layer, char *name, size_t cap) {
     if (r->root == FACET_TR_LAYER && r->tail)
         return facet_tensor_find_expert(ck, r, prefix, layer, 0, name, cap);
-    const char *const spell[6] = {r->name, r->alt, r->alt2, r->alt3, r->alt4, r->alt5};
-    for (int i = 0; i < 6; i++) {
+    const char *const spell[7] = {r->name, r->alt, r->alt2, r->alt3, r->alt4, r->alt5, r->alt6};
+    for (int i = 0; i < 7; i++) {
         if (!spell[i]) continue;
         const st_tensor *t = find_spelling(ck, r, spell[i], prefix, layer, name, cap);
         if (t) return t;

@@ -34,7 +34,7 @@ static const char *rope_name(int t) {
 }
 
 static const char *act_name(int a) {
-    static const char *const names[] = {"silu", "gelu_pytorch_tanh", "gelu", "unknown"};
+    static const char *const names[] = {"silu", "gelu_pytorch_tanh", "gelu", "relu2", "unknown"};
     return a >= 0 && a <= FACET_ACT_UNKNOWN ? names[a] : "unknown";
 }
 
@@ -394,7 +394,7 @@ static void refuse(facet_verdict *out, const char *fact, const char *value,
     facet_refusal *r = &out->refusals[out->n_refusals++];
     snprintf(r->fact, sizeof r->fact, "%.63s", fact);
     snprintf(r->value, sizeof r->value, "%.95s", value);
-    snprintf(r->supported, sizeof r->supported, "%.319s", supported ? supported : "");
+    snprintf(r->supported, sizeof r->supported, "%.511s", supported ? supported : "");
     if (supported && !strcmp(fact, "backend"))
         snprintf(r->text, sizeof r->text, "REFUSED: backend=%s is not supported (supported: %s)",
                  value, supported);
@@ -492,7 +492,7 @@ void facet_judge(const facet_facts *f, const char *backend, facet_verdict *out) 
     if (c && !c->built) refuse(out, "backend", backend, NULL);
 
     if (!p) {
-        char list[320] = "";
+        char list[512] = "";
         for (int i = 0; i < facet_n_profiles; i++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
                      facet_profiles[i].model_type);

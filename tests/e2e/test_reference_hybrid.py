@@ -203,41 +203,86 @@ def test_lfm2_refusals(run_facet, tmp_path):
         assert proc.returncode != 0 and needle in proc.stderr, (bad, proc.stderr)
 
 
-@pytest.mark.parametrize("family", ["granite", "lfm2"])
-def test_hybrid_server_batches_like_alone(family, run_facet, facet_bin, tmp_path, repo_root):
-    """facet serve on a hybrid (the bundled tokenizer: vocab 512): eight completions at
-    once (batched decode over attention KV and recurrent state together) each identical
-    to facet run's greedy text alone, and a continuation of prompt + answer that goes on
-    from the earlier sequence's state and KV (its cached tokens counted)."""
-    import concurrent.futures as cf
-    import shutil
+NEMOTRON_VARIANTS = {
+    "8b": {},
+    "biases-list": {"attention_bias": True, "mlp_bias": True, "hybrid_override_pattern": "M-*MM",
+                    "layers_block_type": ["mamba", "mlp", "attention", "mamba", "mamba"]},
+}
 
-    import server_harness
 
-    path = write(tmp_path) if family == "granite" else lfm2_write(tmp_path)
-    shutil.copy(repo_root / "models" / "stories260k" / "tokenizer.json", path)
-    prompts = [[int(x) for x in np.random.default_rng(s).integers(3, 500, 10 + s)] for s in range(8)]
+def nemotron_write(tmp_path, name="nemotron", dtype="f32", **over):
+    return hybrid_ref.nemotron_write(hybrid_ref.nemotron_shrink(hybrid_ref.NEMOTRON_H_8B, **over),
+                                     str(tmp_path / name), dtype)
 
-    def alone(p):
-        proc = run_facet(["run", path, "--prompt-ids", ",".join(map(str, p)), "-n", "10",
-                          "--json", "--no-cache"])
-        assert proc.returncode == 0, proc.stderr
-        return json.loads(proc.stdout)
 
-    first = alone(prompts[0])
-    cont = prompts[0] + first["generated_ids"] + [5, 6]
-    want = [alone(p)["text"] for p in prompts] + [alone(cont)["text"]]
-    with server_harness.Server(facet_bin, path, "--max-batch", "8") as s:
-        def ask(p):
-            st, r = s.post("/v1/completions", {"prompt": p, "max_tokens": 10, "temperature": 0})
-            assert st == 200, r
-            return r
+@pytest.mark.parametrize("cell", [("8b", "f32"), ("8b", "bf16"), ("biases-list", "f32")],
+                         ids=lambda c: "%s-%s" % c)
+@pytest.mark.evidence(config_classes=["nemotron_h"], backend="cpu", weights=["f32"],
+                      oracle="float64 reference, F32 and BF16 files")
+def test_nemotron_h_matches_reference(cell, run_facet, tmp_path):
+    """Nemotron-H (5 layers M * - M -, n_groups 2): logits of a 64-token prompt within
+    1e-4 per position, 32 greedy steps; the biases variant gives its layers as
+    layers_block_type (M - * M M), which the class takes over the pattern string."""
+    variant, dtype = cell
+    over = dict(NEMOTRON_VARIANTS[variant])
+    path = nemotron_write(tmp_path, dtype=dtype, **over)
+    if "layers_block_type" in over:  # the reference reads the pattern string
+        cfg = json.loads((tmp_path / "nemotron" / "config.json").read_text())
+        assert hybrid_ref.nemotron_facts(dict(cfg, hybrid_override_pattern="M-*MM"))["pat"] == "M-*MM"
+        cfg["hybrid_override_pattern"] = "M-*MM"
+        (tmp_path / "nemotron" / "config.json").write_text(json.dumps(cfg))
+    run_and_compare(run_facet, path, N_PROMPT, N_GEN, tmp_path,
+                    ref_class=hybrid_ref.NemotronHReference)
 
-        with cf.ThreadPoolExecutor(8) as ex:
-            many = list(ex.map(ask, prompts))
-        assert [r["choices"][0]["text"] for r in many] == want[:8]
-        ask(prompts[0])
-        r = ask(cont)
-        assert r["choices"][0]["text"] == want[8]
-        assert r["usage"]["prompt_tokens_details"]["cached_tokens"] == \
-            len(prompts[0]) + len(first["generated_ids"]) - 1
+
+def test_nemotron_h_long_prompt_in_chunks(run_facet, tmp_path):
+    """Nemotron-H: a 600-token prompt in three forward chunks matches the reference."""
+    path = nemotron_write(tmp_path)
+    run_and_compare(run_facet, path, 600, 4, tmp_path, seed=5,
+                    ref_class=hybrid_ref.NemotronHReference)
+
+
+def test_nemotron_h_plan(run_facet, tmp_path):
+    """facet plan on NemotronHConfig's defaults (the 8B shape), by hand: 24 Mamba-2, 4
+    attention, 24 MLP layers. State per sequence: 24 x ((8192 + 2 x 8 x 128) x 3 + 8192 x
+    128) x 4 B = 24 x 4,317,184 = 103,612,416 bytes. KV (bf16) per token: naive 52 x 8 x 128
+    x 2 x 2 B = 212,992; actual, the 4 attention layers: 16,384 (ctx 4096: 64 MiB).
+    Parameters: embeddings and untied head 2 x 131072 x 4096 = 1,073,741,824; Mamba-2
+    24 x (in_proj 4096 x (8192 + 10240 + 128) + out_proj 4096 x 8192 + conv 10240 x (4 + 1)
+    + dt_bias, A_log, D 3 x 128 + gated norm 8192 + norm 4096) = 24 x 109,640,064 =
+    2,631,361,536; attention 4 x (2 x 4096^2 + 2 x 1024 x 4096 + 4096) = 4 x 41,947,136 =
+    167,788,544; MLP 24 x (2 x 21504 x 4096 + 4096) = 4,227,956,736; final norm 4096:
+    8,100,852,736."""
+    d = tmp_path / "full"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(hybrid_ref.NEMOTRON_H_8B))
+    proc = run_facet(["plan", str(d), "--ctx", "4096", "--batch", "2", "--weights", "bf16",
+                      "--kv-cache", "bf16"])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "parameters: 8100852736 total" in out, out
+    assert "recurrent state: 103612416 bytes per sequence" in out, out
+    assert "per token, naive (layers x kv_heads x head_dim x 2 x 2 B): 212992 bytes" in out, out
+    assert "per token, actual at ctx 4096: 16384.0 bytes (4 global, 0 windowed layers)" in out, out
+    assert "(KV 64.00 MiB + state 98.81 MiB) x 2" in out, out
+
+
+def test_nemotron_h_refusals(run_facet, tmp_path):
+    """Typed refusals naming the fact, its value and the range."""
+    cfg = hybrid_ref.nemotron_shrink(hybrid_ref.NEMOTRON_H_8B)
+    d = tmp_path / "bias"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(dict(cfg, mamba_proj_bias=True)))
+    proc = run_facet(["conform", str(d)])
+    assert proc.returncode != 0
+    assert "state-space mixer=mamba2 on 2 of 5 layers with use_bias=true" in proc.stdout, proc.stdout
+    for bad, needle in (({"hybrid_override_pattern": "M*EM-"}, "E (MoE) layers are not built"),
+                        ({"hybrid_override_pattern": "M*-"}, "num_hidden_layers (5) layers of M"),
+                        ({"mamba_hidden_act": "gelu"}, "mamba_hidden_act is \"gelu\" (string), "
+                         "expected \"silu\""),
+                        ({"n_groups": 3}, "a divisor of mamba_num_heads")):
+        d = tmp_path / ("c-%s" % next(iter(bad)))
+        d.mkdir(exist_ok=True)
+        (d / "config.json").write_text(json.dumps(dict(cfg, **bad)))
+        proc = run_facet(["conform", str(d)])
+        assert proc.returncode != 0 and needle in proc.stderr, (bad, proc.stderr)

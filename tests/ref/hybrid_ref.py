@@ -548,6 +548,197 @@ class Lfm2Reference(Reference):
         return head @ x
 
 
+# ---------------------------------------------------------------------------- Nemotron-H
+# NemotronHForCausalLM (transformers models/nemotron_h): x = embeddings[token]; per layer
+# i, one block by hybrid_override_pattern[i]: x = x + block(RMSNorm(x) * norm) with
+#   "M": the Mamba-2 mixer (mamba_ref.mamba2_step), mamba_num_heads x mamba_head_dim
+#        wide, B/C in n_groups groups, the gated RMSNorm per group of DI / n_groups
+#   "*": attention, no rotary embedding, GQA, softmax(q k^T / sqrt(head_dim)) v, o_proj
+#   "-": down(relu(up h)^2)
+# logits = (RMSNorm(x) * norm_f) W_lm^T (untied by default). eps layer_norm_epsilon.
+
+# NemotronHConfig's defaults (the Nemotron-H-8B shape): 52 layers, 24 Mamba-2, 4
+# attention, 24 MLP; the corpus holds no nemotron_h config
+NEMOTRON_H_8B = {
+    "architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h",
+    "vocab_size": 131072, "hidden_size": 4096, "intermediate_size": 21504,
+    "num_hidden_layers": 52,
+    "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+    "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+    "max_position_embeddings": 4096, "attention_bias": False, "mlp_bias": False,
+    "mlp_hidden_act": "relu2", "use_mamba_kernels": True, "ssm_state_size": 128,
+    "mamba_num_heads": 128, "mamba_head_dim": 64, "mamba_hidden_act": "silu", "n_groups": 8,
+    "conv_kernel": 4, "expand": 2, "time_step_min": 0.001, "time_step_max": 0.1,
+    "time_step_floor": 0.0001, "use_conv_bias": True,
+    "chunk_size": 128, "mamba_proj_bias": False, "use_bias": False, "layer_norm_epsilon": 1e-05,
+    "residual_in_fp32": False, "rescale_prenorm_residual": True, "tie_word_embeddings": False,
+    "initializer_range": 0.02, "num_logits_to_keep": 1, "pad_token_id": 0, "bos_token_id": 1,
+    "eos_token_id": 2, "sliding_window": None, "hidden_dropout": 0.0, "attention_dropout": 0.0,
+    "use_cache": True, "torch_dtype": "bfloat16",
+}
+
+
+def nemotron_facts(cfg):
+    pat = cfg["hybrid_override_pattern"]
+    H = cfg["hidden_size"]
+    NH, P = cfg.get("mamba_num_heads", 128), cfg.get("mamba_head_dim", 64)
+    return {"H": H, "L": len(pat), "V": cfg["vocab_size"], "pat": pat,
+            "nh": cfg.get("num_attention_heads", 32), "nkv": cfg.get("num_key_value_heads", 8),
+            "hd": cfg.get("head_dim", 128), "I": cfg.get("intermediate_size", 21504),
+            "eps": cfg.get("layer_norm_epsilon", 1e-5), "attn_bias": cfg.get("attention_bias", False),
+            "mlp_bias": cfg.get("mlp_bias", False), "tied": cfg.get("tie_word_embeddings", False),
+            "DI": NH * P, "N": cfg.get("ssm_state_size", 128), "K": cfg.get("conv_kernel", 4),
+            "NH": NH, "P": P, "G": cfg.get("n_groups", 8), "conv_bias": cfg.get("use_conv_bias", True)}
+
+
+def nemotron_shrink(cfg, hidden_size=64, pattern="M*-M-", num_attention_heads=4,
+                    num_key_value_heads=1, head_dim=16, mamba_num_heads=8, mamba_head_dim=16,
+                    ssm_state_size=16, n_groups=2, vocab_size=512, **overrides):
+    """Nemotron-H at test size: the GQA ratio (32 : 8 -> 4 : 1), an explicit head_dim,
+    n_groups > 1 (the per-group gated norm), the intermediate/hidden ratio (multiple of
+    8), the flags; a 5-layer pattern with each block kind."""
+    c = dict(cfg)
+    H = cfg["hidden_size"]
+    c.update(hidden_size=hidden_size, hybrid_override_pattern=pattern,
+             num_hidden_layers=len(pattern), num_attention_heads=num_attention_heads,
+             num_key_value_heads=num_key_value_heads, head_dim=head_dim,
+             mamba_num_heads=mamba_num_heads, mamba_head_dim=mamba_head_dim,
+             ssm_state_size=ssm_state_size, n_groups=n_groups, vocab_size=vocab_size,
+             intermediate_size=max(8, int(round(hidden_size * cfg["intermediate_size"] / H / 8)) * 8))
+    for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        if isinstance(c.get(key), int) and c[key] >= vocab_size:
+            c[key] = vocab_size - 1
+    c.update(overrides)
+    return c
+
+
+def nemotron_tensor_specs(cfg):
+    f = nemotron_facts(cfg)
+    H, DI, N, K, NH, G, I = f["H"], f["DI"], f["N"], f["K"], f["NH"], f["G"], f["I"]
+    CD = DI + 2 * G * N
+    q, kv = f["nh"] * f["hd"], f["nkv"] * f["hd"]
+    specs = [("backbone.embeddings.weight", (f["V"], H))]
+    for i, t in enumerate(f["pat"]):
+        p = "backbone.layers.%d." % i
+        m = p + "mixer."
+        specs.append((p + "norm.weight", (H,)))
+        if t == "M":
+            specs += [(m + "in_proj.weight", (DI + CD + NH, H)), (m + "conv1d.weight", (CD, 1, K))]
+            if f["conv_bias"]:
+                specs.append((m + "conv1d.bias", (CD,)))
+            specs += [(m + "dt_bias", (NH,)), (m + "A_log", (NH,)), (m + "D", (NH,)),
+                      (m + "norm.weight", (DI,)), (m + "out_proj.weight", (H, DI))]
+        elif t == "*":
+            for name, rows in (("q", q), ("k", kv), ("v", kv)):
+                specs.append((m + "%s_proj.weight" % name, (rows, H)))
+                if f["attn_bias"]:
+                    specs.append((m + "%s_proj.bias" % name, (rows,)))
+            specs.append((m + "o_proj.weight", (H, q)))
+            if f["attn_bias"]:
+                specs.append((m + "o_proj.bias", (H,)))
+        else:
+            specs.append((m + "up_proj.weight", (I, H)))
+            if f["mlp_bias"]:
+                specs.append((m + "up_proj.bias", (I,)))
+            specs.append((m + "down_proj.weight", (H, I)))
+            if f["mlp_bias"]:
+                specs.append((m + "down_proj.bias", (H,)))
+    specs.append(("backbone.norm_f.weight", (H,)))
+    if not f["tied"]:
+        specs.append(("lm_head.weight", (f["V"], H)))
+    return specs
+
+
+def nemotron_init(name, shape, cfg, seed):
+    f = nemotron_facts(cfg)
+    H = f["H"]
+    rng = np.random.default_rng([seed, sum(map(ord, name)) * 7919 + len(name)])
+    n = rng.standard_normal(shape)
+    if ".mixer." in name and not name.endswith(("out_proj.weight", "_proj.weight", "_proj.bias")):
+        return mamba_ref.init(name, shape, {"model_type": "mamba2", "hidden_size": H,
+                                            "num_hidden_layers": 1, "vocab_size": f["V"]}, seed)
+    if name.endswith("norm.weight") or name.endswith("norm_f.weight"):
+        return 1.0 + 0.1 * n
+    if name in ("backbone.embeddings.weight", "lm_head.weight"):
+        return n * (2.0 / math.sqrt(H))
+    if name.endswith(".bias"):
+        return 0.1 * n
+    std = 2.0 / math.sqrt(shape[-1])
+    if name.endswith(("out_proj.weight", "o_proj.weight", "down_proj.weight")):
+        std *= 2.0
+    if name.endswith("in_proj.weight"):
+        std = 1.0 / math.sqrt(shape[-1])
+    return n * std
+
+
+def nemotron_write(cfg, out_dir, dtype="f32", seed=0):
+    st = {"f32": "F32", "bf16": "BF16"}[dtype]
+    cfg = dict(cfg)
+    cfg["torch_dtype"] = {"f32": "float32", "bf16": "bfloat16"}[dtype]
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "config.json"), "w") as fp:
+        json.dump(cfg, fp, indent=2)
+    specs = nemotron_tensor_specs(cfg)
+    shapes = dict(specs)
+    safetensors_io.write_file(os.path.join(out_dir, "model.safetensors"),
+                              [(n, st, s) for n, s in specs],
+                              lambda n: nemotron_init(n, shapes[n], cfg, seed))
+    return out_dir
+
+
+class NemotronHReference(Reference):
+    """Nemotron-H one token at a time (generate() as Reference's)."""
+
+    def __init__(self, folder):
+        with open(os.path.join(folder, "config.json")) as fp:
+            self.cfg = json.load(fp)
+        self.f = nemotron_facts(self.cfg)
+        path = os.path.join(folder, "model.safetensors")
+        header, _, start = safetensors_io.read_header(path)
+        self.w = {k: safetensors_io.read_tensor(path, v, start) for k, v in header.items()}
+        self.vocab_size = self.f["V"]
+
+    def new_state(self):
+        f = self.f
+        CD = f["DI"] + 2 * f["G"] * f["N"]
+        return [{"conv": np.zeros((CD, f["K"])), "ssm": np.zeros((f["NH"], f["P"], f["N"]))}
+                if t == "M" else {"k": [], "v": []} for t in f["pat"]]
+
+    def _attn(self, i, h, st):
+        f = self.f
+        m = "backbone.layers.%d.mixer." % i
+        nh, nkv, hd = f["nh"], f["nkv"], f["hd"]
+        q = self._lin(h, m + "q_proj").reshape(nh, hd)
+        st["k"].append(self._lin(h, m + "k_proj").reshape(nkv, hd))
+        st["v"].append(self._lin(h, m + "v_proj").reshape(nkv, hd))
+        K, V = np.array(st["k"]), np.array(st["v"])
+        rep = nh // nkv
+        out = np.empty((nh, hd))
+        for hh in range(nh):
+            s = K[:, hh // rep, :] @ q[hh] / math.sqrt(hd)
+            p = np.exp(s - s.max())
+            out[hh] = (p / p.sum()) @ V[:, hh // rep, :]
+        return self._lin(out.reshape(nh * hd), m + "o_proj")
+
+    def step(self, token, state, pos):
+        f, w = self.f, self.w
+        x = w["backbone.embeddings.weight"][token].copy()
+        for i, t in enumerate(f["pat"]):
+            p = "backbone.layers.%d." % i
+            h = self._norm(x, w[p + "norm.weight"])
+            if t == "M":
+                h = mamba_ref.mamba2_step(w, p + "mixer.", f, h, state[i])
+            elif t == "*":
+                h = self._attn(i, h, state[i])
+            else:
+                u = self._lin(h, p + "mixer.up_proj")
+                h = self._lin(np.maximum(u, 0.0) ** 2, p + "mixer.down_proj")
+            x = x + h
+        x = self._norm(x, w["backbone.norm_f.weight"])
+        head = w.get("lm_head.weight", w["backbone.embeddings.weight"])
+        return head @ x
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("cmd", choices=["write"])

@@ -120,14 +120,14 @@ static void test_vulkan_built_or_refused(void **state) {
 static void test_math_facts_refused_all_listed(void **state) {
     (void)state;
     judge_text("{" BASE ",\"rope_scaling\":{\"rope_type\":\"dynamic\",\"factor\":4.0},"
-               "\"hidden_act\":\"relu2\",\"mlp_bias\":true,\"use_alibi\":true,"
+               "\"hidden_act\":\"relu6\",\"mlp_bias\":true,\"use_alibi\":true,"
                "\"partial_rotary_factor\":0.03}", "cpu");
     assert_int_equal(V.status, FACET_VERDICT_REFUSED);
     assert_non_null(strstr(refusal("rope_type")->text,
                            "REFUSED: rope_type=dynamic is not supported on cpu (supported: "));
     assert_null(strstr(refusal("rope_type")->supported, "dynamic"));
     assert_non_null(strstr(refusal("rope_type")->supported, "yarn"));
-    assert_string_equal(refusal("hidden_act")->value, "relu2");
+    assert_string_equal(refusal("hidden_act")->value, "relu6");
     assert_null(refusal("mlp_bias")); /* gate/up/down biases run on the cpu */
     assert_string_equal(refusal("use_alibi")->value, "true");
     assert_string_equal(refusal("partial_rotary_factor")->value, "0.03");
@@ -192,7 +192,7 @@ static void test_outside_families(void **state) {
                         "REFUSED: model_type=rwkv is not supported on cpu (supported: llama, "
                         "mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, "
                         "smollm3, granite, mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe, "
-                        "granitemoeshared, gpt_oss, deepseek_v2, deepseek_v3, mamba, mamba2, granitemoehybrid, lfm2, gpt_neox, phi, gpt2, olmo, starcoder2, stablelm, stablelm_epoch, falcon, bloom)");
+                        "granitemoeshared, gpt_oss, deepseek_v2, deepseek_v3, mamba, mamba2, granitemoehybrid, lfm2, nemotron_h, gpt_neox, phi, gpt2, olmo, starcoder2, stablelm, stablelm_epoch, falcon, bloom)");
     assert_string_equal(refusal("state_size")->value, "16");
     /* a model_type we know with a head the table does not run */
     judge_text("{" BASE ",\"architectures\":[\"LlamaForSequenceClassification\"]}", "cpu");

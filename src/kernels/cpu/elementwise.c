@@ -98,6 +98,7 @@ void facet_gated_act_at(int level, float *gate, const float *up, int n, int act)
             break;
         }
         case 2: a = 0.5f * g * (1.0f + erff(g * 0.7071067811865476f)); break;
+        case 3: a = g > 0.0f ? g * g : 0.0f; break; /* relu2 */
         default: a = g / (1.0f + expf(-g)); break;
         }
         gate[i] = a * up[i];

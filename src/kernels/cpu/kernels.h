@@ -404,7 +404,7 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
 /* In-place softmax of x[0..n) (max-subtracted, exp in float, sum in double). */
 void facet_softmax(float *x, int n);
 
-/* gate[i] = act(gate[i]) * up[i] for i < n; act: 0 silu, 1 gelu tanh, 2 gelu erf
+/* gate[i] = act(gate[i]) * up[i] for i < n; act: 0 silu, 1 gelu tanh, 2 gelu erf, 3 relu2
  * (values of facet_act). SiLU and gelu tanh (as g sigmoid(2u), the same function) on the
  * AVX-512 path use a vector e^x within 2 ulp of expf for whole groups of 16 (the rest,
  * and every other path, libm's expf / tanhf); the split depends only on n, so a row's

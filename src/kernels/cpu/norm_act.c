@@ -37,6 +37,7 @@ void facet_act_row(float *x, int n, int act) {
             break;
         }
         case 2: x[i] = 0.5f * g * (1.0f + erff(g * 0.7071067811865476f)); break; /* gelu (erf) */
+        case 3: x[i] = g > 0.0f ? g * g : 0.0f; break;                            /* relu2 */
         default: x[i] = g / (1.0f + expf(-g)); break;                            /* silu */
         }
     }

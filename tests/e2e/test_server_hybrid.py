@@ -1,0 +1,59 @@
+"""facet serve on hybrid recurrent + attention checkpoints (issue 26): shrunk Granite
+4.0-H and LFM2 checkpoints (tests/ref/hybrid_ref.py) with the bundled tokenizer (vocab
+512). Oracle: facet run alone on each prompt (the float64 reference checks facet run in
+test_reference_hybrid.py)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import hybrid_ref
+
+
+def write(tmp_path, family):
+    if family == "granite":
+        cfg = hybrid_ref.shrink(hybrid_ref.GRANITE_4_H_TINY)
+        return hybrid_ref.write(cfg, str(tmp_path / "ck"))
+    cfg = hybrid_ref.lfm2_shrink(hybrid_ref.LFM2_1_2B)
+    return hybrid_ref.lfm2_write(cfg, str(tmp_path / "ck"))
+
+
+@pytest.mark.parametrize("family", ["granite", "lfm2"])
+def test_hybrid_server_batches_like_alone(family, run_facet, facet_bin, tmp_path, repo_root):
+    """facet serve on a hybrid (the bundled tokenizer: vocab 512): eight completions at
+    once (batched decode over attention KV and recurrent state together) each identical
+    to facet run's greedy text alone, and a continuation of prompt + answer that goes on
+    from the earlier sequence's state and KV (its cached tokens counted)."""
+    import concurrent.futures as cf
+    import shutil
+
+    import server_harness
+
+    path = write(tmp_path, family)
+    shutil.copy(repo_root / "models" / "stories260k" / "tokenizer.json", path)
+    prompts = [[int(x) for x in np.random.default_rng(s).integers(3, 500, 10 + s)] for s in range(8)]
+
+    def alone(p):
+        proc = run_facet(["run", path, "--prompt-ids", ",".join(map(str, p)), "-n", "10",
+                          "--json", "--no-cache"])
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    first = alone(prompts[0])
+    cont = prompts[0] + first["generated_ids"] + [5, 6]
+    want = [alone(p)["text"] for p in prompts] + [alone(cont)["text"]]
+    with server_harness.Server(facet_bin, path, "--max-batch", "8") as s:
+        def ask(p):
+            st, r = s.post("/v1/completions", {"prompt": p, "max_tokens": 10, "temperature": 0})
+            assert st == 200, r
+            return r
+
+        with cf.ThreadPoolExecutor(8) as ex:
+            many = list(ex.map(ask, prompts))
+        assert [r["choices"][0]["text"] for r in many] == want[:8]
+        ask(prompts[0])
+        r = ask(cont)
+        assert r["choices"][0]["text"] == want[8]
+        assert r["usage"]["prompt_tokens_details"]["cached_tokens"] == \
+            len(prompts[0]) + len(first["generated_ids"]) - 1
