@@ -162,6 +162,23 @@ static facet_status get_str(reader *r, const char *key, char *out, size_t cap, i
     return FACET_OK;
 }
 
+/* +inf as a config spells it: a number past 1e30, "Infinity" / "inf" (a string), or
+ * transformers 5's {"__float__": "Infinity"} (json.c reads Python's bare Infinity so). */
+static int is_infinity(const json_t *v) {
+    if (json_is_number(v)) return json_number_value(v) >= 1e30;
+    if (json_is_object(v)) v = json_object_get(v, "__float__");
+    const char *s = json_is_string(v) ? json_string_value(v) : "";
+    return !strcmp(s, "Infinity") || !strcmp(s, "inf");
+}
+
+/* time_step_limit: only the unclamped (0, inf) is built */
+static int no_clamp(const json_t *lim) {
+    return !lim || json_is_null(lim) ||
+           (json_is_array(lim) && json_array_size(lim) == 2 &&
+            json_is_number(json_array_get(lim, 0)) && json_number_value(json_array_get(lim, 0)) == 0.0 &&
+            is_infinity(json_array_get(lim, 1)));
+}
+
 /* Keep a key the reader did not consume, for the table to classify. */
 static void keep_key(facet_facts *f, const char *key, const json_t *v) {
     if (f->n_config_keys >= FACET_MAX_CONFIG_KEYS) {
@@ -1188,11 +1205,7 @@ static facet_status read_mamba(reader *r, const facet_config_class *cls) {
                        "a divisor of num_heads");
         /* time_step_limit clamps dt: only the default (0, inf) is built */
         json_t *lim = take(r, "time_step_limit");
-        if (lim && !json_is_null(lim) &&
-            !(json_is_array(lim) && json_array_size(lim) == 2 &&
-              json_number_value(json_array_get(lim, 0)) == 0.0 &&
-              json_number_value(json_array_get(lim, 1)) >= 1e30))
-            return bad(r, "time_step_limit", lim, "[0.0, inf] (no clamp)");
+        if (!no_clamp(lim)) return bad(r, "time_step_limit", lim, "[0.0, inf] (no clamp)");
         int64_t chunk = 256;
         TRY(get_int(r, "chunk_size", 0, 1, 1 << 20, &chunk, NULL)); /* a kernel choice */
     }
@@ -1460,11 +1473,7 @@ static facet_status read_nemotron_h(reader *r) {
     if (strcmp(act, "silu") && strcmp(act, "swish"))
         return bad(r, "mamba_hidden_act", json_object_get(r->obj, "mamba_hidden_act"), "\"silu\"");
     json_t *lim = take_alias(r, "time_step_limit", "mamba_dt_limit", &name);
-    if (lim && !json_is_null(lim) &&
-        !(json_is_array(lim) && json_array_size(lim) == 2 &&
-          json_number_value(json_array_get(lim, 0)) == 0.0 &&
-          json_number_value(json_array_get(lim, 1)) >= 1e30))
-        return bad(r, name, lim, "[0.0, inf] (no clamp)");
+    if (!no_clamp(lim)) return bad(r, name, lim, "[0.0, inf] (no clamp)");
     /* training and kernel choices, the MoE / multi-token-prediction keys of a config whose
      * pattern has no such layer (refused below when it has), the state's own dtype
      * (facet's is float32) */

@@ -29,8 +29,9 @@ facet_status facet_json_load_status(const json_t *v, const json_error_t *je, con
 facet_status facet_json_parse(const char *text, size_t len, const char *what, json_t **out,
                               facet_error *err);
 
-/* Read and parse file `path` (at most max_bytes). Errors: as facet_read_file and
- * facet_json_parse. */
+/* Read and parse file `path` (at most max_bytes). Python's bare Infinity, -Infinity and
+ * NaN (outside strings) are read as transformers 5 writes them, {"__float__": "Infinity"}
+ * objects. Errors: as facet_read_file and facet_json_parse. */
 facet_status facet_json_load_file(const char *path, size_t max_bytes, json_t **out,
                                   facet_error *err);
 

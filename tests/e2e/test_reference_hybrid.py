@@ -286,3 +286,24 @@ def test_nemotron_h_refusals(run_facet, tmp_path):
         (d / "config.json").write_text(json.dumps(dict(cfg, **bad)))
         proc = run_facet(["conform", str(d)])
         assert proc.returncode != 0 and needle in proc.stderr, (bad, proc.stderr)
+
+
+def test_time_step_limit_spellings(run_facet, tmp_path):
+    """time_step_limit as transformers writes (0, inf): Python's bare Infinity (older
+    releases; not JSON, read as transformers 5's {"__float__": "Infinity"}), that object,
+    and the alias mamba_dt_limit: all the unclamped limit; a string holding the word
+    stays a string; a finite limit is refused by name."""
+    cfg = hybrid_ref.nemotron_shrink(hybrid_ref.NEMOTRON_H_8B)
+    base = json.dumps(dict(cfg, note="Infinity, NaN: words in a string"))[:-1]
+    cases = (('"time_step_limit": [0.0, Infinity]', 0),
+             ('"time_step_limit": [0.0, {"__float__": "Infinity"}]', 0),
+             ('"mamba_dt_limit": [0.0, Infinity], "time_step_limit": [0.0, 1.0]', 0),
+             ('"time_step_limit": [0.0, 1.0]', 1))
+    for i, (text, refused) in enumerate(cases):
+        d = tmp_path / ("c%d" % i)
+        d.mkdir()
+        (d / "config.json").write_text(base + ", " + text + "}")
+        proc = run_facet(["conform", str(d)])
+        assert ("time_step_limit is [0.0,1.0]" in proc.stderr) == bool(refused), (text, proc.stderr)
+        if not refused:
+            assert proc.returncode == 3 and "supported-pending-probe" in proc.stdout, (text, proc.stdout)
