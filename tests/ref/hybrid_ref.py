@@ -27,8 +27,10 @@ attention, MoE and shared MLP), written here independently of facet's C code:
   logits = (RMSNorm(x) * norm) W_lm^T / logits_scaling   (lm_head tied to embed_tokens
                                                             when tie_word_embeddings)
 
-Command line: hybrid_ref.py write OUT_DIR [--dtype f32|bf16] [--seed S] writes the shrunk
-Granite 4.0-H-Tiny config and its model.safetensors.
+Command line: hybrid_ref.py write OUT_DIR [--dtype f32|bf16] [--seed S]
+[--family granite|lfm2|nemotron] writes the shrunk Granite 4.0-H-Tiny (LFM2-1.2B,
+Nemotron-H) config and its model.safetensors; hybrid_ref.py write-all OUT_DIR writes the
+three into OUT_DIR/granite, OUT_DIR/lfm2 and OUT_DIR/nemotron.
 """
 
 import argparse
@@ -741,12 +743,24 @@ class NemotronHReference(Reference):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("cmd", choices=["write"])
+    ap.add_argument("cmd", choices=["write", "write-all"],
+                    help="write-all: OUT_DIR/granite, OUT_DIR/lfm2 and OUT_DIR/nemotron")
     ap.add_argument("out")
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--family", default="granite", choices=["granite", "lfm2", "nemotron"])
     a = ap.parse_args(argv)
-    write(shrink(GRANITE_4_H_TINY), a.out, a.dtype, a.seed)
+    if a.cmd == "write-all":
+        write(shrink(GRANITE_4_H_TINY), os.path.join(a.out, "granite"), a.dtype, a.seed)
+        lfm2_write(lfm2_shrink(LFM2_1_2B), os.path.join(a.out, "lfm2"), a.dtype, a.seed)
+        nemotron_write(nemotron_shrink(NEMOTRON_H_8B), os.path.join(a.out, "nemotron"), a.dtype,
+                       a.seed)
+    elif a.family == "lfm2":
+        lfm2_write(lfm2_shrink(LFM2_1_2B), a.out, a.dtype, a.seed)
+    elif a.family == "nemotron":
+        nemotron_write(nemotron_shrink(NEMOTRON_H_8B), a.out, a.dtype, a.seed)
+    else:
+        write(shrink(GRANITE_4_H_TINY), a.out, a.dtype, a.seed)
 
 
 if __name__ == "__main__":

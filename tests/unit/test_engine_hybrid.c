@@ -1,0 +1,65 @@
+/*
+ * test_engine_hybrid.c — the hybrid families' attention KV and recurrent state together
+ * through the public API (issue 26), on shrunk Granite 4.0-H (Mamba-2 + attention, MoE +
+ * shared MLP), LFM2 (short conv + attention) and Nemotron-H (Mamba-2, attention, MLP-only
+ * layers) checkpoints written by tests/ref/hybrid_ref.py: the invariances of
+ * seq_invariance.h bit for bit, and the plan's weight and state bytes equal to what the
+ * engine holds. Values against float64: tests/e2e/test_reference_hybrid.py.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "facet.h"
+#include "io/safetensors.h"
+#include "model/facts.h"
+#include "model/plan.h"
+#include "model/probe.h"
+
+#include "seq_invariance.h"
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/facet-hybrid-XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 " FACET_SOURCE_DIR "/tests/ref/hybrid_ref.py write-all %s", dir);
+    return sh(cmd) ? -1 : 0;
+}
+
+/* Granite: 3 Mamba-2 layers x ((192 + 2 x 1 group x 16) conv channels x 3 + 192 x 16) */
+#define GRANITE_STATE (3ull * ((192 + 2 * 16) * 3 + 192 * 16) * 4)
+/* LFM2: 3 conv layers x 64 channels x (3 - 1) inputs */
+#define LFM2_STATE (3ull * 64 * 2 * 4)
+/* Nemotron-H: 2 Mamba-2 layers x ((128 + 2 x 2 groups x 16) x 3 + 128 x 16) */
+#define NEMOTRON_STATE (2ull * ((128 + 2 * 2 * 16) * 3 + 128 * 16) * 4)
+
+static void test_granite_hybrid(void **state) {
+    (void)state;
+    run_model("granite", FACET_WEIGHTS_F32, GRANITE_STATE, KV_NONZERO);
+}
+
+static void test_lfm2(void **state) {
+    (void)state;
+    run_model("lfm2", FACET_WEIGHTS_F32, LFM2_STATE, KV_NONZERO);
+}
+
+static void test_nemotron_h(void **state) {
+    (void)state;
+    run_model("nemotron", FACET_WEIGHTS_INT8, NEMOTRON_STATE, KV_NONZERO);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_granite_hybrid),
+                                       cmocka_unit_test(test_lfm2),
+                                       cmocka_unit_test(test_nemotron_h)};
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
