@@ -43,9 +43,11 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
                          (int)o.kv_type);
     }
     facet_kv_type kv_type = o.kv_type == FACET_KV_AUTO ? facet_auto_kv(model->weights) : o.kv_type;
-    if (model->device) { /* Vulkan: the attention shader reads float32 keys (auto: f32),
-                            a bf16 cache's rounding has a shader, an f16 one not yet */
-        if (o.kv_type == FACET_KV_AUTO) kv_type = FACET_KV_F32;
+    if (model->device) { /* Vulkan: a bf16 cache's rounding has a shader, an f16 one not
+                            yet. auto follows the weights as on the CPU (f32 -> f32, bf16 ->
+                            bf16) and takes bf16 for f16 weights: the same 2 bytes per
+                            element that `facet plan` and serve's KV budget count */
+        if (o.kv_type == FACET_KV_AUTO && kv_type == FACET_KV_F16) kv_type = FACET_KV_BF16;
         if (kv_type == FACET_KV_F16) {
             free(s);
             return facet_err(err, FACET_E_UNSUPPORTED,

@@ -124,6 +124,19 @@ def test_vulkan_matches_cpu_exact_path(case, make_checkpoint, facet_generate):
     assert rows >= N_PROMPT, rows
 
 
+def test_auto_cache_follows_the_weights(make_checkpoint, facet_generate):
+    """--kv-cache auto on vulkan is the cache `facet plan` and serve's KV budget count:
+    bf16 weights give a bf16 cache (it was f32, twice the bytes the budget counted), so
+    auto's logits are bit for bit those of an explicit bf16 cache and not an f32 one's."""
+    path = make_checkpoint(CASES["llama"][0], shrink={})
+    prompt, vk = [5, 9, 17, 33, 2, 8], ["--backend", "vulkan", "--weights", "bf16"]
+    auto = facet_generate(path, prompt, 2, extra=vk)["logits"]
+    bf16 = facet_generate(path, prompt, 2, extra=vk + ["--kv-cache", "bf16"])["logits"]
+    f32 = facet_generate(path, prompt, 2, extra=vk + ["--kv-cache", "f32"])["logits"]
+    assert np.array_equal(auto, bf16)
+    assert not np.array_equal(auto, f32)
+
+
 def test_refused_by_name_before_loading(facet_bin, make_checkpoint, tmp_path):
     p = run(facet_bin, "run", "--backend", "vulkan", "--weights", "int8", "-n", 1)
     assert p.returncode == 2, p.stderr
