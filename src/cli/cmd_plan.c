@@ -121,6 +121,32 @@ static void print_split(const facet_split *sp, const facet_plan *p) {
                         "stage's tensor ranks (2 (T-1)/T of it sent per rank)" : "");
 }
 
+/* What facet run refuses on vulkan beyond the table's facts (engine/model.c, session.c):
+ * weights other than f32/bf16/f16 (int8, q4, a GGUF file's own blocks) and an f16 KV
+ * cache. Added to *v so plan's verdict and exit status are run's. */
+static void vulkan_refusals(const facet_plan *p, facet_verdict *v) {
+    for (int i = 0; i < 2; i++) {
+        const char *fact = i ? "kv_cache" : "weights";
+        const char *value = i ? "f16" : facet_plan_format_name(p->weights);
+        const char *supported = i ? "f32, bf16" : "f32, bf16, f16";
+        int refused = i ? p->kv_type == FACET_KV_F16
+                        : p->weights != FACET_WF_F32 && p->weights != FACET_WF_BF16 &&
+                              p->weights != FACET_WF_F16;
+        if (!refused) continue;
+        v->status = FACET_VERDICT_REFUSED;
+        if (v->n_refusals >= FACET_MAX_REFUSALS) {
+            v->refusals_dropped++;
+            continue;
+        }
+        facet_refusal *r = &v->refusals[v->n_refusals++];
+        snprintf(r->fact, sizeof r->fact, "%s", fact);
+        snprintf(r->value, sizeof r->value, "%s", value);
+        snprintf(r->supported, sizeof r->supported, "%s", supported);
+        snprintf(r->text, sizeof r->text, "REFUSED: %s=%s is not supported on vulkan "
+                 "(supported: %s)", fact, value, supported);
+    }
+}
+
 int cmd_plan(int argc, char **argv) {
     const char *path = NULL, *backend = "cpu";
     facet_plan_opts o = {.ctx = 0, .batch = 1, .weights = FACET_PLAN_AUTO};
@@ -201,6 +227,9 @@ int cmd_plan(int argc, char **argv) {
         if (rc) return rc;
         facet_judge(f, backend, &v);
     }
+    /* Vulkan: an auto KV cache is f32 there (session.c), whatever the weights */
+    int vulkan = !strcmp(backend, "vulkan");
+    if (vulkan && o.kv_cache == FACET_KV_AUTO) o.kv_cache = FACET_KV_F32;
     static facet_plan p;
     if (facet_plan_make(f, &o, &p, &err) != FACET_OK) {
         json_decref(gg_list);
@@ -213,6 +242,7 @@ int cmd_plan(int argc, char **argv) {
         fputs(buf, stderr);
         return 2;
     }
+    if (vulkan) vulkan_refusals(&p, &v);
     rc = v.status == FACET_VERDICT_REFUSED ? 2 : 0;
     /* a split over MPI ranks: refused by the facts, or what each rank holds and sends */
     static facet_split sp;

@@ -161,3 +161,30 @@ def test_bad_mem_available(facet_bin, value):
     for cmd in (["plan", str(CONFIGS / "meta-llama__Llama-2-7b-hf")], ["serve", "--port", "0"]):
         proc = subprocess.run([str(facet_bin)] + cmd, capture_output=True, text=True, env=env, timeout=60)
         assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", want), cmd
+
+
+@pytest.mark.parametrize("args,refusal", [
+    (["--weights", "q4"], "REFUSED: weights=q4 is not supported on vulkan (supported: f32, bf16, f16)"),
+    (["--weights", "int8"], "REFUSED: weights=int8 is not supported on vulkan (supported: f32, bf16, f16)"),
+    (["--kv-cache", "f16"], "REFUSED: kv_cache=f16 is not supported on vulkan (supported: f32, bf16)"),
+])
+def test_vulkan_refuses_what_run_refuses(facet_bin, args, refusal):
+    """plan --backend vulkan says what run --backend vulkan does (engine/model.c and
+    session.c refuse these before loading, exit 2): the verdict was 'supported' and the
+    exit status 0 while run refused the same options."""
+    proc, p = plan(facet_bin, CONFIGS / "meta-llama__Llama-3.2-1B-Instruct__resaved",
+                   "--backend", "vulkan", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert p["verdict"]["status"] == "refused"
+    assert refusal in [r["text"] for r in p["verdict"]["refusals"]]
+
+
+def test_vulkan_kv_cache_auto_is_f32(facet_bin):
+    """On vulkan an auto KV cache is f32 whatever the weights (session.c); on cpu bf16
+    weights get a bf16 cache. Llama-3.2-1B: 16 layers x 8 KV heads x 64 x 2 (k, v)."""
+    model = CONFIGS / "meta-llama__Llama-3.2-1B-Instruct__resaved"
+    _, cpu = plan(facet_bin, model, "--weights", "bf16")
+    _, vk = plan(facet_bin, model, "--weights", "bf16", "--backend", "vulkan")
+    assert cpu["kv_cache"] == "bf16" and vk["kv_cache"] == "f32"
+    assert vk["kv_bytes_per_token_naive"] == 16 * 8 * 64 * 2 * 4
+    assert not [r for r in vk["verdict"]["refusals"] if r["fact"] in ("weights", "kv_cache")]
