@@ -1349,7 +1349,16 @@ static facet_status read_lfm2(reader *r) {
     TRY(get_num_from(r, mv, "block_ffn_dim_multiplier", 1, &mult));
     if (adjust) {
         ff = (int64_t)(2 * ff / 3.0);
-        if (has_mult) ff = (int64_t)(mult * (double)ff);
+        /* the product is checked as a double: a huge multiplier would overflow int64 */
+        double scaled = has_mult ? mult * (double)ff : (double)ff;
+        if (!(scaled >= 1 && scaled <= (double)MAX_INTERMEDIATE)) {
+            char want[160];
+            snprintf(want, sizeof want, "a multiplier making 2/3 x block_ff_dim x it (%lld x "
+                     "it) an FFN width in [1, %lld]", (long long)ff, (long long)MAX_INTERMEDIATE);
+            TRY(bad(r, "block_ffn_dim_multiplier", mv, want)); /* not strict: noted */
+            scaled = ff > 0 ? (double)ff : 1;
+        }
+        ff = (int64_t)scaled;
         ff = multiple * ((ff + multiple - 1) / multiple);
     }
     f->intermediate_size = ff;

@@ -203,6 +203,19 @@ def test_lfm2_refusals(run_facet, tmp_path):
         assert proc.returncode != 0 and needle in proc.stderr, (bad, proc.stderr)
 
 
+
+@pytest.mark.parametrize("mult", ["1e300", "1e-30"])
+def test_lfm2_ffn_multiplier_out_of_range(mult, run_facet, tmp_path):
+    """block_ffn_dim_multiplier scales 2/3 x block_ff_dim (384 -> 256 here): a product
+    past int64 was cast unchecked (undefined; the tensor error then expected a width of
+    -9223372036854775792), one below 1 gave an FFN of width 0. Both: one line naming it."""
+    cfg = hybrid_ref.lfm2_shrink(hybrid_ref.LFM2_1_2B)
+    (tmp_path / "config.json").write_text(json.dumps(dict(cfg, block_ffn_dim_multiplier=float(mult))))
+    proc = run_facet(["conform", str(tmp_path)])
+    assert proc.returncode == 1, proc.stderr
+    assert ("block_ffn_dim_multiplier is %s (number), expected a multiplier making 2/3 x "
+            "block_ff_dim x it (256 x it) an FFN width in [1, 16777216]" % mult) in proc.stderr
+
 NEMOTRON_VARIANTS = {
     "8b": {},
     "biases-list": {"attention_bias": True, "mlp_bias": True, "hybrid_override_pattern": "M-*MM",
