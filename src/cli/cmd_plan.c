@@ -123,7 +123,8 @@ static void print_split(const facet_split *sp, const facet_plan *p) {
 
 /* What facet run refuses on vulkan beyond the table's facts (engine/model.c, session.c):
  * weights other than f32/bf16/f16 (int8, q4, a GGUF file's own blocks) and an f16 KV
- * cache. Added to *v so plan's verdict and exit status are run's. */
+ * cache (asked for: auto's f16 became bf16 above). Added to *v so plan's verdict and
+ * exit status are run's. */
 static void vulkan_refusals(const facet_plan *p, facet_verdict *v) {
     for (int i = 0; i < 2; i++) {
         const char *fact = i ? "kv_cache" : "weights";
@@ -227,11 +228,15 @@ int cmd_plan(int argc, char **argv) {
         if (rc) return rc;
         facet_judge(f, backend, &v);
     }
-    /* Vulkan: an auto KV cache is f32 there (session.c), whatever the weights */
     int vulkan = !strcmp(backend, "vulkan");
-    if (vulkan && o.kv_cache == FACET_KV_AUTO) o.kv_cache = FACET_KV_F32;
     static facet_plan p;
-    if (facet_plan_make(f, &o, &p, &err) != FACET_OK) {
+    facet_status pst = facet_plan_make(f, &o, &p, &err);
+    /* Vulkan: an auto cache that would be f16 is bf16 there (session.c), same bytes */
+    if (pst == FACET_OK && vulkan && o.kv_cache == FACET_KV_AUTO && p.kv_type == FACET_KV_F16) {
+        o.kv_cache = FACET_KV_BF16;
+        pst = facet_plan_make(f, &o, &p, &err);
+    }
+    if (pst != FACET_OK) {
         json_decref(gg_list);
         json_decref(gg_types);
         if (f->family_known) return cli_fail(&err);
