@@ -320,3 +320,17 @@ def test_time_step_limit_spellings(run_facet, tmp_path):
         assert ("time_step_limit is [0.0,1.0]" in proc.stderr) == bool(refused), (text, proc.stderr)
         if not refused:
             assert proc.returncode == 3 and "supported-pending-probe" in proc.stdout, (text, proc.stdout)
+
+
+@pytest.mark.parametrize("model_type", ["falcon_h1", "jamba", "qwen3_next", "zamba2", "bamba"])
+def test_hybrids_not_built_are_refused_by_name(model_type, run_facet, tmp_path):
+    """The issue's hybrids not built yet: a typed refusal naming model_type and the
+    families that run, before any weight is read."""
+    d = tmp_path / model_type
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({"model_type": model_type, "hidden_size": 64,
+                                               "num_hidden_layers": 2, "vocab_size": 512}))
+    proc = run_facet(["conform", str(d)])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "REFUSED: model_type=%s is not supported on cpu (supported: " % model_type in proc.stdout
+    assert "granitemoehybrid, lfm2, nemotron_h" in proc.stdout
