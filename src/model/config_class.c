@@ -30,6 +30,13 @@ static const char *const bloom_unread[] = {"attention_softmax_in_fp32", "bias_dr
                                            "skip_bias_add", "skip_bias_add_qkv",
                                            "slow_but_exact", "unk_token_id", NULL};
 
+/* MptConfig keys MptForCausalLM never reads: llm-foundry's training and initialisation
+ * settings, its learned_pos_emb switch (the transformers model has no position table:
+ * ALiBi), the tokenizer's name, the FFN's kernel choice. */
+static const char *const mpt_unread[] = {"learned_pos_emb", "init_device", "init_config",
+                                         "verbose", "tokenizer_name", "embedding_fraction",
+                                         "fc_type", NULL};
+
 /* clang-format off */
 static const facet_config_class classes[] = {
     /* DeepseekV2Config (issue 25): multi-head latent attention and DeepSeek's routing;
@@ -270,6 +277,18 @@ static const facet_config_class classes[] = {
      .layers_key = "n_layer", .heads_key = "n_head", .ffn_hidden_mult = 4, .alibi = 1,
      .embed_norm = 1, .post_ln_residual_key = "apply_residual_connection_post_layernorm",
      .unread_keys = bloom_unread},
+    /* MptConfig (MPT-7B/30B): d_model / n_heads / n_layers / max_seq_len, LayerNorm without
+     * bias (layer_norm_epsilon), no Linear biases, ALiBi (max bias 8), q | k | v fused in
+     * attn.Wqkv, the MLP 4 x d_model with exact gelu, attn_config.softmax_scale, tied;
+     * keys the modeling code fixes must hold its values (read_mpt) */
+    {.model_type = "mpt", .max_position_embeddings = 2048, .tie_word_embeddings = 1, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5, .act_key = NULL, .act_default = "gelu",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
+     .norm_eps_key = "layer_norm_epsilon", .layer_norm = 1, .ffn_ungated = 1,
+     .attention_bias_default = 0, .mlp_bias_default = 1,
+     .hidden_key = "d_model", .layers_key = "n_layers", .heads_key = "n_heads",
+     .positions_key = "max_seq_len", .ffn_hidden_mult = 4, .alibi = 1, .mpt = 1,
+     .unread_keys = mpt_unread},
 };
 /* clang-format on */
 

@@ -128,6 +128,8 @@ typedef struct facet_config_class {
     const char *post_ln_residual_key; /* a flag that takes the residual after the norm
                                      (apply_residual_connection_post_layernorm): only
                                      false runs                                         */
+    int mpt;                      /* MptConfig's attn_config object and the llm-foundry
+                                     keys its modeling code fixes (facts.c read_mpt)     */
     int falcon_attention;         /* FalconConfig's attention layout keys:
                                      new_decoder_architecture, multi_query, num_kv_heads,
                                      num_ln_in_parallel_attn (facts.c read_falcon)      */

@@ -1127,6 +1127,72 @@ static facet_status read_block(reader *r, const facet_config_class *cls) {
     return FACET_OK;
 }
 
+/* A key of an object, or NULL (v not an object). */
+static json_t *member(json_t *v, const char *key) {
+    return json_is_object(v) ? json_object_get(v, key) : NULL;
+}
+
+/* MptConfig (modeling_mpt): MptAttention reads attn_config.softmax_scale (null:
+ * 1/sqrt(head_dim)); everything else of the block is fixed by the modeling code (ALiBi with
+ * max bias 8, no biases, a 4 x d_model exact-gelu MLP, LayerNorm). llm-foundry keys that
+ * would change a real MPT away from that block (clip_qkv, qk_ln, prefix_lm, alibi false,
+ * another alibi_bias_max, expansion_ratio, no_bias false, logit_scale, another norm or
+ * FFN type) are refused by key: transformers would silently run another model. */
+static facet_status read_mpt(reader *r) {
+    facet_facts *f = r->f;
+    double ratio = 4.0;
+    TRY(get_num(r, "expansion_ratio", 1, &ratio));
+    if (ratio != 4.0)
+        return bad(r, "expansion_ratio", json_object_get(r->obj, "expansion_ratio"),
+                   "4 (MptMLP is 4 x d_model wide)");
+    int no_bias = 1;
+    TRY(get_bool(r, "no_bias", &no_bias));
+    if (!no_bias)
+        return bad(r, "no_bias", json_object_get(r->obj, "no_bias"),
+                   "true (MptModel has no biases)");
+    json_t *v = take(r, "logit_scale");
+    if (v && !json_is_null(v)) return bad(r, "logit_scale", v, "null (MptForCausalLM does not scale)");
+    char norm[48] = "low_precision_layernorm";
+    TRY(get_str(r, "norm_type", norm, sizeof norm, NULL));
+    if (strcmp(norm, "low_precision_layernorm") && strcmp(norm, "layernorm"))
+        return bad(r, "norm_type", json_object_get(r->obj, "norm_type"),
+                   "\"layernorm\" or \"low_precision_layernorm\" (MptBlock's LayerNorm)");
+    v = take(r, "ffn_config");
+    json_t *ft = member(v, "ffn_type");
+    if (v && !json_is_null(v) &&
+        !(json_is_object(v) && (!ft || (json_is_string(ft) && !strcmp(json_string_value(ft), "mptmlp")))))
+        return bad(r, "ffn_config", v, "absent or {\"ffn_type\": \"mptmlp\"} (MptMLP)");
+    json_t *a = take(r, "attn_config");
+    if (a && !json_is_null(a) && !json_is_object(a)) return bad(r, "attn_config", a, "an object");
+    const char *k;
+    json_t *x;
+    json_object_foreach(json_is_object(a) ? a : NULL, k, x) {
+        char key[96];
+        snprintf(key, sizeof key, "attn_config.%s", k);
+        int off = json_is_null(x) || json_is_false(x);
+        if (!strcmp(k, "softmax_scale")) {
+            if (!json_is_null(x)) TRY(get_num_from(r, x, key, 1, &f->attn_scale));
+        } else if (!strcmp(k, "attn_pdrop") || !strcmp(k, "attn_impl") ||
+                   !strcmp(k, "attn_uses_sequence_id")) {
+            continue; /* training, a kernel choice */
+        } else if (!strcmp(k, "alibi")) {
+            if (!json_is_true(x)) return bad(r, key, x, "true (MptModel always adds ALiBi)");
+        } else if (!strcmp(k, "alibi_bias_max")) {
+            if (!json_is_number(x) || json_number_value(x) != 8.0)
+                return bad(r, key, x, "8 (MptModel's ALiBi slopes)");
+        } else if (!strcmp(k, "attn_type")) {
+            if (!json_is_string(x) || strcmp(json_string_value(x), "multihead_attention"))
+                return bad(r, key, x, "\"multihead_attention\"");
+        } else if (!strcmp(k, "clip_qkv") || !strcmp(k, "qk_ln") || !strcmp(k, "prefix_lm") ||
+                   !strcmp(k, "rope") || !strcmp(k, "qk_gn")) {
+            if (!off) return bad(r, key, x, "null or false (MptAttention has no such step)");
+        } else if (!off) {
+            keep_key(f, key, x); /* the table judges it */
+        }
+    }
+    return FACET_OK;
+}
+
 /* FalconConfig's attention layout (modeling_falcon FalconAttention / FalconDecoderLayer):
  * new_decoder_architecture: num_kv_heads KV heads (default num_attention_heads), the
  * parallel block with num_ln_in_parallel_attn norms (null: 2, ln_attn and ln_mlp; 1:
@@ -1588,6 +1654,7 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
         TRY(read_shape(&r, cls));
         TRY(read_block(&r, cls));
         if (cls->falcon_attention) TRY(read_falcon(&r));
+        if (cls->mpt) TRY(read_mpt(&r));
         if (cls->hybrid == 1) TRY(read_hybrid(&r, cls));
         if (cls->hybrid == 2) TRY(read_lfm2(&r));
         if (cls->hybrid == 3) TRY(read_nemotron_h(&r));

@@ -206,6 +206,9 @@ const facet_profile facet_profiles[] = {
     {"bloom", {"BloomForCausalLM"},
      "BLOOM, BLOOMZ (ALiBi, LayerNorm on the embeddings, per-head fused query_key_value, "
      "biases everywhere)", &cpu_dense, &vulkan_dense},
+    {"mpt", {"MptForCausalLM", "MPTForCausalLM"},
+     "MPT-7B/30B (ALiBi, LayerNorm without bias, no biases, fused Wqkv, exact-gelu MLP)",
+     &cpu_dense, &vulkan_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 

@@ -122,6 +122,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     VEC(FACET_TR_MODEL, "word_embeddings_layernorm.bias", NULL, H, FACET_TS_EMBED_NORM_BIAS, embed_norm),
     {.root = L, .name = "input_layernorm.weight", .alt = "ln_1.weight" /* GPT-2 */,
      .alt2 = "ln_attn.weight" /* Falcon's new_decoder_architecture */,
+     .alt3 = "norm_1.weight" /* MPT */,
      .alt5 = "operator_norm.weight" /* LFM2 */, .alt6 = "norm.weight" /* Nemotron-H */,
      .gguf = "attn_norm.weight", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_INPUT_LAYERNORM,
      .fused = -1, .when = pre_norm_weight},
@@ -143,7 +144,8 @@ const facet_tensor_row facet_tensor_rows[] = {
      .split = {FACET_TS_Q_BIAS, FACET_TS_K_BIAS, FACET_TS_V_BIAS}, .when = qkv_heads_bias,
      .heads_interleaved = 1},
     /* Phi-3: rows are q, then k, then v */
-    {.root = L, .name = "self_attn.qkv_proj.weight", .gguf = "attn_qkv.weight",
+    {.root = L, .name = "self_attn.qkv_proj.weight", .alt = "attn.Wqkv.weight" /* MPT */,
+     .gguf = "attn_qkv.weight",
      .dims = {FACET_TD_QKV, H}, .matrix = 1, .slot = FACET_TS_FUSED, .fused = FACET_TF_QKV_PROJ,
      .n_split = 3, .split = {FACET_TS_Q_PROJ, FACET_TS_K_PROJ, FACET_TS_V_PROJ}, .when = fused_qkv},
     /* Nemotron-H: every layer's block is its mixer.* */
@@ -166,6 +168,7 @@ const facet_tensor_row facet_tensor_rows[] = {
      .dims = {FACET_TD_KV, FACET_TD_NONE}, .slot = FACET_TS_V_BIAS, .fused = -1, .when = qkv_bias},
     {.root = L, .name = "self_attn.o_proj.weight", .alt = "attention.dense.weight",
      .alt2 = "self_attn.dense.weight" /* Phi */, .alt3 = "self_attention.dense.weight" /* Falcon */,
+     .alt4 = "attn.out_proj.weight" /* MPT */,
      .alt5 = "self_attn.out_proj.weight" /* LFM2 */, .alt6 = "mixer.o_proj.weight",
      .gguf = "attn_output.weight", .dims = {H, FACET_TD_Q}, .matrix = 1, .slot = FACET_TS_O_PROJ,
      .fused = -1, .when = plain_o},
@@ -208,6 +211,7 @@ const facet_tensor_row facet_tensor_rows[] = {
      * ones, whose norm before the FFN is pre_feedforward_layernorm (GGUF's ffn_norm) */
     {.root = L, .name = "post_attention_layernorm.weight", .alt = "ln_2.weight",
      .alt2 = "ln_mlp.weight" /* Falcon's new_decoder_architecture */,
+     .alt3 = "norm_2.weight" /* MPT */,
      .alt5 = "ffn_norm.weight" /* LFM2 */, .alt6 = "norm.weight" /* Nemotron-H's MLP layers */, .gguf = "ffn_norm.weight",
      .gguf_post = "post_attention_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
      .slot = FACET_TS_POST_ATTENTION_LAYERNORM, .fused = -1, .when = ffn_norm},
@@ -234,6 +238,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     /* ungated MLPs (facts ffn_ungated): up is NeoX's dense_h_to_4h, down dense_4h_to_h */
     DENSE(.root = L, .name = "mlp.up_proj.weight", .alt = "mlp.dense_h_to_4h.weight",
           .alt2 = "mlp.fc1.weight" /* Phi */, .alt3 = "mlp.c_fc.weight" /* StarCoder2 */,
+          .alt4 = "ffn.up_proj.weight" /* MPT */,
           .alt5 = "feed_forward.w3.weight", .alt6 = "mixer.up_proj.weight" /* Nemotron-H */,
           .gguf = "ffn_up.weight",
           .dims = {FACET_TD_FFN, H}, .matrix = 1, .slot = FACET_TS_UP_PROJ, .fused = -1,
@@ -242,6 +247,7 @@ const facet_tensor_row facet_tensor_rows[] = {
           .alt2 = "mlp.fc2.weight", .alt3 = "mlp.c_proj.weight",
           .alt4 = "shared_mlp.output_linear.weight" /* Granite 4.0-H dense */,
           .alt5 = "feed_forward.w2.weight", .alt6 = "mixer.down_proj.weight",
+          .alt7 = "ffn.down_proj.weight" /* MPT */,
           .gguf = "ffn_down.weight",
           .dims = {H, FACET_TD_FFN}, .matrix = 1, .slot = FACET_TS_DOWN_PROJ, .fused = -1,
           .when = not_conv1d),
@@ -534,7 +540,8 @@ int facet_tensor_prefix(const st_checkpoint *ck, char *out, size_t cap) {
     static const char *const known[] = {"model.", "model.language_model.",
                                         "language_model.model.", "transformer.", "backbone.", "gpt_neox.",
                                         "transformer.|h." /* GPT-2 */,
-                                        "|h." /* BLOOM saved as its base model */, ""};
+                                        "|h." /* BLOOM saved as its base model */,
+                                        "transformer.|blocks." /* MPT */, ""};
     char probe[128];
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         facet_tensor_layer_path(known[i], 0, probe, sizeof probe);
@@ -576,8 +583,9 @@ const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_r
                                    const char *prefix, int64_t layer, char *name, size_t cap) {
     if (r->root == FACET_TR_LAYER && r->tail)
         return facet_tensor_find_expert(ck, r, prefix, layer, 0, name, cap);
-    const char *const spell[7] = {r->name, r->alt, r->alt2, r->alt3, r->alt4, r->alt5, r->alt6};
-    for (int i = 0; i < 7; i++) {
+    const char *const spell[8] = {r->name, r->alt,  r->alt2, r->alt3,
+                                  r->alt4, r->alt5, r->alt6, r->alt7};
+    for (int i = 0; i < 8; i++) {
         if (!spell[i]) continue;
         const st_tensor *t = find_spelling(ck, r, spell[i], prefix, layer, name, cap);
         if (t) return t;

@@ -17,7 +17,8 @@ olmo (OLMo-1B: the non-parametric LayerNorm, tied); gpt2 (gpt2-xl, corpus: Conv1
 projections, learned positions, no rotary, n_embd-style keys, tied); falcon
 (falcon-7b-instruct, corpus: multi-query, one norm in parallel; falcon-40b: the new
 decoder architecture, KV groups, two norms; and the sequential per-head layout with
-biases); bloom (bloom-560m: ALiBi over 8 and 12 heads, the embeddings' LayerNorm).
+biases); bloom (bloom-560m: ALiBi over 8 and 12 heads, the embeddings' LayerNorm); mpt
+(mpt-7b: ALiBi, no biases, fused Wqkv; and 12 heads with a softmax_scale).
 """
 
 import json
@@ -117,6 +118,25 @@ BLOOM_560M = {
     "use_cache": True, "vocab_size": 250880,
 }
 
+# mosaicml/mpt-7b config.json as published (public; its init_config and auto_map
+# abridged to what matters here, both unread), written inline: ALiBi, no biases, Wqkv.
+MPT_7B = {
+    "architectures": ["MPTForCausalLM"],
+    "attn_config": {"alibi": True, "alibi_bias_max": 8, "attn_impl": "torch", "attn_pdrop": 0,
+                    "attn_type": "multihead_attention", "attn_uses_sequence_id": False,
+                    "clip_qkv": None, "prefix_lm": False, "qk_ln": False, "softmax_scale": None},
+    "auto_map": {"AutoConfig": "configuration_mpt.MPTConfig",
+                 "AutoModelForCausalLM": "modeling_mpt.MPTForCausalLM"},
+    "d_model": 4096, "emb_pdrop": 0, "embedding_fraction": 1.0, "expansion_ratio": 4,
+    "init_config": {"init_div_is_residual": True, "init_nonlinearity": "relu",
+                    "init_std": 0.02, "name": "kaiming_normal_"},
+    "init_device": "cpu", "learned_pos_emb": True, "logit_scale": None, "max_seq_len": 2048,
+    "model_type": "mpt", "n_heads": 32, "n_layers": 32, "no_bias": True,
+    "norm_type": "low_precision_layernorm", "resid_pdrop": 0,
+    "tokenizer_name": "EleutherAI/gpt-neox-20b", "torch_dtype": "bfloat16",
+    "transformers_version": "4.28.1", "use_cache": False, "verbose": 0, "vocab_size": 50432,
+}
+
 # name -> (source, shrink kwargs)
 CLASSES = {
     "gpt_neox-redpajama": (os.path.join(CONFIG_DIR, "togethercomputer__RedPajama-INCITE-7B-Base"), {}),
@@ -139,6 +159,10 @@ CLASSES = {
     "bloom-560m": (BLOOM_560M, {}),
     "bloom-12-heads": (BLOOM_560M, {"num_attention_heads": 12, "num_key_value_heads": 12,
                                     "head_dim": 16}),
+    # ALiBi relative to the last key, a custom softmax_scale, 12 heads
+    "mpt-7b": (MPT_7B, {}),
+    "mpt-12-heads": (MPT_7B, {"num_attention_heads": 12, "num_key_value_heads": 12, "head_dim": 16,
+                              "attn_config": dict(MPT_7B["attn_config"], softmax_scale=0.2)}),
 }
 N_PROMPT = 96
 N_GEN = 32
@@ -149,7 +173,7 @@ def prompt(vocab, seed, n=N_PROMPT):
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom", "mpt"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 files")
 def test_classic_class_matches_reference(name, make_checkpoint, reference_for, run_facet, tmp_path):
     src, shrink = CLASSES[name]
@@ -185,11 +209,11 @@ def test_classic_class_matches_reference(name, make_checkpoint, reference_for, r
 # activations, which no reference here models): typical rows within float32 arithmetic,
 # the worst within the one-bf16-step slack of test_kv_cache.py; and measurably nearer than
 # the unrounded reference, so the cache's rounding is modelled, not ignored.
-DEFAULT_16BIT = ["falcon-7b", "falcon-40b", "bloom-560m"]
+DEFAULT_16BIT = ["falcon-7b", "falcon-40b", "bloom-560m", "mpt-7b"]
 
 
 @pytest.mark.parametrize("name", DEFAULT_16BIT)
-@pytest.mark.evidence(config_classes=["falcon", "bloom"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["falcon", "bloom", "mpt"], backend="cpu", weights=["f32"],
                       oracle="float64 reference with bf16 KV rounding, BF16 files")
 def test_classic_default_16bit_matches_rounded_reference(name, make_checkpoint, reference_for,
                                                          run_facet, tmp_path):

@@ -133,7 +133,9 @@ def _remap_ids(c, m):
 
 # config keys shrink_config handles under their usual names (GPT2Config's attribute_map)
 SHRINK_ALIASES = {"n_embd": "hidden_size", "n_layer": "num_hidden_layers",
-                  "n_head": "num_attention_heads", "n_inner": "intermediate_size"}
+                  "n_head": "num_attention_heads", "n_inner": "intermediate_size",
+                  "d_model": "hidden_size", "n_heads": "num_attention_heads",
+                  "n_layers": "num_hidden_layers"}
 
 
 def shrink_config(config, num_hidden_layers=2, num_key_value_heads=None,
@@ -398,6 +400,8 @@ def tensor_specs(config, experts_layout=None):
         return _falcon_specs(f)
     if f.classic == "bloom":
         return _bloom_specs(f)
+    if f.classic == "mpt":
+        return _mpt_specs(f)
     specs = [("model.embed_tokens.weight", (V, H), ("embed",))]
     for i in range(f.num_hidden_layers):
         p = "model.layers.%d." % i
@@ -569,6 +573,26 @@ def _bloom_specs(f):
     return specs
 
 
+def _mpt_specs(f):
+    """MptForCausalLM's tensors (modeling_mpt): wte; per block norm_1, attn.Wqkv (3 H
+    rows: q, k, v), attn.out_proj, norm_2, ffn.up_proj / down_proj, no biases anywhere
+    (the LayerNorms' too); norm_f; lm_head tied."""
+    H, I, V = f.hidden_size, f.intermediate_size, f.vocab_size
+    specs = [("transformer.wte.weight", (V, H), ("embed",))]
+    for i in range(f.num_hidden_layers):
+        p = "transformer.blocks.%d." % i
+        specs += [(p + "norm_1.weight", (H,), ("norm",)),
+                  (p + "attn.Wqkv.weight", (3 * H, H), ("linear", H)),
+                  (p + "attn.out_proj.weight", (H, H), ("linear", H)),
+                  (p + "norm_2.weight", (H,), ("norm",)),
+                  (p + "ffn.up_proj.weight", (I, H), ("linear", H)),
+                  (p + "ffn.down_proj.weight", (H, I), ("linear", I))]
+    specs.append(("transformer.norm_f.weight", (H,), ("norm",)))
+    if not f.tie_word_embeddings:
+        specs.append(("lm_head.weight", (V, H), ("linear", H, "lm_head")))
+    return specs
+
+
 def _phi_specs(f):
     """PhiForCausalLM's tensors (modeling_phi): LayerNorms with biases, q/k/v_proj and
     dense with biases, fc1/fc2 with biases, final_layernorm, lm_head with a bias."""
@@ -652,7 +676,8 @@ def init_tensor(name, shape, init, seed, facts, logit_std=2.0, bias_std=0.1, nor
                                                        "attention.dense.weight", "self_attn.dense.weight",
                                                        "mlp.fc2.weight", "mlp.c_proj.weight",
                                                        "attn.c_proj.weight", "self_attention.dense.weight",
-                                                       "mlp.dense_4h_to_h.weight")):
+                                                       "mlp.dense_4h_to_h.weight")) or (
+                    facts.classic == "mpt" and name.endswith(".attn.out_proj.weight")):
                 std *= sc["out_gain"]
             if facts.qk_norm is None and (name.endswith("q_proj.weight") or name.endswith("k_proj.weight")):
                 std *= sc["qk_gain"]

@@ -132,6 +132,12 @@ FAMILIES = {
     # 4 x hidden wide; tied lm_head.
     "bloom": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=(), act="bloom_gelu",
                   qkv_bias="always_all", sliding="none", classic="bloom"),
+    # MptConfig / modeling_mpt: d_model, n_heads, n_layers, max_seq_len; LayerNorm without
+    # bias; no Linear biases; ALiBi (build_mpt_alibi_tensor, max bias 8: slope_h * (key
+    # - last key)); Wqkv chunked q | k | v; MLP down_proj(gelu(up_proj)) 4 x d_model;
+    # attn_config.softmax_scale (None: 1/sqrt(head_dim)); tied lm_head.
+    "mpt": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=(), act="gelu",
+                qkv_bias="never", sliding="none", classic="mpt"),
     "stablelm": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
                      qkv_bias="use_qkv_bias", sliding="none", keys="stablelm"),
     "stablelm_epoch": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
@@ -162,7 +168,12 @@ CLASSIC = {
     "bloom": dict(eps_key="layer_norm_epsilon", rotary_pct=("partial_rotary_factor", 1.0),
                   theta_key="rope_theta", parallel=(None, False), norm="layer", gated=False,
                   aliases={"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"},
-                  ffn_mult=4, alibi=True),
+                  ffn_mult=4, alibi="bloom"),
+    "mpt": dict(eps_key="layer_norm_epsilon", rotary_pct=("partial_rotary_factor", 1.0),
+                theta_key="rope_theta", parallel=(None, False), norm="layer", gated=False,
+                aliases={"d_model": "hidden_size", "n_heads": "num_attention_heads",
+                         "n_layers": "num_hidden_layers", "max_seq_len": "max_position_embeddings"},
+                ffn_mult=4, alibi="mpt"),
     "stablelm": dict(eps_key="layer_norm_eps", rotary_pct=("partial_rotary_factor", 0.25),
                      theta_key="rope_theta", parallel=("use_parallel_residual", False),
                      norm="layer", gated=True),
@@ -294,7 +305,8 @@ class Facts:
     # norms: 1 (input_layernorm feeds both) or 2 (ln_attn, ln_mlp)
     qkv_layout: Optional[str] = None
     parallel_norms: int = 1
-    alibi: bool = False            # ALiBi position biases instead of rotary (BLOOM)
+    alibi: Optional[str] = None    # ALiBi instead of rotary: "bloom" (slope * key
+                                   # position) or "mpt" (slope * (key - last key))
 
 
 def text_config(config):
@@ -431,6 +443,13 @@ def facts(config):
             cfg["intermediate_size"] = _get(cfg, "n_inner", 4 * int(cfg["hidden_size"]))
         if classic.get("ffn_mult"):
             cfg["intermediate_size"] = classic["ffn_mult"] * int(cfg["hidden_size"])
+        if mt == "mpt":
+            ac = cfg.get("attn_config") or {}
+            for k in ("clip_qkv", "qk_ln", "prefix_lm"):
+                if ac.get(k):
+                    raise NotImplementedError("attn_config.%s is not implemented by the reference" % k)
+            if float(_get(cfg, "expansion_ratio", 4)) != 4 or not _get(cfg, "no_bias", True):
+                raise NotImplementedError("MPT expansion_ratio != 4 / no_bias false")
         if mt == "bloom" and cfg.get("apply_residual_connection_post_layernorm"):
             raise NotImplementedError("apply_residual_connection_post_layernorm=true is not "
                                       "implemented by the reference")
@@ -482,6 +501,8 @@ def facts(config):
             attn_scale = float(_get(cfg, "query_pre_attn_scalar", fam["query_pre_attn_scalar"])) ** -0.5
         else:
             attn_scale = head_dim ** -0.5
+        if mt == "mpt" and (cfg.get("attn_config") or {}).get("softmax_scale") is not None:
+            attn_scale = float(cfg["attn_config"]["softmax_scale"])
         resid = 1.0
         logits_scaling = 1.0
     attn_cap = cfg.get("attn_logit_softcapping", fam.get("attn_logit_softcapping")) \
@@ -565,5 +586,5 @@ def facts(config):
         parallel=(bool(_get(cfg, classic["parallel"][0], classic["parallel"][1]))
                   if classic and classic["parallel"][0] else bool(classic and classic["parallel"][1])),
         gated=classic["gated"] if classic else True, **falcon,
-        alibi=bool(classic and classic.get("alibi")),
+        alibi=(classic.get("alibi") or None) if classic else None,
     )

@@ -129,6 +129,17 @@ def bloom_alibi_slopes(num_heads):
     return np.asarray(slopes, dtype=np.float64)
 
 
+def mpt_alibi_slopes(num_heads, alibi_bias_max=8.0):
+    """modeling_mpt's slopes: 1 / 2^(k * max / p) for k = 1..p, p the power of two >=
+    num_heads; when p != num_heads the odd-indexed ones, then the even-indexed, cut to
+    num_heads; float64."""
+    p = 2 ** math.ceil(math.log2(num_heads))
+    s = 1.0 / 2.0 ** (np.arange(1, p + 1, dtype=np.float64) * (alibi_bias_max / p))
+    if p != num_heads:
+        s = np.concatenate([s[1::2], s[::2]])[:num_heads]
+    return s
+
+
 def softcap(x, cap):
     return x if cap is None else np.tanh(x / cap) * cap
 
@@ -359,6 +370,13 @@ class Reference:
                       qkv="self_attention.query_key_value", o="self_attention.dense",
                       up="mlp.dense_h_to_4h", down="mlp.dense_4h_to_h", final="transformer.ln_f",
                       head="lm_head.weight"),
+        # MPT (modeling_mpt): h = wte[ids]; per layer h = h + out_proj(attn(norm_1(h))),
+        # h = h + down_proj(gelu(up_proj(norm_2(h)))), LayerNorms without bias; Wqkv(x)
+        # chunked q | k | v; scores = q.k * softmax_scale + ALiBi; logits = norm_f(h) @ wte^T.
+        "mpt": dict(embed="transformer.wte.weight", layer="transformer.blocks.%d.",
+                    ln_in="norm_1", ln_post="norm_2", qkv="attn.Wqkv", qkv_layout="columns",
+                    o="attn.out_proj", up="ffn.up_proj", down="ffn.down_proj",
+                    final="transformer.norm_f", head="lm_head.weight"),
         "phi": dict(embed="model.embed_tokens.weight", layer="model.layers.%d.",
                     ln_in="input_layernorm", ln_post=None, qkv=None, q="self_attn.q_proj",
                     k="self_attn.k_proj", v="self_attn.v_proj", o="self_attn.dense",
@@ -427,8 +445,10 @@ class Reference:
             V = np.repeat(V, nh // V.shape[1], axis=1)
         scores = np.einsum("thd,shd->hts", q, K) * f.attn_scale
         S = K.shape[0]
-        if f.alibi:  # BLOOM: + slope_h * key position
+        if f.alibi == "bloom":  # + slope_h * key position
             scores = scores + bloom_alibi_slopes(nh)[:, None, None] * np.arange(S)[None, None, :]
+        elif f.alibi == "mpt":  # + slope_h * (key position - last key position)
+            scores = scores + mpt_alibi_slopes(nh)[:, None, None] * np.arange(1 - S, 1)[None, None, :]
         allowed = np.arange(S)[None, :] <= np.asarray(positions)[:, None]
         scores = np.where(allowed[None], scores, -np.inf)
         scores -= scores.max(axis=-1, keepdims=True)

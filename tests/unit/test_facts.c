@@ -318,6 +318,35 @@ static void test_bloom(void **state) {
     assert_non_null(strstr(err.message, "apply_residual_connection_post_layernorm is true"));
 }
 
+/* MptConfig (issue 28): d_model / n_heads / n_layers / max_seq_len, attn_config's
+ * softmax_scale; what MptModel fixes must hold its value (refused by key otherwise). */
+static void test_mpt(void **state) {
+    (void)state;
+    facet_error err;
+    const char *cfg = "{\"model_type\": \"mpt\", \"d_model\": 4096, \"n_heads\": 32, "
+                      "\"n_layers\": 32, \"max_seq_len\": 2048, \"vocab_size\": 50432, "
+                      "\"expansion_ratio\": 4, \"no_bias\": true, \"learned_pos_emb\": true, "
+                      "\"norm_type\": \"low_precision_layernorm\", "
+                      "\"attn_config\": {\"alibi\": true, \"alibi_bias_max\": 8, %s}}";
+    char text[768];
+    snprintf(text, sizeof text, cfg, "\"softmax_scale\": 0.25, \"qk_ln\": false");
+    assert_int_equal(from_text(text, &err), FACET_OK);
+    assert_int_equal(F.hidden_size, 4096);
+    assert_int_equal(F.num_hidden_layers, 32);
+    assert_int_equal(F.head_dim, 128);
+    assert_int_equal(F.intermediate_size, 16384);
+    assert_int_equal(F.max_position_embeddings, 2048);
+    assert_true(F.alibi && F.layer_norm && F.ffn_ungated && F.attn_scale == 0.25);
+    assert_int_equal(F.act, FACET_ACT_GELU);
+    assert_int_equal(F.n_config_keys, 0);
+    snprintf(text, sizeof text, cfg, "\"qk_ln\": true");
+    assert_int_equal(from_text(text, &err), FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "attn_config.qk_ln is true"));
+    snprintf(text, sizeof text, cfg, "\"clip_qkv\": 6");
+    assert_int_equal(from_text(text, &err), FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "attn_config.clip_qkv is 6"));
+}
+
 static void test_outside_families_read_leniently(void **state) {
     (void)state;
     read_ok("THUDM__chatglm3-6b");
@@ -631,6 +660,7 @@ int main(void) {
         cmocka_unit_test(test_mamba),
         cmocka_unit_test(test_falcon),
         cmocka_unit_test(test_bloom),
+        cmocka_unit_test(test_mpt),
         cmocka_unit_test(test_outside_families_read_leniently),
         cmocka_unit_test(test_mistral_class_default_window),
         cmocka_unit_test(test_bad_inputs),
