@@ -281,7 +281,8 @@ int cmd_plan(int argc, char **argv) {
     }
     char a[32], b[32], c[32], d[32];
     printf("weights at run time (matrices packed in the format, norms and biases f32; int8 = "
-           "one f16 scale per 32 inputs; q4 = 4 bits + one f16 scale per 32):\n");
+           "one f16 scale per 32 inputs; q4 = 4 bits + one f16 scale per 32, its output "
+           "projection Q6_K (int8 where its inputs are not a multiple of 256)):\n");
     for (int i = 0; i < FACET_WF_COUNT; i++) {
         facet_bytes_text(p.weight_bytes[i], a, sizeof a);
         printf("  %-5s %15llu bytes (%s)%s\n", facet_plan_format_name(i),
