@@ -166,6 +166,15 @@ int cmd_bench(int argc, char **argv) {
     int device = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--pipeline-parallel") || !strcmp(a, "--tensor-parallel")) {
+            /* bench loads the model and makes sessions several times; a parallel job
+             * follows one session (issue 21) */
+            fprintf(stderr, "facet: bench: %s is not available yet: bench loads the model and "
+                            "creates sessions several times, and a parallel job follows one "
+                            "session; measure a pipeline with `facet run` under mpirun "
+                            "(bench/mpi_bench.sh)\n", a);
+            return 1;
+        }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: facet bench MODEL [--shapes 160,256,550] [--reps N] [--concurrency 1,4,8,16]\n"
                    "                   [-n N] [--threads N] [--weights auto|f32|bf16|f16|int8|q4|gguf]\n"

@@ -133,6 +133,14 @@ def test_pipeline_flag_without_mpirun(mpi, make_checkpoint, repo_root, run_facet
     assert "mpirun -np 2 facet" in p.stderr, p.stderr
 
 
+def test_bench_refuses_the_flags(mpi, run_facet, repo_root):
+    """bench is not parallel yet: it says so and what measures a pipeline instead."""
+    p = run_facet(["bench", str(repo_root / "models" / "stories260k"), "--pipeline-parallel", "2"])
+    assert p.returncode == 1
+    assert "--pipeline-parallel is not available yet" in p.stderr
+    assert "bench/mpi_bench.sh" in p.stderr
+
+
 def test_job_size_mismatch(mpi, make_checkpoint, repo_root, tmp_path):
     """mpirun -np 2 with --pipeline-parallel 4: every rank refuses, no hang."""
     path = checkpoint(make_checkpoint, repo_root, "llama")
