@@ -22,6 +22,7 @@
 #include "model/report.h"
 #include "model/split.h"
 #include "model/table.h"
+#include "util/error.h"
 
 static void plan_usage(FILE *out) {
     fprintf(out, "usage: facet plan MODEL [--ctx N] [--batch B] [--weights auto|f32|bf16|f16|int8|q4|gguf]\n"
@@ -57,7 +58,8 @@ static facet_facts g_facts;
  * for a file with block-type matrices): their bytes and formats into o, and the list
  * [{name, type, runs_as, bytes}] in name order, the per-type totals into types ({type: {tensors,
  * bytes}}). */
-static json_t *gguf_tensors(const gguf_model *m, facet_plan_opts *o, json_t *types) {
+static json_t *gguf_tensors(const gguf_model *m, facet_plan_opts *o, json_t *types,
+                            uint32_t *layer_formats) {
     json_t *a = json_array();
     for (size_t i = 0; i < m->n_tensors; i++) {
         const gguf_tensor *t = m->by_name[i];
@@ -66,6 +68,7 @@ static json_t *gguf_tensors(const gguf_model *m, facet_plan_opts *o, json_t *typ
         if (!b) continue;
         o->gguf_weight_bytes += b;
         if (fmt >= 0) o->gguf_formats |= 1u << fmt;
+        if (fmt >= 0 && !strncmp(t->name, "blk.", 4)) *layer_formats |= 1u << fmt;
         const char *tn = gguf_type_name(t->type);
         json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:I}", "name", t->name, "type", tn,
                                            "runs_as", fmt >= 0 ? facet_wformat_name((facet_wformat)fmt) : "f32",
@@ -203,6 +206,7 @@ int cmd_plan(int argc, char **argv) {
     static facet_verdict v;
     int rc;
     json_t *gg_list = NULL, *gg_types = NULL; /* a GGUF file's tensors, made after its checks */
+    uint32_t gg_layer_formats = 0; /* formats of its layers' matrices (tensor parallel cuts them) */
     if (gguf_path_is_gguf(path)) { /* facts and tensor types from the GGUF file */
         gguf_model gm;
         if (gguf_model_open(path, &gm, &err) != FACET_OK) return cli_fail(&err);
@@ -218,7 +222,7 @@ int cmd_plan(int argc, char **argv) {
         rc = cli_probe_gguf_weights(&gm, f, backend);
         if (!rc) {
             gg_types = json_object();
-            gg_list = gguf_tensors(&gm, &o, gg_types);
+            gg_list = gguf_tensors(&gm, &o, gg_types, &gg_layer_formats);
         }
         gguf_model_close(&gm);
         if (rc) return rc;
@@ -259,6 +263,24 @@ int cmd_plan(int argc, char **argv) {
     if (par && facet_split_make(f, &p, (int)pp, (int)tp, &sp, &err) != FACET_OK) {
         json_decref(gg_list);
         json_decref(gg_types);
+        return cli_fail(&err);
+    }
+    /* what a parallel run refuses beyond the facts (engine/model.c, weights_tp.c) */
+    if (par && (vulkan || (tp > 1 && p.weights == FACET_PLAN_GGUF &&
+                           (gg_layer_formats >> FACET_WF_COUNT)))) {
+        json_decref(gg_list);
+        json_decref(gg_types);
+        if (vulkan)
+            facet_err(&err, FACET_E_UNSUPPORTED, "REFUSED: backend=vulkan in a parallel job is "
+                      "not supported (supported: one process, the whole model)");
+        else
+            for (int b = FACET_WF_COUNT; b < 32; b++)
+                if (gg_layer_formats >> b & 1) {
+                    facet_err(&err, FACET_E_UNSUPPORTED, "--tensor-parallel cannot cut a %s "
+                              "matrix (GGUF block type): load with --weights f32, bf16, f16, "
+                              "int8 or q4", facet_wformat_name((facet_wformat)b));
+                    break;
+                }
         return cli_fail(&err);
     }
 

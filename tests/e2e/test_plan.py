@@ -189,3 +189,28 @@ def test_vulkan_kv_cache_auto(facet_bin):
         assert vk["kv_cache"] == kv
         assert vk["kv_bytes_per_token_naive"] == 16 * 8 * 64 * 2 * size
         assert not [r for r in vk["verdict"]["refusals"] if r["fact"] in ("weights", "kv_cache")]
+
+
+def test_parallel_refuses_what_a_parallel_run_refuses(facet_bin):
+    """plan -pp/-tp said 'fits' (exit 0) for splits a parallel run refuses after starting
+    the ranks: --backend vulkan in a parallel job (engine/model.c), and tensor parallel of
+    a GGUF file whose layers keep block-type matrices (engine/weights_tp.c). The bundled
+    qwen3-Q4_0.gguf's layers are Q4_0, repacked into q4 panels (cut and requantized: fine);
+    FACET_GGUF_BLOCKS=1 keeps them Q4_0 blocks, which a tensor rank cannot cut."""
+    qwen = REPO / "tests" / "data" / "gguf" / "qwen3-Q4_0.gguf"
+    proc, _ = plan(facet_bin, qwen, "--tensor-parallel", 2)
+    assert proc.returncode == 0, proc.stderr
+    env = dict(os.environ, FACET_MEM_AVAILABLE=str(64 * GIB), FACET_GGUF_BLOCKS="1")
+    proc = subprocess.run([str(facet_bin), "plan", str(qwen), "--tensor-parallel", "2"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr == ("facet: --tensor-parallel cannot cut a Q4_0 matrix (GGUF block type): "
+                           "load with --weights f32, bf16, f16, int8 or q4\n")
+    proc = subprocess.run([str(facet_bin), "plan", str(qwen), "--tensor-parallel", "2", "--weights",
+                           "q4"], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    proc, _ = plan(facet_bin, CONFIGS / "meta-llama__Llama-3.2-1B-Instruct__resaved",
+                   "--pipeline-parallel", 2, "--backend", "vulkan")
+    assert proc.returncode == 2
+    assert ("REFUSED: backend=vulkan in a parallel job is not supported (supported: one "
+            "process, the whole model)") in proc.stderr
