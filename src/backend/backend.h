@@ -137,6 +137,10 @@ facet_status facet_device_open(const char *backend, int index, facet_device **ou
 void facet_device_free(facet_device *d);
 /* One line for the user: "vulkan device N: NAME, X.X GiB" (owned by d). */
 const char *facet_device_describe(const facet_device *d);
+/* Put kv's key and value buffers in d's memory (kv_cache.h buf_alloc): mapped buffers
+ * the host's cache code writes and the Vulkan attention reads in place. Call after
+ * facet_kv_cache_init, before the first reserve; d outlives kv's buffers. */
+void facet_device_kv_memory(facet_device *d, facet_kv_cache *kv);
 /* 1 when this binary has the Vulkan backend. */
 int facet_vulkan_built(void);
 

@@ -21,6 +21,8 @@ facet_status facet_device_open(const char *backend, int index, facet_device **ou
 
 void facet_device_free(facet_device *d) { (void)d; }
 
+void facet_device_kv_memory(facet_device *d, facet_kv_cache *kv) { (void)d, (void)kv; }
+
 const char *facet_device_describe(const facet_device *d) {
     (void)d;
     return "";

@@ -62,11 +62,23 @@ size_t facet_kv_cache_state_bytes(const facet_kv_cache *kv) {
     return b;
 }
 
+/* A key or value buffer of n x size zeroed bytes: the cache's allocator (a device's
+ * memory) when set, else the heap. */
+static uint8_t *kbuf_alloc(const facet_kv_cache *kv, size_t n, size_t size) {
+    if (kv->buf_alloc) return kv->buf_alloc(kv->buf_ctx, n * size);
+    return calloc(n, size);
+}
+
+static void kbuf_free(const facet_kv_cache *kv, uint8_t *p) {
+    if (p && kv->buf_free) kv->buf_free(kv->buf_ctx, p);
+    else free(p);
+}
+
 static void free_layers(const facet_kv_cache *kv, facet_kv_layer *layers) {
     if (!layers) return;
     for (int l = 0; l < kv->n_layers; l++) {
-        free(layers[l].k);
-        free(layers[l].v);
+        kbuf_free(kv, layers[l].k);
+        kbuf_free(kv, layers[l].v);
         free(layers[l].state);
     }
     free(layers);
@@ -109,16 +121,16 @@ facet_status facet_kv_cache_reserve(facet_kv_cache *kv, int seq, int need, facet
             ok = nl[l].state != NULL;
         } else {
             size_t rows = facet_kv_is_ring(kv, l) ? facet_kv_rows(kv, c, l) : (size_t)cap;
-            nl[l].k = calloc(rows, row_bytes);
-            nl[l].v = kv->latent ? NULL : calloc(rows, row_bytes);
+            nl[l].k = kbuf_alloc(kv, rows, row_bytes);
+            nl[l].v = kv->latent ? NULL : kbuf_alloc(kv, rows, row_bytes);
             ok = nl[l].k && (kv->latent || nl[l].v);
         }
         if (!ok) {
             /* free only what this call allocated; the sequence keeps its old slots */
             for (int j = 0; j <= l; j++)
                 if (!((facet_kv_is_ring(kv, j) || facet_kv_is_state(kv, j)) && c->layers)) {
-                    free(nl[j].k);
-                    free(nl[j].v);
+                    kbuf_free(kv, nl[j].k);
+                    kbuf_free(kv, nl[j].v);
                     free(nl[j].state);
                 }
             free(nl);
@@ -140,8 +152,8 @@ facet_status facet_kv_cache_reserve(facet_kv_cache *kv, int seq, int need, facet
                 memcpy(nl[l].v + (size_t)h * cap * head_row,
                        c->layers[l].v + (size_t)h * c->cap * head_row, (size_t)c->len * head_row);
             }
-            free(c->layers[l].k);
-            free(c->layers[l].v);
+            kbuf_free(kv, c->layers[l].k);
+            kbuf_free(kv, c->layers[l].v);
         }
         free(c->layers);
     }

@@ -107,6 +107,14 @@ typedef struct facet_kv_cache {
     int latent;                    /* 1: keys only, no value buffers (latent attention;
                                       see the contract); set after init, before reserve */
     facet_kv_seq *seqs;            /* [n_seq_max]                                      */
+    /* where key and value buffers live (set after init, before the first reserve):
+     * buf_alloc(buf_ctx, bytes) returns `bytes` zeroed bytes the host can read and write
+     * (NULL: out of memory), buf_free gives them back. NULL: the heap (calloc / free).
+     * The Vulkan backend sets its device's mapped memory, so attention reads the cache
+     * in place (backend_vulkan.c); copies, cuts and rings stay this file's. */
+    void *(*buf_alloc)(void *buf_ctx, size_t bytes);
+    void (*buf_free)(void *buf_ctx, void *p);
+    void *buf_ctx;
 } facet_kv_cache;
 
 /* Create the cache of n_seq_max sequences of up to n_ctx positions: n_layers layers of

@@ -68,6 +68,8 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
         return st;
     }
     s->kv.latent = mla;
+    /* Vulkan: the cache's keys and values in the device's memory, read in place */
+    if (model->device) facet_device_kv_memory(model->device, &s->kv);
     /* recurrent layers keep a fixed state per sequence (kv_cache.h STATE slots) */
     for (int l = 0; l < (int)f->num_hidden_layers; l++)
         if (f->layer_ssm[l])

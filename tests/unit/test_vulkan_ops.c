@@ -208,7 +208,10 @@ typedef struct {
     int n;     /* chunk entries of sequence 0; sequence 1 gets one (a decode group) */
 } attn_case;
 
-static void attention_case(const attn_case *t) {
+/* on_device: the cache's buffers in the device's memory (facet_device_kv_memory, as a
+ * vulkan session's), read in place by attention_kv; else the host's, gathered and
+ * uploaded (and always so for a ring layer's several-entry group). */
+static void attention_case(const attn_case *t, int on_device) {
     facet_error err = {0};
     facet_kv_cache kv;
     int n_ctx = 64;
@@ -217,6 +220,7 @@ static void attention_case(const attn_case *t) {
     int64_t window = t->ring ? t->window : (t->window ? n_ctx : 0);
     assert_int_equal(facet_kv_cache_init(&kv, 1, t->nkv, t->hd, sliding, window, t->type, 2,
                                          n_ctx, &err), FACET_OK);
+    if (on_device) facet_device_kv_memory(dev, &kv);
     int nh = t->nh, nkv = t->nkv, hd = t->hd, n = t->n + 1;
     size_t qd = (size_t)nh * hd, kvd = (size_t)nkv * hd;
     float *q = malloc(n * qd * 4), *k = malloc(n * kvd * 4), *v = malloc(n * kvd * 4);
@@ -270,8 +274,9 @@ static void attention_case(const attn_case *t) {
     vk->ops->attention(vk, &c);
     status_ok();
     char what[128];
-    snprintf(what, sizeof what, "attention nh=%d nkv=%d hd=%d window=%d ring=%d softcap=%g sinks=%d %s",
-             nh, nkv, hd, t->window, t->ring, t->softcap, t->sinks, facet_kv_type_name(t->type));
+    snprintf(what, sizeof what, "attention nh=%d nkv=%d hd=%d window=%d ring=%d softcap=%g sinks=%d %s%s",
+             nh, nkv, hd, t->window, t->ring, t->softcap, t->sinks, facet_kv_type_name(t->type),
+             on_device ? " (cache on the device)" : "");
     assert_close(ov, oc, n * qd, 1e-4, what);
     facet_kv_cache_free(&kv);
     free(q), free(k), free(v), free(ov), free(oc), free(pk), free(pv);
@@ -289,8 +294,11 @@ static void test_attention(void **state) {
         {4, 2, 16, 16, 1, 0, 0, FACET_KV_F32, 30, 6},  /* window on a ring layer: prefill view */
         {8, 2, 64, 0, 0, 0, 1, FACET_KV_F32, 10, 3},   /* sinks (gpt-oss) */
         {6, 3, 32, 0, 0, 50.0f, 0, FACET_KV_BF16, 14, 4}, /* bf16 cache */
+        {4, 2, 16, 16, 1, 0, 0, FACET_KV_BF16, 37, 1}, /* ring decode past a wrap, bf16 */
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attention_case(&cases[i]);
+    for (int on_device = 0; on_device < 2; on_device++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            attention_case(&cases[i], on_device);
 }
 
 int main(void) {

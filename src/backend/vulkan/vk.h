@@ -33,6 +33,7 @@ typedef enum vk_shader {
     VK_SH_GATED_ACT,    /* gate = act(gate) * up                                        */
     VK_SH_KV_ROUND,     /* round to bf16 (nearest even), as a bf16 cache stores         */
     VK_SH_ATTENTION,    /* softmax(softcap(q k^T scale) + mask) v, GQA, window, sinks   */
+    VK_SH_ATTENTION_KV, /* the same over a sequence's KV cache buffers, read in place  */
     VK_SH_COUNT
 } vk_shader;
 

@@ -24,6 +24,8 @@ struct facet_device {
     vk_weight *w;                  /* resident weights, in upload order                */
     size_t n_w, cap_w;
     uint64_t weight_bytes;         /* bytes of them on the device                      */
+    vk_buf *kv;                    /* the KV caches' key and value buffers (vk_kvmem.c) */
+    size_t n_kv, cap_kv;
     char desc[320];
 };
 
@@ -33,5 +35,11 @@ int vk_weight_variant(facet_wformat f);
  * (a format no shader reads), FACET_E_NOMEM. */
 facet_status vk_weight_get(facet_device *d, const facet_wtensor *W, const vk_weight **out,
                            facet_error *err);
+
+/* The KV buffer whose mapping starts at p (a key or value buffer of a cache on this
+ * device, facet_device_kv_memory): its range, 1; 0 when p is not one. */
+int vk_kv_range(const facet_device *d, const void *p, vk_range *out);
+/* Destroy every KV buffer left (the device's end). */
+void vk_kv_free_all(facet_device *d);
 
 #endif

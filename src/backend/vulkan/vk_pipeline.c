@@ -17,10 +17,12 @@ SPV(rope)
 SPV(gated_act)
 SPV(kv_round)
 SPV(attention)
+SPV(attention_kv)
 #undef SPV
 
 static const char *const names[VK_SH_COUNT] = {"matvec", "matmul_tiled", "rmsnorm", "rope",
-                                               "gated_act", "kv_round", "attention"};
+                                               "gated_act", "kv_round", "attention",
+                                               "attention_kv"};
 
 const char *vk_shader_name(vk_shader s) { return names[s]; }
 
@@ -37,6 +39,7 @@ const uint32_t *vk_shader_spirv(vk_shader s, size_t *bytes) {
         CASE(VK_SH_GATED_ACT, gated_act)
         CASE(VK_SH_KV_ROUND, kv_round)
         CASE(VK_SH_ATTENTION, attention)
+        CASE(VK_SH_ATTENTION_KV, attention_kv)
     default:
         *bytes = 0;
         return NULL;

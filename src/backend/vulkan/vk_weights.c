@@ -42,6 +42,7 @@ void facet_device_free(facet_device *d) {
     if (!d) return;
     for (size_t i = 0; i < d->n_w; i++) vk_buf_destroy(&d->c, &d->w[i].buf);
     free(d->w);
+    vk_kv_free_all(d);
     vk_ctx_destroy(&d->c);
     free(d);
 }
