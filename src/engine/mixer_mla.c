@@ -61,6 +61,7 @@ facet_status facet_mla_prepare(facet_model *m, facet_error *err) {
             return facet_err(err, FACET_E_NOMEM, "layer %lld: kv_b_proj as float32 (%zu x %zu)",
                              (long long)l, rows, C);
         for (size_t r = 0; r < rows; r++) facet_wtensor_row(&L->kv_b_proj, (int)r, L->kv_b_f32 + r * C);
+        m->w.bytes += sizeof(float) * rows * C; /* run-time memory, as facet plan counts it */
     }
     return FACET_OK;
 }

@@ -155,7 +155,13 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
             add_mat(w, mq, H, L, L);
         }
         add_mat(w, C + dr, H, L, L);
-        add_mat(w, sat_mul(nh, u(f->qk_nope_head_dim) + u(f->v_head_dim)), C, L, L);
+        uint64_t kvb = sat_mul(nh, u(f->qk_nope_head_dim) + u(f->v_head_dim));
+        add_mat(w, kvb, C, L, L);
+        /* and kv_b_proj once more in float32, which the absorbed attention reads
+         * (mixer_mla.c): memory, not parameters */
+        uint64_t f32b = sat_mul(sat_mul(sat_mul(kvb, C), 4), L);
+        w->bytes = sat_add(w->bytes, f32b);
+        w->active_bytes = sat_add(w->active_bytes, f32b);
         add_mat(w, H, sat_mul(nh, u(f->v_head_dim)), L, L);
         add_vec(w, C, L); /* kv_a_layernorm */
     } else {
