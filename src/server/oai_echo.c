@@ -6,12 +6,12 @@
 #include <string.h>
 
 /* Whether `id` is a special token: one that decodes to nothing with special tokens
- * skipped (a BOS the tokenizer added, a chat marker). */
+ * skipped (a BOS the tokenizer added, a chat marker). 1 or 0; -1 out of memory. */
 static int is_special(const facet_tokenizer *tok, int32_t id) {
     char *t = NULL;
     size_t n = 0;
     facet_error e;
-    if (facet_detokenize(tok, &id, 1, 1, &t, &n, &e) != FACET_OK) return 0;
+    if (facet_detokenize(tok, &id, 1, 1, &t, &n, &e) != FACET_OK) return -1;
     free(t);
     return n == 0;
 }
@@ -62,8 +62,11 @@ static int prompt_part(const oai_meta *m, const srv_job *j, const char *prompt,
         else if (tl > 0 && at[0] == ' ' && *off + tl - 1 <= prompt_len &&
                  memcmp(prompt + *off, at + 1, tl - 1) == 0)
             *off += tl - 1; /* SentencePiece's dummy prefix: the space is not in the text */
-        else if (!is_special(m->tok, j->prompt[t]))
-            *off += tl;
+        else {
+            int sp = is_special(m->tok, j->prompt[t]);
+            if (sp < 0) return -1;
+            if (!sp) *off += tl;
+        }
     }
     return 0;
 }
