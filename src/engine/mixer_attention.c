@@ -37,6 +37,17 @@ static void store_ring_row(facet_session *s, int l, int r) {
     if (s->group_len[s->chunk_gid[r]] > 1) store_kv_row(s, l, r);
 }
 
+/* Rotate pairs (2i, 2i+1) of x's first rot dims by the position's angles (GPT-J's
+ * rotate_every_two: out[2i] = a cos - b sin, out[2i+1] = b cos + a sin); the rest of the
+ * head passes. */
+static void rope_pairs(float *x, int rot, const float *cs, const float *sn) {
+    for (int i = 0; i < rot / 2; i++) {
+        float a = x[2 * i], b = x[2 * i + 1];
+        x[2 * i] = a * cs[i] - b * sn[i];
+        x[2 * i + 1] = b * cs[i] + a * sn[i];
+    }
+}
+
 /* q/k norm and RoPE of one entry; its K/V row goes into the cache, except on a ring
  * layer in a group of several entries (stored after attention: backend_cpu.c). */
 static void qk_row(facet_session *s, int l, int r) {
@@ -60,7 +71,10 @@ static void qk_row(facet_session *s, int l, int r) {
     }
     const float *cs = (local ? s->rope_cos_local : s->rope_cos) + (size_t)r * half;
     const float *sn = (local ? s->rope_sin_local : s->rope_sin) + (size_t)r * half;
-    if (!f->layer_no_rope[l]) { /* SmolLM3's NoPE layers attend without positions */
+    if (f->rope_interleaved && !f->layer_no_rope[l]) { /* GPT-J: pairs (2i, 2i+1) */
+        for (int h = 0; h < nh; h++) rope_pairs(q + (size_t)h * hd, m->rope_dim, cs, sn);
+        for (int h = 0; h < nkv; h++) rope_pairs(k + (size_t)h * hd, m->rope_dim, cs, sn);
+    } else if (!f->layer_no_rope[l]) { /* SmolLM3's NoPE layers attend without positions */
         be->ops->rope(be, q, nh, hd, m->rope_dim, cs, sn);
         be->ops->rope(be, k, nkv, hd, m->rope_dim, cs, sn);
     }

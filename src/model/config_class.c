@@ -37,6 +37,13 @@ static const char *const mpt_unread[] = {"learned_pos_emb", "init_device", "init
                                          "verbose", "tokenizer_name", "embedding_fraction",
                                          "fc_type", NULL};
 
+/* GPTJConfig keys GPTJForCausalLM never reads: the double-heads summary keys GPT-2's
+ * config carried over, `rotary` (always on) and scale_attn_weights (always scaled). */
+static const char *const gptj_unread[] = {"rotary", "scale_attn_weights", "summary_type",
+                                          "summary_use_proj", "summary_activation",
+                                          "summary_proj_to_labels", "summary_first_dropout",
+                                          NULL};
+
 /* clang-format off */
 static const facet_config_class classes[] = {
     /* DeepseekV2Config (issue 25): multi-head latent attention and DeepSeek's routing;
@@ -289,6 +296,18 @@ static const facet_config_class classes[] = {
      .hidden_key = "d_model", .layers_key = "n_layers", .heads_key = "n_heads",
      .positions_key = "max_seq_len", .ffn_hidden_mult = 4, .alibi = 1, .mpt = 1,
      .unread_keys = mpt_unread},
+    /* GPTJConfig (GPT-J-6B): n_embd / n_layer / n_head / n_positions / n_inner, LayerNorm
+     * (layer_norm_epsilon) with bias, one ln_1 feeding attention and MLP in parallel,
+     * q/k/v/out_proj without biases, fc_in / fc_out with them, gelu_new, rotary on the
+     * first rotary_dim dims in pairs (2i, 2i+1), an untied lm_head with a bias */
+    {.model_type = "gptj", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5, .act_key = "activation_function", .act_default = "gelu_new",
+     .qkv_bias = 0, .o_bias = 0, .pre_norms = 1,
+     .norm_eps_key = "layer_norm_epsilon", .layer_norm = 1, .ffn_ungated = 1,
+     .parallel_default = 1, .parallel_one_norm = 1, .mlp_bias_default = 1,
+     .hidden_key = "n_embd", .layers_key = "n_layer", .heads_key = "n_head",
+     .positions_key = "n_positions", .inner_key = "n_inner", .rotary_dim_key = "rotary_dim",
+     .rope_interleaved = 1, .unread_keys = gptj_unread},
 };
 /* clang-format on */
 

@@ -128,6 +128,9 @@ typedef struct facet_config_class {
     const char *post_ln_residual_key; /* a flag that takes the residual after the norm
                                      (apply_residual_connection_post_layernorm): only
                                      false runs                                         */
+    const char *rotary_dim_key;   /* rotary dims as a count ("rotary_dim"; null: the
+                                     whole head): partial_rotary_factor = it / head_dim */
+    int rope_interleaved;         /* RoPE on pairs (2i, 2i+1) (GPT-J)                   */
     int mpt;                      /* MptConfig's attn_config object and the llm-foundry
                                      keys its modeling code fixes (facts.c read_mpt)     */
     int falcon_attention;         /* FalconConfig's attention layout keys:

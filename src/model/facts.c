@@ -476,6 +476,16 @@ static facet_status read_rope(reader *r, const facet_config_class *cls) {
 
     TRY(get_num(r, "rope_theta", 1, &f->rope_theta));
     if (cls->rope_theta_key) TRY(get_num(r, cls->rope_theta_key, 1, &f->rope_theta));
+    f->rope_interleaved = cls->rope_interleaved;
+    if (cls->rotary_dim_key) { /* GPT-J: a count of dims (null: the whole head) */
+        int64_t rd = 0;
+        int given = 0;
+        TRY(get_int(r, cls->rotary_dim_key, 0, 2, MAX_HEAD_DIM, &rd, &given));
+        if (given && (rd > f->head_dim || rd % 2))
+            return bad(r, cls->rotary_dim_key, json_object_get(r->obj, cls->rotary_dim_key),
+                       "an even count of at most head_dim");
+        if (given && f->head_dim > 0) f->partial_rotary_factor = (double)rd / (double)f->head_dim;
+    }
     if (cls->rotary_pct_key) {
         f->partial_rotary_factor = cls->rotary_pct_default;
         TRY(get_num(r, cls->rotary_pct_key, 1, &f->partial_rotary_factor));

@@ -205,6 +205,8 @@ typedef struct facet_facts {
                                       slopes 2^(-alibi_bias_max * k / p) over the heads
                                       (engine/rope.c); no layer rotates                  */
     double alibi_bias_max;         /* 8 in every class that has ALiBi                    */
+    int rope_interleaved;          /* 1: RoPE turns pairs (2i, 2i+1) of the rotary dims
+                                      (GPT-J's rotate_every_two), not (i, i + d/2)      */
     int embed_norm;                /* 1: a LayerNorm (weight and bias) on the token
                                       embeddings (BLOOM's word_embeddings_layernorm)    */
     int fused_qkv_heads;           /* probed: one q/k/v projection whose rows are per head

@@ -317,7 +317,8 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
     else
         snprintf(p->rope_path, sizeof p->rope_path, "rope-%.31s %s theta=%g%s",
                  f->rope_type_name[0] ? f->rope_type_name : "default",
-                 f->kv_lora_rank > 0 ? "interleaved-pairs" : "rotate_half", f->rope_theta,
+                 f->kv_lora_rank > 0 || f->rope_interleaved ? "interleaved-pairs" : "rotate_half",
+                 f->rope_theta,
                  f->partial_rotary_factor < 1.0 ? " partial" : "");
     snprintf(p->ffn_path, sizeof p->ffn_path, "%s-%.47s%s", f->ffn_ungated ? "ungated" : "gated",
              f->act_name[0] ? f->act_name : "silu",

@@ -63,6 +63,7 @@ static const facet_caps cpu_dense = {
     .fused_qkv = ALLOW_BOTH, .fused_gate_up = ALLOW_BOTH,
     .layer_norm = ALLOW_BOTH, .ffn_ungated = ALLOW_BOTH, .parallel_residual = ALLOW_BOTH,
     .fused_qkv_heads = ALLOW_BOTH, .norm_bias = ALLOW_BOTH, .alibi = ALLOW_BOTH,
+    .rope_interleaved = ALLOW_BOTH,
     .embed_norm = ALLOW_BOTH,
     .moe_routers = BIT(FACET_ROUTER_NONE) | BIT(FACET_ROUTER_SOFTMAX_TOPK) |
                    BIT(FACET_ROUTER_TOPK_SOFTMAX) | BIT(FACET_ROUTER_GROUPED),
@@ -108,6 +109,7 @@ static const facet_caps vulkan_dense = {
     .fused_qkv = ALLOW_BOTH, .fused_gate_up = ALLOW_BOTH,
     .layer_norm = ALLOW_FALSE, .ffn_ungated = ALLOW_FALSE, .parallel_residual = ALLOW_FALSE,
     .fused_qkv_heads = ALLOW_FALSE, .norm_bias = ALLOW_FALSE, .alibi = ALLOW_FALSE,
+    .rope_interleaved = ALLOW_FALSE,
     .embed_norm = ALLOW_FALSE,
     .moe_routers = BIT(FACET_ROUTER_NONE), .shared_expert = ALLOW_FALSE,
     .ssm = 0,
@@ -209,6 +211,9 @@ const facet_profile facet_profiles[] = {
     {"mpt", {"MptForCausalLM", "MPTForCausalLM"},
      "MPT-7B/30B (ALiBi, LayerNorm without bias, no biases, fused Wqkv, exact-gelu MLP)",
      &cpu_dense, &vulkan_dense},
+    {"gptj", {"GPTJForCausalLM"},
+     "GPT-J (interleaved partial rotary, one LayerNorm feeding attention and MLP in parallel, "
+     "lm_head bias)", &cpu_dense, &vulkan_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 

@@ -51,6 +51,7 @@ typedef struct facet_caps {
     unsigned fused_qkv_heads;     /* ALLOW_*: per-head [q; k; v] rows (NeoX)            */
     unsigned norm_bias;           /* ALLOW_*: LayerNorm biases                          */
     unsigned alibi;               /* ALLOW_*: ALiBi position biases                      */
+    unsigned rope_interleaved;    /* ALLOW_*: RoPE on pairs (2i, 2i+1) (GPT-J)           */
     unsigned embed_norm;          /* ALLOW_*: a norm on the token embeddings             */
     unsigned dtypes;              /* BIT(st_dtype)                                     */
 } facet_caps;

@@ -149,11 +149,14 @@ const facet_tensor_row facet_tensor_rows[] = {
      .dims = {FACET_TD_QKV, H}, .matrix = 1, .slot = FACET_TS_FUSED, .fused = FACET_TF_QKV_PROJ,
      .n_split = 3, .split = {FACET_TS_Q_PROJ, FACET_TS_K_PROJ, FACET_TS_V_PROJ}, .when = fused_qkv},
     /* Nemotron-H: every layer's block is its mixer.* */
-    {.root = L, .name = "self_attn.q_proj.weight", .alt6 = "mixer.q_proj.weight", .gguf = "attn_q.weight",
+    {.root = L, .name = "self_attn.q_proj.weight", .alt = "attn.q_proj.weight" /* GPT-J */,
+     .alt6 = "mixer.q_proj.weight", .gguf = "attn_q.weight",
      .dims = {FACET_TD_Q, H}, .matrix = 1, .slot = FACET_TS_Q_PROJ, .fused = -1, .when = split_qkv},
-    {.root = L, .name = "self_attn.k_proj.weight", .alt6 = "mixer.k_proj.weight", .gguf = "attn_k.weight",
+    {.root = L, .name = "self_attn.k_proj.weight", .alt = "attn.k_proj.weight",
+     .alt6 = "mixer.k_proj.weight", .gguf = "attn_k.weight",
      .dims = {FACET_TD_KV, H}, .matrix = 1, .slot = FACET_TS_K_PROJ, .fused = -1, .when = split_qkv},
-    {.root = L, .name = "self_attn.v_proj.weight", .alt6 = "mixer.v_proj.weight", .gguf = "attn_v.weight",
+    {.root = L, .name = "self_attn.v_proj.weight", .alt = "attn.v_proj.weight",
+     .alt6 = "mixer.v_proj.weight", .gguf = "attn_v.weight",
      .dims = {FACET_TD_KV, H}, .matrix = 1, .slot = FACET_TS_V_PROJ, .fused = -1, .when = split_qkv},
     /* probed only: a fused bias decides qkv_bias; the loader reads q/k/v biases */
     {.root = L, .name = "self_attn.qkv_proj.bias", .gguf = "attn_qkv.bias",
@@ -238,7 +241,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     /* ungated MLPs (facts ffn_ungated): up is NeoX's dense_h_to_4h, down dense_4h_to_h */
     DENSE(.root = L, .name = "mlp.up_proj.weight", .alt = "mlp.dense_h_to_4h.weight",
           .alt2 = "mlp.fc1.weight" /* Phi */, .alt3 = "mlp.c_fc.weight" /* StarCoder2 */,
-          .alt4 = "ffn.up_proj.weight" /* MPT */,
+          .alt4 = "ffn.up_proj.weight" /* MPT */, .alt7 = "mlp.fc_in.weight" /* GPT-J */,
           .alt5 = "feed_forward.w3.weight", .alt6 = "mixer.up_proj.weight" /* Nemotron-H */,
           .gguf = "ffn_up.weight",
           .dims = {FACET_TD_FFN, H}, .matrix = 1, .slot = FACET_TS_UP_PROJ, .fused = -1,
@@ -247,7 +250,7 @@ const facet_tensor_row facet_tensor_rows[] = {
           .alt2 = "mlp.fc2.weight", .alt3 = "mlp.c_proj.weight",
           .alt4 = "shared_mlp.output_linear.weight" /* Granite 4.0-H dense */,
           .alt5 = "feed_forward.w2.weight", .alt6 = "mixer.down_proj.weight",
-          .alt7 = "ffn.down_proj.weight" /* MPT */,
+          .alt7 = "ffn.down_proj.weight" /* MPT */, .alt8 = "mlp.fc_out.weight" /* GPT-J */,
           .gguf = "ffn_down.weight",
           .dims = {H, FACET_TD_FFN}, .matrix = 1, .slot = FACET_TS_DOWN_PROJ, .fused = -1,
           .when = not_conv1d),
@@ -256,12 +259,14 @@ const facet_tensor_row facet_tensor_rows[] = {
           .dims = {FACET_TD_FFN, FACET_TD_NONE}, .slot = FACET_TS_GATE_BIAS, .fused = -1,
           .when = gate_bias),
     DENSE(.root = L, .name = "mlp.up_proj.bias", .alt = "mlp.dense_h_to_4h.bias",
-          .alt2 = "mlp.fc1.bias", .alt3 = "mlp.c_fc.bias", .alt6 = "mixer.up_proj.bias",
+          .alt2 = "mlp.fc1.bias", .alt3 = "mlp.c_fc.bias", .alt4 = "mlp.fc_in.bias",
+          .alt6 = "mixer.up_proj.bias",
           .gguf = "ffn_up.bias",
           .dims = {FACET_TD_FFN, FACET_TD_NONE}, .slot = FACET_TS_UP_BIAS, .fused = -1,
           .when = mlp_bias),
     DENSE(.root = L, .name = "mlp.down_proj.bias", .alt = "mlp.dense_4h_to_h.bias",
-          .alt2 = "mlp.fc2.bias", .alt3 = "mlp.c_proj.bias", .alt6 = "mixer.down_proj.bias",
+          .alt2 = "mlp.fc2.bias", .alt3 = "mlp.c_proj.bias", .alt4 = "mlp.fc_out.bias",
+          .alt6 = "mixer.down_proj.bias",
           .gguf = "ffn_down.bias",
           .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_DOWN_BIAS, .fused = -1, .when = mlp_bias),
     DENSE(.root = L, .name = "mlp.c_fc.weight", .dims = {FACET_TD_FFN, H}, .matrix = 1,
@@ -583,9 +588,9 @@ const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_r
                                    const char *prefix, int64_t layer, char *name, size_t cap) {
     if (r->root == FACET_TR_LAYER && r->tail)
         return facet_tensor_find_expert(ck, r, prefix, layer, 0, name, cap);
-    const char *const spell[8] = {r->name, r->alt,  r->alt2, r->alt3,
-                                  r->alt4, r->alt5, r->alt6, r->alt7};
-    for (int i = 0; i < 8; i++) {
+    const char *const spell[9] = {r->name, r->alt,  r->alt2, r->alt3, r->alt4,
+                                  r->alt5, r->alt6, r->alt7, r->alt8};
+    for (int i = 0; i < 9; i++) {
         if (!spell[i]) continue;
         const st_tensor *t = find_spelling(ck, r, spell[i], prefix, layer, name, cap);
         if (t) return t;

@@ -171,6 +171,7 @@ BOOL_ROW(check_parallel, range_parallel, parallel_residual, parallel_residual)
 BOOL_ROW(check_fused_qkv_heads, range_fused_qkv_heads, fused_qkv_heads, fused_qkv_heads)
 BOOL_ROW(check_norm_bias, range_norm_bias, norm_bias, norm_bias)
 BOOL_ROW(check_alibi, range_alibi, alibi, alibi)
+BOOL_ROW(check_rope_interleaved, range_rope_interleaved, rope_interleaved, rope_interleaved)
 BOOL_ROW(check_embed_norm, range_embed_norm, embed_norm, embed_norm)
 
 CHECK(check_attn_softcap) {
@@ -336,6 +337,7 @@ const facet_row facet_rows[] = {
     {"ungated mlp",              0, check_ffn_ungated,        range_ffn_ungated},
     {"parallel residual",        0, check_parallel,           range_parallel},
     {"alibi",                    0, check_alibi,              range_alibi},
+    {"interleaved rope",         0, check_rope_interleaved,   range_rope_interleaved},
     {"embedding norm",           0, check_embed_norm,         range_embed_norm},
     {"attn_logit_softcapping",   0, check_attn_softcap,       range_softcap},
     {"final_logit_softcapping",  0, check_final_softcap,      range_softcap},

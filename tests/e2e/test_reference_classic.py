@@ -18,7 +18,8 @@ projections, learned positions, no rotary, n_embd-style keys, tied); falcon
 (falcon-7b-instruct, corpus: multi-query, one norm in parallel; falcon-40b: the new
 decoder architecture, KV groups, two norms; and the sequential per-head layout with
 biases); bloom (bloom-560m: ALiBi over 8 and 12 heads, the embeddings' LayerNorm); mpt
-(mpt-7b: ALiBi, no biases, fused Wqkv; and 12 heads with a softmax_scale).
+(mpt-7b: ALiBi, no biases, fused Wqkv; and 12 heads with a softmax_scale); gptj (GPT-J-6B:
+rotary in pairs on a quarter of the head, one ln_1 in parallel, lm_head bias).
 """
 
 import json
@@ -137,6 +138,20 @@ MPT_7B = {
     "transformers_version": "4.28.1", "use_cache": False, "verbose": 0, "vocab_size": 50432,
 }
 
+# EleutherAI/gpt-j-6b config.json as published (public; task_specific_params dropped),
+# written inline: interleaved rotary on 64 of 256 dims, one ln_1, lm_head bias.
+GPTJ_6B = {
+    "activation_function": "gelu_new", "architectures": ["GPTJForCausalLM"], "attn_pdrop": 0.0,
+    "bos_token_id": 50256, "embd_pdrop": 0.0, "eos_token_id": 50256,
+    "gradient_checkpointing": False, "initializer_range": 0.02, "layer_norm_epsilon": 1e-05,
+    "model_type": "gptj", "n_embd": 4096, "n_head": 16, "n_inner": None, "n_layer": 28,
+    "n_positions": 2048, "resid_pdrop": 0.0, "rotary": True, "rotary_dim": 64,
+    "summary_activation": None, "summary_first_dropout": 0.1, "summary_proj_to_labels": True,
+    "summary_type": "cls_index", "summary_use_proj": True, "tie_word_embeddings": False,
+    "tokenizer_class": "GPT2Tokenizer", "transformers_version": "4.18.0.dev0", "use_cache": True,
+    "vocab_size": 50400,
+}
+
 # name -> (source, shrink kwargs)
 CLASSES = {
     "gpt_neox-redpajama": (os.path.join(CONFIG_DIR, "togethercomputer__RedPajama-INCITE-7B-Base"), {}),
@@ -163,6 +178,8 @@ CLASSES = {
     "mpt-7b": (MPT_7B, {}),
     "mpt-12-heads": (MPT_7B, {"num_attention_heads": 12, "num_key_value_heads": 12, "head_dim": 16,
                               "attn_config": dict(MPT_7B["attn_config"], softmax_scale=0.2)}),
+    # rotary_dim scaled with the shrunk head (64 of 256 -> 8 of 32)
+    "gptj-6b": (GPTJ_6B, {"rotary_dim": 8}),
 }
 N_PROMPT = 96
 N_GEN = 32
@@ -173,7 +190,7 @@ def prompt(vocab, seed, n=N_PROMPT):
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom", "mpt"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom", "mpt", "gptj"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 files")
 def test_classic_class_matches_reference(name, make_checkpoint, reference_for, run_facet, tmp_path):
     src, shrink = CLASSES[name]

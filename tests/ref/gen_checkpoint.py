@@ -402,6 +402,8 @@ def tensor_specs(config, experts_layout=None):
         return _bloom_specs(f)
     if f.classic == "mpt":
         return _mpt_specs(f)
+    if f.classic == "gptj":
+        return _gptj_specs(f)
     specs = [("model.embed_tokens.weight", (V, H), ("embed",))]
     for i in range(f.num_hidden_layers):
         p = "model.layers.%d." % i
@@ -593,6 +595,27 @@ def _mpt_specs(f):
     return specs
 
 
+def _gptj_specs(f):
+    """GPTJForCausalLM's tensors (modeling_gptj): wte; per layer ln_1 (weight, bias),
+    attn.q/k/v_proj and out_proj (no biases), mlp.fc_in / fc_out (with biases); ln_f;
+    lm_head with a bias (untied)."""
+    H, I, V = f.hidden_size, f.intermediate_size, f.vocab_size
+    Q = f.num_attention_heads * f.head_dim
+    specs = [("transformer.wte.weight", (V, H), ("embed",))]
+    for i in range(f.num_hidden_layers):
+        p = "transformer.h.%d." % i
+        specs += [(p + "ln_1.weight", (H,), ("norm",)), (p + "ln_1.bias", (H,), ("bias",))]
+        for n in ("q_proj", "k_proj", "v_proj"):
+            specs.append((p + "attn.%s.weight" % n, (Q, H), ("linear", H)))
+        specs += [(p + "attn.out_proj.weight", (H, Q), ("linear", Q)),
+                  (p + "mlp.fc_in.weight", (I, H), ("linear", H)), (p + "mlp.fc_in.bias", (I,), ("bias",)),
+                  (p + "mlp.fc_out.weight", (H, I), ("linear", I)), (p + "mlp.fc_out.bias", (H,), ("bias",))]
+    specs += [("transformer.ln_f.weight", (H,), ("norm",)), ("transformer.ln_f.bias", (H,), ("bias",))]
+    if not f.tie_word_embeddings:
+        specs += [("lm_head.weight", (V, H), ("linear", H, "lm_head")), ("lm_head.bias", (V,), ("bias",))]
+    return specs
+
+
 def _phi_specs(f):
     """PhiForCausalLM's tensors (modeling_phi): LayerNorms with biases, q/k/v_proj and
     dense with biases, fc1/fc2 with biases, final_layernorm, lm_head with a bias."""
@@ -677,7 +700,8 @@ def init_tensor(name, shape, init, seed, facts, logit_std=2.0, bias_std=0.1, nor
                                                        "mlp.fc2.weight", "mlp.c_proj.weight",
                                                        "attn.c_proj.weight", "self_attention.dense.weight",
                                                        "mlp.dense_4h_to_h.weight")) or (
-                    facts.classic == "mpt" and name.endswith(".attn.out_proj.weight")):
+                    facts.classic in ("mpt", "gptj") and name.endswith((".attn.out_proj.weight",
+                                                                        "mlp.fc_out.weight"))):
                 std *= sc["out_gain"]
             if facts.qk_norm is None and (name.endswith("q_proj.weight") or name.endswith("k_proj.weight")):
                 std *= sc["qk_gain"]

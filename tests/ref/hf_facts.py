@@ -138,6 +138,12 @@ FAMILIES = {
     # attn_config.softmax_scale (None: 1/sqrt(head_dim)); tied lm_head.
     "mpt": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=(), act="gelu",
                 qkv_bias="never", sliding="none", classic="mpt"),
+    # GPTJConfig / modeling_gptj: n_embd, n_layer, n_head, n_positions, n_inner (None: 4 x
+    # n_embd), rotary_dim (None: the whole head), activation_function gelu_new,
+    # layer_norm_epsilon; h + attn(ln_1(h)) + mlp(ln_1(h)); q/k/v/out_proj without bias,
+    # fc_in/fc_out with; rotate_every_two rotary; untied lm_head with a bias.
+    "gptj": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("activation_function",),
+                 act="gelu_new", qkv_bias="never", sliding="none", classic="gptj"),
     "stablelm": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
                      qkv_bias="use_qkv_bias", sliding="none", keys="stablelm"),
     "stablelm_epoch": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
@@ -174,6 +180,11 @@ CLASSIC = {
                 aliases={"d_model": "hidden_size", "n_heads": "num_attention_heads",
                          "n_layers": "num_hidden_layers", "max_seq_len": "max_position_embeddings"},
                 ffn_mult=4, alibi="mpt"),
+    "gptj": dict(eps_key="layer_norm_epsilon", rotary_pct=("partial_rotary_factor", 1.0),
+                 theta_key="rope_theta", parallel=(None, True), norm="layer", gated=False,
+                 aliases={"n_embd": "hidden_size", "n_layer": "num_hidden_layers",
+                          "n_head": "num_attention_heads", "n_positions": "max_position_embeddings"},
+                 inner_key="n_inner", rotary_dim_key="rotary_dim", interleaved=True),
     "stablelm": dict(eps_key="layer_norm_eps", rotary_pct=("partial_rotary_factor", 0.25),
                      theta_key="rope_theta", parallel=("use_parallel_residual", False),
                      norm="layer", gated=True),
@@ -305,6 +316,7 @@ class Facts:
     # norms: 1 (input_layernorm feeds both) or 2 (ln_attn, ln_mlp)
     qkv_layout: Optional[str] = None
     parallel_norms: int = 1
+    rope_interleaved: bool = False  # GPT-J's rotate_every_two: pairs (2i, 2i+1)
     alibi: Optional[str] = None    # ALiBi instead of rotary: "bloom" (slope * key
                                    # position) or "mpt" (slope * (key - last key))
 
@@ -441,6 +453,8 @@ def facts(config):
                 cfg[v] = cfg[k]
         if classic.get("learned_positions"):
             cfg["intermediate_size"] = _get(cfg, "n_inner", 4 * int(cfg["hidden_size"]))
+        if classic.get("inner_key"):
+            cfg["intermediate_size"] = _get(cfg, classic["inner_key"], 4 * int(cfg["hidden_size"]))
         if classic.get("ffn_mult"):
             cfg["intermediate_size"] = classic["ffn_mult"] * int(cfg["hidden_size"])
         if mt == "mpt":
@@ -456,6 +470,9 @@ def facts(config):
         cfg["rms_norm_eps"] = _get(cfg, classic["eps_key"], fam["eps"]) if classic["eps_key"] else fam["eps"]
         k, d = classic["rotary_pct"]
         cfg["partial_rotary_factor"] = _get(cfg, k, d)
+        if classic.get("rotary_dim_key") and cfg.get(classic["rotary_dim_key"]) is not None:
+            hd = int(cfg["hidden_size"]) // int(cfg["num_attention_heads"])
+            cfg["partial_rotary_factor"] = int(cfg[classic["rotary_dim_key"]]) / hd
         if cfg.get("rope_theta") is None and cfg.get(classic["theta_key"]) is not None:
             cfg["rope_theta"] = cfg[classic["theta_key"]]
         if cfg.get("attention_bias") is None:
@@ -587,4 +604,5 @@ def facts(config):
                   if classic and classic["parallel"][0] else bool(classic and classic["parallel"][1])),
         gated=classic["gated"] if classic else True, **falcon,
         alibi=(classic.get("alibi") or None) if classic else None,
+        rope_interleaved=bool(classic and classic.get("interleaved")),
     )

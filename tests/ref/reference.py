@@ -251,6 +251,19 @@ def apply_rope(x, positions, inv_freq, attention_factor):
     return np.concatenate([xr * cos + rot * sin, xp], axis=-1)
 
 
+def apply_rope_interleaved(x, positions, inv_freq, attention_factor):
+    """modeling_gptj.apply_rotary_pos_emb: sin and cos repeat_interleave'd by 2 over the
+    first 2*len(inv_freq) dims, rotate_every_two (pairs (x[2i], x[2i+1]) -> (-x[2i+1],
+    x[2i])); the rest of the head passes."""
+    rd = 2 * len(inv_freq)
+    freqs = np.outer(np.asarray(positions, dtype=np.float64), inv_freq)  # [T, rd/2]
+    cos = np.repeat(np.cos(freqs), 2, axis=-1)[:, None, :] * attention_factor
+    sin = np.repeat(np.sin(freqs), 2, axis=-1)[:, None, :] * attention_factor
+    xr, xp = x[..., :rd], x[..., rd:]
+    rot = np.stack([-xr[..., 1::2], xr[..., ::2]], axis=-1).reshape(xr.shape)
+    return np.concatenate([xr * cos + rot * sin, xp], axis=-1)
+
+
 def round_kv(x, kind):
     """x rounded to float32, then to bf16 (the top 16 bits, round to nearest even) or
     IEEE f16 (NumPy's float16 cast, round to nearest even), returned as float64."""
@@ -377,6 +390,13 @@ class Reference:
                     ln_in="norm_1", ln_post="norm_2", qkv="attn.Wqkv", qkv_layout="columns",
                     o="attn.out_proj", up="ffn.up_proj", down="ffn.down_proj",
                     final="transformer.norm_f", head="lm_head.weight"),
+        # GPT-J (modeling_gptj): h = wte[ids]; x = ln_1(h); h = h + out_proj(attn(x)) +
+        # fc_out(gelu_new(fc_in(x))); q/k/v_proj without bias, rotary in pairs on the first
+        # rotary_dim dims; logits = lm_head(ln_f(h)) + lm_head.bias.
+        "gptj": dict(embed="transformer.wte.weight", layer="transformer.h.%d.", ln_in="ln_1",
+                     ln_post=None, qkv=None, q="attn.q_proj", k="attn.k_proj", v="attn.v_proj",
+                     o="attn.out_proj", up="mlp.fc_in", down="mlp.fc_out",
+                     final="transformer.ln_f", head="lm_head.weight"),
         "phi": dict(embed="model.embed_tokens.weight", layer="model.layers.%d.",
                     ln_in="input_layernorm", ln_post=None, qkv=None, q="self_attn.q_proj",
                     k="self_attn.k_proj", v="self_attn.v_proj", o="self_attn.dense",
@@ -428,8 +448,9 @@ class Reference:
             q, k, v = (self._linear(x, n["layer"] % layer + n[w]).reshape(T, nh, hd) for w in "qkv")
         rope = self._rope(layer, positions, cache)
         if rope is not None:  # GPT-2 has none
-            q = apply_rope(q, positions, *rope)
-            k = apply_rope(k, positions, *rope)
+            turn = apply_rope_interleaved if f.rope_interleaved else apply_rope
+            q = turn(q, positions, *rope)
+            k = turn(k, positions, *rope)
         if self.kv_round:
             k, v = round_kv(k, self.kv_round), round_kv(v, self.kv_round)
         if self.kv_round == "bf16":

@@ -347,6 +347,30 @@ static void test_mpt(void **state) {
     assert_non_null(strstr(err.message, "attn_config.clip_qkv is 6"));
 }
 
+/* GPTJConfig (issue 28): GPT-J-6B's shape keys, rotary_dim 64 of head_dim 256 (a quarter,
+ * in pairs), one norm in parallel, untied; rotary_dim past the head is refused by key. */
+static void test_gptj(void **state) {
+    (void)state;
+    facet_error err;
+    const char *cfg = "{\"model_type\": \"gptj\", \"n_embd\": 4096, \"n_head\": 16, "
+                      "\"n_layer\": 28, \"n_positions\": 2048, \"n_inner\": null, "
+                      "\"vocab_size\": 50400, \"rotary\": true, \"rotary_dim\": %d, "
+                      "\"activation_function\": \"gelu_new\", \"tie_word_embeddings\": false}";
+    char text[512];
+    snprintf(text, sizeof text, cfg, 64);
+    assert_int_equal(from_text(text, &err), FACET_OK);
+    assert_int_equal(F.head_dim, 256);
+    assert_int_equal(F.intermediate_size, 16384);
+    assert_true(F.partial_rotary_factor == 0.25 && F.rope_interleaved);
+    assert_true(F.parallel_residual && F.parallel_one_norm && F.layer_norm && F.ffn_ungated);
+    assert_int_equal(F.act, FACET_ACT_GELU_TANH);
+    assert_int_equal(F.tie_word_embeddings, 0);
+    assert_int_equal(F.n_config_keys, 0);
+    snprintf(text, sizeof text, cfg, 512);
+    assert_int_equal(from_text(text, &err), FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "rotary_dim is 512"));
+}
+
 static void test_outside_families_read_leniently(void **state) {
     (void)state;
     read_ok("THUDM__chatglm3-6b");
@@ -661,6 +685,7 @@ int main(void) {
         cmocka_unit_test(test_falcon),
         cmocka_unit_test(test_bloom),
         cmocka_unit_test(test_mpt),
+        cmocka_unit_test(test_gptj),
         cmocka_unit_test(test_outside_families_read_leniently),
         cmocka_unit_test(test_mistral_class_default_window),
         cmocka_unit_test(test_bad_inputs),
