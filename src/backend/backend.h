@@ -86,6 +86,10 @@ typedef struct facet_backend_ops {
      * gate = act(gate) * up; x rounded to what a cache of type t holds */
     void (*rmsnorm)(const facet_backend *be, float *y, const float *x, const float *w, int n,
                     double eps, float offset);
+    /* M contiguous vectors of n floats (one row's heads: a per-head qk-norm), each
+     * normed as rmsnorm does with the same w; bit for bit M rmsnorm calls */
+    void (*rmsnorm_rows)(const facet_backend *be, float *y, const float *x, const float *w,
+                         int n, int M, double eps, float offset);
     void (*rope)(const facet_backend *be, float *x, int n_heads, int head_dim, int rot,
                  const float *cos, const float *sin);
     void (*gated_act)(const facet_backend *be, float *gate, const float *up, int n, int act);

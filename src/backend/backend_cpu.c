@@ -254,6 +254,13 @@ static void cpu_rmsnorm(const facet_backend *be, float *y, const float *x, const
     facet_rmsnorm(y, x, w, n, eps, offset);
 }
 
+static void cpu_rmsnorm_rows(const facet_backend *be, float *y, const float *x, const float *w,
+                             int n, int M, double eps, float offset) {
+    (void)be;
+    for (int m = 0; m < M; m++)
+        facet_rmsnorm(y + (size_t)m * n, x + (size_t)m * n, w, n, eps, offset);
+}
+
 static void cpu_rope(const facet_backend *be, float *x, int n_heads, int head_dim, int rot,
                      const float *cos, const float *sin) {
     (void)be;
@@ -343,6 +350,7 @@ static const facet_backend_ops cpu_ops = {
     .attention = cpu_attention,
     .kv_store = cpu_kv_store,
     .rmsnorm = cpu_rmsnorm,
+    .rmsnorm_rows = cpu_rmsnorm_rows,
     .rope = cpu_rope,
     .gated_act = cpu_gated_act,
     .layernorm = cpu_layernorm,

@@ -64,10 +64,8 @@ static void qk_row(facet_session *s, int l, int r) {
         be->ops->rmsnorm(be, q, q, L->q_norm, qd, f->rms_norm_eps, off);
         be->ops->rmsnorm(be, k, k, L->k_norm, kvd, f->rms_norm_eps, off);
     } else if (L->q_norm) { /* Qwen 3, Gemma 3: over each head */
-        for (int h = 0; h < nh; h++)
-            be->ops->rmsnorm(be, q + h * hd, q + h * hd, L->q_norm, hd, f->rms_norm_eps, off);
-        for (int h = 0; h < nkv; h++)
-            be->ops->rmsnorm(be, k + h * hd, k + h * hd, L->k_norm, hd, f->rms_norm_eps, off);
+        be->ops->rmsnorm_rows(be, q, q, L->q_norm, hd, nh, f->rms_norm_eps, off);
+        be->ops->rmsnorm_rows(be, k, k, L->k_norm, hd, nkv, f->rms_norm_eps, off);
     }
     const float *cs = (local ? s->rope_cos_local : s->rope_cos) + (size_t)r * half;
     const float *sn = (local ? s->rope_sin_local : s->rope_sin) + (size_t)r * half;

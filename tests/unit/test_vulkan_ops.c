@@ -170,6 +170,18 @@ static void test_rows(void **state) {
         status_ok();
         assert_close(yv, yc, n, 2e-5, "rmsnorm");
     }
+    /* a row's heads in one call (qk-norm): each head against the CPU's rmsnorm alone, and
+     * the CPU's rows bit for bit its single calls */
+    for (int off = 0; off < 2; off++) {
+        float yr[nh * hd], yh[nh * hd];
+        vk->ops->rmsnorm_rows(vk, yr, x, w, hd, nh, 1e-6, (float)off);
+        cpu->ops->rmsnorm_rows(cpu, yc, x, w, hd, nh, 1e-6, (float)off);
+        for (int h = 0; h < nh; h++)
+            cpu->ops->rmsnorm(cpu, yh + h * hd, x + h * hd, w, hd, 1e-6, (float)off);
+        status_ok();
+        assert_memory_equal(yc, yh, sizeof yh);
+        assert_close(yr, yh, nh * hd, 2e-5, "rmsnorm_rows");
+    }
     float q[nh * hd], qc[nh * hd], cs[rot / 2], sn[rot / 2];
     fill(q, nh * hd, 2.0f);
     memcpy(qc, q, sizeof q);

@@ -8,7 +8,8 @@
  *   matmul_multi's weights) recorded and submitted once, the outputs read back. Few
  *   rows (decode, <= MATVEC_ROWS) take matvec.comp, more take matmul_tiled.comp.
  * - rmsnorm, rope, gated_act, kv_round: the engine calls these per row; each call is one
- *   submission (they become chunk operations with the engine's next step, backend.h).
+ *   submission (they become chunk operations with the engine's next step, backend.h);
+ *   rmsnorm_rows norms a row's heads (qk-norm) in one.
  * - attention: a vulkan session's KV cache is in the device's memory (vk_kvmem.c), so
  *   attention_kv reads each sequence group's keys and values in place, one dispatch per
  *   group, only the queries uploaded. A ring layer's chunk of several entries (its own
@@ -144,23 +145,32 @@ static void vk_matmul(facet_backend *be, float *Y, const float *X, const facet_w
 
 /* ---- row operations: one submission each ---- */
 
-static void vk_rmsnorm(const facet_backend *cbe, float *y, const float *x, const float *w, int n,
-                       double eps, float offset) {
+/* M vectors of n in one submission: a workgroup each */
+static void vk_rmsnorm_rows(const facet_backend *cbe, float *y, const float *x, const float *w,
+                            int n, int M, double eps, float offset) {
     vk_backend *b = vkb(cbe);
     vk_ctx *c = &b->d->c;
     facet_error err = {0};
-    if (b->st != FACET_OK) return;
-    if (fail(b, vk_begin(c, 3 * fbytes(c, (size_t)n), &err), &err) != FACET_OK) return;
-    vk_range rx = put(c, x, (size_t)n), rw = put(c, w, (size_t)n), ry = put(c, NULL, (size_t)n);
+    size_t nm = (size_t)n * (size_t)M;
+    if (b->st != FACET_OK || M <= 0) return;
+    if (fail(b, vk_begin(c, 2 * fbytes(c, nm) + fbytes(c, (size_t)n), &err), &err) != FACET_OK)
+        return;
+    vk_range rx = put(c, x, nm), rw = put(c, w, (size_t)n), ry = put(c, NULL, nm);
     struct {
         uint32_t n, M;
         float eps, offset;
-    } p = {(uint32_t)n, 1, (float)eps, offset};
+    } p = {(uint32_t)n, (uint32_t)M, (float)eps, offset};
     vk_range r[3] = {rx, rw, ry};
-    facet_status st = vk_dispatch(c, VK_SH_RMSNORM, 0, r, 3, &p, sizeof p, 1, 1, 1, &err);
+    facet_status st = vk_dispatch(c, VK_SH_RMSNORM, 0, r, 3, &p, sizeof p, (uint32_t)M, 1, 1,
+                                  &err);
     if (st == FACET_OK) st = vk_submit(c, &err);
     else vk_submit(c, NULL);
-    if (fail(b, st, &err) == FACET_OK) memcpy(y, host_of(c, ry), (size_t)n * sizeof(float));
+    if (fail(b, st, &err) == FACET_OK) memcpy(y, host_of(c, ry), nm * sizeof(float));
+}
+
+static void vk_rmsnorm(const facet_backend *cbe, float *y, const float *x, const float *w, int n,
+                       double eps, float offset) {
+    vk_rmsnorm_rows(cbe, y, x, w, n, 1, eps, offset);
 }
 
 static void vk_rope(const facet_backend *cbe, float *x, int n_heads, int head_dim, int rot,
@@ -483,6 +493,7 @@ static const facet_backend_ops vulkan_ops = {
     .attention = vk_attention,
     .kv_store = vk_kv_store,
     .rmsnorm = vk_rmsnorm,
+    .rmsnorm_rows = vk_rmsnorm_rows,
     .rope = vk_rope,
     .gated_act = vk_gated_act,
     .layernorm = vk_layernorm,
