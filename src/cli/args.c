@@ -169,3 +169,10 @@ int cli_chat_fail(const facet_error *err, const facet_chat_template *tpl, const 
                                                        : NULL;
     return cli_fail_at(path, err);
 }
+
+int cli_check_device(const char *cmd, const char *backend, int device) {
+    if (!device || (backend && strcmp(backend, "cpu"))) return 1;
+    fprintf(stderr, "facet: %s: --device %d selects a Vulkan device; add --backend vulkan (the "
+                    "cpu backend has no devices)\n", cmd, device - 1);
+    return 0;
+}

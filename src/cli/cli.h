@@ -47,6 +47,11 @@ int cli_parse_int(const char *opt, const char *v, long lo, long hi, int *out);
  * "facet: OPT expects auto, f32, bf16 or f16, got 'V'" and return 0 (1 on success). */
 int cli_parse_kv_type(const char *opt, const char *v, facet_kv_type *out);
 
+/* --device N (stored as N + 1; 0 = not given) only means something with --backend vulkan:
+ * given with the cpu backend (backend NULL or "cpu") it prints "facet: CMD: --device N
+ * selects a Vulkan device; add --backend vulkan ..." and returns 0; else returns 1. */
+int cli_check_device(const char *cmd, const char *backend, int device);
+
 /* 1 after printing "facet: CMD: OPT needs a value" when a, the last argument (last != 0),
  * is one of opts (a NULL-terminated list of the options that take a value); else 0. */
 int cli_missing_value(const char *cmd, const char *a, int last, const char *const *opts);

@@ -246,6 +246,7 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "facet: bench: MODEL is required\n");
         return 1;
     }
+    if (!cli_check_device("bench", backend, device)) return 1;
     char model_buf[4096];
     if (!cli_model_folder(&model_dir, model_buf, sizeof model_buf)) return 1;
     if (json_path) { /* a path that cannot be written fails now, not after the benchmark */

@@ -199,6 +199,7 @@ int cmd_serve(int argc, char **argv) {
             return 1;
         }
     }
+    if (!cli_check_device("serve", c.backend, c.device)) return 1;
     if (!c.api_key && getenv("FACET_API_KEY") && *getenv("FACET_API_KEY"))
         c.api_key = getenv("FACET_API_KEY");
     if (!c.model_dir) c.model_dir = cli_bundled_model();

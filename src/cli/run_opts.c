@@ -249,6 +249,7 @@ int run_parse_args(int argc, char **argv, run_opts *o) {
         fprintf(stderr, "facet: run: --top-logprobs needs --json\n");
         return 1;
     }
+    if (!cli_check_device("run", o->backend, o->device)) return 1;
     return -1;
 }
 

@@ -499,3 +499,16 @@ def test_missing_model_path_named(facet, tmp_path, cmd):
     assert p.returncode == 1, p.stderr
     assert f"{missing}: no such file or folder (expected a" in p.stderr, p.stderr
     assert p.stderr.count("\n") == 1, p.stderr
+
+
+@pytest.mark.parametrize("cmd", ["run", "serve", "bench"])
+def test_device_without_vulkan_backend(facet, cmd):
+    """--device N picks a Vulkan device; without --backend vulkan it was silently ignored
+    (the run went to the CPU, the user believing it on the GPU). Refused before loading."""
+    args = [cmd] + (["-p", "hi", "-n", "1"] if cmd == "run" else [BUNDLED] if cmd == "bench"
+                    else ["--port", "1"]) + ["--device", "1"]
+    p = run(facet, args)
+    assert_clean_error(p, "facet: %s: --device 1 selects a Vulkan device; add --backend vulkan "
+                          "(the cpu backend has no devices)" % cmd)
+    p = run(facet, args + ["--backend", "cpu"])
+    assert_clean_error(p, "--device 1 selects a Vulkan device")
