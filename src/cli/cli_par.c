@@ -67,11 +67,12 @@ int cli_par_follow(const char *model, const facet_load_options *lo,
     facet_session *s = NULL;
     facet_status st = facet_model_load(model, lo, &m, &err);
     if (st == FACET_OK) st = facet_session_create(m, so, &s, &err); /* ready: agreed */
-    if (st != FACET_OK) { /* rank 0 reports the first failure */
+    if (st != FACET_OK) { /* rank 0 reports the first failure; the exit status is its
+                             (mpirun's is the first rank's to fail: a refusal is 2 on all) */
         if (!facet_par_agreed()) fail_unready(err.message);
         facet_model_free(m);
         facet_par_stop();
-        return 1;
+        return st == FACET_E_UNSUPPORTED ? 2 : 1;
     }
     st = facet_session_follow(s, &err);
     if (st != FACET_OK) { /* rank 0 waits on this rank: end the job, say why */

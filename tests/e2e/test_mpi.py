@@ -141,6 +141,19 @@ def test_bench_refuses_the_flags(mpi, run_facet, repo_root):
     assert "bench/mpi_bench.sh" in p.stderr
 
 
+def test_refusal_under_mpirun_exits_2(mpi, repo_root):
+    """A refusal every rank meets at load (tensor parallel of a GGUF file whose layers stay
+    Q4_0 blocks, FACET_GGUF_BLOCKS=1) exits 2 as a refusal does alone: the followers
+    returned 1, and mpirun's status is the first failing rank's."""
+    gguf = repo_root / "tests" / "data" / "gguf" / "qwen3-Q4_0.gguf"
+    env = dict(mpi_env(), FACET_GGUF_BLOCKS="1")
+    for _ in range(3):  # which rank fails first varies: before, 1 in about 1 of 3 runs
+        p = subprocess.run(mpirun(2) + ["-x", "FACET_GGUF_BLOCKS", mpi, "run", str(gguf),
+                                        "--prompt-ids", "1,2", "-n", "1", "--tensor-parallel",
+                                        "2"], capture_output=True, text=True, timeout=120, env=env)
+        assert p.returncode == 2, p.stderr[-2000:]
+        assert "--tensor-parallel cannot cut a Q4_0 matrix (GGUF block type)" in p.stderr
+
 def test_job_size_mismatch(mpi, make_checkpoint, repo_root, tmp_path):
     """mpirun -np 2 with --pipeline-parallel 4: every rank refuses, no hang."""
     path = checkpoint(make_checkpoint, repo_root, "llama")
