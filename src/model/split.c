@@ -36,6 +36,10 @@ facet_status facet_split_check(const facet_facts *f, int pp, int tp, facet_error
         return facet_err(err, FACET_E_UNSUPPORTED,
                          "--tensor-parallel %d: kv_lora_rank=%lld (latent attention) is not "
                          "split by heads yet; T = 1 works", tp, (long long)f->kv_lora_rank);
+    if (f->alibi) /* rope.c computes the slopes from the head count the facts hold */
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "--tensor-parallel %d: alibi=true (a slope per head of the whole "
+                         "model) is not split by heads yet; T = 1 works", tp);
     /* the FFN widths the layers have: dense, each expert's, the shared expert's */
     int dense = (int)f->num_hidden_layers - f->n_sparse_layers - f->n_ssm_layers > 0;
     typedef struct {

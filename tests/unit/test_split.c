@@ -107,6 +107,12 @@ static void test_refusals_name_what_works(void **state) {
     assert_non_null(strstr(err.message, "Mamba"));
     assert_int_equal(facet_split_check(&F, 2, 1, &err), FACET_OK);
     assert_int_equal(facet_split_check(&F, 0, 1, &err), FACET_E_INVALID_ARGUMENT);
+    /* ALiBi's slopes belong to the whole model's heads: stages yes, head shares no */
+    setup_facts();
+    F.alibi = 1;
+    assert_int_equal(facet_split_check(&F, 1, 2, &err), FACET_E_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "alibi=true"));
+    assert_int_equal(facet_split_check(&F, 2, 1, &err), FACET_OK);
 }
 
 int main(void) {
