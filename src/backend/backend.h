@@ -76,6 +76,11 @@ typedef struct facet_backend_ops {
                    const float *bias, int n_rows);
     void (*matmul_multi)(facet_backend *be, int n_mats, float *const *Y, const float *X,
                          const facet_wtensor *const *W, const float *const *bias, int n_rows);
+    /* Y[m] = X[m] W[m]^T (+ bias[m]) for n_mats matrices of ONE input row each (a decode
+     * step's chosen experts), all in one parallel run; each Y[m] bit for bit what
+     * matmul gives (n_mats <= 128) */
+    void (*matmul_each)(facet_backend *be, int n_mats, float *const *Y, const float *const *X,
+                        const facet_wtensor *const *W, const float *const *bias);
     /* a layer's attention over a chunk (facet_attn_chunk) */
     void (*attention)(facet_backend *be, const facet_attn_chunk *c);
     /* store entry position pos of sequence seq in the cache (k, v: nkv*hd floats) */

@@ -242,6 +242,11 @@ static void cpu_matmul_multi(facet_backend *be, int n_mats, float *const *Y, con
     facet_matmul_multi_k(&cpu(be)->k, cpu(be)->pool, n_mats, Y, X, W, bias, n_rows);
 }
 
+static void cpu_matmul_each(facet_backend *be, int n_mats, float *const *Y, const float *const *X,
+                            const facet_wtensor *const *W, const float *const *bias) {
+    facet_matmul_each_k(&cpu(be)->k, cpu(be)->pool, n_mats, Y, X, W, bias);
+}
+
 static void cpu_kv_store(facet_backend *be, facet_kv_cache *kv, int seq, int layer, int pos,
                          const float *k, const float *v) {
     (void)be;
@@ -347,6 +352,7 @@ static const facet_backend_ops cpu_ops = {
     .reserve = cpu_reserve,
     .matmul = cpu_matmul,
     .matmul_multi = cpu_matmul_multi,
+    .matmul_each = cpu_matmul_each,
     .attention = cpu_attention,
     .kv_store = cpu_kv_store,
     .rmsnorm = cpu_rmsnorm,

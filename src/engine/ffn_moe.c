@@ -19,7 +19,9 @@
  * read. Each expert's matmuls are the backend's, split over the threads by output rows;
  * a token's result is summed over its experts in expert order, so it does not depend on
  * which other tokens share the chunk (batched decode and chunked prefill give the bits
- * of one sequence alone).
+ * of one sequence alone). A lone entry (one sequence decoding) runs its k experts
+ * together instead (experts_one_row: three parallel runs per layer, not three per
+ * expert), with the same bits.
  */
 #include <math.h>
 #include <string.h>
@@ -187,6 +189,57 @@ static void gated_ffn(facet_session *s, float *y, const float *x, const facet_wt
     be->ops->matmul(be, y, s->gate, down, db, n);
 }
 
+/* A single entry (one sequence's decode step): its k experts together, in three parallel
+ * runs for the layer instead of three per expert. The 2k gate and up projections share
+ * the input row: one matmul_multi (one run per 8 matrices, their rows spread over the
+ * threads); each expert's activation; the k down projections, each on its own row, in
+ * one matmul_each run (tasks = slices of the k matrices, so with k of 4-8 small experts
+ * every thread streams weights without waiting at a barrier per expert). Every output is
+ * one dot of its weight row with its input row, as in the per-expert path, and the k
+ * results are summed into acc in expert-id order: the same bits. Returns 0 (nothing
+ * done) where the backend has no matmul_each, runs one thread, or the scratch holds
+ * fewer than k rows. */
+#define MOE_ONE_ROW_MAX 64
+static int experts_one_row(facet_session *s, const facet_layer_weights *L, int k, float *acc) {
+    facet_backend *be = s->be;
+    const facet_facts *f = &s->model->facts;
+    if (!be->ops->matmul_each || be->ops->threads(be) < 2 || k > MOE_ONE_ROW_MAX ||
+        s->scratch_rows < k)
+        return 0;
+    int E = (int)f->num_experts, act = (int)f->act;
+    size_t H = (size_t)f->hidden_size;
+    float limit = (float)f->swiglu_limit;
+    int ids[MOE_ONE_ROW_MAX], slot[MOE_ONE_ROW_MAX], n = 0;
+    for (int e = 0; e < E; e++) /* the chosen experts in id order, each once */
+        if (s->moe_start[e + 1] > s->moe_start[e]) {
+            ids[n] = e;
+            slot[n++] = s->moe_pair[s->moe_start[e]];
+        }
+    size_t I = (size_t)L->experts[ids[0]].gate.rows; /* the expert width (this rank's share) */
+    float *yg[2 * MOE_ONE_ROW_MAX], *yd[MOE_ONE_ROW_MAX];
+    const float *bg[2 * MOE_ONE_ROW_MAX], *xd[MOE_ONE_ROW_MAX], *bd[MOE_ONE_ROW_MAX];
+    const facet_wtensor *wg[2 * MOE_ONE_ROW_MAX], *wd[MOE_ONE_ROW_MAX];
+    for (int j = 0; j < n; j++) {
+        const facet_expert *x = &L->experts[ids[j]];
+        yg[2 * j] = s->gate + (size_t)j * I, yg[2 * j + 1] = s->up + (size_t)j * I;
+        wg[2 * j] = &x->gate, wg[2 * j + 1] = &x->up;
+        bg[2 * j] = x->gate_bias, bg[2 * j + 1] = x->up_bias;
+        yd[j] = s->moe_y + (size_t)j * H, xd[j] = yg[2 * j];
+        wd[j] = &x->down, bd[j] = x->down_bias;
+    }
+    be->ops->matmul_multi(be, 2 * n, yg, s->xn, wg, bg, 1);
+    for (int j = 0; j < n; j++) {
+        if (limit > 0) clamped_swiglu(yg[2 * j], yg[2 * j + 1], (int)I, limit);
+        else be->ops->gated_act(be, yg[2 * j], yg[2 * j + 1], (int)I, act);
+    }
+    be->ops->matmul_each(be, n, yd, xd, wd, bd);
+    for (int j = 0; j < n; j++) {
+        float wt = s->moe_w[slot[j]];
+        for (size_t d = 0; d < H; d++) acc[d] += wt * yd[j][d];
+    }
+    return 1;
+}
+
 /* xn (the FFN's input norm) -> xn (its output) for entries [0, n) of layer l. */
 static void moe_forward(facet_session *s, int l, int n) {
     facet_backend *be = s->be;
@@ -209,7 +262,8 @@ static void moe_forward(facet_session *s, int l, int n) {
 
     float *acc = s->moe_acc;
     memset(acc, 0, sizeof(float) * (size_t)n * H);
-    for (int e = 0; e < E; e++) {
+    int done = n == 1 && experts_one_row(s, L, k, acc);
+    for (int e = 0; e < E && !done; e++) {
         int c = start[e + 1] - start[e];
         if (!c) continue; /* nobody chose it: its weights are not read */
         const int *pairs = s->moe_pair + start[e];

@@ -12,7 +12,7 @@
  *     activation blocks (d * q), up to float32 rounding: |err| <= 1e-5 sum |w x|.
  *   - the several-row dots give each row the single-row dot's bits.
  *   - facet_matmul on an MXFP4 tensor: each output the float64 dot above; the same bits
- *     whatever n_rows and with 1 or 2 threads.
+ *     whatever n_rows, with 1 or 2 threads, and from facet_matmul_each_k (row views).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -246,6 +246,17 @@ static void test_matmul_driver(void **state) {
     assert_memory_equal(Y1, Y7, ROWS * OUT * sizeof(float));
     facet_matmul(pool2, Yp, X, &W, NULL, ROWS);
     assert_memory_equal(Yp, Y7, ROWS * OUT * sizeof(float));
+    { /* facet_matmul_each_k: each matrix its own row, one run: matmul's bits */
+        facet_cpu_kernels kk;
+        facet_cpu_kernels_resolve(&kk, facet_cpu());
+        float *Ye[3] = {Yp, Yp + OUT, Yp + 2 * OUT};
+        const float *Xe[3] = {X + 2 * COLS, X, X + 5 * COLS};
+        const facet_wtensor *We[3] = {&W, &W, &W};
+        facet_matmul_each_k(&kk, pool2, 3, Ye, Xe, We, NULL);
+        assert_memory_equal(Yp, Y7 + 2 * OUT, OUT * sizeof(float));
+        assert_memory_equal(Yp + OUT, Y7, OUT * sizeof(float));
+        assert_memory_equal(Yp + 2 * OUT, Y7 + 5 * OUT, OUT * sizeof(float));
+    }
     facet_blk_q8_0 xq[COLS / 32];
     for (int r = 0; r < ROWS; r++) {
         facet_quantize_row_q8_0(X + r * COLS, xq, COLS);

@@ -216,6 +216,20 @@ const char *facet_matmul_kernel_best(facet_wformat f);
  * the call). */
 void facet_matmul_k(const facet_cpu_kernels *k, facet_pool *pool, float *Y, const float *X,
                     const struct facet_wtensor *W, const float *bias, int n_rows);
+/*
+ * Y[m] (W[m]->rows) = X[m] (W[m]->cols) W[m]^T (+ bias[m]) for m < n_mats: several
+ * matrices, each with its own single input row (a decode step's chosen experts: their
+ * down projections read different activations), in ONE pool run whose tasks are
+ * (matrix, slice of output rows); each task runs the matrix's kernel on the calling
+ * thread over a row view (whole panels of 16 for facet's packed formats, any rows for
+ * GGUF blocks), so every output is the same bits as facet_matmul_k of its matrix alone
+ * (one input row: no k blocking, one dot per output). Formats may differ between the
+ * matrices. n_mats <= FACET_MATMUL_EACH_MAX.
+ */
+#define FACET_MATMUL_EACH_MAX 128
+void facet_matmul_each_k(const facet_cpu_kernels *k, facet_pool *pool, int n_mats,
+                         float *const *Y, const float *const *X,
+                         const struct facet_wtensor *const *W, const float *const *bias);
 void facet_matmul_multi_k(const facet_cpu_kernels *k, facet_pool *pool, int n_mats,
                           float *const *Y, const float *X, const struct facet_wtensor *const *W,
                           const float *const *bias, int n_rows);

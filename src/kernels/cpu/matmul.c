@@ -339,6 +339,72 @@ void facet_matmul_multi_k(const facet_cpu_kernels *k, facet_pool *pool, int n_ma
     }
 }
 
+/* facet_matmul_each_k: one task = output rows [r0, r1) of matrix m. */
+typedef struct {
+    const facet_cpu_kernels *k;
+    float *const *Y;
+    const float *const *X;
+    const facet_wtensor *const *W;
+    const float *const *bias;
+    int task0[FACET_MATMUL_EACH_MAX + 1]; /* matrix m's tasks: task0[m] .. task0[m+1]-1 */
+    int rows_per[FACET_MATMUL_EACH_MAX];  /* output rows per task of matrix m          */
+    int n_mats;
+} each_job;
+
+static void each_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const each_job *j = ctx;
+    int m = 0;
+    while (m + 1 < j->n_mats && task >= j->task0[m + 1]) m++;
+    const facet_wtensor *W = j->W[m];
+    int r0 = (task - j->task0[m]) * j->rows_per[m];
+    int r1 = r0 + j->rows_per[m] < W->rows ? r0 + j->rows_per[m] : W->rows;
+    facet_wtensor v = *W; /* rows [r0, r1): a view into W's data */
+    int qt = facet_wformat_qtype(W->format);
+    size_t off;
+    if (!W->packed)
+        off = (size_t)r0 * (size_t)W->cols * sizeof(float);
+    else if (qt >= 0) {
+        const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)qt);
+        off = (size_t)r0 * (size_t)(W->cols / q->block) * q->block_bytes;
+    } else /* r0 is a multiple of FACET_PANEL */
+        off = (size_t)(r0 / FACET_PANEL) * facet_panel_bytes(W->format, facet_packed_kp(W->cols));
+    v.data = (uint8_t *)W->data + off;
+    v.rows = r1 - r0;
+    facet_matmul_k(j->k, NULL, j->Y[m] + r0, j->X[m], &v, j->bias && j->bias[m] ? j->bias[m] + r0 : NULL, 1);
+}
+
+void facet_matmul_each_k(const facet_cpu_kernels *k, facet_pool *pool, int n_mats,
+                         float *const *Y, const float *const *X, const facet_wtensor *const *W,
+                         const float *const *bias) {
+    if (n_mats <= 0) return;
+    each_job *j = malloc(sizeof *j);
+    if (!j || n_mats > FACET_MATMUL_EACH_MAX || !pool) { /* one matrix at a time */
+        free(j);
+        for (int m = 0; m < n_mats; m++)
+            facet_matmul_k(k, pool, Y[m], X[m], W[m], bias ? bias[m] : NULL, 1);
+        return;
+    }
+    *j = (each_job){.k = k, .Y = Y, .X = X, .W = W, .bias = bias, .n_mats = n_mats};
+    /* about 4 tasks per thread over all the matrices' rows, whole panels of 16 */
+    int threads = facet_pool_size(pool);
+    int64_t total = 0;
+    for (int m = 0; m < n_mats; m++) total += W[m]->rows;
+    int64_t want = (total + threads * 4 - 1) / (threads * 4);
+    int n = 0;
+    for (int m = 0; m < n_mats; m++) {
+        int rp = (int)((want + FACET_PANEL - 1) / FACET_PANEL * FACET_PANEL);
+        if (rp > W[m]->rows) rp = W[m]->rows;
+        if (rp < 1) rp = 1;
+        j->rows_per[m] = rp;
+        j->task0[m] = n;
+        n += (W[m]->rows + rp - 1) / rp;
+    }
+    j->task0[n_mats] = n;
+    facet_pool_run(pool, n, each_task, j);
+    free(j);
+}
+
 /* The kernels of facet_cpu() at the time of the call (tests and benches that switch
  * paths with FACET_CPU between calls). */
 void facet_matmul(facet_pool *pool, float *Y, const float *X, const facet_wtensor *W,
