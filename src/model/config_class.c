@@ -308,6 +308,17 @@ static const facet_config_class classes[] = {
      .hidden_key = "n_embd", .layers_key = "n_layer", .heads_key = "n_head",
      .positions_key = "n_positions", .inner_key = "n_inner", .rotary_dim_key = "rotary_dim",
      .rope_interleaved = 1, .unread_keys = gptj_unread},
+    /* CohereConfig (Command-R, Aya 23): LayerNorm without bias (layer_norm_eps), one
+     * input_layernorm feeding attention and the gated silu MLP in parallel, rotary on pairs
+     * (2i, 2i+1), logits times logit_scale, tied; use_qk_norm (Command R+'s per-head q/k
+     * LayerNorm) only false */
+    {.model_type = "cohere", .max_position_embeddings = 8192, .tie_word_embeddings = 1, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5, .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
+     .norm_eps_key = "layer_norm_eps", .layer_norm = 1,
+     .parallel_default = 1, .parallel_one_norm = 1, .rope_interleaved = 1,
+     .logit_scale_key = "logit_scale", .logit_scale_default = 0.0625,
+     .refuse_true_key = "use_qk_norm"},
 };
 /* clang-format on */
 

@@ -131,6 +131,11 @@ typedef struct facet_config_class {
     const char *rotary_dim_key;   /* rotary dims as a count ("rotary_dim"; null: the
                                      whole head): partial_rotary_factor = it / head_dim */
     int rope_interleaved;         /* RoPE on pairs (2i, 2i+1) (GPT-J)                   */
+    const char *logit_scale_key;  /* a multiplier of the logits ("logit_scale": Cohere),
+                                     read as logits_scaling = 1 / it; NULL: none        */
+    double logit_scale_default;   /* its class default                                  */
+    const char *refuse_true_key;  /* a flag only false runs ("use_qk_norm": Cohere's
+                                     per-head LayerNorm of q and k), or NULL            */
     int mpt;                      /* MptConfig's attn_config object and the llm-foundry
                                      keys its modeling code fixes (facts.c read_mpt)     */
     int falcon_attention;         /* FalconConfig's attention layout keys:

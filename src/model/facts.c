@@ -1117,6 +1117,18 @@ static facet_status read_block(reader *r, const facet_config_class *cls) {
     f->embedding_multiplier = cls->embed_scale_sqrt_hidden ? sqrt((double)f->hidden_size) : 1.0;
     f->residual_multiplier = 1.0;
     f->logits_scaling = 1.0;
+    if (cls->logit_scale_key) { /* Cohere: logits * logit_scale */
+        double scale = cls->logit_scale_default;
+        TRY(get_num(r, cls->logit_scale_key, 1, &scale));
+        f->logits_scaling = 1.0 / scale;
+    }
+    if (cls->refuse_true_key) {
+        int on = 0;
+        TRY(get_bool(r, cls->refuse_true_key, &on));
+        if (on)
+            return bad(r, cls->refuse_true_key, json_object_get(r->obj, cls->refuse_true_key),
+                       "false (not supported)");
+    }
     if (cls->reads_multipliers) {
         TRY(get_num(r, "embedding_multiplier", 1, &f->embedding_multiplier));
         TRY(get_num(r, "residual_multiplier", 1, &f->residual_multiplier));

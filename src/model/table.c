@@ -214,6 +214,9 @@ const facet_profile facet_profiles[] = {
     {"gptj", {"GPTJForCausalLM"},
      "GPT-J (interleaved partial rotary, one LayerNorm feeding attention and MLP in parallel, "
      "lm_head bias)", &cpu_dense, &vulkan_dense},
+    {"cohere", {"CohereForCausalLM"},
+     "Command-R, Aya 23 (LayerNorm without bias, parallel attention and gated MLP, "
+     "interleaved rotary, logit_scale)", &cpu_dense, &vulkan_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 

@@ -19,7 +19,9 @@ projections, learned positions, no rotary, n_embd-style keys, tied); falcon
 decoder architecture, KV groups, two norms; and the sequential per-head layout with
 biases); bloom (bloom-560m: ALiBi over 8 and 12 heads, the embeddings' LayerNorm); mpt
 (mpt-7b: ALiBi, no biases, fused Wqkv; and 12 heads with a softmax_scale); gptj (GPT-J-6B:
-rotary in pairs on a quarter of the head, one ln_1 in parallel, lm_head bias).
+rotary in pairs on a quarter of the head, one ln_1 in parallel, lm_head bias); cohere
+(c4ai-command-r-v01: bias-free LayerNorm feeding attention and the gated MLP in parallel,
+interleaved rotary, logit_scale; and with 2 KV heads).
 """
 
 import json
@@ -152,6 +154,18 @@ GPTJ_6B = {
     "vocab_size": 50400,
 }
 
+# CohereForAI/c4ai-command-r-v01 config.json as published (public), written inline.
+COMMAND_R = {
+    "architectures": ["CohereForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 5, "eos_token_id": 255001, "hidden_act": "silu", "hidden_size": 8192,
+    "initializer_range": 0.02, "intermediate_size": 22528, "layer_norm_eps": 1e-05,
+    "logit_scale": 0.0625, "max_position_embeddings": 8192, "model_type": "cohere",
+    "num_attention_heads": 64, "num_hidden_layers": 40, "num_key_value_heads": 64,
+    "pad_token_id": 0, "rope_theta": 8000000.0, "torch_dtype": "float16",
+    "transformers_version": "4.38.0.dev0", "use_cache": True, "use_qk_norm": False,
+    "vocab_size": 256000,
+}
+
 # name -> (source, shrink kwargs)
 CLASSES = {
     "gpt_neox-redpajama": (os.path.join(CONFIG_DIR, "togethercomputer__RedPajama-INCITE-7B-Base"), {}),
@@ -180,6 +194,9 @@ CLASSES = {
                               "attn_config": dict(MPT_7B["attn_config"], softmax_scale=0.2)}),
     # rotary_dim scaled with the shrunk head (64 of 256 -> 8 of 32)
     "gptj-6b": (GPTJ_6B, {"rotary_dim": 8}),
+    # parallel block from one bias-free LayerNorm, interleaved rotary, logit_scale; and GQA
+    "command-r": (COMMAND_R, {}),
+    "command-r-gqa": (COMMAND_R, {"num_key_value_heads": 2}),
 }
 N_PROMPT = 96
 N_GEN = 32
@@ -190,7 +207,7 @@ def prompt(vocab, seed, n=N_PROMPT):
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom", "mpt", "gptj"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom", "mpt", "gptj", "cohere"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 files")
 def test_classic_class_matches_reference(name, make_checkpoint, reference_for, run_facet, tmp_path):
     src, shrink = CLASSES[name]

@@ -409,7 +409,7 @@ def tensor_specs(config, experts_layout=None):
         p = "model.layers.%d." % i
         if f.block != "post" and f.norm != "layer_noweight":
             specs.append((p + "input_layernorm.weight", (H,), ("norm",)))
-            if f.norm == "layer":
+            if f.norm == "layer" and f.family.get("norm_bias", True):
                 specs.append((p + "input_layernorm.bias", (H,), ("bias",)))
         if f.fused:
             specs.append((p + "self_attn.qkv_proj.weight", ((nh + 2 * kv) * hd, H), ("linear", H)))
@@ -433,7 +433,7 @@ def tensor_specs(config, experts_layout=None):
             specs.append((p + "self_attn.o_proj.bias", (H,), ("bias",)))
         if not f.parallel and f.norm != "layer_noweight":
             specs.append((p + "post_attention_layernorm.weight", (H,), ("norm",)))
-            if f.norm == "layer":
+            if f.norm == "layer" and f.family.get("norm_bias", True):
                 specs.append((p + "post_attention_layernorm.bias", (H,), ("bias",)))
         if f.block == "sandwich":
             specs.append((p + "pre_feedforward_layernorm.weight", (H,), ("norm",)))
@@ -464,7 +464,7 @@ def tensor_specs(config, experts_layout=None):
             specs.append((p + "mlp.down_proj.bias", (H,), ("bias",)))
     if f.norm != "layer_noweight":
         specs.append(("model.norm.weight", (H,), ("norm",)))
-    if f.norm == "layer":
+    if f.norm == "layer" and f.family.get("norm_bias", True):
         specs.append(("model.norm.bias", (H,), ("bias",)))
     if not f.tie_word_embeddings:
         specs.append(("lm_head.weight", (V, H), ("linear", H, "lm_head")))

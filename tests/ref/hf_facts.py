@@ -144,6 +144,12 @@ FAMILIES = {
     # fc_in/fc_out with; rotate_every_two rotary; untied lm_head with a bias.
     "gptj": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("activation_function",),
                  act="gelu_new", qkv_bias="never", sliding="none", classic="gptj"),
+    # CohereConfig / modeling_cohere: CohereLayerNorm (mean-centred, weight, no bias,
+    # layer_norm_eps); h + attn(ln(h)) + mlp(ln(h)) with Llama's names and gated MLP;
+    # rotary with repeat_interleave'd frequencies and the pairwise rotate_half; logits *
+    # logit_scale (0.0625); tied. use_qk_norm is not implemented here.
+    "cohere": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                   qkv_bias="attention_bias", sliding="none", keys="cohere", norm_bias=False),
     "stablelm": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
                      qkv_bias="use_qkv_bias", sliding="none", keys="stablelm"),
     "stablelm_epoch": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
@@ -185,6 +191,9 @@ CLASSIC = {
                  aliases={"n_embd": "hidden_size", "n_layer": "num_hidden_layers",
                           "n_head": "num_attention_heads", "n_positions": "max_position_embeddings"},
                  inner_key="n_inner", rotary_dim_key="rotary_dim", interleaved=True),
+    "cohere": dict(eps_key="layer_norm_eps", rotary_pct=("partial_rotary_factor", 1.0),
+                   theta_key="rope_theta", parallel=(None, True), norm="layer", gated=True,
+                   interleaved=True),
     "stablelm": dict(eps_key="layer_norm_eps", rotary_pct=("partial_rotary_factor", 0.25),
                      theta_key="rope_theta", parallel=("use_parallel_residual", False),
                      norm="layer", gated=True),
@@ -464,6 +473,8 @@ def facts(config):
                     raise NotImplementedError("attn_config.%s is not implemented by the reference" % k)
             if float(_get(cfg, "expansion_ratio", 4)) != 4 or not _get(cfg, "no_bias", True):
                 raise NotImplementedError("MPT expansion_ratio != 4 / no_bias false")
+        if mt == "cohere" and cfg.get("use_qk_norm"):
+            raise NotImplementedError("cohere use_qk_norm is not implemented by the reference")
         if mt == "bloom" and cfg.get("apply_residual_connection_post_layernorm"):
             raise NotImplementedError("apply_residual_connection_post_layernorm=true is not "
                                       "implemented by the reference")
@@ -522,6 +533,8 @@ def facts(config):
             attn_scale = float(cfg["attn_config"]["softmax_scale"])
         resid = 1.0
         logits_scaling = 1.0
+        if mt == "cohere":  # CohereForCausalLM: logits * logit_scale
+            logits_scaling = 1.0 / float(_get(cfg, "logit_scale", 0.0625))
     attn_cap = cfg.get("attn_logit_softcapping", fam.get("attn_logit_softcapping")) \
         if "attn_logit_softcapping" in fam else None
     final_cap = cfg.get("final_logit_softcapping", fam.get("final_logit_softcapping")) \

@@ -568,9 +568,10 @@ class Reference:
             q = self._norm(q, p + "q_norm")
             k = self._norm(k, p + "k_norm")
         rope = self._rope(layer, positions, cache)
-        if rope is not None:
-            q = apply_rope(q, positions, *rope)
-            k = apply_rope(k, positions, *rope)
+        if rope is not None:  # Cohere turns pairs (2i, 2i+1), as GPT-J
+            turn = apply_rope_interleaved if f.rope_interleaved else apply_rope
+            q = turn(q, positions, *rope)
+            k = turn(k, positions, *rope)
         if self.kv_round:
             k, v = round_kv(k, self.kv_round), round_kv(v, self.kv_round)
         if self.kv_round == "bf16":

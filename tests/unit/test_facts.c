@@ -371,6 +371,27 @@ static void test_gptj(void **state) {
     assert_non_null(strstr(err.message, "rotary_dim is 512"));
 }
 
+/* CohereConfig (issue 28): logit_scale 0.0625 is a logits divisor of 16, interleaved
+ * rotary, one bias-free LayerNorm in parallel; use_qk_norm is refused by key. */
+static void test_cohere(void **state) {
+    (void)state;
+    facet_error err;
+    const char *cfg = "{\"model_type\": \"cohere\", \"hidden_size\": 8192, "
+                      "\"num_hidden_layers\": 40, \"num_attention_heads\": 64, "
+                      "\"intermediate_size\": 22528, \"vocab_size\": 256000, "
+                      "\"logit_scale\": 0.0625, \"use_qk_norm\": %s}";
+    char text[512];
+    snprintf(text, sizeof text, cfg, "false");
+    assert_int_equal(from_text(text, &err), FACET_OK);
+    assert_true(F.logits_scaling == 16.0 && F.rope_interleaved && F.layer_norm);
+    assert_true(F.parallel_residual && F.parallel_one_norm && !F.ffn_ungated);
+    assert_int_equal(F.tie_word_embeddings, 1);
+    assert_int_equal(F.n_config_keys, 0);
+    snprintf(text, sizeof text, cfg, "true");
+    assert_int_equal(from_text(text, &err), FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "use_qk_norm is true"));
+}
+
 static void test_outside_families_read_leniently(void **state) {
     (void)state;
     read_ok("THUDM__chatglm3-6b");
@@ -686,6 +707,7 @@ int main(void) {
         cmocka_unit_test(test_bloom),
         cmocka_unit_test(test_mpt),
         cmocka_unit_test(test_gptj),
+        cmocka_unit_test(test_cohere),
         cmocka_unit_test(test_outside_families_read_leniently),
         cmocka_unit_test(test_mistral_class_default_window),
         cmocka_unit_test(test_bad_inputs),
