@@ -30,8 +30,9 @@ facet_status facet_split_check(const facet_facts *f, int pp, int tp, facet_error
     if (tp == 1) return FACET_OK;
     if (f->n_ssm_layers > 0)
         return facet_err(err, FACET_E_UNSUPPORTED,
-                         "--tensor-parallel %d: the model has %d recurrent (Mamba) layers, "
-                         "whose state is not split by heads; T = 1 works", tp, f->n_ssm_layers);
+                         "--tensor-parallel %d: the model has %d recurrent (%s) layers, "
+                         "whose state is not split by heads; T = 1 works", tp, f->n_ssm_layers,
+                         f->ssm_version == 3 ? "gated short-convolution" : "Mamba");
     if (f->kv_lora_rank > 0)
         return facet_err(err, FACET_E_UNSUPPORTED,
                          "--tensor-parallel %d: kv_lora_rank=%lld (latent attention) is not "

@@ -216,6 +216,18 @@ def test_lfm2_ffn_multiplier_out_of_range(mult, run_facet, tmp_path):
     assert ("block_ffn_dim_multiplier is %s (number), expected a multiplier making 2/3 x "
             "block_ff_dim x it (256 x it) an FFN width in [1, 16777216]" % mult) in proc.stderr
 
+
+def test_lfm2_tensor_parallel_refusal_names_the_layers(run_facet, tmp_path):
+    """LFM2's recurrent layers are gated short convolutions: the refusal of a tensor split
+    called them Mamba layers."""
+    cfg = hybrid_ref.lfm2_shrink(hybrid_ref.LFM2_1_2B)  # conv, conv, attention, conv
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    proc = run_facet(["plan", str(tmp_path), "--tensor-parallel", "2"])
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == ("facet: --tensor-parallel 2: the model has 3 recurrent (gated "
+                           "short-convolution) layers, whose state is not split by heads; "
+                           "T = 1 works\n")
+
 NEMOTRON_VARIANTS = {
     "8b": {},
     "biases-list": {"attention_bias": True, "mlp_bias": True, "hybrid_override_pattern": "M-*MM",
