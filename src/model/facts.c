@@ -803,14 +803,20 @@ static facet_status read_mla(reader *r, const facet_config_class *cls) {
         json_t *m = json_object_get(qc, "quant_method"), *fmt = json_object_get(qc, "fmt");
         json_t *act = json_object_get(qc, "activation_scheme");
         json_t *bs = json_object_get(qc, "weight_block_size");
-        int ok = json_is_string(m) && !strcmp(json_string_value(m), "fp8") &&
-                 (!fmt || (json_is_string(fmt) && !strcmp(json_string_value(fmt), "e4m3"))) &&
-                 (!act || (json_is_string(act) && !strcmp(json_string_value(act), "dynamic"))) &&
-                 json_is_array(bs) && json_array_size(bs) == 2 && json_object_size(qc) <= 4;
+        int fp8 = json_is_string(m) && !strcmp(json_string_value(m), "fp8") &&
+                  (!fmt || (json_is_string(fmt) && !strcmp(json_string_value(fmt), "e4m3"))) &&
+                  (!act || (json_is_string(act) && !strcmp(json_string_value(act), "dynamic"))) &&
+                  json_object_size(qc) <= 4;
+        int ok = fp8 && json_is_array(bs) && json_array_size(bs) == 2;
         for (size_t i = 0; ok && i < 2; i++) {
             json_t *v = json_array_get(bs, i);
             ok = json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= 65536;
         }
+        /* the release's method with a malformed block size: name that key and value (the
+         * table's refusal of the whole quantization_config cut the value short of it) */
+        if (fp8 && bs && !ok)
+            TRY(bad(r, "quantization_config.weight_block_size", bs,
+                    "[rows, columns], two integers in [1, 65536]"));
         if (ok) { /* anything else stays a key the table refuses by name */
             f->fp8_block_rows = json_integer_value(json_array_get(bs, 0));
             f->fp8_block_cols = json_integer_value(json_array_get(bs, 1));

@@ -136,6 +136,22 @@ def test_fp8_release_layout(checkpoints, run_facet, tmp_path):
         tmp.unlink()
 
 
+
+@pytest.mark.parametrize("bs", [[0, 16], [16], "16x16"], ids=["zero", "one-entry", "string"])
+def test_fp8_bad_weight_block_size_named(bs, repo_root, run_facet, tmp_path):
+    """The FP8 release's method with a malformed weight_block_size: one line naming that
+    key and its value (it was the table's refusal of the whole quantization_config, its
+    value cut before the block size, 'supported: absent or off')."""
+    cfg = dict(v3_config(repo_root), quantization_config={
+        "quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+        "weight_block_size": bs})
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    proc = run_facet(["conform", str(tmp_path)])
+    assert proc.returncode == 1, proc.stderr
+    assert ("quantization_config.weight_block_size is %s (%s), expected [rows, columns], two "
+            "integers in [1, 65536]" % (json.dumps(bs, separators=(",", ":")),
+                                       "string" if isinstance(bs, str) else "array")) in proc.stderr
+
 def test_mla_chunked_prefill_and_decode_agree(checkpoints, run_facet, tmp_path):
     """A 300-token prompt runs in two forward chunks (256 + 44 entries); feeding the
     prompt plus facet's first 6 generated ids again as one prompt gives bit for bit the
