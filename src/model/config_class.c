@@ -164,6 +164,12 @@ static const facet_config_class classes[] = {
      .moe = 1, .experts_key = "num_local_experts", .num_experts = 8, .num_experts_per_tok = 2,
      .router = FACET_ROUTER_TOPK_SOFTMAX, .norm_topk_prob = 1,
      .shared_key = "shared_intermediate_size", .shared_default = 1024, .hybrid = 1},
+    /* BambaConfig (Bamba): Llama's attention (no biases, RoPE over half of each head: the
+     * config fixes partial_rotary_factor 0.5) on attn_layer_indices, BambaMixer (Mamba-2)
+     * elsewhere, every layer a SwiGLU feed_forward after pre_ff_layernorm */
+    {.model_type = "bamba", .max_position_embeddings = 262144, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-5,
+     .act_key = "hidden_act", .act_default = "silu", .qkv_bias = 0, .o_bias = 0, .pre_norms = 1,
+     .rotary_pct_fixed = 0.5, .hybrid = 4},
     /* Lfm2Config (LFM2): short-convolution and GQA layers, q/k RMSNorm per head (q_layernorm,
      * k_layernorm), SwiGLU FFN; norm_eps; num_heads repeats num_attention_heads */
     {.model_type = "lfm2", .max_position_embeddings = 128000, .tie_word_embeddings = 1, .rope_theta = 1000000.0, .rms_norm_eps = 1e-5,

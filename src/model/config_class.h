@@ -90,7 +90,9 @@ typedef struct facet_config_class {
                                      Lfm2Config: gated short-convolution and attention
                                      layers (layer_types or full_attn_idxs), block_* FFN
                                      sizing. 3: NemotronHConfig: one block per layer by
-                                     hybrid_override_pattern / layers_block_type        */
+                                     hybrid_override_pattern / layers_block_type. 4:
+                                     BambaConfig: 1's Mamba-2 keys, the attention layers
+                                     by attn_layer_indices, always rotary, dense FFN    */
     /* classic decoders (issue 28) */
     const char *norm_eps_key;     /* the norms' eps key when not rms_norm_eps
                                      ("layer_norm_eps"), else NULL                    */
@@ -105,6 +107,8 @@ typedef struct facet_config_class {
     const char *rotary_pct_key;   /* partial rotary under another name ("rotary_pct"),
                                      or NULL                                            */
     double rotary_pct_default;    /* its class default                                  */
+    double rotary_pct_fixed;      /* > 0: the config class fixes partial_rotary_factor to
+                                     this whatever config.json says (BambaConfig: 0.5)  */
     const char *rope_theta_key;   /* the rope base under another name
                                      ("rotary_emb_base"), or NULL                       */
     int attention_bias_default;   /* attention_bias when config.json omits it           */

@@ -493,6 +493,7 @@ static facet_status read_rope(reader *r, const facet_config_class *cls) {
     if (cls->reads_rope_local_base_freq)
         TRY(get_num(r, "rope_local_base_freq", 1, &f->rope_local_base_freq));
     TRY(get_num(r, "partial_rotary_factor", 1, &f->partial_rotary_factor));
+    if (cls->rotary_pct_fixed > 0) f->partial_rotary_factor = cls->rotary_pct_fixed;
     if (f->partial_rotary_factor > 1.0) {
         json_t *v = json_object_get(r->obj, "partial_rotary_factor");
         TRY(bad(r, "partial_rotary_factor", v, "a number in (0, 1]"));
@@ -1348,10 +1349,11 @@ static facet_status read_mamba(reader *r, const facet_config_class *cls) {
  * every layer "mamba") picks each layer's mixer, a Mamba-2 mixer (BambaMixer: mamba_*
  * keys, d_inner = mamba_expand * hidden_size, its gated norm's eps rms_norm_eps, dt never
  * clamped) or GraniteMoeShared's attention; every layer keeps its norm and FFN block.
- * position_embedding_type "rope" rotates the attention layers; null or "nope" does not. */
+ * position_embedding_type "rope" rotates the attention layers; null or "nope" does not.
+ * BambaConfig (transformers models/bamba/configuration_bamba.py) has the same mamba_* keys
+ * and defaults; its attention layers are attn_layer_indices, always rotary. */
 static facet_status read_hybrid(reader *r, const facet_config_class *cls) {
     facet_facts *f = r->f;
-    (void)cls;
     int64_t L = f->num_hidden_layers;
     f->ssm_version = 2;
     f->ssm_ffn = 1;
@@ -1380,12 +1382,39 @@ static facet_status read_hybrid(reader *r, const facet_config_class *cls) {
     f->ssm_conv_bias = 1, f->ssm_proj_bias = 0;
     TRY(get_bool(r, "mamba_conv_bias", &f->ssm_conv_bias));
     TRY(get_bool(r, "mamba_proj_bias", &f->ssm_proj_bias));
-    /* keys Granite 4.0 checkpoints carry that the class never reads: the mixer fixes
-     * time_step_limit to (0, inf) and always uses RMSNorm; init_method is training's */
+    /* keys Granite 4.0 and Bamba checkpoints carry that the class never reads: the mixer
+     * fixes time_step_limit to (0, inf) and always uses RMSNorm; init_method, the
+     * time_step_min/max init range, z_loss_coefficient and num_logits_to_keep are
+     * training's or generation's */
     static const char *const unread[] = {"time_step_limit", "normalization_function",
-                                         "init_method", NULL};
+                                         "init_method", "time_step_min", "time_step_max",
+                                         "z_loss_coefficient", "num_logits_to_keep", NULL};
     for (int i = 0; unread[i]; i++) take(r, unread[i]);
 
+    memset(f->layer_ssm, 0, sizeof f->layer_ssm);
+    f->n_ssm_layers = 0;
+    char expected[112];
+    if (cls->hybrid == 4) { /* BambaConfig: attn_layer_indices name the attention layers
+                             * (absent or null: none); rotary always, over half a head */
+        f->no_rope = 0;
+        json_t *idx = take(r, "attn_layer_indices");
+        snprintf(expected, sizeof expected, "an array of layer indices in [0, %lld)",
+                 (long long)L);
+        for (int64_t i = 0; i < L; i++) f->layer_ssm[i] = 2;
+        if (idx && !json_is_null(idx)) {
+            if (!json_is_array(idx)) return bad(r, "attn_layer_indices", idx, expected);
+            size_t i;
+            json_t *v;
+            json_array_foreach(idx, i, v) {
+                if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                    json_integer_value(v) >= L)
+                    return bad(r, "attn_layer_indices", idx, expected);
+                f->layer_ssm[json_integer_value(v)] = 0;
+            }
+        }
+        for (int64_t i = 0; i < L; i++) f->n_ssm_layers += f->layer_ssm[i] != 0;
+        return FACET_OK;
+    }
     char pe[16] = "";
     int present = 0;
     json_t *pv = json_object_get(r->obj, "position_embedding_type");
@@ -1396,10 +1425,7 @@ static facet_status read_hybrid(reader *r, const facet_config_class *cls) {
         return bad(r, "position_embedding_type", pv, "null, \"nope\" or \"rope\"");
     f->no_rope = strcmp(pe, "rope") != 0;
 
-    memset(f->layer_ssm, 0, sizeof f->layer_ssm);
-    f->n_ssm_layers = 0;
     json_t *lt = take(r, "layer_types");
-    char expected[112];
     snprintf(expected, sizeof expected,
              "an array of num_hidden_layers (%lld) entries \"mamba\" or \"attention\"",
              (long long)L);
@@ -1683,7 +1709,7 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
         TRY(read_block(&r, cls));
         if (cls->falcon_attention) TRY(read_falcon(&r));
         if (cls->mpt) TRY(read_mpt(&r));
-        if (cls->hybrid == 1) TRY(read_hybrid(&r, cls));
+        if (cls->hybrid == 1 || cls->hybrid == 4) TRY(read_hybrid(&r, cls));
         if (cls->hybrid == 2) TRY(read_lfm2(&r));
         if (cls->hybrid == 3) TRY(read_nemotron_h(&r));
     }

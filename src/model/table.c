@@ -177,6 +177,9 @@ const facet_profile facet_profiles[] = {
     {"granitemoehybrid", {"GraniteMoeHybridForCausalLM"},
      "Granite 4.0-H (Mamba-2 and attention layers by layer_types, MoE + shared MLP on "
      "each, Granite's multipliers)", &cpu_dense, &vulkan_dense},
+    {"bamba", {"BambaForCausalLM"},
+     "Bamba (Mamba-2 layers and attention layers by attn_layer_indices, half-rotary GQA, "
+     "SwiGLU FFN on each)", &cpu_dense, &vulkan_dense},
     {"lfm2", {"Lfm2ForCausalLM"},
      "LFM2 (gated short-convolution and GQA layers by layer_types / full_attn_idxs, "
      "q/k norms, SwiGLU)", &cpu_dense, &vulkan_dense},

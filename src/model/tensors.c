@@ -214,7 +214,7 @@ const facet_tensor_row facet_tensor_rows[] = {
      * ones, whose norm before the FFN is pre_feedforward_layernorm (GGUF's ffn_norm) */
     {.root = L, .name = "post_attention_layernorm.weight", .alt = "ln_2.weight",
      .alt2 = "ln_mlp.weight" /* Falcon's new_decoder_architecture */,
-     .alt3 = "norm_2.weight" /* MPT */,
+     .alt3 = "norm_2.weight" /* MPT */, .alt4 = "pre_ff_layernorm.weight" /* Bamba */,
      .alt5 = "ffn_norm.weight" /* LFM2 */, .alt6 = "norm.weight" /* Nemotron-H's MLP layers */, .gguf = "ffn_norm.weight",
      .gguf_post = "post_attention_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
      .slot = FACET_TS_POST_ATTENTION_LAYERNORM, .fused = -1, .when = ffn_norm},
@@ -233,8 +233,9 @@ const facet_tensor_row facet_tensor_rows[] = {
           .dims = {FACET_TD_FFN2, H}, .matrix = 1, .slot = FACET_TS_FUSED,
           .fused = FACET_TF_GATE_UP_PROJ, .n_split = 2,
           .split = {FACET_TS_GATE_PROJ, FACET_TS_UP_PROJ}, .when = fused_gate_up),
-    /* LFM2's feed_forward: w1 gate, w3 up, w2 down */
-    DENSE(.root = L, .name = "mlp.gate_proj.weight", .alt5 = "feed_forward.w1.weight",
+    /* LFM2's feed_forward: w1 gate, w3 up, w2 down; Bamba's: gate_proj, up_proj, down_proj */
+    DENSE(.root = L, .name = "mlp.gate_proj.weight", .alt = "feed_forward.gate_proj.weight",
+          .alt5 = "feed_forward.w1.weight",
           .gguf = "ffn_gate.weight",
           .dims = {FACET_TD_FFN, H}, .matrix = 1, .slot = FACET_TS_GATE_PROJ, .fused = -1,
           .when = gated),
@@ -243,6 +244,7 @@ const facet_tensor_row facet_tensor_rows[] = {
           .alt2 = "mlp.fc1.weight" /* Phi */, .alt3 = "mlp.c_fc.weight" /* StarCoder2 */,
           .alt4 = "ffn.up_proj.weight" /* MPT */, .alt7 = "mlp.fc_in.weight" /* GPT-J */,
           .alt5 = "feed_forward.w3.weight", .alt6 = "mixer.up_proj.weight" /* Nemotron-H */,
+          .alt8 = "feed_forward.up_proj.weight" /* Bamba */,
           .gguf = "ffn_up.weight",
           .dims = {FACET_TD_FFN, H}, .matrix = 1, .slot = FACET_TS_UP_PROJ, .fused = -1,
           .when = up_rows),
@@ -251,6 +253,7 @@ const facet_tensor_row facet_tensor_rows[] = {
           .alt4 = "shared_mlp.output_linear.weight" /* Granite 4.0-H dense */,
           .alt5 = "feed_forward.w2.weight", .alt6 = "mixer.down_proj.weight",
           .alt7 = "ffn.down_proj.weight" /* MPT */, .alt8 = "mlp.fc_out.weight" /* GPT-J */,
+          .alt9 = "feed_forward.down_proj.weight" /* Bamba */,
           .gguf = "ffn_down.weight",
           .dims = {H, FACET_TD_FFN}, .matrix = 1, .slot = FACET_TS_DOWN_PROJ, .fused = -1,
           .when = not_conv1d),
@@ -588,9 +591,9 @@ const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_r
                                    const char *prefix, int64_t layer, char *name, size_t cap) {
     if (r->root == FACET_TR_LAYER && r->tail)
         return facet_tensor_find_expert(ck, r, prefix, layer, 0, name, cap);
-    const char *const spell[9] = {r->name, r->alt,  r->alt2, r->alt3, r->alt4,
-                                  r->alt5, r->alt6, r->alt7, r->alt8};
-    for (int i = 0; i < 9; i++) {
+    const char *const spell[10] = {r->name, r->alt,  r->alt2, r->alt3, r->alt4,
+                                   r->alt5, r->alt6, r->alt7, r->alt8, r->alt9};
+    for (int i = 0; i < 10; i++) {
         if (!spell[i]) continue;
         const st_tensor *t = find_spelling(ck, r, spell[i], prefix, layer, name, cap);
         if (t) return t;

@@ -1,5 +1,9 @@
 """Hybrid recurrent + attention families (issue 26) against the float64 reference.
 
+Bamba (bamba): shrunk checkpoints of ibm-ai-platform/Bamba-9B's config (inline in
+hybrid_ref.py), 4 layers (attention on attn_layer_indices [2]), hidden 64, 4 query heads
+on 1 KV head rotated over half of each head; the oracle is hybrid_ref.BambaReference.
+
 LFM2 (lfm2): shrunk checkpoints of LiquidAI/LFM2-1.2B's config (inline in hybrid_ref.py),
 4 layers (conv, conv, attention, conv), hidden 64, 4 query heads on 1 KV head, its FFN
 sizing rule and key spellings; the oracle is hybrid_ref.Lfm2Reference.
@@ -334,7 +338,7 @@ def test_time_step_limit_spellings(run_facet, tmp_path):
             assert proc.returncode == 3 and "supported-pending-probe" in proc.stdout, (text, proc.stdout)
 
 
-@pytest.mark.parametrize("model_type", ["falcon_h1", "jamba", "qwen3_next", "zamba2", "bamba"])
+@pytest.mark.parametrize("model_type", ["falcon_h1", "jamba", "qwen3_next", "zamba2"])
 def test_hybrids_not_built_are_refused_by_name(model_type, run_facet, tmp_path):
     """The issue's hybrids not built yet: a typed refusal naming model_type and the
     families that run, before any weight is read."""
@@ -345,4 +349,74 @@ def test_hybrids_not_built_are_refused_by_name(model_type, run_facet, tmp_path):
     proc = run_facet(["conform", str(d)])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "REFUSED: model_type=%s is not supported on cpu (supported: " % model_type in proc.stdout
-    assert "granitemoehybrid, lfm2, nemotron_h" in proc.stdout
+    assert "granitemoehybrid, bamba, lfm2, nemotron_h" in proc.stdout
+
+
+BAMBA_VARIANTS = {
+    "9b": {},
+    # n_groups 2 (the per-group gated norm), attention first and last
+    "groups2": {"mamba_n_groups": 2, "attn_layer_indices": [0, 3]},
+}
+
+
+def bamba_write(tmp_path, name="bamba", dtype="f32", **over):
+    return hybrid_ref.bamba_write(hybrid_ref.bamba_shrink(hybrid_ref.BAMBA_9B, **over),
+                                  str(tmp_path / name), dtype)
+
+
+@pytest.mark.parametrize("variant", sorted(BAMBA_VARIANTS))
+@pytest.mark.evidence(config_classes=["bamba"], backend="cpu", weights=["f32"],
+                      oracle="float64 reference, F32 files")
+def test_bamba_matches_reference(variant, run_facet, tmp_path):
+    """Logits of a 64-token prompt within 1e-4 per position, 32 greedy steps identical
+    while the reference's top-2 margin exceeds 1e-3."""
+    path = bamba_write(tmp_path, **BAMBA_VARIANTS[variant])
+    run_and_compare(run_facet, path, N_PROMPT, N_GEN, tmp_path,
+                    ref_class=hybrid_ref.BambaReference)
+
+
+def test_bamba_long_prompt_in_chunks(run_facet, tmp_path):
+    """A 600-token prompt (three forward chunks: Mamba-2 state and the attention layer's
+    KV cache carried between them) matches the reference."""
+    path = bamba_write(tmp_path)
+    run_and_compare(run_facet, path, 600, 4, tmp_path, seed=5,
+                    ref_class=hybrid_ref.BambaReference)
+
+
+def test_bamba_plan(run_facet, tmp_path):
+    """facet plan on the full-size Bamba-9B config, by hand.
+    State per sequence: 29 Mamba-2 layers x (conv: (8192 + 2 x 1 x 128) channels x 3 +
+    SSM: 8192 x 128) x 4 B = 29 x (25,344 + 1,048,576) x 4 = 124,574,720 bytes.
+    KV (bf16) per token: naive 32 layers x 8 kv heads x 128 x 2 x 2 B = 131,072; actual:
+    the 3 attention layers alone, 12,288 bytes per token (ctx 4096: 48 MiB)."""
+    d = tmp_path / "full"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(hybrid_ref.BAMBA_9B))
+    proc = run_facet(["plan", str(d), "--ctx", "4096", "--batch", "2", "--weights", "bf16",
+                      "--kv-cache", "bf16"])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "recurrent state: 124574720 bytes per sequence" in out, out
+    assert "per token, naive (layers x kv_heads x head_dim x 2 x 2 B): 131072 bytes" in out, out
+    assert "per token, actual at ctx 4096: 12288.0 bytes (3 global, 0 windowed layers)" in out, out
+    assert "(KV 48.00 MiB + state 118.80 MiB) x 2" in out, out
+
+
+def test_bamba_refusals(run_facet, tmp_path):
+    """Typed refusals naming the fact, its value and the range."""
+    cfg = hybrid_ref.bamba_shrink(hybrid_ref.BAMBA_9B)
+    path = hybrid_ref.bamba_write(dict(cfg, mamba_proj_bias=True), str(tmp_path / "bias"))
+    proc = run_facet(["conform", path])
+    assert proc.returncode != 0
+    assert "mamba_proj_bias=true" in proc.stdout and "mamba_proj_bias=false" in proc.stdout, \
+        proc.stdout
+    for bad, needle in (({"attn_layer_indices": [4]},
+                         "attn_layer_indices is [4] (array), expected an array of layer indices in [0, 4)"),
+                        ({"attn_layer_indices": 2}, "an array of layer indices in [0, 4)"),
+                        ({"mamba_n_heads": 7}, "mamba_n_heads is 7 (integer), expected a divisor "
+                         "of mamba_expand * hidden_size")):
+        d = tmp_path / ("c-%s-%s" % (next(iter(bad)), len(str(bad))))
+        d.mkdir(exist_ok=True)
+        (d / "config.json").write_text(json.dumps(dict(cfg, **bad)))
+        proc = run_facet(["conform", str(d)])
+        assert proc.returncode != 0 and needle in proc.stderr, (bad, proc.stderr)

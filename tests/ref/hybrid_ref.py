@@ -335,6 +335,158 @@ class Reference:
         return {"logits": np.array(rows), "generated_ids": gen, "margins": margins}
 
 
+# ---------------------------------------------------------------------------- Bamba
+# BambaForCausalLM (transformers models/bamba: modular_bamba.py, configuration_bamba.py):
+#   x = embed_tokens[token]
+#   per layer i ("attention" iff i in attn_layer_indices, else "mamba"):
+#     h = RMSNorm(x) * input_layernorm                   (eps rms_norm_eps)
+#     h = mamba(h)  BambaMixer: the Mamba-2 step above (mamba_ref.mamba2_step)
+#       or attn(h)  Llama's attention without biases; head_dim = hidden / heads; RoPE
+#                   (rotate_half) on the first head_dim * 0.5 dims only (the config class
+#                   fixes partial_rotary_factor 0.5); GQA softmax(q k^T / sqrt(head_dim)) v
+#     x = x + h;  x = x + down(silu(gate(RMSNorm(x) * pre_ff_layernorm)) * up(...))
+#   logits = (RMSNorm(x) * final_layernorm) W_lm^T
+
+# ibm-ai-platform/Bamba-9B: 32 layers, hidden 4096, 32 heads, mamba_d_state 128 and
+# attn_layer_indices [9, 18, 27] as its config.json publishes them, vocabulary 128256
+# (Llama 3's tokenizer); the other keys are BambaConfig's defaults (its docstring's
+# reference checkpoint): 8 KV heads, intermediate 14336, 128 Mamba heads of 64, one group,
+# conv 4, expand 2. The corpus holds no bamba config.
+BAMBA_9B = {
+    "architectures": ["BambaForCausalLM"], "model_type": "bamba",
+    "attention_dropout": 0.0, "attn_layer_indices": [9, 18, 27], "bos_token_id": 128000,
+    "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 4096,
+    "initializer_range": 0.02, "intermediate_size": 14336, "mamba_chunk_size": 256,
+    "mamba_conv_bias": True, "mamba_d_conv": 4, "mamba_d_head": 64, "mamba_d_state": 128,
+    "mamba_expand": 2, "mamba_n_groups": 1, "mamba_n_heads": 128, "mamba_proj_bias": False,
+    "max_position_embeddings": 262144, "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 8, "num_logits_to_keep": 1, "pad_token_id": 0,
+    "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 128256,
+    "z_loss_coefficient": 0.0,
+}
+
+
+def bamba_facts(cfg):
+    """Bamba's facts in Reference's shape (facts() above names Granite's keys)."""
+    c = dict(cfg)
+    L = c["num_hidden_layers"]
+    idx = c.get("attn_layer_indices") or []
+    c["layer_types"] = ["attention" if i in idx else "mamba" for i in range(L)]
+    c.setdefault("max_position_embeddings", 262144)
+    c.setdefault("rms_norm_eps", 1e-5)
+    f = facts(c)
+    nh = f["nh"]
+    f.update(hd=c.get("head_dim", f["H"] // nh), attn_bias=False, rope=True, E=0,
+             emb_mult=1.0, res_mult=1.0, logits_scaling=1.0,
+             I=c.get("intermediate_size", 14336))
+    f["scale"] = f["hd"] ** -0.5
+    f["rotary_dim"] = int(f["hd"] * 0.5)
+    return f
+
+
+def bamba_shrink(cfg, hidden_size=64, num_attention_heads=4, num_key_value_heads=1,
+                 num_hidden_layers=4, attn_layer_indices=(2,), vocab_size=512,
+                 mamba_n_heads=8, mamba_d_state=16, **overrides):
+    """Bamba-9B's class and flags at test size: GQA 32 : 8 -> 4 : 1, head_dim 16 (rotary
+    over 8), the FFN width in its ratio to hidden_size, mamba_d_head = expand * hidden /
+    heads, one attention layer among Mamba-2 ones; special ids inside the vocabulary."""
+    c = dict(cfg)
+    H = cfg["hidden_size"]
+    di = c.get("mamba_expand", 2) * hidden_size
+    c.update(hidden_size=hidden_size, num_attention_heads=num_attention_heads,
+             num_key_value_heads=num_key_value_heads, num_hidden_layers=num_hidden_layers,
+             attn_layer_indices=list(attn_layer_indices), vocab_size=vocab_size,
+             mamba_n_heads=mamba_n_heads, mamba_d_head=di // mamba_n_heads,
+             mamba_d_state=mamba_d_state,
+             intermediate_size=max(8, int(round(hidden_size * cfg["intermediate_size"] / H / 8)) * 8))
+    for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        if isinstance(c.get(key), int) and c[key] >= vocab_size:
+            c[key] = vocab_size - 1 - (key == "pad_token_id")
+    c.update(overrides)
+    return c
+
+
+def bamba_tensor_specs(cfg):
+    f = bamba_facts(cfg)
+    H, I = f["H"], f["I"]
+    specs = []
+    for n, s in tensor_specs(dict(cfg, layer_types=f["types"], num_local_experts=0,
+                                  head_dim=f["hd"], attention_bias=False,
+                                  intermediate_size=I, shared_intermediate_size=I)):
+        if ".shared_mlp." in n:
+            continue
+        n = n.replace("post_attention_layernorm", "pre_ff_layernorm")
+        n = n.replace("model.norm.weight", "model.final_layernorm.weight")
+        specs.append((n, s))
+        if n.endswith("pre_ff_layernorm.weight"):
+            p = n[: -len("pre_ff_layernorm.weight")] + "feed_forward."
+            specs += [(p + "gate_proj.weight", (I, H)), (p + "up_proj.weight", (I, H)),
+                      (p + "down_proj.weight", (H, I))]
+    return specs
+
+
+def bamba_init(name, shape, cfg, seed):
+    """mamba_ref.init's Mamba-2 parameters; weights of std 2 / sqrt(fan_in), norms near 1
+    (no multipliers to compensate for)."""
+    rng = np.random.default_rng([seed, sum(map(ord, name)) * 7919 + len(name)])
+    n = rng.standard_normal(shape)
+    H = cfg["hidden_size"]
+    if ".mamba." in name and not name.endswith("out_proj.weight"):
+        return mamba_ref.init(name.replace(".mamba.", ".mixer."), shape,
+                              {"model_type": "mamba2", "hidden_size": H, "num_hidden_layers": 1,
+                               "vocab_size": cfg["vocab_size"]}, seed)
+    if name.endswith("layernorm.weight"):
+        return 1.0 + 0.1 * n
+    if name in ("model.embed_tokens.weight", "lm_head.weight"):
+        return n * 2.0 / math.sqrt(H)
+    return n * 2.0 / math.sqrt(shape[-1])
+
+
+def bamba_write(cfg, out_dir, dtype="f32", seed=0):
+    st = {"f32": "F32", "bf16": "BF16"}[dtype]
+    cfg = dict(cfg, torch_dtype={"f32": "float32", "bf16": "bfloat16"}[dtype])
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "config.json"), "w") as fp:
+        json.dump(cfg, fp, indent=2)
+    specs = bamba_tensor_specs(cfg)
+    shapes = dict(specs)
+    safetensors_io.write_file(os.path.join(out_dir, "model.safetensors"),
+                              [(n, st, s) for n, s in specs],
+                              lambda n: bamba_init(n, shapes[n], cfg, seed))
+    return out_dir
+
+
+class BambaReference(Reference):
+    """Reference's loop with Bamba's facts, rotary over half of each head, its norm names
+    and SwiGLU feed_forward."""
+
+    def __init__(self, folder):
+        with open(os.path.join(folder, "config.json")) as fp:
+            cfg = json.load(fp)
+        if cfg.get("mamba_proj_bias"):
+            raise ValueError("reference: mamba_proj_bias false only")
+        self.cfg, self.f = cfg, bamba_facts(cfg)
+        path = os.path.join(folder, "model.safetensors")
+        header, _, start = safetensors_io.read_header(path)
+        w = {k: safetensors_io.read_tensor(path, v, start) for k, v in header.items()}
+        # Reference's names: the FFN norm and the final norm
+        self.w = {k.replace("pre_ff_layernorm", "post_attention_layernorm")
+                  .replace("model.final_layernorm", "model.norm"): v for k, v in w.items()}
+        self.vocab_size = self.f["V"]
+        f = self.f
+        spec = hf_facts.RopeSpec(theta=f["theta"], scaling={"rope_type": "default"},
+                                 rotary_dim=f["rotary_dim"], max_position_embeddings=f["max_pos"],
+                                 original_max_position_embeddings=None)
+        self.inv_freq, self.rope_factor = reference.rope_inv_freq(spec)
+
+    def _ffn(self, i, h):
+        p = "model.layers.%d.feed_forward." % i
+        g = self.w[p + "gate_proj.weight"] @ h
+        u = self.w[p + "up_proj.weight"] @ h
+        return self.w[p + "down_proj.weight"] @ (_act(self.f["act"], g) * u)
+
+
 # ---------------------------------------------------------------------------- LFM2
 # Lfm2ForCausalLM (transformers models/lfm2: modular_lfm2.py, configuration_lfm2.py):
 #   x = embed_tokens[token]
@@ -748,13 +900,16 @@ def main(argv=None):
     ap.add_argument("out")
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--family", default="granite", choices=["granite", "lfm2", "nemotron"])
+    ap.add_argument("--family", default="granite",
+                    choices=["granite", "bamba", "lfm2", "nemotron"])
     a = ap.parse_args(argv)
     if a.cmd == "write-all":
         write(shrink(GRANITE_4_H_TINY), os.path.join(a.out, "granite"), a.dtype, a.seed)
         lfm2_write(lfm2_shrink(LFM2_1_2B), os.path.join(a.out, "lfm2"), a.dtype, a.seed)
         nemotron_write(nemotron_shrink(NEMOTRON_H_8B), os.path.join(a.out, "nemotron"), a.dtype,
                        a.seed)
+    elif a.family == "bamba":
+        bamba_write(bamba_shrink(BAMBA_9B), a.out, a.dtype, a.seed)
     elif a.family == "lfm2":
         lfm2_write(lfm2_shrink(LFM2_1_2B), a.out, a.dtype, a.seed)
     elif a.family == "nemotron":
