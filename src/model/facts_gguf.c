@@ -49,6 +49,7 @@ static const arch_row ARCHS[] = {
     {"gemma", "gemma", 0, 0},     {"gemma2", "gemma2", 0, 46},    {"gemma3", "gemma3_text", 0, 62},
     {"phi3", "phi3", 0, 0},       {"olmo2", "olmo2", 0, 0},       {"smollm3", "smollm3", 1, 0},
     {"granite", "granite", 1, 0}, {"qwen3moe", "qwen3_moe", 0, 0},
+    {"deepseek2", "deepseek_v2", 0, 0},
 };
 #define N_ARCHS (sizeof ARCHS / sizeof ARCHS[0])
 
@@ -277,6 +278,98 @@ static void keep_rest(ctx *c) {
     }
 }
 
+/* deepseek2 (llama.cpp's DeepSeek-V2/V3 architecture) -> DeepseekV2Config / DeepseekV3Config
+ * keys, as convert_hf_to_gguf.py's DeepseekV2Model writes them and llama.cpp's deepseek2
+ * loader reads them. head_count_kv is 1 (llama.cpp's MQA view of the latent); key_length /
+ * value_length are the latent's widths in files with key_length_mla / value_length_mla
+ * (the per-head widths), the per-head widths in older files. yarn_log_multiplier is
+ * 0.1 * mscale_all_dim, which llama.cpp applies as both mscale and mscale_all_dim. */
+static facet_status map_mla(ctx *c, int req) {
+    json_t *cfg = c->cfg;
+    int64_t heads = 0, rot = 0, klen = 0, vlen = 0, kmla = 0, vmla = 0, q_lora = 0, kv_lora = 0;
+    TRY(map_int(c, "attention.head_count", "num_attention_heads", req, 1, INT64_C(1) << 14,
+                &heads));
+    use(c, "attention.head_count_kv"); /* 1: llama.cpp's MQA view of the latent */
+    if (heads) json_object_set_new(cfg, "num_key_value_heads", json_integer(heads));
+    TRY(map_int(c, "attention.q_lora_rank", NULL, 0, 0, INT64_C(1) << 20, &q_lora));
+    json_object_set_new(cfg, "q_lora_rank", q_lora ? json_integer(q_lora) : json_null());
+    TRY(map_int(c, "attention.kv_lora_rank", "kv_lora_rank", req, 1, INT64_C(1) << 20, &kv_lora));
+    TRY(map_int(c, "rope.dimension_count", "qk_rope_head_dim", req, 1, INT64_C(1) << 16, &rot));
+    TRY(map_int(c, "attention.key_length", NULL, 0, 1, INT64_C(1) << 20, &klen));
+    TRY(map_int(c, "attention.value_length", NULL, 0, 1, INT64_C(1) << 20, &vlen));
+    TRY(map_int(c, "attention.key_length_mla", NULL, 0, 1, INT64_C(1) << 20, &kmla));
+    TRY(map_int(c, "attention.value_length_mla", NULL, 0, 1, INT64_C(1) << 20, &vmla));
+    int64_t k = kmla ? kmla : klen, v = vmla ? vmla : vlen;
+    if (req && (!k || !v || k <= rot))
+        return facet_err(c->err, FACET_E_FORMAT,
+                         "%s: %s.attention.key_length%s = %" PRId64 " with rope.dimension_count "
+                         "%" PRId64 " and value_length%s = %" PRId64 ": expected a key head wider "
+                         "than its rope part and a value head",
+                         c->g->path, c->arch, kmla ? "_mla" : "", k, rot, vmla ? "_mla" : "", v);
+    if (k > rot) json_object_set_new(cfg, "qk_nope_head_dim", json_integer(k - rot));
+    if (v) json_object_set_new(cfg, "v_head_dim", json_integer(v));
+    /* routing */
+    int64_t gating = 0, groups = 0, dense = 0, shared = 0;
+    TRY(map_int(c, "expert_count", "n_routed_experts", 0, 0, 4096, NULL));
+    TRY(map_int(c, "expert_used_count", "num_experts_per_tok", 0, 1, 4096, NULL));
+    TRY(map_int(c, "expert_feed_forward_length", "moe_intermediate_size", 0, 1, INT64_C(1) << 24,
+                NULL));
+    TRY(map_int(c, "expert_shared_count", "n_shared_experts", 0, 0, 4096, &shared));
+    if (!shared) json_object_set_new(cfg, "n_shared_experts", json_null());
+    TRY(map_int(c, "leading_dense_block_count", "first_k_dense_replace", 0, 0, FACET_MAX_LAYERS,
+                &dense));
+    if (!dense) json_object_set_new(cfg, "first_k_dense_replace", json_integer(0));
+    double scale = 1.0;
+    TRY(map_float(c, "expert_weights_scale", NULL, 0, &scale));
+    json_object_set_new(cfg, "routed_scaling_factor", json_real(scale));
+    char key[160];
+    key_of(c, "expert_weights_norm", key, sizeof key);
+    use(c, "expert_weights_norm");
+    const gguf_kv *norm = gguf_find_kv(c->g, key);
+    if (norm && norm->type != GGUF_T_BOOL)
+        return facet_err(c->err, FACET_E_FORMAT, "%s: key %s is not a bool", c->g->path, key);
+    json_object_set_new(cfg, "norm_topk_prob", json_boolean(norm && norm->val[0]));
+    /* llama.cpp's deepseek2: 1 softmax, 2 sigmoid; absent is softmax (DeepSeek-V2 files) */
+    TRY(map_int(c, "expert_gating_func", NULL, 0, 1, 3, &gating));
+    TRY(map_int(c, "expert_group_count", NULL, 0, 1, 4096, &groups));
+    int64_t groups_used = 0;
+    TRY(map_int(c, "expert_group_used_count", NULL, 0, 1, 4096, &groups_used));
+    if (gating == 2) { /* DeepSeek-V3: sigmoid scores, exp_probs_b, top-2-sum groups */
+        json_object_set_new(cfg, "model_type", json_string("deepseek_v3"));
+        json_object_set_new(cfg, "scoring_func", json_string("sigmoid"));
+        json_object_set_new(cfg, "topk_method", json_string("noaux_tc"));
+        json_object_set_new(cfg, "n_group", json_integer(groups ? groups : 1));
+        json_object_set_new(cfg, "topk_group", json_integer(groups_used ? groups_used : 1));
+    } else if (gating == 3 || groups > 1) {
+        /* llama.cpp ranks groups by the sum of their top 2 scores, DeepSeek-V2's
+         * group_limited_greedy by their max: kept under the GGUF names, refused */
+        if (gating == 3) {
+            key_of(c, "expert_gating_func", key, sizeof key);
+            json_object_set_new(cfg, key, json_integer(gating));
+        }
+        if (groups > 1) {
+            key_of(c, "expert_group_count", key, sizeof key);
+            json_object_set_new(cfg, key, json_integer(groups));
+        }
+    } else {
+        json_object_set_new(cfg, "scoring_func", json_string("softmax"));
+        json_object_set_new(cfg, "topk_method", json_string("greedy"));
+    }
+    double log_mul = 0;
+    TRY(map_float(c, "rope.scaling.yarn_log_multiplier", NULL, 0, &log_mul));
+    TRY(map_rope_scaling(c));
+    json_t *rs = json_object_get(cfg, "rope_scaling");
+    if (log_mul && json_is_object(rs)) {
+        json_object_set_new(rs, "mscale", json_real(log_mul / 0.1));
+        json_object_set_new(rs, "mscale_all_dim", json_real(log_mul / 0.1));
+    } else if (log_mul) {
+        key_of(c, "rope.scaling.yarn_log_multiplier", key, sizeof key);
+        json_object_set_new(cfg, key, json_real(log_mul));
+    }
+    TRY(map_int(c, "nextn_predict_layers", "num_nextn_predict_layers", 0, 0, 64, NULL));
+    return FACET_OK;
+}
+
 static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t *head_dim) {
     json_t *cfg = c->cfg;
     int64_t hidden = 0, heads = 0, layers = 0, klen = 0, vlen = 0, rot = 0;
@@ -285,12 +378,19 @@ static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t
     TRY(map_int(c, "context_length", "max_position_embeddings", req, 1, INT32_MAX, NULL));
     TRY(map_int(c, "embedding_length", "hidden_size", req, 1, INT64_C(1) << 20, &hidden));
     TRY(map_int(c, "feed_forward_length", "intermediate_size", req, 1, INT64_C(1) << 24, NULL));
+    TRY(map_float(c, "attention.layer_norm_rms_epsilon", "rms_norm_eps", req, NULL));
+    TRY(map_float(c, "rope.freq_base", "rope_theta", 0, NULL));
+    if (!strcmp(c->arch, "deepseek2")) {
+        TRY(map_mla(c, req));
+        TRY(map_vocab(c, m));
+        TRY(map_tokens(c));
+        *head_dim = 0;
+        return FACET_OK;
+    }
     TRY(map_int(c, "attention.head_count", "num_attention_heads", req, 1, INT64_C(1) << 14,
                 &heads));
     TRY(map_int(c, "attention.head_count_kv", "num_key_value_heads", 0, 1, INT64_C(1) << 14,
                 NULL));
-    TRY(map_float(c, "attention.layer_norm_rms_epsilon", "rms_norm_eps", req, NULL));
-    TRY(map_float(c, "rope.freq_base", "rope_theta", 0, NULL));
     TRY(map_int(c, "attention.key_length", NULL, 0, 1, INT64_C(1) << 16, &klen));
     TRY(map_int(c, "attention.value_length", NULL, 0, 1, INT64_C(1) << 16, &vlen));
     TRY(map_int(c, "rope.dimension_count", NULL, 0, 1, INT64_C(1) << 16, &rot));
@@ -361,23 +461,32 @@ static const gguf_tensor *layer_tensor(const gguf_model *m, int64_t i, const cha
     return gguf_model_find(m, name);
 }
 
-/* Every layer has blk.N.<what>, or none does; *out = 1 for every. */
-static facet_status all_or_none(const gguf_model *m, int64_t L, const char *what,
-                                const char *alt, int *out, facet_error *err) {
-    int64_t n = 0, first_missing = -1, first_present = -1;
+/* Every layer (of those `only` marks, when given) has blk.N.<what>, or none does;
+ * *out = 1 for every. */
+static facet_status all_or_none_of(const gguf_model *m, int64_t L, const uint8_t *only,
+                                   const char *what, const char *alt, int *out,
+                                   facet_error *err) {
+    int64_t n = 0, first_missing = -1, first_present = -1, want = 0;
     for (int64_t i = 0; i < L; i++) {
+        if (only && !only[i]) continue;
+        want++;
         int has = layer_tensor(m, i, what) || (alt && layer_tensor(m, i, alt));
         n += has;
         if (has && first_present < 0) first_present = i;
         if (!has && first_missing < 0) first_missing = i;
     }
-    if (n && n != L)
+    if (n && n != want)
         return facet_err(err, FACET_E_FORMAT,
                          "%s: tensor blk.%" PRId64 ".%s is present but blk.%" PRId64
                          ".%s is missing; expected in every layer or none",
                          m->files[0].path, first_present, what, first_missing, what);
-    *out = n == L && L > 0;
+    *out = n == want && want > 0;
     return FACET_OK;
+}
+
+static facet_status all_or_none(const gguf_model *m, int64_t L, const char *what,
+                                const char *alt, int *out, facet_error *err) {
+    return all_or_none_of(m, L, NULL, what, alt, out, err);
 }
 
 static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err) {
@@ -422,8 +531,12 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
     TRY(all_or_none(m, L, GGUF(FACET_TS_O_BIAS), NULL, &o_bias, err));
     TRY(all_or_none(m, L, GGUF(FACET_TS_Q_NORM), NULL, &qk_norm, err));
     TRY(all_or_none(m, L, facet_tensor_fused(FACET_TF_QKV_PROJ)->gguf, NULL, &fused_qkv, err));
-    TRY(all_or_none(m, L, GGUF(FACET_TS_GATE_PROJ), NULL, &has_gate, err));
-    TRY(all_or_none(m, L, GGUF(FACET_TS_UP_PROJ), NULL, &has_up, err));
+    /* the dense MLP's tensors: in the layers that do not route (DeepSeek's leading dense
+     * layers beside its sparse ones) */
+    uint8_t dense[FACET_MAX_LAYERS];
+    for (int64_t i = 0; i < L; i++) dense[i] = !f->layer_sparse[i];
+    TRY(all_or_none_of(m, L, dense, GGUF(FACET_TS_GATE_PROJ), NULL, &has_gate, err));
+    TRY(all_or_none_of(m, L, dense, GGUF(FACET_TS_UP_PROJ), NULL, &has_up, err));
 #undef GGUF
     f->qkv_bias = q_bias;
     f->o_bias = o_bias;

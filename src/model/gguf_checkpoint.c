@@ -29,6 +29,13 @@ static int hf_name(const char *g, const facet_facts *f, char *out, size_t cap) {
         if (end == g + 4 || *end != '.' || layer < 0) return 0;
         rest = end + 1;
     }
+    /* newer converters split attn_kv_b into attn_k_b (transposed per head) and attn_v_b:
+     * the view joins them back into kv_b_proj under attn_k_b (join_kv_b) */
+    if (layer >= 0 && !strcmp(rest, "attn_v_b.weight")) return -1;
+    if (layer >= 0 && !strcmp(rest, "attn_k_b.weight")) {
+        snprintf(out, cap, "model.layers.%lld.self_attn.kv_b_proj.weight", layer);
+        return 2;
+    }
     const facet_tensor_row *r = facet_tensor_from_gguf(rest, layer >= 0, f);
     if (!r) return 0;
     if (r->root == FACET_TR_LAYER) snprintf(out, cap, "model.layers.%lld.%s", layer, r->name);
@@ -65,6 +72,79 @@ uint64_t facet_gguf_tensor_run_bytes(const gguf_tensor *t, int *format) {
     if (t->type != GGML_F32 && t->type != GGML_F16 && t->type != GGML_BF16) return 0;
     *format = (int)w;
     return facet_wtensor_packed_bytes(w, n / (uint64_t)t->ne[0], (uint64_t)t->ne[0]);
+}
+
+/* Tensor t's n elements as floats into out (F32 / F16 / BF16, or a block type's exact
+ * dequantization, row by row of ne[0]). */
+static facet_status to_f32(const gguf_tensor *t, float *out, facet_error *err) {
+    uint64_t n = 1;
+    for (int d = 0; d < t->n_dims; d++) n *= (uint64_t)t->ne[d];
+    const uint8_t *src = t->data;
+    int qt = facet_qtype_of_ggml(t->type);
+    if (t->type == GGML_F32) {
+        memcpy(out, src, n * 4);
+    } else if (t->type == GGML_F16 || t->type == GGML_BF16) {
+        for (uint64_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, src + 2 * i, 2);
+            out[i] = t->type == GGML_F16 ? st_f16_to_f32(h) : st_bf16_to_f32(h);
+        }
+    } else if (qt >= 0) {
+        const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)qt);
+        int64_t rows = (int64_t)(n / (uint64_t)t->ne[0]);
+        size_t row_bytes = (size_t)(t->nbytes / (uint64_t)rows);
+        for (int64_t r = 0; r < rows; r++) q->dequant_row(src + (size_t)r * row_bytes, out + r * t->ne[0], t->ne[0]);
+    } else {
+        return facet_err(err, FACET_E_UNSUPPORTED, "tensor %s has type %s; supported: %s",
+                         t->name, gguf_type_name(t->type), facet_gguf_runnable_types());
+    }
+    return FACET_OK;
+}
+
+/* kv_b_proj [heads * (nope + v), kv_lora] (float32, into *out) from llama.cpp's split
+ * blk.N.attn_k_b ne [nope, kv_lora, heads] (each head's key up-projection transposed)
+ * and blk.N.attn_v_b ne [kv_lora, v, heads]: head h's rows are its nope key rows, then
+ * its v value rows, as DeepseekV2Attention's kv_b_proj. headers_only: the shape alone. */
+static facet_status join_kv_b(const gguf_model *m, const gguf_tensor *kb, int headers_only,
+                              int64_t shape[2], float **out, facet_error *err) {
+    char vname[96];
+    size_t len = strlen(kb->name);
+    snprintf(vname, sizeof vname, "%.*sattn_v_b.weight", (int)(len - strlen("attn_k_b.weight")),
+             kb->name);
+    const gguf_tensor *vb = gguf_model_find(m, vname);
+    if (!vb || kb->n_dims != 3 || vb->n_dims != 3 || kb->ne[1] != vb->ne[0] ||
+        kb->ne[2] != vb->ne[2])
+        return facet_err(err, FACET_E_FORMAT,
+                         "%s: tensor %s (ne [%" PRId64 ", %" PRId64 ", %" PRId64 "]) needs %s "
+                         "beside it with ne [kv_lora_rank %" PRId64 ", v_head_dim, heads %" PRId64
+                         "]%s",
+                         m->files[0].path, kb->name, kb->ne[0], kb->ne[1], kb->n_dims > 2 ? kb->ne[2] : 1,
+                         vname, kb->ne[1], kb->n_dims > 2 ? kb->ne[2] : 1, vb ? "" : " (missing)");
+    int64_t nope = kb->ne[0], r = kb->ne[1], heads = kb->ne[2], v = vb->ne[1];
+    shape[0] = heads * (nope + v);
+    shape[1] = r;
+    if (headers_only) return FACET_OK;
+    float *k = malloc((size_t)(nope * r * heads) * sizeof *k);
+    float *vv = malloc((size_t)(v * r * heads) * sizeof *vv);
+    float *dst = malloc((size_t)(shape[0] * r) * sizeof *dst);
+    facet_status st = !k || !vv || !dst ? facet_err(err, FACET_E_NOMEM, "tensor %s: out of memory", kb->name)
+                                        : FACET_OK;
+    if (st == FACET_OK) st = to_f32(kb, k, err);
+    if (st == FACET_OK) st = to_f32(vb, vv, err);
+    for (int64_t h = 0; st == FACET_OK && h < heads; h++) {
+        float *rows = dst + h * (nope + v) * r;
+        for (int64_t j = 0; j < nope; j++)
+            for (int64_t c = 0; c < r; c++) rows[j * r + c] = k[(h * r + c) * nope + j];
+        memcpy(rows + nope * r, vv + h * v * r, (size_t)(v * r) * sizeof *vv);
+    }
+    free(k);
+    free(vv);
+    if (st != FACET_OK) {
+        free(dst);
+        return st;
+    }
+    *out = dst;
+    return FACET_OK;
 }
 
 static int cmp_st_name(const void *a, const void *b) {
@@ -136,6 +216,32 @@ static facet_status open_view(const gguf_model *m, const facet_facts *f, int hea
             st = facet_err(err, FACET_E_UNSUPPORTED,
                            "%s: tensor %s has no counterpart facet loads", g0->path, t->name);
             break;
+        }
+        if (r == 2) { /* attn_k_b + attn_v_b -> kv_b_proj, float32 */
+            int64_t shape[2] = {0, 0};
+            float *buf = NULL;
+            st = join_kv_b(m, t, headers_only, shape, &buf, err);
+            if (st != FACET_OK) break;
+            st_tensor *s = &sf->tensors[sf->n_tensors];
+            s->name = strdup(name);
+            if (!s->name) {
+                free(buf);
+                st = facet_err(err, FACET_E_NOMEM, "%s: out of memory", g0->path);
+                break;
+            }
+            sf->n_tensors++;
+            if (buf) out->owned[out->n_owned++] = buf;
+            s->dtype = ST_F32;
+            s->ndim = 2;
+            s->shape[0] = shape[0];
+            s->shape[1] = shape[1];
+            s->begin = 0;
+            s->end = (uint64_t)(shape[0] * shape[1]) * 4;
+            s->data = buf ? (const uint8_t *)buf : t->data;
+            s->file_index = 0;
+            s->gguf_qtype = 0;
+            ck->by_name[ck->n_tensors++] = s;
+            continue;
         }
         st_dtype dt = t->type == GGML_F32 ? ST_F32 : t->type == GGML_F16 ? ST_F16 : ST_BF16;
         const uint8_t *data = t->data;

@@ -97,8 +97,9 @@ static int selective(const facet_facts *f) { return f->ssm_version == 1 || f->ss
      .scope = FACET_SCOPE_SPARSE, .experts3d = 1}
 #define EF FACET_TD_EFFN
 /* the shared expert: Qwen2-MoE's mlp.shared_expert.*, DeepSeek's mlp.shared_experts.* */
-#define SHARED(tail_, d0, d1, slot_)                                                        \
+#define SHARED(tail_, gguf_, d0, d1, slot_)                                                 \
     {.root = L, .name = "mlp.shared_expert." tail_, .alt = "mlp.shared_experts." tail_,      \
+     .gguf = gguf_,                                                                          \
      .dims = {d0, d1}, .matrix = 1, .slot = slot_, .fused = -1, .when = shared_mlp,          \
      .scope = FACET_SCOPE_SPARSE}
 
@@ -176,16 +177,16 @@ const facet_tensor_row facet_tensor_rows[] = {
      .gguf = "attn_output.weight", .dims = {H, FACET_TD_Q}, .matrix = 1, .slot = FACET_TS_O_PROJ,
      .fused = -1, .when = plain_o},
     /* latent attention (DeepseekV2Attention / DeepseekV3Attention) */
-    MAT(L, "self_attn.q_proj.weight", NULL, FACET_TD_MLA_Q, H, FACET_TS_MLA_Q_PROJ, mla_q_plain),
-    MAT(L, "self_attn.q_a_proj.weight", NULL, FACET_TD_Q_LORA, H, FACET_TS_Q_A_PROJ, mla_q_lora),
-    VEC(L, "self_attn.q_a_layernorm.weight", NULL, FACET_TD_Q_LORA, FACET_TS_Q_A_NORM, mla_q_lora),
-    MAT(L, "self_attn.q_b_proj.weight", NULL, FACET_TD_MLA_Q, FACET_TD_Q_LORA, FACET_TS_Q_B_PROJ,
+    MAT(L, "self_attn.q_proj.weight", "attn_q.weight", FACET_TD_MLA_Q, H, FACET_TS_MLA_Q_PROJ, mla_q_plain),
+    MAT(L, "self_attn.q_a_proj.weight", "attn_q_a.weight", FACET_TD_Q_LORA, H, FACET_TS_Q_A_PROJ, mla_q_lora),
+    VEC(L, "self_attn.q_a_layernorm.weight", "attn_q_a_norm.weight", FACET_TD_Q_LORA, FACET_TS_Q_A_NORM, mla_q_lora),
+    MAT(L, "self_attn.q_b_proj.weight", "attn_q_b.weight", FACET_TD_MLA_Q, FACET_TD_Q_LORA, FACET_TS_Q_B_PROJ,
         mla_q_lora),
-    MAT(L, "self_attn.kv_a_proj_with_mqa.weight", NULL, FACET_TD_KV_A, H, FACET_TS_KV_A_PROJ, mla),
-    VEC(L, "self_attn.kv_a_layernorm.weight", NULL, FACET_TD_KV_LORA, FACET_TS_KV_A_NORM, mla),
-    MAT(L, "self_attn.kv_b_proj.weight", NULL, FACET_TD_KV_B, FACET_TD_KV_LORA, FACET_TS_KV_B_PROJ,
+    MAT(L, "self_attn.kv_a_proj_with_mqa.weight", "attn_kv_a_mqa.weight", FACET_TD_KV_A, H, FACET_TS_KV_A_PROJ, mla),
+    VEC(L, "self_attn.kv_a_layernorm.weight", "attn_kv_a_norm.weight", FACET_TD_KV_LORA, FACET_TS_KV_A_NORM, mla),
+    MAT(L, "self_attn.kv_b_proj.weight", "attn_kv_b.weight", FACET_TD_KV_B, FACET_TD_KV_LORA, FACET_TS_KV_B_PROJ,
         mla),
-    MAT(L, "self_attn.o_proj.weight", NULL, H, FACET_TD_MLA_O, FACET_TS_MLA_O_PROJ, mla),
+    MAT(L, "self_attn.o_proj.weight", "attn_output.weight", H, FACET_TD_MLA_O, FACET_TS_MLA_O_PROJ, mla),
     {.root = L, .name = "self_attn.o_proj.bias", .alt = "attention.dense.bias",
      .alt2 = "self_attn.dense.bias", .alt3 = "self_attention.dense.bias",
      .alt6 = "mixer.o_proj.bias", .gguf = "attn_output.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_O_BIAS,
@@ -324,11 +325,11 @@ const facet_tensor_row facet_tensor_rows[] = {
      .slot = FACET_TS_FUSED, .fused = -1, .n_split = 1, .split = {FACET_TS_EXPERT_DOWN_BIAS},
      .when = gptoss, .scope = FACET_SCOPE_SPARSE, .experts3d = 1},
     /* the shared expert (Qwen2-MoE, gated; Granite-MoE-shared, ungated and fused) */
-    SHARED("gate_proj.weight", FACET_TD_SFFN, H, FACET_TS_SHARED_GATE),
-    SHARED("up_proj.weight", FACET_TD_SFFN, H, FACET_TS_SHARED_UP),
-    SHARED("down_proj.weight", H, FACET_TD_SFFN, FACET_TS_SHARED_DOWN),
+    SHARED("gate_proj.weight", "ffn_gate_shexp.weight", FACET_TD_SFFN, H, FACET_TS_SHARED_GATE),
+    SHARED("up_proj.weight", "ffn_up_shexp.weight", FACET_TD_SFFN, H, FACET_TS_SHARED_UP),
+    SHARED("down_proj.weight", "ffn_down_shexp.weight", H, FACET_TD_SFFN, FACET_TS_SHARED_DOWN),
     /* DeepseekV3TopkRouter's per-expert bias of the choice (noaux_tc) */
-    {.root = L, .name = "mlp.gate.e_score_correction_bias", .dims = {FACET_TD_EXPERTS, FACET_TD_NONE},
+    {.root = L, .name = "mlp.gate.e_score_correction_bias", .gguf = "exp_probs_b.bias", .dims = {FACET_TD_EXPERTS, FACET_TD_NONE},
      .slot = FACET_TS_ROUTER_SCORE_BIAS, .fused = -1, .when = score_bias,
      .scope = FACET_SCOPE_SPARSE},
     SMAT("mlp.shared_expert_gate.weight", NULL, FACET_TD_ONE, H, FACET_TS_SHARED_EXPERT_GATE,

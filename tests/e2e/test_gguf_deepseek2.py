@@ -1,0 +1,74 @@
+"""GGUF deepseek2 files run (issue 25's llama.cpp cross-check): facet on llama.cpp's
+deepseek2 layout (attention.q_lora_rank 0 with a plain attn_q, attn_kv_a_mqa and its
+norm, the split attn_k_b / attn_v_b of current converters joined back into kv_b_proj,
+a dense first layer, then 16 routed experts top-4 as ffn_*_exps with two shared experts
+as ffn_*_shexp, yarn with yarn_log_multiplier) against llama.cpp's own logits and greedy
+ids on the same files.
+
+Oracle: tests/data/deepseek2 (SOURCE.md says how it was made): llama.cpp's logits for
+the 16 prompt positions and its 32 greedy steps, its greedy ids and top-2 margins, and
+the float64 reference's (tests/ref/mla_ref.py) greedy ids and margins on the same
+weights (for Q8_0: the exactly dequantized ones) with llama.cpp's measured distance to
+it. F32: every row within 1e-5 relative L2 (both sides round in float32; llama.cpp was
+1.6e-6 from float64) and greedy identical up to the first margin below 0.05 (issue 18).
+Q8_0 (--weights f32: exact dequantization; int8 and auto: 8-bit panels / the file's own
+blocks): the prompt rows within 1.5x llama.cpp's own distance from exact arithmetic on
+the dequantized weights (its activations are rounded to 8-bit blocks; this 64-wide
+model makes that large), and greedy identical up to the first step where llama.cpp's or
+the float64 reference's margin is below 0.1: there llama.cpp's 8-bit activations move
+the margin by 0.4 (0.44 vs 0.038 at step 6), so a later tie may fall either way.
+"""
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "deepseek2"
+V = 512
+
+
+def run(run_facet, name, weights, tmp_path):
+    exp = json.loads((DATA / f"{name}.json").read_text())
+    ref = np.fromfile(DATA / f"{name}.f32", dtype="<f4").reshape(-1, V).astype(np.float64)
+    dump = tmp_path / "logits.f32"
+    p = run_facet(["run", str(DATA / f"{name}.gguf"), "--prompt-ids",
+                   ",".join(str(t) for t in exp["prompt_ids"]), "-n", "32", "--ignore-eos",
+                   "--json", "--weights", weights, "--dump-logits", str(dump)])
+    assert p.returncode == 0, p.stderr
+    got = np.fromfile(dump, dtype="<f4").reshape(-1, V).astype(np.float64)
+    return exp, ref, got, json.loads(p.stdout)["generated_ids"]
+
+
+def rel_l2(got, ref):
+    return np.linalg.norm(got - ref, axis=1) / np.linalg.norm(ref, axis=1)
+
+
+def test_f32_matches_llama_cpp(run_facet, tmp_path):
+    exp, ref, got, greedy = run(run_facet, "ds2-F32", "f32", tmp_path)
+    assert greedy == exp["greedy"], (greedy, exp["greedy"])  # every margin here is > 0.01
+    rel = rel_l2(got[:len(ref)], ref)
+    print(f"deepseek2 F32: rel L2 per row max {rel.max():.2e} mean {rel.mean():.2e}")
+    assert rel.max() <= 1e-5, (rel.max(), int(rel.argmax()))
+
+
+@pytest.mark.parametrize("weights", ["f32", "int8", "auto"])
+def test_q8_0_matches_llama_cpp(run_facet, tmp_path, weights):
+    exp, ref, got, greedy = run(run_facet, "ds2-Q8_0", weights, tmp_path)
+    n = len(exp["prompt_ids"]) - 1
+    rel = rel_l2(got[:n], ref[:n])
+    tol = 1.5 * exp["float64_reference"]["llama_cpp_rel_l2_prompt_rows_max"]
+    print(f"deepseek2 Q8_0 --weights {weights}: prompt rows rel L2 max {rel.max():.2e} "
+          f"(tolerance {tol:.2e})")
+    assert rel.max() <= tol, (rel.max(), tol)
+    fr = exp["float64_reference"]
+    steps = 0
+    for a, b, m1, m2 in zip(greedy, exp["greedy"], exp["margins"], fr["margins"]):
+        if min(m1, m2) < 0.1:
+            break
+        assert a == b, (weights, steps, a, b)
+        steps += 1
+    assert steps >= 5, steps  # the rule still checks something
+    if weights == "f32":  # exact dequantization: the float64 reference's ids, all 32
+        assert greedy == fr["greedy"], (greedy, fr["greedy"])
