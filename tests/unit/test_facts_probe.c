@@ -12,6 +12,7 @@
 
 #include "io/safetensors.h"
 #include "model/facts.h"
+#include "model/gguf_checkpoint.h"
 #include "model/probe.h"
 #include "model/tensors.h"
 
@@ -323,7 +324,30 @@ static void test_tensor_gguf_names(void **state) {
                         "mlp.experts.down_proj");
     assert_string_equal(facet_tensor_from_gguf("ffn_gate_inp.weight", 1, &f)->name,
                         "mlp.gate.weight");
-    assert_null(facet_tensor_from_gguf("ffn_gate_shexp.weight", 1, &f)); /* shared: no row */
+    /* shared experts (deepseek2's ffn_*_shexp) and latent attention's tensors (issue 25) */
+    assert_string_equal(facet_tensor_from_gguf("ffn_gate_shexp.weight", 1, &f)->name,
+                        "mlp.shared_expert.gate_proj.weight");
+    assert_string_equal(facet_tensor_from_gguf("exp_probs_b.bias", 1, &f)->name,
+                        "mlp.gate.e_score_correction_bias");
+    f.kv_lora_rank = 32;
+    static const struct {
+        const char *gguf, *hf;
+    } mla[] = {
+        {"attn_q_a.weight", "self_attn.q_a_proj.weight"},
+        {"attn_q_a_norm.weight", "self_attn.q_a_layernorm.weight"},
+        {"attn_q_b.weight", "self_attn.q_b_proj.weight"},
+        {"attn_kv_a_mqa.weight", "self_attn.kv_a_proj_with_mqa.weight"},
+        {"attn_kv_a_norm.weight", "self_attn.kv_a_layernorm.weight"},
+        {"attn_kv_b.weight", "self_attn.kv_b_proj.weight"},
+        {"attn_q.weight", "self_attn.q_proj.weight"},
+        {"attn_output.weight", "self_attn.o_proj.weight"},
+    };
+    for (size_t i = 0; i < sizeof mla / sizeof mla[0]; i++)
+        assert_string_equal(facet_tensor_from_gguf(mla[i].gguf, 1, &f)->name, mla[i].hf);
+    /* the split attn_k_b / attn_v_b are joined by the checkpoint view, not the table */
+    assert_null(facet_tensor_from_gguf("attn_k_b.weight", 1, &f));
+    assert_true(facet_gguf_tensor_known("blk.3.attn_k_b.weight"));
+    assert_true(facet_gguf_tensor_known("blk.3.attn_v_b.weight"));
 }
 
 int main(void) {
