@@ -847,6 +847,20 @@ static facet_status read_mla(reader *r, const facet_config_class *cls) {
                          0, &f->rope_mscale_all_dim));
         unkeep_key(f, "rope_scaling.mscale");
         unkeep_key(f, "rope_scaling.mscale_all_dim");
+        /* each yarn_get_mscale multiplies cos/sin or (squared) the softmax scale: one that
+         * is not positive and finite (mscale_all_dim 1e308 squares to inf) gives NaN
+         * logits, so name the key here rather than the first step's logits later */
+        static const char *const mkeys[2] = {"mscale", "mscale_all_dim"};
+        for (int i = 0; i < 2; i++) {
+            double ms = yarn_mscale(f->rope_factor, i ? f->rope_mscale_all_dim : f->rope_mscale);
+            if (!(isfinite(ms * ms) && ms > 0)) {
+                char key[40];
+                snprintf(key, sizeof key, "rope_scaling.%s", mkeys[i]);
+                TRY(bad(r, key, json_object_get(rs, mkeys[i]),
+                        "a value whose yarn_get_mscale, 0.1 x it x ln(factor) + 1, is positive "
+                        "and its square finite"));
+            }
+        }
         if (f->rope_type == FACET_ROPE_YARN && f->rope_attention_factor == 0.0 &&
             (f->rope_mscale != 0.0 || f->rope_mscale_all_dim != 0.0))
             f->rope_attention_factor = yarn_mscale(f->rope_factor, f->rope_mscale) /

@@ -152,6 +152,21 @@ def test_fp8_bad_weight_block_size_named(bs, repo_root, run_facet, tmp_path):
             "integers in [1, 65536]" % (json.dumps(bs, separators=(",", ":")),
                                        "string" if isinstance(bs, str) else "array")) in proc.stderr
 
+
+@pytest.mark.parametrize("key,value", [("mscale_all_dim", 1e308), ("mscale", -10)])
+def test_yarn_mscale_out_of_range_named(key, value, run_facet, tmp_path):
+    """A yarn mscale whose yarn_get_mscale (0.1 m ln(factor) + 1, factor 40 here) is not
+    positive, or squares past float range, ran and ended at step 0 with 'logits are not
+    finite'; now one config error naming the key and value."""
+    cfg = mla_ref.shrink(mla_ref.DEEPSEEK_V2_LITE)
+    cfg["rope_scaling"] = dict(cfg["rope_scaling"], **{key: value})
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    proc = run_facet(["conform", str(tmp_path)])
+    assert proc.returncode == 1, proc.stderr
+    assert ("rope_scaling.%s is %s (%s), expected a value whose yarn_get_mscale"
+            % (key, "1e308" if value == 1e308 else value,
+               "number" if value == 1e308 else "integer")) in proc.stderr, proc.stderr
+
 def test_mla_chunked_prefill_and_decode_agree(checkpoints, run_facet, tmp_path):
     """A 300-token prompt runs in two forward chunks (256 + 44 entries); feeding the
     prompt plus facet's first 6 generated ids again as one prompt gives bit for bit the
