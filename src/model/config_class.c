@@ -325,6 +325,13 @@ static const facet_config_class classes[] = {
      .parallel_default = 1, .parallel_one_norm = 1, .rope_interleaved = 1,
      .logit_scale_key = "logit_scale", .logit_scale_default = 0.0625,
      .refuse_true_key = "use_qk_norm"},
+    /* InternLM2Config (internlm2-chat-7b's remote code, configuration_internlm2.py /
+     * modeling_internlm2.py): Llama's block under its own names, wqkv in KV groups
+     * [q x g; k; v], q/k/v and wo biases by `bias` (default true), RMSNorm, untied */
+    {.model_type = "internlm2", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-6, .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
+     .attention_bias_key = "bias", .attention_bias_default = 1},
 };
 /* clang-format on */
 

@@ -220,6 +220,8 @@ const facet_profile facet_profiles[] = {
     {"cohere", {"CohereForCausalLM"},
      "Command-R, Aya 23 (LayerNorm without bias, parallel attention and gated MLP, "
      "interleaved rotary, logit_scale)", &cpu_dense, &vulkan_dense},
+    {"internlm2", {"InternLM2ForCausalLM"},
+     "InternLM2 / 2.5 (Llama's block, grouped fused wqkv)", &cpu_dense, &vulkan_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 

@@ -21,7 +21,8 @@ biases); bloom (bloom-560m: ALiBi over 8 and 12 heads, the embeddings' LayerNorm
 (mpt-7b: ALiBi, no biases, fused Wqkv; and 12 heads with a softmax_scale); gptj (GPT-J-6B:
 rotary in pairs on a quarter of the head, one ln_1 in parallel, lm_head bias); cohere
 (c4ai-command-r-v01: bias-free LayerNorm feeding attention and the gated MLP in parallel,
-interleaved rotary, logit_scale; and with 2 KV heads).
+interleaved rotary, logit_scale; and with 2 KV heads); internlm2 (internlm2-chat-7b, corpus:
+the grouped wqkv, without and with biases).
 """
 
 import json
@@ -197,6 +198,10 @@ CLASSES = {
     # parallel block from one bias-free LayerNorm, interleaved rotary, logit_scale; and GQA
     "command-r": (COMMAND_R, {}),
     "command-r-gqa": (COMMAND_R, {"num_key_value_heads": 2}),
+    # corpus; wqkv in 2 KV groups of 4 heads (the remote code's modeling_internlm2), biases
+    # off as its config says, and on (InternLM2Config's default)
+    "internlm2-chat-7b": (os.path.join(CONFIG_DIR, "internlm__internlm2-chat-7b"), {}),
+    "internlm2-bias": (os.path.join(CONFIG_DIR, "internlm__internlm2-chat-7b"), {"bias": True}),
 }
 N_PROMPT = 96
 N_GEN = 32
@@ -207,7 +212,7 @@ def prompt(vocab, seed, n=N_PROMPT):
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom", "mpt", "gptj", "cohere"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom", "mpt", "gptj", "cohere", "internlm2"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 files")
 def test_classic_class_matches_reference(name, make_checkpoint, reference_for, run_facet, tmp_path):
     src, shrink = CLASSES[name]

@@ -404,6 +404,8 @@ def tensor_specs(config, experts_layout=None):
         return _mpt_specs(f)
     if f.classic == "gptj":
         return _gptj_specs(f)
+    if f.family.get("names") == "internlm2":
+        return _internlm2_specs(f)
     specs = [("model.embed_tokens.weight", (V, H), ("embed",))]
     for i in range(f.num_hidden_layers):
         p = "model.layers.%d." % i
@@ -616,6 +618,33 @@ def _gptj_specs(f):
     return specs
 
 
+def _internlm2_specs(f):
+    """InternLM2ForCausalLM's tensors (modeling_internlm2): model.tok_embeddings; per layer
+    attention_norm, attention.wqkv ((heads + 2 kv) hd rows in KV groups) and attention.wo
+    (biases iff config.bias), ffn_norm, feed_forward.w1 / w3 / w2; model.norm; output."""
+    H, I, V = f.hidden_size, f.intermediate_size, f.vocab_size
+    Q = f.num_attention_heads * f.head_dim
+    QKV = (f.num_attention_heads + 2 * f.num_key_value_heads) * f.head_dim
+    specs = [("model.tok_embeddings.weight", (V, H), ("embed",))]
+    for i in range(f.num_hidden_layers):
+        p = "model.layers.%d." % i
+        specs.append((p + "attention_norm.weight", (H,), ("norm",)))
+        specs.append((p + "attention.wqkv.weight", (QKV, H), ("linear", H)))
+        if f.qkv_bias:
+            specs.append((p + "attention.wqkv.bias", (QKV,), ("bias",)))
+        specs.append((p + "attention.wo.weight", (H, Q), ("linear", Q)))
+        if f.o_bias:
+            specs.append((p + "attention.wo.bias", (H,), ("bias",)))
+        specs += [(p + "ffn_norm.weight", (H,), ("norm",)),
+                  (p + "feed_forward.w1.weight", (I, H), ("linear", H)),
+                  (p + "feed_forward.w3.weight", (I, H), ("linear", H)),
+                  (p + "feed_forward.w2.weight", (H, I), ("linear", I))]
+    specs.append(("model.norm.weight", (H,), ("norm",)))
+    if not f.tie_word_embeddings:
+        specs.append(("output.weight", (V, H), ("linear", H, "lm_head")))
+    return specs
+
+
 def _phi_specs(f):
     """PhiForCausalLM's tensors (modeling_phi): LayerNorms with biases, q/k/v_proj and
     dense with biases, fc1/fc2 with biases, final_layernorm, lm_head with a bias."""
@@ -701,7 +730,9 @@ def init_tensor(name, shape, init, seed, facts, logit_std=2.0, bias_std=0.1, nor
                                                        "attn.c_proj.weight", "self_attention.dense.weight",
                                                        "mlp.dense_4h_to_h.weight")) or (
                     facts.classic in ("mpt", "gptj") and name.endswith((".attn.out_proj.weight",
-                                                                        "mlp.fc_out.weight"))):
+                                                                        "mlp.fc_out.weight"))) or (
+                    facts.family.get("names") == "internlm2" and name.endswith(("attention.wo.weight",
+                                                                              "feed_forward.w2.weight"))):
                 std *= sc["out_gain"]
             if facts.qk_norm is None and (name.endswith("q_proj.weight") or name.endswith("k_proj.weight")):
                 std *= sc["qk_gain"]

@@ -150,6 +150,12 @@ FAMILIES = {
     # logit_scale (0.0625); tied. use_qk_norm is not implemented here.
     "cohere": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
                    qkv_bias="attention_bias", sliding="none", keys="cohere", norm_bias=False),
+    # InternLM2Config / modeling_internlm2 (internlm2-chat-7b's remote code): Llama's block
+    # (RMSNorm, gated silu MLP w2(act(w1 x) * w3 x), rotate_half rotary) under its own
+    # names; wqkv rearranged "(h gs d)" with gs = heads / kv + 2: per KV group its query
+    # heads, key, value; wqkv and wo biases by config.bias (default True); untied output.
+    "internlm2": dict(tie=False, eps=1e-6, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                      qkv_bias="internlm2", sliding="none", names="internlm2"),
     "stablelm": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
                      qkv_bias="use_qkv_bias", sliding="none", keys="stablelm"),
     "stablelm_epoch": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
@@ -513,6 +519,9 @@ def facts(config):
     mlp_bias = bool(_get(cfg, "mlp_bias", False)) if fam.get("mlp_bias") else False
     if qb == "use_bias":
         mlp_bias = qkv_bias
+    if qb == "internlm2":  # wqkv and wo by config.bias (default True), MLP never
+        qkv_bias = o_bias = bool(_get(cfg, "bias", True))
+        mlp_bias = False
     if qb == "bias":  # Falcon: every FalconLinear by config.bias
         qkv_bias = o_bias = mlp_bias = attn_bias
     tie = cfg.get("tie_word_embeddings", config.get("tie_word_embeddings"))
@@ -615,7 +624,8 @@ def facts(config):
         classic=fam.get("classic"), norm=classic["norm"] if classic else "rms",
         parallel=(bool(_get(cfg, classic["parallel"][0], classic["parallel"][1]))
                   if classic and classic["parallel"][0] else bool(classic and classic["parallel"][1])),
-        gated=classic["gated"] if classic else True, **falcon,
+        gated=classic["gated"] if classic else True,
+        **(falcon or ({"qkv_layout": "grouped"} if fam.get("names") == "internlm2" else {})),
         alibi=(classic.get("alibi") or None) if classic else None,
         rope_interleaved=bool(classic and classic.get("interleaved")),
     )

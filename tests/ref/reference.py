@@ -319,11 +319,13 @@ class Reference:
         if self.facts.classic:
             self._classic_init(folder, names, weights_round)
             return
-        emb = [n for n in names if n.endswith("embed_tokens.weight")]
+        self.aliases = self.NAME_ALIASES.get(self.facts.family.get("names"), ())
+        emb_name = self._alias("embed_tokens.weight")
+        emb = [n for n in names if n.endswith(emb_name)]
         if len(emb) != 1:
-            raise ValueError("%s: expected one *embed_tokens.weight, found %s" % (folder, emb))
-        self.prefix = emb[0][: -len("embed_tokens.weight")]
-        heads = [n for n in names if n.endswith("lm_head.weight")]
+            raise ValueError("%s: expected one *%s, found %s" % (folder, emb_name, emb))
+        self.prefix = emb[0][: -len(emb_name)]
+        heads = [n for n in names if n.endswith(self._alias("lm_head.weight"))]
         self.lm_head_name = heads[0] if heads else None
         if weights_round:
             import weights_round as wr
@@ -494,11 +496,31 @@ class Reference:
         return h + self._classic_mlp(layer, self._ln(h, p + n["ln_post"]))
 
     # -- weights
+    # Llama's module names as other classes spell them (InternLM2's modeling_internlm2)
+    NAME_ALIASES = {"internlm2": (("embed_tokens.weight", "tok_embeddings.weight"),
+                                  (".input_layernorm.", ".attention_norm."),
+                                  (".self_attn.qkv_grouped.", ".attention.wqkv."),
+                                  (".self_attn.o_proj.", ".attention.wo."),
+                                  (".post_attention_layernorm.", ".ffn_norm."),
+                                  (".mlp.gate_proj.", ".feed_forward.w1."),
+                                  (".mlp.up_proj.", ".feed_forward.w3."),
+                                  (".mlp.down_proj.", ".feed_forward.w2."),
+                                  ("lm_head.weight", "output.weight"))}
+
+    def _alias(self, name):
+        """name under the class's own spelling (a leading-dot alias is a path part)."""
+        for a, b in getattr(self, "aliases", ()):
+            if a.startswith("."):
+                name = ("." + name).replace(a, b)[1:]
+            elif name == a:
+                name = b
+        return name
+
     def _t(self, name):
-        return self.w[self.prefix + name]
+        return self.w[self.prefix + self._alias(name)]
 
     def _opt(self, name):
-        return self.w.get(self.prefix + name)
+        return self.w.get(self.prefix + self._alias(name))
 
     def _linear(self, x, name):
         """x @ W^T + b (nn.Linear), bias when the checkpoint has one."""
@@ -549,7 +571,13 @@ class Reference:
         p = "layers.%d.self_attn." % layer
         T = x.shape[0]
         nh, kv, hd = f.num_attention_heads, f.num_key_value_heads, f.head_dim
-        if f.fused:
+        if f.qkv_layout == "grouped":  # InternLM2's wqkv: "(h gs d)", gs = nh / kv + 2
+            g = nh // kv
+            qkv = self._linear(x, p + "qkv_grouped").reshape(T, kv, g + 2, hd)
+            q = qkv[:, :, :g].reshape(T, nh * hd)
+            k = qkv[:, :, g].reshape(T, kv * hd)
+            v = qkv[:, :, g + 1].reshape(T, kv * hd)
+        elif f.fused:
             qkv = self._linear(x, p + "qkv_proj")
             q = qkv[:, : nh * hd]
             k = qkv[:, nh * hd: (nh + kv) * hd]

@@ -392,6 +392,25 @@ static void test_cohere(void **state) {
     assert_non_null(strstr(err.message, "use_qk_norm is true"));
 }
 
+/* InternLM2Config (issue 28): internlm2-chat-7b's values by hand; `bias` (default true)
+ * decides the wqkv / wo biases. */
+static void test_internlm2(void **state) {
+    (void)state;
+    read_ok("internlm__internlm2-chat-7b");
+    assert_true(F.family_known);
+    assert_int_equal(F.num_key_value_heads, 8);
+    assert_int_equal(F.head_dim, 128);
+    assert_true(F.rope_theta == 1e6 && F.rms_norm_eps == 1e-5);
+    assert_false(F.qkv_bias || F.o_bias || F.layer_norm);
+    assert_int_equal(F.tie_word_embeddings, 0);
+    facet_error err;
+    assert_int_equal(from_text("{\"model_type\": \"internlm2\", \"hidden_size\": 256, "
+                               "\"num_hidden_layers\": 2, \"num_attention_heads\": 8, "
+                               "\"intermediate_size\": 512, \"vocab_size\": 512}", &err),
+                     FACET_OK);
+    assert_true(F.qkv_bias && F.o_bias && F.rms_norm_eps == 1e-6);
+}
+
 static void test_outside_families_read_leniently(void **state) {
     (void)state;
     read_ok("THUDM__chatglm3-6b");
@@ -708,6 +727,7 @@ int main(void) {
         cmocka_unit_test(test_mpt),
         cmocka_unit_test(test_gptj),
         cmocka_unit_test(test_cohere),
+        cmocka_unit_test(test_internlm2),
         cmocka_unit_test(test_outside_families_read_leniently),
         cmocka_unit_test(test_mistral_class_default_window),
         cmocka_unit_test(test_bad_inputs),
