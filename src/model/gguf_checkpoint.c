@@ -56,9 +56,16 @@ uint64_t facet_gguf_tensor_run_bytes(const gguf_tensor *t, int *format) {
     char buf[160];
     facet_facts f;
     memset(&f, 0, sizeof f);
-    if (hf_name(t->name, &f, buf, sizeof buf) <= 0) return 0;
+    int r = hf_name(t->name, &f, buf, sizeof buf);
+    size_t len = strlen(t->name);
+    if (r == 0) return 0;
     uint64_t n = 1;
     for (int d = 0; d < t->n_dims; d++) n *= (uint64_t)t->ne[d]; /* bounded by the reader */
+    if (r == 2 || r < 0) { /* attn_k_b and attn_v_b: joined into a float32 kv_b_proj */
+        if (r < 0 && (len < 16 || strcmp(t->name + len - 16, ".attn_v_b.weight"))) return 0;
+        *format = (int)FACET_WF_F32;
+        return n * 4;
+    }
     int qt = facet_qtype_of_ggml(t->type);
     if (t->n_dims < 2) return qt >= 0 || t->type <= GGML_F16 || t->type == GGML_BF16 ? n * 4 : 0;
     if (qt >= 0) { /* in its blocks, or repacked exactly into facet's panels */

@@ -72,3 +72,32 @@ def test_q8_0_matches_llama_cpp(run_facet, tmp_path, weights):
     assert steps >= 5, steps  # the rule still checks something
     if weights == "f32":  # exact dequantization: the float64 reference's ids, all 32
         assert greedy == fr["greedy"], (greedy, fr["greedy"])
+
+
+def patched(tmp_path, key, new_key=None, u32=None):
+    """ds2-F32.gguf with one metadata pair changed in place: the key renamed (same
+    length) or its u32 value replaced (the pair laid out as key, type id, value)."""
+    import struct
+    b = bytearray((DATA / "ds2-F32.gguf").read_bytes())
+    i = b.index(key)
+    if new_key is not None:
+        b[i:i + len(key)] = new_key
+    if u32 is not None:
+        assert struct.unpack_from("<I", b, i + len(key))[0] == 4  # GGUF_TYPE_UINT32
+        struct.pack_into("<I", b, i + len(key) + 4, u32)
+    out = tmp_path / "patched.gguf"
+    out.write_bytes(b)
+    return out
+
+
+@pytest.mark.parametrize("key,new_key,u32,refusal", [
+    # llama.cpp ranks expert groups by their top-2 sum, DeepSeek-V2 by their max
+    (b"deepseek2.expert_group_count", None, 2, "deepseek2.expert_group_count=2"),
+    # a key facet does not know may change the math: refused by its name
+    (b"deepseek2.expert_weights_scale", b"deepseek2.expert_weights_scalx", None,
+     "deepseek2.expert_weights_scalx=1.0"),
+])
+def test_unmapped_keys_refused_by_name(run_facet, tmp_path, key, new_key, u32, refusal):
+    p = run_facet(["conform", str(patched(tmp_path, key, new_key, u32))])
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert f"REFUSED: {refusal} is not supported" in p.stdout, p.stdout
