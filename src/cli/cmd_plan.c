@@ -129,26 +129,9 @@ static void print_split(const facet_split *sp, const facet_plan *p) {
  * cache (asked for: auto's f16 became bf16 above). Added to *v so plan's verdict and
  * exit status are run's. */
 static void vulkan_refusals(const facet_plan *p, facet_verdict *v) {
-    for (int i = 0; i < 2; i++) {
-        const char *fact = i ? "kv_cache" : "weights";
-        const char *value = i ? "f16" : facet_plan_format_name(p->weights);
-        const char *supported = i ? "f32, bf16" : "f32, bf16, f16";
-        int refused = i ? p->kv_type == FACET_KV_F16
-                        : p->weights != FACET_WF_F32 && p->weights != FACET_WF_BF16 &&
-                              p->weights != FACET_WF_F16;
-        if (!refused) continue;
-        v->status = FACET_VERDICT_REFUSED;
-        if (v->n_refusals >= FACET_MAX_REFUSALS) {
-            v->refusals_dropped++;
-            continue;
-        }
-        facet_refusal *r = &v->refusals[v->n_refusals++];
-        snprintf(r->fact, sizeof r->fact, "%s", fact);
-        snprintf(r->value, sizeof r->value, "%s", value);
-        snprintf(r->supported, sizeof r->supported, "%s", supported);
-        snprintf(r->text, sizeof r->text, "REFUSED: %s=%s is not supported on vulkan "
-                 "(supported: %s)", fact, value, supported);
-    }
+    if (p->weights != FACET_WF_F32 && p->weights != FACET_WF_BF16 && p->weights != FACET_WF_F16)
+        facet_verdict_refuse(v, "weights", facet_plan_format_name(p->weights), "f32, bf16, f16");
+    if (p->kv_type == FACET_KV_F16) facet_verdict_refuse(v, "kv_cache", "f16", "f32, bf16");
 }
 
 int cmd_plan(int argc, char **argv) {

@@ -61,6 +61,12 @@ typedef struct facet_verdict {
  */
 void facet_judge(const facet_facts *f, const char *backend, facet_verdict *out);
 
+/* Add one refusal to *v ("REFUSED: FACT=VALUE is not supported on v->backend (supported:
+ * SUPPORTED)") and make it REFUSED: for what the caller knows beyond the facts (the
+ * weight format or KV type a backend runs). Past FACET_MAX_REFUSALS it is counted. */
+void facet_verdict_refuse(facet_verdict *v, const char *fact, const char *value,
+                          const char *supported);
+
 /* Fill *err with FACET_E_UNSUPPORTED and a one-line message joining the refusals
  * ("REFUSED: a; REFUSED: b"), for the loader. Returns FACET_E_UNSUPPORTED, or FACET_OK
  * (err cleared) when the verdict is not REFUSED. */

@@ -408,6 +408,12 @@ static void refuse(facet_verdict *out, const char *fact, const char *value,
                  value);
 }
 
+void facet_verdict_refuse(facet_verdict *v, const char *fact, const char *value,
+                          const char *supported) {
+    refuse(v, fact, value, supported);
+    v->status = FACET_VERDICT_REFUSED;
+}
+
 static const facet_caps *caps_of(const facet_profile *p, const char *backend) {
     if (!p) return NULL;
     if (!strcmp(backend, "cpu")) return p->cpu;
