@@ -101,3 +101,17 @@ def test_unmapped_keys_refused_by_name(run_facet, tmp_path, key, new_key, u32, r
     p = run_facet(["conform", str(patched(tmp_path, key, new_key, u32))])
     assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
     assert f"REFUSED: {refusal} is not supported" in p.stdout, p.stdout
+
+
+def test_older_layout_attn_kv_b(run_facet, tmp_path):
+    """The older converters' layout (one attn_kv_b, key_length / value_length the
+    per-head widths): llama.cpp's logits on it to 1e-5, and facet's logits bit-identical
+    to those on the split file of the same weights (the join is exact)."""
+    exp, ref, got, greedy = run(run_facet, "ds2-legacy-F32", "f32", tmp_path)
+    assert greedy == exp["greedy"], (greedy, exp["greedy"])
+    rel = rel_l2(got[:len(ref)], ref)
+    assert rel.max() <= 1e-5, (rel.max(), int(rel.argmax()))
+    split = tmp_path / "split"
+    split.mkdir()
+    _, _, got_split, _ = run(run_facet, "ds2-F32", "f32", split)
+    assert np.array_equal(got, got_split)
