@@ -210,6 +210,12 @@ int cmd_plan(int argc, char **argv) {
         gguf_model_close(&gm);
         if (rc) return rc;
     } else {
+        if (o.weights == FACET_PLAN_GGUF) {
+            fprintf(stderr, "facet: %s: --weights gguf keeps a GGUF file's own block types, and "
+                            "this checkpoint is not a GGUF file (expected auto, f32, bf16, f16, "
+                            "int8 or q4)\n", path);
+            return 1;
+        }
         if (facet_facts_read(path, f, &err) != FACET_OK) return cli_fail(&err);
         rc = cli_probe_weights(path, f, backend);
         if (rc) return rc;

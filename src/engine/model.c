@@ -53,6 +53,13 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
     /* a GGUF file (or a folder holding one): facts from its metadata, its tensors seen
      * under Hugging Face names (gguf_checkpoint.h) */
     int is_gguf = gguf_path_is_gguf(dir);
+    if (!is_gguf && o.weights == FACET_WEIGHTS_GGUF) {
+        facet_model_free(m);
+        return facet_err(err, FACET_E_INVALID_ARGUMENT,
+                         "%s: --weights gguf keeps a GGUF file's own block types, and this "
+                         "checkpoint is not a GGUF file (expected auto, f32, bf16, f16, int8 or q4)",
+                         dir);
+    }
     if (is_gguf) o.no_cache = 1; /* the weight cache keys on config.json: a GGUF model is
                                     converted at each load (issue 18) */
     gguf_model gg;

@@ -512,3 +512,12 @@ def test_device_without_vulkan_backend(facet, cmd):
                           "(the cpu backend has no devices)" % cmd)
     p = run(facet, args + ["--backend", "cpu"])
     assert_clean_error(p, "--device 1 selects a Vulkan device")
+
+
+@pytest.mark.parametrize("cmd", ["run", "plan"])
+def test_weights_gguf_needs_a_gguf_file(facet, cmd):
+    """`--weights gguf` (a GGUF file's own block types) on a safetensors folder: refused,
+    naming the folder and the formats that apply (it ran as f32 before, silently)."""
+    args = [cmd, BUNDLED, "--weights", "gguf"] + (["-n", "1"] if cmd == "run" else [])
+    p = run(facet, args)
+    assert_clean_error(p, str(BUNDLED), "--weights gguf", "not a GGUF file", "int8 or q4")
