@@ -4,6 +4,7 @@
  *   (x, z) = h W_in^T                              in_proj: DI rows each
  *   x = SiLU(conv1d(x) + b)                        depthwise, causal, K taps per channel
  *   (dt, B, C) = x W_x^T                           x_proj: R, N, N columns
+ *   (Jamba, facts ssm_dbc_norm: dt, B, C = RMSNorm of each, with its weight)
  *   dt = softplus(dt W_dt^T + b_dt)                (DI) per token
  *   h_t = exp(A dt) * h_{t-1} + dt * B x           A = -exp(A_log), (DI, N) per sequence
  *   y = h_t C + D * x;  y = y * SiLU(z)
@@ -159,6 +160,25 @@ static void softplus_row(facet_session *s, int l, int r) {
     for (size_t c = 0; c < DI; c++) dt[c] = softplus(dt[c]);
 }
 
+/* v[0..n) = v / sqrt(mean(v^2) + eps) * w (Jamba's JambaRMSNorm) */
+static void rms_inplace(float *v, const float *w, size_t n, float eps) {
+    float ss = 0.0f;
+    for (size_t i = 0; i < n; i++) ss += v[i] * v[i];
+    float inv = 1.0f / sqrtf(ss / (float)n + eps);
+    for (size_t i = 0; i < n; i++) v[i] = v[i] * inv * w[i];
+}
+
+/* facts ssm_dbc_norm: entry r's dt (R), B (N) and C (N) of x_proj each normed in place */
+static void dbc_norm_row(facet_session *s, int l, int r) {
+    const facet_facts *f = &s->model->facts;
+    const facet_layer_weights *L = &s->model->w.layers[l];
+    size_t R = (size_t)f->ssm_dt_rank, N = (size_t)f->ssm_state_size, W = R + 2 * N;
+    float *row = s->ssm_dbc + r * W, eps = (float)f->rms_norm_eps;
+    rms_inplace(row, L->ssm_dt_norm, R, eps);
+    rms_inplace(row + R, L->ssm_b_norm, N, eps);
+    rms_inplace(row + R + N, L->ssm_c_norm, N, eps);
+}
+
 /* dt_proj's input: the first R columns of entry r's x_proj row, packed. */
 static void dt_in_row(facet_session *s, int l, int r) {
     (void)l;
@@ -174,6 +194,7 @@ static void mamba_forward(facet_session *s, int l, int n) {
     be->ops->matmul(be, s->ssm_xz, s->xn, &L->ssm_in_proj, NULL, n);
     run_channels(s, l, 0); /* conv1d + SiLU, the conv window carried */
     be->ops->matmul(be, s->ssm_dbc, s->ssm_xc, &L->ssm_x_proj, NULL, n);
+    if (s->model->facts.ssm_dbc_norm) facet_for_rows(s, l, n, dbc_norm_row);
     facet_for_rows(s, l, n, dt_in_row);
     be->ops->matmul(be, s->ssm_dt, s->ssm_dtin, &L->ssm_dt_proj, L->ssm_dt_bias, n);
     facet_for_rows(s, l, n, softplus_row);

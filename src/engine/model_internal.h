@@ -68,6 +68,9 @@ typedef struct facet_layer_weights {
     float *ssm_a_log;           /* (DI, N); A = -exp(A_log)                            */
     float *ssm_d;               /* (DI)                                                */
     facet_wtensor ssm_out_proj; /* (H, DI)                                             */
+    float *ssm_dt_norm;         /* (R) RMSNorm weight of dt       facts ssm_dbc_norm    */
+    float *ssm_b_norm;          /* (N) of B                       facts ssm_dbc_norm    */
+    float *ssm_c_norm;          /* (N) of C                       facts ssm_dbc_norm    */
     /* Mamba-2 (CD = DI + 2 G N conv channels, NH heads): in_proj is (2 DI + 2 G N + NH,
      * H): z, then x B C (the conv's input), then dt; conv is (CD, K); dt_bias, A_log and
      * D are (NH); x_proj and dt_proj are absent */

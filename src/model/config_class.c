@@ -170,6 +170,14 @@ static const facet_config_class classes[] = {
     {.model_type = "bamba", .max_position_embeddings = 262144, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-5,
      .act_key = "hidden_act", .act_default = "silu", .qkv_bias = 0, .o_bias = 0, .pre_norms = 1,
      .rotary_pct_fixed = 0.5, .hybrid = 4},
+    /* JambaConfig (Jamba): Mamba (Mamba-1 with RMSNorms of dt, B, C) and attention layers
+     * by attn_layer_period / offset, attention without positions; a SwiGLU MLP or an MoE
+     * (softmax over every expert, the top k kept unrenormalized) by expert_layer_period /
+     * offset; pre_ff_layernorm, final_layernorm */
+    {.model_type = "jamba", .max_position_embeddings = 262144, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
+     .act_key = "hidden_act", .act_default = "silu", .qkv_bias = 0, .o_bias = 0, .pre_norms = 1,
+     .moe = 1, .experts_key = "num_experts", .num_experts = 16, .num_experts_per_tok = 2,
+     .router = FACET_ROUTER_SOFTMAX_TOPK, .norm_topk_prob = 0, .hybrid = 5},
     /* Lfm2Config (LFM2): short-convolution and GQA layers, q/k RMSNorm per head (q_layernorm,
      * k_layernorm), SwiGLU FFN; norm_eps; num_heads repeats num_attention_heads */
     {.model_type = "lfm2", .max_position_embeddings = 128000, .tie_word_embeddings = 1, .rope_theta = 1000000.0, .rms_norm_eps = 1e-5,

@@ -92,7 +92,10 @@ typedef struct facet_config_class {
                                      sizing. 3: NemotronHConfig: one block per layer by
                                      hybrid_override_pattern / layers_block_type. 4:
                                      BambaConfig: 1's Mamba-2 keys, the attention layers
-                                     by attn_layer_indices, always rotary, dense FFN    */
+                                     by attn_layer_indices, always rotary, dense FFN. 5:
+                                     JambaConfig: Mamba layers with dt/B/C norms and
+                                     attention without positions by attn_layer_period /
+                                     offset, MoE by expert_layer_period / offset        */
     /* classic decoders (issue 28) */
     const char *norm_eps_key;     /* the norms' eps key when not rms_norm_eps
                                      ("layer_norm_eps"), else NULL                    */

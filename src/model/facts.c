@@ -642,10 +642,10 @@ static facet_status read_moe(reader *r, const facet_config_class *cls) {
     f->num_experts_per_tok = cls->num_experts_per_tok;
     /* Qwen-MoE: num_experts 0 makes every layer dense (its modeling code's test) */
     /* Qwen-MoE and Granite 4.0-H: num_experts 0 makes every layer dense */
-    int may_be_dense = cls->reads_sparse_step || cls->hybrid;
+    int may_be_dense = cls->reads_sparse_step || cls->hybrid == 1;
     TRY(get_int(r, cls->experts_key, 0, may_be_dense ? 0 : 1, MAX_EXPERTS, &f->num_experts,
                 NULL));
-    TRY(get_int(r, "num_experts_per_tok", 0, cls->hybrid && !f->num_experts ? 0 : 1,
+    TRY(get_int(r, "num_experts_per_tok", 0, cls->hybrid == 1 && !f->num_experts ? 0 : 1,
                 MAX_EXPERTS_PER_TOK, &f->num_experts_per_tok, NULL));
     if (cls->moe_biases) { /* GptOssConfig also writes experts_per_token: one fact */
         json_t *a = json_object_get(r->obj, "num_experts_per_tok"), *b = take(r, "experts_per_token");
@@ -658,7 +658,8 @@ static facet_status read_moe(reader *r, const facet_config_class *cls) {
     if (cls->swiglu_limit > 0) TRY(get_num(r, "swiglu_limit", 1, &f->swiglu_limit));
     f->experts_mxfp4 = 0;
     if (cls->moe_biases) TRY(read_mxfp4(r));
-    if (f->num_experts && f->num_experts_per_tok > f->num_experts) {
+    if (f->num_experts && f->num_experts_per_tok > f->num_experts &&
+        !(cls->hybrid == 5 && f->num_experts == 1)) { /* Jamba's 1: no MoE layer */
         char expected[96];
         snprintf(expected, sizeof expected, "at most %s=%lld", cls->experts_key,
                  (long long)f->num_experts);
@@ -676,7 +677,7 @@ static facet_status read_moe(reader *r, const facet_config_class *cls) {
         TRY(get_int(r, cls->shared_key, 0, 0, MAX_INTERMEDIATE,
                     &f->shared_expert_intermediate_size, NULL));
     f->shared_expert_gate = cls->shared_gate && f->shared_expert_intermediate_size > 0;
-    if (cls->hybrid && !f->num_experts) { /* Granite 4.0-H dense (h-1b, h-350m): the shared
+    if (cls->hybrid == 1 && !f->num_experts) { /* Granite 4.0-H dense (h-1b, h-350m): the shared
                                            * MLP alone is each layer's dense FFN */
         f->intermediate_size = f->shared_expert_intermediate_size;
         f->shared_expert_intermediate_size = 0;
@@ -706,8 +707,19 @@ static facet_status read_moe(reader *r, const facet_config_class *cls) {
             }
         }
     }
-    for (int64_t i = 0; i < L && f->num_experts > 0; i++) {
-        f->layer_sparse[i] = !dense[i] && (i + 1) % step == 0;
+    /* JambaConfig: experts on i % expert_layer_period == expert_layer_offset; num_experts
+     * 1 makes each of those a plain MLP (layers_num_experts 1) */
+    int64_t e_period = 1, e_offset = 0;
+    if (cls->hybrid == 5) {
+        e_period = 2, e_offset = 1;
+        TRY(get_int(r, "expert_layer_period", 0, 1, FACET_MAX_LAYERS, &e_period, NULL));
+        TRY(get_int(r, "expert_layer_offset", 0, 0, FACET_MAX_LAYERS, &e_offset, NULL));
+        if (e_offset >= e_period)
+            return bad(r, "expert_layer_offset", json_object_get(r->obj, "expert_layer_offset"),
+                       "less than expert_layer_period");
+    }
+    for (int64_t i = 0; i < L && f->num_experts > (cls->hybrid == 5); i++) {
+        f->layer_sparse[i] = !dense[i] && (i + 1) % step == 0 && i % e_period == e_offset;
         f->n_sparse_layers += f->layer_sparse[i];
     }
     if (!f->n_sparse_layers) f->moe_router = FACET_ROUTER_NONE;
@@ -1461,6 +1473,55 @@ static facet_status read_hybrid(reader *r, const facet_config_class *cls) {
     return FACET_OK;
 }
 
+/* JambaConfig (transformers models/jamba/configuration_jamba.py, modular_jamba.py):
+ * layer i is attention when i % attn_layer_period == attn_layer_offset, else a
+ * JambaMambaMixer (Mamba-1: mamba_d_state, mamba_d_conv, mamba_expand, mamba_dt_rank
+ * "auto" = ceil(hidden_size / 16), dt/B/C RMSNorms of eps rms_norm_eps); every layer keeps
+ * input_layernorm, pre_ff_layernorm and its FFN (which layers are MoE: read_moe).
+ * Attention has no positional encoding. */
+static facet_status read_jamba(reader *r) {
+    facet_facts *f = r->f;
+    int64_t L = f->num_hidden_layers, H = f->hidden_size;
+    f->ssm_version = 1;
+    f->ssm_ffn = 1;
+    f->ssm_dbc_norm = 1;
+    f->no_rope = 1;
+    f->ssm_state_size = 16, f->ssm_conv_kernel = 4, f->ssm_expand = 2;
+    TRY(get_int(r, "mamba_d_state", 0, 1, 1 << 16, &f->ssm_state_size, NULL));
+    TRY(get_int(r, "mamba_d_conv", 0, 1, 1 << 10, &f->ssm_conv_kernel, NULL));
+    TRY(get_int(r, "mamba_expand", 0, 1, 1 << 10, &f->ssm_expand, NULL));
+    f->ssm_inner = f->ssm_expand * H;
+    f->ssm_dt_rank = (H + 15) / 16;
+    json_t *v = take(r, "mamba_dt_rank");
+    if (v && !json_is_null(v) && !(json_is_string(v) && !strcmp(json_string_value(v), "auto"))) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > MAX_HIDDEN)
+            return bad(r, "mamba_dt_rank", v, "\"auto\" or a positive integer");
+        f->ssm_dt_rank = (int64_t)json_integer_value(v);
+    }
+    f->ssm_conv_bias = 1, f->ssm_proj_bias = 0;
+    TRY(get_bool(r, "mamba_conv_bias", &f->ssm_conv_bias));
+    TRY(get_bool(r, "mamba_proj_bias", &f->ssm_proj_bias));
+    /* a kernel choice, and training's or generation's keys */
+    static const char *const unread[] = {"use_mamba_kernels", "num_logits_to_keep",
+                                         "router_aux_loss_coef", "output_router_logits", NULL};
+    for (int i = 0; unread[i]; i++) take(r, unread[i]);
+    json_t *sw = take(r, "sliding_window");
+    if (sw && !json_is_null(sw)) return bad(r, "sliding_window", sw, "null (no window)");
+    int64_t period = 8, offset = 4;
+    TRY(get_int(r, "attn_layer_period", 0, 1, FACET_MAX_LAYERS, &period, NULL));
+    TRY(get_int(r, "attn_layer_offset", 0, 0, FACET_MAX_LAYERS, &offset, NULL));
+    if (offset >= period)
+        return bad(r, "attn_layer_offset", json_object_get(r->obj, "attn_layer_offset"),
+                   "less than attn_layer_period");
+    memset(f->layer_ssm, 0, sizeof f->layer_ssm);
+    f->n_ssm_layers = 0;
+    for (int64_t i = 0; i < L; i++) {
+        f->layer_ssm[i] = i % period == offset ? 0 : 1;
+        f->n_ssm_layers += f->layer_ssm[i] != 0;
+    }
+    return FACET_OK;
+}
+
 /* Lfm2Config (transformers models/lfm2/configuration_lfm2.py, modular_lfm2.py): each layer
  * an Lfm2ShortConv ("conv": (B, C, x) = h W_in^T; y = C * conv1d_causal(B * x); y W_out^T,
  * a depthwise conv of conv_L_cache taps over hidden_size channels) or GQA attention with
@@ -1726,6 +1787,7 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
         if (cls->hybrid == 1 || cls->hybrid == 4) TRY(read_hybrid(&r, cls));
         if (cls->hybrid == 2) TRY(read_lfm2(&r));
         if (cls->hybrid == 3) TRY(read_nemotron_h(&r));
+        if (cls->hybrid == 5) TRY(read_jamba(&r));
     }
     TRY(read_rope(&r, cls));
     TRY(read_window(&r, cls));

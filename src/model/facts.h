@@ -79,6 +79,8 @@ typedef enum facet_experts_layout {
     FACET_EXPERTS_GPTOSS,           /* mlp.router + mlp.experts.gate_up_proj [E, H, 2 I]
                                        (x @ W; gate and up columns interleaved) and
                                        down_proj [E, I, H], with biases (gpt-oss)        */
+    FACET_EXPERTS_JAMBA,            /* feed_forward.router + feed_forward.experts.N.
+                                       gate_proj/up_proj/down_proj (Jamba)               */
     FACET_EXPERTS_SPLIT3D,          /* mlp.experts.gate_proj / up_proj [E, I, H] and
                                        down_proj [E, H, I], 3-D each (GGUF's
                                        ffn_{gate,up,down}_exps seen under these names)   */
@@ -297,6 +299,9 @@ typedef struct facet_facts {
     int ssm_ffn;                   /* 1: a recurrent layer also has the FFN block and its
                                       norm (hybrids: Granite 4's Mamba-2 layers); 0: a
                                       Mamba block is x + mixer(RMSNorm(x)) alone          */
+    int ssm_dbc_norm;              /* 1: Mamba's dt, B and C (x_proj's parts) each pass an
+                                      RMSNorm with a weight (eps rms_norm_eps) before use:
+                                      Jamba's dt/b/c_layernorm                           */
     int n_ssm_layers;              /* count of layer_ssm[i] != 0                         */
     uint8_t layer_ssm[FACET_MAX_LAYERS]; /* per layer: ssm_version (a Mamba / Mamba-2 /
                                       short-conv mixer; no FFN unless ssm_ffn), 0 otherwise */

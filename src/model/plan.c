@@ -220,7 +220,8 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
         add_mat(w, sat_add(R, 2 * N), DI, M, M);
         add_mat(w, DI, R, M, M);
         add_mat(w, H, DI, M, M);
-        add_vec(w, H, M);
+        /* the block's norm (a hybrid's: counted above); Jamba's dt, B and C norms */
+        add_vec(w, sat_add(f->ssm_ffn ? 0 : H, f->ssm_dbc_norm ? sat_add(R, 2 * N) : 0), M);
         add_vec(w, sat_mul(DI, sat_add(K, sat_add(N, 2 + (f->ssm_conv_bias ? 1 : 0)))), M);
     }
     add_vec(w, H, 1); /* final norm */

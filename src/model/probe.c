@@ -115,6 +115,7 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
         } layouts[] = {{"mlp.router.weight", FACET_EXPERTS_GPTOSS},
                        {"block_sparse_moe.experts.0.w1.weight", FACET_EXPERTS_W123},
                        {"mlp.experts.0.gate_proj.weight", FACET_EXPERTS_PROJ},
+                       {"feed_forward.experts.0.gate_proj.weight", FACET_EXPERTS_JAMBA},
                        {"mlp.experts.gate_up_proj", FACET_EXPERTS_FUSED},
                        {"mlp.experts.gate_proj", FACET_EXPERTS_SPLIT3D},
                        {"block_sparse_moe.input_linear.weight", FACET_EXPERTS_GRANITE}};
@@ -130,7 +131,8 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
             return facet_err(err, FACET_E_NOT_FOUND,
                              "checkpoint has no expert tensors in layer %lld, a mixture-of-experts "
                              "layer (expected %slayers.%lld.block_sparse_moe.experts.0.w1.weight, "
-                             "mlp.experts.0.gate_proj.weight, mlp.experts.gate_up_proj, "
+                             "mlp.experts.0.gate_proj.weight, feed_forward.experts.0.gate_proj.weight, "
+                             "mlp.experts.gate_up_proj, "
                              "mlp.experts.gate_proj or "
                              "block_sparse_moe.input_linear.weight)",
                              (long long)l0, prefix, (long long)l0);

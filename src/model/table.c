@@ -180,6 +180,9 @@ const facet_profile facet_profiles[] = {
     {"bamba", {"BambaForCausalLM"},
      "Bamba (Mamba-2 layers and attention layers by attn_layer_indices, half-rotary GQA, "
      "SwiGLU FFN on each)", &cpu_dense, &vulkan_dense},
+    {"jamba", {"JambaForCausalLM"},
+     "Jamba (Mamba layers with dt/B/C RMSNorms and attention layers without positions by "
+     "period and offset, MoE by period and offset)", &cpu_dense, &vulkan_dense},
     {"lfm2", {"Lfm2ForCausalLM"},
      "LFM2 (gated short-convolution and GQA layers by layer_types / full_attn_idxs, "
      "q/k norms, SwiGLU)", &cpu_dense, &vulkan_dense},

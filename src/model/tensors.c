@@ -55,6 +55,8 @@ static int split3d(const facet_facts *f) { return f->experts_layout == FACET_EXP
 static int mlp_gate(const facet_facts *f) { return proj(f) || fused3d(f) || split3d(f); }
 static int down3d(const facet_facts *f) { return fused3d(f) || split3d(f); }
 static int granite3d(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_GRANITE; }
+static int jamba(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_JAMBA; }
+static int dbc_norm(const facet_facts *f) { return f->ssm_version == 1 && f->ssm_dbc_norm; }
 static int shared_mlp(const facet_facts *f) {
     return f->shared_expert_intermediate_size > 0 && !granite3d(f);
 }
@@ -298,6 +300,10 @@ const facet_tensor_row facet_tensor_rows[] = {
     EXPERT("block_sparse_moe.experts.", "w1.weight", EF, H, FACET_TS_EXPERT_GATE, w123),
     EXPERT("block_sparse_moe.experts.", "w3.weight", EF, H, FACET_TS_EXPERT_UP, w123),
     EXPERT("block_sparse_moe.experts.", "w2.weight", H, EF, FACET_TS_EXPERT_DOWN, w123),
+    SMAT("feed_forward.router.weight", NULL, FACET_TD_EXPERTS, H, FACET_TS_ROUTER, jamba),
+    EXPERT("feed_forward.experts.", "gate_proj.weight", EF, H, FACET_TS_EXPERT_GATE, jamba),
+    EXPERT("feed_forward.experts.", "up_proj.weight", EF, H, FACET_TS_EXPERT_UP, jamba),
+    EXPERT("feed_forward.experts.", "down_proj.weight", H, EF, FACET_TS_EXPERT_DOWN, jamba),
     EXPERT("mlp.experts.", "gate_proj.weight", EF, H, FACET_TS_EXPERT_GATE, proj),
     EXPERT("mlp.experts.", "up_proj.weight", EF, H, FACET_TS_EXPERT_UP, proj),
     EXPERT("mlp.experts.", "down_proj.weight", H, EF, FACET_TS_EXPERT_DOWN, proj),
@@ -365,6 +371,13 @@ const facet_tensor_row facet_tensor_rows[] = {
     SSM("A_log", FACET_TD_SSM_PARAM, FACET_TD_SSM_A_COLS, 0, FACET_TS_SSM_A_LOG, selective),
     SSM("D", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_D, selective),
     SSM("norm.weight", SI, FACET_TD_NONE, 0, FACET_TS_SSM_GNORM, mamba2),
+    /* Jamba: RMSNorms of dt, B and C */
+    SSM("dt_layernorm.weight", FACET_TD_SSM_DT_RANK, FACET_TD_NONE, 0, FACET_TS_SSM_DT_NORM,
+        dbc_norm),
+    SSM("b_layernorm.weight", FACET_TD_SSM_STATE, FACET_TD_NONE, 0, FACET_TS_SSM_B_NORM,
+        dbc_norm),
+    SSM("c_layernorm.weight", FACET_TD_SSM_STATE, FACET_TD_NONE, 0, FACET_TS_SSM_C_NORM,
+        dbc_norm),
     {.root = L, .name = "mixer.out_proj.weight", .alt = "mamba.out_proj.weight",
      .alt5 = "conv.out_proj.weight" /* LFM2 */, .dims = {H, SI}, .matrix = 1,
      .slot = FACET_TS_SSM_OUT_PROJ, .fused = -1, .when = always, .scope = FACET_SCOPE_SSM},

@@ -126,6 +126,9 @@ typedef enum facet_tslot {
     FACET_TS_SSM_D,            /* (d_inner)                                           */
     FACET_TS_SSM_OUT_PROJ,     /* (H, d_inner)                                        */
     FACET_TS_SSM_GNORM,        /* (d_inner) Mamba-2's gated RMSNorm before out_proj    */
+    FACET_TS_SSM_DT_NORM,      /* (R) Jamba's dt_layernorm            ssm_dbc_norm    */
+    FACET_TS_SSM_B_NORM,       /* (N) b_layernorm                     ssm_dbc_norm    */
+    FACET_TS_SSM_C_NORM,       /* (N) c_layernorm                     ssm_dbc_norm    */
     FACET_TS_NORM,
     FACET_TS_LM_HEAD,
     FACET_TS_INPUT_LAYERNORM_BIAS,          /* (H) LayerNorm biases (facts norm_bias)   */

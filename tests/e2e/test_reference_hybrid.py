@@ -4,6 +4,10 @@ Bamba (bamba): shrunk checkpoints of ibm-ai-platform/Bamba-9B's config (inline i
 hybrid_ref.py), 4 layers (attention on attn_layer_indices [2]), hidden 64, 4 query heads
 on 1 KV head rotated over half of each head; the oracle is hybrid_ref.BambaReference.
 
+Jamba (jamba): shrunk checkpoints of ai21labs/Jamba-v0.1's config (inline in
+hybrid_ref.py), 4 layers (attention on layer 2 by period 4 / offset 2, MoE of 4 experts on
+layers 1 and 3), hidden 64; the oracle is hybrid_ref.JambaReference.
+
 LFM2 (lfm2): shrunk checkpoints of LiquidAI/LFM2-1.2B's config (inline in hybrid_ref.py),
 4 layers (conv, conv, attention, conv), hidden 64, 4 query heads on 1 KV head, its FFN
 sizing rule and key spellings; the oracle is hybrid_ref.Lfm2Reference.
@@ -338,7 +342,7 @@ def test_time_step_limit_spellings(run_facet, tmp_path):
             assert proc.returncode == 3 and "supported-pending-probe" in proc.stdout, (text, proc.stdout)
 
 
-@pytest.mark.parametrize("model_type", ["falcon_h1", "jamba", "qwen3_next", "zamba2"])
+@pytest.mark.parametrize("model_type", ["falcon_h1", "qwen3_next", "zamba2"])
 def test_hybrids_not_built_are_refused_by_name(model_type, run_facet, tmp_path):
     """The issue's hybrids not built yet: a typed refusal naming model_type and the
     families that run, before any weight is read."""
@@ -349,7 +353,7 @@ def test_hybrids_not_built_are_refused_by_name(model_type, run_facet, tmp_path):
     proc = run_facet(["conform", str(d)])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "REFUSED: model_type=%s is not supported on cpu (supported: " % model_type in proc.stdout
-    assert "granitemoehybrid, bamba, lfm2, nemotron_h" in proc.stdout
+    assert "granitemoehybrid, bamba, jamba, lfm2, nemotron_h" in proc.stdout
 
 
 BAMBA_VARIANTS = {
@@ -418,6 +422,82 @@ def test_bamba_refusals(run_facet, tmp_path):
                         ({"mamba_n_heads": 7}, "mamba_n_heads is 7 (integer), expected a divisor "
                          "of mamba_expand * hidden_size")):
         d = tmp_path / ("c-%s-%s" % (next(iter(bad)), len(str(bad))))
+        d.mkdir(exist_ok=True)
+        (d / "config.json").write_text(json.dumps(dict(cfg, **bad)))
+        proc = run_facet(["conform", str(d)])
+        assert proc.returncode != 0 and needle in proc.stderr, (bad, proc.stderr)
+
+
+def jamba_write(tmp_path, name="jamba", dtype="f32", **over):
+    return hybrid_ref.jamba_write(hybrid_ref.jamba_shrink(hybrid_ref.JAMBA_V0_1, **over),
+                                  str(tmp_path / name), dtype)
+
+
+@pytest.mark.parametrize("cell", [("v0.1", "f32"), ("v0.1", "bf16"), ("dense", "f32")],
+                         ids=lambda c: "%s-%s" % c)
+@pytest.mark.evidence(config_classes=["jamba"], backend="cpu", weights=["f32"],
+                      oracle="float64 reference, F32 and BF16 files")
+def test_jamba_matches_reference(cell, run_facet, tmp_path):
+    """Logits of a 64-token prompt within 1e-4 per position, 32 greedy steps identical
+    while the reference's top-2 margin exceeds 1e-3 (dense: num_experts 1, every FFN a
+    plain MLP as JambaConfig's layers_num_experts makes it)."""
+    variant, dtype = cell
+    over = {"num_experts": 1} if variant == "dense" else {}
+    path = jamba_write(tmp_path, dtype=dtype, **over)
+    run_and_compare(run_facet, path, N_PROMPT, N_GEN, tmp_path,
+                    ref_class=hybrid_ref.JambaReference)
+
+
+def test_jamba_long_prompt_in_chunks(run_facet, tmp_path):
+    """A 600-token prompt (three forward chunks: the Mamba state and the attention layer's
+    KV cache carried between them) matches the reference."""
+    path = jamba_write(tmp_path)
+    run_and_compare(run_facet, path, 600, 4, tmp_path, seed=5,
+                    ref_class=hybrid_ref.JambaReference)
+
+
+def test_jamba_plan(run_facet, tmp_path):
+    """facet plan on the full-size Jamba-v0.1 config, by hand.
+    Parameters: embeddings + lm_head 2 x 65536 x 4096 = 536,870,912; norms 4096 + 32 x 2 x
+    4096 = 266,240; 4 attention layers x (2 x 4096^2 + 2 x 1024 x 4096) = 167,772,160;
+    28 Mamba layers x 105,308,448 (in_proj 16384 x 4096, conv 8192 x (4 + 1), x_proj
+    288 x 8192, dt_proj 8192 x 256 + 8192, A_log 8192 x 16, D 8192, out_proj 4096 x 8192,
+    dt/B/C norms 256 + 16 + 16) = 2,948,636,544; 16 MLP layers x 3 x 4096 x 14336 =
+    2,818,572,288; 16 MoE layers x (16 x 176,160,768 + router 16 x 4096) = 45,098,205,184:
+    51,570,323,328 in all (the published 52B), 12,110,311,296 read per token (2 of 16
+    experts). State: 28 x (8192 x 3 + 8192 x 16) x 4 B = 17,432,576 bytes per sequence.
+    KV (bf16): naive 32 x 8 x 128 x 2 x 2 B = 131,072 per token; 4 attention layers:
+    16,384."""
+    d = tmp_path / "full"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(hybrid_ref.JAMBA_V0_1))
+    proc = run_facet(["plan", str(d), "--ctx", "4096", "--batch", "2", "--weights", "bf16",
+                      "--kv-cache", "bf16"])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "parameters: 51570323328 total, 12110311296 read per decoded token" in out, out
+    assert "recurrent state: 17432576 bytes per sequence" in out, out
+    assert "per token, naive (layers x kv_heads x head_dim x 2 x 2 B): 131072 bytes" in out, out
+    assert "per token, actual at ctx 4096: 16384.0 bytes (4 global, 0 windowed layers)" in out, out
+
+
+def test_jamba_refusals(run_facet, tmp_path):
+    """Typed refusals naming the fact, its value and the range."""
+    cfg = hybrid_ref.jamba_shrink(hybrid_ref.JAMBA_V0_1)
+    path = hybrid_ref.jamba_write(dict(cfg, mamba_proj_bias=True), str(tmp_path / "bias"))
+    proc = run_facet(["conform", path])
+    assert proc.returncode != 0
+    assert "state-space mixer=mamba on 3 of 4 layers, each with its FFN with " \
+           "mamba_proj_bias=true" in proc.stdout, proc.stdout
+    for bad, needle in (({"attn_layer_offset": 4}, "attn_layer_offset is 4 (integer), expected "
+                         "less than attn_layer_period"),
+                        ({"expert_layer_offset": 2}, "expert_layer_offset is 2 (integer), "
+                         "expected less than expert_layer_period"),
+                        ({"mamba_dt_rank": "big"}, "mamba_dt_rank is \"big\" (string), "
+                         "expected \"auto\" or a positive integer"),
+                        ({"sliding_window": 4096}, "sliding_window is 4096 (integer), expected "
+                         "null (no window)")):
+        d = tmp_path / ("c-%s" % next(iter(bad)))
         d.mkdir(exist_ok=True)
         (d / "config.json").write_text(json.dumps(dict(cfg, **bad)))
         proc = run_facet(["conform", str(d)])

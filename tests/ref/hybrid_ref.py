@@ -487,6 +487,230 @@ class BambaReference(Reference):
         return self.w[p + "down_proj.weight"] @ (_act(self.f["act"], g) * u)
 
 
+# ---------------------------------------------------------------------------- Jamba
+# JambaForCausalLM (transformers models/jamba: modular_jamba.py, configuration_jamba.py):
+#   x = embed_tokens[token]
+#   per layer i ("attention" iff i % attn_layer_period == attn_layer_offset, else "mamba"):
+#     h = RMSNorm(x) * input_layernorm                    (eps rms_norm_eps everywhere)
+#     "mamba": JambaMambaMixer (Mamba-1): (u, z) = chunk(h W_in^T, 2); u = silu(causal
+#              depthwise conv1d(u) + b); (dt, B, C) = split(u W_x^T, [R, N, N]);
+#              dt, B, C = RMSNorm of each * dt_layernorm / b_layernorm / c_layernorm;
+#              dt = softplus(dt W_dt^T + b_dt); s = exp(A dt) s + dt B u (A = -exp(A_log));
+#              y = (s C + D u) * silu(z); out_proj
+#     "attention": q, k, v without biases or positions; GQA softmax(q k^T / sqrt(hd)) v
+#     x = x + h;  h = RMSNorm(x) * pre_ff_layernorm
+#     FFN: on i % expert_layer_period == expert_layer_offset (num_experts > 1) an MoE:
+#          p = softmax(h W_router^T) over every expert, the top k kept as they are (no
+#          renormalisation), sum_j p_j * expert_j(h); elsewhere one SwiGLU MLP
+#     x = x + FFN
+#   logits = (RMSNorm(x) * final_layernorm) W_lm^T
+
+# ai21labs/Jamba-v0.1's config.json (its published values; the corpus holds no jamba
+# config): 32 layers, attention on 4 (period 8, offset 4), 16 experts (top 2) on every
+# other layer (period 2, offset 1), Mamba d_state 16, dt_rank 256
+JAMBA_V0_1 = {
+    "architectures": ["JambaForCausalLM"], "model_type": "jamba",
+    "attention_dropout": 0.0, "attn_layer_offset": 4, "attn_layer_period": 8,
+    "bos_token_id": 1, "eos_token_id": 2, "expert_layer_offset": 1, "expert_layer_period": 2,
+    "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+    "intermediate_size": 14336, "mamba_conv_bias": True, "mamba_d_conv": 4,
+    "mamba_d_state": 16, "mamba_dt_rank": 256, "mamba_expand": 2, "mamba_proj_bias": False,
+    "max_position_embeddings": 262144, "num_attention_heads": 32, "num_experts": 16,
+    "num_experts_per_tok": 2, "num_hidden_layers": 32, "num_key_value_heads": 8,
+    "num_logits_to_keep": 1, "output_router_logits": False, "pad_token_id": 0,
+    "rms_norm_eps": 1e-06, "router_aux_loss_coef": 0.001, "sliding_window": None,
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16", "use_cache": True,
+    "use_mamba_kernels": True, "vocab_size": 65536,
+}
+
+
+def jamba_facts(cfg):
+    H = cfg["hidden_size"]
+    L = cfg["num_hidden_layers"]
+    nh = cfg.get("num_attention_heads", 32)
+    ap, ao = cfg.get("attn_layer_period", 8), cfg.get("attn_layer_offset", 4)
+    ep, eo = cfg.get("expert_layer_period", 2), cfg.get("expert_layer_offset", 1)
+    E = cfg.get("num_experts", 16)
+    R = cfg.get("mamba_dt_rank", "auto")
+    return {
+        "H": H, "L": L, "V": cfg["vocab_size"], "nh": nh,
+        "nkv": cfg.get("num_key_value_heads") or nh, "hd": H // nh,
+        "types": ["attention" if i % ap == ao else "mamba" for i in range(L)],
+        "moe": [E > 1 and i % ep == eo for i in range(L)],
+        "E": E, "k": cfg.get("num_experts_per_tok", 2), "I": cfg.get("intermediate_size", 14336),
+        "eps": cfg.get("rms_norm_eps", 1e-6), "act": cfg.get("hidden_act", "silu"),
+        "tied": cfg.get("tie_word_embeddings", False),
+        "DI": cfg.get("mamba_expand", 2) * H, "N": cfg.get("mamba_d_state", 16),
+        "K": cfg.get("mamba_d_conv", 4), "R": math.ceil(H / 16) if R == "auto" else R,
+        "conv_bias": cfg.get("mamba_conv_bias", True),
+        "proj_bias": cfg.get("mamba_proj_bias", False),
+    }
+
+
+def jamba_shrink(cfg, hidden_size=64, num_attention_heads=4, num_key_value_heads=1,
+                 num_hidden_layers=4, attn_layer_period=4, attn_layer_offset=2,
+                 num_experts=4, vocab_size=512, **overrides):
+    """Jamba-v0.1's class at test size: GQA 32 : 8 -> 4 : 1, attention on one layer of
+    four, experts on every other layer as the original, dt_rank "auto" (hidden / 16), the
+    FFN width in its ratio to hidden_size; special ids inside the vocabulary."""
+    c = dict(cfg)
+    H = cfg["hidden_size"]
+    c.update(hidden_size=hidden_size, num_attention_heads=num_attention_heads,
+             num_key_value_heads=num_key_value_heads, num_hidden_layers=num_hidden_layers,
+             attn_layer_period=attn_layer_period, attn_layer_offset=attn_layer_offset,
+             num_experts=num_experts, vocab_size=vocab_size, mamba_dt_rank="auto",
+             intermediate_size=max(8, int(round(hidden_size * cfg["intermediate_size"] / H / 8)) * 8))
+    c.update(overrides)
+    return c
+
+
+def jamba_tensor_specs(cfg):
+    f = jamba_facts(cfg)
+    H, DI, N, K, R, I, E = f["H"], f["DI"], f["N"], f["K"], f["R"], f["I"], f["E"]
+    q, kv = f["nh"] * f["hd"], f["nkv"] * f["hd"]
+    specs = [("model.embed_tokens.weight", (f["V"], H))]
+    for i, t in enumerate(f["types"]):
+        p = "model.layers.%d." % i
+        specs.append((p + "input_layernorm.weight", (H,)))
+        if t == "mamba":
+            m = p + "mamba."
+            specs += [(m + "in_proj.weight", (2 * DI, H)), (m + "conv1d.weight", (DI, 1, K))]
+            if f["conv_bias"]:
+                specs.append((m + "conv1d.bias", (DI,)))
+            specs += [(m + "x_proj.weight", (R + 2 * N, DI)), (m + "dt_proj.weight", (DI, R)),
+                      (m + "dt_proj.bias", (DI,)), (m + "A_log", (DI, N)), (m + "D", (DI,)),
+                      (m + "out_proj.weight", (H, DI)), (m + "dt_layernorm.weight", (R,)),
+                      (m + "b_layernorm.weight", (N,)), (m + "c_layernorm.weight", (N,))]
+        else:
+            a = p + "self_attn."
+            specs += [(a + "q_proj.weight", (q, H)), (a + "k_proj.weight", (kv, H)),
+                      (a + "v_proj.weight", (kv, H)), (a + "o_proj.weight", (H, q))]
+        specs.append((p + "pre_ff_layernorm.weight", (H,)))
+        ff = p + "feed_forward."
+        if f["moe"][i]:
+            specs.append((ff + "router.weight", (E, H)))
+            for e in range(E):
+                x = ff + "experts.%d." % e
+                specs += [(x + "gate_proj.weight", (I, H)), (x + "up_proj.weight", (I, H)),
+                          (x + "down_proj.weight", (H, I))]
+        else:
+            specs += [(ff + "gate_proj.weight", (I, H)), (ff + "up_proj.weight", (I, H)),
+                      (ff + "down_proj.weight", (H, I))]
+    specs.append(("model.final_layernorm.weight", (H,)))
+    if not f["tied"]:
+        specs.append(("lm_head.weight", (f["V"], H)))
+    return specs
+
+
+def jamba_init(name, shape, cfg, seed):
+    """mamba_ref.init's Mamba-1 scales (A_log = log(1..N), dt through dt_proj's bias); the
+    dt/B/C norms near 1; other weights of std 2 / sqrt(fan_in)."""
+    rng = np.random.default_rng([seed, sum(map(ord, name)) * 7919 + len(name)])
+    n = rng.standard_normal(shape)
+    H = cfg["hidden_size"]
+    if ".mamba." in name and not name.endswith(("out_proj.weight", "layernorm.weight")):
+        return mamba_ref.init(name.replace(".mamba.", ".mixer."), shape,
+                              {"model_type": "mamba", "hidden_size": H, "num_hidden_layers": 1,
+                               "vocab_size": cfg["vocab_size"],
+                               "time_step_rank": jamba_facts(cfg)["R"]}, seed)
+    if name.endswith("layernorm.weight"):
+        return 1.0 + 0.1 * n
+    if name in ("model.embed_tokens.weight", "lm_head.weight"):
+        return n * 2.0 / math.sqrt(H)
+    if name.endswith("router.weight"):
+        return n * 4.0 / math.sqrt(H)
+    return n * 2.0 / math.sqrt(shape[-1])
+
+
+def jamba_write(cfg, out_dir, dtype="f32", seed=0):
+    st = {"f32": "F32", "bf16": "BF16"}[dtype]
+    cfg = dict(cfg, torch_dtype={"f32": "float32", "bf16": "bfloat16"}[dtype])
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "config.json"), "w") as fp:
+        json.dump(cfg, fp, indent=2)
+    specs = jamba_tensor_specs(cfg)
+    shapes = dict(specs)
+    safetensors_io.write_file(os.path.join(out_dir, "model.safetensors"),
+                              [(n, st, s) for n, s in specs],
+                              lambda n: jamba_init(n, shapes[n], cfg, seed))
+    return out_dir
+
+
+class JambaReference(Reference):
+    """Jamba in float64, one token at a time (Reference's attention without positions,
+    generate())."""
+
+    def __init__(self, folder):
+        with open(os.path.join(folder, "config.json")) as fp:
+            self.cfg = json.load(fp)
+        self.f = jamba_facts(self.cfg)
+        f = self.f
+        if f["proj_bias"]:
+            raise ValueError("reference: mamba_proj_bias false only")
+        # Reference._attention's keys: no rope, 1/sqrt(head_dim), no biases
+        f.update(rope=False, scale=f["hd"] ** -0.5, attn_bias=False)
+        path = os.path.join(folder, "model.safetensors")
+        header, _, start = safetensors_io.read_header(path)
+        self.w = {k: safetensors_io.read_tensor(path, v, start) for k, v in header.items()}
+        self.vocab_size = f["V"]
+
+    def new_state(self):
+        f = self.f
+        return [{"conv": np.zeros((f["DI"], f["K"])), "ssm": np.zeros((f["DI"], f["N"]))}
+                if t == "mamba" else {"k": [], "v": []} for t in f["types"]]
+
+    def _mamba(self, i, h, st):
+        f, w = self.f, self.w
+        p = "model.layers.%d.mamba." % i
+        DI, N, R = f["DI"], f["N"], f["R"]
+        xz = w[p + "in_proj.weight"] @ h
+        u, z = xz[:DI], xz[DI:]
+        st["conv"] = np.roll(st["conv"], -1, axis=1)
+        st["conv"][:, -1] = u
+        u = np.sum(st["conv"] * w[p + "conv1d.weight"][:, 0, :], axis=1)
+        if f["conv_bias"]:
+            u = u + w[p + "conv1d.bias"]
+        u = _act(f["act"], u)
+        dbc = w[p + "x_proj.weight"] @ u
+        dt = self._norm(dbc[:R], w[p + "dt_layernorm.weight"])
+        B = self._norm(dbc[R:R + N], w[p + "b_layernorm.weight"])
+        C = self._norm(dbc[R + N:], w[p + "c_layernorm.weight"])
+        dt = w[p + "dt_proj.weight"] @ dt + w[p + "dt_proj.bias"]
+        dt = np.where(dt > 20, dt, np.log1p(np.exp(np.minimum(dt, 20))))
+        A = -np.exp(w[p + "A_log"])
+        st["ssm"] = np.exp(A * dt[:, None]) * st["ssm"] + (dt[:, None] * B[None, :]) * u[:, None]
+        y = (st["ssm"] @ C + w[p + "D"] * u) * _act(f["act"], z)
+        return w[p + "out_proj.weight"] @ y
+
+    def _mlp(self, p, h):
+        g = self.w[p + "gate_proj.weight"] @ h
+        u = self.w[p + "up_proj.weight"] @ h
+        return self.w[p + "down_proj.weight"] @ (_act(self.f["act"], g) * u)
+
+    def _ffn(self, i, h):
+        f = self.f
+        p = "model.layers.%d.feed_forward." % i
+        if not f["moe"][i]:
+            return self._mlp(p, h)
+        logits = self.w[p + "router.weight"] @ h
+        pr = np.exp(logits - logits.max())
+        pr /= pr.sum()
+        top = np.argsort(-pr, kind="stable")[: f["k"]]
+        return sum(pr[e] * self._mlp(p + "experts.%d." % e, h) for e in top)
+
+    def step(self, token, state, pos):
+        f, w = self.f, self.w
+        x = w["model.embed_tokens.weight"][token].copy()
+        for i, t in enumerate(f["types"]):
+            p = "model.layers.%d." % i
+            h = self._norm(x, w[p + "input_layernorm.weight"])
+            x = x + (self._mamba(i, h, state[i]) if t == "mamba"
+                     else self._attention(i, h, state[i], pos))
+            x = x + self._ffn(i, self._norm(x, w[p + "pre_ff_layernorm.weight"]))
+        x = self._norm(x, w["model.final_layernorm.weight"])
+        return w.get("lm_head.weight", w["model.embed_tokens.weight"]) @ x
+
+
 # ---------------------------------------------------------------------------- LFM2
 # Lfm2ForCausalLM (transformers models/lfm2: modular_lfm2.py, configuration_lfm2.py):
 #   x = embed_tokens[token]
@@ -901,13 +1125,15 @@ def main(argv=None):
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--family", default="granite",
-                    choices=["granite", "bamba", "lfm2", "nemotron"])
+                    choices=["granite", "bamba", "jamba", "lfm2", "nemotron"])
     a = ap.parse_args(argv)
     if a.cmd == "write-all":
         write(shrink(GRANITE_4_H_TINY), os.path.join(a.out, "granite"), a.dtype, a.seed)
         lfm2_write(lfm2_shrink(LFM2_1_2B), os.path.join(a.out, "lfm2"), a.dtype, a.seed)
         nemotron_write(nemotron_shrink(NEMOTRON_H_8B), os.path.join(a.out, "nemotron"), a.dtype,
                        a.seed)
+    elif a.family == "jamba":
+        jamba_write(jamba_shrink(JAMBA_V0_1), a.out, a.dtype, a.seed)
     elif a.family == "bamba":
         bamba_write(bamba_shrink(BAMBA_9B), a.out, a.dtype, a.seed)
     elif a.family == "lfm2":
