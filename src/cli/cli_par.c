@@ -55,6 +55,14 @@ int cli_par_join(const facet_facts *f, int pp, int tp, int n_ctx, facet_weight_f
 int cli_par_follower(void) { return facet_par_active() && facet_par_rank() != 0; }
 
 /* Tell the other ranks this one failed before its session was ready (they stop). */
+/* End every rank now with exit status `code` (what was printed flushed first). */
+static void abort_job(int code) {
+    fflush(stdout);
+    fflush(stderr);
+    facet_par_abort(code);
+    exit(code);
+}
+
 static void fail_unready(const char *msg) {
     char first[512];
     facet_par_agree(0, msg, first, sizeof first);
@@ -78,7 +86,7 @@ int cli_par_follow(const char *model, const facet_load_options *lo,
     if (st != FACET_OK) { /* rank 0 waits on this rank: end the job, say why */
         fprintf(stderr, "facet: rank %d (stage %d): %s\n", facet_par_rank(), facet_par_stage(),
                 err.message);
-        facet_par_abort(1);
+        abort_job(1);
     }
     facet_session_free(s);
     facet_model_free(m);
@@ -93,7 +101,7 @@ int cli_par_end(int rc) {
     } else if (rc != 0 && facet_par_agreed() == 1) {
         /* the other ranks may wait on a message that never comes */
         fprintf(stderr, "facet: ending the parallel job (rank 0 failed)\n");
-        facet_par_abort(rc);
+        abort_job(rc);
     }
     facet_par_stop();
     return rc;

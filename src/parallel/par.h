@@ -43,7 +43,9 @@ int facet_par_tp_rank(void);   /* this rank's place in its stage                
 
 /* MPI_Finalize (nothing when inactive). */
 void facet_par_stop(void);
-/* End every rank of the job now (MPI_Abort), exit status `code`. */
+/* End every rank of the job now (MPI_Abort, exit status `code`); returns only when no
+ * job is active. The library neither prints nor exits: the caller flushes its output
+ * first and exits after (cli_par.c). */
 void facet_par_abort(int code);
 
 /* Point-to-point, blocking: `bytes` bytes to / from world rank `peer`. */
