@@ -340,6 +340,13 @@ static const facet_config_class classes[] = {
      .rms_norm_eps = 1e-6, .act_key = "hidden_act", .act_default = "silu",
      .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
      .attention_bias_key = "bias", .attention_bias_default = 1},
+    /* MiniCPMConfig (MiniCPM-1B / 2B's remote configuration_minicpm.py / modeling_minicpm.py):
+     * Llama's block and names; muP: embeddings * scale_emb, each residual branch *
+     * scale_depth / sqrt(num_hidden_layers), the final hidden / (hidden / dim_model_base)
+     * before lm_head (all three default 1); tied */
+    {.model_type = "minicpm", .max_position_embeddings = 2048, .tie_word_embeddings = 1, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-6, .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1, .reads_mup = 1},
 };
 /* clang-format on */
 

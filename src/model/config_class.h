@@ -43,6 +43,8 @@ typedef struct facet_config_class {
     int embed_scale_sqrt_hidden;  /* embeddings multiplied by sqrt(hidden_size)        */
     double rope_local_base_freq;  /* class default (0 = none)                          */
     int reads_multipliers;        /* Granite's embedding/attention/residual/logits     */
+    int reads_mup;                /* MiniCPM's muP keys as those multipliers: scale_emb,
+                                     scale_depth / sqrt(layers), hidden / dim_model_base */
     int reads_gemma_attention;    /* Gemma 2/3: attn_logit_softcapping,
                                      final_logit_softcapping, query_pre_attn_scalar;
                                      other classes leave these keys unread (the table

@@ -1168,6 +1168,15 @@ static facet_status read_block(reader *r, const facet_config_class *cls) {
         TRY(get_num(r, "logits_scaling", 1, &f->logits_scaling));
         TRY(get_num(r, "attention_multiplier", 1, &f->attn_scale));
     }
+    if (cls->reads_mup) { /* MiniCPM: the same three multipliers, from its muP keys */
+        double scale_emb = 1.0, scale_depth = 1.0, dim_model_base = 1.0;
+        TRY(get_num(r, "scale_emb", 1, &scale_emb));
+        TRY(get_num(r, "scale_depth", 1, &scale_depth));
+        TRY(get_num(r, "dim_model_base", 1, &dim_model_base));
+        f->embedding_multiplier = scale_emb;
+        f->residual_multiplier = scale_depth / sqrt((double)f->num_hidden_layers);
+        f->logits_scaling = (double)f->hidden_size / dim_model_base;
+    }
 
     /* biases: config keys, or fixed by the modeling code (probe decides later) */
     f->attention_bias = cls->attention_bias_default;

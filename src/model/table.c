@@ -225,6 +225,9 @@ const facet_profile facet_profiles[] = {
      "interleaved rotary, logit_scale)", &cpu_dense, &vulkan_dense},
     {"internlm2", {"InternLM2ForCausalLM"},
      "InternLM2 / 2.5 (Llama's block, grouped fused wqkv)", &cpu_dense, &vulkan_dense},
+    {"minicpm", {"MiniCPMForCausalLM"},
+     "MiniCPM 1B / 2B (Llama's block; muP scale_emb, scale_depth, dim_model_base)", &cpu_dense,
+     &vulkan_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 
@@ -360,6 +363,7 @@ const facet_key_rule facet_key_rules[] = {
     {"attention_multiplier", FACET_KEY_MATH, "an attention scale multiplier"},
     {"scale_emb", FACET_KEY_MATH, "an embedding multiplier"},
     {"scale_depth", FACET_KEY_MATH, "a residual multiplier"},
+    {"dim_model_base", FACET_KEY_MATH, "a logits divisor"},
     {"logit_scale", FACET_KEY_MATH, "a logits multiplier"},
     {"attention_sink", FACET_KEY_MATH, "attention sinks"},
     {"swiglu_limit", FACET_KEY_MATH, "a clamped SwiGLU"},

@@ -22,7 +22,8 @@ biases); bloom (bloom-560m: ALiBi over 8 and 12 heads, the embeddings' LayerNorm
 rotary in pairs on a quarter of the head, one ln_1 in parallel, lm_head bias); cohere
 (c4ai-command-r-v01: bias-free LayerNorm feeding attention and the gated MLP in parallel,
 interleaved rotary, logit_scale; and with 2 KV heads); internlm2 (internlm2-chat-7b, corpus:
-the grouped wqkv, without and with biases).
+the grouped wqkv, without and with biases); minicpm (MiniCPM-2B: muP scale_emb, scale_depth,
+dim_model_base as the embedding, residual and logits multipliers; and 4 heads in 2 KV groups).
 """
 
 import json
@@ -167,6 +168,18 @@ COMMAND_R = {
     "vocab_size": 256000,
 }
 
+# openbmb/MiniCPM-2B-sft-bf16 config.json as published (public), written inline (its
+# auto_map to the remote configuration_minicpm / modeling_minicpm left out).
+MINICPM_2B = {
+    "_name_or_path": "openbmb/CPM-2B", "architectures": ["MiniCPMForCausalLM"],
+    "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 2304,
+    "initializer_range": 0.1, "intermediate_size": 5760, "max_position_embeddings": 2048,
+    "model_type": "minicpm", "num_attention_heads": 36, "num_hidden_layers": 40,
+    "num_key_value_heads": 36, "rms_norm_eps": 1e-05, "rope_scaling": None,
+    "torch_dtype": "bfloat16", "transformers_version": "4.36.0", "use_cache": True,
+    "vocab_size": 122753, "scale_emb": 12, "dim_model_base": 256, "scale_depth": 1.4,
+}
+
 # name -> (source, shrink kwargs)
 CLASSES = {
     "gpt_neox-redpajama": (os.path.join(CONFIG_DIR, "togethercomputer__RedPajama-INCITE-7B-Base"), {}),
@@ -202,6 +215,10 @@ CLASSES = {
     # off as its config says, and on (InternLM2Config's default)
     "internlm2-chat-7b": (os.path.join(CONFIG_DIR, "internlm__internlm2-chat-7b"), {}),
     "internlm2-bias": (os.path.join(CONFIG_DIR, "internlm__internlm2-chat-7b"), {"bias": True}),
+    # muP: embeddings x 12, residual branches x 1.4 / sqrt(2 layers), logits / (hidden / 256)
+    # (hidden 256: / 1); tied; and 4 heads in 2 KV groups, hidden 128: logits / 0.5
+    "minicpm-2b": (MINICPM_2B, {}),
+    "minicpm-gqa": (MINICPM_2B, {"num_attention_heads": 4, "num_key_value_heads": 2}),
 }
 N_PROMPT = 96
 N_GEN = 32
@@ -212,7 +229,7 @@ def prompt(vocab, seed, n=N_PROMPT):
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom", "mpt", "gptj", "cohere", "internlm2"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom", "mpt", "gptj", "cohere", "internlm2", "minicpm"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 files")
 def test_classic_class_matches_reference(name, make_checkpoint, reference_for, run_facet, tmp_path):
     src, shrink = CLASSES[name]

@@ -156,6 +156,12 @@ FAMILIES = {
     # heads, key, value; wqkv and wo biases by config.bias (default True); untied output.
     "internlm2": dict(tie=False, eps=1e-6, theta=10000.0, act_keys=("hidden_act",), act="silu",
                       qkv_bias="internlm2", sliding="none", names="internlm2"),
+    # MiniCPMConfig / modeling_minicpm (MiniCPM-2B's remote code): Llama's block and names
+    # with muP: embed_tokens(ids) * scale_emb, residual + branch * scale_depth /
+    # sqrt(num_hidden_layers), lm_head(h / (hidden_size / dim_model_base)); all three
+    # default 1; tie_word_embeddings defaults to True.
+    "minicpm": dict(tie=True, eps=1e-6, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                    qkv_bias="attention_bias", sliding="none", mup=True),
     "stablelm": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
                      qkv_bias="use_qkv_bias", sliding="none", keys="stablelm"),
     "stablelm_epoch": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
@@ -532,6 +538,11 @@ def facts(config):
         attn_scale = float(_get(cfg, "attention_multiplier", 1.0))
         resid = float(_get(cfg, "residual_multiplier", 1.0))
         logits_scaling = float(_get(cfg, "logits_scaling", 1.0))
+    elif fam.get("mup"):
+        embed_mult = float(_get(cfg, "scale_emb", 1.0))
+        attn_scale = head_dim ** -0.5
+        resid = float(_get(cfg, "scale_depth", 1.0)) / math.sqrt(int(cfg["num_hidden_layers"]))
+        logits_scaling = hidden / float(_get(cfg, "dim_model_base", 1.0))
     else:
         embed_mult = math.sqrt(hidden) if fam.get("embed_scale") == "sqrt_hidden" else None
         if "query_pre_attn_scalar" in fam:

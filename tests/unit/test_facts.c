@@ -411,6 +411,30 @@ static void test_internlm2(void **state) {
     assert_true(F.qkv_bias && F.o_bias && F.rms_norm_eps == 1e-6);
 }
 
+/* MiniCPMConfig (issue 28): MiniCPM-2B's muP keys become the multipliers, by hand:
+ * scale_emb 12; scale_depth 1.4 / sqrt(40 layers); logits / (2304 / 256) = / 9. Absent,
+ * each is 1 (so logits / hidden_size); a non-positive one is refused by key. */
+static void test_minicpm(void **state) {
+    (void)state;
+    facet_error err;
+#define MINICPM "{\"model_type\": \"minicpm\", \"hidden_size\": 2304, \"num_hidden_layers\": 40, " \
+                "\"num_attention_heads\": 36, \"intermediate_size\": 5760, \"vocab_size\": 122753"
+    assert_int_equal(from_text(MINICPM ", \"scale_emb\": 12, \"dim_model_base\": 256, "
+                                       "\"scale_depth\": 1.4}", &err), FACET_OK);
+    assert_true(F.family_known);
+    assert_true(F.embedding_multiplier == 12.0);
+    assert_true(fabs(F.residual_multiplier - 1.4 / sqrt(40.0)) < 1e-15);
+    assert_true(F.logits_scaling == 9.0);
+    assert_int_equal(F.tie_word_embeddings, 1);
+    assert_true(F.rms_norm_eps == 1e-6 && F.rope_theta == 10000.0);
+    assert_int_equal(from_text(MINICPM "}", &err), FACET_OK);
+    assert_true(F.embedding_multiplier == 1.0 && F.logits_scaling == 2304.0);
+    assert_true(fabs(F.residual_multiplier - 1.0 / sqrt(40.0)) < 1e-15);
+    assert_int_not_equal(from_text(MINICPM ", \"dim_model_base\": 0}", &err), FACET_OK);
+    assert_non_null(strstr(err.message, "dim_model_base"));
+#undef MINICPM
+}
+
 static void test_outside_families_read_leniently(void **state) {
     (void)state;
     read_ok("THUDM__chatglm3-6b");
@@ -728,6 +752,7 @@ int main(void) {
         cmocka_unit_test(test_gptj),
         cmocka_unit_test(test_cohere),
         cmocka_unit_test(test_internlm2),
+        cmocka_unit_test(test_minicpm),
         cmocka_unit_test(test_outside_families_read_leniently),
         cmocka_unit_test(test_mistral_class_default_window),
         cmocka_unit_test(test_bad_inputs),
