@@ -49,7 +49,7 @@ static const arch_row ARCHS[] = {
     {"gemma", "gemma", 0, 0},     {"gemma2", "gemma2", 0, 46},    {"gemma3", "gemma3_text", 0, 62},
     {"phi3", "phi3", 0, 0},       {"olmo2", "olmo2", 0, 0},       {"smollm3", "smollm3", 1, 0},
     {"granite", "granite", 1, 0}, {"qwen3moe", "qwen3_moe", 0, 0},
-    {"deepseek2", "deepseek_v2", 0, 0},
+    {"deepseek2", "deepseek_v2", 0, 0}, {"gpt-oss", "gpt_oss", 0, 0},
 };
 #define N_ARCHS (sizeof ARCHS / sizeof ARCHS[0])
 
@@ -370,6 +370,27 @@ static facet_status map_mla(ctx *c, int req) {
     return FACET_OK;
 }
 
+/* gpt-oss (llama.cpp's LLM_ARCH_OPENAI_MOE) -> GptOssConfig keys beyond the generic ones:
+ * expert_feed_forward_length is the experts' width (GptOssConfig's intermediate_size; the
+ * converter writes it as feed_forward_length too); llama.cpp windows the layers i with
+ * i % period < period - 1 (period: attention.sliding_window_pattern, 2 when absent),
+ * written here as layer_types; it clamps the SwiGLU at 7.0 with alpha 1.702 whatever the
+ * file says (no key), GptOssConfig's swiglu_limit default. */
+static facet_status map_gpt_oss(ctx *c, int64_t layers) {
+    int64_t eff = 0, period = 2;
+    TRY(map_int(c, "expert_feed_forward_length", "intermediate_size", 0, 1, INT64_C(1) << 24,
+                &eff));
+    TRY(map_int(c, "attention.sliding_window_pattern", NULL, 0, 1, FACET_MAX_LAYERS, &period));
+    json_object_del(c->cfg, "sliding_window_pattern");
+    json_t *types = json_array();
+    for (int64_t i = 0; i < layers; i++)
+        json_array_append_new(types, json_string(i % period < period - 1 ? "sliding_attention"
+                                                                         : "full_attention"));
+    json_object_set_new(c->cfg, "layer_types", types);
+    json_object_set_new(c->cfg, "swiglu_limit", json_real(7.0));
+    return FACET_OK;
+}
+
 static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t *head_dim) {
     json_t *cfg = c->cfg;
     int64_t hidden = 0, heads = 0, layers = 0, klen = 0, vlen = 0, rot = 0;
@@ -449,6 +470,7 @@ static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t
         if (cls->norm_topk_prob < 0)
             json_object_set_new(cfg, "norm_topk_prob", json_boolean(!strcmp(c->arch, "qwen3moe")));
     }
+    if (!strcmp(c->arch, "gpt-oss")) TRY(map_gpt_oss(c, layers));
     TRY(map_vocab(c, m));
     TRY(map_tokens(c));
     return FACET_OK;

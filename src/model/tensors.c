@@ -52,6 +52,8 @@ static int fused3d(const facet_facts *f) { return f->experts_layout == FACET_EXP
 static int gptoss(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_GPTOSS; }
 static int sinks(const facet_facts *f) { return f->attn_sinks; }
 static int split3d(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_SPLIT3D; }
+static int split3d_biases(const facet_facts *f) { return split3d(f) && f->moe_biases; }
+static int down_bias(const facet_facts *f) { return gptoss(f) || split3d_biases(f); }
 static int mlp_gate(const facet_facts *f) { return proj(f) || fused3d(f) || split3d(f); }
 static int down3d(const facet_facts *f) { return fused3d(f) || split3d(f); }
 static int granite3d(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_GRANITE; }
@@ -196,7 +198,7 @@ const facet_tensor_row facet_tensor_rows[] = {
      .alt2 = "self_attn.dense.bias", .alt3 = "self_attention.dense.bias",
      .alt6 = "mixer.o_proj.bias", .alt7 = "attention.wo.bias", .gguf = "attn_output.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_O_BIAS,
      .fused = -1, .when = o_bias},
-    VEC(L, "self_attn.sinks", NULL, FACET_TD_HEADS, FACET_TS_SINKS, sinks),
+    VEC(L, "self_attn.sinks", "attn_sinks.weight", FACET_TD_HEADS, FACET_TS_SINKS, sinks),
     /* GPT-2: Conv1D weights [in, out], transposed at load; c_attn's columns q | k | v */
     {.root = L, .name = "attn.c_attn.weight", .dims = {FACET_TD_QKV, H}, .matrix = 1,
      .slot = FACET_TS_FUSED, .fused = FACET_TF_C_ATTN, .n_split = 3,
@@ -330,9 +332,22 @@ const facet_tensor_row facet_tensor_rows[] = {
     {.root = L, .name = "mlp.experts.down_proj", .dims = {EF, H}, .matrix = 1,
      .slot = FACET_TS_FUSED, .fused = -1, .n_split = 1, .split = {FACET_TS_EXPERT_DOWN},
      .when = gptoss, .scope = FACET_SCOPE_SPARSE, .experts3d = 1, .transposed = 1},
-    {.root = L, .name = "mlp.experts.down_proj_bias", .dims = {H, FACET_TD_NONE},
-     .slot = FACET_TS_FUSED, .fused = -1, .n_split = 1, .split = {FACET_TS_EXPERT_DOWN_BIAS},
-     .when = gptoss, .scope = FACET_SCOPE_SPARSE, .experts3d = 1},
+    {.root = L, .name = "mlp.experts.down_proj_bias", .gguf = "ffn_down_exps.bias",
+     .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_FUSED, .fused = -1, .n_split = 1,
+     .split = {FACET_TS_EXPERT_DOWN_BIAS}, .when = down_bias, .scope = FACET_SCOPE_SPARSE, .experts3d = 1},
+    /* GGUF gpt-oss: the router's bias and each expert's gate/up biases, [E, width] (the
+     * down bias: mlp.experts.down_proj_bias above) */
+    {.root = L, .name = "mlp.gate.bias", .gguf = "ffn_gate_inp.bias",
+     .dims = {FACET_TD_EXPERTS, FACET_TD_NONE}, .slot = FACET_TS_ROUTER_BIAS, .fused = -1,
+     .when = split3d_biases, .scope = FACET_SCOPE_SPARSE},
+    {.root = L, .name = "mlp.experts.gate_proj_bias", .gguf = "ffn_gate_exps.bias",
+     .dims = {EF, FACET_TD_NONE}, .slot = FACET_TS_FUSED, .fused = -1, .n_split = 1,
+     .split = {FACET_TS_EXPERT_GATE_BIAS}, .when = split3d_biases,
+     .scope = FACET_SCOPE_SPARSE, .experts3d = 1},
+    {.root = L, .name = "mlp.experts.up_proj_bias", .gguf = "ffn_up_exps.bias",
+     .dims = {EF, FACET_TD_NONE}, .slot = FACET_TS_FUSED, .fused = -1, .n_split = 1,
+     .split = {FACET_TS_EXPERT_UP_BIAS}, .when = split3d_biases,
+     .scope = FACET_SCOPE_SPARSE, .experts3d = 1},
     /* the shared expert (Qwen2-MoE, gated; Granite-MoE-shared, ungated and fused) */
     SHARED("gate_proj.weight", "ffn_gate_shexp.weight", FACET_TD_SFFN, H, FACET_TS_SHARED_GATE),
     SHARED("up_proj.weight", "ffn_up_shexp.weight", FACET_TD_SFFN, H, FACET_TS_SHARED_UP),
