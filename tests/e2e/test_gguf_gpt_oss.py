@@ -66,3 +66,28 @@ def test_mxfp4_experts_match_llama_cpp(run_facet, tmp_path, weights):
         assert a == b, (weights, steps, a, b)
         steps += 1
     assert steps >= 10, steps  # the rule still checks something
+
+
+def test_same_as_the_hugging_face_folder(run_facet, make_checkpoint, repo_root, tmp_path):
+    """The GGUF mapping lands on the Hugging Face path's facts and weights: the folder the
+    file was converted from (SOURCE.md: the same config and seed), with rope_scaling.
+    truncate true (llama.cpp always truncates yarn's ramp; gpt-oss's config says false),
+    gives bit-identical logits."""
+    cfg = json.loads((repo_root / "tests" / "data" / "configs" / "openai__gpt-oss-20b" /
+                      "config.json").read_text())
+    del cfg["quantization_config"]
+    cfg.update(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+               hidden_size=64, intermediate_size=32, vocab_size=512, num_local_experts=8,
+               sliding_window=8, layer_types=cfg["layer_types"][:2], eos_token_id=2,
+               pad_token_id=0, bos_token_id=1, max_position_embeddings=4096)
+    cfg["rope_scaling"]["truncate"] = True
+    hf = make_checkpoint(cfg, dtype="f32", seed=27)
+    exp, _, gguf_logits, gguf_ids = run(run_facet, "oss-F32", "f32", tmp_path)
+    dump = tmp_path / "hf.f32"
+    p = run_facet(["run", str(hf), "--prompt-ids", ",".join(str(t) for t in exp["prompt_ids"]),
+                   "-n", "32", "--ignore-eos", "--json", "--weights", "f32",
+                   "--dump-logits", str(dump)])
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["generated_ids"] == gguf_ids
+    hf_logits = np.fromfile(dump, dtype="<f4").astype(np.float64).reshape(-1, V)
+    assert np.array_equal(hf_logits, gguf_logits)
