@@ -348,6 +348,20 @@ static void test_tensor_gguf_names(void **state) {
     assert_null(facet_tensor_from_gguf("attn_k_b.weight", 1, &f));
     assert_true(facet_gguf_tensor_known("blk.3.attn_k_b.weight"));
     assert_true(facet_gguf_tensor_known("blk.3.attn_v_b.weight"));
+    /* gpt-oss (issue 27): its sinks, router bias and per-expert biases; the norm before
+     * the experts is post_attention_norm, taken as post_attention_layernorm */
+    static const struct {
+        const char *gguf, *hf;
+    } oss[] = {
+        {"attn_sinks.weight", "self_attn.sinks"},
+        {"ffn_gate_inp.bias", "mlp.gate.bias"},
+        {"ffn_gate_exps.bias", "mlp.experts.gate_proj_bias"},
+        {"ffn_up_exps.bias", "mlp.experts.up_proj_bias"},
+        {"ffn_down_exps.bias", "mlp.experts.down_proj_bias"},
+        {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    };
+    for (size_t i = 0; i < sizeof oss / sizeof oss[0]; i++)
+        assert_string_equal(facet_tensor_from_gguf(oss[i].gguf, 1, &f)->name, oss[i].hf);
 }
 
 int main(void) {
