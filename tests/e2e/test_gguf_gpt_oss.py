@@ -91,3 +91,22 @@ def test_same_as_the_hugging_face_folder(run_facet, make_checkpoint, repo_root, 
     assert json.loads(p.stdout)["generated_ids"] == gguf_ids
     hf_logits = np.fromfile(dump, dtype="<f4").astype(np.float64).reshape(-1, V)
     assert np.array_equal(hf_logits, gguf_logits)
+
+
+@pytest.mark.parametrize("old,new,refusal", [
+    # a key facet does not know may change the math: refused by its name
+    (b"gpt-oss.attention.sliding_window", b"gpt-oss.attention.sliding_windox",
+     "REFUSED: gpt-oss.attention.sliding_windox=8 is not supported"),
+    # a tensor kind outside the table is refused by name before any weight is read
+    (b"blk.0.attn_sinks.weight", b"blk.0.attn_sinkz.weight",
+     "REFUSED: tensor blk.0.attn_sinkz.weight"),
+])
+def test_unknown_names_refused(run_facet, tmp_path, old, new, refusal):
+    b = bytearray((DATA / "oss-F32.gguf").read_bytes())
+    i = b.index(old)
+    b[i:i + len(old)] = new
+    path = tmp_path / "patched.gguf"
+    path.write_bytes(b)
+    p = run_facet(["conform", str(path)])
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert refusal in p.stdout, p.stdout
