@@ -347,6 +347,14 @@ static const facet_config_class classes[] = {
     {.model_type = "minicpm", .max_position_embeddings = 2048, .tie_word_embeddings = 1, .rope_theta = 10000.0,
      .rms_norm_eps = 1e-6, .act_key = "hidden_act", .act_default = "silu",
      .qkv_bias = -1, .o_bias = -1, .pre_norms = 1, .reads_mup = 1},
+    /* ExaoneConfig (EXAONE 3.0 / 3.5's remote configuration_exaone.py / modeling_exaone.py):
+     * Llama's block under its own names and keys (num_layers, activation_function,
+     * layer_norm_epsilon as the RMSNorm eps, intermediate_size null = 4 x hidden); no
+     * biases anywhere; tied unless tie_word_embeddings says otherwise */
+    {.model_type = "exaone", .max_position_embeddings = 2048, .tie_word_embeddings = 1, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5, .act_key = "activation_function", .act_default = "silu",
+     .qkv_bias = 0, .o_bias = 0, .pre_norms = 1, .norm_eps_key = "layer_norm_epsilon",
+     .layers_key = "num_layers", .inner_key = "intermediate_size"},
 };
 /* clang-format on */
 

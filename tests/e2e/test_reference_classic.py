@@ -23,7 +23,9 @@ rotary in pairs on a quarter of the head, one ln_1 in parallel, lm_head bias); c
 (c4ai-command-r-v01: bias-free LayerNorm feeding attention and the gated MLP in parallel,
 interleaved rotary, logit_scale; and with 2 KV heads); internlm2 (internlm2-chat-7b, corpus:
 the grouped wqkv, without and with biases); minicpm (MiniCPM-2B: muP scale_emb, scale_depth,
-dim_model_base as the embedding, residual and logits multipliers; and 4 heads in 2 KV groups).
+dim_model_base as the embedding, residual and logits multipliers; and 4 heads in 2 KV groups);
+exaone (EXAONE-3.5-2.4B: Llama's block under transformer.h.N.attn.attention / mlp.c_fc_0,
+c_fc_1, c_proj names, GQA, llama3 rope; and untied with a null intermediate_size).
 """
 
 import json
@@ -180,6 +182,20 @@ MINICPM_2B = {
     "vocab_size": 122753, "scale_emb": 12, "dim_model_base": 256, "scale_depth": 1.4,
 }
 
+# LGAI-EXAONE/EXAONE-3.5-2.4B-Instruct config.json's values (public), written inline (its
+# auto_map to the remote configuration_exaone / modeling_exaone left out).
+EXAONE_35_2_4B = {
+    "activation_function": "silu", "architectures": ["ExaoneForCausalLM"],
+    "attention_dropout": 0.0, "bos_token_id": 1, "embed_dropout": 0.0, "eos_token_id": 361,
+    "hidden_size": 2560, "initializer_range": 0.02, "intermediate_size": 7168,
+    "layer_norm_epsilon": 1e-05, "max_position_embeddings": 32768, "model_type": "exaone",
+    "num_attention_heads": 32, "num_key_value_heads": 8, "num_layers": 30, "pad_token_id": 0,
+    "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 1000000.0, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+    "transformers_version": "4.43.0", "use_cache": True, "vocab_size": 102400,
+}
+
 # name -> (source, shrink kwargs)
 CLASSES = {
     "gpt_neox-redpajama": (os.path.join(CONFIG_DIR, "togethercomputer__RedPajama-INCITE-7B-Base"), {}),
@@ -219,6 +235,10 @@ CLASSES = {
     # (hidden 256: / 1); tied; and 4 heads in 2 KV groups, hidden 128: logits / 0.5
     "minicpm-2b": (MINICPM_2B, {}),
     "minicpm-gqa": (MINICPM_2B, {"num_attention_heads": 4, "num_key_value_heads": 2}),
+    # Llama's block under EXAONE's names and keys: 4 query heads per KV head, llama3 rope
+    # scaling, tied; and untied with intermediate_size null (4 x hidden)
+    "exaone-3.5-2.4b": (EXAONE_35_2_4B, {}),
+    "exaone-untied": (EXAONE_35_2_4B, {"tie_word_embeddings": False, "intermediate_size": None}),
 }
 N_PROMPT = 96
 N_GEN = 32
@@ -229,7 +249,7 @@ def prompt(vocab, seed, n=N_PROMPT):
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom", "mpt", "gptj", "cohere", "internlm2", "minicpm"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom", "mpt", "gptj", "cohere", "internlm2", "minicpm", "exaone"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 files")
 def test_classic_class_matches_reference(name, make_checkpoint, reference_for, run_facet, tmp_path):
     src, shrink = CLASSES[name]

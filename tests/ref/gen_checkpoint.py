@@ -135,7 +135,7 @@ def _remap_ids(c, m):
 SHRINK_ALIASES = {"n_embd": "hidden_size", "n_layer": "num_hidden_layers",
                   "n_head": "num_attention_heads", "n_inner": "intermediate_size",
                   "d_model": "hidden_size", "n_heads": "num_attention_heads",
-                  "n_layers": "num_hidden_layers"}
+                  "n_layers": "num_hidden_layers", "num_layers": "num_hidden_layers"}
 
 
 def shrink_config(config, num_hidden_layers=2, num_key_value_heads=None,
@@ -406,6 +406,8 @@ def tensor_specs(config, experts_layout=None):
         return _gptj_specs(f)
     if f.family.get("names") == "internlm2":
         return _internlm2_specs(f)
+    if f.family.get("names") == "exaone":
+        return _exaone_specs(f)
     specs = [("model.embed_tokens.weight", (V, H), ("embed",))]
     for i in range(f.num_hidden_layers):
         p = "model.layers.%d." % i
@@ -645,6 +647,30 @@ def _internlm2_specs(f):
     return specs
 
 
+def _exaone_specs(f):
+    """ExaoneForCausalLM's tensors (modeling_exaone): transformer.wte; per layer ln_1,
+    attn.attention.q/k/v/out_proj, ln_2, mlp.c_fc_0 (gate) / c_fc_1 (up) / c_proj (down),
+    no biases; transformer.ln_f; lm_head unless tied."""
+    H, I, V = f.hidden_size, f.intermediate_size, f.vocab_size
+    Q, KV = f.num_attention_heads * f.head_dim, f.num_key_value_heads * f.head_dim
+    specs = [("transformer.wte.weight", (V, H), ("embed",))]
+    for i in range(f.num_hidden_layers):
+        p = "transformer.h.%d." % i
+        specs += [(p + "ln_1.weight", (H,), ("norm",)),
+                  (p + "attn.attention.q_proj.weight", (Q, H), ("linear", H)),
+                  (p + "attn.attention.k_proj.weight", (KV, H), ("linear", H)),
+                  (p + "attn.attention.v_proj.weight", (KV, H), ("linear", H)),
+                  (p + "attn.attention.out_proj.weight", (H, Q), ("linear", Q)),
+                  (p + "ln_2.weight", (H,), ("norm",)),
+                  (p + "mlp.c_fc_0.weight", (I, H), ("linear", H)),
+                  (p + "mlp.c_fc_1.weight", (I, H), ("linear", H)),
+                  (p + "mlp.c_proj.weight", (H, I), ("linear", I))]
+    specs.append(("transformer.ln_f.weight", (H,), ("norm",)))
+    if not f.tie_word_embeddings:
+        specs.append(("lm_head.weight", (V, H), ("linear", H, "lm_head")))
+    return specs
+
+
 def _phi_specs(f):
     """PhiForCausalLM's tensors (modeling_phi): LayerNorms with biases, q/k/v_proj and
     dense with biases, fc1/fc2 with biases, final_layernorm, lm_head with a bias."""
@@ -732,7 +758,8 @@ def init_tensor(name, shape, init, seed, facts, logit_std=2.0, bias_std=0.1, nor
                     facts.classic in ("mpt", "gptj") and name.endswith((".attn.out_proj.weight",
                                                                         "mlp.fc_out.weight"))) or (
                     facts.family.get("names") == "internlm2" and name.endswith(("attention.wo.weight",
-                                                                              "feed_forward.w2.weight"))):
+                                                                              "feed_forward.w2.weight"))) or (
+                    facts.family.get("names") == "exaone" and name.endswith(".attention.out_proj.weight")):
                 std *= sc["out_gain"]
             if facts.qk_norm is None and (name.endswith("q_proj.weight") or name.endswith("k_proj.weight")):
                 std *= sc["qk_gain"]

@@ -162,6 +162,14 @@ FAMILIES = {
     # default 1; tie_word_embeddings defaults to True.
     "minicpm": dict(tie=True, eps=1e-6, theta=10000.0, act_keys=("hidden_act",), act="silu",
                     qkv_bias="attention_bias", sliding="none", mup=True),
+    # ExaoneConfig / modeling_exaone (EXAONE 3.0 / 3.5's remote code): Llama's block
+    # (RMSNorm with layer_norm_epsilon, rotate_half rotary with rope_scaling, gated MLP
+    # c_proj(act(c_fc_0 x) * c_fc_1 x)) under GPT-2-like names (transformer.wte,
+    # transformer.h.N.ln_1 / attn.attention.{q,k,v,out}_proj / ln_2 / mlp, transformer.ln_f);
+    # no biases; num_layers; intermediate_size None = 4 x hidden; tied by PretrainedConfig's
+    # default.
+    "exaone": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=("activation_function",),
+                   act="silu", qkv_bias="never", sliding="none", names="exaone"),
     "stablelm": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
                      qkv_bias="use_qkv_bias", sliding="none", keys="stablelm"),
     "stablelm_epoch": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
@@ -442,6 +450,11 @@ def facts(config):
         raise NotImplementedError("clip_qkv is not implemented by the reference")
     if mt == "stablelm_epoch" and float(_get(cfg, "rotary_scaling_factor", 1.0)) != 1.0:
         raise NotImplementedError("rotary_scaling_factor != 1 is not implemented by the reference")
+    if mt == "exaone":  # ExaoneConfig's own keys, as its modeling code reads them
+        cfg = dict(cfg)
+        cfg["num_hidden_layers"] = cfg["num_layers"]
+        cfg["rms_norm_eps"] = _get(cfg, "layer_norm_epsilon", fam["eps"])
+        cfg["intermediate_size"] = _get(cfg, "intermediate_size", 4 * int(cfg["hidden_size"]))
     falcon = {}
     if mt == "falcon":
         if cfg.get("alibi"):

@@ -496,7 +496,8 @@ class Reference:
         return h + self._classic_mlp(layer, self._ln(h, p + n["ln_post"]))
 
     # -- weights
-    # Llama's module names as other classes spell them (InternLM2's modeling_internlm2)
+    # Llama's module names as other classes spell them (InternLM2's modeling_internlm2,
+    # EXAONE's modeling_exaone)
     NAME_ALIASES = {"internlm2": (("embed_tokens.weight", "tok_embeddings.weight"),
                                   (".input_layernorm.", ".attention_norm."),
                                   (".self_attn.qkv_grouped.", ".attention.wqkv."),
@@ -505,7 +506,19 @@ class Reference:
                                   (".mlp.gate_proj.", ".feed_forward.w1."),
                                   (".mlp.up_proj.", ".feed_forward.w3."),
                                   (".mlp.down_proj.", ".feed_forward.w2."),
-                                  ("lm_head.weight", "output.weight"))}
+                                  ("lm_head.weight", "output.weight")),
+                    # EXAONE's modeling_exaone: transformer.wte / h.N / ln_f
+                    "exaone": (("embed_tokens.weight", "wte.weight"), ("norm.weight", "ln_f.weight"),
+                               (".layers.", ".h."),
+                               (".input_layernorm.", ".ln_1."),
+                               (".self_attn.q_proj.", ".attn.attention.q_proj."),
+                               (".self_attn.k_proj.", ".attn.attention.k_proj."),
+                               (".self_attn.v_proj.", ".attn.attention.v_proj."),
+                               (".self_attn.o_proj.", ".attn.attention.out_proj."),
+                               (".post_attention_layernorm.", ".ln_2."),
+                               (".mlp.gate_proj.", ".mlp.c_fc_0."),
+                               (".mlp.up_proj.", ".mlp.c_fc_1."),
+                               (".mlp.down_proj.", ".mlp.c_proj."))}
 
     def _alias(self, name):
         """name under the class's own spelling (a leading-dot alias is a path part)."""

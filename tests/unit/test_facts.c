@@ -435,6 +435,32 @@ static void test_minicpm(void **state) {
 #undef MINICPM
 }
 
+/* ExaoneConfig (issue 28): its own keys by hand — num_layers, activation_function,
+ * layer_norm_epsilon (the RMSNorm eps), intermediate_size null = 4 x hidden; tied by
+ * default; no biases whatever attention_bias says (the modeling code has none). */
+static void test_exaone(void **state) {
+    (void)state;
+    facet_error err;
+    assert_int_equal(from_text("{\"model_type\": \"exaone\", \"hidden_size\": 2560, "
+                               "\"num_layers\": 30, \"num_attention_heads\": 32, "
+                               "\"num_key_value_heads\": 8, \"intermediate_size\": null, "
+                               "\"layer_norm_epsilon\": 1e-5, \"activation_function\": \"silu\", "
+                               "\"vocab_size\": 102400}", &err),
+                     FACET_OK);
+    assert_true(F.family_known);
+    assert_int_equal(F.num_hidden_layers, 30);
+    assert_int_equal(F.intermediate_size, 4 * 2560);
+    assert_int_equal(F.head_dim, 80);
+    assert_true(F.rms_norm_eps == 1e-5 && F.rope_theta == 10000.0);
+    assert_int_equal(F.tie_word_embeddings, 1);
+    assert_false(F.qkv_bias || F.o_bias || F.mlp_bias || F.layer_norm);
+    assert_int_not_equal(from_text("{\"model_type\": \"exaone\", \"hidden_size\": 2560, "
+                                   "\"num_attention_heads\": 32, \"intermediate_size\": 7168, "
+                                   "\"vocab_size\": 102400}", &err),
+                         FACET_OK);
+    assert_non_null(strstr(err.message, "num_layers"));
+}
+
 static void test_outside_families_read_leniently(void **state) {
     (void)state;
     read_ok("THUDM__chatglm3-6b");
@@ -753,6 +779,7 @@ int main(void) {
         cmocka_unit_test(test_cohere),
         cmocka_unit_test(test_internlm2),
         cmocka_unit_test(test_minicpm),
+        cmocka_unit_test(test_exaone),
         cmocka_unit_test(test_outside_families_read_leniently),
         cmocka_unit_test(test_mistral_class_default_window),
         cmocka_unit_test(test_bad_inputs),
