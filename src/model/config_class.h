@@ -129,6 +129,12 @@ typedef struct facet_config_class {
      * usual names */
     const char *hidden_key, *layers_key, *heads_key, *positions_key;
     const char *inner_key;        /* intermediate size key; null or absent: 4 x hidden  */
+    int heads_divide_hidden;      /* 1: the attention splits hidden_size into the heads
+                                     (fused q|k|v of hidden_size-wide parts): the class
+                                     refuses a hidden_size that is not a multiple of the
+                                     head count (BloomAttention, FalconAttention, ... raise
+                                     ValueError); 0: head_dim = hidden / heads by integer
+                                     division, as Llama-like classes do                 */
     int pos_embed_learned;        /* learned absolute positions, no rotary embedding    */
     int64_t ffn_hidden_mult;      /* > 0: the MLP is this many times hidden_size wide,
                                      fixed by the modeling code (BLOOM, MPT: 4); no key  */

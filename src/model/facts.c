@@ -1063,7 +1063,6 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
     TRY(get_int(r, KEY(positions_key, "max_position_embeddings"),
                 cls->max_position_embeddings == 0, 1, MAX_CONTEXT, &f->max_position_embeddings,
                 NULL));
-#undef KEY
     f->pos_embed_learned = cls->pos_embed_learned;
     f->alibi = cls->alibi;
     f->alibi_bias_max = cls->alibi ? 8.0 : 0.0;
@@ -1096,6 +1095,16 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
             return bad(r, cls->unit_key, json_object_get(r->obj, cls->unit_key),
                        "1.0 (other values are not supported)");
     }
+    if (cls->heads_divide_hidden && f->num_attention_heads > 0 &&
+        f->hidden_size % f->num_attention_heads) {
+        char expected[160];
+        snprintf(expected, sizeof expected,
+                 "a multiple of %s=%lld (the class's attention splits it into that many "
+                 "heads)",
+                 KEY(heads_key, "num_attention_heads"), (long long)f->num_attention_heads);
+        TRY(bad(r, KEY(hidden_key, "hidden_size"),
+                json_object_get(r->obj, KEY(hidden_key, "hidden_size")), expected));
+    }
     int explicit_hd = 0;
     int64_t hd = 0;
     TRY(get_int(r, "head_dim", 0, 1, MAX_HEAD_DIM, &hd, &explicit_hd));
@@ -1111,6 +1120,7 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
                              (long long)f->head_dim);
     }
     if (f->head_dim <= 0) f->head_dim = 0; /* non-strict read of a broken shape */
+#undef KEY
     return FACET_OK;
 }
 

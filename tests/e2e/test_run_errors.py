@@ -521,3 +521,25 @@ def test_weights_gguf_needs_a_gguf_file(facet, cmd):
     args = [cmd, BUNDLED, "--weights", "gguf"] + (["-n", "1"] if cmd == "run" else [])
     p = run(facet, args)
     assert_clean_error(p, str(BUNDLED), "--weights gguf", "not a GGUF file", "int8 or q4")
+
+
+@pytest.mark.parametrize("source,hidden_key,heads_key", [
+    ("tiiuae__falcon-7b-instruct", "hidden_size", "num_attention_heads"),
+    ("openai-community__gpt2-xl", "n_embd", "n_head"),
+], ids=["falcon", "gpt2"])
+def test_hidden_size_not_a_multiple_of_heads(facet, tmp_path, make_checkpoint, source,
+                                             hidden_key, heads_key):
+    """FalconAttention / GPT2Attention (BLOOM, GPT-J, GPT-NeoX, MPT alike) split
+    hidden_size into the heads and raise ValueError when it is not a multiple: 256 over 3
+    heads was read as head_dim 85 and failed later on a fused projection's shape of a
+    made-up width (765). Now the config read refuses it, naming both keys and values."""
+    src = make_checkpoint(REPO / "tests" / "data" / "configs" / source, shrink={})
+    d = tmp_path / "m"
+    shutil.copytree(src, d)
+    cfg = json.loads((d / "config.json").read_text())
+    assert cfg[hidden_key] == 256, cfg
+    cfg[heads_key] = 3
+    (d / "config.json").write_text(json.dumps(cfg))
+    p = run(facet, ["run", d, "-n", "1"])
+    assert_clean_error(p, "config.json: %s is 256 (integer), expected a multiple of %s=3"
+                       % (hidden_key, heads_key))
