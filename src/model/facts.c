@@ -96,6 +96,17 @@ static facet_status bad(reader *r, const char *key, const json_t *v, const char 
                      r->prefix, key, val, facet_json_type_name(v), expected);
 }
 
+/* Which key chose the layers' kinds (a hybrid's attention vs recurrent layers), and in a
+ * per-layer list the spellings of the two kinds (NULL: not a list). */
+static void layer_kinds_from(facet_facts *f, const char *key, const char *attn,
+                             const char *recurrent) {
+    snprintf(f->layer_kinds_key, sizeof f->layer_kinds_key, "%s", key);
+    snprintf(f->layer_kinds_spelling[0], sizeof f->layer_kinds_spelling[0], "%s",
+             attn ? attn : "");
+    snprintf(f->layer_kinds_spelling[1], sizeof f->layer_kinds_spelling[1], "%s",
+             recurrent ? recurrent : "");
+}
+
 static facet_status missing(reader *r, const char *key) {
     if (!r->strict) {
         facet_facts_note(r->f, "%s%s is missing", r->prefix, key);
@@ -1447,6 +1458,7 @@ static facet_status read_hybrid(reader *r, const facet_config_class *cls) {
                  (long long)L);
         for (int64_t i = 0; i < L; i++) f->layer_ssm[i] = 2;
         if (idx && !json_is_null(idx)) {
+            layer_kinds_from(f, "attn_layer_indices", NULL, NULL);
             if (!json_is_array(idx)) return bad(r, "attn_layer_indices", idx, expected);
             size_t i;
             json_t *v;
@@ -1475,6 +1487,7 @@ static facet_status read_hybrid(reader *r, const facet_config_class *cls) {
              "an array of num_hidden_layers (%lld) entries \"mamba\" or \"attention\"",
              (long long)L);
     if (lt && !json_is_null(lt)) {
+        layer_kinds_from(f, "layer_types", "attention", "mamba");
         if (!json_is_array(lt) || (int64_t)json_array_size(lt) != L)
             return bad(r, "layer_types", lt, expected);
         size_t i;
@@ -1534,6 +1547,7 @@ static facet_status read_jamba(reader *r) {
                    "less than attn_layer_period");
     memset(f->layer_ssm, 0, sizeof f->layer_ssm);
     f->n_ssm_layers = 0;
+    layer_kinds_from(f, "attn_layer_period/attn_layer_offset", NULL, NULL);
     for (int64_t i = 0; i < L; i++) {
         f->layer_ssm[i] = i % period == offset ? 0 : 1;
         f->n_ssm_layers += f->layer_ssm[i] != 0;
@@ -1606,6 +1620,7 @@ static facet_status read_lfm2(reader *r) {
     char expected[112];
     json_t *lt = take(r, "layer_types"), *idx = take(r, "full_attn_idxs");
     if (lt && !json_is_null(lt)) {
+        layer_kinds_from(f, "layer_types", "full_attention", "conv");
         snprintf(expected, sizeof expected,
                  "an array of num_hidden_layers (%lld) entries \"conv\" or \"full_attention\"",
                  (long long)L);
@@ -1622,6 +1637,7 @@ static facet_status read_lfm2(reader *r) {
     } else if (idx && !json_is_null(idx)) {
         snprintf(expected, sizeof expected, "an array of layer indices in [0, %lld)",
                  (long long)L);
+        layer_kinds_from(f, "full_attn_idxs", NULL, NULL);
         if (!json_is_array(idx)) return bad(r, "full_attn_idxs", idx, expected);
         for (int64_t i = 0; i < L; i++) f->layer_ssm[i] = 3;
         size_t i;
@@ -1721,6 +1737,7 @@ static facet_status read_nemotron_h(reader *r) {
     const char *lname = "layers_block_type";
     if (!list || json_is_null(list)) list = lt, lname = "layer_types";
     if (list && !json_is_null(list)) {
+        layer_kinds_from(f, lname, NULL, NULL);
         if (!json_is_array(list) || (int64_t)json_array_size(list) != L)
             return bad(r, lname, list, expected);
         size_t i;
@@ -1733,6 +1750,7 @@ static facet_status read_nemotron_h(reader *r) {
             if (kind[i] == '?') return bad(r, lname, list, expected);
         }
     } else if (pat && !json_is_null(pat)) {
+        layer_kinds_from(f, "hybrid_override_pattern", "*", "M");
         if (!json_is_string(pat) || (int64_t)json_string_length(pat) != L)
             return bad(r, "hybrid_override_pattern", pat, expected);
         const char *p = json_string_value(pat);

@@ -305,6 +305,12 @@ typedef struct facet_facts {
     int n_ssm_layers;              /* count of layer_ssm[i] != 0                         */
     uint8_t layer_ssm[FACET_MAX_LAYERS]; /* per layer: ssm_version (a Mamba / Mamba-2 /
                                       short-conv mixer; no FFN unless ssm_ffn), 0 otherwise */
+    char layer_kinds_key[48];      /* the config key that chose each layer's kind
+                                      ("layer_types", "full_attn_idxs", ...; "" : the
+                                      class's default), for errors naming it            */
+    char layer_kinds_spelling[2][24]; /* in a per-layer list or pattern: the entry of an
+                                      attention [0] and a recurrent [1] layer; "" when the
+                                      key is no per-layer list                           */
 
     /* stop */
     int32_t bos_token_id;          /* -1 when absent                                    */

@@ -68,6 +68,44 @@ static facet_status expect_shape(const st_checkpoint *ck, const facet_facts *f, 
         if (st_ != FACET_OK) return st_;                                               \
     } while (0)
 
+/* A model with recurrent layers (hybrids): each layer's tensors must be of the kind the
+ * config gives it (attention or a recurrent mixer). A layer holding only the other kind's
+ * tensors means the config's layer kinds disagree with the checkpoint: say so, naming the
+ * key that chose the kind, rather than report a missing tensor of the wrong kind later. */
+static facet_status check_layer_kinds(const st_checkpoint *ck, const facet_facts *f,
+                                      const char *prefix, facet_error *err) {
+    static const char *const kinds[] = {"an attention", "a Mamba", "a Mamba-2",
+                                            "a short-convolution"};
+    char has[NAME_CAP], other[NAME_CAP];
+    for (int64_t i = 0; f->n_ssm_layers && i < f->num_hidden_layers; i++) {
+        if (f->layer_block[i] == FACET_BLOCK_FFN) continue; /* no mixer */
+        int attn = f->layer_ssm[i] == 0;
+        if (facet_tensor_find_mixer(ck, prefix, i, attn, has, sizeof has) ||
+            !facet_tensor_find_mixer(ck, prefix, i, !attn, other, sizeof other))
+            continue;
+        char source[160];
+        const char *spell = f->layer_kinds_spelling[attn ? 0 : 1];
+        if (f->layer_kinds_key[0] && spell[0])
+            snprintf(source, sizeof source, "%s[%lld]=\"%s\"", f->layer_kinds_key,
+                     (long long)i, spell);
+        else if (f->layer_kinds_key[0])
+            snprintf(source, sizeof source, "%s", f->layer_kinds_key);
+        else
+            snprintf(source, sizeof source, "the config class's default (config.json gives "
+                                            "no layer kinds)");
+        size_t kind = f->layer_ssm[i];
+        if (kind >= sizeof kinds / sizeof kinds[0]) kind = 1;
+        return facet_err(err, FACET_E_FORMAT,
+                         "%slayers.%lld holds %s layer's tensors (%s) and none of %s layer's, "
+                         "but %s makes it %s layer: the config's layer kinds disagree with "
+                         "the checkpoint",
+                         prefix, (long long)i, attn ? "a recurrent mixer" : "an attention",
+                         other, attn ? "an attention" : "a recurrent mixer", source,
+                         kinds[kind]);
+    }
+    return FACET_OK;
+}
+
 facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_error *err) {
     char prefix[64], name[NAME_CAP];
     int64_t L = f->num_hidden_layers;
@@ -96,6 +134,7 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
                              "checkpoint has no tensors %s* (num_hidden_layers=%lld)", name,
                              (long long)L);
     }
+    TRY(check_layer_kinds(ck, f, prefix, err));
     facet_tensor_layer_path(prefix, L, name, sizeof name);
     if (facet_tensor_with_prefix(ck, name))
         facet_facts_note(f, "checkpoint has tensors %s* beyond num_hidden_layers=%lld; they "

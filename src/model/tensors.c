@@ -675,3 +675,20 @@ const facet_tensor_row *facet_tensor_from_gguf(const char *g, int layer, const f
     }
     return best;
 }
+
+const st_tensor *facet_tensor_find_mixer(const st_checkpoint *ck, const char *prefix,
+                                         int64_t layer, int attention, char *name, size_t cap) {
+    char tried[512];
+    if (cap) name[0] = 0;
+    for (size_t i = 0; i < facet_tensor_count; i++) {
+        const facet_tensor_row *r = &facet_tensor_rows[i];
+        if (r->root != FACET_TR_LAYER || r->tail) continue;
+        if (attention ? !attention_row(r) : r->scope != FACET_SCOPE_SSM) continue;
+        const st_tensor *t = facet_tensor_find(ck, r, prefix, layer, tried, sizeof tried);
+        if (t) {
+            snprintf(name, cap, "%s", tried);
+            return t;
+        }
+    }
+    return NULL;
+}

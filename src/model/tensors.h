@@ -274,6 +274,13 @@ const st_tensor *facet_tensor_with_prefix(const st_checkpoint *ck, const char *n
 const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_row *r,
                                    const char *prefix, int64_t layer, char *name, size_t cap);
 
+/* The first tensor (in table order) in layer `layer` of a mixer's kind: an attention
+ * row's (attention 1) or a recurrent mixer's (SSM-scope rows; attention 0), whatever the
+ * facts say the layer is; its name in name (cap bytes). NULL when the layer holds none
+ * (name then empty). Used to tell which kind a hybrid's layer really is. */
+const st_tensor *facet_tensor_find_mixer(const st_checkpoint *ck, const char *prefix,
+                                         int64_t layer, int attention, char *name, size_t cap);
+
 /* facet_tensor_find for per-expert rows: expert `expert`'s tensor of row r. */
 const st_tensor *facet_tensor_find_expert(const st_checkpoint *ck, const facet_tensor_row *r,
                                           const char *prefix, int64_t layer, int64_t expert,

@@ -212,6 +212,31 @@ def test_lfm2_refusals(run_facet, tmp_path):
 
 
 
+@pytest.mark.parametrize("layer_types,needle", [
+    (["conv", "conv", "conv", "full_attention"],
+     "model.layers.0 holds an attention layer's tensors (model.layers.0.self_attn.q_proj.weight)"
+     " and none of a recurrent mixer layer's, but layer_types[0]=\"conv\" makes it a "
+     "short-convolution layer"),
+    (["full_attention", "full_attention", "conv", "conv"],
+     "model.layers.1 holds a recurrent mixer layer's tensors (model.layers.1.conv.in_proj.weight) "
+     "and none of an attention layer's, but layer_types[1]=\"full_attention\" makes it an "
+     "attention layer"),
+], ids=["attention-as-conv", "conv-as-attention"])
+def test_lfm2_layer_types_disagreeing_with_the_tensors(layer_types, needle, run_facet,
+                                                      tmp_path):
+    """A layer_types that contradicts the checkpoint (layers attention, conv, conv, conv):
+    the error blamed layer 0's missing q_norm; it names the layer, the tensors it holds
+    and layer_types[i] with its value."""
+    path = lfm2_write(tmp_path, layer_types=["full_attention", "conv", "conv", "conv"])
+    cfg = json.loads((tmp_path / "lfm2" / "config.json").read_text())
+    cfg["layer_types"] = layer_types
+    (tmp_path / "lfm2" / "config.json").write_text(json.dumps(cfg))
+    proc = run_facet(["run", str(path), "--prompt-ids", "1,2", "-n", "1"])
+    assert proc.returncode == 1, proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
+
+
 @pytest.mark.parametrize("mult", ["1e300", "1e-30"])
 def test_lfm2_ffn_multiplier_out_of_range(mult, run_facet, tmp_path):
     """block_ffn_dim_multiplier scales 2/3 x block_ff_dim (384 -> 256 here): a product
