@@ -367,6 +367,7 @@ const facet_key_rule facet_key_rules[] = {
     {"scale_emb", FACET_KEY_MATH, "an embedding multiplier"},
     {"scale_depth", FACET_KEY_MATH, "a residual multiplier"},
     {"dim_model_base", FACET_KEY_MATH, "a logits divisor"},
+    {"sparse_config", FACET_KEY_MATH, "sparse (InfLLM v2) attention past a dense length"},
     {"logit_scale", FACET_KEY_MATH, "a logits multiplier"},
     {"attention_sink", FACET_KEY_MATH, "attention sinks"},
     {"swiglu_limit", FACET_KEY_MATH, "a clamped SwiGLU"},

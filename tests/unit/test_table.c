@@ -46,6 +46,21 @@ static void probed(uint32_t dtypes) {
     facet_judge(&F, "cpu", &V);
 }
 
+/* MiniCPM 4's sparse_config (InfLLM v2 sparse attention once a sequence passes its
+ * dense_len) is refused by key; null is off and runs. */
+static void test_minicpm_sparse_config(void **state) {
+    (void)state;
+#define MINICPM "\"model_type\":\"minicpm\",\"architectures\":[\"MiniCPMForCausalLM\"]," \
+                "\"hidden_size\":256,\"num_hidden_layers\":2,\"num_attention_heads\":4," \
+                "\"vocab_size\":512,\"intermediate_size\":512,\"scale_emb\":12"
+    judge_text("{" MINICPM ",\"sparse_config\":{\"dense_len\":8192,\"topk\":64}}", "cpu");
+    assert_int_equal(V.status, FACET_VERDICT_REFUSED);
+    assert_non_null(refusal("sparse_config"));
+    judge_text("{" MINICPM ",\"sparse_config\":null}", "cpu");
+    assert_int_equal(V.status, FACET_VERDICT_PENDING_PROBE);
+#undef MINICPM
+}
+
 static void test_supported_and_pending(void **state) {
     (void)state;
     judge_text("{" BASE "}", "cpu");
@@ -280,6 +295,7 @@ int main(void) {
         cmocka_unit_test(test_math_facts_refused_all_listed),
         cmocka_unit_test(test_unmodeled_keys),
         cmocka_unit_test(test_outside_families),
+        cmocka_unit_test(test_minicpm_sparse_config),
         cmocka_unit_test(test_probed_facts),
         cmocka_unit_test(test_format_and_error),
         cmocka_unit_test(test_corpus_supported),
