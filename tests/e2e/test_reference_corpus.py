@@ -57,6 +57,15 @@ def test_corpus_config_matches_reference(corpus_cell, repo_root, run_facet, make
         path = mamba_ref.write(small(cfg, num_hidden_layers=4), str(tmp_path / "ck"), dtype)
         ref = mamba_ref.Reference(path)
         vocab = ref.vocab_size
+    elif obj["facts"].get("model_type") in ("deepseek_v2", "deepseek_v3"):
+        # latent attention: its checkpoints and float64 oracle are tests/ref/mla_ref.py
+        # (the FP8 release's quantization_config dropped: the F32 / BF16 files of its facts)
+        import mla_ref
+        cfg = json.loads((src / "config.json").read_text())
+        small = mla_ref.shrink(cfg, num_hidden_layers=4, experts=32, first_k_dense_replace=1)
+        path = mla_ref.write(small, str(tmp_path / "ck"), dtype)
+        ref = mla_ref.Reference(path)
+        vocab = ref.f.vocab_size
     else:
         cfg = json.loads((src / "config.json").read_text())
         mxfp4 = (cfg.get("quantization_config") or {}).get("quant_method") == "mxfp4"
