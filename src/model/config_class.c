@@ -14,6 +14,16 @@ static const char *const starcoder2_unread[] = {"mlp_type", "norm_type", NULL};
 
 /* GPT2Config keys GPT2LMHeadModel never reads (the double-heads model's summary head,
  * the old n_ctx, output_past); a summary_activation or scale_attn_weights stays judged. */
+/* QWenConfig keys its modeling code reads without changing the math facet runs:
+ * precision and kernel switches, dropouts, max_position_embeddings (the context is
+ * seq_length's), use_dynamic_ntk and use_logn_attn (both act only past seq_length, which
+ * facet's context never passes) */
+static const char *const qwen_unread[] = {"bf16", "fp16", "fp32", "use_flash_attn", "onnx_safe",
+                                          "softmax_in_fp32", "use_cache_kernel",
+                                          "emb_dropout_prob", "attn_dropout_prob",
+                                          "max_position_embeddings", "use_dynamic_ntk",
+                                          "use_logn_attn", NULL};
+static const char *const qwen_true[] = {"no_bias", "scale_attn_weights", NULL};
 static const char *const gpt2_unread[] = {"n_ctx", "output_past", "summary_type",
                                           "summary_use_proj", "summary_proj_to_labels",
                                           "summary_first_dropout", NULL};
@@ -355,6 +365,19 @@ static const facet_config_class classes[] = {
      .rms_norm_eps = 1e-5, .act_key = "activation_function", .act_default = "silu",
      .qkv_bias = 0, .o_bias = 0, .pre_norms = 1, .norm_eps_key = "layer_norm_epsilon",
      .layers_key = "num_layers", .inner_key = "intermediate_size"},
+    /* QWenConfig (Qwen-7B / 14B / 1.8B / 72B's remote configuration_qwen.py /
+     * modeling_qwen.py): transformer.wte, h.N.ln_1 / ln_2 (RMSNorm, layer_norm_epsilon),
+     * attn.c_attn a Linear q|k|v with a bias, attn.c_proj, mlp c_proj(w1 x * silu(w2 x))
+     * each intermediate_size // 2 wide, rotary over rotary_pct of kv_channels with
+     * rotary_emb_base, the context seq_length; no_bias must be true, scale_attn_weights
+     * true, use_cache_quantization false */
+    {.model_type = "qwen", .max_position_embeddings = 0, .positions_key = "seq_length",
+     .tie_word_embeddings = 0, .rope_theta = 10000.0, .rope_theta_key = "rotary_emb_base",
+     .rms_norm_eps = 1e-6, .norm_eps_key = "layer_norm_epsilon", .act_default = "silu",
+     .qkv_bias = 1, .o_bias = 0, .pre_norms = 1, .rotary_pct_key = "rotary_pct",
+     .rotary_pct_default = 1.0, .inner_div = 2, .c_attn_linear = 1, .head_dim_key = "kv_channels",
+     .require_true_keys = qwen_true, .refuse_true_key = "use_cache_quantization",
+     .unread_keys = qwen_unread},
 };
 /* clang-format on */
 

@@ -43,6 +43,13 @@ typedef struct facet_config_class {
     int embed_scale_sqrt_hidden;  /* embeddings multiplied by sqrt(hidden_size)        */
     double rope_local_base_freq;  /* class default (0 = none)                          */
     int reads_multipliers;        /* Granite's embedding/attention/residual/logits     */
+    int64_t inner_div;            /* > 0: the MLP is intermediate_size / this wide (QWen's
+                                     w1 / w2: intermediate_size // 2)                    */
+    int c_attn_linear;            /* attn.c_attn is an nn.Linear [q|k|v rows, hidden] with a
+                                     bias (QWen), not GPT-2's Conv1D                      */
+    const char *head_dim_key;     /* head_dim under another name ("kv_channels"), or NULL  */
+    const char *const *require_true_keys; /* flags only true runs (QWen's no_bias,
+                                     scale_attn_weights), NULL-ended; or NULL            */
     int reads_mup;                /* MiniCPM's muP keys as those multipliers: scale_emb,
                                      scale_depth / sqrt(layers), hidden / dim_model_base */
     int reads_gemma_attention;    /* Gemma 2/3: attn_logit_softcapping,

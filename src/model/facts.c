@@ -1059,6 +1059,7 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
     TRY(get_int(r, KEY(heads_key, "num_attention_heads"), 1, 1, MAX_HEADS,
                 &f->num_attention_heads, NULL));
     TRY(get_int(r, "vocab_size", 1, 1, MAX_VOCAB, &f->vocab_size, NULL));
+    f->c_attn_linear = cls->c_attn_linear;
     if (cls->ffn_hidden_mult) { /* fixed by the modeling code (BLOOM, MPT) */
         f->intermediate_size = cls->ffn_hidden_mult * f->hidden_size;
     } else if (cls->inner_key) { /* GPT-2's n_inner: null means 4 x n_embd */
@@ -1069,6 +1070,12 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
     } else { /* LFM2: block_ff_dim may say it instead (read_lfm2) */
         TRY(get_int(r, "intermediate_size", cls->hybrid != 2, 1, MAX_INTERMEDIATE,
                     &f->intermediate_size, NULL));
+    }
+    if (cls->inner_div) { /* QWen: w1 and w2 are intermediate_size // 2 wide */
+        if (f->intermediate_size % cls->inner_div)
+            return bad(r, "intermediate_size", json_object_get(r->obj, "intermediate_size"),
+                       "an even number (the MLP is intermediate_size / 2 wide)");
+        f->intermediate_size /= cls->inner_div;
     }
     f->max_position_embeddings = cls->max_position_embeddings;
     TRY(get_int(r, KEY(positions_key, "max_position_embeddings"),
@@ -1118,7 +1125,8 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
     }
     int explicit_hd = 0;
     int64_t hd = 0;
-    TRY(get_int(r, "head_dim", 0, 1, MAX_HEAD_DIM, &hd, &explicit_hd));
+    TRY(get_int(r, cls->head_dim_key ? cls->head_dim_key : "head_dim", 0, 1, MAX_HEAD_DIM, &hd,
+                &explicit_hd));
     f->head_dim_explicit = explicit_hd;
     if (explicit_hd) f->head_dim = hd;
     else if (cls->head_dim) f->head_dim = cls->head_dim;
@@ -1175,6 +1183,11 @@ static facet_status read_block(reader *r, const facet_config_class *cls) {
         double scale = cls->logit_scale_default;
         TRY(get_num(r, cls->logit_scale_key, 1, &scale));
         f->logits_scaling = 1.0 / scale;
+    }
+    for (const char *const *k = cls->require_true_keys; k && *k; k++) {
+        int on = 1;
+        TRY(get_bool(r, *k, &on));
+        if (!on) return bad(r, *k, json_object_get(r->obj, *k), "true (not supported otherwise)");
     }
     if (cls->refuse_true_key) {
         int on = 0;

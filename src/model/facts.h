@@ -196,6 +196,8 @@ typedef struct facet_facts {
     int has_lm_head;               /* probed: lm_head.weight present                    */
     int fused_qkv, fused_gate_up;  /* probed: Phi-3 qkv_proj / gate_up_proj             */
     int lm_head_bias;              /* probed: lm_head.bias present (Phi)                 */
+    int c_attn_linear;             /* config class: attn.c_attn is a Linear q|k|v (QWen), so
+                                      the probe takes it as fused_qkv, never as Conv1D    */
     int conv1d;                    /* probed: GPT-2's Conv1D projections ([in, out],
                                       attn.c_attn / c_proj, mlp.c_fc / c_proj)           */
     int pos_embed_learned;         /* 1: learned absolute position embeddings added to the

@@ -182,11 +182,14 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
     TRY(layer_fact(ck, f, prefix, L, facet_tensor_fused(FACET_TF_QKV_PROJ), &fused_qkv, err));
     TRY(layer_fact(ck, f, prefix, L, facet_tensor_fused(FACET_TF_GATE_UP_PROJ), &fused_gate_up,
                    err));
-    f->fused_qkv = fused_qkv;
     f->fused_gate_up = fused_gate_up;
-    /* GPT-2's Conv1D projections */
+    /* GPT-2's Conv1D projections; QWen's attn.c_attn of the same name is a Linear q|k|v
+     * (its config class says so): fused_qkv */
     int c1 = 0;
     TRY(layer_fact(ck, f, prefix, L, facet_tensor_fused(FACET_TF_C_ATTN), &c1, err));
+    if (f->c_attn_linear) c1 = 0;
+    else if (c1) fused_qkv = 0;
+    f->fused_qkv = fused_qkv;
     f->conv1d = c1;
     /* GPT-NeoX's query_key_value (per-head rows) */
     int qkv_heads = 0;

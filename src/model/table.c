@@ -228,6 +228,9 @@ const facet_profile facet_profiles[] = {
     {"minicpm", {"MiniCPMForCausalLM"},
      "MiniCPM 1B / 2B (Llama's block; muP scale_emb, scale_depth, dim_model_base)", &cpu_dense,
      &vulkan_dense},
+    {"qwen", {"QWenLMHeadModel"},
+     "Qwen (first generation: fused Linear c_attn with a bias, w1 / w2 MLP, context "
+     "seq_length)", &cpu_dense, &vulkan_dense},
     {"exaone", {"ExaoneForCausalLM"},
      "EXAONE 3.0 / 3.5 (Llama's block under GPT-2-like names: transformer.h.N.attn.attention, "
      "mlp.c_fc_0 / c_fc_1 / c_proj)", &cpu_dense, &vulkan_dense},

@@ -19,7 +19,10 @@ static int mla_q_plain(const facet_facts *f) { return mla(f) && !f->q_lora_rank;
 static int mla_q_lora(const facet_facts *f) { return mla(f) && f->q_lora_rank > 0; }
 static int plain_o(const facet_facts *f) { return !f->conv1d && !mla(f); }
 static int score_bias(const facet_facts *f) { return f->moe_score_bias; }
-static int qkv_bias(const facet_facts *f) { return f->qkv_bias && !f->fused_qkv_heads && !f->conv1d; }
+static int qkv_bias(const facet_facts *f) {
+    return f->qkv_bias && !f->fused_qkv_heads && !f->conv1d && !f->fused_qkv;
+}
+static int fused_qkv_bias(const facet_facts *f) { return f->qkv_bias && f->fused_qkv; }
 static int conv1d(const facet_facts *f) { return f->conv1d; }
 static int conv1d_qkv_bias(const facet_facts *f) { return f->conv1d && f->qkv_bias; }
 static int conv1d_o_bias(const facet_facts *f) { return f->conv1d && f->o_bias; }
@@ -153,6 +156,7 @@ const facet_tensor_row facet_tensor_rows[] = {
      .heads_interleaved = 1},
     /* Phi-3: rows are q, then k, then v */
     {.root = L, .name = "self_attn.qkv_proj.weight", .alt = "attn.Wqkv.weight" /* MPT */,
+     .alt2 = "attn.c_attn.weight" /* QWen (a Linear, facts c_attn_linear) */,
      .gguf = "attn_qkv.weight",
      .dims = {FACET_TD_QKV, H}, .matrix = 1, .slot = FACET_TS_FUSED, .fused = FACET_TF_QKV_PROJ,
      .n_split = 3, .split = {FACET_TS_Q_PROJ, FACET_TS_K_PROJ, FACET_TS_V_PROJ}, .when = fused_qkv},
@@ -169,11 +173,12 @@ const facet_tensor_row facet_tensor_rows[] = {
      .alt2 = "attn.attention.v_proj.weight" /* EXAONE */,
      .alt6 = "mixer.v_proj.weight", .gguf = "attn_v.weight",
      .dims = {FACET_TD_KV, H}, .matrix = 1, .slot = FACET_TS_V_PROJ, .fused = -1, .when = split_qkv},
-    /* probed only: a fused bias decides qkv_bias; the loader reads q/k/v biases */
-    {.root = L, .name = "self_attn.qkv_proj.bias", .gguf = "attn_qkv.bias",
+    /* a fused bias decides qkv_bias; loaded split where the weight is fused too (QWen) */
+    {.root = L, .name = "self_attn.qkv_proj.bias", .alt = "attn.c_attn.bias" /* QWen */,
+     .gguf = "attn_qkv.bias",
      .dims = {FACET_TD_QKV, FACET_TD_NONE}, .matrix = 0, .slot = FACET_TS_FUSED,
      .fused = FACET_TF_QKV_BIAS, .n_split = 3,
-     .split = {FACET_TS_Q_BIAS, FACET_TS_K_BIAS, FACET_TS_V_BIAS}, .when = NULL},
+     .split = {FACET_TS_Q_BIAS, FACET_TS_K_BIAS, FACET_TS_V_BIAS}, .when = fused_qkv_bias},
     {.root = L, .name = "self_attn.q_proj.bias", .alt6 = "mixer.q_proj.bias", .gguf = "attn_q.bias",
      .dims = {FACET_TD_Q, FACET_TD_NONE}, .slot = FACET_TS_Q_BIAS, .fused = -1, .when = qkv_bias},
     {.root = L, .name = "self_attn.k_proj.bias", .alt6 = "mixer.k_proj.bias", .gguf = "attn_k.bias",
@@ -184,6 +189,7 @@ const facet_tensor_row facet_tensor_rows[] = {
      .alt2 = "self_attn.dense.weight" /* Phi */, .alt3 = "self_attention.dense.weight" /* Falcon */,
      .alt4 = "attn.out_proj.weight" /* MPT */, .alt7 = "attention.wo.weight" /* InternLM2 */,
      .alt8 = "attn.attention.out_proj.weight" /* EXAONE */,
+     .alt9 = "attn.c_proj.weight" /* QWen (GPT-2's Conv1D one has its own row) */,
      .alt5 = "self_attn.out_proj.weight" /* LFM2 */, .alt6 = "mixer.o_proj.weight",
      .gguf = "attn_output.weight", .dims = {H, FACET_TD_Q}, .matrix = 1, .slot = FACET_TS_O_PROJ,
      .fused = -1, .when = plain_o},
@@ -248,6 +254,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     /* LFM2's feed_forward: w1 gate, w3 up, w2 down; Bamba's: gate_proj, up_proj, down_proj */
     DENSE(.root = L, .name = "mlp.gate_proj.weight", .alt = "feed_forward.gate_proj.weight",
           .alt5 = "feed_forward.w1.weight", .alt2 = "mlp.c_fc_0.weight" /* EXAONE */,
+          .alt3 = "mlp.w2.weight" /* QWen: c_proj(w1 x * silu(w2 x)) */,
           .gguf = "ffn_gate.weight",
           .dims = {FACET_TD_FFN, H}, .matrix = 1, .slot = FACET_TS_GATE_PROJ, .fused = -1,
           .when = gated),
@@ -257,6 +264,7 @@ const facet_tensor_row facet_tensor_rows[] = {
           .alt4 = "ffn.up_proj.weight" /* MPT */, .alt7 = "mlp.fc_in.weight" /* GPT-J */,
           .alt5 = "feed_forward.w3.weight", .alt6 = "mixer.up_proj.weight" /* Nemotron-H */,
           .alt8 = "feed_forward.up_proj.weight" /* Bamba */, .alt9 = "mlp.c_fc_1.weight" /* EXAONE */,
+          .alt10 = "mlp.w1.weight" /* QWen */,
           .gguf = "ffn_up.weight",
           .dims = {FACET_TD_FFN, H}, .matrix = 1, .slot = FACET_TS_UP_PROJ, .fused = -1,
           .when = up_rows),
@@ -627,9 +635,9 @@ const st_tensor *facet_tensor_find(const st_checkpoint *ck, const facet_tensor_r
                                    const char *prefix, int64_t layer, char *name, size_t cap) {
     if (r->root == FACET_TR_LAYER && r->tail)
         return facet_tensor_find_expert(ck, r, prefix, layer, 0, name, cap);
-    const char *const spell[10] = {r->name, r->alt,  r->alt2, r->alt3, r->alt4,
-                                   r->alt5, r->alt6, r->alt7, r->alt8, r->alt9};
-    for (int i = 0; i < 10; i++) {
+    const char *const spell[11] = {r->name, r->alt,  r->alt2, r->alt3, r->alt4, r->alt5,
+                                   r->alt6, r->alt7, r->alt8, r->alt9, r->alt10};
+    for (int i = 0; i < 11; i++) {
         if (!spell[i]) continue;
         const st_tensor *t = find_spelling(ck, r, spell[i], prefix, layer, name, cap);
         if (t) return t;

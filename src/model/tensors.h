@@ -194,6 +194,7 @@ typedef struct facet_tensor_row {
     const char *alt7;         /* an eighth (MPT's ffn.down_proj), or NULL                 */
     const char *alt8;         /* a ninth (GPT-J's mlp.fc_out), or NULL                    */
     const char *alt9;         /* a tenth (Bamba's feed_forward.down_proj), or NULL        */
+    const char *alt10;        /* an eleventh (QWen's mlp.w1), or NULL                     */
     facet_tdim dims[2];       /* shape; dims[1] == FACET_TD_NONE for a vector              */
     int matrix;               /* 1: a weight matrix (run-time format); 0: float32 vector  */
     facet_tslot slot;         /* destination, or FACET_TS_FUSED                           */

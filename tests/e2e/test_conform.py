@@ -28,8 +28,7 @@ REFUSED = 2
 EXPECTED = {
     "HuggingFaceTB__SmolLM2-135M__resaved": (PENDING, []),
     "HuggingFaceTB__SmolLM3-3B": (PENDING, []),  # NoPE on every 4th layer
-    "Qwen__Qwen-7B": (REFUSED, ["model_type", "layer_norm_epsilon", "no_bias", "rotary_pct",
-                                "use_dynamic_ntk", "use_logn_attn"]),
+    "Qwen__Qwen-7B": (PENDING, []),  # qwen (issue 28): QWenConfig's own keys
     "Qwen__Qwen2-0.5B__resaved": (PENDING, []),
     "Qwen__Qwen2.5-0.5B-Instruct__resaved": (PENDING, []),
     "Qwen__Qwen2.5-0.5B__resaved": (PENDING, []),
@@ -139,11 +138,11 @@ def test_vulkan_column(name, run_facet, tmp_path):
 
 
 def test_known_refusal_texts(run_facet, tmp_path):
-    _, obj = conform(run_facet, CONFIGS / "Qwen__Qwen-7B", tmp_path=tmp_path)
+    _, obj = conform(run_facet, CONFIGS / "THUDM__chatglm3-6b", tmp_path=tmp_path)
     assert obj["verdict"]["refusals"][0]["text"] == (
-        "REFUSED: model_type=qwen is not supported on cpu (supported: llama, mistral, qwen2, qwen3, "
+        "REFUSED: model_type=chatglm is not supported on cpu (supported: llama, mistral, qwen2, qwen3, "
         "gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, smollm3, granite, mixtral, qwen2_moe, "
-        "qwen3_moe, olmoe, granitemoe, granitemoeshared, gpt_oss, deepseek_v2, deepseek_v3, mamba, mamba2, granitemoehybrid, bamba, jamba, lfm2, nemotron_h, gpt_neox, phi, gpt2, olmo, starcoder2, stablelm, stablelm_epoch, falcon, bloom, mpt, gptj, cohere, internlm2, minicpm, exaone)")
+        "qwen3_moe, olmoe, granitemoe, granitemoeshared, gpt_oss, deepseek_v2, deepseek_v3, mamba, mamba2, granitemoehybrid, bamba, jamba, lfm2, nemotron_h, gpt_neox, phi, gpt2, olmo, starcoder2, stablelm, stablelm_epoch, falcon, bloom, mpt, gptj, cohere, internlm2, minicpm, qwen, exaone)")
     _, obj = conform(run_facet, CONFIGS / "mistralai__Mixtral-8x7B-v0.1", "--backend", "vulkan",
                      tmp_path=tmp_path)
     texts = [r["text"] for r in obj["verdict"]["refusals"]]
@@ -447,13 +446,13 @@ def test_table_print(run_facet):
 
 def test_onboard_ledger(run_facet, tmp_path):
     ledger = tmp_path / "ledger.jsonl"
-    for name in ("meta-llama__Llama-3.2-1B-Instruct__resaved", "Qwen__Qwen-7B"):
+    for name in ("meta-llama__Llama-3.2-1B-Instruct__resaved", "THUDM__chatglm3-6b"):
         proc = run_facet(["onboard", str(CONFIGS / name), "--ledger", str(ledger)])
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith("| %s | " % name)
     rows = [json.loads(l) for l in ledger.read_text().splitlines()]
     assert [r["name"] for r in rows] == ["meta-llama__Llama-3.2-1B-Instruct__resaved",
-                                         "Qwen__Qwen-7B"]
+                                         "THUDM__chatglm3-6b"]
     assert rows[0]["verdicts"]["cpu"]["status"] == "supported-pending-probe"
     assert rows[0]["verdicts"]["vulkan"]["status"] == (
         "supported-pending-probe" if vulkan_built(run_facet) else "refused")

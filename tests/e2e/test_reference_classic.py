@@ -25,7 +25,8 @@ interleaved rotary, logit_scale; and with 2 KV heads); internlm2 (internlm2-chat
 the grouped wqkv, without and with biases); minicpm (MiniCPM-2B: muP scale_emb, scale_depth,
 dim_model_base as the embedding, residual and logits multipliers; and 4 heads in 2 KV groups);
 exaone (EXAONE-3.5-2.4B: Llama's block under transformer.h.N.attn.attention / mlp.c_fc_0,
-c_fc_1, c_proj names, GQA, llama3 rope; and untied with a null intermediate_size).
+c_fc_1, c_proj names, GQA, llama3 rope; and untied with a null intermediate_size); qwen
+(Qwen-7B, corpus: the Linear c_attn with its bias, the w1 / w2 MLP; and half-head rotary).
 """
 
 import json
@@ -237,6 +238,11 @@ CLASSES = {
     "minicpm-gqa": (MINICPM_2B, {"num_attention_heads": 4, "num_key_value_heads": 2}),
     # Llama's block under EXAONE's names and keys: 4 query heads per KV head, llama3 rope
     # scaling, tied; and untied with intermediate_size null (4 x hidden)
+    # corpus; Qwen-7B: c_attn a Linear q|k|v with a bias, w1 / w2 MLP of intermediate_size
+    # // 2, kv_channels shrunk with the head
+    "qwen-7b": (os.path.join(CONFIG_DIR, "Qwen__Qwen-7B"), {"kv_channels": 32}),
+    # and rotary over half of each head
+    "qwen-rotary-half": (os.path.join(CONFIG_DIR, "Qwen__Qwen-7B"), {"kv_channels": 32, "rotary_pct": 0.5}),
     "exaone-3.5-2.4b": (EXAONE_35_2_4B, {}),
     "exaone-untied": (EXAONE_35_2_4B, {"tie_word_embeddings": False, "intermediate_size": None}),
 }
@@ -249,7 +255,7 @@ def prompt(vocab, seed, n=N_PROMPT):
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom", "mpt", "gptj", "cohere", "internlm2", "minicpm", "exaone"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom", "mpt", "gptj", "cohere", "internlm2", "minicpm", "exaone", "qwen"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 files")
 def test_classic_class_matches_reference(name, make_checkpoint, reference_for, run_facet, tmp_path):
     src, shrink = CLASSES[name]

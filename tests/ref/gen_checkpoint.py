@@ -408,6 +408,8 @@ def tensor_specs(config, experts_layout=None):
         return _internlm2_specs(f)
     if f.family.get("names") == "exaone":
         return _exaone_specs(f)
+    if f.family.get("names") == "qwen":
+        return _qwen_specs(f)
     specs = [("model.embed_tokens.weight", (V, H), ("embed",))]
     for i in range(f.num_hidden_layers):
         p = "model.layers.%d." % i
@@ -647,6 +649,28 @@ def _internlm2_specs(f):
     return specs
 
 
+def _qwen_specs(f):
+    """QWenLMHeadModel's tensors (modeling_qwen): transformer.wte; per layer ln_1,
+    attn.c_attn (q | k | v rows, with a bias), attn.c_proj, ln_2, mlp.w1 (up) / w2 (gate)
+    / c_proj (down); transformer.ln_f; lm_head."""
+    H, I, V = f.hidden_size, f.intermediate_size, f.vocab_size
+    Q = f.num_attention_heads * f.head_dim
+    specs = [("transformer.wte.weight", (V, H), ("embed",))]
+    for i in range(f.num_hidden_layers):
+        p = "transformer.h.%d." % i
+        specs += [(p + "ln_1.weight", (H,), ("norm",)),
+                  (p + "attn.c_attn.weight", (3 * Q, H), ("linear", H)),
+                  (p + "attn.c_attn.bias", (3 * Q,), ("bias",)),
+                  (p + "attn.c_proj.weight", (H, Q), ("linear", Q)),
+                  (p + "ln_2.weight", (H,), ("norm",)),
+                  (p + "mlp.w1.weight", (I, H), ("linear", H)),
+                  (p + "mlp.w2.weight", (I, H), ("linear", H)),
+                  (p + "mlp.c_proj.weight", (H, I), ("linear", I))]
+    specs.append(("transformer.ln_f.weight", (H,), ("norm",)))
+    specs.append(("lm_head.weight", (V, H), ("linear", H, "lm_head")))
+    return specs
+
+
 def _exaone_specs(f):
     """ExaoneForCausalLM's tensors (modeling_exaone): transformer.wte; per layer ln_1,
     attn.attention.q/k/v/out_proj, ln_2, mlp.c_fc_0 (gate) / c_fc_1 (up) / c_proj (down),
@@ -759,7 +783,8 @@ def init_tensor(name, shape, init, seed, facts, logit_std=2.0, bias_std=0.1, nor
                                                                         "mlp.fc_out.weight"))) or (
                     facts.family.get("names") == "internlm2" and name.endswith(("attention.wo.weight",
                                                                               "feed_forward.w2.weight"))) or (
-                    facts.family.get("names") == "exaone" and name.endswith(".attention.out_proj.weight")):
+                    facts.family.get("names") == "exaone" and name.endswith(".attention.out_proj.weight")) or (
+                    facts.family.get("names") == "qwen" and name.endswith("attn.c_proj.weight")):
                 std *= sc["out_gain"]
             if facts.qk_norm is None and (name.endswith("q_proj.weight") or name.endswith("k_proj.weight")):
                 std *= sc["qk_gain"]

@@ -168,6 +168,14 @@ FAMILIES = {
     # transformer.h.N.ln_1 / attn.attention.{q,k,v,out}_proj / ln_2 / mlp, transformer.ln_f);
     # no biases; num_layers; intermediate_size None = 4 x hidden; tied by PretrainedConfig's
     # default.
+    # QWenConfig / modeling_qwen (Qwen-7B's remote code): RMSNorm ln_1 / ln_2 / ln_f
+    # (layer_norm_epsilon); attn.c_attn a Linear whose rows are q | k | v, always with a
+    # bias; attn.c_proj and the MLP without (no_bias); mlp: c_proj(w1 x * silu(w2 x)), w1 /
+    # w2 intermediate_size // 2 wide; rotate_half rotary over int(kv_channels x rotary_pct)
+    # dims, base rotary_emb_base; scores / sqrt(head_dim); logn attention and dynamic NTK
+    # act only past seq_length (not modelled: the reference runs within it); untied.
+    "qwen": dict(tie=False, eps=1e-6, theta=10000.0, act_keys=(), act="silu", qkv_bias="always",
+                 fused="qkv", sliding="none", names="qwen"),
     "exaone": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=("activation_function",),
                    act="silu", qkv_bias="never", sliding="none", names="exaone"),
     "stablelm": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
@@ -450,6 +458,19 @@ def facts(config):
         raise NotImplementedError("clip_qkv is not implemented by the reference")
     if mt == "stablelm_epoch" and float(_get(cfg, "rotary_scaling_factor", 1.0)) != 1.0:
         raise NotImplementedError("rotary_scaling_factor != 1 is not implemented by the reference")
+    if mt == "qwen":  # QWenConfig's own keys, as modeling_qwen reads them
+        cfg = dict(cfg)
+        if not _get(cfg, "no_bias", True) or not _get(cfg, "scale_attn_weights", True) \
+                or cfg.get("use_cache_quantization"):
+            raise NotImplementedError("qwen no_bias / scale_attn_weights false or cache "
+                                      "quantization is not implemented by the reference")
+        cfg["head_dim"] = int(_get(cfg, "kv_channels", 128))
+        cfg["intermediate_size"] = int(cfg["intermediate_size"]) // 2
+        cfg["rms_norm_eps"] = _get(cfg, "layer_norm_epsilon", fam["eps"])
+        cfg["partial_rotary_factor"] = _get(cfg, "rotary_pct", 1.0)
+        cfg["rope_theta"] = _get(cfg, "rotary_emb_base", 10000)
+        cfg["max_position_embeddings"] = cfg["seq_length"]
+        cfg.pop("num_key_value_heads", None)
     if mt == "exaone":  # ExaoneConfig's own keys, as its modeling code reads them
         cfg = dict(cfg)
         cfg["num_hidden_layers"] = cfg["num_layers"]

@@ -507,6 +507,14 @@ class Reference:
                                   (".mlp.up_proj.", ".feed_forward.w3."),
                                   (".mlp.down_proj.", ".feed_forward.w2."),
                                   ("lm_head.weight", "output.weight")),
+                    # QWen's modeling_qwen: transformer.wte / h.N / ln_f
+                    "qwen": (("embed_tokens.weight", "wte.weight"), ("norm.weight", "ln_f.weight"),
+                             (".layers.", ".h."), (".input_layernorm.", ".ln_1."),
+                             (".self_attn.qkv_proj.", ".attn.c_attn."),
+                             (".self_attn.o_proj.", ".attn.c_proj."),
+                             (".post_attention_layernorm.", ".ln_2."),
+                             (".mlp.gate_proj.", ".mlp.w2."), (".mlp.up_proj.", ".mlp.w1."),
+                             (".mlp.down_proj.", ".mlp.c_proj.")),
                     # EXAONE's modeling_exaone: transformer.wte / h.N / ln_f
                     "exaone": (("embed_tokens.weight", "wte.weight"), ("norm.weight", "ln_f.weight"),
                                (".layers.", ".h."),
@@ -656,7 +664,7 @@ class Reference:
             up, down = f.family["mlp_names"]
             q = "layers.%d." % layer
             return self._linear(activation(f.hidden_act, self._linear(x, q + up)), q + down)
-        if f.fused:
+        if f.fused and f.family.get("fused") != "qkv":  # Phi-3's gate_up_proj
             gu = self._linear(x, p + "gate_up_proj")
             gate, up = gu[:, : f.intermediate_size], gu[:, f.intermediate_size:]
         else:

@@ -461,6 +461,29 @@ static void test_exaone(void **state) {
     assert_non_null(strstr(err.message, "num_layers"));
 }
 
+/* QWenConfig (issue 28): Qwen-7B by hand — kv_channels is head_dim, the MLP is
+ * intermediate_size / 2 = 11008 wide, the context seq_length (8192, not
+ * max_position_embeddings 32768), rotary_emb_base the rope base, c_attn's bias always and
+ * c_proj's never; no_bias false is refused by key. */
+static void test_qwen(void **state) {
+    (void)state;
+    read_ok("Qwen__Qwen-7B");
+    assert_true(F.family_known);
+    assert_int_equal(F.head_dim, 128);
+    assert_int_equal(F.intermediate_size, 11008);
+    assert_int_equal(F.max_position_embeddings, 8192);
+    assert_true(F.rope_theta == 10000.0 && F.rms_norm_eps == 1e-6);
+    assert_true(F.qkv_bias && !F.o_bias && !F.mlp_bias && F.c_attn_linear);
+    assert_int_equal(F.tie_word_embeddings, 0);
+    facet_error err;
+    assert_int_not_equal(from_text("{\"model_type\": \"qwen\", \"hidden_size\": 256, "
+                                   "\"num_hidden_layers\": 2, \"num_attention_heads\": 8, "
+                                   "\"intermediate_size\": 512, \"vocab_size\": 512, "
+                                   "\"seq_length\": 2048, \"no_bias\": false}", &err),
+                         FACET_OK);
+    assert_non_null(strstr(err.message, "no_bias"));
+}
+
 static void test_outside_families_read_leniently(void **state) {
     (void)state;
     read_ok("THUDM__chatglm3-6b");
@@ -780,6 +803,7 @@ int main(void) {
         cmocka_unit_test(test_internlm2),
         cmocka_unit_test(test_minicpm),
         cmocka_unit_test(test_exaone),
+        cmocka_unit_test(test_qwen),
         cmocka_unit_test(test_outside_families_read_leniently),
         cmocka_unit_test(test_mistral_class_default_window),
         cmocka_unit_test(test_bad_inputs),
