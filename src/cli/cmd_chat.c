@@ -30,6 +30,27 @@ static void on_sigint(int sig) {
     interrupted = 1;
 }
 
+/* Write n bytes of a reply to stdout and flush. Ctrl-C is installed without SA_RESTART,
+ * so a write blocked on a terminal that is not reading (its buffer full) returns EINTR
+ * when the user stops the reply: stdio then flags stdout as failed, and main would end
+ * the chat with "writing standard output failed". Such a write is retried, as the
+ * interruption is the user's stop, not an output error. */
+static void reply_out(const char *s, size_t n) {
+    while (n) {
+        errno = 0;
+        size_t w = fwrite(s, 1, n, stdout);
+        s += w;
+        n -= w;
+        if (!n || errno != EINTR) break;
+        clearerr(stdout);
+    }
+    for (;;) {
+        errno = 0;
+        if (fflush(stdout) == 0 || errno != EINTR) break;
+        clearerr(stdout);
+    }
+}
+
 static void usage(FILE *out) {
     fprintf(out,
             "usage: facet chat [MODEL] [-n MAX_NEW] [--threads N] [--ctx N] [--weights FMT]\n"
@@ -150,8 +171,7 @@ static int reply(chat_state *cs, json_t *messages, facet_str *out) {
             goto out;
         }
         if (step.len) {
-            fwrite(step.text, 1, step.len, stdout);
-            fflush(stdout);
+            reply_out(step.text, step.len);
             facet_str_append(out, step.text, step.len);
         }
         if (step.finish != FACET_FINISH_NONE || interrupted) break;
@@ -161,9 +181,8 @@ static int reply(chat_state *cs, json_t *messages, facet_str *out) {
             goto out;
         }
     }
-    if (interrupted) fputs(" [stopped]", stdout);
-    fputc('\n', stdout);
-    fflush(stdout);
+    if (interrupted) reply_out(" [stopped]", 10);
+    reply_out("\n", 1);
 out:
     facet_generator_free(gen);
     facet_session_free(sess);
