@@ -107,7 +107,9 @@ def chat_server(facet_bin, repo_root, tmp_path_factory):
     for name in ("model.safetensors", "tokenizer.json", "special_tokens_map.json"):
         shutil.copy(src / name, dst / name)
     config = json.loads((src / "config.json").read_text())
-    config["max_position_embeddings"] = 4096  # room for a long reply to stop
+    # room for a long reply to stop: 3,500 tokens took ~3 s (less in the VM's fast state),
+    # and a clean-clone run saw the stream end before the Stop click reached the server
+    config["max_position_embeddings"] = 65536
     # the stories end with </s> (id 2) after a few hundred tokens: a long reply could finish
     # before the Stop click and never count as cancelled (seen once in a clean-clone run);
     # with <unk> (id 0, never generated) as the end id the long reply runs until stopped
@@ -164,7 +166,7 @@ def test_page_in_headless_chromium(chat_server, facet_bin, tmp_path):
         assert reply == want and reply
         b.wait("document.getElementById('model').textContent === 'stories260k-chat'")
         # stop: a long reply, stopped once some text has streamed
-        b.js("""(() => { const m = document.getElementById('max_tokens'); m.value = '3500';
+        b.js("""(() => { const m = document.getElementById('max_tokens'); m.value = '20000';
             document.getElementById('input').value = 'Tell me a long story.';
             document.getElementById('send').click(); })()""")
         b.wait("document.body.dataset.state === 'streaming' && "
