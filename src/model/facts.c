@@ -671,11 +671,14 @@ static facet_status read_moe(reader *r, const facet_config_class *cls) {
     if (cls->moe_biases) TRY(read_mxfp4(r));
     if (f->num_experts && f->num_experts_per_tok > f->num_experts &&
         !(cls->hybrid == 5 && f->num_experts == 1)) { /* Jamba's 1: no MoE layer */
-        char expected[96];
-        snprintf(expected, sizeof expected, "at most %s=%lld", cls->experts_key,
-                 (long long)f->num_experts);
-        return bad(r, "num_experts_per_tok", json_object_get(r->obj, "num_experts_per_tok"),
-                   expected);
+        char expected[128];
+        json_t *given = json_object_get(r->obj, "num_experts_per_tok");
+        snprintf(expected, sizeof expected, "at most %s=%lld%s", cls->experts_key,
+                 (long long)f->num_experts, given ? "" : " (the key is absent: the class default)");
+        json_t *dflt = given ? NULL : json_integer(f->num_experts_per_tok);
+        facet_status st = bad(r, "num_experts_per_tok", given ? given : dflt, expected);
+        json_decref(dflt);
+        return st;
     }
     f->moe_intermediate_size = cls->moe_size_key ? cls->moe_intermediate_size : f->intermediate_size;
     if (cls->moe_size_key)

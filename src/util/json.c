@@ -84,6 +84,7 @@ facet_status facet_json_load_file(const char *path, size_t max_bytes, json_t **o
 }
 
 const char *facet_json_type_name(const json_t *v) {
+    if (!v) return "absent";
     switch (json_typeof(v)) {
     case JSON_OBJECT: return "object";
     case JSON_ARRAY: return "array";

@@ -69,6 +69,7 @@ char *facet_json_dumps_exact(const json_t *v);
 
 /* Name of a JSON value's type as Python would say it: "object", "array", "string",
  * "integer", "number", "true", "false", "null". */
+/* NULL (an absent key) is "absent". */
 const char *facet_json_type_name(const json_t *v);
 
 #endif
