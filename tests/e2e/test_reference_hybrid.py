@@ -76,6 +76,19 @@ def run_and_compare(run_facet, path, n_prompt, n_gen, tmp_path, seed=7, ref_clas
                          ids=lambda c: "%s-%s" % c)
 @pytest.mark.evidence(config_classes=["granitemoehybrid"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 and BF16 files")
+def plan_full(run_facet, tmp_path, config):
+    """`facet plan` (ctx 4096, batch 2, bf16 weights and cache) of a full-size config
+    written alone to a folder; its output, the command having succeeded."""
+    d = tmp_path / "full"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(config))
+    proc = run_facet(["plan", str(d), "--ctx", "4096", "--batch", "2", "--weights", "bf16",
+                      "--kv-cache", "bf16"])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    return out
+
+
 def test_granite_hybrid_matches_reference(cell, run_facet, tmp_path):
     """Logits of a 64-token prompt within 1e-4 relative error per position, 32 greedy
     steps identical while the reference's top-2 margin exceeds 1e-3."""
@@ -97,13 +110,7 @@ def test_granite_hybrid_plan(run_facet, tmp_path):
     SSM: 3072 x 128) x 4 B = 36 x (9,984 + 393,216) x 4 = 58,060,800 bytes.
     KV (bf16) per token: naive 40 layers x 4 kv heads x 128 x 2 x 2 B = 81,920; actual:
     the 4 attention layers alone, 8,192 bytes per token (ctx 4096: 33,554,432 bytes)."""
-    d = tmp_path / "full"
-    d.mkdir()
-    (d / "config.json").write_text(json.dumps(hybrid_ref.GRANITE_4_H_TINY))
-    proc = run_facet(["plan", str(d), "--ctx", "4096", "--batch", "2", "--weights", "bf16",
-                      "--kv-cache", "bf16"])
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
+    out = plan_full(run_facet, tmp_path, hybrid_ref.GRANITE_4_H_TINY)
     assert "recurrent state: 58060800 bytes per sequence" in out, out
     assert "per token, naive (layers x kv_heads x head_dim x 2 x 2 B): 81920 bytes" in out, out
     assert "per token, actual at ctx 4096: 8192.0 bytes (4 global, 0 windowed layers)" in out, out
@@ -175,13 +182,7 @@ def test_lfm2_plan(run_facet, tmp_path):
     State per sequence: 10 conv layers x 2048 channels x 2 inputs x 4 B = 163,840 bytes.
     KV (bf16) per token: naive 16 x 8 x 64 x 2 x 2 B = 32,768; actual (6 attention
     layers) 12,288 bytes (ctx 4096: 48 MiB)."""
-    d = tmp_path / "full"
-    d.mkdir()
-    (d / "config.json").write_text(json.dumps(hybrid_ref.LFM2_1_2B))
-    proc = run_facet(["plan", str(d), "--ctx", "4096", "--batch", "2", "--weights", "bf16",
-                      "--kv-cache", "bf16"])
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
+    out = plan_full(run_facet, tmp_path, hybrid_ref.LFM2_1_2B)
     assert "parameters: 1170340608 total" in out, out
     assert "recurrent state: 163840 bytes per sequence" in out, out
     assert "per token, naive (layers x kv_heads x head_dim x 2 x 2 B): 32768 bytes" in out, out
@@ -311,13 +312,7 @@ def test_nemotron_h_plan(run_facet, tmp_path):
     2,631,361,536; attention 4 x (2 x 4096^2 + 2 x 1024 x 4096 + 4096) = 4 x 41,947,136 =
     167,788,544; MLP 24 x (2 x 21504 x 4096 + 4096) = 4,227,956,736; final norm 4096:
     8,100,852,736."""
-    d = tmp_path / "full"
-    d.mkdir()
-    (d / "config.json").write_text(json.dumps(hybrid_ref.NEMOTRON_H_8B))
-    proc = run_facet(["plan", str(d), "--ctx", "4096", "--batch", "2", "--weights", "bf16",
-                      "--kv-cache", "bf16"])
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
+    out = plan_full(run_facet, tmp_path, hybrid_ref.NEMOTRON_H_8B)
     assert "parameters: 8100852736 total" in out, out
     assert "recurrent state: 103612416 bytes per sequence" in out, out
     assert "per token, naive (layers x kv_heads x head_dim x 2 x 2 B): 212992 bytes" in out, out
@@ -420,13 +415,7 @@ def test_bamba_plan(run_facet, tmp_path):
     SSM: 8192 x 128) x 4 B = 29 x (25,344 + 1,048,576) x 4 = 124,574,720 bytes.
     KV (bf16) per token: naive 32 layers x 8 kv heads x 128 x 2 x 2 B = 131,072; actual:
     the 3 attention layers alone, 12,288 bytes per token (ctx 4096: 48 MiB)."""
-    d = tmp_path / "full"
-    d.mkdir()
-    (d / "config.json").write_text(json.dumps(hybrid_ref.BAMBA_9B))
-    proc = run_facet(["plan", str(d), "--ctx", "4096", "--batch", "2", "--weights", "bf16",
-                      "--kv-cache", "bf16"])
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
+    out = plan_full(run_facet, tmp_path, hybrid_ref.BAMBA_9B)
     assert "recurrent state: 124574720 bytes per sequence" in out, out
     assert "per token, naive (layers x kv_heads x head_dim x 2 x 2 B): 131072 bytes" in out, out
     assert "per token, actual at ctx 4096: 12288.0 bytes (3 global, 0 windowed layers)" in out, out
@@ -493,13 +482,7 @@ def test_jamba_plan(run_facet, tmp_path):
     experts). State: 28 x (8192 x 3 + 8192 x 16) x 4 B = 17,432,576 bytes per sequence.
     KV (bf16): naive 32 x 8 x 128 x 2 x 2 B = 131,072 per token; 4 attention layers:
     16,384."""
-    d = tmp_path / "full"
-    d.mkdir()
-    (d / "config.json").write_text(json.dumps(hybrid_ref.JAMBA_V0_1))
-    proc = run_facet(["plan", str(d), "--ctx", "4096", "--batch", "2", "--weights", "bf16",
-                      "--kv-cache", "bf16"])
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
+    out = plan_full(run_facet, tmp_path, hybrid_ref.JAMBA_V0_1)
     assert "parameters: 51570323328 total, 12110311296 read per decoded token" in out, out
     assert "recurrent state: 17432576 bytes per sequence" in out, out
     assert "per token, naive (layers x kv_heads x head_dim x 2 x 2 B): 131072 bytes" in out, out
