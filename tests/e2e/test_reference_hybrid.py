@@ -71,11 +71,6 @@ def run_and_compare(run_facet, path, n_prompt, n_gen, tmp_path, seed=7, ref_clas
     return errs.max()
 
 
-@pytest.mark.parametrize("cell", [("tiny", "f32"), ("tiny", "bf16"), ("groups2-rope-bias", "f32"),
-                                  ("dense", "f32")],
-                         ids=lambda c: "%s-%s" % c)
-@pytest.mark.evidence(config_classes=["granitemoehybrid"], backend="cpu", weights=["f32"],
-                      oracle="float64 reference, F32 and BF16 files")
 def plan_full(run_facet, tmp_path, config):
     """`facet plan` (ctx 4096, batch 2, bf16 weights and cache) of a full-size config
     written alone to a folder; its output, the command having succeeded."""
@@ -89,6 +84,11 @@ def plan_full(run_facet, tmp_path, config):
     return out
 
 
+@pytest.mark.parametrize("cell", [("tiny", "f32"), ("tiny", "bf16"), ("groups2-rope-bias", "f32"),
+                                  ("dense", "f32")],
+                         ids=lambda c: "%s-%s" % c)
+@pytest.mark.evidence(config_classes=["granitemoehybrid"], backend="cpu", weights=["f32"],
+                      oracle="float64 reference, F32 and BF16 files")
 def test_granite_hybrid_matches_reference(cell, run_facet, tmp_path):
     """Logits of a 64-token prompt within 1e-4 relative error per position, 32 greedy
     steps identical while the reference's top-2 margin exceeds 1e-3."""
