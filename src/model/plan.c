@@ -315,6 +315,8 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
                  f->alibi_bias_max);
     else if (f->pos_embed_learned)
         snprintf(p->rope_path, sizeof p->rope_path, "learned positions (no rotary)");
+    else if (f->no_rope || (f->n_ssm_layers && f->n_ssm_layers == f->num_hidden_layers))
+        snprintf(p->rope_path, sizeof p->rope_path, "no positions (no rotary)");
     else
         snprintf(p->rope_path, sizeof p->rope_path, "rope-%.31s %s theta=%g%s",
                  f->rope_type_name[0] ? f->rope_type_name : "default",

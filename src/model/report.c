@@ -47,10 +47,19 @@ void facet_facts_line(const facet_facts *f, char *buf, size_t cap) {
            (long long)f->head_dim, f->head_dim_explicit ? "" : "(derived)",
            (long long)f->intermediate_size, (long long)f->vocab_size,
            (long long)f->max_position_embeddings);
-    APPEND(buf, cap, " rope=%s theta=%g", f->rope_type_name, f->rope_theta);
-    if (f->rope_type != FACET_ROPE_DEFAULT) APPEND(buf, cap, " factor=%g", f->rope_factor);
-    if (f->partial_rotary_factor != 1.0) APPEND(buf, cap, " partial=%g", f->partial_rotary_factor);
-    if (f->rope_local_base_freq) APPEND(buf, cap, " local_theta=%g", f->rope_local_base_freq);
+    /* a class without rotary embeddings says what positions it has instead of the rope
+     * defaults it never reads (Jamba, Mamba: none; BLOOM, MPT: ALiBi; GPT-2: learned) */
+    if (f->no_rope || (f->n_ssm_layers && f->n_ssm_layers == f->num_hidden_layers)) {
+        APPEND(buf, cap, " rope=none positions=%s",
+               f->alibi ? "alibi" : f->pos_embed_learned ? "learned" : "none");
+    } else {
+        APPEND(buf, cap, " rope=%s theta=%g", f->rope_type_name, f->rope_theta);
+        if (f->rope_type != FACET_ROPE_DEFAULT) APPEND(buf, cap, " factor=%g", f->rope_factor);
+        if (f->partial_rotary_factor != 1.0)
+            APPEND(buf, cap, " partial=%g", f->partial_rotary_factor);
+        if (f->rope_local_base_freq) APPEND(buf, cap, " local_theta=%g", f->rope_local_base_freq);
+        if (f->rope_interleaved) APPEND(buf, cap, " interleaved");
+    }
     APPEND(buf, cap, " act=%s eps=%g window=%s", f->act_name, f->rms_norm_eps,
            window_text(f, win, sizeof win));
     APPEND(buf, cap, " qkv_bias=%d o_bias=%d qk_norm=%d tie=%d%s", f->qkv_bias, f->o_bias,

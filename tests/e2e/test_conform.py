@@ -169,6 +169,30 @@ def test_bare_config_json_file(run_facet, tmp_path):
     assert obj["facts"]["probed"] is False
 
 
+# the facts line names the positions a class has: rope's type and theta only where the
+# class rotates (a config's absent rope keys would otherwise print as "rope=default")
+POSITIONS = [
+    ("openai-community__gpt2-xl", "rope=none positions=learned", "theta="),
+    ("state-spaces__mamba-2.8b-hf", "rope=none positions=none", "theta="),
+    ("stabilityai__stable-code-3b", "rope=default theta=1e+06 partial=0.25", "positions="),
+]
+
+
+@pytest.mark.parametrize("name,needle,absent", POSITIONS, ids=[p[0] for p in POSITIONS])
+def test_positions_printed(name, needle, absent, run_facet):
+    proc = run_facet(["conform", str(CONFIGS / name)])
+    assert needle in proc.stdout, proc.stdout
+    assert absent not in proc.stdout
+
+
+def test_alibi_printed(run_facet, tmp_path):
+    cfg = {"model_type": "bloom", "architectures": ["BloomForCausalLM"], "hidden_size": 64,
+           "n_head": 4, "n_layer": 2, "vocab_size": 256, "layer_norm_epsilon": 1e-5}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    proc = run_facet(["conform", str(tmp_path)])
+    assert "rope=none positions=alibi" in proc.stdout, proc.stdout + proc.stderr
+
+
 # ------------------------------------------------------------------ with weights
 
 WITH_WEIGHTS = [
