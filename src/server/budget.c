@@ -71,9 +71,16 @@ void srv_kv_budget_describe(const srv_kv_budget *b, const char *unchecked, char 
     bytes_text(b->kv_bytes_per_token, per, sizeof per);
     /* what the memory gives: "MemAvailable 22.83 GiB - 10% margin - weights 1.11 GiB
      * leaves 19.44 GiB" */
-    char left[192];
-    snprintf(left, sizeof left, "MemAvailable %s - %d%% margin - weights %s leaves %s", mem,
-             SRV_MEM_MARGIN_PCT, weights, room);
+    char left[256], state[96] = "";
+    if (b->state_bytes && b->state_bytes <= b->weight_bytes) {
+        char sb[32];
+        bytes_text((double)b->state_bytes, sb, sizeof sb);
+        bytes_text((double)(b->weight_bytes - b->state_bytes), weights, sizeof weights);
+        snprintf(state, sizeof state, " - recurrent state %s (%d sequences)", sb,
+                 b->max_batch > 0 ? b->max_batch : 1);
+    }
+    snprintf(left, sizeof left, "MemAvailable %s - %d%% margin - weights %s%s leaves %s", mem,
+             SRV_MEM_MARGIN_PCT, weights, state, room);
     if (b->tokens == 0) {
         snprintf(buf, cap, "no memory left for the KV cache: %s, less than one token's KV "
                  "cache (%s); free memory, load smaller weights (--weights int8) or set "

@@ -27,7 +27,10 @@ typedef struct srv_kv_budget {
     int requested;              /* --kv-budget; 0 = the default                         */
     int max_batch, n_ctx;
     uint64_t mem_available;     /* bytes; 0 = unknown (the budget is not checked)        */
-    uint64_t weight_bytes;      /* run-time weights                                      */
+    uint64_t weight_bytes;      /* run-time weights, and the recurrent state below        */
+    uint64_t state_bytes;       /* of weight_bytes: a recurrent model's fixed state of
+                                   max_batch sequences (0: none); set by the caller after
+                                   choosing, so the line names it apart from the weights  */
     double kv_bytes_per_token;  /* KV cache bytes per token at n_ctx                     */
     /* results */
     int64_t default_tokens;     /* max_batch x n_ctx                                     */

@@ -143,6 +143,7 @@ facet_status facet_server_start(const facet_server_config *cfg, facet_server **o
         uint64_t fixed = weight_bytes + state * (uint64_t)(cfg->max_batch > 0 ? cfg->max_batch : 1);
         srv_kv_budget_choose(cfg->kv_budget, cfg->max_batch, plan_ctx, mem, fixed,
                              kv_per_token, &budget);
+        budget.state_bytes = fixed - weight_bytes;
         if (budget.tokens == 0) {
             srv_kv_budget_describe(&budget, NULL, budget_line, sizeof budget_line);
             return facet_err(err, FACET_E_NOMEM, "%s", budget_line);

@@ -61,6 +61,22 @@ static void test_default_that_fits_is_kept(void **state) {
                      "at 1.25 KiB/token; MemAvailable 24.00 GiB");
 }
 
+/* A hybrid's recurrent state (fixed per sequence) is named apart from the weights it is
+ * counted with: 1 GiB of weights + 8 sequences x 16 MiB of state = 1.125 GiB fixed;
+ * 24 GiB - 2.4 GiB margin - 1.125 GiB leaves 20.475 GiB (printed 20.48). */
+static void test_recurrent_state_named(void **state) {
+    (void)state;
+    srv_kv_budget b;
+    uint64_t weights = GIB, st = 8ull * 16 * 1024 * 1024;
+    srv_kv_budget_choose(0, 8, 4096, 24 * GIB, weights + st, 2048.0, &b);
+    b.state_bytes = st;
+    assert_int_equal(b.tokens, 32768);
+    char line[1024];
+    srv_kv_budget_describe(&b, NULL, line, sizeof line);
+    assert_has(line, "MemAvailable 24.00 GiB - 10% margin - weights 1.00 GiB - recurrent "
+                     "state 128.00 MiB (8 sequences) leaves 20.48 GiB");
+}
+
 /* An exact fit is a fit: room / per token == default. */
 static void test_exact_fit_boundary(void **state) {
     (void)state;
@@ -187,6 +203,7 @@ int main(void) {
         cmocka_unit_test(test_default_is_capped_to_memory),
         cmocka_unit_test(test_default_that_fits_is_kept),
         cmocka_unit_test(test_exact_fit_boundary),
+        cmocka_unit_test(test_recurrent_state_named),
         cmocka_unit_test(test_explicit_budget_is_honoured),
         cmocka_unit_test(test_nothing_fits),
         cmocka_unit_test(test_unchecked_and_overflow),
