@@ -292,6 +292,10 @@ int cmd_chat(int argc, char **argv) {
     }
     facet_tokenizer *tok = NULL;
     if (!facet_tokenizer_present(o.model)) {
+        if (facet_tokenizer_unread(o.model, &err) != FACET_OK) {
+            rc = cli_fail_at("chat", &err);
+            goto out;
+        }
         fprintf(stderr, "facet: chat: %s has no tokenizer.json\n", o.model);
         rc = 1;
         goto out;

@@ -107,6 +107,8 @@ static int prompt_ids(const run_opts *o, facet_tokenizer *tok, int32_t **ids, si
     *n = 0;
     if (o->prompt_ids) return run_parse_ids(o->prompt_ids, ids, n);
     if (!tok) {
+        facet_error err;
+        if (facet_tokenizer_unread(o->model, &err) != FACET_OK) return cli_fail(&err);
         fprintf(stderr, "facet: %s has no tokenizer.json; give the prompt as --prompt-ids\n",
                 o->model);
         return 1;

@@ -75,6 +75,18 @@ static const facet_config_class classes[] = {
      .router = FACET_ROUTER_SOFTMAX_TOPK, .norm_topk_prob = -1, .norm_topk_default = 1,
      .mla = 1, .topk_method = "noaux_tc", .scoring_func = "sigmoid", .routed_scaling_factor = 2.5,
      .first_k_dense_replace = 3, .n_shared_experts = 1},
+    /* Kimi K2: Moonshot's config.json says model_type "kimi_k2" but maps AutoConfig to
+     * configuration_deepseek.DeepseekV3Config and runs DeepseekV3ForCausalLM (its own
+     * copy of DeepSeek-V3's modeling code, trust_remote_code): DeepseekV3Config's
+     * defaults and facts, under Moonshot's name */
+    {.model_type = "kimi_k2", .max_position_embeddings = 4096, .tie_word_embeddings = 0, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-6, .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
+     .moe = 1, .experts_key = "n_routed_experts", .num_experts = 256, .num_experts_per_tok = 8,
+     .moe_size_key = "moe_intermediate_size", .moe_intermediate_size = 2048,
+     .router = FACET_ROUTER_SOFTMAX_TOPK, .norm_topk_prob = -1, .norm_topk_default = 1,
+     .mla = 1, .topk_method = "noaux_tc", .scoring_func = "sigmoid", .routed_scaling_factor = 2.5,
+     .first_k_dense_replace = 3, .n_shared_experts = 1},
     {.model_type = "llama", .max_position_embeddings = 2048, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-6,
      .act_key = "hidden_act", .act_default = "silu",
      .qkv_bias = -1, .o_bias = -1, .pre_norms = 1},

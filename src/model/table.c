@@ -167,9 +167,13 @@ const facet_profile facet_profiles[] = {
      "latent and the rope key; softmax routing, greedy or group-limited, shared experts)",
      &cpu_dense, &vulkan_dense},
     {"deepseek_v3", {"DeepseekV3ForCausalLM"},
-     "DeepSeek-V3, Kimi K2 (latent attention; sigmoid routing with e_score_correction_bias "
-     "inside the best groups, shared experts; unquantized checkpoints: the FP8 "
-     "quantization_config is refused)", &cpu_dense, &vulkan_dense},
+     "DeepSeek-V3 (latent attention; sigmoid routing with e_score_correction_bias "
+     "inside the best groups, shared experts; FP8 block-quantized checkpoints widened at "
+     "load)", &cpu_dense, &vulkan_dense},
+    {"kimi_k2", {"DeepseekV3ForCausalLM"},
+     "Kimi K2 (Moonshot's model_type for DeepSeek-V3's config class and modeling code: "
+     "latent attention, sigmoid routing over 384 experts, one group)",
+     &cpu_dense, &vulkan_dense},
     {"mamba", {"MambaForCausalLM"},
      "Mamba (selective state space: conv1d + scan, no attention)", &cpu_dense, &vulkan_dense},
     {"mamba2", {"Mamba2ForCausalLM"},

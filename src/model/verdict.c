@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/config_class.h"
 #include "model/table.h"
 #include "model/table_internal.h"
 #include "model/verdict_rows.h"
@@ -452,7 +453,9 @@ static void judge_keys(const facet_facts *f, facet_verdict *out) {
 /* The DeepSeek facts a latent-attention model runs with (DeepseekV2/V3 modeling code). */
 static void judge_deepseek(const facet_facts *f, facet_verdict *out) {
     char v[64];
-    int v3 = !strcmp(f->model_type, "deepseek_v3");
+    /* DeepseekV3Config's class (deepseek_v3, and kimi_k2 under Moonshot's name) */
+    const char *cls_method = facet_config_class_find(f->model_type)->topk_method;
+    int v3 = cls_method && !strcmp(cls_method, "noaux_tc");
     const char *method = v3 ? "noaux_tc" : NULL;
     if (method ? strcmp(f->topk_method, method)
                : strcmp(f->topk_method, "greedy") && strcmp(f->topk_method, "group_limited_greedy"))

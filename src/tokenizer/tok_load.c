@@ -432,8 +432,11 @@ facet_status facet_tokenizer_load(const char *dir, facet_tokenizer **out, facet_
     if (!facet_is_dir(dir) && !facet_is_file(dir))
         return facet_err(err, FACET_E_IO, "%s: no such file or folder (expected a folder "
                          "holding tokenizer.json or a .gguf file)", dir);
-    if (!facet_is_file(path))
+    if (!facet_is_file(path)) {
+        facet_status st = facet_tokenizer_unread(dir, err);
+        if (st != FACET_OK) return st;
         return facet_err(err, FACET_E_IO, "%s: no tokenizer.json in this folder", path);
+    }
     facet_status st = facet_read_file(path, TOK_MAX_FILE, &data, &len, err);
     if (st != FACET_OK) return st;
     if (facet_is_file(cpath) && (st = facet_read_file(cpath, TOK_MAX_FILE, &cdata, &clen, err))) {
@@ -452,6 +455,20 @@ facet_status facet_tokenizer_load(const char *dir, facet_tokenizer **out, facet_
         memcpy(err->message, msg, sizeof msg);
     }
     return st;
+}
+
+facet_status facet_tokenizer_unread(const char *dir, facet_error *err) {
+    char tj[4096], tk[4096];
+    facet_err_clear(err);
+    if (!dir || !facet_path_join(tj, sizeof tj, dir, "tokenizer.json") ||
+        !facet_path_join(tk, sizeof tk, dir, "tiktoken.model") || facet_is_file(tj) ||
+        !facet_is_file(tk))
+        return FACET_OK;
+    return facet_err(err, FACET_E_UNSUPPORTED,
+                     "%s: a tiktoken vocabulary (base64 token and rank per line, read by the "
+                     "checkpoint's own tokenization code, e.g. Kimi K2's tokenization_kimi.py) "
+                     "and no tokenizer.json: facet reads tokenizer.json or GGUF vocabularies, "
+                     "not tiktoken files; give the prompt as token ids (--prompt-ids)", tk);
 }
 
 int facet_tokenizer_present(const char *path) {

@@ -5,13 +5,16 @@ Shrunk checkpoints (hidden 64, 4 heads, latent 32, rope 8, 16-32 experts, 3 laye
 DeepSeek-V3 (the corpus config: noaux_tc sigmoid routing with e_score_correction_bias over
 8 groups, a dense first layer, a shared expert, yarn with mscale_all_dim), DeepSeek-V2
 (q_lora_rank, group_limited_greedy, routed_scaling_factor 16) and DeepSeek-V2-Lite (no
-q_lora_rank: a plain q_proj, greedy routing, 2 shared experts), both inline in
-tests/ref/mla_ref.py. Oracle: tests/ref/mla_ref.py (transformers' DeepseekV2/V3 semantics
+q_lora_rank: a plain q_proj, greedy routing, 2 shared experts) and Kimi K2 (model_type
+kimi_k2, DeepSeek-V3's class: noaux_tc in one group, routed_scaling_factor 2.827, yarn
+factor 32 with beta_fast 1 over rope_theta 50000), inline in tests/ref/mla_ref.py. Oracle: tests/ref/mla_ref.py (transformers' DeepseekV2/V3 semantics
 with DeepSeek's softmax scale, attention in the plain expanded form, one token at a time),
 independent of src/engine/mixer_mla.c, which runs the absorbed form over a latent cache.
 """
 
+import base64
 import json
+import os
 
 import numpy as np
 import pytest
@@ -32,7 +35,10 @@ def v3_config(repo_root):
 
 SOURCES = {"deepseek-v3": v3_config,
            "deepseek-v2": lambda r: mla_ref.shrink(mla_ref.DEEPSEEK_V2),
-           "deepseek-v2-lite": lambda r: mla_ref.shrink(mla_ref.DEEPSEEK_V2_LITE)}
+           "deepseek-v2-lite": lambda r: mla_ref.shrink(mla_ref.DEEPSEEK_V2_LITE),
+           # Kimi K2 (model_type kimi_k2: DeepSeek-V3's class): one expert group, one
+           # dense layer, scaling 2.827, yarn factor 32 / beta 1 over rope_theta 50000
+           "kimi-k2": lambda r: mla_ref.shrink(mla_ref.KIMI_K2, experts=24)}
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +70,7 @@ def run(run_facet, path, p, n_gen, tmp_path, extra):
 
 @pytest.mark.parametrize("cell", [(n, "f32") for n in sorted(SOURCES)] + [("deepseek-v3", "fp8")],
                          ids=lambda c: "%s-%s" % c)
-@pytest.mark.evidence(config_classes=["deepseek_v2", "deepseek_v3"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["deepseek_v2", "deepseek_v3", "kimi_k2"], backend="cpu", weights=["f32"],
                       oracle="float64 reference (tests/ref/mla_ref.py), F32 and FP8-block files")
 def test_mla_exact_matches_reference(cell, checkpoints, run_facet, tmp_path):
     """F32 weights and cache: logits of the prompt within 1e-4 relative of the expanded
@@ -220,3 +226,59 @@ def test_plan_latent_cache(run_facet, repo_root):
     assert "causal latent 128q qk=128+64 v=128 over latent 512 + rope 64" in out, out
     proc = run_facet(["plan", cfg, "--kv-cache", "f32"])
     assert "(kv_lora_rank + qk_rope_head_dim) x 4 B): 140544 bytes" in proc.stdout, proc.stdout
+
+
+def test_plan_kimi_k2(run_facet, tmp_path):
+    """`facet plan` and `conform` on Kimi K2's full config (mla_ref.KIMI_K2, model_type
+    kimi_k2), hand-worked: the latent cache is DeepSeek-V3's, 61 x (512 + 64) x 2 B =
+    70,272 bytes a token in bf16, against 61 x 64 heads x (128 + 64 + 128) x 2 B =
+    2,498,560 for expanded keys and values (35.6x: half V3's heads). Parameters, no
+    multi-token-prediction layer: embeddings and lm_head 2 x 163840 x 7168, final norm
+    7168; a layer's attention 101,124,096 (q_a 1536 x 7168 + its norm 1536, q_b 64 x 192 x
+    1536, kv_a 576 x 7168 + its norm 512, kv_b 64 x 256 x 512, o 7168 x 8192) and 2 x 7168
+    norms; layer 0 dense 3 x 7168 x 18432; 60 MoE layers of router 384 x 7168 + bias 384,
+    a shared expert and 384 experts of 3 x 7168 x 2048: 1,026,408,232,448 in all (Kimi
+    K2's "1T"); a decoded token reads 8 experts a layer: 32,861,500,928 (its "32B
+    activated"; both tables counted whole, as for DeepSeek-V3 above)."""
+    (tmp_path / "config.json").write_text(json.dumps(mla_ref.KIMI_K2))
+    proc = run_facet(["plan", tmp_path])
+    out = proc.stdout
+    assert proc.returncode == 0, proc.stderr
+    assert "per token, naive (layers x (kv_lora_rank + qk_rope_head_dim) x 2 B): 70272 bytes" in out, out
+    assert "expanded per-head keys and values" in out and "2498560 bytes, 35.6x" in out, out
+    assert "parameters: 1026408232448 total, 32861500928 read per decoded token" in out, out
+    assert "causal latent 64q qk=128+64 v=128 over latent 512 + rope 64" in out, out
+    # the config alone: supported, pending the tensor probe (exit 3), by its own profile
+    proc = run_facet(["conform", tmp_path])
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "verdict: supported-pending-probe on cpu (profile kimi_k2)" in proc.stdout, proc.stdout
+    assert "router=sigmoid-noaux_tc-renorm sparse_layers=60 shared_expert=2048" in proc.stdout
+
+
+def test_kimi_k2_tiktoken_folder_refused_by_name(checkpoints, run_facet, tmp_path):
+    """Kimi K2 ships its vocabulary as tiktoken.model (one 'base64(token bytes) rank' per
+    line) read by its own tokenization_kimi.py through tiktoken, with no tokenizer.json.
+    facet does not read tiktoken files: text in or out of such a folder is refused by
+    name (exit 2, FACET_E_UNSUPPORTED, naming tiktoken.model), and the checkpoint still
+    runs on token ids, printing ids instead of text."""
+    src = checkpoints["kimi-k2", "f32"]
+    d = tmp_path / "kimi"
+    d.mkdir()
+    for fn in ("config.json", "model.safetensors"):
+        (d / fn).symlink_to(os.path.join(src, fn))
+    (d / "tiktoken.model").write_text("".join(
+        "%s %d\n" % (base64.b64encode(t).decode(), i)
+        for i, t in enumerate([b"h", b"i", b"hi", b" ", b" hi"])))
+    (d / "tokenization_kimi.py").write_text("# Moonshot's TikTokenTokenizer (stand-in)\n")
+    (d / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "TikTokenTokenizer",
+        "auto_map": {"AutoTokenizer": ["tokenization_kimi.TikTokenTokenizer", None]}}))
+    want = "%s: a tiktoken vocabulary" % (d / "tiktoken.model")
+    for args in (["tokenize", d, "hi hi"], ["run", d, "--prompt", "hi", "-n", "1"]):
+        proc = run_facet(args)
+        assert proc.returncode == 2 and want in proc.stderr, (args, proc.stderr)
+        assert "give the prompt as token ids (--prompt-ids)" in proc.stderr, proc.stderr
+    proc = run_facet(["run", d, "--prompt-ids", "1,2,3", "-n", "2", "--ignore-eos", "--no-cache"])
+    assert proc.returncode == 0, proc.stderr
+    assert "has no tokenizer.json: token ids are printed instead of text" in proc.stderr
+    assert proc.stdout.split()[:3] == ["1", "2", "3"], proc.stdout

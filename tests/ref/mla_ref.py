@@ -68,6 +68,40 @@ DEEPSEEK_V2 = dict(DEEPSEEK_V2_LITE, hidden_size=5120, intermediate_size=12288,
                    n_group=8, topk_group=3, topk_method="group_limited_greedy",
                    routed_scaling_factor=16.0)
 
+# moonshotai/Kimi-K2-Instruct's config.json values as published (public; checked against
+# public copies of that file and of Moonshot's deploy guidance, which says the config sets
+# model_type "kimi_k2" so engines can tell it from DeepSeek-V3, while auto_map and
+# architectures name DeepSeek-V3's own config and modeling classes). DeepSeek-V3's
+# architecture with 64 heads, 384 routed experts in one group (no group limit), one dense
+# layer, routed_scaling_factor 2.827, rope_theta 50000, yarn factor 32 with beta_fast 1,
+# vocab 163840 (a tiktoken vocabulary: tiktoken.model + tokenization_kimi.py, no
+# tokenizer.json), FP8 weights in 128 x 128 blocks as DeepSeek-V3's release.
+KIMI_K2 = {
+    "architectures": ["DeepseekV3ForCausalLM"], "attention_bias": False,
+    "attention_dropout": 0.0,
+    "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config",
+                 "AutoModel": "modeling_deepseek.DeepseekV3Model",
+                 "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM"},
+    "aux_loss_alpha": 0.001, "bos_token_id": 163584, "eos_token_id": 163585,
+    "first_k_dense_replace": 1, "hidden_act": "silu", "hidden_size": 7168,
+    "initializer_range": 0.02, "intermediate_size": 18432, "kv_lora_rank": 512,
+    "max_position_embeddings": 131072, "model_type": "kimi_k2", "moe_intermediate_size": 2048,
+    "moe_layer_freq": 1, "n_group": 1, "n_routed_experts": 384, "n_shared_experts": 1,
+    "norm_topk_prob": True, "num_attention_heads": 64, "num_experts_per_tok": 8,
+    "num_hidden_layers": 61, "num_key_value_heads": 64, "num_nextn_predict_layers": 0,
+    "pretraining_tp": 1, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+    "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                            "weight_block_size": [128, 128]},
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": {"beta_fast": 1.0, "beta_slow": 1.0, "factor": 32.0, "mscale": 1.0,
+                     "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
+                     "type": "yarn"},
+    "rope_theta": 50000.0, "routed_scaling_factor": 2.827, "scoring_func": "sigmoid",
+    "seq_aux": True, "tie_word_embeddings": False, "topk_group": 1, "topk_method": "noaux_tc",
+    "torch_dtype": "bfloat16", "transformers_version": "4.48.3", "use_cache": True,
+    "v_head_dim": 128, "vocab_size": 163840,
+}
+
 # the shrunk shape: hidden 64, 4 heads, latent 32, rope 8 (every kind of dimension kept
 # distinct so a swapped axis fails)
 SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4,
@@ -100,7 +134,8 @@ def shrink(cfg, num_hidden_layers=3, experts=16, top_k=4, **overrides):
 
 class Facts:
     def __init__(self, c):
-        self.v3 = c["model_type"] == "deepseek_v3"
+        # DeepseekV3Config's semantics: deepseek_v3, and kimi_k2 (Moonshot's name for it)
+        self.v3 = c["model_type"] in ("deepseek_v3", "kimi_k2")
         self.H, self.V, self.L = c["hidden_size"], c["vocab_size"], c["num_hidden_layers"]
         self.nh = c["num_attention_heads"]
         self.QL = c.get("q_lora_rank") or 0
