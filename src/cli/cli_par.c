@@ -52,6 +52,20 @@ int cli_par_join(const facet_facts *f, int pp, int tp, int n_ctx, facet_weight_f
     return rc;
 }
 
+void cli_par_report(const char *prefix) {
+    if (!facet_par_active()) return;
+    double comm_s;
+    uint64_t sent, steps, split, multi, mbs;
+    facet_par_stats(&comm_s, &sent);
+    facet_par_step_stats(&steps, &split, &multi, &mbs);
+    fprintf(stderr, "%sparallel %d x %d ranks: rank 0 spent %.3f s in MPI calls (waiting on the "
+                    "other stages included), sent %llu bytes; %llu forward steps, %llu of them "
+                    "in %llu micro-batches, %llu of those holding several sequences\n", prefix,
+            facet_par_pp(), facet_par_tp(), comm_s, (unsigned long long)sent,
+            (unsigned long long)steps, (unsigned long long)split, (unsigned long long)mbs,
+            (unsigned long long)multi);
+}
+
 int cli_par_follower(void) { return facet_par_active() && facet_par_rank() != 0; }
 
 /* Tell the other ranks this one failed before its session was ready (they stop). */

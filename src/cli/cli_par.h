@@ -25,6 +25,11 @@ int cli_par_follower(void);
 int cli_par_follow(const char *model, const facet_load_options *lo,
                    const facet_session_options *so);
 
+/* Rank 0 of an active job: one line on stderr, `prefix` first, with its seconds in MPI
+ * calls (waits on the other stages included), bytes sent, the forward steps through the
+ * pipeline and how many of them ran as micro-batches. Nothing when no job is active. */
+void cli_par_report(const char *prefix);
+
 /* Rank 0 at the end of the command, after its session is freed; rc the command's exit
  * code. A rank 0 that failed before its session was ready tells the others (they stop);
  * a failure after the ranks started following ends them all (MPI_Abort). Leaves the

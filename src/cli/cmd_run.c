@@ -415,14 +415,7 @@ int cmd_run(int argc, char **argv) {
                 "tokens, %.1f tok/s | finish: %s\n",
                 t_load, rs.n_prompt, ttft_ms, prefill_tok_s, n_gen, decode_tok_s, finish);
     }
-    if (facet_par_active()) { /* rank 0's time inside MPI: sends, and waits on the stages */
-        double comm_s;
-        uint64_t sent;
-        facet_par_stats(&comm_s, &sent);
-        fprintf(stderr, "facet: parallel %d x %d ranks: rank 0 spent %.3f s in MPI calls "
-                        "(waiting on the other stages included), sent %llu bytes\n",
-                facet_par_pp(), facet_par_tp(), comm_s, (unsigned long long)sent);
-    }
+    cli_par_report("facet: "); /* rank 0's time inside MPI, its steps */
     if (rs.info.weight_cache_note) fprintf(stderr, "facet: %s\n", rs.info.weight_cache_note);
     for (int i = 0; i < rs.info.n_notes; i++) fprintf(stderr, "facet: note: %s\n", rs.info.notes[i]);
     fflush(stdout);

@@ -106,6 +106,7 @@ static int serve(facet_server_config *c) {
     facet_server_stop(srv);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     fprintf(stderr, "facet serve: stopped\n");
+    cli_par_report("facet serve: ");
     return 0;
 }
 

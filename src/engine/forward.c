@@ -58,9 +58,10 @@ static void group_chunk(facet_session *s, const int32_t *seq_ids, int n) {
 /* Run entries [0, n) (already validated; positions assigned in s->pos) through this
  * process's layers (all of them, or a pipeline stage's: the hidden states come from the
  * previous stage and go to the next, the last stage's back to stage 0). Writes the
- * final hidden states to s->x (on stage 0). Errors: a parallel job's message lost. */
+ * final hidden states to s->x on stage 0 when `back` (a micro-batch's come back later:
+ * forward_micro_batches). Errors: a parallel job's message lost. */
 static facet_status forward_layers(facet_session *s, const int32_t *tokens,
-                                   const int32_t *seq_ids, int n, facet_error *err) {
+                                   const int32_t *seq_ids, int n, int back, facet_error *err) {
     facet_model *m = s->model;
     const facet_facts *f = &m->facts;
     int H = (int)f->hidden_size, half = m->rope_dim / 2;
@@ -118,7 +119,41 @@ static facet_status forward_layers(facet_session *s, const int32_t *tokens,
     if (!pipelined) return FACET_OK;
     /* to the next stage; the last stage's output back to stage 0 for the logits */
     st = facet_par_send(s->x, xbytes, (stage + 1) % P * T + tr, err);
-    if (st == FACET_OK && stage == 0) st = facet_par_recv(s->x, xbytes, (P - 1) * T + tr, err);
+    if (st == FACET_OK && stage == 0 && back)
+        st = facet_par_recv(s->x, xbytes, (P - 1) * T + tr, err);
+    return st;
+}
+
+/* A pipeline's chunk of n entries as `mb` micro-batches (GPipe inside one step): rows
+ * [n m / mb, n (m + 1) / mb) are micro-batch m, and every stage runs them in order, so
+ * stage s computes micro-batch m while stage s + 1 computes m - 1. Positions are taken
+ * per micro-batch, as chunks take them: a sequence cut between two micro-batches sees
+ * its earlier rows in the KV cache, as in chunked prefill, and every row is computed
+ * by the same kernels in the same order (bit-identical to the chunk run whole). Stage
+ * 0 posts the receives of the last stage's outputs first (into s->par_x), so no stage
+ * blocks sending to it while it computes, then copies them to s->x for the logits. */
+static facet_status forward_micro_batches(facet_session *s, const int32_t *tokens,
+                                          const int32_t *seq_ids, int n, int mb,
+                                          facet_error *err) {
+    size_t H = (size_t)s->model->facts.hidden_size;
+    int stage = facet_par_stage(), P = facet_par_pp(), T = facet_par_tp();
+    int from = (P - 1) * T + facet_par_tp_rank();
+    facet_par_req req[FACET_PAR_MAX_MB];
+    facet_status st = FACET_OK;
+    int posted = 0;
+    for (; stage == 0 && posted < mb && st == FACET_OK; posted++) {
+        int r0 = n * posted / mb, r1 = n * (posted + 1) / mb;
+        st = facet_par_irecv(s->par_x + (size_t)r0 * H, sizeof(float) * (size_t)(r1 - r0) * H,
+                             from, &req[posted], err);
+    }
+    for (int m = 0; m < mb && st == FACET_OK; m++) {
+        int r0 = n * m / mb, r1 = n * (m + 1) / mb;
+        for (int r = r0; r < r1; r++) s->pos[r - r0] = s->kv.seqs[seq_ids[r]].len++;
+        st = forward_layers(s, tokens + r0, seq_ids + r0, r1 - r0, 0, err);
+    }
+    /* on an error the job ends (the CLI aborts it): the receives are not waited for */
+    for (int m = 0; m < posted && st == FACET_OK; m++) st = facet_par_wait(&req[m], err);
+    if (st == FACET_OK && stage == 0) memcpy(s->x, s->par_x, sizeof(float) * (size_t)n * H);
     return st;
 }
 
@@ -211,10 +246,21 @@ static facet_status forward_batch(facet_session *s, const facet_batch *b, float 
     for (int c0 = 0; c0 < n; c0 += FACET_FORWARD_CHUNK) {
         int cn = n - c0 < FACET_FORWARD_CHUNK ? n - c0 : FACET_FORWARD_CHUNK;
         const int32_t *seq_ids = b->seq_ids + c0;
-        /* positions: each sequence's next position, in batch order */
-        for (int r = 0; r < cn; r++) s->pos[r] = s->kv.seqs[seq_ids[r]].len++;
-        st = forward_layers(s, b->tokens + c0, seq_ids, cn, err);
+        int mb = s->par && facet_par_pp() > 1 && s->par_mb > 1 ? s->par_mb : 1;
+        if (mb > cn) mb = cn;
+        if (mb > 1) {
+            st = forward_micro_batches(s, b->tokens + c0, seq_ids, cn, mb, err);
+        } else {
+            /* positions: each sequence's next position, in batch order */
+            for (int r = 0; r < cn; r++) s->pos[r] = s->kv.seqs[seq_ids[r]].len++;
+            st = forward_layers(s, b->tokens + c0, seq_ids, cn, 1, err);
+        }
         if (st != FACET_OK) return st;
+        if (s->par) {
+            int several = 0;
+            for (int r = 1; r < cn && !several; r++) several = seq_ids[r] != seq_ids[0];
+            facet_par_count_step(mb, several);
+        }
         const uint8_t *want = b->want_logits ? b->want_logits + c0 : NULL;
         int k = 0;
         for (int r = 0; r < cn; r++) k += !want || want[r];

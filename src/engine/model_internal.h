@@ -198,6 +198,12 @@ struct facet_session {
     uint8_t *rope_long;            /* [n_seq_max] longrope: this call uses long factors */
     int par;                       /* 1: one rank of a parallel job (src/parallel): rank 0
                                       drives the others' sessions (session_par.c)       */
+    int par_mb;                    /* micro-batches of the current forward call in a
+                                      pipeline (rank 0 chooses, the command carries it:
+                                      session_par.c); 1: the chunk runs whole            */
+    float *par_x;                  /* (R, H) stage 0 of a pipeline: the last stage's
+                                      hidden states of a chunk's micro-batches (0 rows
+                                      elsewhere)                                       */
     int *seq_added;                /* [n_seq_max] new tokens per sequence in this call   */
 };
 

@@ -137,7 +137,7 @@ typedef struct {
     size_t fixed;                  /* elements beyond rows * per_row                   */
 } scratch_buf;
 
-enum { SCRATCH_BUFS = 35 }; /* the buffers and the NULL that ends them */
+enum { SCRATCH_BUFS = 36 }; /* the buffers and the NULL that ends them */
 
 static void scratch_table(facet_session *s, scratch_buf *t) {
     const facet_facts *f = &s->model->facts;
@@ -193,6 +193,7 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
         {(void **)&s->ssm_dbc, DBC, F, 0},   {(void **)&s->ssm_dtin, RDT, F, 0},
         {(void **)&s->ssm_dt, DT, F, 0},
         {(void **)&s->mla_q_a, QL, F, 0},    {(void **)&s->mla_work, MW, F, 0},
+        {(void **)&s->par_x, s->par && facet_par_pp() > 1 && facet_par_stage() == 0 ? H : 0, F, 0},
         {NULL, 0, 0, 0},
     };
     memcpy(t, b, sizeof b);

@@ -14,11 +14,27 @@ static facet_status send_cmd(int32_t op, int32_t n, int32_t a, int32_t b, int32_
     return facet_par_bcast(h, sizeof h, err);
 }
 
+int facet_session_par_micro_batches(int n) {
+    static int want = -1;
+    if (want < 0) {
+        const char *v = getenv("FACET_MICRO_BATCHES");
+        want = v && *v ? atoi(v) : 0; /* 0: as many as stages */
+        if (want < 0) want = 1;
+    }
+    int P = facet_par_pp(), m = want ? want : P;
+    if (P < 2 || n < 2) return 1;
+    if (m > n) m = n;
+    return m > FACET_PAR_MAX_MB ? FACET_PAR_MAX_MB : m;
+}
+
 facet_status facet_session_par_forward(facet_session *s, const facet_batch *b, int hidden,
                                        facet_error *err) {
-    (void)s, (void)hidden;
+    (void)hidden;
     int n = b->n_tokens;
-    facet_status st = send_cmd(FACET_PAR_FORWARD, n, b->want_logits != NULL, 0, 0, err);
+    /* a chunk of FACET_FORWARD_CHUNK entries at most is split (forward.c) */
+    s->par_mb = facet_session_par_micro_batches(n < FACET_FORWARD_CHUNK ? n
+                                                                        : FACET_FORWARD_CHUNK);
+    facet_status st = send_cmd(FACET_PAR_FORWARD, n, b->want_logits != NULL, s->par_mb, 0, err);
     if (st == FACET_OK && n > 0)
         st = facet_par_bcast((void *)b->tokens, sizeof(int32_t) * (size_t)n, err);
     if (st == FACET_OK && n > 0)
@@ -73,6 +89,7 @@ facet_status facet_session_follow(facet_session *s, facet_error *err) {
                           (h[2] && (st = facet_par_bcast(want, (size_t)n, err)))))
                 goto out;
             facet_batch b = {n, tokens, seqs, h[2] ? want : NULL};
+            s->par_mb = h[3] >= 1 && h[3] <= FACET_PAR_MAX_MB ? h[3] : 1;
             cst = facet_forward(s, &b, NULL, &cmd_err);
             /* refused before anything moved (rank 0 refuses it alike) is rank 0's to
              * report; a failure after (a message lost, memory) ends the job */

@@ -8,7 +8,8 @@
  * session is freed (a STOP command).
  *
  * Command: five int32 (op, n, a, b, c), then for FORWARD n tokens, n sequence ids and,
- * when a = 1, n want-logits bytes.
+ * when a = 1, n want-logits bytes; FORWARD's b is the micro-batches of each chunk
+ * (s->par_mb: rank 0 chooses, every rank follows).
  */
 #ifndef FACET_ENGINE_SESSION_PAR_H
 #define FACET_ENGINE_SESSION_PAR_H
@@ -24,8 +25,16 @@ enum {
     FACET_PAR_COPY = 5,
 };
 
+/* Most micro-batches a pipeline splits one chunk into (forward.c). */
+#define FACET_PAR_MAX_MB 16
+
+/* Rank 0: the micro-batches a batch of n entries runs as in a pipeline of P stages:
+ * min(P, n), or min(FACET_MICRO_BATCHES, n) when that variable is set (1: never split;
+ * at most FACET_PAR_MAX_MB); 1 without a pipeline or with one entry. */
+int facet_session_par_micro_batches(int n);
+
 /* Rank 0: broadcast batch b (hidden: facet_forward_hidden's call; only rank 0 makes the
- * output). Errors: FACET_E_IO (a rank lost). */
+ * output) and set s->par_mb. Errors: FACET_E_IO (a rank lost). */
 facet_status facet_session_par_forward(facet_session *s, const facet_batch *b, int hidden,
                                        facet_error *err);
 

@@ -17,11 +17,11 @@
 static struct {
     int active, rank, size, pp, tp, agreed;
     double comm_s;
-    uint64_t sent;
+    uint64_t sent, steps, split_steps, split_multi, micro_batches;
 #ifdef FACET_HAVE_MPI
     MPI_Comm stage_comm;           /* the tp ranks of this rank's stage                */
 #endif
-} g = {0, 0, 1, 1, 1, 0, 0, 0
+} g = {0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0
 #ifdef FACET_HAVE_MPI
        , MPI_COMM_NULL
 #endif
@@ -39,6 +39,23 @@ int facet_par_agreed(void) { return g.agreed; }
 void facet_par_stats(double *comm_s, uint64_t *bytes_sent) {
     if (comm_s) *comm_s = g.comm_s;
     if (bytes_sent) *bytes_sent = g.sent;
+}
+
+void facet_par_count_step(int micro_batches, int several_sequences) {
+    g.steps++;
+    if (micro_batches > 1) {
+        g.split_steps++;
+        g.split_multi += several_sequences != 0;
+        g.micro_batches += (uint64_t)micro_batches;
+    }
+}
+
+void facet_par_step_stats(uint64_t *steps, uint64_t *split_steps, uint64_t *split_multi,
+                          uint64_t *micro_batches) {
+    if (steps) *steps = g.steps;
+    if (split_steps) *split_steps = g.split_steps;
+    if (split_multi) *split_multi = g.split_multi;
+    if (micro_batches) *micro_batches = g.micro_batches;
 }
 
 /* How many processes the launcher started, from its environment (Open MPI, MPICH/PMI,
@@ -77,6 +94,16 @@ facet_status facet_par_bcast(void *buf, size_t bytes, facet_error *err) {
     (void)buf, (void)bytes;
     return facet_err(err, FACET_E_UNSUPPORTED, "built without MPI");
 }
+facet_status facet_par_irecv(void *buf, size_t bytes, int peer, facet_par_req *req,
+                             facet_error *err) {
+    (void)buf, (void)bytes, (void)peer;
+    req->active = 0;
+    return facet_err(err, FACET_E_UNSUPPORTED, "built without MPI");
+}
+facet_status facet_par_wait(facet_par_req *req, facet_error *err) {
+    (void)req, (void)err;
+    return FACET_OK;
+}
 facet_status facet_par_allreduce_f32(float *buf, size_t n, facet_error *err) {
     (void)buf, (void)n;
     return facet_err(err, FACET_E_UNSUPPORTED, "built without MPI");
@@ -95,6 +122,30 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+_Static_assert(sizeof(MPI_Request) <= sizeof(((facet_par_req *)0)->opaque),
+               "facet_par_req holds an MPI_Request");
+
+/* Complete r without spinning (par.h, "Waiting"): a few tests, then sleeps between tests
+ * doubling from 2 us to 200 us; FACET_MPI_WAIT=spin: MPI_Wait. */
+static int wait_request(MPI_Request *r) {
+    static int spin = -1;
+    if (spin < 0) {
+        const char *v = getenv("FACET_MPI_WAIT");
+        spin = v && !strcmp(v, "spin");
+    }
+    if (spin) return MPI_Wait(r, MPI_STATUS_IGNORE);
+    long ns = 0;
+    for (int i = 0;; i++) {
+        int done = 0, rc = MPI_Test(r, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS || done) return rc;
+        if (i < 32) continue; /* a message already on its way */
+        ns = ns ? ns * 2 : 2000;
+        if (ns > 200000) ns = 200000;
+        struct timespec ts = {0, ns};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* FACET_E_IO naming the call, the peer and MPI's own text for rc. */
@@ -173,19 +224,44 @@ facet_status facet_par_send(const void *buf, size_t bytes, int peer, facet_error
     return FACET_OK;
 }
 
-facet_status facet_par_recv(void *buf, size_t bytes, int peer, facet_error *err) {
+facet_status facet_par_irecv(void *buf, size_t bytes, int peer, facet_par_req *req,
+                             facet_error *err) {
     double t = now_s();
     int n = count_of(bytes);
-    int rc = n < 0 ? MPI_ERR_COUNT
-                   : MPI_Recv(buf, n, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Request r = MPI_REQUEST_NULL;
+    int rc = n < 0 ? MPI_ERR_COUNT : MPI_Irecv(buf, n, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &r);
     g.comm_s += now_s() - t;
-    return rc == MPI_SUCCESS ? FACET_OK : mpi_fail(err, "MPI_Recv", peer, rc);
+    req->active = rc == MPI_SUCCESS;
+    req->peer = peer;
+    memcpy(req->opaque, &r, sizeof r);
+    return rc == MPI_SUCCESS ? FACET_OK : mpi_fail(err, "MPI_Irecv", peer, rc);
 }
 
+facet_status facet_par_wait(facet_par_req *req, facet_error *err) {
+    if (!req->active) return FACET_OK;
+    double t = now_s();
+    MPI_Request r;
+    memcpy(&r, req->opaque, sizeof r);
+    int rc = wait_request(&r);
+    g.comm_s += now_s() - t;
+    req->active = 0;
+    return rc == MPI_SUCCESS ? FACET_OK : mpi_fail(err, "MPI_Irecv (its wait)", req->peer, rc);
+}
+
+facet_status facet_par_recv(void *buf, size_t bytes, int peer, facet_error *err) {
+    facet_par_req req;
+    facet_status st = facet_par_irecv(buf, bytes, peer, &req, err);
+    return st == FACET_OK ? facet_par_wait(&req, err) : st;
+}
+
+/* Every rank calls the nonblocking MPI_Ibcast (a blocking and a nonblocking collective
+ * do not match) and waits without spinning: a follower waits here between commands. */
 facet_status facet_par_bcast(void *buf, size_t bytes, facet_error *err) {
     double t = now_s();
     int n = count_of(bytes);
-    int rc = n < 0 ? MPI_ERR_COUNT : MPI_Bcast(buf, n, MPI_BYTE, 0, MPI_COMM_WORLD);
+    MPI_Request r = MPI_REQUEST_NULL;
+    int rc = n < 0 ? MPI_ERR_COUNT : MPI_Ibcast(buf, n, MPI_BYTE, 0, MPI_COMM_WORLD, &r);
+    if (rc == MPI_SUCCESS) rc = wait_request(&r);
     g.comm_s += now_s() - t;
     if (rc != MPI_SUCCESS) return mpi_fail(err, "MPI_Bcast", 0, rc);
     if (g.rank == 0) g.sent += bytes * (size_t)(g.size - 1);

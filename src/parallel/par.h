@@ -14,6 +14,12 @@
  * the caller ends the job with facet_par_abort so no rank waits forever.
  * Threads: one thread at a time (MPI_THREAD_SERIALIZED): the server's engine thread
  * runs the forward passes while the main thread waits.
+ * Waiting: a rank waiting for a message or a command (facet_par_recv, facet_par_wait,
+ * facet_par_bcast) tests its request for a few microseconds, then sleeps between tests
+ * (2 us doubling to 200 us), so on one machine a waiting stage leaves its core to the
+ * stage that computes instead of spinning in MPI's progress loop (Open MPI polls, or
+ * yields in a loop under --oversubscribe). FACET_MPI_WAIT=spin hands the wait to MPI
+ * (MPI_Wait) instead: the lowest latency when every rank has a core of its own.
  */
 #ifndef FACET_PARALLEL_PAR_H
 #define FACET_PARALLEL_PAR_H
@@ -51,6 +57,18 @@ void facet_par_abort(int code);
 /* Point-to-point, blocking: `bytes` bytes to / from world rank `peer`. */
 facet_status facet_par_send(const void *buf, size_t bytes, int peer, facet_error *err);
 facet_status facet_par_recv(void *buf, size_t bytes, int peer, facet_error *err);
+/* A receive posted now and completed by facet_par_wait (rank 0 posts the last stage's
+ * micro-batches before it computes them, so no stage blocks in a send to it). The buffer
+ * must stay untouched until the wait returns. */
+typedef struct facet_par_req {
+    unsigned char opaque[16]; /* the MPI_Request */
+    int peer, active;
+} facet_par_req;
+facet_status facet_par_irecv(void *buf, size_t bytes, int peer, facet_par_req *req,
+                             facet_error *err);
+/* Complete req (nothing when it is not active). Errors: FACET_E_IO (the peer lost). */
+facet_status facet_par_wait(facet_par_req *req, facet_error *err);
+
 /* Rank 0's `bytes` bytes at buf to every rank (a collective: every rank calls it). */
 facet_status facet_par_bcast(void *buf, size_t bytes, facet_error *err);
 /* Sum n floats over the tp ranks of this rank's stage, in place (every rank of the stage
@@ -69,5 +87,14 @@ int facet_par_agreed(void);
 /* Seconds spent inside MPI calls and bytes sent by this rank since facet_par_start
  * (the bench's per-token communication time). */
 void facet_par_stats(double *comm_s, uint64_t *bytes_sent);
+
+/* Forward steps (chunks through the pipeline) this rank ran since facet_par_start: all
+ * of them, those split into micro-batches, those of the split ones whose chunk held
+ * several sequences (a server's decode step, a prefill chunk with decodes), and the
+ * micro-batches of the split ones (forward.c counts them with facet_par_count_step; run,
+ * serve and bench print rank 0's: cli_par_report). */
+void facet_par_count_step(int micro_batches, int several_sequences);
+void facet_par_step_stats(uint64_t *steps, uint64_t *split_steps, uint64_t *split_multi,
+                          uint64_t *micro_batches);
 
 #endif

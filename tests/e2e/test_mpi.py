@@ -13,6 +13,7 @@ run as root unless told: the environment below allows it (CI runs as root).
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -167,7 +168,8 @@ def test_job_size_mismatch(mpi, make_checkpoint, repo_root, tmp_path):
 def test_serve_batched_through_rank_0(mpi, tmp_path, repo_root):
     """`mpirun -np 2 facet serve --pipeline-parallel 2`: rank 0 owns HTTP, the tokenizer
     and the sampler; 8 concurrent greedy completions (batched together, the prefix cache
-    copying sequences on every rank) give the texts the single-process server gives.
+    copying sequences on every rank, each step of several entries split into 2
+    micro-batches so the stages overlap) give the texts the single-process server gives.
     SIGTERM to mpirun ends the job cleanly (rank 0 stops its followers)."""
     import concurrent.futures
 
@@ -204,6 +206,13 @@ def test_serve_batched_through_rank_0(mpi, tmp_path, repo_root):
     log = "".join(s.log)
     assert rc in (0, 1) and "facet serve: stopped" in log, log[-3000:]
     assert got == want and got_again == want
+    # the texts above came through micro-batches: rank 0 split steps holding several
+    # sequences (decodes batched together) into 2, one per stage, and says how many
+    m = re.search(r"(\d+) forward steps, (\d+) of them in (\d+) micro-batches, (\d+) of those "
+                  r"holding several sequences", log)
+    assert m, log[-3000:]
+    steps, split, mbs, multi = map(int, m.groups())
+    assert 0 < multi <= split <= steps and mbs == 2 * split, m.group(0)
 
 
 def rank_pids(marker, rank):
