@@ -54,6 +54,23 @@ static const char *const gptj_unread[] = {"rotary", "scale_attn_weights", "summa
                                           "summary_proj_to_labels", "summary_first_dropout",
                                           NULL};
 
+/* ChatGLMConfig keys modeling_chatglm reads without changing the math facet runs (or
+ * never reads): apply_query_key_layer_scaling divides the scores by the layer number and
+ * multiplies them back in float32, attention_softmax_in_fp32 and fp32_residual_connection
+ * choose float32 for the softmax and the residual (numerics only: the identity in exact
+ * arithmetic); bias_dropout_fusion and the dropouts are training switches; original_rope
+ * is stored by RotaryEmbedding and never used; prefix_projection acts only with
+ * pre_seq_len (read_glm); vocab_size and num_hidden_layers (saved beside
+ * padded_vocab_size / num_layers by newer transformers) are not what the model reads. */
+static const char *const chatglm_unread[] = {"apply_query_key_layer_scaling",
+                                             "attention_softmax_in_fp32",
+                                             "fp32_residual_connection", "bias_dropout_fusion",
+                                             "hidden_dropout", "attention_dropout",
+                                             "classifier_dropout", "original_rope",
+                                             "prefix_projection", "vocab_size",
+                                             "num_hidden_layers", NULL};
+static const char *const chatglm_true[] = {"post_layer_norm", NULL};
+
 /* clang-format off */
 static const facet_config_class classes[] = {
     /* DeepseekV2Config (issue 25): multi-head latent attention and DeepSeek's routing;
@@ -390,6 +407,23 @@ static const facet_config_class classes[] = {
      .rotary_pct_default = 1.0, .inner_div = 2, .c_attn_linear = 1, .head_dim_key = "kv_channels",
      .require_true_keys = qwen_true, .refuse_true_key = "use_cache_quantization",
      .unread_keys = qwen_unread},
+    /* ChatGLMConfig (ChatGLM2-6B / ChatGLM3-6B / GLM-4-9B's remote configuration_chatglm.py
+     * / modeling_chatglm.py): num_layers, padded_vocab_size, ffn_hidden_size (SwiGLU:
+     * dense_h_to_4h is [gate; up], chunk(2)), kv_channels the head size, RMSNorm or
+     * LayerNorm by rmsnorm (layernorm_epsilon), query_key_value with add_qkv_bias, rotary
+     * on pairs (2i, 2i+1) of the first half of each head at 10000 x rope_ratio, the
+     * context seq_length; post_layer_norm only true, the post-LayerNorm residual only
+     * false; multi-query groups and biases by read_glm */
+    {.model_type = "chatglm", .max_position_embeddings = 2048, .positions_key = "seq_length",
+     .tie_word_embeddings = 0, .head_dim = 128, .head_dim_key = "kv_channels",
+     .rope_theta = 10000.0, .rope_ratio_key = "rope_ratio", .rotary_pct_fixed = 0.5,
+     .rope_interleaved = 1, .rms_norm_eps = 1e-5, .norm_eps_key = "layernorm_epsilon",
+     .act_default = "silu", .qkv_bias = -1, .o_bias = 0, .pre_norms = 1,
+     .attention_bias_key = "add_qkv_bias", .attention_bias_default = 0,
+     .layers_key = "num_layers", .vocab_key = "padded_vocab_size",
+     .inner_key = "ffn_hidden_size", .inner_default = 13696,
+     .post_ln_residual_key = "apply_residual_connection_post_layernorm",
+     .require_true_keys = chatglm_true, .glm_attention = 1, .unread_keys = chatglm_unread},
 };
 /* clang-format on */
 

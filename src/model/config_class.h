@@ -163,6 +163,18 @@ typedef struct facet_config_class {
     int falcon_attention;         /* FalconConfig's attention layout keys:
                                      new_decoder_architecture, multi_query, num_kv_heads,
                                      num_ln_in_parallel_attn (facts.c read_falcon)      */
+    /* ChatGLMConfig (ChatGLM2/3, GLM-4; remote configuration_chatglm.py) */
+    const char *vocab_key;        /* vocab_size under another name ("padded_vocab_size"),
+                                     or NULL                                            */
+    int64_t inner_default;        /* with inner_key: its class default when absent
+                                     (ChatGLM's ffn_hidden_size 13696); 0: 4 x hidden   */
+    const char *rope_ratio_key;   /* the rope base is rope_theta times this key's value
+                                     ("rope_ratio", default 1), or NULL                 */
+    int glm_attention;            /* ChatGLMConfig's attention and norm keys:
+                                     multi_query_attention / multi_query_group_num (the
+                                     fused query_key_value's layout and KV heads),
+                                     rmsnorm, add_bias_linear, quantization_bit,
+                                     pre_seq_len (facts.c read_glm)                      */
     const char *const *unread_keys; /* keys a checkpoint's config carries that the
                                      transformers class never reads (StarCoder2's
                                      mlp_type, norm_type): consumed, no effect; NULL-ended */

@@ -487,6 +487,11 @@ static facet_status read_rope(reader *r, const facet_config_class *cls) {
 
     TRY(get_num(r, "rope_theta", 1, &f->rope_theta));
     if (cls->rope_theta_key) TRY(get_num(r, cls->rope_theta_key, 1, &f->rope_theta));
+    if (cls->rope_ratio_key) { /* ChatGLM: RotaryEmbedding's base = 10000 * rope_ratio */
+        double ratio = 1.0;
+        TRY(get_num(r, cls->rope_ratio_key, 1, &ratio));
+        f->rope_theta *= ratio;
+    }
     f->rope_interleaved = cls->rope_interleaved;
     if (cls->rotary_dim_key) { /* GPT-J: a count of dims (null: the whole head) */
         int64_t rd = 0;
@@ -1056,18 +1061,27 @@ static facet_status read_bos(reader *r, const char *what, json_t *v) {
 static facet_status read_shape(reader *r, const facet_config_class *cls) {
     facet_facts *f = r->f;
 #define KEY(k, dflt) (cls->k ? cls->k : dflt)
+    if (cls->glm_attention) { /* ChatGLM-6B, the first generation: model_type chatglm too */
+        json_t *v = take(r, "position_encoding_2d");
+        if (v && !json_is_null(v) && !json_is_false(v))
+            return bad(r, "position_encoding_2d", v,
+                       "absent (ChatGLM-6B's 2-D positions and block are not supported; "
+                       "ChatGLM2, ChatGLM3 and GLM-4 are)");
+    }
     TRY(get_int(r, KEY(hidden_key, "hidden_size"), 1, 1, MAX_HIDDEN, &f->hidden_size, NULL));
     TRY(get_int(r, KEY(layers_key, "num_hidden_layers"), 1, 1, FACET_MAX_LAYERS,
                 &f->num_hidden_layers, NULL));
     TRY(get_int(r, KEY(heads_key, "num_attention_heads"), 1, 1, MAX_HEADS,
                 &f->num_attention_heads, NULL));
-    TRY(get_int(r, "vocab_size", 1, 1, MAX_VOCAB, &f->vocab_size, NULL));
+    TRY(get_int(r, KEY(vocab_key, "vocab_size"), 1, 1, MAX_VOCAB, &f->vocab_size, NULL));
     f->c_attn_linear = cls->c_attn_linear;
     if (cls->ffn_hidden_mult) { /* fixed by the modeling code (BLOOM, MPT) */
         f->intermediate_size = cls->ffn_hidden_mult * f->hidden_size;
     } else if (cls->inner_key) { /* GPT-2's n_inner: null means 4 x n_embd */
-        f->intermediate_size = 4 * f->hidden_size;
+        f->intermediate_size = cls->inner_default ? cls->inner_default : 4 * f->hidden_size;
         json_t *v = json_object_get(r->obj, cls->inner_key);
+        if (v && json_is_null(v) && cls->inner_default) /* ChatGLM: nn.Linear(h, None) */
+            return bad(r, cls->inner_key, v, "a positive integer");
         if (v && json_is_null(v)) take(r, cls->inner_key);
         else TRY(get_int(r, cls->inner_key, 0, 1, MAX_INTERMEDIATE, &f->intermediate_size, NULL));
     } else { /* LFM2: block_ff_dim may say it instead (read_lfm2) */
@@ -1330,6 +1344,41 @@ static facet_status read_falcon(reader *r) {
             f->num_key_value_heads = nkv;
         }
     }
+    return FACET_OK;
+}
+
+/* ChatGLMConfig's attention and norm keys (modeling_chatglm SelfAttention / GLMBlock /
+ * MLP, ChatGLM2/3 and GLM-4 alike): multi_query_attention (default false) makes
+ * query_key_value [q (heads); k; v (multi_query_group_num heads each)] rows, else one
+ * [q_h; k_h; v_h] group per head (split_tensor_along_last_dim of view(heads, 3 hd));
+ * rmsnorm (default true) picks RMSNorm or torch LayerNorm (weight and bias) for every
+ * norm; add_bias_linear gives dense, dense_h_to_4h and dense_4h_to_h their biases
+ * (add_qkv_bias, query_key_value's, is the class's attention_bias_key). Weights that
+ * modeling_chatglm would quantize at load (quantization_bit) and P-tuning's prefix
+ * encoder (pre_seq_len) are refused by key. */
+static facet_status read_glm(reader *r) {
+    facet_facts *f = r->f;
+    int mq = 0, rms = 1, bias = 0;
+    int64_t groups = 1, qbits = 0;
+    TRY(get_bool(r, "multi_query_attention", &mq));
+    TRY(get_int(r, "multi_query_group_num", 0, 1, MAX_HEADS, &groups, NULL));
+    TRY(get_bool(r, "rmsnorm", &rms));
+    TRY(get_bool(r, "add_bias_linear", &bias));
+    TRY(get_int(r, "quantization_bit", 0, 0, 64, &qbits, NULL));
+    if (qbits)
+        return bad(r, "quantization_bit", json_object_get(r->obj, "quantization_bit"),
+                   "0 (modeling_chatglm's int4 / int8 weight quantization is not supported)");
+    json_t *v = take(r, "pre_seq_len");
+    if (v && !json_is_null(v))
+        return bad(r, "pre_seq_len", v, "null (P-tuning v2's prefix encoder is not supported)");
+    if (mq && f->num_attention_heads % groups)
+        return bad(r, "multi_query_group_num", json_object_get(r->obj, "multi_query_group_num"),
+                   "a divisor of num_attention_heads");
+    f->num_key_value_heads = mq ? groups : f->num_attention_heads;
+    f->qkv_fused_blocks = mq;
+    f->layer_norm = !rms;
+    f->o_bias = bias;
+    f->mlp_bias = bias;
     return FACET_OK;
 }
 
@@ -1836,6 +1885,7 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
         TRY(read_shape(&r, cls));
         TRY(read_block(&r, cls));
         if (cls->falcon_attention) TRY(read_falcon(&r));
+        if (cls->glm_attention) TRY(read_glm(&r));
         if (cls->mpt) TRY(read_mpt(&r));
         if (cls->hybrid == 1 || cls->hybrid == 4) TRY(read_hybrid(&r, cls));
         if (cls->hybrid == 2) TRY(read_lfm2(&r));

@@ -198,6 +198,9 @@ typedef struct facet_facts {
     int lm_head_bias;              /* probed: lm_head.bias present (Phi)                 */
     int c_attn_linear;             /* config class: attn.c_attn is a Linear q|k|v (QWen), so
                                       the probe takes it as fused_qkv, never as Conv1D    */
+    int qkv_fused_blocks;          /* config class: the fused query_key_value's rows are
+                                      [q; k; v] blocks (ChatGLM's multi-query layout), so
+                                      the probe reads it as fused_qkv, not in KV groups   */
     int conv1d;                    /* probed: GPT-2's Conv1D projections ([in, out],
                                       attn.c_attn / c_proj, mlp.c_fc / c_proj)           */
     int pos_embed_learned;         /* 1: learned absolute position embeddings added to the

@@ -182,6 +182,9 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
     TRY(layer_fact(ck, f, prefix, L, facet_tensor_fused(FACET_TF_QKV_PROJ), &fused_qkv, err));
     TRY(layer_fact(ck, f, prefix, L, facet_tensor_fused(FACET_TF_GATE_UP_PROJ), &fused_gate_up,
                    err));
+    /* ChatGLM's mlp.dense_h_to_4h is [gate; up]; NeoX's and Falcon's, of the same name,
+     * is an ungated MLP's up projection */
+    if (f->ffn_ungated) fused_gate_up = 0;
     f->fused_gate_up = fused_gate_up;
     /* GPT-2's Conv1D projections; QWen's attn.c_attn of the same name is a Linear q|k|v
      * (its config class says so): fused_qkv */
@@ -194,6 +197,11 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
     /* GPT-NeoX's query_key_value (per-head rows) */
     int qkv_heads = 0;
     TRY(layer_fact(ck, f, prefix, L, facet_tensor_fused(FACET_TF_QKV_HEADS), &qkv_heads, err));
+    /* self_attention.query_key_value: ChatGLM's (its config class says so) is [q; k; v]
+     * blocks, fused_qkv; Falcon's of the same name is in KV groups */
+    if (f->qkv_fused_blocks) qkv_heads = 0;
+    else if (qkv_heads) fused_qkv = 0;
+    f->fused_qkv = fused_qkv;
     f->fused_qkv_heads = qkv_heads;
     if (qkv_heads) TRY(expect_shape(ck, f, prefix, facet_tensor_fused(FACET_TF_QKV_HEADS), err));
     /* LayerNorm biases (every norm of the checkpoint has one or none does) */

@@ -36,7 +36,8 @@
  * experts stored per expert or as 3-D tensors (split at load). Classic decoders (issue
  * 28): LayerNorm with or without bias, ungated MLPs (up, act, down) with biases, the
  * parallel attention + FFN residual, fused query_key_value in KV groups [q x g; k; v]
- * (NeoX per head, Falcon multi-query or grouped; reordered at load).
+ * (NeoX per head, Falcon multi-query or grouped; reordered at load) or in [q; k; v]
+ * blocks (ChatGLM), RoPE on pairs (2i, 2i+1) (GPT-J, Cohere, ChatGLM).
  * Each of these was checked against the float64 reference on shrunk checkpoints of the
  * corpus configs (tests/e2e/test_reference_families.py). */
 static const facet_caps cpu_dense = {
@@ -235,6 +236,10 @@ const facet_profile facet_profiles[] = {
     {"qwen", {"QWenLMHeadModel"},
      "Qwen (first generation: fused Linear c_attn with a bias, w1 / w2 MLP, context "
      "seq_length)", &cpu_dense, &vulkan_dense},
+    {"chatglm", {"ChatGLMModel", "ChatGLMForConditionalGeneration"},
+     "ChatGLM2, ChatGLM3, GLM-4 (fused query_key_value in multi-query groups, rotary on pairs "
+     "over half of each head, SwiGLU dense_h_to_4h, context seq_length)", &cpu_dense,
+     &vulkan_dense},
     {"exaone", {"ExaoneForCausalLM"},
      "EXAONE 3.0 / 3.5 (Llama's block under GPT-2-like names: transformer.h.N.attn.attention, "
      "mlp.c_fc_0 / c_fc_1 / c_proj)", &cpu_dense, &vulkan_dense},

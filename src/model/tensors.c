@@ -40,14 +40,18 @@ static int ffn_norm_bias(const facet_facts *f) { return f->norm_bias && !f->para
 static int lm_head_bias(const facet_facts *f) { return f->lm_head_bias && f->has_lm_head; }
 static int pre_norm_bias(const facet_facts *f) { return f->pre_norms && f->norm_bias; }
 static int gated(const facet_facts *f) { return !f->fused_gate_up && !f->ffn_ungated; }
+static int fused_gate_up_bias(const facet_facts *f) { return f->fused_gate_up && f->mlp_bias; }
 static int up_rows(const facet_facts *f) { return !f->fused_gate_up && !f->conv1d; }
-static int gate_bias(const facet_facts *f) { return f->mlp_bias && !f->ffn_ungated; }
+static int gate_bias(const facet_facts *f) {
+    return f->mlp_bias && !f->ffn_ungated && !f->fused_gate_up;
+}
 static int o_bias(const facet_facts *f) { return f->o_bias && !f->conv1d; }
 static int qk_norm(const facet_facts *f) { return f->qk_norm; }
 static int pre_ffn_norm(const facet_facts *f) { return f->post_norms && f->pre_norms; }
 static int post_norms(const facet_facts *f) { return f->post_norms; }
 static int fused_gate_up(const facet_facts *f) { return f->fused_gate_up; }
 static int mlp_bias(const facet_facts *f) { return f->mlp_bias && !f->conv1d; }
+static int up_bias(const facet_facts *f) { return mlp_bias(f) && !f->fused_gate_up; }
 static int lm_head(const facet_facts *f) { return f->has_lm_head; }
 static int w123(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_W123; }
 static int proj(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_PROJ; }
@@ -122,6 +126,7 @@ const facet_tensor_row facet_tensor_rows[] = {
      .alt2 = "embed_in.weight", .alt3 = "wte.weight" /* GPT-2 */,
      .alt4 = "word_embeddings.weight" /* Falcon, BLOOM */,
      .alt5 = "tok_embeddings.weight" /* InternLM2 */,
+     .alt6 = "embedding.word_embeddings.weight" /* ChatGLM */,
      .gguf = "token_embd.weight", .dims = {FACET_TD_VOCAB, H}, .matrix = 1,
      .slot = FACET_TS_EMBED_TOKENS, .fused = -1, .when = always},
     {.root = FACET_TR_MODEL, .name = "wpe.weight", .dims = {FACET_TD_POSITIONS, H}, .matrix = 1,
@@ -157,6 +162,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     /* Phi-3: rows are q, then k, then v */
     {.root = L, .name = "self_attn.qkv_proj.weight", .alt = "attn.Wqkv.weight" /* MPT */,
      .alt2 = "attn.c_attn.weight" /* QWen (a Linear, facts c_attn_linear) */,
+     .alt3 = "self_attention.query_key_value.weight" /* ChatGLM (facts qkv_fused_blocks) */,
      .gguf = "attn_qkv.weight",
      .dims = {FACET_TD_QKV, H}, .matrix = 1, .slot = FACET_TS_FUSED, .fused = FACET_TF_QKV_PROJ,
      .n_split = 3, .split = {FACET_TS_Q_PROJ, FACET_TS_K_PROJ, FACET_TS_V_PROJ}, .when = fused_qkv},
@@ -175,7 +181,7 @@ const facet_tensor_row facet_tensor_rows[] = {
      .dims = {FACET_TD_KV, H}, .matrix = 1, .slot = FACET_TS_V_PROJ, .fused = -1, .when = split_qkv},
     /* a fused bias decides qkv_bias; loaded split where the weight is fused too (QWen) */
     {.root = L, .name = "self_attn.qkv_proj.bias", .alt = "attn.c_attn.bias" /* QWen */,
-     .gguf = "attn_qkv.bias",
+     .alt2 = "self_attention.query_key_value.bias" /* ChatGLM */, .gguf = "attn_qkv.bias",
      .dims = {FACET_TD_QKV, FACET_TD_NONE}, .matrix = 0, .slot = FACET_TS_FUSED,
      .fused = FACET_TF_QKV_BIAS, .n_split = 3,
      .split = {FACET_TS_Q_BIAS, FACET_TS_K_BIAS, FACET_TS_V_BIAS}, .when = fused_qkv_bias},
@@ -246,8 +252,10 @@ const facet_tensor_row facet_tensor_rows[] = {
         FACET_TS_POST_FEEDFORWARD_LAYERNORM, post_norms),
     /* Phi-3: rows are gate, then up */
     /* Granite 4.0-H without experts: shared_mlp.input_linear (gate, then up) */
+    /* ChatGLM: mlp.dense_h_to_4h, chunk(2) -> silu(gate) * up (NeoX's ungated one of
+     * that name is up alone: the probe tells them apart by ffn_ungated) */
     DENSE(.root = L, .name = "mlp.gate_up_proj.weight", .alt = "shared_mlp.input_linear.weight",
-          .gguf = "ffn_up.weight",
+          .alt2 = "mlp.dense_h_to_4h.weight" /* ChatGLM */, .gguf = "ffn_up.weight",
           .dims = {FACET_TD_FFN2, H}, .matrix = 1, .slot = FACET_TS_FUSED,
           .fused = FACET_TF_GATE_UP_PROJ, .n_split = 2,
           .split = {FACET_TS_GATE_PROJ, FACET_TS_UP_PROJ}, .when = fused_gate_up),
@@ -277,6 +285,11 @@ const facet_tensor_row facet_tensor_rows[] = {
           .gguf = "ffn_down.weight",
           .dims = {H, FACET_TD_FFN}, .matrix = 1, .slot = FACET_TS_DOWN_PROJ, .fused = -1,
           .when = not_conv1d),
+    /* ChatGLM's add_bias_linear: dense_h_to_4h's bias, gate then up */
+    DENSE(.root = L, .name = "mlp.gate_up_proj.bias", .alt = "mlp.dense_h_to_4h.bias",
+          .dims = {FACET_TD_FFN2, FACET_TD_NONE}, .matrix = 0, .slot = FACET_TS_FUSED,
+          .fused = FACET_TF_GATE_UP_BIAS, .n_split = 2,
+          .split = {FACET_TS_GATE_BIAS, FACET_TS_UP_BIAS}, .when = fused_gate_up_bias),
     /* Llama's mlp_bias: gate, up and down all carry a bias */
     DENSE(.root = L, .name = "mlp.gate_proj.bias", .gguf = "ffn_gate.bias",
           .dims = {FACET_TD_FFN, FACET_TD_NONE}, .slot = FACET_TS_GATE_BIAS, .fused = -1,
@@ -286,7 +299,7 @@ const facet_tensor_row facet_tensor_rows[] = {
           .alt6 = "mixer.up_proj.bias",
           .gguf = "ffn_up.bias",
           .dims = {FACET_TD_FFN, FACET_TD_NONE}, .slot = FACET_TS_UP_BIAS, .fused = -1,
-          .when = mlp_bias),
+          .when = up_bias),
     DENSE(.root = L, .name = "mlp.down_proj.bias", .alt = "mlp.dense_4h_to_h.bias",
           .alt2 = "mlp.fc2.bias", .alt3 = "mlp.c_proj.bias", .alt4 = "mlp.fc_out.bias",
           .alt6 = "mixer.down_proj.bias",
@@ -412,16 +425,16 @@ const facet_tensor_row facet_tensor_rows[] = {
     {.root = FACET_TR_MODEL, .name = "norm.weight", .alt = "norm_f.weight",
      .alt2 = "final_layer_norm.weight", .alt3 = "final_layernorm.weight" /* Phi */,
      .alt4 = "ln_f.weight" /* GPT-2 */, .alt5 = "embedding_norm.weight" /* LFM2 */,
-     .gguf = "output_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
+     .alt6 = "encoder.final_layernorm.weight" /* ChatGLM */, .gguf = "output_norm.weight", .dims = {H, FACET_TD_NONE}, .matrix = 0,
      .slot = FACET_TS_NORM, .fused = -1, .when = norm_weight},
     {.root = FACET_TR_MODEL, .name = "norm.bias", .alt = "final_layer_norm.bias",
      .alt2 = "final_layernorm.bias", .alt3 = "ln_f.bias",
-     .gguf = "output_norm.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_NORM_BIAS,
+     .alt4 = "encoder.final_layernorm.bias" /* ChatGLM */, .gguf = "output_norm.bias", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_NORM_BIAS,
      .fused = -1, .when = norm_bias},
     /* present means untied, whatever tie_word_embeddings says (probe.c) */
     {.root = FACET_TR_TOP, .name = "lm_head.weight", .alt = "language_model.lm_head.weight",
      .alt2 = "embed_out.weight", /* GPT-NeoX */ .alt3 = "output.weight" /* InternLM2 */,
-     .gguf = "output.weight", .dims = {FACET_TD_VOCAB, H}, .matrix = 1, .slot = FACET_TS_LM_HEAD,
+     .alt4 = "transformer.output_layer.weight" /* ChatGLM */, .gguf = "output.weight", .dims = {FACET_TD_VOCAB, H}, .matrix = 1, .slot = FACET_TS_LM_HEAD,
      .fused = -1, .when = lm_head},
     {.root = FACET_TR_TOP, .name = "lm_head.bias", .dims = {FACET_TD_VOCAB, FACET_TD_NONE},
      .slot = FACET_TS_LM_HEAD_BIAS, .fused = -1, .when = lm_head_bias},
@@ -593,7 +606,8 @@ int facet_tensor_prefix(const st_checkpoint *ck, char *out, size_t cap) {
                                         "language_model.model.", "transformer.", "backbone.", "gpt_neox.",
                                         "transformer.|h." /* GPT-2 */,
                                         "|h." /* BLOOM saved as its base model */,
-                                        "transformer.|blocks." /* MPT */, ""};
+                                        "transformer.|blocks." /* MPT */,
+                                        "transformer.|encoder.layers." /* ChatGLM */, ""};
     char probe[128];
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         facet_tensor_layer_path(known[i], 0, probe, sizeof probe);

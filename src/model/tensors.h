@@ -159,13 +159,14 @@ typedef enum facet_tslot {
 /* Ids of the fused rows, which have no slot (looked up with facet_tensor_fused). */
 typedef enum facet_tfused {
     FACET_TF_QKV_PROJ,
-    FACET_TF_QKV_BIAS, /* probed only: the loader takes q/k/v biases unfused */
+    FACET_TF_QKV_BIAS, /* loaded split where the weight is fused (QWen, ChatGLM) */
     FACET_TF_GATE_UP_PROJ,
     FACET_TF_SHARED_INPUT, /* Granite-MoE-shared shared_mlp.input_linear: gate, up */
     FACET_TF_QKV_HEADS,    /* query_key_value in KV groups [q x g; k; v] (NeoX: g = 1) */
     FACET_TF_QKV_HEADS_BIAS,
     FACET_TF_C_ATTN,       /* GPT-2 attn.c_attn (Conv1D [H, 3H]): q | k | v columns */
     FACET_TF_C_ATTN_BIAS,
+    FACET_TF_GATE_UP_BIAS, /* ChatGLM's mlp.dense_h_to_4h.bias: gate, then up */
     FACET_TF_COUNT,
 } facet_tfused;
 

@@ -20,6 +20,7 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "tests" / "data" / "configs"
+OUTSIDE = REPO / "tests" / "data" / "outside"  # families outside the table
 
 PENDING = 3
 REFUSED = 2
@@ -36,7 +37,7 @@ EXPECTED = {
     "Qwen__Qwen3-0.6B__dims": (PENDING, []),
     "Qwen__Qwen3-1.7B__resaved": (PENDING, []),
     "Qwen__Qwen3-8B__resaved": (PENDING, []),
-    "THUDM__chatglm3-6b": (REFUSED, ["model_type", "add_qkv_bias"]),
+    "THUDM__chatglm3-6b": (PENDING, []),  # chatglm (issue 28): ChatGLMConfig's own keys
     "TinyLlama__TinyLlama-1.1B-Chat-v1.0__resaved": (PENDING, []),
     "baichuan-inc__Baichuan2-13B-Chat": (REFUSED, ["model_type"]),
     "deepseek-ai__DeepSeek-R1-Distill-Qwen-32B": (PENDING, []),  # window inert
@@ -138,11 +139,11 @@ def test_vulkan_column(name, run_facet, tmp_path):
 
 
 def test_known_refusal_texts(run_facet, tmp_path):
-    _, obj = conform(run_facet, CONFIGS / "THUDM__chatglm3-6b", tmp_path=tmp_path)
+    _, obj = conform(run_facet, OUTSIDE / "rwkv", tmp_path=tmp_path)
     assert obj["verdict"]["refusals"][0]["text"] == (
-        "REFUSED: model_type=chatglm is not supported on cpu (supported: llama, mistral, qwen2, qwen3, "
+        "REFUSED: model_type=rwkv is not supported on cpu (supported: llama, mistral, qwen2, qwen3, "
         "gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, smollm3, granite, mixtral, qwen2_moe, "
-        "qwen3_moe, olmoe, granitemoe, granitemoeshared, gpt_oss, deepseek_v2, deepseek_v3, kimi_k2, mamba, mamba2, granitemoehybrid, bamba, jamba, lfm2, nemotron_h, gpt_neox, phi, gpt2, olmo, starcoder2, stablelm, stablelm_epoch, falcon, bloom, mpt, gptj, cohere, internlm2, minicpm, qwen, exaone)")
+        "qwen3_moe, olmoe, granitemoe, granitemoeshared, gpt_oss, deepseek_v2, deepseek_v3, kimi_k2, mamba, mamba2, granitemoehybrid, bamba, jamba, lfm2, nemotron_h, gpt_neox, phi, gpt2, olmo, starcoder2, stablelm, stablelm_epoch, falcon, bloom, mpt, gptj, cohere, internlm2, minicpm, qwen, chatglm, exaone)")
     _, obj = conform(run_facet, CONFIGS / "mistralai__Mixtral-8x7B-v0.1", "--backend", "vulkan",
                      tmp_path=tmp_path)
     texts = [r["text"] for r in obj["verdict"]["refusals"]]
@@ -470,13 +471,12 @@ def test_table_print(run_facet):
 
 def test_onboard_ledger(run_facet, tmp_path):
     ledger = tmp_path / "ledger.jsonl"
-    for name in ("meta-llama__Llama-3.2-1B-Instruct__resaved", "THUDM__chatglm3-6b"):
-        proc = run_facet(["onboard", str(CONFIGS / name), "--ledger", str(ledger)])
+    for path in (CONFIGS / "meta-llama__Llama-3.2-1B-Instruct__resaved", OUTSIDE / "rwkv"):
+        proc = run_facet(["onboard", str(path), "--ledger", str(ledger)])
         assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.startswith("| %s | " % name)
+        assert proc.stdout.startswith("| %s | " % path.name)
     rows = [json.loads(l) for l in ledger.read_text().splitlines()]
-    assert [r["name"] for r in rows] == ["meta-llama__Llama-3.2-1B-Instruct__resaved",
-                                         "THUDM__chatglm3-6b"]
+    assert [r["name"] for r in rows] == ["meta-llama__Llama-3.2-1B-Instruct__resaved", "rwkv"]
     assert rows[0]["verdicts"]["cpu"]["status"] == "supported-pending-probe"
     assert rows[0]["verdicts"]["vulkan"]["status"] == (
         "supported-pending-probe" if vulkan_built(run_facet) else "refused")

@@ -146,9 +146,9 @@ def test_bad_options(facet_bin, args, needle):
 
 
 def test_outside_table_without_shape(facet_bin):
-    proc, _ = plan(facet_bin, CONFIGS / "THUDM__chatglm3-6b")
+    proc, _ = plan(facet_bin, REPO / "tests" / "data" / "outside" / "rwkv")
     assert proc.returncode == 2
-    assert "REFUSED: model_type=chatglm" in proc.stderr
+    assert "REFUSED: model_type=rwkv" in proc.stderr
 
 
 @pytest.mark.parametrize("value", ["-5", "abc", "0", "", "1e9", " 5", "18446744073709551616",

@@ -26,7 +26,9 @@ the grouped wqkv, without and with biases); minicpm (MiniCPM-2B: muP scale_emb, 
 dim_model_base as the embedding, residual and logits multipliers; and 4 heads in 2 KV groups);
 exaone (EXAONE-3.5-2.4B: Llama's block under transformer.h.N.attn.attention / mlp.c_fc_0,
 c_fc_1, c_proj names, GQA, llama3 rope; and untied with a null intermediate_size); qwen
-(Qwen-7B, corpus: the Linear c_attn with its bias, the w1 / w2 MLP; and half-head rotary).
+(Qwen-7B, corpus: the Linear c_attn with its bias, the w1 / w2 MLP; and half-head rotary);
+chatglm (chatglm3-6b, corpus, and GLM-4-9B: multi-query query_key_value blocks, pairwise
+rotary over half the head, rope_ratio; without multi-query; LayerNorm with every bias).
 """
 
 import json
@@ -197,6 +199,24 @@ EXAONE_35_2_4B = {
     "transformers_version": "4.43.0", "use_cache": True, "vocab_size": 102400,
 }
 
+# THUDM/glm-4-9b config.json's values (public: the model card's repository on Hugging Face,
+# its remote configuration_chatglm / modeling_chatglm), written inline: hidden 4096, 40
+# layers, 32 heads of kv_channels 128 in 2 multi-query groups, ffn 13696, padded vocab
+# 151552, rope_ratio 500 (base 5e6), layernorm_epsilon 1.5625e-07, seq_length 131072.
+GLM_4_9B = {
+    "architectures": ["ChatGLMModel"], "model_type": "chatglm", "add_bias_linear": False,
+    "add_qkv_bias": True, "apply_query_key_layer_scaling": True,
+    "apply_residual_connection_post_layernorm": False, "attention_dropout": 0.0,
+    "attention_softmax_in_fp32": True, "bias_dropout_fusion": True, "ffn_hidden_size": 13696,
+    "fp32_residual_connection": False, "hidden_dropout": 0.0, "hidden_size": 4096,
+    "kv_channels": 128, "layernorm_epsilon": 1.5625e-07, "multi_query_attention": True,
+    "multi_query_group_num": 2, "num_attention_heads": 32, "num_layers": 40,
+    "original_rope": True, "padded_vocab_size": 151552, "post_layer_norm": True,
+    "rmsnorm": True, "rope_ratio": 500, "seq_length": 131072, "use_cache": True,
+    "torch_dtype": "bfloat16", "transformers_version": "4.30.2", "tie_word_embeddings": False,
+    "eos_token_id": [151329, 151336, 151338], "pad_token_id": 151329,
+}
+
 # name -> (source, shrink kwargs)
 CLASSES = {
     "gpt_neox-redpajama": (os.path.join(CONFIG_DIR, "togethercomputer__RedPajama-INCITE-7B-Base"), {}),
@@ -243,6 +263,23 @@ CLASSES = {
     "qwen-7b": (os.path.join(CONFIG_DIR, "Qwen__Qwen-7B"), {"kv_channels": 32}),
     # and rotary over half of each head
     "qwen-rotary-half": (os.path.join(CONFIG_DIR, "Qwen__Qwen-7B"), {"kv_channels": 32, "rotary_pct": 0.5}),
+    # corpus; ChatGLM3-6B (modeling_chatglm of THUDM/chatglm3-6b at 456aa87): 4 heads in
+    # 2 multi-query groups, query_key_value [q; k; v] with its bias, rotary on pairs over
+    # half of each head (16 of 32 dims), dense_h_to_4h [gate; up]
+    "chatglm3-6b": (os.path.join(CONFIG_DIR, "THUDM__chatglm3-6b"),
+                    {"num_attention_heads": 4, "num_key_value_heads": 2}),
+    # GLM-4-9B: base 10000 x rope_ratio 500, eps 1.5625e-07
+    "glm-4-9b": (GLM_4_9B, {"num_attention_heads": 4, "num_key_value_heads": 2}),
+    # without multi_query_attention: query_key_value per head [q_h; k_h; v_h] (its
+    # multi_query_group_num, 2, unread)
+    "chatglm-mha": (os.path.join(CONFIG_DIR, "THUDM__chatglm3-6b"),
+                    {"num_attention_heads": 4, "num_key_value_heads": 2,
+                     "multi_query_attention": False}),
+    # rmsnorm false (LayerNorms with biases) and add_bias_linear (dense, dense_h_to_4h's
+    # gate and up halves, dense_4h_to_h)
+    "chatglm-layernorm-biases": (os.path.join(CONFIG_DIR, "THUDM__chatglm3-6b"),
+                                 {"num_attention_heads": 4, "num_key_value_heads": 2,
+                                  "rmsnorm": False, "add_bias_linear": True}),
     "exaone-3.5-2.4b": (EXAONE_35_2_4B, {}),
     "exaone-untied": (EXAONE_35_2_4B, {"tie_word_embeddings": False, "intermediate_size": None}),
 }
@@ -255,7 +292,7 @@ def prompt(vocab, seed, n=N_PROMPT):
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom", "mpt", "gptj", "cohere", "internlm2", "minicpm", "exaone", "qwen"], backend="cpu", weights=["f32"],
+@pytest.mark.evidence(config_classes=["gpt_neox", "phi", "stablelm", "stablelm_epoch", "starcoder2", "olmo", "gpt2", "falcon", "bloom", "mpt", "gptj", "cohere", "internlm2", "minicpm", "exaone", "qwen", "chatglm"], backend="cpu", weights=["f32"],
                       oracle="float64 reference, F32 files")
 def test_classic_class_matches_reference(name, make_checkpoint, reference_for, run_facet, tmp_path):
     src, shrink = CLASSES[name]

@@ -137,6 +137,11 @@ SHRINK_ALIASES = {"n_embd": "hidden_size", "n_layer": "num_hidden_layers",
                   "d_model": "hidden_size", "n_heads": "num_attention_heads",
                   "n_layers": "num_hidden_layers", "num_layers": "num_hidden_layers"}
 
+# ChatGLMConfig's spellings (modeling_chatglm), shrunk under the usual names; its
+# multi_query_group_num counts KV heads only with multi_query_attention
+CHATGLM_ALIASES = {"padded_vocab_size": "vocab_size", "ffn_hidden_size": "intermediate_size",
+                   "kv_channels": "head_dim", "multi_query_group_num": "num_key_value_heads"}
+
 
 def shrink_config(config, num_hidden_layers=2, num_key_value_heads=None,
                   num_attention_heads=None, head_dim=32, hidden_size=None,
@@ -164,6 +169,9 @@ def shrink_config(config, num_hidden_layers=2, num_key_value_heads=None,
     cfg = config["text_config"] if isinstance(config.get("text_config"), dict) else config
     # GPT2Config's spellings: shrunk under the usual names, written back under its own
     aliases = {k: v for k, v in SHRINK_ALIASES.items() if k in cfg}
+    if cfg.get("model_type") == "chatglm":
+        aliases.update({k: v for k, v in CHATGLM_ALIASES.items() if k in cfg and (
+            k != "multi_query_group_num" or cfg.get("multi_query_attention"))})
     for k, v in aliases.items():
         cfg[v] = cfg.pop(k)
     if "n_inner" in aliases and cfg.get("intermediate_size") is None:
@@ -410,6 +418,8 @@ def tensor_specs(config, experts_layout=None):
         return _exaone_specs(f)
     if f.family.get("names") == "qwen":
         return _qwen_specs(f)
+    if f.family.get("names") == "chatglm":
+        return _chatglm_specs(f)
     specs = [("model.embed_tokens.weight", (V, H), ("embed",))]
     for i in range(f.num_hidden_layers):
         p = "model.layers.%d." % i
@@ -671,6 +681,40 @@ def _qwen_specs(f):
     return specs
 
 
+def _chatglm_specs(f):
+    """ChatGLMForConditionalGeneration's tensors (modeling_chatglm): transformer.embedding.
+    word_embeddings; per layer input_layernorm, self_attention.query_key_value ((heads + 2
+    kv) hd rows, a bias iff add_qkv_bias), self_attention.dense, post_attention_layernorm,
+    mlp.dense_h_to_4h (gate then up rows) / dense_4h_to_h (these three with biases iff
+    add_bias_linear), the norms' biases iff LayerNorm (rmsnorm false);
+    encoder.final_layernorm; output_layer; and the buffer RotaryEmbedding saves,
+    rotary_pos_emb.inv_freq (kv_channels / 4 values, base 10000), which no forward reads."""
+    H, I, V, hd = f.hidden_size, f.intermediate_size, f.vocab_size, f.head_dim
+    Q = f.num_attention_heads * hd
+    QKV = (f.num_attention_heads + 2 * f.num_key_value_heads) * hd
+    ln = f.norm == "layer"
+    specs = [("transformer.embedding.word_embeddings.weight", (V, H), ("embed",)),
+             ("transformer.rotary_pos_emb.inv_freq", (hd // 4,), ("inv_freq",))]
+    for i in range(f.num_hidden_layers):
+        p = "transformer.encoder.layers.%d." % i
+        for norm, lin in (("input_layernorm", (("self_attention.query_key_value", QKV, H, f.qkv_bias),
+                                               ("self_attention.dense", H, Q, f.o_bias))),
+                          ("post_attention_layernorm", (("mlp.dense_h_to_4h", 2 * I, H, f.mlp_bias),
+                                                        ("mlp.dense_4h_to_h", H, I, f.mlp_bias)))):
+            specs.append((p + norm + ".weight", (H,), ("norm",)))
+            if ln:
+                specs.append((p + norm + ".bias", (H,), ("bias",)))
+            for name, rows, fan_in, bias in lin:
+                specs.append((p + name + ".weight", (rows, fan_in), ("linear", fan_in)))
+                if bias:
+                    specs.append((p + name + ".bias", (rows,), ("bias",)))
+    specs.append(("transformer.encoder.final_layernorm.weight", (H,), ("norm",)))
+    if ln:
+        specs.append(("transformer.encoder.final_layernorm.bias", (H,), ("bias",)))
+    specs.append(("transformer.output_layer.weight", (V, H), ("linear", H, "lm_head")))
+    return specs
+
+
 def _exaone_specs(f):
     """ExaoneForCausalLM's tensors (modeling_exaone): transformer.wte; per layer ln_1,
     attn.attention.q/k/v/out_proj, ln_2, mlp.c_fc_0 (gate) / c_fc_1 (up) / c_proj (down),
@@ -762,6 +806,9 @@ def init_tensor(name, shape, init, seed, facts, logit_std=2.0, bias_std=0.1, nor
     norm weights 1 + N(0, norm_noise^2) (for Gemma's (1 + w) norms w = N(0, ...)).
     Families with embedding multipliers, logits scaling, residual multipliers or
     post-block norms get the compensating factors of init_scales."""
+    if init[0] == "inv_freq":  # RotaryEmbedding(dim).inv_freq, dim = 2 x its length
+        dim = 2 * shape[0]
+        return (1.0 / 10000.0 ** (np.arange(0, dim, 2, dtype=np.float64) / dim)).astype(np.float32)
     rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(name.encode()) & 0xFFFFFFFF])
     x = rng.standard_normal(size=shape, dtype=np.float32)
     sc = init_scales(facts, logit_std, gain)

@@ -12,7 +12,7 @@ anything the reference does not implement (never guesses).
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 # Per-family conventions and the config-class defaults that apply when a key is absent.
@@ -176,6 +176,20 @@ FAMILIES = {
     # act only past seq_length (not modelled: the reference runs within it); untied.
     "qwen": dict(tie=False, eps=1e-6, theta=10000.0, act_keys=(), act="silu", qkv_bias="always",
                  fused="qkv", sliding="none", names="qwen"),
+    # ChatGLMConfig / modeling_chatglm (the remote code of THUDM/chatglm3-6b at 456aa87,
+    # whose RotaryEmbedding ignores rope_ratio, and of glm-4-9b, whose forward_impl takes
+    # base = 10000 * rope_ratio; the two agree at rope_ratio 1): num_layers,
+    # padded_vocab_size, kv_channels (head size), ffn_hidden_size; RMSNorm (rmsnorm true)
+    # or torch LayerNorm with bias, eps layernorm_epsilon; query_key_value [q; k; v] rows
+    # with multi_query_attention (multi_query_group_num KV heads), else view(heads, 3 hd)
+    # per head; a bias iff add_qkv_bias; dense / dense_h_to_4h / dense_4h_to_h biases iff
+    # add_bias_linear; MLP dense_4h_to_h(silu(a) * b), a, b = dense_h_to_4h(x).chunk(2);
+    # rotary on pairs (2i, 2i+1) of the first kv_channels / 2 dims, inv_freq over those
+    # dims; scores / sqrt(kv_channels) (apply_query_key_layer_scaling divides by the layer
+    # number and multiplies back: the identity here); final_layernorm when
+    # post_layer_norm; output_layer untied; the context seq_length.
+    "chatglm": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=(), act="silu",
+                    qkv_bias="chatglm", fused=True, sliding="none", names="chatglm"),
     "exaone": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=("activation_function",),
                    act="silu", qkv_bias="never", sliding="none", names="exaone"),
     "stablelm": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
@@ -476,6 +490,28 @@ def facts(config):
         cfg["num_hidden_layers"] = cfg["num_layers"]
         cfg["rms_norm_eps"] = _get(cfg, "layer_norm_epsilon", fam["eps"])
         cfg["intermediate_size"] = _get(cfg, "intermediate_size", 4 * int(cfg["hidden_size"]))
+    glm = {}
+    if mt == "chatglm":  # ChatGLMConfig's own keys, as modeling_chatglm reads them
+        cfg = dict(cfg)
+        if cfg.get("apply_residual_connection_post_layernorm") or not _get(cfg, "post_layer_norm", True) \
+                or cfg.get("quantization_bit") or cfg.get("pre_seq_len") is not None:
+            raise NotImplementedError("chatglm apply_residual_connection_post_layernorm, no "
+                                      "post_layer_norm, quantization_bit or pre_seq_len is not "
+                                      "implemented by the reference")
+        mq = bool(_get(cfg, "multi_query_attention", False))
+        cfg["num_hidden_layers"] = cfg["num_layers"]
+        cfg["vocab_size"] = cfg["padded_vocab_size"]
+        cfg["head_dim"] = int(_get(cfg, "kv_channels", 128))
+        cfg["intermediate_size"] = int(_get(cfg, "ffn_hidden_size", 13696))
+        cfg["num_key_value_heads"] = (int(_get(cfg, "multi_query_group_num", 1)) if mq
+                                      else int(cfg["num_attention_heads"]))
+        cfg["rms_norm_eps"] = _get(cfg, "layernorm_epsilon", fam["eps"])
+        cfg["partial_rotary_factor"] = 0.5
+        cfg["rope_theta"] = fam["theta"] * float(_get(cfg, "rope_ratio", 1))
+        cfg.pop("rope_scaling", None)
+        cfg["max_position_embeddings"] = int(_get(cfg, "seq_length", 2048))
+        glm = dict(norm="rms" if _get(cfg, "rmsnorm", True) else "layer", rope_interleaved=True,
+                   qkv_layout=None if mq else "grouped")
     falcon = {}
     if mt == "falcon":
         if cfg.get("alibi"):
@@ -564,6 +600,9 @@ def facts(config):
         mlp_bias = False
     if qb == "bias":  # Falcon: every FalconLinear by config.bias
         qkv_bias = o_bias = mlp_bias = attn_bias
+    if qb == "chatglm":  # query_key_value by add_qkv_bias, the other Linears by add_bias_linear
+        qkv_bias = bool(_get(cfg, "add_qkv_bias", False))
+        o_bias = mlp_bias = bool(_get(cfg, "add_bias_linear", False))
     tie = cfg.get("tie_word_embeddings", config.get("tie_word_embeddings"))
     tie = fam["tie"] if tie is None else bool(tie)
 
@@ -648,7 +687,7 @@ def facts(config):
             if cfg.get(key):
                 raise NotImplementedError("%s=%r in a %s config is not implemented" % (key, cfg[key], mt))
 
-    return Facts(
+    out = Facts(
         model_type=mt, family=fam, hidden_size=hidden,
         intermediate_size=int(cfg["intermediate_size"]), num_hidden_layers=n_layers,
         num_attention_heads=heads, num_key_value_heads=kv, head_dim=head_dim,
@@ -674,3 +713,4 @@ def facts(config):
         alibi=(classic.get("alibi") or None) if classic else None,
         rope_interleaved=bool(classic and classic.get("interleaved")),
     )
+    return replace(out, **glm) if glm else out

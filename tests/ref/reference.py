@@ -54,6 +54,12 @@ Semantics pinned here (each with its transformers source):
   (Qwen2-MoE) or + shared_mlp(x) (Granite-MoE-shared). Layers outside decoder_sparse_step
   / in mlp_only_layers are dense (Qwen-MoE). Expert tensors are read in any layout the
   generator writes (per expert, or 3-D [E, 2 I, H] with gate rows first).
+- ChatGLM2/3 and GLM-4 (model_type chatglm; remote modeling_chatglm.py of THUDM/chatglm3-6b
+  at 456aa87 and of glm-4-9b, which adds base = 10000 * rope_ratio): Llama's pre-norm block
+  under transformer.embedding / encoder.layers.N / encoder.final_layernorm / output_layer
+  names, query_key_value [q; k; v] rows (multi_query_attention) or per head, the MLP's
+  dense_h_to_4h chunked gate then up, RoPE on pairs (2i, 2i+1) of the first half of each
+  head (apply_rotary_pos_emb), RMSNorm or LayerNorm by rmsnorm.
 - gpt-oss: attention sinks (a learned logit per head in the softmax's denominator,
   modeling_gpt_oss's eager_attention_forward), the router's bias, experts as
   x @ W_gu + b_gu with gate/up columns interleaved, g = min(gate, limit),
@@ -515,6 +521,19 @@ class Reference:
                              (".post_attention_layernorm.", ".ln_2."),
                              (".mlp.gate_proj.", ".mlp.w2."), (".mlp.up_proj.", ".mlp.w1."),
                              (".mlp.down_proj.", ".mlp.c_proj.")),
+                    # ChatGLM's modeling_chatglm: transformer.embedding / encoder.layers.N /
+                    # encoder.final_layernorm / output_layer; query_key_value [q; k; v]
+                    # (qkv_proj) or per head (qkv_grouped: one KV group per head)
+                    "chatglm": (("embed_tokens.weight", "embedding.word_embeddings.weight"),
+                                ("norm.weight", "encoder.final_layernorm.weight"),
+                                ("norm.bias", "encoder.final_layernorm.bias"),
+                                ("lm_head.weight", "output_layer.weight"),
+                                (".layers.", ".encoder.layers."),
+                                (".self_attn.qkv_proj.", ".self_attention.query_key_value."),
+                                (".self_attn.qkv_grouped.", ".self_attention.query_key_value."),
+                                (".self_attn.o_proj.", ".self_attention.dense."),
+                                (".mlp.gate_up_proj.", ".mlp.dense_h_to_4h."),
+                                (".mlp.down_proj.", ".mlp.dense_4h_to_h.")),
                     # EXAONE's modeling_exaone: transformer.wte / h.N / ln_f
                     "exaone": (("embed_tokens.weight", "wte.weight"), ("norm.weight", "ln_f.weight"),
                                (".layers.", ".h."),

@@ -484,12 +484,79 @@ static void test_qwen(void **state) {
     assert_non_null(strstr(err.message, "no_bias"));
 }
 
-static void test_outside_families_read_leniently(void **state) {
+/* ChatGLMConfig (issue 28): chatglm3-6b by hand — kv_channels 128 the head, 2 multi-query
+ * groups as KV heads with query_key_value in [q; k; v] blocks, ffn_hidden_size 13696,
+ * padded_vocab_size 65024, the context seq_length 8192, RMSNorm eps layernorm_epsilon,
+ * rotary on pairs over half the head at 10000, add_qkv_bias only; every other key read or
+ * inert (none left for the table). GLM-4-9B-chat's config as transformers 4.43 saved it
+ * (vocab_size and num_hidden_layers beside padded_vocab_size / num_layers, which are what
+ * the model reads): base 10000 x rope_ratio 500. The class's switches, and what it
+ * refuses by key. */
+#define GLM_BASE "{\"model_type\": \"chatglm\", \"hidden_size\": 256, \"num_layers\": 2, " \
+                 "\"num_attention_heads\": 8, \"kv_channels\": 32, \"ffn_hidden_size\": 512, " \
+                 "\"padded_vocab_size\": 512, \"seq_length\": 4096"
+static void test_chatglm(void **state) {
     (void)state;
     read_ok("THUDM__chatglm3-6b");
-    assert_string_equal(F.model_type, "chatglm");
+    assert_true(F.family_known);
+    assert_int_equal(F.num_hidden_layers, 28);
+    assert_int_equal(F.head_dim, 128);
+    assert_int_equal(F.num_key_value_heads, 2);
+    assert_true(F.qkv_fused_blocks);
+    assert_int_equal(F.intermediate_size, 13696);
+    assert_int_equal(F.vocab_size, 65024);
+    assert_int_equal(F.max_position_embeddings, 8192);
+    assert_true(F.rms_norm_eps == 1e-5 && !F.layer_norm);
+    assert_true(F.rope_theta == 10000.0 && F.partial_rotary_factor == 0.5 && F.rope_interleaved);
+    assert_true(F.qkv_bias && !F.o_bias && !F.mlp_bias);
+    assert_int_equal(F.tie_word_embeddings, 0);
+    /* left for the table, all inert: _name_or_path, auto_map, use_cache, torch_dtype,
+     * transformers_version, pad_token_id */
+    assert_int_equal(F.n_config_keys, 6);
+    assert_false(has_key("apply_query_key_layer_scaling") || has_key("original_rope") ||
+                 has_key("add_qkv_bias") || has_key("rmsnorm"));
+    facet_error err;
+    assert_int_equal(from_text(GLM_BASE ", \"multi_query_attention\": true, "
+                               "\"multi_query_group_num\": 2, \"rope_ratio\": 500, "
+                               "\"num_hidden_layers\": 2, \"vocab_size\": 512}", &err),
+                     FACET_OK);
+    assert_true(F.rope_theta == 5e6);
+    assert_int_equal(F.num_key_value_heads, 2);
+    assert_false(has_key("num_hidden_layers") || has_key("vocab_size"));
+    /* the class defaults: no multi-query (one [q_h; k_h; v_h] group per head), RMSNorm,
+     * no biases; rmsnorm false: LayerNorm; add_bias_linear: dense and MLP biases */
+    assert_int_equal(from_text(GLM_BASE ", \"rmsnorm\": false, \"add_bias_linear\": true}", &err),
+                     FACET_OK);
+    assert_int_equal(F.num_key_value_heads, 8);
+    assert_false(F.qkv_fused_blocks || F.qkv_bias);
+    assert_true(F.layer_norm && F.o_bias && F.mlp_bias);
+    static const char *const refused[][2] = {
+        {", \"apply_residual_connection_post_layernorm\": true}",
+         "apply_residual_connection_post_layernorm"},
+        {", \"post_layer_norm\": false}", "post_layer_norm"},
+        {", \"quantization_bit\": 4}", "quantization_bit"},
+        {", \"pre_seq_len\": 128}", "pre_seq_len"},
+        {", \"multi_query_attention\": true, \"multi_query_group_num\": 3}",
+         "multi_query_group_num"},
+        {", \"ffn_hidden_size\": null}", "ffn_hidden_size"},
+        {", \"position_encoding_2d\": true}", "ChatGLM-6B"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s%s", GLM_BASE, refused[i][0]);
+        /* a key given twice (ffn_hidden_size): the later (null) wins in jansson */
+        assert_int_not_equal(from_text(text, &err), FACET_OK);
+        assert_non_null(strstr(err.message, refused[i][1]));
+    }
+}
+#undef GLM_BASE
+
+static void test_outside_families_read_leniently(void **state) {
+    (void)state;
+    read_ok("../outside/rwkv");
+    assert_string_equal(F.model_type, "rwkv");
     assert_false(F.family_known);
-    assert_true(F.n_notes > 0); /* num_hidden_layers missing: a note, not an error */
+    assert_true(F.n_notes > 0); /* num_attention_heads missing: a note, not an error */
     read_ok("deepseek-ai__DeepSeek-V3");
     /* deepseek_v3 is a config class now (issue 25): its latent-attention and routing
      * keys are facts; the verdict refuses them by name (test_conform.py) */
@@ -804,6 +871,7 @@ int main(void) {
         cmocka_unit_test(test_minicpm),
         cmocka_unit_test(test_exaone),
         cmocka_unit_test(test_qwen),
+        cmocka_unit_test(test_chatglm),
         cmocka_unit_test(test_outside_families_read_leniently),
         cmocka_unit_test(test_mistral_class_default_window),
         cmocka_unit_test(test_bad_inputs),
