@@ -118,7 +118,9 @@ static facet_status global_table(const facet_facts *f, int rot, float *inv, floa
 /* ALiBi slopes (Press et al. 2022; BLOOM's build_alibi_tensor, MPT's gen_slopes): for p
  * the least power of two >= heads, slope_k = 2^(-alibi_bias_max * k / p), k = 1..p; when
  * p != heads the odd k come first, then the even, the first `heads` kept (BLOOM's
- * closest-power-of-two base plus its interleaved extra slopes is the same list). */
+ * closest-power-of-two base plus its interleaved extra slopes is the same list, and
+ * Baichuan-13B's _get_interleave). With alibi_pre_scale (Falcon) each slope is times
+ * attn_scale, the factor the bias shares with q.k there. */
 static facet_status alibi_init(facet_model *m, facet_error *err) {
     const facet_facts *f = &m->facts;
     int nh = (int)f->num_attention_heads, p = 1;
@@ -127,7 +129,9 @@ static facet_status alibi_init(facet_model *m, facet_error *err) {
     if (!m->alibi_slopes) return facet_err(err, FACET_E_NOMEM, "alibi slopes");
     for (int h = 0; h < nh; h++) {
         int half = p / 2, k = p == nh ? h + 1 : h < half ? 2 * (h + 1) : 2 * (h - half) + 1;
-        m->alibi_slopes[h] = (float)pow(2.0, -f->alibi_bias_max * k / p);
+        double slope = pow(2.0, -f->alibi_bias_max * k / p);
+        /* Falcon adds the bias to q.k before the scale: scaled with the scores */
+        m->alibi_slopes[h] = (float)(f->alibi_pre_scale ? slope * f->attn_scale : slope);
     }
     return FACET_OK;
 }

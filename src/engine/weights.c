@@ -5,6 +5,7 @@
  * weight cache instead when one is given (weights_cache.c decides), so the shape checks
  * and the order of tensors are one code path for both.
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,7 +269,22 @@ static facet_status read_mat_f32(const wload *ld, const facet_facts *f, const st
     return FACET_OK;
 }
 
-/* A weight matrix of shape (rows, cols) in run-time format fmt. */
+/* Each row of a [rows][cols] divided by its L2 norm, as torch's F.normalize(w) (dim 1,
+ * eps 1e-12: w / max(||w||, eps)); the norm and the quotient in float64, so the only
+ * rounding is the float32 result's (Baichuan 2's NormHead, applied in eval). */
+static void l2_normalize_rows(float *a, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; r++) {
+        float *row = a + (size_t)r * (size_t)cols;
+        double ss = 0.0;
+        for (int64_t c = 0; c < cols; c++) ss += (double)row[c] * (double)row[c];
+        double n = sqrt(ss);
+        if (n < 1e-12) n = 1e-12;
+        for (int64_t c = 0; c < cols; c++) row[c] = (float)((double)row[c] / n);
+    }
+}
+
+/* A weight matrix of shape (rows, cols) in run-time format fmt (its rows L2-normalised
+ * first when ld->l2_rows). */
 static facet_status load_mat(wload *ld, const char *name, int64_t rows, int64_t cols,
                              facet_wformat fmt, facet_wtensor *wt, uint64_t *bytes,
                              facet_error *err) {
@@ -278,10 +294,15 @@ static facet_status load_mat(wload *ld, const char *name, int64_t rows, int64_t 
     if (ld->cache) {
         st = cached_mat(ld, name, rows, cols, fmt, wt, err);
     } else if (ld->native && t->gguf_qtype) {
+        if (ld->l2_rows)
+            return facet_err(err, FACET_E_UNSUPPORTED, "'%s': its rows are L2-normalised at "
+                             "load (NormHead), which a block-quantized tensor kept as stored "
+                             "cannot be", name);
         st = block_mat(ld, name, t, 0, rows, cols, wt, err);
     } else {
         float *f = NULL;
         if ((st = read_mat_f32(ld, ld->facts, t, rows, cols, &f, err)) != FACET_OK) return st;
+        if (ld->l2_rows) l2_normalize_rows(f, rows, cols);
         st = convert_mat(ld, name, f, rows, cols, mat_format(ld, t, fmt), wt, err);
     }
     if (st != FACET_OK) return st;
@@ -846,6 +867,12 @@ static facet_status load_row(wload *ld, const facet_facts *f, facet_weights *w,
      * the choice where two experts are close (E x H floats per layer) */
     if (r->slot == FACET_TS_ROUTER) fmt = FACET_WF_F32;
     if (r->matrix && r->conv1d) return load_mat_conv1d(ld, name, d0, d1, fmt, dst, &w->bytes, err);
+    if (r->matrix && r->slot == FACET_TS_LM_HEAD && f->lm_head_l2_norm) { /* NormHead */
+        ld->l2_rows = 1;
+        facet_status st = load_mat(ld, name, d0, d1, fmt, dst, &w->bytes, err);
+        ld->l2_rows = 0;
+        return st;
+    }
     if (r->matrix) return load_mat(ld, name, d0, d1, fmt, dst, &w->bytes, err);
     return load_vec(ld, name, d0, d1, r->conv3d, dst, &w->bytes, err);
 }

@@ -30,6 +30,9 @@ typedef struct wload {
     facet_warena *arena;           /* GGUF block matrices' memory (m->w.arena)           */
     size_t next;                   /* next cache entry                                  */
     int check_only;                /* find and shape-check tensors, read no data        */
+    int l2_rows;                   /* set around one load_mat: divide each row of that
+                                    * matrix by its L2 norm before conversion (facts
+                                    * lm_head_l2_norm, Baichuan 2's NormHead)          */
     int64_t layer_first, layer_end; /* load only these layers (a pipeline stage)        */
     int stage_inner;               /* and no embeddings, final norm or lm_head         */
     int tp, tp_rank;               /* > 1: keep tensor rank tp_rank's share of each layer */

@@ -47,6 +47,11 @@ static const char *const mpt_unread[] = {"learned_pos_emb", "init_device", "init
                                          "verbose", "tokenizer_name", "embedding_fraction",
                                          "fc_type", NULL};
 
+/* BaichuanConfig keys BaichuanForCausalLM never reads at inference: its training
+ * switches (gradient_checkpointing, the z-loss weight is read by read_baichuan as Baichuan
+ * 2's marker). */
+static const char *const baichuan_unread[] = {"gradient_checkpointing", NULL};
+
 /* GPTJConfig keys GPTJForCausalLM never reads: the double-heads summary keys GPT-2's
  * config carried over, `rotary` (always on) and scale_attn_weights (always scaled). */
 static const char *const gptj_unread[] = {"rotary", "scale_attn_weights", "summary_type",
@@ -316,7 +321,7 @@ static const facet_config_class classes[] = {
      * bias, ungated MLP (activation, default gelu; ffn_hidden_size null = 4 x hidden),
      * parallel_attn (one input norm; two with new_decoder_architecture), biases by `bias`,
      * fused query_key_value in KV groups [q x g; k; v] (multi_query: one group), tied;
-     * alibi stays unread (refused when set) */
+     * alibi (falcon-rw-1b / 7b) instead of rotary, its bias scaled with q.k (read_falcon) */
     {.model_type = "falcon", .max_position_embeddings = 2048, .tie_word_embeddings = 1, .rope_theta = 10000.0,
      .rms_norm_eps = 1e-5, .act_key = "activation", .act_default = "gelu",
      .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
@@ -379,6 +384,15 @@ static const facet_config_class classes[] = {
      .rms_norm_eps = 1e-6, .act_key = "hidden_act", .act_default = "silu",
      .qkv_bias = -1, .o_bias = -1, .pre_norms = 1, .heads_divide_hidden = 1,
      .attention_bias_key = "bias", .attention_bias_default = 1},
+    /* BaichuanConfig (the remote configuration_baichuan.py / modeling_baichuan.py of
+     * Baichuan-7B, Baichuan-13B, Baichuan2-7B and Baichuan2-13B): Llama's block (RMSNorm,
+     * silu gate_proj / up_proj / down_proj), self_attn.W_pack a bias-free [q; k; v] of
+     * hidden_size rows each, o_proj, untied; rotary (7B files) or ALiBi (13B files) and
+     * a plain or NormHead lm_head by the keys each class defines (read_baichuan) */
+    {.model_type = "baichuan", .max_position_embeddings = 4096, .tie_word_embeddings = 0,
+     .rope_theta = 10000.0, .rms_norm_eps = 1e-6, .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = 0, .o_bias = 0, .pre_norms = 1, .heads_divide_hidden = 1, .baichuan = 1,
+     .unread_keys = baichuan_unread},
     /* MiniCPMConfig (MiniCPM-1B / 2B's remote configuration_minicpm.py / modeling_minicpm.py):
      * Llama's block and names; muP: embeddings * scale_emb, each residual branch *
      * scale_depth / sqrt(num_hidden_layers), the final hidden / (hidden / dim_model_base)

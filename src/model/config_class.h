@@ -160,6 +160,10 @@ typedef struct facet_config_class {
                                      per-head LayerNorm of q and k), or NULL            */
     int mpt;                      /* MptConfig's attn_config object and the llm-foundry
                                      keys its modeling code fixes (facts.c read_mpt)     */
+    int baichuan;                 /* BaichuanConfig (remote code): the position scheme
+                                     and the output head from the keys each release's
+                                     configuration class defines (facts.c
+                                     read_baichuan)                                    */
     int falcon_attention;         /* FalconConfig's attention layout keys:
                                      new_decoder_architecture, multi_query, num_kv_heads,
                                      num_ln_in_parallel_attn (facts.c read_falcon)      */

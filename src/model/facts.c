@@ -1316,7 +1316,18 @@ static facet_status read_mpt(reader *r) {
  * modeling code cannot build (it fails on them) are refused by key. */
 static facet_status read_falcon(reader *r) {
     facet_facts *f = r->f;
-    int new_arch = 0, mq = 1;
+    int new_arch = 0, mq = 1, alibi = 0;
+    /* alibi (falcon-rw-1b / 7b): no rotary; FalconAttention adds build_alibi_tensor's
+     * slope_h * key position to q.k BEFORE multiplying by inv_norm_factor =
+     * 1/sqrt(head_dim) (the SDPA path the same: the mask is alibi / sqrt(head_dim)), so
+     * the bias is scaled with the scores, where BLOOM adds it after. transformers rounds
+     * the slopes to bfloat16 and forms slope * position in bfloat16 in every dtype
+     * (build_alibi_tensor's slopes.bfloat16()); facet and the float64 reference keep
+     * both exact, so a transformers run differs from ours by up to half a bfloat16 ulp
+     * of slope * position (2^-9 relative: 0.25 where slope * position is near 100), times
+     * 1/sqrt(head_dim), in each score. */
+    TRY(get_bool(r, "alibi", &alibi));
+    if (alibi) f->alibi = 1, f->alibi_bias_max = 8.0, f->alibi_pre_scale = 1, f->no_rope = 1;
     TRY(get_bool(r, "new_decoder_architecture", &new_arch));
     TRY(get_bool(r, "multi_query", &mq));
     int64_t nkv = f->num_attention_heads, n_ln = 0;
@@ -1379,6 +1390,67 @@ static facet_status read_glm(reader *r) {
     f->layer_norm = !rms;
     f->o_bias = bias;
     f->mlp_bias = bias;
+    return FACET_OK;
+}
+
+/* BaichuanConfig (remote code; four releases share model_type "baichuan" and
+ * BaichuanForCausalLM / BaiChuanForCausalLM, and config.json names neither their position
+ * scheme nor their output head). Each fact comes from the keys the releases'
+ * configuration classes define, as followed in their files:
+ *   positions: Baichuan-7B's BaiChuanConfig and Baichuan2-7B's BaichuanConfig define
+ *     max_position_embeddings, and their modeling_baichuan.py rotate q and k
+ *     (RotaryEmbedding, base 10000, rotate_half); Baichuan-13B's and Baichuan2-13B's
+ *     BaichuanConfig define model_max_length and no max_position_embeddings, and their
+ *     modeling_baichuan.py adds ALiBi (_gen_alibi_mask: slope_h * key position, after the
+ *     1/sqrt(head_dim) scale; _get_interleave's slopes are BLOOM's). So
+ *     max_position_embeddings present: rotary (a model_max_length beside it, as
+ *     Baichuan2-7B's config.json carries, is the tokenizer's length, never read by that
+ *     modeling file); else model_max_length present: ALiBi; neither: refused, since
+ *     either class would run with its own default.
+ *   output head: Baichuan 2's modeling files (both sizes) hold NormHead (lm_head rows
+ *     divided by their L2 norm in eval); Baichuan 1's a plain Linear. Baichuan 2's
+ *     configuration classes (both sizes) define z_loss_weight, Baichuan 1's do not; the
+ *     released Baichuan 2 config.json files omit it but carry Baichuan 2's 125,696-token
+ *     vocabulary (Baichuan 1: 64,000). So z_loss_weight present or vocab_size 125696:
+ *     NormHead; vocab_size 64000 without z_loss_weight: plain; any other vocabulary
+ *     without z_loss_weight: refused (which release's modeling file runs it is unknown).
+ * Files followed: baichuan-inc/Baichuan2-13B-Chat configuration_baichuan.py /
+ * modeling_baichuan.py (commit c6f8592 "fix NormHead eval"), Baichuan-13B's
+ * configuration_baichuan.py (as vLLM copies it, transformers_utils/configs/baichuan_13b.py),
+ * and the Baichuan-7B / Baichuan2-7B configs cited in DESIGN.md (Baichuan). */
+static facet_status read_baichuan(reader *r) {
+    facet_facts *f = r->f;
+    json_t *mpe = json_object_get(r->obj, "max_position_embeddings"); /* read_shape took it */
+    int64_t mml = 0;
+    int mml_given = 0;
+    TRY(get_int(r, "model_max_length", 0, 1, MAX_CONTEXT, &mml, &mml_given));
+    if (mpe && !json_is_null(mpe)) {
+        f->alibi = 0; /* the 7B files: rotary over the whole head, base 10000 */
+    } else if (mml_given) {
+        f->alibi = 1, f->alibi_bias_max = 8.0, f->no_rope = 1;
+        f->max_position_embeddings = mml;
+    } else if (r->strict) {
+        return facet_err(r->err, FACET_E_UNSUPPORTED,
+                         "%s: a baichuan config without max_position_embeddings (the 7B "
+                         "configuration classes: rotary) or model_max_length (the 13B ones: "
+                         "ALiBi): which position scheme its modeling file runs is not "
+                         "decidable; add the key of the release it is",
+                         r->what);
+    }
+    json_t *z = take(r, "z_loss_weight");
+    if (z && !json_is_null(z)) {
+        f->lm_head_l2_norm = 1;
+    } else if (f->vocab_size == 125696) {
+        f->lm_head_l2_norm = 1;
+    } else if (f->vocab_size != 64000 && r->strict) {
+        return facet_err(r->err, FACET_E_UNSUPPORTED,
+                         "%s: a baichuan config with vocab_size %lld and no z_loss_weight: "
+                         "neither Baichuan 1 (64000, a plain lm_head) nor Baichuan 2 "
+                         "(125696 or z_loss_weight, NormHead's L2-normalised lm_head rows), "
+                         "so which output head runs is not decidable; add z_loss_weight "
+                         "for a Baichuan 2 model",
+                         r->what, (long long)f->vocab_size);
+    }
     return FACET_OK;
 }
 
@@ -1887,6 +1959,7 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
         if (cls->falcon_attention) TRY(read_falcon(&r));
         if (cls->glm_attention) TRY(read_glm(&r));
         if (cls->mpt) TRY(read_mpt(&r));
+        if (cls->baichuan) TRY(read_baichuan(&r));
         if (cls->hybrid == 1 || cls->hybrid == 4) TRY(read_hybrid(&r, cls));
         if (cls->hybrid == 2) TRY(read_lfm2(&r));
         if (cls->hybrid == 3) TRY(read_nemotron_h(&r));
@@ -1913,6 +1986,10 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
     f->tie_word_embeddings_given =
         json_is_boolean(json_object_get(r.obj, "tie_word_embeddings")) ||
         (f->text_config && json_is_boolean(json_object_get(config, "tie_word_embeddings")));
+    if (f->lm_head_l2_norm && f->tie_word_embeddings) /* Baichuan 2 (read_baichuan) */
+        TRY(bad(&r, "tie_word_embeddings", json_object_get(r.obj, "tie_word_embeddings"),
+                "false (NormHead normalises the lm_head rows, which tying would share with "
+                "the embeddings)"));
 
     /* stop ids: config (text object, then the wrapper), then generation_config */
     TRY(read_bos(&r, what, take(&r, "bos_token_id")));

@@ -212,6 +212,13 @@ typedef struct facet_facts {
                                       slopes 2^(-alibi_bias_max * k / p) over the heads
                                       (engine/rope.c); no layer rotates                  */
     double alibi_bias_max;         /* 8 in every class that has ALiBi                    */
+    int alibi_pre_scale;           /* 1: the bias joins q.k before the 1/sqrt(head_dim)
+                                      scale, so it is scaled too: slope_h * attn_scale
+                                      (Falcon's alibi: (q.k + alibi) * inv_norm_factor);
+                                      0: added after it (BLOOM, MPT, Baichuan-13B)      */
+    int lm_head_l2_norm;           /* 1: each lm_head row divided by its L2 norm at load
+                                      (Baichuan 2's NormHead: F.normalize(weight) in
+                                      eval), in float64, before any rounding            */
     int rope_interleaved;          /* 1: RoPE turns pairs (2i, 2i+1) of the rotary dims
                                       (GPT-J's rotate_every_two), not (i, i + d/2)      */
     int embed_norm;                /* 1: a LayerNorm (weight and bias) on the token

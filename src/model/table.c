@@ -66,6 +66,7 @@ static const facet_caps cpu_dense = {
     .fused_qkv_heads = ALLOW_BOTH, .norm_bias = ALLOW_BOTH, .alibi = ALLOW_BOTH,
     .rope_interleaved = ALLOW_BOTH,
     .embed_norm = ALLOW_BOTH,
+    .lm_head_l2_norm = ALLOW_BOTH,
     .moe_routers = BIT(FACET_ROUTER_NONE) | BIT(FACET_ROUTER_SOFTMAX_TOPK) |
                    BIT(FACET_ROUTER_TOPK_SOFTMAX) | BIT(FACET_ROUTER_GROUPED),
     .experts_per_tok_max = 64,
@@ -112,6 +113,7 @@ static const facet_caps vulkan_dense = {
     .fused_qkv_heads = ALLOW_FALSE, .norm_bias = ALLOW_FALSE, .alibi = ALLOW_FALSE,
     .rope_interleaved = ALLOW_FALSE,
     .embed_norm = ALLOW_FALSE,
+    .lm_head_l2_norm = ALLOW_FALSE, /* a load-time step, but not checked on lavapipe */
     .moe_routers = BIT(FACET_ROUTER_NONE), .shared_expert = ALLOW_FALSE,
     .ssm = 0,
     .dtypes = DTYPES_FLOAT,
@@ -243,6 +245,9 @@ const facet_profile facet_profiles[] = {
     {"exaone", {"ExaoneForCausalLM"},
      "EXAONE 3.0 / 3.5 (Llama's block under GPT-2-like names: transformer.h.N.attn.attention, "
      "mlp.c_fc_0 / c_fc_1 / c_proj)", &cpu_dense, &vulkan_dense},
+    {"baichuan", {"BaichuanForCausalLM", "BaiChuanForCausalLM"},
+     "Baichuan / Baichuan 2, 7B and 13B (Llama's block with fused W_pack; rotary or ALiBi, "
+     "a plain or NormHead lm_head, by the config class's keys)", &cpu_dense, &vulkan_dense},
 };
 const int facet_n_profiles = (int)(sizeof facet_profiles / sizeof facet_profiles[0]);
 

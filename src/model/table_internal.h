@@ -53,6 +53,8 @@ typedef struct facet_caps {
     unsigned alibi;               /* ALLOW_*: ALiBi position biases                      */
     unsigned rope_interleaved;    /* ALLOW_*: RoPE on pairs (2i, 2i+1) (GPT-J)           */
     unsigned embed_norm;          /* ALLOW_*: a norm on the token embeddings             */
+    unsigned lm_head_l2_norm;     /* ALLOW_*: lm_head rows L2-normalised at load
+                                     (Baichuan 2's NormHead)                            */
     unsigned dtypes;              /* BIT(st_dtype)                                     */
 } facet_caps;
 

@@ -163,6 +163,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     {.root = L, .name = "self_attn.qkv_proj.weight", .alt = "attn.Wqkv.weight" /* MPT */,
      .alt2 = "attn.c_attn.weight" /* QWen (a Linear, facts c_attn_linear) */,
      .alt3 = "self_attention.query_key_value.weight" /* ChatGLM (facts qkv_fused_blocks) */,
+     .alt4 = "self_attn.W_pack.weight" /* Baichuan */,
      .gguf = "attn_qkv.weight",
      .dims = {FACET_TD_QKV, H}, .matrix = 1, .slot = FACET_TS_FUSED, .fused = FACET_TF_QKV_PROJ,
      .n_split = 3, .split = {FACET_TS_Q_PROJ, FACET_TS_K_PROJ, FACET_TS_V_PROJ}, .when = fused_qkv},

@@ -174,6 +174,7 @@ BOOL_ROW(check_norm_bias, range_norm_bias, norm_bias, norm_bias)
 BOOL_ROW(check_alibi, range_alibi, alibi, alibi)
 BOOL_ROW(check_rope_interleaved, range_rope_interleaved, rope_interleaved, rope_interleaved)
 BOOL_ROW(check_embed_norm, range_embed_norm, embed_norm, embed_norm)
+BOOL_ROW(check_lm_head_l2_norm, range_lm_head_l2_norm, lm_head_l2_norm, lm_head_l2_norm)
 
 CHECK(check_attn_softcap) {
     snprintf(v, n, "%g", f->attn_logit_softcap);
@@ -340,6 +341,7 @@ const facet_row facet_rows[] = {
     {"alibi",                    0, check_alibi,              range_alibi},
     {"interleaved rope",         0, check_rope_interleaved,   range_rope_interleaved},
     {"embedding norm",           0, check_embed_norm,         range_embed_norm},
+    {"lm_head row norm",         0, check_lm_head_l2_norm,    range_lm_head_l2_norm},
     {"attn_logit_softcapping",   0, check_attn_softcap,       range_softcap},
     {"final_logit_softcapping",  0, check_final_softcap,      range_softcap},
     {"embedding_multiplier",     0, check_embedding_multiplier, range_multiplier},

@@ -221,6 +221,11 @@ def shrink_config(config, num_hidden_layers=2, num_key_value_heads=None,
         cfg["head_dim"] = hd
     if inter_new is not None:
         cfg["intermediate_size"] = inter_new
+    if cfg.get("model_type") == "baichuan" and int(cfg["vocab_size"]) == 125696 \
+            and "z_loss_weight" not in cfg:
+        # Baichuan 2's marker past its vocabulary: z_loss_weight, a key only Baichuan 2's
+        # configuration classes define (its NormHead; hf_facts / facts.c read_baichuan)
+        cfg["z_loss_weight"] = 0
     cfg["vocab_size"] = int(vocab_size)
 
     n = int(num_hidden_layers)
@@ -467,7 +472,7 @@ def tensor_specs(config, experts_layout=None):
             if f.mlp_bias:
                 specs.append((p + down + ".bias", (H,), ("bias",)))
             continue
-        if f.fused:
+        if f.fused and f.family.get("fused") != "qkv":  # Phi-3's gate_up_proj
             specs.append((p + "mlp.gate_up_proj.weight", (2 * I, H), ("linear", H)))
         else:
             specs.append((p + "mlp.gate_proj.weight", (I, H), ("linear", H)))
@@ -478,6 +483,8 @@ def tensor_specs(config, experts_layout=None):
         specs.append((p + "mlp.down_proj.weight", (H, I), ("linear", I)))
         if f.mlp_bias and not f.fused:
             specs.append((p + "mlp.down_proj.bias", (H,), ("bias",)))
+        if f.family.get("names") == "baichuan":  # modeling_baichuan's fused q|k|v: W_pack
+            specs = [(n.replace(".self_attn.qkv_proj.", ".self_attn.W_pack."), s, i) for n, s, i in specs]
     if f.norm != "layer_noweight":
         specs.append(("model.norm.weight", (H,), ("norm",)))
     if f.norm == "layer" and f.family.get("norm_bias", True):

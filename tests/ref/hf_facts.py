@@ -190,6 +190,16 @@ FAMILIES = {
     # post_layer_norm; output_layer untied; the context seq_length.
     "chatglm": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=(), act="silu",
                     qkv_bias="chatglm", fused=True, sliding="none", names="chatglm"),
+    # BaichuanConfig / modeling_baichuan (remote code of baichuan-inc's Baichuan-7B,
+    # Baichuan-13B, Baichuan2-7B, Baichuan2-13B): Llama's block (RMSNorm, silu gated MLP
+    # gate_proj / up_proj / down_proj), self_attn.W_pack(x).unflatten(-1, (3, hidden)) ->
+    # q, k, v, no biases, o_proj, untied lm_head. The 7B files rotate (RotaryEmbedding over
+    # the head, base 10000) and their config classes define max_position_embeddings; the
+    # 13B files add ALiBi after the 1/sqrt(d) scale and their classes define
+    # model_max_length only. Baichuan 2 (both sizes) has NormHead: F.normalize(lm_head) in
+    # eval; its config classes define z_loss_weight and its vocabulary is 125696 tokens.
+    "baichuan": dict(tie=False, eps=1e-6, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                     qkv_bias="never", fused="qkv", sliding="none", names="baichuan"),
     "exaone": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=("activation_function",),
                    act="silu", qkv_bias="never", sliding="none", names="exaone"),
     "stablelm": dict(tie=False, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
@@ -369,7 +379,11 @@ class Facts:
     parallel_norms: int = 1
     rope_interleaved: bool = False  # GPT-J's rotate_every_two: pairs (2i, 2i+1)
     alibi: Optional[str] = None    # ALiBi instead of rotary: "bloom" (slope * key
-                                   # position) or "mpt" (slope * (key - last key))
+                                   # position) or "mpt" (slope * (key - last key)), both
+                                   # after the 1/sqrt(d) scale; "baichuan" (Baichuan-13B's
+                                   # _gen_alibi_mask: slope * key position, after it);
+                                   # "falcon" (slope * key position joined to q.k before it)
+    lm_head_norm: bool = False     # Baichuan 2's NormHead: lm_head rows / their L2 norm
 
 
 def text_config(config):
@@ -512,10 +526,24 @@ def facts(config):
         cfg["max_position_embeddings"] = int(_get(cfg, "seq_length", 2048))
         glm = dict(norm="rms" if _get(cfg, "rmsnorm", True) else "layer", rope_interleaved=True,
                    qkv_layout=None if mq else "grouped")
+    alibi_kind, lm_head_norm = None, False
+    if mt == "baichuan":  # which release's modeling file: by the keys its class defines
+        if cfg.get("max_position_embeddings") is not None:
+            pass  # Baichuan-7B / Baichuan2-7B: RotaryEmbedding(head_dim, base 10000)
+        elif cfg.get("model_max_length") is not None:  # Baichuan-13B / Baichuan2-13B
+            alibi_kind = "baichuan"
+            cfg = dict(cfg, max_position_embeddings=cfg["model_max_length"])
+        else:
+            raise ValueError("baichuan config names neither max_position_embeddings nor "
+                             "model_max_length")
+        if "z_loss_weight" in cfg or int(cfg["vocab_size"]) == 125696:
+            lm_head_norm = True  # Baichuan 2's NormHead
+        elif int(cfg["vocab_size"]) != 64000:
+            raise ValueError("baichuan config: neither Baichuan 1 nor Baichuan 2's vocabulary")
     falcon = {}
     if mt == "falcon":
-        if cfg.get("alibi"):
-            raise NotImplementedError("falcon alibi=true is not implemented by the reference")
+        if cfg.get("alibi"):  # FalconModel: build_alibi_tensor, no rotary (config.rotary)
+            alibi_kind = "falcon"
         cfg = dict(cfg)
         heads = int(cfg["num_attention_heads"])
         new_arch = bool(cfg.get("new_decoder_architecture", False))
@@ -649,7 +677,7 @@ def facts(config):
                         max_position_embeddings=max_pos,
                         original_max_position_embeddings=None if orig_max is None else int(orig_max))
 
-    if classic and (classic.get("learned_positions") or classic.get("alibi")):
+    if alibi_kind or (classic and (classic.get("learned_positions") or classic.get("alibi"))):
         use_rope = [False] * n_layers
     elif fam.get("no_rope"):
         nrl = cfg.get("no_rope_layers")
@@ -710,7 +738,8 @@ def facts(config):
                   if classic and classic["parallel"][0] else bool(classic and classic["parallel"][1])),
         gated=classic["gated"] if classic else True,
         **(falcon or ({"qkv_layout": "grouped"} if fam.get("names") == "internlm2" else {})),
-        alibi=(classic.get("alibi") or None) if classic else None,
+        alibi=alibi_kind or ((classic.get("alibi") or None) if classic else None),
+        lm_head_norm=lm_head_norm,
         rope_interleaved=bool(classic and classic.get("interleaved")),
     )
     return replace(out, **glm) if glm else out

@@ -146,6 +146,21 @@ def mpt_alibi_slopes(num_heads, alibi_bias_max=8.0):
     return s
 
 
+def baichuan_alibi_slopes(num_heads):
+    """Baichuan-13B / Baichuan2-13B modeling_baichuan._get_interleave(n): for n a power
+    of two, start = 2^(-2^-(log2 n - 3)) and the slopes start * start^i, i < n; otherwise
+    the closest lower power of two c's slopes, then every other slope of
+    _get_interleave(2c), cut to n - c; float64."""
+    def pow2(n):
+        start = 2.0 ** (-(2.0 ** -(math.log2(n) - 3)))
+        return [start * start ** i for i in range(n)]
+    if math.log2(num_heads).is_integer():
+        return np.asarray(pow2(num_heads), dtype=np.float64)
+    c = 2 ** math.floor(math.log2(num_heads))
+    return np.asarray(pow2(c) + list(baichuan_alibi_slopes(2 * c))[0::2][: num_heads - c],
+                      dtype=np.float64)
+
+
 def softcap(x, cap):
     return x if cap is None else np.tanh(x / cap) * cap
 
@@ -472,8 +487,12 @@ class Reference:
         if K.shape[1] != nh:  # a key/value head serves heads / kv query heads in a row
             K = np.repeat(K, nh // K.shape[1], axis=1)
             V = np.repeat(V, nh // V.shape[1], axis=1)
-        scores = np.einsum("thd,shd->hts", q, K) * f.attn_scale
         S = K.shape[0]
+        if f.alibi == "falcon":  # FalconAttention: (q.k + slope_h * key position) * inv_norm
+            scores = (np.einsum("thd,shd->hts", q, K)
+                      + bloom_alibi_slopes(nh)[:, None, None] * np.arange(S)[None, None, :]) * f.attn_scale
+        else:
+            scores = np.einsum("thd,shd->hts", q, K) * f.attn_scale
         if f.alibi == "bloom":  # + slope_h * key position
             scores = scores + bloom_alibi_slopes(nh)[:, None, None] * np.arange(S)[None, None, :]
         elif f.alibi == "mpt":  # + slope_h * (key position - last key position)
@@ -534,6 +553,8 @@ class Reference:
                                 (".self_attn.o_proj.", ".self_attention.dense."),
                                 (".mlp.gate_up_proj.", ".mlp.dense_h_to_4h."),
                                 (".mlp.down_proj.", ".mlp.dense_4h_to_h.")),
+                    # Baichuan's modeling_baichuan: Llama's names, self_attn.W_pack
+                    "baichuan": ((".self_attn.qkv_proj.", ".self_attn.W_pack."),),
                     # EXAONE's modeling_exaone: transformer.wte / h.N / ln_f
                     "exaone": (("embed_tokens.weight", "wte.weight"), ("norm.weight", "ln_f.weight"),
                                (".layers.", ".h."),
@@ -655,6 +676,8 @@ class Reference:
         Kh = np.repeat(K.transpose(1, 0, 2), rep, axis=0)  # [nh, S, hd] (repeat_kv)
         Vh = np.repeat(V.transpose(1, 0, 2), rep, axis=0)
         scores = np.einsum("thd,hsd->hts", q, Kh) * f.attn_scale
+        if f.alibi == "baichuan":  # modeling_baichuan: q.k / sqrt(d) + slope_h * key position
+            scores = scores + baichuan_alibi_slopes(nh)[:, None, None] * np.arange(S)[None, None, :]
         scores = softcap(scores, f.attn_logit_softcapping)
         qpos = np.asarray(positions)[:, None]
         kpos = np.arange(S)[None, :]
@@ -839,6 +862,8 @@ class Reference:
             W = self._t("embed_tokens.weight")
         else:
             W = self.w[self.lm_head_name]
+        if f.lm_head_norm:  # Baichuan 2's NormHead: F.normalize(weight) (dim 1, eps 1e-12)
+            W = W / np.maximum(np.linalg.norm(W, axis=1, keepdims=True), 1e-12)
         logits = h @ W.T
         if f.logits_scaling != 1.0:
             logits = logits / f.logits_scaling

@@ -249,9 +249,9 @@ static void test_falcon(void **state) {
     assert_false(F.qkv_bias);
     assert_true(F.rms_norm_eps == 1e-5);
     assert_int_equal(F.tie_word_embeddings, 1);
-    /* left to the table: alibi (false: off) and seven bookkeeping keys */
-    assert_int_equal(F.n_config_keys, 8);
-    assert_true(has_key("alibi") && !has_key("multi_query") && !has_key("parallel_attn") &&
+    /* left to the table: seven bookkeeping keys; alibi (false) is read (read_falcon) */
+    assert_int_equal(F.n_config_keys, 7);
+    assert_true(!has_key("alibi") && !F.alibi && !has_key("multi_query") && !has_key("parallel_attn") &&
                 !has_key("apply_residual_connection_post_layernorm"));
     facet_error err;
     assert_int_equal(from_text("{\"model_type\": \"falcon\", \"hidden_size\": 256, "
@@ -390,6 +390,63 @@ static void test_cohere(void **state) {
     snprintf(text, sizeof text, cfg, "true");
     assert_int_equal(from_text(text, &err), FACET_E_FORMAT);
     assert_non_null(strstr(err.message, "use_qk_norm is true"));
+}
+
+/* BaichuanConfig (issue 28): the position scheme and the output head from the keys the
+ * releases' configuration classes define (facts.c read_baichuan). */
+#define BAICHUAN_BASE "\"model_type\": \"baichuan\", \"hidden_size\": 256, \"num_hidden_layers\": 2, " \
+                      "\"num_attention_heads\": 8, \"intermediate_size\": 512"
+static void test_baichuan(void **state) {
+    (void)state;
+    facet_error err;
+    /* the corpus's Baichuan2-13B-Chat: model_max_length alone (ALiBi), vocab 125696 */
+    read_ok("baichuan-inc__Baichuan2-13B-Chat");
+    assert_true(F.family_known && F.alibi && F.no_rope && !F.alibi_pre_scale);
+    assert_true(F.alibi_bias_max == 8.0 && F.max_position_embeddings == 4096);
+    assert_true(F.lm_head_l2_norm && !F.qkv_bias && !F.o_bias && !F.tie_word_embeddings);
+    assert_int_equal(F.head_dim, 128);
+    /* Baichuan2-7B's keys: max_position_embeddings decides (rotary); model_max_length
+     * beside it is the tokenizer's */
+    assert_int_equal(from_text("{" BAICHUAN_BASE ", \"vocab_size\": 125696, "
+                               "\"max_position_embeddings\": 4096, \"model_max_length\": 2048}", &err),
+                     FACET_OK);
+    assert_true(!F.alibi && !F.no_rope && F.lm_head_l2_norm && F.max_position_embeddings == 4096);
+    /* Baichuan 1 (13B): vocab 64000, no z_loss_weight: a plain lm_head */
+    assert_int_equal(from_text("{" BAICHUAN_BASE ", \"vocab_size\": 64000, \"model_max_length\": 4096}", &err),
+                     FACET_OK);
+    assert_true(F.alibi && !F.lm_head_l2_norm);
+    /* Baichuan 2's class key marks NormHead whatever the vocabulary */
+    assert_int_equal(from_text("{" BAICHUAN_BASE ", \"vocab_size\": 512, \"z_loss_weight\": 0, "
+                               "\"model_max_length\": 4096}", &err),
+                     FACET_OK);
+    assert_true(F.lm_head_l2_norm);
+    /* ambiguous: neither position key; a vocabulary of neither release */
+    assert_int_equal(from_text("{" BAICHUAN_BASE ", \"vocab_size\": 64000}", &err), FACET_E_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "max_position_embeddings"));
+    assert_non_null(strstr(err.message, "model_max_length"));
+    assert_int_equal(from_text("{" BAICHUAN_BASE ", \"vocab_size\": 512, \"model_max_length\": 4096}", &err),
+                     FACET_E_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "vocab_size 512"));
+    assert_non_null(strstr(err.message, "z_loss_weight"));
+    /* NormHead shares no rows with the embeddings */
+    assert_int_equal(from_text("{" BAICHUAN_BASE ", \"vocab_size\": 125696, \"model_max_length\": 4096, "
+                               "\"tie_word_embeddings\": true}", &err),
+                     FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "tie_word_embeddings"));
+}
+
+/* FalconConfig's alibi (falcon-rw-1b): ALiBi scaled with q.k, no rotary. */
+static void test_falcon_alibi(void **state) {
+    (void)state;
+    facet_error err;
+    assert_int_equal(from_text("{\"model_type\": \"falcon\", \"alibi\": true, \"bias\": true, "
+                               "\"hidden_size\": 2048, \"num_hidden_layers\": 24, "
+                               "\"num_attention_heads\": 32, \"multi_query\": false, "
+                               "\"parallel_attn\": false, \"vocab_size\": 50304}", &err),
+                     FACET_OK);
+    assert_true(F.alibi && F.alibi_pre_scale && F.no_rope && F.alibi_bias_max == 8.0);
+    assert_true(F.attn_scale == 1.0 / 8.0 && F.num_key_value_heads == 32 && !F.lm_head_l2_norm);
+    assert_false(has_key("alibi")); /* read, not left for the table to refuse */
 }
 
 /* InternLM2Config (issue 28): internlm2-chat-7b's values by hand; `bias` (default true)
@@ -868,6 +925,8 @@ int main(void) {
         cmocka_unit_test(test_gptj),
         cmocka_unit_test(test_cohere),
         cmocka_unit_test(test_internlm2),
+        cmocka_unit_test(test_baichuan),
+        cmocka_unit_test(test_falcon_alibi),
         cmocka_unit_test(test_minicpm),
         cmocka_unit_test(test_exaone),
         cmocka_unit_test(test_qwen),
