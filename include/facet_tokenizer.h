@@ -58,7 +58,7 @@ typedef struct facet_tokenizer facet_tokenizer;
  * add_eos_token; special-token text parsed unless facet_tokenizer_set_split_special)
  * and decodes with the SentencePiece, ByteLevel or WordPiece rules. On success *out is owned by the caller and released by
  * facet_tokenizer_free. Errors: FACET_E_IO (no tokenizer.json), FACET_E_UNSUPPORTED (only a
- * tiktoken.model, see facet_tokenizer_unread), FACET_E_PARSE (not
+ * tiktoken.model or tokenizer.model, see facet_tokenizer_unread), FACET_E_PARSE (not
  * JSON; the message names file, line and column), FACET_E_FORMAT (a field of the wrong
  * type, naming its JSON path), FACET_E_UNSUPPORTED (a model/normalizer/pre-tokenizer/
  * decoder type not implemented, named).
@@ -73,7 +73,9 @@ int facet_tokenizer_present(const char *path);
 
 /* FACET_OK when `dir` holds no tokenizer file facet leaves unread; FACET_E_UNSUPPORTED,
  * the message naming the file, when it holds tiktoken.model (a tiktoken BPE vocabulary,
- * as Kimi K2 ships with tokenization_kimi.py) and no tokenizer.json: its text cannot be
+ * as Kimi K2 ships with tokenization_kimi.py) or tokenizer.model (tiktoken ranks, as
+ * GLM-4 ships, or a SentencePiece model, as ChatGLM3 and InternLM2 ship with their own
+ * tokenization code; the message says which) and no tokenizer.json: its text cannot be
  * tokenized here (token ids still run). facet_tokenizer_load returns the same error for
  * such a folder; `facet run` / `facet chat` report it where they would need the text. */
 facet_status facet_tokenizer_unread(const char *dir, facet_error *err);

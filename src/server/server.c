@@ -165,9 +165,11 @@ facet_status facet_server_start(const facet_server_config *cfg, facet_server **o
     st = facet_model_load(cfg->model_dir, &lo, &s->model, err);
     if (st != FACET_OK) goto fail;
     s->tok = facet_model_tokenizer(s->model);
-    if (!s->tok) {
-        st = facet_err(err, FACET_E_NOT_FOUND, "%s: no tokenizer.json (the server needs one)",
-                       cfg->model_dir);
+    if (!s->tok) { /* a tokenizer file facet does not read is named; else none at all */
+        st = facet_tokenizer_unread(cfg->model_dir, err);
+        if (st == FACET_OK)
+            st = facet_err(err, FACET_E_NOT_FOUND, "%s: no tokenizer.json (the server needs one)",
+                           cfg->model_dir);
         goto fail;
     }
     srv_chat_init(s);

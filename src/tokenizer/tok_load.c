@@ -2,7 +2,9 @@
  * Field meanings follow the Hugging Face `tokenizers` serialization (tokenizer.json
  * "version" 1.0) and transformers' PreTrainedTokenizerFast / LlamaTokenizerFast /
  * GemmaTokenizerFast constructors for the config rules. */
+#include <ctype.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -457,18 +459,46 @@ facet_status facet_tokenizer_load(const char *dir, facet_tokenizer **out, facet_
     return st;
 }
 
+/* Whether the file at `path` opens as a tiktoken vocabulary: its first line is base64
+ * text, one space and a decimal rank. A SentencePiece model is protobuf (its first byte
+ * 0x0A, field 1 "pieces"), which this never matches. */
+static int looks_tiktoken(const char *path) {
+    unsigned char b[256];
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return 0;
+    size_t n = fread(b, 1, sizeof b, fp);
+    fclose(fp);
+    size_t i = 0;
+    while (i < n && (isalnum(b[i]) || b[i] == '+' || b[i] == '/' || b[i] == '=')) i++;
+    if (i == 0 || i >= n || b[i++] != ' ' || i >= n || !isdigit(b[i])) return 0;
+    while (i < n && isdigit(b[i])) i++;
+    return i == n || b[i] == '\n' || b[i] == '\r';
+}
+
 facet_status facet_tokenizer_unread(const char *dir, facet_error *err) {
-    char tj[4096], tk[4096];
+    char tj[4096], tk[4096], sp[4096];
     facet_err_clear(err);
     if (!dir || !facet_path_join(tj, sizeof tj, dir, "tokenizer.json") ||
-        !facet_path_join(tk, sizeof tk, dir, "tiktoken.model") || facet_is_file(tj) ||
-        !facet_is_file(tk))
+        !facet_path_join(tk, sizeof tk, dir, "tiktoken.model") ||
+        !facet_path_join(sp, sizeof sp, dir, "tokenizer.model") || facet_is_file(tj))
         return FACET_OK;
-    return facet_err(err, FACET_E_UNSUPPORTED,
-                     "%s: a tiktoken vocabulary (base64 token and rank per line, read by the "
-                     "checkpoint's own tokenization code, e.g. Kimi K2's tokenization_kimi.py) "
-                     "and no tokenizer.json: facet reads tokenizer.json or GGUF vocabularies, "
-                     "not tiktoken files; give the prompt as token ids (--prompt-ids)", tk);
+    /* tiktoken.model (Kimi K2), or tokenizer.model holding tiktoken ranks (GLM-4) */
+    const char *tik = facet_is_file(tk) ? tk : facet_is_file(sp) && looks_tiktoken(sp) ? sp : NULL;
+    if (tik)
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "%s: a tiktoken vocabulary (base64 token and rank per line, read by the "
+                         "checkpoint's own tokenization code, e.g. Kimi K2's tokenization_kimi.py, "
+                         "GLM-4's tokenization_chatglm.py) and no tokenizer.json: facet reads "
+                         "tokenizer.json or GGUF vocabularies, not tiktoken files; give the "
+                         "prompt as token ids (--prompt-ids)", tik);
+    if (facet_is_file(sp)) /* ChatGLM3, InternLM2, Baichuan: a SentencePiece model alone */
+        return facet_err(err, FACET_E_UNSUPPORTED,
+                         "%s: a SentencePiece model (protobuf, read by the checkpoint's own "
+                         "tokenization code, e.g. ChatGLM3's tokenization_chatglm.py) and no "
+                         "tokenizer.json: facet reads tokenizer.json or GGUF vocabularies, not "
+                         "SentencePiece model files; give the prompt as token ids (--prompt-ids)",
+                         sp);
+    return FACET_OK;
 }
 
 int facet_tokenizer_present(const char *path) {

@@ -31,6 +31,7 @@ chatglm (chatglm3-6b, corpus, and GLM-4-9B: multi-query query_key_value blocks, 
 rotary over half the head, rope_ratio; without multi-query; LayerNorm with every bias).
 """
 
+import base64
 import json
 import os
 
@@ -320,6 +321,39 @@ def test_classic_class_matches_reference(name, make_checkpoint, reference_for, r
         e2 = compare.relative_errors(rows[N_PROMPT:N_PROMPT + k], want["logits"][N_PROMPT:N_PROMPT + k])
         print("%s: generated max relative error %.3g over %d rows" % (name, e2.max(), k))
         assert e2.max() < 1e-4, "generated position %d: %.3g" % (int(e2.argmax()), e2.max())
+
+
+@pytest.mark.parametrize("kind", ["sentencepiece", "tiktoken"])
+def test_chatglm_tokenizer_model_refused_by_name(kind, make_checkpoint, run_facet, tmp_path):
+    """ChatGLM3 ships its vocabulary as tokenizer.model, a SentencePiece ModelProto, and
+    GLM-4 as tokenizer.model holding tiktoken ranks ('base64(token bytes) rank' per line),
+    each read by the checkpoint's own tokenization_chatglm.py, with no tokenizer.json.
+    facet reads neither: text into such a folder (tokenize, run --prompt) is refused with
+    FACET_E_UNSUPPORTED (exit 2) naming the file and what it holds, and the checkpoint still
+    runs on token ids."""
+    src, shrink = CLASSES["chatglm3-6b" if kind == "sentencepiece" else "glm-4-9b"]
+    path = make_checkpoint(src, dtype="f32", shrink=shrink)
+    d = tmp_path / "glm"
+    d.mkdir()
+    for fn in ("config.json", "model.safetensors"):
+        (d / fn).symlink_to(os.path.join(path, fn))
+    if kind == "sentencepiece":  # a ModelProto with one piece: "<unk>", score 0, type UNKNOWN
+        piece = b"\x0a\x05<unk>" + b"\x15\x00\x00\x00\x00" + b"\x18\x02"
+        (d / "tokenizer.model").write_bytes(b"\x0a" + bytes([len(piece)]) + piece)
+        want = "%s: a SentencePiece model" % (d / "tokenizer.model")
+    else:
+        (d / "tokenizer.model").write_text("".join(
+            "%s %d\n" % (base64.b64encode(t).decode(), i)
+            for i, t in enumerate([b"h", b"i", b"hi", b" ", b" hi"])))
+        want = "%s: a tiktoken vocabulary" % (d / "tokenizer.model")
+    (d / "tokenization_chatglm.py").write_text("# THUDM's ChatGLMTokenizer (stand-in)\n")
+    for args in (["tokenize", d, "hi hi"], ["run", d, "--prompt", "hi", "-n", "1"]):
+        proc = run_facet(args)
+        assert proc.returncode == 2 and want in proc.stderr, (args, proc.stderr)
+        assert "give the prompt as token ids (--prompt-ids)" in proc.stderr, proc.stderr
+    proc = run_facet(["run", d, "--prompt-ids", "1,2,3", "-n", "2", "--ignore-eos", "--no-cache"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[:3] == ["1", "2", "3"], proc.stdout
 
 
 # The default 16-bit KV cache of a BF16 checkpoint (bf16) against the reference that
