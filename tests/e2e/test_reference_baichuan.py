@@ -103,3 +103,41 @@ def test_alibi_class_matches_reference(name, make_checkpoint, reference_for, run
     assert errs.max() < 1e-4, "prompt position %d: relative error %.3g" % (int(errs.argmax()), errs.max())
     g = compare.greedy_agreement(obj["generated_ids"], want, 1e-3)
     assert g["mismatch"] is None, compare.describe(g)
+
+
+def test_baichuan_ambiguous_configs_refused(make_checkpoint, run_facet, tmp_path):
+    """A baichuan config the keys cannot place in a release is refused by name before any
+    weight is read (exit 2): no position key (the 7B classes' max_position_embeddings, the
+    13B classes' model_max_length), or a vocabulary of neither release without Baichuan 2's
+    z_loss_weight."""
+    cfg = json.loads(open(os.path.join(BAICHUAN2_13B, "config.json")).read())
+    cases = {"positions": (dict(cfg, model_max_length=None), "model_max_length"),
+             "head": (dict(cfg, vocab_size=1000), "vocab_size 1000 and no z_loss_weight")}
+    for name, (c, want) in cases.items():
+        d = tmp_path / name
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps({k: v for k, v in c.items() if v is not None}))
+        proc = run_facet(["conform", d])
+        assert proc.returncode == 2 and want in proc.stderr, (name, proc.stdout, proc.stderr)
+
+
+def test_baichuan_sentencepiece_tokenizer_refused_by_name(make_checkpoint, run_facet, tmp_path):
+    """Baichuan ships tokenizer.model (a SentencePiece ModelProto read by its own
+    tokenization_baichuan.py) and no tokenizer.json. facet does not read SentencePiece model
+    files: text in or out of such a folder is refused by name (exit 2, FACET_E_UNSUPPORTED,
+    naming tokenizer.model); the checkpoint still runs on token ids."""
+    src = make_checkpoint(BAICHUAN2_13B, dtype="f32", shrink={})
+    d = tmp_path / "baichuan"
+    d.mkdir()
+    for fn in ("config.json", "model.safetensors"):
+        (d / fn).symlink_to(os.path.join(src, fn))
+    # a real SentencePiece model file: the bundled model's
+    (d / "tokenizer.model").symlink_to(os.path.join(REPO, "models", "stories260k", "tokenizer.model"))
+    want = "%s: a SentencePiece model" % (d / "tokenizer.model")
+    for args in (["tokenize", d, "hi"], ["run", d, "--prompt", "hi", "-n", "1"]):
+        proc = run_facet(args)
+        assert proc.returncode == 2 and want in proc.stderr, (args, proc.stderr)
+        assert "give the prompt as token ids (--prompt-ids)" in proc.stderr, proc.stderr
+    proc = run_facet(["run", d, "--prompt-ids", "1,2,3", "-n", "2", "--ignore-eos", "--no-cache"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[:3] == ["1", "2", "3"], proc.stdout

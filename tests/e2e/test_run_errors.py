@@ -448,8 +448,9 @@ def test_prompt_errors_come_before_any_weight_is_converted(facet, tmp_path, case
             "no-tokenizer": "has no tokenizer.json; give the prompt as --prompt-ids",
             "prompt-fills-ctx": "at most 7 leave room for one generated token",
             "stop-no-tokenizer": "--stop matches generated text, and"}[case]
-    if case in ("no-tokenizer", "stop-no-tokenizer"):
-        (d / "tokenizer.json").unlink()
+    if case in ("no-tokenizer", "stop-no-tokenizer"):  # no tokenizer file at all (a lone
+        (d / "tokenizer.json").unlink()                  # tokenizer.model is refused by name:
+        (d / "tokenizer.model").unlink()                 # test_reference_baichuan)
     p = run(facet, ["run", d] + args)
     assert p.returncode == 1, p.stderr
     assert want in p.stderr and p.stderr.count("\n") == 1, p.stderr
