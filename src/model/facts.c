@@ -1417,7 +1417,9 @@ static facet_status read_glm(reader *r) {
  * Files followed: baichuan-inc/Baichuan2-13B-Chat configuration_baichuan.py /
  * modeling_baichuan.py (commit c6f8592 "fix NormHead eval"), Baichuan-13B's
  * configuration_baichuan.py (as vLLM copies it, transformers_utils/configs/baichuan_13b.py),
- * and the Baichuan-7B / Baichuan2-7B configs cited in DESIGN.md (Baichuan). */
+ * Baichuan2-7B-Base's modeling file as ipex-llm adapts it (cb7fc74), and the Baichuan-7B /
+ * Baichuan2-7B configs cited in DESIGN.md (Baichuan). Habana's Baichuan 2 port decides
+ * 7B vs 13B the same way: hasattr(config, "max_position_embeddings"). */
 static facet_status read_baichuan(reader *r) {
     facet_facts *f = r->f;
     json_t *mpe = json_object_get(r->obj, "max_position_embeddings"); /* read_shape took it */

@@ -311,8 +311,8 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
              f->layer_norm ? "layernorm" : "rmsnorm", f->norm_weight_offset ? "(1+w)" : "",
              f->rms_norm_eps);
     if (f->alibi)
-        snprintf(p->rope_path, sizeof p->rope_path, "alibi max_bias=%g (no rotary)",
-                 f->alibi_bias_max);
+        snprintf(p->rope_path, sizeof p->rope_path, "alibi max_bias=%g%s (no rotary)",
+                 f->alibi_bias_max, f->alibi_pre_scale ? ", scaled with q.k" : "");
     else if (f->pos_embed_learned)
         snprintf(p->rope_path, sizeof p->rope_path, "learned positions (no rotary)");
     else if (f->no_rope || (f->n_ssm_layers && f->n_ssm_layers == f->num_hidden_layers))

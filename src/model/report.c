@@ -64,6 +64,7 @@ void facet_facts_line(const facet_facts *f, char *buf, size_t cap) {
            window_text(f, win, sizeof win));
     APPEND(buf, cap, " qkv_bias=%d o_bias=%d qk_norm=%d tie=%d%s", f->qkv_bias, f->o_bias,
            f->qk_norm, f->tie_word_embeddings, f->probed ? " (probed)" : " (config)");
+    if (f->lm_head_l2_norm) APPEND(buf, cap, " lm_head=l2-normalised"); /* Baichuan 2 */
     if (f->attn_logit_softcap) APPEND(buf, cap, " attn_softcap=%g", f->attn_logit_softcap);
     if (f->final_logit_softcap) APPEND(buf, cap, " final_softcap=%g", f->final_logit_softcap);
     if (f->n_sparse_layers) {
@@ -179,6 +180,11 @@ json_t *facet_facts_json(const facet_facts *f) {
     SETB("o_bias", f->o_bias);
     SETB("qk_norm", f->qk_norm);
     SETB("tie_word_embeddings", f->tie_word_embeddings);
+    if (f->alibi) { /* BLOOM, MPT, Baichuan-13B; Falcon's scaled with q.k */
+        SETB("alibi", f->alibi);
+        SETB("alibi_pre_scale", f->alibi_pre_scale);
+    }
+    if (f->lm_head_l2_norm) SETB("lm_head_l2_norm", f->lm_head_l2_norm); /* Baichuan 2 */
     SETB("has_lm_head", f->has_lm_head);
     SETB("fused_qkv", f->fused_qkv);
     SETB("fused_gate_up", f->fused_gate_up);

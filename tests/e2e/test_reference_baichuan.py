@@ -141,3 +141,28 @@ def test_baichuan_sentencepiece_tokenizer_refused_by_name(make_checkpoint, run_f
     proc = run_facet(["run", d, "--prompt-ids", "1,2,3", "-n", "2", "--ignore-eos", "--no-cache"])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split()[:3] == ["1", "2", "3"], proc.stdout
+
+
+@pytest.mark.parametrize("name", ["baichuan2-13b", "baichuan2-7b", "falcon-rw-1b"])
+def test_conform_names_the_positions_and_head(name, run_facet, tmp_path):
+    """conform on the full configs says which facts the keys chose: Baichuan2-13B (corpus)
+    ALiBi after the scale and the L2-normalised head, supported pending the probe;
+    Baichuan2-7B rotary with the normalised head; falcon-rw-1b ALiBi scaled with q.k."""
+    src = CELLS[name][0]
+    d = tmp_path / name
+    d.mkdir()
+    cfg = json.loads(open(os.path.join(src, "config.json")).read()) if isinstance(src, str) else src
+    (d / "config.json").write_text(json.dumps(cfg))
+    out = tmp_path / "conform.json"
+    proc = run_facet(["conform", d, "--json", out])
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # supported pending the probe
+    facts = json.loads(out.read_text())["facts"]
+    head = name.startswith("baichuan")
+    assert facts.get("alibi", False) == (name != "baichuan2-7b")
+    assert facts.get("alibi_pre_scale", False) == (name == "falcon-rw-1b")
+    assert facts.get("lm_head_l2_norm", False) == head
+    assert ("lm_head=l2-normalised" in proc.stdout) == head, proc.stdout
+    want = {"baichuan2-13b": "alibi max_bias=8 (no rotary)",
+            "baichuan2-7b": "rope-default rotate_half theta=10000",
+            "falcon-rw-1b": "alibi max_bias=8, scaled with q.k (no rotary)"}[name]
+    assert want in proc.stdout, proc.stdout
