@@ -113,7 +113,7 @@ static const facet_caps vulkan_dense = {
     .fused_qkv_heads = ALLOW_FALSE, .norm_bias = ALLOW_FALSE, .alibi = ALLOW_FALSE,
     .rope_interleaved = ALLOW_FALSE,
     .embed_norm = ALLOW_FALSE,
-    .lm_head_l2_norm = ALLOW_FALSE, /* a load-time step, but not checked on lavapipe */
+    .lm_head_l2_norm = ALLOW_BOTH, /* a load-time step: the rows arrive normalised */
     .moe_routers = BIT(FACET_ROUTER_NONE), .shared_expert = ALLOW_FALSE,
     .ssm = 0,
     .dtypes = DTYPES_FLOAT,

@@ -30,6 +30,10 @@ REF_CONFIGS = REPO / "tests" / "data" / "ref" / "configs"
 EXPECTED = json.loads((REPO / "tests" / "data" / "stories260k" / "expected.json").read_text())
 os.environ.setdefault("LP_NUM_THREADS", "2")  # lavapipe's threads, for the facet children
 
+# Baichuan2-7B-Chat's public config: rotary and NormHead, its lm_head rows L2-normalised as
+# the loader reads them, which every backend then runs
+from test_reference_baichuan import BAICHUAN2_7B  # noqa: E402
+
 GEMMA2_WINDOW = {  # Gemma 2's published dimensions (test_reference_families.py), window 8
     "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "hidden_size": 2304,
     "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
@@ -45,6 +49,7 @@ CASES = {
     "qwen3": (str(REF_CONFIGS / "Qwen__Qwen3-0.6B__dims"), {}, "f32"),
     "gemma2-window": (GEMMA2_WINDOW, {"sliding_window": 8}, "f32"),
     "qwen3-f16": (str(REF_CONFIGS / "Qwen__Qwen3-0.6B__dims"), {}, "f16"),
+    "baichuan2-7b": (BAICHUAN2_7B, {}, "f32"),
 }
 EXACT = ["--kv-cache", "f32"]
 N_PROMPT, N_GEN = 16, 10
@@ -109,7 +114,7 @@ def compare_runs(cpu, vk):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.evidence(checkpoints=["TinyLlama__TinyLlama-1.1B-Chat-v1.0__resaved", "Qwen__Qwen3-0.6B__dims"],
-                      config_classes=["llama", "qwen3", "gemma2"], backend="vulkan", weights=["f32"],
+                      config_classes=["llama", "qwen3", "gemma2", "baichuan"], backend="vulkan", weights=["f32"],
                       oracle="the CPU exact path, on Mesa lavapipe only")
 def test_vulkan_matches_cpu_exact_path(case, make_checkpoint, facet_generate):
     src, shrink, weights = CASES[case]
