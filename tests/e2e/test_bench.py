@@ -54,10 +54,14 @@ def test_bench_kv_cache_and_errors(run_facet, repo_root, tmp_path):
     shutil.copytree(repo_root / "models" / "stories260k", model)
     out = tmp_path / "bench.json"
     proc = run_facet(["bench", str(model), "--shapes", "8", "--concurrency", "2", "-n", "2",
-                      "--threads", "1", "--weights", "bf16", "--json", str(out)], timeout=300)
+                      "--threads", "1", "--weights", "bf16", "--no-cold", "--json", str(out)],
+                     timeout=300)
     assert proc.returncode == 0, proc.stderr
     b = json.loads(out.read_text())
     assert b["weights"] == "bf16" and b["kv_cache"] == "bf16"
+    # --no-cold: the converting load is skipped (-1), the cache still written and timed
+    assert b["load_s"]["cold"] == -1 and b["load_s"]["cached"] > 0
+    assert "load: cold not measured (--no-cold), cached " in proc.stdout, proc.stdout
     proc = run_facet(["bench", str(model), "--reps", "0"])
     assert proc.returncode == 1
     assert proc.stderr.strip() == "facet: --reps expects an integer in [1, 64], got '0'"
