@@ -18,6 +18,7 @@
 #include "model/tensors.h"
 #include "model/weights_policy.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/vec.h"
 
 /* entry kinds of the weight cache */
@@ -99,6 +100,9 @@ static facet_status read_f32(const st_tensor *t, float **out, facet_error *err) 
 
 static void progress(wload *ld, const st_tensor *t) {
     ld->done += t->end - t->begin;
+    /* its bytes are copied or converted by now: drop the file's pages, so a model about as
+     * large as RAM does not hold its file and its run-time copy at once (peak RSS) */
+    if (t->data) facet_map_release(t->data, (size_t)(t->end - t->begin));
     if (ld->progress) ld->progress(ld->user, "converting weights", ld->done, ld->total);
 }
 
@@ -523,10 +527,12 @@ static facet_status load_experts3d(wload *ld, const facet_tensor_row *row, const
     float *all = NULL;
     facet_status st = FACET_OK;
     /* GGUF block tensors with native weights: each slice kept in its blocks, rows of rb
-     * bytes (the experts' rows one after another) */
+     * bytes (the experts' rows one after another), or repacked exactly into facet's panels
+     * where those run faster, as block_mat does for a 2-D matrix (Q4_0 -> q4, Q8_0 -> int8) */
     int blocks = ld->native && t->gguf_qtype && !tr && !il;
     size_t rb = blocks ? (size_t)((t->end - t->begin) / (uint64_t)(E * d0)) : 0;
     facet_wformat fmt = mat_format(ld, t, ld->format);
+    facet_wformat to = blocks ? facet_gguf_block_format(fmt) : fmt;
     if (!ld->cache && !blocks && (st = read_f32(t, &all, err)) != FACET_OK) return st;
     for (int64_t e = 0; e < E && st == FACET_OK; e++) {
         int64_t r0 = 0;
@@ -540,9 +546,11 @@ static facet_status load_experts3d(wload *ld, const facet_tensor_row *row, const
             if (ld->cache) {
                 st = cached_mat(ld, part, parts[i], d1, fmt, wt, err);
             } else if (blocks) {
-                st = facet_wtensor_blocks(wt, fmt, (int)parts[i], (int)d1,
-                                          t->data + ((size_t)e * (size_t)d0 + (size_t)r0) * rb,
-                                          ld->arena, err);
+                const uint8_t *src = t->data + ((size_t)e * (size_t)d0 + (size_t)r0) * rb;
+                st = to == fmt ? facet_wtensor_blocks(wt, fmt, (int)parts[i], (int)d1, src,
+                                                      ld->arena, err)
+                               : facet_wtensor_repack_blocks(wt, fmt, to, (int)parts[i], (int)d1,
+                                                             src, ld->arena, err);
                 if (st != FACET_OK) st = name_tensor(part, st, err);
                 else st = record(ld, part, KIND_MATRIX, wt, wt->data, facet_wtensor_bytes(wt), err);
             } else {

@@ -109,6 +109,14 @@ facet_status facet_map_file(const char *path, void **map, size_t *size, facet_er
     return FACET_OK;
 }
 
+void facet_map_release(const void *p, size_t n) {
+    long ps = sysconf(_SC_PAGESIZE);
+    if (!p || ps <= 0) return;
+    uintptr_t a = ((uintptr_t)p + (uintptr_t)ps - 1) & ~((uintptr_t)ps - 1);
+    uintptr_t b = ((uintptr_t)p + n) & ~((uintptr_t)ps - 1);
+    if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED); /* advisory */
+}
+
 facet_status facet_map_parse(const char *path, facet_parse_fn parse, void *out, void **map,
                              size_t *size, facet_error *err) {
     void *m;

@@ -21,6 +21,12 @@ facet_status facet_read_file(const char *path, size_t max_bytes, char **data, si
  * open", "cannot stat", "not a regular file", "cannot mmap N bytes"). */
 facet_status facet_map_file(const char *path, void **map, size_t *size, facet_error *err);
 
+/* Drop the pages of [p, p + n) inside a facet_map_file mapping from this process's
+ * resident set (the whole pages within the range; MADV_DONTNEED). The mapping is
+ * read-only and never written, so a later read of the range faults the bytes back in from
+ * the file: nothing is lost, only memory freed once a loader has copied the bytes. */
+void facet_map_release(const void *p, size_t n);
+
 /* A parser of a whole file's bytes (buf may not be NUL-terminated; size may be 0). */
 typedef facet_status (*facet_parse_fn)(const uint8_t *buf, size_t size, const char *what,
                                        void *out, facet_error *err);

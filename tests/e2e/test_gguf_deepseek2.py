@@ -13,8 +13,8 @@ the float64 reference's (tests/ref/mla_ref.py) greedy ids and margins on the sam
 weights (for Q8_0: the exactly dequantized ones) with llama.cpp's measured distance to
 it. F32: every row within 1e-5 relative L2 (both sides round in float32; llama.cpp was
 1.6e-6 from float64) and greedy identical up to the first margin below 0.05 (issue 18).
-Q8_0 (--weights f32: exact dequantization; int8 and auto: 8-bit panels / the file's own
-blocks): the prompt rows within 1.5x llama.cpp's own distance from exact arithmetic on
+Q8_0 (--weights f32: exact dequantization; int8: 8-bit panels; auto: the file's blocks
+repacked exactly into those panels, experts too): the prompt rows within 1.5x llama.cpp's own distance from exact arithmetic on
 the dequantized weights (its activations are rounded to 8-bit blocks; this 64-wide
 model makes that large), and greedy identical up to the first step where llama.cpp's or
 the float64 reference's margin is below 0.1: there llama.cpp's 8-bit activations move
