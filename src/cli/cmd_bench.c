@@ -6,6 +6,8 @@
  *   facet bench MODEL [--shapes 160,256,550] [--reps N] [--concurrency 1,4,8,16]
  *                     [-n N] [--threads N] [--weights auto|f32|bf16|f16|int8|q4|gguf]
  *                     [--kv-cache auto|f32|bf16|f16] [--no-cold] [--json FILE]
+ *   mpirun -np P*T facet bench MODEL --pipeline-parallel P [--tensor-parallel T] ...
+ *                     (bench_par.h: one load and one session through the job)
  *
  * Ceilings: the read-only stream over 1 GiB allocated as the weights are (2 MiB
  * aligned, huge pages requested), a triad, the float32 FMA rate and the peak rate of the
@@ -34,6 +36,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/bench_par.h"
 #include "cli/cli.h"
 #include "io/gguf.h"
 #include "kernels/cpu/membw.h"
@@ -163,25 +166,18 @@ int cmd_bench(int argc, char **argv) {
     facet_kv_type kv = FACET_KV_AUTO;
     facet_weight_format weights = FACET_WEIGHTS_AUTO;
     const char *backend = NULL;
-    int device = 0;
+    int device = 0, pp = 1, tp = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--pipeline-parallel") || !strcmp(a, "--tensor-parallel")) {
-            /* bench loads the model and makes sessions several times; a parallel job
-             * follows one session (issue 21) */
-            fprintf(stderr, "facet: bench: %s is not available yet: bench loads the model and "
-                            "creates sessions several times, and a parallel job follows one "
-                            "session; measure a pipeline with `facet run` under mpirun "
-                            "(bench/mpi_bench.sh)\n", a);
-            return 1;
-        }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: facet bench MODEL [--shapes 160,256,550] [--reps N] [--concurrency 1,4,8,16]\n"
                    "                   [-n N] [--threads N] [--weights auto|f32|bf16|f16|int8|q4|gguf]\n"
                    "                   [--kv-cache auto|f32|bf16|f16] [--backend cpu|vulkan] [--device N]\n"
-                   "                   [--no-cold] [--json FILE]\n"
+                   "                   [--no-cold] [--json FILE] [--pipeline-parallel P] [--tensor-parallel T]\n"
                    "--no-cold: skip the converting load (cold load reported as -1 s): for a shape\n"
                    "           whose conversion takes minutes, once its weight cache exists\n"
+                   "under mpirun -np P*T with --pipeline-parallel/--tensor-parallel: one load, one\n"
+                   "session, the prefill and decode rows measured through the job, rank 0 reporting\n"
                    "example: facet bench models/stories260k --shapes 16 --reps 1 --concurrency 1 "
                    "-n 16\n");
             return 0;
@@ -230,6 +226,12 @@ int cmd_bench(int argc, char **argv) {
         } else if (!strcmp(a, "--json") && v) {
             json_path = v;
             i++;
+        } else if (!strcmp(a, "--pipeline-parallel") && v) {
+            if (!cli_parse_int(a, v, 1, 64, &pp)) return 1;
+            i++;
+        } else if (!strcmp(a, "--tensor-parallel") && v) {
+            if (!cli_parse_int(a, v, 1, 64, &tp)) return 1;
+            i++;
         } else if (a[0] != '-' && !model_dir) {
             model_dir = a;
         } else {
@@ -240,7 +242,8 @@ int cmd_bench(int argc, char **argv) {
         {
             static const char *const value_opts[] = {"--shapes", "--reps", "--concurrency", "-n", "--threads",
                                                      "--weights", "--kv-cache", "--json", "--backend",
-                                                     "--device", NULL};
+                                                     "--device", "--pipeline-parallel",
+                                                     "--tensor-parallel", NULL};
             if (!cli_missing_value("bench", a, !v, value_opts))
                 fprintf(stderr, "facet: bench: bad argument '%s' (facet bench --help)\n", a);
         }
@@ -260,6 +263,12 @@ int cmd_bench(int argc, char **argv) {
             return 1;
         }
         fclose(jf);
+    }
+
+    if (pp * tp > 1) { /* a parallel job follows one session: bench_par.h */
+        bench_par_args pa = {model_dir, pp, tp, shapes, n_shapes, concs, n_concs, steps, reps,
+                             threads, weights, kv, backend, json_path};
+        return bench_parallel(&pa);
     }
 
     facet_error err = {0};

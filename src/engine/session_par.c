@@ -18,11 +18,13 @@ int facet_session_par_micro_batches(int n) {
     static int want = -1;
     if (want < 0) {
         const char *v = getenv("FACET_MICRO_BATCHES");
-        want = v && *v ? atoi(v) : 0; /* 0: as many as stages */
+        want = v && *v ? atoi(v) : 0; /* 0: chosen by the rows */
         if (want < 0) want = 1;
     }
-    int P = facet_par_pp(), m = want ? want : P;
-    if (P < 2 || n < 2) return 1;
+    int P = facet_par_pp();
+    int m = want ? want : n / FACET_PAR_MB_ROWS;
+    if (!want && m > P) m = P;
+    if (P < 2 || n < 2 || m < 2) return 1;
     if (m > n) m = n;
     return m > FACET_PAR_MAX_MB ? FACET_PAR_MAX_MB : m;
 }

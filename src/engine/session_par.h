@@ -28,9 +28,19 @@ enum {
 /* Most micro-batches a pipeline splits one chunk into (forward.c). */
 #define FACET_PAR_MAX_MB 16
 
-/* Rank 0: the micro-batches a batch of n entries runs as in a pipeline of P stages:
- * min(P, n), or min(FACET_MICRO_BATCHES, n) when that variable is set (1: never split;
- * at most FACET_PAR_MAX_MB); 1 without a pipeline or with one entry. */
+/* Fewest rows of a micro-batch the split chooses by itself. A stage reads all its
+ * weights once per micro-batch: a decode step of a few rows costs about what one row
+ * costs (the weights' bytes, not the rows, bound it), so cutting it in M costs a stage
+ * M times its step while the overlap saves at most the other stages' time, a loss; a
+ * chunk of many rows (prefill, a large batch) costs in proportion to its rows, and its
+ * micro-batches overlap for a gain (bench/RESULTS.md, issue 21). */
+#define FACET_PAR_MB_ROWS 16
+
+/* Rank 0: the micro-batches a chunk of n entries runs as in a pipeline of P stages:
+ * min(P, n / FACET_PAR_MB_ROWS); or min(FACET_MICRO_BATCHES, n) when that variable is
+ * set (1: never split; 2 or more: split even a step of a few rows); at most
+ * FACET_PAR_MAX_MB. 1 (the chunk whole) without a pipeline, with one entry, or when the
+ * rule gives fewer than 2. */
 int facet_session_par_micro_batches(int n);
 
 /* Rank 0: broadcast batch b (hidden: facet_forward_hidden's call; only rank 0 makes the

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 #include "parallel/par.h"
@@ -127,8 +128,10 @@ static double now_s(void) {
 _Static_assert(sizeof(MPI_Request) <= sizeof(((facet_par_req *)0)->opaque),
                "facet_par_req holds an MPI_Request");
 
-/* Complete r without spinning (par.h, "Waiting"): a few tests, then sleeps between tests
- * doubling from 2 us to 200 us; FACET_MPI_WAIT=spin: MPI_Wait. */
+/* Complete r without spinning (par.h, "Waiting"): test and sched_yield for up to
+ * 100 ms (a stage waiting for the previous one: the core goes to whoever else wants it,
+ * and the message is seen at once), then test and sleep, 50 us doubling to 1 ms (a
+ * follower between a server's requests). FACET_MPI_WAIT=spin: MPI_Wait. */
 static int wait_request(MPI_Request *r) {
     static int spin = -1;
     if (spin < 0) {
@@ -136,13 +139,18 @@ static int wait_request(MPI_Request *r) {
         spin = v && !strcmp(v, "spin");
     }
     if (spin) return MPI_Wait(r, MPI_STATUS_IGNORE);
+    double t0 = 0;
     long ns = 0;
     for (int i = 0;; i++) {
         int done = 0, rc = MPI_Test(r, &done, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS || done) return rc;
-        if (i < 32) continue; /* a message already on its way */
-        ns = ns ? ns * 2 : 2000;
-        if (ns > 200000) ns = 200000;
+        if (i == 0) t0 = now_s();
+        if (now_s() - t0 < 0.1) {
+            sched_yield();
+            continue;
+        }
+        ns = ns ? ns * 2 : 50000;
+        if (ns > 1000000) ns = 1000000;
         struct timespec ts = {0, ns};
         nanosleep(&ts, NULL);
     }

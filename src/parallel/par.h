@@ -15,11 +15,11 @@
  * Threads: one thread at a time (MPI_THREAD_SERIALIZED): the server's engine thread
  * runs the forward passes while the main thread waits.
  * Waiting: a rank waiting for a message or a command (facet_par_recv, facet_par_wait,
- * facet_par_bcast) tests its request for a few microseconds, then sleeps between tests
- * (2 us doubling to 200 us), so on one machine a waiting stage leaves its core to the
- * stage that computes instead of spinning in MPI's progress loop (Open MPI polls, or
- * yields in a loop under --oversubscribe). FACET_MPI_WAIT=spin hands the wait to MPI
- * (MPI_Wait) instead: the lowest latency when every rank has a core of its own.
+ * facet_par_bcast) tests its request and yields the core (sched_yield) between tests
+ * for up to 100 ms, then sleeps between tests (50 us doubling to 1 ms): on one machine a
+ * waiting stage gives its core to the stage that computes (Open MPI's own wait polls
+ * unless mpirun runs oversubscribed), and a follower idle between a server's requests
+ * costs no CPU. FACET_MPI_WAIT=spin hands the wait to MPI (MPI_Wait) instead.
  */
 #ifndef FACET_PARALLEL_PAR_H
 #define FACET_PARALLEL_PAR_H

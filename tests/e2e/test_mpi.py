@@ -93,9 +93,14 @@ def test_parallel_matches_single_process(mpi, make_checkpoint, repo_root, tmp_pa
     order: float32 rounding apart (measured 1.4e-6 to 2.4e-6)."""
     path = checkpoint(make_checkpoint, repo_root, name)
     one, logits1, _ = generate([], mpi, path, tmp_path, "one")
-    par, logitsP, proc = generate(mpirun(P * T), mpi, path, tmp_path, "par",
+    # a pipeline cuts the 12-token prompt into 3 micro-batches (forced: by itself it
+    # splits chunks of 32 rows or more), each stage running them in turn
+    mb = ["-x", "FACET_MICRO_BATCHES=3"] if P > 1 else []
+    par, logitsP, proc = generate(mpirun(P * T) + mb, mpi, path, tmp_path, "par",
                                   ["--pipeline-parallel", str(P), "--tensor-parallel", str(T)])
     assert "pipeline of %d stages x %d tensor ranks" % (P, T) in proc.stderr, proc.stderr[-2000:]
+    m = re.search(r"(\d+) forward steps, (\d+) of them in (\d+) micro-batches", proc.stderr)
+    assert m and m.group(2, 3) == (("1", "3") if P > 1 else ("0", "0")), proc.stderr[-2000:]
     assert par["generated_ids"] == one["generated_ids"]
     assert logitsP.shape == logits1.shape == (len(PROMPT) + N_GEN - 1, 512)
     err = compare.relative_errors(logitsP, logits1).max()
@@ -134,12 +139,32 @@ def test_pipeline_flag_without_mpirun(mpi, make_checkpoint, repo_root, run_facet
     assert "mpirun -np 2 facet" in p.stderr, p.stderr
 
 
-def test_bench_refuses_the_flags(mpi, run_facet, repo_root):
-    """bench is not parallel yet: it says so and what measures a pipeline instead."""
-    p = run_facet(["bench", str(repo_root / "models" / "stories260k"), "--pipeline-parallel", "2"])
-    assert p.returncode == 1
-    assert "--pipeline-parallel is not available yet" in p.stderr
-    assert "bench/mpi_bench.sh" in p.stderr
+def test_bench_under_mpirun(mpi, repo_root, tmp_path):
+    """`mpirun -np 2 facet bench --pipeline-parallel 2`: one load, one session through the
+    job, rank 0 printing and writing the prefill and decode figures. Steps counted by
+    hand: warm-up 1 + prefill of 8 and of 40 tokens (40 >= 2 x 16 rows: the one chunk
+    split in 2 micro-batches) + for concurrency 1 one 16-token prompt and 4 steps, for 2
+    two prompts and 4 steps = 14. Without mpirun the flag says how to start it."""
+    model = repo_root / "models" / "stories260k"
+    out = tmp_path / "bench.json"
+    p = subprocess.run(mpirun(2) + [mpi, "bench", str(model), "--pipeline-parallel", "2",
+                                    "--shapes", "8,40", "--reps", "1", "--concurrency", "1,2",
+                                    "-n", "4", "--threads", "1", "--json", str(out)],
+                       capture_output=True, text=True, timeout=120, env=mpi_env())
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "pipeline of 2 stages x 1 tensor ranks" in p.stderr
+    assert "14 forward steps, 1 of them in 2 micro-batches" in p.stderr, p.stderr[-2000:]
+    j = json.load(open(out))
+    assert (j["pipeline_parallel"], j["tensor_parallel"]) == (2, 1)
+    assert [r["tokens"] for r in j["prefill"]] == [8, 40]
+    assert [r["concurrency"] for r in j["decode"]] == [1, 2]
+    assert all(r["tok_s"] > 0 for r in j["prefill"])
+    assert all(r["aggregate_tok_s"] > 0 and r["bytes_per_step"] > 0 for r in j["decode"])
+    assert p.stdout.count("\n") > 5  # the tables, on rank 0's stdout once
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI", "PMIX"))}
+    p = subprocess.run([mpi, "bench", str(model), "--pipeline-parallel", "2"],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 1 and "mpirun -np 2 facet" in p.stderr, p.stderr
 
 
 def test_refusal_under_mpirun_exits_2(mpi, repo_root):
@@ -169,14 +194,18 @@ def test_serve_batched_through_rank_0(mpi, tmp_path, repo_root):
     """`mpirun -np 2 facet serve --pipeline-parallel 2`: rank 0 owns HTTP, the tokenizer
     and the sampler; 8 concurrent greedy completions (batched together, the prefix cache
     copying sequences on every rank, each step of several entries split into 2
-    micro-batches so the stages overlap) give the texts the single-process server gives.
+    micro-batches so the stages overlap: FACET_MICRO_BATCHES=2) give the texts the
+    single-process server gives.
     SIGTERM to mpirun ends the job cleanly (rank 0 stops its followers)."""
     import concurrent.futures
 
     from server_harness import Server
 
     wrapper = tmp_path / "facet-mpi"
-    wrapper.write_text("#!/bin/sh\nexec %s --oversubscribe -np 2 %s \"$@\"\n" % (MPIRUN, mpi))
+    # micro-batches forced: by itself the split waits for chunks of 32 rows, and these
+    # steps hold up to 8 (a stage reads its weights once per micro-batch)
+    wrapper.write_text("#!/bin/sh\nexec %s --oversubscribe -np 2 -x FACET_MICRO_BATCHES=2 %s "
+                       "\"$@\"\n" % (MPIRUN, mpi))
     wrapper.chmod(0o755)
     model = repo_root / "models" / "stories260k"
     prompts = [[1, 403, 407, 261 + i, 300 + 3 * i] for i in range(8)]
