@@ -50,6 +50,7 @@ static const arch_row ARCHS[] = {
     {"phi3", "phi3", 0, 0},       {"olmo2", "olmo2", 0, 0},       {"smollm3", "smollm3", 1, 0},
     {"granite", "granite", 1, 0}, {"qwen3moe", "qwen3_moe", 0, 0},
     {"deepseek2", "deepseek_v2", 0, 0}, {"gpt-oss", "gpt_oss", 0, 0},
+    {"mamba", "mamba", 0, 0},     {"mamba2", "mamba2", 0, 0},     {"lfm2", "lfm2", 0, 0},
 };
 #define N_ARCHS (sizeof ARCHS / sizeof ARCHS[0])
 
@@ -391,6 +392,108 @@ static facet_status map_gpt_oss(ctx *c, int64_t layers) {
     return FACET_OK;
 }
 
+/* mamba / mamba2 (llama.cpp's LLM_ARCH_MAMBA / MAMBA2) -> MambaConfig / Mamba2Config keys,
+ * as convert_hf_to_gguf.py's MambaModel / Mamba2Model write them: ssm.inner_size is
+ * expand x hidden_size, ssm.time_step_rank is Mamba-1's dt rank but Mamba-2's head count
+ * (head_dim = inner / heads), ssm.group_count Mamba-2's n_groups; feed_forward_length and
+ * attention.head_count are written as 0 ("unused"); the conv bias is a tensor, not a key.
+ * ssm.dt_b_c_rms true (Falcon-Mamba's RMSNorms of dt, B, C) is kept for the table. */
+static facet_status map_ssm(ctx *c, const gguf_model *m, int req) {
+    json_t *cfg = c->cfg;
+    int v2 = !strcmp(c->arch, "mamba2");
+    int64_t hidden = json_integer_value(json_object_get(cfg, "hidden_size"));
+    int64_t inner = 0, rank = 0;
+    use(c, "feed_forward_length");
+    use(c, "attention.head_count");
+    TRY(map_int(c, "ssm.conv_kernel", "conv_kernel", req, 1, 1 << 10, NULL));
+    TRY(map_int(c, "ssm.state_size", "state_size", req, 1, 1 << 16, NULL));
+    TRY(map_int(c, "ssm.inner_size", NULL, req, 1, INT64_C(1) << 24, &inner));
+    if (inner && hidden && inner % hidden) {
+        char key[160];
+        key_of(c, "ssm.inner_size", key, sizeof key);
+        return facet_err(c->err, FACET_E_FORMAT,
+                         "%s: key %s is %" PRId64 ", expected a multiple of embedding_length "
+                         "%" PRId64 " (expand x hidden_size)",
+                         c->g->path, key, inner, hidden);
+    }
+    if (inner && hidden) json_object_set_new(cfg, "expand", json_integer(inner / hidden));
+    TRY(map_int(c, "ssm.time_step_rank", v2 ? "num_heads" : "time_step_rank", req, 1,
+                INT64_C(1) << 20, &rank));
+    if (v2) {
+        if (rank && inner % rank) {
+            char key[160];
+            key_of(c, "ssm.time_step_rank", key, sizeof key);
+            return facet_err(c->err, FACET_E_FORMAT,
+                             "%s: key %s (Mamba-2's head count) is %" PRId64 ", expected a "
+                             "divisor of ssm.inner_size %" PRId64,
+                             c->g->path, key, rank, inner);
+        }
+        if (rank) json_object_set_new(cfg, "head_dim", json_integer(inner / rank));
+        TRY(map_int(c, "ssm.group_count", "n_groups", req, 1, INT64_C(1) << 20, NULL));
+    } else {
+        char key[160];
+        key_of(c, "ssm.dt_b_c_rms", key, sizeof key);
+        use(c, "ssm.dt_b_c_rms");
+        const gguf_kv *kv = gguf_find_kv(c->g, key);
+        if (kv && kv->type != GGUF_T_BOOL)
+            return facet_err(c->err, FACET_E_FORMAT, "%s: key %s is not a bool", c->g->path, key);
+        if (kv && kv->val[0]) json_object_set_new(cfg, key, json_true());
+    }
+    TRY(map_float(c, "attention.layer_norm_rms_epsilon", "layer_norm_epsilon", req, NULL));
+    json_object_set_new(cfg, "use_conv_bias",
+                        json_boolean(gguf_model_find(m, "blk.0.ssm_conv1d.bias") != NULL));
+    json_object_set_new(cfg, "use_bias", json_false());
+    return FACET_OK;
+}
+
+/* lfm2 (llama.cpp's LLM_ARCH_LFM2): attention.head_count_kv is an array, 0 on the short
+ * convolution layers (which become layer_types), the attention layers' count elsewhere;
+ * feed_forward_length is the FFN width after Lfm2MLP's adjustment (so no adjustment
+ * here); shortconv.l_cache is conv_L_cache. */
+static facet_status map_lfm2(ctx *c, int64_t layers) {
+    char key[160];
+    key_of(c, "attention.head_count_kv", key, sizeof key);
+    use(c, "attention.head_count_kv");
+    const gguf_kv *kv = gguf_find_kv(c->g, key);
+    int ok = kv && (gguf_kv_is_int(kv) || (kv->type == GGUF_T_ARRAY && (int64_t)kv->arr_n == layers &&
+                                           (kv->arr_type == GGUF_T_UINT32 || kv->arr_type == GGUF_T_INT32)));
+    if (!ok)
+        return facet_err(c->err, FACET_E_FORMAT,
+                         "%s: key %s is %s, expected an array of block_count (%" PRId64
+                         ") uint32 or int32 (0 on a short-convolution layer)",
+                         c->g->path, key, kv ? "of another type or length" : "missing", layers);
+    json_t *types = json_array();
+    int64_t nkv = 0;
+    for (int64_t i = 0; i < layers; i++) {
+        int64_t v;
+        if (kv->type == GGUF_T_ARRAY) {
+            uint32_t u;
+            memcpy(&u, kv->val + 4 * i, 4);
+            v = kv->arr_type == GGUF_T_INT32 ? (int64_t)(int32_t)u : (int64_t)u;
+        } else {
+            v = (int64_t)gguf_kv_number(kv);
+        }
+        if (v < 0 || (nkv && v && v != nkv)) {
+            json_decref(types);
+            return facet_err(c->err, FACET_E_FORMAT,
+                             "%s: key %s[%" PRId64 "] is %" PRId64 ", expected 0 or the one KV "
+                             "head count of the attention layers (%" PRId64 ")",
+                             c->g->path, key, i, v, nkv);
+        }
+        if (v) nkv = v;
+        json_array_append_new(types, json_string(v ? "full_attention" : "conv"));
+    }
+    json_object_set_new(c->cfg, "layer_types", types);
+    if (nkv) json_object_set_new(c->cfg, "num_key_value_heads", json_integer(nkv));
+    json_object_set_new(c->cfg, "block_auto_adjust_ff_dim", json_false());
+    TRY(map_int(c, "shortconv.l_cache", "conv_L_cache", 1, 1, 1 << 10, NULL));
+    /* the norms' eps: Lfm2Config's norm_eps */
+    json_t *eps = json_object_get(c->cfg, "rms_norm_eps");
+    if (eps) json_object_set(c->cfg, "norm_eps", eps);
+    json_object_del(c->cfg, "rms_norm_eps");
+    return FACET_OK;
+}
+
 static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t *head_dim) {
     json_t *cfg = c->cfg;
     int64_t hidden = 0, heads = 0, layers = 0, klen = 0, vlen = 0, rot = 0;
@@ -398,6 +501,13 @@ static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t
     TRY(map_int(c, "block_count", "num_hidden_layers", req, 1, FACET_MAX_LAYERS, &layers));
     TRY(map_int(c, "context_length", "max_position_embeddings", req, 1, INT32_MAX, NULL));
     TRY(map_int(c, "embedding_length", "hidden_size", req, 1, INT64_C(1) << 20, &hidden));
+    if (!strcmp(c->arch, "mamba") || !strcmp(c->arch, "mamba2")) {
+        TRY(map_ssm(c, m, req));
+        TRY(map_vocab(c, m));
+        TRY(map_tokens(c));
+        *head_dim = 0;
+        return FACET_OK;
+    }
     TRY(map_int(c, "feed_forward_length", "intermediate_size", req, 1, INT64_C(1) << 24, NULL));
     TRY(map_float(c, "attention.layer_norm_rms_epsilon", "rms_norm_eps", req, NULL));
     TRY(map_float(c, "rope.freq_base", "rope_theta", 0, NULL));
@@ -410,8 +520,9 @@ static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t
     }
     TRY(map_int(c, "attention.head_count", "num_attention_heads", req, 1, INT64_C(1) << 14,
                 &heads));
-    TRY(map_int(c, "attention.head_count_kv", "num_key_value_heads", 0, 1, INT64_C(1) << 14,
-                NULL));
+    if (!strcmp(c->arch, "lfm2")) TRY(map_lfm2(c, layers));
+    else TRY(map_int(c, "attention.head_count_kv", "num_key_value_heads", 0, 1, INT64_C(1) << 14,
+                     NULL));
     TRY(map_int(c, "attention.key_length", NULL, 0, 1, INT64_C(1) << 16, &klen));
     TRY(map_int(c, "attention.value_length", NULL, 0, 1, INT64_C(1) << 16, &vlen));
     TRY(map_int(c, "rope.dimension_count", NULL, 0, 1, INT64_C(1) << 16, &rot));
@@ -506,11 +617,6 @@ static facet_status all_or_none_of(const gguf_model *m, int64_t L, const uint8_t
     return FACET_OK;
 }
 
-static facet_status all_or_none(const gguf_model *m, int64_t L, const char *what,
-                                const char *alt, int *out, facet_error *err) {
-    return all_or_none_of(m, L, NULL, what, alt, out, err);
-}
-
 static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err) {
     const char *path = m->files[0].path;
     int64_t L = f->num_hidden_layers;
@@ -548,11 +654,16 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
     int q_bias = 0, o_bias = 0, qk_norm = 0, fused_qkv = 0, has_gate = 0, has_up = 0;
     /* the tensors' GGUF names are the tensor table's (model/tensors.h) */
 #define GGUF(slot) facet_tensor_slot(slot)->gguf
-    TRY(all_or_none(m, L, GGUF(FACET_TS_Q_BIAS), facet_tensor_fused(FACET_TF_QKV_BIAS)->gguf,
-                    &q_bias, err));
-    TRY(all_or_none(m, L, GGUF(FACET_TS_O_BIAS), NULL, &o_bias, err));
-    TRY(all_or_none(m, L, GGUF(FACET_TS_Q_NORM), NULL, &qk_norm, err));
-    TRY(all_or_none(m, L, facet_tensor_fused(FACET_TF_QKV_PROJ)->gguf, NULL, &fused_qkv, err));
+    /* the attention tensors: in the layers that attend (a hybrid's recurrent layers have
+     * none) */
+    uint8_t attn[FACET_MAX_LAYERS];
+    for (int64_t i = 0; i < L; i++) attn[i] = !f->layer_ssm[i];
+    TRY(all_or_none_of(m, L, attn, GGUF(FACET_TS_Q_BIAS),
+                       facet_tensor_fused(FACET_TF_QKV_BIAS)->gguf, &q_bias, err));
+    TRY(all_or_none_of(m, L, attn, GGUF(FACET_TS_O_BIAS), NULL, &o_bias, err));
+    TRY(all_or_none_of(m, L, attn, GGUF(FACET_TS_Q_NORM), NULL, &qk_norm, err));
+    TRY(all_or_none_of(m, L, attn, facet_tensor_fused(FACET_TF_QKV_PROJ)->gguf, NULL,
+                       &fused_qkv, err));
     /* the dense MLP's tensors: in the layers that do not route (DeepSeek's leading dense
      * layers beside its sparse ones) */
     uint8_t dense[FACET_MAX_LAYERS];

@@ -5,6 +5,7 @@
 #include "model/gguf_checkpoint.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +37,86 @@ static int hf_name(const char *g, const facet_facts *f, char *out, size_t cap) {
         snprintf(out, cap, "model.layers.%lld.self_attn.kv_b_proj.weight", layer);
         return 2;
     }
+    /* llama.cpp's LFM2 names: its short convolution under shortconv.*, its final norm
+     * (Lfm2Model's embedding_norm) as token_embd_norm */
+    static const char *const alias[][2] = {{"shortconv.in_proj.weight", "ssm_in.weight"},
+                                           {"shortconv.conv.weight", "ssm_conv1d.weight"},
+                                           {"shortconv.out_proj.weight", "ssm_out.weight"},
+                                           {"token_embd_norm.weight", "output_norm.weight"}};
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+        if (!strcmp(rest, alias[i][0])) rest = alias[i][1];
+    /* a Mamba block's norm (MambaBlock.norm, not a decoder layer's input_layernorm) */
+    if (layer >= 0 && f->ssm_version && !f->ssm_ffn && !strcmp(rest, "attn_norm.weight")) {
+        snprintf(out, cap, "model.layers.%lld.norm.weight", layer);
+        return 1;
+    }
     const facet_tensor_row *r = facet_tensor_from_gguf(rest, layer >= 0, f);
     if (!r) return 0;
     if (r->root == FACET_TR_LAYER) snprintf(out, cap, "model.layers.%lld.%s", layer, r->name);
     else if (r->root == FACET_TR_MODEL) snprintf(out, cap, "model.%s", r->name);
     else snprintf(out, cap, "%s", r->name);
     return 1;
+}
+
+/* The state-space tensors llama.cpp's converter reshapes or transforms. */
+typedef enum { SSM_AS_IS, SSM_CONV, SSM_FLAT, SSM_A } ssm_form;
+
+static ssm_form ssm_form_of(const char *name) {
+    if (strncmp(name, "blk.", 4)) return SSM_AS_IS;
+    const char *dot = strchr(name + 4, '.');
+    if (!dot) return SSM_AS_IS;
+    const char *k = dot + 1;
+    if (!strcmp(k, "ssm_conv1d.weight") || !strcmp(k, "shortconv.conv.weight")) return SSM_CONV;
+    if (!strcmp(k, "ssm_d") || !strcmp(k, "ssm_norm.weight")) return SSM_FLAT;
+    if (!strcmp(k, "ssm_a")) return SSM_A;
+    return SSM_AS_IS;
+}
+
+/* Give view tensor s (GGUF tensor t, float32) the Hugging Face form of its row:
+ *   ssm_conv1d / shortconv.conv ne [K, C] (the converter squeezed it) -> [C, 1, K];
+ *   ssm_d, ssm_norm (Mamba-2: [1, heads], [inner / groups, groups]) -> 1-D;
+ *   ssm_a holds A = -exp(A_log) -> A_log = log(-A) (Mamba-2's [1, heads] made 1-D), a
+ *   float32 copy into *owned (NULL when headers_only). A_log round-trips through exp and
+ *   log: within an ulp or two of the checkpoint's. */
+static facet_status ssm_reshape(const gguf_tensor *t, st_tensor *s, const facet_facts *f,
+                                int headers_only, void **owned, facet_error *err) {
+    *owned = NULL;
+    uint64_t n = 1;
+    for (int d = 0; d < t->n_dims; d++) n *= (uint64_t)t->ne[d];
+    ssm_form form = ssm_form_of(t->name);
+    if (form == SSM_CONV) {
+        if (t->n_dims != 2)
+            return facet_err(err, FACET_E_FORMAT,
+                             "tensor %s has %d dimensions, expected 2 ([kernel, channels])",
+                             t->name, t->n_dims);
+        s->ndim = 3;
+        s->shape[0] = t->ne[1];
+        s->shape[1] = 1;
+        s->shape[2] = t->ne[0];
+        return FACET_OK;
+    }
+    int flat = form == SSM_FLAT || f->ssm_version == 2;
+    if (flat) {
+        s->ndim = 1;
+        s->shape[0] = (int64_t)n;
+    }
+    if (form != SSM_A || headers_only) return FACET_OK;
+    float *a = malloc((size_t)n * sizeof *a);
+    if (!a) return facet_err(err, FACET_E_NOMEM, "tensor %s: out of memory", t->name);
+    memcpy(a, t->data, (size_t)n * sizeof *a);
+    for (uint64_t i = 0; i < n; i++) {
+        if (!(a[i] < 0) || !isfinite(a[i])) {
+            float v = a[i];
+            free(a);
+            return facet_err(err, FACET_E_FORMAT,
+                             "tensor %s[%" PRIu64 "] is %g, expected A = -exp(A_log) < 0",
+                             t->name, i, (double)v);
+        }
+        a[i] = logf(-a[i]);
+    }
+    s->data = (const uint8_t *)a;
+    *owned = a;
+    return FACET_OK;
 }
 
 int facet_gguf_tensor_known(const char *name) {
@@ -67,6 +142,7 @@ uint64_t facet_gguf_tensor_run_bytes(const gguf_tensor *t, int *format) {
         return n * 4;
     }
     int qt = facet_qtype_of_ggml(t->type);
+    if (ssm_form_of(t->name) != SSM_AS_IS) return t->type == GGML_F32 ? n * 4 : 0; /* vectors */
     if (t->n_dims < 2) return qt >= 0 || t->type <= GGML_F16 || t->type == GGML_BF16 ? n * 4 : 0;
     if (qt >= 0) { /* in its blocks, or repacked exactly into facet's panels */
         facet_wformat w = facet_gguf_block_format((facet_wformat)(FACET_WF_GGUF + qt));
@@ -250,6 +326,14 @@ static facet_status open_view(const gguf_model *m, const facet_facts *f, int hea
             ck->by_name[ck->n_tensors++] = s;
             continue;
         }
+        ssm_form form = ssm_form_of(t->name);
+        if (form != SSM_AS_IS && t->type != GGML_F32) {
+            st = facet_err(err, FACET_E_UNSUPPORTED,
+                           "%s: tensor %s has type %s, expected F32 (llama.cpp keeps its "
+                           "state-space vectors in F32)",
+                           g0->path, t->name, gguf_type_name(t->type));
+            break;
+        }
         st_dtype dt = t->type == GGML_F32 ? ST_F32 : t->type == GGML_F16 ? ST_F16 : ST_BF16;
         const uint8_t *data = t->data;
         int qt = facet_qtype_of_ggml(t->type);
@@ -276,6 +360,11 @@ static facet_status open_view(const gguf_model *m, const facet_facts *f, int hea
         s->data = data;
         s->file_index = 0;
         s->gguf_qtype = qt + 1;
+        if (form != SSM_AS_IS) {
+            st = ssm_reshape(t, s, f, headers_only, &out->owned[out->n_owned], err);
+            if (st != FACET_OK) break;
+            if (out->owned[out->n_owned]) out->n_owned++;
+        }
         size_t len = strlen(t->name);
         int is_q = len > 14 && !strcmp(t->name + len - 14, ".attn_q.weight");
         int is_k = len > 14 && !strcmp(t->name + len - 14, ".attn_k.weight");

@@ -115,9 +115,10 @@ static int selective(const facet_facts *f) { return f->ssm_version == 1 || f->ss
      .scope = FACET_SCOPE_SPARSE}
 
 /* a Mamba layer's row (MambaBlock: norm, mixer.*; a Granite 4 hybrid's mamba.*) */
-#define SSM(name_, d0, d1, matrix_, slot_, when_)                                           \
-    {.root = L, .name = "mixer." name_, .alt = "mamba." name_, .dims = {d0, d1},            \
+#define SSMG(name_, gguf_, d0, d1, matrix_, slot_, when_)                                   \
+    {.root = L, .name = "mixer." name_, .alt = "mamba." name_, .gguf = gguf_, .dims = {d0, d1}, \
      .matrix = matrix_, .slot = slot_, .fused = -1, .when = when_, .scope = FACET_SCOPE_SSM}
+#define SSM(name_, d0, d1, matrix_, slot_, when_) SSMG(name_, NULL, d0, d1, matrix_, slot_, when_)
 #define SI FACET_TD_SSM_INNER
 
 const facet_tensor_row facet_tensor_rows[] = {
@@ -394,24 +395,27 @@ const facet_tensor_row facet_tensor_rows[] = {
     {.root = L, .name = "norm.weight", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_INPUT_LAYERNORM,
      .fused = -1, .when = ssm_block_norm, .scope = FACET_SCOPE_SSM},
     {.root = L, .name = "mixer.in_proj.weight", .alt = "mamba.in_proj.weight",
-     .alt5 = "conv.in_proj.weight" /* LFM2 */, .dims = {FACET_TD_SSM_IN_PROJ, H}, .matrix = 1,
+     .alt5 = "conv.in_proj.weight" /* LFM2 */, .gguf = "ssm_in.weight", .dims = {FACET_TD_SSM_IN_PROJ, H}, .matrix = 1,
      .slot = FACET_TS_SSM_IN_PROJ, .fused = -1, .when = always, .scope = FACET_SCOPE_SSM},
     {.root = L, .name = "mixer.conv1d.weight", .alt = "mamba.conv1d.weight",
-     .alt5 = "conv.conv.weight" /* LFM2 */,
+     .alt5 = "conv.conv.weight" /* LFM2 */, .gguf = "ssm_conv1d.weight" /* [K, C] */,
      .dims = {FACET_TD_SSM_CONV_DIM, FACET_TD_SSM_CONV},
      .matrix = 0, .slot = FACET_TS_SSM_CONV_W, .fused = -1, .when = always,
      .scope = FACET_SCOPE_SSM, .conv3d = 1},
-    SSM("conv1d.bias", FACET_TD_SSM_CONV_DIM, FACET_TD_NONE, 0, FACET_TS_SSM_CONV_B,
+    SSMG("conv1d.bias", "ssm_conv1d.bias", FACET_TD_SSM_CONV_DIM, FACET_TD_NONE, 0, FACET_TS_SSM_CONV_B,
         conv_bias),
     /* Mamba: dt from x_proj through dt_proj */
-    SSM("x_proj.weight", FACET_TD_SSM_XPROJ, SI, 1, FACET_TS_SSM_X_PROJ, mamba1),
-    SSM("dt_proj.weight", SI, FACET_TD_SSM_DT_RANK, 1, FACET_TS_SSM_DT_PROJ, mamba1),
-    SSM("dt_proj.bias", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_DT_BIAS, mamba1),
+    SSMG("x_proj.weight", "ssm_x.weight", FACET_TD_SSM_XPROJ, SI, 1, FACET_TS_SSM_X_PROJ, mamba1),
+    SSMG("dt_proj.weight", "ssm_dt.weight", SI, FACET_TD_SSM_DT_RANK, 1, FACET_TS_SSM_DT_PROJ, mamba1),
+    SSMG("dt_proj.bias", "ssm_dt.bias", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_DT_BIAS, mamba1),
     /* Mamba-2: dt from in_proj, one bias per head */
-    SSM("dt_bias", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_DT_BIAS, mamba2),
-    SSM("A_log", FACET_TD_SSM_PARAM, FACET_TD_SSM_A_COLS, 0, FACET_TS_SSM_A_LOG, selective),
-    SSM("D", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_D, selective),
-    SSM("norm.weight", SI, FACET_TD_NONE, 0, FACET_TS_SSM_GNORM, mamba2),
+    SSMG("dt_bias", "ssm_dt.bias", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_DT_BIAS, mamba2),
+    /* GGUF: ssm_a holds A = -exp(A_log) (Mamba-2: [1, heads]), ssm_d D (Mamba-2: [1, heads]),
+     * ssm_norm Mamba-2's gated norm as [inner / groups, groups]; the checkpoint view turns
+     * them back (gguf_checkpoint.c) */
+    SSMG("A_log", "ssm_a", FACET_TD_SSM_PARAM, FACET_TD_SSM_A_COLS, 0, FACET_TS_SSM_A_LOG, selective),
+    SSMG("D", "ssm_d", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_D, selective),
+    SSMG("norm.weight", "ssm_norm.weight", SI, FACET_TD_NONE, 0, FACET_TS_SSM_GNORM, mamba2),
     /* Jamba: RMSNorms of dt, B and C */
     SSM("dt_layernorm.weight", FACET_TD_SSM_DT_RANK, FACET_TD_NONE, 0, FACET_TS_SSM_DT_NORM,
         dbc_norm),
@@ -420,7 +424,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     SSM("c_layernorm.weight", FACET_TD_SSM_STATE, FACET_TD_NONE, 0, FACET_TS_SSM_C_NORM,
         dbc_norm),
     {.root = L, .name = "mixer.out_proj.weight", .alt = "mamba.out_proj.weight",
-     .alt5 = "conv.out_proj.weight" /* LFM2 */, .dims = {H, SI}, .matrix = 1,
+     .alt5 = "conv.out_proj.weight" /* LFM2 */, .gguf = "ssm_out.weight", .dims = {H, SI}, .matrix = 1,
      .slot = FACET_TS_SSM_OUT_PROJ, .fused = -1, .when = always, .scope = FACET_SCOPE_SSM},
     /* Mamba: backbone.norm_f; GPT-NeoX: gpt_neox.final_layer_norm */
     {.root = FACET_TR_MODEL, .name = "norm.weight", .alt = "norm_f.weight",

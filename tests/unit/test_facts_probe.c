@@ -362,6 +362,37 @@ static void test_tensor_gguf_names(void **state) {
     };
     for (size_t i = 0; i < sizeof oss / sizeof oss[0]; i++)
         assert_string_equal(facet_tensor_from_gguf(oss[i].gguf, 1, &f)->name, oss[i].hf);
+    /* state-space mixers (issue 26): ssm_dt.bias is Mamba's dt_proj.bias and Mamba-2's
+     * dt_bias by the facts; ssm_a / ssm_d carry no .weight suffix */
+    static const struct {
+        const char *gguf;
+        int version;
+        const char *hf;
+    } ssm[] = {
+        {"ssm_in.weight", 2, "mixer.in_proj.weight"},
+        {"ssm_conv1d.weight", 2, "mixer.conv1d.weight"},
+        {"ssm_conv1d.bias", 2, "mixer.conv1d.bias"},
+        {"ssm_dt.bias", 2, "mixer.dt_bias"},
+        {"ssm_dt.bias", 1, "mixer.dt_proj.bias"},
+        {"ssm_dt.weight", 1, "mixer.dt_proj.weight"},
+        {"ssm_x.weight", 1, "mixer.x_proj.weight"},
+        {"ssm_a", 2, "mixer.A_log"},
+        {"ssm_d", 2, "mixer.D"},
+        {"ssm_norm.weight", 2, "mixer.norm.weight"},
+        {"ssm_out.weight", 2, "mixer.out_proj.weight"},
+    };
+    memset(&f, 0, sizeof f);
+    for (size_t i = 0; i < sizeof ssm / sizeof ssm[0]; i++) {
+        f.ssm_version = ssm[i].version;
+        f.ssm_conv_bias = 1;
+        assert_string_equal(facet_tensor_from_gguf(ssm[i].gguf, 1, &f)->name, ssm[i].hf);
+    }
+    /* LFM2's names are aliases the checkpoint view resolves */
+    assert_true(facet_gguf_tensor_known("blk.0.shortconv.in_proj.weight"));
+    assert_true(facet_gguf_tensor_known("blk.0.shortconv.conv.weight"));
+    assert_true(facet_gguf_tensor_known("blk.0.shortconv.out_proj.weight"));
+    assert_true(facet_gguf_tensor_known("token_embd_norm.weight"));
+    assert_false(facet_gguf_tensor_known("blk.0.shortconv.cong.weight"));
 }
 
 int main(void) {

@@ -1,0 +1,146 @@
+"""GGUF state-space and hybrid files run (issue 26): facet on llama.cpp's `mamba2`, `lfm2`
+and `mamba` layouts (A stored as -exp(A_log), D and the gated-norm weight reshaped, the
+conv1d weight squeezed, dt_bias as ssm_dt.bias; LFM2's shortconv.* tensors, its final
+norm as token_embd_norm, its head_count_kv array with 0 on the conv layers) against
+llama.cpp's own logits and greedy ids on the same files.
+
+Oracle: tests/data/ssm_gguf (SOURCE.md says how it was made): llama.cpp's logits for the
+prompt positions and its 32 greedy steps, its greedy ids and top-2 margins, on F32 files
+written by tests/ref/ssm_to_gguf.py from shrunk checkpoints of tests/ref/mamba_ref.py and
+hybrid_ref.py. Every row within 1e-5 relative L2 (both sides compute in float32; measured
+<= 1.9e-6) and greedy identical; the Hugging Face folder the file was written from gives
+bit-identical logits (the mapping lands on the HF path's facts and weights).
+"""
+
+import json
+import pathlib
+import struct
+
+import numpy as np
+import pytest
+
+import hybrid_ref
+import mamba_ref
+import ssm_to_gguf
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "ssm_gguf"
+V = 512
+
+# the checkpoints the files were written from (SOURCE.md): config and seed 26
+SOURCES = {
+    "mamba2": lambda d: mamba_ref.write(mamba_ref.shrink2(mamba_ref.MAMBA2_CODESTRAL), d,
+                                        "f32", seed=26),
+    "lfm2": lambda d: hybrid_ref.lfm2_write(hybrid_ref.lfm2_shrink(hybrid_ref.LFM2_1_2B), d,
+                                            "f32", seed=26),
+    "mamba": lambda d: mamba_ref.write(mamba_ref.shrink(mamba_ref.MAMBA_130M), d, "f32",
+                                       seed=26),
+}
+
+
+def run(run_facet, model, tmp_path, tag="gguf"):
+    exp = json.loads((DATA / f"{pathlib.Path(model).stem}.json").read_text()) \
+        if str(model).endswith(".gguf") else None
+    dump = tmp_path / f"{tag}.f32"
+    ids = json.loads((DATA / "mamba2-F32.json").read_text())["prompt_ids"]
+    p = run_facet(["run", str(model), "--prompt-ids", ",".join(str(t) for t in ids), "-n", "32",
+                   "--ignore-eos", "--json", "--weights", "f32", "--dump-logits", str(dump)])
+    assert p.returncode == 0, p.stderr
+    got = np.fromfile(dump, dtype="<f4").reshape(-1, V)
+    return exp, got, json.loads(p.stdout)["generated_ids"]
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+@pytest.mark.evidence(config_classes=["mamba", "mamba2", "lfm2"], backend="cpu", weights=["f32"],
+                      oracle="llama.cpp's logits and greedy ids on the GGUF file of the same "
+                             "weights")
+def test_matches_llama_cpp(run_facet, tmp_path, name):
+    exp, got, greedy = run(run_facet, DATA / f"{name}-F32.gguf", tmp_path)
+    ref = np.fromfile(DATA / f"{name}-F32.f32", dtype="<f4").reshape(-1, V).astype(np.float64)
+    got = got.astype(np.float64)
+    assert got.shape == ref.shape, (got.shape, ref.shape)
+    rel = np.linalg.norm(got - ref, axis=1) / np.linalg.norm(ref, axis=1)
+    print(f"{name} F32: rel L2 per row max {rel.max():.2e} mean {rel.mean():.2e}")
+    assert rel.max() <= 1e-5, (rel.max(), int(rel.argmax()))
+    # llama.cpp's smallest margin is 0.0071 (mamba2 step 7): 1e-5 of the logits keeps the
+    # order of the top two
+    assert greedy == exp["greedy"], (greedy, exp["greedy"])
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_same_as_the_hugging_face_folder(run_facet, tmp_path, name):
+    """The folder the file was written from gives bit-identical logits and ids, and the
+    writer reproduces the stored file byte for byte from it (its tokenizer keys taken from
+    the stored file itself)."""
+    hf = SOURCES[name](str(tmp_path / "hf"))
+    _, gguf_logits, gguf_ids = run(run_facet, DATA / f"{name}-F32.gguf", tmp_path)
+    _, hf_logits, hf_ids = run(run_facet, hf, tmp_path, tag="hf")
+    assert hf_ids == gguf_ids
+    assert np.array_equal(hf_logits, gguf_logits)
+    out = tmp_path / "rewritten.gguf"
+    ssm_to_gguf.main([hf, str(out), "--vocab-from", str(DATA / f"{name}-F32.gguf")])
+    assert out.read_bytes() == (DATA / f"{name}-F32.gguf").read_bytes()
+
+
+def patched(tmp_path, name, old, new):
+    b = bytearray((DATA / f"{name}-F32.gguf").read_bytes())
+    i = b.index(old)
+    b[i:i + len(new)] = new
+    path = tmp_path / "patched.gguf"
+    path.write_bytes(b)
+    return path
+
+
+@pytest.mark.parametrize("name,old,new,refusal", [
+    # Falcon-Mamba's RMSNorms of dt, B and C are not built: the key set true is refused
+    ("mamba", b"mamba.ssm.dt_b_c_rms\x07\x00\x00\x00\x00", b"mamba.ssm.dt_b_c_rms\x07\x00\x00\x00\x01",
+     "REFUSED: mamba.ssm.dt_b_c_rms=true is not supported"),
+    # a key facet does not know may change the math: refused by its name (a required key
+    # renamed away is a typed error instead: `required key ... is missing`)
+    ("lfm2", b"lfm2.rope.freq_base", b"lfm2.rope.freq_basx",
+     "REFUSED: lfm2.rope.freq_basx=1000000.0 is not supported"),
+    # a tensor kind outside the table is refused by name before any weight is read
+    ("mamba2", b"blk.1.ssm_a", b"blk.1.ssm_z", "REFUSED: tensor blk.1.ssm_z"),
+    ("lfm2", b"blk.0.shortconv.conv.weight", b"blk.0.shortconv.cong.weight",
+     "REFUSED: tensor blk.0.shortconv.cong.weight"),
+])
+def test_unknown_names_refused(run_facet, tmp_path, name, old, new, refusal):
+    p = run_facet(["conform", str(patched(tmp_path, name, old, new))])
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert refusal in p.stdout, p.stdout
+
+
+def test_positive_a_is_a_typed_error(run_facet, tmp_path):
+    """ssm_a holds A = -exp(A_log) < 0; a non-negative entry cannot be turned back into
+    A_log and is refused naming the tensor and the entry (nothing runs)."""
+    b = bytearray((DATA / "mamba2-F32.gguf").read_bytes())
+    # the first ssm_a's data: find its info and overwrite its first float with +1.0
+    infos, data_start = ssm_to_gguf_infos(b)
+    off = data_start + infos["blk.0.ssm_a"]
+    b[off:off + 4] = struct.pack("<f", 1.0)
+    path = tmp_path / "positive_a.gguf"
+    path.write_bytes(b)
+    p = run_facet(["run", str(path), "--prompt-ids", "1,2", "-n", "1", "--weights", "f32"])
+    assert p.returncode != 0
+    assert "blk.0.ssm_a[0] is 1, expected A = -exp(A_log) < 0" in p.stderr, p.stderr
+
+
+def ssm_to_gguf_infos(buf):
+    """{tensor name: data offset} and the data section's start of GGUF bytes `buf`."""
+    _, _, n_t, n_kv = struct.unpack_from("<4sIQQ", buf, 0)
+    pos = 24
+    for _ in range(n_kv):
+        (klen,) = struct.unpack_from("<Q", buf, pos)
+        pos += 8 + klen
+        (t,) = struct.unpack_from("<I", buf, pos)
+        pos = ssm_to_gguf._skip(buf, pos + 4, t)
+    infos = {}
+    for _ in range(n_t):
+        (nlen,) = struct.unpack_from("<Q", buf, pos)
+        name = buf[pos + 8:pos + 8 + nlen].decode()
+        pos += 8 + nlen
+        (nd,) = struct.unpack_from("<I", buf, pos)
+        pos += 4 + 8 * nd
+        _, off = struct.unpack_from("<IQ", buf, pos)
+        pos += 12
+        infos[name] = off
+    return infos, (pos + 31) // 32 * 32

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Write an F32 GGUF file of a shrunk Mamba, Mamba-2 or LFM2 checkpoint (facet's own
+writer, struct only), laid out as llama.cpp reads its `mamba`, `mamba2` and `lfm2`
+architectures, so llama.cpp and facet run the same weights.
+
+    /usr/bin/python3 tests/ref/ssm_to_gguf.py HF_DIR OUT.gguf --vocab-from VOCAB.gguf
+
+HF_DIR: a folder written by tests/ref/mamba_ref.py or hybrid_ref.py (config.json and
+model.safetensors). VOCAB.gguf: a GGUF file whose tokenizer.* keys are copied verbatim
+(the tests use the corpus's llama-F32.gguf, the 512-piece stories260K vocabulary; its
+token count must equal the checkpoint's vocab_size).
+
+What llama.cpp's layout asks for (read from its loaders, src/models/mamba*.cpp and
+lfm2.cpp, and the names of gguf-py's tensor table), done here by hand:
+- Mamba / Mamba-2: no attention keys (feed_forward_length and attention.head_count are
+  written as 0, as llama.cpp's converter does), ssm.{conv_kernel, inner_size, state_size,
+  time_step_rank, group_count}; ssm.time_step_rank is Mamba-2's head count;
+  A_log stored as A = -exp(A_log) (`blk.N.ssm_a`, no .weight suffix; Mamba-2: [1, heads]);
+  D as `blk.N.ssm_d` (Mamba-2: [1, heads]); the depthwise conv1d weight squeezed to
+  [channels, kernel]; Mamba-2's gated-norm weight as [groups, inner / groups]; dt_bias
+  (Mamba-2) and dt_proj.bias (Mamba) both `blk.N.ssm_dt.bias`.
+- LFM2: attention.head_count_kv an int32 array, 0 on the short-convolution layers;
+  feed_forward_length the width after Lfm2MLP's adjustment; shortconv.l_cache; the conv
+  layers' tensors under `blk.N.shortconv.*` (conv weight squeezed to [channels, L_cache]);
+  the final norm (embedding_norm) as `token_embd_norm.weight`; rotary NEOX, so q/k rows
+  stay as they are.
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io  # noqa: E402
+
+U32, I32, F32, BOOL, STR, ARR = 4, 5, 6, 7, 8, 9
+_SCALAR = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+
+def _s(text):
+    b = text.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def _kv(key, t, v):
+    out = _s(key) + struct.pack("<I", t)
+    if t == STR:
+        return out + _s(v)
+    if t == ARR:
+        et, items = v
+        fmt = {U32: "I", I32: "i", F32: "f"}[et]
+        return out + struct.pack("<IQ", et, len(items)) + b"".join(struct.pack("<" + fmt, x) for x in items)
+    return out + struct.pack("<" + {U32: "I", I32: "i", F32: "f", BOOL: "?"}[t], v)
+
+
+def _skip(buf, pos, t):
+    """The position after a value of type t at buf[pos:]."""
+    if t in _SCALAR:
+        return pos + _SCALAR[t]
+    if t == STR:
+        (n,) = struct.unpack_from("<Q", buf, pos)
+        return pos + 8 + n
+    if t == ARR:
+        et, n = struct.unpack_from("<IQ", buf, pos)
+        pos += 12
+        if et in _SCALAR:
+            return pos + n * _SCALAR[et]
+        for _ in range(n):
+            pos = _skip(buf, pos, et)
+        return pos
+    raise ValueError("unknown GGUF value type %d" % t)
+
+
+def tokenizer_kvs(path):
+    """The raw bytes of every tokenizer.* pair of GGUF file `path`, their count, and the
+    token count."""
+    buf = open(path, "rb").read()
+    magic, version, _n_t, n_kv = struct.unpack_from("<4sIQQ", buf, 0)
+    assert magic == b"GGUF" and version == 3, path
+    pos, out, n, n_tokens = 24, b"", 0, None
+    for _ in range(n_kv):
+        start = pos
+        (klen,) = struct.unpack_from("<Q", buf, pos)
+        key = buf[pos + 8:pos + 8 + klen].decode()
+        pos += 8 + klen
+        (t,) = struct.unpack_from("<I", buf, pos)
+        end = _skip(buf, pos + 4, t)
+        if key.startswith("tokenizer."):
+            out += buf[start:end]
+            n += 1
+            if key == "tokenizer.ggml.tokens":
+                n_tokens = struct.unpack_from("<IQ", buf, pos + 4)[1]
+        pos = end
+    return out, n, n_tokens
+
+
+def write_gguf(path, arch, kvs, tensors, vocab_from):
+    """kvs: [(key, type, value)] (general.architecture added); tensors: [(name, array)]
+    written F32, numpy shape reversed into ne as GGUF does."""
+    tok, n_tok, _ = tokenizer_kvs(vocab_from)
+    kvs = [("general.architecture", STR, arch), ("general.file_type", U32, 0)] + kvs
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs) + n_tok)
+    head += b"".join(_kv(k, t, v) for k, t, v in kvs) + tok
+    align, off, datas = 32, 0, []
+    for name, a in tensors:
+        a = np.ascontiguousarray(a, dtype="<f4")
+        ne = list(reversed(a.shape))
+        head += _s(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        head += struct.pack("<IQ", 0, off)
+        b = a.tobytes()
+        datas.append(b + b"\0" * (-len(b) % align))
+        off += len(datas[-1])
+    head += b"\0" * (-len(head) % align)
+    with open(path, "wb") as fp:
+        fp.write(head)
+        for d in datas:
+            fp.write(d)
+
+
+def read_checkpoint(src):
+    path = os.path.join(src, "model.safetensors")
+    hdr, _meta, start = safetensors_io.read_header(path)
+    names = [k for k in hdr if k != "__metadata__"]
+    return {k: safetensors_io.read_tensor(path, hdr[k], start, out_dtype=np.float32) for k in names}
+
+
+def mamba(cfg, w):
+    v2 = cfg["model_type"] == "mamba2"
+    arch = "mamba2" if v2 else "mamba"
+    H, L = cfg["hidden_size"], cfg["num_hidden_layers"]
+    DI = cfg.get("expand", 2) * H
+    if v2:
+        G, NH = cfg.get("n_groups", 1), cfg.get("num_heads")
+        rank = NH
+    else:
+        r = cfg.get("time_step_rank", "auto")
+        rank = math.ceil(H / 16) if r == "auto" else r
+    kvs = [(arch + ".context_length", U32, 2 ** 20), (arch + ".embedding_length", U32, H),
+           (arch + ".feed_forward_length", U32, 0), (arch + ".attention.head_count", U32, 0),
+           (arch + ".block_count", U32, L),
+           (arch + ".ssm.conv_kernel", U32, cfg.get("conv_kernel", 4)),
+           (arch + ".ssm.inner_size", U32, DI),
+           (arch + ".ssm.state_size", U32, cfg.get("state_size", 128 if v2 else 16)),
+           (arch + ".ssm.time_step_rank", U32, rank)]
+    if v2:
+        kvs.append((arch + ".ssm.group_count", U32, G))
+    kvs.append((arch + ".attention.layer_norm_rms_epsilon", F32, cfg.get("layer_norm_epsilon", 1e-5)))
+    if not v2:
+        kvs.append((arch + ".ssm.dt_b_c_rms", BOOL, False))
+    t = [("token_embd.weight", w["backbone.embeddings.weight"]),
+         ("output_norm.weight", w["backbone.norm_f.weight"])]
+    if "lm_head.weight" in w and not np.array_equal(w["lm_head.weight"], w["backbone.embeddings.weight"]):
+        t.append(("output.weight", w["lm_head.weight"]))
+    for i in range(L):
+        p, b = "backbone.layers.%d." % i, "blk.%d." % i
+        m = p + "mixer."
+        t += [(b + "attn_norm.weight", w[p + "norm.weight"]), (b + "ssm_in.weight", w[m + "in_proj.weight"]),
+              (b + "ssm_conv1d.weight", w[m + "conv1d.weight"][:, 0, :])]
+        if m + "conv1d.bias" in w:
+            t.append((b + "ssm_conv1d.bias", w[m + "conv1d.bias"]))
+        A = -np.exp(w[m + "A_log"].astype(np.float64)).astype(np.float32)
+        if v2:
+            t += [(b + "ssm_dt.bias", w[m + "dt_bias"]), (b + "ssm_a", A.reshape(-1, 1)),
+                  (b + "ssm_d", w[m + "D"].reshape(-1, 1)),
+                  (b + "ssm_norm.weight", w[m + "norm.weight"].reshape(G, DI // G))]
+        else:
+            t += [(b + "ssm_x.weight", w[m + "x_proj.weight"]), (b + "ssm_dt.weight", w[m + "dt_proj.weight"]),
+                  (b + "ssm_dt.bias", w[m + "dt_proj.bias"]), (b + "ssm_a", A), (b + "ssm_d", w[m + "D"])]
+        t.append((b + "ssm_out.weight", w[m + "out_proj.weight"]))
+    return arch, kvs, t
+
+
+def lfm2(cfg, w):
+    import hybrid_ref
+    f = hybrid_ref.lfm2_facts(cfg)
+    a, L = "lfm2", f["L"]
+    kvs = [(a + ".block_count", U32, L), (a + ".context_length", U32, f["max_pos"]),
+           (a + ".embedding_length", U32, f["H"]), (a + ".attention.head_count", U32, f["nh"]),
+           (a + ".attention.head_count_kv", ARR, (I32, [0 if x == "conv" else f["nkv"] for x in f["types"]])),
+           (a + ".rope.freq_base", F32, f["theta"]),
+           (a + ".attention.layer_norm_rms_epsilon", F32, f["eps"]),
+           (a + ".vocab_size", U32, f["V"]), (a + ".shortconv.l_cache", U32, f["K"]),
+           (a + ".feed_forward_length", U32, f["I"])]
+    t = [("token_embd.weight", w["model.embed_tokens.weight"]),
+         ("token_embd_norm.weight", w["model.embedding_norm.weight"])]
+    if "lm_head.weight" in w and not f["tied"]:
+        t.append(("output.weight", w["lm_head.weight"]))
+    for i, kind in enumerate(f["types"]):
+        p, b = "model.layers.%d." % i, "blk.%d." % i
+        t.append((b + "attn_norm.weight", w[p + "operator_norm.weight"]))
+        if kind == "conv":
+            t += [(b + "shortconv.in_proj.weight", w[p + "conv.in_proj.weight"]),
+                  (b + "shortconv.conv.weight", w[p + "conv.conv.weight"][:, 0, :]),
+                  (b + "shortconv.out_proj.weight", w[p + "conv.out_proj.weight"])]
+        else:
+            s = p + "self_attn."
+            t += [(b + "attn_q.weight", w[s + "q_proj.weight"]), (b + "attn_k.weight", w[s + "k_proj.weight"]),
+                  (b + "attn_v.weight", w[s + "v_proj.weight"]), (b + "attn_output.weight", w[s + "out_proj.weight"]),
+                  (b + "attn_q_norm.weight", w[s + "q_layernorm.weight"]),
+                  (b + "attn_k_norm.weight", w[s + "k_layernorm.weight"])]
+        t += [(b + "ffn_norm.weight", w[p + "ffn_norm.weight"]),
+              (b + "ffn_gate.weight", w[p + "feed_forward.w1.weight"]),
+              (b + "ffn_up.weight", w[p + "feed_forward.w3.weight"]),
+              (b + "ffn_down.weight", w[p + "feed_forward.w2.weight"])]
+    return a, kvs, t
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("hf_dir")
+    ap.add_argument("out")
+    ap.add_argument("--vocab-from", required=True)
+    a = ap.parse_args(argv)
+    cfg = json.load(open(os.path.join(a.hf_dir, "config.json")))
+    w = read_checkpoint(a.hf_dir)
+    conv = {"mamba": mamba, "mamba2": mamba, "lfm2": lfm2}[cfg["model_type"]]
+    arch, kvs, tensors = conv(cfg, w)
+    n_tok = tokenizer_kvs(a.vocab_from)[2]
+    if n_tok != cfg["vocab_size"]:
+        sys.exit("%s has %s tokens, the checkpoint's vocab_size is %d" % (a.vocab_from, n_tok, cfg["vocab_size"]))
+    write_gguf(a.out, arch, kvs, tensors, a.vocab_from)
+    print("wrote %s (%s, %d tensors)" % (a.out, arch, len(tensors)))
+
+
+if __name__ == "__main__":
+    main()
