@@ -76,6 +76,16 @@ static const char *const chatglm_unread[] = {"apply_query_key_layer_scaling",
                                              "num_hidden_layers", NULL};
 static const char *const chatglm_true[] = {"post_layer_norm", NULL};
 
+/* Keys c4ai-command-r7b-12-2024's config.json carries from Cohere's training code;
+ * Cohere2Config accepts and ignores them (its modeling code is the parallel block with
+ * interleaved full rotary, a gated MLP and the layer_types / sliding_window_pattern
+ * layout whatever they say) */
+static const char *const cohere2_unread[] = {"order_of_interleaved_layers",
+                                             "position_embedding_type", "rotary_pct",
+                                             "use_embedding_sharing", "use_gated_activation",
+                                             "use_parallel_block", "use_parallel_embedding",
+                                             "cache_implementation", NULL};
+
 /* clang-format off */
 static const facet_config_class classes[] = {
     /* DeepseekV2Config (issue 25): multi-head latent attention and DeepSeek's routing;
@@ -377,6 +387,22 @@ static const facet_config_class classes[] = {
      .parallel_default = 1, .parallel_one_norm = 1, .rope_interleaved = 1,
      .logit_scale_key = "logit_scale", .logit_scale_default = 0.0625,
      .refuse_true_key = "use_qk_norm"},
+    /* Cohere2Config (Command R7B): Cohere's block (bias-free LayerNorm feeding attention
+     * and the gated silu MLP in parallel, rotary on pairs (2i, 2i+1), logit_scale, tied)
+     * with sliding_window (4096) on the layer_types' sliding layers, or by
+     * sliding_window_pattern (4: every 4th layer full) where layer_types is absent; RoPE
+     * only on the sliding layers (Cohere2Attention), none on the full ones; head_dim is
+     * hidden_size / num_attention_heads whatever the key says. The release's own keys
+     * that Cohere2Config never reads are consumed as such */
+    {.model_type = "cohere2", .max_position_embeddings = 8192, .tie_word_embeddings = 1, .rope_theta = 10000.0,
+     .rms_norm_eps = 1e-5, .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
+     .norm_eps_key = "layer_norm_eps", .layer_norm = 1,
+     .parallel_default = 1, .parallel_one_norm = 1, .rope_interleaved = 1,
+     .logit_scale_key = "logit_scale", .logit_scale_default = 0.0625,
+     .reads_sliding_window = 1, .sliding_window = 4096, .sliding_window_pattern = 4,
+     .reads_sliding_window_pattern = 1, .rope_on_sliding_only = 1, .head_dim_from_hidden = 1,
+     .unread_keys = cohere2_unread},
     /* InternLM2Config (internlm2-chat-7b's remote code, configuration_internlm2.py /
      * modeling_internlm2.py): Llama's block under its own names, wqkv in KV groups
      * [q x g; k; v], q/k/v and wo biases by `bias` (default true), RMSNorm, untied */

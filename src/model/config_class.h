@@ -63,6 +63,14 @@ typedef struct facet_config_class {
     int reads_no_rope;            /* SmolLM3: no_rope_layers / no_rope_layer_interval   */
     int64_t no_rope_layer_interval; /* class default: layer i has no RoPE iff
                                      (i + 1) % interval == 0                            */
+    int rope_on_sliding_only;     /* Cohere 2: only the windowed layers rotate; a layer
+                                     without a window (full_attention, or every layer
+                                     when sliding_window is null) attends without
+                                     positions (Cohere2Attention applies RoPE iff its
+                                     sliding_window is set)                             */
+    int head_dim_from_hidden;     /* 1: the class overwrites head_dim with hidden_size /
+                                     num_attention_heads (Cohere2Config.__post_init__):
+                                     a head_dim key that disagrees is refused           */
     /* mixture of experts (moe 0: the class has none; its expert keys stay unread and
      * the table refuses them) */
     int moe;

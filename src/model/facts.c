@@ -591,6 +591,7 @@ static facet_status read_rope(reader *r, const facet_config_class *cls) {
 static facet_status read_no_rope(reader *r, const facet_config_class *cls) {
     facet_facts *f = r->f;
     int64_t L = f->num_hidden_layers;
+    if (cls->rope_on_sliding_only) return FACET_OK; /* set by read_window */
     memset(f->layer_no_rope, 0, sizeof f->layer_no_rope);
     f->n_no_rope_layers = 0;
     if (f->no_rope) { /* learned absolute positions (GPT-2): no layer rotates */
@@ -905,6 +906,32 @@ static facet_status read_mla(reader *r, const facet_config_class *cls) {
     return FACET_OK;
 }
 
+/* layer_types and the key older transformers derive the windowed layers from
+ * (max_window_layers for Qwen2-style classes, sliding_window_pattern for Gemma 3 and
+ * Cohere 2) both given: they must name the same layers (issue 17). typed: the
+ * layer_types' sliding flags, or NULL when the config has none. */
+static facet_status types_agree(reader *r, const facet_config_class *cls, json_t *types,
+                                const uint8_t *typed, int64_t pattern,
+                                int64_t max_window_layers) {
+    const char *rule = NULL;
+    if (typed && cls->use_sliding_window_flag && json_object_get(r->obj, "max_window_layers"))
+        rule = "max_window_layers";
+    else if (typed && cls->reads_sliding_window_pattern &&
+             json_object_get(r->obj, "sliding_window_pattern"))
+        rule = "sliding_window_pattern";
+    for (int64_t i = 0; rule && i < r->f->num_hidden_layers; i++) {
+        int derived = rule[0] == 'm' ? i >= max_window_layers : ((i + 1) % pattern) != 0;
+        if (derived == typed[i]) continue;
+        char key[64];
+        snprintf(key, sizeof key, "layer_types[%lld]", (long long)i);
+        return conflict(r, key, json_array_get(types, (size_t)i), rule,
+                        json_object_get(r->obj, rule),
+                        "transformers before layer_types derived the windowed layers from the "
+                        "second, later versions read the first");
+    }
+    return FACET_OK;
+}
+
 static facet_status read_window(reader *r, const facet_config_class *cls) {
     facet_facts *f = r->f;
     int64_t L = f->num_hidden_layers;
@@ -959,6 +986,21 @@ static facet_status read_window(reader *r, const facet_config_class *cls) {
     memset(f->layer_sliding, 0, sizeof f->layer_sliding);
     f->n_sliding_layers = 0;
     f->window_inert = 0;
+    if (cls->rope_on_sliding_only) {
+        /* the layer kinds decide the positions too, window or not: agreement first */
+        TRY(types_agree(r, cls, types, have_types ? typed : NULL, pattern, max_window_layers));
+        /* Cohere2Attention: sliding_window = config.sliding_window on the sliding layers
+         * (layer_types, else (i + 1) % sliding_window_pattern != 0), None elsewhere, and
+         * RoPE iff it is set: whether or not the window binds (a window past the context
+         * still rotates), a null window rotates no layer */
+        memset(f->layer_no_rope, 0, sizeof f->layer_no_rope);
+        f->n_no_rope_layers = 0;
+        for (int64_t i = 0; i < L; i++) {
+            int s = have_types ? typed[i] : pattern > 0 ? ((i + 1) % pattern) != 0 : 1;
+            f->layer_no_rope[i] = !(window && s);
+            f->n_no_rope_layers += f->layer_no_rope[i];
+        }
+    }
     if (!window) return FACET_OK;
     if (cls->use_sliding_window_flag && !use) {
         /* Qwen2Config: sliding_window = sliding_window if use_sliding_window else None */
@@ -973,27 +1015,8 @@ static facet_status read_window(reader *r, const facet_config_class *cls) {
                          (long long)window, (long long)f->max_position_embeddings);
         return FACET_OK;
     }
-    /* layer_types and the key older transformers derive the windowed layers from
-     * (max_window_layers for Qwen2-style classes, sliding_window_pattern for Gemma 3)
-     * both given: they must name the same layers (issue 17) */
-    const char *rule = NULL;
-    if (have_types && cls->use_sliding_window_flag &&
-        json_object_get(r->obj, "max_window_layers"))
-        rule = "max_window_layers";
-    else if (have_types && cls->reads_sliding_window_pattern &&
-             json_object_get(r->obj, "sliding_window_pattern"))
-        rule = "sliding_window_pattern";
-    for (int64_t i = 0; rule && i < L; i++) {
-        int derived = rule[0] == 'm' ? i >= max_window_layers : ((i + 1) % pattern) != 0;
-        if (derived == typed[i]) continue;
-        char key[64];
-        snprintf(key, sizeof key, "layer_types[%lld]", (long long)i);
-        TRY(conflict(r, key, json_array_get(types, (size_t)i), rule,
-                     json_object_get(r->obj, rule),
-                     "transformers before layer_types derived the windowed layers from the "
-                     "second, later versions read the first"));
-        break;
-    }
+    if (!cls->rope_on_sliding_only)
+        TRY(types_agree(r, cls, types, have_types ? typed : NULL, pattern, max_window_layers));
     for (int64_t i = 0; i < L; i++) {
         int s;
         if (have_types) s = typed[i];
@@ -1144,6 +1167,15 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
     int64_t hd = 0;
     TRY(get_int(r, cls->head_dim_key ? cls->head_dim_key : "head_dim", 0, 1, MAX_HEAD_DIM, &hd,
                 &explicit_hd));
+    if (explicit_hd && cls->head_dim_from_hidden && f->num_attention_heads > 0 &&
+        hd != f->hidden_size / f->num_attention_heads) {
+        char expected[160];
+        snprintf(expected, sizeof expected,
+                 "hidden_size / num_attention_heads = %lld (the class overwrites head_dim "
+                 "with it; a checkpoint made for another head size would not load)",
+                 (long long)(f->hidden_size / f->num_attention_heads));
+        TRY(bad(r, "head_dim", json_object_get(r->obj, "head_dim"), expected));
+    }
     f->head_dim_explicit = explicit_hd;
     if (explicit_hd) f->head_dim = hd;
     else if (cls->head_dim) f->head_dim = cls->head_dim;

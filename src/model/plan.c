@@ -329,6 +329,7 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
     p->n_groups = 0;
     for (int64_t l = 0; l < f->num_hidden_layers; l++) {
         int s = f->layer_sliding[l];
+        int nope = f->layer_no_rope[l] && !f->no_rope;
         /* the layer's kinds and kernels, as a session resolves them */
         const facet_mixer_kind *mk = facet_layer_mixer(f, (int)l);
         const facet_ffn_kind *fk = facet_layer_ffn(f, (int)l);
@@ -344,7 +345,8 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
                  (ssm && !f->ssm_ffn) || f->layer_block[l] == FACET_BLOCK_MIXER ? "-"
                                                                                  : p->matmul_path);
         facet_plan_group *g = p->n_groups ? &p->groups[p->n_groups - 1] : NULL;
-        if (g && g->sliding == s && g->last == l - 1 && !strcmp(g->kernels, kern)) {
+        if (g && g->sliding == s && g->no_rope == nope && g->last == l - 1 &&
+            !strcmp(g->kernels, kern)) {
             g->last = (int)l;
             continue;
         }
@@ -355,10 +357,12 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
         g = &p->groups[p->n_groups++];
         g->first = g->last = (int)l;
         g->sliding = s;
+        g->no_rope = nope;
         snprintf(g->kernels, sizeof g->kernels, "%s", kern);
         int64_t nh = f->num_attention_heads, nkv = f->num_key_value_heads;
         char win[48] = "";
         if (s) snprintf(win, sizeof win, ", window %lld (ring)", (long long)f->sliding_window);
+        if (nope) snprintf(win + strlen(win), sizeof win - strlen(win), ", no rope");
         if (f->layer_block[l] == FACET_BLOCK_FFN) {
             snprintf(g->attention, sizeof g->attention, "none: the FFN alone (%.47s)",
                      f->act_name[0] ? f->act_name : "silu");

@@ -59,6 +59,9 @@ void facet_facts_line(const facet_facts *f, char *buf, size_t cap) {
             APPEND(buf, cap, " partial=%g", f->partial_rotary_factor);
         if (f->rope_local_base_freq) APPEND(buf, cap, " local_theta=%g", f->rope_local_base_freq);
         if (f->rope_interleaved) APPEND(buf, cap, " interleaved");
+        if (f->n_no_rope_layers) /* SmolLM3's NoPE layers, Cohere 2's full layers */
+            APPEND(buf, cap, " no_rope_layers=%d/%lld", f->n_no_rope_layers,
+                   (long long)f->num_hidden_layers);
     }
     APPEND(buf, cap, " act=%s eps=%g window=%s", f->act_name, f->rms_norm_eps,
            window_text(f, win, sizeof win));
@@ -287,9 +290,10 @@ json_t *facet_plan_json(const facet_plan *p) {
     json_object_set_new(k, "ffn", json_string(p->ffn_path));
     json_t *g = json_array();
     for (int i = 0; i < p->n_groups; i++)
-        json_array_append_new(g, json_pack("{s:i, s:i, s:b, s:s, s:s}", "first",
+        json_array_append_new(g, json_pack("{s:i, s:i, s:b, s:b, s:s, s:s}", "first",
                                            p->groups[i].first, "last", p->groups[i].last,
-                                           "sliding", p->groups[i].sliding, "attention",
+                                           "sliding", p->groups[i].sliding, "no_rope",
+                                           p->groups[i].no_rope, "attention",
                                            p->groups[i].attention, "kernels",
                                            p->groups[i].kernels));
     json_object_set_new(k, "layers", g);

@@ -37,7 +37,8 @@
  * 28): LayerNorm with or without bias, ungated MLPs (up, act, down) with biases, the
  * parallel attention + FFN residual, fused query_key_value in KV groups [q x g; k; v]
  * (NeoX per head, Falcon multi-query or grouped; reordered at load) or in [q; k; v]
- * blocks (ChatGLM), RoPE on pairs (2i, 2i+1) (GPT-J, Cohere, ChatGLM).
+ * blocks (ChatGLM), RoPE on pairs (2i, 2i+1) (GPT-J, Cohere, ChatGLM), RoPE only on the
+ * sliding layers (Cohere 2).
  * Each of these was checked against the float64 reference on shrunk checkpoints of the
  * corpus configs (tests/e2e/test_reference_families.py). */
 static const facet_caps cpu_dense = {
@@ -230,6 +231,10 @@ const facet_profile facet_profiles[] = {
     {"cohere", {"CohereForCausalLM"},
      "Command-R, Aya 23 (LayerNorm without bias, parallel attention and gated MLP, "
      "interleaved rotary, logit_scale)", &cpu_dense, &vulkan_dense},
+    {"cohere2", {"Cohere2ForCausalLM"},
+     "Command R7B (Command-R's block; sliding layers by layer_types or "
+     "sliding_window_pattern, RoPE only on them, the full layers without positions)",
+     &cpu_dense, &vulkan_dense},
     {"internlm2", {"InternLM2ForCausalLM"},
      "InternLM2 / 2.5 (Llama's block, grouped fused wqkv)", &cpu_dense, &vulkan_dense},
     {"minicpm", {"MiniCPMForCausalLM"},

@@ -150,6 +150,17 @@ FAMILIES = {
     # logit_scale (0.0625); tied. use_qk_norm is not implemented here.
     "cohere": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
                    qkv_bias="attention_bias", sliding="none", keys="cohere", norm_bias=False),
+    # Cohere2Config / modeling_cohere2: Cohere's block (CohereLayerNorm, the parallel
+    # attention + gated MLP, pairwise rotary, logits * logit_scale 0.0625, tied);
+    # __post_init__ sets head_dim = hidden_size // num_attention_heads and, with no
+    # layer_types, layer i sliding iff (i + 1) % sliding_window_pattern (default 4);
+    # sliding_window 4096. Cohere2Attention.sliding_window = config.sliding_window on the
+    # sliding layers, else None, and apply_rotary_pos_emb runs only when it is not None:
+    # the full-attention layers have no positions.
+    "cohere2": dict(tie=True, eps=1e-5, theta=10000.0, act_keys=("hidden_act",), act="silu",
+                    qkv_bias="attention_bias", sliding="pattern", sliding_default=4096,
+                    sliding_pattern=4, keys="cohere", norm_bias=False, rope_sliding_only=True,
+                    head_dim_from_hidden=True),
     # InternLM2Config / modeling_internlm2 (internlm2-chat-7b's remote code): Llama's block
     # (RMSNorm, gated silu MLP w2(act(w1 x) * w3 x), rotate_half rotary) under its own
     # names; wqkv rearranged "(h gs d)" with gs = heads / kv + 2: per KV group its query
@@ -602,6 +613,8 @@ def facts(config):
     heads = int(cfg["num_attention_heads"])
     kv = int(_get(cfg, "num_key_value_heads", heads))
     head_dim = int(_get(cfg, "head_dim", hidden // heads))
+    if fam.get("head_dim_from_hidden"):  # Cohere2Config overwrites the key
+        head_dim = hidden // heads
     n_layers = int(cfg["num_hidden_layers"])
     act = None
     for k in fam["act_keys"]:
@@ -654,7 +667,7 @@ def facts(config):
             attn_scale = float(cfg["attn_config"]["softmax_scale"])
         resid = 1.0
         logits_scaling = 1.0
-        if mt == "cohere":  # CohereForCausalLM: logits * logit_scale
+        if mt in ("cohere", "cohere2"):  # Cohere(2)ForCausalLM: logits * logit_scale
             logits_scaling = 1.0 / float(_get(cfg, "logit_scale", 0.0625))
     attn_cap = cfg.get("attn_logit_softcapping", fam.get("attn_logit_softcapping")) \
         if "attn_logit_softcapping" in fam else None
@@ -679,6 +692,8 @@ def facts(config):
 
     if alibi_kind or (classic and (classic.get("learned_positions") or classic.get("alibi"))):
         use_rope = [False] * n_layers
+    elif fam.get("rope_sliding_only"):  # Cohere2Attention: RoPE iff its window is set
+        use_rope = [t == "sliding_attention" and window is not None for t in layer_types]
     elif fam.get("no_rope"):
         nrl = cfg.get("no_rope_layers")
         if nrl is None:

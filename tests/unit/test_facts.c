@@ -392,6 +392,57 @@ static void test_cohere(void **state) {
     assert_non_null(strstr(err.message, "use_qk_norm is true"));
 }
 
+/* Cohere2Config (issue 28): Cohere's block with layer i windowed iff (i + 1) %
+ * sliding_window_pattern (default 4), or by layer_types; Cohere2Attention rotates only
+ * the windowed layers, so the full ones have no positions, a window past the context
+ * (inert) still rotates its layers and a null window rotates none (hand-worked). */
+#define COHERE2_BASE "\"model_type\": \"cohere2\", \"hidden_size\": 256, " \
+                     "\"num_hidden_layers\": 8, \"num_attention_heads\": 8, " \
+                     "\"intermediate_size\": 512, \"vocab_size\": 512"
+static void test_cohere2(void **state) {
+    (void)state;
+    facet_error err;
+    static const uint8_t by4[8] = {1, 1, 1, 0, 1, 1, 1, 0}, alt[8] = {0, 1, 0, 1, 0, 1, 0, 1};
+    /* class defaults: window 4096, pattern 4, logit_scale 0.0625, tied */
+    assert_int_equal(from_text("{" COHERE2_BASE "}", &err), FACET_OK);
+    assert_true(F.sliding_window == 4096 && F.n_sliding_layers == 6 && F.n_no_rope_layers == 2);
+    assert_true(F.logits_scaling == 16.0 && F.rope_interleaved && F.layer_norm);
+    assert_true(F.parallel_residual && F.parallel_one_norm && F.tie_word_embeddings);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(F.layer_sliding[i], by4[i]);
+        assert_int_equal(F.layer_no_rope[i], !by4[i]);
+    }
+    /* layer_types wins where sliding_window_pattern is absent */
+    assert_int_equal(from_text("{" COHERE2_BASE ", \"layer_types\": [\"full_attention\", "
+                               "\"sliding_attention\", \"full_attention\", \"sliding_attention\", "
+                               "\"full_attention\", \"sliding_attention\", \"full_attention\", "
+                               "\"sliding_attention\"]}", &err), FACET_OK);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(F.layer_sliding[i], alt[i]);
+        assert_int_equal(F.layer_no_rope[i], !alt[i]);
+    }
+    /* a window past max_position_embeddings never binds, yet its layers rotate */
+    assert_int_equal(from_text("{" COHERE2_BASE ", \"sliding_window_pattern\": 2, "
+                               "\"sliding_window\": 8192, \"max_position_embeddings\": 8192}",
+                               &err), FACET_OK);
+    assert_true(F.window_inert && F.n_sliding_layers == 0 && F.n_no_rope_layers == 4);
+    for (int i = 0; i < 8; i++) assert_int_equal(F.layer_no_rope[i], alt[i]); /* odd layers full */
+    /* no window: Cohere2Attention.sliding_window is None everywhere, no layer rotates */
+    assert_int_equal(from_text("{" COHERE2_BASE ", \"sliding_window\": null}", &err), FACET_OK);
+    assert_true(F.n_sliding_layers == 0 && F.n_no_rope_layers == 8);
+    /* the two spellings disagreeing, whether or not the window binds */
+    assert_int_equal(from_text("{" COHERE2_BASE ", \"sliding_window\": null, "
+                               "\"sliding_window_pattern\": 4, \"layer_types\": [\"full_attention\", "
+                               "\"sliding_attention\", \"full_attention\", \"sliding_attention\", "
+                               "\"full_attention\", \"sliding_attention\", \"full_attention\", "
+                               "\"sliding_attention\"]}", &err), FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "layer_types[0]"));
+    /* head_dim other than hidden_size / heads: Cohere2Config overwrites it */
+    assert_int_equal(from_text("{" COHERE2_BASE ", \"head_dim\": 64}", &err), FACET_E_FORMAT);
+    assert_non_null(strstr(err.message, "head_dim is 64"));
+    assert_int_equal(from_text("{" COHERE2_BASE ", \"head_dim\": 32}", &err), FACET_OK);
+}
+
 /* BaichuanConfig (issue 28): the position scheme and the output head from the keys the
  * releases' configuration classes define (facts.c read_baichuan). */
 #define BAICHUAN_BASE "\"model_type\": \"baichuan\", \"hidden_size\": 256, \"num_hidden_layers\": 2, " \
@@ -924,6 +975,7 @@ int main(void) {
         cmocka_unit_test(test_mpt),
         cmocka_unit_test(test_gptj),
         cmocka_unit_test(test_cohere),
+        cmocka_unit_test(test_cohere2),
         cmocka_unit_test(test_internlm2),
         cmocka_unit_test(test_baichuan),
         cmocka_unit_test(test_falcon_alibi),
