@@ -50,10 +50,10 @@ def run(run_facet, model, tmp_path, tag="gguf"):
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
-@pytest.mark.evidence(config_classes=["mamba", "mamba2", "lfm2"], backend="cpu", weights=["f32"],
-                      oracle="llama.cpp's logits and greedy ids on the GGUF file of the same "
-                             "weights")
 def test_matches_llama_cpp(run_facet, tmp_path, name):
+    # no evidence marker: SUPPORT.md cites one test per class, and the float64 reference
+    # tests (test_reference_mamba / _hybrid) are these classes' evidence; this one checks
+    # the GGUF layout
     exp, got, greedy = run(run_facet, DATA / f"{name}-F32.gguf", tmp_path)
     ref = np.fromfile(DATA / f"{name}-F32.f32", dtype="<f4").reshape(-1, V).astype(np.float64)
     got = got.astype(np.float64)
