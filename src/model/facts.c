@@ -913,11 +913,12 @@ static facet_status read_mla(reader *r, const facet_config_class *cls) {
 static facet_status types_agree(reader *r, const facet_config_class *cls, json_t *types,
                                 const uint8_t *typed, int64_t pattern,
                                 int64_t max_window_layers) {
-    const char *rule = NULL;
-    if (typed && cls->use_sliding_window_flag && json_object_get(r->obj, "max_window_layers"))
+    const char *rule = NULL; /* a null older key names no layers: nothing to disagree */
+    json_t *mwl = json_object_get(r->obj, "max_window_layers");
+    json_t *swp = json_object_get(r->obj, "sliding_window_pattern");
+    if (typed && cls->use_sliding_window_flag && mwl && !json_is_null(mwl))
         rule = "max_window_layers";
-    else if (typed && cls->reads_sliding_window_pattern &&
-             json_object_get(r->obj, "sliding_window_pattern"))
+    else if (typed && cls->reads_sliding_window_pattern && swp && !json_is_null(swp))
         rule = "sliding_window_pattern";
     for (int64_t i = 0; rule && i < r->f->num_hidden_layers; i++) {
         int derived = rule[0] == 'm' ? i >= max_window_layers : ((i + 1) % pattern) != 0;

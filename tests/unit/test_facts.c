@@ -437,6 +437,14 @@ static void test_cohere2(void **state) {
                                "\"full_attention\", \"sliding_attention\", \"full_attention\", "
                                "\"sliding_attention\"]}", &err), FACET_E_FORMAT);
     assert_non_null(strstr(err.message, "layer_types[0]"));
+    /* a null sliding_window_pattern beside layer_types names nothing (transformers >= 4.53
+     * never reads it there) */
+    assert_int_equal(from_text("{" COHERE2_BASE ", \"sliding_window_pattern\": null, "
+                               "\"layer_types\": [\"full_attention\", "
+                               "\"sliding_attention\", \"full_attention\", \"sliding_attention\", "
+                               "\"full_attention\", \"sliding_attention\", \"full_attention\", "
+                               "\"sliding_attention\"]}", &err), FACET_OK);
+    assert_true(F.n_sliding_layers == 4 && F.layer_no_rope[0] && !F.layer_no_rope[1]);
     /* head_dim other than hidden_size / heads: Cohere2Config overwrites it */
     assert_int_equal(from_text("{" COHERE2_BASE ", \"head_dim\": 64}", &err), FACET_E_FORMAT);
     assert_non_null(strstr(err.message, "head_dim is 64"));
