@@ -78,8 +78,9 @@ static ssm_form ssm_form_of(const char *name) {
  *   ssm_a holds A = -exp(A_log) -> A_log = log(-A) (Mamba-2's [1, heads] made 1-D), a
  *   float32 copy into *owned (NULL when headers_only). A_log round-trips through exp and
  *   log: within an ulp or two of the checkpoint's. */
-static facet_status ssm_reshape(const gguf_tensor *t, st_tensor *s, const facet_facts *f,
-                                int headers_only, void **owned, facet_error *err) {
+static facet_status ssm_reshape(const char *path, const gguf_tensor *t, st_tensor *s,
+                                const facet_facts *f, int headers_only, void **owned,
+                                facet_error *err) {
     *owned = NULL;
     uint64_t n = 1;
     for (int d = 0; d < t->n_dims; d++) n *= (uint64_t)t->ne[d];
@@ -87,8 +88,9 @@ static facet_status ssm_reshape(const gguf_tensor *t, st_tensor *s, const facet_
     if (form == SSM_CONV) {
         if (t->n_dims != 2)
             return facet_err(err, FACET_E_FORMAT,
-                             "tensor %s has %d dimensions, expected 2 ([kernel, channels])",
-                             t->name, t->n_dims);
+                             "%s: tensor %s has %d dimensions, expected 2 (ne [kernel, "
+                             "channels])",
+                             path, t->name, t->n_dims);
         s->ndim = 3;
         s->shape[0] = t->ne[1];
         s->shape[1] = 1;
@@ -102,15 +104,15 @@ static facet_status ssm_reshape(const gguf_tensor *t, st_tensor *s, const facet_
     }
     if (form != SSM_A || headers_only) return FACET_OK;
     float *a = malloc((size_t)n * sizeof *a);
-    if (!a) return facet_err(err, FACET_E_NOMEM, "tensor %s: out of memory", t->name);
+    if (!a) return facet_err(err, FACET_E_NOMEM, "%s: tensor %s: out of memory", path, t->name);
     memcpy(a, t->data, (size_t)n * sizeof *a);
     for (uint64_t i = 0; i < n; i++) {
         if (!(a[i] < 0) || !isfinite(a[i])) {
             float v = a[i];
             free(a);
             return facet_err(err, FACET_E_FORMAT,
-                             "tensor %s[%" PRIu64 "] is %g, expected A = -exp(A_log) < 0",
-                             t->name, i, (double)v);
+                             "%s: tensor %s[%" PRIu64 "] is %g, expected A = -exp(A_log) < 0",
+                             path, t->name, i, (double)v);
         }
         a[i] = logf(-a[i]);
     }
@@ -361,7 +363,7 @@ static facet_status open_view(const gguf_model *m, const facet_facts *f, int hea
         s->file_index = 0;
         s->gguf_qtype = qt + 1;
         if (form != SSM_AS_IS) {
-            st = ssm_reshape(t, s, f, headers_only, &out->owned[out->n_owned], err);
+            st = ssm_reshape(g0->path, t, s, f, headers_only, &out->owned[out->n_owned], err);
             if (st != FACET_OK) break;
             if (out->owned[out->n_owned]) out->n_owned++;
         }
