@@ -7,6 +7,8 @@
  *   y = sum over the k of w_j * down_j(act(gate_j h) * up_j h)   (experts in id order;
  *       gpt-oss: biases on gate, up and down, and its clamped SwiGLU)
  *   y += [sigmoid(h . g)] * shared(h)             [shared expert; gate: Qwen2-MoE]
+ * With the ffn_ungated fact (Nemotron-H's NemotronHExperts and its shared NemotronHMLP)
+ * every expert and the shared one is down(act(up h)), no gate projection.
  * DeepSeek's routers (DeepseekV2Moe, DeepseekV3TopkRouter: FACET_ROUTER_GROUPED) choose
  * inside groups, with sigmoid scores and a per-expert bias of the choice (V3), and scale
  * the weights by routed_scaling_factor (facet_moe_route_grouped); their shared experts
@@ -135,10 +137,11 @@ static void route_row(facet_session *s, int l, int r) {
                     s->moe_ids + (size_t)r * k, s->moe_w + (size_t)r * k);
 }
 
-/* gate = act(gate) * up over rows [0, n) of width `width`, in parallel when many. */
+/* gate = act(gate) * up (ungated: up = act(up)) over rows [0, n) of width `width`, in
+ * parallel when many. */
 typedef struct {
     facet_session *s;
-    int width, per, n;
+    int width, per, n, ungated;
 } act_job;
 
 /* gpt-oss's GptOssExperts: g = min(gate, limit), u = clamp(up, -limit, limit),
@@ -161,31 +164,39 @@ static void act_task(void *ctx, int task, int thread) {
     int r1 = (task + 1) * j->per < j->n ? (task + 1) * j->per : j->n;
     for (int r = task * j->per; r < r1; r++) {
         float *g = s->gate + (size_t)r * j->width;
-        const float *u = s->up + (size_t)r * j->width;
-        if (limit > 0) clamped_swiglu(g, u, j->width, limit);
+        float *u = s->up + (size_t)r * j->width;
+        if (j->ungated) s->be->ops->act(s->be, u, j->width, act);
+        else if (limit > 0) clamped_swiglu(g, u, j->width, limit);
         else s->be->ops->gated_act(s->be, g, u, j->width, act);
     }
 }
 
-static void act_rows(facet_session *s, int n, int width) {
+static void act_rows(facet_session *s, int n, int width, int ungated) {
     facet_backend *be = s->be;
     int threads = be->ops->threads(be);
     int tasks = threads > 1 && n >= 8 ? threads * 2 : 1;
-    act_job j = {s, width, (n + tasks - 1) / tasks, n};
+    act_job j = {s, width, (n + tasks - 1) / tasks, n, ungated};
     be->ops->run(be, (n + j.per - 1) / j.per, act_task, &j);
 }
 
 /* y (n, H) = down(act(gate x + gb) * (up x + ub)) + db for rows x (n, H) of a gated FFN
- * of width I (biases NULL: none). */
+ * of width I (biases NULL: none); with the ffn_ungated fact down(act(up x + ub)) + db
+ * (gate and gb unused). */
 static void gated_ffn(facet_session *s, float *y, const float *x, const facet_wtensor *gate,
                       const facet_wtensor *up, const facet_wtensor *down, const float *gb,
                       const float *ub, const float *db, int n) {
     facet_backend *be = s->be;
+    if (s->model->facts.ffn_ungated) {
+        be->ops->matmul(be, s->up, x, up, ub, n);
+        act_rows(s, n, up->rows, 1);
+        be->ops->matmul(be, y, s->up, down, db, n);
+        return;
+    }
     float *const out[2] = {s->gate, s->up};
     const facet_wtensor *const w[2] = {gate, up};
     const float *const b[2] = {gb, ub};
     be->ops->matmul_multi(be, 2, out, x, w, b, n);
-    act_rows(s, n, gate->rows);
+    act_rows(s, n, gate->rows, 0);
     be->ops->matmul(be, y, s->gate, down, db, n);
 }
 
@@ -215,21 +226,28 @@ static int experts_one_row(facet_session *s, const facet_layer_weights *L, int k
             ids[n] = e;
             slot[n++] = s->moe_pair[s->moe_start[e]];
         }
-    size_t I = (size_t)L->experts[ids[0]].gate.rows; /* the expert width (this rank's share) */
+    int ungated = f->ffn_ungated, m = ungated ? 1 : 2; /* first-stage matrices an expert */
+    size_t I = (size_t)L->experts[ids[0]].up.rows; /* the expert width (this rank's share) */
     float *yg[2 * MOE_ONE_ROW_MAX], *yd[MOE_ONE_ROW_MAX];
     const float *bg[2 * MOE_ONE_ROW_MAX], *xd[MOE_ONE_ROW_MAX], *bd[MOE_ONE_ROW_MAX];
     const facet_wtensor *wg[2 * MOE_ONE_ROW_MAX], *wd[MOE_ONE_ROW_MAX];
     for (int j = 0; j < n; j++) {
         const facet_expert *x = &L->experts[ids[j]];
-        yg[2 * j] = s->gate + (size_t)j * I, yg[2 * j + 1] = s->up + (size_t)j * I;
-        wg[2 * j] = &x->gate, wg[2 * j + 1] = &x->up;
-        bg[2 * j] = x->gate_bias, bg[2 * j + 1] = x->up_bias;
-        yd[j] = s->moe_y + (size_t)j * H, xd[j] = yg[2 * j];
+        float *g = s->gate + (size_t)j * I, *u = s->up + (size_t)j * I;
+        if (ungated) { /* up alone */
+            yg[j] = u, wg[j] = &x->up, bg[j] = x->up_bias;
+        } else {
+            yg[2 * j] = g, yg[2 * j + 1] = u;
+            wg[2 * j] = &x->gate, wg[2 * j + 1] = &x->up;
+            bg[2 * j] = x->gate_bias, bg[2 * j + 1] = x->up_bias;
+        }
+        yd[j] = s->moe_y + (size_t)j * H, xd[j] = ungated ? u : g;
         wd[j] = &x->down, bd[j] = x->down_bias;
     }
-    be->ops->matmul_multi(be, 2 * n, yg, s->xn, wg, bg, 1);
+    be->ops->matmul_multi(be, m * n, yg, s->xn, wg, bg, 1);
     for (int j = 0; j < n; j++) {
-        if (limit > 0) clamped_swiglu(yg[2 * j], yg[2 * j + 1], (int)I, limit);
+        if (ungated) be->ops->act(be, yg[j], (int)I, act);
+        else if (limit > 0) clamped_swiglu(yg[2 * j], yg[2 * j + 1], (int)I, limit);
         else be->ops->gated_act(be, yg[2 * j], yg[2 * j + 1], (int)I, act);
     }
     be->ops->matmul_each(be, n, yd, xd, wd, bd);

@@ -193,7 +193,8 @@ void facet_model_get_info(const facet_model *m, facet_model_info *info) {
         uint64_t E = (uint64_t)f->num_experts, K = (uint64_t)f->num_experts_per_tok;
         uint64_t EI = (uint64_t)f->moe_intermediate_size;
         uint64_t SI = (uint64_t)f->shared_expert_intermediate_size;
-        info->layer_matrix_params += S * (E * H + K * 3 * EI * H + 3 * SI * H +
+        uint64_t per = f->ffn_ungated ? 2 : 3; /* up and down (ungated), or with gate */
+        info->layer_matrix_params += S * (E * H + K * per * EI * H + per * SI * H +
                                           (f->shared_expert_gate ? H : 0));
         for (int64_t l = 0; l < f->num_hidden_layers; l++) {
             const facet_layer_weights *L = &m->w.layers[l];

@@ -651,10 +651,11 @@ static facet_status read_mxfp4(reader *r) {
 static facet_status read_moe(reader *r, const facet_config_class *cls) {
     facet_facts *f = r->f;
     int64_t L = f->num_hidden_layers;
+    /* a class without these keys keeps what its own reader set (Nemotron-H's "E" layers) */
+    if (!cls->moe) return FACET_OK;
     memset(f->layer_sparse, 0, sizeof f->layer_sparse);
     f->n_sparse_layers = 0;
     f->moe_router = FACET_ROUTER_NONE;
-    if (!cls->moe) return FACET_OK;
     f->num_experts = cls->num_experts;
     f->num_experts_per_tok = cls->num_experts_per_tok;
     /* Qwen-MoE: num_experts 0 makes every layer dense (its modeling code's test) */
@@ -1843,12 +1844,68 @@ static facet_status int_alias(reader *r, const char *key, const char *alias, int
     return FACET_OK;
 }
 
+/* NemotronHMoE, the "E" layers of NemotronHConfig (transformers models/nemotron_h):
+ *   logits = h W_gate^T in float32 (NemotronHTopkRouter), s = sigmoid(logits)
+ *   ids = top num_experts_per_tok of s + e_score_correction_bias (n_group groups, the
+ *         topk_group best by their top-2 sum kept; the others masked to -inf)
+ *   w = s[ids] (/ their sum + 1e-20 when norm_topk_prob) * routed_scaling_factor
+ *   y = sum_j w_j down_j(relu2(up_j h)) + down_s(relu2(up_s h))
+ * Every expert and the shared expert (one NemotronHMLP of
+ * moe_shared_expert_intermediate_size; n_shared_experts is not read by the modeling code)
+ * are ungated: the class's ffn_ungated fact. DeepSeek-V3's routing
+ * (FACET_ROUTER_GROUPED, sigmoid, score bias) but for its mask: facet_moe_route_grouped
+ * masks the dropped groups to 0.0 (DeepseekV3's masked_fill), NemotronH to -inf, which
+ * differ once a kept expert's biased score is negative: n_group > 1 is refused by value
+ * (NemotronHConfig's default, and the released Nano's, is 1). moe_latent_size (the
+ * fc1/fc2_latent_proj projections around the experts) is refused unless null. Without
+ * an "E" layer the keys are read (typed) and no expert fact is set. */
+static facet_status read_nemotron_moe(reader *r) {
+    facet_facts *f = r->f;
+    int64_t E = 8, k = 2, ei = 7688, si = 7688, shared = 1, n_group = 1, topk_group = 1;
+    double scale = 1.0;
+    int norm = 1;
+    TRY(int_alias(r, "n_routed_experts", "num_local_experts", MAX_EXPERTS, &E));
+    TRY(get_int(r, "num_experts_per_tok", 0, 1, MAX_EXPERTS_PER_TOK, &k, NULL));
+    TRY(get_int(r, "moe_intermediate_size", 0, 1, MAX_INTERMEDIATE, &ei, NULL));
+    json_t *sv = json_object_get(r->obj, "moe_shared_expert_intermediate_size");
+    if (sv && json_is_null(sv)) /* NemotronHMLP: intermediate_size or config.intermediate_size */
+        si = f->intermediate_size;
+    TRY(get_int(r, "moe_shared_expert_intermediate_size", 0, 1, MAX_INTERMEDIATE, &si, NULL));
+    TRY(get_int(r, "n_shared_experts", 0, 0, MAX_EXPERTS, &shared, NULL));
+    TRY(get_num(r, "routed_scaling_factor", 1, &scale));
+    TRY(get_int(r, "n_group", 0, 1, MAX_EXPERTS, &n_group, NULL));
+    TRY(get_int(r, "topk_group", 0, 1, MAX_EXPERTS, &topk_group, NULL));
+    TRY(get_bool(r, "norm_topk_prob", &norm));
+    json_t *lat = take(r, "moe_latent_size");
+    if (!f->n_sparse_layers) return FACET_OK;
+    if (lat && !json_is_null(lat))
+        return bad(r, "moe_latent_size", lat,
+                   "null (the latent projections around the experts are not built)");
+    if (n_group != 1)
+        return bad(r, "n_group", json_object_get(r->obj, "n_group"),
+                   "1 (NemotronH masks the dropped groups to -inf, which facet's grouped "
+                   "router does not)");
+    if (topk_group != 1)
+        return bad(r, "topk_group", json_object_get(r->obj, "topk_group"), "1 (n_group is 1)");
+    if (k > E)
+        return bad(r, "num_experts_per_tok", json_object_get(r->obj, "num_experts_per_tok"),
+                   "at most n_routed_experts");
+    f->num_experts = E, f->num_experts_per_tok = k, f->moe_intermediate_size = ei;
+    f->shared_expert_intermediate_size = si, f->shared_expert_gate = 0, f->n_shared_experts = shared;
+    f->routed_scaling_factor = scale, f->norm_topk_prob = norm;
+    f->n_group = n_group, f->topk_group = topk_group;
+    f->moe_router = FACET_ROUTER_GROUPED, f->moe_sigmoid = 1, f->moe_score_bias = 1;
+    snprintf(f->topk_method, sizeof f->topk_method, "noaux_tc");
+    snprintf(f->scoring_func, sizeof f->scoring_func, "sigmoid");
+    return FACET_OK;
+}
+
 /* NemotronHConfig (transformers models/nemotron_h): every layer is x + block(RMSNorm(x))
  * with one block, by hybrid_override_pattern ("M" Mamba-2, "*" attention, "-" MLP) or
  * layers_block_type / layer_types ("linear_attention" / "mamba", "full_attention" /
- * "attention", "mlp"); "E" / "moe" layers are refused. The Mamba-2 mixer is
- * mamba_num_heads x mamba_head_dim wide (expand unused) with the gated norm per group of
- * n_groups; attention has no rotary embedding; the MLP is down(relu2(up h)). */
+ * "attention", "mlp", "moe"). The Mamba-2 mixer is mamba_num_heads x mamba_head_dim wide
+ * (expand unused) with the gated norm per group of n_groups; attention has no rotary
+ * embedding; the MLP is down(relu2(up h)); an "E" layer is NemotronHMoE (read_nemotron_moe). */
 static facet_status read_nemotron_h(reader *r) {
     facet_facts *f = r->f;
     int64_t L = f->num_hidden_layers;
@@ -1885,24 +1942,21 @@ static facet_status read_nemotron_h(reader *r) {
         return bad(r, "mamba_hidden_act", json_object_get(r->obj, "mamba_hidden_act"), "\"silu\"");
     json_t *lim = take_alias(r, "time_step_limit", "mamba_dt_limit", &name);
     if (!no_clamp(lim)) return bad(r, name, lim, "[0.0, inf] (no clamp)");
-    /* training and kernel choices, the MoE / multi-token-prediction keys of a config whose
-     * pattern has no such layer (refused below when it has), the state's own dtype
-     * (facet's is float32) */
+    /* training and kernel choices (moe_shared_expert_overlap: Megatron's overlap of the
+     * shared expert's compute), the multi-token-prediction layers (never run by next-token
+     * decoding), the state's own dtype (facet's is float32) */
     static const char *const unread[] = {
         "time_step_min", "time_step_max", "time_step_floor", "mamba_dt_min", "mamba_dt_max",
         "mamba_dt_init_floor", "use_mamba_kernels", "num_logits_to_keep", "residual_in_fp32",
         "rescale_prenorm_residual", "hidden_dropout", "mamba_ssm_cache_dtype",
-        "n_routed_experts", "n_shared_experts", "moe_intermediate_size",
-        "moe_shared_expert_intermediate_size", "moe_latent_size", "moe_shared_expert_overlap",
-        "num_experts_per_tok", "routed_scaling_factor", "n_group", "topk_group",
-        "norm_topk_prob", "num_nextn_predict_layers", "mtp_layers_block_type",
+        "moe_shared_expert_overlap", "num_nextn_predict_layers", "mtp_layers_block_type",
         "mtp_hybrid_override_pattern", NULL};
     for (int i = 0; unread[i]; i++) take(r, unread[i]);
 
     char expected[160];
     snprintf(expected, sizeof expected,
-             "num_hidden_layers (%lld) layers of M (Mamba-2), * (attention) or - (MLP); "
-             "E (MoE) layers are not built", (long long)L);
+             "num_hidden_layers (%lld) layers of M (Mamba-2), * (attention), - (MLP) or "
+             "E (MoE)", (long long)L);
     char kind[FACET_MAX_LAYERS];
     json_t *pat = take(r, "hybrid_override_pattern");
     json_t *list = take(r, "layers_block_type"), *lt = take(r, "layer_types");
@@ -1918,7 +1972,7 @@ static facet_status read_nemotron_h(reader *r) {
             const char *t = json_is_string(e) ? json_string_value(e) : "";
             kind[i] = !strcmp(t, "linear_attention") || !strcmp(t, "mamba") ? 'M'
                       : !strcmp(t, "full_attention") || !strcmp(t, "attention") ? '*'
-                      : !strcmp(t, "mlp") ? '-' : '?';
+                      : !strcmp(t, "mlp") ? '-' : !strcmp(t, "moe") ? 'E' : '?';
             if (kind[i] == '?') return bad(r, lname, list, expected);
         }
     } else if (pat && !json_is_null(pat)) {
@@ -1927,7 +1981,7 @@ static facet_status read_nemotron_h(reader *r) {
             return bad(r, "hybrid_override_pattern", pat, expected);
         const char *p = json_string_value(pat);
         for (int64_t i = 0; i < L; i++) {
-            if (p[i] != 'M' && p[i] != '*' && p[i] != '-')
+            if (p[i] != 'M' && p[i] != '*' && p[i] != '-' && p[i] != 'E')
                 return bad(r, "hybrid_override_pattern", pat, expected);
             kind[i] = p[i];
         }
@@ -1935,14 +1989,17 @@ static facet_status read_nemotron_h(reader *r) {
         return missing(r, "hybrid_override_pattern");
     }
     memset(f->layer_ssm, 0, sizeof f->layer_ssm);
-    f->n_ssm_layers = f->n_ffn_only_layers = 0;
+    memset(f->layer_sparse, 0, sizeof f->layer_sparse);
+    f->n_ssm_layers = f->n_ffn_only_layers = f->n_sparse_layers = 0;
     for (int64_t i = 0; i < L; i++) {
         f->layer_ssm[i] = kind[i] == 'M' ? 2 : 0;
-        f->layer_block[i] = kind[i] == '-' ? FACET_BLOCK_FFN : FACET_BLOCK_MIXER;
+        f->layer_block[i] = kind[i] == '-' || kind[i] == 'E' ? FACET_BLOCK_FFN : FACET_BLOCK_MIXER;
+        f->layer_sparse[i] = kind[i] == 'E';
         f->n_ssm_layers += kind[i] == 'M';
-        f->n_ffn_only_layers += kind[i] == '-';
+        f->n_ffn_only_layers += kind[i] == '-' || kind[i] == 'E';
+        f->n_sparse_layers += kind[i] == 'E';
     }
-    return FACET_OK;
+    return read_nemotron_moe(r);
 }
 
 facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what,

@@ -84,6 +84,8 @@ typedef enum facet_experts_layout {
     FACET_EXPERTS_SPLIT3D,          /* mlp.experts.gate_proj / up_proj [E, I, H] and
                                        down_proj [E, H, I], 3-D each (GGUF's
                                        ffn_{gate,up,down}_exps seen under these names)   */
+    FACET_EXPERTS_MIXER,            /* mixer.gate + mixer.experts.N.up_proj/down_proj, no
+                                       gate projection (Nemotron-H's ungated experts)     */
 } facet_experts_layout;
 
 /* A config.json key the fact reader did not consume (its value rendered as compact

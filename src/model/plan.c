@@ -179,10 +179,11 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
         /* MXFP4 experts (gpt-oss's quantization_config) stay in their blocks in every
          * run-time format */
         int ef = f->experts_mxfp4 ? (int)FACET_WF_GGUF_MXFP4 : fmt;
-        add_mat_in(w, ef, EI, H, sat_mul(2 * E, S), sat_mul(2 * K, S));
+        uint64_t up = f->ffn_ungated ? 1 : 2; /* gate and up, or up alone (Nemotron-H) */
+        add_mat_in(w, ef, EI, H, sat_mul(up * E, S), sat_mul(up * K, S));
         add_mat_in(w, ef, H, EI, sat_mul(E, S), sat_mul(K, S));
         if (SI) {
-            add_mat(w, SI, H, 2 * S, 2 * S);
+            add_mat(w, SI, H, up * S, up * S);
             add_mat(w, H, SI, S, S);
         }
         if (SI && f->shared_expert_gate) add_mat(w, 1, H, S, S);

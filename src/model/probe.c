@@ -157,7 +157,8 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
                        {"feed_forward.experts.0.gate_proj.weight", FACET_EXPERTS_JAMBA},
                        {"mlp.experts.gate_up_proj", FACET_EXPERTS_FUSED},
                        {"mlp.experts.gate_proj", FACET_EXPERTS_SPLIT3D},
-                       {"block_sparse_moe.input_linear.weight", FACET_EXPERTS_GRANITE}};
+                       {"block_sparse_moe.input_linear.weight", FACET_EXPERTS_GRANITE},
+                       {"mixer.experts.0.up_proj.weight", FACET_EXPERTS_MIXER}};
         int64_t l0 = 0;
         while (!f->layer_sparse[l0]) l0++;
         for (size_t i = 0; i < sizeof layouts / sizeof layouts[0] && !f->experts_layout; i++) {
@@ -172,8 +173,9 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
                              "layer (expected %slayers.%lld.block_sparse_moe.experts.0.w1.weight, "
                              "mlp.experts.0.gate_proj.weight, feed_forward.experts.0.gate_proj.weight, "
                              "mlp.experts.gate_up_proj, "
-                             "mlp.experts.gate_proj or "
-                             "block_sparse_moe.input_linear.weight)",
+                             "mlp.experts.gate_proj, "
+                             "block_sparse_moe.input_linear.weight or "
+                             "mixer.experts.0.up_proj.weight)",
                              (long long)l0, prefix, (long long)l0);
     }
 

@@ -65,10 +65,13 @@ static int mlp_gate(const facet_facts *f) { return proj(f) || fused3d(f) || spli
 static int down3d(const facet_facts *f) { return fused3d(f) || split3d(f); }
 static int granite3d(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_GRANITE; }
 static int jamba(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_JAMBA; }
+static int mixer_experts(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_MIXER; }
 static int dbc_norm(const facet_facts *f) { return f->ssm_version == 1 && f->ssm_dbc_norm; }
 static int shared_mlp(const facet_facts *f) {
     return f->shared_expert_intermediate_size > 0 && !granite3d(f);
 }
+/* an ungated shared expert (Nemotron-H's, facts ffn_ungated) has no gate_proj */
+static int shared_mlp_gated(const facet_facts *f) { return shared_mlp(f) && !f->ffn_ungated; }
 static int shared_gate(const facet_facts *f) { return shared_mlp(f) && f->shared_expert_gate; }
 static int granite_shared(const facet_facts *f) {
     return f->shared_expert_intermediate_size > 0 && granite3d(f);
@@ -107,11 +110,12 @@ static int selective(const facet_facts *f) { return f->ssm_version == 1 || f->ss
      .fused = -1, .n_split = n_, .split = {s0, s1}, .when = when_,                          \
      .scope = FACET_SCOPE_SPARSE, .experts3d = 1}
 #define EF FACET_TD_EFFN
-/* the shared expert: Qwen2-MoE's mlp.shared_expert.*, DeepSeek's mlp.shared_experts.* */
-#define SHARED(tail_, gguf_, d0, d1, slot_)                                                 \
+/* the shared expert: Qwen2-MoE's mlp.shared_expert.*, DeepSeek's mlp.shared_experts.*,
+ * Nemotron-H's mixer.shared_experts.* */
+#define SHARED(tail_, gguf_, d0, d1, slot_, when_)                                          \
     {.root = L, .name = "mlp.shared_expert." tail_, .alt = "mlp.shared_experts." tail_,      \
-     .gguf = gguf_,                                                                          \
-     .dims = {d0, d1}, .matrix = 1, .slot = slot_, .fused = -1, .when = shared_mlp,          \
+     .alt2 = "mixer.shared_experts." tail_, .gguf = gguf_,                                   \
+     .dims = {d0, d1}, .matrix = 1, .slot = slot_, .fused = -1, .when = when_,               \
      .scope = FACET_SCOPE_SPARSE}
 
 /* a Mamba layer's row (MambaBlock: norm, mixer.*; a Granite 4 hybrid's mamba.*) */
@@ -323,6 +327,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     SMAT("block_sparse_moe.router.layer.weight", NULL, FACET_TD_EXPERTS, H, FACET_TS_ROUTER,
          granite3d),
     SMAT("mlp.router.weight", NULL, FACET_TD_EXPERTS, H, FACET_TS_ROUTER, gptoss),
+    SMAT("mixer.gate.weight", NULL, FACET_TD_EXPERTS, H, FACET_TS_ROUTER, mixer_experts),
     {.root = L, .name = "mlp.router.bias", .dims = {FACET_TD_EXPERTS, FACET_TD_NONE},
      .slot = FACET_TS_ROUTER_BIAS, .fused = -1, .when = gptoss, .scope = FACET_SCOPE_SPARSE},
     /* the experts: Mixtral's w1 (gate), w3 (up), w2 (down) */
@@ -333,6 +338,10 @@ const facet_tensor_row facet_tensor_rows[] = {
     EXPERT("feed_forward.experts.", "gate_proj.weight", EF, H, FACET_TS_EXPERT_GATE, jamba),
     EXPERT("feed_forward.experts.", "up_proj.weight", EF, H, FACET_TS_EXPERT_UP, jamba),
     EXPERT("feed_forward.experts.", "down_proj.weight", H, EF, FACET_TS_EXPERT_DOWN, jamba),
+    /* Nemotron-H's NemotronHExperts, as the released checkpoints store them: up and
+     * down alone (ungated) */
+    EXPERT("mixer.experts.", "up_proj.weight", EF, H, FACET_TS_EXPERT_UP, mixer_experts),
+    EXPERT("mixer.experts.", "down_proj.weight", H, EF, FACET_TS_EXPERT_DOWN, mixer_experts),
     EXPERT("mlp.experts.", "gate_proj.weight", EF, H, FACET_TS_EXPERT_GATE, proj),
     EXPERT("mlp.experts.", "up_proj.weight", EF, H, FACET_TS_EXPERT_UP, proj),
     EXPERT("mlp.experts.", "down_proj.weight", H, EF, FACET_TS_EXPERT_DOWN, proj),
@@ -376,11 +385,15 @@ const facet_tensor_row facet_tensor_rows[] = {
      .split = {FACET_TS_EXPERT_UP_BIAS}, .when = split3d_biases,
      .scope = FACET_SCOPE_SPARSE, .experts3d = 1},
     /* the shared expert (Qwen2-MoE, gated; Granite-MoE-shared, ungated and fused) */
-    SHARED("gate_proj.weight", "ffn_gate_shexp.weight", FACET_TD_SFFN, H, FACET_TS_SHARED_GATE),
-    SHARED("up_proj.weight", "ffn_up_shexp.weight", FACET_TD_SFFN, H, FACET_TS_SHARED_UP),
-    SHARED("down_proj.weight", "ffn_down_shexp.weight", H, FACET_TD_SFFN, FACET_TS_SHARED_DOWN),
-    /* DeepseekV3TopkRouter's per-expert bias of the choice (noaux_tc) */
-    {.root = L, .name = "mlp.gate.e_score_correction_bias", .gguf = "exp_probs_b.bias", .dims = {FACET_TD_EXPERTS, FACET_TD_NONE},
+    SHARED("gate_proj.weight", "ffn_gate_shexp.weight", FACET_TD_SFFN, H, FACET_TS_SHARED_GATE,
+           shared_mlp_gated),
+    SHARED("up_proj.weight", "ffn_up_shexp.weight", FACET_TD_SFFN, H, FACET_TS_SHARED_UP,
+           shared_mlp),
+    SHARED("down_proj.weight", "ffn_down_shexp.weight", H, FACET_TD_SFFN, FACET_TS_SHARED_DOWN,
+           shared_mlp),
+    /* DeepseekV3TopkRouter's (NemotronHTopkRouter's) per-expert bias of the choice */
+    {.root = L, .name = "mlp.gate.e_score_correction_bias",
+     .alt = "mixer.gate.e_score_correction_bias", .gguf = "exp_probs_b.bias", .dims = {FACET_TD_EXPERTS, FACET_TD_NONE},
      .slot = FACET_TS_ROUTER_SCORE_BIAS, .fused = -1, .when = score_bias,
      .scope = FACET_SCOPE_SPARSE},
     SMAT("mlp.shared_expert_gate.weight", NULL, FACET_TD_ONE, H, FACET_TS_SHARED_EXPERT_GATE,

@@ -137,7 +137,7 @@ def test_granite_hybrid_refusals(run_facet, tmp_path):
                         ({"layer_types": ["mamba", "mamba", "linear_attention", "mamba"]},
                          "\"mamba\" or \"attention\""),
                         ({"position_embedding_type": "alibi"}, "null, \"nope\" or \"rope\"")):
-        d = tmp_path / ("c-%s" % next(iter(bad)))
+        d = tmp_path / ("c-%s" % "-".join(sorted(bad)))
         d.mkdir(exist_ok=True)
         (d / "config.json").write_text(json.dumps(dict(cfg, **bad)))
         proc = run_facet(["conform", str(d)])
@@ -205,7 +205,7 @@ def test_lfm2_refusals(run_facet, tmp_path):
                         ({"layer_types": ["conv", "sliding_attention", "conv", "conv"]},
                          "\"conv\" or \"full_attention\""),
                         ({"num_heads": 8}, "num_heads")):
-        d = tmp_path / ("c-%s" % next(iter(bad)))
+        d = tmp_path / ("c-%s" % "-".join(sorted(bad)))
         d.mkdir(exist_ok=True)
         (d / "config.json").write_text(json.dumps(dict(cfg, **bad)))
         proc = run_facet(["conform", str(d)])
@@ -294,6 +294,26 @@ def test_nemotron_h_matches_reference(cell, run_facet, tmp_path):
                     ref_class=hybrid_ref.NemotronHReference)
 
 
+# NVIDIA-Nemotron-3-Nano-30B-A3B (hybrid_ref.NEMOTRON_3_NANO) shrunk: hidden 64, the MoE
+# sizes by the same ratio (1856 -> 48, 3712 -> 88), 16 experts of which 4 per token (the
+# released 128 / 6 would make a 6-layer checkpoint mostly experts), its scaling 2.5 and
+# norm_topk_prob; a pattern with each block kind, two MoE layers
+NANO_PATTERN = "MEM*E-"
+
+
+def test_nemotron_h_moe_matches_reference(run_facet, tmp_path):
+    """Nemotron-H with MoE layers (M E M * E -): sigmoid routing with the per-expert
+    e_score_correction_bias, ungated relu2 experts and shared expert; logits of a 64-token
+    prompt within 1e-4 per position in F32, 32 greedy steps where decisive."""
+    cfg = hybrid_ref.nemotron_shrink(hybrid_ref.NEMOTRON_3_NANO, pattern=NANO_PATTERN,
+                                     n_routed_experts=16, num_experts_per_tok=4)
+    assert (cfg["moe_intermediate_size"], cfg["moe_shared_expert_intermediate_size"]) == (48, 88)
+    path = hybrid_ref.nemotron_write(cfg, str(tmp_path / "nano"))
+    # seed 3: the reference's 32 steps all decisive (seed 7's first margin is 2e-5)
+    run_and_compare(run_facet, path, N_PROMPT, N_GEN, tmp_path, seed=3,
+                    ref_class=hybrid_ref.NemotronHReference)
+
+
 def test_nemotron_h_long_prompt_in_chunks(run_facet, tmp_path):
     """Nemotron-H: a 600-token prompt in three forward chunks matches the reference."""
     path = nemotron_write(tmp_path)
@@ -329,12 +349,19 @@ def test_nemotron_h_refusals(run_facet, tmp_path):
     proc = run_facet(["conform", str(d)])
     assert proc.returncode != 0
     assert "state-space mixer=mamba2 on 2 of 5 layers with use_bias=true" in proc.stdout, proc.stdout
-    for bad, needle in (({"hybrid_override_pattern": "M*EM-"}, "E (MoE) layers are not built"),
+    moe = {"hybrid_override_pattern": "M*EM-", "n_routed_experts": 8, "moe_intermediate_size": 16,
+           "moe_shared_expert_intermediate_size": 16}
+    for bad, needle in (({"hybrid_override_pattern": "M*XM-"}, "layers of M (Mamba-2), * (attention), "
+                         "- (MLP) or E (MoE)"),
+                        (dict(moe, n_group=2, topk_group=1), "n_group is 2 (integer), expected 1"),
+                        (dict(moe, moe_latent_size=32), "moe_latent_size is 32 (integer), "
+                         "expected null"),
+                        (dict(moe, num_experts_per_tok=9), "num_experts_per_tok is 9"),
                         ({"hybrid_override_pattern": "M*-"}, "num_hidden_layers (5) layers of M"),
                         ({"mamba_hidden_act": "gelu"}, "mamba_hidden_act is \"gelu\" (string), "
                          "expected \"silu\""),
                         ({"n_groups": 3}, "a divisor of mamba_num_heads")):
-        d = tmp_path / ("c-%s" % next(iter(bad)))
+        d = tmp_path / ("c-%s" % "-".join(sorted(bad)))
         d.mkdir(exist_ok=True)
         (d / "config.json").write_text(json.dumps(dict(cfg, **bad)))
         proc = run_facet(["conform", str(d)])
@@ -505,7 +532,7 @@ def test_jamba_refusals(run_facet, tmp_path):
                          "expected \"auto\" or a positive integer"),
                         ({"sliding_window": 4096}, "sliding_window is 4096 (integer), expected "
                          "null (no window)")):
-        d = tmp_path / ("c-%s" % next(iter(bad)))
+        d = tmp_path / ("c-%s" % "-".join(sorted(bad)))
         d.mkdir(exist_ok=True)
         (d / "config.json").write_text(json.dumps(dict(cfg, **bad)))
         proc = run_facet(["conform", str(d)])

@@ -933,6 +933,14 @@ class Lfm2Reference(Reference):
 #        wide, B/C in n_groups groups, the gated RMSNorm per group of DI / n_groups
 #   "*": attention, no rotary embedding, GQA, softmax(q k^T / sqrt(head_dim)) v, o_proj
 #   "-": down(relu(up h)^2)
+#   "E": NemotronHMoE: logits = h W_gate^T (NemotronHTopkRouter, float32 there, float64
+#        here); s = sigmoid(logits); choice = s + e_score_correction_bias; the choice
+#        of experts outside the topk_group best of n_group groups (ranked by the sum of
+#        their two largest choices) set to -inf; ids = the num_experts_per_tok largest
+#        choices (ties to the lower index); w = s[ids], / (sum + 1e-20) if
+#        norm_topk_prob, * routed_scaling_factor; out = sum_j w_j down_j(relu(up_j h)^2)
+#        (NemotronHExperts: no gate) + the shared expert down_s(relu(up_s h)^2)
+#        (NemotronHMLP of moe_shared_expert_intermediate_size)
 # logits = (RMSNorm(x) * norm_f) W_lm^T (untied by default). eps layer_norm_epsilon.
 
 # NemotronHConfig's defaults (the Nemotron-H-8B shape): 52 layers, 24 Mamba-2, 4
@@ -956,6 +964,25 @@ NEMOTRON_H_8B = {
 }
 
 
+# nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 (model_type nemotron_h with "E" layers).
+# Checked against public pages (radixark miles docs, apxml, the GPTQ model card): 52
+# layers, 23 Mamba-2 / 23 MoE / 6 attention (the pattern below counts so), hidden 2688,
+# 32 query / 2 KV heads, relu2, 128 routed experts, top-6, one shared expert of 3712,
+# sigmoid routing with routed_scaling_factor 2.5. From memory, not verified here: the
+# pattern string's order, moe_intermediate_size 1856, intermediate_size 1856, the Mamba
+# sizes (64 heads x 64, 8 groups, state 128), head_dim 128, vocab 131072,
+# max_position_embeddings 262144, n_group / topk_group 1, norm_topk_prob true.
+NEMOTRON_3_NANO = dict(
+    NEMOTRON_H_8B, hidden_size=2688, intermediate_size=1856, num_hidden_layers=52,
+    hybrid_override_pattern="MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+    num_attention_heads=32, num_key_value_heads=2, head_dim=128,
+    max_position_embeddings=262144, mamba_num_heads=64, mamba_head_dim=64, n_groups=8,
+    ssm_state_size=128, n_routed_experts=128, num_experts_per_tok=6,
+    moe_intermediate_size=1856, moe_shared_expert_intermediate_size=3712, n_shared_experts=1,
+    n_group=1, topk_group=1, routed_scaling_factor=2.5, norm_topk_prob=True,
+    moe_latent_size=None)
+
+
 def nemotron_facts(cfg):
     pat = cfg["hybrid_override_pattern"]
     H = cfg["hidden_size"]
@@ -966,7 +993,15 @@ def nemotron_facts(cfg):
             "eps": cfg.get("layer_norm_epsilon", 1e-5), "attn_bias": cfg.get("attention_bias", False),
             "mlp_bias": cfg.get("mlp_bias", False), "tied": cfg.get("tie_word_embeddings", False),
             "DI": NH * P, "N": cfg.get("ssm_state_size", 128), "K": cfg.get("conv_kernel", 4),
-            "NH": NH, "P": P, "G": cfg.get("n_groups", 8), "conv_bias": cfg.get("use_conv_bias", True)}
+            "NH": NH, "P": P, "G": cfg.get("n_groups", 8), "conv_bias": cfg.get("use_conv_bias", True),
+            # NemotronHConfig's MoE defaults
+            "E": cfg.get("n_routed_experts", 8), "k": cfg.get("num_experts_per_tok", 2),
+            "EI": cfg.get("moe_intermediate_size", 7688),
+            "SI": cfg.get("moe_shared_expert_intermediate_size", 7688)
+                  or cfg.get("intermediate_size", 21504),
+            "n_group": cfg.get("n_group", 1), "topk_group": cfg.get("topk_group", 1),
+            "scale": cfg.get("routed_scaling_factor", 1.0),
+            "norm_topk": cfg.get("norm_topk_prob", True)}
 
 
 def nemotron_shrink(cfg, hidden_size=64, pattern="M*-M-", num_attention_heads=4,
@@ -986,6 +1021,9 @@ def nemotron_shrink(cfg, hidden_size=64, pattern="M*-M-", num_attention_heads=4,
     for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
         if isinstance(c.get(key), int) and c[key] >= vocab_size:
             c[key] = vocab_size - 1
+    if "n_routed_experts" in cfg:  # the MoE sizes by the same ratio to hidden_size
+        for key in ("moe_intermediate_size", "moe_shared_expert_intermediate_size"):
+            c[key] = max(8, int(round(hidden_size * cfg[key] / H / 8)) * 8)
     c.update(overrides)
     return c
 
@@ -1014,6 +1052,13 @@ def nemotron_tensor_specs(cfg):
             specs.append((m + "o_proj.weight", (H, q)))
             if f["attn_bias"]:
                 specs.append((m + "o_proj.bias", (H,)))
+        elif t == "E":  # the released checkpoints' per-expert tensors
+            specs += [(m + "gate.weight", (f["E"], H)), (m + "gate.e_score_correction_bias", (f["E"],))]
+            for e in range(f["E"]):
+                specs += [(m + "experts.%d.up_proj.weight" % e, (f["EI"], H)),
+                          (m + "experts.%d.down_proj.weight" % e, (H, f["EI"]))]
+            specs += [(m + "shared_experts.up_proj.weight", (f["SI"], H)),
+                      (m + "shared_experts.down_proj.weight", (H, f["SI"]))]
         else:
             specs.append((m + "up_proj.weight", (I, H)))
             if f["mlp_bias"]:
@@ -1032,6 +1077,10 @@ def nemotron_init(name, shape, cfg, seed):
     H = f["H"]
     rng = np.random.default_rng([seed, sum(map(ord, name)) * 7919 + len(name)])
     n = rng.standard_normal(shape)
+    if name.endswith("gate.e_score_correction_bias"):  # moves the choice, not the weights
+        return 0.1 * n
+    if name.endswith("mixer.gate.weight"):  # sigmoid scores spread over (0, 1)
+        return n * (2.0 / math.sqrt(H))
     if ".mixer." in name and not name.endswith(("out_proj.weight", "_proj.weight", "_proj.bias")):
         return mamba_ref.init(name, shape, {"model_type": "mamba2", "hidden_size": H,
                                             "num_hidden_layers": 1, "vocab_size": f["V"]}, seed)
@@ -1098,6 +1147,30 @@ class NemotronHReference(Reference):
             out[hh] = (p / p.sum()) @ V[:, hh // rep, :]
         return self._lin(out.reshape(nh * hd), m + "o_proj")
 
+    def _moe(self, i, h):
+        f, w = self.f, self.w
+        m = "backbone.layers.%d.mixer." % i
+        E, k, ng = f["E"], f["k"], f["n_group"]
+        s = 1.0 / (1.0 + np.exp(-(w[m + "gate.weight"] @ h)))
+        choice = s + w[m + "gate.e_score_correction_bias"]
+        groups = choice.reshape(ng, E // ng)
+        gscore = np.sort(groups, axis=1)[:, -2:].sum(axis=1)
+        keep = np.argsort(-gscore, kind="stable")[:f["topk_group"]]
+        mask = np.zeros(ng, dtype=bool)
+        mask[keep] = True
+        choice = np.where(np.repeat(mask, E // ng), choice, -np.inf)
+        ids = np.argsort(-choice, kind="stable")[:k]
+        wt = s[ids]
+        if f["norm_topk"]:
+            wt = wt / (wt.sum() + 1e-20)
+        wt = wt * f["scale"]
+        out = np.zeros_like(h)
+        for j, e in enumerate(ids):
+            u = self._lin(h, m + "experts.%d.up_proj" % e)
+            out += wt[j] * self._lin(np.maximum(u, 0.0) ** 2, m + "experts.%d.down_proj" % e)
+        u = self._lin(h, m + "shared_experts.up_proj")
+        return out + self._lin(np.maximum(u, 0.0) ** 2, m + "shared_experts.down_proj")
+
     def step(self, token, state, pos):
         f, w = self.f, self.w
         x = w["backbone.embeddings.weight"][token].copy()
@@ -1108,6 +1181,8 @@ class NemotronHReference(Reference):
                 h = mamba_ref.mamba2_step(w, p + "mixer.", f, h, state[i])
             elif t == "*":
                 h = self._attn(i, h, state[i])
+            elif t == "E":
+                h = self._moe(i, h)
             else:
                 u = self._lin(h, p + "mixer.up_proj")
                 h = self._lin(np.maximum(u, 0.0) ** 2, p + "mixer.down_proj")
