@@ -196,7 +196,8 @@ const facet_profile facet_profiles[] = {
      "q/k norms, SwiGLU)", &cpu_dense, &vulkan_dense},
     {"nemotron_h", {"NemotronHForCausalLM"},
      "Nemotron-H (one block per layer by its pattern: Mamba-2, attention without RoPE, "
-     "relu2 MLP)", &cpu_dense, &vulkan_dense},
+     "relu2 MLP, MoE of ungated relu2 experts with sigmoid routing, a score bias and a "
+     "shared expert)", &cpu_dense, &vulkan_dense},
     {"gpt_neox", {"GPTNeoXForCausalLM"},
      "GPT-NeoX, Pythia, RedPajama-INCITE (LayerNorm, ungated gelu MLP, parallel residual, "
      "partial rotary, per-head fused query_key_value)", &cpu_dense, &vulkan_dense},
