@@ -364,6 +364,14 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
         char win[48] = "";
         if (s) snprintf(win, sizeof win, ", window %lld (ring)", (long long)f->sliding_window);
         if (nope) snprintf(win + strlen(win), sizeof win - strlen(win), ", no rope");
+        if (f->layer_block[l] == FACET_BLOCK_FFN && f->layer_sparse[l]) { /* Nemotron-H's E */
+            snprintf(g->attention, sizeof g->attention,
+                     "none: the MoE FFN alone (%lld experts, %lld a token, %.20s%s)",
+                     (long long)f->num_experts, (long long)f->num_experts_per_tok,
+                     f->act_name[0] ? f->act_name : "silu",
+                     f->shared_expert_intermediate_size ? ", shared expert" : "");
+            continue;
+        }
         if (f->layer_block[l] == FACET_BLOCK_FFN) {
             snprintf(g->attention, sizeof g->attention, "none: the FFN alone (%.47s)",
                      f->act_name[0] ? f->act_name : "silu");

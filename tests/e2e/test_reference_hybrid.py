@@ -340,6 +340,27 @@ def test_nemotron_h_plan(run_facet, tmp_path):
     assert "(KV 64.00 MiB + state 98.81 MiB) x 2" in out, out
 
 
+def test_nemotron_h_moe_plan(run_facet, tmp_path):
+    """facet plan on NVIDIA-Nemotron-3-Nano-30B-A3B's config (hybrid_ref.NEMOTRON_3_NANO),
+    by hand: 23 Mamba-2, 23 MoE, 6 attention layers. Parameters: embeddings and untied
+    head 2 x 131072 x 2688 = 704,643,072; Mamba-2 23 x (in_proj 2688 x (4096 + 6144 + 64)
+    + out_proj 2688 x 4096 + conv 6144 x (4 + 1) + dt_bias, A_log, D 3 x 64 + gated norm
+    4096 + norm 2688) = 23 x 38,744,896 = 891,132,608; attention 6 x (2 x 4096 x 2688 + 2 x
+    256 x 2688 + 2688) = 6 x 23,399,040 = 140,394,240; MoE 23 x (router 128 x 2688 + score
+    bias 128 + 128 ungated experts x 2 x 1856 x 2688 + shared 2 x 3712 x 2688 + norm 2688)
+    = 23 x 1,297,468,160 = 29,841,767,680; final norm 2688: 31,577,940,288 (NVIDIA's card:
+    31.6B). Read per token: that less 23 x 122 unchosen experts x 9,977,856 =
+    3,580,076,352 (the card's ~3.5B active with embeddings). State per sequence: 23 x
+    (6144 x 3 + 4096 x 128) x 4 B = 49,930,240. KV (bf16) per token on the 6 attention
+    layers: 6 x 2 x 128 x 2 x 2 B = 6,144."""
+    out = plan_full(run_facet, tmp_path, hybrid_ref.NEMOTRON_3_NANO)
+    assert "parameters: 31577940288 total, 3580076352 read per decoded token" in out, out
+    assert "recurrent state: 49930240 bytes per sequence" in out, out
+    assert "per token, actual at ctx 4096: 6144.0 bytes (6 global, 0 windowed layers)" in out, out
+    assert ("layers 1-1: none: the MoE FFN alone (128 experts, 6 a token, relu2, shared "
+            "expert); mixer none (-), ffn moe") in out, out
+
+
 def test_nemotron_h_refusals(run_facet, tmp_path):
     """Typed refusals naming the fact, its value and the range."""
     cfg = hybrid_ref.nemotron_shrink(hybrid_ref.NEMOTRON_H_8B)
