@@ -1,5 +1,6 @@
 """facet serve on hybrid recurrent + attention checkpoints (issue 26): shrunk Granite
-4.0-H, LFM2 and Jamba (Mamba-1 layers, MoE routed per sequence in the batch) checkpoints (tests/ref/hybrid_ref.py) with the bundled tokenizer (vocab
+4.0-H, LFM2, Jamba (Mamba-1 layers, MoE routed per sequence in the batch) and
+Nemotron-3-Nano (Mamba-2, attention, MLP and MoE layers with ungated experts) checkpoints (tests/ref/hybrid_ref.py) with the bundled tokenizer (vocab
 512). Oracle: facet run alone on each prompt (the float64 reference checks facet run in
 test_reference_hybrid.py)."""
 
@@ -15,6 +16,10 @@ def write(tmp_path, family):
     if family == "granite":
         cfg = hybrid_ref.shrink(hybrid_ref.GRANITE_4_H_TINY)
         return hybrid_ref.write(cfg, str(tmp_path / "ck"))
+    if family == "nemotron_moe":  # the cell of test_reference_hybrid's MoE test
+        cfg = hybrid_ref.nemotron_shrink(hybrid_ref.NEMOTRON_3_NANO, pattern="MEM*E-",
+                                         n_routed_experts=16, num_experts_per_tok=4)
+        return hybrid_ref.nemotron_write(cfg, str(tmp_path / "ck"))
     if family == "jamba":
         return hybrid_ref.jamba_write(hybrid_ref.jamba_shrink(hybrid_ref.JAMBA_V0_1),
                                       str(tmp_path / "ck"))
@@ -22,7 +27,7 @@ def write(tmp_path, family):
     return hybrid_ref.lfm2_write(cfg, str(tmp_path / "ck"))
 
 
-@pytest.mark.parametrize("family", ["granite", "lfm2", "jamba"])
+@pytest.mark.parametrize("family", ["granite", "lfm2", "jamba", "nemotron_moe"])
 def test_hybrid_server_batches_like_alone(family, run_facet, facet_bin, tmp_path, repo_root):
     """facet serve on a hybrid (the bundled tokenizer: vocab 512): eight completions at
     once (batched decode over attention KV and recurrent state together) each identical
