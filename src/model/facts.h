@@ -86,6 +86,9 @@ typedef enum facet_experts_layout {
                                        ffn_{gate,up,down}_exps seen under these names)   */
     FACET_EXPERTS_MIXER,            /* mixer.gate + mixer.experts.N.up_proj/down_proj, no
                                        gate projection (Nemotron-H's ungated experts)     */
+    FACET_EXPERTS_MIXER3D,          /* mixer.gate + mixer.experts.up_proj [E, I, H] and
+                                       down_proj [E, H, I], 3-D (NemotronHExperts'
+                                       parameters as transformers 5 names them)          */
 } facet_experts_layout;
 
 /* A config.json key the fact reader did not consume (its value rendered as compact

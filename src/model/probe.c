@@ -158,7 +158,8 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
                        {"mlp.experts.gate_up_proj", FACET_EXPERTS_FUSED},
                        {"mlp.experts.gate_proj", FACET_EXPERTS_SPLIT3D},
                        {"block_sparse_moe.input_linear.weight", FACET_EXPERTS_GRANITE},
-                       {"mixer.experts.0.up_proj.weight", FACET_EXPERTS_MIXER}};
+                       {"mixer.experts.0.up_proj.weight", FACET_EXPERTS_MIXER},
+                       {"mixer.experts.up_proj", FACET_EXPERTS_MIXER3D}};
         int64_t l0 = 0;
         while (!f->layer_sparse[l0]) l0++;
         for (size_t i = 0; i < sizeof layouts / sizeof layouts[0] && !f->experts_layout; i++) {
@@ -174,8 +175,8 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
                              "mlp.experts.0.gate_proj.weight, feed_forward.experts.0.gate_proj.weight, "
                              "mlp.experts.gate_up_proj, "
                              "mlp.experts.gate_proj, "
-                             "block_sparse_moe.input_linear.weight or "
-                             "mixer.experts.0.up_proj.weight)",
+                             "block_sparse_moe.input_linear.weight, "
+                             "mixer.experts.0.up_proj.weight or mixer.experts.up_proj)",
                              (long long)l0, prefix, (long long)l0);
     }
 

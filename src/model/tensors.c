@@ -66,6 +66,8 @@ static int down3d(const facet_facts *f) { return fused3d(f) || split3d(f); }
 static int granite3d(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_GRANITE; }
 static int jamba(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_JAMBA; }
 static int mixer_experts(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_MIXER; }
+static int mixer3d(const facet_facts *f) { return f->experts_layout == FACET_EXPERTS_MIXER3D; }
+static int mixer_router(const facet_facts *f) { return mixer_experts(f) || mixer3d(f); }
 static int dbc_norm(const facet_facts *f) { return f->ssm_version == 1 && f->ssm_dbc_norm; }
 static int shared_mlp(const facet_facts *f) {
     return f->shared_expert_intermediate_size > 0 && !granite3d(f);
@@ -327,7 +329,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     SMAT("block_sparse_moe.router.layer.weight", NULL, FACET_TD_EXPERTS, H, FACET_TS_ROUTER,
          granite3d),
     SMAT("mlp.router.weight", NULL, FACET_TD_EXPERTS, H, FACET_TS_ROUTER, gptoss),
-    SMAT("mixer.gate.weight", NULL, FACET_TD_EXPERTS, H, FACET_TS_ROUTER, mixer_experts),
+    SMAT("mixer.gate.weight", NULL, FACET_TD_EXPERTS, H, FACET_TS_ROUTER, mixer_router),
     {.root = L, .name = "mlp.router.bias", .dims = {FACET_TD_EXPERTS, FACET_TD_NONE},
      .slot = FACET_TS_ROUTER_BIAS, .fused = -1, .when = gptoss, .scope = FACET_SCOPE_SPARSE},
     /* the experts: Mixtral's w1 (gate), w3 (up), w2 (down) */
@@ -342,6 +344,9 @@ const facet_tensor_row facet_tensor_rows[] = {
      * down alone (ungated) */
     EXPERT("mixer.experts.", "up_proj.weight", EF, H, FACET_TS_EXPERT_UP, mixer_experts),
     EXPERT("mixer.experts.", "down_proj.weight", H, EF, FACET_TS_EXPERT_DOWN, mixer_experts),
+    /* and as transformers 5's NemotronHExperts parameters: [E, I, H] / [E, H, I] */
+    EXPERTS3D("mixer.experts.up_proj", NULL, EF, H, 1, FACET_TS_EXPERT_UP, 0, mixer3d),
+    EXPERTS3D("mixer.experts.down_proj", NULL, H, EF, 1, FACET_TS_EXPERT_DOWN, 0, mixer3d),
     EXPERT("mlp.experts.", "gate_proj.weight", EF, H, FACET_TS_EXPERT_GATE, proj),
     EXPERT("mlp.experts.", "up_proj.weight", EF, H, FACET_TS_EXPERT_UP, proj),
     EXPERT("mlp.experts.", "down_proj.weight", H, EF, FACET_TS_EXPERT_DOWN, proj),

@@ -1028,7 +1028,9 @@ def nemotron_shrink(cfg, hidden_size=64, pattern="M*-M-", num_attention_heads=4,
     return c
 
 
-def nemotron_tensor_specs(cfg):
+def nemotron_tensor_specs(cfg, experts3d=False):
+    """(name, shape) of each tensor; experts3d: the experts as transformers 5's
+    NemotronHExperts parameters, mixer.experts.up_proj [E, EI, H] / down_proj [E, H, EI]."""
     f = nemotron_facts(cfg)
     H, DI, N, K, NH, G, I = f["H"], f["DI"], f["N"], f["K"], f["NH"], f["G"], f["I"]
     CD = DI + 2 * G * N
@@ -1054,7 +1056,10 @@ def nemotron_tensor_specs(cfg):
                 specs.append((m + "o_proj.bias", (H,)))
         elif t == "E":  # the released checkpoints' per-expert tensors
             specs += [(m + "gate.weight", (f["E"], H)), (m + "gate.e_score_correction_bias", (f["E"],))]
-            for e in range(f["E"]):
+            if experts3d:
+                specs += [(m + "experts.up_proj", (f["E"], f["EI"], H)),
+                          (m + "experts.down_proj", (f["E"], H, f["EI"]))]
+            for e in range(f["E"] if not experts3d else 0):
                 specs += [(m + "experts.%d.up_proj.weight" % e, (f["EI"], H)),
                           (m + "experts.%d.down_proj.weight" % e, (H, f["EI"]))]
             specs += [(m + "shared_experts.up_proj.weight", (f["SI"], H)),
@@ -1075,6 +1080,10 @@ def nemotron_tensor_specs(cfg):
 def nemotron_init(name, shape, cfg, seed):
     f = nemotron_facts(cfg)
     H = f["H"]
+    if name.endswith(("experts.up_proj", "experts.down_proj")):  # 3-D: the per-expert values
+        head, kind = name.rsplit(".", 1)
+        return np.stack([nemotron_init("%s.%d.%s.weight" % (head, e, kind), shape[1:], cfg, seed)
+                         for e in range(shape[0])])
     rng = np.random.default_rng([seed, sum(map(ord, name)) * 7919 + len(name)])
     n = rng.standard_normal(shape)
     if name.endswith("gate.e_score_correction_bias"):  # moves the choice, not the weights
@@ -1098,14 +1107,14 @@ def nemotron_init(name, shape, cfg, seed):
     return n * std
 
 
-def nemotron_write(cfg, out_dir, dtype="f32", seed=0):
+def nemotron_write(cfg, out_dir, dtype="f32", seed=0, experts3d=False):
     st = {"f32": "F32", "bf16": "BF16"}[dtype]
     cfg = dict(cfg)
     cfg["torch_dtype"] = {"f32": "float32", "bf16": "bfloat16"}[dtype]
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "config.json"), "w") as fp:
         json.dump(cfg, fp, indent=2)
-    specs = nemotron_tensor_specs(cfg)
+    specs = nemotron_tensor_specs(cfg, experts3d)
     shapes = dict(specs)
     safetensors_io.write_file(os.path.join(out_dir, "model.safetensors"),
                               [(n, st, s) for n, s in specs],
@@ -1123,6 +1132,10 @@ class NemotronHReference(Reference):
         path = os.path.join(folder, "model.safetensors")
         header, _, start = safetensors_io.read_header(path)
         self.w = {k: safetensors_io.read_tensor(path, v, start) for k, v in header.items()}
+        for k in [k for k in self.w if k.endswith(("experts.up_proj", "experts.down_proj"))]:
+            head, kind = k.rsplit(".", 1)  # 3-D experts: expert e is slice e
+            for e, m in enumerate(self.w.pop(k)):
+                self.w["%s.%d.%s.weight" % (head, e, kind)] = m
         self.vocab_size = self.f["V"]
 
     def new_state(self):
