@@ -12,6 +12,8 @@
  *     activations (d * qs) up to float32 rounding: |err| <= 1e-5 * sum |w x| + 1e-30.
  *   - facet_quantize_row_q8_K against its definition (quant.h) on random rows and on
  *     hand-worked blocks.
+ *   - facet_matmul_multi over matrices of different K types (one sweep where their dots
+ *     read the same Q8_K blocks) equals, bit for bit, facet_matmul of each matrix alone.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -25,7 +27,9 @@
 #include <cmocka.h>
 
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kernels.h"
 #include "kernels/cpu/quant.h"
+#include "kernels/cpu/threadpool.h"
 
 #define NSB 21 /* superblocks per data file */
 
@@ -364,6 +368,71 @@ static void test_q6_K_quantizer(void **state) {
     free(q);
 }
 
+/* facet_matmul_multi over a Q4_K_M layer's mix (Q4_K q and k, Q6_K v: one Q8_K sweep),
+ * with an IQ4_XS and a Q4_0 matrix beside them (Q4_0 reads Q8_0 blocks: the call falls
+ * back to one facet_matmul per matrix): every output the bits of facet_matmul of its
+ * matrix alone, for a decode row and a prefill's rows, on one thread and on two. */
+static void test_matmul_multi_mixed_types(void **state) {
+    (void)state;
+    enum { COLS = 512, ROWS = 5, NM = 4 };
+    const int outs[NM] = {37, 21, 40, 9};
+    const facet_wformat fmt[2][NM] = {
+        {FACET_WF_GGUF_Q4_K, FACET_WF_GGUF_Q4_K, FACET_WF_GGUF_Q6_K, FACET_WF_GGUF_IQ4_XS},
+        {FACET_WF_GGUF_Q4_K, FACET_WF_GGUF_Q6_K, FACET_WF_GGUF_Q4_0, FACET_WF_GGUF_Q4_K}};
+    facet_pool *pool2 = facet_pool_create(2);
+    assert_non_null(pool2);
+    float *X = malloc(ROWS * COLS * sizeof(float));
+    for (int i = 0; i < ROWS * COLS; i++) X[i] = (float)(rnd_unit() * 2 - 1);
+    for (int set = 0; set < 2; set++) {
+        facet_wtensor W[NM];
+        float *Ym[NM], *Y1[NM], *bias[NM];
+        for (int m = 0; m < NM; m++) {
+            const facet_qtype_traits *t = facet_qtype_traits_of((facet_qtype)facet_wformat_qtype(fmt[set][m]));
+            assert_non_null(t);
+            size_t bytes = (size_t)outs[m] * COLS / t->block * t->block_bytes;
+            uint8_t *blk = malloc(bytes);
+            for (size_t i = 0; i < bytes; i++) blk[i] = (uint8_t)(rnd_unit() * 256);
+            /* bit 14 of every 16-bit word cleared: each f16 field (d, dmin) is finite and
+             * below 2, so every sum stays finite */
+            for (size_t i = 1; i < bytes; i += 2) blk[i] &= 0xBF;
+            facet_error err;
+            assert_int_equal(facet_wtensor_blocks(&W[m], fmt[set][m], outs[m], COLS, blk, NULL, &err),
+                             FACET_OK);
+            free(blk);
+            Ym[m] = malloc(ROWS * outs[m] * sizeof(float));
+            Y1[m] = malloc(ROWS * outs[m] * sizeof(float));
+            bias[m] = NULL;
+            if (m == 2) {
+                bias[m] = malloc(outs[m] * sizeof(float));
+                for (int o = 0; o < outs[m]; o++) bias[m][o] = (float)(rnd_unit() - 0.5);
+            }
+        }
+        const facet_wtensor *Wp[NM] = {&W[0], &W[1], &W[2], &W[3]};
+        const float *bp[NM] = {bias[0], bias[1], bias[2], bias[3]};
+        for (int n = 1; n <= ROWS; n += ROWS - 1)
+            for (int pi = 0; pi < 2; pi++) {
+                facet_pool *pool = pi ? pool2 : NULL;
+                facet_matmul_multi(pool, NM, Ym, X, Wp, bp, n);
+                for (int m = 0; m < NM; m++) {
+                    facet_matmul(pool, Y1[m], X, Wp[m], bp[m], n);
+                    for (int i = 0; i < n * outs[m]; i++)
+                        assert_true(isfinite(Y1[m][i]));
+                    if (memcmp(Ym[m], Y1[m], (size_t)n * outs[m] * sizeof(float)))
+                        fail_msg("set %d matrix %d (%s) rows %d pool %d: multi differs from alone", set, m,
+                                 facet_wformat_name(fmt[set][m]), n, pi);
+                }
+            }
+        for (int m = 0; m < NM; m++) {
+            free(W[m].data);
+            free(Ym[m]);
+            free(Y1[m]);
+            free(bias[m]);
+        }
+    }
+    free(X);
+    facet_pool_free(pool2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_q6_K_quantizer),
@@ -372,6 +441,7 @@ int main(void) {
         cmocka_unit_test(test_dot_paths),
         cmocka_unit_test(test_dot_random_blocks),
         cmocka_unit_test(test_dotx_rows),
+        cmocka_unit_test(test_matmul_multi_mixed_types),
         cmocka_unit_test(test_q8_K_quantizer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

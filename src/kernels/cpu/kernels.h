@@ -264,8 +264,10 @@ void facet_matmul(facet_pool *pool, float *Y, const float *X, const facet_wtenso
  * gives, on every CPU path, for every n_rows. When all W[m] are packed in one format
  * with one cols, X is prepared (bf16 rounding, int8 quantization) once and a single
  * thread-pool run covers the output panels of every matrix (a task never spans two
- * matrices), saving the per-call preparation and barrier at decode; otherwise (mixed
- * formats or cols, or an unpacked float32 W) it calls facet_matmul for each matrix.
+ * matrices), saving the per-call preparation and barrier at decode; so do GGUF block
+ * formats whose dots read the same activation blocks (Q4_K with Q6_K: a Q4_K_M layer's
+ * q/k/v); otherwise (other mixed formats or cols, or an unpacked float32 W) it calls
+ * facet_matmul for each matrix.
  * Y buffers must not overlap X or each other. Scratch as facet_matmul (pool, or malloc
  * when pool is NULL; on allocation failure every Y[m] is filled with NaN).
  */

@@ -15,6 +15,8 @@
 
 /* Weights of one task's K block kept under this many bytes (half of a 1 MiB L2). */
 #define CHUNK_BYTES (512u << 10)
+/* Tasks per thread of a single-row (decode) matmul (mm_run). */
+#define DECODE_TASKS 16
 /* Rows prepared serially below this; above, the preparation is spread over the pool. */
 #define PREP_PARALLEL_ROWS 8
 
@@ -276,10 +278,14 @@ static void mm_run(const facet_ukernel *uk, facet_pool *pool, int n_mats, float 
         total_panels += j.m[m].n_panels;
     }
     int threads = pool ? facet_pool_size(pool) : 1;
-    /* about 4 tasks per thread over all the panels, in whole kernel calls, each task's
-     * weights within CHUNK_BYTES unless one call's panels exceed it (then k blocks) */
+    /* about 4 tasks per thread over all the panels (DECODE_TASKS for a single row: the
+     * thread done first waits for the other's last task, ~1/16 of a decode sweep with 4),
+     * in whole kernel calls, each task's weights within CHUNK_BYTES unless one call's
+     * panels exceed it (then k blocks; never for one row, so a decode's grouping changes
+     * no output) */
     int npl = uk->np1 > uk->np ? uk->np1 : uk->np; /* panels of one kernel call */
-    int gp = (total_panels + threads * 4 - 1) / (threads * 4);
+    int per = n_rows == 1 ? DECODE_TASKS : 4;
+    int gp = (total_panels + threads * per - 1) / (threads * per);
     gp = (gp + npl - 1) / npl * npl;
     int cap = (int)(CHUNK_BYTES / j.pb) / npl * npl; /* whole kernel calls within CHUNK */
     if (gp > cap) gp = cap;
@@ -320,9 +326,13 @@ void facet_matmul_multi_k(const facet_cpu_kernels *k, facet_pool *pool, int n_ma
                           float *const *Y, const float *X, const facet_wtensor *const *W,
                           const float *const *bias, int n_rows) {
     if (n_rows <= 0 || n_mats <= 0) return;
-    int fused = 1;
-    for (int m = 0; m < n_mats; m++)
-        if (!W[m]->packed || W[m]->format != W[0]->format || W[m]->cols != W[0]->cols) fused = 0;
+    int fused = 1, qblock = facet_wformat_qtype(W[0]->format) >= 0;
+    for (int m = 0; m < n_mats; m++) /* block types fuse when they read the same activations */
+        if (!W[m]->packed || W[m]->cols != W[0]->cols ||
+            (W[m]->format != W[0]->format &&
+             !(qblock && facet_wformat_qtype(W[m]->format) >= 0 &&
+               facet_qmatmul_fuses(W[m]->format, W[0]->format))))
+            fused = 0;
     if (!fused) {
         for (int m = 0; m < n_mats; m++)
             facet_matmul_k(k, pool, Y[m], X, W[m], bias ? bias[m] : NULL, n_rows);

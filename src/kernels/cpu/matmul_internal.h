@@ -91,15 +91,18 @@ extern const facet_ukernel facet_uk_q4_scalar, facet_uk_q4_avx2, facet_uk_q4_avx
  * a CPU; facet_qkernel_name names type qtype's path (0 scalar, 1 avx2, 2 avx512, 3 avx512
  * with VNNI: "Q4_0-avx2";
  * "none" for a type without kernels), facet_qkernel_best its best path on any CPU.
- * facet_qmatmul: Y[m] = X W[m]^T (+ bias[m]) for n_mats matrices all of one GGUF block
- * format and one cols (kernels.h facet_matmul_multi's contract; NaN-filled Y when the
- * activation scratch cannot be had or the type has no kernels). */
+ * facet_qmatmul: Y[m] = X W[m]^T (+ bias[m]) for n_mats matrices of GGUF block formats
+ * whose dots read one activation block kind (facet_qmatmul_fuses: Q4_K and Q6_K both read
+ * Q8_K) and of one cols (kernels.h facet_matmul_multi's contract; NaN-filled Y when the
+ * activation scratch cannot be had or a type has no kernels). facet_qmatmul_fuses(a, b):
+ * formats a and b (GGUF block formats) read the same activation blocks. */
 void facet_qkernels_resolve(facet_cpu_kernels *k, const struct facet_cpu_info *cpu);
 const char *facet_qkernel_name(int qtype, int path);
 const char *facet_qkernel_best(int qtype);
 void facet_qmatmul(const facet_cpu_kernels *k, facet_pool *pool, int n_mats, float *const *Y,
                    const float *X, const facet_wtensor *const *W, const float *const *bias,
                    int n_rows);
+int facet_qmatmul_fuses(facet_wformat a, facet_wformat b);
 
 /* Scalar conversions (round to nearest even; NaN kept a NaN). */
 uint16_t facet_f32_to_bf16(float x);

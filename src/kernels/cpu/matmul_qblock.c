@@ -10,6 +10,8 @@
  * tile and gives each row the single-row dot's value bit for bit), else one call per row;
  * so a row's result is the same whatever n_rows is. A single X row (a decode step) skips
  * the tiles: the single-row dot straight into Y, the bias added after (the same sum).
+ * Matrices of different block types whose dots read the same activation blocks (a
+ * Q4_K_M layer's Q4_K q/k and Q6_K v) share one sweep: one quantization, one pool run.
  */
 #include <math.h>
 #include <pthread.h>
@@ -31,6 +33,8 @@ _Static_assert(QX_TILE <= FACET_QDOTX_MAX, "a tile is one several-row dot");
 #define TASK_BYTES (512u << 10)
 /* Rows quantized serially below this; above, the quantization is spread over the pool. */
 #define PREP_PARALLEL_ROWS 8
+/* Tasks per thread of a single-row (decode) sweep (qmm_run). */
+#define DECODE_TASKS 16
 #define QMM_MAX_MATS 8
 
 /* Paths: 0 scalar, 1 avx2, 2 avx512, 3 avx512 with VNNI. */
@@ -104,18 +108,21 @@ static void qprep_task(void *ctx, int r, int thread) {
 
 /* ---- the sweep ---- */
 
+/* One matrix of a sweep: its own block type (every type of a sweep reads the same
+ * activation blocks: Q4_K and Q6_K matrices of a Q4_K_M layer share one Q8_K row). */
 typedef struct {
     const uint8_t *W;
     float *Y;
     const float *bias;
+    facet_qdot_fn dot;
+    facet_qdotx_fn dotx; /* NULL: dot per row */
+    size_t wrow;         /* bytes of one weight row */
     int n_out, task0;
 } qmm_mat;
 
 typedef struct {
-    facet_qdot_fn dot;
-    facet_qdotx_fn dotx; /* NULL: dot per row */
     const uint8_t *X;
-    size_t xstride, wrow;
+    size_t xstride;
     int n_rows, cols, gr, n_mats;
     qmm_mat m[QMM_MAX_MATS];
 } qmm_job;
@@ -128,8 +135,8 @@ static void qmm_task(void *ctx, int task, int thread) {
     const qmm_mat *m = &j->m[mi];
     int o0 = (task - m->task0) * j->gr, o1 = o0 + j->gr < m->n_out ? o0 + j->gr : m->n_out;
     if (j->n_rows == 1) { /* a decode step: the single-row dot straight into Y, no tiles */
-        const uint8_t *w = m->W + (size_t)o0 * j->wrow;
-        for (int o = o0; o < o1; o++, w += j->wrow) j->dot(j->cols, m->Y + o, w, j->X);
+        const uint8_t *w = m->W + (size_t)o0 * m->wrow;
+        for (int o = o0; o < o1; o++, w += m->wrow) m->dot(j->cols, m->Y + o, w, j->X);
         if (m->bias)
             for (int o = o0; o < o1; o++) m->Y[o] += m->bias[o];
         return;
@@ -137,18 +144,18 @@ static void qmm_task(void *ctx, int task, int thread) {
     for (int r0 = 0; r0 < j->n_rows; r0 += QX_TILE) {
         int r1 = r0 + QX_TILE < j->n_rows ? r0 + QX_TILE : j->n_rows;
         for (int o = o0; o < o1; o++) {
-            const uint8_t *w = m->W + (size_t)o * j->wrow;
+            const uint8_t *w = m->W + (size_t)o * m->wrow;
             float b = m->bias ? m->bias[o] : 0.0f;
-            if (j->dotx) {
+            if (m->dotx) {
                 float v[QX_TILE];
-                j->dotx(j->cols, r1 - r0, v, w, j->X + (size_t)r0 * j->xstride, j->xstride);
+                m->dotx(j->cols, r1 - r0, v, w, j->X + (size_t)r0 * j->xstride, j->xstride);
                 for (int r = r0; r < r1; r++)
                     m->Y[(size_t)r * m->n_out + o] = m->bias ? v[r - r0] + b : v[r - r0];
                 continue;
             }
             for (int r = r0; r < r1; r++) {
                 float v;
-                j->dot(j->cols, &v, w, j->X + (size_t)r * j->xstride);
+                m->dot(j->cols, &v, w, j->X + (size_t)r * j->xstride);
                 m->Y[(size_t)r * m->n_out + o] = m->bias ? v + b : v;
             }
         }
@@ -160,13 +167,28 @@ static void qmm_run(const facet_cpu_kernels *k, facet_pool *pool, int n_mats, fl
                     int n_rows) {
     int qt = facet_wformat_qtype(W[0]->format), cols = W[0]->cols;
     const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)qt);
-    facet_qdot_fn dot = q ? k->qdot[qt] : NULL;
     int xb = q ? facet_qx_block(q->xkind) : 0;
     size_t stride = q ? (size_t)(cols / (xb ? xb : 1)) * facet_qx_block_bytes(q->xkind) : 0;
     size_t need = stride * (size_t)n_rows;
+    int ok = q && cols % xb == 0;
+    qmm_job j;
+    size_t wrow_max = 0;
+    int total = 0;
+    for (int m = 0; m < n_mats && ok; m++) { /* facet_qmatmul's contract: one xkind, one cols */
+        int qm = facet_wformat_qtype(W[m]->format);
+        const facet_qtype_traits *tm = facet_qtype_traits_of((facet_qtype)qm);
+        if (!tm || !k->qdot[qm] || tm->xkind != q->xkind || W[m]->cols != cols || cols % tm->block) {
+            ok = 0;
+            break;
+        }
+        size_t wrow = (size_t)(cols / tm->block) * tm->block_bytes;
+        j.m[m] = (qmm_mat){W[m]->data, Y[m], bias ? bias[m] : NULL, k->qdot[qm], k->qdotx[qm],
+                           wrow, W[m]->rows, 0};
+        if (wrow > wrow_max) wrow_max = wrow;
+        total += W[m]->rows;
+    }
     void *owned = NULL, *scratch = NULL;
-    if (dot && cols % xb == 0 && cols % q->block == 0)
-        scratch = pool ? facet_pool_scratch(pool, need) : (owned = malloc(need ? need : 1));
+    if (ok) scratch = pool ? facet_pool_scratch(pool, need) : (owned = malloc(need ? need : 1));
     if (!scratch) { /* no kernels, a shape the type cannot hold, or out of memory */
         for (int m = 0; m < n_mats; m++)
             for (size_t i = 0; i < (size_t)n_rows * W[m]->rows; i++) Y[m][i] = NAN;
@@ -178,25 +200,21 @@ static void qmm_run(const facet_cpu_kernels *k, facet_pool *pool, int n_mats, fl
     else
         for (int r = 0; r < n_rows; r++) qprep_task(&p, r, 0);
 
-    qmm_job j;
-    j.dot = dot;
-    j.dotx = k->qdotx[qt];
     j.X = scratch;
     j.xstride = stride;
-    j.wrow = (size_t)(cols / q->block) * q->block_bytes;
     j.n_rows = n_rows;
     j.cols = cols;
     j.n_mats = n_mats;
-    int total = 0;
-    for (int m = 0; m < n_mats; m++) {
-        j.m[m] = (qmm_mat){W[m]->data, Y[m], bias ? bias[m] : NULL, W[m]->rows, 0};
-        total += W[m]->rows;
-    }
-    /* about 4 tasks per thread, in groups of 4 rows, each within TASK_BYTES */
+    /* tasks of groups of 4 rows, each within TASK_BYTES: about 4 per thread for a prefill,
+     * DECODE_TASKS per thread for a single row (a decode step's sweep is tens of
+     * microseconds, and the thread that finishes first waits for the other's last task:
+     * with 4 tasks a thread that wait averaged ~1/16 of the sweep). Which rows share a task
+     * changes no output (each row's dot is the same). */
     int threads = pool ? facet_pool_size(pool) : 1;
-    int gr = (total + threads * 4 - 1) / (threads * 4);
+    int per = n_rows == 1 ? DECODE_TASKS : 4;
+    int gr = (total + threads * per - 1) / (threads * per);
     gr = (gr + 3) / 4 * 4;
-    int cap = (int)(TASK_BYTES / j.wrow) / 4 * 4;
+    int cap = (int)(TASK_BYTES / wrow_max) / 4 * 4;
     if (cap < 4) cap = 4;
     if (gr > cap) gr = cap;
     if (gr < 4) gr = 4;
@@ -211,6 +229,12 @@ static void qmm_run(const facet_cpu_kernels *k, facet_pool *pool, int n_mats, fl
     else
         for (int t = 0; t < n_tasks; t++) qmm_task(&j, t, 0);
     free(owned);
+}
+
+int facet_qmatmul_fuses(facet_wformat a, facet_wformat b) {
+    const facet_qtype_traits *qa = facet_qtype_traits_of((facet_qtype)facet_wformat_qtype(a));
+    const facet_qtype_traits *qb = facet_qtype_traits_of((facet_qtype)facet_wformat_qtype(b));
+    return qa && qb && qa->xkind == qb->xkind;
 }
 
 void facet_qmatmul(const facet_cpu_kernels *k, facet_pool *pool, int n_mats, float *const *Y,
