@@ -301,25 +301,34 @@ def test_nemotron_h_matches_reference(cell, run_facet, tmp_path):
 NANO_PATTERN = "MEM*E-"
 
 
-@pytest.mark.parametrize("experts3d", [False, True], ids=["per-expert", "3d"])
-def test_nemotron_h_moe_matches_reference(experts3d, run_facet, tmp_path):
+def nano_write(tmp_path, dtype="f32", experts3d=False):
+    cfg = hybrid_ref.nemotron_shrink(hybrid_ref.NEMOTRON_3_NANO, pattern=NANO_PATTERN,
+                                     n_routed_experts=16, num_experts_per_tok=4)
+    assert (cfg["moe_intermediate_size"], cfg["moe_shared_expert_intermediate_size"]) == (48, 88)
+    return hybrid_ref.nemotron_write(cfg, str(tmp_path / "nano"), dtype, experts3d=experts3d)
+
+
+@pytest.mark.parametrize("cell", [("per-expert", "f32"), ("3d", "f32"), ("per-expert", "bf16")],
+                         ids=lambda c: "%s-%s" % c)
+def test_nemotron_h_moe_matches_reference(cell, run_facet, tmp_path):
     """Nemotron-H with MoE layers (M E M * E -): sigmoid routing with the per-expert
     e_score_correction_bias, ungated relu2 experts and shared expert; logits of a 64-token
     prompt within 1e-4 per position in F32, 32 greedy steps where decisive. The experts as
     the released checkpoints store them (mixer.experts.N.up_proj.weight) and as 3-D
-    tensors (transformers 5's NemotronHExperts parameters)."""
-    cfg = hybrid_ref.nemotron_shrink(hybrid_ref.NEMOTRON_3_NANO, pattern=NANO_PATTERN,
-                                     n_routed_experts=16, num_experts_per_tok=4)
-    assert (cfg["moe_intermediate_size"], cfg["moe_shared_expert_intermediate_size"]) == (48, 88)
-    path = hybrid_ref.nemotron_write(cfg, str(tmp_path / "nano"), experts3d=experts3d)
+    tensors (transformers 5's NemotronHExperts parameters); a BF16 file (the reference
+    reads its values; facet runs them in F32)."""
+    layout, dtype = cell
+    path = nano_write(tmp_path, dtype, experts3d=layout == "3d")
     # seed 3: the reference's 32 steps all decisive (seed 7's first margin is 2e-5)
     run_and_compare(run_facet, path, N_PROMPT, N_GEN, tmp_path, seed=3,
                     ref_class=hybrid_ref.NemotronHReference)
 
 
-def test_nemotron_h_long_prompt_in_chunks(run_facet, tmp_path):
-    """Nemotron-H: a 600-token prompt in three forward chunks matches the reference."""
-    path = nemotron_write(tmp_path)
+@pytest.mark.parametrize("moe", [False, True], ids=["dense", "moe"])
+def test_nemotron_h_long_prompt_in_chunks(moe, run_facet, tmp_path):
+    """Nemotron-H: a 600-token prompt in three forward chunks matches the reference (the
+    MoE cell: each chunk's tokens grouped by expert)."""
+    path = nano_write(tmp_path) if moe else nemotron_write(tmp_path)
     run_and_compare(run_facet, path, 600, 4, tmp_path, seed=5,
                     ref_class=hybrid_ref.NemotronHReference)
 
