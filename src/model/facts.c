@@ -1951,6 +1951,10 @@ static facet_status read_nemotron_h(reader *r) {
         "rescale_prenorm_residual", "hidden_dropout", "mamba_ssm_cache_dtype",
         "moe_shared_expert_overlap", "num_nextn_predict_layers", "mtp_layers_block_type",
         "mtp_hybrid_override_pattern", NULL};
+    json_t *mtp = json_object_get(r->obj, "num_nextn_predict_layers");
+    if (json_is_integer(mtp) && json_integer_value(mtp) > 0)
+        facet_facts_note(f, "num_nextn_predict_layers=%lld: multi-token-prediction layers are "
+                         "read past, not run", (long long)json_integer_value(mtp));
     for (int i = 0; unread[i]; i++) take(r, unread[i]);
 
     char expected[160];

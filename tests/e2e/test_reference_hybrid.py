@@ -377,12 +377,13 @@ def test_nemotron_h_moe_keys(run_facet, tmp_path):
     """NemotronHConfig's MoE spellings: "moe" in layers_block_type, num_local_experts (its
     attribute_map's name for n_routed_experts), a null moe_shared_expert_intermediate_size
     (NemotronHMLP then takes intermediate_size), norm_topk_prob false (no renormalisation);
-    without an E layer the keys set no expert fact."""
+    multi-token-prediction layers noted as not run; without an E layer the keys set no
+    expert fact."""
     cfg = hybrid_ref.nemotron_shrink(hybrid_ref.NEMOTRON_3_NANO, pattern=NANO_PATTERN,
                                      n_routed_experts=16, num_experts_per_tok=4)
     del cfg["n_routed_experts"]
     cfg.update(num_local_experts=12, moe_shared_expert_intermediate_size=None,
-               norm_topk_prob=False, intermediate_size=40,
+               norm_topk_prob=False, intermediate_size=40, num_nextn_predict_layers=1,
                layers_block_type=["mamba", "moe", "mamba", "attention", "moe", "mlp"])
     for name, c, want in (("moe", cfg, "intermediate=40 vocab=512"),
                           ("dense", dict(cfg, layers_block_type=None, hybrid_override_pattern="M*-M-",
@@ -397,6 +398,8 @@ def test_nemotron_h_moe_keys(run_facet, tmp_path):
         if name == "moe":
             assert ("experts=12 top_k=4 expert_intermediate=48 router=sigmoid-noaux_tc "
                     "sparse_layers=2 shared_expert=40") in facts[0], facts[0]
+            assert ("note: num_nextn_predict_layers=1: multi-token-prediction layers are read "
+                    "past, not run") in proc.stdout, proc.stdout
         else:
             assert "experts=" not in facts[0], facts[0]
 
