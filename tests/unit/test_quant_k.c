@@ -12,6 +12,7 @@
  *     activations (d * qs) up to float32 rounding: |err| <= 1e-5 * sum |w x| + 1e-30.
  *   - facet_quantize_row_q8_K against its definition (quant.h) on random rows and on
  *     hand-worked blocks.
+ *   - the several-weight-row dots (decode) equal the single-row dot bit for bit.
  *   - facet_matmul_multi over matrices of different K types (one sweep where their dots
  *     read the same Q8_K blocks) equals, bit for bit, facet_matmul of each matrix alone.
  */
@@ -368,6 +369,50 @@ static void test_q6_K_quantizer(void **state) {
     free(q);
 }
 
+/* The several-weight-row dots (decode sweeps): each row's sum equals, bit for bit, the
+ * same path's single-row dot of that row, rows wstride apart (a gap between them that
+ * would add large values if read), for 1..7 rows. */
+static void test_dotr_rows(void **state) {
+    (void)state;
+    enum { NB = 5, MAXR = 7 };
+    const facet_cpu_info *c = facet_cpu();
+    float *xf = malloc(NB * 256 * sizeof(float));
+    facet_blk_q8_K *xq = malloc(NB * sizeof(facet_blk_q8_K));
+    for (int i = 0; i < NB * 256; i++) xf[i] = (float)(rnd_unit() * 2 - 1);
+    facet_quantize_row_q8_K(xf, xq, NB * 256);
+    int checked = 0;
+    for (size_t k = 0; k < NTYPES; k++) {
+        const facet_qtype_traits *t = types[k].t;
+        if (!t->dotr_avx512vnni) continue;
+        assert_non_null(t->dot_avx512vnni);
+        if (!c->avx512_vnni) continue;
+        /* rows of the data file's 21 superblocks (real and crafted), one row = NB of them
+         * starting at superblock r, plus a gap of 3 superblocks of 0xff bytes */
+        uint8_t *blk = read_file(types[k].file, "bin", NSB * types[k].bytes);
+        size_t row = NB * types[k].bytes, wstride = row + 3 * types[k].bytes;
+        uint8_t *w = malloc(wstride * MAXR);
+        memset(w, 0xff, wstride * MAXR);
+        for (int r = 0; r < MAXR; r++) memcpy(w + r * wstride, blk + (size_t)(2 * r) * types[k].bytes, row);
+        for (int nr = 1; nr <= MAXR; nr++) {
+            float got[MAXR], want;
+            t->dotr_avx512vnni(NB * 256, nr, got, w, wstride, xq);
+            for (int r = 0; r < nr; r++) {
+                t->dot_avx512vnni(NB * 256, &want, w + r * wstride, xq);
+                if (memcmp(&got[r], &want, sizeof want))
+                    fail_msg("%s rows %d: row %d %.9g, single-row dot %.9g", types[k].file, nr, r,
+                             got[r], want);
+            }
+            checked++;
+        }
+        free(w);
+        free(blk);
+    }
+    /* Q4_K, Q5_K and Q6_K have them where the CPU has VNNI */
+    if (c->avx512_vnni) assert_int_equal(checked, 3 * MAXR);
+    free(xf);
+    free(xq);
+}
+
 /* facet_matmul_multi over a Q4_K_M layer's mix (Q4_K q and k, Q6_K v: one Q8_K sweep),
  * with an IQ4_XS and a Q4_0 matrix beside them (Q4_0 reads Q8_0 blocks: the call falls
  * back to one facet_matmul per matrix): every output the bits of facet_matmul of its
@@ -441,6 +486,7 @@ int main(void) {
         cmocka_unit_test(test_dot_paths),
         cmocka_unit_test(test_dot_random_blocks),
         cmocka_unit_test(test_dotx_rows),
+        cmocka_unit_test(test_dotr_rows),
         cmocka_unit_test(test_matmul_multi_mixed_types),
         cmocka_unit_test(test_q8_K_quantizer),
     };

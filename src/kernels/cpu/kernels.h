@@ -203,6 +203,9 @@ typedef struct facet_cpu_kernels {
     /* the type's several-row dot on that same path (quant.h facet_qdotx_fn), NULL where
      * it has none (qdot then runs once per input row) */
     facet_qdotx_fn qdotx[FACET_QT_COUNT];
+    /* the type's several-weight-row dot on that path (quant.h facet_qdotr_fn), NULL where
+     * it has none (qdot then runs once per weight row of a decode sweep) */
+    facet_qdotr_fn qdotr[FACET_QT_COUNT];
 } facet_cpu_kernels;
 struct facet_cpu_info;
 void facet_cpu_kernels_resolve(facet_cpu_kernels *k, const struct facet_cpu_info *cpu);

@@ -63,12 +63,14 @@ void facet_qkernels_resolve(facet_cpu_kernels *k, const facet_cpu_info *cpu) {
         const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)t);
         k->qdot[t] = NULL;
         k->qdotx[t] = NULL;
+        k->qdotr[t] = NULL;
         k->qpath[t] = 0;
         if (!facet_qtype_runs((facet_qtype)t)) continue;
         int avx512 = cpu->level >= FACET_CPU_AVX512;
         if (q->dot_avx512vnni && avx512 && cpu->avx512_vnni) {
             k->qdot[t] = q->dot_avx512vnni;
             k->qdotx[t] = q->dotx_avx512vnni;
+            k->qdotr[t] = q->dotr_avx512vnni;
             k->qpath[t] = 3;
         } else if (q->dot_avx512 && avx512) {
             k->qdot[t] = q->dot_avx512;
@@ -116,6 +118,7 @@ typedef struct {
     const float *bias;
     facet_qdot_fn dot;
     facet_qdotx_fn dotx; /* NULL: dot per row */
+    facet_qdotr_fn dotr; /* a decode sweep's rows in one call; NULL: dot per row */
     size_t wrow;         /* bytes of one weight row */
     int n_out, task0;
 } qmm_mat;
@@ -136,7 +139,10 @@ static void qmm_task(void *ctx, int task, int thread) {
     int o0 = (task - m->task0) * j->gr, o1 = o0 + j->gr < m->n_out ? o0 + j->gr : m->n_out;
     if (j->n_rows == 1) { /* a decode step: the single-row dot straight into Y, no tiles */
         const uint8_t *w = m->W + (size_t)o0 * m->wrow;
-        for (int o = o0; o < o1; o++, w += m->wrow) m->dot(j->cols, m->Y + o, w, j->X);
+        if (m->dotr)
+            m->dotr(j->cols, o1 - o0, m->Y + o0, w, m->wrow, j->X);
+        else
+            for (int o = o0; o < o1; o++, w += m->wrow) m->dot(j->cols, m->Y + o, w, j->X);
         if (m->bias)
             for (int o = o0; o < o1; o++) m->Y[o] += m->bias[o];
         return;
@@ -183,7 +189,7 @@ static void qmm_run(const facet_cpu_kernels *k, facet_pool *pool, int n_mats, fl
         }
         size_t wrow = (size_t)(cols / tm->block) * tm->block_bytes;
         j.m[m] = (qmm_mat){W[m]->data, Y[m], bias ? bias[m] : NULL, k->qdot[qm], k->qdotx[qm],
-                           wrow, W[m]->rows, 0};
+                           k->qdotr[qm], wrow, W[m]->rows, 0};
         if (wrow > wrow_max) wrow_max = wrow;
         total += W[m]->rows;
     }

@@ -97,6 +97,12 @@ typedef void (*facet_qdot_fn)(int n, float *s, const void *w, const void *x);
 typedef void (*facet_qdotx_fn)(int n, int nr, float *s, const void *w, const void *x,
                                size_t xstride);
 
+/* Several consecutive weight rows (wstride bytes apart) against one activation row x:
+ * s[r] is, bit for bit, the same path's single-row dot of row r (a decode step's sweep
+ * without a call, constant setup and reduction tail per row). rows >= 1. */
+typedef void (*facet_qdotr_fn)(int n, int rows, float *s, const void *w, size_t wstride,
+                               const void *x);
+
 /* What a block type is and the kernels it runs with. dot_avx2 / dot_avx512 are NULL
  * where the type has no such path (the next lower one runs); every path of a type gives
  * the same sums up to float summation order. */
@@ -116,6 +122,9 @@ typedef struct facet_qtype_traits {
     /* Several activation rows at once (facet_qdotx_fn), on the path of the same name;
      * NULL where the type has none (its single-row dot runs once per row). */
     facet_qdotx_fn dotx_avx2, dotx_avx512vnni;
+    /* Several weight rows at once (facet_qdotr_fn) on the VNNI path; NULL where the type
+     * has none (its single-row dot runs once per row). */
+    facet_qdotr_fn dotr_avx512vnni;
 } facet_qtype_traits;
 
 /* Traits of type t (t < FACET_QT_COUNT), and the facet_qtype of a ggml type id (-1 for

@@ -182,7 +182,7 @@ static void dot_row(kq_unpack_fn unpack, size_t bytes, int n, float *s, const vo
     *s = sum;
 }
 
-#define KQ_TYPE(lower, NAME, id, bytes_, dotx2, dotx)                                         \
+#define KQ_TYPE(lower, NAME, id, bytes_, dotx2, dotx, dotr)                                       \
     _Static_assert(sizeof(kq_##lower) == (bytes_), #NAME " block size");                      \
     static void dequant_##lower(const void *w, float *out, int64_t n) {                       \
         dequant_row(facet_kq_unpack_##lower, bytes_, w, out, n);                              \
@@ -195,15 +195,19 @@ static void dot_row(kq_unpack_fn unpack, size_t bytes, int n, float *s, const vo
         .xkind = FACET_QX_Q8_K, .dequant_row = dequant_##lower, .dot_scalar = dot_##lower,    \
         .dot_avx2 = facet_kq_dot_##lower##_avx2, .dotx_avx2 = dotx2,                          \
         .dot_avx512vnni = facet_kq_dot_##lower##_avx512vnni, .dotx_avx512vnni = dotx,         \
+        .dotr_avx512vnni = dotr,                                                              \
     };
 
 /* ggml type ids (GGUF tensor info): Q2_K 10, Q3_K 11, Q4_K 12, Q5_K 13, Q6_K 14, IQ4_XS 23. */
-KQ_TYPE(q2_K, "Q2_K", 10, 84, NULL, NULL)
-KQ_TYPE(q3_K, "Q3_K", 11, 110, NULL, NULL)
-KQ_TYPE(q4_K, "Q4_K", 12, 144, facet_kq_dotx_q4_K_avx2, facet_kq_dotx_q4_K_avx512vnni)
-KQ_TYPE(q5_K, "Q5_K", 13, 176, facet_kq_dotx_q5_K_avx2, facet_kq_dotx_q5_K_avx512vnni)
-KQ_TYPE(q6_K, "Q6_K", 14, 210, facet_kq_dotx_q6_K_avx2, facet_kq_dotx_q6_K_avx512vnni)
-KQ_TYPE(iq4_xs, "IQ4_XS", 23, 136, NULL, NULL)
+KQ_TYPE(q2_K, "Q2_K", 10, 84, NULL, NULL, NULL)
+KQ_TYPE(q3_K, "Q3_K", 11, 110, NULL, NULL, NULL)
+KQ_TYPE(q4_K, "Q4_K", 12, 144, facet_kq_dotx_q4_K_avx2, facet_kq_dotx_q4_K_avx512vnni,
+        facet_kq_dotr_q4_K_avx512vnni)
+KQ_TYPE(q5_K, "Q5_K", 13, 176, facet_kq_dotx_q5_K_avx2, facet_kq_dotx_q5_K_avx512vnni,
+        facet_kq_dotr_q5_K_avx512vnni)
+KQ_TYPE(q6_K, "Q6_K", 14, 210, facet_kq_dotx_q6_K_avx2, facet_kq_dotx_q6_K_avx512vnni,
+        facet_kq_dotr_q6_K_avx512vnni)
+KQ_TYPE(iq4_xs, "IQ4_XS", 23, 136, NULL, NULL, NULL)
 
 /* ggml's quantize_row_q8_K_ref: m = the element of largest magnitude (the first one on a
  * tie), iscale = -127 / m, qs = min(127, round-half-even(iscale * x)), d = 1 / iscale,

@@ -124,6 +124,18 @@ void FACET_TGT_AVX512VNNI facet_kq_dot_q5_K_avx512vnni(int n, float *s, const vo
     k4_rows(n, 1, s, w, 1, x, 0);
 }
 
+/* Decode sweeps: k4_rows / q6_rows with one activation row, inlined into a loop over
+ * consecutive weight rows (each row's operations those of the single-row dot). */
+void FACET_TGT_AVX512VNNI facet_kq_dotr_q4_K_avx512vnni(int n, int rows, float *s, const void *w,
+                                                        size_t wstride, const void *x) {
+    for (int r = 0; r < rows; r++) k4_rows(n, 1, s + r, (const uint8_t *)w + r * wstride, 0, x, 0);
+}
+
+void FACET_TGT_AVX512VNNI facet_kq_dotr_q5_K_avx512vnni(int n, int rows, float *s, const void *w,
+                                                        size_t wstride, const void *x) {
+    for (int r = 0; r < rows; r++) k4_rows(n, 1, s + r, (const uint8_t *)w + r * wstride, 1, x, 0);
+}
+
 void FACET_TGT_AVX512VNNI facet_kq_dotx_q4_K_avx512vnni(int n, int nr, float *s, const void *w,
                                                         const void *x, size_t xstride) {
     switch (nr) {
@@ -198,6 +210,12 @@ FACET_INLINE FACET_TGT_AVX512VNNI void q6_rows(int n, const int NR, float *s, co
 
 void FACET_TGT_AVX512VNNI facet_kq_dot_q6_K_avx512vnni(int n, float *s, const void *w, const void *x) {
     q6_rows(n, 1, s, w, x, 0);
+}
+
+void FACET_TGT_AVX512VNNI facet_kq_dotr_q6_K_avx512vnni(int n, int rows, float *s, const void *w,
+                                                        size_t wstride, const void *x) {
+    for (int r = 0; r < rows; r++)
+        q6_rows(n, 1, s + r, (const kq_q6_K *)((const uint8_t *)w + r * wstride), x, 0);
 }
 
 void FACET_TGT_AVX512VNNI facet_kq_dotx_q6_K_avx512vnni(int n, int nr, float *s, const void *w,
