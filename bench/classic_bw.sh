@@ -25,7 +25,8 @@
 # token), the bytes being `decode_bytes` (all weights but the untied embedding table's
 # unread rows and the experts a token does not choose). The summary at the end prints,
 # per cell, each round's decode tok/s, probe GB/s and fraction, and their medians.
-# Run time on a quiet machine, checkpoints and caches present, 3 rounds: ~6 min.
+# Run time, checkpoints and caches present, 3 rounds: ~6 min estimated on a quiet machine
+# (here, loaded: OLMoE alone 3.4-3.9 min, GPT-2 + Pythia ~25 min waiting on the lock).
 set -eu
 ROUNDS=${1:-3}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
