@@ -1857,7 +1857,8 @@ static facet_status int_alias(reader *r, const char *key, const char *alias, int
  * masks the dropped groups to 0.0 (DeepseekV3's masked_fill), NemotronH to -inf, which
  * differ once a kept expert's biased score is negative: n_group > 1 is refused by value
  * (NemotronHConfig's default, and the released Nano's, is 1). moe_latent_size (the
- * fc1/fc2_latent_proj projections around the experts) is refused unless null. Without
+ * fc1/fc2_latent_proj projections around the experts) is refused unless null, and
+ * mlp_bias (the shared expert's biases) with an "E" layer. Without
  * an "E" layer the keys are read (typed) and no expert fact is set. */
 static facet_status read_nemotron_moe(reader *r) {
     facet_facts *f = r->f;
@@ -1887,6 +1888,9 @@ static facet_status read_nemotron_moe(reader *r) {
                    "router does not)");
     if (topk_group != 1)
         return bad(r, "topk_group", json_object_get(r->obj, "topk_group"), "1 (n_group is 1)");
+    if (f->mlp_bias) /* NemotronHMLP's biases: the shared expert's are not loaded */
+        return bad(r, "mlp_bias", json_object_get(r->obj, "mlp_bias"),
+                   "false with MoE layers (the shared expert's biases are not built)");
     if (k > E)
         return bad(r, "num_experts_per_tok", json_object_get(r->obj, "num_experts_per_tok"),
                    "at most n_routed_experts");

@@ -421,6 +421,8 @@ def test_nemotron_h_refusals(run_facet, tmp_path):
                         (dict(moe, moe_latent_size=32), "moe_latent_size is 32 (integer), "
                          "expected null"),
                         (dict(moe, num_experts_per_tok=9), "num_experts_per_tok is 9"),
+                        (dict(moe, mlp_bias=True), "mlp_bias is true (true), expected false "
+                         "with MoE layers"),
                         ({"hybrid_override_pattern": "M*-"}, "num_hidden_layers (5) layers of M"),
                         ({"mamba_hidden_act": "gelu"}, "mamba_hidden_act is \"gelu\" (string), "
                          "expected \"silu\""),
