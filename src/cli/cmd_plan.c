@@ -122,6 +122,10 @@ static void print_split(const facet_split *sp, const facet_plan *p) {
            "rank 0)%s; rank 0's command per step: 25 bytes to each other rank\n",
            sp->tp > 1 ? ", and two all-reduces of hidden_size x 4 bytes per layer among a "
                         "stage's tensor ranks (2 (T-1)/T of it sent per rank)" : "");
+    /* measured, not modelled: resident memory minus weights minus the KV held was
+     * 6.6-8.3 MiB per process on a 241 MB checkpoint (bench/RESULTS.md, issue 21) */
+    printf("  not counted: each process's fixed runtime part, ~8 MiB measured (libc, Open "
+           "MPI's buffers, batch scratch, stacks)\n");
 }
 
 /* What facet run refuses on vulkan beyond the table's facts (engine/model.c, session.c):
