@@ -89,6 +89,36 @@ static void test_gelu_tanh_paths(void **state) {
     test_cpu_path_reset();
 }
 
+/* The ungated activation (facet_act_row: GPT-2's gelu_new, NeoX's gelu, silu) is the
+ * gated one with up = 1 bit for bit on every CPU path (the same vector e^x for whole
+ * groups of 16, libm for the rest), so the float64 bounds above hold for it too; and a
+ * row split at a multiple of 16 (ffn_dense's per-thread ranges) changes no bit. */
+static void test_act_row_paths(void **state) {
+    (void)state;
+    FOR_EACH_CPU_PATH(p) {
+        for (int act = 0; act <= 3; act++) {
+            int n = 3072 + 37;
+            float *x = malloc(sizeof(float) * (size_t)n), *g = malloc(sizeof(float) * (size_t)n);
+            float *one = malloc(sizeof(float) * (size_t)n), *y = malloc(sizeof(float) * (size_t)n);
+            for (int i = 0; i < n; i++) {
+                x[i] = g[i] = y[i] = (float)(urand() * (i % 7 == 0 ? 30.0 : 5.0));
+                one[i] = 1.0f;
+            }
+            facet_act_row(x, n, act);
+            facet_gated_act(g, one, n, act);
+            assert_memory_equal(x, g, sizeof(float) * (size_t)n);
+            facet_act_row(y, 1024, act); /* two ranges, as two threads take the row */
+            facet_act_row(y + 1024, n - 1024, act);
+            assert_memory_equal(x, y, sizeof(float) * (size_t)n);
+            free(x);
+            free(g);
+            free(one);
+            free(y);
+        }
+    }
+    test_cpu_path_reset();
+}
+
 static void test_silu_paths(void **state) {
     (void)state;
     FOR_EACH_CPU_PATH(p) {
@@ -149,6 +179,7 @@ static void test_q8_quantize_paths(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_silu_paths), cmocka_unit_test(test_gelu_tanh_paths),
+                                       cmocka_unit_test(test_act_row_paths),
                                        cmocka_unit_test(test_q8_quantize_paths)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -48,7 +48,8 @@ void facet_softmax(float *x, int n) {
 
 /* SiLU-gated product in 16 AVX-512 lanes: sigmoid(g) = 1 / (1 + e^-g) for g >= 0 and
  * e^g / (1 + e^g) otherwise, so only e^x of x <= 0 is needed (vexp.h, within 2 ulp of
- * expf); returns the elements done (a multiple of 16). */
+ * expf); up NULL: the activation alone (an ungated MLP); returns the elements done (a
+ * multiple of 16). */
 static FACET_TGT_AVX512 int silu_avx512(float *gate, const float *up, int n) {
     int i = 0;
     const __m512 one = _mm512_set1_ps(1.0f);
@@ -57,7 +58,8 @@ static FACET_TGT_AVX512 int silu_avx512(float *gate, const float *up, int n) {
         __m512 e = exp_neg_avx512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(g)));
         __mmask16 pos = _mm512_cmp_ps_mask(g, _mm512_setzero_ps(), _CMP_GE_OQ);
         __m512 sig = _mm512_div_ps(_mm512_mask_blend_ps(pos, e, one), _mm512_add_ps(one, e));
-        _mm512_storeu_ps(gate + i, _mm512_mul_ps(_mm512_mul_ps(g, sig), _mm512_loadu_ps(up + i)));
+        __m512 a = _mm512_mul_ps(g, sig);
+        _mm512_storeu_ps(gate + i, up ? _mm512_mul_ps(a, _mm512_loadu_ps(up + i)) : a);
     }
     return i;
 }
@@ -76,9 +78,17 @@ static FACET_TGT_AVX512 int gelu_tanh_avx512(float *gate, const float *up, int n
         __m512 e = exp_neg_avx512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(z)));
         __mmask16 pos = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_GE_OQ);
         __m512 sig = _mm512_div_ps(_mm512_mask_blend_ps(pos, e, one), _mm512_add_ps(one, e));
-        _mm512_storeu_ps(gate + i, _mm512_mul_ps(_mm512_mul_ps(g, sig), _mm512_loadu_ps(up + i)));
+        __m512 a = _mm512_mul_ps(g, sig);
+        _mm512_storeu_ps(gate + i, up ? _mm512_mul_ps(a, _mm512_loadu_ps(up + i)) : a);
     }
     return i;
+}
+
+int facet_act_row_vec(float *x, int n, int act) {
+    int level = facet_cpu()->level;
+    if (act == 0 && level == FACET_CPU_AVX512) return silu_avx512(x, NULL, n);
+    if (act == 1 && level == FACET_CPU_AVX512) return gelu_tanh_avx512(x, NULL, n);
+    return 0;
 }
 
 void facet_gated_act(float *gate, const float *up, int n, int act) {

@@ -445,7 +445,13 @@ void facet_axpy_f32(float *y, float a, const float *x, int n);
 void facet_layernorm(float *y, const float *x, const float *w, const float *b, int n, double eps);
 
 /* x = act(x) over n elements, act a facet_act (silu, gelu tanh form, gelu erf form): the
- * activation of an ungated MLP (norm_act.c). */
+ * activation of an ungated MLP (norm_act.c). SiLU and the gelu tanh form use
+ * facet_act_row_vec for whole groups of 16 (as facet_gated_act does), libm for the rest;
+ * the split depends only on n. */
 void facet_act_row(float *x, int n, int act);
+/* The AVX-512 part of facet_act_row: act 0 (silu) or 1 (gelu tanh form) over the first
+ * n / 16 * 16 elements with the vector e^x of facet_gated_act (within 2 ulp of expf;
+ * the tanh form as g sigmoid(2u)); returns the elements done (0 on other CPUs or acts). */
+int facet_act_row_vec(float *x, int n, int act);
 
 #endif

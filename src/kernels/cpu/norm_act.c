@@ -28,7 +28,7 @@ void facet_layernorm(float *y, const float *x, const float *w, const float *b, i
 }
 
 void facet_act_row(float *x, int n, int act) {
-    for (int i = 0; i < n; i++) {
+    for (int i = facet_act_row_vec(x, n, act); i < n; i++) {
         float g = x[i];
         switch (act) {
         case 1: { /* gelu_pytorch_tanh, gelu_new, gelu_fast */
