@@ -54,6 +54,20 @@ static int parse_count(const char *opt, const char *s, int64_t *out) {
 
 static facet_facts g_facts;
 
+/* What a decoded token reads of GGUF tensor t of b run-time bytes: k of the E experts of
+ * a stacked expert tensor (*_exps), one row of token_embd when an output matrix exists
+ * (else it is the tied output projection, read whole), all of anything else. */
+static uint64_t gguf_decode_share(const gguf_model *m, const gguf_tensor *t, uint64_t b) {
+    const facet_facts *f = &g_facts;
+    if (strstr(t->name, "_exps.") && t->n_dims == 3 && f->num_experts > 0 &&
+        f->num_experts_per_tok > 0 && f->num_experts_per_tok <= f->num_experts)
+        return b / (uint64_t)f->num_experts * (uint64_t)f->num_experts_per_tok;
+    if (!strcmp(t->name, "token_embd.weight") && t->n_dims == 2 && t->ne[1] > 0 &&
+        gguf_model_find(m, "output.weight"))
+        return b / (uint64_t)t->ne[1];
+    return b;
+}
+
 /* A GGUF file's tensors as they run in their own types (--weights gguf, what auto picks
  * for a file with block-type matrices): their bytes and formats into o, and the list
  * [{name, type, runs_as, bytes}] in name order, the per-type totals into types ({type: {tensors,
@@ -67,6 +81,7 @@ static json_t *gguf_tensors(const gguf_model *m, facet_plan_opts *o, json_t *typ
         uint64_t b = facet_gguf_tensor_run_bytes(t, &fmt);
         if (!b) continue;
         o->gguf_weight_bytes += b;
+        o->gguf_decode_bytes += gguf_decode_share(m, t, b);
         if (fmt >= 0) o->gguf_formats |= 1u << fmt;
         if (fmt >= 0 && !strncmp(t->name, "blk.", 4)) *layer_formats |= 1u << fmt;
         const char *tn = gguf_type_name(t->type);

@@ -454,7 +454,9 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
         int gguf = out->weights == FACET_PLAN_GGUF;
         weight_sums(be, f, gguf ? FACET_WF_F32 : out->weights, &ws);
         out->n_active_params = ws.active_params;
-        out->decode_bytes_per_token = gguf ? opts->gguf_weight_bytes : ws.active_bytes;
+        out->decode_bytes_per_token = !gguf ? ws.active_bytes
+                                      : opts->gguf_decode_bytes ? opts->gguf_decode_bytes
+                                                                : opts->gguf_weight_bytes;
     }
     out->kv_type = opts->kv_cache;
     if (out->kv_type == FACET_KV_AUTO)

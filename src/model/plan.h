@@ -61,6 +61,9 @@ typedef struct facet_plan_opts {
      * Hugging Face checkpoint */
     uint64_t gguf_weight_bytes;
     uint32_t gguf_formats;
+    /* of gguf_weight_bytes, what one decoded token reads (an expert tensor's k / E share,
+     * one row of an untied token_embd); 0: take all of gguf_weight_bytes */
+    uint64_t gguf_decode_bytes;
 } facet_plan_opts;
 
 /* Consecutive layers that run the same kinds and kernels. */
