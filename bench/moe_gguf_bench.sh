@@ -13,9 +13,13 @@
 # Environment: FACET (build/facet), LLAMA_BIN (/work/llama/build/bin), DIR
 # (/work/benchtmp/moe: the GGUF is written there if absent, ~17 GB for qwen3moe, ~9 GB
 # for deepseek2; delete it when done), LOCK (/work/notes/bench.lock), OMP_WAIT_POLICY
-# (passive: llama.cpp's OpenMP threads otherwise spin against other load).
-# Run time on the 2-core machine: see bench/RESULTS.md (a round is ~2-4 minutes for
-# qwen3moe, mostly the two engines loading 17 GB).
+# (passive: llama.cpp's OpenMP threads otherwise spin against other load), LLAMA_ARGS
+# (-mmp 0: with its default mmap llama.cpp keeps the file's pages mapped beside its
+# repacked copy, 23 GB resident for qwen3moe on this 23 GiB machine, and decodes
+# while evicting its own pages: 2.5-8 tok/s), FIRST (facet or llama: who runs first in
+# round 1; the order alternates).
+# Run time on the 2-core machine (bench/RESULTS.md): a round ~4.5 min for qwen3moe, ~3 min
+# for deepseek2, much of it the two engines loading the file; writing it 1-3 min once.
 set -eu
 ARCH=${1:?usage: moe_gguf_bench.sh qwen3moe|deepseek2 [ROUNDS]}
 ROUNDS=${2:-3}
@@ -24,6 +28,9 @@ LLAMA_BIN=${LLAMA_BIN:-/work/llama/build/bin}
 DIR=${DIR:-/work/benchtmp/moe}
 LOCK=${LOCK:-/work/notes/bench.lock}
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+LLAMA_ARGS=${LLAMA_ARGS--mmp 0}
+FIRST=${FIRST:-facet}
+off=0; [ "$FIRST" = llama ] && off=1
 case $ARCH in
 qwen3moe) M=$DIR/qwen3-30b-a3b-Q4_0.gguf; VOCAB=151936 ;;
 deepseek2) M=$DIR/deepseek-v2-lite-Q4_0.gguf; VOCAB=102400 ;;
@@ -56,7 +63,8 @@ print(f\"{t['prefill_tok_s']:.2f} {t['decode_tok_s']:.2f} {t['load_s']:.1f} {rss
 }
 
 run_llama() {
-    flock "$LOCK" "$LLAMA_BIN/llama-bench" -m "$M" -p 512 -n 32 -t 2 -r 1 -o csv \
+    # shellcheck disable=SC2086
+    flock "$LOCK" "$LLAMA_BIN/llama-bench" -m "$M" -p 512 -n 32 -t 2 -r 1 -o csv $LLAMA_ARGS \
         >"$T/llama.csv" 2>"$T/llama.err" || { cat "$T/llama.err" >&2; exit 1; }
     /usr/bin/python3 -c "
 import csv
@@ -64,11 +72,11 @@ rows = {(r['n_prompt'], r['n_gen']): float(r['avg_ts']) for r in csv.DictReader(
 print(f\"{rows[('512', '0')]:.2f} {rows[('0', '32')]:.2f}\")" >"$T/l.$1"
 }
 
-echo "== $ROUNDS rounds, 2 threads: facet run (512-token prompt, 32 decoded) vs llama-bench -p 512 -n 32"
+echo "== $ROUNDS rounds, 2 threads: facet run (512-token prompt, 32 decoded) vs llama-bench -p 512 -n 32 $LLAMA_ARGS"
 echo "round order | facet prefill decode (tok/s) load_s peak_RSS_GiB | llama.cpp pp512 tg32 | ratio prefill decode"
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
-    if [ $((r % 2)) -eq 1 ]; then run_facet $r; run_llama $r; o=facet-first
+    if [ $(((r + off) % 2)) -eq 1 ]; then run_facet $r; run_llama $r; o=facet-first
     else run_llama $r; run_facet $r; o=llama-first; fi
     set -- $(cat "$T/f.$r") $(cat "$T/l.$r")
     echo "$r $o | $1 $2 $3 $4 | $5 $6 | $(/usr/bin/python3 -c "print(f'{$1/$5:.2f} {$2/$6:.2f}')")"
