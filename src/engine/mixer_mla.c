@@ -104,9 +104,11 @@ static void q_a_norm_row(facet_session *s, int l, int r) {
                         0.0f);
 }
 
-/* Entry r's attention over its sequence's cached positions 0 .. pos[r], absorbed form;
- * writes its nh x dv outputs to att_out. */
-static void attend_row(facet_session *s, int l, int r) {
+/* Heads [h0, h1) of entry r's attention over its sequence's cached positions
+ * 0 .. pos[r], absorbed form; writes their dv outputs each to att_out. key: K floats of
+ * scratch (one latent + rope key widened from the cache). Each head's arithmetic is the
+ * same whatever range it runs in. */
+static void attend_heads(facet_session *s, int l, int r, int h0, int h1, float *key) {
     const facet_facts *f = &s->model->facts;
     const facet_layer_weights *L = &s->model->w.layers[l];
     const facet_kv_cache *kv = &s->kv;
@@ -116,11 +118,11 @@ static void attend_row(facet_session *s, int l, int r) {
     float scale = (float)f->attn_scale;
     const float *q = s->q + (size_t)r * (size_t)(nh * (dn + dr));
     float *qa = s->mla_work + (size_t)r * facet_mla_row_floats(f);
-    float *acc = qa + (size_t)nh * K, *mx = acc + (size_t)nh * C, *sum = mx + nh, *key = sum + nh;
+    float *acc = qa + (size_t)nh * K, *mx = acc + (size_t)nh * C, *sum = mx + nh;
     const float *wkv = L->kv_b_f32;
 
     /* absorbed queries: [W_kb,h^T q_nope,h | q_rope,h] */
-    for (int h = 0; h < nh; h++) {
+    for (int h = h0; h < h1; h++) {
         float *a = qa + (size_t)h * K;
         const float *qh = q + h * (dn + dr);
         memset(a, 0, sizeof(float) * (size_t)C);
@@ -129,12 +131,12 @@ static void attend_row(facet_session *s, int l, int r) {
         mx[h] = -INFINITY;
         sum[h] = 0.0f;
     }
-    memset(acc, 0, sizeof(float) * (size_t)nh * C);
+    memset(acc + (size_t)h0 * C, 0, sizeof(float) * (size_t)(h1 - h0) * C);
 
     const facet_kv_seq *c = &kv->seqs[s->seq_ids[r]];
     for (int t = 0; t <= s->pos[r]; t++) {
         facet_kv_load_strided(facet_kv_key(kv, c, l, 0, t), kv->type, key, K, FACET_KV_GROUP);
-        for (int h = 0; h < nh; h++) {
+        for (int h = h0; h < h1; h++) {
             float sc = facet_dot_f32(qa + (size_t)h * K, key, K) * scale;
             float *o = acc + (size_t)h * C;
             if (sc > mx[h]) { /* a new maximum: what was summed shrinks by exp(old - new) */
@@ -152,12 +154,41 @@ static void attend_row(facet_session *s, int l, int r) {
 
     /* the value up-projection of each head's weighted latent */
     float *out = s->att_out + (size_t)r * (size_t)(nh * dv);
-    for (int h = 0; h < nh; h++) {
+    for (int h = h0; h < h1; h++) {
         const float *o = acc + (size_t)h * C;
         float inv = 1.0f / sum[h];
         for (int i = 0; i < dv; i++)
             out[h * dv + i] = facet_dot_f32(o, wkv + (size_t)(h * W + dn + i) * C, C) * inv;
     }
+}
+
+/* Entry r's attention, all its heads (the key scratch at the end of its mla_work row). */
+static void attend_row(facet_session *s, int l, int r) {
+    const facet_facts *f = &s->model->facts;
+    int nh = (int)f->num_attention_heads, C = (int)f->kv_lora_rank;
+    int K = C + (int)f->qk_rope_head_dim;
+    float *qa = s->mla_work + (size_t)r * facet_mla_row_floats(f);
+    attend_heads(s, l, r, 0, nh, qa + (size_t)nh * K + (size_t)nh * C + 2 * (size_t)nh);
+}
+
+/* Below this many entries (decode) each entry's heads are split across the threads:
+ * facet_for_rows would run them all on one core, which then alone reads the layer's f32
+ * kv_b (the absorbed query and the value up-projection) and the whole latent cache. */
+#define MLA_HEAD_SPLIT_ROWS 8
+#define MLA_KEY_MAX 2048 /* key scratch on a task's stack: kv_lora_rank + qk_rope_head_dim */
+
+typedef struct {
+    facet_session *s;
+    int l, nh, per, tasks_per_row;
+} heads_job;
+
+static void heads_task(void *ctx, int task, int thread) {
+    (void)thread;
+    const heads_job *j = ctx;
+    float key[MLA_KEY_MAX];
+    int r = task / j->tasks_per_row, h0 = (task % j->tasks_per_row) * j->per;
+    int h1 = h0 + j->per < j->nh ? h0 + j->per : j->nh;
+    attend_heads(j->s, j->l, r, h0, h1, key);
 }
 
 /* xn (RMSNorm_in(x)) -> xn (o_proj's output) for entries [0, n) of layer l. */
@@ -177,7 +208,15 @@ static void mla_forward(facet_session *s, int l, int n) {
         be->ops->matmul_multi(be, 2, y, s->xn, w, b, n);
     }
     facet_for_rows(s, l, n, latent_row); /* every entry stored before any attends */
-    facet_for_rows(s, l, n, attend_row);
+    int threads = be->ops->threads(be), nh = (int)f->num_attention_heads;
+    if (n < MLA_HEAD_SPLIT_ROWS && threads > 1 && nh > 1 &&
+        f->kv_lora_rank + f->qk_rope_head_dim <= MLA_KEY_MAX) {
+        heads_job j = {s, l, nh, (nh + threads - 1) / threads, 0};
+        j.tasks_per_row = (nh + j.per - 1) / j.per;
+        be->ops->run(be, n * j.tasks_per_row, heads_task, &j);
+    } else {
+        facet_for_rows(s, l, n, attend_row);
+    }
     be->ops->matmul(be, s->xn, s->att_out, &L->o_proj, NULL, n);
 }
 
