@@ -108,7 +108,8 @@ static void q_a_norm_row(facet_session *s, int l, int r) {
  * 0 .. pos[r], absorbed form; writes their dv outputs each to att_out. key: K floats of
  * scratch (one latent + rope key widened from the cache). Each head's arithmetic is the
  * same whatever range it runs in. */
-static void attend_heads(facet_session *s, int l, int r, int h0, int h1, float *key) {
+static void attend_heads(facet_session *s, int l, int r, int h0, int h1, float *key,
+                         float *grp, float *keys) {
     const facet_facts *f = &s->model->facts;
     const facet_layer_weights *L = &s->model->w.layers[l];
     const facet_kv_cache *kv = &s->kv;
@@ -134,20 +135,35 @@ static void attend_heads(facet_session *s, int l, int r, int h0, int h1, float *
     memset(acc + (size_t)h0 * C, 0, sizeof(float) * (size_t)(h1 - h0) * C);
 
     const facet_kv_seq *c = &kv->seqs[s->seq_ids[r]];
-    for (int t = 0; t <= s->pos[r]; t++) {
-        facet_kv_load_strided(facet_kv_key(kv, c, l, 0, t), kv->type, key, K, FACET_KV_GROUP);
+    /* whole groups of FACET_KV_GROUP positions (stored [element][position in group]) are
+     * widened in one contiguous pass and transposed, instead of a strided gather per
+     * position: the same values, read sequentially */
+    int G = FACET_KV_GROUP, T = s->pos[r] + 1;
+    int TG = grp && keys && !facet_kv_is_ring(kv, l) ? T / G * G : 0;
+    for (int t = 0; t < T; t++) {
+        const float *k = key;
+        if (t < TG) {
+            if (t % G == 0) {
+                facet_kv_load_strided(facet_kv_key(kv, c, l, 0, t), kv->type, grp, K * G, 1);
+                for (int d = 0; d < K; d++)
+                    for (int j = 0; j < G; j++) keys[(size_t)j * K + d] = grp[(size_t)d * G + j];
+            }
+            k = keys + (size_t)(t % G) * K;
+        } else {
+            facet_kv_load_strided(facet_kv_key(kv, c, l, 0, t), kv->type, key, K, G);
+        }
         for (int h = h0; h < h1; h++) {
-            float sc = facet_dot_f32(qa + (size_t)h * K, key, K) * scale;
+            float sc = facet_dot_f32(qa + (size_t)h * K, k, K) * scale;
             float *o = acc + (size_t)h * C;
             if (sc > mx[h]) { /* a new maximum: what was summed shrinks by exp(old - new) */
                 float corr = expf(mx[h] - sc);
                 sum[h] = sum[h] * corr + 1.0f;
-                for (int j = 0; j < C; j++) o[j] = o[j] * corr + key[j];
+                for (int j = 0; j < C; j++) o[j] = o[j] * corr + k[j];
                 mx[h] = sc;
             } else {
                 float p = expf(sc - mx[h]);
                 sum[h] += p;
-                facet_axpy_f32(o, p, key, C);
+                facet_axpy_f32(o, p, k, C);
             }
         }
     }
@@ -162,20 +178,27 @@ static void attend_heads(facet_session *s, int l, int r, int h0, int h1, float *
     }
 }
 
+/* Below this many entries (decode) each entry's heads are split across the threads:
+ * facet_for_rows would run them all on one core, which then alone reads the layer's f32
+ * kv_b (the absorbed query and the value up-projection) and the whole latent cache. */
+#define MLA_HEAD_SPLIT_ROWS 8
+#define MLA_KEY_MAX 1024 /* key scratch on the stack (x 33 floats): kv_lora_rank + qk_rope_head_dim */
+
 /* Entry r's attention, all its heads (the key scratch at the end of its mla_work row). */
 static void attend_row(facet_session *s, int l, int r) {
     const facet_facts *f = &s->model->facts;
     int nh = (int)f->num_attention_heads, C = (int)f->kv_lora_rank;
     int K = C + (int)f->qk_rope_head_dim;
     float *qa = s->mla_work + (size_t)r * facet_mla_row_floats(f);
-    attend_heads(s, l, r, 0, nh, qa + (size_t)nh * K + (size_t)nh * C + 2 * (size_t)nh);
+    float *key = qa + (size_t)nh * K + (size_t)nh * C + 2 * (size_t)nh;
+    if (K > MLA_KEY_MAX) {
+        attend_heads(s, l, r, 0, nh, key, NULL, NULL);
+        return;
+    }
+    float grp[MLA_KEY_MAX * FACET_KV_GROUP], keys[MLA_KEY_MAX * FACET_KV_GROUP];
+    attend_heads(s, l, r, 0, nh, key, grp, keys);
 }
 
-/* Below this many entries (decode) each entry's heads are split across the threads:
- * facet_for_rows would run them all on one core, which then alone reads the layer's f32
- * kv_b (the absorbed query and the value up-projection) and the whole latent cache. */
-#define MLA_HEAD_SPLIT_ROWS 8
-#define MLA_KEY_MAX 2048 /* key scratch on a task's stack: kv_lora_rank + qk_rope_head_dim */
 
 typedef struct {
     facet_session *s;
@@ -185,10 +208,10 @@ typedef struct {
 static void heads_task(void *ctx, int task, int thread) {
     (void)thread;
     const heads_job *j = ctx;
-    float key[MLA_KEY_MAX];
+    float key[MLA_KEY_MAX], grp[MLA_KEY_MAX * FACET_KV_GROUP], keys[MLA_KEY_MAX * FACET_KV_GROUP];
     int r = task / j->tasks_per_row, h0 = (task % j->tasks_per_row) * j->per;
     int h1 = h0 + j->per < j->nh ? h0 + j->per : j->nh;
-    attend_heads(j->s, j->l, r, h0, h1, key);
+    attend_heads(j->s, j->l, r, h0, h1, key, grp, keys);
 }
 
 /* xn (RMSNorm_in(x)) -> xn (o_proj's output) for entries [0, n) of layer l. */
