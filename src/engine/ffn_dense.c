@@ -1,6 +1,7 @@
 /*
  * ffn_dense.c — the dense gated FFN kind (layer.h): transformers' LlamaMLP and the
- * families that share it, down(act(gate h) * up h) (+ biases when mlp_bias); the ungated
+ * families that share it, down(act(gate h) * up h) (+ biases when mlp_bias; muP, Falcon-H1:
+ * down(act(gate h * g) * up h) * d with the mlp multipliers g, d); the ungated
  * MLP of the classic decoders (ffn_ungated: GPT-NeoX), down(act(up h)).
  */
 #include "backend/backend.h"
@@ -13,12 +14,26 @@ static int dense_takes(const facet_facts *f, int l) {
     return 1;
 }
 
-/* gate = act(gate) * up over one row of intermediate_size. */
+/* gate = act(gate) * up over one row of intermediate_size (muP, Falcon-H1: the gate
+ * times mlp_gate_multiplier first). */
 static void act_row(facet_session *s, int l, int r) {
     (void)l;
     const facet_facts *f = &s->model->facts;
     size_t I = (size_t)f->intermediate_size;
+    if (f->mup && f->mlp_gate_multiplier != 1.0) {
+        float m = (float)f->mlp_gate_multiplier;
+        for (size_t i = 0; i < I; i++) s->gate[r * I + i] *= m;
+    }
     s->be->ops->gated_act(s->be, s->gate + r * I, s->up + r * I, (int)I, (int)f->act);
+}
+
+/* The down projection's output times mlp_down_multiplier (muP, Falcon-H1). */
+static void down_mult_row(facet_session *s, int l, int r) {
+    (void)l;
+    const facet_facts *f = &s->model->facts;
+    size_t H = (size_t)f->hidden_size;
+    float m = (float)f->mlp_down_multiplier;
+    for (size_t i = 0; i < H; i++) s->xn[r * H + i] *= m;
 }
 
 /* up = act(up) over one row (an ungated MLP). */
@@ -82,6 +97,8 @@ static void dense_forward(facet_session *s, int l, int n) {
     }
     facet_for_rows(s, l, n, act_row);
     be->ops->matmul(be, s->xn, s->gate, &L->down_proj, L->down_bias, n);
+    const facet_facts *f = &s->model->facts;
+    if (f->mup && f->mlp_down_multiplier != 1.0) facet_for_rows(s, l, n, down_mult_row);
 }
 
 const facet_ffn_kind facet_ffn_dense = {"dense", dense_takes, dense_forward};

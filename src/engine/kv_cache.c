@@ -50,8 +50,13 @@ void facet_kv_cache_set_state(facet_kv_cache *kv, int layer, size_t bytes) {
     kv->state_bytes[layer] = bytes;
 }
 
+void facet_kv_cache_add_state(facet_kv_cache *kv, int layer, size_t bytes) {
+    if (!kv->state_bytes[layer]) kv->n_state_layers++;
+    kv->state_bytes[layer] = bytes;
+}
+
 void facet_kv_cache_set_absent(facet_kv_cache *kv, int layer) {
-    if (facet_kv_is_state(kv, layer)) kv->n_state_layers--;
+    if (kv->state_bytes[layer]) kv->n_state_layers--;
     kv->kind[layer] = FACET_KV_SLOT_NONE;
     kv->state_bytes[layer] = 0;
 }
@@ -114,12 +119,14 @@ facet_status facet_kv_cache_reserve(facet_kv_cache *kv, int seq, int need, facet
             nl[l] = c->layers[l];
             continue;
         }
-        int ok;
+        int ok = 1;
         if (facet_kv_is_absent(kv, l)) continue; /* another stage's layer */
-        if (facet_kv_is_state(kv, l)) {
-            nl[l].state = calloc(1, kv->state_bytes[l]);
-            ok = nl[l].state != NULL;
-        } else {
+        /* a state beside a GLOBAL slot (Falcon-H1) is kept like a STATE slot's */
+        if (kv->state_bytes[l] && c->layers)
+            nl[l].state = c->layers[l].state;
+        else if (kv->state_bytes[l])
+            ok = (nl[l].state = calloc(1, kv->state_bytes[l])) != NULL;
+        if (ok && !facet_kv_is_state(kv, l)) {
             size_t rows = facet_kv_is_ring(kv, l) ? facet_kv_rows(kv, c, l) : (size_t)cap;
             nl[l].k = kbuf_alloc(kv, rows, row_bytes);
             nl[l].v = kv->latent ? NULL : kbuf_alloc(kv, rows, row_bytes);
@@ -131,7 +138,7 @@ facet_status facet_kv_cache_reserve(facet_kv_cache *kv, int seq, int need, facet
                 if (!((facet_kv_is_ring(kv, j) || facet_kv_is_state(kv, j)) && c->layers)) {
                     kbuf_free(kv, nl[j].k);
                     kbuf_free(kv, nl[j].v);
-                    free(nl[j].state);
+                    if (!c->layers) free(nl[j].state);
                 }
             free(nl);
             return facet_err(err, FACET_E_NOMEM, "KV cache: %d positions", cap);
@@ -173,10 +180,9 @@ facet_status facet_kv_cache_copy(facet_kv_cache *kv, int src, int dst, int n, fa
     size_t groups = (size_t)(n + FACET_KV_GROUP - 1) / FACET_KV_GROUP * FACET_KV_GROUP;
     for (int l = 0; l < kv->n_layers; l++) {
         if (facet_kv_is_absent(kv, l)) continue;
-        if (facet_kv_is_state(kv, l)) { /* the state after all of src's tokens */
+        if (kv->state_bytes[l]) /* the state after all of src's tokens */
             memcpy(b->layers[l].state, a->layers[l].state, kv->state_bytes[l]);
-            continue;
-        }
+        if (facet_kv_is_state(kv, l)) continue;
         size_t ra = facet_kv_rows(kv, a, l), rb = facet_kv_rows(kv, b, l);
         for (int h = 0; h < kv->n_kv_heads; h++) {
             memcpy(b->layers[l].k + (size_t)h * rb * head_row,

@@ -102,8 +102,9 @@ typedef struct facet_kv_cache {
     facet_kv_type type;            /* element type (resolved, never AUTO)              */
     size_t elt;                    /* bytes per element: 4 or 2                        */
     uint8_t *kind;                 /* [n_layers] facet_kv_slot_kind                    */
-    size_t *state_bytes;           /* [n_layers] STATE slots' bytes per sequence, else 0 */
-    int n_state_layers;            /* STATE slots (0: a pure attention model)          */
+    size_t *state_bytes;           /* [n_layers] a state's bytes per sequence (a STATE
+                                      slot's, or one beside a KV slot), else 0          */
+    int n_state_layers;            /* layers with a state (0: a pure attention model)  */
     int latent;                    /* 1: keys only, no value buffers (latent attention;
                                       see the contract); set after init, before reserve */
     facet_kv_seq *seqs;            /* [n_seq_max]                                      */
@@ -130,6 +131,13 @@ facet_status facet_kv_cache_init(facet_kv_cache *kv, int n_layers, int n_kv_head
 /* Make layer `layer` a STATE slot of `bytes` (> 0) bytes per sequence (float32
  * elements: bytes a multiple of 4). Call after init, before any reserve. */
 void facet_kv_cache_set_state(facet_kv_cache *kv, int layer, size_t bytes);
+
+/* Give layer `layer` a state of `bytes` (> 0, a multiple of 4) per sequence beside its
+ * GLOBAL or RING slot (Falcon-H1's parallel mixers: attention and a Mamba-2 state in one
+ * layer). The state is allocated, kept, zeroed, copied and freed as a STATE slot's is
+ * (the contract above); the layer's KV rows as its kind's. Call after init, before any
+ * reserve. */
+void facet_kv_cache_add_state(facet_kv_cache *kv, int layer, size_t bytes);
 
 /* Make layer `layer` a NONE slot (another pipeline stage holds its cache): reserve,
  * copy and reset never touch it. Call after init, before any reserve. */

@@ -43,6 +43,12 @@ extern const facet_ffn_kind facet_ffn_moe;
  * FFN (a Mamba block is x + mixer(RMSNorm(x)) alone) */
 extern const facet_mixer_kind facet_mixer_mamba;
 extern const facet_mixer_kind facet_mixer_mamba2; /* mixer_mamba2.c: layer_ssm == 2 */
+/* mixer_mamba2.c: the Mamba-2 mixer of layer l over entries [0, n): in (n rows of
+ * hidden_size) -> out (n rows of hidden_size; may be in), the layer's state advanced */
+void facet_mamba2_mix(facet_session *s, int l, int n, const float *in, float *out);
+/* mixer_parallel.c: attention and Mamba-2 side by side, outputs summed (facts
+ * ssm_parallel: Falcon-H1) */
+extern const facet_mixer_kind facet_mixer_parallel;
 /* mixer_shortconv.c: LFM2's gated short convolution, layer_ssm == 3 */
 extern const facet_mixer_kind facet_mixer_shortconv;
 extern const facet_ffn_kind facet_ffn_none;

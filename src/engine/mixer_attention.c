@@ -3,6 +3,7 @@
  * LlamaAttention and the families that share it (qwen2/3, mistral, gemma 1-3, phi3,
  * olmo2, granite, smollm3), every variation a fact:
  *   q,k,v = h W^T (+ bias)                      [qkv_bias]
+ *   k = k * key_multiplier                      [mup: Falcon-H1]
  *   q,k = RMSNorm per head or over the projection   [qk_norm]
  *   RoPE(q, k) at the position (global or local table)  [not on no_rope layers]
  *   a = softmax(softcap(q k^T * scale) + ALiBi + causal / window mask) v   (GQA; gpt-oss:
@@ -60,6 +61,10 @@ static void qk_row(facet_session *s, int l, int r) {
     float off = (float)f->norm_weight_offset;
     int local = m->inv_freq_local && f->layer_sliding[l];
     float *q = s->q + (size_t)r * qd, *k = s->k + (size_t)r * kvd;
+    if (f->mup && f->key_multiplier != 1.0) { /* Falcon-H1: k_proj(h) * key_multiplier */
+        float km = (float)f->key_multiplier;
+        for (int i = 0; i < kvd; i++) k[i] *= km;
+    }
     if (L->q_norm && L->qk_norm_full) { /* OLMo 2: over the whole projection */
         be->ops->rmsnorm(be, q, q, L->q_norm, qd, f->rms_norm_eps, off);
         be->ops->rmsnorm(be, k, k, L->k_norm, kvd, f->rms_norm_eps, off);

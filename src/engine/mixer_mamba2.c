@@ -9,7 +9,9 @@
  *                                                  channel of head h, B and C of h's group
  *   y = s_t C_g + D x                              (per head: D, dt and A are scalars)
  *   y = RMSNorm_group(y * SiLU(z)) * w             per group of DI / G channels
+ *       (facts ssm_norm: or RMSNorm_group(y) * w * SiLU(z), or y * SiLU(z): Falcon-H1)
  *   out = y W_out^T
+ * muP (facts mup, Falcon-H1): in_proj's output times ssm_mup per segment z, x, B, C, dt.
  * The norm is per group (mamba_ssm, llama.cpp); transformers' pure-torch path normalises
  * over all DI channels, the same only when n_groups = 1.
  *
@@ -106,8 +108,10 @@ static void dt_row(facet_session *s, int l, int r) {
     for (size_t h = 0; h < NH; h++) s->ssm_dtin[r * NH + h] = softplus(in[h] + bias[h]);
 }
 
-/* Entry r's y (DI): y * SiLU(z), RMS-normalised per group of DI / G channels, times the
- * norm's weight (mamba_ssm's RMSNormGated, norm after the gate). */
+/* Entry r's y (DI) through the output norm (facts ssm_norm): GATED y * SiLU(z),
+ * RMS-normalised per group of DI / G channels, times the norm's weight (mamba_ssm's
+ * RMSNormGated, norm after the gate); BEFORE_GATE the same norm of y, then times SiLU(z)
+ * (FalconH1RMSNormGated with norm_before_gate); NONE y * SiLU(z) alone. */
 static void gnorm_row(facet_session *s, int l, int r) {
     const facet_facts *f = &s->model->facts;
     const float *w = s->model->w.layers[l].ssm_gnorm;
@@ -115,7 +119,9 @@ static void gnorm_row(facet_session *s, int l, int r) {
     size_t CD = DI + 2 * G * (size_t)f->ssm_state_size, PW = DI + CD + (size_t)f->ssm_heads;
     float *y = s->ssm_dbc + r * DI;
     const float *z = s->ssm_xz + r * PW;
-    for (size_t c = 0; c < DI; c++) y[c] *= silu(z[c]);
+    if (f->ssm_norm != FACET_SSM_NORM_BEFORE_GATE)
+        for (size_t c = 0; c < DI; c++) y[c] *= silu(z[c]);
+    if (f->ssm_norm == FACET_SSM_NORM_NONE) return;
     for (size_t g = 0; g < G; g++) {
         float *yg = y + g * GS;
         double ss = 0;
@@ -123,20 +129,46 @@ static void gnorm_row(facet_session *s, int l, int r) {
         float inv = (float)(1.0 / sqrt(ss / (double)GS + f->rms_norm_eps));
         for (size_t c = 0; c < GS; c++) yg[c] = yg[c] * inv * w[g * GS + c];
     }
+    if (f->ssm_norm == FACET_SSM_NORM_BEFORE_GATE)
+        for (size_t c = 0; c < DI; c++) y[c] *= silu(z[c]);
 }
 
-/* xn (RMSNorm(x)) -> xn (out_proj's output) for entries [0, n) of layer l. */
-static void mamba2_forward(facet_session *s, int l, int n) {
+/* Entry r's in_proj row times the muP vector (facts ssm_mup): z, x, B, C, dt each by
+ * its own multiplier (Falcon-H1's mup_vector). */
+static void mup_row(facet_session *s, int l, int r) {
+    (void)l;
+    const facet_facts *f = &s->model->facts;
+    size_t DI = (size_t)f->ssm_inner, GN = (size_t)(f->ssm_groups * f->ssm_state_size);
+    size_t NH = (size_t)f->ssm_heads, PW = 2 * DI + 2 * GN + NH;
+    const size_t end[5] = {DI, 2 * DI, 2 * DI + GN, 2 * DI + 2 * GN, PW};
+    float *p = s->ssm_xz + r * PW;
+    for (size_t seg = 0, c = 0; seg < 5; seg++) {
+        float m = (float)f->ssm_mup[seg];
+        for (; c < end[seg]; c++) p[c] *= m;
+    }
+}
+
+static int mup_on(const facet_facts *f) {
+    for (int i = 0; f->mup && i < 5; i++)
+        if (f->ssm_mup[i] != 1.0) return 1;
+    return 0;
+}
+
+void facet_mamba2_mix(facet_session *s, int l, int n, const float *in, float *out) {
     facet_backend *be = s->be;
     const facet_facts *f = &s->model->facts;
     const facet_layer_weights *L = &s->model->w.layers[l];
     int DI = (int)f->ssm_inner, CD = DI + 2 * (int)(f->ssm_groups * f->ssm_state_size);
-    be->ops->matmul(be, s->ssm_xz, s->xn, &L->ssm_in_proj, NULL, n);
+    be->ops->matmul(be, s->ssm_xz, in, &L->ssm_in_proj, NULL, n);
+    if (mup_on(f)) facet_for_rows(s, l, n, mup_row);
     run_channels(s, l, 0, CD); /* conv1d + SiLU over x, B and C */
     facet_for_rows(s, l, n, dt_row);
     run_channels(s, l, 1, DI); /* the scan and D skip */
     facet_for_rows(s, l, n, gnorm_row);
-    be->ops->matmul(be, s->xn, s->ssm_dbc, &L->ssm_out_proj, NULL, n);
+    be->ops->matmul(be, out, s->ssm_dbc, &L->ssm_out_proj, NULL, n);
 }
+
+/* xn (RMSNorm(x)) -> xn (out_proj's output) for entries [0, n) of layer l. */
+static void mamba2_forward(facet_session *s, int l, int n) { facet_mamba2_mix(s, l, n, s->xn, s->xn); }
 
 const facet_mixer_kind facet_mixer_mamba2 = {"mamba2", mamba2_takes, mamba2_forward};

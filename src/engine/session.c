@@ -74,6 +74,8 @@ facet_status facet_session_create(facet_model *model, const facet_session_option
     for (int l = 0; l < (int)f->num_hidden_layers; l++)
         if (f->layer_ssm[l])
             facet_kv_cache_set_state(&s->kv, l, facet_mamba_state_floats(f) * sizeof(float));
+        else if (f->ssm_parallel) /* Falcon-H1: a Mamba-2 state beside the layer's KV */
+            facet_kv_cache_add_state(&s->kv, l, facet_mamba_state_floats(f) * sizeof(float));
     /* a pipeline stage holds only its own layers' cache; an FFN-only layer has none */
     for (int l = 0; l < (int)f->num_hidden_layers; l++)
         if (l < model->layer_first || l >= model->layer_end ||
@@ -162,7 +164,7 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
     size_t F = sizeof(float), N = sizeof(int);
     /* Mamba: xz 2 DI, xc DI, dbc R + 2N, dtin R, dt DI; Mamba-2 (model_internal.h): xz
      * the in_proj row (DI + CD + NH), xc CD, dbc y (DI), dtin dt (NH), no dt */
-    int ssm = f->n_ssm_layers > 0, v2 = f->ssm_version == 2;
+    int ssm = f->n_ssm_layers > 0 || f->ssm_parallel, v2 = f->ssm_version == 2;
     size_t DI = ssm ? (size_t)f->ssm_inner : 0, RDT = ssm ? (size_t)f->ssm_dt_rank : 0;
     size_t DBC = ssm ? RDT + 2 * (size_t)f->ssm_state_size : 0;
     size_t XZ = 2 * DI, XC = DI, DT = DI;
@@ -175,7 +177,7 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
         XZ = 3 * DI, XC = DI, DBC = RDT = DT = 0;
     scratch_buf b[SCRATCH_BUFS] = {
         {(void **)&s->x, H, F, 0},           {(void **)&s->xn, H, F, 0},
-        {(void **)&s->xp, f->parallel_residual ? H : 0, F, 0},
+        {(void **)&s->xp, f->parallel_residual || f->ssm_parallel ? H : 0, F, 0},
         {(void **)&s->q, qd, F, 0},          {(void **)&s->k, kvd, F, 0},
         {(void **)&s->v, kvd, F, 0},         {(void **)&s->att_out, qd, F, 0},
         {(void **)&s->gate, I, F, 0},        {(void **)&s->up, I, F, 0},

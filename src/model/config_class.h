@@ -112,7 +112,9 @@ typedef struct facet_config_class {
                                      by attn_layer_indices, always rotary, dense FFN. 5:
                                      JambaConfig: Mamba layers with dt/B/C norms and
                                      attention without positions by attn_layer_period /
-                                     offset, MoE by expert_layer_period / offset        */
+                                     offset, MoE by expert_layer_period / offset. 6:
+                                     FalconH1Config: attention and a Mamba-2 mixer in
+                                     parallel on every layer, muP multipliers         */
     /* classic decoders (issue 28) */
     const char *norm_eps_key;     /* the norms' eps key when not rms_norm_eps
                                      ("layer_norm_eps"), else NULL                    */

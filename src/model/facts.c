@@ -1678,6 +1678,106 @@ static facet_status read_hybrid(reader *r, const facet_config_class *cls) {
     return FACET_OK;
 }
 
+/* A list of n numbers (each > 0) under `key`, or the defaults left when absent or null. */
+static facet_status get_num_list(reader *r, const char *key, int n, double *out) {
+    json_t *v = take(r, key);
+    if (!v || json_is_null(v)) return FACET_OK;
+    char expected[64];
+    snprintf(expected, sizeof expected, "a list of %d positive numbers", n);
+    if (!json_is_array(v) || (int)json_array_size(v) != n) return bad(r, key, v, expected);
+    for (int i = 0; i < n; i++) {
+        json_t *x = json_array_get(v, (size_t)i);
+        if (!json_is_number(x) || !isfinite(json_number_value(x)) || !(json_number_value(x) > 0))
+            return bad(r, key, v, expected);
+        out[i] = json_number_value(x);
+    }
+    return FACET_OK;
+}
+
+/* FalconH1Config (transformers models/falcon_h1/configuration_falcon_h1.py,
+ * modular_falcon_h1.py): every FalconH1DecoderLayer runs FalconH1Attention (Llama's, keys
+ * times key_multiplier) and FalconH1Mixer (Mamba-2, mamba_d_ssm wide, default
+ * mamba_expand * hidden_size; mamba_d_head "auto" = that / mamba_n_heads; its output
+ * norm FalconH1RMSNormGated per group only when mamba_rms_norm, before or after the gate
+ * by mamba_norm_before_gate, else y * SiLU(z)) on the same input_layernorm output, then
+ * pre_ff_layernorm and FalconH1MLP. muP: the embeddings times embedding_multiplier, the
+ * logits times lm_head_multiplier, the attention's input times attention_in_multiplier
+ * and output times attention_out_multiplier, the mixer's input times ssm_in_multiplier,
+ * in_proj's output times the mup_vector (ssm_multipliers per segment z, x, B, C, dt), its
+ * output times ssm_out_multiplier, the MLP's gate times mlp_multipliers[0] and its down
+ * projection times mlp_multipliers[1]. in_proj's bias is mamba_proj_bias, out_proj's
+ * projectors_bias (refused by the table when true: not built). */
+static facet_status read_falcon_h1(reader *r) {
+    facet_facts *f = r->f;
+    f->ssm_version = 2;
+    f->ssm_ffn = 1; /* the layer keeps input_layernorm and its FFN block */
+    f->ssm_parallel = 1;
+    f->ssm_heads = 128, f->ssm_groups = 1, f->ssm_state_size = 256;
+    f->ssm_conv_kernel = 4, f->ssm_expand = 2;
+    TRY(get_int(r, "mamba_n_heads", 0, 1, 1 << 20, &f->ssm_heads, NULL));
+    TRY(get_int(r, "mamba_n_groups", 0, 1, 1 << 20, &f->ssm_groups, NULL));
+    TRY(get_int(r, "mamba_d_state", 0, 1, 1 << 16, &f->ssm_state_size, NULL));
+    TRY(get_int(r, "mamba_d_conv", 0, 1, 1 << 10, &f->ssm_conv_kernel, NULL));
+    TRY(get_int(r, "mamba_expand", 0, 1, 1 << 10, &f->ssm_expand, NULL));
+    f->ssm_inner = f->ssm_expand * f->hidden_size;
+    TRY(get_int(r, "mamba_d_ssm", 0, 1, MAX_INTERMEDIATE, &f->ssm_inner, NULL));
+    if (f->ssm_inner % f->ssm_heads)
+        return bad(r, "mamba_n_heads", json_object_get(r->obj, "mamba_n_heads"),
+                   "a divisor of mamba_d_ssm (or mamba_expand * hidden_size)");
+    f->ssm_head_dim = f->ssm_inner / f->ssm_heads;
+    json_t *hd = take(r, "mamba_d_head");
+    if (hd && !json_is_null(hd) && !(json_is_string(hd) && !strcmp(json_string_value(hd), "auto")) &&
+        !(json_is_integer(hd) && json_integer_value(hd) == f->ssm_head_dim))
+        return bad(r, "mamba_d_head", hd, "\"auto\" or mamba_d_ssm / mamba_n_heads");
+    if (f->ssm_heads % f->ssm_groups)
+        return bad(r, "mamba_n_groups", json_object_get(r->obj, "mamba_n_groups"),
+                   "a divisor of mamba_n_heads");
+    int64_t chunk = 256;
+    TRY(get_int(r, "mamba_chunk_size", 0, 1, 1 << 20, &chunk, NULL)); /* a kernel choice */
+    f->ssm_conv_bias = 1;
+    TRY(get_bool(r, "mamba_conv_bias", &f->ssm_conv_bias));
+    int in_bias = 0, out_bias = 0, rms = 0, before = 1;
+    TRY(get_bool(r, "mamba_proj_bias", &in_bias));
+    TRY(get_bool(r, "projectors_bias", &out_bias));
+    f->ssm_proj_bias = in_bias || out_bias;
+    TRY(get_bool(r, "mamba_rms_norm", &rms));
+    TRY(get_bool(r, "mamba_norm_before_gate", &before));
+    f->ssm_norm = !rms ? FACET_SSM_NORM_NONE : before ? FACET_SSM_NORM_BEFORE_GATE
+                                                     : FACET_SSM_NORM_GATED;
+    json_t *lim = take(r, "time_step_limit");
+    if (!no_clamp(lim)) return bad(r, "time_step_limit", lim, "[0.0, inf] (no clamp)");
+    /* the muP multipliers */
+    f->mup = 1;
+    double lm = 1.0, mlp[2] = {1.0, 1.0};
+    f->attn_in_multiplier = f->attn_out_multiplier = 1.0;
+    f->ssm_in_multiplier = f->ssm_out_multiplier = f->key_multiplier = 1.0;
+    for (int i = 0; i < 5; i++) f->ssm_mup[i] = 1.0;
+    TRY(get_num(r, "embedding_multiplier", 1, &f->embedding_multiplier));
+    TRY(get_num(r, "lm_head_multiplier", 1, &lm));
+    f->logits_scaling = 1.0 / lm;
+    TRY(get_num(r, "key_multiplier", 1, &f->key_multiplier));
+    TRY(get_num(r, "attention_in_multiplier", 1, &f->attn_in_multiplier));
+    TRY(get_num(r, "attention_out_multiplier", 1, &f->attn_out_multiplier));
+    TRY(get_num(r, "ssm_in_multiplier", 1, &f->ssm_in_multiplier));
+    TRY(get_num(r, "ssm_out_multiplier", 1, &f->ssm_out_multiplier));
+    TRY(get_num_list(r, "ssm_multipliers", 5, f->ssm_mup));
+    TRY(get_num_list(r, "mlp_multipliers", 2, mlp));
+    f->mlp_gate_multiplier = mlp[0], f->mlp_down_multiplier = mlp[1];
+    /* keys the released checkpoints carry that FalconH1Config never reads: every layer is
+     * hybrid and has its MLP whatever mamba_use_mlp says (a checkpoint without the MLP's
+     * tensors fails the loader's tensor check by name); an attn_layer_indices other than
+     * null is left for the table to refuse; the dt init range, generation's
+     * num_logits_to_keep */
+    static const char *const unread[] = {"time_step_min", "time_step_max", "time_step_floor",
+                                         "num_logits_to_keep", "mamba_use_mlp", NULL};
+    for (int i = 0; unread[i]; i++) take(r, unread[i]);
+    json_t *v = json_object_get(r->obj, "attn_layer_indices");
+    if (v && json_is_null(v)) take(r, "attn_layer_indices");
+    memset(f->layer_ssm, 0, sizeof f->layer_ssm);
+    f->n_ssm_layers = 0;
+    return FACET_OK;
+}
+
 /* JambaConfig (transformers models/jamba/configuration_jamba.py, modular_jamba.py):
  * layer i is attention when i % attn_layer_period == attn_layer_offset, else a
  * JambaMambaMixer (Mamba-1: mamba_d_state, mamba_d_conv, mamba_expand, mamba_dt_rank
@@ -2064,6 +2164,7 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
         if (cls->hybrid == 2) TRY(read_lfm2(&r));
         if (cls->hybrid == 3) TRY(read_nemotron_h(&r));
         if (cls->hybrid == 5) TRY(read_jamba(&r));
+        if (cls->hybrid == 6) TRY(read_falcon_h1(&r));
     }
     TRY(read_rope(&r, cls));
     TRY(read_window(&r, cls));

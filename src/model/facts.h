@@ -32,6 +32,14 @@ typedef enum facet_rope_type {
     FACET_ROPE_UNKNOWN,     /* a type facet does not know: always refused             */
 } facet_rope_type;
 
+/* Mamba-2's output norm (facts ssm_norm): y the scan's output, z the gate */
+#define FACET_SSM_NORM_GATED 0       /* RMSNorm_group(y * SiLU(z)) * w (Mamba2Mixer's gated
+                                        norm, mamba_ssm's norm_before_gate=False)        */
+#define FACET_SSM_NORM_BEFORE_GATE 1 /* RMSNorm_group(y) * w * SiLU(z) (FalconH1's
+                                        mamba_norm_before_gate)                          */
+#define FACET_SSM_NORM_NONE 2        /* y * SiLU(z), no norm, no weight (FalconH1's
+                                        mamba_rms_norm false)                            */
+
 #define FACET_BLOCK_BOTH 0
 #define FACET_BLOCK_MIXER 1
 #define FACET_BLOCK_FFN 2
@@ -319,6 +327,25 @@ typedef struct facet_facts {
     int ssm_dbc_norm;              /* 1: Mamba's dt, B and C (x_proj's parts) each pass an
                                       RMSNorm with a weight (eps rms_norm_eps) before use:
                                       Jamba's dt/b/c_layernorm                           */
+    /* Falcon-H1 (FalconH1Config): every layer runs attention and a Mamba-2 mixer in
+     * parallel on the same normed input h, the mixer output being
+     *   attn(h * attn_in_multiplier) * attn_out_multiplier
+     *     + mamba2(h * ssm_in_multiplier) * ssm_out_multiplier
+     * (layer_ssm stays 0: every layer is an attention layer with its KV slot, and keeps a
+     * Mamba-2 state beside it; n_ssm_layers counts none of them) */
+    int ssm_parallel;              /* 1: the parallel mixers above on every layer        */
+    int ssm_norm;                  /* Mamba-2's output norm, FACET_SSM_NORM_*             */
+    /* muP multipliers (mup 0: none of them applies; each is 1.0 then) */
+    int mup;
+    double attn_in_multiplier, attn_out_multiplier;
+    double ssm_in_multiplier, ssm_out_multiplier;
+    double key_multiplier;         /* keys times this after k_proj (+ bias), before RoPE  */
+    double ssm_mup[5];             /* Mamba-2's in_proj output times these, by segment:
+                                      z, x, B, C, dt (FalconH1's mup_vector from
+                                      ssm_multipliers)                                  */
+    double mlp_gate_multiplier;    /* the gated MLP's gate_proj output times this, before
+                                      the activation                                    */
+    double mlp_down_multiplier;    /* its down_proj output times this                   */
     int n_ssm_layers;              /* count of layer_ssm[i] != 0                         */
     uint8_t layer_ssm[FACET_MAX_LAYERS]; /* per layer: ssm_version (a Mamba / Mamba-2 /
                                       short-conv mixer; no FFN unless ssm_ffn), 0 otherwise */

@@ -119,7 +119,8 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
     w->fmt = fmt;
     uint64_t H = u(f->hidden_size), I = u(f->intermediate_size), V = u(f->vocab_size);
     uint64_t nh = u(f->num_attention_heads), nkv = u(f->num_key_value_heads), hd = u(f->head_dim);
-    uint64_t M = (uint64_t)f->n_ssm_layers; /* Mamba layers: no attention, no FFN */
+    /* Mamba layers (no attention, no FFN), or Falcon-H1's mixers beside attention */
+    uint64_t M = f->ssm_parallel ? u(f->num_hidden_layers) : (uint64_t)f->n_ssm_layers;
     uint64_t S = (uint64_t)f->n_sparse_layers;
     /* per layer: L the attention layers, LF the FFN ones (a hybrid's recurrent layers keep
      * theirs), NV the H-wide norms outside the recurrent blocks (2 per two-block layer and
@@ -212,7 +213,9 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
         uint64_t NH = u(f->ssm_heads), CD = sat_add(DI, sat_mul(2 * u(f->ssm_groups), N));
         add_mat(w, sat_add(sat_add(DI, CD), NH), H, M, M);
         add_mat(w, H, DI, M, M);
-        add_vec(w, sat_add(f->ssm_ffn ? 0 : H, DI), M); /* a hybrid's norm: counted above */
+        /* the block's norm (a hybrid's: counted above), the gated norm (Falcon-H1: none
+         * without mamba_rms_norm) */
+        add_vec(w, sat_add(f->ssm_ffn ? 0 : H, f->ssm_norm == FACET_SSM_NORM_NONE ? 0 : DI), M);
         add_vec(w, sat_add(sat_mul(CD, K + (f->ssm_conv_bias ? 1 : 0)), sat_mul(NH, 3)), M);
     } else if (M) { /* Mamba layers: in/x/dt/out projections; norm, conv, dt bias, A_log, D */
         uint64_t DI = u(f->ssm_inner), N = u(f->ssm_state_size), K = u(f->ssm_conv_kernel);
@@ -265,7 +268,8 @@ uint64_t facet_plan_state_bytes(const facet_facts *f) {
     uint64_t DI = u(f->ssm_inner), N = u(f->ssm_state_size);
     uint64_t CD = f->ssm_version == 2 ? sat_add(DI, sat_mul(2 * u(f->ssm_groups), N)) : DI;
     uint64_t per = sat_add(sat_mul(CD, u(f->ssm_conv_kernel - 1)), sat_mul(DI, N));
-    return sat_mul(sat_mul(per, 4), (uint64_t)f->n_ssm_layers);
+    uint64_t layers = f->ssm_parallel ? u(f->num_hidden_layers) : (uint64_t)f->n_ssm_layers;
+    return sat_mul(sat_mul(per, 4), layers);
 }
 
 /* GGUF weights: the kernel of each format the file's matrices are in, joined ("Q4_0-avx2,
@@ -334,11 +338,15 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
         /* the layer's kinds and kernels, as a session resolves them */
         const facet_mixer_kind *mk = facet_layer_mixer(f, (int)l);
         const facet_ffn_kind *fk = facet_layer_ffn(f, (int)l);
-        char kern[128];
+        char kern[192];
         int ssm = f->layer_ssm[l];
-        snprintf(kern, sizeof kern, "mixer %s (%.40s), ffn %s (%.47s)", mk ? mk->name : "none",
+        char par[96];
+        snprintf(par, sizeof par, "%.56s + conv1d + selective scan, f32",
+                 be->ops->attention_kernel(be, p->kv_type, (int)f->head_dim));
+        snprintf(kern, sizeof kern, "mixer %s (%.60s), ffn %s (%.47s)", mk ? mk->name : "none",
                  ssm == 3              ? "gated short conv1d, f32"
                  : ssm                 ? "conv1d + selective scan, f32"
+                 : f->ssm_parallel     ? par
                  : f->layer_block[l] == FACET_BLOCK_FFN ? "-"
                  : f->kv_lora_rank > 0 ? "absorbed, online softmax, f32"
                                        : be->ops->attention_kernel(be, p->kv_type, (int)f->head_dim),
@@ -505,7 +513,10 @@ facet_status facet_plan_make(const facet_facts *f, const facet_plan_opts *opts, 
                  "[position/16][head_dim][16] and values [position][head_dim], grown on "
                  "demand up to ctx%s", (long long)f->num_key_value_heads, (long long)f->head_dim,
                  kvn, f->n_ssm_layers ? "; on the attention layers only (the recurrent layers "
-                                        "keep a fixed state instead)" : "");
+                                        "keep a fixed state instead)"
+                      : f->ssm_parallel ? "; every layer also keeps a fixed float32 Mamba-2 "
+                                          "state (its mixer runs beside attention)"
+                                        : "");
 
     out->ctx = ctx;
     out->batch = batch;

@@ -76,7 +76,7 @@ typedef struct facet_plan_group {
     char attention[96];     /* "causal GQA 32q/8kv hd=64" / "... window 4096 (ring)"  */
     /* what the engine runs, from its own resolution (layer.h kinds, the CPU backend's
      * kernels): "mixer attention (blocked-avx512bf16), ffn dense (bf16-avx512bf16)" */
-    char kernels[128];
+    char kernels[192];
 } facet_plan_group;
 
 typedef struct facet_plan {

@@ -188,6 +188,10 @@ const facet_profile facet_profiles[] = {
     {"bamba", {"BambaForCausalLM"},
      "Bamba (Mamba-2 layers and attention layers by attn_layer_indices, half-rotary GQA, "
      "SwiGLU FFN on each)", &cpu_dense, &vulkan_dense},
+    {"falcon_h1", {"FalconH1ForCausalLM"},
+     "Falcon-H1 (attention and a Mamba-2 mixer in parallel on every layer, their outputs "
+     "summed; muP multipliers on the embeddings, both mixers, the SSM projection's "
+     "segments, the MLP and the logits)", &cpu_dense, &vulkan_dense},
     {"jamba", {"JambaForCausalLM"},
      "Jamba (Mamba layers with dt/B/C RMSNorms and attention layers without positions by "
      "period and offset, MoE by period and offset)", &cpu_dense, &vulkan_dense},

@@ -84,6 +84,10 @@ static int conv_bias(const facet_facts *f) { return f->ssm_conv_bias; }
 static int ssm_block_norm(const facet_facts *f) { return !f->ssm_ffn; }
 static int mamba1(const facet_facts *f) { return f->ssm_version == 1; }
 static int mamba2(const facet_facts *f) { return f->ssm_version == 2; }
+/* Mamba-2's output norm has a weight unless it is off (Falcon-H1's mamba_rms_norm) */
+static int mamba2_norm(const facet_facts *f) {
+    return mamba2(f) && f->ssm_norm != FACET_SSM_NORM_NONE;
+}
 /* a selective scan (Mamba, Mamba-2), not LFM2's short convolution */
 static int selective(const facet_facts *f) { return f->ssm_version == 1 || f->ssm_version == 2; }
 
@@ -299,18 +303,19 @@ const facet_tensor_row facet_tensor_rows[] = {
           .fused = FACET_TF_GATE_UP_BIAS, .n_split = 2,
           .split = {FACET_TS_GATE_BIAS, FACET_TS_UP_BIAS}, .when = fused_gate_up_bias),
     /* Llama's mlp_bias: gate, up and down all carry a bias */
-    DENSE(.root = L, .name = "mlp.gate_proj.bias", .gguf = "ffn_gate.bias",
+    DENSE(.root = L, .name = "mlp.gate_proj.bias",
+          .alt = "feed_forward.gate_proj.bias" /* Falcon-H1's mlp_bias */, .gguf = "ffn_gate.bias",
           .dims = {FACET_TD_FFN, FACET_TD_NONE}, .slot = FACET_TS_GATE_BIAS, .fused = -1,
           .when = gate_bias),
     DENSE(.root = L, .name = "mlp.up_proj.bias", .alt = "mlp.dense_h_to_4h.bias",
           .alt2 = "mlp.fc1.bias", .alt3 = "mlp.c_fc.bias", .alt4 = "mlp.fc_in.bias",
-          .alt6 = "mixer.up_proj.bias",
+          .alt6 = "mixer.up_proj.bias", .alt7 = "feed_forward.up_proj.bias" /* Falcon-H1 */,
           .gguf = "ffn_up.bias",
           .dims = {FACET_TD_FFN, FACET_TD_NONE}, .slot = FACET_TS_UP_BIAS, .fused = -1,
           .when = up_bias),
     DENSE(.root = L, .name = "mlp.down_proj.bias", .alt = "mlp.dense_4h_to_h.bias",
           .alt2 = "mlp.fc2.bias", .alt3 = "mlp.c_proj.bias", .alt4 = "mlp.fc_out.bias",
-          .alt6 = "mixer.down_proj.bias",
+          .alt6 = "mixer.down_proj.bias", .alt7 = "feed_forward.down_proj.bias" /* Falcon-H1 */,
           .gguf = "ffn_down.bias",
           .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_DOWN_BIAS, .fused = -1, .when = mlp_bias),
     DENSE(.root = L, .name = "mlp.c_fc.weight", .dims = {FACET_TD_FFN, H}, .matrix = 1,
@@ -433,7 +438,7 @@ const facet_tensor_row facet_tensor_rows[] = {
      * them back (gguf_checkpoint.c) */
     SSMG("A_log", "ssm_a", FACET_TD_SSM_PARAM, FACET_TD_SSM_A_COLS, 0, FACET_TS_SSM_A_LOG, selective),
     SSMG("D", "ssm_d", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_D, selective),
-    SSMG("norm.weight", "ssm_norm.weight", SI, FACET_TD_NONE, 0, FACET_TS_SSM_GNORM, mamba2),
+    SSMG("norm.weight", "ssm_norm.weight", SI, FACET_TD_NONE, 0, FACET_TS_SSM_GNORM, mamba2_norm),
     /* Jamba: RMSNorms of dt, B and C */
     SSM("dt_layernorm.weight", FACET_TD_SSM_DT_RANK, FACET_TD_NONE, 0, FACET_TS_SSM_DT_NORM,
         dbc_norm),
@@ -493,7 +498,8 @@ static int attention_row(const facet_tensor_row *r) {
 int facet_tensor_in_layer(const facet_tensor_row *r, const facet_facts *f, int64_t layer) {
     if (r->root != FACET_TR_LAYER) return 0;
     int ssm = layer >= 0 && layer < FACET_MAX_LAYERS && f->layer_ssm[layer];
-    if (r->scope == FACET_SCOPE_SSM) return ssm;
+    /* Falcon-H1: every layer holds a Mamba-2 mixer's rows beside attention's */
+    if (r->scope == FACET_SCOPE_SSM) return ssm || f->ssm_parallel;
     /* a recurrent layer: its mixer's rows alone, or (hybrids) every row but attention's */
     if (ssm && (!f->ssm_ffn || attention_row(r))) return 0;
     /* single-block layers (Nemotron-H): an FFN-only layer has no attention rows nor the

@@ -286,16 +286,19 @@ RANGE(range_shared_expert) {
 /* Mamba mixers (issue 26): the caps' ssm flag; in/out projection biases (use_bias) are
  * not built */
 CHECK(check_ssm) {
-    if (!f->n_ssm_layers) {
+    if (!f->n_ssm_layers && !f->ssm_parallel) {
         snprintf(v, n, "none");
         return 1;
     }
     int big = f->ssm_version == 1 && f->ssm_state_size > 256; /* mixer_mamba.c's table */
-    char mix[64] = "";
-    if (f->n_ssm_layers < f->num_hidden_layers || f->ssm_ffn) /* a hybrid */
+    char mix[80] = "";
+    if (f->ssm_parallel) /* Falcon-H1 */
+        snprintf(mix, sizeof mix, " beside attention on every layer");
+    else if (f->n_ssm_layers < f->num_hidden_layers || f->ssm_ffn) /* a hybrid */
         snprintf(mix, sizeof mix, " on %d of %lld layers%s", f->n_ssm_layers,
                  (long long)f->num_hidden_layers, f->ssm_ffn ? ", each with its FFN" : "");
     const char *bias = f->ssm_version == 3 ? " with conv_bias=true"
+                       : f->ssm_parallel   ? " with mamba_proj_bias/projectors_bias=true"
                        : f->ssm_ffn        ? " with mamba_proj_bias=true"
                                            : " with use_bias=true";
     snprintf(v, n, "%s%s%s%s",
@@ -306,8 +309,8 @@ CHECK(check_ssm) {
 RANGE(range_ssm) {
     (void)f;
     snprintf(b, n, "%s", c->ssm ? "none, or mamba (state_size <= 256) / mamba2 with use_bias=false "
-                                  "(hybrids: mamba_proj_bias=false) / shortconv with "
-                                  "conv_bias=false, on any layers"
+                                  "(hybrids: mamba_proj_bias=false, falcon_h1 also "
+                                  "projectors_bias) / shortconv with conv_bias=false, on any layers"
                                 : "none");
 }
 

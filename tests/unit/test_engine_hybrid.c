@@ -2,7 +2,9 @@
  * test_engine_hybrid.c — the hybrid families' attention KV and recurrent state together
  * through the public API (issue 26), on shrunk Granite 4.0-H (Mamba-2 + attention, MoE +
  * shared MLP), LFM2 (short conv + attention) and Nemotron-H (Mamba-2, attention, MLP-only
- * layers) checkpoints written by tests/ref/hybrid_ref.py: the invariances of
+ * layers) checkpoints written by tests/ref/hybrid_ref.py, and Falcon-H1 (attention and
+ * Mamba-2 in parallel on every layer: KV rows and a state in one layer) by
+ * tests/ref/falcon_h1_ref.py: the invariances of
  * seq_invariance.h bit for bit, and the plan's weight and state bytes equal to what the
  * engine holds. Values against float64: tests/e2e/test_reference_hybrid.py.
  */
@@ -32,6 +34,10 @@ static int setup(void **state) {
     char cmd[512];
     snprintf(cmd, sizeof cmd,
              "/usr/bin/python3 " FACET_SOURCE_DIR "/tests/ref/hybrid_ref.py write-all %s", dir);
+    if (sh(cmd)) return -1;
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 " FACET_SOURCE_DIR "/tests/ref/falcon_h1_ref.py write %s/falcon_h1",
+             dir);
     return sh(cmd) ? -1 : 0;
 }
 
@@ -41,6 +47,10 @@ static int setup(void **state) {
 #define LFM2_STATE (3ull * 64 * 2 * 4)
 /* Nemotron-H: 2 Mamba-2 layers x ((128 + 2 x 2 groups x 16) x 3 + 128 x 16) */
 #define NEMOTRON_STATE (2ull * ((128 + 2 * 2 * 16) * 3 + 128 * 16) * 4)
+
+/* Falcon-H1: every one of its 3 layers keeps KV rows and, beside them, a Mamba-2 state of
+ * (96 + 2 x 2 groups x 16) conv channels x 3 + 96 x 16 */
+#define FALCON_H1_STATE (3ull * ((96 + 2 * 2 * 16) * 3 + 96 * 16) * 4)
 
 static void test_granite_hybrid(void **state) {
     (void)state;
@@ -57,9 +67,15 @@ static void test_nemotron_h(void **state) {
     run_model("nemotron", FACET_WEIGHTS_INT8, NEMOTRON_STATE, KV_NONZERO);
 }
 
+static void test_falcon_h1(void **state) {
+    (void)state;
+    run_model("falcon_h1", FACET_WEIGHTS_F32, FALCON_H1_STATE, KV_NONZERO);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_granite_hybrid),
                                        cmocka_unit_test(test_lfm2),
-                                       cmocka_unit_test(test_nemotron_h)};
+                                       cmocka_unit_test(test_nemotron_h),
+                                       cmocka_unit_test(test_falcon_h1)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }
