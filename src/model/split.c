@@ -28,11 +28,15 @@ facet_status facet_split_check(const facet_facts *f, int pp, int tp, facet_error
                          "would work", pp, (long long)L, pp,
                          (long long)(L < FACET_SPLIT_MAX ? L : FACET_SPLIT_MAX));
     if (tp == 1) return FACET_OK;
-    if (f->n_ssm_layers > 0)
+    if (f->n_ssm_layers > 0 || f->ssm_parallel)
         return facet_err(err, FACET_E_UNSUPPORTED,
-                         "--tensor-parallel %d: the model has %d recurrent (%s) layers, "
-                         "whose state is not split by heads; T = 1 works", tp, f->n_ssm_layers,
-                         f->ssm_version == 3 ? "gated short-convolution" : "Mamba");
+                         "--tensor-parallel %d: the model has %lld recurrent (%s) layers, "
+                         "whose state is not split by heads; T = 1 works", tp,
+                         f->ssm_parallel ? (long long)f->num_hidden_layers
+                                         : (long long)f->n_ssm_layers,
+                         f->ssm_version == 3 ? "gated short-convolution"
+                         : f->ssm_parallel   ? "Mamba-2 beside attention"
+                                             : "Mamba");
     if (f->kv_lora_rank > 0)
         return facet_err(err, FACET_E_UNSUPPORTED,
                          "--tensor-parallel %d: kv_lora_rank=%lld (latent attention) is not "
@@ -89,6 +93,7 @@ static double layer_params(const facet_facts *f, int l) {
         return 3 * DI * H + 2 * H;
     }
     double p = 2 * H * hd * (double)(f->num_attention_heads + f->num_key_value_heads) + 2 * H;
+    if (f->ssm_parallel) p += 3 * (double)f->ssm_inner * H; /* Falcon-H1's Mamba-2 mixer */
     if (f->layer_sparse[l]) {
         double E = (double)f->num_experts, EI = (double)f->moe_intermediate_size;
         double SI = (double)f->shared_expert_intermediate_size;
@@ -122,6 +127,8 @@ facet_status facet_split_make(const facet_facts *f, const facet_plan *p, int pp,
     for (int l = 0; l < L; l++) {
         wm[l] = layer_params(f, l) * per;
         kvm[l] = f->layer_ssm[l] ? st_layer : kv_layer;
+        if (f->ssm_parallel) /* Falcon-H1: every layer holds KV and a state */
+            kvm[l] += (double)p->state_bytes_per_sequence * (double)p->batch / L;
         mem[l] = wm[l] + kvm[l];
     }
     /* minimize the largest stage: best[s][j] = the best largest stage of layers [0, j)
