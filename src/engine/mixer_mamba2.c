@@ -1,7 +1,7 @@
 /*
  * mixer_mamba2.c — the Mamba-2 mixer kind (layer.h), as transformers' Mamba2Mixer
  * (torch_forward and its cache step) with mamba_ssm's per-group gated RMSNorm:
- *   (z, xBC, dt) = h W_in^T                        DI, CD = DI + 2 G N, NH columns
+ *   (z, xBC, dt) = h W_in^T (+ b_in)               DI, CD = DI + 2 G N, NH columns
  *   xBC = SiLU(conv1d(xBC) + b)                    depthwise, causal, K taps per channel
  *   (x, B, C) = xBC                                DI, G N, G N
  *   dt = softplus(dt + dt_bias)                    (NH) per token
@@ -10,7 +10,8 @@
  *   y = s_t C_g + D x                              (per head: D, dt and A are scalars)
  *   y = RMSNorm_group(y * SiLU(z)) * w             per group of DI / G channels
  *       (facts ssm_norm: or RMSNorm_group(y) * w * SiLU(z), or y * SiLU(z): Falcon-H1)
- *   out = y W_out^T
+ *   out = y W_out^T (+ b_out)                      (the biases: Falcon-H1's, facts
+ *                                                  ssm_in_bias / ssm_out_bias)
  * muP (facts mup, Falcon-H1): in_proj's output times ssm_mup per segment z, x, B, C, dt.
  * The norm is per group (mamba_ssm, llama.cpp); transformers' pure-torch path normalises
  * over all DI channels, the same only when n_groups = 1.
@@ -159,13 +160,13 @@ void facet_mamba2_mix(facet_session *s, int l, int n, const float *in, float *ou
     const facet_facts *f = &s->model->facts;
     const facet_layer_weights *L = &s->model->w.layers[l];
     int DI = (int)f->ssm_inner, CD = DI + 2 * (int)(f->ssm_groups * f->ssm_state_size);
-    be->ops->matmul(be, s->ssm_xz, in, &L->ssm_in_proj, NULL, n);
+    be->ops->matmul(be, s->ssm_xz, in, &L->ssm_in_proj, L->ssm_in_bias, n);
     if (mup_on(f)) facet_for_rows(s, l, n, mup_row);
     run_channels(s, l, 0, CD); /* conv1d + SiLU over x, B and C */
     facet_for_rows(s, l, n, dt_row);
     run_channels(s, l, 1, DI); /* the scan and D skip */
     facet_for_rows(s, l, n, gnorm_row);
-    be->ops->matmul(be, out, s->ssm_dbc, &L->ssm_out_proj, NULL, n);
+    be->ops->matmul(be, out, s->ssm_dbc, &L->ssm_out_proj, L->ssm_out_bias, n);
 }
 
 /* xn (RMSNorm(x)) -> xn (out_proj's output) for entries [0, n) of layer l. */

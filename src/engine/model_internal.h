@@ -75,6 +75,8 @@ typedef struct facet_layer_weights {
      * H): z, then x B C (the conv's input), then dt; conv is (CD, K); dt_bias, A_log and
      * D are (NH); x_proj and dt_proj are absent */
     float *ssm_gnorm;           /* (DI) the gated RMSNorm's weight (per group of DI / G) */
+    float *ssm_in_bias;         /* (2 DI + 2 G N + NH) in_proj's bias      ssm_in_bias   */
+    float *ssm_out_bias;        /* (H) out_proj's bias                     ssm_out_bias  */
     /* a latent-attention layer (facts kv_lora_rank > 0; QL = q_lora_rank, C =
      * kv_lora_rank, dn/dr/dv = qk_nope/qk_rope/v_head_dim): q_proj is (nh (dn + dr), H)
      * when QL is 0, o_proj (H, nh dv); k/v_proj are absent */

@@ -1705,8 +1705,8 @@ static facet_status get_num_list(reader *r, const char *key, int n, double *out)
  * and output times attention_out_multiplier, the mixer's input times ssm_in_multiplier,
  * in_proj's output times the mup_vector (ssm_multipliers per segment z, x, B, C, dt), its
  * output times ssm_out_multiplier, the MLP's gate times mlp_multipliers[0] and its down
- * projection times mlp_multipliers[1]. in_proj's bias is mamba_proj_bias, out_proj's
- * projectors_bias (refused by the table when true: not built). */
+ * projection times mlp_multipliers[1]. in_proj's bias is mamba_proj_bias (added before
+ * the mup_vector), out_proj's projectors_bias. */
 static facet_status read_falcon_h1(reader *r) {
     facet_facts *f = r->f;
     f->ssm_version = 2;
@@ -1739,7 +1739,7 @@ static facet_status read_falcon_h1(reader *r) {
     int in_bias = 0, out_bias = 0, rms = 0, before = 1;
     TRY(get_bool(r, "mamba_proj_bias", &in_bias));
     TRY(get_bool(r, "projectors_bias", &out_bias));
-    f->ssm_proj_bias = in_bias || out_bias;
+    f->ssm_in_bias = in_bias, f->ssm_out_bias = out_bias;
     TRY(get_bool(r, "mamba_rms_norm", &rms));
     TRY(get_bool(r, "mamba_norm_before_gate", &before));
     f->ssm_norm = !rms ? FACET_SSM_NORM_NONE : before ? FACET_SSM_NORM_BEFORE_GATE

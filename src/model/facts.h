@@ -335,6 +335,9 @@ typedef struct facet_facts {
      * Mamba-2 state beside it; n_ssm_layers counts none of them) */
     int ssm_parallel;              /* 1: the parallel mixers above on every layer        */
     int ssm_norm;                  /* Mamba-2's output norm, FACET_SSM_NORM_*             */
+    int ssm_in_bias;               /* Mamba-2's in_proj has a bias (Falcon-H1's
+                                      mamba_proj_bias)                                  */
+    int ssm_out_bias;              /* its out_proj has a bias (Falcon-H1's projectors_bias) */
     /* muP multipliers (mup 0: none of them applies; each is 1.0 then) */
     int mup;
     double attn_in_multiplier, attn_out_multiplier;

@@ -216,6 +216,9 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
         /* the block's norm (a hybrid's: counted above), the gated norm (Falcon-H1: none
          * without mamba_rms_norm) */
         add_vec(w, sat_add(f->ssm_ffn ? 0 : H, f->ssm_norm == FACET_SSM_NORM_NONE ? 0 : DI), M);
+        /* Falcon-H1's projection biases */
+        add_vec(w, sat_add(f->ssm_in_bias ? sat_add(sat_add(DI, CD), NH) : 0,
+                           f->ssm_out_bias ? H : 0), M);
         add_vec(w, sat_add(sat_mul(CD, K + (f->ssm_conv_bias ? 1 : 0)), sat_mul(NH, 3)), M);
     } else if (M) { /* Mamba layers: in/x/dt/out projections; norm, conv, dt bias, A_log, D */
         uint64_t DI = u(f->ssm_inner), N = u(f->ssm_state_size), K = u(f->ssm_conv_kernel);

@@ -84,6 +84,8 @@ static int conv_bias(const facet_facts *f) { return f->ssm_conv_bias; }
 static int ssm_block_norm(const facet_facts *f) { return !f->ssm_ffn; }
 static int mamba1(const facet_facts *f) { return f->ssm_version == 1; }
 static int mamba2(const facet_facts *f) { return f->ssm_version == 2; }
+static int ssm_in_bias(const facet_facts *f) { return mamba2(f) && f->ssm_in_bias; }
+static int ssm_out_bias(const facet_facts *f) { return mamba2(f) && f->ssm_out_bias; }
 /* Mamba-2's output norm has a weight unless it is off (Falcon-H1's mamba_rms_norm) */
 static int mamba2_norm(const facet_facts *f) {
     return mamba2(f) && f->ssm_norm != FACET_SSM_NORM_NONE;
@@ -439,6 +441,9 @@ const facet_tensor_row facet_tensor_rows[] = {
     SSMG("A_log", "ssm_a", FACET_TD_SSM_PARAM, FACET_TD_SSM_A_COLS, 0, FACET_TS_SSM_A_LOG, selective),
     SSMG("D", "ssm_d", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_D, selective),
     SSMG("norm.weight", "ssm_norm.weight", SI, FACET_TD_NONE, 0, FACET_TS_SSM_GNORM, mamba2_norm),
+    /* Falcon-H1's projection biases (mamba_proj_bias, projectors_bias) */
+    SSM("in_proj.bias", FACET_TD_SSM_IN_PROJ, FACET_TD_NONE, 0, FACET_TS_SSM_IN_BIAS, ssm_in_bias),
+    SSM("out_proj.bias", H, FACET_TD_NONE, 0, FACET_TS_SSM_OUT_BIAS, ssm_out_bias),
     /* Jamba: RMSNorms of dt, B and C */
     SSM("dt_layernorm.weight", FACET_TD_SSM_DT_RANK, FACET_TD_NONE, 0, FACET_TS_SSM_DT_NORM,
         dbc_norm),

@@ -129,6 +129,8 @@ typedef enum facet_tslot {
     FACET_TS_SSM_DT_NORM,      /* (R) Jamba's dt_layernorm            ssm_dbc_norm    */
     FACET_TS_SSM_B_NORM,       /* (N) b_layernorm                     ssm_dbc_norm    */
     FACET_TS_SSM_C_NORM,       /* (N) c_layernorm                     ssm_dbc_norm    */
+    FACET_TS_SSM_IN_BIAS,      /* (in_proj rows) Falcon-H1's mamba_proj_bias          */
+    FACET_TS_SSM_OUT_BIAS,     /* (H) Falcon-H1's projectors_bias                     */
     FACET_TS_NORM,
     FACET_TS_LM_HEAD,
     FACET_TS_INPUT_LAYERNORM_BIAS,          /* (H) LayerNorm biases (facts norm_bias)   */

@@ -284,7 +284,7 @@ RANGE(range_shared_expert) {
 }
 
 /* Mamba mixers (issue 26): the caps' ssm flag; in/out projection biases (use_bias) are
- * not built */
+ * not built but for Falcon-H1's (facts ssm_in_bias / ssm_out_bias, not ssm_proj_bias) */
 CHECK(check_ssm) {
     if (!f->n_ssm_layers && !f->ssm_parallel) {
         snprintf(v, n, "none");
@@ -298,7 +298,6 @@ CHECK(check_ssm) {
         snprintf(mix, sizeof mix, " on %d of %lld layers%s", f->n_ssm_layers,
                  (long long)f->num_hidden_layers, f->ssm_ffn ? ", each with its FFN" : "");
     const char *bias = f->ssm_version == 3 ? " with conv_bias=true"
-                       : f->ssm_parallel   ? " with mamba_proj_bias/projectors_bias=true"
                        : f->ssm_ffn        ? " with mamba_proj_bias=true"
                                            : " with use_bias=true";
     snprintf(v, n, "%s%s%s%s",
@@ -309,8 +308,8 @@ CHECK(check_ssm) {
 RANGE(range_ssm) {
     (void)f;
     snprintf(b, n, "%s", c->ssm ? "none, or mamba (state_size <= 256) / mamba2 with use_bias=false "
-                                  "(hybrids: mamba_proj_bias=false, falcon_h1 also "
-                                  "projectors_bias) / shortconv with conv_bias=false, on any layers"
+                                  "(hybrids but falcon_h1: mamba_proj_bias=false) / shortconv "
+                                  "with conv_bias=false, on any layers"
                                 : "none");
 }
 

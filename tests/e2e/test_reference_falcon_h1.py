@@ -28,9 +28,12 @@ N_GEN = 32
 VARIANTS = {
     # the grouped gated norm after the gate (mamba_norm_before_gate false, as the release)
     "norm-after-gate": {},
-    # the norm before the gate (FalconH1Config's default), attention and MLP biases
+    # the norm before the gate (FalconH1Config's default); the attention's, the MLP's and
+    # the Mamba-2 mixer's projection biases (mamba_proj_bias on in_proj, projectors_bias
+    # on out_proj)
     "norm-before-gate-bias": {"mamba_norm_before_gate": True, "attention_bias": True,
-                              "mlp_bias": True},
+                              "mlp_bias": True, "mamba_proj_bias": True,
+                              "projectors_bias": True},
     # no norm at all: y * SiLU(z) (the release's mamba_rms_norm false)
     "no-norm": {"mamba_rms_norm": False},
 }
@@ -137,19 +140,17 @@ def test_falcon_h1_plan(run_facet, tmp_path):
 
 
 def test_falcon_h1_refusals(run_facet, tmp_path):
-    """Typed refusals naming the key, its value and what is expected: projection biases
-    of the Mamba-2 mixer are not built; a clamped dt, malformed shapes and multiplier
-    lists; keys FalconH1Config never reads that would change the model."""
+    """Typed errors naming the key, its value and what is expected: a clamped dt,
+    malformed shapes and multiplier lists; keys FalconH1Config never reads that would
+    change the model are refused by name; a bias the config promises and the file lacks
+    is named by the tensor check."""
     cfg = falcon_h1_ref.shrink(falcon_h1_ref.FALCON_H1_0_5B)
-    for key in ("mamba_proj_bias", "projectors_bias"):
-        d = tmp_path / key
-        d.mkdir()
-        (d / "config.json").write_text(json.dumps(dict(cfg, **{key: True})))
-        proc = run_facet(["conform", str(d)])
-        assert proc.returncode == 2, proc.stdout + proc.stderr
-        assert "state-space mixer=mamba2 beside attention on every layer with " \
-               "mamba_proj_bias/projectors_bias=true is not supported" in proc.stdout, proc.stdout
-        assert "mamba_proj_bias=false, falcon_h1 also projectors_bias" in proc.stdout
+    path = falcon_h1_ref.write(cfg, str(tmp_path / "nobias"))
+    cfg_path = tmp_path / "nobias" / "config.json"
+    cfg_path.write_text(json.dumps(dict(cfg, projectors_bias=True)))
+    proc = run_facet(["conform", path])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "layers.0.mixer.out_proj.bias' is missing" in proc.stderr, proc.stdout + proc.stderr
     for bad, needle in (({"mamba_d_head": 8}, "mamba_d_head is 8 (integer), expected \"auto\" or "
                          "mamba_d_ssm / mamba_n_heads"),
                         ({"mamba_n_heads": 7}, "mamba_n_heads is 7 (integer), expected a divisor "

@@ -12,7 +12,8 @@ facet's C code:
   per layer (every layer is both):
     h = RMSNorm(x) * input_layernorm                          (eps rms_norm_eps)
     m = mamba(h * ssm_in_multiplier) * ssm_out_multiplier
-        zxbcdt = in_proj(.) * mup_vector: z (DI) * ssm_multipliers[0], x (DI) * [1],
+        zxbcdt = in_proj(.) (+ bias: mamba_proj_bias) * mup_vector: z (DI) *
+                 ssm_multipliers[0], x (DI) * [1],
                  B (G N) * [2], C (G N) * [3], dt (NH) * [4]
         xBC = SiLU(depthwise causal conv1d over the last K inputs + bias)
         dt = softplus(dt + dt_bias); A = -exp(A_log) per head
@@ -22,7 +23,7 @@ facet's C code:
             FalconH1RMSNormGated: per group of DI / G channels, RMS-normalised (eps
             rms_norm_eps) times its weight, the gate SiLU(z) applied before the norm
             (norm_before_gate false) or after it (true)
-        out_proj(y)
+        out_proj(y) (+ bias: projectors_bias)
     a = attn(h * attention_in_multiplier) * attention_out_multiplier
         q, k, v = h W^T (+ bias with attention_bias); k = k * key_multiplier;
         RoPE (rotate_half, base rope_theta) on q and k; GQA
@@ -32,8 +33,9 @@ facet's C code:
     x = x + down(up(h) * SiLU(gate(h) * mlp_multipliers[0])) * mlp_multipliers[1]
   logits = (RMSNorm(x) * final_layernorm) W_lm^T * lm_head_multiplier
 
-Command line: falcon_h1_ref.py write OUT_DIR [--dtype f32|bf16] [--seed S] writes the
-shrunk Falcon-H1-0.5B config (n_groups 2, every multiplier != 1) and its model.safetensors.
+Command line: falcon_h1_ref.py write OUT_DIR [--dtype f32|bf16] [--seed S] [--bias]
+writes the shrunk Falcon-H1-0.5B config (n_groups 2, every multiplier != 1; --bias: every
+projection bias on, the gated norm before the gate) and its model.safetensors.
 """
 
 import argparse
@@ -176,13 +178,18 @@ def tensor_specs(cfg):
         p = "model.layers.%d." % i
         specs.append((p + "input_layernorm.weight", (H,)))
         m = p + "mamba."
-        specs += [(m + "in_proj.weight", (DI + CD + NH, H)), (m + "conv1d.weight", (CD, 1, K))]
+        specs.append((m + "in_proj.weight", (DI + CD + NH, H)))
+        if f["in_bias"]:
+            specs.append((m + "in_proj.bias", (DI + CD + NH,)))
+        specs.append((m + "conv1d.weight", (CD, 1, K)))
         if f["conv_bias"]:
             specs.append((m + "conv1d.bias", (CD,)))
         specs += [(m + "dt_bias", (NH,)), (m + "A_log", (NH,)), (m + "D", (NH,))]
         if f["rms_norm"]:
             specs.append((m + "norm.weight", (DI,)))
         specs.append((m + "out_proj.weight", (H, DI)))
+        if f["out_bias"]:
+            specs.append((m + "out_proj.bias", (H,)))
         a = p + "self_attn."
         for name, rows in (("q", q), ("k", kv), ("v", kv)):
             specs.append((a + "%s_proj.weight" % name, (rows, H)))
@@ -403,8 +410,15 @@ def main(argv=None):
     w.add_argument("out")
     w.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
     w.add_argument("--seed", type=int, default=0)
+    w.add_argument("--bias", action="store_true",
+                   help="every projection bias on (attention, MLP, in_proj, out_proj) and the "
+                        "gated norm before the gate")
     a = ap.parse_args(argv)
-    write(shrink(FALCON_H1_0_5B), a.out, a.dtype, a.seed)
+    over = {}
+    if a.bias:
+        over = {"attention_bias": True, "mlp_bias": True, "mamba_proj_bias": True,
+                "projectors_bias": True, "mamba_norm_before_gate": True}
+    write(shrink(FALCON_H1_0_5B, **over), a.out, a.dtype, a.seed)
     return 0
 
 

@@ -38,6 +38,10 @@ static int setup(void **state) {
     snprintf(cmd, sizeof cmd,
              "/usr/bin/python3 " FACET_SOURCE_DIR "/tests/ref/falcon_h1_ref.py write %s/falcon_h1",
              dir);
+    if (sh(cmd)) return -1;
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 " FACET_SOURCE_DIR
+             "/tests/ref/falcon_h1_ref.py write %s/falcon_h1_bias --bias", dir);
     return sh(cmd) ? -1 : 0;
 }
 
@@ -72,10 +76,17 @@ static void test_falcon_h1(void **state) {
     run_model("falcon_h1", FACET_WEIGHTS_F32, FALCON_H1_STATE, KV_NONZERO);
 }
 
+/* every projection bias (the plan counts in_proj's and out_proj's), int8 weights */
+static void test_falcon_h1_bias(void **state) {
+    (void)state;
+    run_model("falcon_h1_bias", FACET_WEIGHTS_INT8, FALCON_H1_STATE, KV_NONZERO);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_granite_hybrid),
                                        cmocka_unit_test(test_lfm2),
                                        cmocka_unit_test(test_nemotron_h),
-                                       cmocka_unit_test(test_falcon_h1)};
+                                       cmocka_unit_test(test_falcon_h1),
+                                       cmocka_unit_test(test_falcon_h1_bias)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }
