@@ -1696,8 +1696,8 @@ static facet_status get_num_list(reader *r, const char *key, int n, double *out)
 
 /* FalconH1Config (transformers models/falcon_h1/configuration_falcon_h1.py,
  * modular_falcon_h1.py): every FalconH1DecoderLayer runs FalconH1Attention (Llama's, keys
- * times key_multiplier) and FalconH1Mixer (Mamba-2, mamba_d_ssm wide, default
- * mamba_expand * hidden_size; mamba_d_head "auto" = that / mamba_n_heads; its output
+ * times key_multiplier) and FalconH1Mixer (Mamba-2, mamba_d_ssm wide: 1024 when absent,
+ * mamba_expand * hidden_size when null; mamba_d_head "auto" = that / mamba_n_heads; its output
  * norm FalconH1RMSNormGated per group only when mamba_rms_norm, before or after the gate
  * by mamba_norm_before_gate, else y * SiLU(z)) on the same input_layernorm output, then
  * pre_ff_layernorm and FalconH1MLP. muP: the embeddings times embedding_multiplier, the
@@ -1719,7 +1719,9 @@ static facet_status read_falcon_h1(reader *r) {
     TRY(get_int(r, "mamba_d_state", 0, 1, 1 << 16, &f->ssm_state_size, NULL));
     TRY(get_int(r, "mamba_d_conv", 0, 1, 1 << 10, &f->ssm_conv_kernel, NULL));
     TRY(get_int(r, "mamba_expand", 0, 1, 1 << 10, &f->ssm_expand, NULL));
-    f->ssm_inner = f->ssm_expand * f->hidden_size;
+    /* mamba_d_ssm: the class default 1024 when absent; null: mamba_expand * hidden_size */
+    json_t *dssm = json_object_get(r->obj, "mamba_d_ssm");
+    f->ssm_inner = dssm && json_is_null(dssm) ? f->ssm_expand * f->hidden_size : 1024;
     TRY(get_int(r, "mamba_d_ssm", 0, 1, MAX_INTERMEDIATE, &f->ssm_inner, NULL));
     if (f->ssm_inner % f->ssm_heads)
         return bad(r, "mamba_n_heads", json_object_get(r->obj, "mamba_n_heads"),

@@ -551,6 +551,55 @@ static void test_minicpm(void **state) {
 #undef MINICPM
 }
 
+/* FalconH1Config (issue 26) by hand: the class defaults (mamba_d_ssm 1024 unless null,
+ * then mamba_expand x hidden; mamba_d_head "auto"; 128 heads, 1 group, state 256; the
+ * norm off), the muP keys as facts (lm_head_multiplier as 1 / logits_scaling), the
+ * norm's placement, the biases, every layer an attention layer with a Mamba-2 beside it. */
+static void test_falcon_h1(void **state) {
+    (void)state;
+    facet_error err;
+#define FALCON_H1 "{\"model_type\": \"falcon_h1\", \"hidden_size\": 1024, " \
+                  "\"num_hidden_layers\": 4, \"num_attention_heads\": 8, " \
+                  "\"num_key_value_heads\": 2, \"head_dim\": 64, \"intermediate_size\": 2048, " \
+                  "\"vocab_size\": 32784"
+    assert_int_equal(from_text(FALCON_H1 "}", &err), FACET_OK);
+    assert_true(F.family_known && F.ssm_parallel && F.ssm_version == 2 && F.ssm_ffn);
+    assert_int_equal(F.n_ssm_layers, 0);
+    assert_int_equal(F.ssm_inner, 1024);
+    assert_int_equal(F.ssm_heads, 128);
+    assert_int_equal(F.ssm_head_dim, 8);
+    assert_int_equal(F.ssm_groups, 1);
+    assert_int_equal(F.ssm_state_size, 256);
+    assert_int_equal(F.ssm_norm, FACET_SSM_NORM_NONE);
+    assert_true(F.mup && F.key_multiplier == 1.0 && F.logits_scaling == 1.0);
+    assert_int_equal(F.tie_word_embeddings, 0);
+    assert_int_equal(from_text(FALCON_H1 ", \"mamba_d_ssm\": null, \"mamba_n_heads\": 32, "
+                                         "\"mamba_n_groups\": 4, \"mamba_rms_norm\": true, "
+                                         "\"mamba_proj_bias\": true, \"projectors_bias\": true, "
+                                         "\"lm_head_multiplier\": 0.0390625, "
+                                         "\"embedding_multiplier\": 5.5, \"key_multiplier\": 0.25, "
+                                         "\"ssm_multipliers\": [1, 2, 3, 4, 5], "
+                                         "\"mlp_multipliers\": [0.5, 0.75], "
+                                         "\"mamba_use_mlp\": true, \"attn_layer_indices\": null}",
+                               &err), FACET_OK);
+    assert_int_equal(F.ssm_inner, 2048); /* mamba_expand 2 x hidden */
+    assert_int_equal(F.ssm_head_dim, 64);
+    assert_int_equal(F.ssm_norm, FACET_SSM_NORM_BEFORE_GATE);
+    assert_true(F.ssm_in_bias && F.ssm_out_bias && !F.ssm_proj_bias);
+    assert_true(F.logits_scaling == 25.6 && F.embedding_multiplier == 5.5);
+    assert_true(F.key_multiplier == 0.25 && F.ssm_mup[0] == 1.0 && F.ssm_mup[4] == 5.0);
+    assert_true(F.mlp_gate_multiplier == 0.5 && F.mlp_down_multiplier == 0.75);
+    assert_false(has_key("mamba_use_mlp") || has_key("attn_layer_indices"));
+    assert_int_equal(from_text(FALCON_H1 ", \"mamba_rms_norm\": true, "
+                                         "\"mamba_norm_before_gate\": false}", &err), FACET_OK);
+    assert_int_equal(F.ssm_norm, FACET_SSM_NORM_GATED);
+    assert_int_not_equal(from_text(FALCON_H1 ", \"ssm_multipliers\": [1, 2]}", &err), FACET_OK);
+    assert_non_null(strstr(err.message, "ssm_multipliers"));
+    assert_int_not_equal(from_text(FALCON_H1 ", \"mamba_d_head\": 16}", &err), FACET_OK);
+    assert_non_null(strstr(err.message, "mamba_d_head"));
+#undef FALCON_H1
+}
+
 /* ExaoneConfig (issue 28): its own keys by hand — num_layers, activation_function,
  * layer_norm_epsilon (the RMSNorm eps), intermediate_size null = 4 x hidden; tied by
  * default; no biases whatever attention_bias says (the modeling code has none). */
@@ -988,6 +1037,7 @@ int main(void) {
         cmocka_unit_test(test_baichuan),
         cmocka_unit_test(test_falcon_alibi),
         cmocka_unit_test(test_minicpm),
+        cmocka_unit_test(test_falcon_h1),
         cmocka_unit_test(test_exaone),
         cmocka_unit_test(test_qwen),
         cmocka_unit_test(test_chatglm),
