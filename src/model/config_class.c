@@ -229,7 +229,7 @@ static const facet_config_class classes[] = {
      * a SwiGLU feed_forward after pre_ff_layernorm, final_layernorm; its muP multipliers */
     {.model_type = "falcon_h1", .max_position_embeddings = 8192, .tie_word_embeddings = 0, .rope_theta = 10000.0, .rms_norm_eps = 1e-5,
      .act_key = "hidden_act", .act_default = "silu", .qkv_bias = -1, .o_bias = -1, .pre_norms = 1,
-     .hybrid = 6},
+     .kv_heads_default = 8, .hybrid = 6},
     /* JambaConfig (Jamba): Mamba (Mamba-1 with RMSNorms of dt, B, C) and attention layers
      * by attn_layer_period / offset, attention without positions; a SwiGLU MLP or an MoE
      * (softmax over every expert, the top k kept unrenormalized) by expert_layer_period /

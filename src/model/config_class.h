@@ -101,6 +101,8 @@ typedef struct facet_config_class {
     /* state-space mixers (issue 26): 1 = MambaConfig's keys, every layer a Mamba mixer
      * without attention or FFN */
     int mamba;                    /* 1: MambaConfig, 2: Mamba2Config                    */
+    int64_t kv_heads_default;     /* num_key_value_heads when absent (FalconH1Config: 8);
+                                     0: num_attention_heads                            */
     int hybrid;                   /* 1: GraniteMoeHybridConfig: Mamba-2 layers (mamba_*
                                      keys) and attention layers by layer_types, each with
                                      the FFN block; position_embedding_type. 2:

@@ -1137,7 +1137,7 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
                        "false (the residual taken after the LayerNorm is not supported)");
     }
 
-    f->num_key_value_heads = f->num_attention_heads;
+    f->num_key_value_heads = cls->kv_heads_default ? cls->kv_heads_default : f->num_attention_heads;
     TRY(get_int(r, "num_key_value_heads", 0, 1, MAX_HEADS, &f->num_key_value_heads, NULL));
 
     if (cls->heads_dup_key) { /* the same count spelled twice: they must agree */

@@ -573,6 +573,11 @@ static void test_falcon_h1(void **state) {
     assert_int_equal(F.ssm_norm, FACET_SSM_NORM_NONE);
     assert_true(F.mup && F.key_multiplier == 1.0 && F.logits_scaling == 1.0);
     assert_int_equal(F.tie_word_embeddings, 0);
+    assert_int_equal(from_text("{\"model_type\": \"falcon_h1\", \"hidden_size\": 1024, "
+                               "\"num_hidden_layers\": 4, \"num_attention_heads\": 16, "
+                               "\"intermediate_size\": 2048, \"vocab_size\": 32784}", &err),
+                     FACET_OK);
+    assert_int_equal(F.num_key_value_heads, 8); /* FalconH1Config's default, not the heads */
     assert_int_equal(from_text(FALCON_H1 ", \"mamba_d_ssm\": null, \"mamba_n_heads\": 32, "
                                          "\"mamba_n_groups\": 4, \"mamba_rms_norm\": true, "
                                          "\"mamba_proj_bias\": true, \"projectors_bias\": true, "
