@@ -414,9 +414,14 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
                      f->q_lora_rank ? "" : ", plain q_proj");
             continue;
         }
-        snprintf(g->attention, sizeof g->attention, "causal %s %lldq/%lldkv hd=%lld%s%s",
+        char mix[80] = ""; /* Falcon-H1: a Mamba-2 mixer beside the attention */
+        if (f->ssm_parallel)
+            snprintf(mix, sizeof mix, " + Mamba-2 d_inner=%lld state=%lld heads=%lld groups=%lld",
+                     (long long)f->ssm_inner, (long long)f->ssm_state_size,
+                     (long long)f->ssm_heads, (long long)f->ssm_groups);
+        snprintf(g->attention, sizeof g->attention, "causal %s %lldq/%lldkv hd=%lld%s%s%s",
                  nkv == nh ? "MHA" : nkv == 1 ? "MQA" : "GQA", (long long)nh, (long long)nkv,
-                 (long long)f->head_dim, f->qk_norm ? " qk-norm" : "", win);
+                 (long long)f->head_dim, f->qk_norm ? " qk-norm" : "", win, mix);
     }
 }
 

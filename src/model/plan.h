@@ -73,7 +73,8 @@ typedef struct facet_plan_group {
     int no_rope;            /* 1: attention without rotary positions in a model whose
                                other layers rotate (SmolLM3's NoPE, Cohere 2's full
                                layers)                                              */
-    char attention[96];     /* "causal GQA 32q/8kv hd=64" / "... window 4096 (ring)"  */
+    char attention[160];    /* "causal GQA 32q/8kv hd=64" / "... window 4096 (ring)"
+                               (Falcon-H1: "... + Mamba-2 d_inner=... groups=...")      */
     /* what the engine runs, from its own resolution (layer.h kinds, the CPU backend's
      * kernels): "mixer attention (blocked-avx512bf16), ffn dense (bf16-avx512bf16)" */
     char kernels[192];
