@@ -291,6 +291,56 @@ static void test_state_slot_fails_cleanly(void **state) {
     facet_kv_cache_free(&kv);
 }
 
+/* A state beside a GLOBAL slot (Falcon-H1's parallel mixers: layer 0 keeps KV rows and
+ * 40 floats of state): a first reserve allocates the table, layer 0's state, keys and
+ * values, then layers 1's and 2's; each failure leaves the sequence without memory (no
+ * state leaked: ASan), and the reserve after it gives a zero state; growth keeps the
+ * state (same buffer, same contents) through every failure and copies layer 0's rows. */
+static void test_state_beside_kv_fails_cleanly(void **state) {
+    (void)state;
+    facet_kv_cache kv;
+    assert_int_equal(facet_kv_cache_init(&kv, L, NKV, HD, NULL, 0, FACET_KV_F32, 2, CTX, NULL),
+                     FACET_OK);
+    facet_kv_cache_add_state(&kv, 0, 40 * sizeof(float));
+    assert_int_equal(kv.n_state_layers, 1);
+    assert_false(facet_kv_is_state(&kv, 0));
+    long runs = 0;
+    for (long n = 1;; n++, runs++) {
+        alloc_fail_arm(n, 0);
+        facet_status st = facet_kv_cache_reserve(&kv, 0, 10, NULL);
+        long failed = alloc_fail_disarm();
+        if (!failed) {
+            assert_int_equal(st, FACET_OK);
+            break;
+        }
+        assert_int_equal(st, FACET_E_NOMEM);
+        assert_null(kv.seqs[0].layers);
+        assert_int_equal(kv.seqs[0].cap, 0);
+    }
+    assert_int_equal(runs, 1 + 3 + 2 + 2); /* table, layer 0 state k v, layers 1, 2 k v */
+    float *st = kv.seqs[0].layers[0].state;
+    for (int i = 0; i < 40; i++) {
+        assert_true(st[i] == 0.0f);
+        st[i] = (float)i;
+    }
+    fill(&kv, 0, 10);
+    for (long n = 1;; n++) { /* growth 64 -> 128: the state is kept through failures */
+        alloc_fail_arm(n, 0);
+        facet_status s2 = facet_kv_cache_reserve(&kv, 0, 100, NULL);
+        long failed = alloc_fail_disarm();
+        assert_ptr_equal(kv.seqs[0].layers[0].state, st);
+        assert_true(st[39] == 39.0f);
+        if (!failed) {
+            assert_int_equal(s2, FACET_OK);
+            break;
+        }
+        assert_int_equal(s2, FACET_E_NOMEM);
+    }
+    check_contents(&kv, 0);
+    facet_kv_cache_release(&kv, 0);
+    facet_kv_cache_free(&kv);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_and_growth),
@@ -299,6 +349,7 @@ int main(void) {
         cmocka_unit_test(test_release_after_failure),
         cmocka_unit_test(test_init_fails_cleanly),
         cmocka_unit_test(test_state_slot_fails_cleanly),
+        cmocka_unit_test(test_state_beside_kv_fails_cleanly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
