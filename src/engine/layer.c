@@ -10,7 +10,7 @@
 static const facet_mixer_kind *const mixers[] = {&facet_mixer_none, &facet_mixer_mamba,
                                                   &facet_mixer_mamba2,
                                                   &facet_mixer_mla, &facet_mixer_shortconv,
-                                                  &facet_mixer_parallel,
+                                                  &facet_mixer_parallel, &facet_mixer_gated_delta,
                                                   &facet_mixer_attention};
 static const facet_ffn_kind *const ffns[] = {&facet_ffn_none, &facet_ffn_moe, &facet_ffn_dense};
 

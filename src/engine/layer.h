@@ -51,6 +51,8 @@ void facet_mamba2_mix(facet_session *s, int l, int n, const float *in, float *ou
 extern const facet_mixer_kind facet_mixer_parallel;
 /* mixer_shortconv.c: LFM2's gated short convolution, layer_ssm == 3 */
 extern const facet_mixer_kind facet_mixer_shortconv;
+/* mixer_gated_delta.c: Qwen3-Next's gated delta rule, layer_ssm == 4 */
+extern const facet_mixer_kind facet_mixer_gated_delta;
 extern const facet_ffn_kind facet_ffn_none;
 /* mixer_mamba.c: no mixer (an FFN-only layer: layer_block FACET_BLOCK_FFN); its output is
  * zero */
@@ -68,7 +70,8 @@ size_t facet_mla_row_floats(const facet_facts *f);
 facet_status facet_mla_prepare(facet_model *m, facet_error *err);
 
 /* Floats of one sequence's state in one Mamba layer: CD * (K - 1) + DI * N, CD = DI
- * (Mamba-2: DI + 2 G N; LFM2's short conv: DI = hidden_size, N = 0). */
+ * (Mamba-2: DI + 2 G N; LFM2's short conv: DI = hidden_size, N = 0; Qwen3-Next's delta
+ * rule: CD = DI + 2 G N, its q, k, v, and N = the key head's DK). */
 size_t facet_mamba_state_floats(const facet_facts *f);
 
 /* The mixer and FFN kind of layer l of the facts; NULL when no kind takes it (the

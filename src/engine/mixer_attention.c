@@ -9,10 +9,15 @@
  *   a = softmax(softcap(q k^T * scale) + ALiBi + causal / window mask) v   (GQA; gpt-oss:
  *       a learned logit per head, self_attn.sinks, in the denominator; ALiBi: the head's
  *       slope times the key's distance, facts alibi: BLOOM, MPT)
+ *   a = a * sigmoid(gate)                       [attn_output_gate: q_proj's rows are per
+ *                                               head [query; gate] (Qwen3NextAttention)]
  *   h = a W_o^T (+ bias)                        [o_bias]
  * The attention itself is the backend's one operation (backend.h facet_attn_chunk) with
  * the layer's window, softcap and scale.
  */
+#include <math.h>
+#include <string.h>
+
 #include "backend/backend.h"
 #include "engine/layer.h"
 
@@ -61,6 +66,10 @@ static void qk_row(facet_session *s, int l, int r) {
     float off = (float)f->norm_weight_offset;
     int local = m->inv_freq_local && f->layer_sliding[l];
     float *q = s->q + (size_t)r * qd, *k = s->k + (size_t)r * kvd;
+    if (f->attn_output_gate) /* each head's query: the first half of its 2 hd rows */
+        for (int h = 0; h < nh; h++)
+            memcpy(q + (size_t)h * hd, s->q_gate + (size_t)r * 2 * qd + (size_t)h * 2 * hd,
+                   sizeof(float) * (size_t)hd);
     if (f->mup && f->key_multiplier != 1.0) { /* Falcon-H1: k_proj(h) * key_multiplier */
         float km = (float)f->key_multiplier;
         for (int i = 0; i < kvd; i++) k[i] *= km;
@@ -95,13 +104,27 @@ static void qk_row(facet_session *s, int l, int r) {
     }
 }
 
+/* Entry r's attention output times sigmoid(gate), each head's gate the second half of its
+ * 2 hd rows of q_proj (attn_output_gate). */
+static void gate_row(facet_session *s, int l, int r) {
+    (void)l;
+    const facet_facts *f = &s->model->facts;
+    int nh = (int)f->num_attention_heads, hd = (int)f->head_dim;
+    size_t qd = (size_t)nh * hd;
+    float *a = s->att_out + (size_t)r * qd;
+    for (int h = 0; h < nh; h++) {
+        const float *g = s->q_gate + (size_t)r * 2 * qd + (size_t)h * 2 * hd + hd;
+        for (int j = 0; j < hd; j++) a[(size_t)h * hd + j] *= 1.0f / (1.0f + expf(-g[j]));
+    }
+}
+
 /* xn (RMSNorm_in(x)) -> xn (o_proj's output) for entries [0, n) of layer l. */
 static void attention_forward(facet_session *s, int l, int n) {
     facet_backend *be = s->be;
     const facet_facts *f = &s->model->facts;
     const facet_layer_weights *L = &s->model->w.layers[l];
     { /* q, k and v in one sweep: one activation prep, one parallel run */
-        float *const y[3] = {s->q, s->k, s->v};
+        float *const y[3] = {f->attn_output_gate ? s->q_gate : s->q, s->k, s->v};
         const facet_wtensor *const w[3] = {&L->q_proj, &L->k_proj, &L->v_proj};
         const float *const b[3] = {L->q_bias, L->k_bias, L->v_bias};
         be->ops->matmul_multi(be, 3, y, s->xn, w, b, n);
@@ -122,6 +145,7 @@ static void attention_forward(facet_session *s, int l, int n) {
                           .order = s->chunk_order};
     be->ops->attention(be, &c);
     if (ring_layer(s, l)) facet_for_rows(s, l, n, store_ring_row); /* after attention */
+    if (f->attn_output_gate) facet_for_rows(s, l, n, gate_row);
     be->ops->matmul(be, s->xn, s->att_out, &L->o_proj, L->o_bias, n);
 }
 

@@ -41,7 +41,7 @@ static int ssm_takes(const facet_facts *f, int l) {
 
 size_t facet_mamba_state_floats(const facet_facts *f) {
     size_t DI = (size_t)f->ssm_inner, N = (size_t)f->ssm_state_size;
-    size_t CD = DI + (f->ssm_version == 2 ? 2 * (size_t)f->ssm_groups * N : 0);
+    size_t CD = DI + (f->ssm_version == 2 || f->ssm_version == 4 ? 2 * (size_t)f->ssm_groups * N : 0);
     return CD * (size_t)(f->ssm_conv_kernel - 1) + DI * N;
 }
 

@@ -71,6 +71,7 @@ typedef struct facet_layer_weights {
     float *ssm_dt_norm;         /* (R) RMSNorm weight of dt       facts ssm_dbc_norm    */
     float *ssm_b_norm;          /* (N) of B                       facts ssm_dbc_norm    */
     float *ssm_c_norm;          /* (N) of C                       facts ssm_dbc_norm    */
+    facet_wtensor ssm_ba;       /* (2 NH, H) Qwen3-Next's in_proj_ba (ssm_version 4)   */
     /* Mamba-2 (CD = DI + 2 G N conv channels, NH heads): in_proj is (2 DI + 2 G N + NH,
      * H): z, then x B C (the conv's input), then dt; conv is (CD, K); dt_bias, A_log and
      * D are (NH); x_proj and dt_proj are absent */
@@ -157,6 +158,8 @@ struct facet_session {
     float *q;                      /* (R, nh*hd) queries                               */
     float *k, *v;                  /* (R, nkv*hd) this chunk's keys and values         */
     float *att_out;                /* (R, nh*hd) attention output, before o_proj       */
+    float *q_gate;                 /* (R, 2 nh*hd) q_proj's rows with the output gate
+                                      (facts attn_output_gate): per head query, gate    */
     float *gate, *up;              /* (R, max(I, EI, SI)) the FFN's gate and up
                                       projections (a dense FFN, one expert's gathered
                                       rows or the shared expert's)                     */

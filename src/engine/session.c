@@ -139,7 +139,7 @@ typedef struct {
     size_t fixed;                  /* elements beyond rows * per_row                   */
 } scratch_buf;
 
-enum { SCRATCH_BUFS = 36 }; /* the buffers and the NULL that ends them */
+enum { SCRATCH_BUFS = 37 }; /* the buffers and the NULL that ends them */
 
 static void scratch_table(facet_session *s, scratch_buf *t) {
     const facet_facts *f = &s->model->facts;
@@ -175,10 +175,17 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
     }
     if (ssm && f->ssm_version == 3) /* LFM2's short conv: xz B, C, x (3 H), xc y (H) */
         XZ = 3 * DI, XC = DI, DBC = RDT = DT = 0;
+    if (ssm && f->ssm_version == 4) { /* Qwen3-Next (mixer_gated_delta.c): xz qkvz, dtin ba,
+                                       * xc q k v, dt exp(g) and beta, dbc o then y */
+        size_t CD = DI + 2 * (size_t)(f->ssm_groups * f->ssm_state_size);
+        XZ = CD + DI, XC = CD, DBC = DI, RDT = DT = 2 * (size_t)f->ssm_heads;
+    }
     scratch_buf b[SCRATCH_BUFS] = {
         {(void **)&s->x, H, F, 0},           {(void **)&s->xn, H, F, 0},
         {(void **)&s->xp, f->parallel_residual || f->ssm_parallel ? H : 0, F, 0},
-        {(void **)&s->q, qd, F, 0},          {(void **)&s->k, kvd, F, 0},
+        {(void **)&s->q, qd, F, 0},
+        {(void **)&s->q_gate, f->attn_output_gate ? 2 * qd : 0, F, 0},
+        {(void **)&s->k, kvd, F, 0},
         {(void **)&s->v, kvd, F, 0},         {(void **)&s->att_out, qd, F, 0},
         {(void **)&s->gate, I, F, 0},        {(void **)&s->up, I, F, 0},
         {(void **)&s->pos, 1, N, 0},         {(void **)&s->chunk_order, 1, N, 0},

@@ -771,6 +771,7 @@ static const size_t slot_field[FACET_TS_COUNT] = {
     [FACET_TS_SSM_C_NORM] = offsetof(facet_layer_weights, ssm_c_norm),
     [FACET_TS_SSM_IN_BIAS] = offsetof(facet_layer_weights, ssm_in_bias),
     [FACET_TS_SSM_OUT_BIAS] = offsetof(facet_layer_weights, ssm_out_bias),
+    [FACET_TS_SSM_BA] = offsetof(facet_layer_weights, ssm_ba),
     [FACET_TS_NORM] = offsetof(facet_weights, norm),
     [FACET_TS_NORM_BIAS] = offsetof(facet_weights, norm_bias),
     [FACET_TS_LM_HEAD_BIAS] = offsetof(facet_weights, lm_head_bias),

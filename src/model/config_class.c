@@ -238,6 +238,20 @@ static const facet_config_class classes[] = {
      .act_key = "hidden_act", .act_default = "silu", .qkv_bias = 0, .o_bias = 0, .pre_norms = 1,
      .moe = 1, .experts_key = "num_experts", .num_experts = 16, .num_experts_per_tok = 2,
      .router = FACET_ROUTER_SOFTMAX_TOPK, .norm_topk_prob = 0, .hybrid = 5},
+    /* Qwen3NextConfig (Qwen3-Next): Qwen3NextGatedDeltaNet ("linear_attention") and gated
+     * Qwen3NextAttention ("full_attention", q/k norms per head, rotary over a quarter of
+     * each head) by layer_types / full_attention_interval; Qwen2-MoE's sparse block with a
+     * sigmoid-gated shared expert; every RMSNorm but the delta rule's gated one is
+     * Gemma 3's (1 + w) */
+    {.model_type = "qwen3_next", .max_position_embeddings = 32768, .tie_word_embeddings = 0, .head_dim = 256,
+     .rope_theta = 10000.0, .rms_norm_eps = 1e-6, .act_key = "hidden_act", .act_default = "silu",
+     .qkv_bias = -1, .o_bias = -1, .qk_norm = 1, .norm_weight_offset = 1, .pre_norms = 1,
+     .rotary_pct_key = "partial_rotary_factor", .rotary_pct_default = 0.25,
+     .moe = 1, .experts_key = "num_experts", .num_experts = 512, .num_experts_per_tok = 10,
+     .moe_size_key = "moe_intermediate_size", .moe_intermediate_size = 512,
+     .router = FACET_ROUTER_SOFTMAX_TOPK, .norm_topk_prob = -1, .norm_topk_default = 1,
+     .shared_key = "shared_expert_intermediate_size", .shared_default = 512, .shared_gate = 1,
+     .reads_sparse_step = 1, .hybrid = 7},
     /* Lfm2Config (LFM2): short-convolution and GQA layers, q/k RMSNorm per head (q_layernorm,
      * k_layernorm), SwiGLU FFN; norm_eps; num_heads repeats num_attention_heads */
     {.model_type = "lfm2", .max_position_embeddings = 128000, .tie_word_embeddings = 1, .rope_theta = 1000000.0, .rms_norm_eps = 1e-5,

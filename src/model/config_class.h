@@ -116,7 +116,10 @@ typedef struct facet_config_class {
                                      attention without positions by attn_layer_period /
                                      offset, MoE by expert_layer_period / offset. 6:
                                      FalconH1Config: attention and a Mamba-2 mixer in
-                                     parallel on every layer, muP multipliers         */
+                                     parallel on every layer, muP multipliers. 7:
+                                     Qwen3NextConfig: gated delta-rule (linear_*) and
+                                     gated attention layers by layer_types /
+                                     full_attention_interval                            */
     /* classic decoders (issue 28) */
     const char *norm_eps_key;     /* the norms' eps key when not rms_norm_eps
                                      ("layer_norm_eps"), else NULL                    */

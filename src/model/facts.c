@@ -1110,7 +1110,9 @@ static facet_status read_shape(reader *r, const facet_config_class *cls) {
         if (v && json_is_null(v)) take(r, cls->inner_key);
         else TRY(get_int(r, cls->inner_key, 0, 1, MAX_INTERMEDIATE, &f->intermediate_size, NULL));
     } else { /* LFM2: block_ff_dim may say it instead (read_lfm2) */
-        TRY(get_int(r, "intermediate_size", cls->hybrid != 2, 1, MAX_INTERMEDIATE,
+        if (cls->hybrid == 7) f->intermediate_size = 5632; /* Qwen3NextConfig's default */
+        TRY(get_int(r, "intermediate_size", cls->hybrid != 2 && cls->hybrid != 7, 1,
+                    MAX_INTERMEDIATE,
                     &f->intermediate_size, NULL));
     }
     if (cls->inner_div) { /* QWen: w1 and w2 are intermediate_size // 2 wide */
@@ -1780,6 +1782,72 @@ static facet_status read_falcon_h1(reader *r) {
     return FACET_OK;
 }
 
+/* Qwen3NextConfig (transformers models/qwen3_next/configuration_qwen3_next.py,
+ * modular_qwen3_next.py): layer_types ("linear_attention" / "full_attention"), else
+ * layer i is full attention iff (i + 1) % full_attention_interval == 0 (default 4). A
+ * "linear_attention" layer is Qwen3NextGatedDeltaNet (the linear_* keys: the delta rule
+ * over linear_num_value_heads heads of linear_value_head_dim, its keys
+ * linear_num_key_heads heads of linear_key_head_dim repeated to the value heads, a
+ * causal depthwise conv of linear_conv_kernel_dim taps, no biases); a "full_attention"
+ * layer is Qwen3NextAttention, whose q_proj also gives a sigmoid gate on its output.
+ * Every layer keeps its norms and FFN (dense or sparse: read_moe). Qwen3NextAttention
+ * drops sliding_window, so the window keys are read past. */
+static facet_status read_qwen3_next(reader *r) {
+    facet_facts *f = r->f;
+    int64_t L = f->num_hidden_layers;
+    f->ssm_version = 4;
+    f->ssm_ffn = 1;
+    f->attn_output_gate = 1;
+    int64_t nk = 16, nv = 32, dk = 128, dv = 128, K = 4;
+    TRY(get_int(r, "linear_num_key_heads", 0, 1, 1 << 16, &nk, NULL));
+    TRY(get_int(r, "linear_num_value_heads", 0, 1, 1 << 16, &nv, NULL));
+    TRY(get_int(r, "linear_key_head_dim", 0, 1, 1 << 12, &dk, NULL));
+    TRY(get_int(r, "linear_value_head_dim", 0, 1, 1 << 12, &dv, NULL));
+    TRY(get_int(r, "linear_conv_kernel_dim", 0, 1, 1 << 10, &K, NULL));
+    if (nv % nk)
+        return bad(r, "linear_num_value_heads", json_object_get(r->obj, "linear_num_value_heads"),
+                   "a multiple of linear_num_key_heads (each key head serves "
+                   "linear_num_value_heads / linear_num_key_heads value heads)");
+    f->ssm_heads = nv, f->ssm_head_dim = dv, f->ssm_groups = nk, f->ssm_state_size = dk;
+    f->ssm_inner = nv * dv;
+    f->ssm_conv_kernel = K;
+    f->ssm_expand = 1;
+    f->ssm_conv_bias = 0, f->ssm_proj_bias = 0;
+    /* Qwen3NextAttention deletes its sliding_window: these never act */
+    static const char *const unread[] = {"use_sliding_window", "sliding_window",
+                                         "max_window_layers", NULL};
+    for (int i = 0; unread[i]; i++) take(r, unread[i]);
+
+    memset(f->layer_ssm, 0, sizeof f->layer_ssm);
+    f->n_ssm_layers = 0;
+    char expected[128];
+    json_t *lt = take(r, "layer_types");
+    int64_t interval = 4;
+    int given = 0;
+    TRY(get_int(r, "full_attention_interval", 0, 1, FACET_MAX_LAYERS, &interval, &given));
+    if (lt && !json_is_null(lt)) {
+        layer_kinds_from(f, "layer_types", "full_attention", "linear_attention");
+        snprintf(expected, sizeof expected,
+                 "an array of num_hidden_layers (%lld) entries \"linear_attention\" or "
+                 "\"full_attention\"", (long long)L);
+        if (!json_is_array(lt) || (int64_t)json_array_size(lt) != L)
+            return bad(r, "layer_types", lt, expected);
+        size_t i;
+        json_t *v;
+        json_array_foreach(lt, i, v) {
+            const char *t = json_is_string(v) ? json_string_value(v) : "";
+            if (strcmp(t, "linear_attention") && strcmp(t, "full_attention"))
+                return bad(r, "layer_types", lt, expected);
+            f->layer_ssm[i] = !strcmp(t, "linear_attention") ? 4 : 0;
+        }
+    } else {
+        layer_kinds_from(f, "full_attention_interval", NULL, NULL);
+        for (int64_t i = 0; i < L; i++) f->layer_ssm[i] = (i + 1) % interval ? 4 : 0;
+    }
+    for (int64_t i = 0; i < L; i++) f->n_ssm_layers += f->layer_ssm[i] != 0;
+    return FACET_OK;
+}
+
 /* JambaConfig (transformers models/jamba/configuration_jamba.py, modular_jamba.py):
  * layer i is attention when i % attn_layer_period == attn_layer_offset, else a
  * JambaMambaMixer (Mamba-1: mamba_d_state, mamba_d_conv, mamba_expand, mamba_dt_rank
@@ -2167,6 +2235,7 @@ facet_status facet_facts_from_json(json_t *config, json_t *gen, const char *what
         if (cls->hybrid == 3) TRY(read_nemotron_h(&r));
         if (cls->hybrid == 5) TRY(read_jamba(&r));
         if (cls->hybrid == 6) TRY(read_falcon_h1(&r));
+        if (cls->hybrid == 7) TRY(read_qwen3_next(&r));
     }
     TRY(read_rope(&r, cls));
     TRY(read_window(&r, cls));

@@ -202,6 +202,9 @@ typedef struct facet_facts {
     int qkv_bias;                  /* probed: q/k/v_proj.bias present                   */
     int o_bias;                    /* probed: o_proj.bias present                       */
     int qk_norm;                   /* probed: q_norm/k_norm present                     */
+    int attn_output_gate;          /* 1: q_proj gives per head [query (hd); gate (hd)],
+                                      the attention output times sigmoid(gate) before
+                                      o_proj (Qwen3NextAttention)                       */
     int attn_sinks;                /* a learned logit per head in the attention softmax's
                                       denominator (self_attn.sinks: gpt-oss)             */
     int tie_word_embeddings;       /* config (class default when absent)                */
@@ -317,7 +320,15 @@ typedef struct facet_facts {
     int ssm_version;               /* 1: Mamba, 2: Mamba-2, 3: LFM2's gated short
                                       convolution (ssm_inner = hidden_size channels,
                                       ssm_conv_kernel = conv_L_cache taps, no SSM state:
-                                      ssm_state_size 0) (0: no recurrent layer)          */
+                                      ssm_state_size 0), 4: Qwen3-Next's gated delta rule
+                                      (Qwen3NextGatedDeltaNet: ssm_heads =
+                                      linear_num_value_heads of ssm_head_dim =
+                                      linear_value_head_dim, ssm_groups =
+                                      linear_num_key_heads of ssm_state_size =
+                                      linear_key_head_dim, ssm_inner = the value width
+                                      heads x head_dim; conv channels q, k, v = ssm_inner
+                                      + 2 G N, as Mamba-2's; state per value head
+                                      [N][head_dim]) (0: no recurrent layer)            */
     int64_t ssm_heads;             /* num_heads                                         */
     int64_t ssm_head_dim;          /* head_dim                                          */
     int64_t ssm_groups;            /* n_groups                                          */

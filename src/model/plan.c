@@ -166,7 +166,7 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
         add_mat(w, H, sat_mul(nh, u(f->v_head_dim)), L, L);
         add_vec(w, C, L); /* kv_a_layernorm */
     } else {
-        add_mat(w, q, H, L, L);
+        add_mat(w, f->attn_output_gate ? sat_mul(q, 2) : q, H, L, L); /* + the gate's rows */
         add_mat(w, kv, H, 2 * L, 2 * L);
         add_mat(w, H, q, L, L);
     }
@@ -196,12 +196,21 @@ static void weight_sums(const facet_backend *be, const facet_facts *f, int fmt, 
     }
     /* vectors per layer: norms, biases, q/k norms (one head_dim each, per head) */
     add_vec(w, H, NV);
-    if (f->qkv_bias) add_vec(w, sat_add(q, sat_mul(kv, 2)), L);
+    if (f->qkv_bias) add_vec(w, sat_add(f->attn_output_gate ? sat_mul(q, 2) : q, sat_mul(kv, 2)), L);
     if (f->o_bias) add_vec(w, H, L);
     if (f->mlp_bias) add_vec(w, sat_add(sat_mul(I, f->ffn_ungated ? 1 : 2), H), D);
     if (f->qk_norm) add_vec(w, sat_mul(hd, 2), L);
     if (f->attn_sinks) add_vec(w, nh, L);
-    if (M && f->ssm_version == 3) { /* LFM2's short conv: in (3 H) and out projections,
+    if (M && f->ssm_version == 4) { /* Qwen3-Next's delta rule: in_proj_qkvz (CD + DI rows),
+                                      * in_proj_ba (2 NH), out_proj; the conv's taps,
+                                      * dt_bias and A_log per head, the gated norm (DV) */
+        uint64_t DI = u(f->ssm_inner), N = u(f->ssm_state_size), K = u(f->ssm_conv_kernel);
+        uint64_t NH = u(f->ssm_heads), CD = sat_add(DI, sat_mul(2 * u(f->ssm_groups), N));
+        add_mat(w, sat_add(CD, DI), H, M, M);
+        add_mat(w, 2 * NH, H, M, M);
+        add_mat(w, H, DI, M, M);
+        add_vec(w, sat_add(sat_add(sat_mul(CD, K), sat_mul(NH, 2)), u(f->ssm_head_dim)), M);
+    } else if (M && f->ssm_version == 3) { /* LFM2's short conv: in (3 H) and out projections,
                                       * the conv's taps (the norms: counted above) */
         uint64_t DI = u(f->ssm_inner), K = u(f->ssm_conv_kernel);
         add_mat(w, 3 * DI, H, M, M);
@@ -269,7 +278,9 @@ uint64_t facet_plan_kv_bytes(const facet_facts *f, int64_t c, uint64_t elt) {
 
 uint64_t facet_plan_state_bytes(const facet_facts *f) {
     uint64_t DI = u(f->ssm_inner), N = u(f->ssm_state_size);
-    uint64_t CD = f->ssm_version == 2 ? sat_add(DI, sat_mul(2 * u(f->ssm_groups), N)) : DI;
+    /* Mamba-2 and Qwen3-Next's delta rule convolve x B C / q k v: DI + 2 G N channels */
+    uint64_t CD = f->ssm_version == 2 || f->ssm_version == 4
+                      ? sat_add(DI, sat_mul(2 * u(f->ssm_groups), N)) : DI;
     uint64_t per = sat_add(sat_mul(CD, u(f->ssm_conv_kernel - 1)), sat_mul(DI, N));
     uint64_t layers = f->ssm_parallel ? u(f->num_hidden_layers) : (uint64_t)f->n_ssm_layers;
     return sat_mul(sat_mul(per, 4), layers);
@@ -347,7 +358,8 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
         snprintf(par, sizeof par, "%.56s + conv1d + selective scan, f32",
                  be->ops->attention_kernel(be, p->kv_type, (int)f->head_dim));
         snprintf(kern, sizeof kern, "mixer %s (%.60s), ffn %s (%.47s)", mk ? mk->name : "none",
-                 ssm == 3              ? "gated short conv1d, f32"
+                 ssm == 4              ? "conv1d + gated delta rule, f32"
+                 : ssm == 3            ? "gated short conv1d, f32"
                  : ssm                 ? "conv1d + selective scan, f32"
                  : f->ssm_parallel     ? par
                  : f->layer_block[l] == FACET_BLOCK_FFN ? "-"
@@ -388,6 +400,15 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
                      f->act_name[0] ? f->act_name : "silu");
             continue;
         }
+        if (ssm == 4) {
+            snprintf(g->attention, sizeof g->attention,
+                     "none: gated delta rule, %lld value heads x %lld, %lld key heads x %lld, "
+                     "conv %lld taps",
+                     (long long)f->ssm_heads, (long long)f->ssm_head_dim,
+                     (long long)f->ssm_groups, (long long)f->ssm_state_size,
+                     (long long)f->ssm_conv_kernel);
+            continue;
+        }
         if (ssm == 3) {
             snprintf(g->attention, sizeof g->attention,
                      "none: LFM2 short conv (B*x, %lld taps, C gate) over %lld channels",
@@ -419,9 +440,10 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
             snprintf(mix, sizeof mix, " + Mamba-2 d_inner=%lld state=%lld heads=%lld groups=%lld",
                      (long long)f->ssm_inner, (long long)f->ssm_state_size,
                      (long long)f->ssm_heads, (long long)f->ssm_groups);
-        snprintf(g->attention, sizeof g->attention, "causal %s %lldq/%lldkv hd=%lld%s%s%s",
+        snprintf(g->attention, sizeof g->attention, "causal %s %lldq/%lldkv hd=%lld%s%s%s%s",
                  nkv == nh ? "MHA" : nkv == 1 ? "MQA" : "GQA", (long long)nh, (long long)nkv,
-                 (long long)f->head_dim, f->qk_norm ? " qk-norm" : "", win, mix);
+                 (long long)f->head_dim, f->qk_norm ? " qk-norm" : "",
+                 f->attn_output_gate ? " sigmoid-gated" : "", win, mix);
     }
 }
 

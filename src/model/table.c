@@ -202,6 +202,10 @@ const facet_profile facet_profiles[] = {
      "Nemotron-H (one block per layer by its pattern: Mamba-2, attention without RoPE, "
      "relu2 MLP, MoE of ungated relu2 experts with sigmoid routing, a score bias and a "
      "shared expert)", &cpu_dense, &vulkan_dense},
+    {"qwen3_next", {"Qwen3NextForCausalLM"},
+     "Qwen3-Next (gated delta-rule linear attention and gated attention with q/k norms "
+     "and partial rotary by layer_types / full_attention_interval; MoE with a sigmoid-gated "
+     "shared expert; zero-centred (1 + w) RMSNorms)", &cpu_dense, &vulkan_dense},
     {"gpt_neox", {"GPTNeoXForCausalLM"},
      "GPT-NeoX, Pythia, RedPajama-INCITE (LayerNorm, ungated gelu MLP, parallel residual, "
      "partial rotary, per-head fused query_key_value)", &cpu_dense, &vulkan_dense},

@@ -92,6 +92,8 @@ static int mamba2_norm(const facet_facts *f) {
 }
 /* a selective scan (Mamba, Mamba-2), not LFM2's short convolution */
 static int selective(const facet_facts *f) { return f->ssm_version == 1 || f->ssm_version == 2; }
+/* Qwen3-Next's gated delta rule (Qwen3NextGatedDeltaNet, linear_attn.*) */
+static int gated_delta(const facet_facts *f) { return f->ssm_version == 4; }
 
 /* a float32 vector / a weight matrix with a slot of its own; G: its GGUF name */
 #define VEC(root_, name_, gguf_, d0, slot_, when_)                                          \
@@ -184,7 +186,7 @@ const facet_tensor_row facet_tensor_rows[] = {
     {.root = L, .name = "self_attn.q_proj.weight", .alt = "attn.q_proj.weight" /* GPT-J */,
      .alt2 = "attn.attention.q_proj.weight" /* EXAONE */,
      .alt6 = "mixer.q_proj.weight", .gguf = "attn_q.weight",
-     .dims = {FACET_TD_Q, H}, .matrix = 1, .slot = FACET_TS_Q_PROJ, .fused = -1, .when = split_qkv},
+     .dims = {FACET_TD_QG, H}, .matrix = 1, .slot = FACET_TS_Q_PROJ, .fused = -1, .when = split_qkv},
     {.root = L, .name = "self_attn.k_proj.weight", .alt = "attn.k_proj.weight",
      .alt2 = "attn.attention.k_proj.weight" /* EXAONE */,
      .alt6 = "mixer.k_proj.weight", .gguf = "attn_k.weight",
@@ -200,7 +202,7 @@ const facet_tensor_row facet_tensor_rows[] = {
      .fused = FACET_TF_QKV_BIAS, .n_split = 3,
      .split = {FACET_TS_Q_BIAS, FACET_TS_K_BIAS, FACET_TS_V_BIAS}, .when = fused_qkv_bias},
     {.root = L, .name = "self_attn.q_proj.bias", .alt6 = "mixer.q_proj.bias", .gguf = "attn_q.bias",
-     .dims = {FACET_TD_Q, FACET_TD_NONE}, .slot = FACET_TS_Q_BIAS, .fused = -1, .when = qkv_bias},
+     .dims = {FACET_TD_QG, FACET_TD_NONE}, .slot = FACET_TS_Q_BIAS, .fused = -1, .when = qkv_bias},
     {.root = L, .name = "self_attn.k_proj.bias", .alt6 = "mixer.k_proj.bias", .gguf = "attn_k.bias",
      .dims = {FACET_TD_KV, FACET_TD_NONE}, .slot = FACET_TS_K_BIAS, .fused = -1, .when = qkv_bias},
     {.root = L, .name = "self_attn.v_proj.bias", .alt6 = "mixer.v_proj.bias", .gguf = "attn_v.bias",
@@ -419,11 +421,13 @@ const facet_tensor_row facet_tensor_rows[] = {
     /* Mamba layers (MambaBlock): norm, then the mixer's tensors */
     {.root = L, .name = "norm.weight", .dims = {H, FACET_TD_NONE}, .slot = FACET_TS_INPUT_LAYERNORM,
      .fused = -1, .when = ssm_block_norm, .scope = FACET_SCOPE_SSM},
+    /* Qwen3-Next's in_proj_qkvz as stored: per key head q, k, then its value heads' v and
+     * z (Qwen3NextGatedDeltaNet.fix_query_key_value_ordering reads it so) */
     {.root = L, .name = "mixer.in_proj.weight", .alt = "mamba.in_proj.weight",
-     .alt5 = "conv.in_proj.weight" /* LFM2 */, .gguf = "ssm_in.weight", .dims = {FACET_TD_SSM_IN_PROJ, H}, .matrix = 1,
+     .alt5 = "conv.in_proj.weight" /* LFM2 */, .alt2 = "linear_attn.in_proj_qkvz.weight", .gguf = "ssm_in.weight", .dims = {FACET_TD_SSM_IN_PROJ, H}, .matrix = 1,
      .slot = FACET_TS_SSM_IN_PROJ, .fused = -1, .when = always, .scope = FACET_SCOPE_SSM},
     {.root = L, .name = "mixer.conv1d.weight", .alt = "mamba.conv1d.weight",
-     .alt5 = "conv.conv.weight" /* LFM2 */, .gguf = "ssm_conv1d.weight" /* [K, C] */,
+     .alt5 = "conv.conv.weight" /* LFM2 */, .alt2 = "linear_attn.conv1d.weight" /* Qwen3-Next */, .gguf = "ssm_conv1d.weight" /* [K, C] */,
      .dims = {FACET_TD_SSM_CONV_DIM, FACET_TD_SSM_CONV},
      .matrix = 0, .slot = FACET_TS_SSM_CONV_W, .fused = -1, .when = always,
      .scope = FACET_SCOPE_SSM, .conv3d = 1},
@@ -440,7 +444,7 @@ const facet_tensor_row facet_tensor_rows[] = {
      * them back (gguf_checkpoint.c) */
     SSMG("A_log", "ssm_a", FACET_TD_SSM_PARAM, FACET_TD_SSM_A_COLS, 0, FACET_TS_SSM_A_LOG, selective),
     SSMG("D", "ssm_d", FACET_TD_SSM_PARAM, FACET_TD_NONE, 0, FACET_TS_SSM_D, selective),
-    SSMG("norm.weight", "ssm_norm.weight", SI, FACET_TD_NONE, 0, FACET_TS_SSM_GNORM, mamba2_norm),
+    SSMG("norm.weight", "ssm_norm.weight", FACET_TD_SSM_GNORM, FACET_TD_NONE, 0, FACET_TS_SSM_GNORM, mamba2_norm),
     /* Falcon-H1's projection biases (mamba_proj_bias, projectors_bias) */
     SSM("in_proj.bias", FACET_TD_SSM_IN_PROJ, FACET_TD_NONE, 0, FACET_TS_SSM_IN_BIAS, ssm_in_bias),
     SSM("out_proj.bias", H, FACET_TD_NONE, 0, FACET_TS_SSM_OUT_BIAS, ssm_out_bias),
@@ -451,8 +455,19 @@ const facet_tensor_row facet_tensor_rows[] = {
         dbc_norm),
     SSM("c_layernorm.weight", FACET_TD_SSM_STATE, FACET_TD_NONE, 0, FACET_TS_SSM_C_NORM,
         dbc_norm),
+    /* Qwen3-Next: linear_attn.in_proj_ba, dt_bias, A_log (one per value head), the gated
+     * norm (one head's width, shared by the heads) */
+    {.root = L, .name = "linear_attn.in_proj_ba.weight", .dims = {FACET_TD_SSM_BA, H},
+     .matrix = 1, .slot = FACET_TS_SSM_BA, .fused = -1, .when = gated_delta,
+     .scope = FACET_SCOPE_SSM},
+    {.root = L, .name = "linear_attn.dt_bias", .dims = {FACET_TD_SSM_PARAM, FACET_TD_NONE},
+     .slot = FACET_TS_SSM_DT_BIAS, .fused = -1, .when = gated_delta, .scope = FACET_SCOPE_SSM},
+    {.root = L, .name = "linear_attn.A_log", .dims = {FACET_TD_SSM_PARAM, FACET_TD_SSM_A_COLS},
+     .slot = FACET_TS_SSM_A_LOG, .fused = -1, .when = gated_delta, .scope = FACET_SCOPE_SSM},
+    {.root = L, .name = "linear_attn.norm.weight", .dims = {FACET_TD_SSM_GNORM, FACET_TD_NONE},
+     .slot = FACET_TS_SSM_GNORM, .fused = -1, .when = gated_delta, .scope = FACET_SCOPE_SSM},
     {.root = L, .name = "mixer.out_proj.weight", .alt = "mamba.out_proj.weight",
-     .alt5 = "conv.out_proj.weight" /* LFM2 */, .gguf = "ssm_out.weight", .dims = {H, SI}, .matrix = 1,
+     .alt5 = "conv.out_proj.weight" /* LFM2 */, .alt2 = "linear_attn.out_proj.weight", .gguf = "ssm_out.weight", .dims = {H, SI}, .matrix = 1,
      .slot = FACET_TS_SSM_OUT_PROJ, .fused = -1, .when = always, .scope = FACET_SCOPE_SSM},
     /* Mamba: backbone.norm_f; GPT-NeoX: gpt_neox.final_layer_norm */
     {.root = FACET_TR_MODEL, .name = "norm.weight", .alt = "norm_f.weight",
@@ -561,11 +576,18 @@ int64_t facet_tdim_value(facet_tdim d, const facet_facts *f, int full_qk_norm) {
     case FACET_TD_SSM_IN_PROJ:
         return f->ssm_version == 2
                    ? 2 * f->ssm_inner + 2 * f->ssm_groups * f->ssm_state_size + f->ssm_heads
-                   : (f->ssm_version == 3 ? 3 : 2) * f->ssm_inner;
+               : f->ssm_version == 4 ? 2 * f->ssm_inner + 2 * f->ssm_groups * f->ssm_state_size
+                                     : (f->ssm_version == 3 ? 3 : 2) * f->ssm_inner;
     case FACET_TD_SSM_CONV_DIM:
-        return f->ssm_inner + (f->ssm_version == 2 ? 2 * f->ssm_groups * f->ssm_state_size : 0);
-    case FACET_TD_SSM_PARAM: return f->ssm_version == 2 ? f->ssm_heads : f->ssm_inner;
-    case FACET_TD_SSM_A_COLS: return f->ssm_version == 2 ? 0 : f->ssm_state_size;
+        return f->ssm_inner + (f->ssm_version == 2 || f->ssm_version == 4
+                                   ? 2 * f->ssm_groups * f->ssm_state_size : 0);
+    case FACET_TD_SSM_PARAM:
+        return f->ssm_version == 2 || f->ssm_version == 4 ? f->ssm_heads : f->ssm_inner;
+    case FACET_TD_SSM_A_COLS:
+        return f->ssm_version == 2 || f->ssm_version == 4 ? 0 : f->ssm_state_size;
+    case FACET_TD_SSM_BA: return 2 * f->ssm_heads;
+    case FACET_TD_SSM_GNORM: return f->ssm_version == 4 ? f->ssm_head_dim : f->ssm_inner;
+    case FACET_TD_QG: return f->attn_output_gate ? 2 * q : q;
     case FACET_TD_SSM_XPROJ: return f->ssm_dt_rank + 2 * f->ssm_state_size;
     case FACET_TD_SSM_DT_RANK: return f->ssm_dt_rank;
     case FACET_TD_SSM_STATE: return f->ssm_state_size;
@@ -603,10 +625,14 @@ const char *facet_tdim_name(facet_tdim d) {
     case FACET_TD_SSM_INNER: return "intermediate_size (expand * hidden_size)";
     case FACET_TD_SSM_IN_PROJ:
         return "2 * intermediate_size (Mamba-2: + 2 * n_groups * state_size + num_heads; "
-               "LFM2: 3 * hidden_size)";
+               "LFM2: 3 * hidden_size; Qwen3-Next: 2 * (linear_num_key_heads * "
+               "linear_key_head_dim + linear_num_value_heads * linear_value_head_dim))";
     case FACET_TD_SSM_CONV_DIM:
         return "intermediate_size (Mamba-2: + 2 * n_groups * state_size)";
-    case FACET_TD_SSM_PARAM: return "intermediate_size (Mamba-2: num_heads)";
+    case FACET_TD_SSM_PARAM: return "intermediate_size (Mamba-2, Qwen3-Next: num_heads)";
+    case FACET_TD_SSM_BA: return "2 * linear_num_value_heads";
+    case FACET_TD_SSM_GNORM: return "intermediate_size (Qwen3-Next: linear_value_head_dim)";
+    case FACET_TD_QG: return "num_attention_heads * head_dim (x 2 with the output gate)";
     case FACET_TD_SSM_A_COLS: return "state_size (Mamba-2: none)";
     case FACET_TD_SSM_XPROJ: return "time_step_rank + 2 * state_size";
     case FACET_TD_SSM_DT_RANK: return "time_step_rank";

@@ -69,6 +69,11 @@ typedef enum facet_tdim {
     FACET_TD_SSM_DT_RANK,/* time_step_rank                                            */
     FACET_TD_SSM_STATE,  /* state_size                                                */
     FACET_TD_SSM_CONV,   /* conv_kernel                                               */
+    FACET_TD_SSM_BA,     /* 2 * num_heads: Qwen3-Next's in_proj_ba (b, a per value head) */
+    FACET_TD_SSM_GNORM,  /* the gated norm's weight: d_inner (Mamba-2), one value head's
+                            linear_value_head_dim (Qwen3-Next, shared by the heads)     */
+    FACET_TD_QG,         /* q_proj's rows: num_attention_heads * head_dim, twice that with
+                            the output gate (facts attn_output_gate: Qwen3-Next)         */
     /* multi-head latent attention (DeepSeek-V2/V3, issue 25) */
     FACET_TD_MLA_Q,      /* num_attention_heads * (qk_nope_head_dim + qk_rope_head_dim) */
     FACET_TD_Q_LORA,     /* q_lora_rank                                               */
@@ -131,6 +136,8 @@ typedef enum facet_tslot {
     FACET_TS_SSM_C_NORM,       /* (N) c_layernorm                     ssm_dbc_norm    */
     FACET_TS_SSM_IN_BIAS,      /* (in_proj rows) Falcon-H1's mamba_proj_bias          */
     FACET_TS_SSM_OUT_BIAS,     /* (H) Falcon-H1's projectors_bias                     */
+    FACET_TS_SSM_BA,           /* (2 NH, H) Qwen3-Next's in_proj_ba, as stored: per key
+                                  head, its value heads' b, then their a                */
     FACET_TS_NORM,
     FACET_TS_LM_HEAD,
     FACET_TS_INPUT_LAYERNORM_BIAS,          /* (H) LayerNorm biases (facts norm_bias)   */

@@ -301,7 +301,11 @@ CHECK(check_ssm) {
                        : f->ssm_ffn        ? " with mamba_proj_bias=true"
                                            : " with use_bias=true";
     snprintf(v, n, "%s%s%s%s",
-             f->ssm_version == 3 ? "shortconv" : f->ssm_version == 2 ? "mamba2" : "mamba", mix,
+             f->ssm_version == 4   ? "gated_delta"
+             : f->ssm_version == 3 ? "shortconv"
+             : f->ssm_version == 2 ? "mamba2"
+                                   : "mamba",
+             mix,
              f->ssm_proj_bias ? bias : "", big ? " with state_size > 256" : "");
     return c->ssm && !f->ssm_proj_bias && !big;
 }
@@ -309,7 +313,7 @@ RANGE(range_ssm) {
     (void)f;
     snprintf(b, n, "%s", c->ssm ? "none, or mamba (state_size <= 256) / mamba2 with use_bias=false "
                                   "(hybrids but falcon_h1: mamba_proj_bias=false) / shortconv "
-                                  "with conv_bias=false, on any layers"
+                                  "with conv_bias=false / gated_delta, on any layers"
                                 : "none");
 }
 

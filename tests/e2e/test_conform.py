@@ -143,7 +143,7 @@ def test_known_refusal_texts(run_facet, tmp_path):
     assert obj["verdict"]["refusals"][0]["text"] == (
         "REFUSED: model_type=rwkv is not supported on cpu (supported: llama, mistral, qwen2, qwen3, "
         "gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, smollm3, granite, mixtral, qwen2_moe, "
-        "qwen3_moe, olmoe, granitemoe, granitemoeshared, gpt_oss, deepseek_v2, deepseek_v3, kimi_k2, mamba, mamba2, granitemoehybrid, bamba, falcon_h1, jamba, lfm2, nemotron_h, gpt_neox, phi, gpt2, olmo, starcoder2, stablelm, stablelm_epoch, falcon, bloom, mpt, gptj, cohere, cohere2, internlm2, minicpm, qwen, chatglm, exaone, baichuan)")
+        "qwen3_moe, olmoe, granitemoe, granitemoeshared, gpt_oss, deepseek_v2, deepseek_v3, kimi_k2, mamba, mamba2, granitemoehybrid, bamba, falcon_h1, jamba, lfm2, nemotron_h, qwen3_next, gpt_neox, phi, gpt2, olmo, starcoder2, stablelm, stablelm_epoch, falcon, bloom, mpt, gptj, cohere, cohere2, internlm2, minicpm, qwen, chatglm, exaone, baichuan)")
     _, obj = conform(run_facet, CONFIGS / "mistralai__Mixtral-8x7B-v0.1", "--backend", "vulkan",
                      tmp_path=tmp_path)
     texts = [r["text"] for r in obj["verdict"]["refusals"]]

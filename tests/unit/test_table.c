@@ -207,7 +207,7 @@ static void test_outside_families(void **state) {
                         "REFUSED: model_type=rwkv is not supported on cpu (supported: llama, "
                         "mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, "
                         "smollm3, granite, mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe, "
-                        "granitemoeshared, gpt_oss, deepseek_v2, deepseek_v3, kimi_k2, mamba, mamba2, granitemoehybrid, bamba, falcon_h1, jamba, lfm2, nemotron_h, gpt_neox, phi, gpt2, olmo, starcoder2, stablelm, stablelm_epoch, falcon, bloom, mpt, gptj, cohere, cohere2, internlm2, minicpm, qwen, chatglm, exaone, baichuan)");
+                        "granitemoeshared, gpt_oss, deepseek_v2, deepseek_v3, kimi_k2, mamba, mamba2, granitemoehybrid, bamba, falcon_h1, jamba, lfm2, nemotron_h, qwen3_next, gpt_neox, phi, gpt2, olmo, starcoder2, stablelm, stablelm_epoch, falcon, bloom, mpt, gptj, cohere, cohere2, internlm2, minicpm, qwen, chatglm, exaone, baichuan)");
     assert_string_equal(refusal("state_size")->value, "16");
     /* a model_type we know with a head the table does not run */
     judge_text("{" BASE ",\"architectures\":[\"LlamaForSequenceClassification\"]}", "cpu");
