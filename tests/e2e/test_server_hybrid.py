@@ -1,7 +1,8 @@
 """facet serve on hybrid recurrent + attention checkpoints (issue 26): shrunk Granite
 4.0-H, LFM2, Jamba (Mamba-1 layers, MoE routed per sequence in the batch) and
-Nemotron-3-Nano (Mamba-2, attention, MLP and MoE layers with ungated experts) checkpoints (tests/ref/hybrid_ref.py) and Falcon-H1 (attention and Mamba-2 in
-parallel on every layer: tests/ref/falcon_h1_ref.py) with the bundled tokenizer (vocab
+Nemotron-3-Nano (Mamba-2, attention, MLP and MoE layers with ungated experts) checkpoints (tests/ref/hybrid_ref.py), Falcon-H1 (attention and Mamba-2 in
+parallel on every layer: tests/ref/falcon_h1_ref.py) and Qwen3-Next (gated delta rule,
+gated attention, MoE with a shared expert: tests/ref/qwen3next_ref.py) with the bundled tokenizer (vocab
 512). Oracle: facet run alone on each prompt (the float64 reference checks facet run in
 test_reference_hybrid.py)."""
 
@@ -12,6 +13,7 @@ import pytest
 
 import falcon_h1_ref
 import hybrid_ref
+import qwen3next_ref
 
 
 def write(tmp_path, family):
@@ -25,6 +27,9 @@ def write(tmp_path, family):
     if family == "falcon_h1":  # attention and Mamba-2 in parallel on every layer
         return falcon_h1_ref.write(falcon_h1_ref.shrink(falcon_h1_ref.FALCON_H1_0_5B),
                                    str(tmp_path / "ck"))
+    if family == "qwen3_next":  # gated delta rule + gated attention, MoE + shared expert
+        return qwen3next_ref.write(qwen3next_ref.shrink(qwen3next_ref.QWEN3_NEXT_80B_A3B),
+                                   str(tmp_path / "ck"))
     if family == "jamba":
         return hybrid_ref.jamba_write(hybrid_ref.jamba_shrink(hybrid_ref.JAMBA_V0_1),
                                       str(tmp_path / "ck"))
@@ -32,7 +37,8 @@ def write(tmp_path, family):
     return hybrid_ref.lfm2_write(cfg, str(tmp_path / "ck"))
 
 
-@pytest.mark.parametrize("family", ["granite", "lfm2", "jamba", "nemotron_moe", "falcon_h1"])
+@pytest.mark.parametrize("family", ["granite", "lfm2", "jamba", "nemotron_moe", "falcon_h1",
+                                    "qwen3_next"])
 def test_hybrid_server_batches_like_alone(family, run_facet, facet_bin, tmp_path, repo_root):
     """facet serve on a hybrid (the bundled tokenizer: vocab 512): eight completions at
     once (batched decode over attention KV and recurrent state together) each identical
