@@ -34,7 +34,8 @@ facet_status facet_split_check(const facet_facts *f, int pp, int tp, facet_error
                          "whose state is not split by heads; T = 1 works", tp,
                          f->ssm_parallel ? (long long)f->num_hidden_layers
                                          : (long long)f->n_ssm_layers,
-                         f->ssm_version == 3 ? "gated short-convolution"
+                         f->ssm_version == 4   ? "gated delta-rule"
+                         : f->ssm_version == 3 ? "gated short-convolution"
                          : f->ssm_parallel   ? "Mamba-2 beside attention"
                                              : "Mamba");
     if (f->kv_lora_rank > 0)
