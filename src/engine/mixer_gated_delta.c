@@ -17,15 +17,15 @@
  *   y = RMSNorm(o) w * SiLU(z)   per value head over DV (w: DV, shared; no 1 + w)
  *   out = y W_out^T
  * Each value channel c = h DV + j evolves its own column S[:, j] (DK values): the scan
- * runs over the DI channels in parallel, each reading only its own sequence's state and
- * rows, in position order, so batched and chunked runs give the bits of a sequence
- * alone. The recurrence runs token by token inside a chunk (the chunked WY form of the
+ * runs over the DI channels in parallel, up to 64 of a head at a time (the inner loop
+ * runs over them, vectorized: rows of S are contiguous in j), each reading only its own sequence's state and rows, in position
+ * order, so batched and chunked runs give the bits of a sequence alone. The recurrence runs token by token inside a chunk (the chunked WY form of the
  * fla kernels is not used): per token and layer it is 4 DK DI multiply-adds, a fraction
  * of in_proj's H (CD + DI).
  *
  * State (a STATE slot, kv_cache.h), per sequence and layer, float32, zero at first:
  *   conv[CD][K - 1]   the last K - 1 inputs of each conv channel (q, k, v), oldest first
- *   S[DI][DK]         channel c = h DV + j holds column j of value head h's S
+ *   S[NV][DK][DV]     value head h's S, row n (key dim), column j (value dim)
  * Scratch (model_internal.h): ssm_xz (R, CD + DI) qkvz; ssm_dtin (R, 2 NV) ba; ssm_xc
  * (R, CD) q, k, v after the conv (then normalised); ssm_dt (R, 2 NV) exp(g), beta;
  * ssm_dbc (R, DI) o, then y.
@@ -65,6 +65,61 @@ static int qkv_column(const gdn_dims *d, int c) {
     return (h / d->R) * d->W + 2 * d->DK + (h % d->R) * d->DV + v % d->DV;
 }
 
+enum { BLOCK = 64 }; /* value channels updated together (the inner loop's vectors) */
+
+/* Rows n < DK of S (stride DV), columns [0, jn): S *= eg, then mem[j] += S[n][j] k[n]
+ * over n in order. */
+static void decay_dot(float *restrict S, const float *restrict k, int DK, int DV, int jn,
+                      float eg, float *restrict mem) {
+    for (int n = 0; n < DK; n++) {
+        float *restrict row = S + (size_t)n * DV;
+        float kn = k[n];
+        for (int jj = 0; jj < jn; jj++) {
+            row[jj] *= eg;
+            mem[jj] += row[jj] * kn;
+        }
+    }
+}
+
+/* S[n][j] += k[n] del[j], then o[j] += S[n][j] q[n] over n in order. */
+static void update_dot(float *restrict S, const float *restrict k, const float *restrict q,
+                       int DK, int DV, int jn, const float *restrict del, float *restrict o) {
+    for (int n = 0; n < DK; n++) {
+        float *restrict row = S + (size_t)n * DV;
+        float kn = k[n], qn = q[n];
+        for (int jj = 0; jj < jn; jj++) {
+            row[jj] += kn * del[jj];
+            o[jj] += row[jj] * qn;
+        }
+    }
+}
+
+/* The delta rule over value channels [j0, j0 + jn) of value head h (jn <= BLOCK) for
+ * group g's entries in position order. S is the head's [DK][DV]: row n, column j. Each
+ * channel's sums run over n in order whatever the block, so a channel's bits do not
+ * depend on how channels are grouped. */
+static void scan_block(facet_session *s, const gdn_dims *d, int l, int g, float *state, int h,
+                       int j0, int jn) {
+    (void)l;
+    int DK = d->DK, DV = d->DV, kh = h / d->R;
+    int first = s->group_row[g];
+    const int *order = s->chunk_order + s->chunk_group[first];
+    float *S = state + (size_t)d->CD * (d->K - 1) + (size_t)h * DK * DV + j0;
+    for (int i = 0; i < s->group_len[g]; i++) {
+        int r = order[i];
+        const float *qkv = s->ssm_xc + (size_t)r * d->CD;
+        const float *q = qkv + kh * DK, *k = qkv + d->KD + kh * DK;
+        const float *v = qkv + 2 * d->KD + h * DV + j0;
+        float eg = s->ssm_dt[(size_t)r * 2 * d->NV + h];
+        float beta = s->ssm_dt[(size_t)r * 2 * d->NV + d->NV + h];
+        float mem[BLOCK] = {0}, del[BLOCK], o[BLOCK] = {0};
+        decay_dot(S, k, DK, DV, jn, eg, mem);
+        for (int jj = 0; jj < jn; jj++) del[jj] = (v[jj] - mem[jj]) * beta;
+        update_dot(S, k, q, DK, DV, jn, del, o);
+        memcpy(s->ssm_dbc + (size_t)r * d->DI + (size_t)h * DV + j0, o, sizeof(float) * (size_t)jn);
+    }
+}
+
 typedef struct {
     facet_session *s;
     int l, per, phase, n_chan; /* phase 0: conv over CD channels; 1: scan over DI */
@@ -82,8 +137,8 @@ static void chan_task(void *ctx, int task, int thread) {
         int first = s->group_row[g];
         const int *order = s->chunk_order + s->chunk_group[first];
         float *state = s->kv.seqs[s->seq_ids[first]].layers[j->l].state;
-        for (int c = c0; c < c1; c++) {
-            if (j->phase == 0) {
+        if (j->phase == 0) /* conv channels [c0, c1) */
+            for (int c = c0; c < c1; c++) {
                 float *win = state + (size_t)c * (K - 1);
                 const float *w = L->ssm_conv_w + (size_t)c * K;
                 int col = qkv_column(&d, c);
@@ -96,30 +151,15 @@ static void chan_task(void *ctx, int task, int thread) {
                     if (K > 1) win[K - 2] = xin;
                     s->ssm_xc[(size_t)r * d.CD + c] = silu(acc);
                 }
-            } else {
-                int h = c / d.DV, kh = h / d.R, DK = d.DK;
-                float *st = state + (size_t)d.CD * (K - 1) + (size_t)c * DK;
-                for (int i = 0; i < s->group_len[g]; i++) {
-                    int r = order[i];
-                    const float *qkv = s->ssm_xc + (size_t)r * d.CD;
-                    const float *q = qkv + kh * DK, *k = qkv + d.KD + kh * DK;
-                    float v = qkv[2 * d.KD + c];
-                    float eg = s->ssm_dt[(size_t)r * 2 * d.NV + h];
-                    float beta = s->ssm_dt[(size_t)r * 2 * d.NV + d.NV + h];
-                    float mem = 0.0f;
-                    for (int n = 0; n < DK; n++) {
-                        st[n] *= eg;
-                        mem += st[n] * k[n];
-                    }
-                    float delta = (v - mem) * beta, o = 0.0f;
-                    for (int n = 0; n < DK; n++) {
-                        st[n] += k[n] * delta;
-                        o += st[n] * q[n];
-                    }
-                    s->ssm_dbc[(size_t)r * d.DI + c] = o;
-                }
             }
-        }
+        if (j->phase == 1) /* value channels [c0, c1) in blocks within one head */
+            for (int c = c0; c < c1;) {
+                int h = c / d.DV, j0 = c % d.DV, jn = d.DV - j0;
+                if (jn > BLOCK) jn = BLOCK;
+                if (jn > c1 - c) jn = c1 - c;
+                scan_block(s, &d, j->l, g, state, h, j0, jn);
+                c += jn;
+            }
     }
 }
 
@@ -127,7 +167,7 @@ static void run_channels(facet_session *s, int l, int phase, int n_chan) {
     facet_backend *be = s->be;
     int tasks = be->ops->threads(be) * 4;
     int per = (n_chan + tasks - 1) / tasks;
-    if (per < 16) per = 16;
+    per = (per + BLOCK - 1) / BLOCK * BLOCK; /* whole blocks of value channels */
     chan_job j = {s, l, per, phase, n_chan};
     be->ops->run(be, (n_chan + per - 1) / per, chan_task, &j);
 }
