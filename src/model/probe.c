@@ -75,7 +75,8 @@ static facet_status expect_shape(const st_checkpoint *ck, const facet_facts *f, 
 static facet_status check_layer_kinds(const st_checkpoint *ck, const facet_facts *f,
                                       const char *prefix, facet_error *err) {
     static const char *const kinds[] = {"an attention", "a Mamba", "a Mamba-2",
-                                        "a short-convolution"}; /* by layer_ssm */
+                                        "a short-convolution",
+                                        "a gated delta-rule"}; /* by layer_ssm */
     char has[NAME_CAP], other[NAME_CAP];
     for (int64_t i = 0; f->n_ssm_layers && i < f->num_hidden_layers; i++) {
         if (f->layer_block[i] == FACET_BLOCK_FFN) continue; /* no mixer */

@@ -152,3 +152,28 @@ def test_qwen3next_refusals(run_facet, tmp_path):
     assert proc.returncode != 0
     assert "state-space mixer=gated_delta on 3 of 4 layers, each with its FFN" in proc.stdout, \
         proc.stdout
+
+
+@pytest.mark.parametrize("layer_types,needle", [
+    (["linear_attention"] * 4,
+     "model.layers.3 holds an attention layer's tensors (model.layers.3.self_attn.q_proj.weight)"
+     " and none of a recurrent mixer layer's, but layer_types[3]=\"linear_attention\" makes it "
+     "a gated delta-rule layer"),
+    (["full_attention", "linear_attention", "linear_attention", "full_attention"],
+     "model.layers.0 holds a recurrent mixer layer's tensors "
+     "(model.layers.0.linear_attn.in_proj_qkvz.weight) and none of an attention layer's, but "
+     "layer_types[0]=\"full_attention\" makes it an attention layer"),
+], ids=["attention-as-linear", "linear-as-attention"])
+def test_qwen3next_layer_types_disagreeing_with_the_tensors(layer_types, needle, run_facet,
+                                                           tmp_path):
+    """A layer_types that contradicts the checkpoint (linear, linear, linear, full): one
+    line naming the layer, the tensors it holds and layer_types[i] with its value (the
+    delta-rule kind's name was read past the end of the kinds' names)."""
+    path = write(tmp_path)
+    cfg = json.loads((tmp_path / "ck" / "config.json").read_text())
+    cfg["layer_types"] = layer_types
+    (tmp_path / "ck" / "config.json").write_text(json.dumps(cfg))
+    proc = run_facet(["run", str(path), "--prompt-ids", "1,2", "-n", "1"])
+    assert proc.returncode == 1, proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
