@@ -76,3 +76,32 @@ def test_hybrid_server_batches_like_alone(family, run_facet, facet_bin, tmp_path
         assert r["choices"][0]["text"] == want[8]
         assert r["usage"]["prompt_tokens_details"]["cached_tokens"] == \
             len(prompts[0]) + len(first["generated_ids"]) - 1
+
+
+def test_qwen3next_server_budget_counts_the_state(facet_bin, tmp_path, repo_root):
+    """facet serve's startup budget on the shrunk Qwen3-Next holds the delta-rule state of
+    every batch slot beside the weights, by hand: 3 delta-rule layers x ((2 x 2 x 16 + 4 x
+    16) conv channels x 3 + 4 value heads x 16 x 16) x 4 B = 16,896 bytes a sequence, x 4
+    slots = 67,584 bytes (66.00 KiB)."""
+    import os
+    import shutil
+    import subprocess
+
+    path = write(tmp_path, "qwen3_next")
+    shutil.copy(repo_root / "models" / "stories260k" / "tokenizer.json", path)
+    p = subprocess.Popen([str(facet_bin), "serve", str(path), "--port", "0", "--max-batch", "4"],
+                         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                         env=dict(os.environ, FACET_MEM_AVAILABLE=str(1 << 30)))
+    lines = []
+    try:
+        for line in p.stderr:
+            lines.append(line)
+            if "listening on" in line:
+                break
+    finally:
+        p.kill()
+        p.wait()
+    text = "".join(lines)
+    budget = [ln for ln in lines if "KV budget" in ln and "listening" not in ln]
+    assert budget, text
+    assert "recurrent state 66.00 KiB (4 sequences)" in budget[0], text
