@@ -177,3 +177,40 @@ def test_qwen3next_layer_types_disagreeing_with_the_tensors(layer_types, needle,
     assert proc.returncode == 1, proc.stderr
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and needle in lines[0], proc.stderr
+
+
+def test_qwen3next_experts_3d_same_logits(run_facet, tmp_path):
+    """transformers 5 stores Qwen2MoeExperts as 3-D parameters (mlp.experts.gate_up_proj
+    [E, 2 I, H], mlp.experts.down_proj [E, H, I]): the same experts written that way give
+    the per-expert checkpoint's logits bit for bit (the oracle for these values:
+    test_qwen3next_matches_reference)."""
+    import safetensors_io
+
+    src = write(tmp_path)
+    dst = tmp_path / "ck3d"
+    dst.mkdir()
+    (dst / "config.json").write_text((tmp_path / "ck" / "config.json").read_text())
+    st = str(tmp_path / "ck" / "model.safetensors")
+    header, _, start = safetensors_io.read_header(st)
+    w = {k: safetensors_io.read_tensor(st, v, start) for k, v in header.items()}
+    f = qwen3next_ref.facts(json.loads((dst / "config.json").read_text()))
+    out = {k: v for k, v in w.items() if ".mlp.experts." not in k}
+    for i in range(f["L"]):
+        p = "model.layers.%d.mlp.experts." % i
+        if p + "0.gate_proj.weight" not in w:
+            continue
+        out[p + "gate_up_proj"] = np.stack([np.concatenate([w[p + "%d.gate_proj.weight" % e],
+                                                            w[p + "%d.up_proj.weight" % e]])
+                                            for e in range(f["E"])])
+        out[p + "down_proj"] = np.stack([w[p + "%d.down_proj.weight" % e] for e in range(f["E"])])
+    safetensors_io.write_file(str(dst / "model.safetensors"),
+                              [(n, "F32", out[n].shape) for n in out], lambda n: out[n])
+    rows = []
+    for d in (src, str(dst)):
+        dump = tmp_path / "l.f32"
+        proc = run_facet(["run", d, "--prompt-ids", "1,2,3,4,5,6,7,8", "-n", "4", "--ignore-eos",
+                          "--weights", "f32", "--kv-cache", "f32", "--no-cache",
+                          "--dump-logits", dump])
+        assert proc.returncode == 0, proc.stderr
+        rows.append(compare.read_logits(str(dump), f["V"]))
+    assert np.array_equal(rows[0], rows[1])
