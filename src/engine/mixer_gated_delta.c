@@ -18,10 +18,12 @@
  *   out = y W_out^T
  * Each value channel c = h DV + j evolves its own column S[:, j] (DK values): the scan
  * runs over the DI channels in parallel, up to 64 of a head at a time (the inner loop
- * runs over them, vectorized: rows of S are contiguous in j), each reading only its own sequence's state and rows, in position
- * order, so batched and chunked runs give the bits of a sequence alone. The recurrence runs token by token inside a chunk (the chunked WY form of the
- * fla kernels is not used): per token and layer it is 4 DK DI multiply-adds, a fraction
- * of in_proj's H (CD + DI).
+ * runs over them, vectorized: rows of S are contiguous in j), each reading only its own
+ * sequence's state and rows, in position order, so batched and chunked runs give the
+ * bits of a sequence alone. The recurrence runs token by token inside a chunk (the
+ * chunked WY form of the fla kernels is not used): per token and layer it is 4 DK DI
+ * multiply-adds, a fraction of in_proj's H (CD + DI) (DESIGN.md: the chunked form does
+ * more of them; it pays off on matrix units).
  *
  * State (a STATE slot, kv_cache.h), per sequence and layer, float32, zero at first:
  *   conv[CD][K - 1]   the last K - 1 inputs of each conv channel (q, k, v), oldest first
