@@ -136,16 +136,21 @@ static void attend_range(facet_session *s, int l, int r0, int r1, int h0, int h1
     size_t MW = facet_mla_row_floats(f);
     const float *wkv = L->kv_b_f32;
 
-    /* absorbed queries: [W_kb,h^T q_nope,h | q_rope,h] */
-    for (int r = r0; r < r1; r++) {
-        const float *q = s->q + (size_t)r * (size_t)(nh * (dn + dr));
-        float *qa = s->mla_work + (size_t)r * MW;
-        for (int h = h0; h < h1; h++) {
-            float *a = qa + (size_t)h * K;
-            const float *qh = q + h * (dn + dr);
+    /* absorbed queries: [W_kb,h^T q_nope,h | q_rope,h]; each row of kv_b read once for
+     * the range's entries (an element's sum runs over i in order whatever the range) */
+    const float *q0 = s->q + (size_t)r0 * (size_t)(nh * (dn + dr));
+    size_t qs = (size_t)(nh * (dn + dr));
+    for (int h = h0; h < h1; h++) {
+        for (int r = r0; r < r1; r++) {
+            float *a = s->mla_work + (size_t)r * MW + (size_t)h * K;
             memset(a, 0, sizeof(float) * (size_t)C);
-            for (int i = 0; i < dn; i++) facet_axpy_f32(a, qh[i], wkv + (size_t)(h * W + i) * C, C);
-            memcpy(a + C, qh + dn, sizeof(float) * (size_t)dr);
+            memcpy(a + C, q0 + (size_t)(r - r0) * qs + h * (dn + dr) + dn, sizeof(float) * (size_t)dr);
+        }
+        for (int i = 0; i < dn; i++) {
+            const float *w = wkv + (size_t)(h * W + i) * C;
+            for (int r = r0; r < r1; r++)
+                facet_axpy_f32(s->mla_work + (size_t)r * MW + (size_t)h * K,
+                               q0[(size_t)(r - r0) * qs + h * (dn + dr) + i], w, C);
         }
     }
 
@@ -157,16 +162,15 @@ static void attend_range(facet_session *s, int l, int r0, int r1, int h0, int h1
                            facet_kv_key(kv, c, l, 0, 0), qa0 + (size_t)nh * K + (size_t)h0 * C,
                            MW, scratch);
 
-    /* the value up-projection of each head's weighted latent */
-    for (int r = r0; r < r1; r++) {
-        const float *acc = s->mla_work + (size_t)r * MW + (size_t)nh * K;
-        float *out = s->att_out + (size_t)r * (size_t)(nh * dv);
-        for (int h = h0; h < h1; h++) {
-            const float *o = acc + (size_t)h * C;
-            for (int i = 0; i < dv; i++)
-                out[h * dv + i] = facet_dot_f32(o, wkv + (size_t)(h * W + dn + i) * C, C);
+    /* the value up-projection of each head's weighted latent (kv_b's rows once for the
+     * range's entries) */
+    for (int h = h0; h < h1; h++)
+        for (int i = 0; i < dv; i++) {
+            const float *w = wkv + (size_t)(h * W + dn + i) * C;
+            for (int r = r0; r < r1; r++)
+                s->att_out[(size_t)r * (size_t)(nh * dv) + (size_t)(h * dv + i)] = facet_dot_f32(
+                    s->mla_work + (size_t)r * MW + (size_t)nh * K + (size_t)h * C, w, C);
         }
-    }
 }
 
 /* Below this many entries (decode) each entry's heads are split across the threads:
