@@ -64,6 +64,9 @@ extern const facet_mixer_kind facet_mixer_mla;
 
 /* Floats of one entry's scratch in a latent-attention layer (session.c sizes mla_work). */
 size_t facet_mla_row_floats(const facet_facts *f);
+/* Floats of one thread's attention scratch in a latent-attention layer (session.c sizes
+ * mla_blk: threads x this). */
+size_t facet_mla_thread_floats(const facet_facts *f);
 
 /* After the weights load: each latent-attention layer's kv_b_f32 from its kv_b_proj
  * (the run-time format's values widened). Errors: FACET_E_NOMEM. */

@@ -17,11 +17,15 @@
  * folds into the query and the value up-projection applies after attention,
  *   q_h . k_t = (W_kb,h^T q_nope,h) . c_t + q_rope,h . kr_t
  *   a_h       = W_vb,h (sum_t p_t c_t)
- * so each entry reads every cached row once per layer, whatever nh. The same sums as
- * the expanded form in another order: in float32 they agree with the float64 reference
- * (which expands) within 1e-5 relative on the test checkpoints. Scores run through an
- * online softmax (running max and sum per head), each entry on its own: an entry's
- * bits depend on neither the chunk nor the batch around it.
+ * so attention is multi-query attention with one key of C + dr per position whose value
+ * is its first C elements: facet_attention_latent (kernels.h) runs it blocked, a block
+ * of 64 cached rows read once for all the queries (entries x heads) of a task, scores
+ * and the weighted sum as small register-tiled GEMMs. The same sums as the expanded form
+ * in another order: in float32 they agree with the float64 reference (which expands)
+ * within 1e-5 relative on the test checkpoints. Each query's online softmax and sums are
+ * its own: an entry's bits depend on neither the chunk nor the batch around it, nor on
+ * which heads share its task. Prefill tasks take a few entries with all their heads;
+ * decode (under 8 entries) splits each entry's heads across the threads.
  *
  * Cost: the absorbed query is nh x C per entry, and kv_b_proj is kept once more in
  * float32 (kv_b_f32: nh (dn + dv) C floats per layer, 64 MiB on DeepSeek-V3) so that
@@ -43,9 +47,8 @@ static int mla_takes(const facet_facts *f, int l) {
 size_t facet_mla_row_floats(const facet_facts *f) {
     size_t nh = (size_t)f->num_attention_heads, C = (size_t)f->kv_lora_rank;
     size_t K = C + (size_t)f->qk_rope_head_dim;
-    /* absorbed queries nh x K, accumulators nh x C, running max and sum nh each, one
-     * key row K */
-    return nh * K + nh * C + 2 * nh + K;
+    /* absorbed queries nh x K, then each head's weighted latent nh x C */
+    return nh * K + nh * C;
 }
 
 facet_status facet_mla_prepare(facet_model *m, facet_error *err) {
@@ -104,114 +107,95 @@ static void q_a_norm_row(facet_session *s, int l, int r) {
                         0.0f);
 }
 
-/* Heads [h0, h1) of entry r's attention over its sequence's cached positions
- * 0 .. pos[r], absorbed form; writes their dv outputs each to att_out. key: K floats of
- * scratch (one latent + rope key widened from the cache). Each head's arithmetic is the
- * same whatever range it runs in. */
-static void attend_heads(facet_session *s, int l, int r, int h0, int h1, float *key,
-                         float *grp, float *keys) {
+/* Rows per prefill task: about this many queries (rows x heads) share each widened key
+ * block (the block's transpose is then a small part of the task's work). */
+#define MLA_TASK_QUERIES 64
+
+static int mla_task_rows(const facet_facts *f) {
+    int nh = (int)f->num_attention_heads;
+    return nh >= MLA_TASK_QUERIES ? 1 : MLA_TASK_QUERIES / nh;
+}
+
+size_t facet_mla_thread_floats(const facet_facts *f) {
+    int nh = (int)f->num_attention_heads, C = (int)f->kv_lora_rank;
+    return FACET_LATENT_SCRATCH(mla_task_rows(f) * nh, C + (int)f->qk_rope_head_dim, C);
+}
+
+/* Heads [h0, h1) of entries [r0, r1) (one sequence): absorbed queries, attention over
+ * the latent cache (facet_attention_latent, every query of the range at once), the value
+ * up-projection of each head's weighted latent into att_out. scratch:
+ * facet_mla_thread_floats. Each head's arithmetic is the same whatever range it runs in. */
+static void attend_range(facet_session *s, int l, int r0, int r1, int h0, int h1,
+                         float *scratch) {
     const facet_facts *f = &s->model->facts;
     const facet_layer_weights *L = &s->model->w.layers[l];
     const facet_kv_cache *kv = &s->kv;
     int nh = (int)f->num_attention_heads, C = (int)f->kv_lora_rank;
     int dn = (int)f->qk_nope_head_dim, dr = (int)f->qk_rope_head_dim, dv = (int)f->v_head_dim;
     int K = C + dr, W = dn + dv;
-    float scale = (float)f->attn_scale;
-    const float *q = s->q + (size_t)r * (size_t)(nh * (dn + dr));
-    float *qa = s->mla_work + (size_t)r * facet_mla_row_floats(f);
-    float *acc = qa + (size_t)nh * K, *mx = acc + (size_t)nh * C, *sum = mx + nh;
+    size_t MW = facet_mla_row_floats(f);
     const float *wkv = L->kv_b_f32;
 
-    /* absorbed queries: [W_kb,h^T q_nope,h | q_rope,h] */
+    /* absorbed queries: [W_kb,h^T q_nope,h | q_rope,h]; each row of kv_b read once for
+     * the range's entries (an element's sum runs over i in order whatever the range) */
+    const float *q0 = s->q + (size_t)r0 * (size_t)(nh * (dn + dr));
+    size_t qs = (size_t)(nh * (dn + dr));
     for (int h = h0; h < h1; h++) {
-        float *a = qa + (size_t)h * K;
-        const float *qh = q + h * (dn + dr);
-        memset(a, 0, sizeof(float) * (size_t)C);
-        for (int i = 0; i < dn; i++) facet_axpy_f32(a, qh[i], wkv + (size_t)(h * W + i) * C, C);
-        memcpy(a + C, qh + dn, sizeof(float) * (size_t)dr);
-        mx[h] = -INFINITY;
-        sum[h] = 0.0f;
-    }
-    memset(acc + (size_t)h0 * C, 0, sizeof(float) * (size_t)(h1 - h0) * C);
-
-    const facet_kv_seq *c = &kv->seqs[s->seq_ids[r]];
-    /* whole groups of FACET_KV_GROUP positions (stored [element][position in group]) are
-     * widened in one contiguous pass and transposed, instead of a strided gather per
-     * position: the same values, read sequentially */
-    int G = FACET_KV_GROUP, T = s->pos[r] + 1;
-    int TG = grp && keys && !facet_kv_is_ring(kv, l) ? T / G * G : 0;
-    for (int t = 0; t < T; t++) {
-        const float *k = key;
-        if (t < TG) {
-            if (t % G == 0) {
-                facet_kv_load_strided(facet_kv_key(kv, c, l, 0, t), kv->type, grp, K * G, 1);
-                for (int d = 0; d < K; d++)
-                    for (int j = 0; j < G; j++) keys[(size_t)j * K + d] = grp[(size_t)d * G + j];
-            }
-            k = keys + (size_t)(t % G) * K;
-        } else {
-            facet_kv_load_strided(facet_kv_key(kv, c, l, 0, t), kv->type, key, K, G);
+        for (int r = r0; r < r1; r++) {
+            float *a = s->mla_work + (size_t)r * MW + (size_t)h * K;
+            memset(a, 0, sizeof(float) * (size_t)C);
+            memcpy(a + C, q0 + (size_t)(r - r0) * qs + h * (dn + dr) + dn, sizeof(float) * (size_t)dr);
         }
-        for (int h = h0; h < h1; h++) {
-            float sc = facet_dot_f32(qa + (size_t)h * K, k, K) * scale;
-            float *o = acc + (size_t)h * C;
-            if (sc > mx[h]) { /* a new maximum: what was summed shrinks by exp(old - new) */
-                float corr = expf(mx[h] - sc);
-                sum[h] = sum[h] * corr + 1.0f;
-                for (int j = 0; j < C; j++) o[j] = o[j] * corr + k[j];
-                mx[h] = sc;
-            } else {
-                float p = expf(sc - mx[h]);
-                sum[h] += p;
-                facet_axpy_f32(o, p, k, C);
-            }
+        for (int i = 0; i < dn; i++) {
+            const float *w = wkv + (size_t)(h * W + i) * C;
+            for (int r = r0; r < r1; r++)
+                facet_axpy_f32(s->mla_work + (size_t)r * MW + (size_t)h * K,
+                               q0[(size_t)(r - r0) * qs + h * (dn + dr) + i], w, C);
         }
     }
 
-    /* the value up-projection of each head's weighted latent */
-    float *out = s->att_out + (size_t)r * (size_t)(nh * dv);
-    for (int h = h0; h < h1; h++) {
-        const float *o = acc + (size_t)h * C;
-        float inv = 1.0f / sum[h];
-        for (int i = 0; i < dv; i++)
-            out[h * dv + i] = facet_dot_f32(o, wkv + (size_t)(h * W + dn + i) * C, C) * inv;
-    }
+    const facet_kv_seq *c = &kv->seqs[s->seq_ids[r0]];
+    facet_latent_params P = {.kd = K, .vd = C, .scale = (float)f->attn_scale,
+                             .kv_type = kv->type};
+    float *qa0 = s->mla_work + (size_t)r0 * MW;
+    facet_attention_latent(&P, r1 - r0, h1 - h0, qa0 + (size_t)h0 * K, MW, s->pos + r0,
+                           facet_kv_key(kv, c, l, 0, 0), qa0 + (size_t)nh * K + (size_t)h0 * C,
+                           MW, scratch);
+
+    /* the value up-projection of each head's weighted latent (kv_b's rows once for the
+     * range's entries) */
+    for (int h = h0; h < h1; h++)
+        for (int i = 0; i < dv; i++) {
+            const float *w = wkv + (size_t)(h * W + dn + i) * C;
+            for (int r = r0; r < r1; r++)
+                s->att_out[(size_t)r * (size_t)(nh * dv) + (size_t)(h * dv + i)] = facet_dot_f32(
+                    s->mla_work + (size_t)r * MW + (size_t)nh * K + (size_t)h * C, w, C);
+        }
 }
 
 /* Below this many entries (decode) each entry's heads are split across the threads:
- * facet_for_rows would run them all on one core, which then alone reads the layer's f32
- * kv_b (the absorbed query and the value up-projection) and the whole latent cache. */
+ * one task per entry would run them all on one core, which then alone reads the layer's
+ * f32 kv_b (the absorbed query and the value up-projection) and the whole latent cache. */
 #define MLA_HEAD_SPLIT_ROWS 8
-#define MLA_KEY_MAX 1024 /* key scratch on the stack (x 33 floats): kv_lora_rank + qk_rope_head_dim */
-
-/* Entry r's attention, all its heads (the key scratch at the end of its mla_work row). */
-static void attend_row(facet_session *s, int l, int r) {
-    const facet_facts *f = &s->model->facts;
-    int nh = (int)f->num_attention_heads, C = (int)f->kv_lora_rank;
-    int K = C + (int)f->qk_rope_head_dim;
-    float *qa = s->mla_work + (size_t)r * facet_mla_row_floats(f);
-    float *key = qa + (size_t)nh * K + (size_t)nh * C + 2 * (size_t)nh;
-    if (K > MLA_KEY_MAX) {
-        attend_heads(s, l, r, 0, nh, key, NULL, NULL);
-        return;
-    }
-    float grp[MLA_KEY_MAX * FACET_KV_GROUP], keys[MLA_KEY_MAX * FACET_KV_GROUP];
-    attend_heads(s, l, r, 0, nh, key, grp, keys);
-}
-
 
 typedef struct {
     facet_session *s;
-    int l, nh, per, tasks_per_row;
-} heads_job;
+    int l, n, nh;
+    int rows, heads;               /* a task: up to `rows` entries x `heads` heads      */
+    int head_tasks;                /* tasks per row range: nh / heads rounded up        */
+} attend_job;
 
-static void heads_task(void *ctx, int task, int thread) {
-    (void)thread;
-    const heads_job *j = ctx;
-    float key[MLA_KEY_MAX], grp[MLA_KEY_MAX * FACET_KV_GROUP], keys[MLA_KEY_MAX * FACET_KV_GROUP];
-    int r = task / j->tasks_per_row, h0 = (task % j->tasks_per_row) * j->per;
-    int h1 = h0 + j->per < j->nh ? h0 + j->per : j->nh;
-    attend_heads(j->s, j->l, r, h0, h1, key, grp, keys);
+static void attend_task(void *ctx, int task, int thread) {
+    const attend_job *j = ctx;
+    facet_session *s = j->s;
+    float *scratch = s->mla_blk + (size_t)thread * facet_mla_thread_floats(&s->model->facts);
+    int r0 = task / j->head_tasks * j->rows, r1 = r0 + j->rows < j->n ? r0 + j->rows : j->n;
+    int h0 = task % j->head_tasks * j->heads, h1 = h0 + j->heads < j->nh ? h0 + j->heads : j->nh;
+    /* the range in runs of one sequence (a batch's entries may belong to several) */
+    for (int a = r0, b; a < r1; a = b) {
+        for (b = a + 1; b < r1 && s->seq_ids[b] == s->seq_ids[a];) b++;
+        attend_range(s, j->l, a, b, h0, h1, scratch);
+    }
 }
 
 /* xn (RMSNorm_in(x)) -> xn (o_proj's output) for entries [0, n) of layer l. */
@@ -232,14 +216,13 @@ static void mla_forward(facet_session *s, int l, int n) {
     }
     facet_for_rows(s, l, n, latent_row); /* every entry stored before any attends */
     int threads = be->ops->threads(be), nh = (int)f->num_attention_heads;
-    if (n < MLA_HEAD_SPLIT_ROWS && threads > 1 && nh > 1 &&
-        f->kv_lora_rank + f->qk_rope_head_dim <= MLA_KEY_MAX) {
-        heads_job j = {s, l, nh, (nh + threads - 1) / threads, 0};
-        j.tasks_per_row = (nh + j.per - 1) / j.per;
-        be->ops->run(be, n * j.tasks_per_row, heads_task, &j);
-    } else {
-        facet_for_rows(s, l, n, attend_row);
+    attend_job j = {s, l, n, nh, mla_task_rows(f), nh, 1};
+    if (n < MLA_HEAD_SPLIT_ROWS) { /* decode: each entry's heads split across threads */
+        j.rows = 1;
+        j.heads = threads > 1 ? (nh + threads - 1) / threads : nh;
+        j.head_tasks = (nh + j.heads - 1) / j.heads;
     }
+    be->ops->run(be, (n + j.rows - 1) / j.rows * j.head_tasks, attend_task, &j);
     be->ops->matmul(be, s->xn, s->att_out, &L->o_proj, NULL, n);
 }
 

@@ -183,6 +183,8 @@ struct facet_session {
      * dr)) queries, k (R, C + dr) kv_a_proj's rows, att_out (R, nh dv) */
     float *mla_q_a;                /* (R, QL) q_a_proj's output                        */
     float *mla_work;               /* (R, facet_mla_row_floats) one entry's attention  */
+    float *mla_blk;                /* (threads, facet_mla_thread_floats) a task's      */
+                                   /* facet_attention_latent scratch                   */
     int *pos;                      /* (R) position of each entry                       */
     const int32_t *seq_ids;        /* the current chunk's sequence ids (borrowed from
                                       the batch during facet_forward)                  */

@@ -154,6 +154,9 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
     size_t qd = nh * (size_t)f->head_dim, kvd = (size_t)(f->num_key_value_heads * f->head_dim);
     int mla = f->kv_lora_rank > 0; /* q, k, att_out as mixer_mla.c uses them */
     size_t QL = mla ? (size_t)f->q_lora_rank : 0, MW = mla ? facet_mla_row_floats(f) : 0;
+    /* one facet_attention_latent scratch per thread (the sizes matter only to allocate:
+     * free_scratch runs before the backend is freed) */
+    size_t MB = mla && s->be ? (size_t)s->be->ops->threads(s->be) * facet_mla_thread_floats(f) : 0;
     if (mla) {
         size_t mq = nh * (size_t)(f->qk_nope_head_dim + f->qk_rope_head_dim);
         size_t mo = nh * (size_t)f->v_head_dim;
@@ -202,6 +205,7 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
         {(void **)&s->ssm_dbc, DBC, F, 0},   {(void **)&s->ssm_dtin, RDT, F, 0},
         {(void **)&s->ssm_dt, DT, F, 0},
         {(void **)&s->mla_q_a, QL, F, 0},    {(void **)&s->mla_work, MW, F, 0},
+        {(void **)&s->mla_blk, 0, F, mla && s->be ? MB : 0},
         {(void **)&s->par_x, s->par && facet_par_pp() > 1 && facet_par_stage() == 0 ? H : 0, F, 0},
         {NULL, 0, 0, 0},
     };
@@ -224,10 +228,10 @@ void facet_session_free(facet_session *s) {
     facet_kv_cache_free(&s->kv);
     free(s->rope_long);
     free(s->seq_added);
+    free_scratch(s); /* before the backend: its table asks the thread count */
     if (s->be) s->be->ops->free(s->be);
     free(s->mixers);
     free(s->ffns);
-    free_scratch(s);
     free(s);
 }
 

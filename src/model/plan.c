@@ -363,7 +363,7 @@ static void kernel_paths(const facet_backend *be, const facet_facts *f, facet_pl
                  : ssm                 ? "conv1d + selective scan, f32"
                  : f->ssm_parallel     ? par
                  : f->layer_block[l] == FACET_BLOCK_FFN ? "-"
-                 : f->kv_lora_rank > 0 ? "absorbed, online softmax, f32"
+                 : f->kv_lora_rank > 0 ? "absorbed, blocked online softmax, f32"
                                        : be->ops->attention_kernel(be, p->kv_type, (int)f->head_dim),
                  fk ? fk->name : "none",
                  (ssm && !f->ssm_ffn) || f->layer_block[l] == FACET_BLOCK_MIXER ? "-"

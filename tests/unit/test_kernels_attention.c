@@ -6,7 +6,9 @@
  * including groups of queries at scattered positions. facet_attention with a window, a
  * logit softcap and per-head sinks, GQA heads in one call, over a linear buffer, a
  * buffer starting past position 0 and a ring, against the same float64 attention with
- * the mask, cap and sink written out; the three layouts must agree bit for bit. The KV
+ * the mask, cap and sink written out; the three layouts must agree bit for bit.
+ * facet_attention_latent (MLA's absorbed form: one key per position, its first vd
+ * elements the value) against the same float64 attention, alone vs in a call. The KV
  * row converters against the scalar rounding functions and hand-picked values. */
 #include <math.h>
 #include <setjmp.h>
@@ -371,9 +373,83 @@ static void test_attention_paths(void **state) {
     test_cpu_path_reset();
 }
 
+/* facet_attention_latent: n_rows rows of n_heads queries over a latent cache of n_pos
+ * positions, each key kd wide and its value its first vd elements (the latent), against
+ * the float64 attention over the values the cache stores; each query alone must give
+ * the same bits as in the call (rows at consecutive positions, then scattered ones). */
+static void run_latent_kv(int kd, int vd, int n_pos, float qmag, facet_kv_type kvt) {
+    enum { R = 9, NH = 3 };
+    size_t n_el = (size_t)n_pos * kd;
+    float *K = malloc(sizeof(float) * n_el);
+    for (size_t i = 0; i < n_el; i++) K[i] = urand();
+    /* stored transposed in groups of 16, lanes past n_pos NaN (never used) */
+    size_t n_kt = (size_t)(n_pos + 15) / 16 * 16 * kd;
+    float *KT = malloc(sizeof(float) * n_kt);
+    for (size_t i = 0; i < n_kt; i++) KT[i] = NAN;
+    for (int t = 0; t < n_pos; t++)
+        for (int d = 0; d < kd; d++)
+            KT[((size_t)(t / 16) * kd + d) * 16 + t % 16] = K[(size_t)t * kd + d];
+    void *Kc = malloc(4 * n_kt);
+    facet_kv_store(KT, kvt, Kc, (int)n_kt);
+    for (size_t i = 0; i < n_el; i++) { /* K as the cache holds it */
+        uint32_t one;
+        facet_kv_store(&K[i], kvt, &one, 1);
+        facet_kv_load(&one, kvt, &K[i], 1);
+    }
+    free(KT);
+    size_t qrs = (size_t)NH * kd + 5, ors = (size_t)NH * vd + 3; /* rows with gaps */
+    float *Q = malloc(sizeof(float) * R * qrs), *O = malloc(sizeof(float) * R * ors);
+    float *o1 = malloc(sizeof(float) * (size_t)vd);
+    float *scratch = malloc(sizeof(float) * FACET_LATENT_SCRATCH(R * NH, kd, vd));
+    double *ref = malloc(sizeof(double) * (size_t)kd);
+    int pos[R];
+    for (int r = 0; r < R; r++) {
+        pos[r] = r < 5 ? n_pos - 5 + r : (int)((urand() + 1.0f) * 0.5f * (float)(n_pos - 1));
+        if (pos[r] < 0) pos[r] = 0;
+        for (size_t j = 0; j < qrs; j++) Q[r * qrs + j] = urand() * qmag;
+    }
+    float scale = 1.0f / sqrtf((float)kd);
+    facet_latent_params P = {.kd = kd, .vd = vd, .scale = scale, .kv_type = kvt};
+    facet_attention_latent(&P, R, NH, Q, qrs, pos, Kc, O, ors, scratch);
+    for (int r = 0; r < R; r++)
+        for (int h = 0; h < NH; h++) {
+            const float *q = Q + r * qrs + (size_t)h * kd, *o = O + r * ors + (size_t)h * vd;
+            reference(q, pos[r], K, K, kd, kd, scale, ref);
+            for (int j = 0; j < vd; j++)
+                if (fabs(o[j] - ref[j]) > 2e-5 * (1 + fabs(ref[j])))
+                    fail_msg("%s kv %s kd %d vd %d row %d head %d (pos %d) dim %d: got %.9g, "
+                             "float64 %.9g", facet_cpu_level_name(facet_cpu()->level),
+                             facet_kv_type_name(kvt), kd, vd, r, h, pos[r], j, o[j], ref[j]);
+            facet_attention_latent(&P, 1, 1, q, 0, &pos[r], Kc, o1, 0, scratch);
+            assert_memory_equal(o1, o, sizeof(float) * (size_t)vd);
+        }
+    free(K);
+    free(Kc);
+    free(Q);
+    free(O);
+    free(o1);
+    free(scratch);
+    free(ref);
+}
+
+static void test_attention_latent(void **state) {
+    (void)state;
+    FOR_EACH_CPU_PATH(p) {
+        for (int k = 0; k < 3; k++) {
+            facet_kv_type t = k == 0 ? FACET_KV_F32 : k == 1 ? FACET_KV_BF16 : FACET_KV_F16;
+            run_latent_kv(576, 512, 150, 1.0f, t); /* DeepSeek's 512 + 64 */
+            run_latent_kv(40, 32, 200, 4.0f, t);   /* the shrunk test checkpoints' 32 + 8 */
+            run_latent_kv(72, 64, 64, 2.0f, t);    /* one whole block */
+            run_latent_kv(44, 36, 70, 1.0f, t);    /* vd not a multiple of 16: portable C */
+        }
+    }
+    test_cpu_path_reset();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kv_convert),
                                        cmocka_unit_test(test_attention_paths),
-                                       cmocka_unit_test(test_attention_window_softcap_sinks)};
+                                       cmocka_unit_test(test_attention_window_softcap_sinks),
+                                       cmocka_unit_test(test_attention_latent)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -500,6 +500,168 @@ void facet_attention(const facet_attn_params *P, const float *q, size_t q_stride
     }
 }
 
+/* ---- latent attention (facet_attention_latent) ---- */
+
+/*
+ * The first vd elements of ng key groups ([g][kd][16] of the cache's type KVT from KT)
+ * as float32 rows vd apart at vb (row g * 16 + lane): per 16 x 16 tile, 16 vectors
+ * widened in registers and transposed by four rounds of swapping the off-diagonal
+ * blocks of 8, 4, 2 and 1 lanes (rows i and i + s trade lanes with bit s set).
+ */
+FACET_INLINE FACET_TGT_AVX512 void latent_rows_avx512_t(const void *KT, int kd, int vd, int ng,
+                                                        float *vb, const int KVT) {
+    __m512i lo[4], hi[4];
+    for (int k = 0; k < 4; k++) {
+        int s = 8 >> k;
+        int32_t a[16], b[16];
+        for (int j = 0; j < 16; j++) {
+            a[j] = (j & s) ? 16 + j - s : j; /* row i: its own lanes, then row i+s's low */
+            b[j] = (j & s) ? 16 + j : j + s; /* row i+s: row i's high lanes, then its own */
+        }
+        lo[k] = _mm512_loadu_si512((const void *)a);
+        hi[k] = _mm512_loadu_si512((const void *)b);
+    }
+    for (int g = 0; g < ng; g++)
+        for (int d0 = 0; d0 < vd; d0 += 16) {
+            __m512 r[16];
+            for (int i = 0; i < 16; i++) r[i] = kv_load16(KT, ((size_t)g * kd + d0 + i) * 16, KVT);
+            for (int k = 0; k < 4; k++) {
+                int s = 8 >> k;
+                for (int i = 0; i < 16; i++) {
+                    if (i & s) continue;
+                    __m512 a = r[i], b = r[i + s];
+                    r[i] = _mm512_permutex2var_ps(a, lo[k], b);
+                    r[i + s] = _mm512_permutex2var_ps(a, hi[k], b);
+                }
+            }
+            for (int j = 0; j < 16; j++)
+                _mm512_storeu_ps(vb + (size_t)(g * 16 + j) * vd + d0, r[j]);
+        }
+}
+
+static FACET_TGT_AVX512 void latent_rows_avx512(const void *KT, facet_kv_type kt, int kd, int vd,
+                                                int ng, float *vb) {
+    switch (kt) {
+    case FACET_KV_BF16: latent_rows_avx512_t(KT, kd, vd, ng, vb, FACET_KV_BF16); return;
+    case FACET_KV_F16: latent_rows_avx512_t(KT, kd, vd, ng, vb, FACET_KV_F16); return;
+    default: latent_rows_avx512_t(KT, kd, vd, ng, vb, FACET_KV_F32); return;
+    }
+}
+
+void facet_attention_latent(const facet_latent_params *P, int n_rows, int n_heads,
+                            const float *q, size_t q_row_stride, const int *pos, const void *K,
+                            float *out, size_t out_row_stride, float *scratch) {
+    enum { B = FACET_ATTN_BLOCK, G = FACET_KV_GROUP };
+    int n_q = n_rows * n_heads, kd = P->kd, vd = P->vd;
+    if (n_q <= 0) return;
+    facet_kv_type kt = P->kv_type;
+    size_t elt = kt == FACET_KV_F32 ? 4 : 2;
+    float *s = scratch;                    /* [n_q][B] scores of the block              */
+    float *m = s + (size_t)n_q * B;        /* [n_q] running max                         */
+    float *l = m + n_q;                    /* [n_q] running sum of exp                  */
+    int *act = (int *)(l + n_q);           /* [n_q] queries that see the block          */
+    float *vb = (float *)(act + n_q);      /* [B][vd] the block's values in float32     */
+    float *kb = vb + (size_t)B * vd;       /* [B / G][kd][16] its keys (portable path)  */
+    int fast = facet_attn_path_for(facet_cpu()) != FACET_ATTN_GENERIC && vd % 16 == 0;
+    int last = 0;
+    for (int r = 0; r < n_rows; r++)
+        if (pos[r] > last) last = pos[r];
+    for (int i = 0; i < n_q; i++) {
+        m[i] = -INFINITY;
+        l[i] = 0.0f;
+        memset(out + (size_t)(i / n_heads) * out_row_stride + (size_t)(i % n_heads) * vd, 0,
+               sizeof(float) * (size_t)vd);
+    }
+#define LQ(i) (q + (size_t)((i) / n_heads) * q_row_stride + (size_t)((i) % n_heads) * kd)
+#define LO(i) (out + (size_t)((i) / n_heads) * out_row_stride + (size_t)((i) % n_heads) * vd)
+    const uint8_t *Kb = K;
+    for (int t0 = 0; t0 <= last; t0 += B) {
+        int t1 = t0 + B - 1 < last ? t0 + B - 1 : last; /* keys t0..t1 */
+        int ng = (t1 - t0 + G) / G;
+        const uint8_t *KTc = Kb + (size_t)(t0 / G) * kd * G * elt; /* the block's first group */
+        /* the block's values (each key's first vd elements) as float32 rows, once for
+         * every query; the portable path widens its keys too */
+        if (fast) {
+            latent_rows_avx512(KTc, kt, kd, vd, ng, vb);
+        } else {
+            facet_kv_load(KTc, kt, kb, ng * G * kd);
+            for (int j = 0; j < ng * G; j++)
+                for (int d = 0; d < vd; d++)
+                    vb[(size_t)j * vd + d] = kb[((size_t)(j / G) * kd + d) * G + j % G];
+        }
+        int na = 0;
+        for (int i = 0; i < n_q; i++)
+            if (pos[i / n_heads] >= t0) act[na++] = i;
+        for (int a0 = 0; a0 < na; a0 += SCORE_QT) {
+            int qt = na - a0 < SCORE_QT ? na - a0 : SCORE_QT;
+            const float *qs[6];
+            float *ss[6];
+            int tmax = t0; /* the tile's last visible key: groups past it are skipped */
+            for (int u = 0; u < qt; u++) {
+                int i = act[a0 + u];
+                qs[u] = LQ(i);
+                ss[u] = s + (size_t)i * B;
+                if (pos[i / n_heads] > tmax) tmax = pos[i / n_heads];
+            }
+            int ngt = ((tmax < t1 ? tmax : t1) - t0) / G + 1;
+            if (fast) scores_avx512(qs, qt, KTc, kt, ngt, kd, P->scale, ss);
+            else scores_generic(qs, qt, kb, ngt, kd, P->scale, ss);
+        }
+        /* online softmax per query, then output += probabilities x values */
+        float cs[4];
+        int ns[4], nq = 0;
+        float *as[4];
+        const float *ps[4];
+        for (int a = 0; a < na; a++) {
+            int i = act[a];
+            int te = pos[i / n_heads] < t1 ? pos[i / n_heads] : t1, n = te - t0 + 1;
+            float *si = s + (size_t)i * B, *ai = LO(i);
+            float c, sum = 0.0f;
+            if (fast) {
+                sum = softmax_block_avx512(si, n, &m[i], &c);
+            } else {
+                float mb = m[i];
+                for (int j = 0; j < n; j++)
+                    if (si[j] > mb) mb = si[j];
+                c = expf(m[i] - mb); /* 0 on the first block (m = -inf) */
+                for (int j = 0; j < n; j++) {
+                    si[j] = expf(si[j] - mb);
+                    sum += si[j];
+                }
+                m[i] = mb;
+            }
+            l[i] = l[i] * c + sum;
+            if (!fast) {
+                for (int d = 0; d < vd; d++) ai[d] *= c;
+                for (int j = 0; j < n; j++) facet_axpy_f32(ai, si[j], vb + (size_t)j * vd, vd);
+                continue;
+            }
+            cs[nq] = c;
+            ns[nq] = n;
+            as[nq] = ai;
+            ps[nq] = si;
+            if (++nq == 4 || a == na - 1) {
+                /* a short last tile repeats its last query: the copy loads, computes and
+                 * stores the same values, and the four-query kernel serves any vd */
+                for (; nq < 4; nq++) {
+                    cs[nq] = cs[nq - 1];
+                    ns[nq] = ns[nq - 1];
+                    as[nq] = as[nq - 1];
+                    ps[nq] = ps[nq - 1];
+                }
+                values4_avx512(as, cs, vb, FACET_KV_F32, (size_t)vd, ns, ps, vd / 16);
+                nq = 0;
+            }
+        }
+    }
+    for (int i = 0; i < n_q; i++) {
+        float *o = LO(i), inv = 1.0f / l[i];
+        for (int d = 0; d < vd; d++) o[d] *= inv;
+    }
+#undef LQ
+#undef LO
+}
+
 facet_attn_path facet_attn_path_for(const facet_cpu_info *cpu) {
     if (cpu->level != FACET_CPU_AVX512) return FACET_ATTN_GENERIC;
     return cpu->avx512_bf16 ? FACET_ATTN_AVX512_BF16 : FACET_ATTN_AVX512;

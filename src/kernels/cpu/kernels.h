@@ -420,6 +420,39 @@ void facet_attention_causal(const float *q, size_t q_stride, const int *pos, int
                             size_t v_stride, int hd, float scale, float *out, size_t out_stride,
                             float *scratch);
 
+/*
+ * Latent attention (multi-head latent attention's absorbed form, DeepSeek-V2/V3; see
+ * src/engine/mixer_mla.c): every query attends to ONE key per position, kd elements
+ * wide, whose first vd elements are also its value (the cached latent c, then the rope
+ * key):
+ *   out[i] = sum_{0 <= t <= pos(i)} softmax_t(scale * q[i] . K[t]) K[t][0 .. vd)
+ * Queries come as n_rows rows of n_heads each, all of one sequence: query (r, h) is kd
+ * floats at q + r * q_row_stride + h * kd, at position pos[r]; its output, vd floats, at
+ * out + r * out_row_stride + h * vd (out must not overlap q). K: the sequence's latent
+ * cache of one layer from position 0, keys transposed in groups of FACET_KV_GROUP
+ * ([t / 16][kd][16], kv_type; a linear buffer, kv_cache.h's latent slot; lanes past
+ * the last visible position read, never used). Keys go in blocks of FACET_ATTN_BLOCK
+ * at multiples of it with an online softmax, each block read once for all the call's
+ * queries: scores as facet_attention's tiles of up to 6 queries x 64 keys (one FMA chain
+ * over kd per score), the block's values widened once to float32 rows, then
+ * accumulated four queries at a time (fma(p[t], v[t], acc) in t order). A query's
+ * result is bit-identical whatever the other queries of the call (decode one token at
+ * a time, batched or chunked prefill agree to the bit). Path: facet_cpu()'s attention
+ * path (facet_attn_path_for) when vd % 16 == 0, else portable C.
+ * scratch: FACET_LATENT_SCRATCH(n_rows * n_heads, kd, vd) floats; nothing is allocated.
+ */
+typedef struct facet_latent_params {
+    int kd, vd;                    /* key width (kv_lora_rank + rope), value width     */
+    float scale;                   /* softmax scale                                    */
+    facet_kv_type kv_type;
+} facet_latent_params;
+#define FACET_LATENT_SCRATCH(n_q, kd, vd)           \
+    ((size_t)(n_q) * (FACET_ATTN_BLOCK + 3) +       \
+     (size_t)FACET_ATTN_BLOCK * ((size_t)(kd) + (size_t)(vd)))
+void facet_attention_latent(const facet_latent_params *p, int n_rows, int n_heads,
+                            const float *q, size_t q_row_stride, const int *pos, const void *K,
+                            float *out, size_t out_row_stride, float *scratch);
+
 /* In-place softmax of x[0..n) (max-subtracted, exp in float, sum in double). */
 void facet_softmax(float *x, int n);
 
