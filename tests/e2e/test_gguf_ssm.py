@@ -1,14 +1,16 @@
-"""GGUF state-space and hybrid files run (issue 26): facet on llama.cpp's `mamba2`, `lfm2`
-and `mamba` layouts (A stored as -exp(A_log), D and the gated-norm weight reshaped, the
+"""GGUF state-space and hybrid files run (issue 26): facet on llama.cpp's `mamba2`, `lfm2`,
+`mamba` and `granitehybrid` layouts (A stored as -exp(A_log), D and the gated-norm weight reshaped, the
 conv1d weight squeezed, dt_bias as ssm_dt.bias; LFM2's shortconv.* tensors, its final
-norm as token_embd_norm, its head_count_kv array with 0 on the conv layers) against
+norm as token_embd_norm, its head_count_kv array with 0 on the conv layers; Granite
+4.0-H's Mamba-2 layers by the same array, its experts and shared MLP split into gate / up,
+its q/k rows permuted by the converter) against
 llama.cpp's own logits and greedy ids on the same files.
 
 Oracle: tests/data/ssm_gguf (SOURCE.md says how it was made): llama.cpp's logits for the
 prompt positions and its 32 greedy steps, its greedy ids and top-2 margins, on F32 files
 written by tests/ref/ssm_to_gguf.py from shrunk checkpoints of tests/ref/mamba_ref.py and
 hybrid_ref.py. Every row within 1e-5 relative L2 (both sides compute in float32; measured
-<= 1.9e-6) and greedy identical; the Hugging Face folder the file was written from gives
+<= 4.3e-6) and greedy identical; the Hugging Face folder the file was written from gives
 bit-identical logits (the mapping lands on the HF path's facts and weights).
 """
 
@@ -34,6 +36,10 @@ SOURCES = {
                                             "f32", seed=26),
     "mamba": lambda d: mamba_ref.write(mamba_ref.shrink(mamba_ref.MAMBA_130M), d, "f32",
                                        seed=26),
+    "granitehybrid": lambda d: hybrid_ref.write(hybrid_ref.shrink(hybrid_ref.GRANITE_4_H_TINY),
+                                                d, "f32", seed=26),
+    "nemotron_h": lambda d: hybrid_ref.nemotron_write(
+        hybrid_ref.nemotron_shrink(hybrid_ref.NEMOTRON_H_8B), d, "f32", seed=26),
 }
 
 
@@ -102,11 +108,26 @@ def patched(tmp_path, name, old, new):
     ("mamba2", b"blk.1.ssm_a", b"blk.1.ssm_z", "REFUSED: tensor blk.1.ssm_z"),
     ("lfm2", b"blk.0.shortconv.conv.weight", b"blk.0.shortconv.cong.weight",
      "REFUSED: tensor blk.0.shortconv.cong.weight"),
+    # Nemotron-H has no rotary embedding: a file asking for one is refused
+    ("nemotron_h", b"nemotron_h.rope.scaling.finetuned\x07\x00\x00\x00\x00",
+     b"nemotron_h.rope.scaling.finetuned\x07\x00\x00\x00\x01",
+     "REFUSED: nemotron_h.rope.scaling.finetuned=true is not supported"),
 ])
 def test_unknown_names_refused(run_facet, tmp_path, name, old, new, refusal):
     p = run_facet(["conform", str(patched(tmp_path, name, old, new))])
     assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
     assert refusal in p.stdout, p.stdout
+
+
+def test_granitehybrid_without_experts_is_a_typed_error(run_facet, tmp_path):
+    """The dense granitehybrid form (no expert_count: the shared MLP as ffn_gate / ffn_up /
+    ffn_down) has not been cross-checked against llama.cpp: refused by name, not guessed."""
+    path = patched(tmp_path, "granitehybrid", b"granitehybrid.expert_count\x04",
+                   b"granitehybrid.expert_counx\x04")
+    p = run_facet(["conform", str(path)])
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert "key granitehybrid.expert_count is missing, expected a positive expert count" in \
+        p.stdout + p.stderr
 
 
 def test_positive_a_is_a_typed_error(run_facet, tmp_path):
