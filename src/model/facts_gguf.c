@@ -54,6 +54,7 @@ static const arch_row ARCHS[] = {
     /* q/k rows permuted by the converter (GraniteHybridModel keeps LlamaModel's
      * undo_permute, rope or not) */
     {"granitehybrid", "granitemoehybrid", 1, 0}, {"nemotron_h", "nemotron_h", 1, 0},
+    {"falcon-h1", "falcon_h1", 0, 0},
 };
 #define N_ARCHS (sizeof ARCHS / sizeof ARCHS[0])
 
@@ -672,6 +673,58 @@ static facet_status map_nemotron_h(ctx *c, const gguf_model *m, int64_t layers, 
     return FACET_OK;
 }
 
+/* falcon-h1 (llama.cpp's LLM_ARCH_FALCON_H1, convert_hf_to_gguf.py's FalconH1Model, a
+ * Mamba2Model) -> FalconH1Config keys. The converter folds every muP multiplier into the
+ * weights (embedding, lm_head, q / k / v by attention_in_multiplier, k also by
+ * key_multiplier, o_proj, in_proj by ssm_in_multiplier and its z / x / B / C / dt rows by
+ * ssm_multipliers, out_proj, the MLP's gate and down) and writes none of them: the class
+ * runs with every multiplier 1. ssm.inner_size is mamba_d_ssm, ssm.time_step_rank
+ * mamba_n_heads, key_length head_dim; mamba_rms_norm from the ssm_norm tensor (llama.cpp
+ * takes it as optional) and mamba_norm_before_gate false (llama.cpp normalizes y * SiLU(z),
+ * the only order its graph has); the biases llama.cpp's falcon-h1 graph never adds
+ * (in_proj's, out_proj's, o_proj's) are left to the tensor check: mamba_proj_bias,
+ * projectors_bias and attention_bias false, and a file holding them refused by name. */
+static facet_status map_falcon_h1(ctx *c, const gguf_model *m, int req) {
+    json_t *cfg = c->cfg;
+    int64_t inner = 0, heads = 0;
+    TRY(map_int(c, "ssm.conv_kernel", "mamba_d_conv", req, 1, 1 << 10, NULL));
+    TRY(map_int(c, "ssm.state_size", "mamba_d_state", req, 1, 1 << 16, NULL));
+    TRY(map_int(c, "ssm.group_count", "mamba_n_groups", req, 1, INT64_C(1) << 20, NULL));
+    TRY(map_int(c, "ssm.inner_size", "mamba_d_ssm", req, 1, INT64_C(1) << 24, &inner));
+    TRY(map_int(c, "ssm.time_step_rank", "mamba_n_heads", req, 1, INT64_C(1) << 20, &heads));
+    if (heads && inner % heads) {
+        char key[160];
+        key_of(c, "ssm.inner_size", key, sizeof key);
+        return facet_err(c->err, FACET_E_FORMAT,
+                         "%s: key %s is %" PRId64 ", expected a multiple of ssm.time_step_rank "
+                         "%" PRId64 " (the Mamba-2 head count)",
+                         c->g->path, key, inner, heads);
+    }
+    if (heads) json_object_set_new(cfg, "mamba_d_head", json_integer(inner / heads));
+    json_object_set_new(cfg, "mamba_conv_bias", json_boolean(any_conv_bias(m)));
+    int norm = 0;
+    for (size_t i = 0; i < m->n_tensors && !norm; i++) {
+        const char *n = m->by_name[i]->name;
+        size_t len = strlen(n);
+        norm = len > 16 && !strcmp(n + len - 16, ".ssm_norm.weight");
+    }
+    json_object_set_new(cfg, "mamba_rms_norm", json_boolean(norm));
+    json_object_set_new(cfg, "mamba_norm_before_gate", json_false());
+    json_object_set_new(cfg, "mamba_proj_bias", json_false());
+    json_object_set_new(cfg, "projectors_bias", json_false());
+    static const char *const ones[] = {"embedding_multiplier", "lm_head_multiplier",
+                                       "key_multiplier", "attention_in_multiplier",
+                                       "attention_out_multiplier", "ssm_in_multiplier",
+                                       "ssm_out_multiplier", NULL};
+    for (int i = 0; ones[i]; i++) json_object_set_new(cfg, ones[i], json_real(1.0));
+    json_t *s = json_array(), *mlp = json_array();
+    for (int i = 0; i < 5; i++) json_array_append_new(s, json_real(1.0));
+    for (int i = 0; i < 2; i++) json_array_append_new(mlp, json_real(1.0));
+    json_object_set_new(cfg, "ssm_multipliers", s);
+    json_object_set_new(cfg, "mlp_multipliers", mlp);
+    return FACET_OK;
+}
+
 static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t *head_dim) {
     json_t *cfg = c->cfg;
     int64_t hidden = 0, heads = 0, layers = 0, klen = 0, vlen = 0, rot = 0;
@@ -709,6 +762,7 @@ static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t
     else if (!strcmp(c->arch, "granitehybrid")) TRY(map_granite_hybrid(c, m, layers, hidden));
     else TRY(map_int(c, "attention.head_count_kv", "num_key_value_heads", 0, 1, INT64_C(1) << 14,
                      NULL));
+    if (!strcmp(c->arch, "falcon-h1")) TRY(map_falcon_h1(c, m, req));
     TRY(map_int(c, "attention.key_length", NULL, 0, 1, INT64_C(1) << 16, &klen));
     TRY(map_int(c, "attention.value_length", NULL, 0, 1, INT64_C(1) << 16, &vlen));
     TRY(map_int(c, "rope.dimension_count", NULL, 0, 1, INT64_C(1) << 16, &rot));

@@ -1,16 +1,19 @@
 """GGUF state-space and hybrid files run (issue 26): facet on llama.cpp's `mamba2`, `lfm2`,
-`mamba` and `granitehybrid` layouts (A stored as -exp(A_log), D and the gated-norm weight reshaped, the
+`mamba`, `granitehybrid`, `nemotron_h` and `falcon-h1` layouts (A stored as -exp(A_log), D and the gated-norm weight reshaped, the
 conv1d weight squeezed, dt_bias as ssm_dt.bias; LFM2's shortconv.* tensors, its final
 norm as token_embd_norm, its head_count_kv array with 0 on the conv layers; Granite
 4.0-H's Mamba-2 layers by the same array, its experts and shared MLP split into gate / up,
-its q/k rows permuted by the converter) against
+its q/k rows permuted by the converter; Nemotron-H's MLP layers by its feed_forward_length
+array; Falcon-H1's muP multipliers folded into its weights, its FFN norm `blk.N.ffn_norm`)
+against
 llama.cpp's own logits and greedy ids on the same files.
 
 Oracle: tests/data/ssm_gguf (SOURCE.md says how it was made): llama.cpp's logits for the
 prompt positions and its 32 greedy steps, its greedy ids and top-2 margins, on F32 files
 written by tests/ref/ssm_to_gguf.py from shrunk checkpoints of tests/ref/mamba_ref.py and
 hybrid_ref.py. Every row within 1e-5 relative L2 (both sides compute in float32; measured
-<= 4.3e-6) and greedy identical; the Hugging Face folder the file was written from gives
+<= 4.3e-6, Falcon-H1 7.9e-6 where llama.cpp itself is 4.3e-6 and facet 7.1e-6 from the
+float64 reference) and greedy identical; the Hugging Face folder the file was written from gives
 bit-identical logits (the mapping lands on the HF path's facts and weights).
 """
 
@@ -21,6 +24,7 @@ import struct
 import numpy as np
 import pytest
 
+import falcon_h1_ref
 import hybrid_ref
 import mamba_ref
 import ssm_to_gguf
@@ -40,7 +44,14 @@ SOURCES = {
                                                 d, "f32", seed=26),
     "nemotron_h": lambda d: hybrid_ref.nemotron_write(
         hybrid_ref.nemotron_shrink(hybrid_ref.NEMOTRON_H_8B), d, "f32", seed=26),
+    "falcon-h1": lambda d: falcon_h1_ref.write(falcon_h1_ref.shrink(falcon_h1_ref.FALCON_H1_0_5B),
+                                               d, "f32", seed=26),
 }
+# llama.cpp's converter folds Falcon-H1's muP multipliers into its weights (products
+# rounded to float32): the file's weights are not the folder's, so facet on the two agrees
+# to float32 rounding, not bit for bit (measured 9.9e-6 relative L2 at worst, both 7.1e-6 /
+# 6.5e-6 from the float64 reference on llama.cpp's greedy path)
+FOLDED = {"falcon-h1": 2e-5}
 
 
 def run(run_facet, model, tmp_path, tag="gguf", weights="f32"):
@@ -67,21 +78,28 @@ def test_matches_llama_cpp(run_facet, tmp_path, name):
     rel = np.linalg.norm(got - ref, axis=1) / np.linalg.norm(ref, axis=1)
     print(f"{name} F32: rel L2 per row max {rel.max():.2e} mean {rel.mean():.2e}")
     assert rel.max() <= 1e-5, (rel.max(), int(rel.argmax()))
-    # llama.cpp's smallest margin is 0.0071 (mamba2 step 7): 1e-5 of the logits keeps the
-    # order of the top two
+    # llama.cpp's smallest margin is 0.0024 (falcon-h1 step 0; mamba2 0.0071 at step 7): 1e-5
+    # of the logits keeps the order of the top two
     assert greedy == exp["greedy"], (greedy, exp["greedy"])
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_same_as_the_hugging_face_folder(run_facet, tmp_path, name):
-    """The folder the file was written from gives bit-identical logits and ids, and the
-    writer reproduces the stored file byte for byte from it (its tokenizer keys taken from
-    the stored file itself)."""
+    """The folder the file was written from gives bit-identical logits and ids (Falcon-H1,
+    whose multipliers the converter folds into the weights: within float32 rounding), and
+    the writer reproduces the stored file byte for byte from it (its tokenizer keys taken
+    from the stored file itself)."""
     hf = SOURCES[name](str(tmp_path / "hf"))
     _, gguf_logits, gguf_ids = run(run_facet, DATA / f"{name}-F32.gguf", tmp_path)
     _, hf_logits, hf_ids = run(run_facet, hf, tmp_path, tag="hf")
     assert hf_ids == gguf_ids
-    assert np.array_equal(hf_logits, gguf_logits)
+    if name in FOLDED:
+        a, b = gguf_logits.astype(np.float64), hf_logits.astype(np.float64)
+        rel = np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
+        print(f"{name}: GGUF vs folder rel L2 max {rel.max():.2e}")
+        assert rel.max() <= FOLDED[name], rel.max()
+    else:
+        assert np.array_equal(hf_logits, gguf_logits)
     out = tmp_path / "rewritten.gguf"
     ssm_to_gguf.main([hf, str(out), "--vocab-from", str(DATA / f"{name}-F32.gguf")])
     assert out.read_bytes() == (DATA / f"{name}-F32.gguf").read_bytes()

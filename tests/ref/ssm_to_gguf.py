@@ -346,6 +346,74 @@ def nemotron_h(cfg, w):
     return a, kvs, t
 
 
+def falcon_h1(cfg, w):
+    """Falcon-H1 as llama.cpp's falcon-h1: FalconH1Model (a Mamba2Model) folds the muP
+    multipliers into the weights, in float32 as torch multiplies the F32 tensors (k_proj
+    by key_multiplier then attention_in_multiplier; in_proj by ssm_in_multiplier, then
+    its z / x / B / C / dt rows by ssm_multipliers; q_proj, v_proj by
+    attention_in_multiplier; o_proj, out_proj, gate_proj, down_proj, lm_head,
+    embed_tokens by theirs) and writes none of them; keys: Mamba2Model's ssm.* (inner_size
+    mamba_d_ssm, time_step_rank mamba_d_ssm / mamba_d_head), context_length
+    max_position_embeddings, feed_forward_length, head_count, head_count_kv (one
+    integer), key_length / value_length head_dim, rope.freq_base, vocab_size;
+    pre_ff_layernorm as `blk.N.ffn_norm` with no .weight (gguf-py maps the full name to
+    FFN_PRE_NORM); final_layernorm as output_norm; no q/k permutation (NEOX rope)."""
+    import falcon_h1_ref
+    f = falcon_h1_ref.facts(cfg)
+    a, L, H = "falcon-h1", f["L"], f["H"]
+    DI, G, N = f["DI"], f["G"], f["N"]
+    kvs = [(a + ".context_length", U32, f["max_pos"]), (a + ".embedding_length", U32, H),
+           (a + ".feed_forward_length", U32, f["I"]), (a + ".attention.head_count", U32, f["nh"]),
+           (a + ".block_count", U32, L), (a + ".ssm.conv_kernel", U32, f["K"]),
+           (a + ".ssm.inner_size", U32, DI), (a + ".ssm.state_size", U32, N),
+           (a + ".ssm.time_step_rank", U32, DI // f["P"]), (a + ".ssm.group_count", U32, G),
+           (a + ".attention.layer_norm_rms_epsilon", F32, f["eps"]),
+           (a + ".vocab_size", U32, f["V"]), (a + ".attention.head_count_kv", U32, f["nkv"]),
+           (a + ".attention.key_length", U32, f["hd"]), (a + ".attention.value_length", U32, f["hd"]),
+           (a + ".rope.freq_base", F32, f["theta"])]
+    f32 = np.float32
+
+    def mul(x, *ms):
+        x = x.astype(f32)
+        for m_ in ms:
+            x = (x * f32(m_)).astype(f32)
+        return x
+
+    t = [("token_embd.weight", mul(w["model.embed_tokens.weight"], f["emb_mult"])),
+         ("output_norm.weight", w["model.final_layernorm.weight"])]
+    if not f["tied"]:
+        t.append(("output.weight", mul(w["lm_head.weight"], f["lm_mult"])))
+    sm = f["ssm_mult"]
+    GN = G * N
+    for i in range(L):
+        p, b = "model.layers.%d." % i, "blk.%d." % i
+        m, s = p + "mamba.", p + "self_attn."
+        ip = mul(w[m + "in_proj.weight"], f["ssm_in"])
+        for k, (lo, hi) in enumerate([(0, DI), (DI, 2 * DI), (2 * DI, 2 * DI + GN),
+                                      (2 * DI + GN, 2 * DI + 2 * GN), (2 * DI + 2 * GN, ip.shape[0])]):
+            ip[lo:hi] = (ip[lo:hi] * f32(sm[k])).astype(f32)
+        t += [(b + "attn_norm.weight", w[p + "input_layernorm.weight"]),
+              (b + "ssm_in.weight", ip),
+              (b + "ssm_conv1d.weight", w[m + "conv1d.weight"][:, 0, :])]
+        if m + "conv1d.bias" in w:
+            t.append((b + "ssm_conv1d.bias", w[m + "conv1d.bias"]))
+        A = -np.exp(w[m + "A_log"].astype(np.float64)).astype(np.float32)
+        t += [(b + "ssm_dt.bias", w[m + "dt_bias"]), (b + "ssm_a", A.reshape(-1, 1)),
+              (b + "ssm_d", w[m + "D"].reshape(-1, 1))]
+        if m + "norm.weight" in w:
+            t.append((b + "ssm_norm.weight", w[m + "norm.weight"].reshape(G, DI // G)))
+        t += [(b + "ssm_out.weight", mul(w[m + "out_proj.weight"], f["ssm_out"])),
+              (b + "attn_q.weight", mul(w[s + "q_proj.weight"], f["attn_in"])),
+              (b + "attn_k.weight", mul(w[s + "k_proj.weight"], f["key_mult"], f["attn_in"])),
+              (b + "attn_v.weight", mul(w[s + "v_proj.weight"], f["attn_in"])),
+              (b + "attn_output.weight", mul(w[s + "o_proj.weight"], f["attn_out"])),
+              (b + "ffn_norm", w[p + "pre_ff_layernorm.weight"]),
+              (b + "ffn_gate.weight", mul(w[p + "feed_forward.gate_proj.weight"], f["mlp_mult"][0])),
+              (b + "ffn_up.weight", w[p + "feed_forward.up_proj.weight"]),
+              (b + "ffn_down.weight", mul(w[p + "feed_forward.down_proj.weight"], f["mlp_mult"][1]))]
+    return a, kvs, t
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("hf_dir")
@@ -355,7 +423,8 @@ def main(argv=None):
     cfg = json.load(open(os.path.join(a.hf_dir, "config.json")))
     w = read_checkpoint(a.hf_dir)
     conv = {"mamba": mamba, "mamba2": mamba, "lfm2": lfm2,
-            "granitemoehybrid": granite_hybrid, "nemotron_h": nemotron_h}[cfg["model_type"]]
+            "granitemoehybrid": granite_hybrid, "nemotron_h": nemotron_h,
+            "falcon_h1": falcon_h1}[cfg["model_type"]]
     arch, kvs, tensors = conv(cfg, w)
     n_tok = tokenizer_kvs(a.vocab_from)[2]
     if n_tok != cfg["vocab_size"]:
