@@ -54,7 +54,7 @@ static const arch_row ARCHS[] = {
     /* q/k rows permuted by the converter (GraniteHybridModel keeps LlamaModel's
      * undo_permute, rope or not) */
     {"granitehybrid", "granitemoehybrid", 1, 0}, {"nemotron_h", "nemotron_h", 1, 0},
-    {"falcon-h1", "falcon_h1", 0, 0},
+    {"falcon-h1", "falcon_h1", 0, 0},  {"jamba", "jamba", 0, 0},
 };
 #define N_ARCHS (sizeof ARCHS / sizeof ARCHS[0])
 
@@ -725,6 +725,90 @@ static facet_status map_falcon_h1(ctx *c, const gguf_model *m, int req) {
     return FACET_OK;
 }
 
+/* The (period, offset) with offset < period that marks exactly the layers of `mask`
+ * (mask[i] == (i % period == offset) for every i < n), the smallest period first; none
+ * marked: period n + 1, offset n. 0 when no such pair exists. */
+static int period_of(const uint8_t *mask, int64_t n, int64_t *period, int64_t *offset) {
+    int64_t any = 0;
+    for (int64_t i = 0; i < n; i++) any += mask[i];
+    if (!any) {
+        *period = n + 1, *offset = n;
+        return 1;
+    }
+    for (int64_t p = 1; p <= n; p++)
+        for (int64_t o = 0; o < p; o++) {
+            int ok = 1;
+            for (int64_t i = 0; i < n && ok; i++) ok = mask[i] == (i % p == o);
+            if (ok) {
+                *period = p, *offset = o;
+                return 1;
+            }
+        }
+    return 0;
+}
+
+/* jamba (llama.cpp's LLM_ARCH_JAMBA, convert_hf_to_gguf.py's JambaModel) -> JambaConfig
+ * keys: head_count_kv is an array, 0 on the Mamba layers, which becomes
+ * attn_layer_period / attn_layer_offset; the layers with experts are those holding
+ * ffn_gate_inp (the converter writes no period for them), which become
+ * expert_layer_period / expert_layer_offset; ssm.inner_size / embedding_length is
+ * mamba_expand, ssm.time_step_rank mamba_dt_rank, the conv bias from its tensor (llama.cpp
+ * requires it), in_proj / out_proj without bias (llama.cpp loads none). */
+static facet_status map_jamba(ctx *c, const gguf_model *m, int64_t layers, int64_t hidden) {
+    char key[160];
+    int64_t kv[FACET_MAX_LAYERS], nkv = 0, period, offset, inner = 0;
+    uint8_t mask[FACET_MAX_LAYERS];
+    TRY(layer_ints(c, "attention.head_count_kv", layers, kv));
+    for (int64_t i = 0; i < layers; i++) {
+        if (kv[i] && nkv && kv[i] != nkv) {
+            key_of(c, "attention.head_count_kv", key, sizeof key);
+            return facet_err(c->err, FACET_E_FORMAT,
+                             "%s: key %s[%" PRId64 "] is %" PRId64 ", expected 0 or the one KV "
+                             "head count of the attention layers (%" PRId64 ")",
+                             c->g->path, key, i, kv[i], nkv);
+        }
+        if (kv[i]) nkv = kv[i];
+        mask[i] = kv[i] != 0;
+    }
+    if (!period_of(mask, layers, &period, &offset)) {
+        key_of(c, "attention.head_count_kv", key, sizeof key);
+        return facet_err(c->err, FACET_E_UNSUPPORTED,
+                         "%s: key %s marks attention layers that no attn_layer_period / "
+                         "attn_layer_offset gives (JambaConfig's layout)",
+                         c->g->path, key);
+    }
+    json_object_set_new(c->cfg, "attn_layer_period", json_integer(period));
+    json_object_set_new(c->cfg, "attn_layer_offset", json_integer(offset));
+    if (nkv) json_object_set_new(c->cfg, "num_key_value_heads", json_integer(nkv));
+    for (int64_t i = 0; i < layers; i++) {
+        char t[64];
+        snprintf(t, sizeof t, "blk.%" PRId64 ".ffn_gate_inp.weight", i);
+        mask[i] = gguf_model_find(m, t) != NULL;
+    }
+    if (!period_of(mask, layers, &period, &offset))
+        return facet_err(c->err, FACET_E_UNSUPPORTED,
+                         "%s: the layers holding ffn_gate_inp.weight follow no "
+                         "expert_layer_period / expert_layer_offset (JambaConfig's layout)",
+                         c->g->path);
+    json_object_set_new(c->cfg, "expert_layer_period", json_integer(period));
+    json_object_set_new(c->cfg, "expert_layer_offset", json_integer(offset));
+    TRY(map_int(c, "ssm.conv_kernel", "mamba_d_conv", 1, 1, 1 << 10, NULL));
+    TRY(map_int(c, "ssm.state_size", "mamba_d_state", 1, 1, 1 << 16, NULL));
+    TRY(map_int(c, "ssm.time_step_rank", "mamba_dt_rank", 1, 1, INT64_C(1) << 20, NULL));
+    TRY(map_int(c, "ssm.inner_size", NULL, 1, 1, INT64_C(1) << 24, &inner));
+    if (inner % hidden) {
+        key_of(c, "ssm.inner_size", key, sizeof key);
+        return facet_err(c->err, FACET_E_FORMAT,
+                         "%s: key %s is %" PRId64 ", expected a multiple of embedding_length "
+                         "%" PRId64 " (mamba_expand x hidden_size)",
+                         c->g->path, key, inner, hidden);
+    }
+    json_object_set_new(c->cfg, "mamba_expand", json_integer(inner / hidden));
+    json_object_set_new(c->cfg, "mamba_conv_bias", json_boolean(any_conv_bias(m)));
+    json_object_set_new(c->cfg, "mamba_proj_bias", json_false());
+    return FACET_OK;
+}
+
 static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t *head_dim) {
     json_t *cfg = c->cfg;
     int64_t hidden = 0, heads = 0, layers = 0, klen = 0, vlen = 0, rot = 0;
@@ -760,6 +844,7 @@ static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t
                 &heads));
     if (!strcmp(c->arch, "lfm2")) TRY(map_lfm2(c, layers));
     else if (!strcmp(c->arch, "granitehybrid")) TRY(map_granite_hybrid(c, m, layers, hidden));
+    else if (!strcmp(c->arch, "jamba")) TRY(map_jamba(c, m, layers, hidden));
     else TRY(map_int(c, "attention.head_count_kv", "num_key_value_heads", 0, 1, INT64_C(1) << 14,
                      NULL));
     if (!strcmp(c->arch, "falcon-h1")) TRY(map_falcon_h1(c, m, req));

@@ -1,19 +1,19 @@
 """GGUF state-space and hybrid files run (issue 26): facet on llama.cpp's `mamba2`, `lfm2`,
-`mamba`, `granitehybrid`, `nemotron_h` and `falcon-h1` layouts (A stored as -exp(A_log), D and the gated-norm weight reshaped, the
+`mamba`, `granitehybrid`, `nemotron_h`, `falcon-h1` and `jamba` layouts (A stored as -exp(A_log), D and the gated-norm weight reshaped, the
 conv1d weight squeezed, dt_bias as ssm_dt.bias; LFM2's shortconv.* tensors, its final
 norm as token_embd_norm, its head_count_kv array with 0 on the conv layers; Granite
 4.0-H's Mamba-2 layers by the same array, its experts and shared MLP split into gate / up,
 its q/k rows permuted by the converter; Nemotron-H's MLP layers by its feed_forward_length
-array; Falcon-H1's muP multipliers folded into its weights, its FFN norm `blk.N.ffn_norm`)
-against
+array; Falcon-H1's muP multipliers folded into its weights, its FFN norm `blk.N.ffn_norm`;
+Jamba's expert layers by their ffn_gate_inp, its dt / B / C norms as ssm_*_norm) against
 llama.cpp's own logits and greedy ids on the same files.
 
 Oracle: tests/data/ssm_gguf (SOURCE.md says how it was made): llama.cpp's logits for the
 prompt positions and its 32 greedy steps, its greedy ids and top-2 margins, on F32 files
 written by tests/ref/ssm_to_gguf.py from shrunk checkpoints of tests/ref/mamba_ref.py and
 hybrid_ref.py. Every row within 1e-5 relative L2 (both sides compute in float32; measured
-<= 4.3e-6, Falcon-H1 7.9e-6 where llama.cpp itself is 4.3e-6 and facet 7.1e-6 from the
-float64 reference) and greedy identical; the Hugging Face folder the file was written from gives
+<= 4.3e-6; Falcon-H1 7.9e-6 where llama.cpp itself is 4.3e-6 and facet 7.1e-6 from the
+float64 reference, Jamba 6.8e-6 where llama.cpp is 8.5e-6 from it) and greedy identical; the Hugging Face folder the file was written from gives
 bit-identical logits (the mapping lands on the HF path's facts and weights).
 """
 
@@ -44,6 +44,8 @@ SOURCES = {
                                                 d, "f32", seed=26),
     "nemotron_h": lambda d: hybrid_ref.nemotron_write(
         hybrid_ref.nemotron_shrink(hybrid_ref.NEMOTRON_H_8B), d, "f32", seed=26),
+    "jamba": lambda d: hybrid_ref.jamba_write(hybrid_ref.jamba_shrink(hybrid_ref.JAMBA_V0_1), d,
+                                              "f32", seed=26),
     "falcon-h1": lambda d: falcon_h1_ref.write(falcon_h1_ref.shrink(falcon_h1_ref.FALCON_H1_0_5B),
                                                d, "f32", seed=26),
 }

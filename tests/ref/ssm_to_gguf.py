@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Write an F32 GGUF file of a shrunk Mamba, Mamba-2, LFM2, Granite 4.0-H or Nemotron-H
-checkpoint (facet's own writer, struct only), laid out as llama.cpp reads its `mamba`,
-`mamba2`, `lfm2`, `granitehybrid` and `nemotron_h` architectures, so llama.cpp and facet
-run the same weights.
+"""Write an F32 GGUF file of a shrunk Mamba, Mamba-2, LFM2, Granite 4.0-H, Nemotron-H,
+Falcon-H1 or Jamba checkpoint (facet's own writer, struct only), laid out as llama.cpp
+reads its `mamba`, `mamba2`, `lfm2`, `granitehybrid`, `nemotron_h`, `falcon-h1` and
+`jamba` architectures, so llama.cpp and facet run the same weights.
 
     /usr/bin/python3 tests/ref/ssm_to_gguf.py HF_DIR OUT.gguf --vocab-from VOCAB.gguf
 
@@ -25,7 +25,8 @@ lfm2.cpp, and the names of gguf-py's tensor table), done here by hand:
   layers' tensors under `blk.N.shortconv.*` (conv weight squeezed to [channels, L_cache]);
   the final norm (embedding_norm) as `token_embd_norm.weight`; rotary NEOX, so q/k rows
   stay as they are.
-- granitehybrid / nemotron_h: see granite_hybrid() and nemotron_h() below.
+- granitehybrid / nemotron_h / falcon-h1 / jamba: see granite_hybrid(), nemotron_h(),
+  falcon_h1() and jamba() below.
 """
 import argparse
 import json
@@ -414,6 +415,63 @@ def falcon_h1(cfg, w):
     return a, kvs, t
 
 
+def jamba(cfg, w):
+    """Jamba as llama.cpp's jamba (JambaModel): head_count_kv an array (0 on the Mamba
+    layers, by attn_layer_period / offset), ssm.{conv_kernel, inner_size (mamba_expand x
+    hidden), state_size, time_step_rank (mamba_dt_rank)}, expert_count /
+    expert_used_count; no expert period (the MoE layers are those with ffn_gate_inp);
+    the Mamba-1 tensors as `mamba` plus ssm_{dt,b,c}_norm (dt/b/c_layernorm); the experts
+    stacked into ffn_{gate,up,down}_exps, the router as ffn_gate_inp; no q/k permutation
+    (no rope)."""
+    import hybrid_ref
+    f = hybrid_ref.jamba_facts(cfg)
+    a, L, H = "jamba", f["L"], f["H"]
+    kvs = [(a + ".block_count", U32, L), (a + ".context_length", U32, cfg.get("max_position_embeddings", 262144)),
+           (a + ".embedding_length", U32, H), (a + ".feed_forward_length", U32, f["I"]),
+           (a + ".attention.head_count", U32, f["nh"]),
+           (a + ".attention.head_count_kv", ARR, (I32, [f["nkv"] if t == "attention" else 0 for t in f["types"]])),
+           (a + ".ssm.conv_kernel", U32, f["K"]), (a + ".ssm.inner_size", U32, f["DI"]),
+           (a + ".ssm.state_size", U32, f["N"]), (a + ".ssm.time_step_rank", U32, f["R"]),
+           (a + ".attention.layer_norm_rms_epsilon", F32, f["eps"]),
+           (a + ".expert_count", U32, f["E"]), (a + ".expert_used_count", U32, f["k"])]
+    t = [("token_embd.weight", w["model.embed_tokens.weight"]),
+         ("output_norm.weight", w["model.final_layernorm.weight"])]
+    if not f["tied"]:
+        t.append(("output.weight", w["lm_head.weight"]))
+    for i, kind in enumerate(f["types"]):
+        p, b = "model.layers.%d." % i, "blk.%d." % i
+        t.append((b + "attn_norm.weight", w[p + "input_layernorm.weight"]))
+        if kind == "mamba":
+            m = p + "mamba."
+            t += [(b + "ssm_in.weight", w[m + "in_proj.weight"]),
+                  (b + "ssm_conv1d.weight", w[m + "conv1d.weight"][:, 0, :]),
+                  (b + "ssm_conv1d.bias", w[m + "conv1d.bias"]),
+                  (b + "ssm_x.weight", w[m + "x_proj.weight"]),
+                  (b + "ssm_dt.weight", w[m + "dt_proj.weight"]),
+                  (b + "ssm_dt.bias", w[m + "dt_proj.bias"]),
+                  (b + "ssm_a", -np.exp(w[m + "A_log"].astype(np.float64)).astype(np.float32)),
+                  (b + "ssm_d", w[m + "D"]), (b + "ssm_out.weight", w[m + "out_proj.weight"]),
+                  (b + "ssm_dt_norm.weight", w[m + "dt_layernorm.weight"]),
+                  (b + "ssm_b_norm.weight", w[m + "b_layernorm.weight"]),
+                  (b + "ssm_c_norm.weight", w[m + "c_layernorm.weight"])]
+        else:
+            s = p + "self_attn."
+            t += [(b + "attn_q.weight", w[s + "q_proj.weight"]), (b + "attn_k.weight", w[s + "k_proj.weight"]),
+                  (b + "attn_v.weight", w[s + "v_proj.weight"]), (b + "attn_output.weight", w[s + "o_proj.weight"])]
+        t.append((b + "ffn_norm.weight", w[p + "pre_ff_layernorm.weight"]))
+        ff = p + "feed_forward."
+        if f["moe"][i]:
+            t.append((b + "ffn_gate_inp.weight", w[ff + "router.weight"]))
+            for kind_, name in (("down_proj", "ffn_down_exps"), ("gate_proj", "ffn_gate_exps"),
+                                ("up_proj", "ffn_up_exps")):
+                t.append((b + name + ".weight",
+                          np.stack([w[ff + "experts.%d.%s.weight" % (e, kind_)] for e in range(f["E"])])))
+        else:
+            t += [(b + "ffn_gate.weight", w[ff + "gate_proj.weight"]), (b + "ffn_up.weight", w[ff + "up_proj.weight"]),
+                  (b + "ffn_down.weight", w[ff + "down_proj.weight"])]
+    return a, kvs, t
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("hf_dir")
@@ -424,7 +482,7 @@ def main(argv=None):
     w = read_checkpoint(a.hf_dir)
     conv = {"mamba": mamba, "mamba2": mamba, "lfm2": lfm2,
             "granitemoehybrid": granite_hybrid, "nemotron_h": nemotron_h,
-            "falcon_h1": falcon_h1}[cfg["model_type"]]
+            "falcon_h1": falcon_h1, "jamba": jamba}[cfg["model_type"]]
     arch, kvs, tensors = conv(cfg, w)
     n_tok = tokenizer_kvs(a.vocab_from)[2]
     if n_tok != cfg["vocab_size"]:
