@@ -11,10 +11,12 @@ llama.cpp's own logits and greedy ids on the same files.
 Oracle: tests/data/ssm_gguf (SOURCE.md says how it was made): llama.cpp's logits for the
 prompt positions and its 32 greedy steps, its greedy ids and top-2 margins, on F32 files
 written by tests/ref/ssm_to_gguf.py from shrunk checkpoints of tests/ref/mamba_ref.py and
-hybrid_ref.py. Every row within 1e-5 relative L2 (both sides compute in float32; measured
-<= 4.3e-6; Falcon-H1 7.9e-6 where llama.cpp itself is 4.3e-6 and facet 7.1e-6 from the
-float64 reference, Jamba 6.8e-6 where llama.cpp is 8.5e-6 from it) and greedy identical; the Hugging Face folder the file was written from gives
-bit-identical logits (the mapping lands on the HF path's facts and weights).
+hybrid_ref.py and falcon_h1_ref.py. Every row within 1e-5 relative L2 (both sides compute
+in float32; measured <= 4.3e-6; Falcon-H1 7.9e-6 where llama.cpp itself is 4.3e-6 and facet
+7.1e-6 from the float64 reference, Jamba 6.8e-6 where llama.cpp is 8.5e-6 from it) and
+greedy identical; the Hugging Face folder the file was written from gives bit-identical
+logits (the mapping lands on the HF path's facts and weights; Falcon-H1: within float32
+rounding of the multipliers the converter folds in).
 """
 
 import json
