@@ -51,6 +51,10 @@ static const arch_row ARCHS[] = {
     {"granite", "granite", 1, 0}, {"qwen3moe", "qwen3_moe", 0, 0},
     {"deepseek2", "deepseek_v2", 0, 0}, {"gpt-oss", "gpt_oss", 0, 0},
     {"mamba", "mamba", 0, 0},     {"mamba2", "mamba2", 0, 0},     {"lfm2", "lfm2", 0, 0},
+    /* q/k rows permuted by the converter (GraniteHybridModel keeps LlamaModel's
+     * undo_permute, rope or not) */
+    {"granitehybrid", "granitemoehybrid", 1, 0}, {"nemotron_h", "nemotron_h", 1, 0},
+    {"falcon-h1", "falcon_h1", 0, 0},  {"jamba", "jamba", 0, 0},
 };
 #define N_ARCHS (sizeof ARCHS / sizeof ARCHS[0])
 
@@ -446,11 +450,22 @@ static facet_status map_ssm(ctx *c, const gguf_model *m, int req) {
     return FACET_OK;
 }
 
-/* lfm2 (llama.cpp's LLM_ARCH_LFM2): attention.head_count_kv is an array, 0 on the short
- * convolution layers (which become layer_types), the attention layers' count elsewhere;
- * feed_forward_length is the FFN width after Lfm2MLP's adjustment (so no adjustment
- * here); shortconv.l_cache is conv_L_cache. */
-static facet_status map_lfm2(ctx *c, int64_t layers) {
+/* Whether some layer has a conv bias (a hybrid's first layer may attend; the loader
+ * asks it of every Mamba layer then). */
+static int any_conv_bias(const gguf_model *m) {
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const char *n = m->by_name[i]->name;
+        size_t len = strlen(n);
+        if (len > 16 && !strcmp(n + len - 16, ".ssm_conv1d.bias")) return 1;
+    }
+    return 0;
+}
+
+/* attention.head_count_kv as a per-layer array (llama.cpp's hybrids): 0 on a recurrent
+ * layer, the attention layers' one KV head count elsewhere. layer_types gets `recurrent`
+ * or `attention` per layer, num_key_value_heads the count. */
+static facet_status map_kv_layers(ctx *c, int64_t layers, const char *recurrent,
+                                  const char *attention) {
     char key[160];
     key_of(c, "attention.head_count_kv", key, sizeof key);
     use(c, "attention.head_count_kv");
@@ -460,7 +475,7 @@ static facet_status map_lfm2(ctx *c, int64_t layers) {
     if (!ok)
         return facet_err(c->err, FACET_E_FORMAT,
                          "%s: key %s is %s, expected an array of block_count (%" PRId64
-                         ") uint32 or int32 (0 on a short-convolution layer)",
+                         ") uint32 or int32 (0 on a recurrent layer)",
                          c->g->path, key, kv ? "of another type or length" : "missing", layers);
     json_t *types = json_array();
     int64_t nkv = 0;
@@ -481,16 +496,316 @@ static facet_status map_lfm2(ctx *c, int64_t layers) {
                              c->g->path, key, i, v, nkv);
         }
         if (v) nkv = v;
-        json_array_append_new(types, json_string(v ? "full_attention" : "conv"));
+        json_array_append_new(types, json_string(v ? attention : recurrent));
     }
     json_object_set_new(c->cfg, "layer_types", types);
     if (nkv) json_object_set_new(c->cfg, "num_key_value_heads", json_integer(nkv));
+    return FACET_OK;
+}
+
+/* lfm2 (llama.cpp's LLM_ARCH_LFM2): attention.head_count_kv is an array, 0 on the short
+ * convolution layers (which become layer_types), the attention layers' count elsewhere;
+ * feed_forward_length is the FFN width after Lfm2MLP's adjustment (so no adjustment
+ * here); shortconv.l_cache is conv_L_cache. */
+static facet_status map_lfm2(ctx *c, int64_t layers) {
+    TRY(map_kv_layers(c, layers, "conv", "full_attention"));
     json_object_set_new(c->cfg, "block_auto_adjust_ff_dim", json_false());
     TRY(map_int(c, "shortconv.l_cache", "conv_L_cache", 1, 1, 1 << 10, NULL));
     /* the norms' eps: Lfm2Config's norm_eps */
     json_t *eps = json_object_get(c->cfg, "rms_norm_eps");
     if (eps) json_object_set(c->cfg, "norm_eps", eps);
     json_object_del(c->cfg, "rms_norm_eps");
+    return FACET_OK;
+}
+
+/* granitehybrid (llama.cpp's LLM_ARCH_GRANITE_HYBRID, convert_hf_to_gguf.py's
+ * GraniteHybridModel) -> GraniteMoeHybridConfig keys: head_count_kv an array, 0 on the
+ * Mamba-2 layers (layer_types "mamba" / "attention"); ssm.* the mamba_* keys as for
+ * mamba2 (inner_size = mamba_expand x hidden, time_step_rank = mamba_n_heads); the conv
+ * bias from its tensor; rope.scaling.finetuned is the converter's rope switch (false for
+ * Granite 4.0-H: position_embedding_type "nope"; llama.cpp takes a missing key as true);
+ * expert_shared_feed_forward_length is shared_intermediate_size. The granite
+ * multipliers and the experts' keys are read by build_config as for the other classes. */
+static facet_status map_granite_hybrid(ctx *c, const gguf_model *m, int64_t layers,
+                                       int64_t hidden) {
+    TRY(map_kv_layers(c, layers, "mamba", "attention"));
+    int64_t inner = 0, heads = 0;
+    TRY(map_int(c, "ssm.conv_kernel", "mamba_d_conv", 1, 1, 1 << 10, NULL));
+    TRY(map_int(c, "ssm.state_size", "mamba_d_state", 1, 1, 1 << 16, NULL));
+    TRY(map_int(c, "ssm.group_count", "mamba_n_groups", 1, 1, INT64_C(1) << 20, NULL));
+    TRY(map_int(c, "ssm.inner_size", NULL, 1, 1, INT64_C(1) << 24, &inner));
+    TRY(map_int(c, "ssm.time_step_rank", "mamba_n_heads", 1, 1, INT64_C(1) << 20, &heads));
+    if (inner % hidden || inner % heads) {
+        char key[160];
+        key_of(c, "ssm.inner_size", key, sizeof key);
+        return facet_err(c->err, FACET_E_FORMAT,
+                         "%s: key %s is %" PRId64 ", expected a multiple of embedding_length "
+                         "%" PRId64 " (mamba_expand x hidden_size) and of ssm.time_step_rank "
+                         "%" PRId64 " (the Mamba-2 head count)",
+                         c->g->path, key, inner, hidden, heads);
+    }
+    json_object_set_new(c->cfg, "mamba_expand", json_integer(inner / hidden));
+    json_object_set_new(c->cfg, "mamba_d_head", json_integer(inner / heads));
+    json_object_set_new(c->cfg, "mamba_conv_bias", json_boolean(any_conv_bias(m)));
+    json_object_set_new(c->cfg, "mamba_proj_bias", json_false());
+    char key[160];
+    key_of(c, "rope.scaling.finetuned", key, sizeof key);
+    use(c, "rope.scaling.finetuned");
+    const gguf_kv *kv = gguf_find_kv(c->g, key);
+    if (kv && kv->type != GGUF_T_BOOL)
+        return facet_err(c->err, FACET_E_FORMAT, "%s: key %s is not a bool", c->g->path, key);
+    json_object_set_new(c->cfg, "position_embedding_type",
+                        json_string(!kv || kv->val[0] ? "rope" : "nope"));
+    TRY(map_int(c, "expert_shared_feed_forward_length", "shared_intermediate_size", 0, 1,
+                INT64_C(1) << 24, NULL));
+    /* the dense form (no experts: the shared MLP split into ffn_gate / ffn_up / ffn_down
+     * of feed_forward_length) has not been cross-checked against llama.cpp */
+    key_of(c, "expert_count", key, sizeof key);
+    const gguf_kv *e = gguf_find_kv(c->g, key);
+    if (!e || !gguf_kv_is_int(e) || gguf_kv_number(e) <= 0)
+        return facet_err(c->err, FACET_E_UNSUPPORTED,
+                         "%s: key %s is %s, expected a positive expert count (a granitehybrid "
+                         "file without experts is not mapped yet)",
+                         c->g->path, key, e ? "not a positive integer" : "missing");
+    return FACET_OK;
+}
+
+/* A per-layer uint32 / int32 array <arch>.suffix of `layers` entries (or one integer for
+ * all) -> out[]; missing: FACET_E_FORMAT naming the key. */
+static facet_status layer_ints(ctx *c, const char *suffix, int64_t layers, int64_t *out) {
+    char key[160];
+    key_of(c, suffix, key, sizeof key);
+    use(c, suffix);
+    const gguf_kv *kv = gguf_find_kv(c->g, key);
+    int ok = kv && (gguf_kv_is_int(kv) || (kv->type == GGUF_T_ARRAY && (int64_t)kv->arr_n == layers &&
+                                           (kv->arr_type == GGUF_T_UINT32 || kv->arr_type == GGUF_T_INT32)));
+    if (!ok)
+        return facet_err(c->err, FACET_E_FORMAT,
+                         "%s: key %s is %s, expected an array of block_count (%" PRId64
+                         ") uint32 or int32",
+                         c->g->path, key, kv ? "of another type or length" : "missing", layers);
+    for (int64_t i = 0; i < layers; i++) {
+        if (kv->type == GGUF_T_ARRAY) {
+            uint32_t u;
+            memcpy(&u, kv->val + 4 * i, 4);
+            out[i] = kv->arr_type == GGUF_T_INT32 ? (int64_t)(int32_t)u : (int64_t)u;
+        } else {
+            out[i] = (int64_t)gguf_kv_number(kv);
+        }
+        if (out[i] < 0 || out[i] > (INT64_C(1) << 24))
+            return facet_err(c->err, FACET_E_FORMAT,
+                             "%s: key %s[%" PRId64 "] is %" PRId64 ", expected 0 to 2^24",
+                             c->g->path, key, i, out[i]);
+    }
+    return FACET_OK;
+}
+
+/* nemotron_h (llama.cpp's LLM_ARCH_NEMOTRON_H, convert_hf_to_gguf.py's NemotronHModel, a
+ * GraniteHybridModel) -> NemotronHConfig keys: a layer attends where head_count_kv is
+ * nonzero, is an MLP where feed_forward_length is nonzero, is Mamba-2 where both are 0
+ * (hybrid_override_pattern "*", "-", "M"); key_length is head_dim; ssm.inner_size is
+ * mamba_num_heads x mamba_head_dim, ssm.time_step_rank mamba_num_heads; the conv bias
+ * from its tensor; attention.layer_norm_rms_epsilon is layer_norm_epsilon. Nemotron-H
+ * has no rotary embedding (the converter writes rope.scaling.finetuned false). The MoE
+ * form is another architecture (nemotron_h_moe). */
+static facet_status map_nemotron_h(ctx *c, const gguf_model *m, int64_t layers, int req) {
+    json_t *cfg = c->cfg;
+    int64_t kv[FACET_MAX_LAYERS], ff[FACET_MAX_LAYERS], nkv = 0, nff = 0;
+    TRY(layer_ints(c, "attention.head_count_kv", layers, kv));
+    TRY(layer_ints(c, "feed_forward_length", layers, ff));
+    char pat[FACET_MAX_LAYERS + 1];
+    for (int64_t i = 0; i < layers; i++) {
+        char key[160];
+        if ((kv[i] && nkv && kv[i] != nkv) || (ff[i] && nff && ff[i] != nff) || (kv[i] && ff[i])) {
+            key_of(c, kv[i] && ff[i] ? "feed_forward_length" : kv[i] && nkv && kv[i] != nkv
+                                                                ? "attention.head_count_kv"
+                                                                : "feed_forward_length",
+                   key, sizeof key);
+            return facet_err(c->err, FACET_E_FORMAT,
+                             "%s: key %s[%" PRId64 "] is %" PRId64 ", expected 0 or the one "
+                             "value of the layers of its kind (a layer attends, is an MLP or "
+                             "is Mamba-2)",
+                             c->g->path, key, i, kv[i] && ff[i] ? ff[i] : kv[i] ? kv[i] : ff[i]);
+        }
+        if (kv[i]) nkv = kv[i];
+        if (ff[i]) nff = ff[i];
+        pat[i] = kv[i] ? '*' : ff[i] ? '-' : 'M';
+    }
+    pat[layers] = 0;
+    json_object_set_new(cfg, "hybrid_override_pattern", json_string(pat));
+    if (nkv) json_object_set_new(cfg, "num_key_value_heads", json_integer(nkv));
+    if (nff) json_object_set_new(cfg, "intermediate_size", json_integer(nff));
+    TRY(map_int(c, "attention.head_count", "num_attention_heads", req, 1, INT64_C(1) << 14, NULL));
+    int64_t klen = 0, vlen = 0, inner = 0, heads = 0;
+    TRY(map_int(c, "attention.key_length", "head_dim", 0, 1, INT64_C(1) << 16, &klen));
+    TRY(map_int(c, "attention.value_length", NULL, 0, 1, INT64_C(1) << 16, &vlen));
+    if (vlen && klen && vlen != klen) {
+        char key[160];
+        key_of(c, "attention.value_length", key, sizeof key);
+        json_object_set_new(cfg, key, json_integer(vlen)); /* judged by the table */
+    }
+    TRY(map_float(c, "attention.layer_norm_rms_epsilon", "layer_norm_epsilon", req, NULL));
+    /* the eps of the multi-token-prediction head's final norm (never run here) */
+    TRY(map_float(c, "attention.layer_norm_epsilon", NULL, 0, NULL));
+    TRY(map_float(c, "rope.freq_base", NULL, 0, NULL)); /* written, unused: no rope */
+    TRY(map_int(c, "rope.dimension_count", NULL, 0, 1, INT64_C(1) << 16, NULL));
+    char key[160];
+    key_of(c, "rope.scaling.finetuned", key, sizeof key);
+    use(c, "rope.scaling.finetuned");
+    const gguf_kv *rf = gguf_find_kv(c->g, key);
+    if (rf && (rf->type != GGUF_T_BOOL || rf->val[0]))
+        json_object_set_new(cfg, key, kv_json(rf)); /* rope on: the table refuses it */
+    TRY(map_int(c, "ssm.conv_kernel", "conv_kernel", req, 1, 1 << 10, NULL));
+    TRY(map_int(c, "ssm.state_size", "ssm_state_size", req, 1, 1 << 16, NULL));
+    TRY(map_int(c, "ssm.group_count", "n_groups", req, 1, INT64_C(1) << 20, NULL));
+    TRY(map_int(c, "ssm.inner_size", NULL, req, 1, INT64_C(1) << 24, &inner));
+    TRY(map_int(c, "ssm.time_step_rank", "mamba_num_heads", req, 1, INT64_C(1) << 20, &heads));
+    if (heads && inner % heads) {
+        key_of(c, "ssm.inner_size", key, sizeof key);
+        return facet_err(c->err, FACET_E_FORMAT,
+                         "%s: key %s is %" PRId64 ", expected a multiple of ssm.time_step_rank "
+                         "%" PRId64 " (the Mamba-2 head count)",
+                         c->g->path, key, inner, heads);
+    }
+    if (heads) json_object_set_new(cfg, "mamba_head_dim", json_integer(inner / heads));
+    json_object_set_new(cfg, "use_conv_bias", json_boolean(any_conv_bias(m)));
+    json_object_set_new(cfg, "mlp_hidden_act", json_string("relu2"));
+    return FACET_OK;
+}
+
+/* falcon-h1 (llama.cpp's LLM_ARCH_FALCON_H1, convert_hf_to_gguf.py's FalconH1Model, a
+ * Mamba2Model) -> FalconH1Config keys. The converter folds every muP multiplier into the
+ * weights (embedding, lm_head, q / k / v by attention_in_multiplier, k also by
+ * key_multiplier, o_proj, in_proj by ssm_in_multiplier and its z / x / B / C / dt rows by
+ * ssm_multipliers, out_proj, the MLP's gate and down) and writes none of them: the class
+ * runs with every multiplier 1. ssm.inner_size is mamba_d_ssm, ssm.time_step_rank
+ * mamba_n_heads, key_length head_dim; mamba_rms_norm from the ssm_norm tensor (llama.cpp
+ * takes it as optional) and mamba_norm_before_gate false (llama.cpp normalizes y * SiLU(z),
+ * the only order its graph has); the biases llama.cpp's falcon-h1 graph never adds
+ * (in_proj's, out_proj's, o_proj's) are left to the tensor check: mamba_proj_bias,
+ * projectors_bias and attention_bias false, and a file holding them refused by name. */
+static facet_status map_falcon_h1(ctx *c, const gguf_model *m, int req) {
+    json_t *cfg = c->cfg;
+    int64_t inner = 0, heads = 0;
+    TRY(map_int(c, "ssm.conv_kernel", "mamba_d_conv", req, 1, 1 << 10, NULL));
+    TRY(map_int(c, "ssm.state_size", "mamba_d_state", req, 1, 1 << 16, NULL));
+    TRY(map_int(c, "ssm.group_count", "mamba_n_groups", req, 1, INT64_C(1) << 20, NULL));
+    TRY(map_int(c, "ssm.inner_size", "mamba_d_ssm", req, 1, INT64_C(1) << 24, &inner));
+    TRY(map_int(c, "ssm.time_step_rank", "mamba_n_heads", req, 1, INT64_C(1) << 20, &heads));
+    if (heads && inner % heads) {
+        char key[160];
+        key_of(c, "ssm.inner_size", key, sizeof key);
+        return facet_err(c->err, FACET_E_FORMAT,
+                         "%s: key %s is %" PRId64 ", expected a multiple of ssm.time_step_rank "
+                         "%" PRId64 " (the Mamba-2 head count)",
+                         c->g->path, key, inner, heads);
+    }
+    if (heads) json_object_set_new(cfg, "mamba_d_head", json_integer(inner / heads));
+    json_object_set_new(cfg, "mamba_conv_bias", json_boolean(any_conv_bias(m)));
+    int norm = 0;
+    for (size_t i = 0; i < m->n_tensors && !norm; i++) {
+        const char *n = m->by_name[i]->name;
+        size_t len = strlen(n);
+        norm = len > 16 && !strcmp(n + len - 16, ".ssm_norm.weight");
+    }
+    json_object_set_new(cfg, "mamba_rms_norm", json_boolean(norm));
+    json_object_set_new(cfg, "mamba_norm_before_gate", json_false());
+    json_object_set_new(cfg, "mamba_proj_bias", json_false());
+    json_object_set_new(cfg, "projectors_bias", json_false());
+    static const char *const ones[] = {"embedding_multiplier", "lm_head_multiplier",
+                                       "key_multiplier", "attention_in_multiplier",
+                                       "attention_out_multiplier", "ssm_in_multiplier",
+                                       "ssm_out_multiplier", NULL};
+    for (int i = 0; ones[i]; i++) json_object_set_new(cfg, ones[i], json_real(1.0));
+    json_t *s = json_array(), *mlp = json_array();
+    for (int i = 0; i < 5; i++) json_array_append_new(s, json_real(1.0));
+    for (int i = 0; i < 2; i++) json_array_append_new(mlp, json_real(1.0));
+    json_object_set_new(cfg, "ssm_multipliers", s);
+    json_object_set_new(cfg, "mlp_multipliers", mlp);
+    return FACET_OK;
+}
+
+/* The (period, offset) with offset < period that marks exactly the layers of `mask`
+ * (mask[i] == (i % period == offset) for every i < n), the smallest period first; none
+ * marked: period n + 1, offset n. 0 when no such pair exists. */
+static int period_of(const uint8_t *mask, int64_t n, int64_t *period, int64_t *offset) {
+    int64_t any = 0;
+    for (int64_t i = 0; i < n; i++) any += mask[i];
+    if (!any) {
+        *period = n + 1, *offset = n;
+        return 1;
+    }
+    for (int64_t p = 1; p <= n; p++)
+        for (int64_t o = 0; o < p; o++) {
+            int ok = 1;
+            for (int64_t i = 0; i < n && ok; i++) ok = mask[i] == (i % p == o);
+            if (ok) {
+                *period = p, *offset = o;
+                return 1;
+            }
+        }
+    return 0;
+}
+
+/* jamba (llama.cpp's LLM_ARCH_JAMBA, convert_hf_to_gguf.py's JambaModel) -> JambaConfig
+ * keys: head_count_kv is an array, 0 on the Mamba layers, which becomes
+ * attn_layer_period / attn_layer_offset; the layers with experts are those holding
+ * ffn_gate_inp (the converter writes no period for them), which become
+ * expert_layer_period / expert_layer_offset; ssm.inner_size / embedding_length is
+ * mamba_expand, ssm.time_step_rank mamba_dt_rank, the conv bias from its tensor (llama.cpp
+ * requires it), in_proj / out_proj without bias (llama.cpp loads none). */
+static facet_status map_jamba(ctx *c, const gguf_model *m, int64_t layers, int64_t hidden) {
+    char key[160];
+    int64_t kv[FACET_MAX_LAYERS], nkv = 0, period, offset, inner = 0;
+    uint8_t mask[FACET_MAX_LAYERS];
+    TRY(layer_ints(c, "attention.head_count_kv", layers, kv));
+    for (int64_t i = 0; i < layers; i++) {
+        if (kv[i] && nkv && kv[i] != nkv) {
+            key_of(c, "attention.head_count_kv", key, sizeof key);
+            return facet_err(c->err, FACET_E_FORMAT,
+                             "%s: key %s[%" PRId64 "] is %" PRId64 ", expected 0 or the one KV "
+                             "head count of the attention layers (%" PRId64 ")",
+                             c->g->path, key, i, kv[i], nkv);
+        }
+        if (kv[i]) nkv = kv[i];
+        mask[i] = kv[i] != 0;
+    }
+    if (!period_of(mask, layers, &period, &offset)) {
+        key_of(c, "attention.head_count_kv", key, sizeof key);
+        return facet_err(c->err, FACET_E_UNSUPPORTED,
+                         "%s: key %s marks attention layers that no attn_layer_period / "
+                         "attn_layer_offset gives (JambaConfig's layout)",
+                         c->g->path, key);
+    }
+    json_object_set_new(c->cfg, "attn_layer_period", json_integer(period));
+    json_object_set_new(c->cfg, "attn_layer_offset", json_integer(offset));
+    if (nkv) json_object_set_new(c->cfg, "num_key_value_heads", json_integer(nkv));
+    for (int64_t i = 0; i < layers; i++) {
+        char t[64];
+        snprintf(t, sizeof t, "blk.%" PRId64 ".ffn_gate_inp.weight", i);
+        mask[i] = gguf_model_find(m, t) != NULL;
+    }
+    if (!period_of(mask, layers, &period, &offset))
+        return facet_err(c->err, FACET_E_UNSUPPORTED,
+                         "%s: the layers holding ffn_gate_inp.weight follow no "
+                         "expert_layer_period / expert_layer_offset (JambaConfig's layout)",
+                         c->g->path);
+    json_object_set_new(c->cfg, "expert_layer_period", json_integer(period));
+    json_object_set_new(c->cfg, "expert_layer_offset", json_integer(offset));
+    TRY(map_int(c, "ssm.conv_kernel", "mamba_d_conv", 1, 1, 1 << 10, NULL));
+    TRY(map_int(c, "ssm.state_size", "mamba_d_state", 1, 1, 1 << 16, NULL));
+    TRY(map_int(c, "ssm.time_step_rank", "mamba_dt_rank", 1, 1, INT64_C(1) << 20, NULL));
+    TRY(map_int(c, "ssm.inner_size", NULL, 1, 1, INT64_C(1) << 24, &inner));
+    if (inner % hidden) {
+        key_of(c, "ssm.inner_size", key, sizeof key);
+        return facet_err(c->err, FACET_E_FORMAT,
+                         "%s: key %s is %" PRId64 ", expected a multiple of embedding_length "
+                         "%" PRId64 " (mamba_expand x hidden_size)",
+                         c->g->path, key, inner, hidden);
+    }
+    json_object_set_new(c->cfg, "mamba_expand", json_integer(inner / hidden));
+    json_object_set_new(c->cfg, "mamba_conv_bias", json_boolean(any_conv_bias(m)));
+    json_object_set_new(c->cfg, "mamba_proj_bias", json_false());
     return FACET_OK;
 }
 
@@ -501,6 +816,13 @@ static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t
     TRY(map_int(c, "block_count", "num_hidden_layers", req, 1, FACET_MAX_LAYERS, &layers));
     TRY(map_int(c, "context_length", "max_position_embeddings", req, 1, INT32_MAX, NULL));
     TRY(map_int(c, "embedding_length", "hidden_size", req, 1, INT64_C(1) << 20, &hidden));
+    if (!strcmp(c->arch, "nemotron_h")) {
+        TRY(map_nemotron_h(c, m, layers, req));
+        TRY(map_vocab(c, m));
+        TRY(map_tokens(c));
+        *head_dim = 0;
+        return FACET_OK;
+    }
     if (!strcmp(c->arch, "mamba") || !strcmp(c->arch, "mamba2")) {
         TRY(map_ssm(c, m, req));
         TRY(map_vocab(c, m));
@@ -521,8 +843,11 @@ static facet_status build_config(ctx *c, const gguf_model *m, int known, int64_t
     TRY(map_int(c, "attention.head_count", "num_attention_heads", req, 1, INT64_C(1) << 14,
                 &heads));
     if (!strcmp(c->arch, "lfm2")) TRY(map_lfm2(c, layers));
+    else if (!strcmp(c->arch, "granitehybrid")) TRY(map_granite_hybrid(c, m, layers, hidden));
+    else if (!strcmp(c->arch, "jamba")) TRY(map_jamba(c, m, layers, hidden));
     else TRY(map_int(c, "attention.head_count_kv", "num_key_value_heads", 0, 1, INT64_C(1) << 14,
                      NULL));
+    if (!strcmp(c->arch, "falcon-h1")) TRY(map_falcon_h1(c, m, req));
     TRY(map_int(c, "attention.key_length", NULL, 0, 1, INT64_C(1) << 16, &klen));
     TRY(map_int(c, "attention.value_length", NULL, 0, 1, INT64_C(1) << 16, &vlen));
     TRY(map_int(c, "rope.dimension_count", NULL, 0, 1, INT64_C(1) << 16, &rot));
@@ -654,10 +979,10 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
     int q_bias = 0, o_bias = 0, qk_norm = 0, fused_qkv = 0, has_gate = 0, has_up = 0;
     /* the tensors' GGUF names are the tensor table's (model/tensors.h) */
 #define GGUF(slot) facet_tensor_slot(slot)->gguf
-    /* the attention tensors: in the layers that attend (a hybrid's recurrent layers have
-     * none) */
+    /* the attention tensors: in the layers that attend (a hybrid's recurrent layers and
+     * Nemotron-H's MLP layers have none) */
     uint8_t attn[FACET_MAX_LAYERS];
-    for (int64_t i = 0; i < L; i++) attn[i] = !f->layer_ssm[i];
+    for (int64_t i = 0; i < L; i++) attn[i] = !f->layer_ssm[i] && f->layer_block[i] != FACET_BLOCK_FFN;
     TRY(all_or_none_of(m, L, attn, GGUF(FACET_TS_Q_BIAS),
                        facet_tensor_fused(FACET_TF_QKV_BIAS)->gguf, &q_bias, err));
     TRY(all_or_none_of(m, L, attn, GGUF(FACET_TS_O_BIAS), NULL, &o_bias, err));
@@ -665,9 +990,10 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
     TRY(all_or_none_of(m, L, attn, facet_tensor_fused(FACET_TF_QKV_PROJ)->gguf, NULL,
                        &fused_qkv, err));
     /* the dense MLP's tensors: in the layers that do not route (DeepSeek's leading dense
-     * layers beside its sparse ones) */
+     * layers beside its sparse ones) and have an FFN (not Nemotron-H's mixer-only ones) */
     uint8_t dense[FACET_MAX_LAYERS];
-    for (int64_t i = 0; i < L; i++) dense[i] = !f->layer_sparse[i];
+    for (int64_t i = 0; i < L; i++)
+        dense[i] = !f->layer_sparse[i] && f->layer_block[i] != FACET_BLOCK_MIXER;
     TRY(all_or_none_of(m, L, dense, GGUF(FACET_TS_GATE_PROJ), NULL, &has_gate, err));
     TRY(all_or_none_of(m, L, dense, GGUF(FACET_TS_UP_PROJ), NULL, &has_up, err));
 #undef GGUF
@@ -675,7 +1001,8 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
     f->o_bias = o_bias;
     f->qk_norm = qk_norm;
     f->fused_qkv = fused_qkv;
-    f->fused_gate_up = has_up && !has_gate; /* Phi-3: ffn_up holds [gate; up] */
+    /* Phi-3: ffn_up holds [gate; up]; an ungated MLP (Nemotron-H's relu2) has up alone */
+    f->fused_gate_up = has_up && !has_gate && !f->ffn_ungated;
     /* experts: ffn_{gate,up,down}_exps, 3-D, in every sparse layer */
     if (f->n_sparse_layers) {
         for (int64_t i = 0; i < L; i++)
@@ -687,7 +1014,9 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
         f->experts_layout = FACET_EXPERTS_SPLIT3D;
     }
     if (f->fused_gate_up) {
-        const gguf_tensor *up = layer_tensor(m, 0, facet_tensor_slot(FACET_TS_UP_PROJ)->gguf);
+        int64_t first = 0;
+        while (first < L - 1 && !dense[first]) first++;
+        const gguf_tensor *up = layer_tensor(m, first, facet_tensor_slot(FACET_TS_UP_PROJ)->gguf);
         if (up->ne[1] != 2 * f->intermediate_size)
             return facet_err(err, FACET_E_FORMAT,
                              "%s: tensor %s has ne [%" PRId64 ", %" PRId64

@@ -38,11 +38,15 @@ static int hf_name(const char *g, const facet_facts *f, char *out, size_t cap) {
         return 2;
     }
     /* llama.cpp's LFM2 names: its short convolution under shortconv.*, its final norm
-     * (Lfm2Model's embedding_norm) as token_embd_norm */
+     * (Lfm2Model's embedding_norm) as token_embd_norm; Falcon-H1's FFN norm without a
+     * .weight suffix */
     static const char *const alias[][2] = {{"shortconv.in_proj.weight", "ssm_in.weight"},
                                            {"shortconv.conv.weight", "ssm_conv1d.weight"},
                                            {"shortconv.out_proj.weight", "ssm_out.weight"},
-                                           {"token_embd_norm.weight", "output_norm.weight"}};
+                                           {"token_embd_norm.weight", "output_norm.weight"},
+                                           /* Falcon-H1's pre_ff_layernorm: gguf-py maps its
+                                            * full name, .weight included, to FFN_PRE_NORM */
+                                           {"ffn_norm", "ffn_norm.weight"}};
     for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
         if (!strcmp(rest, alias[i][0])) rest = alias[i][1];
     /* a Mamba block's norm (MambaBlock.norm, not a decoder layer's input_layernorm) */

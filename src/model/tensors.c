@@ -448,13 +448,13 @@ const facet_tensor_row facet_tensor_rows[] = {
     /* Falcon-H1's projection biases (mamba_proj_bias, projectors_bias) */
     SSM("in_proj.bias", FACET_TD_SSM_IN_PROJ, FACET_TD_NONE, 0, FACET_TS_SSM_IN_BIAS, ssm_in_bias),
     SSM("out_proj.bias", H, FACET_TD_NONE, 0, FACET_TS_SSM_OUT_BIAS, ssm_out_bias),
-    /* Jamba: RMSNorms of dt, B and C */
-    SSM("dt_layernorm.weight", FACET_TD_SSM_DT_RANK, FACET_TD_NONE, 0, FACET_TS_SSM_DT_NORM,
-        dbc_norm),
-    SSM("b_layernorm.weight", FACET_TD_SSM_STATE, FACET_TD_NONE, 0, FACET_TS_SSM_B_NORM,
-        dbc_norm),
-    SSM("c_layernorm.weight", FACET_TD_SSM_STATE, FACET_TD_NONE, 0, FACET_TS_SSM_C_NORM,
-        dbc_norm),
+    /* Jamba: RMSNorms of dt, B and C (GGUF: ssm_{dt,b,c}_norm) */
+    SSMG("dt_layernorm.weight", "ssm_dt_norm.weight", FACET_TD_SSM_DT_RANK, FACET_TD_NONE, 0,
+         FACET_TS_SSM_DT_NORM, dbc_norm),
+    SSMG("b_layernorm.weight", "ssm_b_norm.weight", FACET_TD_SSM_STATE, FACET_TD_NONE, 0,
+         FACET_TS_SSM_B_NORM, dbc_norm),
+    SSMG("c_layernorm.weight", "ssm_c_norm.weight", FACET_TD_SSM_STATE, FACET_TD_NONE, 0,
+         FACET_TS_SSM_C_NORM, dbc_norm),
     /* Qwen3-Next: linear_attn.in_proj_ba, dt_bias, A_log (one per value head), the gated
      * norm (one head's width, shared by the heads) */
     {.root = L, .name = "linear_attn.in_proj_ba.weight", .dims = {FACET_TD_SSM_BA, H},

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Write an F32 GGUF file of a shrunk Mamba, Mamba-2 or LFM2 checkpoint (facet's own
-writer, struct only), laid out as llama.cpp reads its `mamba`, `mamba2` and `lfm2`
-architectures, so llama.cpp and facet run the same weights.
+"""Write an F32 GGUF file of a shrunk Mamba, Mamba-2, LFM2, Granite 4.0-H, Nemotron-H,
+Falcon-H1 or Jamba checkpoint (facet's own writer, struct only), laid out as llama.cpp
+reads its `mamba`, `mamba2`, `lfm2`, `granitehybrid`, `nemotron_h`, `falcon-h1` and
+`jamba` architectures, so llama.cpp and facet run the same weights.
 
     /usr/bin/python3 tests/ref/ssm_to_gguf.py HF_DIR OUT.gguf --vocab-from VOCAB.gguf
 
@@ -24,6 +25,8 @@ lfm2.cpp, and the names of gguf-py's tensor table), done here by hand:
   layers' tensors under `blk.N.shortconv.*` (conv weight squeezed to [channels, L_cache]);
   the final norm (embedding_norm) as `token_embd_norm.weight`; rotary NEOX, so q/k rows
   stay as they are.
+- granitehybrid / nemotron_h / falcon-h1 / jamba: see granite_hybrid(), nemotron_h(),
+  falcon_h1() and jamba() below.
 """
 import argparse
 import json
@@ -50,6 +53,8 @@ def _kv(key, t, v):
     out = _s(key) + struct.pack("<I", t)
     if t == STR:
         return out + _s(v)
+    if t == BOOL:
+        return out + struct.pack("<?", v)
     if t == ARR:
         et, items = v
         fmt = {U32: "I", I32: "i", F32: "f"}[et]
@@ -209,6 +214,264 @@ def lfm2(cfg, w):
     return a, kvs, t
 
 
+def _permute(w, heads):
+    """convert_hf_to_gguf.py's LlamaModel.permute: each head's rows from rotate-half
+    pairs (first half, second half) to interleaved ones."""
+    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def granite_hybrid(cfg, w):
+    """GraniteMoeHybrid (Granite 4.0-H) as llama.cpp's granitehybrid: GraniteHybridModel
+    writes GraniteMoeModel's keys (the granite multipliers as *_scale, the experts, the
+    shared MLP's width), head_count_kv as an array with 0 on the Mamba-2 layers, ssm.*
+    as Mamba2Model does, rope.scaling.finetuned false for a hybrid without rope (and
+    context_length 2^20); q/k rows permuted as LlamaModel does (undo_permute); the
+    experts' input_linear split into gate / up exps, the shared MLP's into gate / up
+    shexp; the Mamba-2 tensors as `mamba2`."""
+    import hybrid_ref
+    f = hybrid_ref.facts(cfg)
+    a, L, H = "granitehybrid", f["L"], f["H"]
+    if f["E"] <= 0:
+        raise SystemExit("granitehybrid without experts is not written here")
+    attn = [i for i, t in enumerate(f["types"]) if t == "attention"]
+    rope = bool(f["rope"])
+    kvs = [(a + ".block_count", U32, L),
+           (a + ".context_length", U32, f["max_pos"] if rope or not attn else 2 ** 20),
+           (a + ".embedding_length", U32, H), (a + ".feed_forward_length", U32, f["I"]),
+           (a + ".attention.head_count", U32, f["nh"]),
+           (a + ".attention.head_count_kv", ARR, (I32, [f["nkv"] if i in attn else 0 for i in range(L)])),
+           (a + ".rope.freq_base", F32, f["theta"]),
+           (a + ".attention.layer_norm_rms_epsilon", F32, f["eps"]),
+           (a + ".expert_count", U32, f["E"]), (a + ".expert_used_count", U32, f["k"]),
+           (a + ".vocab_size", U32, f["V"]), (a + ".rope.dimension_count", U32, f["hd"]),
+           (a + ".attention.scale", F32, f["scale"]), (a + ".embedding_scale", F32, f["emb_mult"]),
+           (a + ".residual_scale", F32, f["res_mult"]), (a + ".logit_scale", F32, f["logits_scaling"]),
+           (a + ".expert_shared_feed_forward_length", U32, f["S"]),
+           (a + ".ssm.conv_kernel", U32, f["K"]), (a + ".ssm.state_size", U32, f["N"]),
+           (a + ".ssm.group_count", U32, f["G"]), (a + ".ssm.inner_size", U32, f["DI"]),
+           (a + ".ssm.time_step_rank", U32, f["NH"]),
+           (a + ".rope.scaling.finetuned", BOOL, rope)]
+    t = [("token_embd.weight", w["model.embed_tokens.weight"]),
+         ("output_norm.weight", w["model.norm.weight"])]
+    if not f["tied"]:
+        t.append(("output.weight", w["lm_head.weight"]))
+    I, S, G, DI = f["I"], f["S"], f["G"], f["DI"]
+    for i, kind in enumerate(f["types"]):
+        p, b = "model.layers.%d." % i, "blk.%d." % i
+        t.append((b + "attn_norm.weight", w[p + "input_layernorm.weight"]))
+        if kind == "mamba":
+            m = p + "mamba."
+            t += [(b + "ssm_in.weight", w[m + "in_proj.weight"]),
+                  (b + "ssm_conv1d.weight", w[m + "conv1d.weight"][:, 0, :])]
+            if m + "conv1d.bias" in w:
+                t.append((b + "ssm_conv1d.bias", w[m + "conv1d.bias"]))
+            A = -np.exp(w[m + "A_log"].astype(np.float64)).astype(np.float32)
+            t += [(b + "ssm_dt.bias", w[m + "dt_bias"]), (b + "ssm_a", A.reshape(-1, 1)),
+                  (b + "ssm_d", w[m + "D"].reshape(-1, 1)),
+                  (b + "ssm_norm.weight", w[m + "norm.weight"].reshape(G, DI // G)),
+                  (b + "ssm_out.weight", w[m + "out_proj.weight"])]
+        else:
+            s = p + "self_attn."
+            t += [(b + "attn_q.weight", _permute(w[s + "q_proj.weight"], f["nh"])),
+                  (b + "attn_k.weight", _permute(w[s + "k_proj.weight"], f["nkv"])),
+                  (b + "attn_v.weight", w[s + "v_proj.weight"]),
+                  (b + "attn_output.weight", w[s + "o_proj.weight"])]
+        e, sh = w[p + "block_sparse_moe.input_linear.weight"], w[p + "shared_mlp.input_linear.weight"]
+        t += [(b + "ffn_norm.weight", w[p + "post_attention_layernorm.weight"]),
+              (b + "ffn_gate_inp.weight", w[p + "block_sparse_moe.router.layer.weight"]),
+              (b + "ffn_gate_exps.weight", e[:, :I, :]), (b + "ffn_up_exps.weight", e[:, I:, :]),
+              (b + "ffn_down_exps.weight", w[p + "block_sparse_moe.output_linear.weight"]),
+              (b + "ffn_gate_shexp.weight", sh[:S]), (b + "ffn_up_shexp.weight", sh[S:]),
+              (b + "ffn_down_shexp.weight", w[p + "shared_mlp.output_linear.weight"])]
+    return a, kvs, t
+
+
+def nemotron_h(cfg, w):
+    """Nemotron-H (dense: M, *, - layers) as llama.cpp's nemotron_h: NemotronHModel is a
+    GraniteHybridModel, so head_count_kv is an array (0 off the attention layers) and
+    feed_forward_length one too (intermediate_size on the MLP layers, 0 elsewhere);
+    key_length / value_length head_dim; ssm.inner_size mamba_num_heads x mamba_head_dim,
+    ssm.time_step_rank mamba_num_heads; rope.scaling.finetuned false (no rope) and
+    context_length 2^20; layer_norm_epsilon as both attention.layer_norm_rms_epsilon (the
+    blocks' RMSNorms) and attention.layer_norm_epsilon (which llama.cpp requires, for its
+    multi-token-prediction head's final norm: TextModel writes it from
+    layer_norm_epsilon; the rms key, which its loader also requires, comes from a
+    config's rms_norm_eps); q/k rows permuted (undo_permute); every layer's norm attn_norm;
+    the MLP's up / down as ffn_up / ffn_down; the Mamba-2 tensors as `mamba2`."""
+    import hybrid_ref
+    f = hybrid_ref.nemotron_facts(cfg)
+    a, L, H, pat = "nemotron_h", f["L"], f["H"], f["pat"]
+    if "E" in pat:
+        raise SystemExit("nemotron_h_moe is not written here")
+    kvs = [(a + ".block_count", U32, L), (a + ".context_length", U32, 2 ** 20),
+           (a + ".embedding_length", U32, H),
+           (a + ".feed_forward_length", ARR, (I32, [f["I"] if t == "-" else 0 for t in pat])),
+           (a + ".attention.head_count", U32, f["nh"]),
+           (a + ".attention.head_count_kv", ARR, (I32, [f["nkv"] if t == "*" else 0 for t in pat])),
+           (a + ".rope.freq_base", F32, float(cfg.get("rope_theta", 10000.0))),
+           (a + ".attention.layer_norm_rms_epsilon", F32, f["eps"]),
+           (a + ".attention.layer_norm_epsilon", F32, f["eps"]),
+           (a + ".vocab_size", U32, f["V"]), (a + ".rope.dimension_count", U32, f["hd"]),
+           (a + ".ssm.conv_kernel", U32, f["K"]), (a + ".ssm.state_size", U32, f["N"]),
+           (a + ".ssm.group_count", U32, f["G"]), (a + ".ssm.inner_size", U32, f["DI"]),
+           (a + ".ssm.time_step_rank", U32, f["NH"]),
+           (a + ".rope.scaling.finetuned", BOOL, False),
+           (a + ".attention.key_length", U32, f["hd"]), (a + ".attention.value_length", U32, f["hd"])]
+    t = [("token_embd.weight", w["backbone.embeddings.weight"]),
+         ("output_norm.weight", w["backbone.norm_f.weight"])]
+    if not f["tied"]:
+        t.append(("output.weight", w["lm_head.weight"]))
+    G, DI = f["G"], f["DI"]
+    for i, kind in enumerate(pat):
+        p, b = "backbone.layers.%d." % i, "blk.%d." % i
+        m = p + "mixer."
+        t.append((b + "attn_norm.weight", w[p + "norm.weight"]))
+        if kind == "M":
+            t += [(b + "ssm_in.weight", w[m + "in_proj.weight"]),
+                  (b + "ssm_conv1d.weight", w[m + "conv1d.weight"][:, 0, :])]
+            if m + "conv1d.bias" in w:
+                t.append((b + "ssm_conv1d.bias", w[m + "conv1d.bias"]))
+            A = -np.exp(w[m + "A_log"].astype(np.float64)).astype(np.float32)
+            t += [(b + "ssm_dt.bias", w[m + "dt_bias"]), (b + "ssm_a", A.reshape(-1, 1)),
+                  (b + "ssm_d", w[m + "D"].reshape(-1, 1)),
+                  (b + "ssm_norm.weight", w[m + "norm.weight"].reshape(G, DI // G)),
+                  (b + "ssm_out.weight", w[m + "out_proj.weight"])]
+        elif kind == "*":
+            t += [(b + "attn_q.weight", _permute(w[m + "q_proj.weight"], f["nh"])),
+                  (b + "attn_k.weight", _permute(w[m + "k_proj.weight"], f["nkv"])),
+                  (b + "attn_v.weight", w[m + "v_proj.weight"]),
+                  (b + "attn_output.weight", w[m + "o_proj.weight"])]
+        else:
+            t += [(b + "ffn_up.weight", w[m + "up_proj.weight"]),
+                  (b + "ffn_down.weight", w[m + "down_proj.weight"])]
+    return a, kvs, t
+
+
+def falcon_h1(cfg, w):
+    """Falcon-H1 as llama.cpp's falcon-h1: FalconH1Model (a Mamba2Model) folds the muP
+    multipliers into the weights, in float32 as torch multiplies the F32 tensors (k_proj
+    by key_multiplier then attention_in_multiplier; in_proj by ssm_in_multiplier, then
+    its z / x / B / C / dt rows by ssm_multipliers; q_proj, v_proj by
+    attention_in_multiplier; o_proj, out_proj, gate_proj, down_proj, lm_head,
+    embed_tokens by theirs) and writes none of them; keys: Mamba2Model's ssm.* (inner_size
+    mamba_d_ssm, time_step_rank mamba_d_ssm / mamba_d_head), context_length
+    max_position_embeddings, feed_forward_length, head_count, head_count_kv (one
+    integer), key_length / value_length head_dim, rope.freq_base, vocab_size;
+    pre_ff_layernorm as `blk.N.ffn_norm` with no .weight (gguf-py maps the full name to
+    FFN_PRE_NORM); final_layernorm as output_norm; no q/k permutation (NEOX rope)."""
+    import falcon_h1_ref
+    f = falcon_h1_ref.facts(cfg)
+    a, L, H = "falcon-h1", f["L"], f["H"]
+    DI, G, N = f["DI"], f["G"], f["N"]
+    kvs = [(a + ".context_length", U32, f["max_pos"]), (a + ".embedding_length", U32, H),
+           (a + ".feed_forward_length", U32, f["I"]), (a + ".attention.head_count", U32, f["nh"]),
+           (a + ".block_count", U32, L), (a + ".ssm.conv_kernel", U32, f["K"]),
+           (a + ".ssm.inner_size", U32, DI), (a + ".ssm.state_size", U32, N),
+           (a + ".ssm.time_step_rank", U32, DI // f["P"]), (a + ".ssm.group_count", U32, G),
+           (a + ".attention.layer_norm_rms_epsilon", F32, f["eps"]),
+           (a + ".vocab_size", U32, f["V"]), (a + ".attention.head_count_kv", U32, f["nkv"]),
+           (a + ".attention.key_length", U32, f["hd"]), (a + ".attention.value_length", U32, f["hd"]),
+           (a + ".rope.freq_base", F32, f["theta"])]
+    f32 = np.float32
+
+    def mul(x, *ms):
+        x = x.astype(f32)
+        for m_ in ms:
+            x = (x * f32(m_)).astype(f32)
+        return x
+
+    t = [("token_embd.weight", mul(w["model.embed_tokens.weight"], f["emb_mult"])),
+         ("output_norm.weight", w["model.final_layernorm.weight"])]
+    if not f["tied"]:
+        t.append(("output.weight", mul(w["lm_head.weight"], f["lm_mult"])))
+    sm = f["ssm_mult"]
+    GN = G * N
+    for i in range(L):
+        p, b = "model.layers.%d." % i, "blk.%d." % i
+        m, s = p + "mamba.", p + "self_attn."
+        ip = mul(w[m + "in_proj.weight"], f["ssm_in"])
+        for k, (lo, hi) in enumerate([(0, DI), (DI, 2 * DI), (2 * DI, 2 * DI + GN),
+                                      (2 * DI + GN, 2 * DI + 2 * GN), (2 * DI + 2 * GN, ip.shape[0])]):
+            ip[lo:hi] = (ip[lo:hi] * f32(sm[k])).astype(f32)
+        t += [(b + "attn_norm.weight", w[p + "input_layernorm.weight"]),
+              (b + "ssm_in.weight", ip),
+              (b + "ssm_conv1d.weight", w[m + "conv1d.weight"][:, 0, :])]
+        if m + "conv1d.bias" in w:
+            t.append((b + "ssm_conv1d.bias", w[m + "conv1d.bias"]))
+        A = -np.exp(w[m + "A_log"].astype(np.float64)).astype(np.float32)
+        t += [(b + "ssm_dt.bias", w[m + "dt_bias"]), (b + "ssm_a", A.reshape(-1, 1)),
+              (b + "ssm_d", w[m + "D"].reshape(-1, 1))]
+        if m + "norm.weight" in w:
+            t.append((b + "ssm_norm.weight", w[m + "norm.weight"].reshape(G, DI // G)))
+        t += [(b + "ssm_out.weight", mul(w[m + "out_proj.weight"], f["ssm_out"])),
+              (b + "attn_q.weight", mul(w[s + "q_proj.weight"], f["attn_in"])),
+              (b + "attn_k.weight", mul(w[s + "k_proj.weight"], f["key_mult"], f["attn_in"])),
+              (b + "attn_v.weight", mul(w[s + "v_proj.weight"], f["attn_in"])),
+              (b + "attn_output.weight", mul(w[s + "o_proj.weight"], f["attn_out"])),
+              (b + "ffn_norm", w[p + "pre_ff_layernorm.weight"]),
+              (b + "ffn_gate.weight", mul(w[p + "feed_forward.gate_proj.weight"], f["mlp_mult"][0])),
+              (b + "ffn_up.weight", w[p + "feed_forward.up_proj.weight"]),
+              (b + "ffn_down.weight", mul(w[p + "feed_forward.down_proj.weight"], f["mlp_mult"][1]))]
+    return a, kvs, t
+
+
+def jamba(cfg, w):
+    """Jamba as llama.cpp's jamba (JambaModel): head_count_kv an array (0 on the Mamba
+    layers, by attn_layer_period / offset), ssm.{conv_kernel, inner_size (mamba_expand x
+    hidden), state_size, time_step_rank (mamba_dt_rank)}, expert_count /
+    expert_used_count; no expert period (the MoE layers are those with ffn_gate_inp);
+    the Mamba-1 tensors as `mamba` plus ssm_{dt,b,c}_norm (dt/b/c_layernorm); the experts
+    stacked into ffn_{gate,up,down}_exps, the router as ffn_gate_inp; no q/k permutation
+    (no rope)."""
+    import hybrid_ref
+    f = hybrid_ref.jamba_facts(cfg)
+    a, L, H = "jamba", f["L"], f["H"]
+    kvs = [(a + ".block_count", U32, L), (a + ".context_length", U32, cfg.get("max_position_embeddings", 262144)),
+           (a + ".embedding_length", U32, H), (a + ".feed_forward_length", U32, f["I"]),
+           (a + ".attention.head_count", U32, f["nh"]),
+           (a + ".attention.head_count_kv", ARR, (I32, [f["nkv"] if t == "attention" else 0 for t in f["types"]])),
+           (a + ".ssm.conv_kernel", U32, f["K"]), (a + ".ssm.inner_size", U32, f["DI"]),
+           (a + ".ssm.state_size", U32, f["N"]), (a + ".ssm.time_step_rank", U32, f["R"]),
+           (a + ".attention.layer_norm_rms_epsilon", F32, f["eps"]),
+           (a + ".expert_count", U32, f["E"]), (a + ".expert_used_count", U32, f["k"])]
+    t = [("token_embd.weight", w["model.embed_tokens.weight"]),
+         ("output_norm.weight", w["model.final_layernorm.weight"])]
+    if not f["tied"]:
+        t.append(("output.weight", w["lm_head.weight"]))
+    for i, kind in enumerate(f["types"]):
+        p, b = "model.layers.%d." % i, "blk.%d." % i
+        t.append((b + "attn_norm.weight", w[p + "input_layernorm.weight"]))
+        if kind == "mamba":
+            m = p + "mamba."
+            t += [(b + "ssm_in.weight", w[m + "in_proj.weight"]),
+                  (b + "ssm_conv1d.weight", w[m + "conv1d.weight"][:, 0, :]),
+                  (b + "ssm_conv1d.bias", w[m + "conv1d.bias"]),
+                  (b + "ssm_x.weight", w[m + "x_proj.weight"]),
+                  (b + "ssm_dt.weight", w[m + "dt_proj.weight"]),
+                  (b + "ssm_dt.bias", w[m + "dt_proj.bias"]),
+                  (b + "ssm_a", -np.exp(w[m + "A_log"].astype(np.float64)).astype(np.float32)),
+                  (b + "ssm_d", w[m + "D"]), (b + "ssm_out.weight", w[m + "out_proj.weight"]),
+                  (b + "ssm_dt_norm.weight", w[m + "dt_layernorm.weight"]),
+                  (b + "ssm_b_norm.weight", w[m + "b_layernorm.weight"]),
+                  (b + "ssm_c_norm.weight", w[m + "c_layernorm.weight"])]
+        else:
+            s = p + "self_attn."
+            t += [(b + "attn_q.weight", w[s + "q_proj.weight"]), (b + "attn_k.weight", w[s + "k_proj.weight"]),
+                  (b + "attn_v.weight", w[s + "v_proj.weight"]), (b + "attn_output.weight", w[s + "o_proj.weight"])]
+        t.append((b + "ffn_norm.weight", w[p + "pre_ff_layernorm.weight"]))
+        ff = p + "feed_forward."
+        if f["moe"][i]:
+            t.append((b + "ffn_gate_inp.weight", w[ff + "router.weight"]))
+            for kind_, name in (("down_proj", "ffn_down_exps"), ("gate_proj", "ffn_gate_exps"),
+                                ("up_proj", "ffn_up_exps")):
+                t.append((b + name + ".weight",
+                          np.stack([w[ff + "experts.%d.%s.weight" % (e, kind_)] for e in range(f["E"])])))
+        else:
+            t += [(b + "ffn_gate.weight", w[ff + "gate_proj.weight"]), (b + "ffn_up.weight", w[ff + "up_proj.weight"]),
+                  (b + "ffn_down.weight", w[ff + "down_proj.weight"])]
+    return a, kvs, t
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("hf_dir")
@@ -217,7 +480,9 @@ def main(argv=None):
     a = ap.parse_args(argv)
     cfg = json.load(open(os.path.join(a.hf_dir, "config.json")))
     w = read_checkpoint(a.hf_dir)
-    conv = {"mamba": mamba, "mamba2": mamba, "lfm2": lfm2}[cfg["model_type"]]
+    conv = {"mamba": mamba, "mamba2": mamba, "lfm2": lfm2,
+            "granitemoehybrid": granite_hybrid, "nemotron_h": nemotron_h,
+            "falcon_h1": falcon_h1, "jamba": jamba}[cfg["model_type"]]
     arch, kvs, tensors = conv(cfg, w)
     n_tok = tokenizer_kvs(a.vocab_from)[2]
     if n_tok != cfg["vocab_size"]:

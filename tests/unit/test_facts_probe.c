@@ -393,6 +393,18 @@ static void test_tensor_gguf_names(void **state) {
     assert_true(facet_gguf_tensor_known("blk.0.shortconv.out_proj.weight"));
     assert_true(facet_gguf_tensor_known("token_embd_norm.weight"));
     assert_false(facet_gguf_tensor_known("blk.0.shortconv.cong.weight"));
+    /* Falcon-H1's FFN norm has no .weight suffix in llama.cpp's files */
+    assert_true(facet_gguf_tensor_known("blk.0.ffn_norm"));
+    /* Jamba's dt / B / C RMSNorms */
+    memset(&f, 0, sizeof f);
+    f.ssm_version = 1;
+    f.ssm_dbc_norm = 1;
+    assert_string_equal(facet_tensor_from_gguf("ssm_dt_norm.weight", 1, &f)->name,
+                        "mixer.dt_layernorm.weight");
+    assert_string_equal(facet_tensor_from_gguf("ssm_b_norm.weight", 1, &f)->name,
+                        "mixer.b_layernorm.weight");
+    assert_string_equal(facet_tensor_from_gguf("ssm_c_norm.weight", 1, &f)->name,
+                        "mixer.c_layernorm.weight");
 }
 
 int main(void) {
