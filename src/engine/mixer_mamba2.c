@@ -29,8 +29,8 @@
  *                                                            matrix times x: intra-block
  *       + exp(l_t) S C_t                                     the carried state S
  *   S  <- exp(l_{L-1}) S + sum_j exp(l_{L-1} - l_j) dt_j x_j B_j^T
- * each a loop over head_dim or state_size lanes (GEMM-shaped, vectorized), C B^T once per
- * group of heads. A block shorter than FACET_SSD_MIN (a decode step) runs the recurrence
+ * each a small GEMM (kernels.h facet_gemm_f32_acc: register tiles, FMAs), C B^T once per
+ * group of heads and block. A block shorter than FACET_SSD_MIN (a decode step) runs the recurrence
  * token by token. A prompt prefilled in calls of a multiple of FACET_SSD_L gives the bits
  * of one call; other cuts agree within float rounding (test_engine_mamba: 1e-5), decode
  * steps batched or alone bit for bit.
@@ -105,40 +105,44 @@ static void head_steps(facet_session *s, const head_ctx *hc, const int *order, i
     }
 }
 
-/* The block's C B^T (rows t, columns j <= t) of group grp into cb (L, L): for each t, the
- * N columns of C_t times the rows of B^T, lanes over j. bt: (N, L) B transposed. */
+/* Rows of a block's lower-triangular products, in panels of this many: a panel's rows
+ * need the columns (and inner indices) below its end only. */
+#define SSD_PANEL 16
+
+/* Group grp's operands for a block of n entries: cg (n, N) its C rows, bt (N, L) B
+ * transposed, and cb (n, L) = C B^T for columns j <= t (the rest of a panel's columns
+ * are computed too, never read). */
 static void block_cb(facet_session *s, int grp, const int *order, int n, float *cb,
-                     float *bt, int CD) {
+                     float *bt, float *cg, int CD) {
     const facet_facts *f = &s->model->facts;
     int DI = (int)f->ssm_inner, N = (int)f->ssm_state_size, G = (int)f->ssm_groups;
     enum { L = FACET_SSD_L };
     for (int j = 0; j < n; j++) {
         const float *B = s->ssm_xc + (size_t)order[j] * CD + DI + grp * N;
         for (int k = 0; k < N; k++) bt[k * L + j] = B[k];
+        memcpy(cg + (size_t)j * N, B + G * N, sizeof(float) * (size_t)N);
     }
-    for (int t = 0; t < n; t++) {
-        const float *C = s->ssm_xc + (size_t)order[t] * CD + DI + G * N + grp * N;
-        float *restrict row = cb + (size_t)t * L;
-        for (int j = 0; j <= t; j++) row[j] = 0.0f;
-        for (int k = 0; k < N; k++) {
-            float c = C[k];
-            const float *restrict b = bt + k * L;
-            for (int j = 0; j <= t; j++) row[j] += c * b[j];
-        }
+    for (int t0 = 0; t0 < n; t0 += SSD_PANEL) {
+        int m = n - t0 < SSD_PANEL ? n - t0 : SSD_PANEL, w = t0 + m;
+        for (int t = t0; t < t0 + m; t++) memset(cb + (size_t)t * L, 0, sizeof(float) * (size_t)w);
+        facet_gemm_f32_acc(m, w, N, cg + (size_t)t0 * N, (size_t)N, bt, L, cb + (size_t)t0 * L, L);
     }
 }
 
-/* One SSD block of n (<= L) entries for one head (the file comment), cb and bt the
- * block's C B^T and B^T of the head's group; w: the rest of the thread's work area. */
+/* One SSD block of n (<= L) entries for one head (the file comment): cb, bt, cg from
+ * block_cb for the head's group; w: the rest of the thread's work area. The products are
+ * facet_gemm_f32_acc's: Y = diag(exp(l)) (C S^T), Y += M X (lower-triangular panels),
+ * S^T = exp(l_{n-1}) S^T + (B^T diag(w)) X. */
 static void head_block(facet_session *s, const head_ctx *hc, const int *order, int n,
-                       const float *cb, const float *bt, float *w) {
+                       const float *cb, const float *bt, const float *cg, float *w) {
     const facet_facts *f = hc->f;
-    int DI = (int)f->ssm_inner, N = (int)f->ssm_state_size, G = (int)f->ssm_groups;
+    int DI = (int)f->ssm_inner, N = (int)f->ssm_state_size;
     int P = (int)f->ssm_head_dim;
     enum { L = FACET_SSD_L };
     double *lam = (double *)(void *)w; /* w is 8-byte aligned (scan_task) */
     float *M = w + 2 * L, *Y = M + L * L, *X = Y + (size_t)L * P, *St = X + (size_t)L * P;
-    float *dt = St + (size_t)N * P, *v = dt + L, *e = v + L, *neg = e + L, *el = neg + L;
+    float *Wb = St + (size_t)N * P, *dt = Wb + (size_t)N * L, *v = dt + L, *e = v + L;
+    float *neg = e + L, *el = neg + L;
     /* the block's x (n, P), dt and cumulative log-decays l_t */
     double acc = 0.0;
     for (int t = 0; t < n; t++) {
@@ -150,53 +154,51 @@ static void head_block(facet_session *s, const head_ctx *hc, const int *order, i
         lam[t] = acc;
         neg[t] = -1.0f; /* decays of -(l_j - l_t): a zero is -0, never clamped */
     }
-    /* M[t][j] = (C_t . B_j) exp(l_t - l_j) dt_j, j <= t */
+    /* M[t][j] = (C_t . B_j) exp(l_t - l_j) dt_j for j <= t, 0 for t < j < its panel's end */
     for (int t = 0; t < n; t++) {
+        int end = (t / SSD_PANEL + 1) * SSD_PANEL;
+        end = end < n ? end : n;
         for (int j = 0; j <= t; j++) v[j] = (float)(lam[j] - lam[t]);
         facet_ssm_decays(e, v, neg, 1, t + 1);
         const float *restrict c = cb + (size_t)t * L;
         float *restrict m = M + (size_t)t * L;
         for (int j = 0; j <= t; j++) m[j] = c[j] * e[j] * dt[j];
+        for (int j = t + 1; j < end; j++) m[j] = 0.0f;
     }
-    /* exp(l_t), the carried state's decay to each entry (el), and S^T into St (N, P) */
+    /* exp(l_t), the carried state's decay to each entry, and S^T into St (N, P) */
     for (int t = 0; t < n; t++) v[t] = (float)-lam[t];
     facet_ssm_decays(el, v, neg, 1, n);
     for (int p = 0; p < P; p++)
         for (int k = 0; k < N; k++) St[(size_t)k * P + p] = hc->S[(size_t)p * N + k];
+    /* Y = diag(exp(l)) C S^T + M X */
+    memset(Y, 0, sizeof(float) * (size_t)n * P);
+    facet_gemm_f32_acc(n, P, N, cg, (size_t)N, St, (size_t)P, Y, (size_t)P);
     for (int t = 0; t < n; t++) {
         float *restrict y = Y + (size_t)t * P;
-        const float *C = s->ssm_xc + (size_t)order[t] * hc->CD + DI + G * N + hc->grp * N;
-        for (int p = 0; p < P; p++) y[p] = 0.0f;
-        for (int k = 0; k < N; k++) { /* exp(l_t) S C_t */
-            float c = el[t] * C[k];
-            const float *restrict sk = St + (size_t)k * P;
-            for (int p = 0; p < P; p++) y[p] += c * sk[p];
-        }
-        const float *restrict m = M + (size_t)t * L;
-        for (int j = 0; j <= t; j++) { /* the intra-block sum */
-            float mj = m[j];
-            const float *restrict xj = X + (size_t)j * P;
-            for (int p = 0; p < P; p++) y[p] += mj * xj[p];
-        }
+        for (int p = 0; p < P; p++) y[p] *= el[t];
+    }
+    for (int t0 = 0; t0 < n; t0 += SSD_PANEL) {
+        int m = n - t0 < SSD_PANEL ? n - t0 : SSD_PANEL;
+        facet_gemm_f32_acc(m, P, t0 + m, M + (size_t)t0 * L, L, X, (size_t)P,
+                           Y + (size_t)t0 * P, (size_t)P);
+    }
+    for (int t = 0; t < n; t++) {
         float *restrict out = s->ssm_dbc + (size_t)order[t] * DI + hc->h * P;
-        const float *restrict xt = X + (size_t)t * P;
+        const float *restrict y = Y + (size_t)t * P, *restrict xt = X + (size_t)t * P;
         for (int p = 0; p < P; p++) out[p] = y[p] + hc->d * xt[p];
     }
-    /* S <- exp(l_{n-1}) S + sum_j exp(l_{n-1} - l_j) dt_j x_j B_j^T, in St */
+    /* S^T <- exp(l_{n-1}) S^T + sum_j exp(l_{n-1} - l_j) dt_j B_j x_j^T */
     for (int j = 0; j < n; j++) v[j] = (float)(lam[j] - lam[n - 1]);
     facet_ssm_decays(e, v, neg, 1, n);
     for (int j = 0; j < n; j++) e[j] *= dt[j];
-    float dend = el[n - 1];
     for (int k = 0; k < N; k++) {
-        float *restrict sk = St + (size_t)k * P;
+        float *restrict wk = Wb + (size_t)k * L;
         const float *restrict b = bt + (size_t)k * L;
-        for (int p = 0; p < P; p++) sk[p] *= dend;
-        for (int j = 0; j < n; j++) {
-            float c = e[j] * b[j];
-            const float *restrict xj = X + (size_t)j * P;
-            for (int p = 0; p < P; p++) sk[p] += c * xj[p];
-        }
+        for (int j = 0; j < n; j++) wk[j] = e[j] * b[j];
     }
+    float dend = el[n - 1];
+    for (size_t i = 0; i < (size_t)N * P; i++) St[i] *= dend;
+    facet_gemm_f32_acc(N, P, n, Wb, L, X, (size_t)P, St, (size_t)P);
     for (int p = 0; p < P; p++)
         for (int k = 0; k < N; k++) hc->S[(size_t)p * N + k] = St[(size_t)k * P + p];
 }
@@ -212,8 +214,8 @@ static void scan_task(void *ctx, int task, int thread) {
     int CD = DI + 2 * G * N;
     int h0 = task * j->per, h1 = h0 + j->per < NH ? h0 + j->per : NH;
     float *work = s->ssm_work + facet_ssm_work_floats(f) * (size_t)thread;
-    float *cb = work, *bt = cb + FACET_SSD_L * FACET_SSD_L;
-    float *rest = bt + (size_t)N * FACET_SSD_L;
+    float *cb = work, *bt = cb + FACET_SSD_L * FACET_SSD_L, *cg = bt + (size_t)N * FACET_SSD_L;
+    float *rest = cg + (size_t)N * FACET_SSD_L;
     for (int g = 0; g < s->n_groups; g++) {
         int first = s->group_row[g], n = s->group_len[g];
         const int *order = s->chunk_order + s->chunk_group[first];
@@ -230,10 +232,10 @@ static void scan_task(void *ctx, int task, int thread) {
                     continue;
                 }
                 if (hc.grp != have) {
-                    block_cb(s, hc.grp, order + i, e - i, cb, bt, CD);
+                    block_cb(s, hc.grp, order + i, e - i, cb, bt, cg, CD);
                     have = hc.grp;
                 }
-                head_block(s, &hc, order + i, e - i, cb, bt, rest);
+                head_block(s, &hc, order + i, e - i, cb, bt, cg, rest);
             }
             i = e;
         }

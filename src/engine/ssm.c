@@ -51,7 +51,7 @@ size_t facet_ssm_work_floats(const facet_facts *f) {
     if (scan1 > need) need = scan1;
     if (f->ssm_version == 2) { /* mixer_mamba2.c's SSD block */
         size_t L = FACET_SSD_L, P = (size_t)f->ssm_head_dim;
-        size_t ssd = 2 * L * L + 2 * L * P + N * P + 2 * N * L + 8 * L;
+        size_t ssd = 2 * L * L + 2 * L * P + N * P + 3 * N * L + 8 * L;
         if (ssd > need) need = ssd;
     }
     return (need + 15) / 16 * 16; /* each thread's area 64-byte aligned from the first */

@@ -440,6 +440,13 @@ float facet_dot_f32(const float *a, const float *b, int n);
 /* y[i] = fma(a, x[i], y[i]) for i < n (one rounding per element, every path). */
 void facet_axpy_f32(float *y, float a, const float *x, int n);
 
+/* C (m, n) += A (m, k) B (k, n), row-major with leading dimensions lda, ldb, ldc (floats),
+ * in the calling thread (gemm_small.c; the blocks of Mamba-2's SSD scan): each element
+ * C[i][j] = fma(A[i][p], B[p][j], C[i][j]) for p = 0 .. k - 1 in order on every path, so
+ * its bits do not depend on m, n or the tiling. Nothing for m, n or k <= 0. */
+void facet_gemm_f32_acc(int m, int n, int k, const float *A, size_t lda, const float *B,
+                        size_t ldb, float *C, size_t ldc);
+
 /* LayerNorm over one row of n (norm_act.c): y = (x - mean) / sqrt(var + eps) * w + b,
  * mean and (biased) variance in double; w or b NULL: 1 / 0. y may alias x. */
 void facet_layernorm(float *y, const float *x, const float *w, const float *b, int n, double eps);
