@@ -49,8 +49,6 @@ size_t facet_mamba_state_floats(const facet_facts *f) {
     return CD * (size_t)(f->ssm_conv_kernel - 1) + DI * N;
 }
 
-/* torch.nn.functional.softplus (beta 1, threshold 20) */
-static float softplus(float v) { return v > 20.0f ? v : log1pf(expf(v)); }
 
 typedef struct {
     facet_session *s;
@@ -130,13 +128,13 @@ static void run_channels(facet_session *s, int l, int phase) {
     be->ops->run(be, (DI + per - 1) / per, chan_task, &j);
 }
 
-/* dt of entry r: softplus over its DI values (dt_proj's bias is in the matmul); its gate
+/* dt of entry r: softplus over its DI values (vectorized, ssm.h) (dt_proj's bias is in the matmul); its gate
  * z = SiLU(z) in place (vectorized; read only by the scan). */
 static void softplus_row(facet_session *s, int l, int r) {
     (void)l;
     size_t DI = (size_t)s->model->facts.ssm_inner;
     float *dt = s->ssm_dt + r * DI;
-    for (size_t c = 0; c < DI; c++) dt[c] = softplus(dt[c]);
+    facet_ssm_softplus(dt, (int)DI);
     facet_act_row(s->ssm_xz + r * 2 * DI + DI, (int)DI, FACET_ACT_SILU);
 }
 

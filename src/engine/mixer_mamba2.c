@@ -46,7 +46,6 @@ static int mamba2_takes(const facet_facts *f, int l) {
     return l >= 0 && l < FACET_MAX_LAYERS && f->layer_ssm[l] == 2;
 }
 
-static float softplus(float v) { return v > 20.0f ? v : log1pf(expf(v)); }
 
 typedef struct {
     facet_session *s;
@@ -250,7 +249,8 @@ static void dt_row(facet_session *s, int l, int r) {
     size_t DI = (size_t)f->ssm_inner, NH = (size_t)f->ssm_heads;
     size_t CD = DI + 2 * (size_t)(f->ssm_groups * f->ssm_state_size), PW = DI + CD + NH;
     const float *in = s->ssm_xz + r * PW + DI + CD;
-    for (size_t h = 0; h < NH; h++) s->ssm_dtin[r * NH + h] = softplus(in[h] + bias[h]);
+    for (size_t h = 0; h < NH; h++) s->ssm_dtin[r * NH + h] = in[h] + bias[h];
+    facet_ssm_softplus(s->ssm_dtin + r * NH, (int)NH);
     facet_act_row(s->ssm_xz + r * PW, (int)DI, FACET_ACT_SILU);
 }
 

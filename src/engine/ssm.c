@@ -4,6 +4,8 @@
  */
 #include "engine/ssm.h"
 
+#include <math.h>
+
 #include "kernels/cpu/kernels.h"
 
 size_t facet_ssm_conv_work_floats(int K) { return (size_t)(2 * K) * FACET_SSM_CONV_BLOCK; }
@@ -55,4 +57,32 @@ size_t facet_ssm_work_floats(const facet_facts *f) {
         if (ssd > need) need = ssd;
     }
     return (need + 15) / 16 * 16; /* each thread's area 64-byte aligned from the first */
+}
+
+void facet_ssm_softplus(float *x, int n) {
+    enum { B = 64 };
+    for (int i0 = 0; i0 < n; i0 += B) {
+        int w = n - i0 < B ? n - i0 : B;
+        float *restrict v = x + i0;
+        float t[B], e[B], one[B];
+        for (int i = 0; i < w; i++) {
+            t[i] = -fabsf(v[i]); /* -|x|: a zero is -0 (facet_ssm_decays) */
+            one[i] = 1.0f;
+        }
+        facet_ssm_decays(e, t, one, 1, w);
+        for (int i = 0; i < w; i++) {
+            float s = e[i] / (2.0f + e[i]), s2 = s * s;
+            float p = 1.0f / 17.0f;
+            p = p * s2 + 1.0f / 15.0f;
+            p = p * s2 + 1.0f / 13.0f;
+            p = p * s2 + 1.0f / 11.0f;
+            p = p * s2 + 1.0f / 9.0f;
+            p = p * s2 + 1.0f / 7.0f;
+            p = p * s2 + 1.0f / 5.0f;
+            p = p * s2 + 1.0f / 3.0f;
+            p = p * s2 + 1.0f;
+            float pos = v[i] > 0.0f ? v[i] : 0.0f, sp = pos + 2.0f * s * p;
+            v[i] = v[i] > 20.0f ? v[i] : sp;
+        }
+    }
 }

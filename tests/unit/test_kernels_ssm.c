@@ -7,6 +7,8 @@
  * than the matrices; and it is within 1e-5 of a float64 product.
  * facet_ssm_scan16 (ssm_scan.c), Mamba-1's scan step over 16 channels: every path the
  * same bits, within 1e-5 of the float64 recurrence (exp from libm) over 64 steps.
+ * facet_ssm_softplus (engine/ssm.c), the scans' vectorized softplus: within 3e-7 relative
+ * of the float64 log1p(exp(x)) on [-30, 20], x itself past 20 (torch's threshold).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -19,6 +21,7 @@
 #include <cmocka.h>
 
 #include "cpu_paths.h"
+#include "engine/ssm.h"
 #include "kernels/cpu/kernels.h"
 
 static float rnd(uint32_t *s) {
@@ -113,8 +116,25 @@ static void test_scan16(void **state) {
         }
 }
 
+static void test_softplus(void **state) {
+    (void)state;
+    enum { M = 1 << 16 };
+    float *x = malloc(sizeof(float) * M);
+    for (int i = 0; i < M; i++) x[i] = -30.0f + 60.0f * (float)i / M;
+    x[0] = 0.0f, x[1] = -0.0f;
+    facet_ssm_softplus(x, M);
+    for (int i = 0; i < M; i++) {
+        double v = i == 0 || i == 1 ? 0.0 : (double)(-30.0f + 60.0f * (float)i / M);
+        double want = v > 20 ? v : log1p(exp(v));
+        if (!(fabs(x[i] - want) <= 3e-7 * want))
+            fail_msg("softplus(%.7g) = %.9g, want %.9g", v, x[i], want);
+    }
+    free(x);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_gemm_small_bits),
-                                       cmocka_unit_test(test_scan16)};
+                                       cmocka_unit_test(test_scan16),
+                                       cmocka_unit_test(test_softplus)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
