@@ -30,7 +30,8 @@
  *       + exp(l_t) S C_t                                     the carried state S
  *   S  <- exp(l_{L-1}) S + sum_j exp(l_{L-1} - l_j) dt_j x_j B_j^T
  * each a small GEMM (kernels.h facet_gemm_f32_acc: register tiles, FMAs), C B^T once per
- * group of heads and block. A block shorter than FACET_SSD_MIN (a decode step) runs the recurrence
+ * group of heads and block; tasks by heads, each head's arithmetic the same whatever the
+ * thread count. A block shorter than FACET_SSD_MIN (a decode step) runs the recurrence
  * token by token. A prompt prefilled in calls of a multiple of FACET_SSD_L gives the bits
  * of one call; other cuts agree within float rounding (test_engine_mamba: 1e-5), decode
  * steps batched or alone bit for bit.
@@ -45,7 +46,6 @@
 static int mamba2_takes(const facet_facts *f, int l) {
     return l >= 0 && l < FACET_MAX_LAYERS && f->layer_ssm[l] == 2;
 }
-
 
 typedef struct {
     facet_session *s;
