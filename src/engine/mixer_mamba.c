@@ -18,8 +18,11 @@
  * carry the state from one to the next, so a prompt prefilled in chunks gives the bits
  * of one pass, and a sequence's result does not depend on the other sequences of a batch
  * (each channel's arithmetic reads only its own sequence's state and rows).
- * The conv and the scan run in parallel over blocks of channels; the projections are the
- * backend's matmuls.
+ * The conv and the scan run in parallel over blocks of channels, vectorized over the
+ * channels of a block (ssm.h: the conv 64 at a time; the scan 16, its state transposed to
+ * lanes of channels while a chunk runs); the projections are the backend's matmuls.
+ * Mamba-1 has no SSD form (A is per channel and state element, not a scalar per head), so
+ * the scan stays token by token, each chunk's channels in SIMD lanes.
  */
 #include <math.h>
 #include <stdint.h>
@@ -27,6 +30,7 @@
 
 #include "backend/backend.h"
 #include "engine/layer.h"
+#include "engine/ssm.h"
 
 static int mamba_takes(const facet_facts *f, int l) {
     return l >= 0 && l < FACET_MAX_LAYERS && f->layer_ssm[l] == 1;
@@ -45,99 +49,71 @@ size_t facet_mamba_state_floats(const facet_facts *f) {
     return CD * (size_t)(f->ssm_conv_kernel - 1) + DI * N;
 }
 
-static float silu(float v) { return v / (1.0f + expf(-v)); }
-
-/* e[n] = exp(x[n] * dt) for x[n] < 0, dt >= 0 (the scan's decays), written without calls
- * or float selects so the loop vectorizes: the argument is clamped at -87 by its bits (a
- * non-positive float's bits, as int32, grow as it falls), x = k ln2 + r with k = round(x /
- * ln2) (truncating x / ln2 - 0.5 toward zero), e^r by Cephes' expf polynomial, 2^k put
- * in the exponent bits. Within 8.1e-8 relative error of exp on [-87, 0] (measured over
- * 2^20 points); below -87 it returns e^-87 (1.6e-38: a decay that has erased the state). */
-static void decays(float *restrict e, const float *restrict x, float dt, int n_el) {
-    for (int n = 0; n < n_el; n++) {
-        float v = x[n] * dt;
-        int32_t ib;
-        memcpy(&ib, &v, sizeof ib);
-        ib = ib > (int32_t)0xc2ae0000 ? (int32_t)0xc2ae0000 : ib; /* -87.0f */
-        memcpy(&v, &ib, sizeof v);
-        int32_t k = (int32_t)(v * 1.44269504088896341f - 0.5f);
-        float kf = (float)k;
-        float r = v - kf * 0.693359375f - kf * -2.12194440e-4f;
-        float p = 1.9875691500e-4f;
-        p = p * r + 1.3981999507e-3f;
-        p = p * r + 8.3334519073e-3f;
-        p = p * r + 4.1665795894e-2f;
-        p = p * r + 1.6666665459e-1f;
-        p = p * r + 5.0000001201e-1f;
-        p = p * r * r + r + 1.0f;
-        int32_t bits = (k + 127) * (1 << 23);
-        float two_k;
-        memcpy(&two_k, &bits, sizeof two_k);
-        e[n] = p * two_k;
-    }
-}
-
-/* Largest state_size the scan's per-channel A table holds (the table refuses more:
- * verdict "state-space mixer"). */
-#define SCAN_N_MAX 256
-
-/* torch.nn.functional.softplus (beta 1, threshold 20) */
-static float softplus(float v) { return v > 20.0f ? v : log1pf(expf(v)); }
 
 typedef struct {
     facet_session *s;
-    int l, per, phase; /* phase 0: conv; 1: scan */
+    int l, per, phase; /* phase 0: conv; 1: scan; per: channels per task (a multiple of 64) */
 } chan_job;
+
+/* The scan of 16 channels [c0, c0 + cw) of one sequence's entries order[0 .. n), the
+ * lanes over the channels: h (N, 16) transposed from the state and back, per entry and
+ * state element n the decays of the 16 channels, h = e h + dt x B_n, y += h C_n (n in
+ * order: the bits of a channel-by-channel loop). work: 2 * 16 * N floats. */
+static void scan_block(facet_session *s, const facet_layer_weights *L, float *h0, int c0,
+                       int cw, const int *order, int n, float *work) {
+    const facet_facts *f = &s->model->facts;
+    int DI = (int)f->ssm_inner, N = (int)f->ssm_state_size, R = (int)f->ssm_dt_rank;
+    int W = R + 2 * N;
+    enum { V = 16 };
+    float *a = work, *h = a + V * N;
+    for (int c = 0; c < V; c++) /* A = -exp(A_log), h; lanes past cw stay zero */
+        for (int k = 0; k < N; k++) {
+            a[k * V + c] = c < cw ? -expf(L->ssm_a_log[(size_t)(c0 + c) * N + k]) : -1.0f;
+            h[k * V + c] = c < cw ? h0[(size_t)(c0 + c) * N + k] : 0.0f;
+        }
+    float d[V];
+    for (int c = 0; c < V; c++) d[c] = c < cw ? L->ssm_d[c0 + c] : 0.0f;
+    for (int i = 0; i < n; i++) {
+        int r = order[i];
+        const float *B = s->ssm_dbc + (size_t)r * W + R, *C = B + N;
+        const float *dtr = s->ssm_dt + (size_t)r * DI + c0, *xr = s->ssm_xc + (size_t)r * DI + c0;
+        float dt[V], x[V], dx[V], y[V];
+        if (cw == V)
+            for (int c = 0; c < V; c++) dt[c] = dtr[c], x[c] = xr[c];
+        else
+            for (int c = 0; c < V; c++) dt[c] = c < cw ? dtr[c] : 0.0f, x[c] = c < cw ? xr[c] : 0.0f;
+        for (int c = 0; c < V; c++) dx[c] = dt[c] * x[c];
+        facet_ssm_scan16(h, y, a, dt, dx, B, C, N);
+        float *out = s->ssm_xc + (size_t)r * DI + c0;
+        const float *gate = s->ssm_xz + (size_t)r * 2 * DI + DI + c0; /* SiLU(z): softplus_row */
+        for (int c = 0; c < cw; c++) out[c] = (y[c] + x[c] * d[c]) * gate[c];
+    }
+    for (int c = 0; c < cw; c++)
+        for (int k = 0; k < N; k++) h0[(size_t)(c0 + c) * N + k] = h[k * V + c];
+}
 
 /* Channels [c0, c1) of every sequence group of the chunk, entries in position order. */
 static void chan_task(void *ctx, int task, int thread) {
-    (void)thread;
     const chan_job *j = ctx;
     facet_session *s = j->s;
     const facet_facts *f = &s->model->facts;
     const facet_layer_weights *L = &s->model->w.layers[j->l];
-    int DI = (int)f->ssm_inner, K = (int)f->ssm_conv_kernel, N = (int)f->ssm_state_size;
-    int R = (int)f->ssm_dt_rank, W = R + 2 * N;
+    int DI = (int)f->ssm_inner, K = (int)f->ssm_conv_kernel;
     int c0 = task * j->per, c1 = c0 + j->per < DI ? c0 + j->per : DI;
+    float *work = s->ssm_work + facet_ssm_work_floats(f) * (size_t)thread;
+    facet_ssm_conv_io io = {L->ssm_conv_w, L->ssm_conv_b, K, s->ssm_xz, (size_t)2 * DI,
+                            s->ssm_xc, (size_t)DI};
     for (int g = 0; g < s->n_groups; g++) {
-        int first = s->group_row[g];
+        int first = s->group_row[g], n = s->group_len[g];
         const int *order = s->chunk_order + s->chunk_group[first];
         float *state = s->kv.seqs[s->seq_ids[first]].layers[j->l].state;
-        for (int c = c0; c < c1; c++) {
-            if (j->phase == 0) {
-                float *win = state + (size_t)c * (K - 1);
-                const float *w = L->ssm_conv_w + (size_t)c * K;
-                float b = L->ssm_conv_b ? L->ssm_conv_b[c] : 0.0f;
-                for (int i = 0; i < s->group_len[g]; i++) {
-                    int r = order[i];
-                    float xin = s->ssm_xz[(size_t)r * 2 * DI + c];
-                    float acc = b;
-                    for (int k = 0; k < K - 1; k++) acc += w[k] * win[k];
-                    acc += w[K - 1] * xin;
-                    for (int k = 0; k + 1 < K - 1; k++) win[k] = win[k + 1];
-                    if (K > 1) win[K - 2] = xin;
-                    s->ssm_xc[(size_t)r * DI + c] = silu(acc);
-                }
-            } else {
-                float *h = state + (size_t)DI * (K - 1) + (size_t)c * N;
-                const float *A_log = L->ssm_a_log + (size_t)c * N;
-                float a[SCAN_N_MAX]; /* A = -exp(A_log), once per channel and chunk */
-                for (int n = 0; n < N; n++) a[n] = -expf(A_log[n]);
-                for (int i = 0; i < s->group_len[g]; i++) {
-                    int r = order[i];
-                    const float *B = s->ssm_dbc + (size_t)r * W + R, *C = B + N;
-                    float dt = s->ssm_dt[(size_t)r * DI + c];
-                    float x = s->ssm_xc[(size_t)r * DI + c];
-                    float dx = dt * x, y = 0.0f, e[SCAN_N_MAX];
-                    decays(e, a, dt, N);
-                    for (int n = 0; n < N; n++) {
-                        h[n] = e[n] * h[n] + dx * B[n];
-                        y += h[n] * C[n];
-                    }
-                    y += x * L->ssm_d[c];
-                    s->ssm_xc[(size_t)r * DI + c] = y * silu(s->ssm_xz[(size_t)r * 2 * DI + DI + c]);
-                }
-            }
+        int step = j->phase == 0 ? FACET_SSM_CONV_BLOCK : 16;
+        for (int c = c0; c < c1; c += step) {
+            int ce = c + step < c1 ? c + step : c1;
+            if (j->phase == 0)
+                facet_ssm_conv_block(&io, state, order, n, c, ce, work);
+            else
+                scan_block(s, L, state + (size_t)DI * (K - 1), c, ce - c, order, n, work);
         }
     }
 }
@@ -146,18 +122,20 @@ static void run_channels(facet_session *s, int l, int phase) {
     facet_backend *be = s->be;
     int DI = (int)s->model->facts.ssm_inner;
     int tasks = be->ops->threads(be) * 4;
-    int per = (DI + tasks - 1) / tasks;
-    if (per < 16) per = 16;
+    int blocks = (DI + FACET_SSM_CONV_BLOCK - 1) / FACET_SSM_CONV_BLOCK;
+    int per = ((blocks + tasks - 1) / tasks) * FACET_SSM_CONV_BLOCK;
     chan_job j = {s, l, per, phase};
     be->ops->run(be, (DI + per - 1) / per, chan_task, &j);
 }
 
-/* dt of entry r: softplus over its DI values (dt_proj's bias is in the matmul). */
+/* dt of entry r: softplus over its DI values (vectorized, ssm.h) (dt_proj's bias is in the matmul); its gate
+ * z = SiLU(z) in place (vectorized; read only by the scan). */
 static void softplus_row(facet_session *s, int l, int r) {
     (void)l;
     size_t DI = (size_t)s->model->facts.ssm_inner;
     float *dt = s->ssm_dt + r * DI;
-    for (size_t c = 0; c < DI; c++) dt[c] = softplus(dt[c]);
+    facet_ssm_softplus(dt, (int)DI);
+    facet_act_row(s->ssm_xz + r * 2 * DI + DI, (int)DI, FACET_ACT_SILU);
 }
 
 /* v[0..n) = v / sqrt(mean(v^2) + eps) * w (Jamba's JambaRMSNorm) */

@@ -179,6 +179,8 @@ struct facet_session {
     float *ssm_dbc;                /* (R, R_dt + 2N) x_proj: dt, B, C                  */
     float *ssm_dtin;               /* (R, R_dt) dt_proj's input (x_proj's dt columns)   */
     float *ssm_dt;                 /* (R, DI) softplus(dt_proj(dt))                    */
+    float *ssm_work;               /* (threads x facet_ssm_work_floats) each thread's
+                                      conv / scan work area (ssm.h), rows-independent  */
     /* latent-attention layers (mixer_mla.c; 0 rows without one): q holds (R, nh (dn +
      * dr)) queries, k (R, C + dr) kv_a_proj's rows, att_out (R, nh dv) */
     float *mla_q_a;                /* (R, QL) q_a_proj's output                        */

@@ -10,6 +10,7 @@
 #include "engine/layer.h"
 #include "engine/model_internal.h"
 #include "engine/session_par.h"
+#include "engine/ssm.h"
 #include "model/weights_policy.h"
 #include "parallel/par.h"
 #include "util/error.h"
@@ -139,7 +140,7 @@ typedef struct {
     size_t fixed;                  /* elements beyond rows * per_row                   */
 } scratch_buf;
 
-enum { SCRATCH_BUFS = 38 }; /* the buffers and the NULL that ends them */
+enum { SCRATCH_BUFS = 39 }; /* the buffers and the NULL that ends them */
 
 static void scratch_table(facet_session *s, scratch_buf *t) {
     const facet_facts *f = &s->model->facts;
@@ -176,6 +177,8 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
         XZ = DI + CD + (size_t)f->ssm_heads, XC = CD, DBC = DI, RDT = (size_t)f->ssm_heads;
         DT = 0;
     }
+    /* the SSM work area is per thread (the backend exists before any scratch) */
+    size_t thr = s->be ? (size_t)s->be->ops->threads(s->be) : 0;
     if (ssm && f->ssm_version == 3) /* LFM2's short conv: xz B, C, x (3 H), xc y (H) */
         XZ = 3 * DI, XC = DI, DBC = RDT = DT = 0;
     if (ssm && f->ssm_version == 4) { /* Qwen3-Next (mixer_gated_delta.c): xz qkvz, dtin ba,
@@ -204,6 +207,7 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
         {(void **)&s->ssm_xz, XZ, F, 0},     {(void **)&s->ssm_xc, XC, F, 0},
         {(void **)&s->ssm_dbc, DBC, F, 0},   {(void **)&s->ssm_dtin, RDT, F, 0},
         {(void **)&s->ssm_dt, DT, F, 0},
+        {(void **)&s->ssm_work, 0, F, facet_ssm_work_floats(f) * (size_t)thr},
         {(void **)&s->mla_q_a, QL, F, 0},    {(void **)&s->mla_work, MW, F, 0},
         {(void **)&s->mla_blk, 0, F, mla && s->be ? MB : 0},
         {(void **)&s->par_x, s->par && facet_par_pp() > 1 && facet_par_stage() == 0 ? H : 0, F, 0},
@@ -230,6 +234,7 @@ void facet_session_free(facet_session *s) {
     free(s->seq_added);
     free_scratch(s); /* before the backend: its table asks the thread count */
     if (s->be) s->be->ops->free(s->be);
+    s->be = NULL;
     free(s->mixers);
     free(s->ffns);
     free(s);

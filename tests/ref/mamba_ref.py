@@ -18,8 +18,9 @@ recurrence one token at a time, as transformers' decode path does:
   x = x + out                                        (residual in float32/float64)
   logits = RMSNorm(x) * norm_f  W_lm^T               (lm_head tied to embeddings by default)
 
-Command line: mamba_ref.py write CONFIG.json OUT_DIR [--dtype f32|bf16] [--seed S]
-writes config.json (shrunk with shrink()) and model.safetensors.
+Command line: mamba_ref.py write CONFIG.json OUT_DIR [--dtype f32|bf16] [--seed S] [--full]
+writes config.json (shrunk with shrink(), or as given with --full: the full-size shapes
+of bench/RESULTS.md) and model.safetensors.
 """
 
 import argparse
@@ -331,6 +332,7 @@ def main(argv=None):
     ap.add_argument("out")
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--full", action="store_true", help="write CONFIG.json's shape unshrunk")
     a = ap.parse_args(argv)
     if a.config == "mamba2-codestral":
         write(shrink2(MAMBA2_CODESTRAL), a.out, a.dtype, a.seed)
@@ -340,7 +342,7 @@ def main(argv=None):
     else:
         with open(a.config) as fp:
             cfg = json.load(fp)
-    write(shrink(cfg), a.out, a.dtype, a.seed)
+    write(cfg if a.full else shrink(cfg), a.out, a.dtype, a.seed)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
 /*
  * seq_invariance.h — the sequence invariances of a recurrent or hybrid checkpoint through
  * the public API, shared by test_engine_mamba.c and test_engine_hybrid.c (each includes it
- * once, writes its checkpoints under `dir` in its setup). A sequence's logits must be bit
- * for bit the same prefilled alone in one batch, or in a chunk of 7 then one token at a
- * time; interleaved entry by entry with two other sequences; decoded in a batch of three
- * or alone; for a 600-token prompt, in one call or in pieces of 97. A reset starts the
- * state from zero, a cut back to a nonzero length is refused, a release frees the state.
+ * once, writes its checkpoints under `dir` in its setup). A sequence's logits must be the
+ * same prefilled alone in one batch, or in a chunk of 7 then one token at a time;
+ * interleaved entry by entry with two other sequences; for a 600-token prompt, in one call
+ * or in pieces of 97 — within ROWS_TOL of the largest logit of the row, since Mamba-2's
+ * scan runs in SSD blocks cut where the call cuts (mixer_mamba2.c), a decode step token by
+ * token — and bit for bit decoded in a batch of three or alone (each prefilled in the
+ * same calls), or prefilled again after a reset. A reset starts the state from zero, a cut back to a nonzero length is refused,
+ * a release frees the state.
  */
 #ifndef FACET_TEST_SEQ_INVARIANCE_H
 #define FACET_TEST_SEQ_INVARIANCE_H
@@ -31,6 +34,29 @@ static int teardown(void **state) {
 enum { NSEQ = 3 };
 static const int len[NSEQ] = {30, 9, 20};
 static const int first[NSEQ] = {21, 1, 13};
+
+/* rows a and b (V logits each) agree within cuts_tol (ROWS_TOL unless a test sets it) of
+ * b's largest magnitude */
+#define ROWS_TOL 1e-5
+static double cuts_tol = ROWS_TOL;
+static double worst_rel; /* the largest such difference seen, printed at the end */
+static int cuts_exact;    /* set: bit for bit (a model without Mamba-2 layers)       */
+static int rows_close(const float *a, const float *b, int rows) {
+    if (cuts_exact) return !memcmp(a, b, sizeof(float) * V * (size_t)rows);
+    for (int r = 0; r < rows; r++) {
+        double big = 0, diff = 0;
+        for (int i = 0; i < V; i++) {
+            double m = b[(size_t)r * V + i] < 0 ? -b[(size_t)r * V + i] : b[(size_t)r * V + i];
+            double d = (double)a[(size_t)r * V + i] - b[(size_t)r * V + i];
+            if (m > big) big = m;
+            if (d < 0) d = -d;
+            if (d > diff) diff = d;
+        }
+        if (big > 0 && diff / big > worst_rel) worst_rel = diff / big;
+        if (!(diff <= cuts_tol * big)) return 0;
+    }
+    return 1;
+}
 
 static int32_t tok(int seq, int i) { return (int32_t)(3 + (seq * 131 + i * 37 + i * i) % 500); }
 
@@ -95,11 +121,11 @@ static void run_model(const char *name, facet_weight_format wf, uint64_t state_b
         facet_session *ss = session(m, 1, 64);
         for (int i = 0; i < 7; i++) t[i] = tok(0, i);
         forward(ss, 7, t, q, out);
-        assert_memory_equal(out, alone[0], sizeof(float) * V * 7);
+        if (!rows_close(out, alone[0], 7)) fail_msg("%s: a chunk of 7 differs from the prefill", name);
         for (int i = 7; i < len[0]; i++) {
             t[0] = tok(0, i);
             forward(ss, 1, t, q, out);
-            if (memcmp(out, alone[0] + (size_t)i * V, sizeof(float) * V))
+            if (!rows_close(out, alone[0] + (size_t)i * V, 1))
                 fail_msg("%s: decode of position %d differs from the prefill", name, i);
         }
         /* a state cannot be cut back to a nonzero length */
@@ -113,10 +139,10 @@ static void run_model(const char *name, facet_weight_format wf, uint64_t state_b
         /* cut to 0 is a reset; release frees the state and the next use starts afresh */
         assert_int_equal(facet_seq_truncate(ss, 0, 0, &err), FACET_OK);
         forward(ss, 3, t, q, out);
-        assert_memory_equal(out, alone[0], sizeof(float) * V * 3);
+        if (!rows_close(out, alone[0], 3)) fail_msg("%s: 3 tokens after a cut to 0", name);
         assert_int_equal(facet_seq_release(ss, 0, &err), FACET_OK);
         forward(ss, 3, t, q, out);
-        assert_memory_equal(out, alone[0], sizeof(float) * V * 3);
+        if (!rows_close(out, alone[0], 3)) fail_msg("%s: 3 tokens after a release", name);
         facet_session_free(ss);
     }
     { /* interleaved: entry k of a batch is sequence k % 3's next token while it has one */
@@ -138,12 +164,12 @@ static void run_model(const char *name, facet_weight_format wf, uint64_t state_b
             }
             forward(ss, n, t, q, out);
             for (int k = 0; k < n; k++)
-                if (memcmp(out + (size_t)k * V, alone[q[k]] + (size_t)pos[k] * V,
-                           sizeof(float) * V))
+                if (!rows_close(out + (size_t)k * V, alone[q[k]] + (size_t)pos[k] * V, 1))
                     fail_msg("%s: batch %d entry %d (sequence %d position %d) differs from "
                              "the sequence alone", name, b, k, q[k], pos[k]);
         }
-        /* batched decode steps: one token of each sequence per step */
+        /* batched decode steps: one token of each sequence per step, against each alone
+         * prefilled in the same two calls (the same state, bit for bit) */
         facet_session *solo[NSEQ];
         for (int s = 0; s < NSEQ; s++) {
             solo[s] = session(m, 1, 64);
@@ -151,7 +177,8 @@ static void run_model(const char *name, facet_weight_format wf, uint64_t state_b
                 t[i] = tok(s, i);
                 q[i] = 0;
             }
-            forward(solo[s], len[s], t, q, out);
+            forward(solo[s], first[s], t, q, out);
+            forward(solo[s], len[s] - first[s], t + first[s], q, out);
         }
         float *one = malloc(sizeof(float) * V);
         for (int step = 0; step < 8; step++) {
@@ -186,11 +213,14 @@ static void run_model(const char *name, facet_weight_format wf, uint64_t state_b
             forward(ss, N_LONG - i < 97 ? N_LONG - i : 97, t + i, q, pieces + (size_t)i * V);
         facet_session_free(ss);
         for (int i = 0; i < N_LONG; i++)
-            if (memcmp(out + (size_t)i * V, pieces + (size_t)i * V, sizeof(float) * V))
+            if (!rows_close(pieces + (size_t)i * V, out + (size_t)i * V, 1))
                 fail_msg("%s: position %d of a 600-token prompt differs between one call "
                          "and pieces of 97", name, i);
         free(pieces);
     }
+    printf("%s: largest difference between cuts %.3g of the row's largest logit\n", name,
+           worst_rel);
+    worst_rel = 0;
     for (int s = 0; s < NSEQ; s++) free(alone[s]);
     free(out);
     free(t);

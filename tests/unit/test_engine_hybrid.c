@@ -4,8 +4,9 @@
  * shared MLP), LFM2 (short conv + attention) and Nemotron-H (Mamba-2, attention, MLP-only
  * layers) checkpoints written by tests/ref/hybrid_ref.py, and Falcon-H1 (attention and
  * Mamba-2 in parallel on every layer: KV rows and a state in one layer) by
- * tests/ref/falcon_h1_ref.py: the invariances of
- * seq_invariance.h bit for bit, and the plan's weight and state bytes equal to what the
+ * tests/ref/falcon_h1_ref.py: the invariances of seq_invariance.h (bit for bit for LFM2;
+ * within 1e-5 where Mamba-2's SSD blocks are cut differently), and the plan's weight and
+ * state bytes equal to what the
  * engine holds. Values against float64: tests/e2e/test_reference_hybrid.py.
  */
 #include <setjmp.h>
@@ -63,12 +64,21 @@ static void test_granite_hybrid(void **state) {
 
 static void test_lfm2(void **state) {
     (void)state;
+    cuts_exact = 1;
     run_model("lfm2", FACET_WEIGHTS_F32, LFM2_STATE, KV_NONZERO);
+    cuts_exact = 0;
 }
 
 static void test_nemotron_h(void **state) {
     (void)state;
+    run_model("nemotron", FACET_WEIGHTS_F32, NEMOTRON_STATE, KV_NONZERO);
+    /* int8 weights: the matmul quantizes its input per block of 32 (matmul_q8.c), so the
+     * SSD's float rounding between cuts can move an activation across a rounding step
+     * (seen: 0.86% of the largest logit over the 600-token prompt with one summation
+     * order of the SSD, 2.9e-7 with another); the bit for bit invariances hold as in F32 */
+    cuts_tol = 2e-2;
     run_model("nemotron", FACET_WEIGHTS_INT8, NEMOTRON_STATE, KV_NONZERO);
+    cuts_tol = ROWS_TOL;
 }
 
 static void test_falcon_h1(void **state) {

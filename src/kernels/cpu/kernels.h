@@ -473,6 +473,21 @@ float facet_dot_f32(const float *a, const float *b, int n);
 /* y[i] = fma(a, x[i], y[i]) for i < n (one rounding per element, every path). */
 void facet_axpy_f32(float *y, float a, const float *x, int n);
 
+/* C (m, n) += A (m, k) B (k, n), row-major with leading dimensions lda, ldb, ldc (floats),
+ * in the calling thread (gemm_small.c; the blocks of Mamba-2's SSD scan): each element
+ * C[i][j] = fma(A[i][p], B[p][j], C[i][j]) for p = 0 .. k - 1 in order on every path, so
+ * its bits do not depend on m, n or the tiling. Nothing for m, n or k <= 0. */
+void facet_gemm_f32_acc(int m, int n, int k, const float *A, size_t lda, const float *B,
+                        size_t ldb, float *C, size_t ldc);
+
+/* One token of Mamba-1's selective scan over 16 channels in lanes (ssm_scan.c): for state
+ * element n = 0 .. N-1 in order, e = exp(a[n][c] dt[c]) (a <= 0, dt >= 0; Cephes' expf
+ * polynomial, within 8.1e-8 of exp, e^-87 below -87), h[n][c] = e h[n][c] + dx[c] B[n],
+ * y[c] = sum_n h[n][c] C[n]. h, a: (N, 16); dt, dx, y: 16; B, C: N. Each value rounded on
+ * its own (no fused multiply-add), the same bits on every path. */
+void facet_ssm_scan16(float *h, float *y, const float *a, const float *dt, const float *dx,
+                      const float *B, const float *C, int N);
+
 /* LayerNorm over one row of n (norm_act.c): y = (x - mean) / sqrt(var + eps) * w + b,
  * mean and (biased) variance in double; w or b NULL: 1 / 0. y may alias x. */
 void facet_layernorm(float *y, const float *x, const float *w, const float *b, int n, double eps);
