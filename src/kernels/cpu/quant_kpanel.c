@@ -13,7 +13,8 @@
 
 enum { P = FACET_KPANEL_ROWS, Q4P = 16 * 144, Q6P = 16 * 210 };
 enum { Q4_D = 0, Q4_DMIN = 32, Q4_S = 64, Q4_QS = 256 };
-enum { Q6_D = 0, Q6_SC = 32, Q6_QL = 288, Q6_QH = 288 + 2048 };
+/* Q6_K: group g's two low-nibble chunks and its high-bit chunk are 192 bytes together */
+enum { Q6_D = 0, Q6_SC = 32, Q6_QL = 288, Q6_QH = 288 + 128, Q6_G = 192 };
 
 int facet_kpanel_fits(int t, int rows, int cols) {
     return (t == FACET_QT_Q4_K || t == FACET_QT_Q6_K) && rows > 0 && cols > 0 && rows % P == 0 &&
@@ -84,21 +85,21 @@ static void pack_q6k(const kq_q6_K *const *blk, uint8_t *p) {
         for (int g = 0; g < 16; g++)
             for (int e = 0; e < 4; e++) {
                 for (int h = 0; h < 2; h++)
-                    p[Q6_QL + (2 * g + h) * 64 + 4 * l + e] =
+                    p[Q6_QL + g * Q6_G + h * 64 + 4 * l + e] =
                         (uint8_t)((q6k_code(blk[l], 16 * g + 4 * h + e) & 0xF) |
                                   (q6k_code(blk[l], 16 * g + 8 + 4 * h + e) & 0xF) << 4);
                 int hb = 0;
                 for (int k = 0; k < 4; k++) hb |= (q6k_code(blk[l], 16 * g + 4 * k + e) >> 4) << (2 * k);
-                p[Q6_QH + g * 64 + 4 * l + e] = (uint8_t)hb;
+                p[Q6_QH + g * Q6_G + 4 * l + e] = (uint8_t)hb;
             }
     }
 }
 
 static int q6_panel_code(const uint8_t *p, int l, int e) {
     int g = e / 16, k = (e % 16) / 4, i = e % 4; /* quad k of group g */
-    uint8_t lo = p[Q6_QL + (2 * g + (k & 1)) * 64 + 4 * l + i];
+    uint8_t lo = p[Q6_QL + g * Q6_G + (k & 1) * 64 + 4 * l + i];
     int low = k < 2 ? lo & 0xF : lo >> 4;
-    return low | ((p[Q6_QH + g * 64 + 4 * l + i] >> (2 * k)) & 3) << 4;
+    return low | ((p[Q6_QH + g * Q6_G + 4 * l + i] >> (2 * k)) & 3) << 4;
 }
 
 static void unpack_q6k(const uint8_t *p, int l, kq_q6_K *b) {

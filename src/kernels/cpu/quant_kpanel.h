@@ -17,10 +17,12 @@
  *          chunk 4j + i (sub-block j < 8, i < 4) byte 4l + e holding row l's code of
  *          element 32j + 4i + e in its low nibble and of 32j + 16 + 4i + e in its high one.
  *   Q6_K (3360 B): f16 d[16]; int8 scales [8][16][2] (pair p of row l: scales 2p, 2p+1);
- *          32 chunks of low nibbles, chunk 2g + h (group g < 16 of 16 elements, h < 2)
- *          byte 4l + e: low 4 bits of element 16g + 4h + e | those of 16g + 8 + 4h + e
- *          << 4; then 16 chunks of high bits, chunk g byte 4l + e: the 2 high bits of
- *          elements 16g + e, 16g + 4 + e, 16g + 8 + e, 16g + 12 + e at bits 0, 2, 4, 6.
+ *          then per group g < 16 of 16 elements 3 chunks of 64 bytes (one stream: split
+ *          into a low-nibble and a high-bit region, the second stream missed the
+ *          prefetcher and decode from memory ran at a quarter of the speed): chunk h < 2
+ *          byte 4l + e holds the low 4 bits of element 16g + 4h + e | those of
+ *          16g + 8 + 4h + e << 4, chunk 2 byte 4l + e the 2 high bits of elements
+ *          16g + e, 16g + 4 + e, 16g + 8 + e, 16g + 12 + e at bits 0, 2, 4, 6.
  * (Element order as quant.h / quant_k.c define the blocks.)
  *
  * Arithmetic (every path, bit for bit): per output row, input row and superblock the

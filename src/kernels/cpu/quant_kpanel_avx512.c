@@ -29,6 +29,11 @@
 static const uint8_t sel_byte[4][64] __attribute__((aligned(64))) = {SEL(0), SEL(1), SEL(2), SEL(3)};
 static const uint8_t pair_byte[4][64] __attribute__((aligned(64))) = {PAIR(0), PAIR(1), PAIR(2), PAIR(3)};
 
+/* Software prefetch distance: two superblocks of the panel ahead (the hardware prefetcher
+ * alone left a decode sweep from memory ~10-40% slower than the row dots'). */
+#define KP_AHEAD4 (2 * 16 * 144)
+#define KP_AHEAD6 (2 * 16 * 210)
+
 FACET_INLINE FACET_TGT_AVX512VNNI __m512i ldt(const void *table) { return _mm512_load_si512(table); }
 
 /* 4 int8 activations (or 2 int16) broadcast to every lane */
@@ -57,6 +62,7 @@ FACET_INLINE FACET_TGT_AVX512VNNI void q4k_panel(int n, const int NT, float *s, 
         const __m512i mlo = _mm512_and_si512(u1, c3f);
         const __m512i mhi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), c0f),
                                             _mm512_and_si512(_mm512_srli_epi32(u1, 2), c30));
+        for (int c = 0; c < 256; c += 64) _mm_prefetch((const char *)(p + c + KP_AHEAD4), _MM_HINT_T0);
         __m512i tot[FACET_QDOTX_MAX];
 #pragma GCC unroll 8
         for (int t = 0; t < NT; t++) tot[t] = _mm512_setzero_si512();
@@ -65,6 +71,7 @@ FACET_INLINE FACET_TGT_AVX512VNNI void q4k_panel(int n, const int NT, float *s, 
             const __m512i scj = _mm512_shuffle_epi8(j < 4 ? sclo : schi, ldt(sel_byte[j & 3]));
             __m512i w[8];
             for (int i = 0; i < 4; i++) {
+                _mm_prefetch((const char *)(qs + 64 * i + KP_AHEAD4), _MM_HINT_T0);
                 __m512i c = _mm512_loadu_si512(qs + 64 * i);
                 w[i] = _mm512_and_si512(c, m4);
                 w[4 + i] = _mm512_and_si512(_mm512_srli_epi16(c, 4), m4);
@@ -111,13 +118,15 @@ FACET_INLINE FACET_TGT_AVX512VNNI void q6k_panel(int n, const int NT, float *s, 
         __m512i tot[FACET_QDOTX_MAX];
 #pragma GCC unroll 8
         for (int t = 0; t < NT; t++) tot[t] = _mm512_setzero_si512();
-        const uint8_t *ql = p + 288, *qh = p + 288 + 2048;
-        for (int g = 0; g < 16; g++, ql += 128, qh += 64) {
+        for (int c = 0; c < 288; c += 64) _mm_prefetch((const char *)(p + c + KP_AHEAD6), _MM_HINT_T0);
+        const uint8_t *ql = p + 288; /* per group: 2 chunks of low nibbles, 1 of high bits */
+        for (int g = 0; g < 16; g++, ql += 192) {
+            for (int c = 0; c < 192; c += 64) _mm_prefetch((const char *)(ql + c + KP_AHEAD6), _MM_HINT_T0);
             /* dword l: row l's scales 2p, 2p + 1 as int16; group g's as int32 */
             const __m512i pr = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p + 32 + 32 * (g / 2))));
             const __m512i scg = g & 1 ? _mm512_srai_epi32(pr, 16) : _mm512_srai_epi32(_mm512_slli_epi32(pr, 16), 16);
             const __m512i c0 = _mm512_loadu_si512(ql), c1 = _mm512_loadu_si512(ql + 64);
-            const __m512i h = _mm512_loadu_si512(qh);
+            const __m512i h = _mm512_loadu_si512(ql + 128);
             /* quad k of the group: 4 low bits | 2 high bits << 4 (values 0..63) */
             __m512i w[4];
             w[0] = _mm512_ternarylogic_epi64(_mm512_and_si512(_mm512_slli_epi16(h, 4), m30), c0, m4, 0xF8);
