@@ -27,12 +27,6 @@ static int q4k_code(const kq_q4_K *b, int e) {
     return t < 32 ? b->qs[32 * c + t] & 0xF : b->qs[32 * c + t - 32] >> 4;
 }
 
-static int q6k_code(const kq_q6_K *b, int e) {
-    int h = e / 128, k = (e % 128) / 32, t = e % 32;
-    int l = b->ql[64 * h + t + 32 * (k & 1)];
-    return (k < 2 ? l & 0xF : l >> 4) | ((b->qh[32 * h + t] >> (2 * k)) & 3) << 4;
-}
-
 static void q4k_set(kq_q4_K *b, int e, int q) {
     int c = e / 64, t = e % 64;
     if (t < 32) b->qs[32 * c + t] = (uint8_t)((b->qs[32 * c + t] & 0xF0) | q);
@@ -47,18 +41,26 @@ static void q6k_set(kq_q6_K *b, int e, int q) {
     *hb = (uint8_t)((*hb & ~(3 << (2 * k))) | ((q >> 4) & 3) << (2 * k));
 }
 
-/* one superblock of 16 rows (blk[l] = row l's block) into panel bytes p */
+/* one superblock of 16 rows (blk[l] = row l's block) into panel bytes p. Sub-block j's
+ * 32 elements are the low (j even) or high (j odd) nibbles of qs[32 (j / 2) ..][0..32). */
 static void pack_q4k(const kq_q4_K *const *blk, uint8_t *p) {
     for (int l = 0; l < P; l++) {
-        memcpy(p + Q4_D + 2 * l, &blk[l]->d, 2);
-        memcpy(p + Q4_DMIN + 2 * l, &blk[l]->dmin, 2);
-        for (int w = 0; w < 3; w++) memcpy(p + Q4_S + 64 * w + 4 * l, blk[l]->scales + 4 * w, 4);
-        for (int j = 0; j < 8; j++)
-            for (int i = 0; i < 4; i++)
-                for (int e = 0; e < 4; e++)
-                    p[Q4_QS + (4 * j + i) * 64 + 4 * l + e] =
-                        (uint8_t)(q4k_code(blk[l], 32 * j + 4 * i + e) |
-                                  q4k_code(blk[l], 32 * j + 16 + 4 * i + e) << 4);
+        const kq_q4_K *b = blk[l];
+        memcpy(p + Q4_D + 2 * l, &b->d, 2);
+        memcpy(p + Q4_DMIN + 2 * l, &b->dmin, 2);
+        for (int w = 0; w < 3; w++) memcpy(p + Q4_S + 64 * w + 4 * l, b->scales + 4 * w, 4);
+        for (int j = 0; j < 8; j++) { /* 4 bytes at a time */
+            const uint8_t *q = b->qs + 32 * (j / 2);
+            int sh = 4 * (j & 1);
+            uint8_t *dst = p + Q4_QS + 4 * j * 64 + 4 * l;
+            for (int i = 0; i < 4; i++) {
+                uint32_t a, c;
+                memcpy(&a, q + 4 * i, 4);
+                memcpy(&c, q + 16 + 4 * i, 4);
+                uint32_t v = ((a >> sh) & 0x0F0F0F0Fu) | ((c >> sh) & 0x0F0F0F0Fu) << 4;
+                memcpy(dst + 64 * i, &v, 4);
+            }
+        }
     }
 }
 
@@ -77,21 +79,33 @@ static void unpack_q4k(const uint8_t *p, int l, kq_q4_K *b) {
 
 static void pack_q6k(const kq_q6_K *const *blk, uint8_t *p) {
     for (int l = 0; l < P; l++) {
-        memcpy(p + Q6_D + 2 * l, &blk[l]->d, 2);
+        const kq_q6_K *b = blk[l];
+        memcpy(p + Q6_D + 2 * l, &b->d, 2);
         for (int pp = 0; pp < 8; pp++) {
-            p[Q6_SC + 32 * pp + 2 * l] = (uint8_t)blk[l]->scales[2 * pp];
-            p[Q6_SC + 32 * pp + 2 * l + 1] = (uint8_t)blk[l]->scales[2 * pp + 1];
+            p[Q6_SC + 32 * pp + 2 * l] = (uint8_t)b->scales[2 * pp];
+            p[Q6_SC + 32 * pp + 2 * l + 1] = (uint8_t)b->scales[2 * pp + 1];
         }
-        for (int g = 0; g < 16; g++)
-            for (int e = 0; e < 4; e++) {
-                for (int h = 0; h < 2; h++)
-                    p[Q6_QL + g * Q6_G + h * 64 + 4 * l + e] =
-                        (uint8_t)((q6k_code(blk[l], 16 * g + 4 * h + e) & 0xF) |
-                                  (q6k_code(blk[l], 16 * g + 8 + 4 * h + e) & 0xF) << 4);
-                int hb = 0;
-                for (int k = 0; k < 4; k++) hb |= (q6k_code(blk[l], 16 * g + 4 * k + e) >> 4) << (2 * k);
-                p[Q6_QH + g * Q6_G + 4 * l + e] = (uint8_t)hb;
+        uint32_t q[64]; /* the 256 codes (0..63), 4 a word, in element order */
+        for (int h = 0; h < 2; h++) /* quant_k.c facet_kq_unpack_q6_K's order */
+            for (int k = 0; k < 4; k++)
+                for (int t = 0; t < 32; t += 4) {
+                    uint32_t lo, hi;
+                    memcpy(&lo, b->ql + 64 * h + t + 32 * (k & 1), 4);
+                    memcpy(&hi, b->qh + 32 * h + t, 4);
+                    q[(128 * h + 32 * k + t) / 4] =
+                        ((k < 2 ? lo : lo >> 4) & 0x0F0F0F0Fu) | ((hi >> (2 * k)) & 0x03030303u) << 4;
+                }
+        for (int g = 0; g < 16; g++) {
+            uint8_t *dst = p + Q6_QL + g * Q6_G + 4 * l;
+            const uint32_t *v = q + 4 * g; /* the group's 4 quads */
+            for (int h = 0; h < 2; h++) {
+                uint32_t w = (v[h] & 0x0F0F0F0Fu) | (v[2 + h] & 0x0F0F0F0Fu) << 4;
+                memcpy(dst + 64 * h, &w, 4);
             }
+            uint32_t w = ((v[0] >> 4) & 0x03030303u) | ((v[1] >> 4) & 0x03030303u) << 2 |
+                         ((v[2] >> 4) & 0x03030303u) << 4 | ((v[3] >> 4) & 0x03030303u) << 6;
+            memcpy(dst + 128, &w, 4);
+        }
     }
 }
 
