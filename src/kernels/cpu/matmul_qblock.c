@@ -12,6 +12,9 @@
  * the tiles: the single-row dot straight into Y, the bias added after (the same sum).
  * Matrices of different block types whose dots read the same activation blocks (a
  * Q4_K_M layer's Q4_K q/k and Q6_K v) share one sweep: one quantization, one pool run.
+ * A Q4_K / Q6_K matrix in K panels (packed 2, quant_kpanel.h) runs its panel kernel
+ * instead, 16 weight rows x up to QX_TILE input rows a call, for decode and prefill alike
+ * (so its rows too give the same values whatever n_rows); its tasks are whole panels.
  */
 #include <math.h>
 #include <pthread.h>
