@@ -241,6 +241,7 @@ static facet_status block_mat(wload *ld, const char *name, const st_tensor *t, i
                               : facet_wtensor_repack_blocks(wt, f, to, (int)rows, (int)cols, src,
                                                             ld->arena, err);
     if (st != FACET_OK) return name_tensor(name, st, err);
+    if (to == f && facet_gguf_kpanels()) facet_wtensor_kpanel(wt);
     return record(ld, name, KIND_MATRIX, wt, wt->data, facet_wtensor_bytes(wt), err);
 }
 
@@ -551,6 +552,7 @@ static facet_status load_experts3d(wload *ld, const facet_tensor_row *row, const
                                                       ld->arena, err)
                                : facet_wtensor_repack_blocks(wt, fmt, to, (int)parts[i], (int)d1,
                                                              src, ld->arena, err);
+                if (st == FACET_OK && to == fmt && facet_gguf_kpanels()) facet_wtensor_kpanel(wt);
                 if (st != FACET_OK) st = name_tensor(part, st, err);
                 else st = record(ld, part, KIND_MATRIX, wt, wt->data, facet_wtensor_bytes(wt), err);
             } else {

@@ -1,6 +1,8 @@
 /* weights_policy.c — the checkpoint's own precision for `--weights auto`. */
 #include "model/weights_policy.h"
 
+#include "kernels/cpu/cpu_features.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +44,13 @@ facet_wformat facet_gguf_block_format(facet_wformat f) {
     const char *keep = getenv("FACET_GGUF_BLOCKS");
     if (keep && !strcmp(keep, "1")) return f;
     return f == FACET_WF_GGUF_Q4_0 ? FACET_WF_Q4 : f == FACET_WF_GGUF_Q8_0 ? FACET_WF_Q8 : f;
+}
+
+int facet_gguf_kpanels(void) {
+    const char *keep = getenv("FACET_GGUF_BLOCKS");
+    if (keep && !strcmp(keep, "1")) return 0;
+    const facet_cpu_info *c = facet_cpu();
+    return c->level >= FACET_CPU_AVX512 && c->avx512_vnni;
 }
 
 const char *facet_weight_format_name(facet_weight_format f) {

@@ -39,6 +39,12 @@ facet_kv_type facet_auto_kv(facet_weight_format w);
 #include "kernels/cpu/kernels.h"
 facet_wformat facet_gguf_block_format(facet_wformat f);
 
+/* Nonzero when a GGUF Q4_K / Q6_K matrix kept in its type is repacked into panels of 16
+ * rows (kernels.h facet_wtensor_kpanel: the same bytes; the panel kernels prefill ~2x
+ * faster than the row dots): on a CPU with AVX-512 VNNI (as facet_cpu() sees it, so
+ * FACET_CPU=avx2 keeps the blocks), unless FACET_GGUF_BLOCKS=1. */
+int facet_gguf_kpanels(void);
+
 /* Bytes of one KV cache element: 4 for f32, 2 for bf16 / f16 (AUTO: 2). */
 size_t facet_kv_type_bytes(facet_kv_type t);
 

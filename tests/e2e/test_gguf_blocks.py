@@ -24,8 +24,10 @@ Greedy: identical up to the first step where llama.cpp's top-2 margin is below 0
 (issue 18's rule for quantized types), and past it by teacher forcing: facet fed the
 prompt and llama.cpp's greedy ids must pick llama.cpp's id at every step whose margin is
 at least 0.1. Q4_0 and Q8_0 matrices are repacked exactly into facet's q4 / int8 panels
-by default (facet quantizes activations its own way there) and run in their blocks with
-FACET_GGUF_BLOCKS=1; both are tested. Each file on every kernel path (FACET_CPU=avx512, avx2, scalar). Logits
+by default (facet quantizes activations its own way there), and on a CPU with AVX-512 VNNI
+Q4_K and Q6_K matrices into panels of 16 rows (the same blocks' bytes reordered,
+kernels/cpu/quant_kpanel.h); all run in their blocks with FACET_GGUF_BLOCKS=1; both are
+tested. Each file on every kernel path (FACET_CPU=avx512, avx2, scalar). Logits
 with 1 and 2 threads are bit-identical (every output is one dot of
 its weight row with its activation row, whatever the split). Skips loudly without the
 corpus; tests/data/gguf holds qwen3-Q4_0 so a clone without ../shared still runs it.
@@ -96,7 +98,7 @@ def expected(corpus, name):
 
 
 CASES = [(n, b) for n in FILES + K_FILES for b in ("repacked", "blocks")
-         if b == "repacked" or n.endswith(("Q4_0", "Q8_0"))]
+         if b == "repacked" or n.endswith(("Q4_0", "Q8_0")) or n in K_FILES]
 
 
 @pytest.mark.parametrize("path", ["avx512", "avx2", "scalar"])
@@ -104,8 +106,9 @@ CASES = [(n, b) for n in FILES + K_FILES for b in ("repacked", "blocks")
 def test_gguf_block_types_match_llama_cpp(run_facet, corpus, name, layout, path, tmp_path,
                                           monkeypatch):
     """Every kernel path (FACET_CPU lowers the level; a path the CPU lacks runs the best
-    it has). Q4_0 and Q8_0 run repacked into facet's q4 / int8 panels by default, and in
-    their GGUF blocks with FACET_GGUF_BLOCKS=1."""
+    it has). Q4_0 and Q8_0 run repacked into facet's q4 / int8 panels by default, Q4_K and
+    Q6_K into K panels where the path is AVX-512 VNNI, and all in their GGUF blocks with
+    FACET_GGUF_BLOCKS=1."""
     monkeypatch.setenv("FACET_CPU", path)
     if layout == "blocks":
         monkeypatch.setenv("FACET_GGUF_BLOCKS", "1")
@@ -113,7 +116,7 @@ def test_gguf_block_types_match_llama_cpp(run_facet, corpus, name, layout, path,
     check_file(run_facet, model, exp, ref, tmp_path)
 
 
-@pytest.mark.parametrize("path", ["avx512", "avx2", "scalar"])
+@pytest.mark.parametrize("path", ["avx512", "avx512-blocks", "avx2", "scalar"])
 @pytest.mark.parametrize("name", [n for n in K_FILES if not n.startswith("gemma3")])
 def test_k_types_reproduce_llama_cpp_arithmetic(run_facet, corpus, name, path, tmp_path,
                                                 monkeypatch):
@@ -128,14 +131,19 @@ def test_k_types_reproduce_llama_cpp_arithmetic(run_facet, corpus, name, path, t
     element order would move it by far more than 1e-5. So: position 0 within 1e-5, every
     position within the file's llama.cpp-vs-exact noise. gemma3 is left out: llama.cpp's
     fp16 GELU table moves its activations ~1e-4 (README), enough to flip roundings at
-    every position."""
+    every position. avx512 runs Q4_K / Q6_K in K panels (one float sum per superblock),
+    avx512-blocks the row dots (FACET_GGUF_BLOCKS=1): both sum the same integers."""
+    label = path
+    if path == "avx512-blocks":
+        path = "avx512"
+        monkeypatch.setenv("FACET_GGUF_BLOCKS", "1")
     monkeypatch.setenv("FACET_CPU", path)
     exp, ref, model = expected(corpus, name)
     _, rows = logits_of(run_facet, model, exp["prompt_ids"], tmp_path, 1, ("--kv-cache", "f32"))
     got, ref = rows[:48].astype(np.float64), ref.astype(np.float64)
     rel = np.linalg.norm(got - ref, axis=1) / np.linalg.norm(ref, axis=1)
     noise = exp["errors"]["vs_float64_ref_on_dequantized"]["rel_l2_max"]
-    print(f"{name} FACET_CPU={path}: position 0 {rel[0]:.1e}, {int((rel <= 1e-5).sum())}/48 "
+    print(f"{name} FACET_CPU={label}: position 0 {rel[0]:.1e}, {int((rel <= 1e-5).sum())}/48 "
           f"positions within 1e-5, max {rel.max():.2e} (noise {noise:.2e})")
     assert rel[0] <= 1e-5 and rel.max() <= noise, (name, rel[0], rel.max(), noise)
 

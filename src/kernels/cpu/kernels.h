@@ -98,7 +98,9 @@ typedef struct facet_wtensor {
     int rows, cols;
     void *data;
     float *scales;
-    int packed; /* 0: row-major float32 as loaded; 1: packed by facet_wtensor_convert */
+    int packed; /* 0: row-major float32 as loaded; 1: packed by facet_wtensor_convert (a GGUF
+                 * block format: the file's rows of blocks); 2: GGUF Q4_K / Q6_K blocks
+                 * repacked into panels of 16 rows (facet_wtensor_kpanel)               */
 } facet_wtensor;
 
 /*
@@ -169,6 +171,16 @@ facet_status facet_wtensor_repack_blocks(facet_wtensor *w, facet_wformat from, f
                                          int rows, int cols, const void *src, facet_warena *arena,
                                          facet_error *err);
 
+/*
+ * Repack a GGUF Q4_K or Q6_K tensor (packed 1, the file's rows of blocks) in place into
+ * panels of 16 rows (kernels/cpu/quant_kpanel.h: the same bytes, reordered; packed
+ * becomes 2), which the block driver runs with the panel kernels: ~2x the prefill
+ * throughput of the row dots (bench/RESULTS.md, issue 18). Returns 1 when repacked, 0
+ * when left as it is (another type, rows not a multiple of 16, cols not of 256, or no
+ * memory for the 16-row scratch). Rows read back exactly (facet_wtensor_row).
+ */
+int facet_wtensor_kpanel(facet_wtensor *w);
+
 /* Bytes of a weight tensor's data (packed: with its padding and q8 scales; a GGUF block
  * format: its rows of blocks). */
 size_t facet_wtensor_bytes(const facet_wtensor *w);
@@ -206,6 +218,10 @@ typedef struct facet_cpu_kernels {
     /* the type's several-weight-row dot on that path (quant.h facet_qdotr_fn), NULL where
      * it has none (qdot then runs once per weight row of a decode sweep) */
     facet_qdotr_fn qdotr[FACET_QT_COUNT];
+    /* the type's panel kernel (quant.h facet_qpanel_fn) for tensors facet_wtensor_kpanel
+     * repacked: AVX-512 VNNI where the CPU has it, else the portable one; NULL for a type
+     * without panels */
+    facet_qpanel_fn qpanel[FACET_QT_COUNT];
 } facet_cpu_kernels;
 struct facet_cpu_info;
 void facet_cpu_kernels_resolve(facet_cpu_kernels *k, const struct facet_cpu_info *cpu);

@@ -12,15 +12,20 @@
  * the tiles: the single-row dot straight into Y, the bias added after (the same sum).
  * Matrices of different block types whose dots read the same activation blocks (a
  * Q4_K_M layer's Q4_K q/k and Q6_K v) share one sweep: one quantization, one pool run.
+ * A Q4_K / Q6_K matrix in K panels (packed 2, quant_kpanel.h) runs its panel kernel
+ * instead, 16 weight rows x up to QX_TILE input rows a call, for decode and prefill alike
+ * (so its rows too give the same values whatever n_rows); its tasks are whole panels.
  */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/quant_kpanel.h"
 
 /* Input rows per tile: their quantized blocks (8 x 4.3 KiB at 4096 columns of Q8_0
  * activations) stay in L1 next to the weight row being dotted. 8, not 4: the AVX-512 K
@@ -65,8 +70,11 @@ void facet_qkernels_resolve(facet_cpu_kernels *k, const facet_cpu_info *cpu) {
         k->qdotx[t] = NULL;
         k->qdotr[t] = NULL;
         k->qpath[t] = 0;
+        k->qpanel[t] = NULL;
         if (!facet_qtype_runs((facet_qtype)t)) continue;
         int avx512 = cpu->level >= FACET_CPU_AVX512;
+        k->qpanel[t] = avx512 && cpu->avx512_vnni && facet_kpanel_avx512vnni(t) ? facet_kpanel_avx512vnni(t)
+                                                                               : facet_kpanel_scalar(t);
         if (q->dot_avx512vnni && avx512 && cpu->avx512_vnni) {
             k->qdot[t] = q->dot_avx512vnni;
             k->qdotx[t] = q->dotx_avx512vnni;
@@ -119,6 +127,7 @@ typedef struct {
     facet_qdot_fn dot;
     facet_qdotx_fn dotx; /* NULL: dot per row */
     facet_qdotr_fn dotr; /* a decode sweep's rows in one call; NULL: dot per row */
+    facet_qpanel_fn panel; /* set for a matrix in K panels (packed 2): 16 rows a call */
     size_t wrow;         /* bytes of one weight row */
     int n_out, task0;
 } qmm_mat;
@@ -137,6 +146,25 @@ static void qmm_task(void *ctx, int task, int thread) {
     while (mi + 1 < j->n_mats && task >= j->m[mi + 1].task0) mi++;
     const qmm_mat *m = &j->m[mi];
     int o0 = (task - m->task0) * j->gr, o1 = o0 + j->gr < m->n_out ? o0 + j->gr : m->n_out;
+    if (m->panel) { /* gr and n_out are multiples of 16: whole panels */
+        float v[QX_TILE * FACET_KPANEL_ROWS];
+        for (int r0 = 0; r0 < j->n_rows; r0 += QX_TILE) {
+            int r1 = r0 + QX_TILE < j->n_rows ? r0 + QX_TILE : j->n_rows;
+            for (int o = o0; o < o1; o += FACET_KPANEL_ROWS) {
+                m->panel(j->cols, r1 - r0, v, FACET_KPANEL_ROWS, m->W + (size_t)o * m->wrow,
+                         j->X + (size_t)r0 * j->xstride, j->xstride);
+                for (int r = r0; r < r1; r++) {
+                    float *y = m->Y + (size_t)r * m->n_out + o;
+                    const float *vr = v + (r - r0) * FACET_KPANEL_ROWS;
+                    if (m->bias)
+                        for (int l = 0; l < FACET_KPANEL_ROWS; l++) y[l] = vr[l] + m->bias[o + l];
+                    else
+                        memcpy(y, vr, sizeof(float) * FACET_KPANEL_ROWS);
+                }
+            }
+        }
+        return;
+    }
     if (j->n_rows == 1) { /* a decode step: the single-row dot straight into Y, no tiles */
         const uint8_t *w = m->W + (size_t)o0 * m->wrow;
         if (m->dotr)
@@ -179,17 +207,20 @@ static void qmm_run(const facet_cpu_kernels *k, facet_pool *pool, int n_mats, fl
     int ok = q && cols % xb == 0;
     qmm_job j;
     size_t wrow_max = 0;
-    int total = 0;
+    int total = 0, any_panel = 0;
     for (int m = 0; m < n_mats && ok; m++) { /* facet_qmatmul's contract: one xkind, one cols */
         int qm = facet_wformat_qtype(W[m]->format);
         const facet_qtype_traits *tm = facet_qtype_traits_of((facet_qtype)qm);
-        if (!tm || !k->qdot[qm] || tm->xkind != q->xkind || W[m]->cols != cols || cols % tm->block) {
+        int panel = W[m]->packed == 2;
+        if (!tm || !k->qdot[qm] || tm->xkind != q->xkind || W[m]->cols != cols || cols % tm->block ||
+            (panel && (!k->qpanel[qm] || W[m]->rows % FACET_KPANEL_ROWS))) {
             ok = 0;
             break;
         }
         size_t wrow = (size_t)(cols / tm->block) * tm->block_bytes;
         j.m[m] = (qmm_mat){W[m]->data, Y[m], bias ? bias[m] : NULL, k->qdot[qm], k->qdotx[qm],
-                           k->qdotr[qm], wrow, W[m]->rows, 0};
+                           k->qdotr[qm], panel ? k->qpanel[qm] : NULL, wrow, W[m]->rows, 0};
+        any_panel |= panel;
         if (wrow > wrow_max) wrow_max = wrow;
         total += W[m]->rows;
     }
@@ -224,6 +255,8 @@ static void qmm_run(const facet_cpu_kernels *k, facet_pool *pool, int n_mats, fl
     if (cap < 4) cap = 4;
     if (gr > cap) gr = cap;
     if (gr < 4) gr = 4;
+    if (any_panel) /* whole panels of 16 rows per task (the blocks' rows too: any size works) */
+        gr = (gr + FACET_KPANEL_ROWS - 1) / FACET_KPANEL_ROWS * FACET_KPANEL_ROWS;
     j.gr = gr;
     int n_tasks = 0;
     for (int m = 0; m < n_mats; m++) {

@@ -103,6 +103,13 @@ typedef void (*facet_qdotx_fn)(int n, int nr, float *s, const void *w, const voi
 typedef void (*facet_qdotr_fn)(int n, int rows, float *s, const void *w, size_t wstride,
                                const void *x);
 
+/* A panel of 16 weight rows (quant_kpanel.h: Q4_K and Q6_K repacked at load) against nt
+ * (1..FACET_QDOTX_MAX) activation rows at x, x + xstride, ... (bytes): s[t * ld + l] =
+ * the dot of panel row l (n elements) with activation row t. A row's value does not
+ * depend on nt or on the rows beside it. */
+typedef void (*facet_qpanel_fn)(int n, int nt, float *s, size_t ld, const void *w, const void *x,
+                                size_t xstride);
+
 /* What a block type is and the kernels it runs with. dot_avx2 / dot_avx512 are NULL
  * where the type has no such path (the next lower one runs); every path of a type gives
  * the same sums up to float summation order. */

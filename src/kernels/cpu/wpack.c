@@ -12,6 +12,7 @@
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/matmul_internal.h"
 #include "kernels/cpu/quant.h"
+#include "kernels/cpu/quant_kpanel.h"
 #include "util/error.h"
 
 #define HUGE_PAGE (2u << 20)
@@ -363,6 +364,14 @@ facet_status facet_wtensor_blocks(facet_wtensor *w, facet_wformat f, int rows, i
     return FACET_OK;
 }
 
+int facet_wtensor_kpanel(facet_wtensor *w) {
+    int qt = facet_wformat_qtype(w->format);
+    if (w->packed != 1 || !facet_kpanel_fits(qt, w->rows, w->cols)) return 0;
+    if (facet_kpanel_repack(qt, w->data, w->rows, w->cols)) return 0;
+    w->packed = 2;
+    return 1;
+}
+
 facet_status facet_wtensor_repack_blocks(facet_wtensor *w, facet_wformat from, facet_wformat to,
                                          int rows, int cols, const void *src, facet_warena *arena,
                                          facet_error *err) {
@@ -426,6 +435,20 @@ void facet_wtensor_row(const facet_wtensor *w, int row, float *out) {
         return;
     }
     int qt = facet_wformat_qtype(w->format);
+    if (qt >= 0 && w->packed == 2) { /* a row of a K panel, one superblock at a time */
+        const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)qt);
+        uint8_t blk[256]; /* one block of the row (Q6_K: 210 bytes) */
+        for (int sb = 0; sb < cols / 256; sb++) {
+            /* the superblock's 16 rows start sb * 16 blocks into the row's group */
+            const uint8_t *grp = (const uint8_t *)w->data +
+                                 (size_t)(row / FACET_KPANEL_ROWS) * FACET_KPANEL_ROWS *
+                                     (size_t)(cols / 256) * q->block_bytes;
+            facet_kpanel_row_blocks(qt, grp + (size_t)sb * FACET_KPANEL_ROWS * q->block_bytes, 256,
+                                    row % FACET_KPANEL_ROWS, blk);
+            q->dequant_row(blk, out + 256 * sb, 256);
+        }
+        return;
+    }
     if (qt >= 0) { /* one row of blocks */
         size_t bytes = (size_t)facet_wtensor_packed_bytes(w->format, 1, (uint64_t)cols);
         facet_qtype_traits_of((facet_qtype)qt)
