@@ -29,9 +29,12 @@ typedef struct {
     int l, per;
 } conv_job;
 
-/* Channels of one tile of the vector path, and the largest K it keeps on the stack. */
+/* Channels of one tile of the vector path, the largest K it keeps on the stack, and the
+ * fewest entries of a sequence it runs (a decode step's one entry runs the scalar loop:
+ * the tile's copies would cost more than its one row). */
 #define CONV_TILE 64
 #define CONV_KMAX 16
+#define CONV_MIN_ROWS 4
 
 /* Channels [c0, c1) of one sequence's n entries (rows order[0..n)), K <= CONV_KMAX: the
  * tile's taps transposed to [K][tile] and its window copied to [K - 1][tile], then each
@@ -80,7 +83,7 @@ static void conv_task(void *ctx, int task, int thread) {
         int first = s->group_row[g];
         const int *order = s->chunk_order + s->chunk_group[first];
         float *state = s->kv.seqs[s->seq_ids[first]].layers[j->l].state;
-        if (K <= CONV_KMAX) {
+        if (K <= CONV_KMAX && s->group_len[g] >= CONV_MIN_ROWS) {
             for (int t = c0; t < c1; t += CONV_TILE)
                 conv_tile(s->ssm_xz, s->ssm_xc, order, s->group_len[g], H, K, L->ssm_conv_w,
                           state, t, t + CONV_TILE < c1 ? t + CONV_TILE : c1);
