@@ -35,6 +35,10 @@ typedef struct {
 #define CONV_TILE 64
 #define CONV_KMAX 16
 #define CONV_MIN_ROWS 4
+/* At most this many entries x channels the conv runs on the calling thread (~10 us of
+ * work; a decode step of LFM2-1.2B is 2,048): the pool's run and barrier cost more, the
+ * more so on a loaded machine where a worker may wait for its core. */
+#define CONV_INLINE 16384
 
 /* Channels [c0, c1) of one sequence's n entries (rows order[0..n)), K <= CONV_KMAX: the
  * tile's taps transposed to [K][tile] and its window copied to [K - 1][tile], then each
@@ -116,7 +120,11 @@ static void shortconv_forward(facet_session *s, int l, int n) {
     int per = (H + tasks - 1) / tasks;
     if (per < 16) per = 16;
     conv_job j = {s, l, per};
-    be->ops->run(be, (H + per - 1) / per, conv_task, &j);
+    if ((size_t)n * (size_t)H <= CONV_INLINE) { /* a decode step: no pool run and barrier */
+        for (int t = 0; t < (H + per - 1) / per; t++) conv_task(&j, t, 0);
+    } else {
+        be->ops->run(be, (H + per - 1) / per, conv_task, &j);
+    }
     be->ops->matmul(be, s->xn, s->ssm_xc, &L->ssm_out_proj, NULL, n);
 }
 
