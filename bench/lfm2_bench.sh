@@ -13,7 +13,7 @@
 # prefill cells, see below), FIRST (facet or llama: who runs first in round 1 of each
 # prefill pair; the order alternates by round).
 #
-# Files, written when missing (~5 min on the loaded 2-core machine):
+# Files, written when missing (~7 min on the loaded 2-core machine):
 #   DIR/lfm2-1.2b                 random BF16 checkpoint (hybrid_ref.lfm2_write, 2.3 GB)
 #   DIR/vocab65536.gguf           a synthetic SentencePiece vocabulary of 65,536 pieces
 #                                 (bench/gguf_random.py spm_vocab; ids carry no meaning)
@@ -35,6 +35,9 @@
 #     gguf: facet run lfm2-1.2b-BF16.gguf --weights bf16 (the very file) vs the BF16 run
 #   llama-bench at its defaults (mmap, spinning OpenMP waits), as the GGUF section of
 #   bench/RESULTS.md ran it.
+# Run time, files and caches present: 3 rounds took 30 min on the loaded machine, most of
+# it waiting on the lock; a round's runs themselves ~3 min (facet converts the GGUF at
+# each load, ~30 s, not timed).
 set -eu
 ROUNDS=${1:-3}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
