@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Write an F32 GGUF file of a shrunk Mamba, Mamba-2, LFM2, Granite 4.0-H, Nemotron-H,
-Falcon-H1 or Jamba checkpoint (facet's own writer, struct only), laid out as llama.cpp
-reads its `mamba`, `mamba2`, `lfm2`, `granitehybrid`, `nemotron_h`, `falcon-h1` and
-`jamba` architectures, so llama.cpp and facet run the same weights.
+"""Write an F32 (--bf16: BF16 matrices) GGUF file of a Mamba, Mamba-2, LFM2, Granite 4.0-H,
+Nemotron-H, Falcon-H1 or Jamba checkpoint (facet's own writer, struct only), laid out as
+llama.cpp reads its `mamba`, `mamba2`, `lfm2`, `granitehybrid`, `nemotron_h`, `falcon-h1`
+and `jamba` architectures, so llama.cpp and facet run the same weights.
 
-    /usr/bin/python3 tests/ref/ssm_to_gguf.py HF_DIR OUT.gguf --vocab-from VOCAB.gguf
+    /usr/bin/python3 tests/ref/ssm_to_gguf.py HF_DIR OUT.gguf --vocab-from VOCAB.gguf [--bf16]
 
 HF_DIR: a folder written by tests/ref/mamba_ref.py or hybrid_ref.py (config.json and
 model.safetensors). VOCAB.gguf: a GGUF file whose tokenizer.* keys are copied verbatim
@@ -103,19 +103,30 @@ def tokenizer_kvs(path):
     return out, n, n_tokens
 
 
-def write_gguf(path, arch, kvs, tensors, vocab_from):
+def _bf16_bits(a):
+    """float32 array -> uint16 bfloat16 patterns, round to nearest even (exact for values
+    that came from a BF16 checkpoint)."""
+    u = np.ascontiguousarray(a, dtype="<f4").view(np.uint32)
+    return ((u + (((u >> 16) & 1) + np.uint32(0x7FFF))) >> 16).astype("<u2")
+
+
+def write_gguf(path, arch, kvs, tensors, vocab_from, bf16=False):
     """kvs: [(key, type, value)] (general.architecture added); tensors: [(name, array)]
-    written F32, numpy shape reversed into ne as GGUF does."""
+    written F32, numpy shape reversed into ne as GGUF does. bf16: the weight matrices
+    (2-D `.weight` tensors but the conv kernels, which llama.cpp's conv reads as F32, and
+    Mamba-2's reshaped norm) written as GGUF type 30 (BF16, file type 32), the rest F32."""
     tok, n_tok, _ = tokenizer_kvs(vocab_from)
-    kvs = [("general.architecture", STR, arch), ("general.file_type", U32, 0)] + kvs
+    kvs = [("general.architecture", STR, arch), ("general.file_type", U32, 32 if bf16 else 0)] + kvs
     head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs) + n_tok)
     head += b"".join(_kv(k, t, v) for k, t, v in kvs) + tok
     align, off, datas = 32, 0, []
     for name, a in tensors:
-        a = np.ascontiguousarray(a, dtype="<f4")
+        half = (bf16 and a.ndim == 2 and name.endswith(".weight") and "norm" not in name
+                and not name.endswith(("conv.weight", "conv1d.weight")))
+        a = _bf16_bits(a) if half else np.ascontiguousarray(a, dtype="<f4")
         ne = list(reversed(a.shape))
         head += _s(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
-        head += struct.pack("<IQ", 0, off)
+        head += struct.pack("<IQ", 30 if half else 0, off)
         b = a.tobytes()
         datas.append(b + b"\0" * (-len(b) % align))
         off += len(datas[-1])
@@ -477,6 +488,8 @@ def main(argv=None):
     ap.add_argument("hf_dir")
     ap.add_argument("out")
     ap.add_argument("--vocab-from", required=True)
+    ap.add_argument("--bf16", action="store_true",
+                    help="weight matrices as BF16 (exact for a BF16 checkpoint), the rest F32")
     a = ap.parse_args(argv)
     cfg = json.load(open(os.path.join(a.hf_dir, "config.json")))
     w = read_checkpoint(a.hf_dir)
@@ -487,7 +500,7 @@ def main(argv=None):
     n_tok = tokenizer_kvs(a.vocab_from)[2]
     if n_tok != cfg["vocab_size"]:
         sys.exit("%s has %s tokens, the checkpoint's vocab_size is %d" % (a.vocab_from, n_tok, cfg["vocab_size"]))
-    write_gguf(a.out, arch, kvs, tensors, a.vocab_from)
+    write_gguf(a.out, arch, kvs, tensors, a.vocab_from, a.bf16)
     print("wrote %s (%s, %d tensors)" % (a.out, arch, len(tensors)))
 
 
