@@ -282,6 +282,7 @@ int cmd_chat(int argc, char **argv) {
         rc = cli_fail(&err);
         goto out;
     }
+    if ((rc = cli_refuse_outside_table(o.model, &facts, "cpu"))) goto out;
     int max_pos = (int)facts.max_position_embeddings;
     cs.n_ctx = o.ctx ? o.ctx : max_pos;
     if (cs.n_ctx > max_pos) {

@@ -213,8 +213,10 @@ int cmd_serve(int argc, char **argv) {
     facet_facts facts;
     facet_error err = {0};
     if (facet_facts_read_model(c.model_dir, &facts, &err) != FACET_OK) return cli_fail(&err);
+    int rc = cli_refuse_outside_table(c.model_dir, &facts, c.backend ? c.backend : "cpu");
+    if (rc) return rc;
     facet_load_options lo = {0};
-    int rc = cli_par_join(&facts, pp, tp, c.n_ctx, c.weights, c.kv_cache, &lo);
+    rc = cli_par_join(&facts, pp, tp, c.n_ctx, c.weights, c.kv_cache, &lo);
     if (rc) return rc;
     if (cli_par_follower()) { /* rank 0 ends the job: its signals, not these */
         signal(SIGINT, SIG_IGN);

@@ -544,3 +544,34 @@ def test_hidden_size_not_a_multiple_of_heads(facet, tmp_path, make_checkpoint, s
     p = run(facet, ["run", d, "-n", "1"])
     assert_clean_error(p, "config.json: %s is 256 (integer), expected a multiple of %s=3"
                        % (hidden_key, heads_key))
+
+
+def unknown_family_models(tmp_path):
+    """The bundled model with a model_type no profile has, and the qwen3 GGUF with a
+    general.architecture no profile has (the same length, so nothing else moves)."""
+    d = copy_model(tmp_path, "unknown")
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["model_type"] = "nonsense"
+    (d / "config.json").write_text(json.dumps(cfg))
+    raw = (REPO / "tests" / "data" / "gguf" / "qwen3-Q4_0.gguf").read_bytes()
+    key = b"general.architecture" + struct.pack("<IQ", 8, 5)
+    assert raw.count(key + b"qwen3") == 1
+    g = tmp_path / "unknown.gguf"
+    g.write_bytes(raw.replace(key + b"qwen3", key + b"zzzz9"))
+    return d, g
+
+
+@pytest.mark.parametrize("args", [["run", "-p", "Once"], ["run", "--prompt-ids", "1", "--ctx", "4"],
+                                  ["bench"], ["serve", "--port", "0", "--pipeline-parallel", "2"],
+                                  ["bench", "--pipeline-parallel", "2"]])
+def test_family_outside_the_table_is_refused_by_name(facet, tmp_path, args):
+    """A model_type / general.architecture outside the table has no layer count, context or
+    vocabulary: run, serve and bench refuse it by name (exit 2, conform's refusal), never
+    with an error about the zero shape facts it leaves (a prompt token 'outside [0, 0)',
+    'the context holds 0', 'layers [0, 0)')."""
+    d, g = unknown_family_models(tmp_path)
+    p = run(facet, [args[0], d] + args[1:])
+    assert_clean_error(p, "REFUSED: model_type=nonsense is not supported", code=2)
+    p = run(facet, [args[0], g] + args[1:])
+    assert_clean_error(p, "REFUSED: model_type=zzzz9 is not supported",
+                       "general.architecture=zzzz9 is not supported", code=2)
