@@ -63,7 +63,9 @@ static void usage(FILE *out) {
             "Input: a line ending in \\ continues on the next line. Commands: /clear forgets\n"
             "the conversation, /system TEXT sets the system prompt, /exit leaves. Ctrl-C\n"
             "stops the reply being generated; Ctrl-D at the prompt exits.\n"
-            "example: facet chat ../Qwen2.5-0.5B-Instruct -n 128 --temp 0.7 --seed 1\n");
+            "docs/examples/stories260k-chat is the bundled model with a chat template (its\n"
+            "replies are stories: it was never trained on chat); give an instruction-tuned one.\n"
+            "example: facet chat docs/examples/stories260k-chat -n 32 --temp 0.7 --seed 1\n");
 }
 
 /* Read one message from stdin (lines ending in a backslash continue) into *msg.
