@@ -575,3 +575,11 @@ def test_family_outside_the_table_is_refused_by_name(facet, tmp_path, args):
     p = run(facet, [args[0], g] + args[1:])
     assert_clean_error(p, "REFUSED: model_type=zzzz9 is not supported",
                        "general.architecture=zzzz9 is not supported", code=2)
+
+
+def test_serve_ctx_past_the_context_before_loading(facet):
+    """serve's --ctx past max_position_embeddings is refused from config.json, naming the
+    option, before the weights load (it was found only at session creation, after a
+    load that converts a large checkpoint for minutes, as 'context N is larger ...')."""
+    p = run(facet, ["serve", BUNDLED, "--port", "0", "--ctx", "100000"])
+    assert_clean_error(p, "--ctx 100000 is larger than max_position_embeddings=512")
