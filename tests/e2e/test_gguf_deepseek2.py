@@ -122,3 +122,17 @@ def test_older_layout_attn_kv_b(run_facet, tmp_path):
     split.mkdir()
     _, _, got_split, _ = run(run_facet, "ds2-F32", "f32", split)
     assert np.array_equal(got, got_split)
+
+
+@pytest.mark.parametrize("cmd", ["run", "conform"])
+def test_shared_expert_tensors_without_their_count(run_facet, tmp_path, cmd):
+    """expert_shared_count 0 beside the file's ffn_*_shexp tensors: the metadata and the
+    tensors disagree (llama.cpp refuses the file: its tensor count is off). facet ran it
+    without the shared expert, every such tensor silently unused; now an error naming the
+    tensor and the key."""
+    path = patched(tmp_path, b"deepseek2.expert_shared_count", None, 0)
+    args = [cmd, str(path)] + (["--prompt-ids", "1,2", "-n", "2"] if cmd == "run" else [])
+    p = run_facet(args)
+    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    assert "tensor blk.1.ffn_gate_shexp.weight is present but the metadata's " \
+           "expert_shared_count is absent or 0" in p.stderr, p.stderr
