@@ -583,3 +583,22 @@ def test_serve_ctx_past_the_context_before_loading(facet):
     load that converts a large checkpoint for minutes, as 'context N is larger ...')."""
     p = run(facet, ["serve", BUNDLED, "--port", "0", "--ctx", "100000"])
     assert_clean_error(p, "--ctx 100000 is larger than max_position_embeddings=512")
+
+
+@pytest.mark.parametrize("var,value,want", [
+    ("FACET_MICRO_BATCHES", "abc", "FACET_MICRO_BATCHES='abc' is not an integer in [0, 1048576]: ignored"),
+    ("FACET_MICRO_BATCHES", "-3", "FACET_MICRO_BATCHES='-3' is not an integer in [0, 1048576]: ignored"),
+    ("FACET_MPI_WAIT", "spinn", "FACET_MPI_WAIT='spinn' is not 'spin': ignored"),
+])
+def test_parallel_env_value_it_does_not_take_is_named(facet, var, value, want):
+    """README's parallel knobs: a value they do not take is named on stderr and ignored
+    (atoi read FACET_MICRO_BATCHES=abc as 0 and -3 as 1, silently; a misspelt
+    FACET_MPI_WAIT was silently the default). The run itself goes on."""
+    def run_with(**env):
+        return subprocess.run([facet, "run", "-p", "Once", "-n", "2"], capture_output=True,
+                              text=True, timeout=120, env=dict(os.environ, **env))
+    p = run_with(**{var: value})
+    assert p.returncode == 0, p.stderr
+    assert "facet: " + want in p.stderr, p.stderr
+    ok = run_with(FACET_MICRO_BATCHES="2", FACET_MPI_WAIT="spin")
+    assert ok.returncode == 0 and "ignored" not in ok.stderr, ok.stderr
