@@ -602,3 +602,22 @@ def test_parallel_env_value_it_does_not_take_is_named(facet, var, value, want):
     assert "facet: " + want in p.stderr, p.stderr
     ok = run_with(FACET_MICRO_BATCHES="2", FACET_MPI_WAIT="spin")
     assert ok.returncode == 0 and "ignored" not in ok.stderr, ok.stderr
+
+
+def test_shared_expert_tensors_the_config_does_not_size(facet, tmp_path):
+    """A mixture-of-experts checkpoint whose config sizes no shared expert
+    (shared_expert_intermediate_size 0) beside mlp.shared_expert.* tensors: the config and
+    the tensors disagree. facet ran it without the shared expert, the tensors silently
+    unused; now an error naming the tensor and the keys."""
+    import qwen3next_ref
+    d = pathlib.Path(qwen3next_ref.write(qwen3next_ref.shrink(qwen3next_ref.QWEN3_NEXT_80B_A3B),
+                                         str(tmp_path / "q3n")))
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["shared_expert_intermediate_size"] = 0
+    (d / "config.json").write_text(json.dumps(cfg))
+    want = ("checkpoint has model.layers.0.mlp.shared_expert.down_proj.weight, a shared "
+            "expert's tensor, but the config sizes none")
+    p = run(facet, ["run", d, "--prompt-ids", "1,2", "-n", "2", "--no-cache"])
+    assert_clean_error(p, want)
+    p = run(facet, ["conform", d])
+    assert p.returncode == 1 and want in p.stderr, (p.returncode, p.stdout, p.stderr)
