@@ -621,3 +621,35 @@ def test_shared_expert_tensors_the_config_does_not_size(facet, tmp_path):
     assert_clean_error(p, want)
     p = run(facet, ["conform", d])
     assert p.returncode == 1 and want in p.stderr, (p.returncode, p.stdout, p.stderr)
+
+
+def _nested(expr):
+    t = "{% set a0 = [1] %}"
+    for i in range(1, 41):
+        t += "{%% set a%d = [a%d, a%d] %%}" % (i, i - 1, i - 1)
+    return t + expr
+
+
+@pytest.mark.parametrize("template,needle", [
+    ('{% set ns = namespace(a="x") %}{% for i in range(40) %}{% set ns.a = ns.a ~ ns.a %}'
+     '{% endfor %}{{ ns.a|length }}', "string concatenation exceeds the output limit"),
+    ('{% set ns = namespace(a="x") %}{% for i in range(40) %}{% set ns.a = ns.a|replace("x", "xx") %}'
+     '{% endfor %}{{ ns.a|length }}', "a string of 134217728 bytes exceeds the output limit"),
+    ('{% set ns = namespace(a=[1]) %}{% for i in range(40) %}{% set ns.a = ns.a + ns.a %}'
+     '{% endfor %}{{ ns.a|length }}', "list concatenation exceeds the iteration limit"),
+    ('{% set ns = namespace(a=[1]) %}{% for i in range(40) %}{% set ns.a = [ns.a, ns.a] %}'
+     '{% endfor %}{{ ns.a|length }}', "a namespace attribute's value holds more than 1000000 references"),
+    (_nested("{{ a40|tojson }}"), "tojson output exceeds the output limit"),
+    (_nested("{{ a40 }}"), "rendered output exceeds the limit"),
+])
+def test_template_that_doubles_a_value_fails_fast(facet, tmp_path, template, needle):
+    """A chat template that doubles a string or a shared list in a loop grows 2^n: each
+    of these ran for minutes (or until memory ran out); now a limit error at once, naming
+    the template's file and line."""
+    d = tmp_path / "tpl"
+    d.mkdir()
+    (d / "tokenizer_config.json").write_text(json.dumps({"chat_template": template}))
+    m = tmp_path / "m.json"
+    m.write_text('[{"role": "user", "content": "hi"}]')
+    p = run(facet, ["template", d, "--messages", m])
+    assert_clean_error(p, "tokenizer_config.json: template line 1:", needle)
