@@ -266,6 +266,9 @@ typedef struct jctx jctx;
 /* Raise a template error of status `st` at node n ("line L:C: message"). Returns -1. */
 int jx_fail(jctx *cx, const jnode *n, facet_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The render's output limit in bytes (jlimits.max_output): the bound on any string it
+ * makes. */
+size_t jx_max_output(const jctx *cx);
 /* Call a callable value with evaluated args (kwargs: names[i] = kwv[i]). */
 int jx_call_value(jctx *cx, const jnode *at, jv fn, jv *args, size_t nargs, char **kwn,
                   jv *kwv, size_t nkw, jv *out);

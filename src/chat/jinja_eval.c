@@ -60,6 +60,8 @@ static int buf_fail(jctx *cx, const jnode *n, facet_str *b) {
     return oom(cx, n);
 }
 
+size_t jx_max_output(const jctx *cx) { return cx->lim.max_output; }
+
 int jx_undef_error(jctx *cx, const jnode *at, jv v) {
     if (v.k == JV_UNDEF && v.u.o) {
         const char *h = JS(v)->s;
@@ -70,7 +72,12 @@ int jx_undef_error(jctx *cx, const jnode *at, jv v) {
 }
 
 int jx_str(jctx *cx, const jnode *at, jv v, facet_str *b) {
-    if (jv_to_pystr(b, v) == 0) return 0;
+    /* bounded by the output limit (a shared list nested n deep prints 2^n items) */
+    size_t limit = b->limit;
+    if (!b->limit || b->limit - b->len > cx->lim.max_output) b->limit = b->len + cx->lim.max_output;
+    int rc = jv_to_pystr(b, v);
+    b->limit = limit;
+    if (rc == 0) return 0;
     /* a container fails when it holds a macro, function or loop (below) */
     if (b->failed == FACET_STR_OVER || (v.k != JV_LIST && v.k != JV_DICT && v.k != JV_NS && v.k != JV_MACRO && v.k != JV_LOOP &&
                     v.k != JV_FUNC))
@@ -79,7 +86,10 @@ int jx_str(jctx *cx, const jnode *at, jv v, facet_str *b) {
                    "unsupported construct: printing a %s object (Python prints its memory address)", jv_type_name(v));
 }
 
-static int holds(jv v, const jobj *o, int depth);
+static int holds(jv v, const jobj *o, int depth, int64_t *budget);
+/* references holds() follows before it gives up (-1): a value that shares one list n
+ * deep has 2^n paths */
+#define HOLDS_BUDGET 1000000
 
 /* ----------------------------------------------------------------- scopes ---- */
 
@@ -549,6 +559,10 @@ static int binop(jctx *cx, const jnode *at, const char *op, jv a, jv b, jv *out)
             facet_str_free(&buf);
             return -1;
         }
+        if (buf.len > cx->lim.max_output) { /* a ~ doubled in a loop grows 2^n */
+            facet_str_free(&buf);
+            return jx_fail(cx, at, FACET_E_LIMIT, "string concatenation exceeds the output limit");
+        }
         *out = jv_str_take(&buf);
         return out->k == JV_STR ? 0 : oom(cx, at);
     }
@@ -631,6 +645,8 @@ static int binop(jctx *cx, const jnode *at, const char *op, jv a, jv b, jv *out)
         }
     }
     if (op[0] == '+' && a.k == JV_STR && b.k == JV_STR) {
+        if (JS(a)->len + JS(b)->len > cx->lim.max_output) /* doubled in a loop: 2^n */
+            return jx_fail(cx, at, FACET_E_LIMIT, "string concatenation exceeds the output limit");
         facet_str buf = {0};
         if (facet_str_append(&buf, JS(a)->s, JS(a)->len) || facet_str_append(&buf, JS(b)->s, JS(b)->len)) {
             facet_str_free(&buf);
@@ -640,6 +656,8 @@ static int binop(jctx *cx, const jnode *at, const char *op, jv a, jv b, jv *out)
         return out->k == JV_STR ? 0 : oom(cx, at);
     }
     if (op[0] == '+' && a.k == JV_LIST && b.k == JV_LIST && JL(a)->flavor == JL(b)->flavor && JL_IS_SEQ(JL(a))) {
+        if ((uint64_t)JL(a)->len + JL(b)->len > (uint64_t)cx->lim.max_iterations)
+            return jx_fail(cx, at, FACET_E_LIMIT, "list concatenation exceeds the iteration limit");
         jv l = jv_list_new(JL(a)->flavor);
         if (l.k != JV_LIST) return oom(cx, at);
         for (int s = 0; s < 2; s++) {
@@ -982,8 +1000,13 @@ int jx_call_value(jctx *cx, const jnode *at, jv fn, jv *args, size_t nargs, char
             if (t.k != JV_LIST) return oom(cx, at);
             int differs = lp->changed_last.k == JV_UNDEF || !jv_equal(lp->changed_last, t);
             if (differs) {
-                if (holds(t, &lp->h, 0)) { /* storing the loop in itself would be a cycle */
+                int64_t budget = HOLDS_BUDGET;
+                int h = holds(t, &lp->h, 0, &budget);
+                if (h) { /* storing the loop in itself would be a cycle */
                     jv_unref(t);
+                    if (h < 0)
+                        return jx_fail(cx, at, FACET_E_LIMIT, "loop.changed() argument holds more than %d references",
+                                       HOLDS_BUDGET);
                     return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: loop.changed(loop)");
                 }
                 jv_unref(lp->changed_last);
@@ -1057,7 +1080,23 @@ static int apply_filter_chain(jctx *cx, const jnode *f, jv input, jv *out) {
     return 0;
 }
 
+/* Every expression's value, bounded: a string past the output limit is an error where it
+ * is made, so a template that doubles one in a loop (~, +, replace, join, format, tojson)
+ * fails at once instead of growing 2^n bytes. */
+static int eval_node(jctx *cx, const jnode *n, jv *out);
 static int eval(jctx *cx, const jnode *n, jv *out) {
+    if (eval_node(cx, n, out)) return -1;
+    if (out->k == JV_STR && JS(*out)->len > cx->lim.max_output) {
+        size_t len = JS(*out)->len;
+        jv_unref(*out);
+        *out = jv_none();
+        return jx_fail(cx, n, FACET_E_LIMIT, "a string of %zu bytes exceeds the output limit of %zu bytes",
+                       len, cx->lim.max_output);
+    }
+    return 0;
+}
+
+static int eval_node(jctx *cx, const jnode *n, jv *out) {
     if (cx->failed) return -1;
     switch (n->k) {
     case N_LIT:
@@ -1286,24 +1325,29 @@ static int assign_targets(jctx *cx, const jnode *at, jscope *s, char **names, si
     return 0;
 }
 
-/* Whether value v holds a reference to object o (values are acyclic, so this ends). */
-static int holds(jv v, const jobj *o, int depth) {
+/* Whether value v holds a reference to object o (values are acyclic, so this ends): 1, 0,
+ * or -1 when more than *budget references were followed (a shared list nested n deep has
+ * 2^n paths: the walk would take as long). */
+static int holds(jv v, const jobj *o, int depth, int64_t *budget) {
     if (!jv_is_obj(v) || depth > 10000) return 0;
+    if (--*budget < 0) return -1;
     if (v.u.o == o) return 1;
+    int h = 0;
     switch (v.k) {
     case JV_LIST:
-        for (size_t i = 0; i < JL(v)->len; i++)
-            if (holds(JL(v)->data[i], o, depth + 1)) return 1;
-        return 0;
+        for (size_t i = 0; !h && i < JL(v)->len; i++) h = holds(JL(v)->data[i], o, depth + 1, budget);
+        return h;
     case JV_DICT: case JV_NS:
-        for (size_t i = 0; i < JD(v)->n; i++)
-            if (holds(JD(v)->val[i], o, depth + 1) || holds(JD(v)->key[i], o, depth + 1)) return 1;
-        return 0;
+        for (size_t i = 0; !h && i < JD(v)->n; i++) {
+            h = holds(JD(v)->val[i], o, depth + 1, budget);
+            if (!h) h = holds(JD(v)->key[i], o, depth + 1, budget);
+        }
+        return h;
     case JV_LOOP: {
         jv items = {JV_LIST, {.o = &((jloop *)v.u.o)->items->h}};
-        return holds(items, o, depth + 1);
+        return holds(items, o, depth + 1, budget);
     }
-    case JV_FUNC: return holds(((jfunc *)v.u.o)->self, o, depth + 1);
+    case JV_FUNC: return holds(((jfunc *)v.u.o)->self, o, depth + 1, budget);
     default: return 0;
     }
 }
@@ -1315,9 +1359,14 @@ static int set_ns_attr(jctx *cx, const jnode *at, const char *nsname, const char
         jv_unref(v);
         return jx_fail(cx, at, FACET_E_TEMPLATE, "TemplateRuntimeError: cannot assign attribute on non-namespace object");
     }
-    if (holds(v, ns.u.o, 0)) { /* a cycle: Python would allow it, but printing it recurses */
+    int64_t budget = HOLDS_BUDGET;
+    int h = holds(v, ns.u.o, 0, &budget);
+    if (h) { /* a cycle: Python would allow it, but printing it recurses */
         jv_unref(ns);
         jv_unref(v);
+        if (h < 0)
+            return jx_fail(cx, at, FACET_E_LIMIT, "a namespace attribute's value holds more than %d references",
+                           HOLDS_BUDGET);
         return jx_fail(cx, at, FACET_E_UNSUPPORTED, "unsupported construct: a namespace attribute holding the namespace itself");
     }
     int rc = jv_dict_set(ns, jv_cstr(attr), v) ? oom(cx, at) : 0;

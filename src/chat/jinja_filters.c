@@ -572,11 +572,15 @@ static int do_tojson(jctx *cx, const jnode *at, jv in, const jargs *f, jv *out) 
     }
     o.indent = indent;
     facet_str b = {0};
-    b.limit = 1u << 30;
+    b.limit = jx_max_output(cx); /* a list holding itself n deep serializes to 2^n */
     const char *why = NULL;
     if (jv_tojson_opts(&b, in, &o, &why)) {
+        int over = b.failed == FACET_STR_OVER;
         facet_str_free(&b);
         if (why) return jx_fail(cx, at, FACET_E_TEMPLATE, "%s", why);
+        if (over)
+            return jx_fail(cx, at, FACET_E_LIMIT, "tojson output exceeds the output limit of %zu bytes",
+                           jx_max_output(cx));
         return oom(cx, at);
     }
     *out = jv_str_take(&b);

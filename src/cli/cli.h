@@ -105,6 +105,12 @@ int cli_probe_weights(const char *path, facet_facts *f, const char *backend);
 struct gguf_model;
 int cli_probe_gguf_weights(const struct gguf_model *m, const facet_facts *f, const char *backend);
 
+/* A checkpoint whose model_type (or GGUF general.architecture) has no profile in the
+ * table (f->family_known 0) has no shape facts to check a prompt or a --ctx against:
+ * print the verdict's refusals, as the loader and `facet conform` give them, and return
+ * 2. Returns 0 for a family in the table (its verdict comes with the load). */
+int cli_refuse_outside_table(const char *path, const facet_facts *f, const char *backend);
+
 /* FACET_MEM_AVAILABLE (bytes, 1..CLI_MAX_MEM_BYTES; overrides /proc/meminfo's
  * MemAvailable, for tests and capacity planning) into *out when set. Returns 1 (unset:
  * *out untouched), or 0 after printing the error for a value that is not such a count. */

@@ -115,6 +115,8 @@ int bench_parallel(const bench_par_args *a) {
     facet_error err = {0};
     facet_facts facts;
     if (facet_facts_read_model(a->model, &facts, &err) != FACET_OK) return cli_fail(&err);
+    int rc0 = cli_refuse_outside_table(a->model, &facts, a->backend ? a->backend : "cpu");
+    if (rc0) return rc0;
     int max_conc = 1, L_max = 1;
     for (int k = 0; k < a->n_concs; k++)
         if (a->concs[k] > max_conc) max_conc = a->concs[k];

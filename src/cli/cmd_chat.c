@@ -5,7 +5,8 @@
  * special tokens, prefilled in a fresh session and answered greedily (or sampled) with
  * the reply streamed as it is generated. The options are `facet run`'s (run_opts.c).
  * Input: a line ending in a backslash continues on the next line; /clear, /system TEXT,
- * /exit; Ctrl-C during a reply stops that reply (the SIGINT handler is the CLI's own),
+ * /exit (another line that is one /word is named as unknown, not sent); Ctrl-C during a
+ * reply stops that reply (the SIGINT handler is the CLI's own),
  * Ctrl-D at the prompt exits.
  */
 #include <errno.h>
@@ -61,9 +62,12 @@ static void usage(FILE *out) {
             "streamed as it comes. Greedy unless --temp > 0; the options are facet run's.\n"
             "  -n MAX_NEW         new tokens per reply at most (default 256)\n"
             "Input: a line ending in \\ continues on the next line. Commands: /clear forgets\n"
-            "the conversation, /system TEXT sets the system prompt, /exit leaves. Ctrl-C\n"
+            "the conversation, /system TEXT sets the system prompt, /exit leaves; another\n"
+            "line that is one /word (/help) is named as unknown, not sent. Ctrl-C\n"
             "stops the reply being generated; Ctrl-D at the prompt exits.\n"
-            "example: facet chat ../Qwen2.5-0.5B-Instruct -n 128 --temp 0.7 --seed 1\n");
+            "docs/examples/stories260k-chat is the bundled model with a chat template (its\n"
+            "replies are stories: it was never trained on chat); give an instruction-tuned one.\n"
+            "example: facet chat docs/examples/stories260k-chat -n 32 --temp 0.7 --seed 1\n");
 }
 
 /* Read one message from stdin (lines ending in a backslash continue) into *msg.
@@ -229,6 +233,13 @@ static int chat_loop(chat_state *cs) {
             continue;
         }
         if (!msg.len) continue;
+        /* a line that is one /word is a command: one facet lacks (/help, /quit) is named,
+         * not sent to the model as a message */
+        size_t w = m[0] == '/' ? strspn(m + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") : 0;
+        if (w && m[1 + w] == '\0') {
+            printf("(unknown command %s: /clear, /system TEXT, /exit; Ctrl-D exits)\n", m);
+            continue;
+        }
         if (facet_utf8_validate(m, msg.len) != msg.len) {
             fprintf(stderr, "facet: chat: the message is not valid UTF-8\n");
             continue;
@@ -282,6 +293,7 @@ int cmd_chat(int argc, char **argv) {
         rc = cli_fail(&err);
         goto out;
     }
+    if ((rc = cli_refuse_outside_table(o.model, &facts, "cpu"))) goto out;
     int max_pos = (int)facts.max_position_embeddings;
     cs.n_ctx = o.ctx ? o.ctx : max_pos;
     if (cs.n_ctx > max_pos) {

@@ -328,7 +328,7 @@ static void onboard_usage(FILE *out) {
                  "                     [--gate [--reference FILE.json | --reference-logits FILE --prompt-ids IDS]\n"
                  "                             [-n N] [--threads N]]\n"
                  "Prints the support-matrix row of a checkpoint (facts of note, verdict and\n"
-                 "plan per backend) and appends it as one JSON line to the ledger.\n"
+                 "plan per backend) and, with --ledger, appends it as one JSON line to FILE.\n"
                  "--gate runs the identity gate: greedy in the exact path (f32 weights, f32 KV)\n"
                  "against reference ids (prompt_ids, generated_ids), reference logits rows,\n"
                  "the folder's expected.json, or the float64 reference (tests/ref) when present;\n"

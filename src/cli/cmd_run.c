@@ -299,6 +299,7 @@ int cmd_run(int argc, char **argv) {
      * large checkpoint converts for minutes): the config, --ctx, the prompt */
     facet_facts facts;
     if (facet_facts_read_model(o.model, &facts, &err) != FACET_OK) return cli_fail(&err);
+    if ((rc = cli_refuse_outside_table(o.model, &facts, o.backend ? o.backend : "cpu"))) return rc;
     int max_pos = (int)facts.max_position_embeddings; /* facts bound it to int */
     int n_ctx = o.ctx ? o.ctx : max_pos;
     if (n_ctx > max_pos) {

@@ -207,14 +207,23 @@ int cmd_serve(int argc, char **argv) {
     char model_buf[4096];
     if (!cli_model_folder(&c.model_dir, model_buf, sizeof model_buf)) return 1;
     if (!cli_env_mem_available(&c.mem_available)) return 1; /* tests: a fixed machine size */
-    if (pp * tp == 1) return serve(&c);
-    /* a parallel job: rank 0 serves, the others follow its session (the same options
-     * as the server's: its slots, context and KV type) */
+    /* what the config answers is checked before the weights load (a large checkpoint
+     * converts for minutes): a family outside the table, a --ctx past its context */
     facet_facts facts;
     facet_error err = {0};
     if (facet_facts_read_model(c.model_dir, &facts, &err) != FACET_OK) return cli_fail(&err);
+    int rc = cli_refuse_outside_table(c.model_dir, &facts, c.backend ? c.backend : "cpu");
+    if (rc) return rc;
+    if (c.n_ctx > facts.max_position_embeddings) {
+        fprintf(stderr, "facet: --ctx %d is larger than max_position_embeddings=%lld\n", c.n_ctx,
+                (long long)facts.max_position_embeddings);
+        return 1;
+    }
+    if (pp * tp == 1) return serve(&c);
+    /* a parallel job: rank 0 serves, the others follow its session (the same options
+     * as the server's: its slots, context and KV type) */
     facet_load_options lo = {0};
-    int rc = cli_par_join(&facts, pp, tp, c.n_ctx, c.weights, c.kv_cache, &lo);
+    rc = cli_par_join(&facts, pp, tp, c.n_ctx, c.weights, c.kv_cache, &lo);
     if (rc) return rc;
     if (cli_par_follower()) { /* rank 0 ends the job: its signals, not these */
         signal(SIGINT, SIG_IGN);

@@ -1,6 +1,7 @@
 /* main.c — subcommand dispatch for the facet CLI. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -59,6 +60,20 @@ const char *cli_bundled_model(void) {
 int main(int argc, char **argv) {
     const char *cpu_note = facet_cpu_note();
     if (cpu_note) fprintf(stderr, "facet: %s\n", cpu_note);
+    /* the parallel job's knobs (README, "Micro-batches"): a value they do not take is
+     * named, never silently read as another (atoi read "abc" as 0 and "-3" as 1) */
+    const char *mb = getenv("FACET_MICRO_BATCHES");
+    if (mb && *mb) {
+        char *end;
+        long n = strtol(mb, &end, 10);
+        if (*end || n < 0 || n > 1048576)
+            fprintf(stderr, "facet: FACET_MICRO_BATCHES='%.60s' is not an integer in [0, "
+                            "1048576]: ignored (micro-batches chosen by the rows)\n", mb);
+    }
+    const char *wait = getenv("FACET_MPI_WAIT");
+    if (wait && *wait && strcmp(wait, "spin"))
+        fprintf(stderr, "facet: FACET_MPI_WAIT='%.60s' is not 'spin': ignored (yield, then "
+                        "sleep)\n", wait);
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;

@@ -59,3 +59,26 @@ int cli_probe_gguf_weights(const gguf_model *m, const facet_facts *f, const char
     }
     return st == FACET_OK ? 0 : cli_fail(&err);
 }
+
+int cli_refuse_outside_table(const char *path, const facet_facts *f, const char *backend) {
+    if (f->family_known) return 0;
+    facet_error err;
+    facet_verdict *v = malloc(sizeof *v);
+    if (!v) {
+        facet_err(&err, FACET_E_NOMEM, "out of memory");
+        return cli_fail(&err);
+    }
+    facet_judge(f, backend, v);
+    if (gguf_path_is_gguf(path)) { /* general.architecture's refusal too, as the loader's */
+        gguf_model m;
+        if (gguf_model_open(path, &m, &err) != FACET_OK) {
+            free(v);
+            return cli_fail(&err);
+        }
+        facet_gguf_judge(&m, v);
+        gguf_model_close(&m);
+    }
+    facet_status st = facet_verdict_error(v, &err);
+    free(v);
+    return st == FACET_OK ? 0 : cli_fail(&err);
+}

@@ -70,6 +70,19 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
     if (st == FACET_OK && is_gguf) st = facet_facts_from_gguf(&gg, &m->facts, err);
     if (st == FACET_OK && !is_gguf) st = st_checkpoint_open(dir, &ck, err);
     if (st == FACET_OK && !is_gguf) st = facet_facts_probe(&m->facts, &ck, err);
+    if (st == FACET_OK) {
+        /* the same verdict as `facet conform`: refuse before converting any weight, and
+         * before the layer range below is checked (a family outside the table has no
+         * layer count to check it against: model_type is the answer) */
+        facet_verdict *v = malloc(sizeof *v);
+        if (!v) st = facet_err(err, FACET_E_NOMEM, "verdict");
+        else {
+            facet_judge(&m->facts, m->backend, v);
+            if (is_gguf) facet_gguf_judge(&gg, v);
+            st = facet_verdict_error(v, err);
+            free(v);
+        }
+    }
     if (st == FACET_OK) { /* a pipeline stage's layers (facet_load_options) */
         int64_t L = m->facts.num_hidden_layers;
         m->layer_first = o.layer_first;
@@ -84,17 +97,6 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
             st = facet_err(err, FACET_E_INVALID_ARGUMENT,
                            "load options: layers [%d, %d) are not a range of the model's %lld",
                            o.layer_first, o.layer_end, (long long)L);
-    }
-    if (st == FACET_OK) {
-        /* the same verdict as `facet conform`: refuse before converting any weight */
-        facet_verdict *v = malloc(sizeof *v);
-        if (!v) st = facet_err(err, FACET_E_NOMEM, "verdict");
-        else {
-            facet_judge(&m->facts, m->backend, v);
-            if (is_gguf) facet_gguf_judge(&gg, v);
-            st = facet_verdict_error(v, err);
-            free(v);
-        }
     }
     if (st == FACET_OK && is_gguf) {
         st = facet_gguf_checkpoint_open(&gg, &m->facts, &gck, err);

@@ -17,9 +17,11 @@ static facet_status send_cmd(int32_t op, int32_t n, int32_t a, int32_t b, int32_
 int facet_session_par_micro_batches(int n) {
     static int want = -1;
     if (want < 0) {
+        /* N >= 0 in full, else chosen by the rows (0), as the CLI notes (cli/main.c) */
         const char *v = getenv("FACET_MICRO_BATCHES");
-        want = v && *v ? atoi(v) : 0; /* 0: chosen by the rows */
-        if (want < 0) want = 1;
+        char *end = NULL;
+        long n = v && *v ? strtol(v, &end, 10) : 0;
+        want = v && *v && *end == '\0' && n >= 0 && n <= 1048576 ? (int)n : 0;
     }
     int P = facet_par_pp();
     int m = want ? want : n / FACET_PAR_MB_ROWS;

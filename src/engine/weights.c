@@ -27,12 +27,57 @@ enum { KIND_VECTOR = 0, KIND_MATRIX = 1 };
 _Static_assert(sizeof(facet_wtensor) <= WCACHE_META_MAX,
                "facet_wtensor no longer fits a weight cache entry's meta bytes");
 
+/* A GGUF file is seen under Hugging Face names (model/gguf_checkpoint.c): for an error
+ * about tensor `name` of such a view, " (blk.N.attn_q.weight in FILE)" names it as the
+ * file does (`shape`: adding that GGUF's ne lists the shape reversed); "" for safetensors. */
+static const char *gguf_named(const st_checkpoint *ck, const char *name, int shape, char *out,
+                              size_t cap) {
+    out[0] = '\0';
+    const char *path = ck->n_files ? ck->files[0].path : NULL;
+    size_t n = path ? strlen(path) : 0;
+    if (n < 5 || strcmp(path + n - 5, ".gguf")) return out;
+    long long layer = -1;
+    const char *rest = name;
+    if (!strncmp(name, "model.layers.", 13)) {
+        char *end;
+        layer = strtoll(name + 13, &end, 10);
+        if (*end != '.') layer = -1;
+        else rest = end + 1;
+    } else if (!strncmp(name, "model.", 6)) {
+        rest = name + 6;
+    }
+    for (size_t i = 0; i < facet_tensor_count; i++) {
+        const facet_tensor_row *r = &facet_tensor_rows[i];
+        int in_layer = r->root == FACET_TR_LAYER;
+        const char *want = r->root == FACET_TR_TOP ? name : rest;
+        if (!r->gguf || !r->name || strcmp(r->name, want) || in_layer != (layer >= 0)) continue;
+        char blk[32] = "";
+        if (in_layer) snprintf(blk, sizeof blk, "blk.%lld.", layer);
+        snprintf(out, cap, " (%s%s%s%s%s in %s%s)", blk, r->gguf, r->gguf_post ? " or " : "",
+                 r->gguf_post ? blk : "", r->gguf_post ? r->gguf_post : "", path,
+                 shape ? ", whose ne lists the shape reversed" : "");
+        return out;
+    }
+    snprintf(out, cap, " (in %s)", path);
+    return out;
+}
+
+/* What a view's expected shapes come from: config.json, or a GGUF file's metadata. */
+static const char *shape_source(const st_checkpoint *ck) {
+    const char *path = ck->n_files ? ck->files[0].path : NULL;
+    size_t n = path ? strlen(path) : 0;
+    return n >= 5 && !strcmp(path + n - 5, ".gguf") ? "the GGUF metadata" : "config.json";
+}
+
 /* Check that tensor `name` exists with shape (d0) or (d0, d1) (d1 = 0 for 1-D), or
  * (d0, 1, d1) when conv3d (a depthwise conv1d weight). */
 static facet_status find_tensor3(const st_checkpoint *ck, const char *name, int64_t d0,
                                  int64_t d1, int conv3d, const st_tensor **out, facet_error *err) {
     const st_tensor *t = *out = st_checkpoint_find(ck, name);
-    if (!t) return facet_err(err, FACET_E_NOT_FOUND, "checkpoint: tensor '%s' is missing", name);
+    char named[4400];
+    if (!t)
+        return facet_err(err, FACET_E_NOT_FOUND, "checkpoint: tensor '%s'%s is missing", name,
+                         gguf_named(ck, name, 0, named, sizeof named));
     int want_ndim = conv3d ? 3 : d1 ? 2 : 1;
     int64_t last = t->ndim > 0 ? t->shape[t->ndim - 1] : 0;
     if (t->ndim != want_ndim || t->shape[0] != d0 || (conv3d && t->shape[1] != 1) ||
@@ -49,8 +94,8 @@ static facet_status find_tensor3(const st_checkpoint *ck, const char *name, int6
         else
             snprintf(want, sizeof want, "[%lld]", (long long)d0);
         return facet_err(err, FACET_E_FORMAT,
-                         "checkpoint: tensor '%s' has shape [%s], expected %s from config.json",
-                         name, got, want);
+                         "checkpoint: tensor '%s'%s has shape [%s], expected %s from %s", name,
+                         gguf_named(ck, name, 1, named, sizeof named), got, want, shape_source(ck));
     }
     return FACET_OK;
 }

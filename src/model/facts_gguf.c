@@ -1012,6 +1012,17 @@ static facet_status probe(const gguf_model *m, facet_facts *f, facet_error *err)
                                  "(expert_count says layer %" PRId64 " routes to experts)",
                                  path, i, i);
         f->experts_layout = FACET_EXPERTS_SPLIT3D;
+        /* a shared expert the metadata does not count would be left unused, silently
+         * (llama.cpp refuses such a file: its tensor count disagrees) */
+        if (f->n_shared_experts == 0 && f->shared_expert_intermediate_size == 0)
+            for (int64_t i = 0; i < L; i++)
+                if (f->layer_sparse[i] && layer_tensor(m, i, "ffn_gate_shexp.weight"))
+                    return facet_err(err, FACET_E_FORMAT,
+                                     "%s: tensor blk.%" PRId64 ".ffn_gate_shexp.weight is "
+                                     "present but the metadata's expert_shared_count is "
+                                     "absent or 0; expected a shared expert's tensors only "
+                                     "where the metadata counts one",
+                                     path, i);
     }
     if (f->fused_gate_up) {
         int64_t first = 0;

@@ -136,6 +136,29 @@ facet_status facet_facts_probe(facet_facts *f, const st_checkpoint *ck, facet_er
                              (long long)L);
     }
     TRY(check_layer_kinds(ck, f, prefix, err));
+    /* a shared expert the config does not size (shared_expert_intermediate_size or
+     * n_shared_experts 0 / null) would be left unused, silently: the config and the
+     * tensors disagree (transformers would refuse the shapes) */
+    if (f->shared_expert_intermediate_size == 0) {
+        static const char *const shared[] = {"mlp.shared_expert.", "mlp.shared_experts.",
+                                             "mixer.shared_experts.", "mlp.shared_expert_gate."};
+        for (int64_t i = 0; i < L; i++) {
+            if (!f->layer_sparse[i]) continue;
+            for (size_t k = 0; k < sizeof shared / sizeof shared[0]; k++) {
+                char lp[NAME_CAP];
+                facet_tensor_layer_path(prefix, i, lp, sizeof lp);
+                snprintf(name, sizeof name, "%s%s", lp, shared[k]);
+                const st_tensor *t = facet_tensor_with_prefix(ck, name);
+                if (t)
+                    return facet_err(err, FACET_E_FORMAT,
+                                     "checkpoint has %s, a shared expert's tensor, but the "
+                                     "config sizes none (shared_expert_intermediate_size / "
+                                     "n_shared_experts absent, null or 0); expected its size "
+                                     "in config.json, or no such tensors",
+                                     t->name);
+            }
+        }
+    }
     facet_tensor_layer_path(prefix, L, name, sizeof name);
     if (facet_tensor_with_prefix(ck, name))
         facet_facts_note(f, "checkpoint has tensors %s* beyond num_hidden_layers=%lld; they "

@@ -157,3 +157,20 @@ def test_ctrl_c_stops_a_reply_and_ctrl_d_exits(facet_bin, chat_model):
     assert time.time() - t0 < 30
     os.write(chat.fd, b"\x04")
     assert chat.wait() == 0
+
+
+def test_unknown_command_is_named_not_sent(facet_bin):
+    """A line that is one /word facet does not know (/help, /quit) is named as an unknown
+    command, not sent to the model as a user message (it was: '/bogus' got a reply); a
+    line with more than a word after the slash is a message as before."""
+    proc = subprocess.run([str(facet_bin), "chat", str(REPO / "docs" / "examples" / "stories260k-chat"),
+                           "-n", "4", "--threads", "1"], input="/help\n/quit\n/usr/bin is?\n",
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, FACET_NO_CACHE="1"))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "(unknown command /help: /clear, /system TEXT, /exit; Ctrl-D exits)" in out, out
+    assert "(unknown command /quit:" in out, out
+    # one reply, to the third line only: three prompts before it, one after
+    replies = [seg for seg in out.split(">>> ") if seg.strip() and "unknown command" not in seg]
+    assert len(replies) == 1, out

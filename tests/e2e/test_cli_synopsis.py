@@ -139,10 +139,12 @@ def test_every_help_ends_with_an_example(facet_bin):
 
 
 @pytest.mark.parametrize("cmd", ["run", "tokenize", "detokenize", "template", "conform",
-                                 "onboard", "plan", "bench"])
+                                 "onboard", "plan", "bench", "chat"])
 def test_help_example_runs(facet_bin, cmd):
     argv = example(facet_bin, cmd)
+    # chat reads its turns from standard input: one turn, then end of input (Ctrl-D)
     proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300,
+                          input="Once upon a time\n" if cmd == "chat" else None,
                           env=dict(os.environ, FACET_NO_CACHE="1"))
     assert proc.returncode == 0, (argv, proc.stdout[-2000:], proc.stderr[-2000:])
     assert proc.stdout.strip(), argv

@@ -247,8 +247,9 @@ def test_conform_and_plan_check_tensor_shapes(run_facet, corpus, tmp_path):
     struct.pack_into("<QQ", b, i + 4, d1, d0)
     bad = tmp_path / "kswap.gguf"
     bad.write_bytes(bytes(b))
-    want = ("checkpoint: tensor 'model.layers.0.self_attn.k_proj.weight' has shape [256, 128], "
-            "expected [128, 256]")
+    want = ("checkpoint: tensor 'model.layers.0.self_attn.k_proj.weight' (blk.0.attn_k.weight in "
+            "%s, whose ne lists the shape reversed) has shape [256, 128], expected [128, 256] "
+            "from the GGUF metadata" % bad)
     for cmd in (["conform", str(bad)], ["plan", str(bad)],
                 ["run", str(bad), "--prompt-ids", "1", "-n", "1"]):
         p = run_facet(cmd)

@@ -122,3 +122,34 @@ def test_older_layout_attn_kv_b(run_facet, tmp_path):
     split.mkdir()
     _, _, got_split, _ = run(run_facet, "ds2-F32", "f32", split)
     assert np.array_equal(got, got_split)
+
+
+@pytest.mark.parametrize("cmd", ["run", "conform"])
+def test_shared_expert_tensors_without_their_count(run_facet, tmp_path, cmd):
+    """expert_shared_count 0 beside the file's ffn_*_shexp tensors: the metadata and the
+    tensors disagree (llama.cpp refuses the file: its tensor count is off). facet ran it
+    without the shared expert, every such tensor silently unused; now an error naming the
+    tensor and the key."""
+    path = patched(tmp_path, b"deepseek2.expert_shared_count", None, 0)
+    args = [cmd, str(path)] + (["--prompt-ids", "1,2", "-n", "2"] if cmd == "run" else [])
+    p = run_facet(args)
+    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    assert "tensor blk.1.ffn_gate_shexp.weight is present but the metadata's " \
+           "expert_shared_count is absent or 0" in p.stderr, p.stderr
+
+
+def test_tensor_errors_name_the_gguf_tensor(run_facet, tmp_path):
+    """A GGUF file is checked under the Hugging Face names it maps to; an error about a
+    tensor names it as the file does too (blk.0.attn_q.weight), and says the expected shape
+    comes from the GGUF metadata (it said 'from config.json', a file there is none of)."""
+    path = patched(tmp_path, b"deepseek2.attention.key_length_mla", None, 41)
+    p = run_facet(["run", str(path), "--prompt-ids", "1", "-n", "1"])
+    assert p.returncode == 1, (p.returncode, p.stderr)
+    assert ("tensor 'model.layers.0.self_attn.q_proj.weight' (blk.0.attn_q.weight in %s, whose "
+            "ne lists the shape reversed) has shape [160, 64], expected [164, 64] from the GGUF "
+            "metadata" % path) in p.stderr, p.stderr
+    path = patched(tmp_path, b"deepseek2.attention.q_lora_rank", None, 16)
+    p = run_facet(["conform", str(path)])
+    assert p.returncode == 1, (p.returncode, p.stderr)
+    assert ("tensor 'model.layers.0.self_attn.q_a_proj.weight' (blk.0.attn_q_a.weight in %s) "
+            "is missing" % path) in p.stderr, p.stderr

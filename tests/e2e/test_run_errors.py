@@ -544,3 +544,112 @@ def test_hidden_size_not_a_multiple_of_heads(facet, tmp_path, make_checkpoint, s
     p = run(facet, ["run", d, "-n", "1"])
     assert_clean_error(p, "config.json: %s is 256 (integer), expected a multiple of %s=3"
                        % (hidden_key, heads_key))
+
+
+def unknown_family_models(tmp_path):
+    """The bundled model with a model_type no profile has, and the qwen3 GGUF with a
+    general.architecture no profile has (the same length, so nothing else moves)."""
+    d = copy_model(tmp_path, "unknown")
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["model_type"] = "nonsense"
+    (d / "config.json").write_text(json.dumps(cfg))
+    raw = (REPO / "tests" / "data" / "gguf" / "qwen3-Q4_0.gguf").read_bytes()
+    key = b"general.architecture" + struct.pack("<IQ", 8, 5)
+    assert raw.count(key + b"qwen3") == 1
+    g = tmp_path / "unknown.gguf"
+    g.write_bytes(raw.replace(key + b"qwen3", key + b"zzzz9"))
+    return d, g
+
+
+@pytest.mark.parametrize("args", [["run", "-p", "Once"], ["run", "--prompt-ids", "1", "--ctx", "4"],
+                                  ["bench"], ["serve", "--port", "0", "--pipeline-parallel", "2"],
+                                  ["bench", "--pipeline-parallel", "2"]])
+def test_family_outside_the_table_is_refused_by_name(facet, tmp_path, args):
+    """A model_type / general.architecture outside the table has no layer count, context or
+    vocabulary: run, serve and bench refuse it by name (exit 2, conform's refusal), never
+    with an error about the zero shape facts it leaves (a prompt token 'outside [0, 0)',
+    'the context holds 0', 'layers [0, 0)')."""
+    d, g = unknown_family_models(tmp_path)
+    p = run(facet, [args[0], d] + args[1:])
+    assert_clean_error(p, "REFUSED: model_type=nonsense is not supported", code=2)
+    p = run(facet, [args[0], g] + args[1:])
+    assert_clean_error(p, "REFUSED: model_type=zzzz9 is not supported",
+                       "general.architecture=zzzz9 is not supported", code=2)
+
+
+def test_serve_ctx_past_the_context_before_loading(facet):
+    """serve's --ctx past max_position_embeddings is refused from config.json, naming the
+    option, before the weights load (it was found only at session creation, after a
+    load that converts a large checkpoint for minutes, as 'context N is larger ...')."""
+    p = run(facet, ["serve", BUNDLED, "--port", "0", "--ctx", "100000"])
+    assert_clean_error(p, "--ctx 100000 is larger than max_position_embeddings=512")
+
+
+@pytest.mark.parametrize("var,value,want", [
+    ("FACET_MICRO_BATCHES", "abc", "FACET_MICRO_BATCHES='abc' is not an integer in [0, 1048576]: ignored"),
+    ("FACET_MICRO_BATCHES", "-3", "FACET_MICRO_BATCHES='-3' is not an integer in [0, 1048576]: ignored"),
+    ("FACET_MPI_WAIT", "spinn", "FACET_MPI_WAIT='spinn' is not 'spin': ignored"),
+])
+def test_parallel_env_value_it_does_not_take_is_named(facet, var, value, want):
+    """README's parallel knobs: a value they do not take is named on stderr and ignored
+    (atoi read FACET_MICRO_BATCHES=abc as 0 and -3 as 1, silently; a misspelt
+    FACET_MPI_WAIT was silently the default). The run itself goes on."""
+    def run_with(**env):
+        return subprocess.run([facet, "run", "-p", "Once", "-n", "2"], capture_output=True,
+                              text=True, timeout=120, env=dict(os.environ, **env))
+    p = run_with(**{var: value})
+    assert p.returncode == 0, p.stderr
+    assert "facet: " + want in p.stderr, p.stderr
+    ok = run_with(FACET_MICRO_BATCHES="2", FACET_MPI_WAIT="spin")
+    assert ok.returncode == 0 and "ignored" not in ok.stderr, ok.stderr
+
+
+def test_shared_expert_tensors_the_config_does_not_size(facet, tmp_path):
+    """A mixture-of-experts checkpoint whose config sizes no shared expert
+    (shared_expert_intermediate_size 0) beside mlp.shared_expert.* tensors: the config and
+    the tensors disagree. facet ran it without the shared expert, the tensors silently
+    unused; now an error naming the tensor and the keys."""
+    import qwen3next_ref
+    d = pathlib.Path(qwen3next_ref.write(qwen3next_ref.shrink(qwen3next_ref.QWEN3_NEXT_80B_A3B),
+                                         str(tmp_path / "q3n")))
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["shared_expert_intermediate_size"] = 0
+    (d / "config.json").write_text(json.dumps(cfg))
+    want = ("checkpoint has model.layers.0.mlp.shared_expert.down_proj.weight, a shared "
+            "expert's tensor, but the config sizes none")
+    p = run(facet, ["run", d, "--prompt-ids", "1,2", "-n", "2", "--no-cache"])
+    assert_clean_error(p, want)
+    p = run(facet, ["conform", d])
+    assert p.returncode == 1 and want in p.stderr, (p.returncode, p.stdout, p.stderr)
+
+
+def _nested(expr):
+    t = "{% set a0 = [1] %}"
+    for i in range(1, 41):
+        t += "{%% set a%d = [a%d, a%d] %%}" % (i, i - 1, i - 1)
+    return t + expr
+
+
+@pytest.mark.parametrize("template,needle", [
+    ('{% set ns = namespace(a="x") %}{% for i in range(40) %}{% set ns.a = ns.a ~ ns.a %}'
+     '{% endfor %}{{ ns.a|length }}', "string concatenation exceeds the output limit"),
+    ('{% set ns = namespace(a="x") %}{% for i in range(40) %}{% set ns.a = ns.a|replace("x", "xx") %}'
+     '{% endfor %}{{ ns.a|length }}', "a string of 134217728 bytes exceeds the output limit"),
+    ('{% set ns = namespace(a=[1]) %}{% for i in range(40) %}{% set ns.a = ns.a + ns.a %}'
+     '{% endfor %}{{ ns.a|length }}', "list concatenation exceeds the iteration limit"),
+    ('{% set ns = namespace(a=[1]) %}{% for i in range(40) %}{% set ns.a = [ns.a, ns.a] %}'
+     '{% endfor %}{{ ns.a|length }}', "a namespace attribute's value holds more than 1000000 references"),
+    (_nested("{{ a40|tojson }}"), "tojson output exceeds the output limit"),
+    (_nested("{{ a40 }}"), "rendered output exceeds the limit"),
+])
+def test_template_that_doubles_a_value_fails_fast(facet, tmp_path, template, needle):
+    """A chat template that doubles a string or a shared list in a loop grows 2^n: each
+    of these ran for minutes (or until memory ran out); now a limit error at once, naming
+    the template's file and line."""
+    d = tmp_path / "tpl"
+    d.mkdir()
+    (d / "tokenizer_config.json").write_text(json.dumps({"chat_template": template}))
+    m = tmp_path / "m.json"
+    m.write_text('[{"role": "user", "content": "hi"}]')
+    p = run(facet, ["template", d, "--messages", m])
+    assert_clean_error(p, "tokenizer_config.json: template line 1:", needle)
