@@ -41,27 +41,7 @@ def write(tmp_path, name="ck", dtype="f32", **over):
 
 
 def run_and_compare(run_facet, path, n_prompt, n_gen, tmp_path, seed=7):
-    ref = qwen3next_ref.Reference(str(path))
-    p = [int(x) for x in np.random.default_rng(seed).integers(0, ref.vocab_size, n_prompt)]
-    dump = tmp_path / "logits.f32"
-    proc = run_facet(["run", path, "--prompt-ids", ",".join(map(str, p)), "-n", str(n_gen),
-                      "--json", "--ignore-eos", "--weights", "f32", "--kv-cache", "f32",
-                      "--no-cache", "--dump-logits", dump], timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    obj = json.loads(proc.stdout)
-    want = ref.generate(p, n_gen)
-    rows = compare.read_logits(str(dump), ref.vocab_size)
-    assert rows.shape == want["logits"].shape
-    errs = compare.relative_errors(rows[:n_prompt], want["logits"][:n_prompt])
-    assert errs.max() < 1e-4, "prompt position %d: relative error %.3g" % (int(errs.argmax()), errs.max())
-    g = compare.greedy_agreement(obj["generated_ids"], want, 1e-3)
-    assert g["mismatch"] is None, compare.describe(g)
-    assert g["decisive"] >= min(8, n_gen), "only %d decisive steps" % g["decisive"]
-    k = g["comparable_rows"]
-    if k:
-        e2 = compare.relative_errors(rows[n_prompt:n_prompt + k], want["logits"][n_prompt:n_prompt + k])
-        assert e2.max() < 1e-4, "generated position %d: %.3g" % (int(e2.argmax()), e2.max())
-    return errs.max()
+    return compare.run_against_reference(run_facet, path, qwen3next_ref.Reference(str(path)), n_prompt, n_gen, tmp_path, seed)
 
 
 @pytest.mark.parametrize("cell", [("80b", "f32"), ("80b", "bf16"), ("mlp-only", "f32"),

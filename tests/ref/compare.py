@@ -89,3 +89,32 @@ def rounding_flip_agreement(errs, loose=1e-2, mean=5e-3):
     return ("largest %.3g at position %d (want <= %.0e), mean %.3g (want <= %.0e); %.0f%% of "
             "positions within 1e-4" % (errs.max(), int(errs.argmax()), loose, errs.mean(), mean,
                                       100 * float(np.mean(errs <= 1e-4))))
+
+
+def run_against_reference(run_facet, path, ref, n_prompt, n_gen, tmp_path, seed=7):
+    """`facet run` on checkpoint `path` (F32 weights and cache) against `ref`, a float64
+    reference with vocab_size and generate(ids, n): a seeded random prompt of n_prompt ids
+    within 1e-4 per position, greedy identical for n_gen steps while the reference is
+    decisive (>= min(8, n_gen) such steps), the comparable generated rows within 1e-4.
+    run_facet(args, timeout=) returns a CompletedProcess. Returns the prompt's worst error."""
+    import json
+    p = [int(x) for x in np.random.default_rng(seed).integers(0, ref.vocab_size, n_prompt)]
+    dump = tmp_path / "logits.f32"
+    proc = run_facet(["run", path, "--prompt-ids", ",".join(map(str, p)), "-n", str(n_gen),
+                      "--json", "--ignore-eos", "--weights", "f32", "--kv-cache", "f32",
+                      "--no-cache", "--dump-logits", dump], timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    obj = json.loads(proc.stdout)
+    want = ref.generate(p, n_gen)
+    rows = read_logits(str(dump), ref.vocab_size)
+    assert rows.shape == want["logits"].shape
+    errs = relative_errors(rows[:n_prompt], want["logits"][:n_prompt])
+    assert errs.max() < 1e-4, "prompt position %d: relative error %.3g" % (int(errs.argmax()), errs.max())
+    g = greedy_agreement(obj["generated_ids"], want, 1e-3)
+    assert g["mismatch"] is None, describe(g)
+    assert g["decisive"] >= min(8, n_gen), "only %d decisive steps" % g["decisive"]
+    k = g["comparable_rows"]
+    if k:
+        e2 = relative_errors(rows[n_prompt:n_prompt + k], want["logits"][n_prompt:n_prompt + k])
+        assert e2.max() < 1e-4, "generated position %d: %.3g" % (int(e2.argmax()), e2.max())
+    return errs.max()
