@@ -1,0 +1,76 @@
+/*
+ * vk_matmul.c — the Vulkan backend's matmul and matmul_multi (backend.h): the weights
+ * resident on the device (vk_weights.c); the activations written to the submission's
+ * arena, the dispatches (all of a matmul_multi's weights) recorded and submitted once,
+ * the outputs read back. Few rows (decode, <= MATVEC_ROWS) take matvec.comp, more take
+ * matmul_tiled.comp.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/vulkan/vk_ops.h"
+#include "kernels/cpu/matmul_internal.h"
+#include "model/facts.h"
+#include "util/error.h"
+
+/* ---- matmul ---- */
+
+typedef struct {
+    uint32_t N, K, M, has_bias, wstride;
+} mm_push;
+
+static facet_status record_matmul(vk_ctx *c, vk_range y, vk_range x, const vk_weight *w,
+                                  const facet_wtensor *W, vk_range bias, int has_bias,
+                                  int n_rows, facet_error *err) {
+    mm_push p = {(uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n_rows, (uint32_t)has_bias,
+                 w->wstride};
+    vk_range wr = {w->buf.buf, 0, w->buf.size};
+    vk_range b[4] = {x, wr, bias, y};
+    if (n_rows <= MATVEC_ROWS) {
+        uint32_t gx = (uint32_t)W->rows < c->max_groups[0] ? (uint32_t)W->rows : c->max_groups[0];
+        uint32_t gz = ((uint32_t)W->rows + gx - 1) / gx;
+        return vk_dispatch(c, VK_SH_MATVEC, w->variant, b, 4, &p, sizeof p, gx, (uint32_t)n_rows,
+                           gz, err);
+    }
+    return vk_dispatch(c, VK_SH_MATMUL_TILED, w->variant, b, 4, &p, sizeof p,
+                       ((uint32_t)W->rows + 15) / 16, ((uint32_t)n_rows + 15) / 16, 1, err);
+}
+
+void vk_matmul_multi(facet_backend *be, int n_mats, float *const *Y, const float *X,
+                            const facet_wtensor *const *W, const float *const *bias,
+                            int n_rows) {
+    vk_backend *b = vkb(be);
+    vk_ctx *c = &b->d->c;
+    facet_error err = {0};
+    if (b->st != FACET_OK || n_rows <= 0) return;
+    if (n_mats > 4) {
+        facet_err(&err, FACET_E_INVALID_ARGUMENT, "vulkan: matmul_multi of %d weights (4 at most)",
+                  n_mats);
+        fail(b, FACET_E_INVALID_ARGUMENT, &err);
+        return;
+    }
+    const vk_weight *w[4];
+    size_t arena = fbytes(c, (size_t)n_rows * (size_t)W[0]->cols);
+    for (int m = 0; m < n_mats; m++) {
+        if (fail(b, vk_weight_get(b->d, W[m], &w[m], &err), &err) != FACET_OK) return;
+        arena += fbytes(c, (size_t)n_rows * (size_t)W[m]->rows) + fbytes(c, (size_t)W[m]->rows);
+    }
+    if (fail(b, vk_begin(c, arena, &err), &err) != FACET_OK) return;
+    vk_range x = put(c, X, (size_t)n_rows * (size_t)W[0]->cols), y[4];
+    facet_status st = FACET_OK;
+    for (int m = 0; m < n_mats && st == FACET_OK; m++) {
+        vk_range br = put(c, bias[m], bias[m] ? (size_t)W[m]->rows : 1);
+        y[m] = put(c, NULL, (size_t)n_rows * (size_t)W[m]->rows);
+        st = record_matmul(c, y[m], x, w[m], W[m], br, bias[m] != NULL, n_rows, &err);
+    }
+    if (st == FACET_OK) st = vk_submit(c, &err);
+    else vk_submit(c, NULL);
+    if (fail(b, st, &err) != FACET_OK) return;
+    for (int m = 0; m < n_mats; m++)
+        memcpy(Y[m], host_of(c, y[m]), (size_t)n_rows * (size_t)W[m]->rows * sizeof(float));
+}
+
+void vk_matmul(facet_backend *be, float *Y, const float *X, const facet_wtensor *W,
+                      const float *bias, int n_rows) {
+    vk_matmul_multi(be, 1, &Y, X, &W, &bias, n_rows);
+}
