@@ -151,6 +151,9 @@ typedef struct facet_model_info {
     const char *backend;         /* "cpu" or "vulkan" (static)                         */
     const char *device_note;     /* the device used ("vulkan device 0: NAME, X GiB"),
                                     or NULL on the CPU; owned by the model              */
+    uint64_t device_submissions; /* command buffers submitted to the device so far (a
+                                    forward chunk is one: its operations are recorded
+                                    and submitted together); 0 on the CPU               */
     int n_notes;                 /* lines in notes (at most 16)                        */
     const char *notes[16];       /* what reading the checkpoint noticed and resolved, as
                                     `facet conform` prints them ("tensors win" where a

@@ -5,13 +5,15 @@
  * on; src/backend/backend_cpu.c implements it with the kernels of src/kernels/cpu.
  *
  * Granularity. Each operation is a step of a layer over a whole chunk of batch entries
- * (matmul over a weight, attention of a layer, a K/V store), or over one entry's row
- * (norms, RoPE, activation, rounding) called from `run`'s parallel tasks. A backend whose
- * memory is not the host's (Vulkan, issue 24) implements the chunk operations on its
- * device and keeps the weights it was given (a facet_wtensor is the key of its device
- * copy); a backend spread over MPI ranks splits the weights' output rows (matmul) and the
- * heads (attention) among its ranks. The row operations then move into chunk operations
- * of the same names; the table grows, the engine's calls keep their shape.
+ * (matmul over a weight, attention of a layer, the K/V stores, the norms of the chunk's
+ * rows, RoPE of its rows, the residual), or over one entry's row (norms, RoPE,
+ * activation, rounding) called from `run`'s parallel tasks by the kinds that work row by
+ * row. The layer loop and the attention and dense kinds use the chunk operations, so a
+ * backend whose memory is not the host's (Vulkan, issue 24) records a forward chunk's
+ * operations over activations that stay on its device (scratch_alloc) and submits them
+ * once (sync, status); it keeps the weights it was given (a facet_wtensor is the key of
+ * its device copy). A backend spread over MPI ranks splits the weights' output rows
+ * (matmul) and the heads (attention) among its ranks.
  *
  * Shapes use src/model/facts.h's names: H hidden_size, nh/nkv heads, hd head_dim.
  * Threads: every operation may be called from `run`'s tasks except run, reserve and free.
@@ -86,6 +88,12 @@ typedef struct facet_backend_ops {
     /* store entry position pos of sequence seq in the cache (k, v: nkv*hd floats) */
     void (*kv_store)(facet_backend *be, facet_kv_cache *kv, int seq, int layer, int pos,
                      const float *k, const float *v);
+    /* store n entries of a chunk: entry e is chunk row rows[e] (rows NULL: e), of sequence
+     * seq_ids[row] at position pos[row], its K/V rows k, v + row * nkv*hd; bit for bit n
+     * kv_store calls (a device backend dispatches each run of one sequence's entries) */
+    void (*kv_store_rows)(facet_backend *be, facet_kv_cache *kv, int layer, int n,
+                          const int *rows, const int32_t *seq_ids, const int *pos,
+                          const float *k, const float *v);
 
     /* rows: y = RMSNorm(x) (offset + w), y may alias x; RoPE of n_heads heads of x;
      * gate = act(gate) * up; x rounded to what a cache of type t holds */
@@ -97,7 +105,17 @@ typedef struct facet_backend_ops {
                          int n, int M, double eps, float offset);
     void (*rope)(const facet_backend *be, float *x, int n_heads, int head_dim, int rot,
                  const float *cos, const float *sin);
+    /* RoPE of M contiguous rows of n_heads heads, row r with cos, sin + r * rot/2; bit for
+     * bit M rope calls */
+    void (*rope_rows)(const facet_backend *be, float *x, int M, int n_heads, int head_dim,
+                      int rot, const float *cos, const float *sin);
+    /* x[i] += h[i] * mult for i < n (the residual; mult 1: x[i] + h[i] exactly) */
+    void (*add_scaled)(const facet_backend *be, float *x, const float *h, size_t n, float mult);
     void (*gated_act)(const facet_backend *be, float *gate, const float *up, int n, int act);
+    /* M contiguous rows of n: bit for bit M gated_act calls (a vector kernel's tail is
+     * where each row's is) */
+    void (*gated_act_rows)(const facet_backend *be, float *gate, const float *up, int n, int M,
+                           int act);
     /* rows of the classic decoders: y = LayerNorm(x) w (+ b) (w, b may be NULL; y may
      * alias x); x = act(x), an ungated MLP's activation */
     void (*layernorm)(const facet_backend *be, float *y, const float *x, const float *w,
@@ -113,6 +131,17 @@ typedef struct facet_backend_ops {
     const char *(*attention_kernel)(const facet_backend *be, facet_kv_type t, int head_dim);
     uint64_t (*weight_bytes)(const facet_backend *be, facet_wformat f, uint64_t rows,
                              uint64_t cols);
+    /* Activations (the session's batch scratch): NULL ops malloc / free. A device backend
+     * gives memory its operations use in place, so results stay on the device from one
+     * operation to the next and nothing waits until the host reads them (Vulkan). */
+    void *(*scratch_alloc)(facet_backend *be, size_t bytes);
+    void (*scratch_free)(facet_backend *be, void *p);
+    /* Wait for the operations recorded so far (NULL: operations complete before they
+     * return, cpu). The host reads or writes scratch_alloc memory only after it: the
+     * engine calls it before its own arithmetic on activations (forward.c, the kinds);
+     * an operation whose output is host memory (logits, a test's arrays) completes before
+     * it returns on every backend. Errors are kept for status. */
+    void (*sync)(facet_backend *be);
     /* FACET_OK, or the first error of an operation since the last call (a device lost or
      * out of memory: the operations return nothing, so a backend that can fail keeps its
      * first error here and the forward pass returns it); NULL: never fails (cpu) */
@@ -146,6 +175,8 @@ facet_status facet_device_open(const char *backend, int index, facet_device **ou
 void facet_device_free(facet_device *d);
 /* One line for the user: "vulkan device N: NAME, X.X GiB" (owned by d). */
 const char *facet_device_describe(const facet_device *d);
+/* Command buffers submitted to d so far (facet_model_info.device_submissions). */
+uint64_t facet_device_submissions(const facet_device *d);
 /* Put kv's key and value buffers in d's memory (kv_cache.h buf_alloc): mapped buffers
  * the host's cache code writes and the Vulkan attention reads in place. Call after
  * facet_kv_cache_init, before the first reserve; d outlives kv's buffers. */

@@ -253,6 +253,18 @@ static void cpu_kv_store(facet_backend *be, facet_kv_cache *kv, int seq, int lay
     facet_kv_cache_store(kv, seq, layer, pos, k, v);
 }
 
+static void cpu_kv_store_rows(facet_backend *be, facet_kv_cache *kv, int layer, int n,
+                              const int *rows, const int32_t *seq_ids, const int *pos,
+                              const float *k, const float *v) {
+    (void)be;
+    size_t kvd = (size_t)kv->n_kv_heads * (size_t)kv->head_dim;
+    for (int e = 0; e < n; e++) {
+        int r = rows ? rows[e] : e;
+        facet_kv_cache_store(kv, seq_ids[r], layer, pos[r], k + (size_t)r * kvd,
+                             v + (size_t)r * kvd);
+    }
+}
+
 static void cpu_rmsnorm(const facet_backend *be, float *y, const float *x, const float *w, int n,
                         double eps, float offset) {
     (void)be;
@@ -272,8 +284,33 @@ static void cpu_rope(const facet_backend *be, float *x, int n_heads, int head_di
     facet_rope_apply(x, n_heads, head_dim, rot, cos, sin);
 }
 
+static void cpu_rope_rows(const facet_backend *be, float *x, int M, int n_heads, int head_dim,
+                          int rot, const float *cos, const float *sin) {
+    (void)be;
+    size_t row = (size_t)n_heads * (size_t)head_dim, half = (size_t)rot / 2;
+    for (int m = 0; m < M; m++)
+        facet_rope_apply(x + (size_t)m * row, n_heads, head_dim, rot, cos + (size_t)m * half,
+                         sin + (size_t)m * half);
+}
+
+/* The residual: float32 x + h (times mult), element by element. */
+static void cpu_add_scaled(const facet_backend *be, float *x, const float *h, size_t n,
+                           float mult) {
+    (void)be;
+    if (mult == 1.0f)
+        for (size_t i = 0; i < n; i++) x[i] += h[i];
+    else
+        for (size_t i = 0; i < n; i++) x[i] += h[i] * mult;
+}
+
 static void cpu_gated_act(const facet_backend *be, float *gate, const float *up, int n, int act) {
     facet_gated_act_at(ccpu(be)->k.level, gate, up, n, act);
+}
+
+static void cpu_gated_act_rows(const facet_backend *be, float *gate, const float *up, int n,
+                               int M, int act) {
+    for (int m = 0; m < M; m++)
+        facet_gated_act_at(ccpu(be)->k.level, gate + (size_t)m * n, up + (size_t)m * n, n, act);
 }
 
 static void cpu_layernorm(const facet_backend *be, float *y, const float *x, const float *w,
@@ -355,10 +392,14 @@ static const facet_backend_ops cpu_ops = {
     .matmul_each = cpu_matmul_each,
     .attention = cpu_attention,
     .kv_store = cpu_kv_store,
+    .kv_store_rows = cpu_kv_store_rows,
     .rmsnorm = cpu_rmsnorm,
     .rmsnorm_rows = cpu_rmsnorm_rows,
     .rope = cpu_rope,
+    .rope_rows = cpu_rope_rows,
+    .add_scaled = cpu_add_scaled,
     .gated_act = cpu_gated_act,
+    .gated_act_rows = cpu_gated_act_rows,
     .layernorm = cpu_layernorm,
     .act = cpu_act,
     .kv_round = cpu_kv_round,

@@ -28,6 +28,11 @@ const char *facet_device_describe(const facet_device *d) {
     return "";
 }
 
+uint64_t facet_device_submissions(const facet_device *d) {
+    (void)d;
+    return 0;
+}
+
 facet_status facet_backend_vulkan_create(facet_device *d, facet_backend **out, facet_error *err) {
     (void)d;
     *out = NULL;

@@ -138,6 +138,7 @@ static int sink_put(text_sink *t, const char *s, size_t n) {
 
 typedef struct run_state {
     const run_opts *o;
+    const facet_model *model;
     facet_model_info info;
     facet_session *sess;
     facet_generator *gen;
@@ -269,6 +270,12 @@ static void print_json(run_state *rs, const char *finish, double t_load, double 
                             facet_str_cstr(&rs->text.buf), rs->text.buf.len, "finish_reason", finish,
                             "timings", "load_s", t_load, "ttft_ms", ttft_ms, "prefill_tok_s",
                             prefill_tok_s, "decode_tok_s", decode_tok_s);
+    if (rs->info.device_note) { /* the device's command buffers over the whole run */
+        facet_model_info now;
+        facet_model_get_info(rs->model, &now);
+        json_object_set_new(json_object_get(obj, "timings"), "device_submissions",
+                            json_integer((json_int_t)now.device_submissions));
+    }
     if (rs->o->top_logprobs > 0) json_object_set(obj, "top_logprobs", rs->top);
     json_dumpf(obj, stdout, JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17));
     fputc('\n', stdout);
@@ -354,6 +361,7 @@ int cmd_run(int argc, char **argv) {
     }
     t_load = now_s() - t_load;
     facet_model_get_info(model, &rs.info);
+    rs.model = model;
     if (rs.info.device_note) fprintf(stderr, "facet: %s\n", rs.info.device_note);
     facet_session_options so = {1, n_ctx, o.kv_cache};
     if (facet_session_create(model, &so, &rs.sess, &err) != FACET_OK) {

@@ -14,17 +14,22 @@ static int dense_takes(const facet_facts *f, int l) {
     return 1;
 }
 
-/* gate = act(gate) * up over one row of intermediate_size (muP, Falcon-H1: the gate
- * times mlp_gate_multiplier first). */
-static void act_row(facet_session *s, int l, int r) {
+/* The gate times mlp_gate_multiplier (muP, Falcon-H1), by the host. */
+static void gate_mult_row(facet_session *s, int l, int r) {
     (void)l;
     const facet_facts *f = &s->model->facts;
     size_t I = (size_t)f->intermediate_size;
-    if (f->mup && f->mlp_gate_multiplier != 1.0) {
-        float m = (float)f->mlp_gate_multiplier;
-        for (size_t i = 0; i < I; i++) s->gate[r * I + i] *= m;
-    }
-    s->be->ops->gated_act(s->be, s->gate + r * I, s->up + r * I, (int)I, (int)f->act);
+    float m = (float)f->mlp_gate_multiplier;
+    for (size_t i = 0; i < I; i++) s->gate[r * I + i] *= m;
+}
+
+/* gate = act(gate) * up over rows [r0, r1) of intermediate_size, one operation. */
+static void act_rows(facet_session *s, int l, int r0, int r1) {
+    (void)l;
+    const facet_facts *f = &s->model->facts;
+    size_t I = (size_t)f->intermediate_size;
+    s->be->ops->gated_act_rows(s->be, s->gate + (size_t)r0 * I, s->up + (size_t)r0 * I, (int)I,
+                               r1 - r0, (int)f->act);
 }
 
 /* The down projection's output times mlp_down_multiplier (muP, Falcon-H1). */
@@ -95,10 +100,17 @@ static void dense_forward(facet_session *s, int l, int n) {
         const float *const b[2] = {L->gate_bias, L->up_bias};
         be->ops->matmul_multi(be, 2, y, s->xn, w, b, n);
     }
-    facet_for_rows(s, l, n, act_row);
-    be->ops->matmul(be, s->xn, s->gate, &L->down_proj, L->down_bias, n);
     const facet_facts *f = &s->model->facts;
-    if (f->mup && f->mlp_down_multiplier != 1.0) facet_for_rows(s, l, n, down_mult_row);
+    if (f->mup && f->mlp_gate_multiplier != 1.0) {
+        facet_sync(s);
+        facet_for_rows(s, l, n, gate_mult_row);
+    }
+    facet_for_row_ranges(s, l, n, act_rows);
+    be->ops->matmul(be, s->xn, s->gate, &L->down_proj, L->down_bias, n);
+    if (f->mup && f->mlp_down_multiplier != 1.0) {
+        facet_sync(s);
+        facet_for_rows(s, l, n, down_mult_row);
+    }
 }
 
 const facet_ffn_kind facet_ffn_dense = {"dense", dense_takes, dense_forward};

@@ -72,6 +72,7 @@ static facet_status forward_layers(facet_session *s, const int32_t *tokens,
     int tensor = s->par && T > 1;
     facet_status st = FACET_OK;
 
+    facet_sync(s); /* the host writes the embeddings and the rotary tables */
     /* embeddings (Gemma: times sqrt(hidden_size) rounded to float32; Granite:
      * embedding_multiplier); a later stage receives the previous stage's output */
     if (m->stage_inner) {
@@ -105,18 +106,21 @@ static facet_status forward_layers(facet_session *s, const int32_t *tokens,
     group_chunk(s, seq_ids, n);
     s->seq_ids = seq_ids;
     for (int l = m->layer_first; l < m->layer_end; l++) {
-        facet_for_rows(s, l, n, facet_rows_in_norm);
+        facet_for_row_ranges(s, l, n, facet_rows_in_norm);
         s->mixers[l]->forward(s, l, n); /* xn -> xn */
         /* tensor parallel: each rank's heads gave a partial sum of o_proj's output */
+        if (tensor) facet_sync(s);
         if (tensor && (st = facet_par_allreduce_f32(s->xn, (size_t)n * H, err)) != FACET_OK)
             return st;
-        facet_for_rows(s, l, n, facet_rows_mixer_out);
+        facet_for_row_ranges(s, l, n, facet_rows_mixer_out);
         s->ffns[l]->forward(s, l, n);   /* xn -> xn */
+        if (tensor) facet_sync(s);
         if (tensor && (st = facet_par_allreduce_f32(s->xn, (size_t)n * H, err)) != FACET_OK)
             return st;
-        facet_for_rows(s, l, n, facet_rows_ffn_out);
+        facet_for_row_ranges(s, l, n, facet_rows_ffn_out);
     }
     if (!pipelined) return FACET_OK;
+    facet_sync(s);
     /* to the next stage; the last stage's output back to stage 0 for the logits */
     st = facet_par_send(s->x, xbytes, (stage + 1) % P * T + tr, err);
     if (st == FACET_OK && stage == 0 && back)
@@ -174,6 +178,7 @@ static void forward_logits(facet_session *s, const uint8_t *want, int n, float *
         k++;
     }
     if (!k || hidden) return;
+    /* logits: host memory, so the matmul completes before it returns on every backend */
     s->be->ops->matmul(s->be, logits, s->xn, &m->w.lm_head, m->w.lm_head_bias, k);
     float inv_scale = (float)(1.0 / f->logits_scaling);
     float cap = (float)f->final_logit_softcap;

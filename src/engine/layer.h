@@ -97,9 +97,21 @@ void facet_norm_row(const facet_session *s, float *y, const float *x, const floa
 void facet_norm_row_bias(const facet_session *s, float *y, const float *x, const float *w,
                          const float *b);
 
-/* The layer loop's row steps (above). */
-void facet_rows_in_norm(facet_session *s, int l, int r);
-void facet_rows_mixer_out(facet_session *s, int l, int r);
-void facet_rows_ffn_out(facet_session *s, int l, int r);
+/* fn(s, l, r0, r1) over ranges of rows covering [0, n): the whole chunk at once on a
+ * backend of one thread (a device: one operation per step) or when n is small, else
+ * ranges spread over the backend's threads. The steps call the backend's chunk
+ * operations over their range; each row's arithmetic is the row steps', so the split
+ * changes no bit. */
+typedef void (*facet_range_fn)(facet_session *s, int l, int r0, int r1);
+void facet_for_row_ranges(facet_session *s, int l, int n, facet_range_fn fn);
+
+/* Wait for the backend's recorded operations (backend.h sync): before the host's own
+ * arithmetic on activations (a kind's host loop, a copy). Nothing on the CPU. */
+void facet_sync(facet_session *s);
+
+/* The layer loop's steps (above) over rows [r0, r1). */
+void facet_rows_in_norm(facet_session *s, int l, int r0, int r1);
+void facet_rows_mixer_out(facet_session *s, int l, int r0, int r1);
+void facet_rows_ffn_out(facet_session *s, int l, int r0, int r1);
 
 #endif

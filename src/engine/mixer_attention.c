@@ -30,19 +30,6 @@ static int attention_takes(const facet_facts *f, int l) {
 
 static int ring_layer(const facet_session *s, int l) { return facet_kv_is_ring(&s->kv, l); }
 
-/* Store entry r's K/V row (after norm and RoPE) into its sequence's cache. */
-static void store_kv_row(facet_session *s, int l, int r) {
-    size_t kvd = (size_t)(s->model->facts.num_key_value_heads * s->model->facts.head_dim);
-    s->be->ops->kv_store(s->be, &s->kv, s->seq_ids[r], l, s->pos[r], s->k + r * kvd,
-                         s->v + r * kvd);
-}
-
-/* A ring layer's store after attention: the rows of groups of several entries (a group
- * of one stored its row before, in qk_row: decode stores once). */
-static void store_ring_row(facet_session *s, int l, int r) {
-    if (s->group_len[s->chunk_gid[r]] > 1) store_kv_row(s, l, r);
-}
-
 /* Rotate pairs (2i, 2i+1) of x's first rot dims by the position's angles (GPT-J's
  * rotate_every_two: out[2i] = a cos - b sin, out[2i+1] = b cos + a sin); the rest of the
  * head passes. */
@@ -54,17 +41,13 @@ static void rope_pairs(float *x, int rot, const float *cs, const float *sn) {
     }
 }
 
-/* q/k norm and RoPE of one entry; its K/V row goes into the cache, except on a ring
- * layer in a group of several entries (stored after attention: backend_cpu.c). */
-static void qk_row(facet_session *s, int l, int r) {
-    facet_model *m = s->model;
-    const facet_backend *be = s->be;
-    const facet_facts *f = &m->facts;
-    const facet_layer_weights *L = &m->w.layers[l];
-    int nh = (int)f->num_attention_heads, nkv = (int)f->num_key_value_heads, hd = (int)f->head_dim;
-    int qd = nh * hd, kvd = nkv * hd, half = m->rope_dim / 2;
-    float off = (float)f->norm_weight_offset;
-    int local = m->inv_freq_local && f->layer_sliding[l];
+/* The host's part of entry r's q/k before the norms: its query out of q_proj's
+ * [query; gate] rows (attn_output_gate), its key times key_multiplier (muP). */
+static void qk_host_row(facet_session *s, int l, int r) {
+    (void)l;
+    const facet_facts *f = &s->model->facts;
+    int nh = (int)f->num_attention_heads, hd = (int)f->head_dim, qd = nh * hd;
+    int kvd = (int)f->num_key_value_heads * hd;
     float *q = s->q + (size_t)r * qd, *k = s->k + (size_t)r * kvd;
     if (f->attn_output_gate) /* each head's query: the first half of its 2 hd rows */
         for (int h = 0; h < nh; h++)
@@ -74,33 +57,78 @@ static void qk_row(facet_session *s, int l, int r) {
         float km = (float)f->key_multiplier;
         for (int i = 0; i < kvd; i++) k[i] *= km;
     }
-    if (L->q_norm && L->qk_norm_full) { /* OLMo 2: over the whole projection */
-        be->ops->rmsnorm(be, q, q, L->q_norm, qd, f->rms_norm_eps, off);
-        be->ops->rmsnorm(be, k, k, L->k_norm, kvd, f->rms_norm_eps, off);
-    } else if (L->q_norm) { /* Qwen 3, Gemma 3: over each head */
-        be->ops->rmsnorm_rows(be, q, q, L->q_norm, hd, nh, f->rms_norm_eps, off);
-        be->ops->rmsnorm_rows(be, k, k, L->k_norm, hd, nkv, f->rms_norm_eps, off);
-    }
+}
+
+/* GPT-J's interleaved RoPE of entry r (host arithmetic). */
+static void rope_pairs_row(facet_session *s, int l, int r) {
+    facet_model *m = s->model;
+    const facet_facts *f = &m->facts;
+    int nh = (int)f->num_attention_heads, nkv = (int)f->num_key_value_heads, hd = (int)f->head_dim;
+    int half = m->rope_dim / 2, local = m->inv_freq_local && f->layer_sliding[l];
+    float *q = s->q + (size_t)r * nh * hd, *k = s->k + (size_t)r * nkv * hd;
     const float *cs = (local ? s->rope_cos_local : s->rope_cos) + (size_t)r * half;
     const float *sn = (local ? s->rope_sin_local : s->rope_sin) + (size_t)r * half;
+    for (int h = 0; h < nh; h++) rope_pairs(q + (size_t)h * hd, m->rope_dim, cs, sn);
+    for (int h = 0; h < nkv; h++) rope_pairs(k + (size_t)h * hd, m->rope_dim, cs, sn);
+}
+
+/* q/k norm and RoPE of entries [r0, r1), one backend operation each over the range; their
+ * K/V rows go into the cache, except on a ring layer in a group of several entries
+ * (stored after attention: backend_cpu.c). */
+static void qk_rows(facet_session *s, int l, int r0, int r1) {
+    facet_model *m = s->model;
+    const facet_backend *be = s->be;
+    const facet_facts *f = &m->facts;
+    const facet_layer_weights *L = &m->w.layers[l];
+    int nh = (int)f->num_attention_heads, nkv = (int)f->num_key_value_heads, hd = (int)f->head_dim;
+    int qd = nh * hd, kvd = nkv * hd, half = m->rope_dim / 2, M = r1 - r0;
+    float off = (float)f->norm_weight_offset;
+    int local = m->inv_freq_local && f->layer_sliding[l];
+    float *q = s->q + (size_t)r0 * qd, *k = s->k + (size_t)r0 * kvd;
+    if (f->attn_output_gate || (f->mup && f->key_multiplier != 1.0)) {
+        facet_sync(s);
+        for (int r = r0; r < r1; r++) qk_host_row(s, l, r);
+    }
+    if (L->q_norm && L->qk_norm_full) { /* OLMo 2: over the whole projection */
+        be->ops->rmsnorm_rows(be, q, q, L->q_norm, qd, M, f->rms_norm_eps, off);
+        be->ops->rmsnorm_rows(be, k, k, L->k_norm, kvd, M, f->rms_norm_eps, off);
+    } else if (L->q_norm) { /* Qwen 3, Gemma 3: over each head */
+        be->ops->rmsnorm_rows(be, q, q, L->q_norm, hd, nh * M, f->rms_norm_eps, off);
+        be->ops->rmsnorm_rows(be, k, k, L->k_norm, hd, nkv * M, f->rms_norm_eps, off);
+    }
+    const float *cs = (local ? s->rope_cos_local : s->rope_cos) + (size_t)r0 * half;
+    const float *sn = (local ? s->rope_sin_local : s->rope_sin) + (size_t)r0 * half;
     if (f->rope_interleaved && !f->layer_no_rope[l]) { /* GPT-J: pairs (2i, 2i+1) */
-        for (int h = 0; h < nh; h++) rope_pairs(q + (size_t)h * hd, m->rope_dim, cs, sn);
-        for (int h = 0; h < nkv; h++) rope_pairs(k + (size_t)h * hd, m->rope_dim, cs, sn);
+        facet_sync(s);
+        for (int r = r0; r < r1; r++) rope_pairs_row(s, l, r);
     } else if (!f->layer_no_rope[l]) { /* SmolLM3's NoPE layers attend without positions */
-        be->ops->rope(be, q, nh, hd, m->rope_dim, cs, sn);
-        be->ops->rope(be, k, nkv, hd, m->rope_dim, cs, sn);
+        be->ops->rope_rows(be, q, M, nh, hd, m->rope_dim, cs, sn);
+        be->ops->rope_rows(be, k, M, nkv, hd, m->rope_dim, cs, sn);
     }
     /* a bf16 cache is bf16 attention: the query is rounded like the keys, so each score
      * is a sum of exact products of bf16 values (FlashAttention's bf16 arithmetic), on
      * every path; on AVX512-BF16 the blocked kernel takes them from vdpbf16ps */
-    if (s->kv.type == FACET_KV_BF16) be->ops->kv_round(be, q, s->kv.type, qd);
-    if (!ring_layer(s, l) || s->group_len[s->chunk_gid[r]] == 1) {
-        store_kv_row(s, l, r);
-    } else if (s->kv.type != FACET_KV_F32) {
-        /* a ring layer's prefill reads this chunk's rows from the scratch (its view): round
-         * them as the cache will hold them, so the result does not depend on chunking */
-        be->ops->kv_round(be, k, s->kv.type, kvd);
-        be->ops->kv_round(be, s->v + (size_t)r * kvd, s->kv.type, kvd);
+    if (s->kv.type == FACET_KV_BF16) be->ops->kv_round(be, q, s->kv.type, qd * M);
+    facet_backend *bm = s->be;
+    if (!ring_layer(s, l)) {
+        bm->ops->kv_store_rows(bm, &s->kv, l, M, NULL, s->seq_ids + r0, s->pos + r0, k,
+                               s->v + (size_t)r0 * kvd);
+        return;
+    }
+    /* a ring layer: a group of one stores its row now (decode stores once); the rows of
+     * a prefill group, which the attention reads from this chunk (its view), are rounded
+     * as the cache will hold them, so the result does not depend on chunking */
+    for (int r = r0; r < r1; r++) {
+        float *kr = s->k + (size_t)r * kvd, *vr = s->v + (size_t)r * kvd;
+        if (s->group_len[s->chunk_gid[r]] == 1) {
+            bm->ops->kv_store_rows(bm, &s->kv, l, 1, NULL, s->seq_ids + r, s->pos + r, kr, vr);
+        } else if (s->kv.type != FACET_KV_F32) {
+            int run = 1; /* the run of rows from r in groups of several: one rounding */
+            while (r + run < r1 && s->group_len[s->chunk_gid[r + run]] > 1) run++;
+            be->ops->kv_round(be, kr, s->kv.type, kvd * run);
+            be->ops->kv_round(be, vr, s->kv.type, kvd * run);
+            r += run - 1;
+        }
     }
 }
 
@@ -118,6 +146,18 @@ static void gate_row(facet_session *s, int l, int r) {
     }
 }
 
+/* A ring layer's store after attention: the rows of groups of several entries, a
+ * group's rows in position order at once (a group of one stored its row before, in
+ * qk_rows: decode stores once). */
+static void store_ring_groups(facet_session *s, int l) {
+    facet_backend *be = s->be;
+    for (int g = 0; g < s->n_groups; g++)
+        if (s->group_len[g] > 1)
+            be->ops->kv_store_rows(be, &s->kv, l, s->group_len[g],
+                                   s->chunk_order + s->chunk_group[s->group_row[g]], s->seq_ids,
+                                   s->pos, s->k, s->v);
+}
+
 /* xn (RMSNorm_in(x)) -> xn (o_proj's output) for entries [0, n) of layer l. */
 static void attention_forward(facet_session *s, int l, int n) {
     facet_backend *be = s->be;
@@ -129,7 +169,7 @@ static void attention_forward(facet_session *s, int l, int n) {
         const float *const b[3] = {L->q_bias, L->k_bias, L->v_bias};
         be->ops->matmul_multi(be, 3, y, s->xn, w, b, n);
     }
-    facet_for_rows(s, l, n, qk_row); /* + the K/V store */
+    facet_for_row_ranges(s, l, n, qk_rows); /* + the K/V store */
     facet_attn_params P = {.head_dim = (int)f->head_dim, .scale = (float)f->attn_scale,
                            .softcap = (float)f->attn_logit_softcap, .kv_type = s->kv.type,
                            .v_stride = (size_t)f->head_dim, .sinks = L->sinks,
@@ -144,8 +184,11 @@ static void attention_forward(facet_session *s, int l, int n) {
                           .group_len = s->group_len, .order_at = s->chunk_group,
                           .order = s->chunk_order};
     be->ops->attention(be, &c);
-    if (ring_layer(s, l)) facet_for_rows(s, l, n, store_ring_row); /* after attention */
-    if (f->attn_output_gate) facet_for_rows(s, l, n, gate_row);
+    if (ring_layer(s, l)) store_ring_groups(s, l); /* after attention */
+    if (f->attn_output_gate) {
+        facet_sync(s);
+        facet_for_rows(s, l, n, gate_row);
+    }
     be->ops->matmul(be, s->xn, s->att_out, &L->o_proj, L->o_bias, n);
 }
 

@@ -173,6 +173,7 @@ void facet_model_get_info(const facet_model *m, facet_model_info *info) {
     info->num_hidden_layers = (int)f->num_hidden_layers;
     info->backend = m->backend;
     info->device_note = m->device ? facet_device_describe(m->device) : NULL;
+    info->device_submissions = m->device ? facet_device_submissions(m->device) : 0;
     info->bos_token_id = f->bos_token_id;
     info->n_eos = f->n_eos;
     for (int i = 0; i < f->n_eos && i < 16; i++) info->eos_token_ids[i] = f->eos_token_ids[i];

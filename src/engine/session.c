@@ -216,11 +216,26 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
     memcpy(t, b, sizeof b);
 }
 
+/* The activations the layer loop and the attention and dense kinds hand to the
+ * backend's operations live where the backend wants them (backend.h scratch_alloc: the
+ * device's memory for Vulkan); the rest (positions, groups, the other kinds' work
+ * areas, which the host reads) on the heap. */
+static int on_backend(const facet_session *s, void **buf) {
+    return s->be && s->be->ops->scratch_alloc &&
+           (buf == (void **)&s->x || buf == (void **)&s->xn || buf == (void **)&s->xp ||
+            buf == (void **)&s->q || buf == (void **)&s->q_gate || buf == (void **)&s->k ||
+            buf == (void **)&s->v || buf == (void **)&s->att_out || buf == (void **)&s->gate ||
+            buf == (void **)&s->up || buf == (void **)&s->rope_cos ||
+            buf == (void **)&s->rope_sin || buf == (void **)&s->rope_cos_local ||
+            buf == (void **)&s->rope_sin_local);
+}
+
 static void free_scratch(facet_session *s) {
     scratch_buf t[SCRATCH_BUFS];
     scratch_table(s, t);
     for (scratch_buf *b = t; b->buf; b++) {
-        free(*b->buf);
+        if (on_backend(s, b->buf)) s->be->ops->scratch_free(s->be, *b->buf);
+        else free(*b->buf);
         *b->buf = NULL;
     }
     s->scratch_rows = 0;
@@ -335,7 +350,9 @@ facet_status facet_session_scratch(facet_session *s, int rows, facet_error *err)
     scratch_table(s, t);
     for (scratch_buf *b = t; b->buf; b++) {
         size_t bytes = ((size_t)rows * b->per_row + b->fixed) * b->elt;
-        *b->buf = bytes ? malloc(bytes) : NULL;
+        *b->buf = !bytes ? NULL
+                  : on_backend(s, b->buf) ? s->be->ops->scratch_alloc(s->be, bytes)
+                                          : malloc(bytes);
         if (bytes && !*b->buf) {
             free_scratch(s);
             return facet_err(err, FACET_E_NOMEM, "batch scratch for %d rows", rows);

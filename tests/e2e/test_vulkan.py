@@ -49,6 +49,9 @@ CASES = {
     "qwen3": (str(REF_CONFIGS / "Qwen__Qwen3-0.6B__dims"), {}, "f32"),
     "gemma2-window": (GEMMA2_WINDOW, {"sliding_window": 8}, "f32"),
     "qwen3-f16": (str(REF_CONFIGS / "Qwen__Qwen3-0.6B__dims"), {}, "f16"),
+    # a bf16 cache: the store shader writes 16-bit halves, rounded as the CPU's
+    "llama-bf16-cache": (str(REF_CONFIGS / "TinyLlama__TinyLlama-1.1B-Chat-v1.0__resaved"), {},
+                         "f32+bf16"),
     "baichuan2-7b": (BAICHUAN2_7B, {}, "f32"),
 }
 EXACT = ["--kv-cache", "f32"]
@@ -94,6 +97,22 @@ def test_bundled_model_published_ids(facet_bin):
     assert json.loads(p.stdout)["generated_ids"] == case["generated_ids"][:n], p.stderr
 
 
+def test_one_submission_per_forward(facet_bin):
+    """The operations of a forward chunk (every layer's matmuls, norms, RoPE, K/V stores,
+    attention, residuals and the logits) are recorded over activations that stay on the
+    device and submitted once: a run of n tokens (one prefill, n - 1 decode steps) makes
+    n submissions, not one per operation (52 a token on this 5-layer model before)."""
+    for n in (1, 12):
+        p = run(facet_bin, "run", "--backend", "vulkan", "--json", "--prompt-ids", "1,403,407",
+                "-n", n)
+        assert p.returncode == 0, p.stderr
+        out = json.loads(p.stdout)
+        assert len(out["generated_ids"]) == n
+        assert out["timings"]["device_submissions"] == n, out["timings"]
+    p = run(facet_bin, "run", "--json", "--prompt-ids", "1,403,407", "-n", 1)
+    assert "device_submissions" not in json.loads(p.stdout)["timings"]  # the CPU has none
+
+
 def compare_runs(cpu, vk):
     """Greedy ids equal up to the first position whose CPU top-2 margin is under MARGIN
     (after it the runs may rightly part); logits within TOL over the rows compared."""
@@ -121,7 +140,8 @@ def test_vulkan_matches_cpu_exact_path(case, make_checkpoint, facet_generate):
     path = make_checkpoint(src, shrink=shrink)
     vocab = json.loads((pathlib.Path(path) / "config.json").read_text())["vocab_size"]
     prompt = [int(x) for x in np.random.default_rng(sorted(CASES).index(case)).integers(3, vocab, N_PROMPT)]
-    extra = ["--weights", weights] + EXACT
+    weights, _, cache = weights.partition("+")
+    extra = ["--weights", weights] + (["--kv-cache", cache] if cache else EXACT)
     cpu = facet_generate(path, prompt, N_GEN, extra=extra)
     vk = facet_generate(path, prompt, N_GEN, extra=extra + ["--backend", "vulkan"])
     assert vk["json"]["prompt_ids"] == prompt

@@ -2,23 +2,21 @@
  * backend_vulkan.c — the Vulkan backend (backend.h, issue 24): every compute operation
  * of the interface is a compute shader (shaders/NAME.comp) run on the model's device.
  *
- * The operations live in vk_matmul.c, vk_rows.c and vk_attention.c (vk_ops.h); this file
- * is the table. What runs where in this first version:
- * - matmul / matmul_multi: the weights resident on the device (vk_weights.c); the
- *   activations written to the submission's arena, the dispatches (all of a
- *   matmul_multi's weights) recorded and submitted once, the outputs read back. Few
- *   rows (decode, <= MATVEC_ROWS) take matvec.comp, more take matmul_tiled.comp.
- * - rmsnorm, rope, gated_act, kv_round: the engine calls these per row; each call is one
- *   submission (they become chunk operations with the engine's next step, backend.h);
- *   rmsnorm_rows norms a row's heads (qk-norm) in one.
- * - attention: a vulkan session's KV cache is in the device's memory (vk_kvmem.c), so
- *   attention_kv reads each sequence group's keys and values in place, one dispatch per
- *   group, only the queries uploaded. A ring layer's chunk of several entries (its own
- *   rows not stored yet) and a cache on the heap (the unit test's host case) take
- *   attention.comp over keys and values gathered and uploaded, as the CPU's views.
- * - kv_store: kv_cache.c's store, writing through the device memory's mapping, so
- *   sequence copies, cuts and rings keep their one implementation; a store shader comes
- *   with activations resident on the device (DESIGN.md, "Backends").
+ * The operations live in vk_matmul.c, vk_rows.c and vk_attention.c (vk_ops.h), where
+ * their operands live in vk_resident.c; this file is the table. A session's activations
+ * are device buffers (scratch_alloc) that the operations bind in place; each records its
+ * dispatches after the pending ones, and the work is submitted once, when the host needs
+ * a result: an output in host memory (the logits), sync (the engine's own arithmetic on
+ * activations), status (a chunk's end) — a forward chunk is one submission.
+ * - matmul / matmul_multi: the weights resident on the device (vk_weights.c). Few rows
+ *   (decode, <= MATVEC_ROWS) take matvec.comp, more take matmul_tiled.comp.
+ * - rmsnorm(_rows), rope(_rows), gated_act(_rows), kv_round, add_scaled: one dispatch
+ *   over the whole range given (the engine hands them a chunk's rows).
+ * - attention: the KV cache is in the device's memory (vk_kvmem.c); attention_kv reads
+ *   each sequence group's keys and values in place. A ring layer's chunk of several
+ *   entries (its own rows not stored yet) and a cache on the heap (the unit test's host
+ *   case) take attention.comp over keys and values gathered by the host.
+ * - kv_store_rows: kv_store.comp writes the chunk's rows into the cache buffers.
  * The backend runs on the calling thread (threads() = 1); errors of the device (out of
  * memory, device lost) are kept and returned by status() to the forward pass.
  */
@@ -41,7 +39,7 @@ static int vk_threads(const facet_backend *be) {
 static facet_status vk_reserve(facet_backend *be, const facet_kv_cache *kv, int n_heads,
                                int n_rows, facet_error *err) {
     (void)be, (void)kv, (void)n_heads, (void)n_rows, (void)err;
-    return FACET_OK; /* the arena grows at each submission's begin */
+    return FACET_OK; /* the arena grows as operations take it */
 }
 
 /* ---- names, sizes, status ---- */
@@ -67,15 +65,29 @@ static uint64_t vk_weight_bytes(const facet_backend *be, facet_wformat f, uint64
     return rows * (f == FACET_WF_F32 ? cols * 4 : (cols + 1) / 2 * 4);
 }
 
+/* Submit and wait for what is recorded: the host reads the activations next. */
+static void vk_sync_op(facet_backend *be) {
+    vk_backend *b = vkb(be);
+    facet_error err = {0};
+    fail(b, vk_sync(&b->d->c, &err), &err);
+}
+
 static facet_status vk_status(facet_backend *be, facet_error *err) {
     vk_backend *b = vkb(be);
+    vk_sync_op(be); /* the end of a chunk: its work is done before the step returns */
     facet_status st = b->st;
     if (st != FACET_OK && err) *err = b->err;
     b->st = FACET_OK;
     return st;
 }
 
-static void vk_free(facet_backend *be) { free(be); }
+static void vk_free(facet_backend *be) {
+    vk_backend *b = vkb(be);
+    vk_sync(&b->d->c, NULL);
+    for (size_t i = 0; i < b->n_scratch; i++) vk_buf_destroy(&b->d->c, &b->scratch[i]);
+    free(b->scratch);
+    free(be);
+}
 
 static const facet_backend_ops vulkan_ops = {
     .name = "vulkan",
@@ -87,10 +99,14 @@ static const facet_backend_ops vulkan_ops = {
     .matmul_multi = vk_matmul_multi,
     .attention = vk_attention,
     .kv_store = vk_kv_store,
+    .kv_store_rows = vk_kv_store_rows,
     .rmsnorm = vk_rmsnorm,
     .rmsnorm_rows = vk_rmsnorm_rows,
     .rope = vk_rope,
+    .rope_rows = vk_rope_rows,
+    .add_scaled = vk_add_scaled,
     .gated_act = vk_gated_act,
+    .gated_act_rows = vk_gated_act_rows,
     .layernorm = vk_layernorm,
     .act = vk_act,
     .kv_round = vk_kv_round,
@@ -98,6 +114,9 @@ static const facet_backend_ops vulkan_ops = {
     .matmul_kernel_best = vk_matmul_kernel,
     .attention_kernel = vk_attention_kernel,
     .weight_bytes = vk_weight_bytes,
+    .scratch_alloc = vk_scratch_alloc,
+    .scratch_free = vk_scratch_free,
+    .sync = vk_sync_op,
     .status = vk_status,
 };
 

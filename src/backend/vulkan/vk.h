@@ -2,15 +2,17 @@
  * vk.h — the Vulkan device layer of the Vulkan backend (issue 24): one instance, one
  * physical device, one compute queue, host-visible buffers, one compute pipeline per
  * embedded shader, and a command buffer that records many dispatches and is submitted
- * once (vk_begin .. vk_dispatch* .. vk_submit). backend_vulkan.c builds the backend's
+ * once (vk_open .. vk_dispatch* .. vk_sync). backend_vulkan.c builds the backend's
  * operations (backend.h) on it; nothing outside src/backend/vulkan includes it.
  *
  * Memory. Every buffer is bound to one memory type, HOST_VISIBLE | HOST_COHERENT, the
  * DEVICE_LOCAL one of those when the device has it (a unified-memory GPU, resizable BAR,
  * lavapipe), else system memory the device reads over the bus (correct, slower): the
  * host writes inputs and reads outputs through the mapping, no staging copy. Weights get
- * one buffer each, made once (vk_weights.c); inputs, outputs and temporaries of one
- * submission are ranges of one growable arena (vk_arena_*), valid until the next vk_begin.
+ * one buffer each, made once (vk_weights.c); a session's activations live in buffers of
+ * its own (backend_vulkan.c scratch) and stay there between operations; inputs copied
+ * from host memory, outputs bound for it and temporaries are ranges of the arena, a
+ * chain of blocks valid until the pending work is waited for (vk_sync).
  *
  * Threads: none of this is thread-safe; the backend runs on the calling thread.
  * Errors: facet_status + facet_error naming the Vulkan call and its VkResult.
@@ -34,6 +36,8 @@ typedef enum vk_shader {
     VK_SH_KV_ROUND,     /* round to bf16 (nearest even), as a bf16 cache stores         */
     VK_SH_ATTENTION,    /* softmax(softcap(q k^T scale) + mask) v, GQA, window, sinks   */
     VK_SH_ATTENTION_KV, /* the same over a sequence's KV cache buffers, read in place  */
+    VK_SH_ADD_SCALED,   /* x += h * mult: the residual                                 */
+    VK_SH_KV_STORE,     /* K/V rows written into a sequence's cache buffers            */
     VK_SH_COUNT
 } vk_shader;
 
@@ -54,6 +58,7 @@ typedef struct vk_range {
 #define VK_MAX_BINDINGS 8
 #define VK_PUSH_BYTES 64
 #define VK_MAX_VARIANTS 4 /* specialization constant 0 values per shader */
+#define VK_MAX_ARENAS 24  /* arena blocks, each twice the last (4 MiB first)      */
 
 typedef struct vk_ctx {
     VkInstance instance;
@@ -82,9 +87,10 @@ typedef struct vk_ctx {
     int recording;
     int n_dispatch;                /* dispatches recorded in this submission            */
     uint64_t n_submits;            /* submissions so far (tests read it)                */
-    /* the arena of one submission's inputs, outputs and temporaries */
-    vk_buf arena;
-    VkDeviceSize arena_used;
+    /* the arena of the pending work's inputs, outputs and temporaries: blocks */
+    vk_buf arenas[VK_MAX_ARENAS];
+    int n_arenas, cur_arena;
+    VkDeviceSize arena_used;       /* bytes taken in arenas[cur_arena]                  */
     VkBuffer dummy;                /* bound to unused bindings: a small buffer          */
     vk_buf dummy_buf;
 } vk_ctx;
@@ -100,12 +106,11 @@ void vk_ctx_destroy(vk_ctx *c);
 facet_status vk_buf_create(vk_ctx *c, VkDeviceSize bytes, vk_buf *b, facet_error *err);
 void vk_buf_destroy(vk_ctx *c, vk_buf *b);
 
-/* Begin a submission: the arena is emptied (room for `arena_bytes` at least, grown
- * before anything is recorded) and the command buffer begins. */
-facet_status vk_begin(vk_ctx *c, size_t arena_bytes, facet_error *err);
-/* `bytes` of the arena (aligned for a storage binding); *host: its mapping. The caller
- * asked vk_begin for enough room: taking more is a bug (asserted). */
-vk_range vk_take(vk_ctx *c, size_t bytes, void **host);
+/* Start recording, unless work is pending already (then more is added to it). */
+facet_status vk_open(vk_ctx *c, facet_error *err);
+/* `bytes` of the arena (aligned for a storage binding), valid until vk_sync; *host: its
+ * mapping (may be NULL). Errors: FACET_E_NOMEM. */
+facet_status vk_take(vk_ctx *c, size_t bytes, vk_range *out, void **host, facet_error *err);
 /* Record a dispatch of `shader` (its specialization constant 0 = variant) over
  * groups (gx, gy, gz) with bindings 0 .. n-1 = ranges, push constants `push`
  * (VK_PUSH_BYTES at most), followed by a compute-to-compute barrier so the next dispatch
@@ -113,13 +118,27 @@ vk_range vk_take(vk_ctx *c, size_t bytes, void **host);
 facet_status vk_dispatch(vk_ctx *c, vk_shader shader, int variant, const vk_range *ranges,
                          int n, const void *push, size_t push_bytes, uint32_t gx, uint32_t gy,
                          uint32_t gz, facet_error *err);
-/* End, submit and wait for the submission; its outputs are then in the arena's
- * mapping. Errors: FACET_E_IO (the device failed or was lost). */
-facet_status vk_submit(vk_ctx *c, facet_error *err);
+/* Submit the pending work (if any) and wait for it; its outputs are then in the
+ * buffers' mappings, and the arena is empty again. Errors: FACET_E_IO (the device failed
+ * or was lost). */
+facet_status vk_sync(vk_ctx *c, facet_error *err);
+/* Submit the pending work (if any) and wait for it, the arena's contents kept (an
+ * operation in progress still holds ranges of it). Errors: FACET_E_IO. */
+facet_status vk_wait(vk_ctx *c, facet_error *err);
+/* Free the arena's blocks (the device's end). */
+void vk_arena_free(vk_ctx *c);
 
 /* The embedded SPIR-V of a shader (generated from shaders/NAME.comp). */
 const uint32_t *vk_shader_spirv(vk_shader s, size_t *bytes);
 const char *vk_shader_name(vk_shader s);
+
+/* Workgroups (gx, gy) covering `groups` in a 2-D grid whose x stays within
+ * maxComputeWorkGroupCount[0] (the elementwise shaders read y * gx + x). */
+static inline void vk_grid(const vk_ctx *c, uint64_t groups, uint32_t *gx, uint32_t *gy) {
+    uint64_t mx = c->max_groups[0] ? c->max_groups[0] : 65535;
+    *gx = (uint32_t)(groups < mx ? groups : mx);
+    *gy = *gx ? (uint32_t)((groups + *gx - 1) / *gx) : 0;
+}
 
 /* Bytes rounded up to the device's storage-buffer offset alignment. */
 static inline size_t vk_align(const vk_ctx *c, size_t bytes) {

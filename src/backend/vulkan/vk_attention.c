@@ -1,12 +1,11 @@
 /*
- * vk_attention.c — the Vulkan backend's attention and kv_store (backend.h). A vulkan
- * session's KV cache is in the device's memory (vk_kvmem.c), so attention_kv reads each
- * sequence group's keys and values in place, one dispatch per group, only the queries
- * uploaded. A ring layer's chunk of several entries (its own rows not stored yet) and a
- * cache on the heap (the unit test's host case) take attention.comp over keys and values
- * gathered and uploaded, as the CPU's views. kv_store is kv_cache.c's store, writing
- * through the device memory's mapping, so sequence copies, cuts and rings keep their one
- * implementation.
+ * vk_attention.c — the Vulkan backend's attention and K/V stores (backend.h). A vulkan
+ * session's KV cache is in the device's memory (vk_kvmem.c): kv_store_rows writes the
+ * chunk's rows with kv_store.comp and attention_kv reads each sequence group's keys and
+ * values in place, one dispatch per group. A ring layer's chunk of several entries (its
+ * own rows not stored yet) and a cache on the heap (the unit test's host case) take
+ * attention.comp over keys and values gathered by the host after the pending work. The
+ * single-entry kv_store (kinds that store row by row) is kv_cache.c's, after a wait.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -92,15 +91,19 @@ static void attention_in_place(vk_backend *b, const facet_attn_chunk *c) {
         int nk = c->pos[c->group_row[g]] + c->group_len[g] - group_first(c, g);
         if (nk > maxk) maxk = nk;
     }
-    size_t arena = 2 * fbytes(ctx, (size_t)n * qd) + fbytes(ctx, 4 * (size_t)n) +
-                   fbytes(ctx, (size_t)nh) + fbytes(ctx, (size_t)n * nh * (size_t)maxk);
-    if (fail(b, vk_begin(ctx, arena, &err), &err) != FACET_OK) return;
-    vk_range rq = put(ctx, c->q, (size_t)n * qd), rm = put(ctx, NULL, 4 * (size_t)n);
-    vk_range rsink = put(ctx, c->p->sinks, c->p->sinks ? (size_t)nh : 1);
-    vk_range rs = put(ctx, NULL, (size_t)n * nh * (size_t)maxk);
-    vk_range ro = put(ctx, NULL, (size_t)n * qd);
-    int32_t *meta = host_of(ctx, rm);
-    facet_status st = FACET_OK;
+    vk_outs o = {0};
+    vk_range rq, rm, rsink, rs, ro;
+    int32_t *meta = NULL;
+    facet_status st = vk_open(ctx, &err);
+    if (st == FACET_OK) st = vk_in(b, c->q, (size_t)n * qd, &rq, &err);
+    if (st == FACET_OK) st = vk_take(ctx, 4 * (size_t)n * sizeof(int32_t), &rm, (void **)&meta, &err);
+    if (st == FACET_OK) st = vk_in(b, c->p->sinks, (size_t)nh, &rsink, &err);
+    if (st == FACET_OK) st = vk_tmp(b, (size_t)n * nh * (size_t)maxk, &rs, &err);
+    if (st == FACET_OK) st = vk_out(b, c->out, (size_t)n * qd, &o, &ro, &err);
+    if (st != FACET_OK) {
+        vk_done(b, &o, st, &err);
+        return;
+    }
     int slot = 0;
     for (int g = 0; g < c->n_groups && st == FACET_OK; g++) {
         int r0 = c->group_row[g], first = group_first(c, g);
@@ -136,10 +139,7 @@ static void attention_in_place(vk_backend *b, const facet_attn_chunk *c) {
                          (uint32_t)c->group_len[g], 1, &err);
         slot += c->group_len[g];
     }
-    if (st == FACET_OK) st = vk_submit(ctx, &err);
-    else vk_submit(ctx, NULL);
-    if (fail(b, st, &err) == FACET_OK)
-        memcpy(c->out, host_of(ctx, ro), (size_t)n * qd * sizeof(float));
+    vk_done(b, &o, st, &err);
 }
 
 void vk_attention(facet_backend *be, const facet_attn_chunk *c) {
@@ -159,17 +159,25 @@ void vk_attention(facet_backend *be, const facet_attn_chunk *c) {
         keys += (size_t)nk;
         if (nk > maxk) maxk = nk;
     }
-    size_t arena = 2 * fbytes(ctx, (size_t)n * qd) + 2 * fbytes(ctx, keys * kvd) +
-                   fbytes(ctx, 4 * (size_t)n) + fbytes(ctx, (size_t)nh) +
-                   fbytes(ctx, (size_t)n * nh * (size_t)maxk);
-    if (fail(b, vk_begin(ctx, arena, &err), &err) != FACET_OK) return;
-    vk_range rq = put(ctx, c->q, (size_t)n * qd), rk = put(ctx, NULL, keys * kvd);
-    vk_range rv = put(ctx, NULL, keys * kvd), rm = put(ctx, NULL, 4 * (size_t)n);
-    vk_range rsink = put(ctx, c->p->sinks, c->p->sinks ? (size_t)nh : 1);
-    vk_range rs = put(ctx, NULL, (size_t)n * nh * (size_t)maxk);
-    vk_range ro = put(ctx, NULL, (size_t)n * qd);
-    float *K = host_of(ctx, rk), *V = host_of(ctx, rv);
-    int32_t *meta = host_of(ctx, rm);
+    vk_outs o = {0};
+    vk_range rq, rk, rv, rm, rsink, rs, ro;
+    float *K = NULL, *V = NULL;
+    int32_t *meta = NULL;
+    /* the keys and values are gathered by the host: the pending work (the chunk's rows,
+     * the stores into the cache) finishes first */
+    facet_status st = vk_wait(ctx, &err);
+    if (st == FACET_OK) st = vk_open(ctx, &err);
+    if (st == FACET_OK) st = vk_in(b, c->q, (size_t)n * qd, &rq, &err);
+    if (st == FACET_OK) st = vk_take(ctx, keys * kvd * sizeof(float), &rk, (void **)&K, &err);
+    if (st == FACET_OK) st = vk_take(ctx, keys * kvd * sizeof(float), &rv, (void **)&V, &err);
+    if (st == FACET_OK) st = vk_take(ctx, 4 * (size_t)n * sizeof(int32_t), &rm, (void **)&meta, &err);
+    if (st == FACET_OK) st = vk_in(b, c->p->sinks, (size_t)nh, &rsink, &err);
+    if (st == FACET_OK) st = vk_tmp(b, (size_t)n * nh * (size_t)maxk, &rs, &err);
+    if (st == FACET_OK) st = vk_out(b, c->out, (size_t)n * qd, &o, &ro, &err);
+    if (st != FACET_OK) {
+        vk_done(b, &o, st, &err);
+        return;
+    }
     size_t key0 = 0;
     for (int g = 0; g < c->n_groups; g++) {
         int r0 = c->group_row[g], first = group_first(c, g);
@@ -193,16 +201,87 @@ void vk_attention(facet_backend *be, const facet_attn_chunk *c) {
     } p = {(uint32_t)nh, (uint32_t)nkv, (uint32_t)hd, (uint32_t)maxk, c->p->window, c->p->scale,
            c->p->softcap, c->p->sinks != NULL};
     vk_range r[7] = {rq, rk, rv, rm, rsink, rs, ro};
-    facet_status st = vk_dispatch(ctx, VK_SH_ATTENTION, 0, r, 7, &p, sizeof p, (uint32_t)nh,
-                                  (uint32_t)n, 1, &err);
-    if (st == FACET_OK) st = vk_submit(ctx, &err);
-    else vk_submit(ctx, NULL);
-    if (fail(b, st, &err) == FACET_OK)
-        memcpy(c->out, host_of(ctx, ro), (size_t)n * qd * sizeof(float));
+    st = vk_dispatch(ctx, VK_SH_ATTENTION, 0, r, 7, &p, sizeof p, (uint32_t)nh, (uint32_t)n, 1,
+                     &err);
+    vk_done(b, &o, st, &err);
 }
 
+/* One entry's store by the host, writing through the cache's mapping (a kind that stores
+ * row by row; the attention kind stores a chunk with kv_store_rows): the pending work,
+ * which may write k, v or read the cache, finishes first. */
 void vk_kv_store(facet_backend *be, facet_kv_cache *kv, int seq, int layer, int pos,
-                        const float *k, const float *v) {
-    (void)be;
+                 const float *k, const float *v) {
+    vk_backend *b = vkb(be);
+    facet_error err = {0};
+    if (b->st != FACET_OK) return;
+    if (fail(b, vk_wait(&b->d->c, &err), &err) != FACET_OK) return;
     facet_kv_cache_store(kv, seq, layer, pos, k, v);
+}
+
+/* The chunk's rows into their sequences' caches on the device (kv_store.comp), one
+ * dispatch per run of entries of one sequence; a ring layer's row that a later position
+ * of the same chunk overwrites is skipped (facet_kv_cache_store's rule). A cache in host
+ * memory (the unit test's) is stored by the host. */
+void vk_kv_store_rows(facet_backend *be, facet_kv_cache *kv, int layer, int n, const int *rows,
+                      const int32_t *seq_ids, const int *pos, const float *k, const float *v) {
+    vk_backend *b = vkb(be);
+    vk_ctx *ctx = &b->d->c;
+    facet_error err = {0};
+    if (b->st != FACET_OK || n <= 0) return;
+    size_t kvd = (size_t)kv->n_kv_heads * (size_t)kv->head_dim;
+    int max_row = 0;
+    for (int e = 0; e < n; e++) {
+        int r = rows ? rows[e] : e;
+        if (r > max_row) max_row = r;
+    }
+    vk_range rk, rv;
+    facet_status st = FACET_OK;
+    int device = kv->buf_ctx == (void *)b->d && !kv->latent &&
+                 (kv->type == FACET_KV_F32 || kv->type == FACET_KV_BF16);
+    if (!device) {
+        if ((st = vk_wait(ctx, &err)) == FACET_OK)
+            for (int e = 0; e < n; e++) {
+                int r = rows ? rows[e] : e;
+                facet_kv_cache_store(kv, seq_ids[r], layer, pos[r], k + (size_t)r * kvd,
+                                     v + (size_t)r * kvd);
+            }
+        fail(b, st, &err);
+        return;
+    }
+    st = vk_open(ctx, &err);
+    if (st == FACET_OK) st = vk_in(b, k, (size_t)(max_row + 1) * kvd, &rk, &err);
+    if (st == FACET_OK) st = vk_in(b, v, (size_t)(max_row + 1) * kvd, &rv, &err);
+    for (int e0 = 0; e0 < n && st == FACET_OK;) {
+        int seq = seq_ids[rows ? rows[e0] : e0], e1 = e0, cnt = 0;
+        while (e1 < n && seq_ids[rows ? rows[e1] : e1] == seq) e1++;
+        const facet_kv_seq *sq = &kv->seqs[seq];
+        vk_range rm, kc, vc;
+        int32_t *meta = NULL;
+        if ((st = vk_take(ctx, 2 * (size_t)(e1 - e0) * sizeof(int32_t), &rm, (void **)&meta,
+                          &err)) != FACET_OK)
+            break;
+        for (int e = e0; e < e1; e++) {
+            int r = rows ? rows[e] : e;
+            if (facet_kv_is_ring(kv, layer) && pos[r] + kv->ring_cap <= sq->len - 1) continue;
+            meta[2 * cnt] = r;
+            meta[2 * cnt + 1] = (int32_t)facet_kv_row(kv, layer, pos[r]);
+            cnt++;
+        }
+        if (!vk_kv_range(b->d, sq->layers[layer].k, &kc) ||
+            !vk_kv_range(b->d, sq->layers[layer].v, &vc)) {
+            st = facet_err(&err, FACET_E_INVALID_ARGUMENT, "vulkan: sequence %d's KV cache of "
+                           "layer %d is not in the device's memory", seq, layer);
+            break;
+        }
+        struct {
+            uint32_t nkv, hd, rows, bf16, n;
+        } p = {(uint32_t)kv->n_kv_heads, (uint32_t)kv->head_dim,
+               (uint32_t)facet_kv_rows(kv, sq, layer), kv->type == FACET_KV_BF16, (uint32_t)cnt};
+        vk_range r[5] = {rk, rv, kc, vc, rm};
+        uint32_t gx, gy;
+        vk_grid(ctx, ((uint64_t)cnt * kvd + 63) / 64, &gx, &gy);
+        if (cnt) st = vk_dispatch(ctx, VK_SH_KV_STORE, 0, r, 5, &p, sizeof p, gx, gy, 1, &err);
+        e0 = e1;
+    }
+    vk_done(b, NULL, st, &err);
 }

@@ -1,8 +1,9 @@
 /*
  * vk_cmd.c — recording and submitting (vk.h): one command buffer per submission, a
- * descriptor set per dispatch from a pool reset at each vk_begin, and the arena of one
- * submission's buffers. Every dispatch is followed by a compute-to-compute memory
- * barrier, so a chain of operations (a whole layer) is one submission.
+ * descriptor set per dispatch from a pool reset when recording starts, and the arena of
+ * the pending work's buffers. Every dispatch is followed by a compute-to-compute memory
+ * barrier, so a chain of operations (a whole forward chunk) is one submission: recording
+ * starts at the first dispatch (vk_open) and ends at vk_sync.
  */
 #include <assert.h>
 #include <string.h>
@@ -29,17 +30,9 @@ static facet_status desc_pool(vk_ctx *c, uint32_t sets, facet_error *err) {
     return FACET_OK;
 }
 
-facet_status vk_begin(vk_ctx *c, size_t arena_bytes, facet_error *err) {
-    assert(!c->recording);
-    VkDeviceSize need = (VkDeviceSize)arena_bytes + 64 * c->align;
-    if (c->arena.size < need) {
-        VkDeviceSize cap = c->arena.size ? c->arena.size : 1 << 20;
-        while (cap < need) cap *= 2;
-        vk_buf_destroy(c, &c->arena);
-        facet_status st = vk_buf_create(c, cap, &c->arena, err);
-        if (st != FACET_OK) return st;
-    }
-    c->arena_used = 0;
+/* Start recording if nothing is pending. */
+facet_status vk_open(vk_ctx *c, facet_error *err) {
+    if (c->recording) return FACET_OK;
     facet_status st = desc_pool(c, SETS_PER_POOL, err);
     if (st != FACET_OK) return st;
     vkResetDescriptorPool(c->dev, c->desc_pool, 0);
@@ -55,32 +48,41 @@ facet_status vk_begin(vk_ctx *c, size_t arena_bytes, facet_error *err) {
     return FACET_OK;
 }
 
-vk_range vk_take(vk_ctx *c, size_t bytes, void **host) {
-    size_t n = vk_align(c, bytes ? bytes : 4);
-    assert(c->arena_used + n <= c->arena.size);
-    vk_range r = {c->arena.buf, c->arena_used, n};
-    if (host) *host = (uint8_t *)c->arena.map + c->arena_used;
+/* The arena is a chain of blocks, each a buffer of its own: a block in use by recorded
+ * dispatches is never reallocated, so a take that does not fit moves to the next block
+ * (made twice the size of the last, or as large as the take). All are emptied at vk_sync. */
+facet_status vk_take(vk_ctx *c, size_t bytes, vk_range *out, void **host, facet_error *err) {
+    VkDeviceSize n = (VkDeviceSize)vk_align(c, bytes ? bytes : 4);
+    while (c->cur_arena < c->n_arenas && c->arena_used + n > c->arenas[c->cur_arena].size) {
+        c->cur_arena++;
+        c->arena_used = 0;
+    }
+    if (c->cur_arena == c->n_arenas) {
+        if (c->n_arenas == VK_MAX_ARENAS)
+            return facet_err(err, FACET_E_NOMEM, "vulkan: more than %d arena blocks in one "
+                             "submission", VK_MAX_ARENAS);
+        VkDeviceSize cap = c->n_arenas ? 2 * c->arenas[c->n_arenas - 1].size : (VkDeviceSize)1 << 22;
+        while (cap < n) cap *= 2;
+        facet_status st = vk_buf_create(c, cap, &c->arenas[c->n_arenas], err);
+        if (st != FACET_OK) return st;
+        c->n_arenas++;
+        c->arena_used = 0;
+    }
+    vk_buf *a = &c->arenas[c->cur_arena];
+    *out = (vk_range){a->buf, c->arena_used, n};
+    if (host) *host = (uint8_t *)a->map + c->arena_used;
     c->arena_used += n;
-    return r;
+    return FACET_OK;
 }
 
-/* Submit what is recorded so far and begin again with the same arena (its contents
- * kept): the descriptor pool is full. */
+static facet_status submit(vk_ctx *c, facet_error *err);
+
+/* Submit what is recorded so far and begin again, the arena's contents kept: the
+ * descriptor pool is full. */
 static facet_status flush(vk_ctx *c, facet_error *err) {
-    VkDeviceSize used = c->arena_used;
-    facet_status st = vk_submit(c, err);
+    facet_status st = submit(c, err);
     if (st != FACET_OK) return st;
-    vkResetDescriptorPool(c->dev, c->desc_pool, 0);
-    c->desc_sets = 0;
-    vkResetCommandBuffer(c->cmd, 0);
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    VkResult r = vkBeginCommandBuffer(c->cmd, &bi);
-    if (r != VK_SUCCESS)
-        return facet_err(err, FACET_E_IO, "vulkan: vkBeginCommandBuffer (VkResult %d)", (int)r);
-    c->recording = 1;
-    c->arena_used = used;
-    return FACET_OK;
+    return vk_open(c, err);
 }
 
 facet_status vk_dispatch(vk_ctx *c, vk_shader shader, int variant, const vk_range *ranges,
@@ -130,7 +132,7 @@ facet_status vk_dispatch(vk_ctx *c, vk_shader shader, int variant, const vk_rang
     return FACET_OK;
 }
 
-facet_status vk_submit(vk_ctx *c, facet_error *err) {
+static facet_status submit(vk_ctx *c, facet_error *err) {
     assert(c->recording);
     c->recording = 0;
     /* the host reads the outputs through the mapping: make the writes visible to it */
@@ -151,4 +153,21 @@ facet_status vk_submit(vk_ctx *c, facet_error *err) {
                          c->device_name, (int)r);
     c->n_submits++;
     return FACET_OK;
+}
+
+facet_status vk_wait(vk_ctx *c, facet_error *err) {
+    return c->recording ? submit(c, err) : FACET_OK;
+}
+
+facet_status vk_sync(vk_ctx *c, facet_error *err) {
+    facet_status st = c->recording ? submit(c, err) : FACET_OK;
+    c->cur_arena = 0;
+    c->arena_used = 0;
+    return st;
+}
+
+void vk_arena_free(vk_ctx *c) {
+    for (int i = 0; i < c->n_arenas; i++) vk_buf_destroy(c, &c->arenas[i]);
+    c->n_arenas = c->cur_arena = 0;
+    c->arena_used = 0;
 }

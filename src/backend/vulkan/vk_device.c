@@ -169,7 +169,7 @@ facet_status vk_ctx_create(vk_ctx *c, int device_index, facet_error *err) {
 void vk_ctx_destroy(vk_ctx *c) {
     if (c->dev) {
         vkDeviceWaitIdle(c->dev);
-        vk_buf_destroy(c, &c->arena);
+        vk_arena_free(c);
         vk_buf_destroy(c, &c->dummy_buf);
         for (int s = 0; s < VK_SH_COUNT; s++) {
             for (int v = 0; v < VK_MAX_VARIANTS; v++)

@@ -1,9 +1,8 @@
 /*
  * vk_matmul.c — the Vulkan backend's matmul and matmul_multi (backend.h): the weights
- * resident on the device (vk_weights.c); the activations written to the submission's
- * arena, the dispatches (all of a matmul_multi's weights) recorded and submitted once,
- * the outputs read back. Few rows (decode, <= MATVEC_ROWS) take matvec.comp, more take
- * matmul_tiled.comp.
+ * resident on the device (vk_weights.c), the activations bound where they are
+ * (vk_resident.c), the dispatches recorded after the pending work. Few rows (decode,
+ * <= MATVEC_ROWS) take matvec.comp, more take matmul_tiled.comp.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,11 +36,11 @@ static facet_status record_matmul(vk_ctx *c, vk_range y, vk_range x, const vk_we
 }
 
 void vk_matmul_multi(facet_backend *be, int n_mats, float *const *Y, const float *X,
-                            const facet_wtensor *const *W, const float *const *bias,
-                            int n_rows) {
+                     const facet_wtensor *const *W, const float *const *bias, int n_rows) {
     vk_backend *b = vkb(be);
     vk_ctx *c = &b->d->c;
     facet_error err = {0};
+    vk_outs o = {0};
     if (b->st != FACET_OK || n_rows <= 0) return;
     if (n_mats > 4) {
         facet_err(&err, FACET_E_INVALID_ARGUMENT, "vulkan: matmul_multi of %d weights (4 at most)",
@@ -50,24 +49,19 @@ void vk_matmul_multi(facet_backend *be, int n_mats, float *const *Y, const float
         return;
     }
     const vk_weight *w[4];
-    size_t arena = fbytes(c, (size_t)n_rows * (size_t)W[0]->cols);
-    for (int m = 0; m < n_mats; m++) {
-        if (fail(b, vk_weight_get(b->d, W[m], &w[m], &err), &err) != FACET_OK) return;
-        arena += fbytes(c, (size_t)n_rows * (size_t)W[m]->rows) + fbytes(c, (size_t)W[m]->rows);
-    }
-    if (fail(b, vk_begin(c, arena, &err), &err) != FACET_OK) return;
-    vk_range x = put(c, X, (size_t)n_rows * (size_t)W[0]->cols), y[4];
-    facet_status st = FACET_OK;
-    for (int m = 0; m < n_mats && st == FACET_OK; m++) {
-        vk_range br = put(c, bias[m], bias[m] ? (size_t)W[m]->rows : 1);
-        y[m] = put(c, NULL, (size_t)n_rows * (size_t)W[m]->rows);
-        st = record_matmul(c, y[m], x, w[m], W[m], br, bias[m] != NULL, n_rows, &err);
-    }
-    if (st == FACET_OK) st = vk_submit(c, &err);
-    else vk_submit(c, NULL);
-    if (fail(b, st, &err) != FACET_OK) return;
     for (int m = 0; m < n_mats; m++)
-        memcpy(Y[m], host_of(c, y[m]), (size_t)n_rows * (size_t)W[m]->rows * sizeof(float));
+        if (fail(b, vk_weight_get(b->d, W[m], &w[m], &err), &err) != FACET_OK) return;
+    vk_range x;
+    facet_status st = vk_open(c, &err);
+    if (st == FACET_OK) st = vk_in(b, X, (size_t)n_rows * (size_t)W[0]->cols, &x, &err);
+    for (int m = 0; m < n_mats && st == FACET_OK; m++) {
+        vk_range br, y;
+        st = vk_in(b, bias[m], (size_t)W[m]->rows, &br, &err);
+        if (st == FACET_OK) st = vk_out(b, Y[m], (size_t)n_rows * (size_t)W[m]->rows, &o, &y, &err);
+        if (st == FACET_OK)
+            st = record_matmul(c, y, x, w[m], W[m], br, bias[m] != NULL, n_rows, &err);
+    }
+    vk_done(b, &o, st, &err);
 }
 
 void vk_matmul(facet_backend *be, float *Y, const float *X, const facet_wtensor *W,

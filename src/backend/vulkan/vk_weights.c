@@ -49,6 +49,8 @@ void facet_device_free(facet_device *d) {
 
 const char *facet_device_describe(const facet_device *d) { return d->desc; }
 
+uint64_t facet_device_submissions(const facet_device *d) { return d->c.n_submits; }
+
 int vk_weight_variant(facet_wformat f) {
     return f == FACET_WF_F32 ? 0 : f == FACET_WF_BF16 ? 1 : f == FACET_WF_F16 ? 2 : -1;
 }

@@ -9,7 +9,8 @@ layout(push_constant) uniform P {
 } p;
 
 void main() {
-    uint i = gl_GlobalInvocationID.x;
+    uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 64u +
+             gl_LocalInvocationID.x; // a 2-D grid past maxComputeWorkGroupCount[0]
     if (i >= p.n) return;
     float g = G[i], a;
     if (p.act == 0u) {

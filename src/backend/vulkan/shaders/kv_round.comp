@@ -8,7 +8,8 @@ layout(push_constant) uniform P {
 } p;
 
 void main() {
-    uint i = gl_GlobalInvocationID.x;
+    uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 64u +
+             gl_LocalInvocationID.x; // a 2-D grid past maxComputeWorkGroupCount[0]
     if (i >= p.n) return;
     uint u = X[i];
     if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0u) {

@@ -14,7 +14,8 @@ layout(push_constant) uniform P {
 shared float part[64];
 
 void main() {
-    uint r = gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
+    uint r = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; // 2-D past the limit
+    uint t = gl_LocalInvocationID.x;
     if (r >= p.M) return;
     uint base = r * p.n;
     float s = 0.0;

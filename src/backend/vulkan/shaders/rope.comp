@@ -12,7 +12,8 @@ layout(push_constant) uniform P {
 } p;
 
 void main() {
-    uint id = gl_GlobalInvocationID.x;
+    uint id = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 64u +
+             gl_LocalInvocationID.x; // a 2-D grid past maxComputeWorkGroupCount[0]
     uint per_row = p.n_heads * p.half_rot;
     if (id >= per_row * p.M) return;
     uint r = id / per_row, h = (id % per_row) / p.half_rot, i = id % p.half_rot;
