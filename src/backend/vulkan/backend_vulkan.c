@@ -11,11 +11,13 @@
  * - rmsnorm, rope, gated_act, kv_round: the engine calls these per row; each call is one
  *   submission (they become chunk operations with the engine's next step, backend.h);
  *   rmsnorm_rows norms a row's heads (qk-norm) in one.
- * - attention: a vulkan session's KV cache is in the device's memory (vk_kvmem.c), so
- *   attention_kv reads each sequence group's keys and values in place, one dispatch per
- *   group, only the queries uploaded. A ring layer's chunk of several entries (its own
- *   rows not stored yet) and a cache on the heap (the unit test's host case) take
- *   attention.comp over keys and values gathered and uploaded, as the CPU's views.
+ * - attention: attn_flash.comp, FlashAttention-style (key tiles in shared memory, an
+ *   online softmax), tiles of entries for prefill, split-K over the keys for a long
+ *   decode (attn_reduce.comp combines the splits); a vulkan session's KV cache is in
+ *   the device's memory (vk_kvmem.c), read in place, one dispatch per sequence group,
+ *   only the queries uploaded. A ring layer's chunk of several entries (its own rows not
+ *   stored yet) and a cache on the heap (the unit test's host case) gather keys and
+ *   values and upload them, as the CPU's views (vk_attention.c).
  * - kv_store: kv_cache.c's store, writing through the device memory's mapping, so
  *   sequence copies, cuts and rings keep their one implementation; a store shader comes
  *   with activations resident on the device (DESIGN.md, "Backends").
@@ -57,8 +59,11 @@ static const char *vk_matmul_kernel(const facet_backend *be, facet_wformat f) {
 }
 
 static const char *vk_attention_kernel(const facet_backend *be, facet_kv_type t, int head_dim) {
-    (void)be, (void)t, (void)head_dim;
-    return "vulkan attention (3-pass, f32)";
+    (void)be;
+    if (head_dim > 256) return "none (head_dim > 256 not on vulkan)";
+    if (t != FACET_KV_F32 && t != FACET_KV_BF16) return "none (cache type not on vulkan)";
+    return t == FACET_KV_BF16 ? "vulkan flash (tiled online softmax, split-K decode; bf16 cache, f32 math)"
+                              : "vulkan flash (tiled online softmax, split-K decode; f32)";
 }
 
 static uint64_t vk_weight_bytes(const facet_backend *be, facet_wformat f, uint64_t rows,
