@@ -350,6 +350,57 @@ static void test_attention_long(void **state) {
     run_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* Rows p0 .. p0 + m - 1 of sequence 0 of kv as one group: out (m, nh * hd). */
+static void attend_rows(facet_kv_cache *kv, int nh, const float *q, int p0, int m, float *out) {
+    int hd = kv->head_dim, pos[8], order[8], order_at[8], grow[1] = {0}, glen[1] = {m};
+    int32_t seq[8];
+    for (int i = 0; i < m; i++) pos[i] = p0 + i, order[i] = i, order_at[i] = 0, seq[i] = 0;
+    facet_attn_params P = {.head_dim = hd, .scale = 1.0f / sqrtf((float)hd),
+                           .kv_type = kv->type, .v_stride = (size_t)hd};
+    facet_attn_chunk c = {.p = &P, .kv = kv, .n_heads = nh, .n_kv_heads = kv->n_kv_heads,
+                          .n_rows = m, .q = q, .k = NULL, .v = NULL, .out = out, .pos = pos,
+                          .seq_ids = seq, .n_groups = 1, .contiguous = 1, .group_row = grow,
+                          .group_len = glen, .order_at = order_at, .order = order};
+    vk->ops->attention(vk, &c);
+    status_ok();
+}
+
+/* A query's result does not depend on the other queries of its call, bit for bit: a
+ * prefill chunk's rows (row tiles) equal the same rows attended one at a time (decode,
+ * one split) over a short context; over a long one, a group of 3 decode rows (split-K,
+ * each row's splits its own) equals each row alone. The cache on the device. */
+static void test_attention_invariance(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    facet_error err = {0};
+    enum { nh = 4, nkv = 2, hd = 64, qd = nh * hd, kvd = nkv * hd };
+    /* 4098: rows at 4095 .. 4097 span 256 and 257 key tiles, 32 splits of 8 tiles and
+     * 29 of 9: a group-wide split would change the first row's bits */
+    const int lens[2] = {150, 4098}, rows[2] = {7, 3};
+    for (int t = 0; t < 2; t++) {
+        facet_kv_cache kv;
+        int L = lens[t], m = rows[t];
+        assert_int_equal(facet_kv_cache_init(&kv, 1, nkv, hd, NULL, 0, FACET_KV_F32, 1, L, &err),
+                         FACET_OK);
+        facet_device_kv_memory(dev, &kv);
+        assert_int_equal(facet_kv_cache_reserve(&kv, 0, L, &err), FACET_OK);
+        kv.seqs[0].len = L;
+        float kr[kvd], vr[kvd], q[8 * qd], all[8 * qd], one[qd];
+        for (int p = 0; p < L; p++) {
+            fill(kr, kvd, 1.0f), fill(vr, kvd, 1.0f);
+            facet_kv_cache_store(&kv, 0, 0, p, kr, vr);
+        }
+        fill(q, (size_t)m * qd, 1.0f);
+        attend_rows(&kv, nh, q, L - m, m, all);
+        for (int i = 0; i < m; i++) {
+            attend_rows(&kv, nh, q + i * qd, L - m + i, 1, one);
+            if (memcmp(one, all + i * qd, sizeof one))
+                fail_msg("attention: row %d of %d at context %d differs alone", i, m, L);
+        }
+        facet_kv_cache_free(&kv);
+    }
+}
+
 /* A head_dim past what attn_flash.comp holds is an error the status names. */
 static void test_attention_refused(void **state) {
     (void)state;
@@ -382,6 +433,7 @@ int main(void) {
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_long),
+        cmocka_unit_test(test_attention_invariance),
         cmocka_unit_test(test_attention_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

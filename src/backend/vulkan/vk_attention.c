@@ -97,39 +97,45 @@ static size_t flash_shared_bytes(int variant) {
     return sizeof(float) * (bq * hdmax + 16 * hdmax + bq * 16 + 3 * bq);
 }
 
-/* Key tiles of the longest row of group g: the span from its window's first position
- * (rounded down to 16) to its position. */
-static int group_tiles(const facet_attn_chunk *c, int g) {
-    const int *order = c->order + c->order_at[c->group_row[g]];
-    int w = c->p->window, T = 1;
-    for (int i = 0; i < c->group_len[g]; i++) {
-        int pos = c->pos[order[i]], first = w > 0 && pos - w + 1 > 0 ? pos - w + 1 : 0;
-        int n = (pos - first / 16 * 16) / 16 + 1;
-        if (n > T) T = n;
-    }
-    return T;
+/* Key tiles of a row at position pos: the span from its window's first position
+ * (rounded down to 16) to pos. */
+static int row_tiles(const facet_attn_chunk *c, int pos) {
+    int w = c->p->window, first = w > 0 && pos - w + 1 > 0 ? pos - w + 1 : 0;
+    return (pos - first / 16 * 16) / 16 + 1;
 }
 
-/* Group g's splits and tiles per split (1 and 0: not split). */
-static void group_split(const facet_attn_chunk *c, int g, int *nsplit, int *tps) {
-    *nsplit = 1, *tps = 0;
-    if (c->group_len[g] > HEADS_ROWS) return;
-    int T = group_tiles(c, g);
-    *tps = T;
-    if (T <= SPLIT_MIN_TILES) return;
+/* Splits of a heads-mode row of T key tiles (attn_flash.comp takes ceil(T / splits)
+ * tiles per split). A row's own span decides, so its bits do not depend on its group. */
+static int row_splits(int T) {
+    if (T <= SPLIT_MIN_TILES) return 1;
     int ns = (T + SPLIT_TILES - 1) / SPLIT_TILES;
     if (ns > SPLIT_MAX) ns = SPLIT_MAX;
-    *tps = (T + ns - 1) / ns;
-    *nsplit = (T + *tps - 1) / *tps;
+    int tps = (T + ns - 1) / ns;
+    return (T + tps - 1) / tps;
+}
+
+/* Group g's splits (the most of its rows; 1: not split). */
+static int group_splits(const facet_attn_chunk *c, int g) {
+    if (c->group_len[g] > HEADS_ROWS) return 1;
+    const int *order = c->order + c->order_at[c->group_row[g]];
+    int ns = 1;
+    for (int i = 0; i < c->group_len[g]; i++) {
+        int r = row_splits(row_tiles(c, c->pos[order[i]]));
+        if (r > ns) ns = r;
+    }
+    return ns;
 }
 
 /* Floats of the chunk's split-K partial records (at least 1: a binding's range). */
 static size_t partial_floats(const facet_attn_chunk *c) {
     size_t n = 0, rec = (size_t)c->kv->head_dim + 2;
     for (int g = 0; g < c->n_groups; g++) {
-        int ns, tps;
-        group_split(c, g, &ns, &tps);
-        if (ns > 1) n += (size_t)c->group_len[g] * (size_t)ns * (size_t)c->n_heads * rec;
+        if (c->group_len[g] > HEADS_ROWS) continue;
+        const int *order = c->order + c->order_at[c->group_row[g]];
+        for (int i = 0; i < c->group_len[g]; i++) {
+            int ns = row_splits(row_tiles(c, c->pos[order[i]]));
+            if (ns > 1) n += (size_t)ns * (size_t)c->n_heads * rec;
+        }
     }
     return n ? n : 1;
 }
@@ -139,12 +145,12 @@ static size_t partial_floats(const facet_attn_chunk *c) {
 static void fill_meta(const facet_attn_chunk *c, int32_t *meta) {
     int slot = 0, rec = 0;
     for (int g = 0; g < c->n_groups; g++) {
-        int ns, tps;
-        group_split(c, g, &ns, &tps);
         const int *order = c->order + c->order_at[c->group_row[g]];
         for (int i = 0; i < c->group_len[g]; i++, slot++) {
+            int pos = c->pos[order[i]];
+            int ns = c->group_len[g] > HEADS_ROWS ? 1 : row_splits(row_tiles(c, pos));
             meta[4 * slot] = order[i];
-            meta[4 * slot + 1] = c->pos[order[i]];
+            meta[4 * slot + 1] = pos;
             meta[4 * slot + 2] = ns;
             meta[4 * slot + 3] = ns > 1 ? rec : 0;
             if (ns > 1) rec += ns * c->n_heads;
@@ -183,8 +189,7 @@ static facet_status flash_check(const vk_ctx *ctx, const facet_attn_chunk *c, fa
 static facet_status record_group(vk_ctx *ctx, const facet_attn_chunk *c, int g, int slot0,
                                  const vk_attn_kv *src, const vk_attn_io *io, facet_error *err) {
     int nh = c->n_heads, nkv = c->n_kv_heads, hd = c->kv->head_dim, n = c->group_len[g];
-    int variant = flash_variant(hd), bq = flash_bq(variant), ns, tps;
-    group_split(c, g, &ns, &tps);
+    int variant = flash_variant(hd), bq = flash_bq(variant), ns = group_splits(c, g);
     int heads = n <= HEADS_ROWS;
     struct {
         uint32_t nh, nkv, hd;
@@ -192,12 +197,10 @@ static facet_status record_group(vk_ctx *ctx, const facet_attn_chunk *c, int g, 
         float scale, softcap;
         uint32_t flags, rows, ring_cap, slot0, n;
         int32_t kbias;
-        uint32_t nsplit, tps;
     } p = {(uint32_t)nh, (uint32_t)nkv, (uint32_t)hd, c->p->window, c->p->scale, c->p->softcap,
            (c->p->sinks ? 1u : 0u) | (src->bf16 ? 2u : 0u) | (src->gathered ? 4u : 0u) |
                (heads ? 8u : 0u),
-           src->rows, src->ring_cap, (uint32_t)slot0, (uint32_t)n, src->kbias, (uint32_t)ns,
-           (uint32_t)tps};
+           src->rows, src->ring_cap, (uint32_t)slot0, (uint32_t)n, src->kbias};
     int G = nh / nkv, nt = (G + bq - 1) / bq;
     uint32_t gx = heads ? (uint32_t)n : (uint32_t)((n + bq - 1) / bq);
     uint32_t gy = heads ? (uint32_t)(nkv * nt) : (uint32_t)nh, gz = heads ? (uint32_t)ns : 1u;
@@ -210,11 +213,7 @@ static facet_status record_group(vk_ctx *ctx, const facet_attn_chunk *c, int g, 
 static facet_status record_reduce(vk_ctx *ctx, const facet_attn_chunk *c, const vk_attn_io *io,
                                   facet_error *err) {
     int any = 0;
-    for (int g = 0; g < c->n_groups && !any; g++) {
-        int ns, tps;
-        group_split(c, g, &ns, &tps);
-        any = ns > 1;
-    }
+    for (int g = 0; g < c->n_groups && !any; g++) any = group_splits(c, g) > 1;
     if (!any) return FACET_OK;
     struct {
         uint32_t nh, hd;

@@ -10,9 +10,13 @@
 //   rows mode  (prefill): x = tile of BQ rows of the group, y = query head;
 //   heads mode (decode):  x = row of the group, y = a tile of BQ query heads of one KV
 //                         head (GQA: the KV head's tiles one after another), z = split.
-// Split-K (heads mode, nsplit > 1): split z visits tiles [z tps, (z + 1) tps) of the
-// row's key span and writes (max, sum, unnormalised acc[hd]) to its partial record
+// Split-K (heads mode, the row's nsplit > 1, chosen by the host from the row's own key
+// span so a row's bits never depend on the other rows of its group): split z visits
+// tiles [z tps, (z + 1) tps), tps = ceil(tiles / nsplit), of the row's key span and
+// writes (max, sum, unnormalised acc[hd]) to its partial record
 // part[(base + z nh + h) (hd + 2)], combined by attn_reduce.comp; else the output.
+// A query's arithmetic is the same in both modes (one split): its bits do not depend on
+// the other queries of its tile.
 // Key position kp is seen by a query at position pos when kp <= pos and (window == 0 or
 // pos - kp < window). softcap > 0: softcap tanh(s / softcap). Sinks (flags & 1): head
 // h's learned logit joins the denominator as a key of value 0 (it starts the running
@@ -49,7 +53,6 @@ layout(push_constant) uniform P {
     uint ring_cap;   // 0: position kp at row kp
     uint slot0, n;   // the group's slots
     int kbias;       // gathered: position kp is key kp + kbias
-    uint nsplit, tps;
 } p;
 
 shared float Qs[BQ * HDMAX];
@@ -99,8 +102,9 @@ void main() {
     int first = p.window > 0 ? max(0, minpos - p.window + 1) : 0, last = maxpos;
     int t0 = first & ~15;
     uint ntiles = uint(last - t0) / BK + 1u;
-    uint tb = z * p.tps, te = min(tb + p.tps, ntiles);
-    if ((p.flags & 8u) == 0u) tb = 0u, te = ntiles;
+    uint ns = (p.flags & 8u) != 0u ? uint(meta[4u * q_slot(0u) + 2u]) : 1u;
+    if (z >= ns) return;  // a row with fewer splits than its group's most (uniform)
+    uint tps = (ntiles + ns - 1u) / ns, tb = z * tps, te = min(tb + tps, ntiles);
 
     for (uint e = t; e < BQ * HDMAX; e += 64u) {
         uint i = e / HDMAX, d = e % HDMAX;
@@ -189,7 +193,7 @@ void main() {
         barrier();
     }
 
-    bool split = (p.flags & 8u) != 0u && p.nsplit > 1u;
+    bool split = ns > 1u;
     for (uint k = 0u; k < ACC; k++) {
         uint e = t + 64u * k, i = e / HDMAX, d = e % HDMAX;
         if (i >= nq || d >= hd) continue;
