@@ -114,13 +114,17 @@ static int row_splits(int T) {
     return (T + tps - 1) / tps;
 }
 
+/* Splits of the entry at position pos of group g (1: rows mode, or a short span). */
+static int entry_splits(const facet_attn_chunk *c, int g, int pos) {
+    return c->group_len[g] > HEADS_ROWS ? 1 : row_splits(row_tiles(c, pos));
+}
+
 /* Group g's splits (the most of its rows; 1: not split). */
 static int group_splits(const facet_attn_chunk *c, int g) {
-    if (c->group_len[g] > HEADS_ROWS) return 1;
     const int *order = c->order + c->order_at[c->group_row[g]];
     int ns = 1;
     for (int i = 0; i < c->group_len[g]; i++) {
-        int r = row_splits(row_tiles(c, c->pos[order[i]]));
+        int r = entry_splits(c, g, c->pos[order[i]]);
         if (r > ns) ns = r;
     }
     return ns;
@@ -130,10 +134,9 @@ static int group_splits(const facet_attn_chunk *c, int g) {
 static size_t partial_floats(const facet_attn_chunk *c) {
     size_t n = 0, rec = (size_t)c->kv->head_dim + 2;
     for (int g = 0; g < c->n_groups; g++) {
-        if (c->group_len[g] > HEADS_ROWS) continue;
         const int *order = c->order + c->order_at[c->group_row[g]];
         for (int i = 0; i < c->group_len[g]; i++) {
-            int ns = row_splits(row_tiles(c, c->pos[order[i]]));
+            int ns = entry_splits(c, g, c->pos[order[i]]);
             if (ns > 1) n += (size_t)ns * (size_t)c->n_heads * rec;
         }
     }
@@ -148,7 +151,7 @@ static void fill_meta(const facet_attn_chunk *c, int32_t *meta) {
         const int *order = c->order + c->order_at[c->group_row[g]];
         for (int i = 0; i < c->group_len[g]; i++, slot++) {
             int pos = c->pos[order[i]];
-            int ns = c->group_len[g] > HEADS_ROWS ? 1 : row_splits(row_tiles(c, pos));
+            int ns = entry_splits(c, g, pos);
             meta[4 * slot] = order[i];
             meta[4 * slot + 1] = pos;
             meta[4 * slot + 2] = ns;
