@@ -62,8 +62,9 @@ static const char *vk_attention_kernel(const facet_backend *be, facet_kv_type t,
     (void)be;
     if (head_dim > 256) return "none (head_dim > 256 not on vulkan)";
     if (t != FACET_KV_F32 && t != FACET_KV_BF16) return "none (cache type not on vulkan)";
-    return t == FACET_KV_BF16 ? "vulkan flash (tiled online softmax, split-K decode; bf16 cache, f32 math)"
-                              : "vulkan flash (tiled online softmax, split-K decode; f32)";
+    /* (plan.c prints 56 characters at most) */
+    return t == FACET_KV_BF16 ? "vulkan flash: tiled, split-K decode, bf16 cache, f32"
+                              : "vulkan flash: tiled, split-K decode, f32";
 }
 
 static uint64_t vk_weight_bytes(const facet_backend *be, facet_wformat f, uint64_t rows,
