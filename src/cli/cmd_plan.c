@@ -385,7 +385,8 @@ int cmd_plan(int argc, char **argv) {
                p.ffn_path);
     else if (!strcmp(backend, "vulkan") && facet_vulkan_built()) /* backend_vulkan.c */
         printf("kernels (vulkan): matvec.comp (decode) / matmul_tiled.comp (prefill) over "
-               "f32/bf16/f16 weights, attention.comp, rmsnorm/rope/gated_act shaders\n");
+               "f32/bf16/f16 weights, attn_flash.comp (tiled; split-K decode), rmsnorm/rope/gated_act "
+               "shaders\n");
     else /* the plan's kernel paths are the CPU's */
         printf("kernels (%s): none in this binary\n", backend);
     for (int i = 0; i < p.n_groups; i++) /* + what a CPU session runs there */

@@ -5,7 +5,9 @@
  * rows), odd shapes and a bias; RMSNorm with (1 + w); RoPE with partial rotary; the
  * gated activations; bf16 rounding bit for bit; attention with GQA, odd head counts, a
  * window, a softcap, sinks, decode and prefill groups, and a ring layer's prefill whose
- * own rows come from the chunk. The oracle is the CPU kernel (matmul: a float64 sum over
+ * own rows come from the chunk; long contexts (split-K decode over 1000+ keys), prefill
+ * chunks of many rows (the kernel's row tiles), head_dim 17, 64, 80, 128 and 256, f32
+ * and bf16 caches, in place and gathered. The oracle is the CPU kernel (matmul: a float64 sum over
  * the tensor's own values): float32 sums in another order, so values agree within 2e-5
  * relative (attention 1e-4).
  *
@@ -227,12 +229,12 @@ typedef struct {
 } attn_case;
 
 /* on_device: the cache's buffers in the device's memory (facet_device_kv_memory, as a
- * vulkan session's), read in place by attention_kv; else the host's, gathered and
+ * vulkan session's), read in place by attn_flash.comp; else the host's, gathered and
  * uploaded (and always so for a ring layer's several-entry group). */
 static void attention_case(const attn_case *t, int on_device) {
     facet_error err = {0};
     facet_kv_cache kv;
-    int n_ctx = 64;
+    int n_ctx = (t->past + t->n + 16 + 63) / 64 * 64;
     uint8_t sliding[1] = {(uint8_t)(t->window > 0)};
     /* a ring layer when the window is shorter than the context */
     int64_t window = t->ring ? t->window : (t->window ? n_ctx : 0);
@@ -242,9 +244,12 @@ static void attention_case(const attn_case *t, int on_device) {
     int nh = t->nh, nkv = t->nkv, hd = t->hd, n = t->n + 1;
     size_t qd = (size_t)nh * hd, kvd = (size_t)nkv * hd;
     float *q = malloc(n * qd * 4), *k = malloc(n * kvd * 4), *v = malloc(n * kvd * 4);
-    float *ov = calloc(n * qd, 4), *oc = calloc(n * qd, 4), sinks[16];
+    float *ov = calloc(n * qd, 4), *oc = calloc(n * qd, 4), sinks[64];
     float *pk = malloc(kvd * 4), *pv = malloc(kvd * 4);
-    fill(sinks, 16, 2.0f);
+    int *pos = malloc(n * sizeof(int)), *order = malloc(n * sizeof(int));
+    int *order_at = malloc(n * sizeof(int)), group_row[2] = {0, t->n}, group_len[2] = {t->n, 1};
+    int32_t *seq_ids = malloc(n * sizeof(int32_t));
+    fill(sinks, 64, 2.0f);
     /* the past of both sequences, stored in order */
     for (int s = 0; s < 2; s++) {
         int len = t->past + (s == 0 ? t->n : 1);
@@ -261,8 +266,6 @@ static void attention_case(const attn_case *t, int on_device) {
         cpu->ops->kv_round(cpu, k, t->type, (int)(n * kvd));
         cpu->ops->kv_round(cpu, v, t->type, (int)(n * kvd));
     }
-    int pos[17], order[17], order_at[17], group_row[2] = {0, t->n}, group_len[2] = {t->n, 1};
-    int32_t seq_ids[17];
     for (int r = 0; r < n; r++) {
         int s = r < t->n ? 0 : 1;
         seq_ids[r] = s;
@@ -291,13 +294,19 @@ static void attention_case(const attn_case *t, int on_device) {
     c.out = ov;
     vk->ops->attention(vk, &c);
     status_ok();
-    char what[128];
-    snprintf(what, sizeof what, "attention nh=%d nkv=%d hd=%d window=%d ring=%d softcap=%g sinks=%d %s%s",
-             nh, nkv, hd, t->window, t->ring, t->softcap, t->sinks, facet_kv_type_name(t->type),
-             on_device ? " (cache on the device)" : "");
+    char what[160];
+    snprintf(what, sizeof what, "attention nh=%d nkv=%d hd=%d window=%d ring=%d softcap=%g "
+             "sinks=%d %s past=%d n=%d%s", nh, nkv, hd, t->window, t->ring, t->softcap, t->sinks,
+             facet_kv_type_name(t->type), t->past, t->n, on_device ? " (cache on the device)" : "");
     assert_close(ov, oc, n * qd, 1e-4, what);
     facet_kv_cache_free(&kv);
     free(q), free(k), free(v), free(ov), free(oc), free(pk), free(pv);
+    free(pos), free(order), free(order_at), free(seq_ids);
+}
+
+static void run_cases(const attn_case *cases, size_t n_cases) {
+    for (int on_device = 0; on_device < 2; on_device++)
+        for (size_t i = 0; i < n_cases; i++) attention_case(&cases[i], on_device);
 }
 
 static void test_attention(void **state) {
@@ -314,9 +323,108 @@ static void test_attention(void **state) {
         {6, 3, 32, 0, 0, 50.0f, 0, FACET_KV_BF16, 14, 4}, /* bf16 cache */
         {4, 2, 16, 16, 1, 0, 0, FACET_KV_BF16, 37, 1}, /* ring decode past a wrap, bf16 */
     };
-    for (int on_device = 0; on_device < 2; on_device++)
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-            attention_case(&cases[i], on_device);
+    run_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+/* The tiled prefill (rows mode: tiles of 16 entries at head_dim <= 64, 8 above) over
+ * many rows, and split-K decode (heads mode: more than 256 keys split into chunks of 128
+ * or more, combined by attn_reduce.comp), at head_dim 64, 128, 256 and odd ones. */
+static void test_attention_long(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    const attn_case cases[] = {
+        {8, 2, 64, 0, 0, 0, 0, FACET_KV_F32, 1100, 1},      /* long decode: split-K, GQA 4:1 */
+        {8, 2, 64, 0, 0, 0, 0, FACET_KV_F32, 40, 45},       /* prefill: 3 row tiles, ragged */
+        {4, 1, 128, 0, 0, 0, 0, FACET_KV_BF16, 1030, 3},    /* split-K over 3 decode rows, bf16 */
+        {6, 2, 128, 0, 0, 30.0f, 1, FACET_KV_F32, 300, 21}, /* prefill, softcap and sinks */
+        {12, 1, 128, 0, 0, 30.0f, 1, FACET_KV_F32, 700, 1}, /* split decode, 12 heads: 2 tiles */
+        {4, 2, 256, 0, 0, 0, 1, FACET_KV_BF16, 600, 1},     /* head_dim 256: split decode */
+        {4, 2, 256, 0, 0, 0, 0, FACET_KV_F32, 20, 19},      /* head_dim 256: prefill */
+        {5, 5, 80, 0, 0, 0, 0, FACET_KV_F32, 520, 1},       /* odd heads, head_dim 80 */
+        {3, 3, 17, 0, 0, 0, 1, FACET_KV_F32, 290, 18},      /* odd head_dim, sinks */
+        {4, 2, 64, 100, 0, 0, 0, FACET_KV_F32, 1000, 1},    /* window on a long decode */
+        {4, 2, 64, 64, 1, 0, 0, FACET_KV_BF16, 500, 1},     /* ring decode, many wraps */
+        {4, 2, 64, 64, 1, 20.0f, 0, FACET_KV_F32, 300, 24}, /* ring prefill view, softcap */
+        {4, 2, 64, 100, 0, 0, 1, FACET_KV_BF16, 400, 33},   /* window prefill, sinks, bf16 */
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+/* Rows p0 .. p0 + m - 1 of sequence 0 of kv as one group: out (m, nh * hd). */
+static void attend_rows(facet_kv_cache *kv, int nh, const float *q, int p0, int m, float *out) {
+    int hd = kv->head_dim, pos[8], order[8], order_at[8], grow[1] = {0}, glen[1] = {m};
+    int32_t seq[8];
+    for (int i = 0; i < m; i++) pos[i] = p0 + i, order[i] = i, order_at[i] = 0, seq[i] = 0;
+    facet_attn_params P = {.head_dim = hd, .scale = 1.0f / sqrtf((float)hd),
+                           .kv_type = kv->type, .v_stride = (size_t)hd};
+    facet_attn_chunk c = {.p = &P, .kv = kv, .n_heads = nh, .n_kv_heads = kv->n_kv_heads,
+                          .n_rows = m, .q = q, .k = NULL, .v = NULL, .out = out, .pos = pos,
+                          .seq_ids = seq, .n_groups = 1, .contiguous = 1, .group_row = grow,
+                          .group_len = glen, .order_at = order_at, .order = order};
+    vk->ops->attention(vk, &c);
+    status_ok();
+}
+
+/* A query's result does not depend on the other queries of its call, bit for bit: a
+ * prefill chunk's rows (row tiles) equal the same rows attended one at a time (decode,
+ * one split) over a short context; over a long one, a group of 3 decode rows (split-K,
+ * each row's splits its own) equals each row alone. The cache on the device. */
+static void test_attention_invariance(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    facet_error err = {0};
+    enum { nh = 4, nkv = 2, hd = 64, qd = nh * hd, kvd = nkv * hd };
+    /* 4098: rows at 4095 .. 4097 span 256 and 257 key tiles, 32 splits of 8 tiles and
+     * 29 of 9: a group-wide split would change the first row's bits */
+    const int lens[2] = {150, 4098}, rows[2] = {7, 3};
+    for (int t = 0; t < 2; t++) {
+        facet_kv_cache kv;
+        int L = lens[t], m = rows[t];
+        assert_int_equal(facet_kv_cache_init(&kv, 1, nkv, hd, NULL, 0, FACET_KV_F32, 1, L, &err),
+                         FACET_OK);
+        facet_device_kv_memory(dev, &kv);
+        assert_int_equal(facet_kv_cache_reserve(&kv, 0, L, &err), FACET_OK);
+        kv.seqs[0].len = L;
+        float kr[kvd], vr[kvd], q[8 * qd], all[8 * qd], one[qd];
+        for (int p = 0; p < L; p++) {
+            fill(kr, kvd, 1.0f), fill(vr, kvd, 1.0f);
+            facet_kv_cache_store(&kv, 0, 0, p, kr, vr);
+        }
+        fill(q, (size_t)m * qd, 1.0f);
+        attend_rows(&kv, nh, q, L - m, m, all);
+        for (int i = 0; i < m; i++) {
+            attend_rows(&kv, nh, q + i * qd, L - m + i, 1, one);
+            if (memcmp(one, all + i * qd, sizeof one))
+                fail_msg("attention: row %d of %d at context %d differs alone", i, m, L);
+        }
+        facet_kv_cache_free(&kv);
+    }
+}
+
+/* A head_dim past what attn_flash.comp holds is an error the status names. */
+static void test_attention_refused(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    facet_error err = {0};
+    facet_kv_cache kv;
+    int hd = 288, pos[1] = {0}, order[1] = {0}, order_at[1] = {0}, grow[1] = {0}, glen[1] = {1};
+    int32_t seq[1] = {0};
+    assert_int_equal(facet_kv_cache_init(&kv, 1, 1, hd, NULL, 0, FACET_KV_F32, 1, 16, &err),
+                     FACET_OK);
+    assert_int_equal(facet_kv_cache_reserve(&kv, 0, 1, &err), FACET_OK);
+    float *q = calloc(hd, 4), *o = calloc(hd, 4);
+    facet_attn_params P = {.head_dim = hd, .scale = 1.0f, .kv_type = FACET_KV_F32,
+                           .v_stride = (size_t)hd};
+    facet_attn_chunk c = {.p = &P, .kv = &kv, .n_heads = 1, .n_kv_heads = 1, .n_rows = 1,
+                          .q = q, .k = q, .v = q, .out = o, .pos = pos, .seq_ids = seq,
+                          .n_groups = 1, .contiguous = 1, .group_row = grow, .group_len = glen,
+                          .order_at = order_at, .order = order};
+    vk->ops->attention(vk, &c);
+    assert_int_equal(vk->ops->status(vk, &err), FACET_E_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "head_dim 288"));
+    status_ok(); /* the error was reported once */
+    facet_kv_cache_free(&kv);
+    free(q), free(o);
 }
 
 int main(void) {
@@ -324,6 +432,9 @@ int main(void) {
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attention_long),
+        cmocka_unit_test(test_attention_invariance),
+        cmocka_unit_test(test_attention_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -12,10 +12,12 @@
  *   (decode, <= MATVEC_ROWS) take matvec.comp, more take matmul_tiled.comp.
  * - rmsnorm(_rows), rope(_rows), gated_act(_rows), kv_round, add_scaled: one dispatch
  *   over the whole range given (the engine hands them a chunk's rows).
- * - attention: the KV cache is in the device's memory (vk_kvmem.c); attention_kv reads
- *   each sequence group's keys and values in place. A ring layer's chunk of several
- *   entries (its own rows not stored yet) and a cache on the heap (the unit test's host
- *   case) take attention.comp over keys and values gathered by the host.
+ * - attention: attn_flash.comp, FlashAttention-style (key tiles in shared memory, an
+ *   online softmax), tiles of entries for prefill, split-K over the keys for a long
+ *   decode (attn_reduce.comp combines the splits); the KV cache is in the device's
+ *   memory (vk_kvmem.c), read in place, one dispatch per sequence group. A ring layer's
+ *   chunk of several entries (its own rows not stored yet) and a cache on the heap (the
+ *   unit test's host case) gather keys and values on the host, as the CPU's views.
  * - kv_store_rows: kv_store.comp writes the chunk's rows into the cache buffers.
  * The backend runs on the calling thread (threads() = 1); errors of the device (out of
  * memory, device lost) are kept and returned by status() to the forward pass.
@@ -55,8 +57,12 @@ static const char *vk_matmul_kernel(const facet_backend *be, facet_wformat f) {
 }
 
 static const char *vk_attention_kernel(const facet_backend *be, facet_kv_type t, int head_dim) {
-    (void)be, (void)t, (void)head_dim;
-    return "vulkan attention (3-pass, f32)";
+    (void)be;
+    if (head_dim > 256) return "none (head_dim > 256 not on vulkan)";
+    if (t != FACET_KV_F32 && t != FACET_KV_BF16) return "none (cache type not on vulkan)";
+    /* (plan.c prints 56 characters at most) */
+    return t == FACET_KV_BF16 ? "vulkan flash: tiled, split-K decode, bf16 cache, f32"
+                              : "vulkan flash: tiled, split-K decode, f32";
 }
 
 static uint64_t vk_weight_bytes(const facet_backend *be, facet_wformat f, uint64_t rows,

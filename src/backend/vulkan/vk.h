@@ -34,8 +34,9 @@ typedef enum vk_shader {
     VK_SH_ROPE,         /* rotate_half RoPE of a row's heads                            */
     VK_SH_GATED_ACT,    /* gate = act(gate) * up                                        */
     VK_SH_KV_ROUND,     /* round to bf16 (nearest even), as a bf16 cache stores         */
-    VK_SH_ATTENTION,    /* softmax(softcap(q k^T scale) + mask) v, GQA, window, sinks   */
-    VK_SH_ATTENTION_KV, /* the same over a sequence's KV cache buffers, read in place  */
+    VK_SH_ATTN_FLASH,   /* softmax(softcap(q k^T scale) + mask) v, tiled, online softmax;
+                           GQA, window, sinks; the KV cache in place or gathered keys    */
+    VK_SH_ATTN_REDUCE,  /* split-K attention's combine of partial (max, sum, acc)      */
     VK_SH_ADD_SCALED,   /* x += h * mult: the residual                                 */
     VK_SH_KV_STORE,     /* K/V rows written into a sequence's cache buffers            */
     VK_SH_COUNT
@@ -70,6 +71,7 @@ typedef struct vk_ctx {
     VkDeviceSize align;            /* minStorageBufferOffsetAlignment                    */
     VkDeviceSize max_range;        /* maxStorageBufferRange                              */
     uint32_t max_groups[3];        /* maxComputeWorkGroupCount                           */
+    uint32_t max_shared;           /* maxComputeSharedMemorySize (bytes)                 */
     char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
     uint64_t device_bytes;         /* the largest DEVICE_LOCAL heap                     */
     int device_index;

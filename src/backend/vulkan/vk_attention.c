@@ -1,11 +1,22 @@
 /*
- * vk_attention.c — the Vulkan backend's attention and K/V stores (backend.h). A vulkan
- * session's KV cache is in the device's memory (vk_kvmem.c): kv_store_rows writes the
- * chunk's rows with kv_store.comp and attention_kv reads each sequence group's keys and
- * values in place, one dispatch per group. A ring layer's chunk of several entries (its
- * own rows not stored yet) and a cache on the heap (the unit test's host case) take
- * attention.comp over keys and values gathered by the host after the pending work. The
- * single-entry kv_store (kinds that store row by row) is kv_cache.c's, after a wait.
+ * vk_attention.c — the Vulkan backend's attention and kv_store (backend.h). Attention is
+ * attn_flash.comp, a FlashAttention-style kernel (key tiles of 16 positions in shared
+ * memory, an online softmax, no scores buffer), one dispatch per sequence group:
+ * - a group of more than HEADS_ROWS entries (prefill) in rows mode, a workgroup per
+ *   (tile of entries, query head);
+ * - a shorter group (decode) in heads mode, a workgroup per (entry, tile of a KV head's
+ *   query heads), its keys split into chunks (split-K) when the context is long: each
+ *   chunk's workgroup writes a partial (max, sum, acc) to the submission's arena and
+ *   attn_reduce.comp combines them.
+ * A vulkan session's KV cache is in the device's memory (vk_kvmem.c), so the kernel
+ * reads each group's keys and values in place, only the queries uploaded. A ring layer's
+ * chunk of several entries (its own rows not stored yet) and a cache on the heap (the
+ * unit test's host case) gather keys and values on the host (after the pending work)
+ * and upload them, as the CPU's views.
+ * The recording (record_group, record_reduce) takes device ranges and is recorded after
+ * the pending work (vk_resident.c). kv_store_rows writes the chunk's rows into the cache
+ * with kv_store.comp; the single-entry kv_store (kinds that store row by row) is
+ * kv_cache.c's, after a wait.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -65,9 +76,161 @@ static void gather_group(const facet_attn_chunk *c, int g, float *k, float *v) {
     }
 }
 
+/* ---- the flash kernel's plan (attn_flash.comp, attn_reduce.comp) ---- */
+
+/* A group of up to this many entries (decode, a few speculative rows) runs in heads mode:
+ * a workgroup per (entry, tile of a KV head's query heads), so GQA reads each key once
+ * per KV head, and its keys may be split (split-K). A longer group (prefill) runs in
+ * rows mode: a workgroup per (tile of entries, query head). */
+#define HEADS_ROWS 4
+/* Split-K: a row of more than SPLIT_MIN_TILES key tiles (16 positions each) splits its
+ * keys into chunks of SPLIT_TILES tiles at least, SPLIT_MAX chunks at most. */
+#define SPLIT_MIN_TILES 16
+#define SPLIT_TILES 8
+#define SPLIT_MAX 32
+
+/* The kernel's variant of a head_dim (head_dim <= 64 << variant) and its query tile. */
+static int flash_variant(int hd) { return hd <= 64 ? 0 : hd <= 128 ? 1 : 2; }
+static int flash_bq(int variant) { return variant == 0 ? 16 : 8; }
+
+/* Shared memory bytes attn_flash.comp declares for a variant (Qs, KV, S, Mx/Lx/Cx). */
+static size_t flash_shared_bytes(int variant) {
+    size_t hdmax = (size_t)64 << variant, bq = (size_t)flash_bq(variant);
+    return sizeof(float) * (bq * hdmax + 16 * hdmax + bq * 16 + 3 * bq);
+}
+
+/* Key tiles of a row at position pos: the span from its window's first position
+ * (rounded down to 16) to pos. */
+static int row_tiles(const facet_attn_chunk *c, int pos) {
+    int w = c->p->window, first = w > 0 && pos - w + 1 > 0 ? pos - w + 1 : 0;
+    return (pos - first / 16 * 16) / 16 + 1;
+}
+
+/* Splits of a heads-mode row of T key tiles (attn_flash.comp takes ceil(T / splits)
+ * tiles per split). A row's own span decides, so its bits do not depend on its group. */
+static int row_splits(int T) {
+    if (T <= SPLIT_MIN_TILES) return 1;
+    int ns = (T + SPLIT_TILES - 1) / SPLIT_TILES;
+    if (ns > SPLIT_MAX) ns = SPLIT_MAX;
+    int tps = (T + ns - 1) / ns;
+    return (T + tps - 1) / tps;
+}
+
+/* Splits of the entry at position pos of group g (1: rows mode, or a short span). */
+static int entry_splits(const facet_attn_chunk *c, int g, int pos) {
+    return c->group_len[g] > HEADS_ROWS ? 1 : row_splits(row_tiles(c, pos));
+}
+
+/* Group g's splits (the most of its rows; 1: not split). */
+static int group_splits(const facet_attn_chunk *c, int g) {
+    const int *order = c->order + c->order_at[c->group_row[g]];
+    int ns = 1;
+    for (int i = 0; i < c->group_len[g]; i++) {
+        int r = entry_splits(c, g, c->pos[order[i]]);
+        if (r > ns) ns = r;
+    }
+    return ns;
+}
+
+/* Floats of the chunk's split-K partial records (at least 1: a binding's range). */
+static size_t partial_floats(const facet_attn_chunk *c) {
+    size_t n = 0, rec = (size_t)c->kv->head_dim + 2;
+    for (int g = 0; g < c->n_groups; g++) {
+        const int *order = c->order + c->order_at[c->group_row[g]];
+        for (int i = 0; i < c->group_len[g]; i++) {
+            int ns = entry_splits(c, g, c->pos[order[i]]);
+            if (ns > 1) n += (size_t)ns * (size_t)c->n_heads * rec;
+        }
+    }
+    return n ? n : 1;
+}
+
+/* The kernels' per-slot table: slots are the groups' entries in group order; slot s:
+ * entry r, position, splits, first partial record. */
+static void fill_meta(const facet_attn_chunk *c, int32_t *meta) {
+    int slot = 0, rec = 0;
+    for (int g = 0; g < c->n_groups; g++) {
+        const int *order = c->order + c->order_at[c->group_row[g]];
+        for (int i = 0; i < c->group_len[g]; i++, slot++) {
+            int pos = c->pos[order[i]];
+            int ns = entry_splits(c, g, pos);
+            meta[4 * slot] = order[i];
+            meta[4 * slot + 1] = pos;
+            meta[4 * slot + 2] = ns;
+            meta[4 * slot + 3] = ns > 1 ? rec : 0;
+            if (ns > 1) rec += ns * c->n_heads;
+        }
+    }
+}
+
+/* Where a group's keys and values are for attn_flash.comp. */
+typedef struct vk_attn_kv {
+    vk_range k, v;
+    uint32_t rows, ring_cap;  /* in place: cache rows per KV head, the ring's size or 0 */
+    int bf16, gathered;       /* gathered: float32 [key][nkv][hd], position kp at kp + kbias */
+    int32_t kbias;
+} vk_attn_kv;
+
+/* The ranges every dispatch of a chunk binds. */
+typedef struct vk_attn_io {
+    vk_range q, meta, sinks, part, out;
+} vk_attn_io;
+
+/* 0, or an error naming what this device or head_dim cannot run. */
+static facet_status flash_check(const vk_ctx *ctx, const facet_attn_chunk *c, facet_error *err) {
+    int hd = c->kv->head_dim;
+    if (hd < 1 || hd > 256)
+        return facet_err(err, FACET_E_UNSUPPORTED, "vulkan: attention head_dim %d (supported: "
+                         "1..256)", hd);
+    size_t need = flash_shared_bytes(flash_variant(hd));
+    if (need > ctx->max_shared)
+        return facet_err(err, FACET_E_UNSUPPORTED, "vulkan: attention with head_dim %d needs %zu "
+                         "bytes of shared memory; device %s's maxComputeSharedMemorySize is %u",
+                         hd, need, ctx->device_name, ctx->max_shared);
+    return FACET_OK;
+}
+
+/* Record group g's attn_flash dispatch (its slots from slot0). */
+static facet_status record_group(vk_ctx *ctx, const facet_attn_chunk *c, int g, int slot0,
+                                 const vk_attn_kv *src, const vk_attn_io *io, facet_error *err) {
+    int nh = c->n_heads, nkv = c->n_kv_heads, hd = c->kv->head_dim, n = c->group_len[g];
+    int variant = flash_variant(hd), bq = flash_bq(variant), ns = group_splits(c, g);
+    int heads = n <= HEADS_ROWS;
+    struct {
+        uint32_t nh, nkv, hd;
+        int32_t window;
+        float scale, softcap;
+        uint32_t flags, rows, ring_cap, slot0, n;
+        int32_t kbias;
+    } p = {(uint32_t)nh, (uint32_t)nkv, (uint32_t)hd, c->p->window, c->p->scale, c->p->softcap,
+           (c->p->sinks ? 1u : 0u) | (src->bf16 ? 2u : 0u) | (src->gathered ? 4u : 0u) |
+               (heads ? 8u : 0u),
+           src->rows, src->ring_cap, (uint32_t)slot0, (uint32_t)n, src->kbias};
+    int G = nh / nkv, nt = (G + bq - 1) / bq;
+    uint32_t gx = heads ? (uint32_t)n : (uint32_t)((n + bq - 1) / bq);
+    uint32_t gy = heads ? (uint32_t)(nkv * nt) : (uint32_t)nh, gz = heads ? (uint32_t)ns : 1u;
+    vk_range r[7] = {io->q, src->k, src->v, io->meta, io->sinks, io->part, io->out};
+    return vk_dispatch(ctx, VK_SH_ATTN_FLASH, variant, r, 7, &p, sizeof p, gx, gy, gz, err);
+}
+
+/* Record the combine of the chunk's split rows (one dispatch over every slot; a slot of
+ * one split returns at once), when any group was split. */
+static facet_status record_reduce(vk_ctx *ctx, const facet_attn_chunk *c, const vk_attn_io *io,
+                                  facet_error *err) {
+    int any = 0;
+    for (int g = 0; g < c->n_groups && !any; g++) any = group_splits(c, g) > 1;
+    if (!any) return FACET_OK;
+    struct {
+        uint32_t nh, hd;
+    } p = {(uint32_t)c->n_heads, (uint32_t)c->kv->head_dim};
+    vk_range r[3] = {io->meta, io->part, io->out};
+    return vk_dispatch(ctx, VK_SH_ATTN_REDUCE, 0, r, 3, &p, sizeof p, (uint32_t)c->n_heads,
+                       (uint32_t)c->n_rows, 1, err);
+}
+
 /* 1 when every group's keys and values are in the cache (not a ring layer's chunk of
  * several entries, whose own rows are stored after the call) and the cache's buffers
- * are the device's (facet_device_kv_memory), of a type attention_kv reads. */
+ * are the device's (facet_device_kv_memory), of a type attn_flash reads. */
 static int in_place(const vk_backend *b, const facet_attn_chunk *c) {
     const facet_kv_cache *kv = c->kv;
     if (kv->latent || (kv->type != FACET_KV_F32 && kv->type != FACET_KV_BF16)) return 0;
@@ -78,67 +241,48 @@ static int in_place(const vk_backend *b, const facet_attn_chunk *c) {
     return 1;
 }
 
-/* The chunk's attention over the cache's device buffers in place: one dispatch of
- * attention_kv per sequence group, one submission; only the queries go up. */
+/* The ranges every chunk takes (queries, slots, sinks, partials, output), the slots
+ * filled; an output in host memory is registered in o (vk_done copies it). */
+static facet_status take_io(vk_backend *b, const facet_attn_chunk *c, vk_attn_io *io,
+                            vk_outs *o, facet_error *err) {
+    vk_ctx *ctx = &b->d->c;
+    size_t qd = (size_t)c->n_heads * (size_t)c->kv->head_dim, n = (size_t)c->n_rows;
+    int32_t *meta = NULL;
+    facet_status st = vk_in(b, c->q, n * qd, &io->q, err);
+    if (st == FACET_OK) st = vk_take(ctx, 4 * n * sizeof(int32_t), &io->meta, (void **)&meta, err);
+    if (st == FACET_OK) st = vk_in(b, c->p->sinks, (size_t)c->n_heads, &io->sinks, err);
+    if (st == FACET_OK) st = vk_tmp(b, partial_floats(c), &io->part, err);
+    if (st == FACET_OK) st = vk_out(b, c->out, n * qd, o, &io->out, err);
+    if (st == FACET_OK) fill_meta(c, meta);
+    return st;
+}
+
+/* The chunk's attention over the cache's device buffers in place: one attn_flash
+ * dispatch per sequence group (and the split rows' combine), one submission; only the
+ * queries go up. */
 static void attention_in_place(vk_backend *b, const facet_attn_chunk *c) {
     vk_ctx *ctx = &b->d->c;
     facet_error err = {0};
     const facet_kv_cache *kv = c->kv;
-    int nh = c->n_heads, hd = kv->head_dim, n = c->n_rows;
-    size_t qd = (size_t)nh * hd;
-    int maxk = 1;
-    for (int g = 0; g < c->n_groups; g++) {
-        int nk = c->pos[c->group_row[g]] + c->group_len[g] - group_first(c, g);
-        if (nk > maxk) maxk = nk;
-    }
     vk_outs o = {0};
-    vk_range rq, rm, rsink, rs, ro;
-    int32_t *meta = NULL;
+    vk_attn_io io;
     facet_status st = vk_open(ctx, &err);
-    if (st == FACET_OK) st = vk_in(b, c->q, (size_t)n * qd, &rq, &err);
-    if (st == FACET_OK) st = vk_take(ctx, 4 * (size_t)n * sizeof(int32_t), &rm, (void **)&meta, &err);
-    if (st == FACET_OK) st = vk_in(b, c->p->sinks, (size_t)nh, &rsink, &err);
-    if (st == FACET_OK) st = vk_tmp(b, (size_t)n * nh * (size_t)maxk, &rs, &err);
-    if (st == FACET_OK) st = vk_out(b, c->out, (size_t)n * qd, &o, &ro, &err);
-    if (st != FACET_OK) {
-        vk_done(b, &o, st, &err);
-        return;
-    }
-    int slot = 0;
-    for (int g = 0; g < c->n_groups && st == FACET_OK; g++) {
-        int r0 = c->group_row[g], first = group_first(c, g);
-        int nk = c->pos[r0] + c->group_len[g] - first;
+    if (st == FACET_OK) st = take_io(b, c, &io, &o, &err);
+    for (int g = 0, slot = 0; g < c->n_groups && st == FACET_OK; slot += c->group_len[g++]) {
+        int r0 = c->group_row[g];
         const facet_kv_seq *sq = &kv->seqs[c->seq_ids[r0]];
         const facet_kv_layer *lay = &sq->layers[c->layer];
-        vk_range rk, rv;
-        if (!vk_kv_range(b->d, lay->k, &rk) || !vk_kv_range(b->d, lay->v, &rv)) {
+        vk_attn_kv src = {.rows = (uint32_t)facet_kv_rows(kv, sq, c->layer),
+                          .ring_cap = facet_kv_is_ring(kv, c->layer) ? (uint32_t)kv->ring_cap : 0u,
+                          .bf16 = kv->type == FACET_KV_BF16};
+        if (!vk_kv_range(b->d, lay->k, &src.k) || !vk_kv_range(b->d, lay->v, &src.v)) {
             st = facet_err(&err, FACET_E_INVALID_ARGUMENT, "vulkan: sequence %d's KV cache of "
                            "layer %d is not in the device's memory", c->seq_ids[r0], c->layer);
             break;
         }
-        const int *order = c->order + c->order_at[r0];
-        for (int i = 0; i < c->group_len[g]; i++) {
-            int r = order[i];
-            meta[4 * (slot + i)] = r;
-            meta[4 * (slot + i) + 1] = first;
-            meta[4 * (slot + i) + 2] = nk;
-            meta[4 * (slot + i) + 3] = c->pos[r];
-        }
-        struct {
-            uint32_t nh, nkv, hd, maxk;
-            int32_t window;
-            float scale, softcap;
-            uint32_t has_sinks, rows, ring_cap, bf16, slot0;
-        } p = {(uint32_t)nh, (uint32_t)c->n_kv_heads, (uint32_t)hd, (uint32_t)maxk,
-               c->p->window, c->p->scale, c->p->softcap, c->p->sinks != NULL,
-               (uint32_t)facet_kv_rows(kv, sq, c->layer),
-               facet_kv_is_ring(kv, c->layer) ? (uint32_t)kv->ring_cap : 0u,
-               kv->type == FACET_KV_BF16, (uint32_t)slot};
-        vk_range r[7] = {rq, rk, rv, rm, rsink, rs, ro};
-        st = vk_dispatch(ctx, VK_SH_ATTENTION_KV, 0, r, 7, &p, sizeof p, (uint32_t)nh,
-                         (uint32_t)c->group_len[g], 1, &err);
-        slot += c->group_len[g];
+        st = record_group(ctx, c, g, slot, &src, &io, &err);
     }
+    if (st == FACET_OK) st = record_reduce(ctx, c, &io, &err);
     vk_done(b, &o, st, &err);
 }
 
@@ -147,62 +291,40 @@ void vk_attention(facet_backend *be, const facet_attn_chunk *c) {
     vk_ctx *ctx = &b->d->c;
     facet_error err = {0};
     if (b->st != FACET_OK || c->n_rows <= 0) return;
+    if (fail(b, flash_check(ctx, c, &err), &err) != FACET_OK) return;
     if (in_place(b, c)) {
         attention_in_place(b, c);
         return;
     }
-    int nh = c->n_heads, nkv = c->n_kv_heads, hd = c->kv->head_dim, n = c->n_rows;
-    size_t qd = (size_t)nh * hd, kvd = (size_t)nkv * hd, keys = 0;
-    int maxk = 1;
-    for (int g = 0; g < c->n_groups; g++) {
-        int nk = c->pos[c->group_row[g]] + c->group_len[g] - group_first(c, g);
-        keys += (size_t)nk;
-        if (nk > maxk) maxk = nk;
-    }
+    int nkv = c->n_kv_heads, hd = c->kv->head_dim;
+    size_t kvd = (size_t)nkv * hd, keys = 0;
+    for (int g = 0; g < c->n_groups; g++)
+        keys += (size_t)(c->pos[c->group_row[g]] + c->group_len[g] - group_first(c, g));
     vk_outs o = {0};
-    vk_range rq, rk, rv, rm, rsink, rs, ro;
+    vk_attn_io io;
+    vk_range rk, rv;
     float *K = NULL, *V = NULL;
-    int32_t *meta = NULL;
     /* the keys and values are gathered by the host: the pending work (the chunk's rows,
      * the stores into the cache) finishes first */
     facet_status st = vk_wait(ctx, &err);
     if (st == FACET_OK) st = vk_open(ctx, &err);
-    if (st == FACET_OK) st = vk_in(b, c->q, (size_t)n * qd, &rq, &err);
+    if (st == FACET_OK) st = take_io(b, c, &io, &o, &err);
     if (st == FACET_OK) st = vk_take(ctx, keys * kvd * sizeof(float), &rk, (void **)&K, &err);
     if (st == FACET_OK) st = vk_take(ctx, keys * kvd * sizeof(float), &rv, (void **)&V, &err);
-    if (st == FACET_OK) st = vk_take(ctx, 4 * (size_t)n * sizeof(int32_t), &rm, (void **)&meta, &err);
-    if (st == FACET_OK) st = vk_in(b, c->p->sinks, (size_t)nh, &rsink, &err);
-    if (st == FACET_OK) st = vk_tmp(b, (size_t)n * nh * (size_t)maxk, &rs, &err);
-    if (st == FACET_OK) st = vk_out(b, c->out, (size_t)n * qd, &o, &ro, &err);
     if (st != FACET_OK) {
         vk_done(b, &o, st, &err);
         return;
     }
     size_t key0 = 0;
-    for (int g = 0; g < c->n_groups; g++) {
+    for (int g = 0, slot = 0; g < c->n_groups && st == FACET_OK; slot += c->group_len[g++]) {
         int r0 = c->group_row[g], first = group_first(c, g);
         int nk = c->pos[r0] + c->group_len[g] - first;
         gather_group(c, g, K + key0 * kvd, V + key0 * kvd);
-        const int *order = c->order + c->order_at[r0];
-        for (int i = 0; i < c->group_len[g]; i++) {
-            int r = order[i];
-            meta[4 * r] = (int32_t)key0;
-            meta[4 * r + 1] = first;
-            meta[4 * r + 2] = nk;
-            meta[4 * r + 3] = c->pos[r];
-        }
+        vk_attn_kv src = {.k = rk, .v = rv, .gathered = 1, .kbias = (int32_t)key0 - first};
+        st = record_group(ctx, c, g, slot, &src, &io, &err);
         key0 += (size_t)nk;
     }
-    struct {
-        uint32_t nh, nkv, hd, maxk;
-        int32_t window;
-        float scale, softcap;
-        uint32_t has_sinks;
-    } p = {(uint32_t)nh, (uint32_t)nkv, (uint32_t)hd, (uint32_t)maxk, c->p->window, c->p->scale,
-           c->p->softcap, c->p->sinks != NULL};
-    vk_range r[7] = {rq, rk, rv, rm, rsink, rs, ro};
-    st = vk_dispatch(ctx, VK_SH_ATTENTION, 0, r, 7, &p, sizeof p, (uint32_t)nh, (uint32_t)n, 1,
-                     &err);
+    if (st == FACET_OK) st = record_reduce(ctx, c, &io, &err);
     vk_done(b, &o, st, &err);
 }
 

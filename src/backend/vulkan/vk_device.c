@@ -88,6 +88,7 @@ facet_status vk_ctx_create(vk_ctx *c, int device_index, facet_error *err) {
     if (c->align < 16) c->align = 16;
     c->max_range = props.limits.maxStorageBufferRange;
     for (int i = 0; i < 3; i++) c->max_groups[i] = props.limits.maxComputeWorkGroupCount[i];
+    c->max_shared = props.limits.maxComputeSharedMemorySize;
     /* what the shaders need beyond Vulkan's guaranteed minimums: matmul_tiled's 16x16
      * workgroup (256 invocations; 128 are guaranteed) and its two 16x17 float tiles */
     const VkPhysicalDeviceLimits *lim = &props.limits;

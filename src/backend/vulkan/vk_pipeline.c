@@ -16,15 +16,15 @@ SPV(rmsnorm)
 SPV(rope)
 SPV(gated_act)
 SPV(kv_round)
-SPV(attention)
-SPV(attention_kv)
+SPV(attn_flash)
+SPV(attn_reduce)
 SPV(add_scaled)
 SPV(kv_store)
 #undef SPV
 
 static const char *const names[VK_SH_COUNT] = {"matvec", "matmul_tiled", "rmsnorm", "rope",
-                                               "gated_act", "kv_round", "attention",
-                                               "attention_kv", "add_scaled", "kv_store"};
+                                               "gated_act", "kv_round", "attn_flash",
+                                               "attn_reduce", "add_scaled", "kv_store"};
 
 const char *vk_shader_name(vk_shader s) { return names[s]; }
 
@@ -40,8 +40,8 @@ const uint32_t *vk_shader_spirv(vk_shader s, size_t *bytes) {
         CASE(VK_SH_ROPE, rope)
         CASE(VK_SH_GATED_ACT, gated_act)
         CASE(VK_SH_KV_ROUND, kv_round)
-        CASE(VK_SH_ATTENTION, attention)
-        CASE(VK_SH_ATTENTION_KV, attention_kv)
+        CASE(VK_SH_ATTN_FLASH, attn_flash)
+        CASE(VK_SH_ATTN_REDUCE, attn_reduce)
         CASE(VK_SH_ADD_SCALED, add_scaled)
         CASE(VK_SH_KV_STORE, kv_store)
     default:
