@@ -217,6 +217,55 @@ static void test_rows(void **state) {
     assert_memory_equal(r, rc, sizeof r); /* bit for bit */
 }
 
+/* ---- activations resident on the device ---- */
+
+/* Operations on scratch_alloc memory stay on the device and are submitted together:
+ * nothing is submitted until sync (an operand at an offset no binding can take is handled
+ * as host memory: its input waits for the pending work, its output is copied into place
+ * after a wait), and the results equal the CPU's sequence of
+ * the same operations: rmsnorm_rows over rows of 5 floats (row 1 starts at byte 20, not
+ * bindable), rope_rows, gated_act_rows, add_scaled, kv_round, then sync. */
+static void test_resident_chain(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    enum { M = 6, n = 5, nh = 2, hd = 4, rot = 4, I = 7 };
+    float *X = vk->ops->scratch_alloc(vk, sizeof(float) * M * n);
+    float *Q = vk->ops->scratch_alloc(vk, sizeof(float) * M * nh * hd);
+    float *G = vk->ops->scratch_alloc(vk, sizeof(float) * M * I);
+    float *U = vk->ops->scratch_alloc(vk, sizeof(float) * M * I);
+    assert_non_null(X), assert_non_null(Q), assert_non_null(G), assert_non_null(U);
+    float x[M * n], w[n], q[M * nh * hd], cs[M * rot / 2], sn[M * rot / 2], g[M * I], u[M * I];
+    fill(x, M * n, 3.0f), fill(w, n, 1.0f), fill(q, M * nh * hd, 2.0f);
+    fill(g, M * I, 4.0f), fill(u, M * I, 2.0f);
+    for (int i = 0; i < M * rot / 2; i++) cs[i] = cosf(0.7f * (float)i), sn[i] = sinf(0.7f * (float)i);
+    memcpy(X, x, sizeof x), memcpy(Q, q, sizeof q), memcpy(G, g, sizeof g), memcpy(U, u, sizeof u);
+    uint64_t before = facet_device_submissions(dev);
+    vk->ops->rmsnorm_rows(vk, X, X, w, n, M, 1e-6, 0.0f);
+    vk->ops->rmsnorm(vk, X + n, X + n, w, n, 1e-6, 1.0f); /* row 1 again, not bindable */
+    vk->ops->rope_rows(vk, Q, M, nh, hd, rot, cs, sn);
+    vk->ops->gated_act_rows(vk, G, U, I, M, 0);
+    vk->ops->add_scaled(vk, G, U, (size_t)M * I, 0.5f);
+    vk->ops->kv_round(vk, Q, FACET_KV_BF16, M * nh * hd);
+    /* the unbindable row waits twice (its input, then its output copied into place), the
+     * rest is one submission at sync */
+    assert_int_equal(facet_device_submissions(dev) - before, 2);
+    vk->ops->sync(vk);
+    status_ok();
+    assert_int_equal(facet_device_submissions(dev) - before, 3);
+    cpu->ops->rmsnorm_rows(cpu, x, x, w, n, M, 1e-6, 0.0f);
+    cpu->ops->rmsnorm(cpu, x + n, x + n, w, n, 1e-6, 1.0f);
+    cpu->ops->rope_rows(cpu, q, M, nh, hd, rot, cs, sn);
+    cpu->ops->gated_act_rows(cpu, g, u, I, M, 0);
+    cpu->ops->add_scaled(cpu, g, u, (size_t)M * I, 0.5f);
+    cpu->ops->kv_round(cpu, q, FACET_KV_BF16, M * nh * hd);
+    assert_close(X, x, M * n, 2e-5, "resident rmsnorm");
+    assert_close(G, g, M * I, 2e-5, "resident gated_act + add_scaled");
+    /* bf16 rounding of values within 1e-6 of each other: equal but for a rare tie */
+    assert_close(Q, q, M * nh * hd, 1e-2, "resident rope + kv_round");
+    vk->ops->scratch_free(vk, X), vk->ops->scratch_free(vk, Q);
+    vk->ops->scratch_free(vk, G), vk->ops->scratch_free(vk, U);
+}
+
 /* ---- attention ---- */
 
 typedef struct {
@@ -431,6 +480,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_resident_chain),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_long),
         cmocka_unit_test(test_attention_invariance),

@@ -46,6 +46,7 @@ facet_status vk_in(vk_backend *b, const float *p, size_t n, vk_range *out, facet
     /* device memory at an offset no binding takes: the pending work may write it */
     if (c->recording && scratch_of(b, p, n * sizeof(float))) {
         facet_status st = vk_wait(c, err);
+        if (st == FACET_OK) st = vk_open(c, err); /* the operation goes on recording */
         if (st != FACET_OK) return st;
     }
     void *host;
