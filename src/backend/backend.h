@@ -177,6 +177,37 @@ void facet_device_free(facet_device *d);
 const char *facet_device_describe(const facet_device *d);
 /* Command buffers submitted to d so far (facet_model_info.device_submissions). */
 uint64_t facet_device_submissions(const facet_device *d);
+/*
+ * What a device offers that the kernels depend on, read once when it is opened
+ * (vk_device.c: VkPhysicalDeviceLimits, VkPhysicalDeviceSubgroupProperties and the
+ * 16-bit / 8-bit storage and arithmetic features). The capability table's vulkan column
+ * judges a checkpoint against them (model/device_verdict.h) before any weight is read;
+ * a unit test fills one by hand. Units: bytes, invocations.
+ */
+enum {
+    FACET_DEV_FLOAT16 = 1,   /* shaderFloat16: 16-bit float arithmetic in shaders       */
+    FACET_DEV_INT8 = 2,      /* shaderInt8: 8-bit integer arithmetic                    */
+    FACET_DEV_STORAGE16 = 4, /* storageBuffer16BitAccess: 16-bit loads/stores           */
+    FACET_DEV_STORAGE8 = 8,  /* storageBuffer8BitAccess: 8-bit loads/stores             */
+};
+typedef struct facet_device_limits {
+    char name[256];             /* VkPhysicalDeviceProperties.deviceName                */
+    int index;                  /* its place in vkEnumeratePhysicalDevices' order       */
+    int count;                  /* devices the loader lists on this machine             */
+    uint64_t memory_bytes;      /* the largest DEVICE_LOCAL heap                        */
+    uint32_t max_shared_bytes;  /* maxComputeSharedMemorySize                           */
+    uint32_t max_invocations;   /* maxComputeWorkGroupInvocations                       */
+    uint32_t max_group_size[3]; /* maxComputeWorkGroupSize                              */
+    uint32_t subgroup_size;     /* VkPhysicalDeviceSubgroupProperties.subgroupSize      */
+    uint64_t max_storage_range; /* maxStorageBufferRange: the most one binding reaches  */
+    unsigned features;          /* FACET_DEV_* bits                                     */
+} facet_device_limits;
+/* d's limits (owned by d); NULL in a binary built without Vulkan. */
+const facet_device_limits *facet_device_limits_of(const facet_device *d);
+/* One line of them: "limits: shared memory 32768 B, workgroup 1024 invocations (1024 x
+ * 1024 x 1024), subgroup 8, storage range 134217728 B, float16 yes, int8 yes, 16-bit
+ * storage yes, 8-bit storage yes" into buf (cap bytes). */
+void facet_device_limits_line(const facet_device_limits *l, char *buf, size_t cap);
 /* Put kv's key and value buffers in d's memory (kv_cache.h buf_alloc): mapped buffers
  * the host's cache code writes and the Vulkan attention reads in place. Call after
  * facet_kv_cache_init, before the first reserve; d outlives kv's buffers. */

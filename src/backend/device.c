@@ -23,6 +23,11 @@ void facet_device_free(facet_device *d) { (void)d; }
 
 void facet_device_kv_memory(facet_device *d, facet_kv_cache *kv) { (void)d, (void)kv; }
 
+const facet_device_limits *facet_device_limits_of(const facet_device *d) {
+    (void)d;
+    return NULL;
+}
+
 const char *facet_device_describe(const facet_device *d) {
     (void)d;
     return "";

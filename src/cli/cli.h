@@ -6,9 +6,12 @@
 #ifndef FACET_CLI_H
 #define FACET_CLI_H
 
+#include <stdio.h>
+
 #include "facet.h"
 #include "facet_chat.h"
 #include "model/facts.h"
+#include "model/table.h"
 #include "util/vec.h"
 
 int cmd_run(int argc, char **argv);
@@ -51,6 +54,18 @@ int cli_parse_kv_type(const char *opt, const char *v, facet_kv_type *out);
  * given with the cpu backend (backend NULL or "cpu") it prints "facet: CMD: --device N
  * selects a Vulkan device; add --backend vulkan ..." and returns 0; else returns 1. */
 int cli_check_device(const char *cmd, const char *backend, int device);
+
+/* --backend vulkan in conform and plan: open device --device N (stored as N + 1; 0: the
+ * default), print to `out` "device: vulkan device N: NAME, X GiB (of K on this
+ * machine)" and its limits line (backend.h facet_device_limits_line), judge facts f run
+ * with weights w (resolved, not AUTO) against them into v (model/device_verdict.h: a
+ * bf16 -> f16 change is printed as "note: ..."), close the device. Without the Vulkan
+ * backend, or without a driver when no --device was given: "device: none (why)" and the
+ * table's verdict stands. Returns 0, or 2 after printing "facet: CMD: vulkan: --device N:
+ * no such device (this machine has K: 0..K-1)" (or the driver's error) when --device
+ * was given and cannot be opened. */
+int cli_judge_device(FILE *out, const char *cmd, int device, const facet_facts *f,
+                     facet_weight_format w, facet_verdict *v);
 
 /* 1 after printing "facet: CMD: OPT needs a value" when a, the last argument (last != 0),
  * is one of opts (a NULL-terminated list of the options that take a value); else 0. */

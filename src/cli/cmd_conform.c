@@ -1,7 +1,9 @@
 /*
  * cmd_conform.c — `facet conform` and `facet onboard` (DESIGN.md, "Command line").
  *
- *   facet conform PATH [--backend cpu|vulkan] [--json FILE]
+ *   facet conform PATH [--backend cpu|vulkan [--device N]] [--json FILE]
+ *   (vulkan: the device is opened, named, its limits printed and the checkpoint judged
+ *   against them too, device_judge.c)
  *   facet conform --table [--markdown]   (the declared table; Markdown for docs)
  *   facet onboard PATH [--ledger FILE.jsonl] [--gate [--reference FILE.json |
  *                 --reference-logits FILE --prompt-ids IDS] [-n N] [--threads N]]
@@ -27,6 +29,7 @@
 #include "model/gguf_checkpoint.h"
 #include "model/plan.h"
 #include "model/report.h"
+#include "model/weights_policy.h"
 #include "model/table.h"
 
 /* A GGUF model given as PATH (a .gguf file, a split part, or a folder holding one). */
@@ -219,7 +222,7 @@ static json_t *ledger_verification(const char *file, const char *path) {
 }
 
 static void conform_usage(FILE *out) {
-    fprintf(out, "usage: facet conform PATH [--backend cpu|vulkan] [--json FILE|-] [--ledger FILE.jsonl]\n"
+    fprintf(out, "usage: facet conform PATH [--backend cpu|vulkan [--device N]] [--json FILE|-] [--ledger FILE.jsonl]\n"
                  "       facet conform --table [--markdown]\n"
                  "       facet conform --gguf-types   (the GGUF tensor types that run, Markdown)\n"
                  "PATH: a checkpoint folder, a config.json, a .gguf file (any part of a split\n"
@@ -233,9 +236,10 @@ static facet_facts g_facts; /* large: keep off the stack */
 
 int cmd_conform(int argc, char **argv) {
     const char *path = NULL, *backend = "cpu", *json_file = NULL, *ledger = NULL;
-    int table = 0, markdown = 0, gguf_types = 0;
+    int table = 0, markdown = 0, gguf_types = 0, device = 0;
     for (int i = 0; i < argc; i++) {
-        static const char *const value_opts[] = {"--backend", "--json", "--ledger", NULL};
+        static const char *const value_opts[] = {"--backend", "--json", "--ledger", "--device",
+                                                 NULL};
         if (cli_missing_value("conform", argv[i], i + 1 == argc, value_opts)) return 1;
         if (!strcmp(argv[i], "--table")) table = 1;
         else if (!strcmp(argv[i], "--gguf-types")) gguf_types = 1;
@@ -243,7 +247,10 @@ int cmd_conform(int argc, char **argv) {
         else if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_file = argv[++i];
         else if (!strcmp(argv[i], "--ledger") && i + 1 < argc) ledger = argv[++i];
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+            if (!cli_parse_int("--device", argv[++i], 0, 1023, &device)) return 1;
+            device++;
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             conform_usage(stdout);
             return 0;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -269,6 +276,7 @@ int cmd_conform(int argc, char **argv) {
         conform_usage(stderr);
         return 1;
     }
+    if (!cli_check_device("conform", backend, device)) return 1;
     facet_facts *f = &g_facts;
     int rc = load_facts(path, f, backend);
     if (rc) {
@@ -290,6 +298,9 @@ int cmd_conform(int argc, char **argv) {
     for (int i = 0; i < f->n_notes; i++) fprintf(report, "note: %s\n", f->notes[i].text);
     if (have_plan) print_plan_brief(report, &plan);
     else fprintf(report, "plan: none\n");
+    if (!strcmp(backend, "vulkan") && f->family_known &&
+        cli_judge_device(report, "conform", device, f, facet_auto_weights(f), &v))
+        return 2;
     print_verdict(report, &v);
     rc = verdict_exit(&v);
     json_t *verification = ledger ? ledger_verification(ledger, path) : NULL;

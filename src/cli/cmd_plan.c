@@ -1,5 +1,8 @@
 /*
- * cmd_plan.c — `facet plan MODEL [--ctx N] [--batch B] [--weights FMT] [--backend B] [--json]`
+ * cmd_plan.c — `facet plan MODEL [--ctx N] [--batch B] [--weights FMT] [--backend B]
+ *               [--device N] [--json]`
+ * (vulkan: the device is opened, named, its limits printed and the checkpoint judged
+ * against them too, device_judge.c)
  *
  * Prints the memory and kernel plan (src/model/plan.h) and the verdict on the backend.
  * Exit: 0 when the checkpoint is supported (or pending the tensor probe), 2 when it is
@@ -26,7 +29,7 @@
 
 static void plan_usage(FILE *out) {
     fprintf(out, "usage: facet plan MODEL [--ctx N] [--batch B] [--weights auto|f32|bf16|f16|int8|q4|gguf]\n"
-                 "                  [--kv-cache auto|f32|bf16|f16] [--backend cpu|vulkan] [--json]\n"
+                 "                  [--kv-cache auto|f32|bf16|f16] [--backend cpu|vulkan [--device N]] [--json]\n"
                  "                  [--pipeline-parallel P] [--tensor-parallel T]\n"
                  "MODEL: a checkpoint folder, a config.json or a GGUF file. --ctx defaults to\n"
                  "max_position_embeddings, --batch to 1, --weights to auto (the checkpoint's\n"
@@ -156,10 +159,11 @@ static void vulkan_refusals(const facet_plan *p, facet_verdict *v) {
 int cmd_plan(int argc, char **argv) {
     const char *path = NULL, *backend = "cpu";
     facet_plan_opts o = {.ctx = 0, .batch = 1, .weights = FACET_PLAN_AUTO};
-    int json = 0;
+    int json = 0, device = 0;
     int64_t pp = 1, tp = 1;
     static const char *const value_opts[] = {"--ctx", "--batch", "--weights", "--kv-cache", "--backend",
-                                             "--pipeline-parallel", "--tensor-parallel", NULL};
+                                             "--pipeline-parallel", "--tensor-parallel", "--device",
+                                             NULL};
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--ctx") && i + 1 < argc) {
             if (parse_count("--ctx", argv[++i], &o.ctx)) return 1;
@@ -179,6 +183,9 @@ int cmd_plan(int argc, char **argv) {
             if (!cli_parse_kv_type("--kv-cache", argv[++i], &o.kv_cache)) return 1;
         } else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
             backend = argv[++i]; /* an unknown one is refused by the table, naming it */
+        } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+            if (!cli_parse_int("--device", argv[++i], 0, 1023, &device)) return 1;
+            device++;
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -201,6 +208,7 @@ int cmd_plan(int argc, char **argv) {
         plan_usage(stderr);
         return 1;
     }
+    if (!cli_check_device("plan", backend, device)) return 1;
     if (!cli_env_mem_available(&o.mem_available)) return 1; /* tests: a fixed machine size */
 
     facet_facts *f = &g_facts;
@@ -260,6 +268,17 @@ int cmd_plan(int argc, char **argv) {
         return 2;
     }
     if (vulkan) vulkan_refusals(&p, &v);
+    if (vulkan && (p.weights == FACET_WF_F32 || p.weights == FACET_WF_BF16 ||
+                   p.weights == FACET_WF_F16)) { /* the device's limits (--json: on stderr) */
+        facet_weight_format w = p.weights == FACET_WF_F32    ? FACET_WEIGHTS_F32
+                                : p.weights == FACET_WF_BF16 ? FACET_WEIGHTS_BF16
+                                                             : FACET_WEIGHTS_F16;
+        if (cli_judge_device(json ? stderr : stdout, "plan", device, f, w, &v)) {
+            json_decref(gg_list);
+            json_decref(gg_types);
+            return 2;
+        }
+    }
     rc = v.status == FACET_VERDICT_REFUSED ? 2 : 0;
     /* a split over MPI ranks: refused by the facts, or what each rank holds and sends */
     static facet_split sp;

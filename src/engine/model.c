@@ -16,6 +16,7 @@
 #include "io/safetensors.h"
 #include "io/gguf.h"
 #include "io/wcache.h"
+#include "model/device_verdict.h"
 #include "model/facts_gguf.h"
 #include "model/gguf_checkpoint.h"
 #include "model/probe.h"
@@ -23,6 +24,23 @@
 #include "model/weights_policy.h"
 #include "util/error.h"
 #include "util/fs.h"
+
+/* The device's verdict (device_verdict.h) on m's facts and weights; bf16 weights may
+ * become f16, which the device's line says (facet_model_info.device_note: the library
+ * prints nothing, the CLI and the server print that line). */
+static facet_status facet_judge_loaded_device(facet_model *m, facet_error *err) {
+    facet_verdict *v = calloc(1, sizeof *v);
+    if (!v) return facet_err(err, FACET_E_NOMEM, "verdict");
+    snprintf(v->backend, sizeof v->backend, "vulkan");
+    char note[320];
+    facet_judge_device(&m->facts, &m->weights, facet_device_limits_of(m->device), NULL, v,
+                       note, sizeof note);
+    snprintf(m->device_line, sizeof m->device_line, "%s%s%s", facet_device_describe(m->device),
+             note[0] ? "; " : "", note);
+    facet_status st = facet_verdict_error(v, err);
+    free(v);
+    return st;
+}
 
 facet_status facet_model_load(const char *dir, const facet_load_options *opts,
                               facet_model **out, facet_error *err) {
@@ -118,6 +136,8 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
                        "not supported (supported: one process, the whole model)");
     if (st == FACET_OK && !strcmp(m->backend, "vulkan"))
         st = facet_device_open("vulkan", o.device - 1, &m->device, err);
+    /* the vulkan column against this device's real limits, still before any weight */
+    if (st == FACET_OK && m->device) st = facet_judge_loaded_device(m, err);
     /* the pool first: the weight cache's checksums are verified over it */
     if (st == FACET_OK) {
         m->pool = facet_pool_create(o.n_threads);
@@ -172,7 +192,7 @@ void facet_model_get_info(const facet_model *m, facet_model_info *info) {
     info->hidden_size = (int)f->hidden_size;
     info->num_hidden_layers = (int)f->num_hidden_layers;
     info->backend = m->backend;
-    info->device_note = m->device ? facet_device_describe(m->device) : NULL;
+    info->device_note = m->device ? m->device_line : NULL;
     info->device_submissions = m->device ? facet_device_submissions(m->device) : 0;
     info->bos_token_id = f->bos_token_id;
     info->n_eos = f->n_eos;

@@ -136,6 +136,8 @@ struct facet_model {
     int tp, tp_rank;
     const char *backend;           /* "cpu" or "vulkan" (static)                       */
     struct facet_device *device;   /* the Vulkan backend's device, or NULL (backend.h)  */
+    char device_line[640];         /* its description and the device verdict's note
+                                      (facet_model_info.device_note)                    */
 };
 
 struct facet_session {

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
+#include "backend/backend.h"
 #include "facet.h"
 
 /* The embedded shaders (src/backend/vulkan/shaders/NAME.comp), one pipeline each. */
@@ -75,6 +76,7 @@ typedef struct vk_ctx {
     char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
     uint64_t device_bytes;         /* the largest DEVICE_LOCAL heap                     */
     int device_index;
+    facet_device_limits limits;    /* what the kernels depend on (backend.h)            */
     /* pipelines: made on first use, per (shader, variant) */
     VkDescriptorSetLayout set_layout; /* VK_MAX_BINDINGS storage buffers, shared        */
     VkPipelineLayout pipe_layout;

@@ -1,8 +1,10 @@
 /*
  * vk_device.c — instance, physical device, compute queue and the one memory type
- * (vk.h). No layer or extension is asked for: the Khronos validation layer is switched
+ * (vk.h), and the device's limits the kernels depend on (backend.h facet_device_limits).
+ * No layer or extension is asked for: the Khronos validation layer is switched
  * on from outside (VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation), as the tests do once.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +45,61 @@ static int pick_memory(const VkPhysicalDeviceMemoryProperties *mp, uint64_t *dev
             mp->memoryHeaps[h].size > *device_bytes)
             *device_bytes = mp->memoryHeaps[h].size;
     return best;
+}
+
+/* 1 when the physical device lists extension `name`. */
+static int has_extension(VkPhysicalDevice phys, const char *name) {
+    uint32_t n = 0;
+    if (vkEnumerateDeviceExtensionProperties(phys, NULL, &n, NULL) != VK_SUCCESS || !n) return 0;
+    VkExtensionProperties *e = calloc(n, sizeof *e);
+    int found = 0;
+    if (e && vkEnumerateDeviceExtensionProperties(phys, NULL, &n, e) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++) found = !strcmp(e[i].extensionName, name);
+    free(e);
+    return found;
+}
+
+/* c->limits from the device's properties, subgroup properties (Vulkan 1.1) and the
+ * 16-bit / 8-bit features. The features of VK_KHR_shader_float16_int8 and
+ * VK_KHR_8bit_storage (core in 1.2) are asked for only where the device lists the
+ * extension, so the query stays valid on a 1.1 device. */
+static void read_limits(vk_ctx *c, const VkPhysicalDeviceProperties *props, int count) {
+    facet_device_limits *l = &c->limits;
+    const VkPhysicalDeviceLimits *lim = &props->limits;
+    memset(l, 0, sizeof *l);
+    snprintf(l->name, sizeof l->name, "%s", props->deviceName);
+    l->index = c->device_index;
+    l->count = count;
+    l->max_shared_bytes = lim->maxComputeSharedMemorySize;
+    l->max_invocations = lim->maxComputeWorkGroupInvocations;
+    for (int i = 0; i < 3; i++) l->max_group_size[i] = lim->maxComputeWorkGroupSize[i];
+    l->max_storage_range = lim->maxStorageBufferRange;
+
+    VkPhysicalDeviceSubgroupProperties sub = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                      .pNext = &sub};
+    vkGetPhysicalDeviceProperties2(c->phys, &p2);
+    l->subgroup_size = sub.subgroupSize;
+
+    VkPhysicalDevice16BitStorageFeatures s16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDevice8BitStorageFeaturesKHR s8 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES_KHR};
+    VkPhysicalDeviceShaderFloat16Int8FeaturesKHR fi = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                    .pNext = &s16};
+    void **tail = &s16.pNext;
+    if (has_extension(c->phys, VK_KHR_8BIT_STORAGE_EXTENSION_NAME)) {
+        *tail = &s8;
+        tail = &s8.pNext;
+    }
+    if (has_extension(c->phys, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) *tail = &fi;
+    vkGetPhysicalDeviceFeatures2(c->phys, &f2);
+    l->features = (fi.shaderFloat16 ? FACET_DEV_FLOAT16 : 0u) | (fi.shaderInt8 ? FACET_DEV_INT8 : 0u) |
+                  (s16.storageBuffer16BitAccess ? FACET_DEV_STORAGE16 : 0u) |
+                  (s8.storageBuffer8BitAccess ? FACET_DEV_STORAGE8 : 0u);
 }
 
 facet_status vk_ctx_create(vk_ctx *c, int device_index, facet_error *err) {
@@ -89,26 +146,9 @@ facet_status vk_ctx_create(vk_ctx *c, int device_index, facet_error *err) {
     c->max_range = props.limits.maxStorageBufferRange;
     for (int i = 0; i < 3; i++) c->max_groups[i] = props.limits.maxComputeWorkGroupCount[i];
     c->max_shared = props.limits.maxComputeSharedMemorySize;
-    /* what the shaders need beyond Vulkan's guaranteed minimums: matmul_tiled's 16x16
-     * workgroup (256 invocations; 128 are guaranteed) and its two 16x17 float tiles */
-    const VkPhysicalDeviceLimits *lim = &props.limits;
-    const char *need = lim->maxComputeWorkGroupInvocations < 256   ? "maxComputeWorkGroupInvocations"
-                       : lim->maxComputeWorkGroupSize[0] < 64 ||
-                               lim->maxComputeWorkGroupSize[1] < 16 ? "maxComputeWorkGroupSize"
-                       : lim->maxComputeSharedMemorySize < 4096   ? "maxComputeSharedMemorySize"
-                                                                  : NULL;
-    if (need) {
-        char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
-        memcpy(name, c->device_name, sizeof name);
-        vk_ctx_destroy(c);
-        return facet_err(err, FACET_E_UNSUPPORTED,
-                         "REFUSED: device %s: %s=(%u, %u x %u, %u bytes) is below what the "
-                         "shaders need (supported: invocations >= 256, size >= 64 x 16, "
-                         "shared memory >= 4096 bytes)", name, need,
-                         lim->maxComputeWorkGroupInvocations, lim->maxComputeWorkGroupSize[0],
-                         lim->maxComputeWorkGroupSize[1], lim->maxComputeSharedMemorySize);
-    }
-
+    /* what the kernels need of these is judged against the checkpoint before loading
+     * (model/device_verdict.c, the needs declared in needs/vk_needs.c) */
+    read_limits(c, &props, (int)n);
     VkPhysicalDeviceMemoryProperties mp;
     vkGetPhysicalDeviceMemoryProperties(c->phys, &mp);
     int mt = pick_memory(&mp, &c->device_bytes);
@@ -118,6 +158,7 @@ facet_status vk_ctx_create(vk_ctx *c, int device_index, facet_error *err) {
                          c->device_name);
     }
     c->mem_type = (uint32_t)mt;
+    c->limits.memory_bytes = c->device_bytes;
 
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(c->phys, &nq, NULL);

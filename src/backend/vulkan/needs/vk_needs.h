@@ -1,0 +1,41 @@
+/*
+ * vk_needs.h — what the Vulkan kernels need of a device, declared as data (issue 24):
+ * the capability table's vulkan column is these needs judged against the device's real
+ * limits (backend.h facet_device_limits; model/device_verdict.c), before any weight is
+ * read. A kernel that changes its workgroup, its shared memory or the device features it
+ * uses changes its line here (vk_needs.c, vk_attention_shared.c), and the refusals follow.
+ *
+ * Plain C, no Vulkan header: built into every binary, so the judgement is unit-tested
+ * with a hand-made limits struct and no device.
+ */
+#ifndef FACET_BACKEND_VK_NEEDS_H
+#define FACET_BACKEND_VK_NEEDS_H
+
+#include <stdint.h>
+
+#include "facet.h"
+
+typedef struct vk_needs {
+    /* the largest workgroup a shader declares: matmul_tiled.comp's 16 x 16 = 256
+     * invocations; matvec, rmsnorm and attention are 64 x 1 */
+    uint32_t invocations;
+    uint32_t group_x, group_y;     /* the largest x and y extents of any shader         */
+    uint32_t matmul_shared_bytes;  /* matmul_tiled.comp's two staged tiles (bytes)       */
+    /* the attention kernels' shared memory in bytes for a head of head_dim elements */
+    uint64_t (*attention_shared_bytes)(int64_t head_dim);
+    /* bytes of a [rows][cols] weight matrix in one storage binding (vk_weights.c's
+     * layout of that format), which must fit maxStorageBufferRange */
+    uint64_t (*matrix_bytes)(facet_weight_format f, uint64_t rows, uint64_t cols);
+    /* the device features (FACET_DEV_* bits) that the matmul kernels of each run-time
+     * weight format use, indexed by facet_weight_format */
+    unsigned weight_features[FACET_WEIGHTS_GGUF + 1];
+} vk_needs;
+
+/* The needs of the kernels in this tree. */
+extern const vk_needs vk_needs_current;
+
+/* The attention kernels' shared memory for head_dim (vk_attention_shared.c): the
+ * FlashAttention-style tiled kernel's staged key and value tiles and its query tile. */
+uint64_t vk_attention_shared_bytes(int64_t head_dim);
+
+#endif
