@@ -195,6 +195,8 @@ typedef struct facet_device_limits {
     int index;                  /* its place in vkEnumeratePhysicalDevices' order       */
     int count;                  /* devices the loader lists on this machine             */
     uint64_t memory_bytes;      /* the largest DEVICE_LOCAL heap                        */
+    uint64_t buffer_heap_bytes; /* the heap of the one memory type every buffer takes   */
+    int buffer_device_local;    /* 1: that type is DEVICE_LOCAL; 0: system memory       */
     uint32_t max_shared_bytes;  /* maxComputeSharedMemorySize                           */
     uint32_t max_invocations;   /* maxComputeWorkGroupInvocations                       */
     uint32_t max_group_size[3]; /* maxComputeWorkGroupSize                              */
@@ -204,9 +206,10 @@ typedef struct facet_device_limits {
 } facet_device_limits;
 /* d's limits (owned by d); NULL in a binary built without Vulkan. */
 const facet_device_limits *facet_device_limits_of(const facet_device *d);
-/* One line of them: "limits: shared memory 32768 B, workgroup 1024 invocations (1024 x
- * 1024 x 1024), subgroup 8, storage range 134217728 B, float16 yes, int8 yes, 16-bit
- * storage yes, 8-bit storage yes" into buf (cap bytes). */
+/* One line of them: "limits: shared memory 32768 B (maxComputeSharedMemorySize),
+ * workgroup 1024 invocations (1024 x 1024 x 1024), subgroup 8, storage range 134217728 B
+ * (maxStorageBufferRange), float16 yes, int8 yes, 16-bit storage yes, 8-bit storage yes;
+ * buffers in device-local host-visible memory, heap 2.0 GiB" into buf (cap bytes). */
 void facet_device_limits_line(const facet_device_limits *l, char *buf, size_t cap);
 /* Put kv's key and value buffers in d's memory (kv_cache.h buf_alloc): mapped buffers
  * the host's cache code writes and the Vulkan attention reads in place. Call after

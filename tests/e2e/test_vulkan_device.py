@@ -32,7 +32,8 @@ os.environ.setdefault("LP_NUM_THREADS", "2")
 LIMITS = re.compile(r"limits: shared memory (\d+) B \(maxComputeSharedMemorySize\), workgroup "
                     r"(\d+) invocations \((\d+) x (\d+) x (\d+)\), subgroup (\d+), storage range "
                     r"(\d+) B \(maxStorageBufferRange\), float16 (yes|no), int8 (yes|no), "
-                    r"16-bit storage (yes|no), 8-bit storage (yes|no)")
+                    r"16-bit storage (yes|no), 8-bit storage (yes|no); buffers in "
+                    r"(device-local host-visible|system \(host-visible\)) memory, heap ([\d.]+) GiB")
 DEVICE = re.compile(r"device: vulkan device (\d+): (.+), ([\d.]+) GiB \(of (\d+) on this machine\)")
 
 

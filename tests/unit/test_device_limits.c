@@ -199,12 +199,14 @@ static void test_limits_line(void **state) {
     (void)state;
     facet_device_limits l = h200();
     l.features = FACET_DEV_STORAGE16;
+    l.buffer_heap_bytes = 128ull << 30;
     char line[640];
     facet_device_limits_line(&l, line, sizeof line);
     assert_string_equal(line, "limits: shared memory 49152 B (maxComputeSharedMemorySize), "
                               "workgroup 1024 invocations (1024 x 1024 x 64), subgroup 32, "
                               "storage range 4294967295 B (maxStorageBufferRange), float16 no, "
-                              "int8 no, 16-bit storage yes, 8-bit storage no");
+                              "int8 no, 16-bit storage yes, 8-bit storage no; buffers in "
+                              "system (host-visible) memory, heap 128.0 GiB");
 }
 
 int main(void) {

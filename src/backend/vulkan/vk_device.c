@@ -25,25 +25,30 @@ static int pick_default(VkPhysicalDevice *devs, uint32_t n) {
     return 0;
 }
 
-/* HOST_VISIBLE | HOST_COHERENT, DEVICE_LOCAL preferred; -1 if none. */
+/* HOST_VISIBLE | HOST_COHERENT, DEVICE_LOCAL preferred when its heap holds at least half
+ * the largest DEVICE_LOCAL heap (resizable BAR, unified memory, lavapipe): a discrete
+ * GPU without resizable BAR shows its device-local host-visible type in a small window
+ * (256 MiB), where the first weights would not fit, and then system memory is taken
+ * (read over the bus: correct, slower). -1 if none. */
 static int pick_memory(const VkPhysicalDeviceMemoryProperties *mp, uint64_t *device_bytes) {
     const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                        VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    int best = -1;
-    for (uint32_t i = 0; i < mp->memoryTypeCount; i++) {
-        VkMemoryPropertyFlags f = mp->memoryTypes[i].propertyFlags;
-        if ((f & host) != host) continue;
-        if (best < 0) best = (int)i;
-        if (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) {
-            best = (int)i;
-            break;
-        }
-    }
     *device_bytes = 0;
     for (uint32_t h = 0; h < mp->memoryHeapCount; h++)
         if ((mp->memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
             mp->memoryHeaps[h].size > *device_bytes)
             *device_bytes = mp->memoryHeaps[h].size;
+    int best = -1;
+    for (uint32_t i = 0; i < mp->memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = mp->memoryTypes[i].propertyFlags;
+        if ((f & host) != host) continue;
+        if (best < 0) best = (int)i;
+        if ((f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) &&
+            mp->memoryHeaps[mp->memoryTypes[i].heapIndex].size >= *device_bytes / 2) {
+            best = (int)i;
+            break;
+        }
+    }
     return best;
 }
 
@@ -159,6 +164,9 @@ facet_status vk_ctx_create(vk_ctx *c, int device_index, facet_error *err) {
     }
     c->mem_type = (uint32_t)mt;
     c->limits.memory_bytes = c->device_bytes;
+    c->limits.buffer_heap_bytes = mp.memoryHeaps[mp.memoryTypes[mt].heapIndex].size;
+    c->limits.buffer_device_local =
+        (mp.memoryTypes[mt].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) != 0;
 
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(c->phys, &nq, NULL);
