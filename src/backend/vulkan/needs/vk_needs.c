@@ -5,8 +5,8 @@
 #include "backend/vulkan/needs/vk_needs.h"
 
 /* vk_weights.c: float32 one word per element; bf16 and f16 two per 32-bit word, a row
- * padded to a whole word. Formats no shader reads count as float32 (they are refused by
- * name before this is asked). */
+ * padded to a whole word. Formats no shader reads count as float32 (never asked: they
+ * are refused by name first). */
 static uint64_t matrix_bytes(facet_weight_format f, uint64_t rows, uint64_t cols) {
     if (f == FACET_WEIGHTS_BF16 || f == FACET_WEIGHTS_F16) return rows * ((cols + 1) / 2) * 4;
     return rows * cols * 4;
