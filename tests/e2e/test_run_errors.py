@@ -502,12 +502,12 @@ def test_missing_model_path_named(facet, tmp_path, cmd):
     assert p.stderr.count("\n") == 1, p.stderr
 
 
-@pytest.mark.parametrize("cmd", ["run", "serve", "bench"])
+@pytest.mark.parametrize("cmd", ["run", "serve", "bench", "conform", "plan"])
 def test_device_without_vulkan_backend(facet, cmd):
     """--device N picks a Vulkan device; without --backend vulkan it was silently ignored
     (the run went to the CPU, the user believing it on the GPU). Refused before loading."""
-    args = [cmd] + (["-p", "hi", "-n", "1"] if cmd == "run" else [BUNDLED] if cmd == "bench"
-                    else ["--port", "1"]) + ["--device", "1"]
+    args = [cmd] + (["-p", "hi", "-n", "1"] if cmd == "run" else ["--port", "1"] if cmd == "serve"
+                    else [BUNDLED]) + ["--device", "1"]
     p = run(facet, args)
     assert_clean_error(p, "facet: %s: --device 1 selects a Vulkan device; add --backend vulkan "
                           "(the cpu backend has no devices)" % cmd)
