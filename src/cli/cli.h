@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "facet.h"
+#include "backend/backend.h"
 #include "facet_chat.h"
 #include "model/facts.h"
 #include "model/table.h"
@@ -63,9 +64,10 @@ int cli_check_device(const char *cmd, const char *backend, int device);
  * backend, or without a driver when no --device was given: "device: none (why)" and the
  * table's verdict stands. Returns 0, or 2 after printing "facet: CMD: vulkan: --device N:
  * no such device (this machine has K: 0..K-1)" (or the driver's error) when --device
- * was given and cannot be opened. */
+ * was given and cannot be opened. `seen` (may be NULL): the device's limits, or zeros
+ * (name "") when none was opened. */
 int cli_judge_device(FILE *out, const char *cmd, int device, const facet_facts *f,
-                     facet_weight_format w, facet_verdict *v);
+                     facet_weight_format w, facet_verdict *v, facet_device_limits *seen);
 
 /* 1 after printing "facet: CMD: OPT needs a value" when a, the last argument (last != 0),
  * is one of opts (a NULL-terminated list of the options that take a value); else 0. */

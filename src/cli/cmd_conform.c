@@ -234,6 +234,23 @@ static void conform_usage(FILE *out) {
 
 static facet_facts g_facts; /* large: keep off the stack */
 
+/* The device conform judged against (--backend vulkan): its name and limits. */
+static json_t *device_json(const facet_device_limits *l) {
+    unsigned f = l->features;
+    return json_pack("{s:s, s:i, s:i, s:I, s:I, s:b, s:I, s:I, s:[III], s:I, s:I, s:b, s:b, "
+                     "s:b, s:b}", "name", l->name, "index", l->index, "count", l->count,
+                     "memory_bytes", (json_int_t)l->memory_bytes, "buffer_heap_bytes",
+                     (json_int_t)l->buffer_heap_bytes, "buffer_device_local",
+                     l->buffer_device_local, "max_shared_bytes", (json_int_t)l->max_shared_bytes,
+                     "max_invocations", (json_int_t)l->max_invocations, "max_group_size",
+                     (json_int_t)l->max_group_size[0], (json_int_t)l->max_group_size[1],
+                     (json_int_t)l->max_group_size[2], "subgroup_size",
+                     (json_int_t)l->subgroup_size, "max_storage_range",
+                     (json_int_t)l->max_storage_range, "float16", (f & FACET_DEV_FLOAT16) != 0,
+                     "int8", (f & FACET_DEV_INT8) != 0, "storage16",
+                     (f & FACET_DEV_STORAGE16) != 0, "storage8", (f & FACET_DEV_STORAGE8) != 0);
+}
+
 int cmd_conform(int argc, char **argv) {
     const char *path = NULL, *backend = "cpu", *json_file = NULL, *ledger = NULL;
     int table = 0, markdown = 0, gguf_types = 0, device = 0;
@@ -298,8 +315,10 @@ int cmd_conform(int argc, char **argv) {
     for (int i = 0; i < f->n_notes; i++) fprintf(report, "note: %s\n", f->notes[i].text);
     if (have_plan) print_plan_brief(report, &plan);
     else fprintf(report, "plan: none\n");
+    static facet_device_limits dev;
+    memset(&dev, 0, sizeof dev);
     if (!strcmp(backend, "vulkan") && f->family_known &&
-        cli_judge_device(report, "conform", device, f, facet_auto_weights(f), &v))
+        cli_judge_device(report, "conform", device, f, facet_auto_weights(f), &v, &dev))
         return 2;
     print_verdict(report, &v);
     rc = verdict_exit(&v);
@@ -319,6 +338,7 @@ int cmd_conform(int argc, char **argv) {
         json_object_set_new(o, "facts", facet_facts_json(f));
         json_object_set_new(o, "verdict", facet_verdict_json(&v));
         json_object_set_new(o, "plan", have_plan ? facet_plan_json(&plan) : json_null());
+        json_object_set_new(o, "device", dev.name[0] ? device_json(&dev) : json_null());
         json_object_set(o, "verification", verification ? verification : json_null());
         int wrc = write_json(json_file, o);
         json_decref(o);

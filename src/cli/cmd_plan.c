@@ -273,7 +273,7 @@ int cmd_plan(int argc, char **argv) {
         facet_weight_format w = p.weights == FACET_WF_F32    ? FACET_WEIGHTS_F32
                                 : p.weights == FACET_WF_BF16 ? FACET_WEIGHTS_BF16
                                                              : FACET_WEIGHTS_F16;
-        if (cli_judge_device(json ? stderr : stdout, "plan", device, f, w, &v)) {
+        if (cli_judge_device(json ? stderr : stdout, "plan", device, f, w, &v, NULL)) {
             json_decref(gg_list);
             json_decref(gg_types);
             return 2;

@@ -5,13 +5,15 @@
  * weights.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "backend/backend.h"
 #include "cli/cli.h"
 #include "model/device_verdict.h"
 
 int cli_judge_device(FILE *out, const char *cmd, int device, const facet_facts *f,
-                     facet_weight_format w, facet_verdict *v) {
+                     facet_weight_format w, facet_verdict *v, facet_device_limits *seen) {
+    if (seen) memset(seen, 0, sizeof *seen);
     if (!facet_vulkan_built()) { /* the table's verdict already says backend=vulkan */
         fprintf(out, "device: none (this binary is built without the Vulkan backend)\n");
         return 0;
@@ -32,6 +34,7 @@ int cli_judge_device(FILE *out, const char *cmd, int device, const facet_facts *
     fprintf(out, "device: %s (of %d on this machine)\n", facet_device_describe(d), l->count);
     fprintf(out, "%s\n", line);
     facet_judge_device(f, &w, l, NULL, v, note, sizeof note);
+    if (seen) *seen = *l;
     if (note[0]) fprintf(out, "note: %s\n", note);
     facet_device_free(d);
     return 0;

@@ -15,6 +15,7 @@ whatever Vulkan device the loader gives (CI: Mesa's lavapipe; no GPU has run the
 The judgement with hand-made limits (no device): tests/unit/test_device_limits.c.
 """
 
+import json
 import os
 import pathlib
 import re
@@ -53,9 +54,15 @@ def test_conform_prints_the_device_and_its_limits(facet_bin):
     assert shared >= 16384 and inv >= 128 and gx >= 128 and gy >= 128 and gz >= 64
     assert subgroup >= 1 and srange >= 1 << 27
     assert "verdict: supported on vulkan" in out
-    # --device 0 names the same device
+    # --device 0 names the same device; --json carries the same limits
     p = run(facet_bin, "conform", BUNDLED, "--backend", "vulkan", "--device", 0)
     assert p.returncode == 0 and "device: vulkan device 0: " in p.stdout, p.stdout + p.stderr
+    p = run(facet_bin, "conform", BUNDLED, "--backend", "vulkan", "--json", "-")
+    dev = json.loads(p.stdout)["device"]
+    assert dev["name"] == d.group(2) and dev["count"] == int(d.group(4))
+    assert [dev["max_shared_bytes"], dev["max_invocations"], *dev["max_group_size"],
+            dev["subgroup_size"], dev["max_storage_range"]] == lim[:7]
+    assert json.loads(run(facet_bin, "conform", BUNDLED, "--json", "-").stdout)["device"] is None
 
 
 def test_refused_by_the_device_limits(facet_bin):
