@@ -54,11 +54,12 @@ static void attention(const facet_facts *f, const facet_device_limits *l, const 
     while (best > 0 && n->attention_shared_bytes(best) > l->max_shared_bytes) best--;
     char val[96], sup[512];
     snprintf(val, sizeof val, "%lld", (long long)f->head_dim);
+    char served[64] = "no head_dim";
+    if (best > 0) snprintf(served, sizeof served, "head_dim <= %lld", (long long)best);
     snprintf(sup, sizeof sup,
-             "head_dim <= %lld on %s: the attention kernel stages %llu bytes of shared memory "
-             "for head_dim %lld, more than its maxComputeSharedMemorySize of %u bytes",
-             (long long)best, l->name, (unsigned long long)need, (long long)f->head_dim,
-             l->max_shared_bytes);
+             "%s on %s: the attention kernel stages %llu bytes of shared memory for head_dim "
+             "%lld, more than its maxComputeSharedMemorySize of %u bytes", served, l->name,
+             (unsigned long long)need, (long long)f->head_dim, l->max_shared_bytes);
     facet_verdict_refuse(v, "head_dim", val, sup);
 }
 

@@ -5,9 +5,9 @@
  * The loader runs it after opening the device and before reading any weight;
  * `facet conform --backend vulkan` and `facet plan --backend vulkan` run it on the
  * device they open. A refusal names the fact, its value and the device limit:
- *   REFUSED: head_dim=256 is not supported on vulkan (supported: head_dim <= 178 on
- *   NVIDIA H200: the attention kernel stages 70144 bytes of shared memory for
- *   head_dim 256, more than its maxComputeSharedMemorySize of 49152 bytes)
+ *   REFUSED: head_dim=256 is not supported on vulkan (supported: head_dim <= 128 on
+ *   DEVICE: the attention kernel stages 25184 bytes of shared memory for head_dim 256,
+ *   more than its maxComputeSharedMemorySize of 16384 bytes)
  */
 #ifndef FACET_MODEL_DEVICE_VERDICT_H
 #define FACET_MODEL_DEVICE_VERDICT_H

@@ -4,9 +4,10 @@ whatever Vulkan device the loader gives (CI: Mesa's lavapipe; no GPU has run the
 - `facet conform --backend vulkan` opens the device and prints its name, memory and the
   limits the kernels depend on; a checkpoint whose facts the device cannot serve is
   refused naming the fact, its value and the device limit. The oracle for the refusals
-  is the arithmetic of the declared needs (src/backend/vulkan/needs) over the printed
-  limits: the attention kernel stages 272 x head_dim + 512 bytes of shared memory, a
-  bf16 matrix takes rows x ceil(cols / 2) x 4 bytes of one binding.
+  is arithmetic over the printed limits: attn_flash.comp declares 12896 bytes of shared
+  memory for head_dim 128 (an 8 x 128 query tile, a 16 x 128 K/V tile, 8 x 16 scores,
+  3 x 8 statistics, floats), a bf16 matrix takes rows x ceil(cols / 2) x 4 bytes of one
+  binding.
 - `--device N` in run, bench, serve, conform and plan: device 0 is named with its
   memory; a number the machine does not have is refused naming it and the count.
 - The Khronos validation layer (Debian's vulkan-validationlayers, scripts/setup) over
@@ -70,7 +71,7 @@ def test_refused_by_the_device_limits(facet_bin):
     each need past this device's limit is one refusal naming the limit's value."""
     _, lim, _ = device_info(facet_bin)
     shared, srange = lim[0], lim[6]
-    attn, lm_head = 272 * 128 + 512, 151936 * 512 * 4
+    attn, lm_head = 4 * (8 * 128 + 16 * 128 + 8 * 16 + 3 * 8), 151936 * 512 * 4
     p = run(facet_bin, "conform", QWEN3_DIMS, "--backend", "vulkan")
     head = "REFUSED: head_dim=128 is not supported on vulkan (supported: head_dim <= "
     matrix = ("REFUSED: weight matrix=lm_head [151936][1024] bf16, %d bytes is not supported "

@@ -1,8 +1,8 @@
 /*
  * test_device_limits.c — the capability table's vulkan column judged against a device's
  * limits (model/device_verdict.h, issue 24), with hand-made limits: no device needed.
- * The oracle is arithmetic on the declared needs (backend/vulkan/needs): the attention
- * kernel stages (2 x 32 + 4) x head_dim + 4 x 32 floats; a weight matrix is rows x cols
+ * The oracle is arithmetic on what the shaders declare: attn_flash.comp's shared arrays
+ * (its query, K/V and score tiles by head_dim); a weight matrix is rows x cols
  * float32 words, or rows x ceil(cols / 2) words in bf16/f16; the largest workgroup is
  * 16 x 16. Shapes: Llama-3.2-1B's and Gemma 2's published configs.
  */
@@ -70,37 +70,46 @@ static void test_h200_serves_llama_1b(void **state) {
 
 static void test_head_dim_past_shared_memory(void **state) {
     (void)state;
-    /* the declared tiles: 272 bytes per head_dim + 512 */
-    assert_int_equal(vk_attention_shared_bytes(64), 272 * 64 + 512);
-    assert_int_equal(vk_attention_shared_bytes(256), 70144);
+    /* attn_flash.comp's arrays in floats: Qs[BQ * HDMAX] + KV[16 * HDMAX] + S[BQ * 16] +
+     * Mx, Lx, Cx[BQ], with (HDMAX, BQ) = (64, 16), (128, 8), (256, 8) */
+    assert_int_equal(vk_attention_shared_bytes(64), 4 * (16 * 64 + 16 * 64 + 16 * 16 + 3 * 16));
+    assert_int_equal(vk_attention_shared_bytes(65), 4 * (8 * 128 + 16 * 128 + 8 * 16 + 3 * 8));
+    assert_int_equal(vk_attention_shared_bytes(256), 25184);
     facet_device_limits l = h200();
     facet_facts *f = (facet_facts *)llama_1b();
-    f->head_dim = 256; /* Gemma 2 */
+    f->head_dim = 256; /* Gemma 2: served by 49152 bytes */
     f->hidden_size = 2304;
     facet_weight_format w = FACET_WEIGHTS_F32;
+    judge(f, &w, &l, NULL, &v, note);
+    assert_int_equal(v.n_refusals, 0);
+    /* Vulkan's guaranteed minimum, 16384 bytes: 256 is past it, 128 the largest served */
+    l.max_shared_bytes = 16384;
     judge(f, &w, &l, NULL, &v, note);
     assert_int_equal(v.status, FACET_VERDICT_REFUSED);
     assert_int_equal(v.n_refusals, 1);
     assert_string_equal(v.refusals[0].fact, "head_dim");
     assert_string_equal(v.refusals[0].value, "256");
-    /* 272 * 178 + 512 = 48928 <= 49152 < 272 * 179 + 512 */
-    assert_non_null(strstr(v.refusals[0].text,
-                           "REFUSED: head_dim=256 is not supported on vulkan (supported: head_dim "
-                           "<= 178 on Fake H200: the attention kernel stages 70144 bytes of shared "
-                           "memory for head_dim 256, more than its maxComputeSharedMemorySize of "
-                           "49152 bytes)"));
+    assert_string_equal(v.refusals[0].text,
+                        "REFUSED: head_dim=256 is not supported on vulkan (supported: head_dim "
+                        "<= 128 on Fake H200: the attention kernel stages 25184 bytes of shared "
+                        "memory for head_dim 256, more than its maxComputeSharedMemorySize of "
+                        "16384 bytes)");
     facet_error err;
     assert_int_equal(facet_verdict_error(&v, &err), FACET_E_UNSUPPORTED);
     assert_non_null(strstr(err.message, "head_dim=256"));
-    /* lavapipe's 32768 bytes: head_dim 128 is past it too, 118 the largest served */
-    l.max_shared_bytes = 32768;
+    /* 12000 bytes: 128 (12896) is past it, 64 (9408) served */
+    l.max_shared_bytes = 12000;
     f->head_dim = 128;
     judge(f, &w, &l, NULL, &v, note);
     assert_int_equal(v.n_refusals, 1);
-    assert_non_null(strstr(v.refusals[0].supported, "head_dim <= 118 on"));
-    f->head_dim = 118;
+    assert_non_null(strstr(v.refusals[0].supported, "head_dim <= 64 on Fake H200"));
+    f->head_dim = 64;
     judge(f, &w, &l, NULL, &v, note);
     assert_int_equal(v.n_refusals, 0);
+    /* under the smallest tile: no head_dim at all */
+    l.max_shared_bytes = 9000;
+    judge(f, &w, &l, NULL, &v, note);
+    assert_non_null(strstr(v.refusals[0].supported, "no head_dim on Fake H200"));
 }
 
 static void test_weight_past_storage_range(void **state) {
@@ -143,11 +152,11 @@ static void test_workgroup_and_matmul_tiles(void **state) {
     l.max_shared_bytes = 2048; /* under the two 16 x 17 float tiles (2176 bytes) */
     facet_weight_format w = FACET_WEIGHTS_F32;
     facet_facts *f = (facet_facts *)llama_1b();
-    f->head_dim = 0; /* keep the attention need out of it */
     f->vocab_size = f->hidden_size = f->intermediate_size = 16;
-    f->num_attention_heads = f->num_key_value_heads = 0;
+    f->num_attention_heads = f->num_key_value_heads = 1;
     judge(f, &w, &l, NULL, &v, note);
-    assert_int_equal(v.n_refusals, 3);
+    assert_int_equal(v.n_refusals, 4); /* and the attention's 9408 bytes for head_dim 64 */
+    assert_string_equal(v.refusals[3].fact, "head_dim");
     assert_string_equal(v.refusals[0].text,
                         "REFUSED: workgroup=256 invocations is not supported on vulkan "
                         "(supported: <= 128 on Fake H200 (maxComputeWorkGroupInvocations))");

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/vulkan/needs/vk_needs.h"
 #include "backend/vulkan/vk_ops.h"
 #include "kernels/cpu/matmul_internal.h"
 #include "model/facts.h"
@@ -90,14 +91,10 @@ static void gather_group(const facet_attn_chunk *c, int g, float *k, float *v) {
 #define SPLIT_MAX 32
 
 /* The kernel's variant of a head_dim (head_dim <= 64 << variant) and its query tile. */
-static int flash_variant(int hd) { return hd <= 64 ? 0 : hd <= 128 ? 1 : 2; }
-static int flash_bq(int variant) { return variant == 0 ? 16 : 8; }
-
-/* Shared memory bytes attn_flash.comp declares for a variant (Qs, KV, S, Mx/Lx/Cx). */
-static size_t flash_shared_bytes(int variant) {
-    size_t hdmax = (size_t)64 << variant, bq = (size_t)flash_bq(variant);
-    return sizeof(float) * (bq * hdmax + 16 * hdmax + bq * 16 + 3 * bq);
-}
+/* The tiling and its shared memory are declared once, in needs/vk_attention_shared.c,
+ * which the device verdict reads too (refusing before loading what this would refuse). */
+static int flash_variant(int hd) { return vk_attention_variant(hd); }
+static int flash_bq(int variant) { return vk_attention_bq(variant); }
 
 /* Key tiles of a row at position pos: the span from its window's first position
  * (rounded down to 16) to pos. */
@@ -182,7 +179,7 @@ static facet_status flash_check(const vk_ctx *ctx, const facet_attn_chunk *c, fa
     if (hd < 1 || hd > 256)
         return facet_err(err, FACET_E_UNSUPPORTED, "vulkan: attention head_dim %d (supported: "
                          "1..256)", hd);
-    size_t need = flash_shared_bytes(flash_variant(hd));
+    size_t need = (size_t)vk_attention_shared_bytes(hd);
     if (need > ctx->max_shared)
         return facet_err(err, FACET_E_UNSUPPORTED, "vulkan: attention with head_dim %d needs %zu "
                          "bytes of shared memory; device %s's maxComputeSharedMemorySize is %u",

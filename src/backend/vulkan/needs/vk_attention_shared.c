@@ -1,23 +1,25 @@
 /*
- * vk_attention_shared.c — the attention kernels' shared memory as a function of
- * head_dim (vk_needs.h), the one number the attention shaders' tiling decides; whoever
- * changes their tiles changes this function, and the head_dim a device is judged to
- * serve (model/device_verdict.c) follows.
+ * vk_attention_shared.c — the attention kernel's tiling as a function of head_dim
+ * (vk_needs.h): attn_flash.comp's variant, its query tile and its shared memory. One
+ * source for the two places that ask: vk_attention.c picks the variant and checks the
+ * bytes at dispatch, and the device verdict (model/device_verdict.c) refuses a
+ * checkpoint whose head_dim a device cannot serve before loading. Whoever changes the
+ * shader's tiles changes this file, and both follow.
  *
- * The layout declared: a FlashAttention-style kernel that stages, per step, a tile of
- * VK_ATTN_KEYS keys and their values (two tiles of VK_ATTN_KEYS x head_dim floats),
- * VK_ATTN_QUERIES query rows (VK_ATTN_QUERIES x head_dim floats) and their scores against
- * the key tile (VK_ATTN_QUERIES x VK_ATTN_KEYS floats). With 32 keys and 4 queries:
- * 272 * head_dim + 512 bytes — head_dim 64: 17920, 128: 35328, 256: 70144 — against
- * 32768 bytes on Mesa's lavapipe and 49152 on NVIDIA's driver.
+ * attn_flash.comp declares, for HDMAX = 64 << variant and BQ queries per tile:
+ *   Qs[BQ * HDMAX], KV[16 * HDMAX] (a tile of 16 keys, then of their values),
+ *   S[BQ * 16], Mx[BQ], Lx[BQ], Cx[BQ]            floats
+ * head_dim <= 64: 9408 bytes, <= 128: 12896, <= 256: 25184 (Mesa's lavapipe offers
+ * 32768, NVIDIA's driver 49152).
  */
 #include "backend/vulkan/needs/vk_needs.h"
 
-#define VK_ATTN_KEYS 32u   /* keys (and values) staged per step */
-#define VK_ATTN_QUERIES 4u /* query rows per workgroup           */
+int vk_attention_variant(int64_t head_dim) { return head_dim <= 64 ? 0 : head_dim <= 128 ? 1 : 2; }
+
+int vk_attention_bq(int variant) { return variant == 0 ? 16 : 8; }
 
 uint64_t vk_attention_shared_bytes(int64_t head_dim) {
-    uint64_t d = head_dim > 0 ? (uint64_t)head_dim : 0;
-    uint64_t floats = 2 * VK_ATTN_KEYS * d + VK_ATTN_QUERIES * d + VK_ATTN_QUERIES * VK_ATTN_KEYS;
-    return floats * sizeof(float);
+    int v = vk_attention_variant(head_dim);
+    uint64_t hdmax = (uint64_t)64 << v, bq = (uint64_t)vk_attention_bq(v), bk = 16;
+    return sizeof(float) * (bq * hdmax + bk * hdmax + bq * bk + 3 * bq);
 }

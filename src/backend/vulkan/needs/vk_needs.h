@@ -34,8 +34,13 @@ typedef struct vk_needs {
 /* The needs of the kernels in this tree. */
 extern const vk_needs vk_needs_current;
 
-/* The attention kernels' shared memory for head_dim (vk_attention_shared.c): the
- * FlashAttention-style tiled kernel's staged key and value tiles and its query tile. */
+/* attn_flash.comp's tiling for a head of head_dim elements (vk_attention_shared.c):
+ * its variant (specialization constant: HDMAX = 64 << variant; 0 up to 64, 1 up to 128,
+ * 2 up to 256), the queries of a tile (BQ) of a variant, and the shared memory in bytes
+ * it declares (the query tile, a 16-key K/V tile, the scores and the softmax
+ * statistics). head_dim above 256 is the table's refusal (table.c), never asked. */
+int vk_attention_variant(int64_t head_dim);
+int vk_attention_bq(int variant);
 uint64_t vk_attention_shared_bytes(int64_t head_dim);
 
 #endif
