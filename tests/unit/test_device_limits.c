@@ -4,7 +4,8 @@
  * The oracle is arithmetic on what the shaders declare: attn_flash.comp's shared arrays
  * (its query, K/V and score tiles by head_dim); a weight matrix is rows x cols
  * float32 words, or rows x ceil(cols / 2) words in bf16/f16; the largest workgroup is
- * 16 x 16. Shapes: Llama-3.2-1B's and Gemma 2's published configs.
+ * 16 x 16. Shapes: Llama-3.2-1B's and Gemma 2's published configs. And the declared
+ * workgroup needs against every shader's local_size in the source tree.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/device_verdict.h"
@@ -204,6 +206,39 @@ static void test_bf16_falls_back_to_f16(void **state) {
     assert_int_equal(w, FACET_WEIGHTS_BF16);
 }
 
+/* The declared workgroup needs cover every shader in the tree: a shader added or widened
+ * without its line in vk_needs.c fails here (read off the GLSL's local_size). */
+static void test_needs_cover_the_shaders(void **state) {
+    (void)state;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "ls %s/src/backend/vulkan/shaders/*.comp", FACET_SOURCE_DIR);
+    FILE *ls = popen(cmd, "r");
+    assert_non_null(ls);
+    char path[1024];
+    int shaders = 0;
+    while (fgets(path, sizeof path, ls)) {
+        path[strcspn(path, "\n")] = '\0';
+        FILE *fp = fopen(path, "r");
+        assert_non_null(fp);
+        char line[512];
+        unsigned x = 1, y = 1;
+        while (fgets(line, sizeof line, fp)) {
+            const char *lx = strstr(line, "local_size_x = "), *ly = strstr(line, "local_size_y = ");
+            if (lx) x = (unsigned)strtoul(lx + 15, NULL, 10);
+            if (ly) y = (unsigned)strtoul(ly + 15, NULL, 10);
+        }
+        fclose(fp);
+        if (x > vk_needs_current.group_x || y > vk_needs_current.group_y ||
+            x * y > vk_needs_current.invocations)
+            fail_msg("%s: workgroup %u x %u is past vk_needs.c's %u x %u, %u invocations", path,
+                     x, y, vk_needs_current.group_x, vk_needs_current.group_y,
+                     vk_needs_current.invocations);
+        shaders++;
+    }
+    pclose(ls);
+    assert_true(shaders >= 8);
+}
+
 static void test_limits_line(void **state) {
     (void)state;
     facet_device_limits l = h200();
@@ -225,6 +260,7 @@ int main(void) {
         cmocka_unit_test(test_weight_past_storage_range),
         cmocka_unit_test(test_workgroup_and_matmul_tiles),
         cmocka_unit_test(test_bf16_falls_back_to_f16),
+        cmocka_unit_test(test_needs_cover_the_shaders),
         cmocka_unit_test(test_limits_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
