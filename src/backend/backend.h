@@ -218,6 +218,22 @@ void facet_device_kv_memory(facet_device *d, facet_kv_cache *kv);
 /* 1 when this binary has the Vulkan backend. */
 int facet_vulkan_built(void);
 
+/* The weight formats the Vulkan backend's matmul shaders read (bit facet_wformat), as
+ * FACET_VULKAN_WEIGHTS names them: the one list by which the loader (engine/model.c),
+ * `facet plan`, `facet conform` and the backend itself (vk_weights.c) refuse the rest. */
+#define FACET_VULKAN_WFORMATS                                                              \
+    (1u << FACET_WF_F32 | 1u << FACET_WF_BF16 | 1u << FACET_WF_F16 | 1u << FACET_WF_Q8 |  \
+     1u << FACET_WF_Q4 | 1u << FACET_WF_GGUF_Q4_0 | 1u << FACET_WF_GGUF_Q8_0)
+#define FACET_VULKAN_WEIGHTS "f32, bf16, f16, int8, q4, GGUF Q4_0 and Q8_0 blocks"
+
+/* The first of `formats` (bit facet_wformat) no Vulkan shader reads, or -1. */
+static inline int facet_vulkan_unread_format(uint32_t formats) {
+    uint32_t bad = formats & ~(uint32_t)FACET_VULKAN_WFORMATS;
+    for (int f = 0; f < FACET_WF_ALL; f++)
+        if (bad >> f & 1) return f;
+    return -1;
+}
+
 /* The Vulkan backend over device d (borrowed; outlives the backend): every operation is
  * recorded into command buffers and run on the device, one submission per backend call
  * (backend_vulkan.c). Errors: FACET_E_NOMEM. */

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "cli/cli.h"
 #include "cli/onboard_gate.h"
 #include "io/gguf.h"
@@ -87,11 +88,13 @@ static void judge(const facet_facts *f, const char *backend, facet_verdict *v) {
         facet_gguf_judge(&g_gguf, v);
         gguf_types(&g_gguf);
         /* run's default for the file (--weights auto = its own blocks, or q4 / int8 panels
-         * for Q4_0 / Q8_0) is refused on vulkan (engine/model.c), as plan says */
-        uint32_t flt = 1u << FACET_WF_F32 | 1u << FACET_WF_BF16 | 1u << FACET_WF_F16;
-        if (!strcmp(backend, "vulkan") && (g_gguf_formats & ~flt))
-            facet_verdict_refuse(v, "weights", "gguf", "f32, bf16, f16: run it with --weights "
-                                 "f32, bf16 or f16");
+         * for Q4_0 / Q8_0) where a block type has no Vulkan shader is refused on vulkan
+         * (engine/model.c), as plan says */
+        int bad = facet_vulkan_unread_format(g_gguf_formats);
+        if (!strcmp(backend, "vulkan") && bad >= 0)
+            facet_verdict_refuse(v, "weights", facet_wformat_name((facet_wformat)bad),
+                                 FACET_VULKAN_WEIGHTS "; or run it with --weights f32, bf16, "
+                                 "f16 or int8");
     }
 }
 

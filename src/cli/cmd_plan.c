@@ -25,6 +25,7 @@
 #include "model/report.h"
 #include "model/split.h"
 #include "model/table.h"
+#include "model/weights_policy.h"
 #include "util/error.h"
 
 static void plan_usage(FILE *out) {
@@ -147,12 +148,19 @@ static void print_split(const facet_split *sp, const facet_plan *p) {
 }
 
 /* What facet run refuses on vulkan beyond the table's facts (engine/model.c, session.c):
- * weights other than f32/bf16/f16 (int8, q4, a GGUF file's own blocks) and an f16 KV
- * cache (asked for: auto's f16 became bf16 above). Added to *v so plan's verdict and
- * exit status are run's. */
-static void vulkan_refusals(const facet_plan *p, facet_verdict *v) {
-    if (p->weights != FACET_WF_F32 && p->weights != FACET_WF_BF16 && p->weights != FACET_WF_F16)
-        facet_verdict_refuse(v, "weights", facet_plan_format_name(p->weights), "f32, bf16, f16");
+ * a weight format no shader reads (backend.h FACET_VULKAN_WFORMATS: the format's, its
+ * output projection's, or a GGUF file's own blocks) and an f16 KV cache (asked for:
+ * auto's f16 became bf16 above). Added to *v so plan's verdict and exit status are
+ * run's. */
+static void vulkan_refusals(const facet_plan *p, const facet_facts *f, uint32_t gguf_formats,
+                            facet_verdict *v) {
+    facet_weight_format w = p->weights == FACET_PLAN_GGUF
+                                ? FACET_WEIGHTS_GGUF
+                                : facet_wformat_public((facet_wformat)p->weights);
+    int bad = facet_vulkan_unread_format(facet_load_wformats(w, f, gguf_formats));
+    if (bad >= 0)
+        facet_verdict_refuse(v, "weights", facet_wformat_name((facet_wformat)bad),
+                             FACET_VULKAN_WEIGHTS);
     if (p->kv_type == FACET_KV_F16) facet_verdict_refuse(v, "kv_cache", "f16", "f32, bf16");
 }
 
@@ -267,12 +275,11 @@ int cmd_plan(int argc, char **argv) {
         fputs(buf, stderr);
         return 2;
     }
-    if (vulkan) vulkan_refusals(&p, &v);
-    if (vulkan && (p.weights == FACET_WF_F32 || p.weights == FACET_WF_BF16 ||
-                   p.weights == FACET_WF_F16)) { /* the device's limits (--json: on stderr) */
-        facet_weight_format w = p.weights == FACET_WF_F32    ? FACET_WEIGHTS_F32
-                                : p.weights == FACET_WF_BF16 ? FACET_WEIGHTS_BF16
-                                                             : FACET_WEIGHTS_F16;
+    if (vulkan) vulkan_refusals(&p, f, o.gguf_formats, &v);
+    if (vulkan) { /* the device's limits (--json: on stderr) */
+        facet_weight_format w = p.weights == FACET_PLAN_GGUF
+                                    ? FACET_WEIGHTS_GGUF
+                                    : facet_wformat_public((facet_wformat)p.weights);
         if (cli_judge_device(json ? stderr : stdout, "plan", device, f, w, &v, NULL)) {
             json_decref(gg_list);
             json_decref(gg_types);
@@ -403,9 +410,9 @@ int cmd_plan(int argc, char **argv) {
         printf("kernels (cpu): %s; %s; %s; %s\n", p.matmul_path, p.norm_path, p.rope_path,
                p.ffn_path);
     else if (!strcmp(backend, "vulkan") && facet_vulkan_built()) /* backend_vulkan.c */
-        printf("kernels (vulkan): matvec.comp (decode) / matmul_tiled.comp (prefill) over "
-               "f32/bf16/f16 weights, attn_flash.comp (tiled; split-K decode), rmsnorm/rope/gated_act "
-               "shaders\n");
+        printf("kernels (vulkan): matvec.comp (decode) / matmul_tiled.comp (prefill) "
+               "(weights: %s), attn_flash.comp (tiled; split-K decode), rmsnorm/rope/gated_act "
+               "shaders\n", FACET_VULKAN_WEIGHTS);
     else /* the plan's kernel paths are the CPU's */
         printf("kernels (%s): none in this binary\n", backend);
     for (int i = 0; i < p.n_groups; i++) /* + what a CPU session runs there */

@@ -123,13 +123,23 @@ facet_status facet_model_load(const char *dir, const facet_load_options *opts,
     /* auto: the checkpoint's own precision, decided by the probed dtypes (a GGUF file's
      * own block types when its matrices have any) */
     m->weights = o.weights == FACET_WEIGHTS_AUTO ? facet_auto_weights(&m->facts) : o.weights;
-    /* the Vulkan shaders read float weights: any other format is refused before the
-     * weights are read, and the device is opened (named on failure) before they are */
-    if (st == FACET_OK && !strcmp(m->backend, "vulkan") && m->weights != FACET_WEIGHTS_F32 &&
-        m->weights != FACET_WEIGHTS_BF16 && m->weights != FACET_WEIGHTS_F16)
-        st = facet_err(err, FACET_E_UNSUPPORTED,
-                       "REFUSED: weights=%s is not supported on vulkan (supported: f32, bf16, "
-                       "f16)", facet_weight_format_name(m->weights));
+    /* a format no Vulkan shader reads (the output projection's and, for a GGUF file's own
+     * blocks, every matrix's counted) is refused before the weights are read, and the
+     * device is opened (named on failure) before they are */
+    if (st == FACET_OK && !strcmp(m->backend, "vulkan")) {
+        uint32_t gguf_formats = 0;
+        for (size_t i = 0; is_gguf && i < gg.n_tensors; i++) {
+            int fmt;
+            if (facet_gguf_tensor_run_bytes(gg.by_name[i], &fmt) && fmt >= 0)
+                gguf_formats |= 1u << fmt;
+        }
+        int bad = facet_vulkan_unread_format(facet_load_wformats(m->weights, &m->facts,
+                                                                 gguf_formats));
+        if (bad >= 0)
+            st = facet_err(err, FACET_E_UNSUPPORTED,
+                           "REFUSED: weights=%s is not supported on vulkan (supported: %s)",
+                           facet_wformat_name((facet_wformat)bad), FACET_VULKAN_WEIGHTS);
+    }
     if (st == FACET_OK && !strcmp(m->backend, "vulkan") &&
         (o.layer_first || o.layer_end || o.tensor_parallel > 1))
         st = facet_err(err, FACET_E_UNSUPPORTED, "REFUSED: backend=vulkan in a parallel job is "

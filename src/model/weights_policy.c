@@ -53,6 +53,12 @@ int facet_gguf_kpanels(void) {
     return c->level >= FACET_CPU_AVX512 && c->avx512_vnni;
 }
 
+uint32_t facet_load_wformats(facet_weight_format w, const facet_facts *f, uint32_t gguf_formats) {
+    if (w == FACET_WEIGHTS_GGUF) return gguf_formats;
+    facet_wformat m = facet_wformat_of(w);
+    return 1u << m | 1u << facet_wformat_output(m, f->hidden_size);
+}
+
 const char *facet_weight_format_name(facet_weight_format f) {
     static const char *names[] = {"auto", "f32", "bf16", "f16", "int8", "q4", "gguf"};
     return (unsigned)f < sizeof names / sizeof names[0] ? names[f] : "unknown";

@@ -45,6 +45,12 @@ facet_wformat facet_gguf_block_format(facet_wformat f);
  * FACET_CPU=avx2 keeps the blocks), unless FACET_GGUF_BLOCKS=1. */
 int facet_gguf_kpanels(void);
 
+/* The run-time formats (bit facet_wformat) a load in public format w (not AUTO) makes of
+ * facts f's matrices: w's and its output projection's (facet_wformat_output, hidden_size
+ * inputs); for FACET_WEIGHTS_GGUF, gguf_formats (the file's matrices as they run,
+ * gguf_checkpoint.h facet_gguf_tensor_run_bytes). What a backend's refusal checks. */
+uint32_t facet_load_wformats(facet_weight_format w, const facet_facts *f, uint32_t gguf_formats);
+
 /* Bytes of one KV cache element: 4 for f32, 2 for bf16 / f16 (AUTO: 2). */
 size_t facet_kv_type_bytes(facet_kv_type t);
 

@@ -262,12 +262,14 @@ def test_conform_and_plan_check_tensor_shapes(run_facet, corpus, tmp_path):
 
 def test_conform_vulkan_refuses_block_weights(run_facet, repo_root):
     """conform FILE.gguf --backend vulkan judges what run loads by default: the file's
-    Q4_0 matrices as q4 panels, which the Vulkan shaders do not read (run exits 2 naming
-    weights=gguf); conform said 'supported on vulkan' with exit 0."""
+    Q4_0 matrices as q4 panels (a Vulkan shader reads them) and its tied Q6_K output,
+    which no Vulkan shader reads yet (run exits 2 naming it); conform said 'supported on
+    vulkan' with exit 0."""
     gguf = repo_root / "tests" / "data" / "gguf" / "qwen3-Q4_0.gguf"
     p = run_facet(["conform", gguf, "--backend", "vulkan"])
     assert p.returncode == 2, p.stdout + p.stderr
-    assert ("REFUSED: weights=gguf is not supported on vulkan (supported: f32, bf16, f16: run "
-            "it with --weights f32, bf16 or f16)") in p.stdout, p.stdout
+    assert ("REFUSED: weights=Q6_K is not supported on vulkan (supported: f32, bf16, f16, int8, "
+            "q4, GGUF Q4_0 and Q8_0 blocks; or run it with --weights f32, bf16, f16 or int8)"
+            ) in p.stdout, p.stdout
     p = run_facet(["conform", gguf])  # the CPU runs them
     assert "REFUSED" not in p.stdout and p.returncode == 0, p.stdout + p.stderr

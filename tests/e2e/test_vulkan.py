@@ -163,9 +163,15 @@ def test_auto_cache_follows_the_weights(make_checkpoint, facet_generate):
 
 
 def test_refused_by_name_before_loading(facet_bin, make_checkpoint, tmp_path):
-    p = run(facet_bin, "run", "--backend", "vulkan", "--weights", "int8", "-n", 1)
+    # a GGUF block type without a shader (one Q4_0 matrix retyped IQ4_NL: the same 18-byte
+    # blocks of 32) is refused naming it; the CPU runs the file
+    from test_conform_gguf import gguf_retyped
+    iq4 = tmp_path / "qwen3-iq4_nl.gguf"
+    gguf_retyped(REPO / "tests" / "data" / "gguf" / "qwen3-Q4_0.gguf", iq4, "blk.0.attn_q.weight", 20)
+    p = run(facet_bin, "run", iq4, "--backend", "vulkan", "-n", 1)
     assert p.returncode == 2, p.stderr
-    assert "REFUSED: weights=int8 is not supported on vulkan (supported: f32, bf16, f16)" in p.stderr
+    assert "REFUSED: weights=IQ4_NL is not supported on vulkan (supported: f32, bf16, f16, int8, q4, " in p.stderr, p.stderr
+    assert run(facet_bin, "run", iq4, "-n", 1).returncode == 0
     p = run(facet_bin, "run", "--backend", "vulkan", "--kv-cache", "f16", "-n", 1)
     assert p.returncode == 2, p.stderr
     assert "REFUSED: kv_cache=f16 is not supported on vulkan (supported: f32, bf16)" in p.stderr

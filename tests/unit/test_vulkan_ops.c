@@ -27,9 +27,15 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "kernels/cpu/matmul_internal.h"
 
 static facet_device *dev;
 static facet_backend *vk, *cpu;
+
+/* The device keeps a weight by its tensor's address (a model's never move): every case's
+ * tensor lives until the test ends, so no address is reused for another matrix. */
+static facet_wtensor weights[40];
+static int n_weights;
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static float frand(void) { /* uniform in [-1, 1) */
@@ -78,6 +84,10 @@ static int teardown(void **state) {
     if (vk) vk->ops->free(vk);
     if (cpu) cpu->ops->free(cpu);
     facet_device_free(dev);
+    for (int i = 0; i < n_weights; i++) { /* (freed only now: see weights) */
+        free(weights[i].data);
+        free(weights[i].scales);
+    }
     return 0;
 }
 
@@ -111,10 +121,6 @@ static void reference_matmul(float *Y, const float *X, const facet_wtensor *W, c
     free(row);
 }
 
-/* The device keeps a weight by its tensor's address (a model's never move): every case's
- * tensor lives until the test ends, so no address is reused for another matrix. */
-static facet_wtensor weights[9];
-static int n_weights;
 
 static void matmul_case(facet_wformat fmt, int N, int K, int M, int with_bias) {
     facet_error err = {0};
@@ -157,9 +163,162 @@ static void test_matmul(void **state) {
         matmul_case(fmts[f], 64, 128, 3, 0);  /* matvec.comp, several rows */
         matmul_case(fmts[f], 45, 67, 37, 1);  /* prefill, ragged tiles: matmul_tiled.comp */
     }
-    for (int i = 0; i < n_weights; i++) { /* (freed only now: see weights) */
-        free(weights[i].data);
-        free(weights[i].scales);
+}
+
+/* ---- quantized weights ---- */
+
+/* A [N][K] tensor of quantized format fmt: facet's int8 / q4 converted from random
+ * float32 (any K), a GGUF block type made of random blocks (K a multiple of its block):
+ * f16 scales of a few hundredths, every code value possible. */
+static facet_wtensor *quant_tensor(facet_wformat fmt, int N, int K) {
+    facet_error err = {0};
+    facet_wtensor *W = &weights[n_weights++];
+    if (facet_wformat_qtype(fmt) < 0) {
+        *W = (facet_wtensor){FACET_WF_F32, N, K, malloc((size_t)N * K * sizeof(float)), NULL, 0};
+        fill(W->data, (size_t)N * K, 0.5f);
+        assert_int_equal(facet_wtensor_convert(W, fmt, &err), FACET_OK);
+        return W;
+    }
+    size_t bytes = (size_t)facet_wtensor_packed_bytes(fmt, (uint64_t)N, (uint64_t)K);
+    uint8_t *raw = malloc(bytes);
+    for (size_t i = 0; i < bytes; i++) raw[i] = (uint8_t)(frand() * 128.0f + 128.0f);
+    /* the f16 fields: d (and Q4_K's dmin) at the block's start, Q6_K's d at its end */
+    const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)facet_wformat_qtype(fmt));
+    for (size_t b = 0; b < bytes / q->block_bytes; b++) {
+        uint8_t *blk = raw + b * q->block_bytes;
+        uint16_t d = facet_f32_to_f16(0.01f + 0.02f * (frand() + 1.0f));
+        uint16_t dmin = facet_f32_to_f16(0.005f * (frand() + 1.0f));
+        if (fmt == FACET_WF_GGUF_Q6_K) {
+            memcpy(blk + q->block_bytes - 2, &d, 2);
+        } else {
+            memcpy(blk, &d, 2);
+            if (fmt == FACET_WF_GGUF_Q4_K) memcpy(blk + 2, &dmin, 2);
+        }
+    }
+    assert_int_equal(facet_wtensor_blocks(W, fmt, N, K, raw, NULL, &err), FACET_OK);
+    free(raw);
+    return W;
+}
+
+/* The CPU backend multiplies these formats with its activations quantized per block of
+ * B inputs (32; Q8_K's 256 for the K types): x' = q * d, d the block's amax / 127 (Q8_0:
+ * rounded to f16, 2^-11 relative), so |x' - x| <= d / 2 + 127 d 2^-11 < 0.6 amax / 127
+ * for each input, and |y_cpu - y| <= sum_k |w_k| 0.6 amax_b(k) / 127, plus float32
+ * sums (1e-5 of sum |x w|). Each output's own bound, not one tolerance for all. */
+static void assert_within_cpu_bound(const float *Yv, const float *Yc, const float *X,
+                                    const facet_wtensor *W, int M, const char *what) {
+    int B = facet_wformat_qtype(W->format) >= FACET_QT_Q2_K ? 256 : 32, K = W->cols;
+    float *row = malloc((size_t)K * sizeof(float));
+    double worst = 0;
+    for (int o = 0; o < W->rows; o++) {
+        facet_wtensor_row(W, o, row);
+        for (int r = 0; r < M; r++) {
+            const float *x = X + (size_t)r * K;
+            double bound = 1e-6, mag = 0;
+            for (int b0 = 0; b0 < K; b0 += B) {
+                double amax = 0, wsum = 0;
+                for (int k = b0; k < b0 + B && k < K; k++) {
+                    amax = fmax(amax, fabs(x[k]));
+                    wsum += fabs(row[k]);
+                    mag += fabs((double)x[k] * row[k]);
+                }
+                bound += wsum * 0.6 * amax / 127.0;
+            }
+            bound += 1e-5 * mag;
+            double d = fabs((double)Yv[(size_t)r * W->rows + o] - Yc[(size_t)r * W->rows + o]);
+            if (!(d <= bound))
+                fail_msg("%s: output (%d, %d): vulkan %.9g vs cpu %.9g, |diff| %.3g > bound %.3g",
+                         what, r, o, Yv[(size_t)r * W->rows + o], Yc[(size_t)r * W->rows + o],
+                         d, bound);
+            worst = fmax(worst, d / bound);
+        }
+    }
+    free(row);
+    fprintf(stderr, "test_vulkan_ops: %s: |vulkan - cpu| at most %.2f of its bound\n", what, worst);
+}
+
+/* Exactness: inputs e_k (unit rows) give Y[r][o] = w[o][k] alone, so the shader's
+ * dequantized values are compared with facet_wtensor_row's bit for bit: all K unit rows
+ * through the tiled kernel, four through matvec. */
+static void quant_exact(const facet_wtensor *W) {
+    int N = W->rows, K = W->cols;
+    float *X = calloc((size_t)K * K, sizeof(float)), *Y = malloc((size_t)K * N * sizeof(float));
+    float *row = malloc((size_t)K * sizeof(float));
+    for (int k = 0; k < K; k++) X[(size_t)k * K + k] = 1.0f;
+    vk->ops->matmul(vk, Y, X, W, NULL, K);
+    status_ok();
+    float Xd[4 * 512] = {0}, Yd[4 * 64];
+    int kd[4] = {0, 17, K / 2, K - 1};
+    assert_true(K <= 512 && N <= 64);
+    for (int r = 0; r < 4; r++) Xd[r * K + kd[r]] = 1.0f;
+    vk->ops->matmul(vk, Yd, Xd, W, NULL, 4);
+    status_ok();
+    for (int o = 0; o < N; o++) {
+        facet_wtensor_row(W, o, row);
+        for (int k = 0; k < K; k++)
+            if (Y[(size_t)k * N + o] != row[k])
+                fail_msg("%s [%d][%d]: tiled reads %.9g, the host tensor holds %.9g",
+                         facet_wformat_name(W->format), o, k, Y[(size_t)k * N + o], row[k]);
+        for (int r = 0; r < 4; r++)
+            if (Yd[r * N + o] != row[kd[r]])
+                fail_msg("%s [%d][%d]: matvec reads %.9g, the host tensor holds %.9g",
+                         facet_wformat_name(W->format), o, kd[r], Yd[r * N + o], row[kd[r]]);
+    }
+    free(X), free(Y), free(row);
+}
+
+static void quant_case(facet_wformat fmt, int N, int K, int M, int with_bias) {
+    facet_wtensor *W = quant_tensor(fmt, N, K);
+    float *X = malloc((size_t)M * K * sizeof(float)), *bias = malloc((size_t)N * sizeof(float));
+    float *Yv = malloc((size_t)M * N * sizeof(float)), *Yr = malloc((size_t)M * N * sizeof(float));
+    float *Yc = malloc((size_t)M * N * sizeof(float));
+    fill(X, (size_t)M * K, 1.0f);
+    fill(bias, (size_t)N, 1.0f);
+    vk->ops->matmul(vk, Yv, X, W, with_bias ? bias : NULL, M);
+    status_ok();
+    char what[96];
+    snprintf(what, sizeof what, "matmul %s N=%d K=%d M=%d%s", facet_wformat_name(fmt), N, K, M,
+             with_bias ? " +bias" : "");
+    /* the tensor's own values in double: float32 sums in another order */
+    reference_matmul(Yr, X, W, with_bias ? bias : NULL, M);
+    assert_close(Yv, Yr, (size_t)M * N, 2e-5, what);
+    /* the CPU backend's matmul, its activations quantized (see the bound) */
+    cpu->ops->matmul(cpu, Yc, X, W, with_bias ? bias : NULL, M);
+    assert_within_cpu_bound(Yv, Yc, X, W, M, what);
+    free(X), free(bias), free(Yv), free(Yr), free(Yc);
+}
+
+static void test_matmul_quant(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    const facet_wformat facet_own[] = {FACET_WF_Q8, FACET_WF_Q4};
+    for (int f = 0; f < 2; f++) {
+        quant_case(facet_own[f], 45, 67, 1, 1);  /* decode, K not a multiple of 32: matvec */
+        quant_case(facet_own[f], 33, 96, 3, 0);  /* matvec, several rows, 3 blocks */
+        quant_case(facet_own[f], 45, 67, 37, 1); /* prefill, ragged tiles: matmul_tiled */
+        quant_exact(quant_tensor(facet_own[f], 21, 77));
+    }
+    const facet_wformat blocks32[] = {FACET_WF_GGUF_Q4_0, FACET_WF_GGUF_Q8_0};
+    for (int f = 0; f < 2; f++) {
+        quant_case(blocks32[f], 45, 96, 1, 1);
+        quant_case(blocks32[f], 45, 160, 3, 0);
+        quant_case(blocks32[f], 29, 96, 37, 1);
+        quant_exact(quant_tensor(blocks32[f], 19, 128));
+    }
+}
+
+/* The formats the kernel names call served are the loader's list (backend.h), so no
+ * format passes the load check and then finds no shader, or the reverse. */
+static void test_formats_listed(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    for (int f = 0; f < FACET_WF_ALL; f++) {
+        int served = strcmp(vk->ops->matmul_kernel(vk, (facet_wformat)f), "none (not on vulkan)") != 0;
+        int listed = (FACET_VULKAN_WFORMATS >> f & 1) != 0;
+        if (served != listed)
+            fail_msg("%s: a shader %s, the list %s", facet_wformat_name((facet_wformat)f),
+                     served ? "reads it" : "does not read it", listed ? "names it" : "does not");
+        if (served) assert_true(vk->ops->weight_bytes(vk, (facet_wformat)f, 3, 64) > 0);
     }
 }
 
@@ -479,6 +638,8 @@ static void test_attention_refused(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_matmul_quant),
+        cmocka_unit_test(test_formats_listed),
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_resident_chain),
         cmocka_unit_test(test_attention),

@@ -49,9 +49,13 @@ static facet_status vk_reserve(facet_backend *be, const facet_kv_cache *kv, int 
 static const char *vk_matmul_kernel(const facet_backend *be, facet_wformat f) {
     (void)be;
     switch (vk_weight_variant(f)) {
-    case 0: return "vulkan matvec/tiled f32";
-    case 1: return "vulkan matvec/tiled bf16";
-    case 2: return "vulkan matvec/tiled f16";
+    case VK_WF_F32: return "vulkan matvec/tiled f32";
+    case VK_WF_BF16: return "vulkan matvec/tiled bf16";
+    case VK_WF_F16: return "vulkan matvec/tiled f16";
+    case VK_WQ_Q8: return "vulkan matvec/tiled int8 blocks";
+    case VK_WQ_Q4: return "vulkan matvec/tiled q4 blocks";
+    case VK_WQ_Q4K: return "vulkan matvec/tiled Q4_K blocks";
+    case VK_WQ_Q6K: return "vulkan matvec/tiled Q6_K blocks";
     default: return "none (not on vulkan)";
     }
 }
@@ -65,10 +69,15 @@ static const char *vk_attention_kernel(const facet_backend *be, facet_kv_type t,
                               : "vulkan flash: tiled, split-K decode, f32";
 }
 
+/* vk_weights.c's layouts: float32, two 16-bit values a word, or vk_wquant.c's rows (0
+ * for a format no shader reads). */
 static uint64_t vk_weight_bytes(const facet_backend *be, facet_wformat f, uint64_t rows,
                                 uint64_t cols) {
     (void)be;
-    return rows * (f == FACET_WF_F32 ? cols * 4 : (cols + 1) / 2 * 4);
+    int v = vk_weight_variant(f);
+    uint64_t words = v == VK_WF_F32 ? cols : v == VK_WF_BF16 || v == VK_WF_F16 ? (cols + 1) / 2
+                     : v > VK_WF_F16 ? vk_wquant_stride(v, cols) : 0;
+    return rows * words * 4;
 }
 
 /* Submit and wait for what is recorded: the host reads the activations next. */

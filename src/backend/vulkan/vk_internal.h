@@ -5,6 +5,7 @@
 #ifndef FACET_BACKEND_VK_INTERNAL_H
 #define FACET_BACKEND_VK_INTERNAL_H
 
+#include "backend/backend.h"
 #include "backend/vulkan/vk.h"
 #include "kernels/cpu/kernels.h"
 
@@ -16,8 +17,20 @@ typedef struct vk_weight {
     facet_wformat format;
     vk_buf buf;
     uint32_t wstride;              /* 32-bit words per row                             */
-    int variant;                   /* the matmul shaders' WFMT: 0 f32, 1 bf16, 2 f16   */
+    int variant;                   /* the matmul shaders' WFMT (vk_wvariant)           */
 } vk_weight;
+
+/* The matmul shaders' weight variants (specialization constant WFMT, shaders/weights.glsl):
+ * the float formats as vk_weights.c stores them, the quantized ones as vk_wquant.c does. */
+typedef enum vk_wvariant {
+    VK_WF_F32 = 0, VK_WF_BF16 = 1, VK_WF_F16 = 2,
+    VK_WQ_Q8 = 3,  /* int8 codes, a float32 scale per 32: facet's int8, GGUF Q8_0        */
+    VK_WQ_Q4 = 4,  /* 4-bit codes - 8, a float32 scale per 32: facet's q4, GGUF Q4_0      */
+    VK_WQ_Q4K = 5, /* 4-bit codes, a float32 scale and min per 32: GGUF Q4_K              */
+    VK_WQ_Q6K = 6, /* 6-bit codes - 32, a float32 scale per 16: GGUF Q6_K                 */
+    VK_WV_COUNT
+} vk_wvariant;
+_Static_assert(VK_WV_COUNT <= VK_MAX_VARIANTS, "a pipeline slot per weight variant");
 
 struct facet_device {
     vk_ctx c;
@@ -29,8 +42,16 @@ struct facet_device {
     char desc[320];
 };
 
-/* The shaders' variant of a weight format; -1 when none serves it. */
+/* The shaders' variant of a weight format (vk_wvariant); -1 when none serves it. */
 int vk_weight_variant(facet_wformat f);
+/* vk_wquant.c: the quantized variant of a format (-1: none); the 32-bit words of a row
+ * of `cols` inputs in it; row o of W written to out in it, through scratch
+ * (vk_wquant_scratch_floats floats). */
+int vk_wquant_variant(facet_wformat f);
+uint64_t vk_wquant_stride(int variant, uint64_t cols);
+size_t vk_wquant_scratch_floats(int variant, int cols);
+void vk_wquant_row(const facet_wtensor *W, int variant, int o, uint32_t *out, float *scratch);
+
 /* W's device copy, uploaded now if this is its first use. Errors: FACET_E_UNSUPPORTED
  * (a format no shader reads), FACET_E_NOMEM. */
 facet_status vk_weight_get(facet_device *d, const facet_wtensor *W, const vk_weight **out,

@@ -6,7 +6,8 @@
  * address is not mistaken for it). Stored row-major, row o at word o * wstride: float32 as
  * is (wstride = cols), bf16 and f16 two per 32-bit word, element 2k in the low half
  * (wstride = ceil(cols / 2)) — the values of the host tensor exactly (read back through
- * facet_wtensor_row, so any host packing is undone).
+ * facet_wtensor_row, so any host packing is undone); the int8, q4 and GGUF Q4_0 / Q8_0 /
+ * Q4_K / Q6_K blocks as codes and scales (vk_wquant.c), again the host's values exactly.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +53,9 @@ const char *facet_device_describe(const facet_device *d) { return d->desc; }
 uint64_t facet_device_submissions(const facet_device *d) { return d->c.n_submits; }
 
 int vk_weight_variant(facet_wformat f) {
-    return f == FACET_WF_F32 ? 0 : f == FACET_WF_BF16 ? 1 : f == FACET_WF_F16 ? 2 : -1;
+    if (f == FACET_WF_F32 || f == FACET_WF_BF16 || f == FACET_WF_F16)
+        return f == FACET_WF_F32 ? VK_WF_F32 : f == FACET_WF_BF16 ? VK_WF_BF16 : VK_WF_F16;
+    return vk_wquant_variant(f);
 }
 
 facet_status vk_weight_get(facet_device *d, const facet_wtensor *W, const vk_weight **out,
@@ -66,8 +69,8 @@ facet_status vk_weight_get(facet_device *d, const facet_wtensor *W, const vk_wei
     int variant = vk_weight_variant(W->format);
     if (variant < 0)
         return facet_err(err, FACET_E_UNSUPPORTED,
-                         "weights=%s is not supported on vulkan (supported: f32, bf16, f16)",
-                         facet_wformat_name(W->format));
+                         "weights=%s is not supported on vulkan (supported: %s)",
+                         facet_wformat_name(W->format), FACET_VULKAN_WEIGHTS);
     if (d->n_w == d->cap_w) {
         size_t cap = d->cap_w ? d->cap_w * 2 : 64;
         vk_weight *w = realloc(d->w, cap * sizeof *w);
@@ -83,8 +86,11 @@ facet_status vk_weight_get(facet_device *d, const facet_wtensor *W, const vk_wei
     w->cols = W->cols;
     w->format = W->format;
     w->variant = variant;
-    w->wstride = variant == 0 ? (uint32_t)W->cols : (uint32_t)(W->cols + 1) / 2;
-    uint64_t bytes = (uint64_t)W->rows * w->wstride * 4;
+    uint64_t stride = variant == VK_WF_F32 ? (uint64_t)W->cols
+                      : variant <= VK_WF_F16 ? (uint64_t)(W->cols + 1) / 2
+                                             : vk_wquant_stride(variant, (uint64_t)W->cols);
+    w->wstride = (uint32_t)stride;
+    uint64_t bytes = (uint64_t)W->rows * stride * 4;
     if (bytes > (uint64_t)d->c.max_range) /* one binding must hold the whole matrix */
         return facet_err(err, FACET_E_UNSUPPORTED,
                          "vulkan: a [%d][%d] %s weight is %llu bytes, more than %s's "
@@ -92,7 +98,9 @@ facet_status vk_weight_get(facet_device *d, const facet_wtensor *W, const vk_wei
                          "bindings is not built yet", W->rows, W->cols,
                          facet_wformat_name(W->format), (unsigned long long)bytes,
                          d->c.device_name, (unsigned long long)d->c.max_range);
-    float *row = malloc((size_t)W->cols * sizeof(float));
+    size_t row_floats = variant <= VK_WF_F16 ? (size_t)W->cols
+                                             : vk_wquant_scratch_floats(variant, W->cols);
+    float *row = malloc(row_floats * sizeof(float));
     if (!row) return facet_err(err, FACET_E_NOMEM, "vulkan weight upload row");
     facet_status st = vk_buf_create(&d->c, (VkDeviceSize)bytes, &w->buf, err);
     if (st != FACET_OK) {
@@ -102,8 +110,12 @@ facet_status vk_weight_get(facet_device *d, const facet_wtensor *W, const vk_wei
     uint32_t *dst = w->buf.map;
     for (int o = 0; o < W->rows; o++) {
         uint32_t *out_row = dst + (size_t)o * w->wstride;
+        if (variant > VK_WF_F16) {
+            vk_wquant_row(W, variant, o, out_row, row);
+            continue;
+        }
         facet_wtensor_row(W, o, row);
-        if (variant == 0) {
+        if (variant == VK_WF_F32) {
             memcpy(out_row, row, (size_t)W->cols * sizeof(float));
             continue;
         }
