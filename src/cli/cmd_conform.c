@@ -94,7 +94,7 @@ static void judge(const facet_facts *f, const char *backend, facet_verdict *v) {
         if (!strcmp(backend, "vulkan") && bad >= 0)
             facet_verdict_refuse(v, "weights", facet_wformat_name((facet_wformat)bad),
                                  FACET_VULKAN_WEIGHTS "; or run it with --weights f32, bf16, "
-                                 "f16 or int8");
+                                 "f16, int8 or q4");
     }
 }
 

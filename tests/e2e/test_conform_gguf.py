@@ -260,16 +260,21 @@ def test_conform_and_plan_check_tensor_shapes(run_facet, corpus, tmp_path):
         assert p.returncode == 0, (ok, p.stderr)
 
 
-def test_conform_vulkan_refuses_block_weights(run_facet, repo_root):
-    """conform FILE.gguf --backend vulkan judges what run loads by default: the file's
-    Q4_0 matrices as q4 panels (a Vulkan shader reads them) and its tied Q6_K output,
-    which no Vulkan shader reads yet (run exits 2 naming it); conform said 'supported on
-    vulkan' with exit 0."""
+def test_conform_vulkan_refuses_block_weights(run_facet, repo_root, tmp_path):
+    """conform FILE.gguf --backend vulkan judges what run loads by default: the bundled
+    file's Q4_0 matrices as q4 panels and its tied Q6_K output, which Vulkan shaders read
+    (supported); one matrix retyped IQ4_NL (the same 18-byte blocks of 32), which none
+    reads, is refused naming it, as run refuses it (exit 2; conform once said 'supported
+    on vulkan' with exit 0 for what run refused)."""
     gguf = repo_root / "tests" / "data" / "gguf" / "qwen3-Q4_0.gguf"
     p = run_facet(["conform", gguf, "--backend", "vulkan"])
+    assert "REFUSED" not in p.stdout and p.returncode == 0, p.stdout + p.stderr
+    iq4 = tmp_path / "qwen3-iq4_nl.gguf"
+    gguf_retyped(gguf, iq4, "blk.0.attn_q.weight", 20)
+    p = run_facet(["conform", iq4, "--backend", "vulkan"])
     assert p.returncode == 2, p.stdout + p.stderr
-    assert ("REFUSED: weights=Q6_K is not supported on vulkan (supported: f32, bf16, f16, int8, "
-            "q4, GGUF Q4_0 and Q8_0 blocks; or run it with --weights f32, bf16, f16 or int8)"
-            ) in p.stdout, p.stdout
+    assert ("REFUSED: weights=IQ4_NL is not supported on vulkan (supported: f32, bf16, f16, int8, "
+            "q4, GGUF Q4_0, Q8_0, Q4_K and Q6_K blocks; or run it with --weights f32, bf16, f16, "
+            "int8 or q4)") in p.stdout, p.stdout
     p = run_facet(["conform", gguf])  # the CPU runs them
     assert "REFUSED" not in p.stdout and p.returncode == 0, p.stdout + p.stderr

@@ -164,8 +164,6 @@ def test_bad_mem_available(facet_bin, value):
 
 
 @pytest.mark.parametrize("args,refusal", [
-    (["--weights", "q4"], "REFUSED: weights=Q6_K is not supported on vulkan (supported: f32, bf16, "
-                          "f16, int8, q4, GGUF Q4_0 and Q8_0 blocks)"),
     (["--kv-cache", "f16"], "REFUSED: kv_cache=f16 is not supported on vulkan (supported: f32, bf16)"),
 ])
 def test_vulkan_refuses_what_run_refuses(facet_bin, args, refusal):
@@ -185,7 +183,7 @@ def test_vulkan_kv_cache_auto(facet_bin):
     explicit --kv-cache f16 is. Llama-3.2-1B: 16 layers x 8 KV heads x 64 x 2 (k, v)."""
     model = CONFIGS / "meta-llama__Llama-3.2-1B-Instruct__resaved"
     for weights, kv, size in (("f32", "f32", 4), ("bf16", "bf16", 2), ("f16", "bf16", 2),
-                              ("int8", "bf16", 2)):
+                              ("int8", "bf16", 2), ("q4", "bf16", 2)):
         _, vk = plan(facet_bin, model, "--weights", weights, "--backend", "vulkan")
         assert vk["kv_cache"] == kv
         assert vk["kv_bytes_per_token_naive"] == 16 * 8 * 64 * 2 * size

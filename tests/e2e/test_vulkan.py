@@ -9,9 +9,21 @@ has run these.
   tanh) and an f16 run: greedy ids identical to the CPU exact path (`--weights f32
   --kv-cache f32`) wherever the CPU's top-2 margin exceeds 1e-2, every compared logit
   within 1e-3.
+- Quantized weights (`--weights int8`, `--weights q4`: its output projection Q6_K or
+  int8) on the bundled model and shrunk Llama (hidden 256: a Q6_K output) and Qwen3
+  checkpoints: the shaders dequantize the blocks exactly and multiply float32
+  activations, so the oracle with the same weights is the CPU exact path on a copy of the
+  checkpoint whose matrices hold the rounded values (tests/ref/weights_round.py: the
+  formats' definitions in NumPy). Same margin and 1e-3 rule. (The CPU's own int8 / q4
+  kernels also round each activation row to int8 per block of 32: 1e-2..5e-2 relative
+  logit error, measured, far from 1e-3.)
+- GGUF files in their own blocks (the bundled qwen3-Q4_0: Q4_0 and a Q6_K output; from
+  ../shared, Q8_0 and Q4_K_M), as run loads them and with FACET_GGUF_BLOCKS=1 (blocks
+  kept as the file stores them): against the CPU exact path on the same file
+  (`--weights f32` dequantizes the blocks exactly), the same rule.
 - What the shaders do not serve is refused before loading, naming the fact, its value
-  and what is supported (int8 weights, an f16 cache, LayerNorm families, a device index
-  the machine does not have) — never run elsewhere.
+  and what is supported (a GGUF block type without a shader, an f16 cache, LayerNorm
+  families, a device index the machine does not have) — never run elsewhere.
 The ops one by one: tests/unit/test_vulkan_ops.c.
 """
 
@@ -147,6 +159,94 @@ def test_vulkan_matches_cpu_exact_path(case, make_checkpoint, facet_generate):
     assert vk["json"]["prompt_ids"] == prompt
     rows = compare_runs(cpu, vk)
     assert rows >= N_PROMPT, rows
+
+
+def rounded_copy(path, weights, out):
+    """A copy of checkpoint `path` whose 2-D weight matrices hold the values `--weights
+    weights` rounds them to (weights_round.RoundedStore's rule, the output projection in
+    its own format), as F32: the CPU exact path on it multiplies the quantized run's
+    weights."""
+    import shutil
+
+    import safetensors_io
+    import weights_round
+    out.mkdir()
+    files = sorted(pathlib.Path(path).glob("*.safetensors"))
+    names = set()
+    for f in files:
+        names |= set(safetensors_io.read_header(f)[0])
+    output = "lm_head.weight" if "lm_head.weight" in names else "model.embed_tokens.weight"
+    for f in pathlib.Path(path).iterdir():
+        if f.suffix != ".safetensors" and f.is_file():
+            shutil.copy(f, out / f.name)
+    for f in files:
+        header, meta, start = safetensors_io.read_header(f)
+        store = {n: safetensors_io.read_tensor(f, i, start) for n, i in header.items()}
+        rounded = weights_round.RoundedStore(store, weights, output)
+        entries = [(n, "F32", i["shape"]) for n, i in header.items()]
+        safetensors_io.write_file(out / f.name, entries, lambda n: rounded[n], meta)
+    return out
+
+
+QUANT_CASES = {"stories260k": REPO / "models" / "stories260k",
+               "llama": CASES["llama"][0], "qwen3": CASES["qwen3"][0]}
+
+
+@pytest.mark.parametrize("weights", ["int8", "q4"])
+@pytest.mark.parametrize("name", sorted(QUANT_CASES))
+@pytest.mark.evidence(checkpoints=["stories260k", "TinyLlama__TinyLlama-1.1B-Chat-v1.0__resaved",
+                                   "Qwen__Qwen3-0.6B__dims"],
+                      config_classes=["llama", "qwen3"], backend="vulkan", weights=["int8", "q4"],
+                      oracle="the CPU exact path on the same rounded weights, on Mesa lavapipe only")
+def test_quantized_weights_match_cpu_on_the_same_values(name, weights, make_checkpoint,
+                                                         facet_generate, tmp_path):
+    src = QUANT_CASES[name]
+    path = src if name == "stories260k" else make_checkpoint(src, shrink={})
+    same = rounded_copy(path, weights, tmp_path / "rounded")
+    vocab = json.loads((pathlib.Path(path) / "config.json").read_text())["vocab_size"]
+    prompt = [int(x) for x in np.random.default_rng(len(name)).integers(3, vocab, N_PROMPT)]
+    cpu = facet_generate(same, prompt, N_GEN, extra=["--weights", "f32", "--no-cache"] + EXACT)
+    vk = facet_generate(path, prompt, N_GEN, extra=["--weights", weights, "--no-cache",
+                                                     "--backend", "vulkan"] + EXACT)
+    rows = compare_runs(cpu, vk)
+    assert rows >= N_PROMPT, rows
+
+
+def gguf_logits(facet_bin, model, prompt, extra=(), env=None):
+    dump = pathlib.Path(str(model) + ".%d.f32" % len(extra))
+    p = subprocess.run([str(facet_bin), "run", str(model), "--prompt-ids", ",".join(map(str, prompt)),
+                        "-n", str(N_GEN), "--json", "--ignore-eos", "--dump-logits", str(dump)] +
+                       EXACT + list(extra), capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, **(env or {})))
+    assert p.returncode == 0, p.stderr
+    out = {"json": json.loads(p.stdout), "logits": np.fromfile(dump, dtype="<f4").reshape(-1, 512)}
+    dump.unlink()
+    return out
+
+
+def gguf_case(facet_bin, model, tmp_path):
+    """Vulkan on the file's own blocks (as loaded by default, and kept as the file stores
+    them) against the CPU exact path on the same file: `--weights f32` dequantizes each
+    block exactly, so both multiply the same weight values."""
+    local = tmp_path / model.name  # the dumps beside a copy (../shared is read-only)
+    local.write_bytes(model.read_bytes())
+    prompt = [int(x) for x in np.random.default_rng(3).integers(3, 512, N_PROMPT)]
+    cpu = gguf_logits(facet_bin, local, prompt, ["--weights", "f32"])
+    for blocks in ("0", "1"):
+        vk = gguf_logits(facet_bin, local, prompt, ["--backend", "vulkan"], {"FACET_GGUF_BLOCKS": blocks})
+        assert compare_runs(cpu, vk) >= N_PROMPT
+
+
+def test_gguf_blocks_match_cpu_on_the_same_values(facet_bin, tmp_path):
+    gguf_case(facet_bin, REPO / "tests" / "data" / "gguf" / "qwen3-Q4_0.gguf", tmp_path)
+
+
+@pytest.mark.parametrize("name", ["qwen3-Q8_0", "qwen3-Q4_K_M"])
+def test_corpus_gguf_blocks_match_cpu(facet_bin, facet_shared, name, tmp_path):
+    model = facet_shared / "corpus" / "gguf" / "models" / (name + ".gguf")
+    if not model.is_file():
+        pytest.skip("SKIPPED LOUDLY: %s is absent: vulkan %s NOT tested" % (model, name))
+    gguf_case(facet_bin, model, tmp_path)
 
 
 def test_auto_cache_follows_the_weights(make_checkpoint, facet_generate):

@@ -169,7 +169,8 @@ static void test_matmul(void **state) {
 
 /* A [N][K] tensor of quantized format fmt: facet's int8 / q4 converted from random
  * float32 (any K), a GGUF block type made of random blocks (K a multiple of its block):
- * f16 scales of a few hundredths, every code value possible. */
+ * every code and sub-block scale possible, the f16 d (and Q4_K's dmin) such that weights
+ * stay within about +-1 (float32 sums then cancel no more than a model's do). */
 static facet_wtensor *quant_tensor(facet_wformat fmt, int N, int K) {
     facet_error err = {0};
     facet_wtensor *W = &weights[n_weights++];
@@ -184,10 +185,13 @@ static facet_wtensor *quant_tensor(facet_wformat fmt, int N, int K) {
     for (size_t i = 0; i < bytes; i++) raw[i] = (uint8_t)(frand() * 128.0f + 128.0f);
     /* the f16 fields: d (and Q4_K's dmin) at the block's start, Q6_K's d at its end */
     const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)facet_wformat_qtype(fmt));
+    /* the largest |code x sub-block scale|: Q4_0 8, Q8_0 128, Q4_K 63 x 15, Q6_K 128 x 32 */
+    float top = fmt == FACET_WF_GGUF_Q4_0 ? 8.0f : fmt == FACET_WF_GGUF_Q8_0 ? 128.0f
+                : fmt == FACET_WF_GGUF_Q4_K ? 945.0f : 4096.0f;
     for (size_t b = 0; b < bytes / q->block_bytes; b++) {
         uint8_t *blk = raw + b * q->block_bytes;
-        uint16_t d = facet_f32_to_f16(0.01f + 0.02f * (frand() + 1.0f));
-        uint16_t dmin = facet_f32_to_f16(0.005f * (frand() + 1.0f));
+        uint16_t d = facet_f32_to_f16((0.75f + 0.25f * frand()) / top);
+        uint16_t dmin = facet_f32_to_f16((0.75f + 0.25f * frand()) / top);
         if (fmt == FACET_WF_GGUF_Q6_K) {
             memcpy(blk + q->block_bytes - 2, &d, 2);
         } else {
@@ -304,6 +308,18 @@ static void test_matmul_quant(void **state) {
         quant_case(blocks32[f], 45, 160, 3, 0);
         quant_case(blocks32[f], 29, 96, 37, 1);
         quant_exact(quant_tensor(blocks32[f], 19, 128));
+    }
+    /* the K types (a Q4_K_M file's): superblocks of 256, rows as the file stores them
+     * and (N a multiple of 16) repacked into the CPU's panels (packed 2), read back */
+    const facet_wformat kblocks[] = {FACET_WF_GGUF_Q4_K, FACET_WF_GGUF_Q6_K};
+    for (int f = 0; f < 2; f++) {
+        quant_case(kblocks[f], 45, 256, 1, 1);
+        quant_case(kblocks[f], 21, 512, 3, 0);
+        quant_case(kblocks[f], 29, 256, 37, 1);
+        quant_exact(quant_tensor(kblocks[f], 19, 256));
+        facet_wtensor *P = quant_tensor(kblocks[f], 32, 512);
+        assert_int_equal(facet_wtensor_kpanel(P), 1);
+        quant_exact(P);
     }
 }
 

@@ -35,6 +35,8 @@ int vk_wquant_variant(facet_wformat f) {
     case FACET_WF_GGUF_Q8_0: return VK_WQ_Q8;
     case FACET_WF_Q4:
     case FACET_WF_GGUF_Q4_0: return VK_WQ_Q4;
+    case FACET_WF_GGUF_Q4_K: return VK_WQ_Q4K;
+    case FACET_WF_GGUF_Q6_K: return VK_WQ_Q6K;
     default: return -1;
     }
 }
