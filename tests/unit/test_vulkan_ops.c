@@ -9,7 +9,10 @@
  * chunks of many rows (the kernel's row tiles), head_dim 17, 64, 80, 128 and 256, f32
  * and bf16 caches, in place and gathered. The oracle is the CPU kernel (matmul: a float64 sum over
  * the tensor's own values): float32 sums in another order, so values agree within 2e-5
- * relative (attention 1e-4).
+ * relative (attention 1e-4). The quantized weights (int8, q4, GGUF Q4_0, Q8_0, Q4_K, Q6_K,
+ * the K types also in the CPU's 16-row panels) the same way, the values the shaders
+ * dequantize read back bit for bit through unit inputs, and against the CPU backend's own
+ * matmul within a bound per output from its activation rounding.
  *
  * Runs on whatever Vulkan device the loader gives (CI: Mesa's lavapipe, LP_NUM_THREADS=2
  * keeps it cheap); skipped, saying why, in a binary built without Vulkan or on a machine
