@@ -223,9 +223,14 @@ int facet_vulkan_built(void);
  * `facet plan`, `facet conform` and the backend itself (vk_weights.c) refuse the rest. */
 #define FACET_VULKAN_WFORMATS                                                              \
     (1u << FACET_WF_F32 | 1u << FACET_WF_BF16 | 1u << FACET_WF_F16 | 1u << FACET_WF_Q8 |  \
-     1u << FACET_WF_Q4 | 1u << FACET_WF_GGUF_Q4_0 | 1u << FACET_WF_GGUF_Q8_0 |              \
-     1u << FACET_WF_GGUF_Q4_K | 1u << FACET_WF_GGUF_Q6_K)
-#define FACET_VULKAN_WEIGHTS "f32, bf16, f16, int8, q4, GGUF Q4_0, Q8_0, Q4_K and Q6_K blocks"
+     1u << FACET_WF_Q4 | 1u << FACET_WF_GGUF_Q4_0 | 1u << FACET_WF_GGUF_Q4_1 |              \
+     1u << FACET_WF_GGUF_Q5_0 | 1u << FACET_WF_GGUF_Q5_1 | 1u << FACET_WF_GGUF_Q8_0 |         \
+     1u << FACET_WF_GGUF_IQ4_NL | 1u << FACET_WF_GGUF_Q2_K | 1u << FACET_WF_GGUF_Q3_K |       \
+     1u << FACET_WF_GGUF_Q4_K | 1u << FACET_WF_GGUF_Q5_K | 1u << FACET_WF_GGUF_Q6_K |         \
+     1u << FACET_WF_GGUF_IQ4_XS)
+#define FACET_VULKAN_WEIGHTS                                                                 \
+    "f32, bf16, f16, int8, q4, GGUF Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, " \
+    "Q5_K, Q6_K and IQ4_XS blocks"
 
 /* The first of `formats` (bit facet_wformat) no Vulkan shader reads, or -1. */
 static inline int facet_vulkan_unread_format(uint32_t formats) {

@@ -81,8 +81,8 @@ static const facet_caps cpu_dense = {
  * pre and post norms; any RoPE the host's tables give (cos/sin are computed on the
  * host), partial rotary, NoPE layers; GQA attention with window, softcap, custom scale
  * and sinks; gated FFN with silu or gelu_pytorch_tanh; biases; float32/bf16/f16, int8,
- * q4 and GGUF Q4_0/Q8_0/Q4_K/Q6_K weights (backend.h FACET_VULKAN_WFORMATS; another GGUF
- * block type is refused by the loader before loading, naming it). Not yet:
+ * q4 and GGUF block weights but MXFP4 (backend.h FACET_VULKAN_WFORMATS; MXFP4 is refused
+ * by the loader before loading, naming it). Not yet:
  * LayerNorm, ungated MLPs, the parallel residual, NeoX's fused heads, mixture-of-experts
  * and state-space layers. Checked on Mesa's lavapipe against the CPU exact path
  * (tests/e2e/test_vulkan.py); `built` says whether this binary has it. */

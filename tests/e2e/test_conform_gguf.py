@@ -263,18 +263,18 @@ def test_conform_and_plan_check_tensor_shapes(run_facet, corpus, tmp_path):
 def test_conform_vulkan_refuses_block_weights(run_facet, repo_root, tmp_path):
     """conform FILE.gguf --backend vulkan judges what run loads by default: the bundled
     file's Q4_0 matrices as q4 panels and its tied Q6_K output, which Vulkan shaders read
-    (supported); one matrix retyped IQ4_NL (the same 18-byte blocks of 32), which none
-    reads, is refused naming it, as run refuses it (exit 2; conform once said 'supported
-    on vulkan' with exit 0 for what run refused)."""
+    (supported); its last matrix retyped MXFP4 (17-byte blocks in the 18-byte ones'
+    space), which none reads, is refused naming it, as run refuses it (exit 2; conform
+    once said 'supported on vulkan' with exit 0 for what run refused)."""
     gguf = repo_root / "tests" / "data" / "gguf" / "qwen3-Q4_0.gguf"
     p = run_facet(["conform", gguf, "--backend", "vulkan"])
     assert "REFUSED" not in p.stdout and p.returncode == 0, p.stdout + p.stderr
-    iq4 = tmp_path / "qwen3-iq4_nl.gguf"
-    gguf_retyped(gguf, iq4, "blk.0.attn_q.weight", 20)
-    p = run_facet(["conform", iq4, "--backend", "vulkan"])
+    mx = tmp_path / "qwen3-mxfp4.gguf"
+    gguf_retyped(gguf, mx, "blk.1.ffn_up.weight", 39)
+    p = run_facet(["conform", mx, "--backend", "vulkan"])
     assert p.returncode == 2, p.stdout + p.stderr
-    assert ("REFUSED: weights=IQ4_NL is not supported on vulkan (supported: f32, bf16, f16, int8, "
-            "q4, GGUF Q4_0, Q8_0, Q4_K and Q6_K blocks; or run it with --weights f32, bf16, f16, "
-            "int8 or q4)") in p.stdout, p.stdout
+    assert ("REFUSED: weights=MXFP4 is not supported on vulkan (supported: f32, bf16, f16, int8, "
+            "q4, GGUF Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS "
+            "blocks; or run it with --weights f32, bf16, f16, int8 or q4)") in p.stdout, p.stdout
     p = run_facet(["conform", gguf])  # the CPU runs them
     assert "REFUSED" not in p.stdout and p.returncode == 0, p.stdout + p.stderr

@@ -18,12 +18,13 @@ has run these.
   kernels also round each activation row to int8 per block of 32: 1e-2..5e-2 relative
   logit error, measured, far from 1e-3.)
 - GGUF files in their own blocks (the bundled qwen3-Q4_0: Q4_0 and a Q6_K output; from
-  ../shared, Q8_0 and Q4_K_M), as run loads them and with FACET_GGUF_BLOCKS=1 (blocks
-  kept as the file stores them): against the CPU exact path on the same file
-  (`--weights f32` dequantizes the blocks exactly), the same rule.
+  ../shared, a file of every other type with a shader: Q8_0, Q4_K_M, Q2_K, Q3_K_M, Q4_1,
+  Q5_0, Q5_1, Q5_K_M, IQ4_NL, IQ4_XS), as run loads them and, where that repacks them,
+  with FACET_GGUF_BLOCKS=1 (blocks kept as the file stores them): against the CPU exact
+  path on the same file (`--weights f32` dequantizes the blocks exactly), the same rule.
 - What the shaders do not serve is refused before loading, naming the fact, its value
-  and what is supported (a GGUF block type without a shader, an f16 cache, LayerNorm
-  families, a device index the machine does not have) — never run elsewhere.
+  and what is supported (a GGUF block type without a shader: MXFP4; an f16 cache,
+  LayerNorm families, a device index the machine does not have) — never run elsewhere.
 The ops one by one: tests/unit/test_vulkan_ops.c.
 """
 
@@ -224,29 +225,32 @@ def gguf_logits(facet_bin, model, prompt, extra=(), env=None):
     return out
 
 
-def gguf_case(facet_bin, model, tmp_path):
-    """Vulkan on the file's own blocks (as loaded by default, and kept as the file stores
-    them) against the CPU exact path on the same file: `--weights f32` dequantizes each
-    block exactly, so both multiply the same weight values."""
+def gguf_case(facet_bin, model, tmp_path, kept_too):
+    """Vulkan on the file's own blocks (as loaded by default, and with kept_too also kept
+    as the file stores them: Q4_0 / Q8_0 are repacked into facet's panels, Q4_K / Q6_K
+    into 16-row panels on AVX-512 VNNI) against the CPU exact path on the same file:
+    `--weights f32` dequantizes each block exactly, so both multiply the same values."""
     local = tmp_path / model.name  # the dumps beside a copy (../shared is read-only)
     local.write_bytes(model.read_bytes())
     prompt = [int(x) for x in np.random.default_rng(3).integers(3, 512, N_PROMPT)]
     cpu = gguf_logits(facet_bin, local, prompt, ["--weights", "f32"])
-    for blocks in ("0", "1"):
+    for blocks in ("0", "1") if kept_too else ("0",):
         vk = gguf_logits(facet_bin, local, prompt, ["--backend", "vulkan"], {"FACET_GGUF_BLOCKS": blocks})
         assert compare_runs(cpu, vk) >= N_PROMPT
 
 
 def test_gguf_blocks_match_cpu_on_the_same_values(facet_bin, tmp_path):
-    gguf_case(facet_bin, REPO / "tests" / "data" / "gguf" / "qwen3-Q4_0.gguf", tmp_path)
+    gguf_case(facet_bin, REPO / "tests" / "data" / "gguf" / "qwen3-Q4_0.gguf", tmp_path, True)
 
 
-@pytest.mark.parametrize("name", ["qwen3-Q8_0", "qwen3-Q4_K_M"])
+@pytest.mark.parametrize("name", ["qwen3-Q8_0", "qwen3-Q4_K_M", "llama-Q2_K", "llama-Q3_K_M",
+                                  "llama-Q4_1", "llama-Q5_0", "llama-Q5_1", "llama-Q5_K_M",
+                                  "llama-IQ4_NL", "llama-IQ4_XS"])
 def test_corpus_gguf_blocks_match_cpu(facet_bin, facet_shared, name, tmp_path):
     model = facet_shared / "corpus" / "gguf" / "models" / (name + ".gguf")
     if not model.is_file():
         pytest.skip("SKIPPED LOUDLY: %s is absent: vulkan %s NOT tested" % (model, name))
-    gguf_case(facet_bin, model, tmp_path)
+    gguf_case(facet_bin, model, tmp_path, name in ("qwen3-Q8_0", "qwen3-Q4_K_M"))
 
 
 def test_auto_cache_follows_the_weights(make_checkpoint, facet_generate):
@@ -262,16 +266,23 @@ def test_auto_cache_follows_the_weights(make_checkpoint, facet_generate):
     assert not np.array_equal(auto, f32)
 
 
-def test_refused_by_name_before_loading(facet_bin, make_checkpoint, tmp_path):
-    # a GGUF block type without a shader (one Q4_0 matrix retyped IQ4_NL: the same 18-byte
-    # blocks of 32) is refused naming it; the CPU runs the file
+def mxfp4_file(tmp_path):
+    """The bundled qwen3-Q4_0.gguf with its last matrix (by offset) retyped MXFP4 (17-byte
+    blocks of 32 in the 18-byte ones' space: nothing after it to misplace), the one block
+    type the CPU runs and no Vulkan shader reads."""
     from test_conform_gguf import gguf_retyped
-    iq4 = tmp_path / "qwen3-iq4_nl.gguf"
-    gguf_retyped(REPO / "tests" / "data" / "gguf" / "qwen3-Q4_0.gguf", iq4, "blk.0.attn_q.weight", 20)
-    p = run(facet_bin, "run", iq4, "--backend", "vulkan", "-n", 1)
+    mx = tmp_path / "qwen3-mxfp4.gguf"
+    gguf_retyped(REPO / "tests" / "data" / "gguf" / "qwen3-Q4_0.gguf", mx, "blk.1.ffn_up.weight", 39)
+    return mx
+
+
+def test_refused_by_name_before_loading(facet_bin, make_checkpoint, tmp_path):
+    # a GGUF block type without a shader is refused naming it; the CPU runs the file
+    mx = mxfp4_file(tmp_path)
+    p = run(facet_bin, "run", mx, "--backend", "vulkan", "-n", 1)
     assert p.returncode == 2, p.stderr
-    assert "REFUSED: weights=IQ4_NL is not supported on vulkan (supported: f32, bf16, f16, int8, q4, " in p.stderr, p.stderr
-    assert run(facet_bin, "run", iq4, "-n", 1).returncode == 0
+    assert "REFUSED: weights=MXFP4 is not supported on vulkan (supported: f32, bf16, f16, int8, q4, " in p.stderr, p.stderr
+    assert run(facet_bin, "run", mx, "-n", 1).returncode == 0
     p = run(facet_bin, "run", "--backend", "vulkan", "--kv-cache", "f16", "-n", 1)
     assert p.returncode == 2, p.stderr
     assert "REFUSED: kv_cache=f16 is not supported on vulkan (supported: f32, bf16)" in p.stderr

@@ -37,7 +37,7 @@ static facet_backend *vk, *cpu;
 
 /* The device keeps a weight by its tensor's address (a model's never move): every case's
  * tensor lives until the test ends, so no address is reused for another matrix. */
-static facet_wtensor weights[40];
+static facet_wtensor weights[80];
 static int n_weights;
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -170,6 +170,29 @@ static void test_matmul(void **state) {
 
 /* ---- quantized weights ---- */
 
+/* Where a GGUF block type keeps its f16 fields (quant.h, quant_k_internal.h): d, and the
+ * min (Q4_1, Q5_1: m; the K types with mins: dmin), -1 when none; and the largest |code x
+ * sub-block scale| (Q4_0 8, Q8_0 128, Q4_K 63 x 15, Q6_K 128 x 32, ...). */
+typedef struct {
+    facet_wformat fmt;
+    int d, min;
+    float top;
+} gguf_fields;
+static const gguf_fields GGUF_FIELDS[] = {
+    {FACET_WF_GGUF_Q4_0, 0, -1, 8.0f},     {FACET_WF_GGUF_Q4_1, 0, 2, 15.0f},
+    {FACET_WF_GGUF_Q5_0, 0, -1, 16.0f},    {FACET_WF_GGUF_Q5_1, 0, 2, 31.0f},
+    {FACET_WF_GGUF_Q8_0, 0, -1, 128.0f},   {FACET_WF_GGUF_IQ4_NL, 0, -1, 127.0f},
+    {FACET_WF_GGUF_Q2_K, 80, 82, 45.0f},   {FACET_WF_GGUF_Q3_K, 108, -1, 128.0f},
+    {FACET_WF_GGUF_Q4_K, 0, 2, 945.0f},    {FACET_WF_GGUF_Q5_K, 0, 2, 1953.0f},
+    {FACET_WF_GGUF_Q6_K, 208, -1, 4096.0f}, {FACET_WF_GGUF_IQ4_XS, 0, -1, 4064.0f},
+};
+static const gguf_fields *fields_of(facet_wformat fmt) {
+    for (size_t i = 0; i < sizeof GGUF_FIELDS / sizeof GGUF_FIELDS[0]; i++)
+        if (GGUF_FIELDS[i].fmt == fmt) return &GGUF_FIELDS[i];
+    fail_msg("no block fields for %s", facet_wformat_name(fmt));
+    return NULL;
+}
+
 /* A [N][K] tensor of quantized format fmt: facet's int8 / q4 converted from random
  * float32 (any K), a GGUF block type made of random blocks (K a multiple of its block):
  * every code and sub-block scale possible, the f16 d (and Q4_K's dmin) such that weights
@@ -186,21 +209,14 @@ static facet_wtensor *quant_tensor(facet_wformat fmt, int N, int K) {
     size_t bytes = (size_t)facet_wtensor_packed_bytes(fmt, (uint64_t)N, (uint64_t)K);
     uint8_t *raw = malloc(bytes);
     for (size_t i = 0; i < bytes; i++) raw[i] = (uint8_t)(frand() * 128.0f + 128.0f);
-    /* the f16 fields: d (and Q4_K's dmin) at the block's start, Q6_K's d at its end */
     const facet_qtype_traits *q = facet_qtype_traits_of((facet_qtype)facet_wformat_qtype(fmt));
-    /* the largest |code x sub-block scale|: Q4_0 8, Q8_0 128, Q4_K 63 x 15, Q6_K 128 x 32 */
-    float top = fmt == FACET_WF_GGUF_Q4_0 ? 8.0f : fmt == FACET_WF_GGUF_Q8_0 ? 128.0f
-                : fmt == FACET_WF_GGUF_Q4_K ? 945.0f : 4096.0f;
+    const gguf_fields *gf = fields_of(fmt);
     for (size_t b = 0; b < bytes / q->block_bytes; b++) {
         uint8_t *blk = raw + b * q->block_bytes;
-        uint16_t d = facet_f32_to_f16((0.75f + 0.25f * frand()) / top);
-        uint16_t dmin = facet_f32_to_f16((0.75f + 0.25f * frand()) / top);
-        if (fmt == FACET_WF_GGUF_Q6_K) {
-            memcpy(blk + q->block_bytes - 2, &d, 2);
-        } else {
-            memcpy(blk, &d, 2);
-            if (fmt == FACET_WF_GGUF_Q4_K) memcpy(blk + 2, &dmin, 2);
-        }
+        uint16_t d = facet_f32_to_f16((0.75f + 0.25f * frand()) / gf->top);
+        uint16_t min = facet_f32_to_f16(0.5f * frand() / gf->top);
+        memcpy(blk + gf->d, &d, 2);
+        if (gf->min >= 0) memcpy(blk + gf->min, &min, 2);
     }
     assert_int_equal(facet_wtensor_blocks(W, fmt, N, K, raw, NULL, &err), FACET_OK);
     free(raw);
@@ -211,7 +227,9 @@ static facet_wtensor *quant_tensor(facet_wformat fmt, int N, int K) {
  * B inputs (32; Q8_K's 256 for the K types): x' = q * d, d the block's amax / 127 (Q8_0:
  * rounded to f16, 2^-11 relative), so |x' - x| <= d / 2 + 127 d 2^-11 < 0.6 amax / 127
  * for each input, and |y_cpu - y| <= sum_k |w_k| 0.6 amax_b(k) / 127, plus float32
- * sums (1e-5 of sum |x w|). Each output's own bound, not one tolerance for all. */
+ * sums (1e-5 of sum |x w|). Q4_1 and Q5_1 (Q8_1 blocks) multiply their min m by the
+ * block's sum s = f16(amax / 127 * sum q) instead of by sum x': |m| (2^-10 sum |x'|) more,
+ * and their w_k = d q_k + m counts as |w_k - m| + |m|. Each output its own bound. */
 static void assert_within_cpu_bound(const float *Yv, const float *Yc, const float *X,
                                     const facet_wtensor *W, int M, const char *what) {
     int B = facet_wformat_qtype(W->format) >= FACET_QT_Q2_K ? 256 : 32, K = W->cols;
@@ -223,13 +241,20 @@ static void assert_within_cpu_bound(const float *Yv, const float *Yc, const floa
             const float *x = X + (size_t)r * K;
             double bound = 1e-6, mag = 0;
             for (int b0 = 0; b0 < K; b0 += B) {
-                double amax = 0, wsum = 0;
+                double amax = 0, wsum = 0, xsum = 0, m = 0;
+                if (W->format == FACET_WF_GGUF_Q4_1 || W->format == FACET_WF_GGUF_Q5_1) {
+                    size_t bb = (size_t)facet_wtensor_packed_bytes(W->format, 1, 32);
+                    uint16_t h;
+                    memcpy(&h, (const uint8_t *)W->data + ((size_t)o * (K / 32) + b0 / 32) * bb + 2, 2);
+                    m = facet_f16_to_f32(h);
+                }
                 for (int k = b0; k < b0 + B && k < K; k++) {
                     amax = fmax(amax, fabs(x[k]));
-                    wsum += fabs(row[k]);
+                    wsum += fabs(row[k] - m) + fabs(m);
+                    xsum += fabs(x[k]);
                     mag += fabs((double)x[k] * row[k]);
                 }
-                bound += wsum * 0.6 * amax / 127.0;
+                bound += wsum * 0.6 * amax / 127.0 + fabs(m) * (xsum + B * 0.6 * amax / 127.0) / 1024.0;
             }
             bound += 1e-5 * mag;
             double d = fabs((double)Yv[(size_t)r * W->rows + o] - Yc[(size_t)r * W->rows + o]);
@@ -305,8 +330,9 @@ static void test_matmul_quant(void **state) {
         quant_case(facet_own[f], 45, 67, 37, 1); /* prefill, ragged tiles: matmul_tiled */
         quant_exact(quant_tensor(facet_own[f], 21, 77));
     }
-    const facet_wformat blocks32[] = {FACET_WF_GGUF_Q4_0, FACET_WF_GGUF_Q8_0};
-    for (int f = 0; f < 2; f++) {
+    const facet_wformat blocks32[] = {FACET_WF_GGUF_Q4_0, FACET_WF_GGUF_Q8_0, FACET_WF_GGUF_Q4_1,
+                                      FACET_WF_GGUF_Q5_0, FACET_WF_GGUF_Q5_1, FACET_WF_GGUF_IQ4_NL};
+    for (int f = 0; f < 6; f++) {
         quant_case(blocks32[f], 45, 96, 1, 1);
         quant_case(blocks32[f], 45, 160, 3, 0);
         quant_case(blocks32[f], 29, 96, 37, 1);
@@ -314,12 +340,14 @@ static void test_matmul_quant(void **state) {
     }
     /* the K types (a Q4_K_M file's): superblocks of 256, rows as the file stores them
      * and (N a multiple of 16) repacked into the CPU's panels (packed 2), read back */
-    const facet_wformat kblocks[] = {FACET_WF_GGUF_Q4_K, FACET_WF_GGUF_Q6_K};
-    for (int f = 0; f < 2; f++) {
+    const facet_wformat kblocks[] = {FACET_WF_GGUF_Q4_K, FACET_WF_GGUF_Q6_K, FACET_WF_GGUF_Q2_K,
+                                     FACET_WF_GGUF_Q3_K, FACET_WF_GGUF_Q5_K, FACET_WF_GGUF_IQ4_XS};
+    for (int f = 0; f < 6; f++) {
         quant_case(kblocks[f], 45, 256, 1, 1);
         quant_case(kblocks[f], 21, 512, 3, 0);
         quant_case(kblocks[f], 29, 256, 37, 1);
         quant_exact(quant_tensor(kblocks[f], 19, 256));
+        if (f >= 2) continue;
         facet_wtensor *P = quant_tensor(kblocks[f], 32, 512);
         assert_int_equal(facet_wtensor_kpanel(P), 1);
         quant_exact(P);

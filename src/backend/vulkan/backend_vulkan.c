@@ -56,6 +56,8 @@ static const char *vk_matmul_kernel(const facet_backend *be, facet_wformat f) {
     case VK_WQ_Q4: return "vulkan matvec/tiled q4 blocks";
     case VK_WQ_Q4K: return "vulkan matvec/tiled Q4_K blocks";
     case VK_WQ_Q6K: return "vulkan matvec/tiled Q6_K blocks";
+    case VK_WQ_Q8M: return "vulkan matvec/tiled int8 blocks with mins";
+    case VK_WQ_K8: return "vulkan matvec/tiled int8 groups of 16 with mins";
     default: return "none (not on vulkan)";
     }
 }

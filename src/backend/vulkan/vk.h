@@ -59,8 +59,8 @@ typedef struct vk_range {
 
 #define VK_MAX_BINDINGS 8
 #define VK_PUSH_BYTES 64
-#define VK_MAX_VARIANTS 8 /* specialization constant 0 values per shader */
-#define VK_MAX_ARENAS 24  /* arena blocks, each twice the last (4 MiB first)      */
+#define VK_MAX_VARIANTS 12 /* specialization constant 0 values per shader */
+#define VK_MAX_ARENAS 24   /* arena blocks, each twice the last (4 MiB first)      */
 
 typedef struct vk_ctx {
     VkInstance instance;

@@ -24,10 +24,12 @@ typedef struct vk_weight {
  * the float formats as vk_weights.c stores them, the quantized ones as vk_wquant.c does. */
 typedef enum vk_wvariant {
     VK_WF_F32 = 0, VK_WF_BF16 = 1, VK_WF_F16 = 2,
-    VK_WQ_Q8 = 3,  /* int8 codes, a float32 scale per 32: facet's int8, GGUF Q8_0        */
+    VK_WQ_Q8 = 3,  /* int8 codes, a float32 scale per 32: int8, GGUF Q8_0, Q5_0, IQ4_NL */
     VK_WQ_Q4 = 4,  /* 4-bit codes - 8, a float32 scale per 32: facet's q4, GGUF Q4_0      */
     VK_WQ_Q4K = 5, /* 4-bit codes, a float32 scale and min per 32: GGUF Q4_K              */
     VK_WQ_Q6K = 6, /* 6-bit codes - 32, a float32 scale per 16: GGUF Q6_K                 */
+    VK_WQ_Q8M = 7, /* int8 codes, a float32 scale and min per 32: GGUF Q4_1, Q5_1          */
+    VK_WQ_K8 = 8,  /* int8 codes, a float32 scale and min per 16: Q2_K, Q3_K, Q5_K, IQ4_XS */
     VK_WV_COUNT
 } vk_wvariant;
 _Static_assert(VK_WV_COUNT <= VK_MAX_VARIANTS, "a pipeline slot per weight variant");

@@ -16,11 +16,17 @@
  *   VK_WQ_Q6K (G 16): q of 6 bits: its low 4 as Q4's nibbles (ng * 2 words), then its high
  *                     2 bits sixteen per word, element k at bits 2 (k % 16) of word k / 16
  *                     (ng words); s = d * sc (GGUF Q6_K);          w = s * (q - 32)
+ *   VK_WQ_Q8M (G 32): c an int8 as Q8, with mins: GGUF Q4_1, Q5_1 (s = d, c = q, m = -min)
+ *   VK_WQ_K8  (G 16): c an int8 as Q8, with mins: the other K types and IQ4_XS, from their
+ *                     unpacked superblocks (quant_k_internal.h: s = d * sc, m = dmin * mn)
+ * (GGUF Q5_0 and IQ4_NL are VK_WQ_Q8: c = q - 16, c = kvalues_iq4nl[q].)
  * The scales are the host's f16 fields widened (exact) or the K types' d * sc and dmin *
  * mn products, which float32 holds exactly (11 + 8 significant bits), and every s * c is
  * exact too, so the shaders' values are the host tensor's (facet_wtensor_row) bit for bit:
- * Q4_K's one rounding, of s * q - m, is the CPU dequantizer's (quant_k.c dequant_sb).
- * Bits a weight: Q8 9, Q4 5, Q4_K 6, Q6_K 8 (the codes padded to words, float32 scales).
+ * the one rounding of s * c - m is the CPU dequantizer's (quant_k.c dequant_sb,
+ * quant_legacy.c's q * d + min). Bits a weight: Q8 9, Q4 5, Q4_K 6, Q6_K 8, Q8M 10, K8 12
+ * (the codes padded to words, float32 scales): the other types are made runnable, not
+ * compact.
  */
 #include <string.h>
 
@@ -37,11 +43,19 @@ int vk_wquant_variant(facet_wformat f) {
     case FACET_WF_GGUF_Q4_0: return VK_WQ_Q4;
     case FACET_WF_GGUF_Q4_K: return VK_WQ_Q4K;
     case FACET_WF_GGUF_Q6_K: return VK_WQ_Q6K;
+    case FACET_WF_GGUF_Q5_0:
+    case FACET_WF_GGUF_IQ4_NL: return VK_WQ_Q8;
+    case FACET_WF_GGUF_Q4_1:
+    case FACET_WF_GGUF_Q5_1: return VK_WQ_Q8M;
+    case FACET_WF_GGUF_Q2_K:
+    case FACET_WF_GGUF_Q3_K:
+    case FACET_WF_GGUF_Q5_K:
+    case FACET_WF_GGUF_IQ4_XS: return VK_WQ_K8;
     default: return -1;
     }
 }
 
-static uint32_t group(int variant) { return variant == VK_WQ_Q6K ? 16u : 32u; }
+static uint32_t group(int variant) { return variant == VK_WQ_Q6K || variant == VK_WQ_K8 ? 16u : 32u; }
 
 uint64_t vk_wquant_stride(int variant, uint64_t cols) {
     uint64_t g = group(variant), ng = (cols + g - 1) / g;
@@ -49,6 +63,8 @@ uint64_t vk_wquant_stride(int variant, uint64_t cols) {
     case VK_WQ_Q8: return ng + ng * 8;          /* 32 int8 codes: 8 words            */
     case VK_WQ_Q4: return ng + ng * 4;          /* 32 nibbles: 4 words               */
     case VK_WQ_Q4K: return 2 * ng + ng * 4;     /* scales, mins, nibbles             */
+    case VK_WQ_Q8M: return 2 * ng + ng * 8;     /* scales, mins, 32 int8             */
+    case VK_WQ_K8: return 2 * ng + ng * 4;      /* scales, mins, 16 int8             */
     default: return ng + ng * 2 + ng;           /* Q6_K: 16 nibbles, 16 x 2 bits     */
     }
 }
@@ -98,34 +114,65 @@ static const uint8_t *gguf_block(const facet_wtensor *W, int o, int b, uint8_t *
     return blk;
 }
 
-static void gguf_row(const facet_wtensor *W, int o, qrow *r) {
-    uint8_t tmp[256];
-    if (W->format == FACET_WF_GGUF_Q4_0 || W->format == FACET_WF_GGUF_Q8_0) {
-        int q8 = W->format == FACET_WF_GGUF_Q8_0;
-        for (int b = 0; b < W->cols / 32; b++) { /* f16 d, then 32 int8 or 16 bytes of nibbles */
-            const uint8_t *blk = gguf_block(W, o, b, tmp);
-            uint16_t h;
-            memcpy(&h, blk, 2);
-            r->s[b] = facet_f16_to_f32(h);
-            for (int i = 0; i < 32; i++)
-                r->c[b * 32 + i] = q8 ? blk[2 + i] : i < 16 ? blk[2 + i] & 15 : blk[2 + i - 16] >> 4;
+static float f16_at(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return facet_f16_to_f32(h);
+}
+
+/* The blocks of 32 (quant.h): f16 d, (Q4_1, Q5_1) f16 min, (Q5_*) 4 bytes of fifth bits
+ * (bit j of their little-endian word: element j's), then 32 int8 (Q8_0) or 16 bytes of
+ * nibbles (element j < 16 the low nibble of byte j, j >= 16 the high one of j - 16). */
+static void legacy_row(const facet_wtensor *W, int o, qrow *r) {
+    facet_wformat f = W->format;
+    int min = f == FACET_WF_GGUF_Q4_1 || f == FACET_WF_GGUF_Q5_1;
+    int five = f == FACET_WF_GGUF_Q5_0 || f == FACET_WF_GGUF_Q5_1;
+    uint8_t tmp[64];
+    for (int b = 0; b < W->cols / 32; b++) {
+        const uint8_t *blk = gguf_block(W, o, b, tmp), *qs = blk + 2 + 2 * min + 4 * five;
+        uint32_t qh = 0;
+        if (five) memcpy(&qh, blk + 2 + 2 * min, 4);
+        r->s[b] = f16_at(blk);
+        if (min) r->m[b] = -f16_at(blk + 2); /* w = d q + min = s c - m */
+        for (int i = 0; i < 32; i++) {
+            int q = f == FACET_WF_GGUF_Q8_0 ? (int8_t)qs[i] : i < 16 ? qs[i] & 15 : qs[i - 16] >> 4;
+            if (five) q |= (int)((qh >> i) & 1) << 4;
+            if (f == FACET_WF_GGUF_Q5_0) q -= 16;
+            if (f == FACET_WF_GGUF_IQ4_NL) q = facet_kvalues_iq4nl[q];
+            r->c[b * 32 + i] = (uint8_t)q; /* Q4_0: the nibble; the int8 variants: c's bits */
         }
-        return;
     }
-    int k4 = W->format == FACET_WF_GGUF_Q4_K;
+}
+
+/* The superblocks of 256 through their unpacked form (quant_k_internal.h). */
+static void ktype_row(const facet_wtensor *W, int o, qrow *r) {
+    facet_wformat f = W->format;
+    kq_unpack_fn unpack = f == FACET_WF_GGUF_Q2_K   ? facet_kq_unpack_q2_K
+                          : f == FACET_WF_GGUF_Q3_K ? facet_kq_unpack_q3_K
+                          : f == FACET_WF_GGUF_Q4_K ? facet_kq_unpack_q4_K
+                          : f == FACET_WF_GGUF_Q5_K ? facet_kq_unpack_q5_K
+                          : f == FACET_WF_GGUF_Q6_K ? facet_kq_unpack_q6_K
+                                                    : facet_kq_unpack_iq4_xs;
+    int k4 = f == FACET_WF_GGUF_Q4_K, k6 = f == FACET_WF_GGUF_Q6_K;
+    uint8_t tmp[256];
     for (int b = 0; b < W->cols / 256; b++) {
         kq_sb u;
-        const uint8_t *blk = gguf_block(W, o, b, tmp);
-        if (k4) facet_kq_unpack_q4_K(blk, &u);
-        else facet_kq_unpack_q6_K(blk, &u);
+        unpack(gguf_block(W, o, b, tmp), &u);
         for (int g = 0; g < 16; g++) { /* Q4_K: sub-block j's scale is groups 2j and 2j + 1's */
             if (k4 && g % 2) continue;
             int at = b * (k4 ? 8 : 16) + (k4 ? g / 2 : g);
             r->s[at] = u.d * (float)u.sc[g];
-            if (k4) r->m[at] = u.dmin * (float)u.m[g];
+            if (!k6) r->m[at] = u.dmin * (float)u.m[g];
         }
-        for (int i = 0; i < 256; i++) r->c[b * 256 + i] = (uint8_t)(u.q[i] + (k4 ? 0 : 32));
+        for (int i = 0; i < 256; i++) r->c[b * 256 + i] = (uint8_t)(u.q[i] + (k6 ? 32 : 0));
     }
+}
+
+static void gguf_row(const facet_wtensor *W, int o, qrow *r) {
+    if (facet_qtype_traits_of((facet_qtype)facet_wformat_qtype(W->format))->block == 256)
+        ktype_row(W, o, r);
+    else
+        legacy_row(W, o, r);
 }
 
 void vk_wquant_row(const facet_wtensor *W, int variant, int o, uint32_t *out, float *scratch) {
@@ -136,12 +183,12 @@ void vk_wquant_row(const facet_wtensor *W, int variant, int o, uint32_t *out, fl
     else panel_row(W, o, &r);
     memcpy(out, r.s, ng * sizeof(float));
     uint32_t *codes = out + ng;
-    if (variant == VK_WQ_Q4K) {
+    if (variant == VK_WQ_Q4K || variant == VK_WQ_Q8M || variant == VK_WQ_K8) {
         memcpy(codes, r.m, ng * sizeof(float));
         codes += ng;
     }
     size_t n = (size_t)ng * G;
-    if (variant == VK_WQ_Q8) {
+    if (variant == VK_WQ_Q8 || variant == VK_WQ_Q8M || variant == VK_WQ_K8) {
         memset(codes, 0, n);
         for (size_t k = 0; k < n; k++) codes[k / 4] |= (uint32_t)r.c[k] << (8 * (k % 4));
         return;

@@ -1,20 +1,21 @@
 // weights.glsl — reading a weight matrix stored as the Vulkan backend uploads it
 // (vk_weights.c, vk_wquant.c): row o at word o * wstride; WFMT (specialization constant
 // 0, vk_internal.h vk_wvariant) 0 float32 (one word per element), 1 bfloat16 and 2 IEEE
-// half (two per word, element 2k in the low half); 3..6 quantized: per group of G
-// elements a float32 scale s (and for Q4_K a min m) first, then the codes c,
+// half (two per word, element 2k in the low half); 3..8 quantized: per group of G
+// elements a float32 scale s (and for 5, 7, 8 a min m) first, then the codes c,
 // w = s * c - m. Exact: bf16 is the high half of a float32, unpackHalf2x16 exact, and
-// s * c exact in float32 (Q4_K's one rounding is the CPU dequantizer's). The quantized
-// rows' group count comes from p.K (the push constants of the including shader).
+// s * c exact in float32 (the one rounding of - m is the CPU dequantizer's). The
+// quantized rows' group count comes from p.K (the push constants of the including shader).
 layout(constant_id = 0) const int WFMT = 0;
 
-const uint QG = WFMT == 6 ? 16u : 32u; // elements per scale
-const uint QMIN = WFMT == 5 ? 1u : 0u; // a min array after the scales
+const uint QG = WFMT == 6 || WFMT == 8 ? 16u : 32u;             // elements per scale
+const uint QMIN = WFMT == 5 || WFMT == 7 || WFMT == 8 ? 1u : 0u; // mins after the scales
 
-// element k's code: 3 int8 (four per word), 4 nibble - 8, 5 nibble, 6 (low nibble | two
-// high bits << 4) - 32; codes start at word cb, ng groups a row
+// element k's code: 3, 7, 8 int8 (four per word), 4 nibble - 8, 5 nibble, 6 (low nibble |
+// two high bits << 4) - 32; codes start at word cb, ng groups a row
 float qcode(uint cb, uint ng, uint k) {
-    if (WFMT == 3) return float(bitfieldExtract(int(W[cb + (k >> 2)]), int((k & 3u) * 8u), 8));
+    if (WFMT == 3 || WFMT == 7 || WFMT == 8)
+        return float(bitfieldExtract(int(W[cb + (k >> 2)]), int((k & 3u) * 8u), 8));
     uint q = (W[cb + (k >> 3)] >> ((k & 7u) * 4u)) & 15u;
     if (WFMT == 4) return float(int(q) - 8);
     if (WFMT == 5) return float(q);
