@@ -6,8 +6,8 @@
  * address is not mistaken for it). Stored row-major, row o at word o * wstride: float32 as
  * is (wstride = cols), bf16 and f16 two per 32-bit word, element 2k in the low half
  * (wstride = ceil(cols / 2)) — the values of the host tensor exactly (read back through
- * facet_wtensor_row, so any host packing is undone); the int8, q4 and GGUF Q4_0 / Q8_0 /
- * Q4_K / Q6_K blocks as codes and scales (vk_wquant.c), again the host's values exactly.
+ * facet_wtensor_row, so any host packing is undone); int8, q4 and the GGUF block types
+ * as codes and scales (vk_wquant.c), again the host's values exactly.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,12 +1,12 @@
 /*
  * vk_wquant.c — the device layout of the quantized weight formats (the matmul shaders'
- * WFMT 3..6, read by shaders/weights.glsl): which variant a format runs as, the words of
+ * WFMT 3..8, read by shaders/weights.glsl): which variant a format runs as, the words of
  * one row, and a row of the host tensor written in that layout.
  *
  * Every variant is w = s[g] * c - m[g] for element k of group g = k / G of its row: a
- * float32 scale s (and min m, Q4_K only) per group, small integer codes c. Row o starts
- * at word o * stride and holds, with ng = ceil(cols / G):
- *   ng float32 scales; (Q4_K) ng float32 mins; then the codes, zero past cols:
+ * float32 scale s (and min m: Q4_K, Q8M, K8) per group, small integer codes c. Row o
+ * starts at word o * stride and holds, with ng = ceil(cols / G):
+ *   ng float32 scales; (Q4_K, Q8M, K8) ng float32 mins; then the codes, zero past cols:
  *   VK_WQ_Q8  (G 32): c an int8, four per word, element k in byte k % 4 of word k / 4
  *                     (facet's int8 panels, GGUF Q8_0);            w = s * c
  *   VK_WQ_Q4  (G 32): q a nibble, eight per word, element k at bits 4 (k % 8) of word
