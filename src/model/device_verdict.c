@@ -66,8 +66,6 @@ static void attention(const facet_facts *f, const facet_device_limits *l, const 
 /* The largest weight matrix of the checkpoint (one storage binding each). */
 static void matrices(const facet_facts *f, facet_weight_format w, const facet_device_limits *l,
                      const vk_needs *n, facet_verdict *v) {
-    if (w != FACET_WEIGHTS_F32 && w != FACET_WEIGHTS_BF16 && w != FACET_WEIGHTS_F16)
-        return; /* no shader reads the others: refused by name (engine/model.c, plan) */
     uint64_t H = (uint64_t)(f->hidden_size > 0 ? f->hidden_size : 0);
     uint64_t q = (uint64_t)(f->num_attention_heads * f->head_dim);
     uint64_t kv = (uint64_t)(f->num_key_value_heads * f->head_dim);

@@ -5,10 +5,15 @@
 #include "backend/vulkan/needs/vk_needs.h"
 
 /* vk_weights.c: float32 one word per element; bf16 and f16 two per 32-bit word, a row
- * padded to a whole word. Formats no shader reads count as float32 (never asked: they
- * are refused by name first). */
+ * padded to a whole word. The quantized formats in vk_wquant.c's rows, per 32 inputs
+ * (padded): int8 9 words (a scale, 32 int8 codes); q4 counted as 9 too, the widest of
+ * what it loads (q4 5 words, its output projection Q6_K 8 or int8 9); a GGUF file's own
+ * blocks as 12, the widest layout (the K types' int8 codes with a scale and a min per
+ * 16), since the file's types are not known here. */
 static uint64_t matrix_bytes(facet_weight_format f, uint64_t rows, uint64_t cols) {
     if (f == FACET_WEIGHTS_BF16 || f == FACET_WEIGHTS_F16) return rows * ((cols + 1) / 2) * 4;
+    if (f == FACET_WEIGHTS_INT8 || f == FACET_WEIGHTS_Q4 || f == FACET_WEIGHTS_GGUF)
+        return rows * ((cols + 31) / 32) * (f == FACET_WEIGHTS_GGUF ? 12 : 9) * 4;
     return rows * cols * 4;
 }
 
@@ -19,7 +24,7 @@ const vk_needs vk_needs_current = {
     .attention_shared_bytes = vk_attention_shared_bytes,
     .matrix_bytes = matrix_bytes,
     /* weights.glsl unpacks bf16 and f16 from 32-bit words with integer shifts and
-     * unpackHalf2x16, and accumulates in float32: no 16-bit or 8-bit feature is used.
-     * int8 and q4 have no shader yet (model.c refuses them by name). */
+     * unpackHalf2x16, the quantized codes with shifts and bitfieldExtract, and
+     * accumulates in float32: no 16-bit or 8-bit feature is used. */
     .weight_features = {0},
 };

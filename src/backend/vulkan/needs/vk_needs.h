@@ -24,7 +24,8 @@ typedef struct vk_needs {
     /* the attention kernels' shared memory in bytes for a head of head_dim elements */
     uint64_t (*attention_shared_bytes)(int64_t head_dim);
     /* bytes of a [rows][cols] weight matrix in one storage binding (vk_weights.c's
-     * layout of that format), which must fit maxStorageBufferRange */
+     * layout of that format; int8, q4 and GGUF blocks: vk_wquant.c's widest layout the
+     * format loads), which must fit maxStorageBufferRange */
     uint64_t (*matrix_bytes)(facet_weight_format f, uint64_t rows, uint64_t cols);
     /* the device features (FACET_DEV_* bits) that the matmul kernels of each run-time
      * weight format use, indexed by facet_weight_format */
