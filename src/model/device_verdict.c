@@ -75,21 +75,26 @@ static void matrices(const facet_facts *f, facet_weight_format w, const facet_de
         {"q_proj", q, H}, {"o_proj", H, q}, {"k_proj", kv, H},
         {"gate_proj", I, H}, {"down_proj", H, I},
     };
+    /* a matrix is split by rows into parts of what one binding reaches (vk_weights.c,
+     * VK_MAX_WEIGHT_PARTS of them at most): the one needing the most parts decides */
     size_t best = 0;
-    uint64_t best_bytes = 0;
+    uint64_t best_parts = 0, range = l->max_storage_range;
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-        uint64_t b = n->matrix_bytes(w, m[i].rows, m[i].cols);
-        if (b > best_bytes) best = i, best_bytes = b;
+        if (!m[i].rows) continue;
+        uint64_t row = n->matrix_bytes(w, 1, m[i].cols), per = row ? range / row : 0;
+        uint64_t parts = per ? (m[i].rows + per - 1) / per : UINT64_MAX;
+        if (parts > best_parts) best = i, best_parts = parts;
     }
-    if (best_bytes <= l->max_storage_range) return;
+    if (best_parts <= VK_NEEDS_MAX_WEIGHT_PARTS) return;
+    uint64_t bytes = n->matrix_bytes(w, m[best].rows, m[best].cols);
     char val[96], sup[512];
     snprintf(val, sizeof val, "%s [%llu][%llu] %s, %llu bytes", m[best].name,
              (unsigned long long)m[best].rows, (unsigned long long)m[best].cols,
-             facet_weight_format_name(w), (unsigned long long)best_bytes);
+             facet_weight_format_name(w), (unsigned long long)bytes);
     snprintf(sup, sizeof sup,
-             "<= %llu bytes per matrix on %s (maxStorageBufferRange: one binding holds a "
-             "whole matrix; split matrices are not built yet)",
-             (unsigned long long)l->max_storage_range, l->name);
+             "<= %d bindings of %llu bytes per matrix on %s (maxStorageBufferRange; a matrix "
+             "is split by rows into at most %d buffers)", VK_NEEDS_MAX_WEIGHT_PARTS,
+             (unsigned long long)range, l->name, VK_NEEDS_MAX_WEIGHT_PARTS);
     facet_verdict_refuse(v, "weight matrix", val, sup);
 }
 

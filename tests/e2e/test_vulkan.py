@@ -126,6 +126,34 @@ def test_one_submission_per_forward(facet_bin):
     assert "device_submissions" not in json.loads(p.stdout)["timings"]  # the CPU has none
 
 
+def test_weights_split_past_the_storage_range(monkeypatch, facet_bin, make_checkpoint,
+                                              facet_generate):
+    """One storage binding reaches maxStorageBufferRange bytes (lavapipe: 128 MiB, less
+    than a 150k-vocabulary lm_head): a larger weight is split by rows into up to 16
+    buffers, a dispatch each. FACET_VK_MAX_STORAGE_RANGE lowers the limit so small
+    checkpoints split: the bundled model's lm_head in 8 parts still gives the published
+    ids; a shrunk Llama whose largest matrices take ~10 parts matches the CPU exact path;
+    a limit needing more than 16 parts is refused before loading, naming the matrix."""
+    g = EXPECTED["greedy_from_bos"]
+    monkeypatch.setenv("FACET_VK_MAX_STORAGE_RANGE", "16384")  # lm_head 512 x 64 f32: 8 parts
+    p = run(facet_bin, "run", "--backend", "vulkan", "--json", "-n", 24)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["generated_ids"] == g["generated_ids"][:24]
+    path = make_checkpoint(CASES["llama"][0], shrink={})
+    cfg = json.loads((pathlib.Path(path) / "config.json").read_text())
+    # the largest matrix: lm_head (vocab x hidden) or gate/up/down (intermediate x hidden)
+    big = max(cfg["vocab_size"], cfg["intermediate_size"]) * cfg["hidden_size"] * 4
+    monkeypatch.setenv("FACET_VK_MAX_STORAGE_RANGE", str(big // 10 + 1024))
+    prompt = [int(x) for x in np.random.default_rng(7).integers(3, cfg["vocab_size"], N_PROMPT)]
+    cpu = facet_generate(path, prompt, N_GEN, extra=["--weights", "f32"] + EXACT)
+    vk = facet_generate(path, prompt, N_GEN, extra=["--weights", "f32", "--backend", "vulkan"] + EXACT)
+    assert compare_runs(cpu, vk) >= N_PROMPT
+    monkeypatch.setenv("FACET_VK_MAX_STORAGE_RANGE", str(big // 40))
+    p = run(facet_bin, "conform", path, "--backend", "vulkan")
+    assert "REFUSED: weight matrix=" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert "split by rows into at most 16 buffers" in p.stdout + p.stderr
+
+
 def compare_runs(cpu, vk):
     """Greedy ids equal up to the first position whose CPU top-2 margin is under MARGIN
     (after it the runs may rightly part); logits within TOL over the rows compared."""

@@ -117,33 +117,37 @@ static void test_head_dim_past_shared_memory(void **state) {
 static void test_weight_past_storage_range(void **state) {
     (void)state;
     facet_device_limits l = h200();
-    l.max_storage_range = 134217728; /* lavapipe's */
+    /* a matrix is split by rows into at most 16 bindings of maxStorageBufferRange:
+     * lavapipe's 128 MiB holds Llama-3.2-1B's f32 lm_head (1 GB) in 8 parts */
+    l.max_storage_range = 134217728;
     facet_weight_format w = FACET_WEIGHTS_F32;
+    judge(llama_1b(), &w, &l, NULL, &v, note);
+    assert_int_equal(v.n_refusals, 0);
+    /* 32 MiB: 4096 rows of 8 KiB a part, 32 parts for 128256 rows */
+    l.max_storage_range = 1u << 25;
     judge(llama_1b(), &w, &l, NULL, &v, note);
     assert_int_equal(v.n_refusals, 1);
     assert_string_equal(v.refusals[0].fact, "weight matrix");
-    /* 128256 x 2048 x 4 bytes */
     assert_string_equal(v.refusals[0].value, "lm_head [128256][2048] f32, 1050673152 bytes");
     assert_non_null(strstr(v.refusals[0].supported,
-                           "<= 134217728 bytes per matrix on Fake H200 (maxStorageBufferRange"));
-    /* bf16 halves it: 525336576 bytes, still past; with a 1 GiB range it fits */
+                           "<= 16 bindings of 33554432 bytes per matrix on Fake H200"));
+    /* bf16 halves the rows: 8192 a part, 16 parts, served */
     w = FACET_WEIGHTS_BF16;
     judge(llama_1b(), &w, &l, NULL, &v, note);
-    assert_string_equal(v.refusals[0].value, "lm_head [128256][2048] bf16, 525336576 bytes");
-    l.max_storage_range = 1ull << 30;
-    judge(llama_1b(), &w, &l, NULL, &v, note);
     assert_int_equal(v.n_refusals, 0);
-    /* the largest matrix is named: a wide FFN over a small vocabulary */
+    /* the matrix needing the most parts is named: a wide FFN over a small vocabulary,
+     * down_proj's rows of 50001 words 5 a part (410 parts), gate_proj's 256 (391) */
     facet_facts *f = (facet_facts *)llama_1b();
     f->vocab_size = 512;
-    f->intermediate_size = 100001; /* odd columns of down_proj: rows x 50001 words, more
-                                      than gate_proj's 100001 x 1024 */
-    l.max_storage_range = 1000;
+    f->intermediate_size = 100001;
+    l.max_storage_range = 1u << 20;
     judge(f, &w, &l, NULL, &v, note);
     assert_string_equal(v.refusals[0].value, "down_proj [2048][100001] bf16, 409608192 bytes");
-    f->hidden_size = 3; /* down_proj [3][100001]: 3 x 50001 x 4 < gate_proj's 100001 x 2 x 4 */
+    /* a row past one binding cannot be split at all */
+    l.max_storage_range = 100000;
     judge(f, &w, &l, NULL, &v, note);
-    assert_string_equal(v.refusals[0].value, "gate_proj [100001][3] bf16, 800008 bytes");
+    assert_int_equal(v.n_refusals, 1);
+    assert_string_equal(v.refusals[0].value, "down_proj [2048][100001] bf16, 409608192 bytes");
 }
 
 static void test_workgroup_and_matmul_tiles(void **state) {

@@ -149,6 +149,17 @@ facet_status vk_ctx_create(vk_ctx *c, int device_index, facet_error *err) {
     c->align = props.limits.minStorageBufferOffsetAlignment ? props.limits.minStorageBufferOffsetAlignment : 16;
     if (c->align < 16) c->align = 16;
     c->max_range = props.limits.maxStorageBufferRange;
+    /* FACET_VK_MAX_STORAGE_RANGE=BYTES lowers it (never raises it): a small device's
+     * limit on a large one, so the weight splitting of vk_weights.c is tested anywhere */
+    const char *cap = getenv("FACET_VK_MAX_STORAGE_RANGE");
+    if (cap && *cap) {
+        char *end;
+        unsigned long long v = strtoull(cap, &end, 10);
+        if (*end == '\0' && v >= 1024 && v < c->max_range) {
+            c->max_range = (VkDeviceSize)v;
+            props.limits.maxStorageBufferRange = (uint32_t)v;
+        }
+    }
     for (int i = 0; i < 3; i++) c->max_groups[i] = props.limits.maxComputeWorkGroupCount[i];
     c->max_shared = props.limits.maxComputeSharedMemorySize;
     /* what the kernels need of these is judged against the checkpoint before loading

@@ -6,8 +6,13 @@
 #define FACET_BACKEND_VK_INTERNAL_H
 
 #include "backend/backend.h"
+#include "backend/vulkan/needs/vk_needs.h"
 #include "backend/vulkan/vk.h"
 #include "kernels/cpu/kernels.h"
+
+/* Buffers a weight matrix may be split into (rows per part: what one binding reaches);
+ * the device judge's VK_NEEDS_MAX_WEIGHT_PARTS. */
+#define VK_MAX_WEIGHT_PARTS VK_NEEDS_MAX_WEIGHT_PARTS
 
 /* One weight matrix on the device (vk_weights.c's layout). */
 typedef struct vk_weight {
@@ -15,7 +20,11 @@ typedef struct vk_weight {
     const void *data;              /* its data, shape and format then (all must match) */
     int rows, cols;
     facet_wformat format;
-    vk_buf buf;
+    /* the rows in parts of rows_per_part (the last may hold fewer), a buffer each: one
+     * storage binding reaches maxStorageBufferRange bytes, so a larger matrix (a big
+     * vocabulary's lm_head on lavapipe's 128 MiB) is split by rows */
+    vk_buf part[VK_MAX_WEIGHT_PARTS];
+    int n_parts, rows_per_part;
     uint32_t wstride;              /* 32-bit words per row                             */
     int variant;                   /* the matmul shaders' WFMT (vk_wvariant)           */
 } vk_weight;

@@ -15,24 +15,34 @@
 /* ---- matmul ---- */
 
 typedef struct {
-    uint32_t N, K, M, has_bias, wstride;
+    uint32_t N, K, M, has_bias, wstride, obase, ld;
 } mm_push;
 
+/* Y (n_rows, W->rows) = X W^T (+ bias): a dispatch per part of the weight's rows (one
+ * binding each), part k writing outputs obase .. obase + N - 1 of each row of Y. */
 static facet_status record_matmul(vk_ctx *c, vk_range y, vk_range x, const vk_weight *w,
                                   const facet_wtensor *W, vk_range bias, int has_bias,
                                   int n_rows, facet_error *err) {
-    mm_push p = {(uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n_rows, (uint32_t)has_bias,
-                 w->wstride};
-    vk_range wr = {w->buf.buf, 0, w->buf.size};
-    vk_range b[4] = {x, wr, bias, y};
-    if (n_rows <= MATVEC_ROWS) {
-        uint32_t gx = (uint32_t)W->rows < c->max_groups[0] ? (uint32_t)W->rows : c->max_groups[0];
-        uint32_t gz = ((uint32_t)W->rows + gx - 1) / gx;
-        return vk_dispatch(c, VK_SH_MATVEC, w->variant, b, 4, &p, sizeof p, gx, (uint32_t)n_rows,
-                           gz, err);
+    facet_status st = FACET_OK;
+    for (int k = 0; k < w->n_parts && st == FACET_OK; k++) {
+        uint32_t obase = (uint32_t)k * (uint32_t)w->rows_per_part;
+        uint32_t N = (uint32_t)W->rows - obase < (uint32_t)w->rows_per_part
+                         ? (uint32_t)W->rows - obase : (uint32_t)w->rows_per_part;
+        mm_push p = {N, (uint32_t)W->cols, (uint32_t)n_rows, (uint32_t)has_bias, w->wstride,
+                     obase, (uint32_t)W->rows};
+        vk_range wr = {w->part[k].buf, 0, w->part[k].size};
+        vk_range b[4] = {x, wr, bias, y};
+        if (n_rows <= MATVEC_ROWS) {
+            uint32_t gx = N < c->max_groups[0] ? N : c->max_groups[0];
+            uint32_t gz = (N + gx - 1) / gx;
+            st = vk_dispatch(c, VK_SH_MATVEC, w->variant, b, 4, &p, sizeof p, gx,
+                             (uint32_t)n_rows, gz, err);
+        } else {
+            st = vk_dispatch(c, VK_SH_MATMUL_TILED, w->variant, b, 4, &p, sizeof p,
+                             (N + 15) / 16, ((uint32_t)n_rows + 15) / 16, 1, err);
+        }
     }
-    return vk_dispatch(c, VK_SH_MATMUL_TILED, w->variant, b, 4, &p, sizeof p,
-                       ((uint32_t)W->rows + 15) / 16, ((uint32_t)n_rows + 15) / 16, 1, err);
+    return st;
 }
 
 void vk_matmul_multi(facet_backend *be, int n_mats, float *const *Y, const float *X,

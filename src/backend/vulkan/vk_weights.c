@@ -8,6 +8,8 @@
  * (wstride = ceil(cols / 2)) — the values of the host tensor exactly (read back through
  * facet_wtensor_row, so any host packing is undone); int8, q4 and the GGUF block types
  * as codes and scales (vk_wquant.c), again the host's values exactly.
+ * A matrix past maxStorageBufferRange is split by rows into parts, a buffer each (one
+ * binding reaches the range), which record_matmul dispatches one by one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +43,8 @@ facet_status facet_device_open(const char *backend, int index, facet_device **ou
 
 void facet_device_free(facet_device *d) {
     if (!d) return;
-    for (size_t i = 0; i < d->n_w; i++) vk_buf_destroy(&d->c, &d->w[i].buf);
+    for (size_t i = 0; i < d->n_w; i++)
+        for (int k = 0; k < d->w[i].n_parts; k++) vk_buf_destroy(&d->c, &d->w[i].part[k]);
     free(d->w);
     vk_kv_free_all(d);
     vk_ctx_destroy(&d->c);
@@ -90,26 +93,35 @@ facet_status vk_weight_get(facet_device *d, const facet_wtensor *W, const vk_wei
                       : variant <= VK_WF_F16 ? (uint64_t)(W->cols + 1) / 2
                                              : vk_wquant_stride(variant, (uint64_t)W->cols);
     w->wstride = (uint32_t)stride;
-    uint64_t bytes = (uint64_t)W->rows * stride * 4;
-    if (bytes > (uint64_t)d->c.max_range) /* one binding must hold the whole matrix */
+    uint64_t row_bytes = stride * 4, per = (uint64_t)d->c.max_range / row_bytes;
+    if (per > (uint64_t)W->rows) per = (uint64_t)W->rows;
+    uint64_t parts = per ? ((uint64_t)W->rows + per - 1) / per : 0;
+    if (per == 0 || parts > VK_MAX_WEIGHT_PARTS) /* one binding per part */
         return facet_err(err, FACET_E_UNSUPPORTED,
-                         "vulkan: a [%d][%d] %s weight is %llu bytes, more than %s's "
-                         "maxStorageBufferRange (%llu bytes); a matrix split across "
-                         "bindings is not built yet", W->rows, W->cols,
-                         facet_wformat_name(W->format), (unsigned long long)bytes,
+                         "vulkan: a [%d][%d] %s weight is %llu bytes, more than %d bindings of "
+                         "%s's maxStorageBufferRange (%llu bytes) hold", W->rows, W->cols,
+                         facet_wformat_name(W->format),
+                         (unsigned long long)((uint64_t)W->rows * row_bytes), VK_MAX_WEIGHT_PARTS,
                          d->c.device_name, (unsigned long long)d->c.max_range);
+    w->rows_per_part = (int)per;
     size_t row_floats = variant <= VK_WF_F16 ? (size_t)W->cols
                                              : vk_wquant_scratch_floats(variant, W->cols);
     float *row = malloc(row_floats * sizeof(float));
     if (!row) return facet_err(err, FACET_E_NOMEM, "vulkan weight upload row");
-    facet_status st = vk_buf_create(&d->c, (VkDeviceSize)bytes, &w->buf, err);
-    if (st != FACET_OK) {
-        free(row);
-        return st;
+    for (w->n_parts = 0; w->n_parts < (int)parts; w->n_parts++) {
+        uint64_t o0 = (uint64_t)w->n_parts * per;
+        uint64_t n = (uint64_t)W->rows - o0 < per ? (uint64_t)W->rows - o0 : per;
+        facet_status st = vk_buf_create(&d->c, (VkDeviceSize)(n * row_bytes), &w->part[w->n_parts],
+                                        err);
+        if (st != FACET_OK) {
+            for (int k = 0; k < w->n_parts; k++) vk_buf_destroy(&d->c, &w->part[k]);
+            free(row);
+            return st;
+        }
     }
-    uint32_t *dst = w->buf.map;
     for (int o = 0; o < W->rows; o++) {
-        uint32_t *out_row = dst + (size_t)o * w->wstride;
+        uint32_t *out_row = (uint32_t *)w->part[o / w->rows_per_part].map +
+                            (size_t)(o % w->rows_per_part) * w->wstride;
         if (variant > VK_WF_F16) {
             vk_wquant_row(W, variant, o, out_row, row);
             continue;
@@ -129,7 +141,7 @@ facet_status vk_weight_get(facet_device *d, const facet_wtensor *W, const vk_wei
     }
     free(row);
     d->n_w++;
-    d->weight_bytes += w->buf.size;
+    for (int k = 0; k < w->n_parts; k++) d->weight_bytes += w->part[k].size;
     *out = w;
     return FACET_OK;
 }

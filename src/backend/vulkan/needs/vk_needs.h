@@ -15,6 +15,9 @@
 
 #include "facet.h"
 
+/* The buffers one weight matrix may be split into (vk_internal.h VK_MAX_WEIGHT_PARTS). */
+#define VK_NEEDS_MAX_WEIGHT_PARTS 16
+
 typedef struct vk_needs {
     /* the largest workgroup a shader declares: matmul_tiled.comp's 16 x 16 = 256
      * invocations; matvec, rmsnorm and attention are 64 x 1 */
@@ -23,9 +26,9 @@ typedef struct vk_needs {
     uint32_t matmul_shared_bytes;  /* matmul_tiled.comp's two staged tiles (bytes)       */
     /* the attention kernels' shared memory in bytes for a head of head_dim elements */
     uint64_t (*attention_shared_bytes)(int64_t head_dim);
-    /* bytes of a [rows][cols] weight matrix in one storage binding (vk_weights.c's
-     * layout of that format; int8, q4 and GGUF blocks: vk_wquant.c's widest layout the
-     * format loads), which must fit maxStorageBufferRange */
+    /* bytes of a [rows][cols] weight matrix (vk_weights.c's layout of that format; int8,
+     * q4 and GGUF blocks: vk_wquant.c's widest layout the format loads); a matrix is split
+     * by rows into at most VK_NEEDS_MAX_WEIGHT_PARTS bindings of maxStorageBufferRange */
     uint64_t (*matrix_bytes)(facet_weight_format f, uint64_t rows, uint64_t cols);
     /* the device features (FACET_DEV_* bits) that the matmul kernels of each run-time
      * weight format use, indexed by facet_weight_format */

@@ -11,6 +11,7 @@ layout(std430, binding = 2) readonly buffer BB { float B[]; };
 layout(std430, binding = 3) writeonly buffer YB { float Y[]; };
 layout(push_constant) uniform P {
     uint N, K, M, has_bias, wstride;
+    uint obase, ld; // this part's first output and Y's row length (a weight split by rows)
 } p;
 #include "weights.glsl"
 
@@ -31,5 +32,6 @@ void main() {
         barrier();
     }
     uint r = r0 + ty, o = o0 + tx;
-    if (r < p.M && o < p.N) Y[r * p.N + o] = acc + (p.has_bias != 0u ? B[o] : 0.0);
+    if (r < p.M && o < p.N)
+        Y[r * p.ld + p.obase + o] = acc + (p.has_bias != 0u ? B[p.obase + o] : 0.0);
 }

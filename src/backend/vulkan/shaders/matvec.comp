@@ -10,6 +10,7 @@ layout(std430, binding = 2) readonly buffer BB { float B[]; };
 layout(std430, binding = 3) writeonly buffer YB { float Y[]; };
 layout(push_constant) uniform P {
     uint N, K, M, has_bias, wstride;
+    uint obase, ld; // this part's first output and Y's row length (a weight split by rows)
 } p;
 #include "weights.glsl"
 
@@ -35,5 +36,6 @@ void main() {
         if (t < s) part[t] += part[t + s];
         barrier();
     }
-    if (t == 0u) Y[r * p.N + o] = part[0] + (p.has_bias != 0u ? B[o] : 0.0);
+    if (t == 0u)
+        Y[r * p.ld + p.obase + o] = part[0] + (p.has_bias != 0u ? B[p.obase + o] : 0.0);
 }
