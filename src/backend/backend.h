@@ -121,6 +121,16 @@ typedef struct facet_backend_ops {
     void (*layernorm)(const facet_backend *be, float *y, const float *x, const float *w,
                       const float *b, int n, double eps);
     void (*act)(const facet_backend *be, float *x, int n, int act);
+    /* M contiguous rows of n: bit for bit M layernorm / act calls (a chunk's rows) */
+    void (*layernorm_rows)(const facet_backend *be, float *y, const float *x, const float *w,
+                           const float *b, int n, int M, double eps);
+    void (*act_rows)(const facet_backend *be, float *x, int n, int M, int act);
+    /* RoPE on pairs (2i, 2i+1) of the first rot dims (GPT-J's rotate_every_two; kernels.h
+     * facet_rope_pairs_apply) of M rows of n_heads heads, row r with cos, sin + r * rot/2 */
+    void (*rope_pairs_rows)(const facet_backend *be, float *x, int M, int n_heads,
+                            int head_dim, int rot, const float *cos, const float *sin);
+    /* y = x, n floats (the parallel residual's normed input; y and x do not overlap) */
+    void (*copy)(const facet_backend *be, float *y, const float *x, size_t n);
     void (*kv_round)(const facet_backend *be, float *x, facet_kv_type t, int n);
 
     /* what runs, for `facet plan` and the bench: the matmul kernel of a weight format

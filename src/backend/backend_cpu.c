@@ -324,6 +324,32 @@ static void cpu_act(const facet_backend *be, float *x, int n, int act) {
     facet_act_row(x, n, act);
 }
 
+static void cpu_layernorm_rows(const facet_backend *be, float *y, const float *x,
+                               const float *w, const float *b, int n, int M, double eps) {
+    (void)be;
+    for (int m = 0; m < M; m++)
+        facet_layernorm(y + (size_t)m * n, x + (size_t)m * n, w, b, n, eps);
+}
+
+static void cpu_act_rows(const facet_backend *be, float *x, int n, int M, int act) {
+    (void)be;
+    for (int m = 0; m < M; m++) facet_act_row(x + (size_t)m * n, n, act);
+}
+
+static void cpu_rope_pairs_rows(const facet_backend *be, float *x, int M, int n_heads,
+                                int head_dim, int rot, const float *cos, const float *sin) {
+    (void)be;
+    size_t row = (size_t)n_heads * (size_t)head_dim, half = (size_t)rot / 2;
+    for (int m = 0; m < M; m++)
+        facet_rope_pairs_apply(x + (size_t)m * row, n_heads, head_dim, rot,
+                               cos + (size_t)m * half, sin + (size_t)m * half);
+}
+
+static void cpu_copy(const facet_backend *be, float *y, const float *x, size_t n) {
+    (void)be;
+    memcpy(y, x, sizeof(float) * n);
+}
+
 static void cpu_kv_round(const facet_backend *be, float *x, facet_kv_type t, int n) {
     facet_kv_round_at(ccpu(be)->k.level, x, t, n);
 }
@@ -402,6 +428,10 @@ static const facet_backend_ops cpu_ops = {
     .gated_act_rows = cpu_gated_act_rows,
     .layernorm = cpu_layernorm,
     .act = cpu_act,
+    .layernorm_rows = cpu_layernorm_rows,
+    .act_rows = cpu_act_rows,
+    .rope_pairs_rows = cpu_rope_pairs_rows,
+    .copy = cpu_copy,
     .kv_round = cpu_kv_round,
     .matmul_kernel = cpu_matmul_kernel,
     .matmul_kernel_best = cpu_matmul_kernel_best,

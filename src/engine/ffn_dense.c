@@ -41,12 +41,12 @@ static void down_mult_row(facet_session *s, int l, int r) {
     for (size_t i = 0; i < H; i++) s->xn[r * H + i] *= m;
 }
 
-/* up = act(up) over one row (an ungated MLP). */
-static void ungated_row(facet_session *s, int l, int r) {
+/* up = act(up) over rows [r0, r1) (an ungated MLP), one operation. */
+static void ungated_rows(facet_session *s, int l, int r0, int r1) {
     (void)l;
     const facet_facts *f = &s->model->facts;
     size_t I = (size_t)f->intermediate_size;
-    s->be->ops->act(s->be, s->up + r * I, (int)I, (int)f->act);
+    s->be->ops->act_rows(s->be, s->up + (size_t)r0 * I, (int)I, r1 - r0, (int)f->act);
 }
 
 /* The activation of an ungated MLP over rows [0, n) of s->up when the rows are fewer
@@ -74,7 +74,7 @@ static void ungated_act(facet_session *s, int l, int n) {
     int threads = be->ops->threads(be);
     size_t I = (size_t)s->model->facts.intermediate_size;
     if (threads <= 1 || n >= 2 * threads || I < 1024) {
-        facet_for_rows(s, l, n, ungated_row);
+        facet_for_row_ranges(s, l, n, ungated_rows);
         return;
     }
     /* ranges of a multiple of 16 elements, one a thread per row */

@@ -90,9 +90,10 @@ static facet_status forward_layers(facet_session *s, const int32_t *tokens,
             facet_wtensor_row(&m->w.pos_embed, s->pos[r], p);
             for (int i = 0; i < H; i++) x[i] += p[i];
         }
-        if (f->embed_norm) /* BLOOM: word_embeddings_layernorm */
-            facet_norm_row_bias(s, x, x, m->w.embed_norm, m->w.embed_norm_bias);
     }
+    if (f->embed_norm && !m->stage_inner) /* BLOOM: word_embeddings_layernorm, every row */
+        s->be->ops->layernorm_rows(s->be, s->x, s->x, m->w.embed_norm, m->w.embed_norm_bias, H,
+                                   n, f->rms_norm_eps);
     /* rotary tables for each entry's position */
     for (int r = 0; r < n; r++) {
         const float *inv = s->rope_long[seq_ids[r]] ? m->inv_freq_long : m->inv_freq;

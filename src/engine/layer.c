@@ -1,8 +1,6 @@
 /*
  * layer.c — the layer kinds' table and the row steps the layer loop shares (layer.h).
  */
-#include <string.h>
-
 #include "backend/backend.h"
 #include "engine/layer.h"
 
@@ -67,10 +65,8 @@ void facet_norm_row_bias(const facet_session *s, float *y, const float *x, const
         s->be->ops->layernorm(s->be, y, x, w, b, H, f->rms_norm_eps);
     else if (w)
         s->be->ops->rmsnorm(s->be, y, x, w, H, f->rms_norm_eps, (float)f->norm_weight_offset);
-    else if (y != x) {
-        facet_sync((facet_session *)s); /* a copy by the host */
-        memcpy(y, x, sizeof(float) * (size_t)H);
-    }
+    else if (y != x)
+        s->be->ops->copy(s->be, y, x, (size_t)H);
 }
 
 void facet_norm_row(const facet_session *s, float *y, const float *x, const float *w) {
@@ -104,19 +100,20 @@ void facet_for_row_ranges(facet_session *s, int l, int n, facet_range_fn fn) {
 }
 
 /* Rows [r0, r1) of hidden_size: y = norm(x) as facet_norm_row_bias does row by row, the
- * RMSNorm of all of them in one operation. */
+ * RMSNorm or LayerNorm of all of them in one operation (or the copy, when no norm). */
 static void norm_rows(facet_session *s, float *y, const float *x, const float *w, const float *b,
                       int r0, int r1) {
     const facet_facts *f = &s->model->facts;
     size_t H = (size_t)f->hidden_size;
-    if (!f->layer_norm && w) {
-        s->be->ops->rmsnorm_rows(s->be, y + (size_t)r0 * H, x + (size_t)r0 * H, w, (int)H,
-                                 r1 - r0, f->rms_norm_eps, (float)f->norm_weight_offset);
-        return;
-    }
-    if (!f->layer_norm && y != x) facet_sync(s); /* a copy by the host */
-    for (int r = r0; r < r1; r++)
-        facet_norm_row_bias(s, y + (size_t)r * H, x + (size_t)r * H, w, b);
+    y += (size_t)r0 * H;
+    x += (size_t)r0 * H;
+    if (f->layer_norm && (w || f->norm_no_weight)) /* OLMo's has no parameters */
+        s->be->ops->layernorm_rows(s->be, y, x, w, b, (int)H, r1 - r0, f->rms_norm_eps);
+    else if (w)
+        s->be->ops->rmsnorm_rows(s->be, y, x, w, (int)H, r1 - r0, f->rms_norm_eps,
+                                 (float)f->norm_weight_offset);
+    else if (y != x)
+        s->be->ops->copy(s->be, y, x, H * (size_t)(r1 - r0));
 }
 
 /* x += h * residual_multiplier over rows [r0, r1). */
@@ -133,10 +130,10 @@ void facet_rows_in_norm(facet_session *s, int l, int r0, int r1) {
     size_t H = (size_t)s->model->facts.hidden_size;
     const facet_layer_weights *L = &s->model->w.layers[l];
     norm_rows(s, s->xn, s->x, L->input_layernorm, L->input_layernorm_bias, r0, r1);
-    if (s->model->facts.parallel_one_norm) { /* Phi: the FFN reads the same normed input */
-        facet_sync(s);
-        memcpy(s->xp + (size_t)r0 * H, s->xn + (size_t)r0 * H, sizeof(float) * H * (size_t)(r1 - r0));
-    } else if (s->model->facts.parallel_residual) {
+    if (s->model->facts.parallel_one_norm) /* Phi: the FFN reads the same normed input */
+        s->be->ops->copy(s->be, s->xp + (size_t)r0 * H, s->xn + (size_t)r0 * H,
+                         H * (size_t)(r1 - r0));
+    else if (s->model->facts.parallel_residual) {
         norm_rows(s, s->xp, s->x, L->post_attention_layernorm, L->post_attention_layernorm_bias,
                   r0, r1);
     }
@@ -152,8 +149,8 @@ void facet_rows_mixer_out(facet_session *s, int l, int r0, int r1) {
     if (f->post_norms) norm_rows(s, s->xn, s->xn, L->post_attention_layernorm, NULL, r0, r1);
     residual_rows(s, s->x, s->xn, r0, r1);
     if (f->parallel_residual) { /* the FFN reads the layer's input x, normed before */
-        facet_sync(s);
-        memcpy(s->xn + (size_t)r0 * H, s->xp + (size_t)r0 * H, sizeof(float) * H * (size_t)(r1 - r0));
+        s->be->ops->copy(s->be, s->xn + (size_t)r0 * H, s->xp + (size_t)r0 * H,
+                         H * (size_t)(r1 - r0));
         return;
     }
     const float *pre = f->post_norms ? L->pre_feedforward_layernorm : L->post_attention_layernorm;

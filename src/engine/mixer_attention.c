@@ -30,17 +30,6 @@ static int attention_takes(const facet_facts *f, int l) {
 
 static int ring_layer(const facet_session *s, int l) { return facet_kv_is_ring(&s->kv, l); }
 
-/* Rotate pairs (2i, 2i+1) of x's first rot dims by the position's angles (GPT-J's
- * rotate_every_two: out[2i] = a cos - b sin, out[2i+1] = b cos + a sin); the rest of the
- * head passes. */
-static void rope_pairs(float *x, int rot, const float *cs, const float *sn) {
-    for (int i = 0; i < rot / 2; i++) {
-        float a = x[2 * i], b = x[2 * i + 1];
-        x[2 * i] = a * cs[i] - b * sn[i];
-        x[2 * i + 1] = b * cs[i] + a * sn[i];
-    }
-}
-
 /* The host's part of entry r's q/k before the norms: its query out of q_proj's
  * [query; gate] rows (attn_output_gate), its key times key_multiplier (muP). */
 static void qk_host_row(facet_session *s, int l, int r) {
@@ -57,19 +46,6 @@ static void qk_host_row(facet_session *s, int l, int r) {
         float km = (float)f->key_multiplier;
         for (int i = 0; i < kvd; i++) k[i] *= km;
     }
-}
-
-/* GPT-J's interleaved RoPE of entry r (host arithmetic). */
-static void rope_pairs_row(facet_session *s, int l, int r) {
-    facet_model *m = s->model;
-    const facet_facts *f = &m->facts;
-    int nh = (int)f->num_attention_heads, nkv = (int)f->num_key_value_heads, hd = (int)f->head_dim;
-    int half = m->rope_dim / 2, local = m->inv_freq_local && f->layer_sliding[l];
-    float *q = s->q + (size_t)r * nh * hd, *k = s->k + (size_t)r * nkv * hd;
-    const float *cs = (local ? s->rope_cos_local : s->rope_cos) + (size_t)r * half;
-    const float *sn = (local ? s->rope_sin_local : s->rope_sin) + (size_t)r * half;
-    for (int h = 0; h < nh; h++) rope_pairs(q + (size_t)h * hd, m->rope_dim, cs, sn);
-    for (int h = 0; h < nkv; h++) rope_pairs(k + (size_t)h * hd, m->rope_dim, cs, sn);
 }
 
 /* q/k norm and RoPE of entries [r0, r1), one backend operation each over the range; their
@@ -99,8 +75,8 @@ static void qk_rows(facet_session *s, int l, int r0, int r1) {
     const float *cs = (local ? s->rope_cos_local : s->rope_cos) + (size_t)r0 * half;
     const float *sn = (local ? s->rope_sin_local : s->rope_sin) + (size_t)r0 * half;
     if (f->rope_interleaved && !f->layer_no_rope[l]) { /* GPT-J: pairs (2i, 2i+1) */
-        facet_sync(s);
-        for (int r = r0; r < r1; r++) rope_pairs_row(s, l, r);
+        be->ops->rope_pairs_rows(be, q, M, nh, hd, m->rope_dim, cs, sn);
+        be->ops->rope_pairs_rows(be, k, M, nkv, hd, m->rope_dim, cs, sn);
     } else if (!f->layer_no_rope[l]) { /* SmolLM3's NoPE layers attend without positions */
         be->ops->rope_rows(be, q, M, nh, hd, m->rope_dim, cs, sn);
         be->ops->rope_rows(be, k, M, nkv, hd, m->rope_dim, cs, sn);

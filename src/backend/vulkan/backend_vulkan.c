@@ -10,7 +10,8 @@
  * activations), status (a chunk's end) — a forward chunk is one submission.
  * - matmul / matmul_multi: the weights resident on the device (vk_weights.c). Few rows
  *   (decode, <= MATVEC_ROWS) take matvec.comp, more take matmul_tiled.comp.
- * - rmsnorm(_rows), rope(_rows), gated_act(_rows), kv_round, add_scaled: one dispatch
+ * - rmsnorm(_rows), rope(_rows), gated_act(_rows), kv_round, add_scaled, and the
+ *   classic decoders' layernorm(_rows), act(_rows), rope_pairs_rows, copy: one dispatch
  *   over the whole range given (the engine hands them a chunk's rows).
  * - attention: attn_flash.comp, FlashAttention-style (key tiles in shared memory, an
  *   online softmax), tiles of entries for prefill, split-K over the keys for a long
@@ -126,6 +127,10 @@ static const facet_backend_ops vulkan_ops = {
     .gated_act_rows = vk_gated_act_rows,
     .layernorm = vk_layernorm,
     .act = vk_act,
+    .layernorm_rows = vk_layernorm_rows,
+    .act_rows = vk_act_rows,
+    .rope_pairs_rows = vk_rope_pairs_rows,
+    .copy = vk_copy,
     .kv_round = vk_kv_round,
     .matmul_kernel = vk_matmul_kernel,
     .matmul_kernel_best = vk_matmul_kernel,

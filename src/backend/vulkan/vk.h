@@ -32,7 +32,7 @@ typedef enum vk_shader {
     VK_SH_MATVEC = 0,   /* Y = X W^T (+ b), one workgroup per output row: decode       */
     VK_SH_MATMUL_TILED, /* the same, 16x16 output tiles through shared memory: prefill */
     VK_SH_RMSNORM,      /* y = x / sqrt(mean(x^2) + eps) * (offset + w), per row       */
-    VK_SH_ROPE,         /* rotate_half RoPE of a row's heads                            */
+    VK_SH_ROPE,         /* RoPE of a row's heads: rotate_half, variant 1 on pairs       */
     VK_SH_GATED_ACT,    /* gate = act(gate) * up                                        */
     VK_SH_KV_ROUND,     /* round to bf16 (nearest even), as a bf16 cache stores         */
     VK_SH_ATTN_FLASH,   /* softmax(softcap(q k^T scale) + mask) v, tiled, online softmax;
@@ -40,6 +40,9 @@ typedef enum vk_shader {
     VK_SH_ATTN_REDUCE,  /* split-K attention's combine of partial (max, sum, acc)      */
     VK_SH_ADD_SCALED,   /* x += h * mult: the residual                                 */
     VK_SH_KV_STORE,     /* K/V rows written into a sequence's cache buffers            */
+    VK_SH_LAYERNORM,    /* y = (x - mean) / sqrt(var + eps) (* w) (+ b), per row      */
+    VK_SH_ACT,          /* x = act(x): an ungated MLP's activation                      */
+    VK_SH_COPY,         /* y = x                                                        */
     VK_SH_COUNT
 } vk_shader;
 

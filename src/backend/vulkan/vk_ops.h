@@ -97,6 +97,12 @@ void vk_kv_round(const facet_backend *be, float *x, facet_kv_type t, int n);
 void vk_layernorm(const facet_backend *be, float *y, const float *x, const float *w,
                   const float *b, int n, double eps);
 void vk_act(const facet_backend *be, float *x, int n, int act);
+void vk_layernorm_rows(const facet_backend *be, float *y, const float *x, const float *w,
+                       const float *b, int n, int M, double eps);
+void vk_act_rows(const facet_backend *be, float *x, int n, int M, int act);
+void vk_rope_pairs_rows(const facet_backend *be, float *x, int M, int n_heads, int head_dim,
+                        int rot, const float *cos, const float *sin);
+void vk_copy(const facet_backend *be, float *y, const float *x, size_t n);
 /* vk_attention.c */
 void vk_attention(facet_backend *be, const facet_attn_chunk *c);
 void vk_kv_store(facet_backend *be, facet_kv_cache *kv, int seq, int layer, int pos,

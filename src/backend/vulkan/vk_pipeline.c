@@ -20,11 +20,15 @@ SPV(attn_flash)
 SPV(attn_reduce)
 SPV(add_scaled)
 SPV(kv_store)
+SPV(layernorm)
+SPV(act)
+SPV(copy)
 #undef SPV
 
 static const char *const names[VK_SH_COUNT] = {"matvec", "matmul_tiled", "rmsnorm", "rope",
                                                "gated_act", "kv_round", "attn_flash",
-                                               "attn_reduce", "add_scaled", "kv_store"};
+                                               "attn_reduce", "add_scaled", "kv_store",
+                                               "layernorm", "act", "copy"};
 
 const char *vk_shader_name(vk_shader s) { return names[s]; }
 
@@ -44,6 +48,9 @@ const uint32_t *vk_shader_spirv(vk_shader s, size_t *bytes) {
         CASE(VK_SH_ATTN_REDUCE, attn_reduce)
         CASE(VK_SH_ADD_SCALED, add_scaled)
         CASE(VK_SH_KV_STORE, kv_store)
+        CASE(VK_SH_LAYERNORM, layernorm)
+        CASE(VK_SH_ACT, act)
+        CASE(VK_SH_COPY, copy)
     default:
         *bytes = 0;
         return NULL;

@@ -3,8 +3,10 @@
  * M rows (rmsnorm_rows: a chunk's rows, or a row's heads for qk-norm), RoPE of a chunk's
  * rows (rope_rows), the gated activation, bf16 rounding and the residual (add_scaled),
  * each one dispatch over the whole range it is given, recorded after the pending work
- * (vk_resident.c: operands in the session's device buffers stay there). LayerNorm and
- * the ungated activation have no shader: the capability table refuses their facts.
+ * (vk_resident.c: operands in the session's device buffers stay there); the classic
+ * decoders' LayerNorm over M rows (layernorm_rows, also BLOOM's embedding norm), the
+ * ungated MLP's activation (act_rows), GPT-J's RoPE on pairs (rope_pairs_rows: rope.comp's
+ * variant 1) and the parallel residual's copy.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +16,20 @@
 #include "util/error.h"
 
 /* Record `shader` over ranges r[0..n) with push constants p, over `items` elements of 64
- * per workgroup in a 2-D grid (the elementwise shaders). */
+ * per workgroup in a 2-D grid (the elementwise shaders), its specialization constant
+ * `variant`. */
+static facet_status dispatch_variant(vk_ctx *c, vk_shader shader, int variant,
+                                     const vk_range *r, int n, const void *p, size_t pbytes,
+                                     uint64_t items, facet_error *err) {
+    uint32_t gx, gy;
+    vk_grid(c, (items + 63) / 64, &gx, &gy);
+    return vk_dispatch(c, shader, variant, r, n, p, pbytes, gx, gy, 1, err);
+}
+
 static facet_status dispatch_elems(vk_ctx *c, vk_shader shader, const vk_range *r, int n,
                                    const void *p, size_t pbytes, uint64_t items,
                                    facet_error *err) {
-    uint32_t gx, gy;
-    vk_grid(c, (items + 63) / 64, &gx, &gy);
-    return vk_dispatch(c, shader, 0, r, n, p, pbytes, gx, gy, 1, err);
+    return dispatch_variant(c, shader, 0, r, n, p, pbytes, items, err);
 }
 
 /* M vectors of n: a workgroup each */
@@ -53,8 +62,9 @@ void vk_rmsnorm(const facet_backend *cbe, float *y, const float *x, const float 
     vk_rmsnorm_rows(cbe, y, x, w, n, 1, eps, offset);
 }
 
-void vk_rope_rows(const facet_backend *cbe, float *x, int M, int n_heads, int head_dim, int rot,
-                  const float *cos, const float *sin) {
+/* rope.comp: variant 0 rotate_half, 1 pairs (2i, 2i+1) */
+static void rope_rows(const facet_backend *cbe, int variant, float *x, int M, int n_heads,
+                      int head_dim, int rot, const float *cos, const float *sin) {
     vk_backend *b = vkb(cbe);
     vk_ctx *c = &b->d->c;
     facet_error err = {0};
@@ -71,8 +81,19 @@ void vk_rope_rows(const facet_backend *cbe, float *x, int M, int n_heads, int he
     } p = {(uint32_t)n_heads, (uint32_t)head_dim, (uint32_t)half, (uint32_t)M};
     vk_range r[3] = {rx, rc, rs};
     if (st == FACET_OK)
-        st = dispatch_elems(c, VK_SH_ROPE, r, 3, &p, sizeof p, (uint64_t)n_heads * half * M, &err);
+        st = dispatch_variant(c, VK_SH_ROPE, variant, r, 3, &p, sizeof p,
+                              (uint64_t)n_heads * half * M, &err);
     vk_done(b, &o, st, &err);
+}
+
+void vk_rope_rows(const facet_backend *cbe, float *x, int M, int n_heads, int head_dim, int rot,
+                  const float *cos, const float *sin) {
+    rope_rows(cbe, 0, x, M, n_heads, head_dim, rot, cos, sin);
+}
+
+void vk_rope_pairs_rows(const facet_backend *cbe, float *x, int M, int n_heads, int head_dim,
+                        int rot, const float *cos, const float *sin) {
+    rope_rows(cbe, 1, x, M, n_heads, head_dim, rot, cos, sin);
 }
 
 void vk_rope(const facet_backend *cbe, float *x, int n_heads, int head_dim, int rot,
@@ -86,9 +107,9 @@ void vk_gated_act(const facet_backend *cbe, float *gate, const float *up, int n,
     facet_error err = {0};
     vk_outs o = {0};
     if (b->st != FACET_OK || n <= 0) return;
-    if (act != FACET_ACT_SILU && act != FACET_ACT_GELU_TANH) {
+    if (act < FACET_ACT_SILU || act > FACET_ACT_RELU2) {
         facet_err(&err, FACET_E_UNSUPPORTED, "vulkan: activation %d has no shader (silu, "
-                  "gelu_pytorch_tanh)", act);
+                  "gelu_pytorch_tanh, gelu, relu2)", act);
         fail(b, FACET_E_UNSUPPORTED, &err);
         return;
     }
@@ -98,7 +119,7 @@ void vk_gated_act(const facet_backend *cbe, float *gate, const float *up, int n,
     if (st == FACET_OK) st = vk_in(b, up, (size_t)n, &ru, &err);
     struct {
         uint32_t n, act;
-    } p = {(uint32_t)n, act == FACET_ACT_SILU ? 0u : 1u};
+    } p = {(uint32_t)n, (uint32_t)act};
     vk_range r[2] = {rg, ru};
     if (st == FACET_OK) st = dispatch_elems(c, VK_SH_GATED_ACT, r, 2, &p, sizeof p, (uint64_t)n, &err);
     vk_done(b, &o, st, &err);
@@ -153,22 +174,83 @@ void vk_add_scaled(const facet_backend *cbe, float *x, const float *h, size_t n,
     vk_done(b, &o, st, &err);
 }
 
-/* The classic decoders' row operations have no shader yet: the capability table's vulkan
- * column refuses their facts (layer_norm, ffn_ungated) before loading, so reaching these
- * is a bug; it is reported as an error, never computed elsewhere. */
+/* M rows of n: y = LayerNorm(x) (* w) (+ b), a workgroup each (layernorm.comp) */
+void vk_layernorm_rows(const facet_backend *cbe, float *y, const float *x, const float *w,
+                       const float *bias, int n, int M, double eps) {
+    vk_backend *b = vkb(cbe);
+    vk_ctx *c = &b->d->c;
+    facet_error err = {0};
+    vk_outs o = {0};
+    size_t nm = (size_t)n * (size_t)M;
+    if (b->st != FACET_OK || M <= 0 || n <= 0) return;
+    vk_range rx, rw, rb, ry;
+    facet_status st = vk_open(c, &err);
+    if (st == FACET_OK) st = vk_in(b, x, nm, &rx, &err);
+    if (st == FACET_OK) st = vk_in(b, w, (size_t)n, &rw, &err);
+    if (st == FACET_OK) st = vk_in(b, bias, (size_t)n, &rb, &err);
+    if (st == FACET_OK) st = vk_out(b, y, nm, &o, &ry, &err);
+    struct {
+        uint32_t n, M;
+        float eps;
+        uint32_t flags;
+    } p = {(uint32_t)n, (uint32_t)M, (float)eps, (w ? 1u : 0u) | (bias ? 2u : 0u)};
+    vk_range r[4] = {rx, rw, rb, ry};
+    uint32_t gx, gy;
+    vk_grid(c, (uint64_t)M, &gx, &gy);
+    if (st == FACET_OK) st = vk_dispatch(c, VK_SH_LAYERNORM, 0, r, 4, &p, sizeof p, gx, gy, 1, &err);
+    vk_done(b, &o, st, &err);
+}
+
 void vk_layernorm(const facet_backend *cbe, float *y, const float *x, const float *w,
                   const float *bias, int n, double eps) {
-    (void)y, (void)x, (void)w, (void)bias, (void)n, (void)eps;
-    facet_error err;
-    facet_err(&err, FACET_E_UNSUPPORTED, "vulkan: LayerNorm has no shader (layer_norm=true "
-              "is refused by the capability table)");
-    fail(vkb(cbe), FACET_E_UNSUPPORTED, &err);
+    vk_layernorm_rows(cbe, y, x, w, bias, n, 1, eps);
+}
+
+/* x = act(x) over n * M elements (act.comp: silu, gelu tanh form, gelu erf form, relu2) */
+void vk_act_rows(const facet_backend *cbe, float *x, int n, int M, int act) {
+    vk_backend *b = vkb(cbe);
+    vk_ctx *c = &b->d->c;
+    facet_error err = {0};
+    vk_outs o = {0};
+    uint64_t nm = (uint64_t)n * (uint64_t)M;
+    if (b->st != FACET_OK || n <= 0 || M <= 0) return;
+    if (act < FACET_ACT_SILU || act > FACET_ACT_RELU2 || nm > UINT32_MAX) {
+        facet_err(&err, FACET_E_UNSUPPORTED, "vulkan: activation %d over %llu elements has no "
+                  "shader (silu, gelu_pytorch_tanh, gelu, relu2)", act, (unsigned long long)nm);
+        fail(b, FACET_E_UNSUPPORTED, &err);
+        return;
+    }
+    vk_range rx;
+    facet_status st = vk_open(c, &err);
+    if (st == FACET_OK) st = vk_inout(b, x, (size_t)nm, &o, &rx, &err);
+    struct {
+        uint32_t n, act;
+    } p = {(uint32_t)nm, (uint32_t)act};
+    if (st == FACET_OK) st = dispatch_elems(c, VK_SH_ACT, &rx, 1, &p, sizeof p, nm, &err);
+    vk_done(b, &o, st, &err);
 }
 
 void vk_act(const facet_backend *cbe, float *x, int n, int act) {
-    (void)x, (void)n, (void)act;
-    facet_error err;
-    facet_err(&err, FACET_E_UNSUPPORTED, "vulkan: an ungated MLP's activation has no shader "
-              "(ffn_ungated=true is refused by the capability table)");
-    fail(vkb(cbe), FACET_E_UNSUPPORTED, &err);
+    vk_act_rows(cbe, x, n, 1, act);
+}
+
+void vk_copy(const facet_backend *cbe, float *y, const float *x, size_t n) {
+    vk_backend *b = vkb(cbe);
+    vk_ctx *c = &b->d->c;
+    facet_error err = {0};
+    vk_outs o = {0};
+    if (b->st != FACET_OK || n == 0) return;
+    if (n > UINT32_MAX) {
+        facet_err(&err, FACET_E_INVALID_ARGUMENT, "vulkan: copy of %zu floats", n);
+        fail(b, FACET_E_INVALID_ARGUMENT, &err);
+        return;
+    }
+    vk_range rx, ry;
+    facet_status st = vk_open(c, &err);
+    if (st == FACET_OK) st = vk_in(b, x, n, &rx, &err);
+    if (st == FACET_OK) st = vk_out(b, y, n, &o, &ry, &err);
+    uint32_t p = (uint32_t)n;
+    vk_range r[2] = {rx, ry};
+    if (st == FACET_OK) st = dispatch_elems(c, VK_SH_COPY, r, 2, &p, sizeof p, n, &err);
+    vk_done(b, &o, st, &err);
 }

@@ -33,6 +33,18 @@ void facet_rope_apply(float *x, int n_heads, int head_dim, int rot, const float 
     }
 }
 
+void facet_rope_pairs_apply(float *x, int n_heads, int head_dim, int rot, const float *cos,
+                            const float *sin) {
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * head_dim;
+        for (int i = 0; i < rot / 2; i++) {
+            float a = v[2 * i], b = v[2 * i + 1];
+            v[2 * i] = a * cos[i] - b * sin[i];
+            v[2 * i + 1] = b * cos[i] + a * sin[i];
+        }
+    }
+}
+
 void facet_softmax(float *x, int n) {
     float m = x[0];
     for (int i = 1; i < n; i++)

@@ -322,6 +322,15 @@ void facet_rope_apply(float *x, int n_heads, int head_dim, int rot, const float 
                       const float *sin);
 
 /*
+ * RoPE on pairs (GPT-J's rotate_every_two; Cohere, ChatGLM): with half = rot/2,
+ *   x'[2i]     = x[2i] * cos[i] - x[2i + 1] * sin[i]
+ *   x'[2i + 1] = x[2i + 1] * cos[i] + x[2i] * sin[i],   i < half;
+ * dims >= rot pass through; cos/sin as facet_rope_apply's, over n_heads heads of x.
+ */
+void facet_rope_pairs_apply(float *x, int n_heads, int head_dim, int rot, const float *cos,
+                            const float *sin);
+
+/*
  * KV cache rows: facet_kv_store rounds n float32 values to `type` (f32: copied; bf16 and
  * f16: round to nearest even, see facet_kv_type in facet.h) into dst (n elements of the
  * type); facet_kv_load widens n elements of `type` at src to float32 exactly. The result

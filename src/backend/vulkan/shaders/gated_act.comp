@@ -1,6 +1,7 @@
 #version 450
-// gated_act.comp — gate[i] = act(gate[i]) * up[i]: act 0 SiLU g / (1 + e^-g), 1 gelu
-// tanh form 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))) (as g sigmoid(2u)).
+// gated_act.comp — gate[i] = act(gate[i]) * up[i], act a facet_act as act.comp computes
+// it: 0 SiLU g / (1 + e^-g), 1 gelu tanh form 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715
+// g^3))) (as g sigmoid(2u)), 2 gelu erf form (act.comp's erfc), 3 relu2 max(g, 0)^2.
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) buffer GB { float G[]; };
 layout(std430, binding = 1) readonly buffer UB { float U[]; };
@@ -8,16 +9,28 @@ layout(push_constant) uniform P {
     uint n, act;
 } p;
 
+float erfc_pos(float z) { // z >= 0: Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7)
+    float t = 1.0 / (1.0 + 0.3275911 * z);
+    float poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 +
+                 t * (-1.453152027 + t * 1.061405429))));
+    return poly * exp(-z * z);
+}
+
 void main() {
     uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 64u +
              gl_LocalInvocationID.x; // a 2-D grid past maxComputeWorkGroupCount[0]
     if (i >= p.n) return;
     float g = G[i], a;
-    if (p.act == 0u) {
-        a = g / (1.0 + exp(-g));
-    } else {
+    if (p.act == 1u) {
         float u = 0.7978845608028654 * (g + 0.044715 * g * g * g);
         a = g / (1.0 + exp(-2.0 * u));
+    } else if (p.act == 2u) {
+        float c = erfc_pos(abs(g) * 0.7071067811865476);
+        a = 0.5 * g * (g >= 0.0 ? 2.0 - c : c); // 1 + erf(g / sqrt 2)
+    } else if (p.act == 3u) {
+        a = g > 0.0 ? g * g : 0.0;
+    } else {
+        a = g / (1.0 + exp(-g));
     }
     G[i] = a * U[i];
 }
