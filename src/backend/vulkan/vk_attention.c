@@ -170,7 +170,7 @@ typedef struct vk_attn_kv {
 
 /* The ranges every dispatch of a chunk binds. */
 typedef struct vk_attn_io {
-    vk_range q, meta, sinks, part, out;
+    vk_range q, meta, sinks, part, out, alibi;
 } vk_attn_io;
 
 /* 0, or an error naming what this device or head_dim cannot run. */
@@ -201,13 +201,13 @@ static facet_status record_group(vk_ctx *ctx, const facet_attn_chunk *c, int g, 
         int32_t kbias;
     } p = {(uint32_t)nh, (uint32_t)nkv, (uint32_t)hd, c->p->window, c->p->scale, c->p->softcap,
            (c->p->sinks ? 1u : 0u) | (src->bf16 ? 2u : 0u) | (src->gathered ? 4u : 0u) |
-               (heads ? 8u : 0u),
+               (heads ? 8u : 0u) | (c->p->alibi ? 16u : 0u),
            src->rows, src->ring_cap, (uint32_t)slot0, (uint32_t)n, src->kbias};
     int G = nh / nkv, nt = (G + bq - 1) / bq;
     uint32_t gx = heads ? (uint32_t)n : (uint32_t)((n + bq - 1) / bq);
     uint32_t gy = heads ? (uint32_t)(nkv * nt) : (uint32_t)nh, gz = heads ? (uint32_t)ns : 1u;
-    vk_range r[7] = {io->q, src->k, src->v, io->meta, io->sinks, io->part, io->out};
-    return vk_dispatch(ctx, VK_SH_ATTN_FLASH, variant, r, 7, &p, sizeof p, gx, gy, gz, err);
+    vk_range r[8] = {io->q, src->k, src->v, io->meta, io->sinks, io->part, io->out, io->alibi};
+    return vk_dispatch(ctx, VK_SH_ATTN_FLASH, variant, r, 8, &p, sizeof p, gx, gy, gz, err);
 }
 
 /* Record the combine of the chunk's split rows (one dispatch over every slot; a slot of
@@ -238,8 +238,8 @@ static int in_place(const vk_backend *b, const facet_attn_chunk *c) {
     return 1;
 }
 
-/* The ranges every chunk takes (queries, slots, sinks, partials, output), the slots
- * filled; an output in host memory is registered in o (vk_done copies it). */
+/* The ranges every chunk takes (queries, slots, sinks, ALiBi slopes, partials, output),
+ * the slots filled; an output in host memory is registered in o (vk_done copies it). */
 static facet_status take_io(vk_backend *b, const facet_attn_chunk *c, vk_attn_io *io,
                             vk_outs *o, facet_error *err) {
     vk_ctx *ctx = &b->d->c;
@@ -248,6 +248,7 @@ static facet_status take_io(vk_backend *b, const facet_attn_chunk *c, vk_attn_io
     facet_status st = vk_in(b, c->q, n * qd, &io->q, err);
     if (st == FACET_OK) st = vk_take(ctx, 4 * n * sizeof(int32_t), &io->meta, (void **)&meta, err);
     if (st == FACET_OK) st = vk_in(b, c->p->sinks, (size_t)c->n_heads, &io->sinks, err);
+    if (st == FACET_OK) st = vk_in(b, c->p->alibi, (size_t)c->n_heads, &io->alibi, err);
     if (st == FACET_OK) st = vk_tmp(b, partial_floats(c), &io->part, err);
     if (st == FACET_OK) st = vk_out(b, c->out, n * qd, o, &io->out, err);
     if (st == FACET_OK) fill_meta(c, meta);

@@ -20,7 +20,9 @@
 // Key position kp is seen by a query at position pos when kp <= pos and (window == 0 or
 // pos - kp < window). softcap > 0: softcap tanh(s / softcap). Sinks (flags & 1): head
 // h's learned logit joins the denominator as a key of value 0 (it starts the running
-// max and sum, in split 0 only).
+// max and sum, in split 0 only). ALiBi (flags & 16): head h's slope alibi[h] times the
+// key's distance kp - pos (<= 0) is added to each visible score after the softcap (the
+// CPU kernel's facet_attn_params.alibi).
 // Keys and values are read from the KV cache in place (kv_cache.h: keys
 // [nkv][rows / 16][hd][16], values [nkv][rows][hd]; float32, or bf16 (flags & 2) two to
 // a word, the even one low; position kp at row kp, or kp % ring_cap on a ring layer: a
@@ -44,11 +46,12 @@ layout(std430, binding = 3) readonly buffer MB { int meta[]; };  // per slot: r,
 layout(std430, binding = 4) readonly buffer SK { float sinks[]; };
 layout(std430, binding = 5) writeonly buffer PB { float part[]; };
 layout(std430, binding = 6) writeonly buffer OB { float O[]; };
+layout(std430, binding = 7) readonly buffer AB { float alibi[]; };
 layout(push_constant) uniform P {
     uint nh, nkv, hd;
     int window;
     float scale, softcap;
-    uint flags;      // 1 sinks, 2 bf16, 4 gathered, 8 heads mode
+    uint flags;      // 1 sinks, 2 bf16, 4 gathered, 8 heads mode, 16 alibi
     uint rows;       // cache rows per KV head (in place)
     uint ring_cap;   // 0: position kp at row kp
     uint slot0, n;   // the group's slots
@@ -147,6 +150,7 @@ void main() {
                     for (uint d = 0u; d < hd; d++) dot += Qs[i * HDMAX + d] * KV[d * BK + j];
                     s = dot * p.scale;
                     if (p.softcap > 0.0) s = p.softcap * tanh(s / p.softcap);
+                    if ((p.flags & 16u) != 0u) s += alibi[q_head(i)] * float(kp - ps);
                 }
             }
             S[e] = s;
