@@ -79,13 +79,16 @@ static const facet_caps cpu_dense = {
 /* The Vulkan backend (src/backend/vulkan, issue 24): the same forward pass with every
  * compute operation a compute shader. What its shaders serve: RMSNorm with w or (1 + w),
  * pre and post norms; any RoPE the host's tables give (cos/sin are computed on the
- * host), partial rotary, NoPE layers; GQA attention with window, softcap, custom scale
- * and sinks; gated FFN with silu or gelu_pytorch_tanh; biases; float32/bf16/f16, int8,
- * q4 and GGUF block weights but MXFP4 (backend.h FACET_VULKAN_WFORMATS; MXFP4 is refused
- * by the loader before loading, naming it). Not yet:
- * LayerNorm, ungated MLPs, the parallel residual, NeoX's fused heads, mixture-of-experts
- * and state-space layers. Checked on Mesa's lavapipe against the CPU exact path
- * (tests/e2e/test_vulkan.py); `built` says whether this binary has it. */
+ * host), partial rotary, NoPE layers; GQA attention with window, softcap, custom scale,
+ * sinks and ALiBi slopes; gated FFN with silu, gelu_pytorch_tanh, gelu (erf) or relu2;
+ * biases; float32/bf16/f16, int8, q4 and GGUF block weights but MXFP4 (backend.h
+ * FACET_VULKAN_WFORMATS; MXFP4 is refused by the loader before loading, naming it). The
+ * classic decoders: LayerNorm with or without weight and bias (OLMo's non-parametric
+ * one, BLOOM's on the embeddings), ungated MLPs, the parallel residual from one or two
+ * norms, the fused query_key_value layouts (reordered at load), RoPE on pairs (2i,
+ * 2i+1). Not yet: mixture-of-experts and state-space layers. Checked on Mesa's lavapipe
+ * against the CPU exact path (tests/e2e/test_vulkan.py); `built` says whether this
+ * binary has it. */
 static const facet_caps vulkan_dense = {
     .backend = "vulkan",
 #ifdef FACET_HAVE_VULKAN
@@ -99,7 +102,8 @@ static const facet_caps vulkan_dense = {
                   BIT(FACET_ROPE_YARN) | BIT(FACET_ROPE_LONGROPE),
     .partial_rotary_min = 0.0625,
     .dual_rope_base = 1,
-    .acts = BIT(FACET_ACT_SILU) | BIT(FACET_ACT_GELU_TANH),
+    .acts = BIT(FACET_ACT_SILU) | BIT(FACET_ACT_GELU_TANH) | BIT(FACET_ACT_GELU) |
+            BIT(FACET_ACT_RELU2),
     .norm_weight_offset = ALLOW_BOTH,
     .pre_norms = ALLOW_BOTH,
     .post_norms = ALLOW_BOTH,
@@ -111,10 +115,10 @@ static const facet_caps vulkan_dense = {
     .no_rope_layers = 1,
     .qkv_bias = ALLOW_BOTH, .o_bias = ALLOW_BOTH, .qk_norm = ALLOW_BOTH, .tied = ALLOW_BOTH,
     .fused_qkv = ALLOW_BOTH, .fused_gate_up = ALLOW_BOTH,
-    .layer_norm = ALLOW_FALSE, .ffn_ungated = ALLOW_FALSE, .parallel_residual = ALLOW_FALSE,
-    .fused_qkv_heads = ALLOW_FALSE, .norm_bias = ALLOW_FALSE, .alibi = ALLOW_FALSE,
-    .rope_interleaved = ALLOW_FALSE,
-    .embed_norm = ALLOW_FALSE,
+    .layer_norm = ALLOW_BOTH, .ffn_ungated = ALLOW_BOTH, .parallel_residual = ALLOW_BOTH,
+    .fused_qkv_heads = ALLOW_BOTH, .norm_bias = ALLOW_BOTH, .alibi = ALLOW_BOTH,
+    .rope_interleaved = ALLOW_BOTH,
+    .embed_norm = ALLOW_BOTH,
     .lm_head_l2_norm = ALLOW_BOTH, /* a load-time step: the rows arrive normalised */
     .moe_routers = BIT(FACET_ROUTER_NONE), .shared_expert = ALLOW_FALSE,
     .ssm = 0,

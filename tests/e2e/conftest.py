@@ -151,7 +151,8 @@ def facet_generate(facet_bin, tmp_path):
         if dump:
             with open(os.path.join(str(model), "config.json")) as f:
                 cfg = json.load(f)
-            vocab = int(gen_checkpoint.hf_facts.text_config(cfg)["vocab_size"])
+            tc = gen_checkpoint.hf_facts.text_config(cfg)
+            vocab = int(tc.get("vocab_size") or tc["padded_vocab_size"])  # ChatGLM: padded
             logits = compare.read_logits(str(dump_path), vocab)
         return {"json": obj, "logits": logits, "proc": proc}
 

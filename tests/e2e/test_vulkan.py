@@ -22,9 +22,13 @@ has run these.
   Q5_0, Q5_1, Q5_K_M, IQ4_NL, IQ4_XS), as run loads them and, where that repacks them,
   with FACET_GGUF_BLOCKS=1 (blocks kept as the file stores them): against the CPU exact
   path on the same file (`--weights f32` dequantizes the blocks exactly), the same rule.
+- The classic decoders (GPT-2, GPT-NeoX / Pythia, Phi-2, StableLM, StarCoder2, OLMo,
+  Falcon old and new and rw's ALiBi, BLOOM, MPT, GPT-J, Command-R and R7B, ChatGLM3,
+  Baichuan2-13B's ALiBi, Gemma's erf gelu) likewise: LayerNorm, ungated MLPs with gelu /
+  gelu_new, the parallel residual, ALiBi, RoPE on pairs, BLOOM's embedding norm.
 - What the shaders do not serve is refused before loading, naming the fact, its value
   and what is supported (a GGUF block type without a shader: MXFP4; an f16 cache,
-  LayerNorm families, a device index the machine does not have) — never run elsewhere.
+  state-space layers, a device index the machine does not have) — never run elsewhere.
 The ops one by one: tests/unit/test_vulkan_ops.c.
 """
 
@@ -45,7 +49,11 @@ os.environ.setdefault("LP_NUM_THREADS", "2")  # lavapipe's threads, for the face
 
 # Baichuan2-7B-Chat's public config: rotary and NormHead, its lm_head rows L2-normalised as
 # the loader reads them, which every backend then runs
-from test_reference_baichuan import BAICHUAN2_7B  # noqa: E402
+from test_reference_baichuan import BAICHUAN2_13B, BAICHUAN2_7B, FALCON_RW_1B  # noqa: E402
+# the classic decoders' public configs (issue 28), as the float64 reference tests shrink them
+from test_reference_classic import (  # noqa: E402
+    BLOOM_560M, COMMAND_R, CONFIG_DIR, FALCON_40B, FALCON_7B, GPTJ_6B, MPT_7B, OLMO_1B, PHI_2,
+    PYTHIA_1B, STABLELM_2_1_6B, STARCODER2_3B)
 
 GEMMA2_WINDOW = {  # Gemma 2's published dimensions (test_reference_families.py), window 8
     "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "hidden_size": 2304,
@@ -66,6 +74,33 @@ CASES = {
     "llama-bf16-cache": (str(REF_CONFIGS / "TinyLlama__TinyLlama-1.1B-Chat-v1.0__resaved"), {},
                          "f32+bf16"),
     "baichuan2-7b": (BAICHUAN2_7B, {}, "f32"),
+}
+# The classic decoders on vulkan: each the reference tests' shrunk checkpoint of a family
+# and what it brings to the shaders
+CLASSIC = {
+    "gpt2-xl": (os.path.join(CONFIG_DIR, "openai-community__gpt2-xl"), {}),  # LayerNorm, gelu_new
+    "pythia": (PYTHIA_1B, {}),  # parallel residual from two norms, gelu (erf), partial rotary
+    "redpajama": (os.path.join(CONFIG_DIR, "togethercomputer__RedPajama-INCITE-7B-Base"), {}),
+    "phi-2": (PHI_2, {}),  # one norm feeding both branches (the copy), lm_head bias
+    "stablelm-2-parallel": (STABLELM_2_1_6B, {"use_parallel_residual": True}),
+    "starcoder2": (STARCODER2_3B, {"sliding_window": 8}),  # a window crossed by the prompt
+    "olmo": (OLMO_1B, {}),  # the non-parametric LayerNorm
+    "falcon-7b": (FALCON_7B, {}),  # multi-query, one norm in parallel
+    "falcon-40b": (FALCON_40B, {"num_kv_heads": 2}),  # the new decoder: KV groups, two norms
+    "falcon-rw": (FALCON_RW_1B, {}),  # ALiBi scaled with q.k, sequential, biases
+    "bloom": (BLOOM_560M, {}),  # ALiBi, the embeddings' LayerNorm, per-head fused qkv
+    "bloom-12-heads": (BLOOM_560M, {"num_attention_heads": 12, "num_key_value_heads": 12,
+                                    "head_dim": 16}),  # the interleaved extra slopes
+    "mpt": (MPT_7B, {}),  # ALiBi, bias-free LayerNorm
+    "gptj": (GPTJ_6B, {"rotary_dim": 8}),  # RoPE on pairs over a quarter of the head
+    "command-r": (COMMAND_R, {"num_key_value_heads": 2}),  # pairs, parallel gated MLP
+    "chatglm3": (os.path.join(CONFIG_DIR, "THUDM__chatglm3-6b"),
+                 {"num_attention_heads": 4, "num_key_value_heads": 2}),  # pairs on half a head
+    # Baichuan2-13B: Llama's block with ALiBi over 12 heads (not a power of two)
+    "baichuan2-13b": (BAICHUAN2_13B, {"num_attention_heads": 12, "num_key_value_heads": 12,
+                                      "head_dim": 16}),
+    # Gemma 1 as published with hidden_act gelu: the gated MLP's exact (erf) gelu
+    "gemma-gelu": (os.path.join(CONFIG_DIR, "google__gemma-2b-it"), {}),
 }
 EXACT = ["--kv-cache", "f32"]
 N_PROMPT, N_GEN = 16, 10
@@ -281,6 +316,31 @@ def test_corpus_gguf_blocks_match_cpu(facet_bin, facet_shared, name, tmp_path):
     gguf_case(facet_bin, model, tmp_path, name in ("qwen3-Q8_0", "qwen3-Q4_K_M"))
 
 
+@pytest.mark.parametrize("case", sorted(CLASSIC))
+@pytest.mark.evidence(checkpoints=["openai-community__gpt2-xl", "togethercomputer__RedPajama-INCITE-7B-Base",
+                                   "tiiuae__falcon-7b-instruct", "THUDM__chatglm3-6b",
+                                   "google__gemma-2b-it"],
+                      config_classes=["gpt2", "gpt_neox", "phi", "stablelm", "starcoder2", "olmo",
+                                      "falcon", "bloom", "mpt", "gptj", "cohere", "chatglm",
+                                      "baichuan", "gemma"],
+                      backend="vulkan", weights=["f32"], oracle="the CPU exact path, on Mesa lavapipe only")
+def test_classic_families_match_cpu_exact_path(case, make_checkpoint, facet_generate):
+    """The classic decoders (LayerNorm, ungated MLPs, parallel residuals, ALiBi, RoPE on
+    pairs, BLOOM's embedding norm) on vulkan: greedy ids identical to the CPU exact path
+    where its top-2 margin exceeds 1e-2, logits within 1e-3."""
+    src, shrink = CLASSIC[case]
+    path = make_checkpoint(src, shrink=shrink)
+    cfg = json.loads((pathlib.Path(path) / "config.json").read_text())
+    vocab = int(cfg.get("vocab_size") or cfg["padded_vocab_size"])  # ChatGLM: padded
+    rng = np.random.default_rng(100 + sorted(CLASSIC).index(case))
+    prompt = [int(x) for x in rng.integers(3, vocab, N_PROMPT)]
+    extra = ["--weights", "f32"] + EXACT
+    cpu = facet_generate(path, prompt, N_GEN, extra=extra)
+    vk = facet_generate(path, prompt, N_GEN, extra=extra + ["--backend", "vulkan"])
+    assert vk["json"]["prompt_ids"] == prompt
+    assert compare_runs(cpu, vk) >= N_PROMPT
+
+
 def test_auto_cache_follows_the_weights(make_checkpoint, facet_generate):
     """--kv-cache auto on vulkan is the cache `facet plan` and serve's KV budget count:
     bf16 weights give a bf16 cache (it was f32, twice the bytes the budget counted), so
@@ -320,11 +380,13 @@ def test_refused_by_name_before_loading(facet_bin, make_checkpoint, tmp_path):
     p = run(facet_bin, "plan", REPO / "models" / "stories260k", "--backend", "vulkan")
     assert "kernels (vulkan): matvec.comp (decode) / matmul_tiled.comp (prefill)" in p.stdout, p.stdout
     assert "verdict: supported on vulkan" in p.stdout, p.stdout
-    # a LayerNorm family: the vulkan column names the fact; the CPU runs it
-    path = make_checkpoint(REPO / "tests" / "data" / "configs" / "openai-community__gpt2-xl", shrink={})
+    # a state-space family (no shaders for the scan yet): the vulkan column names the
+    # fact; the CPU runs it
+    import mamba_ref
+    path = mamba_ref.write(mamba_ref.shrink(mamba_ref.MAMBA_130M), str(tmp_path / "mamba"))
     p = run(facet_bin, "run", path, "--backend", "vulkan", "--prompt-ids", "1,2", "-n", 1)
     assert p.returncode == 2, p.stderr
-    assert "REFUSED: layer_norm=true is not supported on vulkan (supported: false)" in p.stderr, p.stderr
+    assert "REFUSED: state-space mixer=mamba is not supported on vulkan (supported: none)" in p.stderr, p.stderr
     assert run(facet_bin, "run", path, "--prompt-ids", "1,2", "-n", 1).returncode == 0
 
 

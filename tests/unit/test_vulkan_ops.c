@@ -3,8 +3,9 @@
  * the CPU backend's kernel on random inputs (issue 24): matmul over f32, bf16 and f16
  * weights through the matrix-vector kernel (decode rows) and the tiled one (prefill
  * rows), odd shapes and a bias; RMSNorm with (1 + w); RoPE with partial rotary; the
- * gated activations; bf16 rounding bit for bit; attention with GQA, odd head counts, a
- * window, a softcap, sinks, decode and prefill groups, and a ring layer's prefill whose
+ * gated activations; bf16 rounding bit for bit; the classic decoders' LayerNorm, ungated
+ * activations, RoPE on pairs and copy; attention with GQA, odd head counts, a
+ * window, a softcap, sinks, ALiBi, decode and prefill groups, and a ring layer's prefill whose
  * own rows come from the chunk; long contexts (split-K decode over 1000+ keys), prefill
  * chunks of many rows (the kernel's row tiles), head_dim 17, 64, 80, 128 and 256, f32
  * and bf16 caches, in place and gathered. The oracle is the CPU kernel (matmul: a float64 sum over
@@ -371,6 +372,8 @@ static void test_formats_listed(void **state) {
 
 /* ---- row operations ---- */
 
+static const char *const act_names[4] = {"silu", "gelu_tanh", "gelu (erf)", "relu2"};
+
 static void test_rows(void **state) {
     (void)state;
     NEED_DEVICE();
@@ -404,7 +407,7 @@ static void test_rows(void **state) {
     cpu->ops->rope(cpu, qc, nh, hd, rot, cs, sn);
     status_ok();
     assert_close(q, qc, nh * hd, 1e-6, "rope");
-    for (int act = 0; act < 2; act++) { /* silu, gelu tanh */
+    for (int act = 0; act < 4; act++) { /* silu, gelu tanh, gelu erf, relu2 */
         float g[n], gc[n], u[n];
         fill(g, n, 6.0f);
         fill(u, n, 2.0f);
@@ -412,7 +415,7 @@ static void test_rows(void **state) {
         vk->ops->gated_act(vk, g, u, n, act);
         cpu->ops->gated_act(cpu, gc, u, n, act);
         status_ok();
-        assert_close(g, gc, n, 2e-6, act ? "gated gelu_tanh" : "gated silu");
+        assert_close(g, gc, n, 2e-6, act_names[act]);
     }
     float r[n], rc[n];
     fill(r, n, 100.0f);
@@ -472,6 +475,71 @@ static void test_resident_chain(void **state) {
     vk->ops->scratch_free(vk, G), vk->ops->scratch_free(vk, U);
 }
 
+/* The classic decoders' rows (issue 28 on vulkan): LayerNorm over M rows with weight and
+ * bias, weight alone, neither (OLMo); the ungated activations over rows whose length is
+ * no multiple of 16 (the CPU's vector/libm split); RoPE on pairs (2i, 2i+1) with partial
+ * rotary against the formula written out here; the copy bit for bit. The CPU's _rows
+ * operations are bit for bit their single-row ones. */
+static void test_classic_rows(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    enum { n = 203, M = 3 };
+    float x[n * M], w[n], b[n], yv[n * M], yc[n * M], yr[n * M];
+    fill(x, n * M, 3.0f);
+    for (int i = 0; i < n * M; i++) x[i] += (float)(i / n); /* a mean per row */
+    fill(w, n, 1.0f);
+    fill(b, n, 0.5f);
+    for (int k = 0; k < 3; k++) {
+        const float *wk = k < 2 ? w : NULL, *bk = k < 1 ? b : NULL;
+        vk->ops->layernorm_rows(vk, yv, x, wk, bk, n, M, 1e-5);
+        cpu->ops->layernorm_rows(cpu, yc, x, wk, bk, n, M, 1e-5);
+        for (int m = 0; m < M; m++)
+            cpu->ops->layernorm(cpu, yr + m * n, x + m * n, wk, bk, n, 1e-5);
+        status_ok();
+        assert_memory_equal(yc, yr, sizeof yc);
+        assert_close(yv, yc, n * M, 2e-5, k == 0 ? "layernorm w, b" : k == 1 ? "layernorm w" : "layernorm");
+    }
+    memcpy(yv, x, sizeof x); /* in place, one row (the final norm of a wanted entry) */
+    vk->ops->layernorm(vk, yv, yv, w, b, n, 1e-5);
+    cpu->ops->layernorm(cpu, yc, x, w, b, n, 1e-5);
+    status_ok();
+    assert_close(yv, yc, n, 2e-5, "layernorm in place");
+    for (int act = 0; act < 4; act++) {
+        float a[n * M], ac[n * M], ar[n * M];
+        fill(a, n * M, 6.0f);
+        memcpy(ac, a, sizeof a);
+        memcpy(ar, a, sizeof a);
+        vk->ops->act_rows(vk, a, n, M, act);
+        cpu->ops->act_rows(cpu, ac, n, M, act);
+        for (int m = 0; m < M; m++) cpu->ops->act(cpu, ar + m * n, n, act);
+        status_ok();
+        assert_memory_equal(ac, ar, sizeof ac);
+        assert_close(a, ac, n * M, 2e-6, act_names[act]);
+    }
+    enum { R = 2, nh = 3, hd = 16, rot = 8 };
+    float q[R * nh * hd], qc[R * nh * hd], want[R * nh * hd], cs[R * rot / 2], sn[R * rot / 2];
+    fill(q, R * nh * hd, 2.0f);
+    memcpy(qc, q, sizeof q);
+    memcpy(want, q, sizeof q);
+    for (int i = 0; i < R * rot / 2; i++) cs[i] = cosf(0.3f * (float)i + 1), sn[i] = sinf(0.3f * (float)i + 1);
+    for (int r = 0; r < R; r++) /* rotate_every_two: pairs (2i, 2i+1), dims >= rot pass */
+        for (int h = 0; h < nh; h++)
+            for (int i = 0; i < rot / 2; i++) {
+                float *v = want + (r * nh + h) * hd, c = cs[r * rot / 2 + i], s = sn[r * rot / 2 + i];
+                double a = v[2 * i], z = v[2 * i + 1];
+                v[2 * i] = (float)(a * c - z * s);
+                v[2 * i + 1] = (float)(z * c + a * s);
+            }
+    vk->ops->rope_pairs_rows(vk, q, R, nh, hd, rot, cs, sn);
+    cpu->ops->rope_pairs_rows(cpu, qc, R, nh, hd, rot, cs, sn);
+    status_ok();
+    assert_close(qc, want, R * nh * hd, 1e-6, "rope_pairs_rows (cpu)");
+    assert_close(q, want, R * nh * hd, 1e-6, "rope_pairs_rows");
+    vk->ops->copy(vk, yv, x, n * M);
+    status_ok();
+    assert_memory_equal(yv, x, sizeof x);
+}
+
 /* ---- attention ---- */
 
 typedef struct {
@@ -481,6 +549,7 @@ typedef struct {
     facet_kv_type type;
     int past;  /* positions already in the cache before the chunk */
     int n;     /* chunk entries of sequence 0; sequence 1 gets one (a decode group) */
+    int alibi; /* ALiBi slopes 2^(-8 (h + 1) / nh) (BLOOM's for a power-of-two nh) */
 } attn_case;
 
 /* on_device: the cache's buffers in the device's memory (facet_device_kv_memory, as a
@@ -505,6 +574,8 @@ static void attention_case(const attn_case *t, int on_device) {
     int *order_at = malloc(n * sizeof(int)), group_row[2] = {0, t->n}, group_len[2] = {t->n, 1};
     int32_t *seq_ids = malloc(n * sizeof(int32_t));
     fill(sinks, 64, 2.0f);
+    float slopes[64];
+    for (int h = 0; h < nh && h < 64; h++) slopes[h] = powf(2.0f, -8.0f * (float)(h + 1) / (float)nh);
     /* the past of both sequences, stored in order */
     for (int s = 0; s < 2; s++) {
         int len = t->past + (s == 0 ? t->n : 1);
@@ -534,7 +605,8 @@ static void attention_case(const attn_case *t, int on_device) {
             facet_kv_cache_store(&kv, seq_ids[r], 0, pos[r], k + r * kvd, v + r * kvd);
     facet_attn_params P = {.head_dim = hd, .scale = 1.0f / sqrtf((float)hd), .softcap = t->softcap,
                            .window = t->window, .sinks = t->sinks ? sinks : NULL,
-                           .kv_type = t->type, .v_stride = (size_t)hd};
+                           .alibi = t->alibi ? slopes : NULL, .kv_type = t->type,
+                           .v_stride = (size_t)hd};
     facet_attn_chunk c = {.p = &P, .kv = &kv, .layer = 0, .n_heads = nh, .n_kv_heads = nkv,
                           .n_rows = n, .q = q, .k = k, .v = v, .pos = pos, .seq_ids = seq_ids,
                           .n_groups = 2, .contiguous = 1, .group_row = group_row,
@@ -551,8 +623,9 @@ static void attention_case(const attn_case *t, int on_device) {
     status_ok();
     char what[160];
     snprintf(what, sizeof what, "attention nh=%d nkv=%d hd=%d window=%d ring=%d softcap=%g "
-             "sinks=%d %s past=%d n=%d%s", nh, nkv, hd, t->window, t->ring, t->softcap, t->sinks,
-             facet_kv_type_name(t->type), t->past, t->n, on_device ? " (cache on the device)" : "");
+             "sinks=%d alibi=%d %s past=%d n=%d%s", nh, nkv, hd, t->window, t->ring, t->softcap,
+             t->sinks, t->alibi, facet_kv_type_name(t->type), t->past, t->n,
+             on_device ? " (cache on the device)" : "");
     assert_close(ov, oc, n * qd, 1e-4, what);
     facet_kv_cache_free(&kv);
     free(q), free(k), free(v), free(ov), free(oc), free(pk), free(pv);
@@ -568,15 +641,18 @@ static void test_attention(void **state) {
     (void)state;
     NEED_DEVICE();
     const attn_case cases[] = {
-        {4, 4, 16, 0, 0, 0, 0, FACET_KV_F32, 0, 5},    /* prefill from empty + a decode */
-        {6, 2, 32, 0, 0, 0, 0, FACET_KV_F32, 21, 7},   /* GQA 3:1 after a past */
-        {3, 1, 8, 0, 0, 0, 0, FACET_KV_F32, 9, 1},     /* odd heads, MQA, decode groups */
-        {5, 5, 16, 0, 0, 20.0f, 0, FACET_KV_F32, 12, 4}, /* odd heads, attention softcap */
-        {4, 2, 16, 6, 0, 0, 0, FACET_KV_F32, 17, 5},   /* window, non-ring layer */
-        {4, 2, 16, 16, 1, 0, 0, FACET_KV_F32, 30, 6},  /* window on a ring layer: prefill view */
-        {8, 2, 64, 0, 0, 0, 1, FACET_KV_F32, 10, 3},   /* sinks (gpt-oss) */
-        {6, 3, 32, 0, 0, 50.0f, 0, FACET_KV_BF16, 14, 4}, /* bf16 cache */
-        {4, 2, 16, 16, 1, 0, 0, FACET_KV_BF16, 37, 1}, /* ring decode past a wrap, bf16 */
+        {4, 4, 16, 0, 0, 0, 0, FACET_KV_F32, 0, 5, 0},    /* prefill from empty + a decode */
+        {6, 2, 32, 0, 0, 0, 0, FACET_KV_F32, 21, 7, 0},   /* GQA 3:1 after a past */
+        {3, 1, 8, 0, 0, 0, 0, FACET_KV_F32, 9, 1, 0},     /* odd heads, MQA, decode groups */
+        {5, 5, 16, 0, 0, 20.0f, 0, FACET_KV_F32, 12, 4, 0}, /* odd heads, attention softcap */
+        {4, 2, 16, 6, 0, 0, 0, FACET_KV_F32, 17, 5, 0},   /* window, non-ring layer */
+        {4, 2, 16, 16, 1, 0, 0, FACET_KV_F32, 30, 6, 0},  /* window on a ring layer: prefill view */
+        {8, 2, 64, 0, 0, 0, 1, FACET_KV_F32, 10, 3, 0},   /* sinks (gpt-oss) */
+        {6, 3, 32, 0, 0, 50.0f, 0, FACET_KV_BF16, 14, 4, 0}, /* bf16 cache */
+        {4, 2, 16, 16, 1, 0, 0, FACET_KV_BF16, 37, 1, 0}, /* ring decode past a wrap, bf16 */
+        {8, 8, 16, 0, 0, 0, 0, FACET_KV_F32, 0, 9, 1},   /* ALiBi (BLOOM): prefill + decode */
+        {6, 6, 32, 0, 0, 0, 0, FACET_KV_BF16, 13, 5, 1}, /* ALiBi, 6 heads, bf16 cache */
+        {4, 1, 16, 0, 0, 0, 0, FACET_KV_F32, 7, 3, 1},   /* ALiBi with multi-query heads */
     };
     run_cases(cases, sizeof cases / sizeof cases[0]);
 }
@@ -588,19 +664,21 @@ static void test_attention_long(void **state) {
     (void)state;
     NEED_DEVICE();
     const attn_case cases[] = {
-        {8, 2, 64, 0, 0, 0, 0, FACET_KV_F32, 1100, 1},      /* long decode: split-K, GQA 4:1 */
-        {8, 2, 64, 0, 0, 0, 0, FACET_KV_F32, 40, 45},       /* prefill: 3 row tiles, ragged */
-        {4, 1, 128, 0, 0, 0, 0, FACET_KV_BF16, 1030, 3},    /* split-K over 3 decode rows, bf16 */
-        {6, 2, 128, 0, 0, 30.0f, 1, FACET_KV_F32, 300, 21}, /* prefill, softcap and sinks */
-        {12, 1, 128, 0, 0, 30.0f, 1, FACET_KV_F32, 700, 1}, /* split decode, 12 heads: 2 tiles */
-        {4, 2, 256, 0, 0, 0, 1, FACET_KV_BF16, 600, 1},     /* head_dim 256: split decode */
-        {4, 2, 256, 0, 0, 0, 0, FACET_KV_F32, 20, 19},      /* head_dim 256: prefill */
-        {5, 5, 80, 0, 0, 0, 0, FACET_KV_F32, 520, 1},       /* odd heads, head_dim 80 */
-        {3, 3, 17, 0, 0, 0, 1, FACET_KV_F32, 290, 18},      /* odd head_dim, sinks */
-        {4, 2, 64, 100, 0, 0, 0, FACET_KV_F32, 1000, 1},    /* window on a long decode */
-        {4, 2, 64, 64, 1, 0, 0, FACET_KV_BF16, 500, 1},     /* ring decode, many wraps */
-        {4, 2, 64, 64, 1, 20.0f, 0, FACET_KV_F32, 300, 24}, /* ring prefill view, softcap */
-        {4, 2, 64, 100, 0, 0, 1, FACET_KV_BF16, 400, 33},   /* window prefill, sinks, bf16 */
+        {8, 2, 64, 0, 0, 0, 0, FACET_KV_F32, 1100, 1, 0},      /* long decode: split-K, GQA 4:1 */
+        {8, 2, 64, 0, 0, 0, 0, FACET_KV_F32, 40, 45, 0},       /* prefill: 3 row tiles, ragged */
+        {4, 1, 128, 0, 0, 0, 0, FACET_KV_BF16, 1030, 3, 0},    /* split-K over 3 decode rows, bf16 */
+        {6, 2, 128, 0, 0, 30.0f, 1, FACET_KV_F32, 300, 21, 0}, /* prefill, softcap and sinks */
+        {12, 1, 128, 0, 0, 30.0f, 1, FACET_KV_F32, 700, 1, 0}, /* split decode, 12 heads: 2 tiles */
+        {4, 2, 256, 0, 0, 0, 1, FACET_KV_BF16, 600, 1, 0},     /* head_dim 256: split decode */
+        {4, 2, 256, 0, 0, 0, 0, FACET_KV_F32, 20, 19, 0},      /* head_dim 256: prefill */
+        {5, 5, 80, 0, 0, 0, 0, FACET_KV_F32, 520, 1, 0},       /* odd heads, head_dim 80 */
+        {3, 3, 17, 0, 0, 0, 1, FACET_KV_F32, 290, 18, 0},      /* odd head_dim, sinks */
+        {4, 2, 64, 100, 0, 0, 0, FACET_KV_F32, 1000, 1, 0},    /* window on a long decode */
+        {4, 2, 64, 64, 1, 0, 0, FACET_KV_BF16, 500, 1, 0},     /* ring decode, many wraps */
+        {4, 2, 64, 64, 1, 20.0f, 0, FACET_KV_F32, 300, 24, 0}, /* ring prefill view, softcap */
+        {4, 2, 64, 100, 0, 0, 1, FACET_KV_BF16, 400, 33, 0},   /* window prefill, sinks, bf16 */
+        {8, 8, 64, 0, 0, 0, 0, FACET_KV_F32, 1100, 1, 1},   /* ALiBi: split-K decode */
+        {8, 8, 64, 0, 0, 0, 0, FACET_KV_F32, 40, 45, 1},    /* ALiBi: prefill row tiles */
     };
     run_cases(cases, sizeof cases / sizeof cases[0]);
 }
@@ -689,6 +767,7 @@ int main(void) {
         cmocka_unit_test(test_formats_listed),
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_resident_chain),
+        cmocka_unit_test(test_classic_rows),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_long),
         cmocka_unit_test(test_attention_invariance),
