@@ -121,11 +121,17 @@ static void test_vulkan_built_or_refused(void **state) {
                             "REFUSED: backend=vulkan is not built into this binary");
     }
     /* what its shaders do not serve yet, named with the fact and the supported range */
+#define MAMBA "\"model_type\":\"mamba\",\"architectures\":[\"MambaForCausalLM\"]," \
+              "\"hidden_size\":64,\"num_hidden_layers\":2,\"vocab_size\":100," \
+              "\"intermediate_size\":128"
+    judge_text("{" MAMBA "}", "vulkan");
+    assert_string_equal(refusal("state-space mixer")->text,
+                        "REFUSED: state-space mixer=mamba is not supported on vulkan (supported: "
+                        "none)");
+    judge_text("{" MAMBA "}", "cpu");
+    assert_null(refusal("state-space mixer"));
+    /* and what they serve since the classic decoders' shaders: the erf gelu */
     judge_text("{" BASE ",\"hidden_act\":\"gelu\"}", "vulkan");
-    assert_string_equal(refusal("hidden_act")->text,
-                        "REFUSED: hidden_act=gelu is not supported on vulkan (supported: silu, "
-                        "gelu_pytorch_tanh)");
-    judge_text("{" BASE ",\"hidden_act\":\"gelu\"}", "cpu");
     assert_null(refusal("hidden_act"));
     judge_text("{" BASE "}", "tpu");
     assert_string_equal(V.refusals[0].text,
