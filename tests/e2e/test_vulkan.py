@@ -51,6 +51,7 @@ os.environ.setdefault("LP_NUM_THREADS", "2")  # lavapipe's threads, for the face
 # the loader reads them, which every backend then runs
 from test_reference_baichuan import BAICHUAN2_13B, BAICHUAN2_7B, FALCON_RW_1B  # noqa: E402
 # the classic decoders' public configs (issue 28), as the float64 reference tests shrink them
+from test_reference_cohere2 import COMMAND_R7B  # noqa: E402
 from test_reference_classic import (  # noqa: E402
     BLOOM_560M, COMMAND_R, CONFIG_DIR, FALCON_40B, FALCON_7B, GPTJ_6B, MPT_7B, OLMO_1B, PHI_2,
     PYTHIA_1B, STABLELM_2_1_6B, STARCODER2_3B)
@@ -94,6 +95,8 @@ CLASSIC = {
     "mpt": (MPT_7B, {}),  # ALiBi, bias-free LayerNorm
     "gptj": (GPTJ_6B, {"rotary_dim": 8}),  # RoPE on pairs over a quarter of the head
     "command-r": (COMMAND_R, {"num_key_value_heads": 2}),  # pairs, parallel gated MLP
+    # Command R7B: pairs on the sliding layers only (window 8), the full layer without positions
+    "command-r7b": (COMMAND_R7B, {"num_hidden_layers": 4, "sliding_window": 8}),
     "chatglm3": (os.path.join(CONFIG_DIR, "THUDM__chatglm3-6b"),
                  {"num_attention_heads": 4, "num_key_value_heads": 2}),  # pairs on half a head
     # Baichuan2-13B: Llama's block with ALiBi over 12 heads (not a power of two)
@@ -321,8 +324,8 @@ def test_corpus_gguf_blocks_match_cpu(facet_bin, facet_shared, name, tmp_path):
                                    "tiiuae__falcon-7b-instruct", "THUDM__chatglm3-6b",
                                    "google__gemma-2b-it"],
                       config_classes=["gpt2", "gpt_neox", "phi", "stablelm", "starcoder2", "olmo",
-                                      "falcon", "bloom", "mpt", "gptj", "cohere", "chatglm",
-                                      "baichuan", "gemma"],
+                                      "falcon", "bloom", "mpt", "gptj", "cohere", "cohere2",
+                                      "chatglm", "baichuan", "gemma"],
                       backend="vulkan", weights=["f32"], oracle="the CPU exact path, on Mesa lavapipe only")
 def test_classic_families_match_cpu_exact_path(case, make_checkpoint, facet_generate):
     """The classic decoders (LayerNorm, ungated MLPs, parallel residuals, ALiBi, RoPE on
