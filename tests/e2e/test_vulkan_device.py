@@ -67,22 +67,33 @@ def test_conform_prints_the_device_and_its_limits(facet_bin):
 
 
 def test_refused_by_the_device_limits(facet_bin):
-    """Qwen3-0.6B's published dimensions (head_dim 128, a [151936][1024] bf16 lm_head):
-    each need past this device's limit is one refusal naming the limit's value."""
+    """Qwen3-0.6B's published dimensions (head_dim 128, a [151936][1024] bf16 lm_head,
+    split by rows into bindings of maxStorageBufferRange, 16 at most): each need past
+    this device's limit is one refusal naming the limit's value."""
     _, lim, _ = device_info(facet_bin)
     shared, srange = lim[0], lim[6]
     attn, lm_head = 4 * (8 * 128 + 16 * 128 + 8 * 16 + 3 * 8), 151936 * 512 * 4
+    # a matrix is split by rows into at most 16 bindings of the range: rows of 2048 bytes
+    per = srange // 2048
+    parts = -(-151936 // per) if per else 1 << 30
     p = run(facet_bin, "conform", QWEN3_DIMS, "--backend", "vulkan")
     head = "REFUSED: head_dim=128 is not supported on vulkan (supported: head_dim <= "
     matrix = ("REFUSED: weight matrix=lm_head [151936][1024] bf16, %d bytes is not supported "
-              "on vulkan (supported: <= %d bytes per matrix on " % (lm_head, srange))
+              "on vulkan (supported: <= 16 bindings of %d bytes per matrix on " % (lm_head, srange))
     assert (head in p.stdout) == (attn > shared), p.stdout
     if attn > shared:
         assert ("stages %d bytes of shared memory for head_dim 128, more than its "
                 "maxComputeSharedMemorySize of %d bytes" % (attn, shared)) in p.stdout
-    assert (matrix in p.stdout) == (lm_head > srange), p.stdout
-    refused = attn > shared or lm_head > srange
+    assert (matrix in p.stdout) == (parts > 16), p.stdout
+    refused = attn > shared or parts > 16
     assert p.returncode == (2 if refused else 3), p.stdout + p.stderr
+    # a device whose range needs 17 parts or more refuses it (the limit lowered)
+    env = dict(os.environ, FACET_VK_MAX_STORAGE_RANGE=str(2048 * (151936 // 17)))
+    p = subprocess.run([str(facet_bin), "conform", QWEN3_DIMS, "--backend", "vulkan"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert ("REFUSED: weight matrix=lm_head [151936][1024] bf16, %d bytes is not supported on "
+            "vulkan (supported: <= 16 bindings of %d bytes" % (lm_head, 2048 * (151936 // 17))
+            ) in p.stdout, p.stdout
     # plan says the same; run refuses the checkpoint before reading a weight
     p = run(facet_bin, "plan", QWEN3_DIMS, "--backend", "vulkan")
     assert (head in p.stdout) == (attn > shared) and "limits: shared memory" in p.stdout, p.stdout
