@@ -82,9 +82,11 @@ static const facet_caps cpu_dense = {
  * host), partial rotary, NoPE layers; GQA attention with window, softcap, custom scale
  * and sinks; gated FFN with silu or gelu_pytorch_tanh; biases; float32/bf16/f16, int8,
  * q4 and GGUF block weights but MXFP4 (backend.h FACET_VULKAN_WFORMATS; MXFP4 is refused
- * by the loader before loading, naming it). Not yet:
- * LayerNorm, ungated MLPs, the parallel residual, NeoX's fused heads, mixture-of-experts
- * and state-space layers. Checked on Mesa's lavapipe against the CPU exact path
+ * by the loader before loading, naming it); mixture-of-experts FFNs with either softmax
+ * routing rule, top-k up to 64, a shared expert gated or not, gpt-oss's clamped SwiGLU
+ * (on the host, after a wait). Not yet: LayerNorm, ungated MLPs (and so Nemotron-H's
+ * experts), the parallel residual, NeoX's fused heads, DeepSeek's grouped routing and
+ * state-space layers. Checked on Mesa's lavapipe against the CPU exact path
  * (tests/e2e/test_vulkan.py); `built` says whether this binary has it. */
 static const facet_caps vulkan_dense = {
     .backend = "vulkan",
@@ -116,7 +118,13 @@ static const facet_caps vulkan_dense = {
     .rope_interleaved = ALLOW_FALSE,
     .embed_norm = ALLOW_FALSE,
     .lm_head_l2_norm = ALLOW_BOTH, /* a load-time step: the rows arrive normalised */
-    .moe_routers = BIT(FACET_ROUTER_NONE), .shared_expert = ALLOW_FALSE,
+    /* mixture of experts (ffn_moe.c over matmul_each): the router's logits are read by
+     * the host, which picks the experts; DeepSeek's grouped routing (host code too) is
+     * not listed: its families need latent attention, refused above, so no test runs it */
+    .moe_routers = BIT(FACET_ROUTER_NONE) | BIT(FACET_ROUTER_SOFTMAX_TOPK) |
+                   BIT(FACET_ROUTER_TOPK_SOFTMAX),
+    .experts_per_tok_max = 64,
+    .shared_expert = ALLOW_BOTH,
     .ssm = 0,
     .dtypes = DTYPES_FLOAT,
 };
