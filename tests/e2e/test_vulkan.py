@@ -281,6 +281,85 @@ def test_corpus_gguf_blocks_match_cpu(facet_bin, facet_shared, name, tmp_path):
     gguf_case(facet_bin, model, tmp_path, name in ("qwen3-Q8_0", "qwen3-Q4_K_M"))
 
 
+# The mixture-of-experts cells of tests/e2e/test_reference_moe.py (the corpus's configs,
+# public config values): routing either way, renormalized or not, dense layers between
+# sparse ones, a shared expert with and without its sigmoid gate, 3-D expert tensors,
+# gpt-oss's router and expert biases and clamped SwiGLU.
+MOE_CELLS = ["granitemoe", "granitemoeshared", "gpt_oss", "mixtral", "olmoe", "qwen2_moe",
+             "qwen3_moe"]
+
+
+def moe_checkpoint(make_checkpoint, name):
+    import test_reference_moe as moe
+    src, shrink, layout = moe.CELLS[name]
+    return make_checkpoint(src(REPO), shrink=shrink, experts_layout=layout)
+
+
+@pytest.mark.parametrize("name", MOE_CELLS)
+@pytest.mark.evidence(config_classes=["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe",
+                                      "granitemoeshared", "gpt_oss"], backend="vulkan",
+                      weights=["f32"], oracle="the CPU exact path, on Mesa lavapipe only")
+def test_vulkan_moe_matches_cpu_exact_path(name, make_checkpoint, facet_generate):
+    """Each entry's experts run on the device (matmul_each); the host waits once a sparse
+    layer, for the router logits. Greedy ids and logits as the dense cases; the decode
+    steps' submissions are one per sparse layer (the experts' choice) plus the step's
+    own (gpt-oss: one more per sparse layer, its clamped SwiGLU is the host's)."""
+    path = moe_checkpoint(make_checkpoint, name)
+    cfg = json.loads((pathlib.Path(path) / "config.json").read_text())
+    prompt = [int(x) for x in np.random.default_rng(MOE_CELLS.index(name)).integers(3, cfg["vocab_size"], N_PROMPT)]
+    cpu = facet_generate(path, prompt, N_GEN, extra=EXACT)
+    vk = facet_generate(path, prompt, N_GEN, extra=EXACT + ["--backend", "vulkan"])
+    rows = compare_runs(cpu, vk)
+    assert rows >= N_PROMPT, rows
+    one = facet_generate(path, prompt, 1, extra=EXACT + ["--backend", "vulkan"], dump=False)
+    per_token = (vk["json"]["timings"]["device_submissions"] -
+                 one["json"]["timings"]["device_submissions"]) / (N_GEN - 1)
+    sparse = sparse_layers(path)
+    waits = 2 if name == "gpt_oss" else 1
+    assert per_token == waits * sparse + 1, (per_token, sparse)
+
+
+def test_vulkan_moe_batched_decode_equals_alone(facet_bin, make_checkpoint, tmp_path):
+    """`facet serve --backend vulkan` on a shrunk Qwen2-MoE (a shared expert with its gate,
+    a dense layer): four greedy completions sent at once, decoded in one batch (each
+    entry's experts its own dispatches), each give the text `facet run --backend vulkan`
+    gives alone."""
+    import concurrent.futures as cf
+    import shutil
+
+    from server_harness import Server
+    path = tmp_path / "qwen2_moe"
+    shutil.copytree(moe_checkpoint(make_checkpoint, "qwen2_moe"), path)
+    shutil.copy(REPO / "models" / "stories260k" / "tokenizer.json", path)
+    assert json.loads((path / "config.json").read_text())["vocab_size"] == 512
+    prompts = [[int(x) for x in np.random.default_rng(s).integers(3, 512, 6 + 3 * s)]
+               for s in range(4)]
+    want = []
+    for ids in prompts:
+        p = run(facet_bin, "run", path, "--backend", "vulkan", "--json", "--weights", "f32",
+                "--kv-cache", "f32", "--prompt-ids", ",".join(map(str, ids)), "-n", 12)
+        assert p.returncode == 0, p.stderr
+        want.append(json.loads(p.stdout)["text"])
+    with Server(facet_bin, path, "--backend", "vulkan", "--weights", "f32", "--kv-cache", "f32",
+                "--max-batch", 4) as srv:
+        def ask(ids):
+            status, r = srv.post("/v1/completions", {"prompt": ids, "max_tokens": 12,
+                                                     "temperature": 0})
+            return r["choices"][0]["text"] if status == 200 else r
+
+        with cf.ThreadPoolExecutor(4) as ex:
+            got = list(ex.map(ask, prompts))
+    assert got == want
+    assert sum(len(t) for t in want) > 0
+
+
+def sparse_layers(path):
+    """The checkpoint's sparse layers (the reference's reading of its config)."""
+    import hf_facts
+    cfg = json.loads((pathlib.Path(path) / "config.json").read_text())
+    return sum(1 for x in hf_facts.facts(cfg).sparse_layers if x)
+
+
 def test_auto_cache_follows_the_weights(make_checkpoint, facet_generate):
     """--kv-cache auto on vulkan is the cache `facet plan` and serve's KV budget count:
     bf16 weights give a bf16 cache (it was f32, twice the bytes the budget counted), so
