@@ -153,6 +153,11 @@ def test_known_refusal_texts(run_facet, tmp_path):
     _, obj = conform(run_facet, CONFIGS / "mistralai__Mixtral-8x7B-v0.1", "--backend", "vulkan",
                      tmp_path=tmp_path)  # its routing runs there (a device limit may refuse it)
     assert not any("moe router" in r["text"] for r in obj["verdict"]["refusals"])
+    _, obj = conform(run_facet, CONFIGS / "openai__gpt-oss-20b", "--backend", "vulkan",
+                     tmp_path=tmp_path)  # its MXFP4 experts: before loading, not at upload
+    assert "REFUSED: quantization_config.quant_method=mxfp4 is not supported on vulkan " \
+           "(supported: absent (MXFP4 experts have no shader yet; unquantized experts run))" in \
+           [r["text"] for r in obj["verdict"]["refusals"]]
     # gpt-oss reads quant_method "mxfp4" as a fact; another method is a config error
     cfg = json.loads((CONFIGS / "openai__gpt-oss-20b" / "config.json").read_text())
     cfg["quantization_config"]["quant_method"] = "gptq"
