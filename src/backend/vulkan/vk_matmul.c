@@ -76,9 +76,12 @@ void vk_matmul_multi(facet_backend *be, int n_mats, float *const *Y, const float
         fail(b, FACET_E_INVALID_ARGUMENT, &err);
         return;
     }
+    /* uploaded first, then looked up: an upload may grow (move) the device's table of
+     * weights, which the pointers of earlier ones point into */
     const vk_weight *w[VK_MAX_MATS];
-    for (int m = 0; m < n_mats; m++)
-        if (fail(b, vk_weight_get(b->d, W[m], &w[m], &err), &err) != FACET_OK) return;
+    for (int pass = 0; pass < 2; pass++)
+        for (int m = 0; m < n_mats; m++)
+            if (fail(b, vk_weight_get(b->d, W[m], &w[m], &err), &err) != FACET_OK) return;
     vk_range x;
     size_t nx = (size_t)n_rows * (size_t)W[0]->cols;
     facet_status st = vk_open(c, &err);
