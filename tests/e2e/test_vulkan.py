@@ -31,6 +31,7 @@ The ops one by one: tests/unit/test_vulkan_ops.c.
 import json
 import os
 import pathlib
+import re
 import subprocess
 
 import numpy as np
@@ -190,11 +191,12 @@ def test_vulkan_matches_cpu_exact_path(case, make_checkpoint, facet_generate):
     assert rows >= N_PROMPT, rows
 
 
-def rounded_copy(path, weights, out):
+def rounded_copy(path, weights, out, keep=None):
     """A copy of checkpoint `path` whose 2-D weight matrices hold the values `--weights
     weights` rounds them to (weights_round.RoundedStore's rule, the output projection in
     its own format), as F32: the CPU exact path on it multiplies the quantized run's
-    weights."""
+    weights. keep: a regular expression of tensor names the loader keeps float32 (a
+    router), copied unrounded."""
     import shutil
 
     import safetensors_io
@@ -213,7 +215,9 @@ def rounded_copy(path, weights, out):
         store = {n: safetensors_io.read_tensor(f, i, start) for n, i in header.items()}
         rounded = weights_round.RoundedStore(store, weights, output)
         entries = [(n, "F32", i["shape"]) for n, i in header.items()]
-        safetensors_io.write_file(out / f.name, entries, lambda n: rounded[n], meta)
+        safetensors_io.write_file(out / f.name, entries,
+                                  lambda n: store[n] if keep and re.search(keep, n) else rounded[n],
+                                  meta)
     return out
 
 
@@ -317,6 +321,30 @@ def test_vulkan_moe_matches_cpu_exact_path(name, make_checkpoint, facet_generate
     sparse = sparse_layers(path)
     waits = 2 if name == "gpt_oss" else 1
     assert per_token == waits * sparse + 1, (per_token, sparse)
+
+
+# The router stays float32 under every --weights (src/engine/weights.c): its ranking
+# picks the experts. The cells whose experts are 2-D tensors (RoundedStore rounds those).
+ROUTER = r"\.(block_sparse_moe|mlp)\.gate\.weight$"
+
+
+@pytest.mark.parametrize("weights", ["int8", "q4"])
+@pytest.mark.parametrize("name", ["mixtral", "olmoe", "qwen2_moe", "qwen3_moe"])
+@pytest.mark.evidence(config_classes=["mixtral", "olmoe", "qwen2_moe", "qwen3_moe"],
+                      backend="vulkan", weights=["int8", "q4"],
+                      oracle="the CPU exact path on the same rounded weights, on Mesa lavapipe only")
+def test_vulkan_moe_quantized_experts_match_cpu_on_the_same_values(name, weights, make_checkpoint,
+                                                                    facet_generate, tmp_path):
+    """Quantized experts (int8, q4 blocks) through matmul_each and matmul_multi, against
+    the CPU exact path on a copy holding the values the loader rounds them to."""
+    path = moe_checkpoint(make_checkpoint, name)
+    same = rounded_copy(path, weights, tmp_path / "rounded", keep=ROUTER)
+    prompt = [int(x) for x in np.random.default_rng(len(name)).integers(3, 512, N_PROMPT)]
+    cpu = facet_generate(same, prompt, N_GEN, extra=["--weights", "f32", "--no-cache"] + EXACT)
+    vk = facet_generate(path, prompt, N_GEN, extra=["--weights", weights, "--no-cache",
+                                                     "--backend", "vulkan"] + EXACT)
+    rows = compare_runs(cpu, vk)
+    assert rows >= N_PROMPT, rows
 
 
 def test_vulkan_moe_batched_decode_equals_alone(facet_bin, make_checkpoint, tmp_path):
