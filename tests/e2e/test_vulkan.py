@@ -277,7 +277,9 @@ def test_gguf_blocks_match_cpu_on_the_same_values(facet_bin, tmp_path):
 
 @pytest.mark.parametrize("name", ["qwen3-Q8_0", "qwen3-Q4_K_M", "llama-Q2_K", "llama-Q3_K_M",
                                   "llama-Q4_1", "llama-Q5_0", "llama-Q5_1", "llama-Q5_K_M",
-                                  "llama-IQ4_NL", "llama-IQ4_XS"])
+                                  "llama-IQ4_NL", "llama-IQ4_XS",
+                                  # mixture of experts: 3-D expert blocks, one expert a wtensor
+                                  "mixtral-Q4_K_M", "qwen3moe-Q4_K_M"])
 def test_corpus_gguf_blocks_match_cpu(facet_bin, facet_shared, name, tmp_path):
     model = facet_shared / "corpus" / "gguf" / "models" / (name + ".gguf")
     if not model.is_file():
