@@ -22,8 +22,15 @@
  * a token's result is summed over its experts in expert order, so it does not depend on
  * which other tokens share the chunk (batched decode and chunked prefill give the bits
  * of one sequence alone). A lone entry (one sequence decoding) runs its k experts
- * together instead (experts_one_row: three parallel runs per layer, not three per
+ * together instead (experts_entry: three parallel runs per layer, not three per
  * expert), with the same bits.
+ *
+ * Where the activations live. The layer's input is copied to moe_in and xn receives the
+ * weighted sum (add_scaled, from 0), so every step is the backend's: on a device backend
+ * (Vulkan: moe_in, moe_x, moe_y are its memory) the host waits once a layer, for the
+ * router logits, and records the rest (each entry's experts by experts_entry: no host
+ * gather). The host's own steps (the grouped path's gathers, gpt-oss's clamped SwiGLU)
+ * are preceded by facet_sync.
  */
 #include <math.h>
 #include <string.h>
@@ -173,6 +180,7 @@ static void act_task(void *ctx, int task, int thread) {
 
 static void act_rows(facet_session *s, int n, int width, int ungated) {
     facet_backend *be = s->be;
+    if (!ungated && s->model->facts.swiglu_limit > 0) facet_sync(s); /* the host's */
     int threads = be->ops->threads(be);
     int tasks = threads > 1 && n >= 8 ? threads * 2 : 1;
     act_job j = {s, width, (n + tasks - 1) / tasks, n, ungated};
@@ -200,32 +208,32 @@ static void gated_ffn(facet_session *s, float *y, const float *x, const facet_wt
     be->ops->matmul(be, y, s->gate, down, db, n);
 }
 
-/* A single entry (one sequence's decode step): its k experts together, in three parallel
- * runs for the layer instead of three per expert. The 2k gate and up projections share
- * the input row: one matmul_multi (one run per 8 matrices, their rows spread over the
- * threads); each expert's activation; the k down projections, each on its own row, in
- * one matmul_each run (tasks = slices of the k matrices, so with k of 4-8 small experts
- * every thread streams weights without waiting at a barrier per expert). Every output is
- * one dot of its weight row with its input row, as in the per-expert path, and the k
- * results are summed into acc in expert-id order: the same bits. Returns 0 (nothing
- * done) where the backend has no matmul_each, runs one thread, or the scratch holds
- * fewer than k rows. */
+/* One entry's k experts together, in three backend runs instead of three per expert.
+ * The 2k gate and up projections share the input row: one matmul_multi (on the CPU one
+ * run per 8 matrices, their rows spread over the threads); each expert's activation; the
+ * k down projections, each on its own row, in one matmul_each run (CPU tasks = slices of
+ * the k matrices, so with k of 4-8 small experts every thread streams weights without
+ * waiting at a barrier per expert; Vulkan: a matvec dispatch each); the k results added
+ * to acc (add_scaled) in expert-id order. Every output is one dot of its weight row with
+ * its input row, as in the grouped path, and the sum is in the same order: the same
+ * bits. The CPU takes it for a lone entry (one sequence decoding) when it runs threads;
+ * a device backend (sync: its operations are recorded) for every entry, so the experts
+ * run on its memory without the host gathering rows. in, acc: the entry's rows (H). */
 #define MOE_ONE_ROW_MAX 64
-static int experts_one_row(facet_session *s, const facet_layer_weights *L, int k, float *acc) {
+static void experts_entry(facet_session *s, const facet_layer_weights *L, int k, int r,
+                          const float *in, float *acc) {
     facet_backend *be = s->be;
     const facet_facts *f = &s->model->facts;
-    if (!be->ops->matmul_each || be->ops->threads(be) < 2 || k > MOE_ONE_ROW_MAX ||
-        s->scratch_rows < k)
-        return 0;
-    int E = (int)f->num_experts, act = (int)f->act;
+    int act = (int)f->act;
     size_t H = (size_t)f->hidden_size;
     float limit = (float)f->swiglu_limit;
     int ids[MOE_ONE_ROW_MAX], slot[MOE_ONE_ROW_MAX], n = 0;
-    for (int e = 0; e < E; e++) /* the chosen experts in id order, each once */
-        if (s->moe_start[e + 1] > s->moe_start[e]) {
-            ids[n] = e;
-            slot[n++] = s->moe_pair[s->moe_start[e]];
-        }
+    if (k < 1 || k > MOE_ONE_ROW_MAX) return; /* (moe_forward's condition) */
+    for (int j = 0; j < k; j++) { /* the entry's experts in id order (distinct: top-k) */
+        int id = s->moe_ids[(size_t)r * k + j], at = n++;
+        for (; at > 0 && ids[at - 1] > id; at--) ids[at] = ids[at - 1], slot[at] = slot[at - 1];
+        ids[at] = id, slot[at] = r * k + j;
+    }
     int ungated = f->ffn_ungated, m = ungated ? 1 : 2; /* first-stage matrices an expert */
     size_t I = (size_t)L->experts[ids[0]].up.rows; /* the expert width (this rank's share) */
     float *yg[2 * MOE_ONE_ROW_MAX], *yd[MOE_ONE_ROW_MAX];
@@ -244,21 +252,21 @@ static int experts_one_row(facet_session *s, const facet_layer_weights *L, int k
         yd[j] = s->moe_y + (size_t)j * H, xd[j] = ungated ? u : g;
         wd[j] = &x->down, bd[j] = x->down_bias;
     }
-    be->ops->matmul_multi(be, m * n, yg, s->xn, wg, bg, 1);
+    be->ops->matmul_multi(be, m * n, yg, in, wg, bg, 1);
+    if (!ungated && limit > 0) facet_sync(s); /* the clamped SwiGLU is the host's */
     for (int j = 0; j < n; j++) {
         if (ungated) be->ops->act(be, yg[j], (int)I, act);
         else if (limit > 0) clamped_swiglu(yg[2 * j], yg[2 * j + 1], (int)I, limit);
         else be->ops->gated_act(be, yg[2 * j], yg[2 * j + 1], (int)I, act);
     }
     be->ops->matmul_each(be, n, yd, xd, wd, bd);
-    for (int j = 0; j < n; j++) {
-        float wt = s->moe_w[slot[j]];
-        for (size_t d = 0; d < H; d++) acc[d] += wt * yd[j][d];
-    }
-    return 1;
+    for (int j = 0; j < n; j++) be->ops->add_scaled(be, acc, yd[j], H, s->moe_w[slot[j]]);
 }
 
-/* xn (the FFN's input norm) -> xn (its output) for entries [0, n) of layer l. */
+/* xn (the FFN's input norm) -> xn (its output) for entries [0, n) of layer l.
+ * On a device backend the host waits once: for the router logits (and Qwen2-MoE's shared
+ * expert gate, in the same matmul_multi), from which it picks the experts; the experts,
+ * the shared expert and the weighted sum are then recorded after it (experts_entry). */
 static void moe_forward(facet_session *s, int l, int n) {
     facet_backend *be = s->be;
     const facet_facts *f = &s->model->facts;
@@ -266,7 +274,16 @@ static void moe_forward(facet_session *s, int l, int n) {
     int E = (int)f->num_experts, k = (int)f->num_experts_per_tok;
     size_t H = (size_t)f->hidden_size;
 
-    be->ops->matmul(be, s->moe_logits, s->xn, &L->router, L->router_bias, n);
+    float *sgl = s->moe_logits + (size_t)n * E; /* (n) the shared expert's gate logits */
+    if (L->shared_expert_gate.data) {
+        float *const y[2] = {s->moe_logits, sgl};
+        const facet_wtensor *const w[2] = {&L->router, &L->shared_expert_gate};
+        const float *const b[2] = {L->router_bias, NULL};
+        be->ops->matmul_multi(be, 2, y, s->xn, w, b, n);
+    } else {
+        be->ops->matmul(be, s->moe_logits, s->xn, &L->router, L->router_bias, n);
+    }
+    facet_sync(s); /* the host reads xn (copied to in) and writes it (the sum starts at 0) */
     facet_for_rows(s, l, n, route_row);
 
     /* counting sort of the n * k (entry, slot) pairs by expert, entry order kept */
@@ -278,38 +295,38 @@ static void moe_forward(facet_session *s, int l, int n) {
     for (int e = E; e > 0; e--) start[e] = start[e - 1];
     start[0] = 0;
 
-    float *acc = s->moe_acc;
+    const float *in = s->moe_in;
+    float *acc = s->xn;
+    memcpy(s->moe_in, s->xn, sizeof(float) * (size_t)n * H);
     memset(acc, 0, sizeof(float) * (size_t)n * H);
-    int done = n == 1 && experts_one_row(s, L, k, acc);
-    for (int e = 0; e < E && !done; e++) {
+    int device = be->ops->sync != NULL; /* operations recorded: host access costs a wait */
+    int per_entry = be->ops->matmul_each && k <= MOE_ONE_ROW_MAX && s->scratch_rows >= k &&
+                    (device || (n == 1 && be->ops->threads(be) >= 2));
+    for (int r = 0; r < n && per_entry; r++)
+        experts_entry(s, L, k, r, in + (size_t)r * H, acc + (size_t)r * H);
+    for (int e = 0; e < E && !per_entry; e++) {
         int c = start[e + 1] - start[e];
         if (!c) continue; /* nobody chose it: its weights are not read */
         const int *pairs = s->moe_pair + start[e];
+        facet_sync(s); /* the host gathers into moe_x, which the last expert may read */
         for (int i = 0; i < c; i++)
-            memcpy(s->moe_x + (size_t)i * H, s->xn + (size_t)(pairs[i] / k) * H, sizeof(float) * H);
+            memcpy(s->moe_x + (size_t)i * H, in + (size_t)(pairs[i] / k) * H, sizeof(float) * H);
         const facet_expert *x = &L->experts[e];
         gated_ffn(s, s->moe_y, s->moe_x, &x->gate, &x->up, &x->down, x->gate_bias, x->up_bias,
                   x->down_bias, c);
-        for (int i = 0; i < c; i++) {
-            float wt = s->moe_w[pairs[i]];
-            float *a = acc + (size_t)(pairs[i] / k) * H;
-            const float *y = s->moe_y + (size_t)i * H;
-            for (size_t d = 0; d < H; d++) a[d] += wt * y[d];
-        }
+        for (int i = 0; i < c; i++)
+            be->ops->add_scaled(be, acc + (size_t)(pairs[i] / k) * H, s->moe_y + (size_t)i * H, H,
+                                s->moe_w[pairs[i]]);
     }
     if (L->shared_down.data) { /* the shared expert: every entry */
-        gated_ffn(s, s->moe_y, s->xn, &L->shared_gate, &L->shared_up, &L->shared_down, NULL,
-                  NULL, NULL, n);
-        float *g = s->moe_logits; /* (n, 1): the routing is done with the logits */
-        if (L->shared_expert_gate.data) be->ops->matmul(be, g, s->xn, &L->shared_expert_gate, NULL, n);
-        for (int r = 0; r < n; r++) {
-            float sg = L->shared_expert_gate.data ? 1.0f / (1.0f + expf(-g[r])) : 1.0f;
-            float *a = acc + (size_t)r * H;
-            const float *y = s->moe_y + (size_t)r * H;
-            for (size_t d = 0; d < H; d++) a[d] += sg * y[d];
-        }
+        gated_ffn(s, s->moe_y, in, &L->shared_gate, &L->shared_up, &L->shared_down, NULL, NULL,
+                  NULL, n);
+        if (!L->shared_expert_gate.data)
+            be->ops->add_scaled(be, acc, s->moe_y, (size_t)n * H, 1.0f);
+        for (int r = 0; r < n && L->shared_expert_gate.data; r++)
+            be->ops->add_scaled(be, acc + (size_t)r * H, s->moe_y + (size_t)r * H, H,
+                                1.0f / (1.0f + expf(-sgl[r])));
     }
-    memcpy(s->xn, acc, sizeof(float) * (size_t)n * H);
 }
 
 const facet_ffn_kind facet_ffn_moe = {"moe", moe_takes, moe_forward};

@@ -166,13 +166,14 @@ struct facet_session {
                                       projections (a dense FFN, one expert's gathered
                                       rows or the shared expert's)                     */
     /* mixture-of-experts layers (ffn_moe.c; E experts, k per token, 0 rows when dense) */
-    float *moe_logits;             /* (R, E) router logits                             */
+    float *moe_logits;             /* (R, E) router logits, then (R) the shared
+                                      expert's gate logits (R * E + 1 floats a row)    */
     int *moe_ids;                  /* (R, k) chosen experts                            */
     float *moe_w;                  /* (R, k) their weights                             */
     int *moe_pair;                 /* (R * k) entry * k + slot, grouped by expert      */
     int *moe_start;                /* (E + 1) where each expert's pairs start          */
     float *moe_x, *moe_y;          /* (R, H) an expert's gathered input, its output    */
-    float *moe_acc;                /* (R, H) the layer's output being summed           */
+    float *moe_in;                 /* (R, H) the layer's input (xn receives the sum)   */
     /* Mamba layers (mixer_mamba.c; 0 rows without one): DI = ssm_inner. Mamba-2
      * (mixer_mamba2.c) uses them as: ssm_xz (R, DI + CD + NH) in_proj's z, xBC, dt;
      * ssm_xc (R, CD) xBC after the conv; ssm_dbc (R, DI) y; ssm_dtin (R, NH) dt */

@@ -199,11 +199,11 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
         {(void **)&s->group_row, 1, N, 0},   {(void **)&s->group_len, 1, N, 0},
         {(void **)&s->rope_cos, half, F, 0}, {(void **)&s->rope_sin, half, F, 0},
         {(void **)&s->rope_cos_local, half, F, 0}, {(void **)&s->rope_sin_local, half, F, 0},
-        {(void **)&s->moe_logits, E, F, 0},  {(void **)&s->moe_ids, K, N, 0},
+        {(void **)&s->moe_logits, moe ? E + 1 : 0, F, 0},  {(void **)&s->moe_ids, K, N, 0},
         {(void **)&s->moe_w, K, F, 0},       {(void **)&s->moe_pair, K, N, 0},
         {(void **)&s->moe_start, 0, N, moe ? E + 1 : 0},
         {(void **)&s->moe_x, HM, F, 0},      {(void **)&s->moe_y, HM, F, 0},
-        {(void **)&s->moe_acc, HM, F, 0},
+        {(void **)&s->moe_in, HM, F, 0},
         {(void **)&s->ssm_xz, XZ, F, 0},     {(void **)&s->ssm_xc, XC, F, 0},
         {(void **)&s->ssm_dbc, DBC, F, 0},   {(void **)&s->ssm_dtin, RDT, F, 0},
         {(void **)&s->ssm_dt, DT, F, 0},
@@ -216,10 +216,10 @@ static void scratch_table(facet_session *s, scratch_buf *t) {
     memcpy(t, b, sizeof b);
 }
 
-/* The activations the layer loop and the attention and dense kinds hand to the
+/* The activations the layer loop and the attention, dense and MoE kinds hand to the
  * backend's operations live where the backend wants them (backend.h scratch_alloc: the
- * device's memory for Vulkan); the rest (positions, groups, the other kinds' work
- * areas, which the host reads) on the heap. */
+ * device's memory for Vulkan); the rest (positions, groups, router logits and choices,
+ * the other kinds' work areas, which the host reads) on the heap. */
 static int on_backend(const facet_session *s, void **buf) {
     return s->be && s->be->ops->scratch_alloc &&
            (buf == (void **)&s->x || buf == (void **)&s->xn || buf == (void **)&s->xp ||
@@ -227,7 +227,8 @@ static int on_backend(const facet_session *s, void **buf) {
             buf == (void **)&s->v || buf == (void **)&s->att_out || buf == (void **)&s->gate ||
             buf == (void **)&s->up || buf == (void **)&s->rope_cos ||
             buf == (void **)&s->rope_sin || buf == (void **)&s->rope_cos_local ||
-            buf == (void **)&s->rope_sin_local);
+            buf == (void **)&s->rope_sin_local || buf == (void **)&s->moe_x ||
+            buf == (void **)&s->moe_y || buf == (void **)&s->moe_in);
 }
 
 static void free_scratch(facet_session *s) {

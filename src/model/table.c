@@ -86,9 +86,11 @@ static const facet_caps cpu_dense = {
  * classic decoders: LayerNorm with or without weight and bias (OLMo's non-parametric
  * one, BLOOM's on the embeddings), ungated MLPs, the parallel residual from one or two
  * norms, the fused query_key_value layouts (reordered at load), RoPE on pairs (2i,
- * 2i+1). Not yet: mixture-of-experts and state-space layers. Checked on Mesa's lavapipe
- * against the CPU exact path (tests/e2e/test_vulkan.py); `built` says whether this
- * binary has it. */
+ * 2i+1). Mixture-of-experts FFNs with either softmax routing rule, top-k up to 64, a
+ * shared expert gated or not, gpt-oss's clamped SwiGLU (on the host, after a wait). Not
+ * yet: DeepSeek's grouped routing, state-space layers and latent attention. Checked on
+ * Mesa's lavapipe against the CPU exact path (tests/e2e/test_vulkan.py); `built` says
+ * whether this binary has it. */
 static const facet_caps vulkan_dense = {
     .backend = "vulkan",
 #ifdef FACET_HAVE_VULKAN
@@ -120,7 +122,13 @@ static const facet_caps vulkan_dense = {
     .rope_interleaved = ALLOW_BOTH,
     .embed_norm = ALLOW_BOTH,
     .lm_head_l2_norm = ALLOW_BOTH, /* a load-time step: the rows arrive normalised */
-    .moe_routers = BIT(FACET_ROUTER_NONE), .shared_expert = ALLOW_FALSE,
+    /* mixture of experts (ffn_moe.c over matmul_each): the router's logits are read by
+     * the host, which picks the experts; DeepSeek's grouped routing (host code too) is
+     * not listed: its families need latent attention, refused above, so no test runs it */
+    .moe_routers = BIT(FACET_ROUTER_NONE) | BIT(FACET_ROUTER_SOFTMAX_TOPK) |
+                   BIT(FACET_ROUTER_TOPK_SOFTMAX),
+    .experts_per_tok_max = 64,
+    .shared_expert = ALLOW_BOTH,
     .ssm = 0,
     .dtypes = DTYPES_FLOAT,
 };

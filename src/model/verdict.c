@@ -536,6 +536,9 @@ void facet_judge(const facet_facts *f, const char *backend, facet_verdict *out) 
         snprintf(v, sizeof v, "%lld", (long long)f->kv_lora_rank);
         refuse(out, "kv_lora_rank", v, "absent (multi-head latent attention has no shader yet)");
     }
+    if (f->experts_mxfp4 && !strcmp(backend, "vulkan")) /* gpt-oss's quantized experts */
+        refuse(out, "quantization_config.quant_method", "mxfp4",
+               "absent (MXFP4 experts have no shader yet; unquantized experts run)");
     if (c) {
         char value[96], range[192];
         for (int i = 0; i < facet_n_rows; i++) {

@@ -144,11 +144,20 @@ def test_known_refusal_texts(run_facet, tmp_path):
         "REFUSED: model_type=rwkv is not supported on cpu (supported: llama, mistral, qwen2, qwen3, "
         "gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, smollm3, granite, mixtral, qwen2_moe, "
         "qwen3_moe, olmoe, granitemoe, granitemoeshared, gpt_oss, deepseek_v2, deepseek_v3, kimi_k2, mamba, mamba2, granitemoehybrid, bamba, falcon_h1, jamba, lfm2, nemotron_h, qwen3_next, gpt_neox, phi, gpt2, olmo, starcoder2, stablelm, stablelm_epoch, falcon, bloom, mpt, gptj, cohere, cohere2, internlm2, minicpm, qwen, chatglm, exaone, baichuan)")
-    _, obj = conform(run_facet, CONFIGS / "mistralai__Mixtral-8x7B-v0.1", "--backend", "vulkan",
+    _, obj = conform(run_facet, CONFIGS / "deepseek-ai__DeepSeek-V3", "--backend", "vulkan",
                      tmp_path=tmp_path)
     texts = [r["text"] for r in obj["verdict"]["refusals"]]
-    assert "REFUSED: moe router=topk-softmax, top-2 of 8 experts on 32 of 32 layers is not " \
-           "supported on vulkan (supported: none (dense))" in texts
+    assert "REFUSED: moe router=grouped (DeepSeek), top-8 of 256 experts on 58 of 61 layers is " \
+           "not supported on vulkan (supported: none (dense), softmax-topk, topk-softmax; top-k " \
+           "up to 64)" in texts
+    _, obj = conform(run_facet, CONFIGS / "mistralai__Mixtral-8x7B-v0.1", "--backend", "vulkan",
+                     tmp_path=tmp_path)  # its routing runs there (a device limit may refuse it)
+    assert not any("moe router" in r["text"] for r in obj["verdict"]["refusals"])
+    _, obj = conform(run_facet, CONFIGS / "openai__gpt-oss-20b", "--backend", "vulkan",
+                     tmp_path=tmp_path)  # its MXFP4 experts: before loading, not at upload
+    assert "REFUSED: quantization_config.quant_method=mxfp4 is not supported on vulkan " \
+           "(supported: absent (MXFP4 experts have no shader yet; unquantized experts run))" in \
+           [r["text"] for r in obj["verdict"]["refusals"]]
     # gpt-oss reads quant_method "mxfp4" as a fact; another method is a config error
     cfg = json.loads((CONFIGS / "openai__gpt-oss-20b" / "config.json").read_text())
     cfg["quantization_config"]["quant_method"] = "gptq"

@@ -35,6 +35,7 @@ The ops one by one: tests/unit/test_vulkan_ops.c.
 import json
 import os
 import pathlib
+import re
 import subprocess
 
 import numpy as np
@@ -228,11 +229,12 @@ def test_vulkan_matches_cpu_exact_path(case, make_checkpoint, facet_generate):
     assert rows >= N_PROMPT, rows
 
 
-def rounded_copy(path, weights, out):
+def rounded_copy(path, weights, out, keep=None):
     """A copy of checkpoint `path` whose 2-D weight matrices hold the values `--weights
     weights` rounds them to (weights_round.RoundedStore's rule, the output projection in
     its own format), as F32: the CPU exact path on it multiplies the quantized run's
-    weights."""
+    weights. keep: a regular expression of tensor names the loader keeps float32 (a
+    router), copied unrounded."""
     import shutil
 
     import safetensors_io
@@ -251,7 +253,9 @@ def rounded_copy(path, weights, out):
         store = {n: safetensors_io.read_tensor(f, i, start) for n, i in header.items()}
         rounded = weights_round.RoundedStore(store, weights, output)
         entries = [(n, "F32", i["shape"]) for n, i in header.items()]
-        safetensors_io.write_file(out / f.name, entries, lambda n: rounded[n], meta)
+        safetensors_io.write_file(out / f.name, entries,
+                                  lambda n: store[n] if keep and re.search(keep, n) else rounded[n],
+                                  meta)
     return out
 
 
@@ -311,7 +315,9 @@ def test_gguf_blocks_match_cpu_on_the_same_values(facet_bin, tmp_path):
 
 @pytest.mark.parametrize("name", ["qwen3-Q8_0", "qwen3-Q4_K_M", "llama-Q2_K", "llama-Q3_K_M",
                                   "llama-Q4_1", "llama-Q5_0", "llama-Q5_1", "llama-Q5_K_M",
-                                  "llama-IQ4_NL", "llama-IQ4_XS"])
+                                  "llama-IQ4_NL", "llama-IQ4_XS",
+                                  # mixture of experts: 3-D expert blocks, one expert a wtensor
+                                  "mixtral-Q4_K_M", "qwen3moe-Q4_K_M"])
 def test_corpus_gguf_blocks_match_cpu(facet_bin, facet_shared, name, tmp_path):
     model = facet_shared / "corpus" / "gguf" / "models" / (name + ".gguf")
     if not model.is_file():
@@ -342,6 +348,109 @@ def test_classic_families_match_cpu_exact_path(case, make_checkpoint, facet_gene
     vk = facet_generate(path, prompt, N_GEN, extra=extra + ["--backend", "vulkan"])
     assert vk["json"]["prompt_ids"] == prompt
     assert compare_runs(cpu, vk) >= N_PROMPT
+
+
+# The mixture-of-experts cells of tests/e2e/test_reference_moe.py (the corpus's configs,
+# public config values): routing either way, renormalized or not, dense layers between
+# sparse ones, a shared expert with and without its sigmoid gate, 3-D expert tensors,
+# gpt-oss's router and expert biases and clamped SwiGLU.
+MOE_CELLS = ["granitemoe", "granitemoeshared", "gpt_oss", "mixtral", "olmoe", "qwen2_moe",
+             "qwen3_moe"]
+
+
+def moe_checkpoint(make_checkpoint, name):
+    import test_reference_moe as moe
+    src, shrink, layout = moe.CELLS[name]
+    return make_checkpoint(src(REPO), shrink=shrink, experts_layout=layout)
+
+
+@pytest.mark.parametrize("name", MOE_CELLS)
+@pytest.mark.evidence(config_classes=["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe",
+                                      "granitemoeshared", "gpt_oss"], backend="vulkan",
+                      weights=["f32"], oracle="the CPU exact path, on Mesa lavapipe only")
+def test_vulkan_moe_matches_cpu_exact_path(name, make_checkpoint, facet_generate):
+    """Each entry's experts run on the device (matmul_each); the host waits once a sparse
+    layer, for the router logits. Greedy ids and logits as the dense cases; the decode
+    steps' submissions are one per sparse layer (the experts' choice) plus the step's
+    own (gpt-oss: one more per sparse layer, its clamped SwiGLU is the host's)."""
+    path = moe_checkpoint(make_checkpoint, name)
+    cfg = json.loads((pathlib.Path(path) / "config.json").read_text())
+    prompt = [int(x) for x in np.random.default_rng(MOE_CELLS.index(name)).integers(3, cfg["vocab_size"], N_PROMPT)]
+    cpu = facet_generate(path, prompt, N_GEN, extra=EXACT)
+    vk = facet_generate(path, prompt, N_GEN, extra=EXACT + ["--backend", "vulkan"])
+    rows = compare_runs(cpu, vk)
+    assert rows >= N_PROMPT, rows
+    one = facet_generate(path, prompt, 1, extra=EXACT + ["--backend", "vulkan"], dump=False)
+    per_token = (vk["json"]["timings"]["device_submissions"] -
+                 one["json"]["timings"]["device_submissions"]) / (N_GEN - 1)
+    sparse = sparse_layers(path)
+    waits = 2 if name == "gpt_oss" else 1
+    assert per_token == waits * sparse + 1, (per_token, sparse)
+
+
+# The router stays float32 under every --weights (src/engine/weights.c): its ranking
+# picks the experts. The cells whose experts are 2-D tensors (RoundedStore rounds those).
+ROUTER = r"\.(block_sparse_moe|mlp)\.gate\.weight$"
+
+
+@pytest.mark.parametrize("weights", ["int8", "q4"])
+@pytest.mark.parametrize("name", ["mixtral", "olmoe", "qwen2_moe", "qwen3_moe"])
+@pytest.mark.evidence(config_classes=["mixtral", "olmoe", "qwen2_moe", "qwen3_moe"],
+                      backend="vulkan", weights=["int8", "q4"],
+                      oracle="the CPU exact path on the same rounded weights, on Mesa lavapipe only")
+def test_vulkan_moe_quantized_experts_match_cpu_on_the_same_values(name, weights, make_checkpoint,
+                                                                    facet_generate, tmp_path):
+    """Quantized experts (int8, q4 blocks) through matmul_each and matmul_multi, against
+    the CPU exact path on a copy holding the values the loader rounds them to."""
+    path = moe_checkpoint(make_checkpoint, name)
+    same = rounded_copy(path, weights, tmp_path / "rounded", keep=ROUTER)
+    prompt = [int(x) for x in np.random.default_rng(len(name)).integers(3, 512, N_PROMPT)]
+    cpu = facet_generate(same, prompt, N_GEN, extra=["--weights", "f32", "--no-cache"] + EXACT)
+    vk = facet_generate(path, prompt, N_GEN, extra=["--weights", weights, "--no-cache",
+                                                     "--backend", "vulkan"] + EXACT)
+    rows = compare_runs(cpu, vk)
+    assert rows >= N_PROMPT, rows
+
+
+def test_vulkan_moe_batched_decode_equals_alone(facet_bin, make_checkpoint, tmp_path):
+    """`facet serve --backend vulkan` on a shrunk Qwen2-MoE (a shared expert with its gate,
+    a dense layer): four greedy completions sent at once, decoded in one batch (each
+    entry's experts its own dispatches), each give the text `facet run --backend vulkan`
+    gives alone."""
+    import concurrent.futures as cf
+    import shutil
+
+    from server_harness import Server
+    path = tmp_path / "qwen2_moe"
+    shutil.copytree(moe_checkpoint(make_checkpoint, "qwen2_moe"), path)
+    shutil.copy(REPO / "models" / "stories260k" / "tokenizer.json", path)
+    assert json.loads((path / "config.json").read_text())["vocab_size"] == 512
+    prompts = [[int(x) for x in np.random.default_rng(s).integers(3, 512, 6 + 3 * s)]
+               for s in range(4)]
+    want = []
+    for ids in prompts:
+        p = run(facet_bin, "run", path, "--backend", "vulkan", "--json", "--weights", "f32",
+                "--kv-cache", "f32", "--prompt-ids", ",".join(map(str, ids)), "-n", 12)
+        assert p.returncode == 0, p.stderr
+        want.append(json.loads(p.stdout)["text"])
+    with Server(facet_bin, path, "--backend", "vulkan", "--weights", "f32", "--kv-cache", "f32",
+                "--max-batch", 4) as srv:
+        def ask(ids):
+            status, r = srv.post("/v1/completions", {"prompt": ids, "max_tokens": 12,
+                                                     "temperature": 0})
+            return r["choices"][0]["text"] if status == 200 else r
+
+        with cf.ThreadPoolExecutor(4) as ex:
+            got = list(ex.map(ask, prompts))
+    assert got == want
+    assert sum(len(t) for t in want) > 0
+
+
+def sparse_layers(path):
+    """The checkpoint's sparse layers (the reference's reading of its config)."""
+    import hf_facts
+    cfg = json.loads((pathlib.Path(path) / "config.json").read_text())
+    return sum(1 for x in hf_facts.facts(cfg).sparse_layers if x)
 
 
 def test_auto_cache_follows_the_weights(make_checkpoint, facet_generate):

@@ -2,10 +2,12 @@
  * test_vulkan_ops.c — each operation of the Vulkan backend (src/backend/vulkan) against
  * the CPU backend's kernel on random inputs (issue 24): matmul over f32, bf16 and f16
  * weights through the matrix-vector kernel (decode rows) and the tiled one (prefill
- * rows), odd shapes and a bias; RMSNorm with (1 + w); RoPE with partial rotary; the
- * gated activations; bf16 rounding bit for bit; the classic decoders' LayerNorm, ungated
- * activations, RoPE on pairs and copy; attention with GQA, odd head counts, a
- * window, a softcap, sinks, ALiBi, decode and prefill groups, and a ring layer's prefill whose
+ * rows), odd shapes and a bias; matmul_each (an input row per matrix: a decode step's
+ * experts) and matmul_multi of more than four weights; RMSNorm with (1 + w); RoPE with
+ * partial rotary; the gated activations; bf16 rounding bit for bit; the classic
+ * decoders' LayerNorm, ungated activations, RoPE on pairs and copy; attention with GQA,
+ * odd head counts, a window, a softcap, sinks, ALiBi, decode and prefill groups, and a
+ * ring layer's prefill whose
  * own rows come from the chunk; long contexts (split-K decode over 1000+ keys), prefill
  * chunks of many rows (the kernel's row tiles), head_dim 17, 64, 80, 128 and 256, f32
  * and bf16 caches, in place and gathered. The oracle is the CPU kernel (matmul: a float64 sum over
@@ -760,11 +762,132 @@ static void test_attention_refused(void **state) {
     free(q), free(o);
 }
 
+/* ---- matmul_each (a decode step's experts) ---- */
+
+/* Eight matrices of four formats (f32, bf16, and facet's int8 and q4 blocks: a
+ * quantized model's experts) and two shapes, each on its own input row: host arrays
+ * (more outputs than one submission copies out at once), then the same rows in the
+ * backend's scratch (bound in place, read after sync); and matmul_multi of eight weights
+ * of one row (the expert path's gate and up projections). Oracle: the float64 sum over
+ * the tensors' own values (every format) and the CPU backend's matmul_each (f32: the
+ * same float32 products; its bf16 and block kernels may round the activations). */
+#define EACH 8
+static facet_wtensor each_w[EACH];
+
+static void test_matmul_each(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    facet_error err = {0};
+    const facet_wformat fmts[4] = {FACET_WF_F32, FACET_WF_BF16, FACET_WF_Q8, FACET_WF_Q4};
+    const int K = 67, N[2] = {45, 96};
+    float *X[EACH], *Yv[EACH], *Yc[EACH], *Yr[EACH], *bias[EACH];
+    const facet_wtensor *W[EACH];
+    const float *Xc[EACH], *bc[EACH];
+    for (int m = 0; m < EACH; m++) {
+        int n = N[m % 2];
+        each_w[m] = (facet_wtensor){FACET_WF_F32, n, K, malloc((size_t)n * K * sizeof(float)),
+                                    NULL, 0};
+        fill(each_w[m].data, (size_t)n * K, 0.5f);
+        assert_int_equal(facet_wtensor_convert(&each_w[m], fmts[m / 2], &err), FACET_OK);
+        W[m] = &each_w[m];
+        X[m] = malloc((size_t)K * sizeof(float)), Xc[m] = X[m];
+        fill(X[m], (size_t)K, 1.0f);
+        bias[m] = m % 3 ? malloc((size_t)n * sizeof(float)) : NULL, bc[m] = bias[m];
+        if (bias[m]) fill(bias[m], (size_t)n, 1.0f);
+        Yv[m] = malloc((size_t)n * sizeof(float));
+        Yc[m] = malloc((size_t)n * sizeof(float));
+        Yr[m] = malloc((size_t)n * sizeof(float));
+        reference_matmul(Yr[m], X[m], W[m], bias[m], 1);
+    }
+    vk->ops->matmul_each(vk, EACH, Yv, Xc, W, bc);
+    status_ok();
+    cpu->ops->matmul_each(cpu, EACH, Yc, Xc, W, bc);
+    char what[64];
+    for (int m = 0; m < EACH; m++) {
+        snprintf(what, sizeof what, "matmul_each %d (%s)", m, facet_wformat_name(fmts[m / 2]));
+        assert_close(Yv[m], Yr[m], (size_t)W[m]->rows, 2e-5, what);
+        if (fmts[m / 2] == FACET_WF_F32) assert_close(Yv[m], Yc[m], (size_t)W[m]->rows, 2e-5, what);
+    }
+
+    /* resident: inputs and outputs in the backend's scratch, at row offsets */
+    size_t xs = 128, ys = 128; /* floats a row (offsets the device binds) */
+    float *dx = vk->ops->scratch_alloc(vk, EACH * xs * sizeof(float));
+    float *dy = vk->ops->scratch_alloc(vk, EACH * ys * sizeof(float));
+    assert_non_null(dx), assert_non_null(dy);
+    float *Yd[EACH];
+    const float *Xd[EACH];
+    for (int m = 0; m < EACH; m++) {
+        memcpy(dx + m * xs, X[m], (size_t)K * sizeof(float));
+        Xd[m] = dx + m * xs, Yd[m] = dy + m * ys;
+    }
+    vk->ops->matmul_each(vk, EACH, Yd, Xd, W, bc);
+    vk->ops->sync(vk);
+    status_ok();
+    for (int m = 0; m < EACH; m++) {
+        snprintf(what, sizeof what, "matmul_each resident %d", m);
+        assert_close(Yd[m], Yv[m], (size_t)W[m]->rows, 0, what); /* the same dispatch */
+    }
+    vk->ops->scratch_free(vk, dx), vk->ops->scratch_free(vk, dy);
+
+    /* matmul_multi of eight weights of one input (the shapes of the even ones) */
+    const facet_wtensor *W6[EACH];
+    const float *b6[EACH];
+    for (int m = 0; m < EACH; m++) W6[m] = W[m - m % 2], b6[m] = bc[m - m % 2];
+    vk->ops->matmul_multi(vk, EACH, Yv, X[0], W6, b6, 1);
+    status_ok();
+    for (int m = 0; m < EACH; m++) {
+        reference_matmul(Yr[m], X[0], W6[m], b6[m], 1);
+        snprintf(what, sizeof what, "matmul_multi of %d, %d", EACH, m);
+        assert_close(Yv[m], Yr[m], (size_t)W6[m]->rows, 2e-5, what);
+    }
+    for (int m = 0; m < EACH; m++) {
+        free(X[m]), free(bias[m]), free(Yv[m]), free(Yc[m]), free(Yr[m]);
+        free(each_w[m].data), free(each_w[m].scales);
+    }
+}
+
+/* matmul_multi of 128 weights none of which the device has yet (the expert path's 2k
+ * gate/up projections at k = 64): the uploads grow the device's table of weights
+ * (first capacity 64) during the call, and every output is still its own weight's. */
+#define MANY 128
+static facet_wtensor many_w[MANY];
+
+static void test_matmul_multi_many(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    facet_error err = {0};
+    enum { N = 8, K = 32 };
+    float X[K], *Y[MANY], Yr[N];
+    const facet_wtensor *W[MANY];
+    const float *bias[MANY] = {0};
+    fill(X, K, 1.0f);
+    for (int m = 0; m < MANY; m++) {
+        many_w[m] = (facet_wtensor){FACET_WF_F32, N, K, malloc((size_t)N * K * sizeof(float)),
+                                    NULL, 0};
+        fill(many_w[m].data, (size_t)N * K, 0.5f);
+        assert_int_equal(facet_wtensor_convert(&many_w[m], m % 2 ? FACET_WF_Q8 : FACET_WF_F32, &err),
+                         FACET_OK);
+        W[m] = &many_w[m];
+        Y[m] = malloc(N * sizeof(float));
+    }
+    vk->ops->matmul_multi(vk, MANY, Y, X, W, bias, 1);
+    status_ok();
+    char what[48];
+    for (int m = 0; m < MANY; m++) {
+        reference_matmul(Yr, X, W[m], NULL, 1);
+        snprintf(what, sizeof what, "matmul_multi of %d, %d", MANY, m);
+        assert_close(Y[m], Yr, N, 2e-5, what);
+        free(Y[m]), free(many_w[m].data), free(many_w[m].scales);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_matmul_quant),
         cmocka_unit_test(test_formats_listed),
+        cmocka_unit_test(test_matmul_each),
+        cmocka_unit_test(test_matmul_multi_many),
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_resident_chain),
         cmocka_unit_test(test_classic_rows),

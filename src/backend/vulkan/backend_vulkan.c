@@ -10,6 +10,8 @@
  * activations), status (a chunk's end) — a forward chunk is one submission.
  * - matmul / matmul_multi: the weights resident on the device (vk_weights.c). Few rows
  *   (decode, <= MATVEC_ROWS) take matvec.comp, more take matmul_tiled.comp.
+ * - matmul_each (the experts of one entry, ffn_moe.c): a matvec.comp dispatch per matrix,
+ *   each on its own input row.
  * - rmsnorm(_rows), rope(_rows), gated_act(_rows), kv_round, add_scaled, and the
  *   classic decoders' layernorm(_rows), act(_rows), rope_pairs_rows, copy: one dispatch
  *   over the whole range given (the engine hands them a chunk's rows).
@@ -115,6 +117,7 @@ static const facet_backend_ops vulkan_ops = {
     .reserve = vk_reserve,
     .matmul = vk_matmul,
     .matmul_multi = vk_matmul_multi,
+    .matmul_each = vk_matmul_each,
     .attention = vk_attention,
     .kv_store = vk_kv_store,
     .kv_store_rows = vk_kv_store_rows,

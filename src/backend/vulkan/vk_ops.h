@@ -80,6 +80,8 @@ void vk_matmul(facet_backend *be, float *Y, const float *X, const facet_wtensor 
                const float *bias, int n_rows);
 void vk_matmul_multi(facet_backend *be, int n_mats, float *const *Y, const float *X,
                      const facet_wtensor *const *W, const float *const *bias, int n_rows);
+void vk_matmul_each(facet_backend *be, int n_mats, float *const *Y, const float *const *X,
+                    const facet_wtensor *const *W, const float *const *bias);
 /* vk_rows.c */
 void vk_rmsnorm(const facet_backend *be, float *y, const float *x, const float *w, int n,
                 double eps, float offset);
