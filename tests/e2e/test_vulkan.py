@@ -193,18 +193,19 @@ def test_weights_split_past_the_storage_range(monkeypatch, facet_bin, make_check
     assert "split by rows into at most 16 buffers" in p.stdout + p.stderr
 
 
-def compare_runs(cpu, vk):
+def compare_runs(cpu, vk, n_prompt=N_PROMPT, n_gen=N_GEN):
     """Greedy ids equal up to the first position whose CPU top-2 margin is under MARGIN
-    (after it the runs may rightly part); logits within TOL over the rows compared."""
+    (after it the runs may rightly part); logits within TOL over the rows compared.
+    Returns the number of logits rows compared."""
     ids_c, ids_v = cpu["json"]["generated_ids"], vk["json"]["generated_ids"]
     lc, lv = cpu["logits"], vk["logits"]
-    rows = N_PROMPT  # logits rows: the prompt's, then one per generated token but the last
-    for i in range(N_GEN):
-        top = np.sort(lc[N_PROMPT - 1 + i])[-2:]
+    rows = n_prompt  # logits rows: the prompt's, then one per generated token but the last
+    for i in range(n_gen):
+        top = np.sort(lc[n_prompt - 1 + i])[-2:]
         if top[1] - top[0] < MARGIN:
             break
         assert ids_v[i] == ids_c[i], "generated token %d: vulkan %d, cpu %d" % (i, ids_v[i], ids_c[i])
-        rows = N_PROMPT + i
+        rows = n_prompt + i
     diff = np.abs(lv[:rows].astype(np.float64) - lc[:rows])
     worst = np.unravel_index(int(np.argmax(diff)), diff.shape)
     assert diff[worst] < TOL, "logits row %d id %d: |vulkan - cpu| = %.3g" % (worst[0], worst[1], diff[worst])
