@@ -505,15 +505,19 @@ def test_refused_by_name_before_loading(facet_bin, make_checkpoint, tmp_path):
 
 def test_serve_batched_decode_equals_alone(facet_bin):
     """`facet serve --backend vulkan`: three greedy completions sent at once (decoded in
-    one batch) each give the text `facet run` gives alone on the CPU."""
+    one batch) each give the text `facet run` gives alone, on the CPU and on vulkan. (The
+    logits bit for bit, batched vs alone on vulkan: tests/unit/test_vulkan_batch.c.)"""
     import threading
 
     from server_harness import Server
     prompts = [c["prompt_ids"] for c in EXPECTED["prompts"][:3]]
     want = []
     for ids in prompts:
-        p = run(facet_bin, "run", "--json", "--prompt-ids", ",".join(map(str, ids)), "-n", 16)
-        want.append(json.loads(p.stdout)["text"])
+        got = [json.loads(run(facet_bin, "run", "--json", "--prompt-ids", ",".join(map(str, ids)),
+                              "-n", 16, *backend).stdout)["text"]
+               for backend in ([], ["--backend", "vulkan"])]
+        assert got[0] == got[1], got
+        want.append(got[0])
     with Server(facet_bin, REPO / "models" / "stories260k", "--backend", "vulkan",
                 "--max-batch", 4) as srv:
         assert any("vulkan device " in line for line in srv.log), "".join(srv.log)
