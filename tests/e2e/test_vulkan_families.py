@@ -244,7 +244,15 @@ def verdicts(facet_bin, tmp_path_factory):
     return out
 
 
+# the config classes (model_type) of cells that ran here: docs/SUPPORT.md's Validated
+# evidence on vulkan (test_validated_classes_ran keeps the list honest)
+VALIDATED_CLASSES = ["llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3", "olmo2",
+                     "smollm3", "granite", "exaone", "minicpm", "qwen", "baichuan"]
+
+
 @pytest.mark.parametrize("name", list(CELLS))
+@pytest.mark.evidence(config_classes=VALIDATED_CLASSES, backend="vulkan", weights=["f32"],
+                      oracle="the CPU exact path, on Mesa lavapipe only")
 def test_family_on_vulkan_matches_cpu_exact_path(name, verdicts, facet_generate):
     path, why = verdicts[name]
     if why:
@@ -258,3 +266,15 @@ def test_family_on_vulkan_matches_cpu_exact_path(name, verdicts, facet_generate)
     assert vk["json"]["prompt_ids"] == prompt
     rows = compare_runs(cpu, vk, N_PROMPT, N_GEN)
     assert rows >= N_PROMPT, rows
+
+
+def test_validated_classes_ran(verdicts):
+    """Each class the evidence marker above names has a cell that runs (neither refused
+    nor a duplicate): a class the vulkan column stops serving fails here rather than
+    staying Validated in docs/SUPPORT.md."""
+    ran = set()
+    for name, (path, why) in verdicts.items():
+        if not why:
+            cfg = json.loads((pathlib.Path(path) / "config.json").read_text())
+            ran.add(hf_facts.text_config(cfg)["model_type"])
+    assert set(VALIDATED_CLASSES) <= ran, sorted(set(VALIDATED_CLASSES) - ran)
