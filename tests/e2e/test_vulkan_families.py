@@ -28,6 +28,7 @@ import subprocess
 import numpy as np
 import pytest
 
+import compare
 import gen_checkpoint
 import hf_facts
 import falcon_h1_ref
@@ -224,7 +225,8 @@ def _conform(facet_bin, path, js, device=True):
 
 @pytest.fixture(scope="module")
 def verdicts(facet_bin, tmp_path_factory):
-    """name -> (checkpoint dir or None, why it is not run or None): `facet conform
+    """name -> (checkpoint dir or None, why it is not run or None, conform's facts of the
+    checkpoint or None): `facet conform
     --backend vulkan --json` on each shrunk config.json alone (the table's column, the
     device not opened), then, where the column admits it, on the written checkpoint with
     the device (the tensor probe's facts: fused or per-head fused projections, biases, a
@@ -239,18 +241,29 @@ def verdicts(facet_bin, tmp_path_factory):
         (d / "config.json").write_text(json.dumps(cfg))
         obj, refusals, text = _conform(facet_bin, d, d / "conform.json", device=False)
         if refusals:
-            out[name] = (None, "%s refused on vulkan: %s" % (name, " | ".join(refusals)))
+            out[name] = (None, "%s refused on vulkan: %s" % (name, " | ".join(refusals)), None)
             continue
         path = write(cfg, str(d / "ck"))
         obj, refusals, text = _conform(facet_bin, path, d / "probed.json")
         if refusals:
             out[name] = (None, "%s refused on vulkan once its tensors were probed: %s"
-                         % (name, " | ".join(refusals)))
+                         % (name, " | ".join(refusals)), None)
             continue
         key = facts_key(obj["facts"], text)
-        out[name] = (path, "%s: same facts as %s" % (name, seen[key]) if key in seen else None)
+        out[name] = (path, "%s: same facts as %s" % (name, seen[key]) if key in seen else None,
+                     obj["facts"])
         seen.setdefault(key, name)
     return out
+
+
+def generate(facet_bin, path, prompt, n, vocab, dump, extra=()):
+    """conftest's facet_generate, the logits rows read with the vocab_size facet read
+    (ChatGLM's config names it padded_vocab_size)."""
+    args = [str(facet_bin), "run", str(path), "--prompt-ids", ",".join(map(str, prompt)), "-n",
+            str(n), "--json", "--ignore-eos", "--dump-logits", str(dump)] + EXACT + list(extra)
+    p = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, "%s exited %d: %s" % (" ".join(args), p.returncode, p.stderr[-2000:])
+    return {"json": json.loads(p.stdout), "logits": compare.read_logits(str(dump), vocab)}
 
 
 # the config classes (model_type) of cells that ran here: docs/SUPPORT.md's Validated
@@ -262,16 +275,15 @@ VALIDATED_CLASSES = ["llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_tex
 @pytest.mark.parametrize("name", list(CELLS))
 @pytest.mark.evidence(config_classes=VALIDATED_CLASSES, backend="vulkan", weights=["f32"],
                       oracle="the CPU exact path, on Mesa lavapipe only")
-def test_family_on_vulkan_matches_cpu_exact_path(name, verdicts, facet_generate):
-    path, why = verdicts[name]
+def test_family_on_vulkan_matches_cpu_exact_path(name, verdicts, facet_bin, tmp_path):
+    path, why, facts = verdicts[name]
     if why:
         pytest.skip(why)
-    vocab = json.loads((pathlib.Path(path) / "config.json").read_text())
-    vocab = int(hf_facts.text_config(vocab)["vocab_size"])
+    vocab = facts["vocab_size"]
     seed = sum(map(ord, name))
     prompt = [int(x) for x in np.random.default_rng(seed).integers(3, vocab, N_PROMPT)]
-    cpu = facet_generate(path, prompt, N_GEN, extra=EXACT)
-    vk = facet_generate(path, prompt, N_GEN, extra=EXACT + ["--backend", "vulkan"])
+    cpu = generate(facet_bin, path, prompt, N_GEN, vocab, tmp_path / "cpu.f32")
+    vk = generate(facet_bin, path, prompt, N_GEN, vocab, tmp_path / "vk.f32", ["--backend", "vulkan"])
     assert vk["json"]["prompt_ids"] == prompt
     rows = compare_runs(cpu, vk, N_PROMPT, N_GEN)
     assert rows >= N_PROMPT, rows
@@ -281,9 +293,5 @@ def test_validated_classes_ran(verdicts):
     """Each class the evidence marker above names has a cell that runs (neither refused
     nor a duplicate): a class the vulkan column stops serving fails here rather than
     staying Validated in docs/SUPPORT.md."""
-    ran = set()
-    for name, (path, why) in verdicts.items():
-        if not why:
-            cfg = json.loads((pathlib.Path(path) / "config.json").read_text())
-            ran.add(hf_facts.text_config(cfg)["model_type"])
+    ran = {facts["model_type"] for path, why, facts in verdicts.values() if not why}
     assert set(VALIDATED_CLASSES) <= ran, sorted(set(VALIDATED_CLASSES) - ran)
