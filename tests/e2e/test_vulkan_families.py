@@ -228,10 +228,10 @@ def verdicts(facet_bin, tmp_path_factory):
     """name -> (checkpoint dir or None, why it is not run or None, conform's facts of the
     checkpoint or None): `facet conform
     --backend vulkan --json` on each shrunk config.json alone (the table's column, the
-    device not opened), then, where the column admits it, on the written checkpoint with
-    the device (the tensor probe's facts: fused or per-head fused projections, biases, a
-    tied head; and the device's limits); a cell whose facts_key equals an earlier cell's
-    is not run again."""
+    device not opened), then, where the column admits it, on the written checkpoint (the
+    tensor probe's facts: fused or per-head fused projections, biases, a tied head); a
+    cell whose facts_key equals an earlier cell's is not run again, the first of a key is
+    judged once more with the device opened (its limits)."""
     root = tmp_path_factory.mktemp("sweep")
     out, seen = {}, {}
     for i, (name, (config, write)) in enumerate(CELLS.items()):
@@ -244,15 +244,20 @@ def verdicts(facet_bin, tmp_path_factory):
             out[name] = (None, "%s refused on vulkan: %s" % (name, " | ".join(refusals)), None)
             continue
         path = write(cfg, str(d / "ck"))
-        obj, refusals, text = _conform(facet_bin, path, d / "probed.json")
-        if refusals:
-            out[name] = (None, "%s refused on vulkan once its tensors were probed: %s"
-                         % (name, " | ".join(refusals)), None)
-            continue
-        key = facts_key(obj["facts"], text)
-        out[name] = (path, "%s: same facts as %s" % (name, seen[key]) if key in seen else None,
-                     obj["facts"])
-        seen.setdefault(key, name)
+        for device in (False, True):  # the device's limits judged for the first of a key
+            obj, refusals, text = _conform(facet_bin, path, d / "probed.json", device=device)
+            if refusals:
+                out[name] = (None, "%s refused on vulkan once its tensors were probed%s: %s"
+                             % (name, " on the device" if device else "", " | ".join(refusals)),
+                             None)
+                break
+            key = facts_key(obj["facts"], text)
+            if key in seen:
+                out[name] = (path, "%s: same facts as %s" % (name, seen[key]), obj["facts"])
+                break
+            if device:
+                out[name] = (path, None, obj["facts"])
+                seen[key] = name
     return out
 
 
