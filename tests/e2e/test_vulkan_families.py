@@ -269,8 +269,10 @@ def generate(facet_bin, path, prompt, n, vocab, dump, extra=()):
 
 # the config classes (model_type) of cells that ran here: docs/SUPPORT.md's Validated
 # evidence on vulkan (test_validated_classes_ran keeps the list honest)
-VALIDATED_CLASSES = ["llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3", "olmo2",
-                     "smollm3", "granite", "exaone", "minicpm", "qwen", "baichuan"]
+VALIDATED_CLASSES = ["llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
+                     "olmo2", "smollm3", "granite", "gpt_neox", "phi", "gpt2", "olmo", "starcoder2",
+                     "stablelm", "stablelm_epoch", "falcon", "bloom", "mpt", "gptj", "cohere",
+                     "cohere2", "internlm2", "minicpm", "qwen", "chatglm", "exaone", "baichuan"]
 
 
 @pytest.mark.parametrize("name", list(CELLS))
