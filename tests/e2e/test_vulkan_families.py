@@ -17,8 +17,8 @@ its sizes and names, equal an earlier cell's is skipped as a duplicate ("same fa
 X"): the kernels see the same switches. The key (`facts_key`) keeps what selects a code
 path: head grouping, head_dim, odd head counts, biases, norms, windows and their layer
 pattern, softcaps, multipliers (as "not 1"), rope type and partial rotary, experts,
-fused projections, a tied head. Measured: ~50 s for the file (29 runs of 124 cells) on
-2 cores shared with other builds (load ~8).
+fused projections, a tied head. Measured: 37 to 90 s for the file (59 runs of 124
+cells) on 2 cores shared with other builds (load 6 to 9).
 """
 import json
 import os
