@@ -263,7 +263,7 @@ static void attention_in_place(vk_backend *b, const facet_attn_chunk *c) {
     facet_error err = {0};
     const facet_kv_cache *kv = c->kv;
     vk_outs o = {0};
-    vk_attn_io io;
+    vk_attn_io io = {0};
     facet_status st = vk_open(ctx, &err);
     if (st == FACET_OK) st = take_io(b, c, &io, &o, &err);
     for (int g = 0, slot = 0; g < c->n_groups && st == FACET_OK; slot += c->group_len[g++]) {
@@ -299,8 +299,8 @@ void vk_attention(facet_backend *be, const facet_attn_chunk *c) {
     for (int g = 0; g < c->n_groups; g++)
         keys += (size_t)(c->pos[c->group_row[g]] + c->group_len[g] - group_first(c, g));
     vk_outs o = {0};
-    vk_attn_io io;
-    vk_range rk, rv;
+    vk_attn_io io = {0};
+    vk_range rk = {0}, rv = {0};
     float *K = NULL, *V = NULL;
     /* the keys and values are gathered by the host: the pending work (the chunk's rows,
      * the stores into the cache) finishes first */
@@ -354,7 +354,7 @@ void vk_kv_store_rows(facet_backend *be, facet_kv_cache *kv, int layer, int n, c
         int r = rows ? rows[e] : e;
         if (r > max_row) max_row = r;
     }
-    vk_range rk, rv;
+    vk_range rk = {0}, rv = {0};
     facet_status st = FACET_OK;
     int device = kv->buf_ctx == (void *)b->d && !kv->latent &&
                  (kv->type == FACET_KV_F32 || kv->type == FACET_KV_BF16);
@@ -375,7 +375,7 @@ void vk_kv_store_rows(facet_backend *be, facet_kv_cache *kv, int layer, int n, c
         int seq = seq_ids[rows ? rows[e0] : e0], e1 = e0, cnt = 0;
         while (e1 < n && seq_ids[rows ? rows[e1] : e1] == seq) e1++;
         const facet_kv_seq *sq = &kv->seqs[seq];
-        vk_range rm, kc, vc;
+        vk_range rm = {0}, kc = {0}, vc = {0};
         int32_t *meta = NULL;
         if ((st = vk_take(ctx, 2 * (size_t)(e1 - e0) * sizeof(int32_t), &rm, (void **)&meta,
                           &err)) != FACET_OK)

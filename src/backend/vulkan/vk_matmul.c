@@ -51,7 +51,7 @@ static facet_status record_matmul(vk_ctx *c, vk_range y, vk_range x, const vk_we
  * its inputs again). Returns 1 when it did. */
 static int flush_outs(vk_backend *b, vk_outs *o, const float *y, size_t n, facet_status *st,
                       facet_error *err) {
-    vk_range r;
+    vk_range r = {0};
     if (*st != FACET_OK || o->n < VK_MAX_OUTS || vk_resident(b, y, n, &r)) return 0;
     *st = vk_done(b, o, FACET_OK, err);
     o->n = 0;
@@ -82,12 +82,12 @@ void vk_matmul_multi(facet_backend *be, int n_mats, float *const *Y, const float
     for (int pass = 0; pass < 2; pass++)
         for (int m = 0; m < n_mats; m++)
             if (fail(b, vk_weight_get(b->d, W[m], &w[m], &err), &err) != FACET_OK) return;
-    vk_range x;
+    vk_range x = {0};
     size_t nx = (size_t)n_rows * (size_t)W[0]->cols;
     facet_status st = vk_open(c, &err);
     if (st == FACET_OK) st = vk_in(b, X, nx, &x, &err);
     for (int m = 0; m < n_mats && st == FACET_OK; m++) {
-        vk_range br, y;
+        vk_range br = {0}, y = {0};
         size_t ny = (size_t)n_rows * (size_t)W[m]->rows;
         if (flush_outs(b, &o, Y[m], ny, &st, &err) && st == FACET_OK)
             st = vk_in(b, X, nx, &x, &err);
@@ -112,7 +112,7 @@ void vk_matmul_each(facet_backend *be, int n_mats, float *const *Y, const float 
     facet_status st = vk_open(c, &err);
     for (int m = 0; m < n_mats && st == FACET_OK; m++) {
         const vk_weight *w;
-        vk_range x, br, y;
+        vk_range x = {0}, br = {0}, y = {0};
         st = vk_weight_get(b->d, W[m], &w, &err);
         if (st == FACET_OK) flush_outs(b, &o, Y[m], (size_t)W[m]->rows, &st, &err);
         if (st == FACET_OK) st = vk_in(b, X[m], (size_t)W[m]->cols, &x, &err);

@@ -41,7 +41,7 @@ void vk_rmsnorm_rows(const facet_backend *cbe, float *y, const float *x, const f
     vk_outs o = {0};
     size_t nm = (size_t)n * (size_t)M;
     if (b->st != FACET_OK || M <= 0) return;
-    vk_range rx, rw, ry;
+    vk_range rx = {0}, rw = {0}, ry = {0};
     facet_status st = vk_open(c, &err);
     if (st == FACET_OK) st = vk_in(b, x, nm, &rx, &err);
     if (st == FACET_OK) st = vk_in(b, w, (size_t)n, &rw, &err);
@@ -71,7 +71,7 @@ static void rope_rows(const facet_backend *cbe, int variant, float *x, int M, in
     vk_outs o = {0};
     size_t n = (size_t)n_heads * (size_t)head_dim * (size_t)M, half = (size_t)rot / 2;
     if (b->st != FACET_OK || half == 0 || M <= 0) return;
-    vk_range rx, rc, rs;
+    vk_range rx = {0}, rc = {0}, rs = {0};
     facet_status st = vk_open(c, &err);
     if (st == FACET_OK) st = vk_inout(b, x, n, &o, &rx, &err);
     if (st == FACET_OK) st = vk_in(b, cos, half * (size_t)M, &rc, &err);
@@ -113,7 +113,7 @@ void vk_gated_act(const facet_backend *cbe, float *gate, const float *up, int n,
         fail(b, FACET_E_UNSUPPORTED, &err);
         return;
     }
-    vk_range rg, ru;
+    vk_range rg = {0}, ru = {0};
     facet_status st = vk_open(c, &err);
     if (st == FACET_OK) st = vk_inout(b, gate, (size_t)n, &o, &rg, &err);
     if (st == FACET_OK) st = vk_in(b, up, (size_t)n, &ru, &err);
@@ -142,7 +142,7 @@ void vk_kv_round(const facet_backend *cbe, float *x, facet_kv_type t, int n) {
         fail(b, FACET_E_UNSUPPORTED, &err);
         return;
     }
-    vk_range rx;
+    vk_range rx = {0};
     facet_status st = vk_open(c, &err);
     if (st == FACET_OK) st = vk_inout(b, x, (size_t)n, &o, &rx, &err);
     uint32_t p = (uint32_t)n;
@@ -161,7 +161,7 @@ void vk_add_scaled(const facet_backend *cbe, float *x, const float *h, size_t n,
         fail(b, FACET_E_INVALID_ARGUMENT, &err);
         return;
     }
-    vk_range rx, rh;
+    vk_range rx = {0}, rh = {0};
     facet_status st = vk_open(c, &err);
     if (st == FACET_OK) st = vk_inout(b, x, n, &o, &rx, &err);
     if (st == FACET_OK) st = vk_in(b, h, n, &rh, &err);
@@ -183,7 +183,7 @@ void vk_layernorm_rows(const facet_backend *cbe, float *y, const float *x, const
     vk_outs o = {0};
     size_t nm = (size_t)n * (size_t)M;
     if (b->st != FACET_OK || M <= 0 || n <= 0) return;
-    vk_range rx, rw, rb, ry;
+    vk_range rx = {0}, rw = {0}, rb = {0}, ry = {0};
     facet_status st = vk_open(c, &err);
     if (st == FACET_OK) st = vk_in(b, x, nm, &rx, &err);
     if (st == FACET_OK) st = vk_in(b, w, (size_t)n, &rw, &err);
@@ -220,7 +220,7 @@ void vk_act_rows(const facet_backend *cbe, float *x, int n, int M, int act) {
         fail(b, FACET_E_UNSUPPORTED, &err);
         return;
     }
-    vk_range rx;
+    vk_range rx = {0};
     facet_status st = vk_open(c, &err);
     if (st == FACET_OK) st = vk_inout(b, x, (size_t)nm, &o, &rx, &err);
     struct {
@@ -245,7 +245,7 @@ void vk_copy(const facet_backend *cbe, float *y, const float *x, size_t n) {
         fail(b, FACET_E_INVALID_ARGUMENT, &err);
         return;
     }
-    vk_range rx, ry;
+    vk_range rx = {0}, ry = {0};
     facet_status st = vk_open(c, &err);
     if (st == FACET_OK) st = vk_in(b, x, n, &rx, &err);
     if (st == FACET_OK) st = vk_out(b, y, n, &o, &ry, &err);
