@@ -401,11 +401,20 @@ def test_kv_budget_queues_requests(facet_bin, model):
         def one(i):
             return s.post("/v1/completions", {"model": "stories260k", "prompt": [1, 403],
                                               "max_tokens": 40, "temperature": 0})
-        with concurrent.futures.ThreadPoolExecutor(4) as ex:
-            res = list(ex.map(one, range(4)))
-        texts = {r["choices"][0]["text"] for st, r in res if st == 200}
-        assert all(st == 200 for st, _ in res) and len(texts) == 1
-        m = s.metrics()
+        # 40 tokens of this model take milliseconds: on a busy machine (the suite's other
+        # pytest worker, other jobs) a burst's requests can arrive one after the other and
+        # be served alone. The burst is repeated until two ran at once (at most 20 times);
+        # every burst's answers are checked, and the budget's peak over all of them.
+        texts = set()
+        for _ in range(20):
+            with concurrent.futures.ThreadPoolExecutor(4) as ex:
+                res = list(ex.map(one, range(4)))
+            assert all(st == 200 for st, _ in res), res
+            texts |= {r["choices"][0]["text"] for st, r in res}
+            m = s.metrics()
+            if m["facet_batch_size_max"] > 1 and m["facet_preemptions_total"] >= 1:
+                break
+        assert len(texts) == 1, texts
         assert m["facet_batch_size_max"] > 1 and m["facet_kv_cache_tokens_peak"] <= 64, m
         assert m["facet_preemptions_total"] >= 1
         st, r = s.post("/v1/completions", {"model": "stories260k", "prompt": [1, 403],

@@ -82,10 +82,16 @@ def test_preempted_requests_finish_unchanged(facet_bin, model):
         alone = [s.post("/v1/completions", b)[1]["choices"][0]["text"] for b in bodies]
     with Server(facet_bin, model, "--threads", "1", "--kv-budget", "130",
                 "--no-prefix-cache") as s:
-        with concurrent.futures.ThreadPoolExecutor(8) as ex:
-            res = list(ex.map(lambda b: s.post("/v1/completions", b, timeout=120), bodies))
-        assert [r["choices"][0]["text"] for _, r in res] == alone
-        m = s.metrics()
+        # on a busy machine the eight requests can arrive spread out enough that none is
+        # preempted: the burst is repeated (at most 20 times) until one was, every burst's
+        # outputs checked, and the budget's peak over all of them
+        for _ in range(20):
+            with concurrent.futures.ThreadPoolExecutor(8) as ex:
+                res = list(ex.map(lambda b: s.post("/v1/completions", b, timeout=120), bodies))
+            assert [r["choices"][0]["text"] for _, r in res] == alone
+            m = s.metrics()
+            if m["facet_preemptions_total"] >= 1:
+                break
         assert m["facet_preemptions_total"] >= 1 and m["facet_kv_cache_tokens_peak"] <= 130, m
 
 
