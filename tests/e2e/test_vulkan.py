@@ -191,6 +191,10 @@ def test_weights_split_past_the_storage_range(monkeypatch, facet_bin, make_check
     p = run(facet_bin, "conform", path, "--backend", "vulkan")
     assert "REFUSED: weight matrix=" in p.stdout + p.stderr, p.stdout + p.stderr
     assert "split by rows into at most 16 buffers" in p.stdout + p.stderr
+    # a value it cannot take is said to be ignored, not dropped silently
+    monkeypatch.setenv("FACET_VK_MAX_STORAGE_RANGE", "abc")
+    p = run(facet_bin, "run", "--backend", "vulkan", "-n", 1)
+    assert p.returncode == 0 and "FACET_VK_MAX_STORAGE_RANGE=abc ignored (expected bytes" in p.stderr
 
 
 def compare_runs(cpu, vk, n_prompt=N_PROMPT, n_gen=N_GEN):
