@@ -79,6 +79,7 @@ typedef struct vk_ctx {
     char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
     uint64_t device_bytes;         /* the largest DEVICE_LOCAL heap                     */
     int device_index;
+    char note[160];                /* a setting ignored at open, for the device's line  */
     facet_device_limits limits;    /* what the kernels depend on (backend.h)            */
     /* pipelines: made on first use, per (shader, variant) */
     VkDescriptorSetLayout set_layout; /* VK_MAX_BINDINGS storage buffers, shared        */

@@ -50,7 +50,7 @@ struct facet_device {
     uint64_t weight_bytes;         /* bytes of them on the device                      */
     vk_buf *kv;                    /* the KV caches' key and value buffers (vk_kvmem.c) */
     size_t n_kv, cap_kv;
-    char desc[320];
+    char desc[768];                /* the device's line (name, memory, a note)           */
 };
 
 /* The shaders' variant of a weight format (vk_wvariant); -1 when none serves it. */

@@ -35,8 +35,9 @@ facet_status facet_device_open(const char *backend, int index, facet_device **ou
         free(d);
         return st;
     }
-    snprintf(d->desc, sizeof d->desc, "vulkan device %d: %s, %.1f GiB", d->c.device_index,
-             d->c.device_name, (double)d->c.device_bytes / (1024.0 * 1024 * 1024));
+    snprintf(d->desc, sizeof d->desc, "vulkan device %d: %s, %.1f GiB%s%s", d->c.device_index,
+             d->c.device_name, (double)d->c.device_bytes / (1024.0 * 1024 * 1024),
+             d->c.note[0] ? "; " : "", d->c.note);
     *out = d;
     return FACET_OK;
 }
